@@ -1,0 +1,333 @@
+/*
+ * tern.h — the whole public surface of libtern.
+ *
+ * Quick tour (error handling omitted):
+ *
+ *     struct tern_model *model;
+ *     tern_model_load("model.gguf", NULL, &model);          // weights are mmapped, not copied
+ *     struct tern_context_params cp = tern_context_default_params();
+ *     cp.n_ctx = 2048; cp.n_threads = 2;
+ *     struct tern_context *ctx;
+ *     tern_context_create(model, &cp, &ctx);                 // KV cache + scratch allocated here, once
+ *     int32_t prompt[] = {1, 15043, 3186};
+ *     tern_decode(ctx, prompt, 3, 0, TERN_LOGITS_LAST);      // prefill positions 0..2
+ *     const float *logits = tern_context_logits(ctx, 2);     // distribution for position 3
+ *     struct tern_sampler_params sp = tern_sampler_default_params();  // temperature 0: greedy
+ *     struct tern_sampler *s;
+ *     tern_sampler_create(&sp, tern_model_n_vocab(model), &s);
+ *     int32_t next = tern_sampler_sample(s, logits);
+ *     tern_decode(ctx, &next, 1, 3, TERN_LOGITS_LAST);       // decode one token at position 3
+ *     ...
+ *     tern_sampler_free(s); tern_context_free(ctx); tern_model_free(model);
+ *
+ * Rules that hold for every function here:
+ * - Anything that can fail returns a tern_status; on failure tern_last_error() holds a message
+ *   naming what was wrong and where (file offset, JSON path, token index). Nothing aborts or
+ *   exits on bad input.
+ * - Ownership: a function that allocates says who frees, in its comment. Out-pointers are only
+ *   written on success.
+ * - Enums that reach files (tern_type) are append-only and keep GGUF's numbering.
+ */
+#ifndef TERN_H
+#define TERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== errors */
+
+enum tern_status {
+    TERN_OK = 0,
+    TERN_ERR_IO,          /* could not open/read/write/mmap a file */
+    TERN_ERR_FORMAT,      /* malformed input: GGUF, JSON, template, cache file ... */
+    TERN_ERR_UNSUPPORTED, /* valid input that tern does not handle (tensor type, architecture) */
+    TERN_ERR_ARG,         /* invalid argument from the caller (bad flag value, id out of range) */
+    TERN_ERR_NOMEM,       /* allocation failed */
+    TERN_ERR_RANGE,       /* a buffer is too small or a context is full; see the message for sizes */
+    TERN_ERR_NOT_FOUND,   /* a key, tensor or file that was asked for does not exist */
+};
+typedef enum tern_status tern_status;
+
+/* The message of the last failure on this thread (never NULL; "" if none). Valid until the
+ * next failing call on the same thread. */
+const char *tern_last_error(void);
+/* A short fixed name for a status ("format error", ...). */
+const char *tern_status_name(tern_status s);
+
+const char *tern_version(void);
+
+/* ===================================================================== tensor types */
+
+/* Numbering is GGUF's (ggml_type). Only the types listed in tern_type_is_supported() can be
+ * loaded; any other id in a file is refused with its name. */
+enum tern_type {
+    TERN_TYPE_F32 = 0,
+    TERN_TYPE_F16 = 1,
+    TERN_TYPE_Q4_0 = 2,
+    TERN_TYPE_Q4_1 = 3,
+    TERN_TYPE_Q5_0 = 6,
+    TERN_TYPE_Q5_1 = 7,
+    TERN_TYPE_Q8_0 = 8,
+    TERN_TYPE_Q8_1 = 9,
+    TERN_TYPE_Q2_K = 10,
+    TERN_TYPE_Q3_K = 11,
+    TERN_TYPE_Q4_K = 12,
+    TERN_TYPE_Q5_K = 13,
+    TERN_TYPE_Q6_K = 14,
+    TERN_TYPE_Q8_K = 15,
+    TERN_TYPE_IQ2_XXS = 16,
+    TERN_TYPE_IQ2_XS = 17,
+    TERN_TYPE_IQ3_XXS = 18,
+    TERN_TYPE_IQ1_S = 19,
+    TERN_TYPE_IQ4_NL = 20,
+    TERN_TYPE_IQ3_S = 21,
+    TERN_TYPE_IQ2_S = 22,
+    TERN_TYPE_IQ4_XS = 23,
+    TERN_TYPE_I8 = 24,
+    TERN_TYPE_I16 = 25,
+    TERN_TYPE_I32 = 26,
+    TERN_TYPE_I64 = 27,
+    TERN_TYPE_F64 = 28,
+    TERN_TYPE_IQ1_M = 29,
+    TERN_TYPE_BF16 = 30,
+    TERN_TYPE_TQ1_0 = 34,
+    TERN_TYPE_TQ2_0 = 35,
+    TERN_TYPE_COUNT_ = 39 /* ids >= this are unknown */
+};
+
+/* "Q4_K", "F16", ... or "unknown(N)" in a static buffer for ids tern does not know. */
+const char *tern_type_name(int type);
+/* true for the types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
+ * (plus Q8_K, which exists only as an activation format). */
+bool tern_type_is_supported(int type);
+/* Elements per block (1 for float types) and bytes per block; 0 for unknown types. */
+int64_t tern_type_block_size(int type);
+int64_t tern_type_block_bytes(int type);
+/* Parse "q8_0", "Q4_K", "f16", ... (case-insensitive). Returns TERN_ERR_ARG if unknown. */
+tern_status tern_type_from_name(const char *name, int *type_out);
+
+/* Row conversions for weight formats (n must be a multiple of the block size).
+ * tern_quantize_row: F32 -> type; tern_dequantize_row: type -> F32. */
+tern_status tern_quantize_row(int type, const float *src, void *dst, int64_t n);
+tern_status tern_dequantize_row(int type, const void *src, float *dst, int64_t n);
+
+/* ===================================================================== GGUF */
+
+/* GGUF metadata value types (on disk; append-only). */
+enum tern_gguf_type {
+    TERN_GGUF_UINT8 = 0, TERN_GGUF_INT8 = 1, TERN_GGUF_UINT16 = 2, TERN_GGUF_INT16 = 3,
+    TERN_GGUF_UINT32 = 4, TERN_GGUF_INT32 = 5, TERN_GGUF_FLOAT32 = 6, TERN_GGUF_BOOL = 7,
+    TERN_GGUF_STRING = 8, TERN_GGUF_ARRAY = 9, TERN_GGUF_UINT64 = 10, TERN_GGUF_INT64 = 11,
+    TERN_GGUF_FLOAT64 = 12,
+};
+
+#define TERN_MAX_DIMS 4
+
+/* A string inside a mapped GGUF file: NOT NUL-terminated, valid while the file is open. */
+struct tern_str {
+    const char *ptr;
+    uint64_t len;
+};
+
+struct tern_gguf_tensor {
+    struct tern_str name;
+    int type;                        /* enum tern_type */
+    int n_dims;
+    int64_t ne[TERN_MAX_DIMS];       /* ne[0] = elements per row (contiguous), unused dims = 1 */
+    uint64_t offset;                 /* from the start of the data section */
+    uint64_t nbytes;
+    const void *data;                /* into the mapping */
+};
+
+struct tern_gguf;
+
+/* Map and validate a GGUF file (v2 or v3). Every count, length, type, dimension and data range
+ * is checked before use; a bad file gives TERN_ERR_FORMAT naming the field and byte offset.
+ * The caller frees with tern_gguf_close(); all pointers handed out live until then. */
+tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
+/* Same, over a caller-owned buffer (not copied; must outlive the handle). */
+tern_status tern_gguf_open_memory(const void *data, size_t size, struct tern_gguf **out);
+void tern_gguf_close(struct tern_gguf *g);
+
+uint32_t tern_gguf_version(const struct tern_gguf *g);
+uint64_t tern_gguf_alignment(const struct tern_gguf *g);
+uint64_t tern_gguf_data_offset(const struct tern_gguf *g);
+size_t tern_gguf_file_size(const struct tern_gguf *g);
+const void *tern_gguf_file_data(const struct tern_gguf *g);
+
+/* Metadata. Keys are looked up by exact name; index order is file order. */
+int64_t tern_gguf_n_kv(const struct tern_gguf *g);
+int64_t tern_gguf_find_key(const struct tern_gguf *g, const char *key); /* -1 if absent */
+struct tern_str tern_gguf_key(const struct tern_gguf *g, int64_t i);
+enum tern_gguf_type tern_gguf_kv_type(const struct tern_gguf *g, int64_t i);
+/* For arrays: element type and count (nested arrays: element type ARRAY). */
+enum tern_gguf_type tern_gguf_arr_type(const struct tern_gguf *g, int64_t i);
+uint64_t tern_gguf_arr_len(const struct tern_gguf *g, int64_t i);
+/* Pointer to the packed array data for fixed-size element types (unaligned: use memcpy). */
+const void *tern_gguf_arr_data(const struct tern_gguf *g, int64_t i);
+/* j-th string of a string array. */
+struct tern_str tern_gguf_arr_str(const struct tern_gguf *g, int64_t i, uint64_t j);
+/* Raw bytes of the value (for nested arrays and custom walking); offset into the file. */
+uint64_t tern_gguf_kv_value_offset(const struct tern_gguf *g, int64_t i);
+
+/* Typed getters: TERN_ERR_NOT_FOUND if absent, TERN_ERR_FORMAT if the type does not fit
+ * (integer getters accept any integer type whose value fits; float getters accept f32/f64). */
+tern_status tern_gguf_get_u32(const struct tern_gguf *g, const char *key, uint32_t *out);
+tern_status tern_gguf_get_i64(const struct tern_gguf *g, const char *key, int64_t *out);
+tern_status tern_gguf_get_f32(const struct tern_gguf *g, const char *key, float *out);
+tern_status tern_gguf_get_bool(const struct tern_gguf *g, const char *key, bool *out);
+tern_status tern_gguf_get_str(const struct tern_gguf *g, const char *key, struct tern_str *out);
+
+int64_t tern_gguf_n_tensors(const struct tern_gguf *g);
+const struct tern_gguf_tensor *tern_gguf_tensor(const struct tern_gguf *g, int64_t i);
+const struct tern_gguf_tensor *tern_gguf_find_tensor(const struct tern_gguf *g, const char *name);
+
+/* --- writer: builds a GGUF v3 file in memory and writes it atomically (tmp + rename). --- */
+struct tern_gguf_writer;
+/* Caller frees with tern_gguf_writer_free(). alignment 0 = 32. */
+tern_status tern_gguf_writer_create(uint32_t alignment, struct tern_gguf_writer **out);
+void tern_gguf_writer_free(struct tern_gguf_writer *w);
+/* Values are copied. Setting an existing key replaces it. */
+tern_status tern_gguf_writer_set_u32(struct tern_gguf_writer *w, const char *key, uint32_t v);
+tern_status tern_gguf_writer_set_i32(struct tern_gguf_writer *w, const char *key, int32_t v);
+tern_status tern_gguf_writer_set_u64(struct tern_gguf_writer *w, const char *key, uint64_t v);
+tern_status tern_gguf_writer_set_f32(struct tern_gguf_writer *w, const char *key, float v);
+tern_status tern_gguf_writer_set_bool(struct tern_gguf_writer *w, const char *key, bool v);
+tern_status tern_gguf_writer_set_str(struct tern_gguf_writer *w, const char *key, const char *v);
+/* Array of a fixed-size element type (not STRING/ARRAY): n elements packed at data. */
+tern_status tern_gguf_writer_set_arr(struct tern_gguf_writer *w, const char *key,
+                                     enum tern_gguf_type elem_type, const void *data, uint64_t n);
+tern_status tern_gguf_writer_set_arr_str(struct tern_gguf_writer *w, const char *key,
+                                         const char *const *strs, uint64_t n);
+/* Copy key i of an open file verbatim (any type, nested arrays included). */
+tern_status tern_gguf_writer_copy_kv(struct tern_gguf_writer *w, const struct tern_gguf *src,
+                                     int64_t i);
+/* Add a tensor; data (nbytes per its type and shape) is copied. */
+tern_status tern_gguf_writer_add_tensor(struct tern_gguf_writer *w, const char *name, int type,
+                                        int n_dims, const int64_t *ne, const void *data);
+/* Write to path via path.tmp + rename; nothing is left half-written on failure. */
+tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, const char *path);
+
+/* ===================================================================== model */
+
+enum tern_arch { TERN_ARCH_LLAMA = 0, TERN_ARCH_QWEN2 = 1 };
+
+struct tern_model_info {
+    enum tern_arch arch;
+    const char *arch_name;   /* "llama", "qwen2" */
+    int n_vocab;
+    int n_embd;
+    int n_layer;
+    int n_head;
+    int n_head_kv;
+    int head_dim;
+    int n_ff;
+    int n_ctx_train;
+    int n_rot;               /* rope dimension count */
+    float rope_freq_base;
+    float rope_freq_scale;   /* linear scaling factor (1 = none) */
+    bool rope_neox;          /* rotate (i, i+d/2) pairs (qwen2) vs (2i, 2i+1) (llama) */
+    bool has_rope_freqs;     /* Llama-3.x rope_freqs tensor present */
+    float rms_eps;
+    bool tied_output;        /* logits use token_embd */
+    bool has_qkv_bias;
+    uint64_t weight_bytes;   /* bytes of all tensors in the file */
+    uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
+};
+
+struct tern_model_params {
+    bool prefault;           /* touch every weight page at load (warm start) */
+};
+
+struct tern_model;
+
+/* Load a GGUF model (weights stay mmapped; nothing is copied unless repacked, and then
+ * reported in repacked_bytes). Caller frees with tern_model_free(). */
+tern_status tern_model_load(const char *path, const struct tern_model_params *params,
+                            struct tern_model **out);
+void tern_model_free(struct tern_model *m);
+const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
+int tern_model_n_vocab(const struct tern_model *m);
+/* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */
+const struct tern_gguf *tern_model_gguf(const struct tern_model *m);
+/* KV cache bytes for a context of n_ctx positions (F16 K and V, all layers). */
+uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx);
+
+/* ===================================================================== context */
+
+struct tern_context_params {
+    int n_ctx;       /* KV positions; 0 = min(model's training context, 4096) */
+    int n_batch;     /* max tokens per tern_decode call; 0 = 512 */
+    int n_threads;   /* 0 = number of online CPUs */
+};
+struct tern_context_params tern_context_default_params(void);
+
+struct tern_context;
+
+/* Create a context: KV cache and all scratch are allocated here, once. Caller frees with
+ * tern_context_free(). The model must outlive the context. */
+tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
+                                struct tern_context **out);
+void tern_context_free(struct tern_context *ctx);
+int tern_context_n_ctx(const struct tern_context *ctx);
+int tern_context_n_batch(const struct tern_context *ctx);
+
+enum tern_logits_mode {
+    TERN_LOGITS_NONE = 0,  /* only fill the KV cache */
+    TERN_LOGITS_LAST = 1,  /* logits for the last token of the batch */
+    TERN_LOGITS_ALL = 2,   /* logits for every token of the batch */
+};
+
+/* Run the model on n tokens occupying positions pos0 .. pos0+n-1 (the KV cache must hold
+ * exactly positions 0 .. pos0-1: call tern_kv_truncate first to rewind). n may exceed n_batch:
+ * the batch is split. Decode (n == 1) performs no heap allocation. */
+tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
+                        enum tern_logits_mode mode);
+/* Logits of batch row i of the last tern_decode (i = n-1 for TERN_LOGITS_LAST); n_vocab
+ * floats owned by the context, valid until the next tern_decode. NULL if not computed. */
+const float *tern_context_logits(const struct tern_context *ctx, int i);
+/* Number of positions currently in the KV cache. */
+int tern_kv_n_pos(const struct tern_context *ctx);
+/* Forget positions >= n_pos (rollback). */
+tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
+
+/* ===================================================================== sampling */
+
+struct tern_sampler_params {
+    float temperature;     /* 0 = greedy (argmax, lowest id on ties) */
+    int top_k;             /* 0 = off */
+    float top_p;           /* 1 (or 0) = off */
+    float min_p;           /* 0 = off */
+    float repeat_penalty;  /* 1 (or 0) = off; applied to the last repeat_last_n tokens */
+    int repeat_last_n;     /* 0 = 64 */
+    uint64_t seed;
+};
+struct tern_sampler_params tern_sampler_default_params(void);
+
+struct tern_sampler;
+/* Allocates all scratch for up to n_vocab candidates up front. Caller frees with
+ * tern_sampler_free(). */
+tern_status tern_sampler_create(const struct tern_sampler_params *p, int n_vocab,
+                                struct tern_sampler **out);
+void tern_sampler_free(struct tern_sampler *s);
+/* Pick a token from logits[n_vocab] (not modified). Remembers it for the repetition penalty. */
+int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
+/* Tell the sampler about tokens it did not pick (the prompt), for the repetition penalty. */
+void tern_sampler_accept(struct tern_sampler *s, int32_t token);
+void tern_sampler_reset(struct tern_sampler *s);
+
+/* ===================================================================== tokenizer */
+/* (section owned by src/tokenizer; see tokenizer issue) */
+
+/* ===================================================================== chat templates */
+/* (section owned by src/template; see chat template issue) */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TERN_H */

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
+set -e
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    build-essential cmake pkg-config \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev >/dev/null
+echo "tern dependencies installed"

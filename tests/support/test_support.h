@@ -1,0 +1,46 @@
+/* test_support.h — what every tern test includes: cmocka, fixture lookup, skipping.
+ *
+ * Tests that need ../shared call test_shared_path(); when the folder is absent (a user's
+ * machine without the fixtures) they skip with a message saying so, never pass silently.
+ * TERN_SHARED in the environment overrides the location. */
+#ifndef TERN_TEST_SUPPORT_H
+#define TERN_TEST_SUPPORT_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "tern.h"
+
+/* Absolute path of ../shared/<rel> into a static buffer, or NULL if ../shared is absent. */
+const char *test_shared_path(const char *rel);
+/* Like test_shared_path but skips the current cmocka test (with a message) when absent. */
+#define TEST_SHARED_OR_SKIP(var, rel)                                                          \
+    const char *var = test_shared_path(rel);                                                   \
+    do {                                                                                       \
+        if (!var) {                                                                            \
+            print_message("SKIP: ../shared (fixtures) not found; set TERN_SHARED to run\n");   \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
+
+/* Path of the built tern binary (build/bin/tern) and the source tree. */
+const char *test_tern_bin(void);
+const char *test_source_dir(void);
+/* A fresh temporary directory for this test process (removed by the OS's tmp cleaning). */
+const char *test_tmpdir(void);
+
+/* Whole file into malloc'ed NUL-terminated memory (NULL if unreadable). */
+char *test_read_file(const char *path, size_t *len);
+
+/* Assert a tern call succeeded, printing tern_last_error() if not. */
+#define assert_tern_ok(expr)                                                                   \
+    do {                                                                                       \
+        tern_status st_ = (expr);                                                              \
+        if (st_ != TERN_OK) fail_msg("%s -> %s: %s", #expr, tern_status_name(st_),             \
+                                     tern_last_error());                                       \
+    } while (0)
+
+#endif

@@ -1,0 +1,38 @@
+/* cli.h — shared pieces of the tern CLI: the subcommand table and small argument helpers.
+ * Every subcommand is `int cmd_x(int argc, char **argv)` where argv[0] is the subcommand name;
+ * it returns the process exit code (0 ok, 1 runtime failure, 2 usage error). */
+#ifndef TERN_CLI_H
+#define TERN_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern.h"
+
+#define CMD(name, fn, summary) int fn(int argc, char **argv);
+#include "commands.def"
+#undef CMD
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
+
+/* Print "tern <cmd>: <status name>: <tern_last_error()>" to stderr; returns CLI_EXIT_FAIL. */
+int cli_report(const char *cmd, tern_status st);
+/* Print "tern <cmd>: <message>" and a hint to see --help; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict number parsing: the whole string must be a number in [min, max]. */
+bool cli_parse_int(const char *s, long long min, long long max, long long *out);
+bool cli_parse_float(const char *s, double min, double max, double *out);
+/* "1,2,3" -> ids (malloc'ed, caller frees). false on any malformed or out-of-range entry;
+ * *bad_index names the entry. */
+bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
+/* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
+char *cli_read_file(const char *path, size_t *len);
+
+/* For option loops: if argv[*i] equals name, take the next argument as its value. Returns
+ * 1 if matched (value in *val, *i advanced), 0 if not this option, -1 if the value is missing
+ * (an error was printed). */
+int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val);
+
+#endif

@@ -1,0 +1,42 @@
+/* main.c — the tern CLI: one binary, subcommands listed in commands.def. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+#define CMD(name, fn, summary) {name, fn, summary},
+#include "commands.def"
+#undef CMD
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tern <command> [options]   (tern <command> --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) argv[1] = "version";
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}
