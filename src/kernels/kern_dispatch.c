@@ -1,0 +1,130 @@
+/* kern_dispatch.c — picks the ISA path once per process and routes kern_matmul /
+ * kern_quantize_act to it.
+ *
+ * The choice is a pointer to a static table; kern_init fills it under pthread_once, so the
+ * hot calls only read it. TERN_KERNELS=scalar|avx2|avx512 overrides detection (a path this
+ * CPU cannot run falls back, with a warning on stderr). */
+#include "kernels/kernels.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tern.h"
+
+enum kern_isa { ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
+static const char *const isa_names[] = {"scalar", "avx2", "avx512"};
+
+struct kern_path {
+    kern_matmul_fn matmul[TERN_TYPE_COUNT_];
+    kern_quant_fn quant[TERN_TYPE_COUNT_];
+};
+
+static struct kern_path paths[3];
+static enum kern_isa active = ISA_SCALAR;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static bool cpu_has(enum kern_isa isa)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    switch (isa) {
+    case ISA_SCALAR: return true;
+    case ISA_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+    case ISA_AVX512:
+        return cpu_has(ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+               __builtin_cpu_supports("avx512bf16");
+    }
+    return false;
+#else
+    return isa == ISA_SCALAR;
+#endif
+}
+
+static int isa_from_name(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, isa_names[i]) == 0) return i;
+    return -1;
+}
+
+static void fill_paths(void)
+{
+    for (int t = 0; t < TERN_TYPE_COUNT_; t++) {
+#if defined(__x86_64__)
+        paths[ISA_AVX2].matmul[t] = kern_avx2_matmul(t);
+        paths[ISA_AVX2].quant[t] = kern_avx2_quant(t);
+        paths[ISA_AVX512].matmul[t] = kern_avx512_matmul(t);
+        paths[ISA_AVX512].quant[t] = kern_avx512_quant(t);
+        /* avx512 reuses avx2 kernels for types it has none of its own for */
+        if (!paths[ISA_AVX512].matmul[t]) paths[ISA_AVX512].matmul[t] = paths[ISA_AVX2].matmul[t];
+        if (!paths[ISA_AVX512].quant[t]) paths[ISA_AVX512].quant[t] = paths[ISA_AVX2].quant[t];
+#endif
+    }
+}
+
+static void init_impl(void)
+{
+    fill_paths();
+    enum kern_isa best = cpu_has(ISA_AVX512) ? ISA_AVX512 : cpu_has(ISA_AVX2) ? ISA_AVX2
+                                                                              : ISA_SCALAR;
+    const char *env = getenv("TERN_KERNELS");
+    if (env && *env) {
+        int want = isa_from_name(env);
+        if (want < 0)
+            fprintf(stderr, "tern: TERN_KERNELS=%s is not one of scalar, avx2, avx512; using %s\n",
+                    env, isa_names[best]);
+        else if (!cpu_has((enum kern_isa)want))
+            fprintf(stderr, "tern: TERN_KERNELS=%s: this CPU cannot run it; using %s\n", env,
+                    isa_names[best]);
+        else
+            best = (enum kern_isa)want;
+    }
+    active = best;
+}
+
+void kern_init(void) { pthread_once(&init_once, init_impl); }
+
+const char *kern_isa_name(void)
+{
+    kern_init();
+    return isa_names[active];
+}
+
+bool kern_force_isa(const char *name)
+{
+    kern_init();
+    int want = name ? isa_from_name(name) : -1;
+    if (want < 0 || !cpu_has((enum kern_isa)want)) return false;
+    active = (enum kern_isa)want;
+    return true;
+}
+
+void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_t a_stride,
+                 int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    kern_init();
+    kern_matmul_fn fn = (wtype >= 0 && wtype < TERN_TYPE_COUNT_) ? paths[active].matmul[wtype]
+                                                                  : NULL;
+    if (fn)
+        fn(W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
+    else
+        kern_matmul_scalar(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
+}
+
+void kern_quantize_act(int act_type, const float *x, void *y, int64_t k)
+{
+    kern_init();
+    kern_quant_fn fn = (act_type >= 0 && act_type < TERN_TYPE_COUNT_)
+                           ? paths[active].quant[act_type]
+                           : NULL;
+    if (fn)
+        fn(x, y, k);
+    else
+        kern_quantize_act_scalar(act_type, x, y, k);
+}

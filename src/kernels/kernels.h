@@ -1,0 +1,53 @@
+/* kernels.h — the matmul and activation-quantization kernels the forward pass calls, with one
+ * implementation per ISA (scalar, avx2, avx512) chosen once at run time.
+ *
+ * Read first: src/quant/quant.h (formats and the scalar reference dots every path must agree
+ * with). The scalar path is the reference loop over quant_traits::vec_dot_ref; SIMD paths live
+ * in kern_*_avx2.c / kern_*_avx512.c, compiled with those ISA flags and only called after CPU
+ * detection. A path that lacks a kernel for some type falls back to scalar for that type. */
+#ifndef TERN_KERNELS_H
+#define TERN_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Y[t*ldy + r] = dot(W row r, A row t) for r in [r0, r1), t in [0, n_tok).
+ * W: weight matrix in wtype, rows of k elements, w_stride bytes apart.
+ * A: n_tok activation rows already quantized to quant_traits_get(wtype)->vec_dot_type,
+ *    a_stride bytes apart. k is a multiple of the block size. Threads call this on disjoint
+ *    row ranges [r0, r1) of the same matrix, concurrently: no shared mutable state. */
+void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_t a_stride,
+                 int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+/* Quantize one F32 activation row into act_type (a vec_dot_type: F32, F16, BF16, Q8_0, Q8_K)
+ * — the fast path of quant_traits_get(act_type)->from_float, bit-identical to it. */
+void kern_quantize_act(int act_type, const float *x, void *y, int64_t k);
+/* Name of the ISA path chosen at run time for this CPU ("avx512", "avx2", "scalar"); the choice
+ * is made once (kern_init, thread-safe, idempotent) by CPU feature detection
+ * (__builtin_cpu_supports). TERN_KERNELS=scalar|avx2|avx512 in the environment forces a path
+ * (for tests and comparisons; a path the CPU lacks falls back with a warning on stderr). */
+const char *kern_isa_name(void);
+void kern_init(void);
+/* Force a path for tests: returns false if the CPU cannot run it (the path is then unchanged).
+ * Not for use while other threads run kernels. */
+bool kern_force_isa(const char *name);
+
+/* ---- internal: what each ISA file provides (kern_dispatch.c assembles them) ---- */
+typedef void (*kern_matmul_fn)(const void *W, size_t w_stride, const void *A, size_t a_stride,
+                               int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
+                               int64_t ldy);
+typedef void (*kern_quant_fn)(const float *x, void *y, int64_t k);
+
+/* Per-type kernel of a path, or NULL when it has none for that type (scalar is used). */
+kern_matmul_fn kern_avx2_matmul(int wtype);
+kern_quant_fn kern_avx2_quant(int act_type);
+kern_matmul_fn kern_avx512_matmul(int wtype);
+kern_quant_fn kern_avx512_quant(int act_type);
+
+/* The scalar path, callable directly (tests compare SIMD paths with it). */
+void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A,
+                        size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
+                        int64_t ldy);
+void kern_quantize_act_scalar(int act_type, const float *x, void *y, int64_t k);
+
+#endif

@@ -1,0 +1,250 @@
+/* test_kernels.c — src/kernels against the references of src/quant.
+ *
+ * 1. The scalar kern_matmul equals an F32 matmul of the dequantized weights and activations
+ *    (row ranges, strides and ldy honoured; rows outside [r0, r1) untouched).
+ * 2. Every SIMD path this CPU can run (avx2, avx512) against the scalar path on random data,
+ *    odd row ranges and n_tok in {1,2,3,7,16,33}. Tolerance: integer formats compute the same
+ *    exact integer block sums, so results differ only by float summation order:
+ *    |simd - scalar| <= 1e-5 * sum|w_i*a_i| (+ 1e-6). The float formats (F32/F16/BF16) sum
+ *    float products in a different order too: same bound.
+ * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
+ *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
+#include "test_support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+static uint64_t rng_state = 0x243F6A8885A308D3ull;
+static double rnd_uniform(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
+}
+static float rnd_normal(void)
+{
+    double u1 = rnd_uniform(), u2 = rnd_uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static const int weight_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
+                                   TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
+static const int act_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
+                                TERN_TYPE_Q8_K};
+
+/* A random problem: W (rows x k) in wtype with some padding between rows, A (n_tok x k) in the
+ * activation type, plus the dequantized F32 copies and sum|w*a| per output for tolerances. */
+struct problem {
+    int wtype, atype, n_tok;
+    int64_t rows, k;
+    size_t w_stride, a_stride;
+    uint8_t *W, *A;
+    float *Wf, *Af;
+};
+
+static void problem_make(struct problem *p, int wtype, int64_t rows, int64_t k, int n_tok)
+{
+    const struct quant_traits *tr = quant_traits_get(wtype);
+    p->wtype = wtype;
+    p->atype = tr->vec_dot_type;
+    p->rows = rows;
+    p->k = k;
+    p->n_tok = n_tok;
+    p->w_stride = quant_row_bytes(wtype, k) + 64; /* padding: strides are honoured */
+    p->a_stride = quant_row_bytes(p->atype, k) + 32;
+    p->W = calloc((size_t)rows, p->w_stride);
+    p->A = calloc((size_t)n_tok, p->a_stride);
+    p->Wf = malloc((size_t)(rows * k) * sizeof(float));
+    p->Af = malloc((size_t)(n_tok * k) * sizeof(float));
+    float *x = malloc((size_t)k * sizeof *x);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < k; i++) x[i] = rnd_normal() * 0.05f;
+        tr->from_float_ref(x, p->W + r * p->w_stride, k);
+        tr->to_float(p->W + r * p->w_stride, p->Wf + r * k, k);
+    }
+    const struct quant_traits *at = quant_traits_get(p->atype);
+    for (int t = 0; t < n_tok; t++) {
+        for (int64_t i = 0; i < k; i++) x[i] = rnd_normal() * (1 + t % 3);
+        at->from_float(x, p->A + t * p->a_stride, k);
+        at->to_float(p->A + t * p->a_stride, p->Af + t * k, k);
+    }
+    free(x);
+}
+
+static void problem_free(struct problem *p)
+{
+    free(p->W);
+    free(p->A);
+    free(p->Wf);
+    free(p->Af);
+}
+
+static void check_close(const struct problem *p, const float *Y, const float *ref_or_null,
+                        int64_t r0, int64_t r1, int64_t ldy, const char *what)
+{
+    for (int t = 0; t < p->n_tok; t++) {
+        for (int64_t r = 0; r < p->rows; r++) {
+            const float got = Y[t * ldy + r];
+            if (r < r0 || r >= r1) {
+                if (got != -7.0f) fail_msg("%s %s: wrote outside [r0,r1) at row %lld tok %d",
+                                           what, tern_type_name(p->wtype), (long long)r, t);
+                continue;
+            }
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < p->k; i++) {
+                const double v = (double)p->Wf[r * p->k + i] * p->Af[t * p->k + i];
+                want += v;
+                mag += fabs(v);
+            }
+            if (ref_or_null) want = ref_or_null[t * ldy + r];
+            if (fabs(got - want) > 1e-5 * mag + 1e-6)
+                fail_msg("%s %s k=%lld n_tok=%d: row %lld tok %d got %.9g want %.9g (mag %.3g)",
+                         what, tern_type_name(p->wtype), (long long)p->k, p->n_tok,
+                         (long long)r, t, got, want, mag);
+        }
+    }
+}
+
+static void test_scalar_matmul(void **state)
+{
+    (void)state;
+    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
+        struct problem p;
+        const int64_t k = weight_types[ti] == TERN_TYPE_Q4_K || weight_types[ti] == TERN_TYPE_Q6_K
+                              ? 512 : 96;
+        problem_make(&p, weight_types[ti], 13, k, 5);
+        const int64_t ldy = p.rows + 3;
+        float *Y = malloc((size_t)(ldy * p.n_tok) * sizeof *Y);
+        for (int64_t i = 0; i < ldy * p.n_tok; i++) Y[i] = -7.0f;
+        kern_matmul_scalar(p.wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, 2, 11, Y, ldy);
+        check_close(&p, Y, NULL, 2, 11, ldy, "scalar");
+        free(Y);
+        problem_free(&p);
+    }
+}
+
+static const char *const simd_paths[] = {"avx2", "avx512"};
+
+static void test_simd_matmul(void **state)
+{
+    (void)state;
+    static const int n_toks[] = {1, 2, 3, 7, 16, 33};
+    int paths_run = 0;
+    for (size_t pi = 0; pi < sizeof simd_paths / sizeof simd_paths[0]; pi++) {
+        if (!kern_force_isa(simd_paths[pi])) {
+            print_message("SKIP path %s: this CPU cannot run it\n", simd_paths[pi]);
+            continue;
+        }
+        paths_run++;
+        for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
+            const int wtype = weight_types[ti];
+            const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
+            for (size_t ni = 0; ni < sizeof n_toks / sizeof n_toks[0]; ni++) {
+                struct problem p;
+                const int64_t k = kq ? 256 * (1 + (int64_t)ni % 3) : 32 * (1 + (int64_t)ni * 5);
+                problem_make(&p, wtype, 37, k, n_toks[ni]);
+                const int64_t ldy = p.rows + 1;
+                const size_t ny = (size_t)(ldy * p.n_tok);
+                float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R);
+                /* a few ranges: all rows, odd start and end, a single row */
+                const int64_t ranges[][2] = {{0, 37}, {3, 30}, {5, 6}, {1, 36}};
+                for (int ri = 0; ri < 4; ri++) {
+                    for (size_t i = 0; i < ny; i++) Y[i] = R[i] = -7.0f;
+                    kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k,
+                                ranges[ri][0], ranges[ri][1], Y, ldy);
+                    kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k,
+                                       ranges[ri][0], ranges[ri][1], R, ldy);
+                    check_close(&p, Y, R, ranges[ri][0], ranges[ri][1], ldy, simd_paths[pi]);
+                }
+                free(Y);
+                free(R);
+                problem_free(&p);
+            }
+        }
+    }
+    assert_true(kern_force_isa("scalar"));
+    print_message("SIMD paths compared with scalar: %d\n", paths_run);
+}
+
+static void fill_activation(float *x, int64_t k, int variant)
+{
+    for (int64_t i = 0; i < k; i++) x[i] = rnd_normal() * (variant + 1);
+    if (variant == 1) { /* ties: multiples of amax/254 land on .5 in Q8_0 units */
+        for (int64_t i = 0; i < k; i++) x[i] = (float)((int)(rnd_uniform() * 255) - 127) * 0.5f;
+        for (int64_t b = 0; b < k; b += 32) x[b] = 127.f;
+    }
+    if (variant == 2) { /* a zero block and an outlier */
+        for (int64_t i = 0; i < 32 && i < k; i++) x[i] = 0;
+        x[k - 1] = -1e4f;
+    }
+    if (variant == 3) /* F16 overflow, subnormals */
+        for (int64_t i = 0; i < k; i += 7) x[i] = (i % 2) ? 1e5f : 1e-7f;
+}
+
+static void test_quantize_act(void **state)
+{
+    (void)state;
+    const int64_t k = 512 + 256; /* multiple of both 32 and 256, not of 512 */
+    float *x = malloc(k * sizeof *x);
+    uint8_t *want = malloc(k * 4 + 64), *got = malloc(k * 4 + 64);
+    for (size_t pi = 0; pi < 3; pi++) {
+        const char *path = pi == 0 ? "scalar" : simd_paths[pi - 1];
+        if (!kern_force_isa(path)) continue;
+        assert_string_equal(kern_isa_name(), path);
+        for (size_t ai = 0; ai < sizeof act_types / sizeof act_types[0]; ai++) {
+            const struct quant_traits *at = quant_traits_get(act_types[ai]);
+            const size_t bytes = quant_row_bytes(act_types[ai], k);
+            for (int variant = 0; variant < 4; variant++) {
+                for (int rep = 0; rep < 4; rep++) {
+                    fill_activation(x, k, variant);
+                    memset(got, 0xAB, bytes + 64);
+                    at->from_float(x, want, k);
+                    kern_quantize_act(act_types[ai], x, got, k);
+                    if (memcmp(want, got, bytes) != 0)
+                        fail_msg("path %s: kern_quantize_act(%s) differs from from_float "
+                                 "(variant %d)", path, at->name, variant);
+                    assert_int_equal(got[bytes], 0xAB); /* nothing written past the row */
+                }
+            }
+        }
+    }
+    assert_true(kern_force_isa("scalar"));
+    free(x);
+    free(want);
+    free(got);
+}
+
+static void test_dispatch(void **state)
+{
+    (void)state;
+    kern_init();
+    kern_init(); /* idempotent */
+    const char *name = kern_isa_name();
+    assert_true(strcmp(name, "scalar") == 0 || strcmp(name, "avx2") == 0 ||
+                strcmp(name, "avx512") == 0);
+    assert_false(kern_force_isa("neon9"));
+    assert_false(kern_force_isa(NULL));
+    assert_string_equal(kern_isa_name(), name); /* a refused force changes nothing */
+    assert_true(kern_force_isa("scalar"));
+    assert_string_equal(kern_isa_name(), "scalar");
+    print_message("detected path: %s\n", name);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_scalar_matmul),
+        cmocka_unit_test(test_quantize_act),
+        cmocka_unit_test(test_simd_matmul),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
