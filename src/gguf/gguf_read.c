@@ -197,7 +197,7 @@ static tern_status parse_array(struct parser *ps, int depth, uint32_t *elem_type
             if (offs) offs[j] = ps->pos;
             if ((st = rd_str(ps, "array string", &s))) {
                 free(offs);
-                return tern_fail_prefix(st, "array element %llu: ", (ull)j);
+                return st;
             }
         }
         if (str_offsets) *str_offsets = offs;
@@ -205,8 +205,7 @@ static tern_status parse_array(struct parser *ps, int depth, uint32_t *elem_type
         for (uint64_t j = 0; j < n; j++) {
             uint32_t inner_t;
             uint64_t inner_n;
-            if ((st = parse_array(ps, depth + 1, &inner_t, &inner_n, NULL)))
-                return tern_fail_prefix(st, "array element %llu: ", (ull)j);
+            if ((st = parse_array(ps, depth + 1, &inner_t, &inner_n, NULL))) return st;
         }
     } else {
         uint64_t bytes = n * min; /* n <= left / min: no overflow, inside the file */
