@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -321,11 +322,190 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
 void tern_sampler_accept(struct tern_sampler *s, int32_t token);
 void tern_sampler_reset(struct tern_sampler *s);
 
+/* ===================================================================== reference checks */
+
+/* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:
+ * <model>.jsonl, with <model>.logits.bin beside it when present). For every sequence the
+ * prompt is decoded in one batch with logits for every position; then the reference's greedy
+ * tokens are fed one at a time (teacher forcing) and each step is compared with its top-K;
+ * finally a free-running greedy continuation is compared token by token for as long as the
+ * reference's top-2 margin exceeds 2 x tol. */
+struct tern_ref_report {
+    int n_seqs;
+    int n_vectors;          /* logit vectors compared (prompt positions + greedy steps) */
+    double max_abs_top;     /* max |ours - ref| over the reference's top-K entries */
+    double mean_abs_top;
+    int top_total;          /* reference top-K entries compared */
+    int top_agree;          /* ... whose |diff| <= tol and whose id is in our top-K (or within
+                               tol of the K-th value) */
+    bool has_full;          /* .logits.bin was found and compared */
+    double max_abs_full;    /* over the full vectors of .logits.bin */
+    double mean_abs_full;
+    int greedy_checked;     /* free-running steps where the reference margin > 2 tol */
+    int greedy_match;
+    int greedy_first_diverge; /* -1 if none (first diverging step where margin allowed a check) */
+    double tol;
+    bool pass;              /* all top entries within tol, full vectors within tol, greedy ok */
+};
+
+/* Run the check; n_threads 0 = all CPUs; tol <= 0 picks the default for the model's weight
+ * types (5e-3 for F16/BF16/F32 files, 0.03 for quantized ones). Progress and per-sequence
+ * figures are written to log (may be NULL). */
+tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
+                           FILE *log, struct tern_ref_report *out);
+
 /* ===================================================================== tokenizer */
-/* (section owned by src/tokenizer; see tokenizer issue) */
+/* (section owned by src/tokenizer; see tokenizer issue)
+ *
+ *     struct tern_tokenizer *tok;
+ *     tern_tokenizer_load("model.gguf", &tok);              // a vocab-only GGUF is enough
+ *     int32_t ids[256]; size_t n;
+ *     tern_tokenize(tok, text, len, TERN_TOK_ADD_SPECIAL, ids, 256, &n);   // bos per metadata
+ *     struct tern_detokenizer *d;
+ *     tern_detokenizer_create(tok, 0, &d);
+ *     for (size_t i = 0; i < n; i++) {                       // streaming: whole UTF-8 only
+ *         const char *s; size_t sn;
+ *         tern_detokenizer_push(d, ids[i], &s, &sn); fwrite(s, 1, sn, stdout);
+ *     }
+ *     tern_detokenizer_flush(d, &s, &sn); ...
+ *     tern_detokenizer_free(d); tern_tokenizer_free(tok);
+ *
+ * Models: byte-level BPE (tokenizer.ggml.model "gpt2") with the pre-tokenizers gpt-2,
+ * llama-bpe (llama3), qwen2, deepseek-llm, deepseek-coder, starcoder, falcon and llama.cpp's
+ * default (used when tokenizer.ggml.pre is absent, e.g. gpt-neox); SentencePiece ("llama").
+ * Ids match llama.cpp's llama_tokenize. Invalid UTF-8 never fails: each invalid byte is kept
+ * as a symbol of its own (byte-level BPE: its byte token; SentencePiece: its <0xNN> token),
+ * so decoding gives the input bytes back (llama.cpp instead substitutes U+FFFD).
+ * Threads: a tokenizer keeps scratch and a word cache, so calls that take a non-const
+ * tokenizer must not run concurrently on the same one (use one tokenizer per thread). */
+struct tern_tokenizer;
+struct tern_detokenizer;
+
+enum {
+    TERN_TOK_ADD_SPECIAL = 1u << 0,   /* add bos/eos as the metadata says (add_bos_token ...) */
+    TERN_TOK_PARSE_SPECIAL = 1u << 1, /* recognize control tokens (<|im_start|>) in text */
+};
+enum {
+    TERN_PIECE_SPECIAL = 1u << 0,     /* render control tokens as their text (else empty) */
+};
+
+/* Build from a GGUF's tokenizer.ggml.* keys. Everything needed is copied: g may be closed
+ * afterwards. Caller frees with tern_tokenizer_free(). */
+tern_status tern_tokenizer_from_gguf(const struct tern_gguf *g, struct tern_tokenizer **out);
+/* Open path (vocab-only GGUFs are fine), build, close. Caller frees with tern_tokenizer_free(). */
+tern_status tern_tokenizer_load(const char *gguf_path, struct tern_tokenizer **out);
+void tern_tokenizer_free(struct tern_tokenizer *t);
+
+int tern_tokenizer_n_vocab(const struct tern_tokenizer *t);
+/* "gpt2" or "llama" (tokenizer.ggml.model) and the pre-tokenizer name in effect ("gpt-2",
+ * "llama-bpe", ..., "default"; "" for SentencePiece). Static strings owned by t. */
+const char *tern_tokenizer_model(const struct tern_tokenizer *t);
+const char *tern_tokenizer_pre(const struct tern_tokenizer *t);
+int32_t tern_token_bos(const struct tern_tokenizer *t); /* -1 if none */
+int32_t tern_token_eos(const struct tern_tokenizer *t); /* -1 if none */
+/* End of generation: eos, eot/eom ids from metadata, and control tokens named like
+ * <|eot_id|>, <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>. */
+bool tern_token_is_eog(const struct tern_tokenizer *t, int32_t id);
+/* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). */
+bool tern_token_is_control(const struct tern_tokenizer *t, int32_t id);
+/* The token's text as stored in the GGUF (not NUL-terminated; NULL/0 if id is out of range). */
+const char *tern_token_text(const struct tern_tokenizer *t, int32_t id, size_t *len);
+/* Id of a token whose stored text is exactly text[0..len), or -1. */
+int32_t tern_token_lookup(const struct tern_tokenizer *t, const char *text, size_t len);
+
+/* Text -> ids into out[0..cap). On success *n_out = count. If cap is too small: TERN_ERR_RANGE
+ * with "needs N" in the message, *n_out = N and out holds the first cap ids. No allocation
+ * once the tokenizer has seen an input at least as long (scratch is kept and reused). */
+tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                          int32_t *out, size_t cap, size_t *n_out);
+
+/* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
+ * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL. Same RANGE rule as above. */
+tern_status tern_token_to_piece(const struct tern_tokenizer *t, int32_t id, unsigned flags,
+                                char *buf, size_t cap, size_t *n_out);
+/* All pieces of ids concatenated (raw bytes, not validated). SPM: the space the encoder put
+ * in front of the text is removed from the first piece, so detokenize(tokenize(x)) == x. */
+tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, size_t n,
+                            unsigned flags, char *buf, size_t cap, size_t *n_out);
+
+/* Streaming detokenizer: push ids one at a time, get back only complete UTF-8. An incomplete
+ * multi-byte sequence at the end is held back until it completes; a byte that can never be
+ * part of valid UTF-8 comes out as U+FFFD. SPM's leading space is removed as in
+ * tern_detokenize. The tokenizer must outlive it. Caller frees with tern_detokenizer_free(). */
+tern_status tern_detokenizer_create(const struct tern_tokenizer *t, unsigned flags,
+                                    struct tern_detokenizer **out);
+void tern_detokenizer_free(struct tern_detokenizer *d);
+void tern_detokenizer_reset(struct tern_detokenizer *d);
+/* *text points into d (valid until the next call on d); *len may be 0. No allocation. */
+tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const char **text,
+                                  size_t *len);
+/* Whatever is held back (as U+FFFD per incomplete sequence), then reset. */
+tern_status tern_detokenizer_flush(struct tern_detokenizer *d, const char **text, size_t *len);
+
+/* What the fast paths did since load (word cache). */
+struct tern_tokenizer_stats {
+    uint64_t cache_hits, cache_misses, cache_resets;
+};
+void tern_tokenizer_get_stats(const struct tern_tokenizer *t, struct tern_tokenizer_stats *out);
 
 /* ===================================================================== chat templates */
-/* (section owned by src/template; see chat template issue) */
+/* Chat templates are the Jinja programs models ship (GGUF key tokenizer.chat_template). tern
+ * renders them byte for byte as Hugging Face transformers' apply_chat_template does (Jinja2 3.1,
+ * trim_blocks + lstrip_blocks, json.dumps-style tojson); README "Chat templates and tool calls"
+ * lists the supported Jinja subset. Errors name line:col and the Python exception kind
+ * ("line 3:5: TemplateError: System role not supported").
+ *
+ *     struct tern_chat_template *t;
+ *     tern_chat_template_create(src, strlen(src), &t);       // or tern_chat_template_from_gguf
+ *     cJSON *msgs = cJSON_Parse("[{\"role\": \"user\", \"content\": \"Hi\"}]");
+ *     struct tern_chat_params p = tern_chat_default_params();
+ *     p.messages = msgs;
+ *     char *prompt; size_t len;
+ *     tern_chat_render(t, &p, &prompt, &len);                 // free(prompt) when done
+ *     tern_chat_template_free(t); cJSON_Delete(msgs);
+ */
+struct cJSON;
+struct tern_chat_template;
+
+struct tern_chat_params {
+    /* Array of OpenAI-style messages: {"role", "content", "tool_calls", "tool_call_id", "name"}.
+     * Passed to the template as-is (tool_calls[].function.arguments may be an object or a
+     * string; templates differ in what they expect). Required. Not modified. */
+    const struct cJSON *messages;
+    /* Array of OpenAI function tools, or NULL: then `tools` is undefined in the template. */
+    const struct cJSON *tools;
+    bool add_generation_prompt;      /* default true */
+    /* NULL = the template's own (from the GGUF) or "" for templates made from text. */
+    const char *bos_token;
+    const char *eos_token;
+    /* strftime_now(): 0 = the clock (local time, as transformers); otherwise this Unix time,
+     * formatted in UTC (reproducible tests). */
+    int64_t now_unix;
+    /* Object of additional template variables ({"enable_thinking": false}), or NULL. */
+    const struct cJSON *extra_vars;
+};
+struct tern_chat_params tern_chat_default_params(void);
+
+/* Compile template source (len bytes). Syntax errors give TERN_ERR_FORMAT with line:col.
+ * Caller frees with tern_chat_template_free(). */
+tern_status tern_chat_template_create(const char *source, size_t len,
+                                      struct tern_chat_template **out);
+/* The model's own template (tokenizer.chat_template) with bos/eos text taken from
+ * tokenizer.ggml.tokens[tokenizer.ggml.bos_token_id / eos_token_id]. A GGUF without a template
+ * gets ChatML and a warning (tern_chat_template_warning). The template does not keep g. */
+tern_status tern_chat_template_from_gguf(const struct tern_gguf *g, struct tern_chat_template **out);
+void tern_chat_template_free(struct tern_chat_template *t);
+/* NUL-terminated template source, owned by t. */
+const char *tern_chat_template_source(const struct tern_chat_template *t);
+/* A note for the user (e.g. "no tokenizer.chat_template, using ChatML"), or NULL. Owned by t. */
+const char *tern_chat_template_warning(const struct tern_chat_template *t);
+/* Render. On success *out is a malloc'ed NUL-terminated string (*out_len bytes, the text
+ * may itself contain no NUL) that the caller frees with free(). Malformed messages give
+ * TERN_ERR_FORMAT naming the JSON path ("messages[1].role: expected a string"); template
+ * failures (raise_exception, undefined attribute use, type errors) give TERN_ERR_FORMAT with
+ * line:col. A template may be rendered from several threads at once. */
+tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
+                             char **out, size_t *out_len);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,36 @@
+/* kv.h — the KV cache of one context: F16 keys and values for every layer and position,
+ * allocated once at context creation, updated in place.
+ *
+ * Layout (why): K and V are stored [layer][kv_head][pos][head_dim], so attention for one head
+ * reads one contiguous run of rows and appending a token writes head_dim halves per head.
+ * Positions 0 .. n_pos-1 are valid; truncating (rollback) only moves n_pos. */
+#ifndef TERN_KV_KV_H
+#define TERN_KV_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern.h"
+
+struct kv_cache {
+    int n_layer, n_head_kv, head_dim, n_ctx;
+    int n_pos;       /* positions filled */
+    uint16_t *k;     /* (n_layer, n_head_kv, n_ctx, head_dim) F16 */
+    uint16_t *v;     /* (n_layer, n_head_kv, n_ctx, head_dim) F16 */
+    size_t bytes;    /* K + V */
+};
+
+tern_status kv_init(struct kv_cache *kv, int n_layer, int n_head_kv, int head_dim, int n_ctx);
+void kv_free(struct kv_cache *kv);
+
+/* Row of head h at position pos in layer il (head_dim halves). */
+static inline uint16_t *kv_k_row(const struct kv_cache *kv, int il, int h, int pos)
+{
+    return kv->k + (((size_t)il * kv->n_head_kv + h) * kv->n_ctx + pos) * kv->head_dim;
+}
+static inline uint16_t *kv_v_row(const struct kv_cache *kv, int il, int h, int pos)
+{
+    return kv->v + (((size_t)il * kv->n_head_kv + h) * kv->n_ctx + pos) * kv->head_dim;
+}
+
+#endif

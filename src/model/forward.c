@@ -1,0 +1,356 @@
+/* forward.c — the transformer forward pass for llama and qwen2, over a batch of tokens.
+ *
+ * Data flow per layer, as in llama.cpp (whose numerics we reproduce so logits match its
+ * reference dumps): x -> RMSNorm*w -> q,k,v projections (+bias) -> RoPE -> K,V appended to the
+ * F16 cache -> causal attention per head (query rounded to F16, scores in F32, softmax in F32,
+ * probabilities rounded to F16 before weighting V) -> wo -> +x -> RMSNorm*w -> SwiGLU FFN -> +x.
+ * Every matmul first quantizes its input rows to the weight's "vec_dot_type" (Q8_0, Q8_K, F16,
+ * ...) exactly as llama.cpp does, then runs an integer/half dot product kernel (src/kernels).
+ *
+ * Parallelism: each step is one tp_run over the context's thread pool; matmuls split output rows,
+ * per-token steps split tokens, attention splits (token, head) pairs. Decode (n = 1) never builds
+ * a mask: a query at position p simply reads keys 0..p. No step allocates memory. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "model/context.h"
+#include "quant/quant.h"
+#include "util/error.h"
+#include "util/fp16.h"
+
+/* ---------------------------------------------------------------- per-token helpers */
+
+/* y = x / rms(x) * w over n elements; sum of squares in double like ggml_rms_norm. */
+static void rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+/* cos/sin pairs for one position: theta_i = pos * base^(-2i/n_rot) built by repeated
+ * multiplication in float (ggml's rope cache does the same, and the rounding shows in logits). */
+static void rope_cache_row(const struct tern_model *m, int pos, float *cs)
+{
+    const struct tern_model_info *in = &m->info;
+    const float theta_scale = powf(in->rope_freq_base, -2.0f / (float)in->n_rot);
+    const float *ff = in->has_rope_freqs ? (const float *)m->rope_freqs.data : NULL;
+    float theta = (float)pos;
+    for (int i = 0; i < in->n_rot / 2; i++) {
+        const float t = in->rope_freq_scale * (ff ? theta / ff[i] : theta);
+        cs[2 * i] = cosf(t);
+        cs[2 * i + 1] = sinf(t);
+        theta *= theta_scale;
+    }
+}
+
+/* Rotate one head in place. NORM rotates pairs (2i, 2i+1); NEOX rotates (i, i + n_rot/2). */
+static void rope_apply(float *x, const float *cs, int n_rot, bool neox)
+{
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        const int i0 = neox ? i : 2 * i;
+        const int i1 = neox ? i + half : 2 * i + 1;
+        const float c = cs[2 * i], s = cs[2 * i + 1];
+        const float x0 = x[i0], x1 = x[i1];
+        x[i0] = x0 * c - x1 * s;
+        x[i1] = x0 * s + x1 * c;
+    }
+}
+
+static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* ---------------------------------------------------------------- parallel steps */
+
+struct step {
+    struct tern_context *ctx;
+    int n;                          /* tokens in the batch */
+    int pos0;
+    int il;                         /* layer */
+    const struct model_weight *w[3];/* matrices of a matmul step (unused entries NULL) */
+    float *out[3];                  /* their outputs, (n, rows) */
+    const struct model_weight *bias[3];
+    const float *src;               /* input rows (n, cols) for norm/quantize steps */
+    const float *norm_w;
+    int cols;
+    int act_type;
+    int row0;                       /* first batch row to process (logits of the last token) */
+};
+
+/* Quantize rows [row0, n) of src (cols wide) into ctx->act as act_type; rows split by thread. */
+static void step_quantize(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    long long lo, hi;
+    tp_split(s->n - s->row0, ith, nth, 1, &lo, &hi);
+    for (long long t = s->row0 + lo; t < s->row0 + hi; t++)
+        kern_quantize_act(s->act_type, s->src + (size_t)t * s->cols,
+                          (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
+}
+
+/* xn = rmsnorm(src) * norm_w, then quantize xn for act_type. */
+static void step_norm_quantize(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    long long lo, hi;
+    tp_split(s->n - s->row0, ith, nth, 1, &lo, &hi);
+    for (long long t = s->row0 + lo; t < s->row0 + hi; t++) {
+        float *y = ctx->xn + (size_t)t * s->cols;
+        rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
+        kern_quantize_act(s->act_type, y, (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
+    }
+}
+
+/* out[j] = W[j] . act for up to three matrices sharing the same quantized input. Each thread
+ * takes a slice of the rows of every matrix; biases are added to its own rows. */
+static void step_matmul(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const int rows_n = s->n - s->row0;
+    const char *act = (const char *)ctx->act + (size_t)s->row0 * ctx->act_stride;
+    for (int j = 0; j < 3 && s->w[j]; j++) {
+        const struct model_weight *w = s->w[j];
+        long long lo, hi;
+        tp_split(w->rows, ith, nth, 16, &lo, &hi);
+        if (lo >= hi) continue;
+        float *out = s->out[j]; /* row t of out belongs to batch row row0 + t */
+        kern_matmul(w->type, w->data, w->row_bytes, act, ctx->act_stride, rows_n, w->cols, lo, hi,
+                    out, w->rows);
+        const struct model_weight *b = s->bias[j];
+        if (b && b->data) {
+            const float *bv = b->data;
+            for (int t = 0; t < rows_n; t++)
+                for (long long r = lo; r < hi; r++) out[(size_t)t * w->rows + r] += bv[r];
+        }
+    }
+}
+
+/* x += W . act (wo and ffn_down): the thread that computes a row also adds it. */
+static void step_matmul_residual(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const struct model_weight *w = s->w[0];
+    long long lo, hi;
+    tp_split(w->rows, ith, nth, 16, &lo, &hi);
+    if (lo >= hi) return;
+    kern_matmul(w->type, w->data, w->row_bytes, ctx->act, ctx->act_stride, s->n, w->cols, lo, hi,
+                ctx->proj, w->rows);
+    for (int t = 0; t < s->n; t++) {
+        float *x = ctx->x + (size_t)t * w->rows;
+        const float *p = ctx->proj + (size_t)t * w->rows;
+        for (long long r = lo; r < hi; r++) x[r] += p[r];
+    }
+}
+
+/* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
+static void step_ffn_up(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const struct model_layer *L = &ctx->model->layers[s->il];
+    const int64_t n_ff = L->ffn_gate.rows;
+    long long lo, hi;
+    tp_split(n_ff, ith, nth, 16, &lo, &hi);
+    if (lo >= hi) return;
+    kern_matmul(L->ffn_gate.type, L->ffn_gate.data, L->ffn_gate.row_bytes, ctx->act,
+                ctx->act_stride, s->n, L->ffn_gate.cols, lo, hi, ctx->gate, n_ff);
+    kern_matmul(L->ffn_up.type, L->ffn_up.data, L->ffn_up.row_bytes, ctx->act, ctx->act_stride,
+                s->n, L->ffn_up.cols, lo, hi, ctx->up, n_ff);
+    for (int t = 0; t < s->n; t++) {
+        float *g = ctx->gate + (size_t)t * n_ff;
+        const float *u = ctx->up + (size_t)t * n_ff;
+        for (long long r = lo; r < hi; r++) g[r] = silu(g[r]) * u[r];
+    }
+}
+
+/* RoPE on q and k, then append k and v (as F16) to the cache; split by token. */
+static void step_rope_store(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const struct tern_model_info *in = &ctx->model->info;
+    const int hd = in->head_dim, qd = in->n_head * hd, kvd = in->n_head_kv * hd;
+    long long lo, hi;
+    tp_split(s->n, ith, nth, 1, &lo, &hi);
+    for (long long t = lo; t < hi; t++) {
+        const int pos = s->pos0 + (int)t;
+        const float *cs = ctx->rope_cs + (size_t)t * in->n_rot;
+        float *q = ctx->q + (size_t)t * qd;
+        float *k = ctx->k + (size_t)t * kvd;
+        const float *v = ctx->v + (size_t)t * kvd;
+        for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
+        for (int h = 0; h < in->n_head_kv; h++) {
+            rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
+            uint16_t *kr = kv_k_row(&ctx->kv, s->il, h, pos);
+            uint16_t *vr = kv_v_row(&ctx->kv, s->il, h, pos);
+            for (int j = 0; j < hd; j++) {
+                kr[j] = fp16_from_f32(k[h * hd + j]);
+                vr[j] = fp16_from_f32(v[h * hd + j]);
+            }
+        }
+    }
+}
+
+/* Causal attention for (token, head) pairs: the query at position p attends to keys 0..p. */
+static void step_attention(void *arg, int ith, int nth)
+{
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const struct tern_model_info *in = &ctx->model->info;
+    const int hd = in->head_dim, qd = in->n_head * hd;
+    const int group = in->n_head / in->n_head_kv;
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *sc = ctx->scores + (size_t)ith * ctx->n_ctx;
+    uint16_t *q16 = ctx->q16 + (size_t)ith * hd;
+    long long lo, hi;
+    tp_split((long long)s->n * in->n_head, ith, nth, 1, &lo, &hi);
+    for (long long idx = lo; idx < hi; idx++) {
+        const int t = (int)(idx / in->n_head), h = (int)(idx % in->n_head);
+        const int kvh = h / group;
+        const int n_keys = s->pos0 + t + 1;
+        const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
+        for (int j = 0; j < hd; j++) q16[j] = fp16_from_f32(q[j]);
+        float mx = -INFINITY;
+        for (int p = 0; p < n_keys; p++) {
+            const uint16_t *kr = kv_k_row(&ctx->kv, s->il, kvh, p);
+            float dot = 0.0f;
+            for (int j = 0; j < hd; j++) dot += fp16_to_f32(q16[j]) * fp16_to_f32(kr[j]);
+            sc[p] = dot * scale;
+            if (sc[p] > mx) mx = sc[p];
+        }
+        double sum = 0.0;
+        for (int p = 0; p < n_keys; p++) {
+            sc[p] = expf(sc[p] - mx);
+            sum += (double)sc[p];
+        }
+        const float inv = (float)(1.0 / sum);
+        float *out = ctx->attn + (size_t)t * qd + (size_t)h * hd;
+        for (int j = 0; j < hd; j++) out[j] = 0.0f;
+        for (int p = 0; p < n_keys; p++) {
+            /* llama.cpp multiplies V by the probabilities converted to F16 */
+            const float w = fp16_to_f32(fp16_from_f32(sc[p] * inv));
+            const uint16_t *vr = kv_v_row(&ctx->kv, s->il, kvh, p);
+            for (int j = 0; j < hd; j++) out[j] += w * fp16_to_f32(vr[j]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+static int act_type_of(const struct model_weight *w)
+{
+    return quant_traits_get(w->type)->vec_dot_type;
+}
+
+/* Quantize src rows [row0, n) for weight w unless ctx->act already holds exactly that. */
+static void ensure_act(struct tern_context *ctx, const float *src, int cols, int n, int row0,
+                       const struct model_weight *w)
+{
+    const int at = act_type_of(w);
+    if (ctx->act_src == src && ctx->act_type == at) return;
+    struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
+    tp_run(ctx->pool, step_quantize, &s);
+    ctx->act_src = src;
+    ctx->act_type = at;
+}
+
+static void norm_and_quantize(struct tern_context *ctx, const float *src, const float *norm_w,
+                              int cols, int n, int row0, const struct model_weight *w)
+{
+    const int at = act_type_of(w);
+    struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
+                     .cols = cols, .act_type = at};
+    tp_run(ctx->pool, step_norm_quantize, &s);
+    ctx->act_src = ctx->xn;
+    ctx->act_type = at;
+}
+
+tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
+                          enum tern_logits_mode mode)
+{
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    const int d = in->n_embd;
+
+    /* Embeddings: dequantize the rows of the looked-up tokens. */
+    const struct quant_traits *et = quant_traits_get(m->tok_embd.type);
+    for (int t = 0; t < n; t++)
+        et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
+                     ctx->x + (size_t)t * d, d);
+    for (int t = 0; t < n; t++) rope_cache_row(m, pos0 + t, ctx->rope_cs + (size_t)t * in->n_rot);
+
+    for (int il = 0; il < in->n_layer; il++) {
+        const struct model_layer *L = &m->layers[il];
+        struct step s = {.ctx = ctx, .n = n, .pos0 = pos0, .il = il};
+        ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
+
+        /* attention block */
+        norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
+        const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+        float *outs[3] = {ctx->q, ctx->k, ctx->v};
+        const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
+        for (int j = 0; j < 3;) {
+            /* q, k, v usually share an activation format; group the ones that do */
+            struct step mm = s;
+            int at = act_type_of(qkv[j]), g = 0;
+            ensure_act(ctx, ctx->xn, d, n, 0, qkv[j]);
+            while (j < 3 && act_type_of(qkv[j]) == at) {
+                mm.w[g] = qkv[j];
+                mm.out[g] = outs[j];
+                mm.bias[g] = bias[j];
+                g++;
+                j++;
+            }
+            tp_run(ctx->pool, step_matmul, &mm);
+        }
+        tp_run(ctx->pool, step_rope_store, &s);
+        tp_run(ctx->pool, step_attention, &s);
+        ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
+        s.w[0] = &L->wo;
+        tp_run(ctx->pool, step_matmul_residual, &s);
+
+        /* feed-forward block */
+        norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
+        if (act_type_of(&L->ffn_up) != ctx->act_type) {
+            /* rare mixed-format pair: fall back to two separate quantizations */
+            struct step g1 = s;
+            g1.w[0] = &L->ffn_gate;
+            g1.out[0] = ctx->gate;
+            g1.w[1] = NULL;
+            tp_run(ctx->pool, step_matmul, &g1);
+            ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
+            g1.w[0] = &L->ffn_up;
+            g1.out[0] = ctx->up;
+            tp_run(ctx->pool, step_matmul, &g1);
+            for (size_t i = 0; i < (size_t)n * in->n_ff; i++)
+                ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
+        } else {
+            tp_run(ctx->pool, step_ffn_up, &s);
+        }
+        ctx->act_src = NULL;
+        ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
+        s.w[0] = &L->ffn_down;
+        tp_run(ctx->pool, step_matmul_residual, &s);
+        ctx->act_src = NULL;
+    }
+
+    ctx->n_logits = 0;
+    if (mode == TERN_LOGITS_NONE) return TERN_OK;
+    const int row0 = mode == TERN_LOGITS_ALL ? 0 : n - 1;
+    norm_and_quantize(ctx, ctx->x, m->output_norm.data, d, n, row0, &m->output);
+    struct step so = {.ctx = ctx, .n = n, .row0 = row0};
+    so.w[0] = &m->output;
+    so.out[0] = ctx->logits; /* logits row 0 is batch row row0 */
+    tp_run(ctx->pool, step_matmul, &so);
+    ctx->act_src = NULL;
+    ctx->n_logits = n - row0;
+    ctx->logits_row0 = row0;
+    return TERN_OK;
+}

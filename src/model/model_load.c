@@ -1,0 +1,282 @@
+/* model_load.c — GGUF -> struct tern_model: hyperparameters from metadata, weights bound by
+ * name and checked for shape and type before anything runs.
+ *
+ * Nothing here is specific to one model: every number comes from `<arch>.*` keys (llama.cpp's
+ * names), so Llama-2/3.x, TinyLlama, SmolLM, Mistral (arch "llama") and Qwen2/2.5 (arch "qwen2")
+ * load through the same path. Anything unusable (unknown architecture, unsupported tensor type,
+ * wrong shape) is refused here with the tensor or key named, never discovered mid-forward. */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "quant/quant.h"
+#include "util/error.h"
+
+static tern_status get_u32_req(const struct tern_gguf *g, const char *arch, const char *suffix,
+                               uint32_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    tern_status st = tern_gguf_get_u32(g, key, out);
+    if (st == TERN_ERR_NOT_FOUND) return tern_fail(st, "required key '%s' is missing", key);
+    return st;
+}
+
+/* Optional key: leaves *out untouched when absent; errors only on a wrong type. */
+static tern_status get_u32_opt(const struct tern_gguf *g, const char *arch, const char *suffix,
+                               uint32_t *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    tern_status st = tern_gguf_get_u32(g, key, out);
+    return st == TERN_ERR_NOT_FOUND ? TERN_OK : st;
+}
+
+static tern_status get_f32_opt(const struct tern_gguf *g, const char *arch, const char *suffix,
+                               float *out)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    tern_status st = tern_gguf_get_f32(g, key, out);
+    return st == TERN_ERR_NOT_FOUND ? TERN_OK : st;
+}
+
+/* Bind tensor `name` with the expected shape (rows = 1 for vectors). Matrices must have a type
+ * tern can multiply; vectors must be F32. optional: absent -> data NULL, TERN_OK. */
+static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const char *name,
+                        int64_t cols, int64_t rows, bool optional)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->name, sizeof w->name, "%s", name);
+    const struct tern_gguf_tensor *t = tern_gguf_find_tensor(g, name);
+    if (!t) {
+        if (optional) return TERN_OK;
+        return tern_fail(TERN_ERR_FORMAT, "tensor '%s' is missing", name);
+    }
+    int64_t t_rows = 1;
+    for (int d = 1; d < t->n_dims; d++) t_rows *= t->ne[d];
+    bool is_vector = rows == 1;
+    if (t->ne[0] != cols || t_rows != rows || (is_vector && t->n_dims != 1) ||
+        (!is_vector && t->n_dims != 2))
+        return tern_fail(TERN_ERR_FORMAT,
+                         "tensor '%s' has shape [%lld, %lld] (%d dims), expected [%lld, %lld]",
+                         name, (long long)t->ne[0], (long long)t_rows, t->n_dims,
+                         (long long)cols, (long long)rows);
+    if (is_vector) {
+        if (t->type != TERN_TYPE_F32)
+            return tern_fail(TERN_ERR_UNSUPPORTED, "tensor '%s' has type %s; tern needs F32 here",
+                             name, tern_type_name(t->type));
+    } else {
+        const struct quant_traits *tr = quant_traits_get(t->type);
+        if (!tr || !tern_type_is_supported(t->type) || t->type == TERN_TYPE_Q8_K)
+            return tern_fail(TERN_ERR_UNSUPPORTED,
+                             "tensor '%s' has type %s, which tern does not support "
+                             "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)",
+                             name, tern_type_name(t->type));
+    }
+    w->data = t->data;
+    w->type = t->type;
+    w->cols = cols;
+    w->rows = rows;
+    w->row_bytes = quant_row_bytes(t->type, cols);
+    return TERN_OK;
+}
+
+static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
+{
+    struct tern_model_info *in = &m->info;
+    struct tern_str arch;
+    tern_status st = tern_gguf_get_str(g, "general.architecture", &arch);
+    if (st == TERN_ERR_NOT_FOUND)
+        return tern_fail(st, "key 'general.architecture' is missing (is this a model file?)");
+    if (st) return st;
+    if (arch.len == 5 && !memcmp(arch.ptr, "llama", 5)) {
+        in->arch = TERN_ARCH_LLAMA;
+        in->rope_neox = false;
+    } else if (arch.len == 5 && !memcmp(arch.ptr, "qwen2", 5)) {
+        in->arch = TERN_ARCH_QWEN2;
+        in->rope_neox = true;
+    } else {
+        return tern_fail(TERN_ERR_UNSUPPORTED,
+                         "architecture '%.*s' is not supported (supported: llama, qwen2)",
+                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+    }
+    snprintf(m->arch_name, sizeof m->arch_name, "%.*s", (int)arch.len, arch.ptr);
+    in->arch_name = m->arch_name;
+    const char *a = m->arch_name;
+
+    uint32_t n_embd, n_layer, n_head, n_ff, n_ctx = 0, n_head_kv = 0, key_len = 0, n_rot = 0;
+    if ((st = get_u32_req(g, a, "embedding_length", &n_embd)) ||
+        (st = get_u32_req(g, a, "block_count", &n_layer)) ||
+        (st = get_u32_req(g, a, "attention.head_count", &n_head)) ||
+        (st = get_u32_req(g, a, "feed_forward_length", &n_ff)) ||
+        (st = get_u32_opt(g, a, "context_length", &n_ctx)) ||
+        (st = get_u32_opt(g, a, "attention.head_count_kv", &n_head_kv)) ||
+        (st = get_u32_opt(g, a, "attention.key_length", &key_len)) ||
+        (st = get_u32_opt(g, a, "rope.dimension_count", &n_rot)))
+        return st;
+    if (n_head_kv == 0) n_head_kv = n_head;
+    if (n_embd == 0 || n_embd > 65536 || n_layer == 0 || n_layer > 1024 || n_head == 0 ||
+        n_head > 1024 || n_ff == 0 || n_ff > 1 << 20)
+        return tern_fail(TERN_ERR_FORMAT,
+                         "implausible hyperparameters: n_embd %u, n_layer %u, n_head %u, n_ff %u",
+                         n_embd, n_layer, n_head, n_ff);
+    if (n_head % n_head_kv)
+        return tern_fail(TERN_ERR_FORMAT, "head_count %u is not a multiple of head_count_kv %u",
+                         n_head, n_head_kv);
+    if (key_len == 0) {
+        if (n_embd % n_head)
+            return tern_fail(TERN_ERR_FORMAT, "embedding_length %u is not a multiple of "
+                             "head_count %u", n_embd, n_head);
+        key_len = n_embd / n_head;
+    }
+    if (key_len % 2 || key_len > 1024)
+        return tern_fail(TERN_ERR_FORMAT, "head dimension %u must be even and <= 1024", key_len);
+    if (n_rot == 0) n_rot = key_len;
+    if (n_rot > key_len || n_rot % 2)
+        return tern_fail(TERN_ERR_FORMAT, "rope.dimension_count %u must be even and <= head "
+                         "dimension %u", n_rot, key_len);
+
+    in->n_embd = (int)n_embd;
+    in->n_layer = (int)n_layer;
+    in->n_head = (int)n_head;
+    in->n_head_kv = (int)n_head_kv;
+    in->head_dim = (int)key_len;
+    in->n_ff = (int)n_ff;
+    in->n_ctx_train = (int)(n_ctx ? n_ctx : 2048);
+    in->n_rot = (int)n_rot;
+    in->rope_freq_base = 10000.0f;
+    in->rope_freq_scale = 1.0f;
+    in->rms_eps = 1e-5f;
+    if ((st = get_f32_opt(g, a, "rope.freq_base", &in->rope_freq_base)) ||
+        (st = get_f32_opt(g, a, "attention.layer_norm_rms_epsilon", &in->rms_eps)))
+        return st;
+
+    /* Linear RoPE scaling (rope.scaling.type = linear, factor f) divides positions by f.
+     * Llama-3.x "llama3" scaling ships as the rope_freqs tensor instead (bound below). */
+    struct tern_str stype;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+    if (tern_gguf_get_str(g, key, &stype) == TERN_OK && stype.len == 6 &&
+        !memcmp(stype.ptr, "linear", 6)) {
+        float factor = 1.0f;
+        if ((st = get_f32_opt(g, a, "rope.scaling.factor", &factor))) return st;
+        if (!(factor > 0.0f) || !isfinite(factor))
+            return tern_fail(TERN_ERR_FORMAT, "%s.rope.scaling.factor %g must be positive", a,
+                             (double)factor);
+        in->rope_freq_scale = 1.0f / factor;
+    } else {
+        float scale = 1.0f;
+        if ((st = get_f32_opt(g, a, "rope.scale_linear", &scale))) return st;
+        if (scale > 0.0f && isfinite(scale)) in->rope_freq_scale = 1.0f / scale;
+    }
+    if (!(in->rope_freq_base > 0.0f) || !isfinite(in->rope_freq_base) || !(in->rms_eps > 0.0f))
+        return tern_fail(TERN_ERR_FORMAT, "rope.freq_base %g / rms epsilon %g must be positive",
+                         (double)in->rope_freq_base, (double)in->rms_eps);
+    return TERN_OK;
+}
+
+static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
+{
+    struct tern_model_info *in = &m->info;
+    const struct tern_gguf_tensor *te = tern_gguf_find_tensor(g, "token_embd.weight");
+    if (!te) return tern_fail(TERN_ERR_FORMAT, "tensor 'token_embd.weight' is missing");
+    if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1 << 24))
+        return tern_fail(TERN_ERR_FORMAT, "tensor 'token_embd.weight' has an implausible shape");
+    in->n_vocab = (int)te->ne[1];
+    const int64_t d = in->n_embd, hd = in->head_dim;
+    const int64_t q_dim = in->n_head * hd, kv_dim = in->n_head_kv * hd;
+    tern_status st;
+    if ((st = bind(g, &m->tok_embd, "token_embd.weight", d, in->n_vocab, false)) ||
+        (st = bind(g, &m->output_norm, "output_norm.weight", d, 1, false)) ||
+        (st = bind(g, &m->output, "output.weight", d, in->n_vocab, true)) ||
+        (st = bind(g, &m->rope_freqs, "rope_freqs.weight", in->n_rot / 2, 1, true)))
+        return st;
+    in->tied_output = m->output.data == NULL;
+    if (in->tied_output) m->output = m->tok_embd;
+    in->has_rope_freqs = m->rope_freqs.data != NULL;
+
+    m->layers = calloc((size_t)in->n_layer, sizeof *m->layers);
+    if (!m->layers) return tern_fail(TERN_ERR_NOMEM, "out of memory for %d layers", in->n_layer);
+    for (int il = 0; il < in->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        char n[13][48];
+        static const char *suffix[13] = {
+            "attn_norm.weight", "attn_q.weight",  "attn_k.weight",  "attn_v.weight",
+            "attn_output.weight", "attn_q.bias",  "attn_k.bias",    "attn_v.bias",
+            "ffn_norm.weight",  "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+            "rope_freqs.weight"};
+        for (int i = 0; i < 13; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s", il, suffix[i]);
+        if ((st = bind(g, &L->attn_norm, n[0], d, 1, false)) ||
+            (st = bind(g, &L->wq, n[1], d, q_dim, false)) ||
+            (st = bind(g, &L->wk, n[2], d, kv_dim, false)) ||
+            (st = bind(g, &L->wv, n[3], d, kv_dim, false)) ||
+            (st = bind(g, &L->wo, n[4], q_dim, d, false)) ||
+            (st = bind(g, &L->bq, n[5], q_dim, 1, true)) ||
+            (st = bind(g, &L->bk, n[6], kv_dim, 1, true)) ||
+            (st = bind(g, &L->bv, n[7], kv_dim, 1, true)) ||
+            (st = bind(g, &L->ffn_norm, n[8], d, 1, false)) ||
+            (st = bind(g, &L->ffn_gate, n[9], d, in->n_ff, false)) ||
+            (st = bind(g, &L->ffn_up, n[10], d, in->n_ff, false)) ||
+            (st = bind(g, &L->ffn_down, n[11], in->n_ff, d, false)))
+            return st;
+        if (il == 0) in->has_qkv_bias = L->bq.data != NULL;
+        if ((L->bq.data != NULL) != in->has_qkv_bias || (L->bk.data != NULL) != in->has_qkv_bias ||
+            (L->bv.data != NULL) != in->has_qkv_bias)
+            return tern_fail(TERN_ERR_FORMAT, "layer %d: q/k/v biases must be all present or all "
+                             "absent, as in layer 0", il);
+    }
+    for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++)
+        in->weight_bytes += tern_gguf_tensor(g, i)->nbytes;
+    return TERN_OK;
+}
+
+tern_status tern_model_load(const char *path, const struct tern_model_params *params,
+                            struct tern_model **out)
+{
+    struct tern_model *m = calloc(1, sizeof *m);
+    if (!m) return tern_fail(TERN_ERR_NOMEM, "out of memory");
+    tern_status st = tern_gguf_open(path, &m->gguf);
+    if (!st) st = read_hparams(m->gguf, m);
+    if (!st) st = bind_weights(m->gguf, m);
+    if (st) {
+        tern_fail_prefix(st, "%s: ", path);
+        tern_model_free(m);
+        return st;
+    }
+    if (params && params->prefault) {
+        /* Ask the kernel to read the whole file ahead, then touch a byte per page so the first
+         * request does not pay for page faults. */
+        const volatile unsigned char *p = tern_gguf_file_data(m->gguf);
+        size_t size = tern_gguf_file_size(m->gguf);
+        madvise((void *)((uintptr_t)p & ~(uintptr_t)4095), size, MADV_WILLNEED);
+        unsigned char sink = 0;
+        for (size_t off = 0; off < size; off += 4096) sink ^= p[off];
+        (void)sink;
+    }
+    *out = m;
+    return TERN_OK;
+}
+
+void tern_model_free(struct tern_model *m)
+{
+    if (!m) return;
+    free(m->layers);
+    tern_gguf_close(m->gguf);
+    free(m);
+}
+
+const struct tern_model_info *tern_model_get_info(const struct tern_model *m) { return &m->info; }
+int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
+const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
+
+uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx)
+{
+    const struct tern_model_info *in = &m->info;
+    return 2ull * (uint64_t)in->n_layer * (uint64_t)in->n_head_kv * (uint64_t)in->head_dim *
+           (uint64_t)n_ctx * sizeof(uint16_t);
+}

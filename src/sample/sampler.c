@@ -1,0 +1,252 @@
+/* sampler.c — choosing the next token from logits: greedy, temperature, top-k, top-p, min-p,
+ * repetition penalty, with a seeded RNG so runs are reproducible.
+ *
+ * Order of the steps: repetition penalty -> (temperature 0: argmax, done) -> temperature ->
+ * min-p -> top-k -> top-p -> draw. Temperature is applied before the filters (as Hugging Face
+ * and the OpenAI API do), so top-p keeps the nucleus of the distribution actually sampled.
+ * Nothing sorts the whole vocabulary: min-p is a threshold pass, top-k and top-p take the best
+ * candidates with a partial selection (a bounded heap), widening it only when top-p needs more.
+ * All scratch is allocated in tern_sampler_create. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+struct cand {
+    float logit;
+    int32_t id;
+};
+
+struct tern_sampler {
+    struct tern_sampler_params p;
+    int n_vocab;
+    struct cand *cands; /* (n_vocab) working set */
+    int32_t *recent;    /* (repeat_last_n) ring of recent tokens */
+    int n_recent, recent_head;
+    uint64_t rng[4];    /* xoshiro256** state */
+};
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(uint64_t *s)
+{
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform double in [0, 1) with 53 random bits. */
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+struct tern_sampler_params tern_sampler_default_params(void)
+{
+    return (struct tern_sampler_params){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f,
+                                        .min_p = 0.0f, .repeat_penalty = 1.0f,
+                                        .repeat_last_n = 64, .seed = 0};
+}
+
+void tern_sampler_reset(struct tern_sampler *s)
+{
+    uint64_t x = s->p.seed;
+    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    s->n_recent = 0;
+    s->recent_head = 0;
+}
+
+tern_status tern_sampler_create(const struct tern_sampler_params *p, int n_vocab,
+                                struct tern_sampler **out)
+{
+    struct tern_sampler_params sp = p ? *p : tern_sampler_default_params();
+    if (!(sp.temperature >= 0.0f) || !isfinite(sp.temperature))
+        return tern_fail(TERN_ERR_ARG, "temperature %g must be >= 0", (double)sp.temperature);
+    if (sp.top_k < 0) return tern_fail(TERN_ERR_ARG, "top_k %d must be >= 0", sp.top_k);
+    if (!(sp.top_p >= 0.0f && sp.top_p <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "top_p %g must be in [0, 1]", (double)sp.top_p);
+    if (!(sp.min_p >= 0.0f && sp.min_p <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "min_p %g must be in [0, 1]", (double)sp.min_p);
+    if (!(sp.repeat_penalty >= 0.0f) || !isfinite(sp.repeat_penalty))
+        return tern_fail(TERN_ERR_ARG, "repeat_penalty %g must be >= 0",
+                         (double)sp.repeat_penalty);
+    if (sp.repeat_last_n < 0 || sp.repeat_last_n > (1 << 20))
+        return tern_fail(TERN_ERR_ARG, "repeat_last_n %d is out of range", sp.repeat_last_n);
+    if (n_vocab <= 0) return tern_fail(TERN_ERR_ARG, "n_vocab %d must be positive", n_vocab);
+    if (sp.top_p == 0.0f) sp.top_p = 1.0f;
+    if (sp.repeat_penalty == 0.0f) sp.repeat_penalty = 1.0f;
+    if (sp.repeat_last_n == 0) sp.repeat_last_n = 64;
+
+    struct tern_sampler *s = calloc(1, sizeof *s);
+    if (s) s->cands = malloc((size_t)n_vocab * sizeof *s->cands);
+    if (s && s->cands) s->recent = malloc((size_t)sp.repeat_last_n * sizeof *s->recent);
+    if (!s || !s->cands || !s->recent) {
+        tern_sampler_free(s);
+        return tern_fail(TERN_ERR_NOMEM, "sampler: out of memory");
+    }
+    s->p = sp;
+    s->n_vocab = n_vocab;
+    tern_sampler_reset(s);
+    *out = s;
+    return TERN_OK;
+}
+
+void tern_sampler_free(struct tern_sampler *s)
+{
+    if (!s) return;
+    free(s->cands);
+    free(s->recent);
+    free(s);
+}
+
+void tern_sampler_accept(struct tern_sampler *s, int32_t token)
+{
+    s->recent[s->recent_head] = token;
+    s->recent_head = (s->recent_head + 1) % s->p.repeat_last_n;
+    if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
+}
+
+/* "a is better than b": higher logit, then lower id (so greedy ties pick the lowest id). */
+static inline bool better(const struct cand *a, const struct cand *b)
+{
+    return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
+}
+
+/* Move the best k of c[0..n) to the front, sorted best first. Bounded min-heap of size k over
+ * a single pass: O(n log k), no full sort. */
+static void select_top(struct cand *c, int n, int k)
+{
+    if (k >= n) k = n;
+    /* heap in c[0..k): worst at the root */
+    for (int i = 0; i < n; i++) {
+        struct cand x = c[i];
+        int pos;
+        if (i < k) {
+            pos = i;
+            while (pos > 0) { /* sift up */
+                int parent = (pos - 1) / 2;
+                if (!better(&c[parent], &x)) break;
+                c[pos] = c[parent];
+                pos = parent;
+            }
+            c[pos] = x;
+            continue;
+        }
+        if (!better(&x, &c[0])) continue;
+        c[i] = c[0]; /* keep the evicted element in the tail so c stays a permutation */
+        pos = 0;
+        for (;;) { /* sift down */
+            int l = 2 * pos + 1, r = l + 1, w = pos;
+            const struct cand *wv = &x;
+            if (l < k && better(wv, &c[l])) { w = l; wv = &c[l]; }
+            if (r < k && better(wv, &c[r])) { w = r; }
+            if (w == pos) break;
+            c[pos] = c[w];
+            pos = w;
+        }
+        c[pos] = x;
+    }
+    /* heap sort the k survivors, best first */
+    for (int end = k - 1; end > 0; end--) {
+        struct cand worst = c[0];
+        struct cand x = c[end];
+        int pos = 0;
+        for (;;) {
+            int l = 2 * pos + 1, r = l + 1, w = pos;
+            const struct cand *wv = &x;
+            if (l < end && better(wv, &c[l])) { w = l; wv = &c[l]; }
+            if (r < end && better(wv, &c[r])) { w = r; }
+            if (w == pos) break;
+            c[pos] = c[w];
+            pos = w;
+        }
+        c[pos] = x;
+        c[end] = worst;
+    }
+}
+
+int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
+{
+    const struct tern_sampler_params *p = &s->p;
+    struct cand *c = s->cands;
+    int n = s->n_vocab;
+    for (int i = 0; i < n; i++) c[i] = (struct cand){logits[i], i};
+
+    /* repetition penalty (CTRL style, as llama.cpp): divide positive logits, multiply negative */
+    if (p->repeat_penalty != 1.0f) {
+        for (int i = 0; i < s->n_recent; i++) {
+            int32_t id = s->recent[i];
+            if (id < 0 || id >= n) continue;
+            float l = logits[id];
+            c[id].logit = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+        }
+    }
+
+    int32_t chosen;
+    if (p->temperature == 0.0f) {
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (c[i].logit > c[best].logit) best = i; /* strict: ties keep the lowest id */
+        chosen = c[best].id;
+    } else {
+        float mx = -FLT_MAX;
+        for (int i = 0; i < n; i++) {
+            c[i].logit /= p->temperature;
+            if (c[i].logit > mx) mx = c[i].logit;
+        }
+        /* min-p: keep tokens with prob >= min_p * p_max, i.e. logit >= max + log(min_p) */
+        if (p->min_p > 0.0f) {
+            const float cut = mx + logf(p->min_p);
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (c[i].logit >= cut) c[m++] = c[i];
+            n = m;
+        }
+        if (p->top_k > 0 && p->top_k < n) {
+            select_top(c, n, p->top_k);
+            n = p->top_k;
+        }
+        if (p->top_p < 1.0f) {
+            /* Sum of exp over all remaining candidates, then grow a sorted prefix until it
+             * holds top_p of the mass. */
+            double total = 0.0;
+            for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+            int k = n < 64 ? n : 64;
+            for (;;) {
+                select_top(c, n, k);
+                double cum = 0.0;
+                int keep = -1;
+                for (int i = 0; i < k; i++) {
+                    cum += exp((double)(c[i].logit - mx)) / total;
+                    if (cum >= p->top_p) { keep = i + 1; break; }
+                }
+                if (keep > 0) { n = keep; break; }
+                if (k == n) break;
+                k = k * 4 < n ? k * 4 : n;
+            }
+        }
+        double total = 0.0;
+        for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+        double r = rng_uniform(s->rng) * total, acc = 0.0;
+        chosen = c[n - 1].id;
+        for (int i = 0; i < n; i++) {
+            acc += exp((double)(c[i].logit - mx));
+            if (r < acc) { chosen = c[i].id; break; }
+        }
+    }
+    tern_sampler_accept(s, chosen);
+    return chosen;
+}

@@ -1,0 +1,90 @@
+/* test_noalloc.c — decoding a token performs no heap allocation. The test binary is linked
+ * with -Wl,--wrap=malloc,calloc,realloc (CMakeLists.txt), so every allocation made by libtern
+ * goes through the counters below. */
+#include "test_support.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+
+static _Atomic long allocations;
+
+void *__wrap_malloc(size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __real_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+    atomic_fetch_add(&allocations, 1);
+    return __real_realloc(p, n);
+}
+
+static void decode_without_allocation(const char *rel, int threads)
+{
+    TEST_SHARED_OR_SKIP(path, rel);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    struct tern_context_params cp = {.n_ctx = 128, .n_batch = 32, .n_threads = threads};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    struct tern_sampler *s;
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    sp.temperature = 0.8f;
+    sp.top_k = 40;
+    sp.top_p = 0.9f;
+    assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(m), &s));
+    int32_t prompt[8] = {1, 100, 200, 300, 400, 500, 600, 700};
+    assert_tern_ok(tern_decode(ctx, prompt, 8, 0, TERN_LOGITS_LAST));
+
+    long before = atomic_load(&allocations);
+    const float *lg = tern_context_logits(ctx, 7);
+    for (int i = 0; i < 40; i++) {
+        int32_t tok = tern_sampler_sample(s, lg);
+        assert_tern_ok(tern_decode(ctx, &tok, 1, 8 + i, TERN_LOGITS_LAST));
+        lg = tern_context_logits(ctx, 0);
+        assert_non_null(lg);
+    }
+    long during = atomic_load(&allocations) - before;
+    print_message("%s, %d thread(s): %ld allocations during 40 decode + sample steps\n", rel,
+                  threads, during);
+    assert_int_equal(during, 0);
+    /* the counter works: creating a sampler allocates */
+    struct tern_sampler *s2;
+    assert_tern_ok(tern_sampler_create(&sp, 10, &s2));
+    assert_true(atomic_load(&allocations) > before);
+    tern_sampler_free(s2);
+    tern_sampler_free(s);
+    tern_context_free(ctx);
+    tern_model_free(m);
+}
+
+static void test_decode_q8_0(void **state)
+{
+    (void)state;
+    decode_without_allocation("fixtures/models/llama-spm-tiny-q8_0.gguf", 1);
+    decode_without_allocation("fixtures/models/llama-spm-tiny-q8_0.gguf", 2);
+}
+
+static void test_decode_k_quants(void **state)
+{
+    (void)state;
+    decode_without_allocation("fixtures/models/llama-spm-tiny-q4_k_m.gguf", 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_q8_0),
+        cmocka_unit_test(test_decode_k_quants),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,134 @@
+/* cmd_run.c — `tern run`: generate tokens from a prompt given as token ids. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: tern run -m MODEL --tokens 1,2,3 [-n N] [options]\n"
+           "\n"
+           "Generates N tokens after the prompt and prints their ids (comma-separated).\n"
+           "\n"
+           "  -m, --model FILE       GGUF model\n"
+           "  --tokens LIST          prompt as comma-separated token ids\n"
+           "  -n, --n-predict N      tokens to generate (default 32)\n"
+           "  -c, --ctx-size N       context size (default: prompt + N)\n"
+           "  -t, --threads N        threads (default: all CPUs)\n"
+           "  --temp T               temperature (default 0 = greedy)\n"
+           "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N\n"
+           "  -s, --seed S           RNG seed (default 0)\n"
+           "  --ignore-eos           do not stop at the end-of-sequence token\n"
+           "  --json                 print {\"tokens\": [...], \"prompt_ms\": .., \"gen_ms\": ..}\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *model = NULL, *tokens_s = NULL, *v;
+    long long n_predict = 32, n_ctx = 0, threads = 0, top_k = 0, last_n = 64;
+    unsigned long long seed = 0;
+    double temp = 0, top_p = 1, min_p = 0, rep = 1;
+    bool json = false, ignore_eos = false;
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        long long ll;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (!strcmp(argv[i], "--ignore-eos")) { ignore_eos = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+#define BAD(what) return cli_usage_error("run", "%s '%s' is not valid", what, v)
+        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
+        else if (OPT("--tokens", NULL)) { if (r < 0) return 2; tokens_s = v; }
+        else if (OPT("-n", "--n-predict")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &n_predict)) BAD("-n"); }
+        else if (OPT("-c", "--ctx-size")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &n_ctx)) BAD("-c"); }
+        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
+        else if (OPT("--temp", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &temp)) BAD("--temp"); }
+        else if (OPT("--top-k", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &top_k)) BAD("--top-k"); }
+        else if (OPT("--top-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &top_p)) BAD("--top-p"); }
+        else if (OPT("--min-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &min_p)) BAD("--min-p"); }
+        else if (OPT("--repeat-penalty", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &rep)) BAD("--repeat-penalty"); }
+        else if (OPT("--repeat-last-n", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 20, &last_n)) BAD("--repeat-last-n"); }
+        else if (OPT("-s", "--seed")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, INT64_MAX, &ll)) BAD("--seed"); seed = (unsigned long long)ll; }
+        else return cli_usage_error("run", "unknown option '%s'", argv[i]);
+#undef OPT
+#undef BAD
+    }
+    if (!model) return cli_usage_error("run", "missing -m MODEL");
+    if (!tokens_s) return cli_usage_error("run", "missing --tokens LIST (the prompt)");
+    int32_t *prompt;
+    int n_prompt, bad;
+    if (!cli_parse_token_list(tokens_s, &prompt, &n_prompt, &bad))
+        return cli_usage_error("run", "--tokens: entry %d is not a token id", bad);
+
+    struct tern_model *m = NULL;
+    struct tern_context *ctx = NULL;
+    struct tern_sampler *smp = NULL;
+    int32_t *out = NULL;
+    int rc = CLI_EXIT_OK;
+    tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
+    if (st) { rc = cli_report("run", st); goto done; }
+    if (n_ctx == 0) n_ctx = n_prompt + n_predict;
+    if (n_prompt + n_predict > n_ctx) {
+        rc = cli_usage_error("run", "prompt (%d) + -n (%lld) exceeds the context size -c %lld",
+                             n_prompt, n_predict, n_ctx);
+        goto done;
+    }
+    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)threads};
+    struct tern_sampler_params sp = {.temperature = (float)temp, .top_k = (int)top_k,
+                                     .top_p = (float)top_p, .min_p = (float)min_p,
+                                     .repeat_penalty = (float)rep, .repeat_last_n = (int)last_n,
+                                     .seed = seed};
+    if ((st = tern_context_create(m, &cp, &ctx)) ||
+        (st = tern_sampler_create(&sp, tern_model_n_vocab(m), &smp))) {
+        rc = cli_report("run", st);
+        goto done;
+    }
+    int64_t eos = -1;
+    if (!ignore_eos) {
+        int64_t e;
+        if (tern_gguf_get_i64(tern_model_gguf(m), "tokenizer.ggml.eos_token_id", &e) == TERN_OK) eos = e;
+    }
+    for (int i = 0; i < n_prompt; i++) tern_sampler_accept(smp, prompt[i]);
+    out = malloc(((size_t)n_predict + 1) * sizeof *out);
+    double t0 = now_ms();
+    if ((st = tern_decode(ctx, prompt, n_prompt, 0, TERN_LOGITS_LAST))) { rc = cli_report("run", st); goto done; }
+    double t1 = now_ms();
+    const float *logits = tern_context_logits(ctx, n_prompt - 1);
+    int n_out = 0;
+    if (!json) { fflush(stdout); }
+    for (int i = 0; i < n_predict; i++) {
+        int32_t tok = tern_sampler_sample(smp, logits);
+        out[n_out++] = tok;
+        if (!json) { printf("%s%d", i ? "," : "", tok); fflush(stdout); }
+        if (tok == eos) break;
+        if (i + 1 == n_predict) break;
+        if ((st = tern_decode(ctx, &tok, 1, n_prompt + i, TERN_LOGITS_LAST))) { rc = cli_report("run", st); goto done; }
+        logits = tern_context_logits(ctx, 0);
+    }
+    double t2 = now_ms();
+    if (json) {
+        printf("{\"tokens\": [");
+        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", out[i]);
+        printf("], \"n_prompt\": %d, \"prompt_ms\": %.3f, \"gen_ms\": %.3f}\n", n_prompt, t1 - t0, t2 - t1);
+    } else {
+        printf("\n");
+        fprintf(stderr, "tern run: prompt %d tokens in %.1f ms; generated %d tokens in %.1f ms (%.2f tokens/s)\n",
+                n_prompt, t1 - t0, n_out, t2 - t1, n_out > 1 ? (n_out - 1) / ((t2 - t1) / 1e3) : 0.0);
+    }
+done:
+    free(prompt);
+    free(out);
+    tern_sampler_free(smp);
+    tern_context_free(ctx);
+    tern_model_free(m);
+    return rc;
+}
