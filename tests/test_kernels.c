@@ -146,6 +146,9 @@ static void test_simd_matmul(void **state)
         paths_run++;
         for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
             const int wtype = weight_types[ti];
+            /* every weight type has a kernel of its own on each SIMD path (no silent scalar) */
+            assert_non_null(pi == 0 ? kern_avx2_matmul(wtype) : kern_avx512_matmul(wtype));
+            double max_diff = 0;
             const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
             for (size_t ni = 0; ni < sizeof n_toks / sizeof n_toks[0]; ni++) {
                 struct problem p;
@@ -163,11 +166,15 @@ static void test_simd_matmul(void **state)
                     kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k,
                                        ranges[ri][0], ranges[ri][1], R, ldy);
                     check_close(&p, Y, R, ranges[ri][0], ranges[ri][1], ldy, simd_paths[pi]);
+                    for (size_t i = 0; i < ny; i++)
+                        if (fabs((double)Y[i] - R[i]) > max_diff) max_diff = fabs((double)Y[i] - R[i]);
                 }
                 free(Y);
                 free(R);
                 problem_free(&p);
             }
+            print_message("%-6s %-5s max |simd - scalar| %.3g\n", simd_paths[pi],
+                          tern_type_name(wtype), max_diff);
         }
     }
     assert_true(kern_force_isa("scalar"));
