@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int str_eq(struct tern_str s, const char *c)
@@ -436,6 +437,33 @@ static void test_writer_errors(void **state)
     snprintf(path, sizeof path, "%s/no/such/dir/x.gguf", test_tmpdir());
     assert_int_equal(tern_gguf_writer_write(w, path), TERN_ERR_IO);
     assert_non_null(strstr(tern_last_error(), "x.gguf.tmp"));
+
+    /* the tmp file is written but the rename fails (the target is a directory): the tmp file
+     * is removed and the directory untouched */
+    snprintf(path, sizeof path, "%s/isdir.gguf", test_tmpdir());
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(tern_gguf_writer_write(w, path), TERN_ERR_IO);
+    assert_non_null(strstr(tern_last_error(), "rename"));
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(access(tmp, F_OK), -1);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(S_ISDIR(sb.st_mode));
+
+    /* writing over an existing file replaces it whole */
+    snprintf(path, sizeof path, "%s/over.gguf", test_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("old contents that are not a gguf file at all", f);
+    fclose(f);
+    assert_tern_ok(tern_gguf_writer_write(w, path));
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(path, &g));
+    assert_int_equal(tern_gguf_n_tensors(g), 1);
+    /* 24-byte header + 41-byte info ("t", 2 dims) padded to 96, then 32x2 f32 */
+    assert_int_equal(tern_gguf_file_size(g), 96 + 256);
+    tern_gguf_close(g);
     tern_gguf_writer_free(w);
 }
 

@@ -351,6 +351,29 @@ static void test_nesting_depth(void **state)
     }
 }
 
+static void test_names_in_messages(void **state)
+{
+    (void)state;
+    /* Names are quoted into messages bounded and escaped (found by fuzzing: a long key of
+     * control bytes once overran the quoting buffer). */
+    for (int variant = 0; variant < 3; variant++) {
+        struct gb b = {0};
+        gb_header(&b, 3, 0, 1);
+        size_t n = variant == 0 ? 250 : variant == 1 ? 1000 : 197;
+        char *key = malloc(n + 1);
+        for (size_t i = 0; i < n; i++) key[i] = variant == 1 ? 'a' : (i % 3 ? '\x01' : 'k');
+        key[n] = '\0';
+        gb_key(&b, key, 99);
+        gb_u32(&b, 0);
+        assert_int_equal(open_copy(b.p, b.len), TERN_ERR_FORMAT);
+        const char *msg = tern_last_error();
+        assert_non_null(strstr(msg, "unknown value type 99 at offset"));
+        assert_non_null(strstr(msg, variant == 1 ? "aaaa..." : "k\\x01\\x01k"));
+        free(key);
+        free(b.p);
+    }
+}
+
 static void test_unsupported_type_accepted(void **state)
 {
     (void)state;
@@ -464,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_truncate_fixture),
         cmocka_unit_test(test_targeted_corruption),
         cmocka_unit_test(test_nesting_depth),
+        cmocka_unit_test(test_names_in_messages),
         cmocka_unit_test(test_unsupported_type_accepted),
         cmocka_unit_test(test_random_mutations_small),
         cmocka_unit_test(test_random_mutations_vocab),

@@ -55,24 +55,24 @@ const char *gguf_type_name(uint32_t type)
     return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
-/* Printable form of a name from the file for messages (bounded, control bytes escaped). */
+/* Printable form of a name from the file for messages: bounded (cap >= 8), control bytes
+ * escaped as \xNN, "..." when cut. */
 static void quote_name(char *dst, size_t cap, const char *s, uint64_t len)
 {
+    const size_t limit = cap - 4; /* room kept for "..." and the NUL */
     size_t o = 0;
-    for (uint64_t i = 0; i < len && o + 5 < cap; i++) {
+    for (uint64_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != 0x7f) {
-            dst[o++] = (char)c;
-        } else {
-            o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", c);
-        }
-        if (i + 1 < len && o + 5 >= cap) {
+        size_t need = (c >= 0x20 && c != 0x7f) ? 1 : 4;
+        if (o + need > limit) {
             memcpy(dst + o, "...", 3);
             o += 3;
             break;
         }
+        if (need == 1) dst[o++] = (char)c;
+        else o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", c);
     }
-    dst[o < cap ? o : cap - 1] = '\0';
+    dst[o] = '\0';
 }
 
 static tern_status fail_at(const struct parser *ps, uint64_t off, const char *fmt, ...)
@@ -353,12 +353,16 @@ static tern_status parse_info(struct parser *ps, struct tern_gguf *g, int64_t i,
     return TERN_OK;
 }
 
-static const struct tern_gguf *sort_ctx; /* qsort has no context argument in C11 */
+/* (offset, index) pairs sorted by offset; self-contained so that opens on several threads
+ * need no shared sort context. */
+struct span {
+    uint64_t offset;
+    int64_t index;
+};
 
 static int by_offset(const void *a, const void *b)
 {
-    uint64_t x = sort_ctx->tensors[*(const int64_t *)a].offset;
-    uint64_t y = sort_ctx->tensors[*(const int64_t *)b].offset;
+    uint64_t x = ((const struct span *)a)->offset, y = ((const struct span *)b)->offset;
     return x < y ? -1 : x > y;
 }
 
@@ -377,22 +381,21 @@ static tern_status check_ranges(struct parser *ps, struct tern_gguf *g, const ui
         t->data = ps->p + g->data_offset + t->offset;
     }
     if (g->n_tensors < 2) return TERN_OK;
-    int64_t *order = malloc((size_t)g->n_tensors * sizeof *order);
+    struct span *order = malloc((size_t)g->n_tensors * sizeof *order);
     if (!order) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory sorting tensors", ps->file);
-    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = i;
-    sort_ctx = g;
+    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = (struct span){g->tensors[i].offset, i};
     qsort(order, (size_t)g->n_tensors, sizeof *order, by_offset);
     tern_status st = TERN_OK;
     for (int64_t k = 1; k < g->n_tensors && !st; k++) {
-        const struct tern_gguf_tensor *a = &g->tensors[order[k - 1]];
-        const struct tern_gguf_tensor *b = &g->tensors[order[k]];
+        const struct tern_gguf_tensor *a = &g->tensors[order[k - 1].index];
+        const struct tern_gguf_tensor *b = &g->tensors[order[k].index];
         if (a->offset + a->nbytes > b->offset) {
             char qa[200];
             quote_name(qa, sizeof qa, a->name.ptr, a->name.len);
-            set_what(ps, "tensor info", order[k], b->name);
-            st = fail_at(ps, offset_at[order[k]],
+            set_what(ps, "tensor info", order[k].index, b->name);
+            st = fail_at(ps, offset_at[order[k].index],
                          "data [%llu, +%llu) overlaps tensor %lld ('%s') data [%llu, +%llu)",
-                         (ull)b->offset, (ull)b->nbytes, (long long)order[k - 1], qa,
+                         (ull)b->offset, (ull)b->nbytes, (long long)order[k - 1].index, qa,
                          (ull)a->offset, (ull)a->nbytes);
         }
     }
