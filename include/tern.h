@@ -507,6 +507,57 @@ const char *tern_chat_template_warning(const struct tern_chat_template *t);
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len);
 
+/* --- tool calls in model output (src/gen/toolcall.c) ---
+ * A streaming parser: feed generated text in pieces split anywhere (mid-tag, mid-UTF-8); it
+ * separates ordinary content from tool calls and says, in the feed that completes one, that a
+ * valid call is available. A malformed call is never dropped: its raw text is returned as
+ * content and an error is recorded.
+ *
+ *     struct tern_toolcall_parser *tp;
+ *     tern_toolcall_parser_create(tern_toolcall_detect(tern_chat_template_source(t)), &tp);
+ *     for each generated piece: { int done; tern_toolcall_feed(tp, piece, n, &done); if (done) ... }
+ *     tern_toolcall_finish(tp, &done);
+ *     size_t len; const char *content = tern_toolcall_text(tp, &len);
+ *     for (int i = 0; i < tern_toolcall_count(tp); i++) use tern_toolcall_get(tp, i)->name ...
+ */
+enum tern_toolcall_format {
+    TERN_TOOLCALL_NONE = 0, /* no tool calls: everything is content */
+    TERN_TOOLCALL_HERMES,   /* Hermes / Qwen: <tool_call>{"name": .., "arguments": {..}}</tool_call> (repeatable) */
+    TERN_TOOLCALL_LLAMA3,   /* Llama 3.x: {"name": .., "parameters"|"arguments": {..}} at the start of the
+                             * reply or after <|python_tag|>; several may follow separated by ';' */
+    TERN_TOOLCALL_MISTRAL,  /* Mistral: [TOOL_CALLS][{"name": .., "arguments": {..}, "id": ..}, ...] */
+};
+/* Guess the format a template teaches its model (NONE if it shows no tool-call syntax). */
+enum tern_toolcall_format tern_toolcall_detect(const char *template_source);
+const char *tern_toolcall_format_name(enum tern_toolcall_format f); /* "hermes", ... */
+
+struct tern_toolcall {
+    const char *name;      /* NUL-terminated, owned by the parser */
+    const char *arguments; /* compact JSON object text, e.g. {"city":"Paris"} */
+    const char *id;        /* Mistral "id" when present, else NULL */
+};
+
+struct tern_toolcall_parser;
+/* Caller frees with tern_toolcall_parser_free(). */
+tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out);
+void tern_toolcall_parser_free(struct tern_toolcall_parser *p);
+/* Feed n bytes. *n_completed (may be NULL) = calls completed by this piece. Fails only on
+ * TERN_ERR_NOMEM or after finish. */
+tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n,
+                               int *n_completed);
+/* End of generation: held-back text is released; an unterminated call becomes content plus
+ * an error (a Hermes call whose JSON is complete but lacks </tool_call> is accepted). */
+tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_completed);
+/* All content (non-call text) so far, NUL-terminated; text that might still turn into a call
+ * is held back until it is decided. Valid until the next feed/finish. */
+const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len);
+int tern_toolcall_count(const struct tern_toolcall_parser *p);
+const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser *p, int i);
+/* Malformed calls seen so far, each with a message naming the problem and its byte offset in
+ * the generated text. */
+int tern_toolcall_n_errors(const struct tern_toolcall_parser *p);
+const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
+
 #ifdef __cplusplus
 }
 #endif
