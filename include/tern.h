@@ -322,6 +322,19 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
 void tern_sampler_accept(struct tern_sampler *s, int32_t token);
 void tern_sampler_reset(struct tern_sampler *s);
 
+/* ===================================================================== synthetic models */
+
+/* Write a random-weight model with the exact shape of a real one (shape names: see
+ * tern_synth_shape_names(): "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
+ * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name` (f32, f16, bf16, q8_0, q4_0, q4_k,
+ * q6_k, or q4_k_m = llama.cpp's Q4_K/Q6_K mix). Tensors whose rows the type's block does not
+ * divide fall back to Q8_0 (count in *n_fallbacks, may be NULL). The vocabulary is byte-level
+ * (256 byte tokens + ChatML control tokens, padded to the real size) with a ChatML template.
+ * Written atomically (tmp + rename). */
+tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
+                                   const char *path, int *n_fallbacks);
+const char *tern_synth_shape_names(void);
+
 /* ===================================================================== reference checks */
 
 /* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:
@@ -353,6 +366,147 @@ struct tern_ref_report {
  * figures are written to log (may be NULL). */
 tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
                            FILE *log, struct tern_ref_report *out);
+
+/* ===================================================================== KV cache and prompt cache */
+/* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them
+ * into another context of the same model. The prefix cache keeps such KV in blocks of
+ * block_tokens tokens keyed by chained hashes (a block's key covers every token before it), so
+ * any prompt sharing a cached prefix, block-aligned, skips computing it; results are bit-identical
+ * to a cold run. Several sequences in one context are NOT supported yet (one sequence per context).
+ *
+ *     struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+ *     pp.budget_bytes = 512u << 20; pp.dir = "cache";         // dir: optional persistence
+ *     struct tern_prefix_cache *pc;
+ *     tern_prefix_cache_create(model, &pp, &pc);                // loads valid files from dir
+ *     int n_reused;
+ *     tern_prefix_cache_prefill(pc, ctx, prompt, n, &n_reused); // restore + decode the rest
+ *     const float *logits = tern_context_logits(ctx, n - 1 - n_reused);
+ *     tern_prefix_cache_save(pc);                              // write new blocks to dir
+ *     tern_prefix_cache_free(pc);
+ */
+
+/* Bytes of an F16 K+V cache of this shape: 2 * layers * kv_heads * head_dim * ctx * 2. */
+uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx);
+
+/* SHA-256 identity of a model: GGUF header, metadata and tensor table bytes plus a sample of
+ * every tensor's data (4 KiB at 8 spread offsets). Two files with equal fingerprints compute
+ * the same KV. */
+tern_status tern_model_fingerprint(const struct tern_model *m, uint8_t out[32]);
+/* SHA-256 over the raw bytes of every tokenizer.ggml.* metadata entry, in file order. */
+tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[32]);
+
+struct tern_kv_snapshot;
+/* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
+ * tern_kv_snapshot_free(). The snapshot does not reference ctx. */
+tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
+                                    struct tern_kv_snapshot **out);
+/* Replace ctx's KV contents with the snapshot: afterwards tern_kv_n_pos(ctx) == its n and
+ * decoding continues at position n. Refused (TERN_ERR_ARG) if ctx belongs to a model with a
+ * different KV layout or fingerprint, or n exceeds ctx's n_ctx; ctx is unchanged then. */
+tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern_kv_snapshot *s);
+int tern_kv_snapshot_n_pos(const struct tern_kv_snapshot *s);
+uint64_t tern_kv_snapshot_bytes(const struct tern_kv_snapshot *s);
+void tern_kv_snapshot_free(struct tern_kv_snapshot *s);
+
+struct tern_prefix_cache_params {
+    int block_tokens;       /* tokens per block; 0 = 64 */
+    uint64_t budget_bytes;  /* KV bytes held in memory; 0 = 256 MiB. LRU blocks are evicted */
+    const char *dir;        /* NULL = memory only; else load valid files at create, save there */
+};
+struct tern_prefix_cache_params tern_prefix_cache_default_params(void);
+
+struct tern_prefix_cache_stats {
+    uint64_t lookups;          /* prefill calls */
+    uint64_t hits;             /* prefill calls that reused at least one block */
+    uint64_t misses;           /* prefill calls that reused nothing */
+    uint64_t hit_tokens;       /* prompt tokens restored from the cache */
+    uint64_t miss_tokens;      /* prompt tokens computed */
+    uint64_t stored_blocks;    /* blocks added after computing them */
+    uint64_t evicted_blocks, evicted_bytes;
+    uint64_t loaded_blocks;    /* blocks read from dir */
+    uint64_t refused_files;    /* files in dir refused (other model, damaged, ...) */
+    uint64_t saved_blocks;     /* files written by tern_prefix_cache_save */
+    uint64_t n_blocks, bytes;  /* currently held */
+    uint64_t budget_bytes;
+    int block_tokens;
+};
+
+struct tern_prefix_cache;
+/* A cache bound to one model (which must outlive it). With params->dir set, the directory is
+ * created if absent and every valid cache file in it is loaded (up to the budget); files made
+ * by another model/tokenizer/KV layout/block size, or damaged, are refused, counted, and the
+ * last such message is kept (tern_prefix_cache_warning). Caller frees with
+ * tern_prefix_cache_free(). Not thread-safe: one caller at a time. */
+tern_status tern_prefix_cache_create(const struct tern_model *m,
+                                     const struct tern_prefix_cache_params *p,
+                                     struct tern_prefix_cache **out);
+void tern_prefix_cache_free(struct tern_prefix_cache *pc);
+/* Fill ctx with tokens[0..n) as positions 0..n-1: the longest cached block-aligned prefix
+ * (at most n-1 tokens, so the last token is always decoded) is restored, the rest decoded with
+ * tern_decode(..., TERN_LOGITS_LAST), and every new full block stored. ctx's previous contents
+ * are discarded. On success *n_reused (may be NULL) is the number of restored tokens, and the
+ * last token's logits are tern_context_logits(ctx, n - 1 - *n_reused). */
+tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
+                                      const int32_t *tokens, int n, int *n_reused);
+/* Tokens of the longest block-aligned cached prefix of tokens[0..n) (no side effects). */
+int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
+/* Write every block not yet on disk to dir (one file per block, tmp + fsync + rename).
+ * TERN_ERR_ARG if the cache has no dir. */
+tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc);
+/* Drop every block held in memory (files stay). */
+void tern_prefix_cache_clear(struct tern_prefix_cache *pc);
+void tern_prefix_cache_get_stats(const struct tern_prefix_cache *pc,
+                                 struct tern_prefix_cache_stats *out);
+/* The last refusal message from loading dir, or NULL. Owned by pc. */
+const char *tern_prefix_cache_warning(const struct tern_prefix_cache *pc);
+
+/* Cache directory inspection (no model needed): one entry per block file. */
+struct tern_cache_file_info {
+    char name[64];              /* file name inside dir */
+    uint64_t file_bytes;
+    int n_tokens;               /* tokens in the block */
+    int depth;                  /* position of the block's first token / n_tokens */
+    uint8_t model_fp[32], tok_fp[32];
+    int n_layer, n_head_kv, head_dim;
+    bool valid;                 /* header and checksum verified */
+    char problem[160];          /* why not valid ("" if valid) */
+};
+/* List the cache files in dir (name *.tkv). *out is malloc'ed (caller frees with free()). */
+tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n);
+/* Delete every cache file (*.tkv and leftover *.tkv.tmp) in dir; *n_removed may be NULL. */
+tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
+
+/* The three prompt-cache targets of issue 6, measured on model with n_threads threads:
+ * (1) TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache hit; (2) prefix-token hit
+ * rate over n_requests requests drawn from 4 system prompts (1-2k tokens) with varied user turns
+ * under a budget that holds them; (3) loading a saved 2048-token prefix from disk vs recomputing
+ * it. Token ids are seeded pseudo-random (timing does not depend on which ids). Prompts are
+ * clipped to the model's training context. Takes minutes on a 0.5B model. */
+struct tern_prompt_cache_bench_params {
+    int n_threads;       /* 0 = all CPUs */
+    int n_requests;      /* target 2; 0 = 200 */
+    int block_tokens;    /* 0 = 64 */
+    int reps;            /* repetitions of each timing (median reported); 0 = 3 */
+    const char *tmp_dir; /* where (3) writes its files; NULL = $TMPDIR or /tmp */
+};
+struct tern_prompt_cache_bench_report {
+    int prefix_tokens, turn_tokens;            /* (1) */
+    double ttft_cold_ms, ttft_warm_ms;         /* medians; TTFT = prefill + first token */
+    double warm_ratio;                         /* warm / cold */
+    bool warm_identical;                       /* warm logits == cold logits, bitwise */
+    int n_requests;                            /* (2) */
+    double hit_rate;                           /* reused system-prompt tokens / system tokens */
+    double hit_rate_all;                       /* reused tokens / all prompt tokens */
+    uint64_t budget_bytes, evicted_bytes;
+    int disk_tokens;                           /* (3) */
+    double disk_load_ms, recompute_ms;         /* medians; load = open dir + restore */
+    double disk_speedup;                       /* recompute / load */
+    bool disk_identical;                       /* logits after load == cold logits, bitwise */
+};
+struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void);
+tern_status tern_prompt_cache_bench(struct tern_model *m,
+                                    const struct tern_prompt_cache_bench_params *p,
+                                    struct tern_prompt_cache_bench_report *out);
 
 /* ===================================================================== tokenizer */
 /* (section owned by src/tokenizer; see tokenizer issue)

@@ -240,11 +240,13 @@ tern_status tern_model_load(const char *path, const struct tern_model_params *pa
 {
     struct tern_model *m = calloc(1, sizeof *m);
     if (!m) return tern_fail(TERN_ERR_NOMEM, "out of memory");
-    tern_status st = tern_gguf_open(path, &m->gguf);
-    if (!st) st = read_hparams(m->gguf, m);
-    if (!st) st = bind_weights(m->gguf, m);
+    tern_status st = tern_gguf_open(path, &m->gguf); /* its messages name the file already */
+    if (!st) {
+        st = read_hparams(m->gguf, m);
+        if (!st) st = bind_weights(m->gguf, m);
+        if (st) tern_fail_prefix(st, "%s: ", path);
+    }
     if (st) {
-        tern_fail_prefix(st, "%s: ", path);
         tern_model_free(m);
         return st;
     }

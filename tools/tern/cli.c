@@ -114,3 +114,15 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, co
     *val = argv[++*i];
     return 1;
 }
+
+long cli_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) sscanf(line + 6, "%ld", &kb);
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}

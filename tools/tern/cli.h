@@ -30,6 +30,9 @@ bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Resident set size of this process in bytes (-1 if unknown). */
+long cli_rss_bytes(void);
+
 /* For option loops: if argv[*i] equals name, take the next argument as its value. Returns
  * 1 if matched (value in *val, *i advanced), 0 if not this option, -1 if the value is missing
  * (an error was printed). */

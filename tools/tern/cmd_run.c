@@ -123,6 +123,9 @@ int cmd_run(int argc, char **argv)
         printf("\n");
         fprintf(stderr, "tern run: prompt %d tokens in %.1f ms; generated %d tokens in %.1f ms (%.2f tokens/s)\n",
                 n_prompt, t1 - t0, n_out, t2 - t1, n_out > 1 ? (n_out - 1) / ((t2 - t1) / 1e3) : 0.0);
+        fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB)\n",
+                cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
+                tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
     }
 done:
     free(prompt);

@@ -1,0 +1,167 @@
+/* test_cli.c — the tern binary as a user runs it: `tern run` reproduces llama.cpp's greedy
+ * continuations on the F16 fixtures, and bad input (flags, files) gives a clear message and a
+ * non-zero exit, never a crash. */
+#include "test_support.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* Run a shell command; capture stdout (and stderr if merge) into buf; return the exit code. */
+static int run_cmd(const char *cmd, char *buf, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void greedy_matches_reference(const char *name)
+{
+    char rel[256], model[4096], ref[4096];
+    snprintf(rel, sizeof rel, "fixtures/models/%s.gguf", name);
+    TEST_SHARED_OR_SKIP(mp, rel);
+    snprintf(model, sizeof model, "%s", mp);
+    snprintf(rel, sizeof rel, "fixtures/reference/%s.jsonl", name);
+    TEST_SHARED_OR_SKIP(rp, rel);
+    snprintf(ref, sizeof ref, "%s", rp);
+    char *text = test_read_file(ref, NULL);
+    assert_non_null(text);
+    int seq = 0;
+    cJSON *tokens = NULL;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        assert_non_null(j);
+        const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(j, "type"));
+        if (!strcmp(type, "seq")) {
+            cJSON_Delete(tokens);
+            tokens = cJSON_DetachItemFromObject(j, "tokens");
+        } else if (!strcmp(type, "greedy")) {
+            static char cmd[16384], out[4096], expect[4096];
+            int n = snprintf(cmd, sizeof cmd, "%s run -m %s -n 32 --ignore-eos -t 2 --tokens ",
+                             test_tern_bin(), model);
+            const cJSON *e;
+            int k = 0;
+            cJSON_ArrayForEach(e, tokens) n += snprintf(cmd + n, sizeof cmd - n, "%s%d", k++ ? "," : "", e->valueint);
+            snprintf(cmd + n, sizeof cmd - n, " 2>/dev/null");
+            int m = 0;
+            k = 0;
+            cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "tokens"))
+                m += snprintf(expect + m, sizeof expect - m, "%s%d", k++ ? "," : "", e->valueint);
+            snprintf(expect + m, sizeof expect - m, "\n");
+            assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+            print_message("%s seq %d: %s", name, seq, out);
+            assert_string_equal(out, expect);
+            seq++;
+        }
+        cJSON_Delete(j);
+    }
+    cJSON_Delete(tokens);
+    assert_int_equal(seq, 3);
+    free(text);
+}
+
+static void test_run_greedy_llama_f16(void **state)
+{
+    (void)state;
+    greedy_matches_reference("llama-spm-tiny-f16");
+}
+
+static void test_run_greedy_qwen2_f16(void **state)
+{
+    (void)state;
+    greedy_matches_reference("qwen2-tiny-f16");
+}
+
+/* Expect exit code `code` and `needle` in the combined output. */
+static void expect_failure(const char *args, int code, const char *needle)
+{
+    char cmd[8192], out[8192];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_tern_bin(), args);
+    int rc = run_cmd(cmd, out, sizeof out);
+    print_message("tern %s -> %d: %s", args, rc, out);
+    assert_int_equal(rc, code);
+    assert_non_null(strstr(out, needle));
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    char path[4096], args[8192];
+    expect_failure("nosuchcommand", 2, "unknown command");
+    expect_failure("run -m", 2, "needs a value");
+    expect_failure("run --tokens 1,2", 2, "missing -m");
+    expect_failure("run -m x.gguf --tokens 1,,2", 2, "entry 1");
+    expect_failure("run -m x.gguf --tokens 1 -n -5", 2, "-n");
+    expect_failure("run -m /nonexistent/model.gguf --tokens 1", 1, "/nonexistent/model.gguf");
+    expect_failure("check -m /nonexistent/model.gguf --bogus", 2, "unknown option");
+    /* a file that is not GGUF */
+    snprintf(path, sizeof path, "%s/not-a-model.gguf", test_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("this is not a gguf file at all, just text\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "check -m %s", path);
+    expect_failure(args, 1, "magic");
+    /* a real model truncated in the middle of its tensor data */
+    const char *fx = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
+    if (fx) {
+        size_t len;
+        char *data = test_read_file(fx, &len);
+        assert_non_null(data);
+        snprintf(path, sizeof path, "%s/truncated.gguf", test_tmpdir());
+        f = fopen(path, "wb");
+        fwrite(data, 1, len / 2, f);
+        fclose(f);
+        free(data);
+        snprintf(args, sizeof args, "run -m %s --tokens 1,2,3", path);
+        expect_failure(args, 1, "truncated.gguf");
+        /* a token id outside the vocabulary */
+        snprintf(args, sizeof args, "run -m %s --tokens 1,99999999 -n 1", fx);
+        expect_failure(args, 1, "outside the vocabulary");
+    }
+}
+
+static void test_synth_check_run(void **state)
+{
+    (void)state;
+    char cmd[8192], out[16384], path[4096];
+    snprintf(path, sizeof path, "%s/tiny.gguf", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s synth tiny:q4_k_m -o %s 2>&1", test_tern_bin(), path);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s check -m %s --json", test_tern_bin(), path);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "arch")), "llama");
+    assert_int_equal(cJSON_GetObjectItem(j, "n_layer")->valueint, 4);
+    const cJSON *types = cJSON_GetObjectItem(j, "tensor_types");
+    assert_non_null(cJSON_GetObjectItem(types, "Q4_K"));
+    assert_non_null(cJSON_GetObjectItem(types, "Q6_K"));
+    const cJSON *kv = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "kv_cache"), 3);
+    /* 2 (K,V) x 4 layers x 4 kv heads x 32 dims x 4096 positions x 2 bytes */
+    assert_int_equal((long long)cJSON_GetObjectItem(kv, "bytes")->valuedouble, 2LL * 4 * 4 * 32 * 4096 * 2);
+    cJSON_Delete(j);
+    snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 256,72,101 -n 12 --ignore-eos --json 2>&1",
+             test_tern_bin(), path);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    j = cJSON_Parse(out);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tokens")), 12);
+    cJSON_Delete(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_greedy_llama_f16),
+        cmocka_unit_test(test_run_greedy_qwen2_f16),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_synth_check_run),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
