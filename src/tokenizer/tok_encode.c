@@ -1,0 +1,91 @@
+/* tok_encode.c — tern_tokenize: bos, special-token partition, per-segment encoding, eos.
+ *
+ * Partition: text is scanned left to right for the special tokens in play — user-defined
+ * tokens always (as llama.cpp does), control and unknown tokens only with
+ * TERN_TOK_PARSE_SPECIAL — taking the longest one that matches at a position. (llama.cpp
+ * instead searches token by token, longest first; the two differ only when two special texts
+ * overlap in the input, which real vocabularies do not produce.) The raw text between matches
+ * goes to the model's encoder (tok_bpe.c or tok_spm.c); SentencePiece puts its leading space in
+ * front of every raw segment, since each one starts the text or follows a special token.
+ * Tokens with the lstrip/rstrip attribute swallow the ASCII blanks before/after them. */
+#include <string.h>
+
+#include "tokenizer/tok_internal.h"
+#include "util/error.h"
+
+static bool is_blank(char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static tern_status encode_segment(struct tern_tokenizer *t, const char *s, size_t n,
+                                  struct tok_out *o)
+{
+    if (n == 0) return TERN_OK;
+    if (t->model == TOK_MODEL_SPM) return tok_spm_segment(t, s, n, t->add_space_prefix, o);
+    return tok_bpe_segment(t, s, n, o);
+}
+
+/* The special token matching at text[i..len), longest first; -1 if none. */
+static int match_special(const struct tern_tokenizer *t, const char *text, size_t i, size_t len,
+                         bool parse)
+{
+    unsigned char c = (unsigned char)text[i];
+    for (uint32_t k = t->special_start[c]; k < t->special_start[c + 1]; k++) {
+        const struct tok_special *sp = &t->specials[k];
+        if (!parse && !(sp->attr & TOK_ATTR_USER_DEFINED)) continue;
+        uint32_t l = t->text_len[sp->id];
+        if (l <= len - i && !memcmp(text + i, t->text_arena + t->text_off[sp->id], l))
+            return (int)k;
+    }
+    return -1;
+}
+
+tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                          int32_t *out, size_t cap, size_t *n_out)
+{
+    if (!t || !n_out || (!text && len) || (!out && cap))
+        return tern_fail(TERN_ERR_ARG, "tern_tokenize: NULL argument");
+    if (flags & ~(unsigned)(TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL))
+        return tern_fail(TERN_ERR_ARG, "tern_tokenize: unknown flags 0x%x", flags);
+    struct tok_out o = {out, cap, 0};
+    bool add = flags & TERN_TOK_ADD_SPECIAL, parse = flags & TERN_TOK_PARSE_SPECIAL;
+    if (add && t->add_bos) tok_out_push(&o, t->bos);
+
+    tern_status st;
+    size_t seg = 0;
+    bool any_user = false;
+    for (int k = 0; k < t->n_specials && !any_user; k++)
+        any_user = t->specials[k].attr & TOK_ATTR_USER_DEFINED;
+    if (t->n_specials && (parse || any_user)) {
+        for (size_t i = 0; i < len;) {
+            unsigned char c = (unsigned char)text[i];
+            if (t->special_start[c] == t->special_start[c + 1]) {
+                i++;
+                continue;
+            }
+            int k = match_special(t, text, i, len, parse);
+            if (k < 0) {
+                i++;
+                continue;
+            }
+            const struct tok_special *sp = &t->specials[k];
+            size_t end = i;
+            if (sp->attr & TOK_ATTR_LSTRIP)
+                while (end > seg && is_blank(text[end - 1])) end--;
+            if ((st = encode_segment(t, text + seg, end - seg, &o))) return st;
+            tok_out_push(&o, sp->id);
+            i += t->text_len[sp->id];
+            if (sp->attr & TOK_ATTR_RSTRIP)
+                while (i < len && is_blank(text[i])) i++;
+            seg = i;
+        }
+    }
+    if ((st = encode_segment(t, text + seg, len - seg, &o))) return st;
+    if (add && t->add_eos) tok_out_push(&o, t->eos);
+
+    *n_out = o.n;
+    if (o.n > cap)
+        return tern_fail(TERN_ERR_RANGE, "tokenize: output of %zu ids, needs %zu", cap, o.n);
+    return TERN_OK;
+}
