@@ -269,6 +269,8 @@ static void roundtrip(uint32_t alignment)
     const char *strs[] = {"<s>", "", "\xe2\x96\x81hello"};
     assert_tern_ok(tern_gguf_writer_set_arr_str(w, "w.arr.str", strs, 3));
     assert_tern_ok(tern_gguf_writer_set_arr(w, "w.arr.empty", TERN_GGUF_FLOAT32, NULL, 0));
+    const uint8_t bools[3] = {0, 1, 0xff}; /* any non-zero byte is written as 1 */
+    assert_tern_ok(tern_gguf_writer_set_arr(w, "w.arr.bool", TERN_GGUF_BOOL, bools, 3));
     /* every kv of the hand-built file, nested arrays included, copied verbatim */
     for (int64_t i = 0; i < tern_gguf_n_kv(src); i++) assert_tern_ok(tern_gguf_writer_copy_kv(w, src, i));
 
@@ -295,9 +297,9 @@ static void roundtrip(uint32_t alignment)
     uint32_t u32;
     assert_tern_ok(tern_gguf_get_u32(g, "general.alignment", &u32));
     assert_int_equal(u32, alignment);
-    assert_int_equal(tern_gguf_n_kv(g), 10 + N_ALL_KV);
+    assert_int_equal(tern_gguf_n_kv(g), 11 + N_ALL_KV);
     assert_true(str_eq(tern_gguf_key(g, 0), "w.u32")); /* insertion order kept */
-    assert_true(str_eq(tern_gguf_key(g, 10), "t.u8"));
+    assert_true(str_eq(tern_gguf_key(g, 11), "t.u8"));
 
     int64_t i64;
     float f;
@@ -324,6 +326,8 @@ static void roundtrip(uint32_t alignment)
     assert_memory_equal(tern_gguf_arr_data(g, i), u64s, sizeof u64s);
     i = tern_gguf_find_key(g, "w.arr.str");
     for (int j = 0; j < 3; j++) assert_true(str_eq(tern_gguf_arr_str(g, i, (uint64_t)j), strs[j]));
+    i = tern_gguf_find_key(g, "w.arr.bool");
+    assert_memory_equal(tern_gguf_arr_data(g, i), "\0\1\1", 3);
     i = tern_gguf_find_key(g, "w.arr.empty");
     assert_int_equal(tern_gguf_arr_type(g, i), TERN_GGUF_FLOAT32);
     assert_int_equal(tern_gguf_arr_len(g, i), 0);

@@ -193,6 +193,8 @@ tern_status tern_gguf_writer_set_arr(struct tern_gguf_writer *w, const char *key
     memcpy(val, &et, 4);
     memcpy(val + 4, &n, 8);
     if (n) memcpy(val + 12, data, n * es);
+    if (elem_type == TERN_GGUF_BOOL) /* readers (tern's included) accept only 0 and 1 */
+        for (uint64_t j = 0; j < n; j++) val[12 + j] = val[12 + j] != 0;
     return set_raw(w, key, strlen(key), TERN_GGUF_ARRAY, val, 12 + n * es);
 }
 
