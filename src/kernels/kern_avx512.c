@@ -1,6 +1,7 @@
 /* kern_avx512.c — the AVX-512 path (F, BW, VL, DQ, VNNI, BF16; compiled with those flags,
  * called only after kern_dispatch.c has checked the CPU). It compiles the shared kernels of
- * kern_simd_impl.h with vpdpbusd as the u8 x s8 dot and 4 x 4 tiles (32 vector registers).
+ * kern_simd_impl.h with vpdpbusd as the u8 x s8 dot and 4 x 4 tiles (32 vector registers);
+ * BF16 uses vdpbf16ps (below).
  * Types it returns NULL for use the AVX2 kernels. */
 #include "kernels/kernels.h"
 
@@ -9,12 +10,50 @@
 #define KERN_MT 4
 #include "kernels/kern_simd_impl.h"
 
+/* BF16 x BF16 with vdpbf16ps: 16 elements per instruction, pairs summed into float lanes
+ * (products of two bf16 are exact in float; denormal inputs are flushed to zero, which only
+ * matters below 1e-38). */
+KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                           int nr, int nt, float *out)
+{
+    __m256 acc[4][KERN_MR][KERN_MT];
+    const int nacc = nr * nt >= 4 ? 1 : 4;
+    for (int u = 0; u < nacc; u++)
+        for (int i = 0; i < nr; i++)
+            for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_setzero_ps();
+    const int64_t step = 16 * nacc;
+    int64_t e = 0;
+    for (; e + step <= k; e += step) {
+        for (int u = 0; u < nacc; u++) {
+            __m256bh a[KERN_MT];
+            for (int j = 0; j < nt; j++)
+                a[j] = (__m256bh)_mm256_loadu_si256(
+                    (const __m256i *)((const uint16_t *)(A + j * as) + e + 16 * u));
+            for (int i = 0; i < nr; i++) {
+                const __m256bh w = (__m256bh)_mm256_loadu_si256(
+                    (const __m256i *)((const uint16_t *)(W + i * ws) + e + 16 * u));
+                for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_dpbf16_ps(acc[u][i][j], w, a[j]);
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) {
+            __m256 v = acc[0][i][j];
+            for (int u = 1; u < nacc; u++) v = _mm256_add_ps(v, acc[u][i][j]);
+            float s = ks_hsum(v);
+            for (int64_t t = e; t < k; t++) /* tail shorter than a step */
+                s += bf16_elem(W + i * ws, t) * bf16_elem(A + j * as, t);
+            out[i * nt + j] = s;
+        }
+}
+KS_DEFINE_MATMUL(bf16dp)
+
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_F32: return f32_matmul;
     case TERN_TYPE_F16: return f16_matmul;
-    case TERN_TYPE_BF16: return bf16_matmul;
+    case TERN_TYPE_BF16: return bf16dp_matmul;
     case TERN_TYPE_Q4_0: return q4_0_matmul;
     case TERN_TYPE_Q8_0: return q8_0_matmul;
     case TERN_TYPE_Q4_K: return q4_K_matmul;

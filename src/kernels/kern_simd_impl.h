@@ -72,7 +72,8 @@ KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
     {                                                                                        \
         fmt##_tile(W, ws, A, as, k, 1, 1, out);                                              \
     }                                                                                        \
-    static void fmt##_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride, \
+    __attribute__((unused)) static void fmt##_matmul(const void *W, size_t w_stride,           \
+                                                     const void *A, size_t a_stride,           \
                              int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,         \
                              int64_t ldy)                                                    \
     {                                                                                        \
