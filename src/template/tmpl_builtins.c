@@ -773,7 +773,7 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
         double y = x * s;
         if (tmpl_is_str(m, "floor")) y = floor(y);
         else if (tmpl_is_str(m, "ceil")) y = ceil(y);
-        else y = round(y);
+        else y = nearbyint(y); /* Python's round(): half to even */
         return tv_float(y / s);
     }
     if (F("sum")) {

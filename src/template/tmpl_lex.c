@@ -219,6 +219,7 @@ static const char ops1[] = "+-*/%~[](){}=.:|,;<>";
 static size_t lex_tag(struct lexer *lx, size_t p, bool is_var, size_t tag_start, tern_status *st)
 {
     int depth = 0;
+    char stack[256]; /* expected closers; Jinja's lexer balances brackets the same way */
     for (;;) {
         p = skip_ws(lx, p);
         if (p >= lx->n) {
@@ -302,8 +303,26 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool is_var, size_t tag_start,
                 *st = lex_err(lx, p, msg);
                 return 0;
             }
-            if (*s == '(' || *s == '[' || *s == '{') depth++;
-            if ((*s == ')' || *s == ']' || *s == '}') && depth > 0) depth--;
+            if (*s == '(' || *s == '[' || *s == '{') {
+                if (depth == (int)sizeof stack) {
+                    *st = lex_err(lx, p, "bracket nesting deeper than 256 levels");
+                    return 0;
+                }
+                stack[depth++] = *s == '(' ? ')' : *s == '[' ? ']' : '}';
+            } else if (*s == ')' || *s == ']' || *s == '}') {
+                char msg[64];
+                if (depth == 0) {
+                    snprintf(msg, sizeof msg, "unexpected '%c'", *s);
+                    *st = lex_err(lx, p, msg);
+                    return 0;
+                }
+                if (stack[depth - 1] != *s) {
+                    snprintf(msg, sizeof msg, "unexpected '%c', expected '%c'", *s, stack[depth - 1]);
+                    *st = lex_err(lx, p, msg);
+                    return 0;
+                }
+                depth--;
+            }
             if (!(t = push(lx, TK_OP, p))) goto oom;
             t->p = s;
             t->n = k;

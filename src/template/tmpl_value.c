@@ -312,7 +312,7 @@ static void json_newline(struct tmpl_buf *b, int indent, int depth)
 /* json.dumps(v, ensure_ascii=False, indent=indent or None) */
 bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why)
 {
-    if (depth > 256) {
+    if (depth > 1100) { /* cJSON input nests at most 1000 deep */
         *why = "maximum nesting depth exceeded";
         return false;
     }

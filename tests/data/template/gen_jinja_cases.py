@@ -1,0 +1,92 @@
+# gen_jinja_cases.py — reference renderings for tests/test_template_jinja.c, made with Python
+# Jinja2 (3.1.6 when generated) configured exactly as Hugging Face transformers renders chat
+# templates. Run: python3 gen_jinja_cases.py  (writes jinja_cases.json next to it).
+import json, jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.ext import loopcontrols
+def raise_exception(m): raise jinja2.exceptions.TemplateError(m)
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+env.filters['tojson'] = tojson
+env.globals['raise_exception'] = raise_exception
+import datetime
+env.globals['strftime_now'] = lambda f: datetime.datetime(2025,1,15,9,30,0).strftime(f)
+V = {"xs": [3, 1, 2], "s": "Hello World", "d": {"b": 2, "a": 1, "c": None}, "u": "Ünïcödé 東京", "msgs": [{"role": "user", "content": "hi", "n": 1}, {"role": "assistant", "content": " yo ", "n": 2}, {"role": "tool", "content": "t", "n": 3}], "f": 0.1, "t": True, "none": None, "empty": [], "nested": {"a": {"b": [1, {"c": "x"}]}}}
+cases = [
+ ("ws_lstrip_trim", "  {% if true %}\n  x\n  {% endif %}\nend\n"),
+ ("ws_plus", "  {%+ if true %}\nx{% endif +%}\ny"),
+ ("ws_minus", "a  \n  {{- ' b ' -}}  \n c {#- c -#} d"),
+ ("ws_comment_line", "a\n  {# note #}\nb"),
+ ("ws_var_no_trim", "{{ 'a' }}\nb"),
+ ("crlf", "a\r\n{% if true %}\r\nb\r\n{% endif %}\r\n"),
+ ("loop_vars", "{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}|{% endfor %}"),
+ ("loop_prev_next", "{% for x in xs %}[{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}]{% endfor %}"),
+ ("loop_cycle", "{% for x in xs %}{{ loop.cycle('a', 'b') }}{% endfor %}"),
+ ("loop_filter", "{% for x in xs if x > 1 %}{{ x }}:{{ loop.index }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}"),
+ ("loop_else", "{% for x in empty %}{{ x }}{% else %}none{% endfor %}"),
+ ("loop_break_continue", "{% for x in [1,2,3,4,5] %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}"),
+ ("loop_unpack", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}"),
+ ("loop_dict_keys", "{% for k in d %}{{ k }}{% endfor %}"),
+ ("loop_string", "{% for c in u %}{{ c }}.{% endfor %}"),
+ ("nested_loop", "{% for a in [1,2] %}{% for b in 'xy' %}{{ a }}{{ b }}{{ loop.index }}{% endfor %}{{ loop.index }}{% endfor %}"),
+ ("scope_for", "{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}"),
+ ("scope_if", "{% set x = 1 %}{% if true %}{% set x = 2 %}{% endif %}{{ x }}"),
+ ("namespace", "{% set ns = namespace(n=0, s='') %}{% for x in xs %}{% set ns.n = ns.n + x %}{% set ns.s = ns.s ~ x %}{% endfor %}{{ ns.n }} {{ ns.s }}"),
+ ("macro_defaults", "{% macro m(a, b=2, c='z') %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m(1) }} {{ m(1, 3) }} {{ m(1, c='q') }} {{ m() }}"),
+ ("macro_recursive", "{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(4) }}"),
+ ("macro_sees_globals", "{% set g = 'G' %}{% macro m() %}{{ g }}{{ s }}{% endmacro %}{{ m() }}"),
+ ("set_block", "{% set x %}  a {{ 1 + 1 }}\n{% endset %}[{{ x }}]"),
+ ("set_block_filter", "{% set x | upper %}abc{% endset %}{{ x }}"),
+ ("filter_block", "{% filter upper %}hello {{ s }}{% endfilter %}"),
+ ("raw", "{% raw %}{{ not parsed }}{% endraw %}"),
+ ("str_filters", "{{ '  a b  '|trim }}|{{ s|upper }}|{{ s|lower }}|{{ 'hello wORLD-foo(bar'|title }}|{{ 'hELLO'|capitalize }}|{{ s|replace('o', '0') }}|{{ s|replace('o', '0', 1) }}|{{ s|length }}|{{ u|length }}|{{ u|upper }}"),
+ ("list_filters", "{{ xs|join(',') }}|{{ xs|first }}|{{ xs|last }}|{{ xs|length }}|{{ xs|sort|join }}|{{ xs|sort(reverse=true)|join }}|{{ xs|reverse|join }}|{{ xs|sum }}|{{ xs|min }}|{{ xs|max }}|{{ ['b','A','a','B']|unique|join }}|{{ 'abc'|list }}|{{ xs|list }}"),
+ ("map_select", "{{ msgs|map(attribute='role')|join(',') }}|{{ msgs|selectattr('role', 'equalto', 'user')|map(attribute='n')|list }}|{{ msgs|rejectattr('role', 'eq', 'user')|list|length }}|{{ xs|select('odd')|list }}|{{ xs|reject('odd')|list }}|{{ ['a','b']|map('upper')|join }}|{{ msgs|selectattr('n', 'gt', 1)|map(attribute='content')|map('trim')|join('+') }}|{{ msgs|selectattr('missing', 'defined')|list }}"),
+ ("default_filter", "{{ undefinedvar|default('dflt') }}|{{ ''|default('x') }}|{{ ''|default('x', true) }}|{{ none|default('n') }}|{{ none|d('n', true) }}"),
+ ("num_filters", "{{ '42'|int + 1 }}|{{ '3.9'|int }}|{{ 'x'|int }}|{{ 'x'|int(7) }}|{{ 2|float }}|{{ -3|abs }}|{{ 2.567|round(2) }}|{{ 2.5|round }}|{{ 7|string ~ 'x' }}"),
+ ("tojson", "{{ d|tojson }}|{{ nested|tojson }}|{{ u|tojson }}|{{ 'q\"\\\\\\n\\t\\x01'|tojson }}|{{ [1, 2.5, true, none, 1e20, 0.1]|tojson }}|{{ {}|tojson }}|{{ []|tojson }}"),
+ ("tojson_indent", "{{ nested|tojson(indent=2) }}\n{{ msgs[0]|tojson(indent=4) }}\n{{ {'e': [], 'f': {}}|tojson(indent=2) }}"),
+ ("indent_filter", "{{ 'a\\nb\\n\\nc'|indent }}|{{ 'a\\nb'|indent(2, first=true) }}|{{ 'a\\n\\nb\\n'|indent(2, blank=true) }}|{{ 'x\\n'|indent(3) }}"),
+ ("items_dictsort", "{% for k, v in d|items %}{{ k }}{{ v }}{% endfor %}|{% for k, v in d|dictsort %}{{ k }}{% endfor %}"),
+ ("tests", "{{ s is string }}{{ xs is string }}{{ 1 is number }}{{ 1.5 is integer }}{{ 1 is integer }}{{ d is mapping }}{{ xs is mapping }}{{ xs is iterable }}{{ 1 is iterable }}{{ s is sequence }}{{ none is none }}{{ t is boolean }}{{ 1 is boolean }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby(3) }}{{ 2 is in(xs) }}{{ 'a' is lower }}{{ 'A' is upper }}{{ xs is defined }}{{ nope is undefined }}{{ t is true }}{{ t is false }}{{ 1 is eq 1 }}{{ 2 is ne 1 }}"),
+ ("str_methods", "{{ 'a,b,,c'.split(',') }}|{{ '  a  b '.split() }}|{{ 'a b c'.split(' ', 1) }}|{{ 'xxhixx'.strip('x') }}|{{ '  hi '.lstrip() }}|{{ '  hi '.rstrip() }}|{{ s.startswith('He') }}{{ s.startswith(('x', 'Hel')) }}{{ s.endswith('ld') }}|{{ s.find('o') }}{{ s.find('z') }}|{{ s.count('o') }}|{{ 'hello wORLD it''s'.title() }}|{{ s.replace('l', 'L', 2) }}|{{ 'a\\nb\\r\\nc'.splitlines() }}|{{ '123'.isdigit() }}{{ '12a'.isdigit() }}|{{ '-'.join(['a', 'b']) }}|{{ s.upper() }}{{ s.lower() }}|{{ 'abc'.capitalize() }}"),
+ ("dict_methods", "{{ d.get('a') }}{{ d.get('z') }}{{ d.get('z', 5) }}|{{ d.keys()|list }}|{{ d.values()|list }}|{{ d.items()|list }}"),
+ ("slicing", "{{ xs[1:] }}{{ xs[:-1] }}{{ xs[::-1] }}{{ xs[::2] }}{{ xs[-1] }}{{ xs[5:] }}|{{ u[1:4] }}{{ u[::-1] }}{{ u[-1] }}|{{ s[0] }}{{ s[-3:] }}"),
+ ("operators", "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 7 / 2 }} {{ 6 / 2 }} {{ 1 + 2.5 }} {{ 'ab' * 3 }} {{ 3 * [1] }} {{ 'a' ~ 1 ~ none ~ t }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 'a' in 'cat' }} {{ 'z' not in xs }} {{ 2 in xs }} {{ 'a' in d }} {{ 0 or 'x' }} {{ 1 and 'y' }} {{ none or [] }} {{ not none }} {{ -xs[0] }} {{ 1 == 1.0 }} {{ t == 1 }} {{ 'x' if false }}|{{ 'a' if t else 'b' }} {{ [1,2] + [3] }} {{ 10 - 2 * 3 }} {{ (1 + 2) * 3 }} {{ 2 ** 3 ** 2 }} {{ 'b' > 'a' }}"),
+ ("printing", "{{ none }} {{ t }} {{ f }} {{ 1e20 }} {{ 1.5e-05 }} {{ 3.0 }} {{ 1/3 }} {{ xs }} {{ d }} {{ ['it''s', \"q\\\"\", 'a\\nb'] }} {{ (1,) }} {{ (1, 'a') }} {{ nested }} {{ 100000000000000000.0 }} {{ 0.0001 }} {{ 12345.678 }} {{ -0.5 }}"),
+ ("literals", "{{ \"a\" 'b' }}|{{ '\\u00e9\\x41\\n' }}|{{ 'it\\'s' }}|{{ 1_000 }}|{{ True }}{{ False }}{{ None }}|{{ {'a': [1, (2, 3)], 'b': {}} }}|{{ [] }}|{{ 0.5e1 }}"),
+ ("markup", "{{ '<a>'|safe + '<b>' }}|{{ '<b>' + '<a>'|safe }}|{{ '<&>'|escape }}|{{ '<x>'|e }}|{{ ('<a>'|safe + 'b')|length }}"),
+ ("globals", "{{ range(3)|list }}{{ range(1, 10, 3)|list }}{{ range(5, 0, -2)|list }}|{{ dict(a=1, b='x') }}|{{ strftime_now('%Y-%m-%d %H:%M %b %A') }}|{{ namespace(a=1).a }}"),
+ ("undefined_ok", "[{{ nope }}][{{ nope|length }}][{{ d.zz }}][{% for x in nope %}x{% endfor %}][{{ nope is defined }}][{{ nope|default('d') }}][{{ none.x is defined }}][{{ 'a' ~ nope }}][{{ d['zz'] is defined }}][{{ nope == nope }}][{{ xs[10] is defined }}]"),
+ ("trailing_newline_kept_inner", "a\n\n"),
+ ("chat_like", "{%- for m in msgs %}\n    {%- if m.role == 'user' %}\n        {{- '<u>' + m.content + '</u>\\n' }}\n    {%- elif m.role == 'assistant' %}\n        {{- '<a>' + m['content']|trim + '</a>\\n' }}\n    {%- else %}\n        {{- '<' + m.role + '>' }}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt is defined %}\n{{- 'GEN' }}\n{%- endif %}\n"),
+ ("multiline_tags", "{%\n  set x = [\n    1,\n    2\n  ]\n%}\n{{\n  x|join('+')\n}}"),
+ ("attr_int", "{{ xs.0 }}{{ nested.a.b.1.c }}"),
+ ("err_undefined_attr", "{{ nope.x }}"),
+ ("err_undefined_add", "{{ 'a' + nope }}"),
+ ("err_dict_attr_add", "{{ 'x' + d.zz }}"),
+ ("err_str_plus_dict", "{{ 'a' + d }}"),
+ ("err_int_plus_str", "{{ 1 + 'a' }}"),
+ ("err_raise", "{{ raise_exception('Boom: ' ~ 1) }}"),
+ ("err_tojson_generator", "{{ xs|map('string')|tojson }}"),
+ ("err_undefined_call", "{{ nope() }}"),
+ ("err_append", "{{ xs.append(1) }}"),
+ ("err_iterate_int", "{% for x in 5 %}{% endfor %}"),
+ ("err_none_attr_attr", "{{ none.x.y }}"),
+ ("err_compare", "{{ 1 < 'a' }}"),
+ ("err_len_int", "{{ 5|length }}"),
+ ("err_div_zero", "{{ 1 / 0 }}"),
+ ("err_items_list", "{{ xs|items|list }}"),
+ ("err_range_big", "{{ range(1000000)|length }}"),
+]
+out = []
+for name, src in cases:
+    try:
+        r = env.from_string(src).render(**V)
+        out.append({"name": name, "src": src, "ok": True, "out": r})
+    except Exception as e:
+        out.append({"name": name, "src": src, "ok": False, "kind": type(e).__name__, "msg": str(e)})
+json.dump({"vars": V, "cases": out}, open('jinja_cases.json', 'w'), ensure_ascii=False, indent=1)
+for o in out:
+    print(o["name"], "->", repr(o.get("out"))[:150] if o["ok"] else o["kind"] + ": " + o["msg"])
