@@ -653,8 +653,8 @@ void tern_chat_template_free(struct tern_chat_template *t);
 const char *tern_chat_template_source(const struct tern_chat_template *t);
 /* A note for the user (e.g. "no tokenizer.chat_template, using ChatML"), or NULL. Owned by t. */
 const char *tern_chat_template_warning(const struct tern_chat_template *t);
-/* Render. On success *out is a malloc'ed NUL-terminated string (*out_len bytes, the text
- * may itself contain no NUL) that the caller frees with free(). Malformed messages give
+/* Render. On success *out is a malloc'ed NUL-terminated string of *out_len bytes (a template
+ * can emit NUL bytes itself: trust *out_len) that the caller frees with free(). Malformed messages give
  * TERN_ERR_FORMAT naming the JSON path ("messages[1].role: expected a string"); template
  * failures (raise_exception, undefined attribute use, type errors) give TERN_ERR_FORMAT with
  * line:col. A template may be rendered from several threads at once. */
