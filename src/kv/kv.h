@@ -33,4 +33,18 @@ static inline uint16_t *kv_v_row(const struct kv_cache *kv, int il, int h, int p
     return kv->v + (((size_t)il * kv->n_head_kv + h) * kv->n_ctx + pos) * kv->head_dim;
 }
 
+/* Packed runs of positions (kv_copy.c): K rows then V rows, each (n_layer, n_head_kv, n,
+ * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx. */
+size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n);
+void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst);
+void kv_copy_in(struct kv_cache *kv, int pos0, int n, const void *src);
+
+/* The bridge to struct tern_context (implemented in src/model/context_kv.c, the only place
+ * outside src/model that needs the context's insides). kv_context_set_n_pos marks positions
+ * 0..n_pos-1 valid after they were written with kv_copy_in, and drops stale logits. */
+struct kv_cache *kv_of_context(struct tern_context *ctx);
+const struct kv_cache *kv_of_context_const(const struct tern_context *ctx);
+const struct tern_model *kv_context_model(const struct tern_context *ctx);
+void kv_context_set_n_pos(struct tern_context *ctx, int n_pos);
+
 #endif

@@ -1,0 +1,86 @@
+/* kv_snapshot.c — copying a prefix of a context's KV cache out, and restoring it.
+ *
+ * Read kv.h (layout) and kv_copy.c (the packed form) first. A snapshot remembers the model it
+ * came from and its KV layout; restoring into a context of another model is refused: matching
+ * layout is not enough, the numbers would simply be wrong. Same model pointer is the fast check;
+ * two loads of the same file are recognised by their fingerprints. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kv/kv.h"
+#include "util/error.h"
+
+struct tern_kv_snapshot {
+    const struct tern_model *model;
+    int n_layer, n_head_kv, head_dim;
+    int n;             /* positions 0..n-1 */
+    size_t bytes;
+    void *data;        /* packed run (kv_copy.c) */
+};
+
+uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx)
+{
+    if (n_layer <= 0 || n_head_kv <= 0 || head_dim <= 0 || n_ctx <= 0) return 0;
+    return (uint64_t)kv_run_bytes(n_layer, n_head_kv, head_dim, n_ctx);
+}
+
+tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
+                                    struct tern_kv_snapshot **out)
+{
+    const struct kv_cache *kv = kv_of_context_const(ctx);
+    if (n < 0 || n > kv->n_pos)
+        return tern_fail(TERN_ERR_ARG, "KV snapshot of %d positions: the context holds %d", n,
+                         kv->n_pos);
+    struct tern_kv_snapshot *s = calloc(1, sizeof *s);
+    if (!s) return tern_fail(TERN_ERR_NOMEM, "KV snapshot: out of memory");
+    s->model = kv_context_model(ctx);
+    s->n_layer = kv->n_layer;
+    s->n_head_kv = kv->n_head_kv;
+    s->head_dim = kv->head_dim;
+    s->n = n;
+    s->bytes = kv_run_bytes(kv->n_layer, kv->n_head_kv, kv->head_dim, n);
+    s->data = malloc(s->bytes ? s->bytes : 1);
+    if (!s->data) {
+        free(s);
+        return tern_fail(TERN_ERR_NOMEM, "KV snapshot of %d positions: out of memory (%zu bytes)",
+                         n, (size_t)kv_run_bytes(kv->n_layer, kv->n_head_kv, kv->head_dim, n));
+    }
+    if (n) kv_copy_out(kv, 0, n, s->data);
+    *out = s;
+    return TERN_OK;
+}
+
+tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern_kv_snapshot *s)
+{
+    struct kv_cache *kv = kv_of_context(ctx);
+    if (kv->n_layer != s->n_layer || kv->n_head_kv != s->n_head_kv || kv->head_dim != s->head_dim)
+        return tern_fail(TERN_ERR_ARG, "KV snapshot layout (layers %d, kv_heads %d, head_dim %d) "
+                         "does not match the context's (%d, %d, %d)", s->n_layer, s->n_head_kv,
+                         s->head_dim, kv->n_layer, kv->n_head_kv, kv->head_dim);
+    if (s->n > kv->n_ctx)
+        return tern_fail(TERN_ERR_RANGE, "KV snapshot of %d positions does not fit a context of "
+                         "%d", s->n, kv->n_ctx);
+    const struct tern_model *m = kv_context_model(ctx);
+    if (m != s->model) {
+        uint8_t a[32], b[32];
+        tern_status st = tern_model_fingerprint(m, a);
+        if (!st) st = tern_model_fingerprint(s->model, b);
+        if (st) return st;
+        if (memcmp(a, b, 32))
+            return tern_fail(TERN_ERR_ARG, "KV snapshot was taken from another model (model "
+                             "fingerprints differ); refusing to restore it");
+    }
+    if (s->n) kv_copy_in(kv, 0, s->n, s->data);
+    kv_context_set_n_pos(ctx, s->n);
+    return TERN_OK;
+}
+
+int tern_kv_snapshot_n_pos(const struct tern_kv_snapshot *s) { return s->n; }
+uint64_t tern_kv_snapshot_bytes(const struct tern_kv_snapshot *s) { return s->bytes; }
+
+void tern_kv_snapshot_free(struct tern_kv_snapshot *s)
+{
+    if (!s) return;
+    free(s->data);
+    free(s);
+}

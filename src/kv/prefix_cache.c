@@ -1,0 +1,318 @@
+/* prefix_cache.c — the prefix cache: block table, longest-prefix lookup, LRU eviction under a
+ * byte budget, and tern_prefix_cache_prefill (restore the cached part, decode the rest, store
+ * the new blocks). Read prefix_cache.h first for the block model and why eviction takes leaves.
+ * Files on disk are prefix_file.c's business. */
+#include "kv/prefix_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+#define PC_DEFAULT_BLOCK 64
+#define PC_DEFAULT_BUDGET (256ull << 20)
+
+struct tern_prefix_cache_params tern_prefix_cache_default_params(void)
+{
+    return (struct tern_prefix_cache_params){.block_tokens = 0, .budget_bytes = 0, .dir = NULL};
+}
+
+/* ---------------------------------------------------------------- table */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B)
+{
+    uint64_t h = mix64(parent ^ 0x7465726e6b763031ull) ^ (uint64_t)B;
+    for (int i = 0; i < B; i++) h = mix64(h ^ (uint32_t)tokens[i]) + 0x9e3779b97f4a7c15ull;
+    return h ? h : 1;
+}
+
+struct pc_block *pc_find(const struct tern_prefix_cache *pc, uint64_t key)
+{
+    for (struct pc_block *b = pc->buckets[key & (pc->n_buckets - 1)]; b; b = b->next)
+        if (b->key == key) return b;
+    return NULL;
+}
+
+static tern_status grow(struct tern_prefix_cache *pc)
+{
+    size_t nb = pc->n_buckets * 2;
+    struct pc_block **nbk = calloc(nb, sizeof *nbk);
+    if (!nbk) return tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory growing the table");
+    for (size_t i = 0; i < pc->n_buckets; i++)
+        for (struct pc_block *b = pc->buckets[i], *nx; b; b = nx) {
+            nx = b->next;
+            b->next = nbk[b->key & (nb - 1)];
+            nbk[b->key & (nb - 1)] = b;
+        }
+    free(pc->buckets);
+    pc->buckets = nbk;
+    pc->n_buckets = nb;
+    return TERN_OK;
+}
+
+tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b)
+{
+    if (pc->st.n_blocks + 1 > pc->n_buckets) {
+        tern_status st = grow(pc);
+        if (st) return st;
+    }
+    struct pc_block **head = &pc->buckets[b->key & (pc->n_buckets - 1)];
+    b->next = *head;
+    *head = b;
+    if (b->parent) {
+        struct pc_block *p = pc_find(pc, b->parent);
+        if (p) p->n_children++;
+    }
+    pc->st.n_blocks++;
+    pc->st.bytes += pc->block_bytes;
+    return TERN_OK;
+}
+
+void pc_block_free(struct pc_block *b)
+{
+    if (!b) return;
+    free(b->tokens);
+    free(b->kv);
+    free(b);
+}
+
+static void remove_block(struct tern_prefix_cache *pc, struct pc_block *b)
+{
+    struct pc_block **pp = &pc->buckets[b->key & (pc->n_buckets - 1)];
+    while (*pp != b) pp = &(*pp)->next;
+    *pp = b->next;
+    if (b->parent) {
+        struct pc_block *p = pc_find(pc, b->parent);
+        if (p && p->n_children > 0) p->n_children--;
+    }
+    pc->st.n_blocks--;
+    pc->st.bytes -= pc->block_bytes;
+    pc_block_free(b);
+}
+
+void pc_recount_children(struct tern_prefix_cache *pc)
+{
+    for (size_t i = 0; i < pc->n_buckets; i++)
+        for (struct pc_block *b = pc->buckets[i]; b; b = b->next) b->n_children = 0;
+    for (size_t i = 0; i < pc->n_buckets; i++)
+        for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
+            struct pc_block *p = b->parent ? pc_find(pc, b->parent) : NULL;
+            if (p) p->n_children++;
+        }
+}
+
+/* A linear scan per eviction: tables hold thousands of blocks at most (a block is ~1 MB of KV
+ * for a 0.5B model), and evictions happen once per stored block, beside a forward pass. */
+bool pc_make_room(struct tern_prefix_cache *pc, uint64_t need, const struct pc_block *keep)
+{
+    if (need > pc->budget) return false;
+    while (pc->st.bytes + need > pc->budget) {
+        struct pc_block *victim = NULL;
+        for (size_t i = 0; i < pc->n_buckets; i++)
+            for (struct pc_block *b = pc->buckets[i]; b; b = b->next)
+                if (b->n_children == 0 && b != keep &&
+                    (!victim || b->last_used < victim->last_used))
+                    victim = b;
+        if (!victim) return false;
+        pc->st.evicted_blocks++;
+        pc->st.evicted_bytes += pc->block_bytes;
+        remove_block(pc, victim);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+tern_status tern_prefix_cache_create(const struct tern_model *m,
+                                     const struct tern_prefix_cache_params *p,
+                                     struct tern_prefix_cache **out)
+{
+    struct tern_prefix_cache_params pp = p ? *p : tern_prefix_cache_default_params();
+    if (pp.block_tokens < 0 || pp.block_tokens > 65536)
+        return tern_fail(TERN_ERR_ARG, "prefix cache: block_tokens %d out of range (1..65536)",
+                         pp.block_tokens);
+    const struct tern_model_info *in = tern_model_get_info(m);
+    struct tern_prefix_cache *pc = calloc(1, sizeof *pc);
+    if (!pc) return tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory");
+    pc->model = m;
+    pc->n_layer = in->n_layer;
+    pc->n_head_kv = in->n_head_kv;
+    pc->head_dim = in->head_dim;
+    pc->n_vocab = in->n_vocab;
+    pc->B = pp.block_tokens ? pp.block_tokens : PC_DEFAULT_BLOCK;
+    pc->block_bytes = kv_run_bytes(in->n_layer, in->n_head_kv, in->head_dim, pc->B);
+    pc->budget = pp.budget_bytes ? pp.budget_bytes : PC_DEFAULT_BUDGET;
+    pc->st.budget_bytes = pc->budget;
+    pc->st.block_tokens = pc->B;
+    pc->n_buckets = 64;
+    pc->buckets = calloc(pc->n_buckets, sizeof *pc->buckets);
+    tern_status st = pc->buckets ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory");
+    if (!st) st = tern_model_fingerprint(m, pc->model_fp);
+    if (!st) st = tern_tokenizer_fingerprint(m, pc->tok_fp);
+    if (!st && pp.dir) {
+        pc->dir = strdup(pp.dir);
+        st = pc->dir ? pc_load_dir(pc) : tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory");
+    }
+    if (st) {
+        tern_prefix_cache_free(pc);
+        return st;
+    }
+    *out = pc;
+    return TERN_OK;
+}
+
+void tern_prefix_cache_clear(struct tern_prefix_cache *pc)
+{
+    for (size_t i = 0; i < pc->n_buckets; i++) {
+        for (struct pc_block *b = pc->buckets[i], *nx; b; b = nx) {
+            nx = b->next;
+            pc_block_free(b);
+        }
+        pc->buckets[i] = NULL;
+    }
+    pc->st.n_blocks = 0;
+    pc->st.bytes = 0;
+}
+
+void tern_prefix_cache_free(struct tern_prefix_cache *pc)
+{
+    if (!pc) return;
+    if (pc->buckets) tern_prefix_cache_clear(pc);
+    free(pc->buckets);
+    free(pc->dir);
+    free(pc);
+}
+
+void tern_prefix_cache_get_stats(const struct tern_prefix_cache *pc,
+                                 struct tern_prefix_cache_stats *out)
+{
+    *out = pc->st;
+}
+
+const char *tern_prefix_cache_warning(const struct tern_prefix_cache *pc)
+{
+    return pc->warning[0] ? pc->warning : NULL;
+}
+
+/* ---------------------------------------------------------------- lookup and prefill */
+
+/* Walk the chain of tokens[0..max_tokens) block by block; fills found[] (may be NULL) and
+ * returns the number of blocks present. *key_out is the key of the last found block (0 if none). */
+static int walk(const struct tern_prefix_cache *pc, const int32_t *tokens, int max_tokens,
+                struct pc_block **found, uint64_t *key_out)
+{
+    uint64_t key = 0;
+    int d = 0;
+    for (; (long long)(d + 1) * pc->B <= max_tokens; d++) {
+        const int32_t *t = tokens + (size_t)d * pc->B;
+        uint64_t k = pc_chain_key(key, t, pc->B);
+        struct pc_block *b = pc_find(pc, k);
+        if (!b || b->parent != key || b->depth != d ||
+            memcmp(b->tokens, t, (size_t)pc->B * sizeof *t))
+            break;
+        if (found) found[d] = b;
+        key = k;
+    }
+    if (key_out) *key_out = key;
+    return d;
+}
+
+int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n)
+{
+    if (!tokens || n <= 0) return 0;
+    return walk(pc, tokens, n, NULL, NULL) * pc->B;
+}
+
+/* Copy block d of the context into a new table entry (after making room). Returns false when
+ * the budget cannot take it (then no later block of this prompt is stored either). */
+static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
+                        const int32_t *tokens, int d, uint64_t parent, uint64_t key)
+{
+    if (pc_find(pc, key)) return false; /* a colliding key: leave the resident block alone */
+    struct pc_block *keep = parent ? pc_find(pc, parent) : NULL;
+    if (!pc_make_room(pc, pc->block_bytes, keep)) return false;
+    struct pc_block *b = calloc(1, sizeof *b);
+    if (!b) return false;
+    b->tokens = malloc((size_t)pc->B * sizeof *b->tokens);
+    b->kv = malloc(pc->block_bytes);
+    if (!b->tokens || !b->kv) {
+        pc_block_free(b);
+        return false;
+    }
+    b->key = key;
+    b->parent = parent;
+    b->depth = d;
+    b->last_used = ++pc->tick;
+    memcpy(b->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens);
+    kv_copy_out(kv, d * pc->B, pc->B, b->kv);
+    if (pc_insert(pc, b)) {
+        pc_block_free(b);
+        return false;
+    }
+    pc->st.stored_blocks++;
+    return true;
+}
+
+tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
+                                      const int32_t *tokens, int n, int *n_reused)
+{
+    if (!tokens || n <= 0) return tern_fail(TERN_ERR_ARG, "prefix cache prefill: empty prompt");
+    if (kv_context_model(ctx) != pc->model)
+        return tern_fail(TERN_ERR_ARG, "prefix cache prefill: the context belongs to another "
+                         "model than the cache");
+    struct kv_cache *kv = kv_of_context(ctx);
+    if (n > kv->n_ctx)
+        return tern_fail(TERN_ERR_RANGE, "prefix cache prefill: %d prompt tokens exceed the "
+                         "context size %d", n, kv->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= pc->n_vocab)
+            return tern_fail(TERN_ERR_ARG, "prefix cache prefill: token %d at index %d is "
+                             "outside the vocabulary (0..%d)", tokens[i], i, pc->n_vocab - 1);
+
+    /* Restore: at most n-1 tokens, so the last one is decoded and its logits exist. */
+    const int max_blocks = (n - 1) / pc->B;
+    struct pc_block *stackbuf[64];
+    struct pc_block **found = max_blocks <= 64 ? stackbuf : malloc((size_t)max_blocks * sizeof *found);
+    if (!found) return tern_fail(TERN_ERR_NOMEM, "prefix cache prefill: out of memory");
+    uint64_t key;
+    const int nb = walk(pc, tokens, n - 1, found, &key);
+    for (int d = 0; d < nb; d++) {
+        kv_copy_in(kv, d * pc->B, pc->B, found[d]->kv);
+        found[d]->last_used = ++pc->tick;
+    }
+    if (found != stackbuf) free(found);
+    const int reused = nb * pc->B;
+    kv_context_set_n_pos(ctx, reused);
+    pc->st.lookups++;
+    if (nb) pc->st.hits++; else pc->st.misses++;
+    pc->st.hit_tokens += (uint64_t)reused;
+    pc->st.miss_tokens += (uint64_t)(n - reused);
+
+    tern_status st = tern_decode(ctx, tokens + reused, n - reused, reused, TERN_LOGITS_LAST);
+    if (st) return st;
+
+    /* Store the blocks this prompt completed that the cache did not have. */
+    for (int d = nb; (long long)(d + 1) * pc->B <= n; d++) {
+        uint64_t k = pc_chain_key(key, tokens + (size_t)d * pc->B, pc->B);
+        struct pc_block *have = pc_find(pc, k);
+        if (have && have->parent == key && have->depth == d &&
+            !memcmp(have->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens)) {
+            have->last_used = ++pc->tick; /* the last token's block when n is block-aligned */
+        } else if (!store_block(pc, kv, tokens, d, key, k)) {
+            break;
+        }
+        key = k;
+    }
+    if (n_reused) *n_reused = reused;
+    return TERN_OK;
+}

@@ -1,0 +1,467 @@
+/* prefix_file.c — prefix-cache blocks on disk: one file per block, written atomically, verified
+ * completely before use. Read prefix_cache.h first (what a block is).
+ *
+ * File "<model fp, 8 hex>-<key, 16 hex>.tkv" = a 256-byte header then the payload:
+ *   off  size  field
+ *     0     8  magic "TERNKVC1"
+ *     8     4  version (1)            12   4  header bytes (256)
+ *    16    32  model fingerprint      48  32  tokenizer fingerprint
+ *    80    16  kernel ISA name (KV bits depend on it; NUL-padded)
+ *    96    4x4 n_layer, n_head_kv, head_dim, KV type (1 = F16)
+ *   112     4  block tokens B        116   4  depth (block index)
+ *   120     8  key                   128   8  parent key
+ *   136     8  payload bytes         144  32  SHA-256 of header (this field zeroed) + payload
+ *   176    80  zero
+ *   payload: B int32 token ids, then the packed KV run (kv_copy.c).
+ * All integers little-endian. A file is used only if every field matches this cache and the
+ * checksum holds; anything else is refused with the reason and left for the next save to
+ * overwrite. Writes go to a unique .tmp name, are fsynced, then renamed over the final name, so
+ * a crash leaves either the old file or the new one, never a torn one. */
+#include "kv/prefix_cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+
+#include "kernels/kernels.h"
+#include "util/error.h"
+
+#define HDR 256
+static const char MAGIC[8] = {'T', 'E', 'R', 'N', 'K', 'V', 'C', '1'};
+
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint32_t get32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+
+struct hdr {
+    uint8_t model_fp[32], tok_fp[32];
+    char isa[17];
+    uint32_t n_layer, n_head_kv, head_dim, kv_type, B, depth;
+    uint64_t key, parent, payload;
+    uint8_t sum[32];
+};
+
+static void checksum(const uint8_t *hdr, const void *payload, uint64_t n, uint8_t out[32])
+{
+    uint8_t h[HDR];
+    memcpy(h, hdr, HDR);
+    memset(h + 144, 0, 32);
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, HDR, h);
+    sha256_update(&c, n, payload);
+    sha256_digest(&c, 32, out);
+}
+
+/* Structure only (magic, version, sizes); fields are compared by the caller. */
+static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const char *name,
+                                struct hdr *h)
+{
+    if (file_bytes < HDR)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: %llu bytes, shorter than the %d-byte "
+                         "header (truncated)", name, (unsigned long long)file_bytes, HDR);
+    if (memcmp(p, MAGIC, 8))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: bad magic at offset 0 (not a tern KV "
+                         "cache file)", name);
+    if (get32(p + 8) != 1 || get32(p + 12) != HDR)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: version %u / header size %u at offset "
+                         "8 not supported (expected 1 / %d)", name, get32(p + 8), get32(p + 12), HDR);
+    memcpy(h->model_fp, p + 16, 32);
+    memcpy(h->tok_fp, p + 48, 32);
+    memcpy(h->isa, p + 80, 16);
+    h->isa[16] = 0;
+    h->n_layer = get32(p + 96);
+    h->n_head_kv = get32(p + 100);
+    h->head_dim = get32(p + 104);
+    h->kv_type = get32(p + 108);
+    h->B = get32(p + 112);
+    h->depth = get32(p + 116);
+    h->key = get64(p + 120);
+    h->parent = get64(p + 128);
+    h->payload = get64(p + 136);
+    memcpy(h->sum, p + 144, 32);
+    if (h->kv_type != TERN_TYPE_F16 || !h->n_layer || !h->n_head_kv || !h->head_dim || !h->B ||
+        h->n_layer > 4096 || h->n_head_kv > 4096 || h->head_dim > 4096 || h->B > 65536)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
+                         "%u, kv_heads %u, head_dim %u, type %u, block %u)", name, h->n_layer,
+                         h->n_head_kv, h->head_dim, h->kv_type, h->B);
+    uint64_t want = (uint64_t)h->B * 4 + kv_run_bytes((int)h->n_layer, (int)h->n_head_kv,
+                                                      (int)h->head_dim, (int)h->B);
+    if (h->payload != want)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: payload size %llu at offset 136 does "
+                         "not match its layout (%llu)", name, (unsigned long long)h->payload,
+                         (unsigned long long)want);
+    if (file_bytes != HDR + h->payload)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: %llu bytes, expected %llu (truncated "
+                         "or extended)", name, (unsigned long long)file_bytes,
+                         (unsigned long long)(HDR + h->payload));
+    return TERN_OK;
+}
+
+static void hex(const uint8_t *p, int n, char *out)
+{
+    for (int i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+/* Read a whole file (malloc'ed). */
+static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return tern_fail(TERN_ERR_IO, "cache file %s: cannot open: %s", name, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) < 0) {
+        close(fd);
+        return tern_fail(TERN_ERR_IO, "cache file %s: cannot stat: %s", name, strerror(errno));
+    }
+    uint8_t *buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
+    if (!buf) {
+        close(fd);
+        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+    }
+    size_t got = 0;
+    while (got < (size_t)sb.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR) continue;
+            free(buf);
+            close(fd);
+            return tern_fail(TERN_ERR_IO, "cache file %s: read failed at byte %zu: %s", name, got,
+                             r < 0 ? strerror(errno) : "unexpected end of file");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    *out = buf;
+    *len = (uint64_t)sb.st_size;
+    return TERN_OK;
+}
+
+/* Verify a whole file against this cache; on success the block is built (caller inserts). */
+static tern_status load_block(struct tern_prefix_cache *pc, const char *path, const char *name,
+                              struct pc_block **out)
+{
+    uint8_t *buf;
+    uint64_t len;
+    tern_status st = read_all(path, name, &buf, &len);
+    if (st) return st;
+    struct hdr h;
+    char a[17], b[17];
+    if ((st = parse_header(buf, len, name, &h))) goto fail;
+    if (memcmp(h.model_fp, pc->model_fp, 32)) {
+        hex(h.model_fp, 8, a);
+        hex(pc->model_fp, 8, b);
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made by another model (fingerprint "
+                       "%s..., this model %s...); not used", name, a, b);
+        goto fail;
+    }
+    if (memcmp(h.tok_fp, pc->tok_fp, 32)) {
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
+                       "(tokenizer fingerprint differs); not used", name);
+        goto fail;
+    }
+    if ((int)h.n_layer != pc->n_layer || (int)h.n_head_kv != pc->n_head_kv ||
+        (int)h.head_dim != pc->head_dim || (int)h.B != pc->B) {
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
+                       "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
+                       "used", name, h.n_layer, h.n_head_kv, h.head_dim, h.B, pc->n_layer,
+                       pc->n_head_kv, pc->head_dim, pc->B);
+        goto fail;
+    }
+    if (strcmp(h.isa, kern_isa_name())) {
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
+                       "uses %s (results would not be bit-identical); not used", name, h.isa,
+                       kern_isa_name());
+        goto fail;
+    }
+    uint8_t sum[32];
+    checksum(buf, buf + HDR, h.payload, sum);
+    if (memcmp(sum, h.sum, 32)) {
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
+                       name);
+        goto fail;
+    }
+    const int32_t *tok = (const int32_t *)(buf + HDR);
+    int32_t *tokens = malloc((size_t)pc->B * sizeof *tokens);
+    if (!tokens) {
+        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+        goto fail;
+    }
+    for (int i = 0; i < pc->B; i++) tokens[i] = (int32_t)get32((const uint8_t *)(tok + i));
+    for (int i = 0; i < pc->B; i++)
+        if (tokens[i] < 0 || tokens[i] >= pc->n_vocab) {
+            st = tern_fail(TERN_ERR_FORMAT, "cache file %s: token %d at index %d is outside the "
+                           "vocabulary (0..%d); not used", name, tokens[i], i, pc->n_vocab - 1);
+            free(tokens);
+            goto fail;
+        }
+    if (pc_chain_key(h.parent, tokens, pc->B) != h.key) {
+        free(tokens);
+        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
+                       "(offset 120); not used", name);
+        goto fail;
+    }
+    struct pc_block *blk = calloc(1, sizeof *blk);
+    if (!blk || !(blk->kv = malloc(pc->block_bytes))) {
+        free(blk);
+        free(tokens);
+        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+        goto fail;
+    }
+    memcpy(blk->kv, buf + HDR + (size_t)pc->B * 4, pc->block_bytes);
+    blk->tokens = tokens;
+    blk->key = h.key;
+    blk->parent = h.parent;
+    blk->depth = (int)h.depth;
+    blk->on_disk = true;
+    free(buf);
+    *out = blk;
+    return TERN_OK;
+fail:
+    free(buf);
+    return st;
+}
+
+static bool is_cache_name(const char *n)
+{
+    size_t l = strlen(n);
+    return l > 4 && !strcmp(n + l - 4, ".tkv");
+}
+
+static int cmp_depth(const void *a, const void *b)
+{
+    const struct { char *name; uint32_t depth; } *x = a, *y = b;
+    return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Depth from the header alone, to load shallow blocks first (they are what walks reach). */
+static uint32_t peek_depth(const char *path)
+{
+    uint8_t p[HDR];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return UINT32_MAX;
+    ssize_t r = read(fd, p, HDR);
+    close(fd);
+    return r == HDR && !memcmp(p, MAGIC, 8) ? get32(p + 116) : UINT32_MAX;
+}
+
+tern_status pc_load_dir(struct tern_prefix_cache *pc)
+{
+    if (mkdir(pc->dir, 0777) < 0 && errno != EEXIST)
+        return tern_fail(TERN_ERR_IO, "prompt cache dir %s: cannot create: %s", pc->dir,
+                         strerror(errno));
+    DIR *d = opendir(pc->dir);
+    if (!d) return tern_fail(TERN_ERR_IO, "prompt cache dir %s: cannot open: %s", pc->dir,
+                             strerror(errno));
+    struct ent { char *name; uint32_t depth; } *ents = NULL;
+    size_t n = 0, cap = 0;
+    tern_status st = TERN_OK;
+    char path[4096];
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!is_cache_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            void *nw = realloc(ents, cap * sizeof *ents);
+            if (!nw) { st = tern_fail(TERN_ERR_NOMEM, "prompt cache dir: out of memory"); break; }
+            ents = nw;
+        }
+        snprintf(path, sizeof path, "%s/%s", pc->dir, e->d_name);
+        ents[n].name = strdup(e->d_name);
+        ents[n].depth = peek_depth(path);
+        if (!ents[n].name) { st = tern_fail(TERN_ERR_NOMEM, "prompt cache dir: out of memory"); break; }
+        n++;
+    }
+    closedir(d);
+    if (!st) qsort(ents, n, sizeof *ents, cmp_depth);
+    for (size_t i = 0; i < n && !st; i++) {
+        if (pc->st.bytes + pc->block_bytes > pc->budget) break; /* budget full: rest stays on disk */
+        snprintf(path, sizeof path, "%s/%s", pc->dir, ents[i].name);
+        struct pc_block *b = NULL;
+        tern_status lst = load_block(pc, path, ents[i].name, &b);
+        if (lst == TERN_ERR_NOMEM) { st = lst; break; }
+        if (lst) {
+            pc->st.refused_files++;
+            snprintf(pc->warning, sizeof pc->warning, "%s", tern_last_error());
+            tern_clear_error();
+            continue;
+        }
+        if (pc_find(pc, b->key)) { pc_block_free(b); continue; }
+        b->last_used = ++pc->tick;
+        if ((st = pc_insert(pc, b))) { pc_block_free(b); break; }
+        pc->st.loaded_blocks++;
+    }
+    for (size_t i = 0; i < n; i++) free(ents[i].name);
+    free(ents);
+    pc_recount_children(pc);
+    return st;
+}
+
+static tern_status write_all(int fd, const void *p, size_t n, const char *path)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return tern_fail(TERN_ERR_IO, "cache file %s: write failed: %s", path,
+                                     w < 0 ? strerror(errno) : "no progress");
+        c += w;
+        n -= (size_t)w;
+    }
+    return TERN_OK;
+}
+
+tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
+{
+    uint8_t h[HDR];
+    memset(h, 0, sizeof h);
+    memcpy(h, MAGIC, 8);
+    put32(h + 8, 1);
+    put32(h + 12, HDR);
+    memcpy(h + 16, pc->model_fp, 32);
+    memcpy(h + 48, pc->tok_fp, 32);
+    strncpy((char *)h + 80, kern_isa_name(), 16);
+    put32(h + 96, (uint32_t)pc->n_layer);
+    put32(h + 100, (uint32_t)pc->n_head_kv);
+    put32(h + 104, (uint32_t)pc->head_dim);
+    put32(h + 108, TERN_TYPE_F16);
+    put32(h + 112, (uint32_t)pc->B);
+    put32(h + 116, (uint32_t)b->depth);
+    put64(h + 120, b->key);
+    put64(h + 128, b->parent);
+    const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes;
+    put64(h + 136, payload);
+    uint8_t *pl = malloc(payload);
+    if (!pl) return tern_fail(TERN_ERR_NOMEM, "saving a cache block: out of memory");
+    for (int i = 0; i < pc->B; i++) put32(pl + 4 * i, (uint32_t)b->tokens[i]);
+    memcpy(pl + (size_t)pc->B * 4, b->kv, pc->block_bytes);
+    checksum(h, pl, payload, h + 144);
+
+    char fp[17], path[4096], tmp[4200];
+    hex(pc->model_fp, 4, fp);
+    snprintf(path, sizeof path, "%s/%s-%016llx.tkv", pc->dir, fp, (unsigned long long)b->key);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    tern_status st = TERN_OK;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) st = tern_fail(TERN_ERR_IO, "cache file %s: cannot create: %s", tmp, strerror(errno));
+    if (!st) st = write_all(fd, h, HDR, tmp);
+    if (!st) st = write_all(fd, pl, payload, tmp);
+    if (!st && fsync(fd) < 0) st = tern_fail(TERN_ERR_IO, "cache file %s: fsync: %s", tmp, strerror(errno));
+    if (fd >= 0 && close(fd) < 0 && !st)
+        st = tern_fail(TERN_ERR_IO, "cache file %s: close: %s", tmp, strerror(errno));
+    if (!st && rename(tmp, path) < 0)
+        st = tern_fail(TERN_ERR_IO, "cache file %s: rename to %s: %s", tmp, path, strerror(errno));
+    if (st && fd >= 0) unlink(tmp);
+    free(pl);
+    if (!st) b->on_disk = true;
+    return st;
+}
+
+void pc_sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc)
+{
+    if (!pc->dir) return tern_fail(TERN_ERR_ARG, "prefix cache save: the cache has no directory");
+    tern_status st = TERN_OK;
+    for (size_t i = 0; i < pc->n_buckets && !st; i++)
+        for (struct pc_block *b = pc->buckets[i]; b && !st; b = b->next)
+            if (!b->on_disk && !(st = pc_save_block(pc, b))) pc->st.saved_blocks++;
+    pc_sync_dir(pc->dir);
+    return st;
+}
+
+/* ---------------------------------------------------------------- directory tools */
+
+tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n_out)
+{
+    DIR *d = opendir(dir);
+    if (!d) return tern_fail(TERN_ERR_IO, "cache dir %s: cannot open: %s", dir, strerror(errno));
+    struct tern_cache_file_info *v = NULL;
+    int n = 0, cap = 0;
+    tern_status st = TERN_OK;
+    char path[4096];
+    for (struct dirent *e; (e = readdir(d)) && !st;) {
+        if (!is_cache_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            void *nw = realloc(v, (size_t)cap * sizeof *v);
+            if (!nw) { st = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory"); break; }
+            v = nw;
+        }
+        struct tern_cache_file_info *f = &v[n++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->name, sizeof f->name, "%s", e->d_name);
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        uint8_t *buf;
+        uint64_t len;
+        struct hdr h;
+        tern_status fst = read_all(path, f->name, &buf, &len);
+        if (fst == TERN_OK) {
+            f->file_bytes = len;
+            fst = parse_header(buf, len, f->name, &h);
+            if (!fst) {
+                memcpy(f->model_fp, h.model_fp, 32);
+                memcpy(f->tok_fp, h.tok_fp, 32);
+                f->n_layer = (int)h.n_layer;
+                f->n_head_kv = (int)h.n_head_kv;
+                f->head_dim = (int)h.head_dim;
+                f->n_tokens = (int)h.B;
+                f->depth = (int)h.depth;
+                uint8_t sum[32];
+                checksum(buf, buf + HDR, h.payload, sum);
+                if (memcmp(sum, h.sum, 32))
+                    fst = tern_fail(TERN_ERR_FORMAT, "checksum mismatch (damaged)");
+            }
+            free(buf);
+        }
+        if (fst == TERN_ERR_NOMEM) st = fst;
+        f->valid = fst == TERN_OK;
+        if (fst) snprintf(f->problem, sizeof f->problem, "%s", tern_last_error());
+    }
+    closedir(d);
+    if (st) {
+        free(v);
+        return st;
+    }
+    tern_clear_error();
+    *out = v;
+    *n_out = n;
+    return TERN_OK;
+}
+
+tern_status tern_cache_dir_clear(const char *dir, int *n_removed)
+{
+    DIR *d = opendir(dir);
+    if (!d) return tern_fail(TERN_ERR_IO, "cache dir %s: cannot open: %s", dir, strerror(errno));
+    int n = 0;
+    tern_status st = TERN_OK;
+    char path[4096];
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        bool tmp = l > 4 && !strcmp(e->d_name + l - 4, ".tmp") && strstr(e->d_name, ".tkv.");
+        if (!is_cache_name(e->d_name) && !tmp) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) < 0 && !st)
+            st = tern_fail(TERN_ERR_IO, "cache dir %s: cannot delete %s: %s", dir, e->d_name,
+                           strerror(errno));
+        else
+            n++;
+    }
+    closedir(d);
+    pc_sync_dir(dir);
+    if (n_removed) *n_removed = n;
+    return st;
+}

@@ -1,0 +1,538 @@
+/* test_kvcache.c — KV snapshots and the prefix cache (src/kv): a restored or cached prefix gives
+ * bit-identical logits and the same greedy tokens as a cold run (partial hits, full hits, after
+ * save/load), foreign or damaged cache files are refused and recomputed, and eviction keeps the
+ * byte budget, least recently used leaves first. Uses the tiny fixture models. */
+#include "test_support.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define QWEN "fixtures/models/qwen2-tiny-q8_0.gguf"
+#define LLAMA "fixtures/models/llama-spm-tiny-q8_0.gguf"
+#define N_GEN 12
+
+/* One thread: the pool spin-waits, which on a shared CI machine costs far more than it gains
+ * on these tiny models (results do not depend on the thread count). */
+static struct tern_context *new_ctx(struct tern_model *m, int n_ctx)
+{
+    struct tern_context_params cp = {.n_ctx = n_ctx, .n_batch = 32, .n_threads = 1};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    return ctx;
+}
+
+/* Deterministic pseudo-random prompt; `salt` changes it, `shared` leading tokens come from
+ * salt 0 so two prompts can share a prefix of exactly that length. */
+static void make_prompt(int32_t *t, int n, int shared, unsigned salt, int n_vocab)
+{
+    for (int i = 0; i < n; i++) {
+        unsigned s = (i < shared ? 0 : salt) * 2654435761u + (unsigned)i * 40503u + 17;
+        s ^= s >> 13;
+        s *= 0x5bd1e995u;
+        s ^= s >> 15;
+        t[i] = (int32_t)(s % (unsigned)(n_vocab - 3)) + 3;
+    }
+}
+
+static int argmax(const float *x, int n)
+{
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Greedy continuation from the logits of the prompt's last token; copies those first logits. */
+static void generate(struct tern_context *ctx, struct tern_model *m, const float *logits, int pos,
+                     int32_t *out, float *first_logits)
+{
+    const int nv = tern_model_n_vocab(m);
+    memcpy(first_logits, logits, (size_t)nv * sizeof(float));
+    for (int i = 0; i < N_GEN; i++) {
+        out[i] = argmax(logits, nv);
+        assert_tern_ok(tern_decode(ctx, &out[i], 1, pos + i, TERN_LOGITS_LAST));
+        logits = tern_context_logits(ctx, 0);
+    }
+}
+
+/* Cold reference: plain tern_decode of the whole prompt in a fresh context. */
+static void cold_run(struct tern_model *m, const int32_t *p, int n, int32_t *out, float *lg)
+{
+    struct tern_context *ctx = new_ctx(m, 256);
+    assert_tern_ok(tern_decode(ctx, p, n, 0, TERN_LOGITS_LAST));
+    generate(ctx, m, tern_context_logits(ctx, n - 1), n, out, lg);
+    tern_context_free(ctx);
+}
+
+static void cached_run(struct tern_prefix_cache *pc, struct tern_model *m, const int32_t *p, int n,
+                       int32_t *out, float *lg, int *reused)
+{
+    struct tern_context *ctx = new_ctx(m, 256);
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, n, reused));
+    assert_int_equal(tern_kv_n_pos(ctx), n);
+    generate(ctx, m, tern_context_logits(ctx, n - 1 - *reused), n, out, lg);
+    tern_context_free(ctx);
+}
+
+static void assert_same_run(struct tern_model *m, const int32_t *a, const float *la,
+                            const int32_t *b, const float *lb)
+{
+    assert_memory_equal(a, b, N_GEN * sizeof(int32_t));
+    assert_memory_equal(la, lb, (size_t)tern_model_n_vocab(m) * sizeof(float));
+}
+
+/* ---------------------------------------------------------------- snapshots */
+
+static void snapshot_restore_model(const char *rel)
+{
+    TEST_SHARED_OR_SKIP(path, rel);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    int32_t p[70];
+    make_prompt(p, 70, 0, 1, nv);
+    int32_t ref[N_GEN], got[N_GEN];
+    float *lr = malloc(nv * sizeof(float)), *lg = malloc(nv * sizeof(float));
+    cold_run(m, p, 70, ref, lr);
+
+    /* snapshot 45 of 70 positions, restore into a fresh context, decode the remaining 25 */
+    struct tern_context *a = new_ctx(m, 256), *b = new_ctx(m, 256);
+    assert_tern_ok(tern_decode(a, p, 70, 0, TERN_LOGITS_NONE));
+    struct tern_kv_snapshot *s;
+    assert_tern_ok(tern_kv_snapshot_create(a, 45, &s));
+    assert_int_equal(tern_kv_snapshot_n_pos(s), 45);
+    const struct tern_model_info *in = tern_model_get_info(m);
+    assert_int_equal(tern_kv_snapshot_bytes(s),
+                     tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, 45));
+    assert_tern_ok(tern_kv_snapshot_restore(b, s));
+    assert_int_equal(tern_kv_n_pos(b), 45);
+    assert_tern_ok(tern_decode(b, p + 45, 25, 45, TERN_LOGITS_LAST));
+    generate(b, m, tern_context_logits(b, 24), 70, got, lg);
+    assert_same_run(m, ref, lr, got, lg);
+
+    /* restoring over a longer sequence rewinds it to the snapshot */
+    assert_tern_ok(tern_kv_snapshot_restore(a, s));
+    assert_int_equal(tern_kv_n_pos(a), 45);
+    assert_tern_ok(tern_decode(a, p + 45, 25, 45, TERN_LOGITS_LAST));
+    generate(a, m, tern_context_logits(a, 24), 70, got, lg);
+    assert_same_run(m, ref, lr, got, lg);
+
+    /* refusals: more positions than held; a context too small */
+    struct tern_kv_snapshot *bad = NULL;
+    assert_int_equal(tern_kv_snapshot_create(a, 1000, &bad), TERN_ERR_ARG);
+    assert_null(bad);
+    struct tern_context *small = new_ctx(m, 32);
+    assert_int_equal(tern_kv_snapshot_restore(small, s), TERN_ERR_RANGE);
+    assert_int_equal(tern_kv_n_pos(small), 0);
+    tern_context_free(small);
+    tern_kv_snapshot_free(s);
+    tern_context_free(a);
+    tern_context_free(b);
+    free(lr);
+    free(lg);
+    tern_model_free(m);
+}
+
+static void test_snapshot_qwen(void **state) { (void)state; snapshot_restore_model(QWEN); }
+static void test_snapshot_llama(void **state) { (void)state; snapshot_restore_model(LLAMA); }
+
+static void test_snapshot_other_model_refused(void **state)
+{
+    (void)state;
+    /* test_shared_path returns a static buffer: load each model before asking for the next */
+    struct tern_model *q, *l, *q2;
+    TEST_SHARED_OR_SKIP(qp, QWEN);
+    assert_tern_ok(tern_model_load(qp, NULL, &q));
+    assert_tern_ok(tern_model_load(qp, NULL, &q2));
+    TEST_SHARED_OR_SKIP(lp, LLAMA);
+    assert_tern_ok(tern_model_load(lp, NULL, &l));
+    struct tern_context *cq = new_ctx(q, 64), *cl = new_ctx(l, 64), *cq2 = new_ctx(q2, 64);
+    int32_t p[8] = {5, 6, 7, 8, 9, 10, 11, 12};
+    assert_tern_ok(tern_decode(cq, p, 8, 0, TERN_LOGITS_NONE));
+    struct tern_kv_snapshot *s;
+    assert_tern_ok(tern_kv_snapshot_create(cq, 8, &s));
+    assert_int_equal(tern_kv_snapshot_restore(cl, s), TERN_ERR_ARG);
+    print_message("refusal: %s\n", tern_last_error());
+    assert_int_equal(tern_kv_n_pos(cl), 0);
+    /* the same file loaded twice is the same model (fingerprints equal) */
+    assert_tern_ok(tern_kv_snapshot_restore(cq2, s));
+    assert_int_equal(tern_kv_n_pos(cq2), 8);
+
+    uint8_t fq[32], fl[32], fq2[32], tq[32], tl[32];
+    assert_tern_ok(tern_model_fingerprint(q, fq));
+    assert_tern_ok(tern_model_fingerprint(q2, fq2));
+    assert_tern_ok(tern_model_fingerprint(l, fl));
+    assert_memory_equal(fq, fq2, 32);
+    assert_memory_not_equal(fq, fl, 32);
+    assert_tern_ok(tern_tokenizer_fingerprint(q, tq));
+    assert_tern_ok(tern_tokenizer_fingerprint(l, tl));
+    assert_memory_not_equal(tq, tl, 32);
+    /* kv_bytes agrees with the model's own figure */
+    const struct tern_model_info *in = tern_model_get_info(q);
+    assert_int_equal(tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, 100),
+                     tern_model_kv_bytes(q, 100));
+    assert_int_equal(tern_kv_bytes(2, 4, 32, 128), 2ull * 2 * 4 * 32 * 128 * 2);
+
+    tern_kv_snapshot_free(s);
+    tern_context_free(cq);
+    tern_context_free(cl);
+    tern_context_free(cq2);
+    tern_model_free(q);
+    tern_model_free(l);
+    tern_model_free(q2);
+}
+
+/* ---------------------------------------------------------------- prefix cache */
+
+static void prefix_hits_model(const char *rel)
+{
+    TEST_SHARED_OR_SKIP(path, rel);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+    pp.block_tokens = 16;
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+
+    int32_t p0[60], p1[75];
+    make_prompt(p0, 60, 40, 1, nv); /* shares 40 tokens with p1 */
+    make_prompt(p1, 75, 40, 2, nv);
+    int32_t ref[N_GEN], got[N_GEN];
+    float *lr = malloc(nv * sizeof(float)), *lg = malloc(nv * sizeof(float));
+    int reused;
+
+    cold_run(m, p1, 75, ref, lr);
+    /* miss: nothing cached; stores blocks 0..2 of p0 (48 tokens) */
+    cached_run(pc, m, p0, 60, got, lg, &reused);
+    assert_int_equal(reused, 0);
+    /* partial hit: p1 shares 40 tokens = 2 full blocks */
+    cached_run(pc, m, p1, 75, got, lg, &reused);
+    assert_int_equal(reused, 32);
+    assert_same_run(m, ref, lr, got, lg);
+    /* full hit: all 4 full blocks of p1 (64 of 75 tokens) */
+    assert_int_equal(tern_prefix_cache_match(pc, p1, 75), 64);
+    cached_run(pc, m, p1, 75, got, lg, &reused);
+    assert_int_equal(reused, 64);
+    assert_same_run(m, ref, lr, got, lg);
+    /* a block-aligned prompt: the last token is always decoded, never restored */
+    cold_run(m, p1, 64, ref, lr);
+    cached_run(pc, m, p1, 64, got, lg, &reused);
+    assert_int_equal(reused, 48);
+    assert_same_run(m, ref, lr, got, lg);
+
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.lookups, 4);
+    assert_int_equal(st.hits, 3);
+    assert_int_equal(st.misses, 1);
+    assert_int_equal(st.hit_tokens, 32 + 64 + 48);
+    assert_int_equal(st.miss_tokens, 60 + 43 + 11 + 16);
+    assert_int_equal(st.n_blocks, 3 + 2); /* p0: 3 blocks; p1 adds blocks 2 and 3 */
+    assert_int_equal(st.evicted_blocks, 0);
+    free(lr);
+    free(lg);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+static void test_prefix_hits_qwen(void **state) { (void)state; prefix_hits_model(QWEN); }
+static void test_prefix_hits_llama(void **state) { (void)state; prefix_hits_model(LLAMA); }
+
+static void test_eviction_lru_under_budget(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    const struct tern_model_info *in = tern_model_get_info(m);
+    const uint64_t block = tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, 16);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .budget_bytes = 3 * block};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 128);
+    int32_t a[40], b[40], c[40];
+    make_prompt(a, 40, 0, 1, nv);
+    make_prompt(b, 40, 0, 2, nv);
+    make_prompt(c, 40, 0, 3, nv);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, a, 40, &reused)); /* a0 a1 */
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, b, 40, &reused)); /* b0 b1: a1 evicted */
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.n_blocks, 3);
+    assert_int_equal(st.evicted_blocks, 1);
+    assert_int_equal(st.evicted_bytes, block);
+    assert_true(st.bytes <= pp.budget_bytes);
+    assert_int_equal(tern_prefix_cache_match(pc, a, 40), 16); /* a0 is now a leaf */
+    assert_int_equal(tern_prefix_cache_match(pc, b, 40), 32);
+    /* touch b, then c needs 2 blocks: a0 goes (oldest leaf), then b1 (c0 is c1's parent) */
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, b, 40, &reused));
+    assert_int_equal(reused, 32);
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, c, 40, &reused));
+    assert_int_equal(reused, 0);
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_true(st.bytes <= pp.budget_bytes);
+    assert_int_equal(st.evicted_blocks, 3);
+    assert_int_equal(st.evicted_bytes, 3 * block);
+    assert_int_equal(tern_prefix_cache_match(pc, a, 40), 0);
+    assert_int_equal(tern_prefix_cache_match(pc, c, 40), 32);
+    assert_int_equal(tern_prefix_cache_match(pc, b, 40), 16);
+    /* eviction never changes results */
+    int32_t ref[N_GEN], got[N_GEN];
+    float *lr = malloc(nv * sizeof(float)), *lg = malloc(nv * sizeof(float));
+    cold_run(m, c, 40, ref, lr);
+    cached_run(pc, m, c, 40, got, lg, &reused);
+    assert_int_equal(reused, 32);
+    assert_same_run(m, ref, lr, got, lg);
+    /* a budget smaller than one block stores nothing and still works */
+    struct tern_prefix_cache *tiny;
+    struct tern_prefix_cache_params tp = {.block_tokens = 16, .budget_bytes = block - 1};
+    assert_tern_ok(tern_prefix_cache_create(m, &tp, &tiny));
+    cached_run(tiny, m, c, 40, got, lg, &reused);
+    assert_int_equal(reused, 0);
+    assert_same_run(m, ref, lr, got, lg);
+    tern_prefix_cache_get_stats(tiny, &st);
+    assert_int_equal(st.n_blocks, 0);
+    tern_prefix_cache_free(tiny);
+    free(lr);
+    free(lg);
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+/* ---------------------------------------------------------------- persistence */
+
+static int list_files(const char *dir, char names[][256], int max)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".tkv") && n < max) snprintf(names[n++], 256, "%s", e->d_name);
+    closedir(d);
+    return n;
+}
+
+static const char *make_dir(const char *name)
+{
+    static char buf[4][1024];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 1024, "%s/%s", test_tmpdir(), name);
+    mkdir(p, 0777);
+    int n;
+    assert_tern_ok(tern_cache_dir_clear(p, &n));
+    return p;
+}
+
+static void test_save_load_identical(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    const char *dir = make_dir("kv_saveload");
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    int32_t p[70];
+    make_prompt(p, 70, 0, 7, nv);
+    int32_t ref[N_GEN], got[N_GEN];
+    float *lr = malloc(nv * sizeof(float)), *lg = malloc(nv * sizeof(float));
+    int reused;
+    cold_run(m, p, 70, ref, lr);
+    cached_run(pc, m, p, 70, got, lg, &reused);
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.saved_blocks, 4);
+    tern_prefix_cache_free(pc);
+
+    char names[16][256];
+    assert_int_equal(list_files(dir, names, 16), 4);
+    struct tern_cache_file_info *fi;
+    int nf;
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    assert_int_equal(nf, 4);
+    for (int i = 0; i < nf; i++) {
+        assert_true(fi[i].valid);
+        assert_int_equal(fi[i].n_tokens, 16);
+    }
+    free(fi);
+
+    /* a new process-like cache loads all four blocks and reproduces the cold run */
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.loaded_blocks, 4);
+    assert_int_equal(st.refused_files, 0);
+    cached_run(pc, m, p, 70, got, lg, &reused);
+    assert_int_equal(reused, 64);
+    assert_same_run(m, ref, lr, got, lg);
+    tern_prefix_cache_free(pc);
+
+    /* a budget of two blocks loads the two shallowest (the ones a walk reaches) */
+    const struct tern_model_info *in = tern_model_get_info(m);
+    pp.budget_bytes = 2 * tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, 16);
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    assert_int_equal(tern_prefix_cache_match(pc, p, 70), 32);
+    tern_prefix_cache_free(pc);
+
+    int removed;
+    assert_tern_ok(tern_cache_dir_clear(dir, &removed));
+    assert_int_equal(removed, 4);
+    assert_int_equal(list_files(dir, names, 16), 0);
+    free(lr);
+    free(lg);
+    tern_model_free(m);
+}
+
+static void corrupt(const char *dir, const char *name, long off, int truncate_to)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (truncate_to >= 0) {
+        assert_int_equal(truncate(p, truncate_to), 0);
+        return;
+    }
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    fseek(f, off, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, off, SEEK_SET);
+    fputc(c ^ 0x40, f);
+    fclose(f);
+}
+
+/* Damaged and foreign files are refused with a reason, never used; the prompt is recomputed
+ * and the output is still the cold run's. */
+static void test_refuse_damaged_and_foreign(void **state)
+{
+    (void)state;
+    struct tern_model *m, *l;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    TEST_SHARED_OR_SKIP(lpath, LLAMA);
+    assert_tern_ok(tern_model_load(lpath, NULL, &l));
+    const int nv = tern_model_n_vocab(m);
+    int32_t p[40];
+    make_prompt(p, 40, 0, 9, nv < tern_model_n_vocab(l) ? nv : tern_model_n_vocab(l));
+    int32_t ref[N_GEN], got[N_GEN];
+    float *lr = malloc(nv * sizeof(float)), *lg = malloc(nv * sizeof(float));
+    cold_run(m, p, 40, ref, lr);
+
+    struct {
+        const char *what;
+        long off;       /* byte to flip, or -1 */
+        int trunc;      /* truncate to this size, or -1 */
+        const char *expect;
+    } cases[] = {
+        {"payload byte flipped", 256 + 64 + 1000, -1, "checksum mismatch"},
+        {"token id flipped", 256 + 4, -1, "checksum mismatch"},
+        {"header depth flipped", 116, -1, "checksum mismatch"},
+        {"magic damaged", 2, -1, "bad magic"},
+        {"truncated", -1, 3000, "truncated"},
+        {"truncated header", -1, 100, "truncated"},
+        {"empty", -1, 0, "truncated"},
+    };
+    struct tern_prefix_cache_params pp = {.block_tokens = 16};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        pp.dir = make_dir("kv_damaged");
+        struct tern_prefix_cache *pc;
+        int reused;
+        assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+        cached_run(pc, m, p, 40, got, lg, &reused);
+        assert_tern_ok(tern_prefix_cache_save(pc));
+        tern_prefix_cache_free(pc);
+        char names[4][256];
+        assert_int_equal(list_files(pp.dir, names, 4), 2);
+        /* damage the file of block 0 (the one every walk needs) */
+        char target[256] = "";
+        struct tern_cache_file_info *fi;
+        int nf;
+        assert_tern_ok(tern_cache_dir_list(pp.dir, &fi, &nf));
+        for (int i = 0; i < nf; i++)
+            if (fi[i].depth == 0) snprintf(target, sizeof target, "%s", fi[i].name);
+        free(fi);
+        assert_true(target[0]);
+        corrupt(pp.dir, target, cases[c].off, cases[c].trunc);
+
+        assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+        struct tern_prefix_cache_stats st;
+        tern_prefix_cache_get_stats(pc, &st);
+        print_message("%s: %s\n", cases[c].what, tern_prefix_cache_warning(pc));
+        assert_int_equal(st.refused_files, 1);
+        assert_int_equal(st.loaded_blocks, 1);
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), cases[c].expect));
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), target));
+        assert_int_equal(tern_prefix_cache_match(pc, p, 40), 0); /* block 1 is unreachable */
+        cached_run(pc, m, p, 40, got, lg, &reused);
+        assert_int_equal(reused, 0);
+        assert_same_run(m, ref, lr, got, lg);
+        /* saving rewrites the refused file with good data */
+        assert_tern_ok(tern_prefix_cache_save(pc));
+        tern_prefix_cache_free(pc);
+        assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+        tern_prefix_cache_get_stats(pc, &st);
+        assert_int_equal(st.refused_files, 0);
+        assert_int_equal(tern_prefix_cache_match(pc, p, 40), 32);
+        tern_prefix_cache_free(pc);
+    }
+
+    /* files written for the llama model are refused by a qwen2 cache in the same dir */
+    pp.dir = make_dir("kv_foreign");
+    struct tern_prefix_cache *lc, *pc;
+    assert_tern_ok(tern_prefix_cache_create(l, &pp, &lc));
+    struct tern_context *lctx = new_ctx(l, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(lc, lctx, p, 40, &reused));
+    assert_tern_ok(tern_prefix_cache_save(lc));
+    tern_context_free(lctx);
+    tern_prefix_cache_free(lc);
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("foreign: %s\n", tern_prefix_cache_warning(pc));
+    assert_int_equal(st.refused_files, 2);
+    assert_int_equal(st.loaded_blocks, 0);
+    assert_non_null(strstr(tern_prefix_cache_warning(pc), "another model"));
+    cached_run(pc, m, p, 40, got, lg, &reused);
+    assert_int_equal(reused, 0);
+    assert_same_run(m, ref, lr, got, lg);
+    tern_prefix_cache_free(pc);
+
+    /* a cache with another block size refuses the files too */
+    pp.block_tokens = 8;
+    assert_tern_ok(tern_prefix_cache_create(l, &pp, &lc));
+    tern_prefix_cache_get_stats(lc, &st);
+    assert_int_equal(st.refused_files, 2);
+    assert_non_null(strstr(tern_prefix_cache_warning(lc), "block 16"));
+    tern_prefix_cache_free(lc);
+
+    free(lr);
+    free(lg);
+    tern_model_free(m);
+    tern_model_free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_snapshot_qwen),
+        cmocka_unit_test(test_snapshot_llama),
+        cmocka_unit_test(test_snapshot_other_model_refused),
+        cmocka_unit_test(test_prefix_hits_qwen),
+        cmocka_unit_test(test_prefix_hits_llama),
+        cmocka_unit_test(test_eviction_lru_under_budget),
+        cmocka_unit_test(test_save_load_identical),
+        cmocka_unit_test(test_refuse_damaged_and_foreign),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
