@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "util/error.h"
@@ -19,7 +20,10 @@
 #define cpu_relax() ((void)0)
 #endif
 
-enum { SPIN_LIMIT = 1 << 16 };
+/* Spin with pause for a while (hand-offs are usually sub-microsecond), then yield the core on
+ * every further check (on an oversubscribed machine the thread we wait for may need our core),
+ * and finally sleep. */
+enum { SPIN_PAUSE = 1 << 12, SPIN_LIMIT = 1 << 14 };
 
 struct tp {
     int n;
@@ -49,8 +53,12 @@ static void *worker_main(void *p)
         unsigned gen;
         int spins = 0;
         while ((gen = atomic_load_explicit(&tp->generation, memory_order_acquire)) == seen) {
-            if (++spins < SPIN_LIMIT) {
+            if (++spins < SPIN_PAUSE) {
                 cpu_relax();
+                continue;
+            }
+            if (spins < SPIN_LIMIT) {
+                sched_yield();
                 continue;
             }
             pthread_mutex_lock(&tp->lock);
@@ -129,5 +137,8 @@ void tp_run(struct tp *tp, tp_fn fn, void *arg)
     if (tp->sleepers) pthread_cond_broadcast(&tp->wake);
     pthread_mutex_unlock(&tp->lock);
     fn(arg, 0, tp->n);
-    while (atomic_load_explicit(&tp->pending, memory_order_acquire) != 0) cpu_relax();
+    for (int spins = 0; atomic_load_explicit(&tp->pending, memory_order_acquire) != 0; spins++) {
+        if (spins < SPIN_PAUSE) cpu_relax();
+        else sched_yield();
+    }
 }

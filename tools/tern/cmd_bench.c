@@ -1,0 +1,260 @@
+/* cmd_bench.c — `tern bench`: prompt-processing and generation speed, modeled on llama-bench.
+ *
+ * What is timed: forward passes (and, for generation, greedy sampling of each token);
+ * tokenization is excluded (tests use token ids). ppN = one N-token prompt decoded from an
+ * empty KV cache in batches of n_batch, logits for the last token only; tgN = N tokens decoded
+ * one at a time from an empty KV cache. One untimed warm-up run precedes each test. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define MAX_LIST 16
+
+static void help(void)
+{
+    printf("usage: tern bench (-m MODEL | --synthetic SHAPE:TYPE)... [options]\n"
+           "\n"
+           "  -m, --model FILE        model to test (repeatable)\n"
+           "  --synthetic SHAPE:TYPE  random-weight model with a real shape, written once to\n"
+           "                          $TERN_SYNTH_DIR or /tmp/tern-synth (repeatable); shapes: %s\n"
+           "  -p, --n-prompt LIST     prompt lengths to test, comma-separated (default 512; 0 = skip)\n"
+           "  -n, --n-gen LIST        generation lengths to test (default 128; 0 = skip)\n"
+           "  -t, --threads LIST      thread counts (default: all CPUs)\n"
+           "  -r, --repetitions N     timed repetitions per test (default 5)\n"
+           "  -b, --batch-size N      prompt batch size (default 512)\n"
+           "  --json                  JSON array, one object per test (llama-bench field names)\n"
+           "\n"
+           "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
+           "untimed (warm-up) before its repetitions.\n",
+           tern_synth_shape_names());
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static bool parse_list(const char *s, long long lo, long long hi, long long *out, int *n)
+{
+    int32_t *ids;
+    int cnt, bad;
+    if (!cli_parse_token_list(s, &ids, &cnt, &bad)) return false;
+    bool ok = cnt <= MAX_LIST;
+    for (int i = 0; ok && i < cnt; i++) {
+        if (ids[i] < lo || ids[i] > hi) ok = false;
+        out[i] = ids[i];
+    }
+    free(ids);
+    *n = cnt;
+    return ok;
+}
+
+/* Path of the cached synthetic model for spec, writing it if missing. */
+static int synth_path(const char *spec, char *path, size_t cap)
+{
+    const char *dir = getenv("TERN_SYNTH_DIR");
+    if (!dir || !*dir) dir = "/tmp/tern-synth";
+    mkdir(dir, 0755);
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon == spec || !colon[1] || colon - spec >= 64)
+        return cli_usage_error("bench", "--synthetic '%s' is not SHAPE:TYPE", spec);
+    char shape[64];
+    memcpy(shape, spec, (size_t)(colon - spec));
+    shape[colon - spec] = '\0';
+    snprintf(path, cap, "%s/%s-%s.gguf", dir, shape, colon + 1);
+    struct stat st;
+    if (stat(path, &st) == 0) return 0;
+    fprintf(stderr, "tern bench: writing synthetic model %s ...\n", path);
+    tern_status s = tern_synth_model_write(shape, colon + 1, 1, path, NULL);
+    if (s) return cli_report("bench", s);
+    return 0;
+}
+
+struct result {
+    const char *model;
+    uint64_t size, params;
+    int n_prompt, n_gen, threads, reps;
+    double samples[64];
+    double avg, sd;
+    const char *kernels;
+};
+
+static int32_t token_for(int i, int n_vocab)
+{
+    /* deterministic spread of ids, away from the special tokens at the start */
+    return (int32_t)(((uint64_t)i * 2654435761u + 1000) % (uint64_t)(n_vocab - 300) + 259);
+}
+
+/* One timed run; returns seconds or < 0 on failure (message printed). */
+static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n_vocab,
+                       int n_prompt, int n_gen, int32_t *buf)
+{
+    tern_kv_truncate(ctx, 0);
+    double t0 = now_s();
+    tern_status st = TERN_OK;
+    if (n_prompt > 0) {
+        for (int i = 0; i < n_prompt; i++) buf[i] = token_for(i, n_vocab);
+        st = tern_decode(ctx, buf, n_prompt, 0, TERN_LOGITS_LAST);
+    } else {
+        int32_t tok = token_for(0, n_vocab);
+        for (int i = 0; i < n_gen && !st; i++) {
+            st = tern_decode(ctx, &tok, 1, i, TERN_LOGITS_LAST);
+            if (!st) tok = tern_sampler_sample(smp, tern_context_logits(ctx, 0));
+        }
+    }
+    double t = now_s() - t0;
+    if (st) {
+        cli_report("bench", st);
+        return -1;
+    }
+    return t;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *models[MAX_LIST], *v;
+    char synth_paths[MAX_LIST][512];
+    int n_models = 0;
+    long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5, n_batch = 512;
+    int n_pp = 1, n_tg = 1, n_th = 1;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+        if (OPT("-m", "--model")) {
+            if (r < 0) return 2;
+            if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
+            models[n_models++] = v;
+        } else if (OPT("--synthetic", NULL)) {
+            if (r < 0) return 2;
+            if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
+            int rc = synth_path(v, synth_paths[n_models], sizeof synth_paths[0]);
+            if (rc) return rc;
+            models[n_models] = synth_paths[n_models];
+            n_models++;
+        } else if (OPT("-p", "--n-prompt")) {
+            if (r < 0) return 2;
+            if (!parse_list(v, 0, 1 << 20, pp, &n_pp)) return cli_usage_error("bench", "-p '%s' is not a list of lengths", v);
+        } else if (OPT("-n", "--n-gen")) {
+            if (r < 0) return 2;
+            if (!parse_list(v, 0, 1 << 20, tg, &n_tg)) return cli_usage_error("bench", "-n '%s' is not a list of lengths", v);
+        } else if (OPT("-t", "--threads")) {
+            if (r < 0) return 2;
+            if (!parse_list(v, 1, 512, th, &n_th)) return cli_usage_error("bench", "-t '%s' is not a list of thread counts", v);
+        } else if (OPT("-r", "--repetitions")) {
+            if (r < 0) return 2;
+            if (!cli_parse_int(v, 1, 64, &reps)) return cli_usage_error("bench", "-r '%s' must be 1..64", v);
+        } else if (OPT("-b", "--batch-size")) {
+            if (r < 0) return 2;
+            if (!cli_parse_int(v, 1, 1 << 16, &n_batch)) return cli_usage_error("bench", "-b '%s' is not valid", v);
+        } else {
+            return cli_usage_error("bench", "unknown option '%s'", argv[i]);
+        }
+#undef OPT
+    }
+    if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
+
+    if (!json)
+        printf("| model | size | params | threads | test | t/s |\n"
+               "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    else
+        printf("[");
+    bool first_json = true;
+    int rc = CLI_EXIT_OK;
+    for (int mi = 0; mi < n_models && rc == 0; mi++) {
+        struct tern_model *m;
+        tern_status st = tern_model_load(models[mi], &(struct tern_model_params){.prefault = true}, &m);
+        if (st) { rc = cli_report("bench", st); break; }
+        const struct tern_model_info *in = tern_model_get_info(m);
+        uint64_t params = 0;
+        const struct tern_gguf *g = tern_model_gguf(m);
+        for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
+            const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
+            uint64_t ne = 1;
+            for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
+            params += ne;
+        }
+        long long max_len = 1;
+        for (int i = 0; i < n_pp; i++) if (pp[i] > max_len) max_len = pp[i];
+        for (int i = 0; i < n_tg; i++) if (tg[i] > max_len) max_len = tg[i];
+        int32_t *buf = malloc((size_t)max_len * sizeof *buf);
+        for (int ti = 0; ti < n_th && rc == 0 && buf; ti++) {
+            struct tern_context_params cp = {.n_ctx = (int)max_len, .n_batch = (int)n_batch,
+                                             .n_threads = (int)th[ti]};
+            struct tern_context *ctx;
+            struct tern_sampler *smp;
+            struct tern_sampler_params sp = tern_sampler_default_params();
+            if ((st = tern_context_create(m, &cp, &ctx))) { rc = cli_report("bench", st); break; }
+            if ((st = tern_sampler_create(&sp, in->n_vocab, &smp))) {
+                tern_context_free(ctx);
+                rc = cli_report("bench", st);
+                break;
+            }
+            int threads = (int)th[ti];
+            if (threads == 0) {
+                long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+                threads = ncpu > 0 ? (int)ncpu : 1;
+            }
+            for (int kind = 0; kind < 2 && rc == 0; kind++) {
+                int n_list = kind == 0 ? n_pp : n_tg;
+                for (int li = 0; li < n_list && rc == 0; li++) {
+                    int np = kind == 0 ? (int)pp[li] : 0, ng = kind == 1 ? (int)tg[li] : 0;
+                    if (np + ng == 0) continue;
+                    struct result res = {.model = models[mi], .size = in->weight_bytes,
+                                         .params = params, .n_prompt = np, .n_gen = ng,
+                                         .threads = threads, .reps = (int)reps};
+                    if (run_once(ctx, smp, in->n_vocab, np, ng, buf) < 0) { rc = 1; break; }
+                    double sum = 0, sq = 0;
+                    for (int r = 0; r < reps; r++) {
+                        double t = run_once(ctx, smp, in->n_vocab, np, ng, buf);
+                        if (t < 0) { rc = 1; break; }
+                        res.samples[r] = (np + ng) / t;
+                        sum += res.samples[r];
+                    }
+                    if (rc) break;
+                    res.avg = sum / reps;
+                    for (int r = 0; r < reps; r++) sq += (res.samples[r] - res.avg) * (res.samples[r] - res.avg);
+                    res.sd = reps > 1 ? sqrt(sq / (reps - 1)) : 0.0;
+                    const char *base = strrchr(res.model, '/');
+                    base = base ? base + 1 : res.model;
+                    if (json) {
+                        printf("%s\n  {\"model_filename\": \"%s\", \"model_type\": \"%s\", \"model_size\": %llu, "
+                               "\"model_n_params\": %llu, \"n_batch\": %lld, \"n_threads\": %d, \"n_prompt\": %d, "
+                               "\"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
+                               first_json ? "" : ",", res.model, in->arch_name, (unsigned long long)res.size,
+                               (unsigned long long)res.params, n_batch, res.threads, np, ng, res.avg, res.sd);
+                        for (int r = 0; r < reps; r++) printf("%s%.6f", r ? ", " : "", res.samples[r]);
+                        printf("], \"timed\": \"forward passes + greedy sampling; tokenization excluded\"}");
+                        first_json = false;
+                    } else {
+                        char test[32];
+                        snprintf(test, sizeof test, np ? "pp%d" : "tg%d", np ? np : ng);
+                        printf("| %s | %.2f MiB | %.2f M | %d | %s | %.2f ± %.2f |\n", base,
+                               res.size / 1048576.0, res.params / 1e6, res.threads, test, res.avg, res.sd);
+                    }
+                    fflush(stdout);
+                }
+            }
+            tern_sampler_free(smp);
+            tern_context_free(ctx);
+        }
+        free(buf);
+        tern_model_free(m);
+    }
+    if (json) printf("\n]\n");
+    else
+        printf("\ntimed: forward passes + greedy sampling (tokenization excluded); %lld repetitions "
+               "after one warm-up run; ppN = N-token prompt from an empty cache, tgN = N tokens "
+               "decoded one at a time\n", reps);
+    return rc;
+}
