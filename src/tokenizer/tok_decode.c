@@ -119,6 +119,7 @@ tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, 
                 pn--;
             }
         }
+        if (pn == 0) continue;
         if (m + pn <= cap) memcpy(buf + m, p, pn);
         else if (m < cap) memcpy(buf + m, p, cap - m);
         m += pn;

@@ -1,0 +1,185 @@
+/* cmd_tokenize.c — `tern tokenize` and `tern detokenize`: text <-> token ids with a model's (or
+ * a vocab-only GGUF's) tokenizer. Input is taken byte for byte: no newline is stripped and
+ * nothing is normalized. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help_tokenize(void)
+{
+    printf("usage: tern tokenize -m MODEL (-p TEXT | -f FILE) [options]\n"
+           "\n"
+           "Prints the token ids of TEXT (byte for byte: no newline stripped, no normalization).\n"
+           "\n"
+           "  -m, --model FILE       GGUF model or vocab-only GGUF\n"
+           "  -p, --prompt TEXT      text to tokenize\n"
+           "  -f, --file FILE        read the text from FILE\n"
+           "  --lines                tokenize each line (without its newline) on its own and\n"
+           "                         print one JSON array per line\n"
+           "  --no-bos               do not add bos/eos (default: as the model's metadata says)\n"
+           "  --parse-special        recognize control tokens such as <|im_start|> in the text\n"
+           "  --json                 print the ids as one JSON array (default: one line per\n"
+           "                         token, 'id -> piece')\n");
+}
+
+static void print_piece(const struct tern_tokenizer *t, int32_t id)
+{
+    char buf[1024];
+    size_t n;
+    if (tern_token_to_piece(t, id, TERN_PIECE_SPECIAL, buf, sizeof buf, &n) != TERN_OK)
+        n = 0;
+    printf("%6d -> '", id);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c == '\\' || c == '\'') printf("\\%c", c);
+        else if (c == '\n') printf("\\n");
+        else if (c == '\t') printf("\\t");
+        else if (c < 0x20 || c == 0x7F) printf("\\x%02x", c);
+        else putchar(c);
+    }
+    printf("'\n");
+}
+
+static void print_json(const int32_t *ids, size_t n)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
+    printf("]\n");
+}
+
+/* Tokenize s[0..len) into *ids (grown as needed). */
+static tern_status encode(struct tern_tokenizer *t, const char *s, size_t len, unsigned flags,
+                          int32_t **ids, size_t *cap, size_t *n)
+{
+    tern_status st = tern_tokenize(t, s, len, flags, *ids, *cap, n);
+    if (st == TERN_ERR_RANGE) {
+        int32_t *p = realloc(*ids, (*n + 1) * sizeof *p);
+        if (!p) return TERN_ERR_NOMEM;
+        *ids = p;
+        *cap = *n + 1;
+        st = tern_tokenize(t, s, len, flags, *ids, *cap, n);
+    }
+    return st;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    const char *model = NULL, *prompt = NULL, *file = NULL, *v;
+    bool lines = false, no_bos = false, parse_special = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help_tokenize(); return 0; }
+        if (!strcmp(argv[i], "--lines")) { lines = true; continue; }
+        if (!strcmp(argv[i], "--no-bos")) { no_bos = true; continue; }
+        if (!strcmp(argv[i], "--parse-special")) { parse_special = true; continue; }
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v)) != 0) { if (r < 0) return 2; model = v; }
+        else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v)) != 0) { if (r < 0) return 2; prompt = v; }
+        else if ((r = cli_opt(argc, argv, &i, "-f", "--file", &v)) != 0) { if (r < 0) return 2; file = v; }
+        else return cli_usage_error("tokenize", "unknown option '%s'", argv[i]);
+    }
+    if (!model) return cli_usage_error("tokenize", "missing -m MODEL");
+    if (!prompt == !file) return cli_usage_error("tokenize", "give exactly one of -p TEXT or -f FILE");
+
+    size_t len;
+    char *text = NULL;
+    if (file) {
+        text = cli_read_file(file, &len);
+        if (!text) {
+            fprintf(stderr, "tern tokenize: cannot read '%s'\n", file);
+            return CLI_EXIT_FAIL;
+        }
+    } else {
+        len = strlen(prompt);
+    }
+    const char *s = file ? text : prompt;
+
+    struct tern_tokenizer *t;
+    tern_status st = tern_tokenizer_load(model, &t);
+    if (st) {
+        free(text);
+        return cli_report("tokenize", st);
+    }
+    unsigned flags = (no_bos ? 0 : TERN_TOK_ADD_SPECIAL) | (parse_special ? TERN_TOK_PARSE_SPECIAL : 0);
+    size_t cap = 256, n = 0;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    int rc = CLI_EXIT_OK;
+    if (!ids) { st = TERN_ERR_NOMEM; goto fail; }
+    if (lines) {
+        size_t a = 0;
+        while (a < len) {
+            const char *nl = memchr(s + a, '\n', len - a);
+            size_t b = nl ? (size_t)(nl - s) : len;
+            if ((st = encode(t, s + a, b - a, flags, &ids, &cap, &n))) goto fail;
+            print_json(ids, n);
+            a = b + 1;
+        }
+    } else {
+        if ((st = encode(t, s, len, flags, &ids, &cap, &n))) goto fail;
+        if (json) print_json(ids, n);
+        else
+            for (size_t i = 0; i < n; i++) print_piece(t, ids[i]);
+    }
+    goto done;
+fail:
+    rc = cli_report("tokenize", st);
+done:
+    free(ids);
+    free(text);
+    tern_tokenizer_free(t);
+    return rc;
+}
+
+static void help_detokenize(void)
+{
+    printf("usage: tern detokenize -m MODEL --tokens 1,2,3 [--special]\n"
+           "\n"
+           "Writes the text of the ids to stdout, byte for byte (no newline added).\n"
+           "\n"
+           "  -m, --model FILE       GGUF model or vocab-only GGUF\n"
+           "  --tokens LIST          comma-separated token ids\n"
+           "  --special              render control tokens (<|im_end|>, <s>) as their text\n");
+}
+
+int cmd_detokenize(int argc, char **argv)
+{
+    const char *model = NULL, *tokens_s = NULL, *v;
+    bool special = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help_detokenize(); return 0; }
+        if (!strcmp(argv[i], "--special")) { special = true; continue; }
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v)) != 0) { if (r < 0) return 2; model = v; }
+        else if ((r = cli_opt(argc, argv, &i, "--tokens", NULL, &v)) != 0) { if (r < 0) return 2; tokens_s = v; }
+        else return cli_usage_error("detokenize", "unknown option '%s'", argv[i]);
+    }
+    if (!model) return cli_usage_error("detokenize", "missing -m MODEL");
+    if (!tokens_s) return cli_usage_error("detokenize", "missing --tokens LIST");
+    int32_t *ids;
+    int n, bad;
+    if (!cli_parse_token_list(tokens_s, &ids, &n, &bad))
+        return cli_usage_error("detokenize", "--tokens: entry %d is not a token id", bad);
+    struct tern_tokenizer *t;
+    tern_status st = tern_tokenizer_load(model, &t);
+    if (st) {
+        free(ids);
+        return cli_report("detokenize", st);
+    }
+    unsigned flags = special ? TERN_PIECE_SPECIAL : 0;
+    size_t m = 0;
+    st = tern_detokenize(t, ids, (size_t)n, flags, NULL, 0, &m);
+    char *out = NULL;
+    if (st == TERN_ERR_RANGE || st == TERN_OK) {
+        out = malloc(m + 1);
+        st = out ? tern_detokenize(t, ids, (size_t)n, flags, out, m + 1, &m) : TERN_ERR_NOMEM;
+    }
+    int rc = CLI_EXIT_OK;
+    if (st) rc = cli_report("detokenize", st);
+    else fwrite(out, 1, m, stdout);
+    free(out);
+    free(ids);
+    tern_tokenizer_free(t);
+    return rc;
+}
