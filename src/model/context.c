@@ -63,8 +63,8 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->proj = alloc_floats(nb * d, &st);
     ctx->rope_cs = alloc_floats(nb * (size_t)in->n_rot, &st);
     ctx->scores = alloc_floats((size_t)cp.n_threads * cp.n_ctx, &st);
-    ctx->q16 = calloc((size_t)cp.n_threads * in->head_dim, sizeof(uint16_t));
-    if (!ctx->q16 && !st) st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
+    ctx->qr = alloc_floats((size_t)cp.n_threads * in->head_dim, &st);
+    ctx->attn_k = attn_select(in->head_dim);
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
     ctx->logits = alloc_floats(nb * (size_t)in->n_vocab, &st);
@@ -98,7 +98,7 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx->proj);
     free(ctx->rope_cs);
     free(ctx->scores);
-    free(ctx->q16);
+    free(ctx->qr);
     free(ctx->logits);
     free(ctx->act);
     free(ctx);

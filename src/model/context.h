@@ -7,6 +7,7 @@
 #define TERN_MODEL_CONTEXT_H
 
 #include "kv/kv.h"
+#include "model/attn.h"
 #include "model/model.h"
 #include "util/threadpool.h"
 
@@ -31,7 +32,8 @@ struct tern_context {
     int act_type;
     float *rope_cs;  /* (n_batch, n_rot) interleaved cos, sin for each token's position */
     float *scores;   /* (n_threads, n_ctx) attention scores, one row per thread */
-    uint16_t *q16;   /* (n_threads, head_dim) query rounded to F16, one row per thread */
+    float *qr;       /* (n_threads, head_dim) query rounded to F16 precision, one row per thread */
+    struct attn_kernels attn_k; /* attention inner loops for this CPU */
     float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after tern_decode */
     int n_logits;    /* rows of logits computed by the last decode */
     int logits_row0; /* row of the sub-batch that logits row 0 belongs to (forward.c) */

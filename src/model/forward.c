@@ -208,7 +208,7 @@ static void step_attention(void *arg, int ith, int nth)
     const int group = in->n_head / in->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
     float *sc = ctx->scores + (size_t)ith * ctx->n_ctx;
-    uint16_t *q16 = ctx->q16 + (size_t)ith * hd;
+    float *qr = ctx->qr + (size_t)ith * hd;
     long long lo, hi;
     tp_split((long long)s->n * in->n_head, ith, nth, 1, &lo, &hi);
     for (long long idx = lo; idx < hi; idx++) {
@@ -216,29 +216,21 @@ static void step_attention(void *arg, int ith, int nth)
         const int kvh = h / group;
         const int n_keys = s->pos0 + t + 1;
         const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
-        for (int j = 0; j < hd; j++) q16[j] = fp16_from_f32(q[j]);
+        /* llama.cpp converts the query to F16 for the Q.K product */
+        for (int j = 0; j < hd; j++) qr[j] = fp16_to_f32(fp16_from_f32(q[j]));
+        ctx->attn_k.scores(qr, kv_k_row(&ctx->kv, s->il, kvh, 0), n_keys, hd, scale, sc);
         float mx = -INFINITY;
-        for (int p = 0; p < n_keys; p++) {
-            const uint16_t *kr = kv_k_row(&ctx->kv, s->il, kvh, p);
-            float dot = 0.0f;
-            for (int j = 0; j < hd; j++) dot += fp16_to_f32(q16[j]) * fp16_to_f32(kr[j]);
-            sc[p] = dot * scale;
-            if (sc[p] > mx) mx = sc[p];
-        }
+        for (int p = 0; p < n_keys; p++) mx = sc[p] > mx ? sc[p] : mx;
         double sum = 0.0;
         for (int p = 0; p < n_keys; p++) {
             sc[p] = expf(sc[p] - mx);
             sum += (double)sc[p];
         }
+        /* normalize, and round to F16 as llama.cpp does before weighting V */
         const float inv = (float)(1.0 / sum);
-        float *out = ctx->attn + (size_t)t * qd + (size_t)h * hd;
-        for (int j = 0; j < hd; j++) out[j] = 0.0f;
-        for (int p = 0; p < n_keys; p++) {
-            /* llama.cpp multiplies V by the probabilities converted to F16 */
-            const float w = fp16_to_f32(fp16_from_f32(sc[p] * inv));
-            const uint16_t *vr = kv_v_row(&ctx->kv, s->il, kvh, p);
-            for (int j = 0; j < hd; j++) out[j] += w * fp16_to_f32(vr[j]);
-        }
+        for (int p = 0; p < n_keys; p++) sc[p] = fp16_to_f32(fp16_from_f32(sc[p] * inv));
+        ctx->attn_k.wsum(sc, kv_v_row(&ctx->kv, s->il, kvh, 0), n_keys, hd,
+                         ctx->attn + (size_t)t * qd + (size_t)h * hd);
     }
 }
 
