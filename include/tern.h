@@ -508,6 +508,82 @@ tern_status tern_prompt_cache_bench(struct tern_model *m,
                                     const struct tern_prompt_cache_bench_params *p,
                                     struct tern_prompt_cache_bench_report *out);
 
+/* ===================================================================== generation */
+/* (section owned by src/gen/generate.c) The sampling loop over a context: decode a prompt,
+ * sample, stream detokenized UTF-8 through a callback, stop at an end-of-generation token.
+ * A generator remembers which tokens fill its context's KV cache, so a chat that re-renders
+ * the whole conversation each turn only decodes what changed: the new prompt is compared with
+ * the cached tokens, the KV cache is truncated to the common prefix and the rest is decoded.
+ *
+ *     struct tern_generator *g;
+ *     tern_generator_create(ctx, tok, &g);                   // history buffer allocated here
+ *     struct tern_gen_params gp = tern_gen_default_params();
+ *     gp.max_tokens = 128;
+ *     struct tern_gen_stats st;
+ *     tern_generate(g, sampler, ids, n, &gp, on_piece, user, &st);   // on_piece(text, len, user)
+ *     ... next turn: tern_generate(g, sampler, ids2, n2, ...)       // decodes only the new suffix
+ *     tern_generator_free(g);
+ *
+ * For a plain `run -p TEXT`: tokenize with TERN_TOK_ADD_SPECIAL, call tern_generate once. */
+struct tern_generator;
+struct tern_tokenizer; /* declared in the tokenizer section below */
+
+/* Receives each piece of the answer as complete UTF-8 (never empty). The text is not
+ * NUL-terminated and is valid only during the call. Return non-zero to stop generating. */
+typedef int (*tern_piece_fn)(const char *text, size_t len, void *user);
+
+struct tern_gen_params {
+    int max_tokens;       /* tokens to sample at most; default 256 */
+    bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
+    bool show_special;    /* pass control tokens' text to on_piece (TERN_PIECE_SPECIAL) */
+};
+struct tern_gen_params tern_gen_default_params(void);
+
+enum tern_gen_stop {
+    TERN_GEN_STOP_EOG = 0,      /* the model produced an end-of-generation token */
+    TERN_GEN_STOP_MAX_TOKENS,   /* max_tokens were sampled */
+    TERN_GEN_STOP_CALLBACK,     /* on_piece returned non-zero */
+    TERN_GEN_STOP_CONTEXT_FULL, /* the KV cache has no room for another token */
+};
+
+struct tern_gen_stats {
+    int n_prompt;          /* tokens of the prompt passed in */
+    int n_reused;          /* of those, already in the KV cache from an earlier call (not decoded) */
+    int n_prompt_decoded;  /* n_prompt - n_reused: what this call had to compute */
+    int n_generated;       /* tokens sampled, the stopping end-of-generation token included */
+    double prompt_ms;      /* decoding the n_prompt_decoded tokens */
+    double gen_ms;         /* from the end of the prompt decode to the end: sampling + decoding */
+    double ttft_ms;        /* from the call to the first sampled token (prompt_ms + 1 sample) */
+    double gen_tps;        /* generated tokens per second after the first: (n_generated - 1) /
+                              (gen_ms - first sample); 0 when fewer than 2 tokens */
+    enum tern_gen_stop stop;
+};
+
+/* A generator over ctx (one sequence). The KV cache may already hold tokens: the generator
+ * does not know them and starts by treating the cache as empty (they are overwritten).
+ * tok must match the model. Both must outlive the generator. Allocates a record of n_ctx token
+ * ids and a detokenizer, once. Caller frees with tern_generator_free(). */
+tern_status tern_generator_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
+                                  struct tern_generator **out);
+void tern_generator_free(struct tern_generator *g);
+/* Decode prompt[0..n) (reusing the longest cached prefix; at least the last prompt token is
+ * always decoded to get its logits) and generate. The sampler is reset and fed the prompt
+ * (tern_sampler_accept), so the same prompt and seed give the same tokens whatever came
+ * before. Sampled tokens are decoded into the KV cache and recorded, except the one that
+ * stopped generation. stats may be NULL; on_piece may be NULL. Fails (TERN_ERR_RANGE) if the
+ * prompt does not fit the context; a context that fills up during generation just stops
+ * (stats->stop). No allocation per token. */
+tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt,
+                          int n, const struct tern_gen_params *p, tern_piece_fn on_piece,
+                          void *user, struct tern_gen_stats *stats);
+/* The tokens whose KV the context holds, as the generator knows them (*n of them); owned by
+ * g, valid until the next tern_generate. */
+const int32_t *tern_generator_tokens(const struct tern_generator *g, int *n);
+/* Forget the record and empty the KV cache. */
+void tern_generator_reset(struct tern_generator *g);
+/* "eog", "max_tokens", "callback", "context_full". */
+const char *tern_gen_stop_name(enum tern_gen_stop s);
+
 /* ===================================================================== tokenizer */
 /* (section owned by src/tokenizer; see tokenizer issue)
  *

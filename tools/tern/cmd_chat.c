@@ -1,0 +1,452 @@
+/* cmd_chat.c — `tern chat`: a conversation with a model, interactive (a TTY on stdin) or
+ * scripted (one user message per stdin line), optionally continuing a --messages file.
+ *
+ * Each turn re-renders the whole conversation with the model's own chat template (the same
+ * call as `tern template`, so --show-prompt output can be checked against it), tokenizes it with
+ * control tokens parsed, and hands it to tern_generate (include/tern.h "generation"), which
+ * decodes only the part not already in the KV cache. The answer streams through the tool-call
+ * parser: content goes to stdout as it is decided, completed calls come out as JSON lines the
+ * moment their closing markup arrives, and both end up in the assistant message appended to the
+ * history. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <utf8proc.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: tern chat -m MODEL [options] < messages.txt\n"
+           "\n"
+           "Chats with the model using its own chat template (ChatML with a warning if the GGUF has\n"
+           "none). On a terminal it prompts with \"> \" (/exit or end-of-file quits); otherwise each\n"
+           "stdin line is one user message. The answer streams to stdout; per-turn statistics go to\n"
+           "stderr.\n"
+           "\n"
+           "  -m, --model FILE       GGUF model\n"
+           "  --system TEXT          a system message at the start of the conversation\n"
+           "  --messages FILE        continue this conversation (array of OpenAI-style messages, or an\n"
+           "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
+           "                         message, that message is answered first\n"
+           "  --tools FILE           an array of OpenAI function tools for the template\n"
+           "  --save-messages FILE   write the final conversation (JSON) to FILE (atomically)\n"
+           "  -n, --n-predict N      tokens per answer at most (default 256)\n"
+           "  -c, --ctx-size N       context size (default: min(training context, 4096))\n"
+           "  -t, --threads N        threads (default: all CPUs)\n"
+           "  --temp T               temperature (default 0 = greedy)\n"
+           "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N\n"
+           "  -s, --seed S           RNG seed (default 0); the sampler restarts from it each turn\n"
+           "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
+           "                         the \"prompt\" field with --json)\n"
+           "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
+           "                         call completes and one {\"turn\": .., \"content\": .., \"stats\": ..}\n"
+           "                         per answer\n"
+           "\n"
+           "Tool calls (format detected from the template: hermes, llama3, mistral) are printed as\n"
+           "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n");
+}
+
+struct chat {
+    struct tern_model *model;
+    struct tern_context *ctx;
+    struct tern_sampler *smp;
+    struct tern_tokenizer *tok;
+    struct tern_chat_template *tmpl;
+    struct tern_generator *gen;
+    struct tern_gen_params gp;
+    enum tern_toolcall_format fmt;
+    cJSON *messages;    /* the history (owned) */
+    cJSON *tools;       /* or NULL (owned) */
+    int32_t *ids;
+    size_t cap_ids;
+    bool json, show_prompt;
+    int turn;
+    /* per turn */
+    struct tern_toolcall_parser *tp;
+    size_t shown;       /* content bytes already written to stdout */
+    int reported;       /* tool calls already printed */
+    bool io_error;
+};
+
+/* Parse a JSON file; on error print where the problem is. */
+static cJSON *load_json(const char *what, const char *path)
+{
+    size_t len;
+    char *txt = cli_read_file(path, &len);
+    if (!txt) {
+        fprintf(stderr, "tern chat: cannot read %s file %s: %s\n", what, path, strerror(errno));
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(txt, len + 1, &end, true); /* + the NUL */
+    if (!j) {
+        size_t off = end && end >= txt && end <= txt + len ? (size_t)(end - txt) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (txt[i] == '\n') { line++; col = 1; }
+            else col++;
+        }
+        fprintf(stderr, "tern chat: %s file %s is not valid JSON (line %d:%d, byte %zu)\n", what,
+                path, line, col, off);
+    }
+    free(txt);
+    return j;
+}
+
+/* -1 if s[0..n) is valid UTF-8, else the byte offset of the first invalid sequence. */
+static long long utf8_invalid_at(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) return (long long)i;
+        i += (size_t)k;
+    }
+    return -1;
+}
+
+/* A tool call as the assistant message stores it (OpenAI shape, arguments as an object). */
+static cJSON *call_json(const struct tern_toolcall *c)
+{
+    cJSON *fn = cJSON_CreateObject(), *call = cJSON_CreateObject();
+    cJSON *args = cJSON_Parse(c->arguments);
+    if (!args) args = cJSON_CreateString(c->arguments); /* the parser guarantees JSON; be safe */
+    cJSON_AddStringToObject(fn, "name", c->name);
+    cJSON_AddItemToObject(fn, "arguments", args);
+    if (c->id) cJSON_AddStringToObject(call, "id", c->id);
+    cJSON_AddStringToObject(call, "type", "function");
+    cJSON_AddItemToObject(call, "function", fn);
+    return call;
+}
+
+static void print_json_line(FILE *f, cJSON *j)
+{
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) fprintf(f, "%s\n", s);
+    free(s);
+    fflush(f);
+}
+
+/* Write content the parser has decided, and announce calls it has completed. */
+static void drain(struct chat *c)
+{
+    size_t len;
+    const char *text = tern_toolcall_text(c->tp, &len);
+    if (!c->json && len > c->shown) {
+        if (fwrite(text + c->shown, 1, len - c->shown, stdout) != len - c->shown) c->io_error = true;
+        fflush(stdout);
+    }
+    c->shown = len;
+    for (; c->reported < tern_toolcall_count(c->tp); c->reported++) {
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddNumberToObject(line, "turn", c->turn);
+        cJSON_AddItemToObject(line, "tool_call", call_json(tern_toolcall_get(c->tp, c->reported)));
+        print_json_line(c->json ? stdout : stderr, line);
+        cJSON_Delete(line);
+    }
+}
+
+static int on_piece(const char *text, size_t len, void *user)
+{
+    struct chat *c = user;
+    if (tern_toolcall_feed(c->tp, text, len, NULL)) return 1;
+    drain(c);
+    return c->io_error; /* stdout closed: stop generating */
+}
+
+/* Render the history, tokenize, generate, stream, append the answer. */
+static int answer(struct chat *c)
+{
+    c->turn++;
+    struct tern_chat_params p = tern_chat_default_params();
+    p.messages = c->messages;
+    p.tools = c->tools;
+    char *prompt = NULL;
+    size_t plen;
+    tern_status st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
+    if (st) return cli_report("chat", st);
+    if (c->show_prompt && !c->json) {
+        fprintf(stderr, "tern chat: prompt of turn %d (%zu bytes):\n", c->turn, plen);
+        fwrite(prompt, 1, plen, stderr);
+        fprintf(stderr, "\ntern chat: end of prompt\n");
+    }
+    /* Templates usually write the bos token themselves; add it only if this one did not. */
+    unsigned flags = TERN_TOK_PARSE_SPECIAL;
+    int32_t bos = tern_token_bos(c->tok);
+    size_t bos_len = 0;
+    const char *bos_text = bos >= 0 ? tern_token_text(c->tok, bos, &bos_len) : NULL;
+    if (!bos_text || bos_len == 0 || plen < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
+        flags |= TERN_TOK_ADD_SPECIAL;
+    size_t n = 0;
+    for (;;) {
+        st = tern_tokenize(c->tok, prompt, plen, flags, c->ids, c->cap_ids, &n);
+        if (st != TERN_ERR_RANGE || n <= c->cap_ids) break;
+        int32_t *grown = realloc(c->ids, n * sizeof *grown);
+        if (!grown) { st = TERN_ERR_NOMEM; break; }
+        c->ids = grown;
+        c->cap_ids = n;
+    }
+    int rc = CLI_EXIT_OK;
+    cJSON *turn_json = NULL;
+    if (st) { rc = cli_report("chat", st); goto out; }
+    if (n > (size_t)tern_context_n_ctx(c->ctx)) {
+        fprintf(stderr, "tern chat: the conversation is %zu tokens but the context holds %d "
+                "(use a larger -c)\n", n, tern_context_n_ctx(c->ctx));
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+
+    if ((st = tern_toolcall_parser_create(c->fmt, &c->tp))) { rc = cli_report("chat", st); goto out; }
+    c->shown = 0;
+    c->reported = 0;
+    struct tern_gen_stats gs;
+    st = tern_generate(c->gen, c->smp, c->ids, (int)n, &c->gp, on_piece, c, &gs);
+    if (st) { rc = cli_report("chat", st); goto out; }
+    if ((st = tern_toolcall_finish(c->tp, NULL))) { rc = cli_report("chat", st); goto out; }
+    drain(c);
+    if (!c->json) {
+        printf("\n");
+        fflush(stdout);
+    }
+    for (int i = 0; i < tern_toolcall_n_errors(c->tp); i++)
+        fprintf(stderr, "tern chat: warning: malformed tool call kept as text: %s\n", tern_toolcall_error(c->tp, i));
+
+    size_t clen;
+    const char *content = tern_toolcall_text(c->tp, &clen);
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", content);
+    cJSON *calls = NULL;
+    if (tern_toolcall_count(c->tp) > 0) {
+        calls = cJSON_AddArrayToObject(msg, "tool_calls");
+        for (int i = 0; i < tern_toolcall_count(c->tp); i++)
+            cJSON_AddItemToArray(calls, call_json(tern_toolcall_get(c->tp, i)));
+    }
+    cJSON_AddItemToArray(c->messages, msg);
+
+    if (c->json) {
+        turn_json = cJSON_CreateObject();
+        cJSON_AddNumberToObject(turn_json, "turn", c->turn);
+        cJSON_AddStringToObject(turn_json, "content", content);
+        cJSON_AddItemToObject(turn_json, "tool_calls", calls ? cJSON_Duplicate(calls, true) : cJSON_CreateArray());
+        if (c->show_prompt) cJSON_AddStringToObject(turn_json, "prompt", prompt);
+        cJSON *sj = cJSON_AddObjectToObject(turn_json, "stats");
+        cJSON_AddNumberToObject(sj, "n_prompt", gs.n_prompt);
+        cJSON_AddNumberToObject(sj, "n_reused", gs.n_reused);
+        cJSON_AddNumberToObject(sj, "n_prompt_decoded", gs.n_prompt_decoded);
+        cJSON_AddNumberToObject(sj, "n_generated", gs.n_generated);
+        cJSON_AddNumberToObject(sj, "prompt_ms", gs.prompt_ms);
+        cJSON_AddNumberToObject(sj, "gen_ms", gs.gen_ms);
+        cJSON_AddNumberToObject(sj, "ttft_ms", gs.ttft_ms);
+        cJSON_AddNumberToObject(sj, "gen_tps", gs.gen_tps);
+        cJSON_AddStringToObject(sj, "stop", tern_gen_stop_name(gs.stop));
+        print_json_line(stdout, turn_json);
+    } else {
+        fprintf(stderr, "tern chat: turn %d: prompt %d tokens (%d reused from the KV cache, %d decoded "
+                "in %.1f ms); %d tokens generated in %.1f ms (%.2f tokens/s); first token after "
+                "%.1f ms; stop: %s\n", c->turn, gs.n_prompt, gs.n_reused, gs.n_prompt_decoded,
+                gs.prompt_ms, gs.n_generated, gs.gen_ms, gs.gen_tps, gs.ttft_ms,
+                tern_gen_stop_name(gs.stop));
+    }
+    if (c->io_error) {
+        fprintf(stderr, "tern chat: cannot write to stdout\n");
+        rc = CLI_EXIT_FAIL;
+    }
+out:
+    cJSON_Delete(turn_json);
+    tern_toolcall_parser_free(c->tp);
+    c->tp = NULL;
+    free(prompt);
+    return rc;
+}
+
+static bool ends_with_user(const cJSON *messages)
+{
+    int n = cJSON_GetArraySize(messages);
+    if (n == 0) return false;
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(messages, n - 1), "role"));
+    return role && !strcmp(role, "user");
+}
+
+/* Write the conversation to path via path.tmp + rename. */
+static int save_messages(const struct chat *c, const char *path)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(root, "messages", c->messages);
+    if (c->tools) cJSON_AddItemReferenceToObject(root, "tools", c->tools);
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    int rc = CLI_EXIT_FAIL;
+    if (!s || !tmp) goto out;
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) goto out;
+    bool ok = fputs(s, f) >= 0 && fputc('\n', f) != EOF;
+    ok = (fclose(f) == 0) && ok;
+    if (ok && rename(tmp, path) == 0) rc = CLI_EXIT_OK;
+    else remove(tmp);
+out:
+    if (rc) fprintf(stderr, "tern chat: cannot write %s: %s\n", path, strerror(errno));
+    free(s);
+    free(tmp);
+    return rc;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
+    long long n_predict = 256, n_ctx = 0, threads = 0, top_k = 0, last_n = 64;
+    unsigned long long seed = 0;
+    double temp = 0, top_p = 1, min_p = 0, rep = 1;
+    struct chat c = {.gp = tern_gen_default_params()};
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        long long ll;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if (!strcmp(argv[i], "--json")) { c.json = true; continue; }
+        if (!strcmp(argv[i], "--show-prompt")) { c.show_prompt = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+#define BAD(what) return cli_usage_error("chat", "%s '%s' is not valid", what, v)
+        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
+        else if (OPT("--system", NULL)) { if (r < 0) return 2; system = v; }
+        else if (OPT("--messages", NULL)) { if (r < 0) return 2; msgs_path = v; }
+        else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
+        else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
+        else if (OPT("-n", "--n-predict")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &n_predict)) BAD("-n"); }
+        else if (OPT("-c", "--ctx-size")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &n_ctx)) BAD("-c"); }
+        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
+        else if (OPT("--temp", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &temp)) BAD("--temp"); }
+        else if (OPT("--top-k", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &top_k)) BAD("--top-k"); }
+        else if (OPT("--top-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &top_p)) BAD("--top-p"); }
+        else if (OPT("--min-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &min_p)) BAD("--min-p"); }
+        else if (OPT("--repeat-penalty", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &rep)) BAD("--repeat-penalty"); }
+        else if (OPT("--repeat-last-n", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 20, &last_n)) BAD("--repeat-last-n"); }
+        else if (OPT("-s", "--seed")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, INT64_MAX, &ll)) BAD("--seed"); seed = (unsigned long long)ll; }
+        else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
+#undef OPT
+#undef BAD
+    }
+    if (!model) return cli_usage_error("chat", "missing -m MODEL");
+    if (system && utf8_invalid_at(system, strlen(system)) >= 0)
+        return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
+    c.gp.max_tokens = (int)n_predict;
+
+    /* Files first: a bad tools.json should not cost a model load. */
+    int rc = CLI_EXIT_FAIL;
+    char *line = NULL;
+    if (msgs_path) {
+        cJSON *conv = load_json("messages", msgs_path);
+        if (!conv) goto done;
+        if (cJSON_IsObject(conv)) {
+            c.messages = cJSON_DetachItemFromObjectCaseSensitive(conv, "messages");
+            c.tools = cJSON_DetachItemFromObjectCaseSensitive(conv, "tools");
+            cJSON_Delete(conv);
+        } else {
+            c.messages = conv;
+        }
+        if (!cJSON_IsArray(c.messages)) {
+            fprintf(stderr, "tern chat: %s: expected an array of messages (or an object with a "
+                    "\"messages\" array)\n", msgs_path);
+            goto done;
+        }
+    } else {
+        c.messages = cJSON_CreateArray();
+    }
+    if (tools_path) {
+        cJSON_Delete(c.tools);
+        if (!(c.tools = load_json("tools", tools_path))) goto done;
+    }
+    if (c.tools && !cJSON_IsArray(c.tools)) {
+        fprintf(stderr, "tern chat: tools: expected a JSON array of OpenAI function tools\n");
+        goto done;
+    }
+    if (system) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "system");
+        cJSON_AddStringToObject(m, "content", system);
+        cJSON_InsertItemInArray(c.messages, 0, m);
+    }
+
+    tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &c.model);
+    if (st) { rc = cli_report("chat", st); goto done; }
+    const struct tern_gguf *g = tern_model_gguf(c.model);
+    if ((st = tern_tokenizer_from_gguf(g, &c.tok)) || (st = tern_chat_template_from_gguf(g, &c.tmpl))) {
+        rc = cli_report("chat", st);
+        goto done;
+    }
+    if (tern_chat_template_warning(c.tmpl)) fprintf(stderr, "tern chat: warning: %s\n", tern_chat_template_warning(c.tmpl));
+    c.fmt = tern_toolcall_detect(tern_chat_template_source(c.tmpl));
+    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)threads};
+    struct tern_sampler_params sp = {.temperature = (float)temp, .top_k = (int)top_k,
+                                     .top_p = (float)top_p, .min_p = (float)min_p,
+                                     .repeat_penalty = (float)rep, .repeat_last_n = (int)last_n,
+                                     .seed = seed};
+    if ((st = tern_context_create(c.model, &cp, &c.ctx)) ||
+        (st = tern_sampler_create(&sp, tern_model_n_vocab(c.model), &c.smp)) ||
+        (st = tern_generator_create(c.ctx, c.tok, &c.gen))) {
+        rc = cli_report("chat", st);
+        goto done;
+    }
+
+    rc = CLI_EXIT_OK;
+    if (ends_with_user(c.messages) && (rc = answer(&c))) goto done;
+    bool tty = isatty(STDIN_FILENO);
+    size_t cap = 0;
+    int lineno = 0;
+    for (;;) {
+        if (tty) {
+            printf("> ");
+            fflush(stdout);
+        }
+        ssize_t got = getline(&line, &cap, stdin);
+        if (got < 0) break;
+        lineno++;
+        size_t len = (size_t)got;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+        line[len] = '\0';
+        if (memchr(line, '\0', len) || utf8_invalid_at(line, len) >= 0) {
+            long long at = memchr(line, '\0', len) ? (long long)((char *)memchr(line, '\0', len) - line)
+                                                  : utf8_invalid_at(line, len);
+            fprintf(stderr, "tern chat: stdin line %d: %s at byte %lld; the message was not sent\n",
+                    lineno, memchr(line, '\0', len) ? "NUL byte" : "invalid UTF-8", at);
+            if (tty) continue;
+            rc = CLI_EXIT_FAIL;
+            break;
+        }
+        if (len == 0) continue;
+        if (tty && (!strcmp(line, "/exit") || !strcmp(line, "/quit"))) break;
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "user");
+        cJSON_AddStringToObject(m, "content", line);
+        cJSON_AddItemToArray(c.messages, m);
+        if ((rc = answer(&c))) break;
+    }
+    if (ferror(stdin)) {
+        fprintf(stderr, "tern chat: reading stdin: %s\n", strerror(errno));
+        rc = CLI_EXIT_FAIL;
+    }
+done:
+    if (save_path && c.messages && c.model) {
+        int src = save_messages(&c, save_path);
+        if (!rc) rc = src;
+    }
+    free(line);
+    free(c.ids);
+    tern_generator_free(c.gen);
+    tern_sampler_free(c.smp);
+    tern_context_free(c.ctx);
+    tern_chat_template_free(c.tmpl);
+    tern_tokenizer_free(c.tok);
+    tern_model_free(c.model);
+    cJSON_Delete(c.messages);
+    cJSON_Delete(c.tools);
+    return rc;
+}
