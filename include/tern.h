@@ -297,6 +297,35 @@ int tern_kv_n_pos(const struct tern_context *ctx);
 /* Forget positions >= n_pos (rollback). */
 tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
 
+/* ===================================================================== profiling */
+
+/* Where forward time goes, per op class, and which kernel ran. Enable with
+ * tern_context_set_profile(ctx, true); counters accumulate over tern_decode calls until reset.
+ * A "fallback" is a matmul on a supported format that ran the scalar path although the CPU has a
+ * SIMD path: it should never happen, and `tern bench --profile` reports any. */
+enum tern_prof_op {
+    TERN_PROF_EMBED = 0,     /* token embedding lookup */
+    TERN_PROF_NORM_QUANT,    /* RMSNorm + activation quantization */
+    TERN_PROF_QUANT,         /* activation quantization alone */
+    TERN_PROF_ROPE_KV,       /* RoPE + appending K/V to the cache */
+    TERN_PROF_ATTENTION,     /* Q.K, softmax, weighted V */
+    TERN_PROF_FFN_ACT,       /* SiLU(gate) * up (fused into the gate/up matmul step) */
+    TERN_PROF_MATMUL_F32, TERN_PROF_MATMUL_F16, TERN_PROF_MATMUL_BF16, TERN_PROF_MATMUL_Q8_0,
+    TERN_PROF_MATMUL_Q4_0, TERN_PROF_MATMUL_Q4_K, TERN_PROF_MATMUL_Q6_K,
+    TERN_PROF_COUNT
+};
+struct tern_profile_entry {
+    const char *name;        /* "matmul Q8_0", "attention", ... */
+    const char *kernel;      /* "avx512", "avx2", "scalar" */
+    uint64_t ns;             /* wall time (matmuls: measured on thread 0's share) */
+    uint64_t calls;
+    uint64_t fallbacks;      /* calls that ran scalar although a SIMD path exists for the CPU */
+};
+void tern_context_set_profile(struct tern_context *ctx, bool on);
+void tern_context_profile_reset(struct tern_context *ctx);
+/* Fill out[TERN_PROF_COUNT]. */
+void tern_context_profile(const struct tern_context *ctx, struct tern_profile_entry *out);
+
 /* ===================================================================== sampling */
 
 struct tern_sampler_params {
@@ -397,7 +426,8 @@ tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[3
 
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
- * tern_kv_snapshot_free(). The snapshot does not reference ctx. */
+ * tern_kv_snapshot_free(). The snapshot does not reference ctx; its model
+ * must outlive it. */
 tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
                                     struct tern_kv_snapshot **out);
 /* Replace ctx's KV contents with the snapshot: afterwards tern_kv_n_pos(ctx) == its n and
@@ -409,7 +439,7 @@ uint64_t tern_kv_snapshot_bytes(const struct tern_kv_snapshot *s);
 void tern_kv_snapshot_free(struct tern_kv_snapshot *s);
 
 struct tern_prefix_cache_params {
-    int block_tokens;       /* tokens per block; 0 = 64 */
+    int block_tokens;       /* tokens per block; 0 = 32 */
     uint64_t budget_bytes;  /* KV bytes held in memory; 0 = 256 MiB. LRU blocks are evicted */
     const char *dir;        /* NULL = memory only; else load valid files at create, save there */
 };
@@ -485,7 +515,7 @@ tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
 struct tern_prompt_cache_bench_params {
     int n_threads;       /* 0 = all CPUs */
     int n_requests;      /* target 2; 0 = 200 */
-    int block_tokens;    /* 0 = 64 */
+    int block_tokens;    /* 0 = 32 */
     int reps;            /* repetitions of each timing (median reported); 0 = 3 */
     const char *tmp_dir; /* where (3) writes its files; NULL = $TMPDIR or /tmp */
 };

@@ -37,8 +37,18 @@ struct tern_context {
     float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after tern_decode */
     int n_logits;    /* rows of logits computed by the last decode */
     int logits_row0; /* row of the sub-batch that logits row 0 belongs to (forward.c) */
+    bool profile;    /* collect per-op timings (profile.c) */
+    uint64_t prof_ns[TERN_PROF_COUNT];
+    uint64_t prof_calls[TERN_PROF_COUNT];
+    uint64_t prof_fallbacks[TERN_PROF_COUNT];
     int logits_first;/* token index, within the last tern_decode call, of logits row 0 */
 };
+
+/* Profiling helpers (profile.c): monotonic ns, the op class of a matmul on weight type t, and
+ * whether that matmul runs a scalar fallback on this CPU. */
+uint64_t prof_now_ns(void);
+int prof_matmul_op(int wtype);
+bool prof_is_fallback(int wtype);
 
 /* One forward pass over n <= n_batch tokens at positions pos0.. (forward.c). */
 tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,

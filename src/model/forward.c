@@ -63,6 +63,37 @@ static void rope_apply(float *x, const float *cs, int n_rot, bool neox)
 
 static inline float silu(float x) { return x / (1.0f + expf(-x)); }
 
+/* ---------------------------------------------------------------- profiling */
+
+/* tp_run, timed into op class `op` when the context profiles. */
+static void run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg)
+{
+    if (!ctx->profile) {
+        tp_run(ctx->pool, fn, arg);
+        return;
+    }
+    uint64_t t0 = prof_now_ns();
+    tp_run(ctx->pool, fn, arg);
+    ctx->prof_ns[op] += prof_now_ns() - t0;
+    ctx->prof_calls[op]++;
+}
+
+/* One matmul slice; thread 0 times its share (its rows) for the profile. */
+static void matmul_slice(struct tern_context *ctx, int ith, const struct model_weight *w,
+                         const void *act, int n_tok, long long lo, long long hi, float *out)
+{
+    const bool timed = ctx->profile && ith == 0;
+    const uint64_t t0 = timed ? prof_now_ns() : 0;
+    kern_matmul(w->type, w->data, w->row_bytes, act, ctx->act_stride, n_tok, w->cols, lo, hi, out,
+                w->rows);
+    if (timed) {
+        const int op = prof_matmul_op(w->type);
+        ctx->prof_ns[op] += prof_now_ns() - t0;
+        ctx->prof_calls[op]++;
+        if (prof_is_fallback(w->type)) ctx->prof_fallbacks[op]++;
+    }
+}
+
 /* ---------------------------------------------------------------- parallel steps */
 
 struct step {
@@ -120,8 +151,7 @@ static void step_matmul(void *arg, int ith, int nth)
         tp_split(w->rows, ith, nth, 16, &lo, &hi);
         if (lo >= hi) continue;
         float *out = s->out[j]; /* row t of out belongs to batch row row0 + t */
-        kern_matmul(w->type, w->data, w->row_bytes, act, ctx->act_stride, rows_n, w->cols, lo, hi,
-                    out, w->rows);
+        matmul_slice(ctx, ith, w, act, rows_n, lo, hi, out);
         const struct model_weight *b = s->bias[j];
         if (b && b->data) {
             const float *bv = b->data;
@@ -140,8 +170,7 @@ static void step_matmul_residual(void *arg, int ith, int nth)
     long long lo, hi;
     tp_split(w->rows, ith, nth, 16, &lo, &hi);
     if (lo >= hi) return;
-    kern_matmul(w->type, w->data, w->row_bytes, ctx->act, ctx->act_stride, s->n, w->cols, lo, hi,
-                ctx->proj, w->rows);
+    matmul_slice(ctx, ith, w, ctx->act, s->n, lo, hi, ctx->proj);
     for (int t = 0; t < s->n; t++) {
         float *x = ctx->x + (size_t)t * w->rows;
         const float *p = ctx->proj + (size_t)t * w->rows;
@@ -159,14 +188,18 @@ static void step_ffn_up(void *arg, int ith, int nth)
     long long lo, hi;
     tp_split(n_ff, ith, nth, 16, &lo, &hi);
     if (lo >= hi) return;
-    kern_matmul(L->ffn_gate.type, L->ffn_gate.data, L->ffn_gate.row_bytes, ctx->act,
-                ctx->act_stride, s->n, L->ffn_gate.cols, lo, hi, ctx->gate, n_ff);
-    kern_matmul(L->ffn_up.type, L->ffn_up.data, L->ffn_up.row_bytes, ctx->act, ctx->act_stride,
-                s->n, L->ffn_up.cols, lo, hi, ctx->up, n_ff);
+    matmul_slice(ctx, ith, &L->ffn_gate, ctx->act, s->n, lo, hi, ctx->gate);
+    matmul_slice(ctx, ith, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
+    const bool timed = ctx->profile && ith == 0;
+    const uint64_t t0 = timed ? prof_now_ns() : 0;
     for (int t = 0; t < s->n; t++) {
         float *g = ctx->gate + (size_t)t * n_ff;
         const float *u = ctx->up + (size_t)t * n_ff;
         for (long long r = lo; r < hi; r++) g[r] = silu(g[r]) * u[r];
+    }
+    if (timed) {
+        ctx->prof_ns[TERN_PROF_FFN_ACT] += prof_now_ns() - t0;
+        ctx->prof_calls[TERN_PROF_FFN_ACT]++;
     }
 }
 
@@ -248,7 +281,7 @@ static void ensure_act(struct tern_context *ctx, const float *src, int cols, int
     const int at = act_type_of(w);
     if (ctx->act_src == src && ctx->act_type == at) return;
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
-    tp_run(ctx->pool, step_quantize, &s);
+    run_step(ctx, TERN_PROF_QUANT, step_quantize, &s);
     ctx->act_src = src;
     ctx->act_type = at;
 }
@@ -259,7 +292,7 @@ static void norm_and_quantize(struct tern_context *ctx, const float *src, const 
     const int at = act_type_of(w);
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
                      .cols = cols, .act_type = at};
-    tp_run(ctx->pool, step_norm_quantize, &s);
+    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s);
     ctx->act_src = ctx->xn;
     ctx->act_type = at;
 }
@@ -272,11 +305,16 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     const int d = in->n_embd;
 
     /* Embeddings: dequantize the rows of the looked-up tokens. */
+    const uint64_t t_embd = ctx->profile ? prof_now_ns() : 0;
     const struct quant_traits *et = quant_traits_get(m->tok_embd.type);
     for (int t = 0; t < n; t++)
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                      ctx->x + (size_t)t * d, d);
     for (int t = 0; t < n; t++) rope_cache_row(m, pos0 + t, ctx->rope_cs + (size_t)t * in->n_rot);
+    if (ctx->profile) {
+        ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
+        ctx->prof_calls[TERN_PROF_EMBED]++;
+    }
 
     for (int il = 0; il < in->n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
@@ -302,8 +340,8 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             }
             tp_run(ctx->pool, step_matmul, &mm);
         }
-        tp_run(ctx->pool, step_rope_store, &s);
-        tp_run(ctx->pool, step_attention, &s);
+        run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s);
+        run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s);
         ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
         s.w[0] = &L->wo;
         tp_run(ctx->pool, step_matmul_residual, &s);

@@ -29,6 +29,7 @@ static void help(void)
            "  -r, --repetitions N     timed repetitions per test (default 5)\n"
            "  -b, --batch-size N      prompt batch size (default 512)\n"
            "  --json                  JSON array, one object per test (llama-bench field names)\n"
+           "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
            "\n"
            "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
            "untimed (warm-up) before its repetitions.\n",
@@ -93,6 +94,8 @@ static int32_t token_for(int i, int n_vocab)
     return (int32_t)(((uint64_t)i * 2654435761u + 1000) % (uint64_t)(n_vocab - 300) + 259);
 }
 
+static double sample_seconds; /* time spent in the sampler during runs (for --profile) */
+
 /* One timed run; returns seconds or < 0 on failure (message printed). */
 static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n_vocab,
                        int n_prompt, int n_gen, int32_t *buf)
@@ -107,7 +110,11 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
         int32_t tok = token_for(0, n_vocab);
         for (int i = 0; i < n_gen && !st; i++) {
             st = tern_decode(ctx, &tok, 1, i, TERN_LOGITS_LAST);
-            if (!st) tok = tern_sampler_sample(smp, tern_context_logits(ctx, 0));
+            if (!st) {
+                double ts = now_s();
+                tok = tern_sampler_sample(smp, tern_context_logits(ctx, 0));
+                sample_seconds += now_s() - ts;
+            }
         }
     }
     double t = now_s() - t0;
@@ -125,11 +132,12 @@ int cmd_bench(int argc, char **argv)
     int n_models = 0;
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1;
-    bool json = false;
+    bool json = false, profile = false;
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if (OPT("-m", "--model")) {
             if (r < 0) return 2;
@@ -214,17 +222,24 @@ int cmd_bench(int argc, char **argv)
                                          .params = params, .n_prompt = np, .n_gen = ng,
                                          .threads = threads, .reps = (int)reps};
                     if (run_once(ctx, smp, in->n_vocab, np, ng, buf) < 0) { rc = 1; break; }
-                    double sum = 0, sq = 0;
+                    tern_context_set_profile(ctx, profile);
+                    tern_context_profile_reset(ctx);
+                    sample_seconds = 0;
+                    double sum = 0, sq = 0, total_s = 0;
                     for (int r = 0; r < reps; r++) {
                         double t = run_once(ctx, smp, in->n_vocab, np, ng, buf);
                         if (t < 0) { rc = 1; break; }
                         res.samples[r] = (np + ng) / t;
+                        total_s += t;
                         sum += res.samples[r];
                     }
                     if (rc) break;
                     res.avg = sum / reps;
                     for (int r = 0; r < reps; r++) sq += (res.samples[r] - res.avg) * (res.samples[r] - res.avg);
                     res.sd = reps > 1 ? sqrt(sq / (reps - 1)) : 0.0;
+                    struct tern_profile_entry prof[TERN_PROF_COUNT];
+                    tern_context_profile(ctx, prof);
+                    tern_context_set_profile(ctx, false);
                     const char *base = strrchr(res.model, '/');
                     base = base ? base + 1 : res.model;
                     if (json) {
@@ -234,13 +249,41 @@ int cmd_bench(int argc, char **argv)
                                first_json ? "" : ",", res.model, in->arch_name, (unsigned long long)res.size,
                                (unsigned long long)res.params, n_batch, res.threads, np, ng, res.avg, res.sd);
                         for (int r = 0; r < reps; r++) printf("%s%.6f", r ? ", " : "", res.samples[r]);
-                        printf("], \"timed\": \"forward passes + greedy sampling; tokenization excluded\"}");
+                        printf("], \"timed\": \"forward passes + greedy sampling; tokenization excluded\"");
+                        if (profile) {
+                            printf(", \"profile\": [");
+                            for (int k = 0; k < TERN_PROF_COUNT; k++)
+                                printf("%s{\"op\": \"%s\", \"kernel\": \"%s\", \"ms\": %.3f, \"share\": %.4f, "
+                                       "\"calls\": %llu, \"fallbacks\": %llu}", k ? ", " : "", prof[k].name,
+                                       prof[k].kernel, prof[k].ns / 1e6, prof[k].ns / 1e9 / total_s,
+                                       (unsigned long long)prof[k].calls, (unsigned long long)prof[k].fallbacks);
+                            printf(", {\"op\": \"sampling\", \"kernel\": \"scalar\", \"ms\": %.3f, \"share\": %.4f}]",
+                                   sample_seconds * 1e3, sample_seconds / total_s);
+                        }
+                        printf("}");
                         first_json = false;
                     } else {
                         char test[32];
                         snprintf(test, sizeof test, np ? "pp%d" : "tg%d", np ? np : ng);
                         printf("| %s | %.2f MiB | %.2f M | %d | %s | %.2f ± %.2f |\n", base,
                                res.size / 1048576.0, res.params / 1e6, res.threads, test, res.avg, res.sd);
+                        if (profile) {
+                            uint64_t fb = 0;
+                            printf("\n  profile of %s (%d threads), wall time over %lld runs:\n", test, res.threads, reps);
+                            printf("  | op | kernel | ms | share | calls | fallbacks |\n");
+                            for (int k = 0; k < TERN_PROF_COUNT; k++) {
+                                fb += prof[k].fallbacks;
+                                if (!prof[k].calls) continue;
+                                printf("  | %s | %s | %.1f | %.1f %% | %llu | %llu |\n", prof[k].name, prof[k].kernel,
+                                       prof[k].ns / 1e6, 100.0 * prof[k].ns / 1e9 / total_s,
+                                       (unsigned long long)prof[k].calls, (unsigned long long)prof[k].fallbacks);
+                            }
+                            if (ng) printf("  | sampling | scalar | %.1f | %.1f %% | %lld | 0 |\n", sample_seconds * 1e3,
+                                           100.0 * sample_seconds / total_s, (long long)ng * reps);
+                            printf("  | tokenizer | - | excluded | - | - | - |\n");
+                            printf("  scalar fallbacks on supported formats: %llu%s\n\n", (unsigned long long)fb,
+                                   fb ? "  <-- a bug: please report" : "");
+                        }
                     }
                     fflush(stdout);
                 }
