@@ -423,7 +423,7 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
     if ((st = tok_scratch_cpt(&t->scratch, 1 << 16)) || (st = tok_scratch_sym(&t->scratch, 4096)) ||
         (st = tok_scratch_esc(&t->scratch, 1 << 16)))
         return st;
-    return tok_cache_init(&t->cache, 1u << 16, (size_t)4 << 20);
+    return tok_cache_init(&t->cache, 1u << 17, (size_t)4 << 20);
 }
 
 tern_status tern_tokenizer_from_gguf(const struct tern_gguf *g, struct tern_tokenizer **out)
