@@ -364,6 +364,12 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
                                    const char *path, int *n_fallbacks);
 const char *tern_synth_shape_names(void);
 
+/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names as above); 1-D
+ * tensors stay as they are, metadata is copied (general.file_type updated). Rows the type's
+ * block does not divide fall back to Q8_0 (counted in *n_fallbacks, may be NULL). Atomic. */
+tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+                                int *n_fallbacks);
+
 /* ===================================================================== reference checks */
 
 /* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:

@@ -155,6 +155,34 @@ static void test_synth_check_run(void **state)
     cJSON_Delete(j);
 }
 
+/* tern quantize F16 -> Q8_0 gives a model that matches llama.cpp's own Q8_0 reference (made
+ * from the F32 weights; ours comes from F16, hence the quantized-model tolerance). */
+static void test_quantize(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(src, "fixtures/models/llama-spm-tiny-f16.gguf");
+    char cmd[16384], out[4096], path[4096], ref[4096];
+    snprintf(path, sizeof path, "%s/q8.gguf", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), src, path);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    TEST_SHARED_OR_SKIP(r, "fixtures/reference/llama-spm-tiny-q8_0.jsonl");
+    snprintf(ref, sizeof ref, "%s", r);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    struct tern_ref_report rep;
+    assert_tern_ok(tern_ref_check(m, ref, 2, 0.05, NULL, &rep));
+    print_message("quantized by tern vs llama.cpp's Q8_0 reference: max |d| %.3g, full %.3g\n",
+                  rep.max_abs_top, rep.max_abs_full);
+    assert_true(rep.pass);
+    tern_model_free(m);
+    /* wrong type, same file, missing input */
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s/x.gguf q5_1 2>&1", test_tern_bin(), src, test_tmpdir());
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "q5_1"));
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), path, path);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_run_greedy_qwen2_f16),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_synth_check_run),
+        cmocka_unit_test(test_quantize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "model/type_plan.h"
 #include "quant/quant.h"
 #include "util/error.h"
 
@@ -59,34 +59,6 @@ static void fill_normal(uint64_t *s, float *x, int64_t n, float mean, float std)
                       (int64_t)(b >> 32) - 2 * 4294967295ll;
         x[i] = mean + (float)sum * k;
     }
-}
-
-/* ---------------------------------------------------------------- type plan */
-
-/* llama.cpp's Q4_K_M rule: attn_v and ffn_down get more bits in some layers. */
-static bool use_more_bits(int il, int n)
-{
-    return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
-
-/* Type of a 2-D weight with `cols` columns under the requested mix; falls back to Q8_0 when
- * the block size does not divide the row (as llama-quantize falls back, to a type tern has). */
-static int weight_type(const char *mix, int base, const char *tensor, int il, int n_layer,
-                       int64_t cols, int *fallbacks)
-{
-    int t = base;
-    if (!strcmp(mix, "q4_k_m")) {
-        if (!strcmp(tensor, "output") || !strcmp(tensor, "token_embd"))
-            t = TERN_TYPE_Q6_K;
-        else if ((!strcmp(tensor, "attn_v") || !strcmp(tensor, "ffn_down")) &&
-                 use_more_bits(il, n_layer))
-            t = TERN_TYPE_Q6_K;
-    }
-    if (cols % tern_type_block_size(t) != 0) {
-        (*fallbacks)++;
-        t = TERN_TYPE_Q8_0;
-    }
-    return t;
 }
 
 /* ---------------------------------------------------------------- writing */
@@ -213,16 +185,9 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
     if (!sh)
         return tern_fail(TERN_ERR_ARG, "unknown model shape '%s' (known: %s)", shape,
                          tern_synth_shape_names());
-    int base;
-    const char *mix = type_name;
-    if (!strcasecmp(type_name, "q4_k_m")) {
-        mix = "q4_k_m";
-        base = TERN_TYPE_Q4_K;
-    } else if (tern_type_from_name(type_name, &base) != TERN_OK || !tern_type_is_supported(base) ||
-               base == TERN_TYPE_Q8_K) {
-        return tern_fail(TERN_ERR_ARG, "unknown or unsupported weight type '%s' (use f32, f16, "
-                         "bf16, q8_0, q4_0, q4_k, q6_k or q4_k_m)", type_name);
-    }
+    struct type_plan plan;
+    tern_status ps = type_plan_parse(type_name, &plan);
+    if (ps) return ps;
     struct synth_state st = {.rng = seed * 0x2545F4914F6CDD1Dull + 1};
     tern_status s = tern_gguf_writer_create(32, &st.w);
     if (s) return s;
@@ -254,11 +219,11 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
     const int n_layer = sh->n_layer;
     int fb = 0;
     if (!s) s = add_matrix(&st, "token_embd.weight",
-                           weight_type(mix, base, "token_embd", 0, n_layer, d, &fb), d, sh->n_vocab, 0.02f);
+                           type_plan_pick(&plan, "token_embd", 0, n_layer, d, &fb), d, sh->n_vocab, 0.02f);
     for (int il = 0; il < n_layer && !s; il++) {
         char nm[64];
 #define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
-#define WT(kind, cols) weight_type(mix, base, kind, il, n_layer, cols, &fb)
+#define WT(kind, cols) type_plan_pick(&plan, kind, il, n_layer, cols, &fb)
         s = add_vector(&st, T("attn_norm.weight"), d, 1.0f, 0.05f);
         if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, qd, 0.08f);
         if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_q.bias"), qd, 0.0f, 0.2f);
@@ -276,7 +241,7 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
     }
     if (!s) s = add_vector(&st, "output_norm.weight", d, 1.0f, 0.05f);
     if (!s && !sh->tied)
-        s = add_matrix(&st, "output.weight", weight_type(mix, base, "output", 0, n_layer, d, &fb),
+        s = add_matrix(&st, "output.weight", type_plan_pick(&plan, "output", 0, n_layer, d, &fb),
                        d, sh->n_vocab, 0.02f);
     if (!s) s = tern_gguf_writer_write(st.w, path);
     free(st.rowbuf);

@@ -1,0 +1,115 @@
+/* quantize_model.c — tern_quantize_model: rewrite a GGUF model with its 2-D weights in another
+ * type (tern quantize). Metadata is copied verbatim (general.file_type updated); 1-D tensors
+ * (norms, biases) stay as they are. Each weight is dequantized to F32 and quantized with tern's
+ * reference quantizers, so quantizing an F16/F32 file gives what llama-quantize gives without an
+ * importance matrix. Written atomically through the GGUF writer (tmp + rename). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/type_plan.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+/* llama.cpp's general.file_type values for the mixes tern writes. */
+static uint32_t file_type_of(const struct type_plan *p)
+{
+    if (p->q4_k_m) return 15;
+    switch (p->base) {
+    case TERN_TYPE_F32: return 0;
+    case TERN_TYPE_F16: return 1;
+    case TERN_TYPE_Q4_0: return 2;
+    case TERN_TYPE_Q8_0: return 7;
+    case TERN_TYPE_Q4_K: return 14;
+    case TERN_TYPE_Q6_K: return 18;
+    case TERN_TYPE_BF16: return 32;
+    }
+    return 0;
+}
+
+/* "blk.12.attn_v.weight" -> kind "attn_v", il 12; "token_embd.weight" -> "token_embd", -1. */
+static void tensor_kind(const struct tern_str *name, char *kind, size_t cap, int *il)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%.*s", (int)(name->len < 127 ? name->len : 127), name->ptr);
+    *il = -1;
+    const char *p = buf;
+    if (!strncmp(buf, "blk.", 4)) {
+        *il = atoi(buf + 4);
+        p = strchr(buf + 4, '.');
+        p = p ? p + 1 : buf;
+    }
+    snprintf(kind, cap, "%s", p);
+    char *dot = strchr(kind, '.');
+    if (dot) *dot = '\0';
+}
+
+tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+                                int *n_fallbacks)
+{
+    struct type_plan plan;
+    tern_status st = type_plan_parse(type_name, &plan);
+    if (st) return st;
+    struct tern_gguf *g;
+    if ((st = tern_gguf_open(in_path, &g))) return st;
+    struct tern_gguf_writer *w = NULL;
+    float *f32 = NULL;
+    void *q = NULL;
+    int fb = 0;
+    struct tern_str arch = {0};
+    int64_t n_layer = 0;
+    if (tern_gguf_get_str(g, "general.architecture", &arch) == TERN_OK && arch.len < 64) {
+        char key[96];
+        snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
+        tern_gguf_get_i64(g, key, &n_layer);
+    }
+    st = tern_gguf_writer_create((uint32_t)tern_gguf_alignment(g), &w);
+    for (int64_t i = 0; !st && i < tern_gguf_n_kv(g); i++) {
+        struct tern_str k = tern_gguf_key(g, i);
+        if (k.len == 17 && !memcmp(k.ptr, "general.file_type", 17)) continue;
+        st = tern_gguf_writer_copy_kv(w, g, i);
+    }
+    if (!st) st = tern_gguf_writer_set_u32(w, "general.file_type", file_type_of(&plan));
+    for (int64_t i = 0; !st && i < tern_gguf_n_tensors(g); i++) {
+        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
+        if (t->n_dims != 2) { /* norms, biases, rope_freqs: unchanged */
+            st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
+            continue;
+        }
+        const struct quant_traits *src = quant_traits_get(t->type);
+        if (!src || !tern_type_is_supported(t->type) || t->type == TERN_TYPE_Q8_K) {
+            st = tern_fail(TERN_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which tern cannot "
+                           "read", in_path, name, tern_type_name(t->type));
+            break;
+        }
+        char kind[128];
+        int il;
+        tensor_kind(&t->name, kind, sizeof kind, &il);
+        const int64_t cols = t->ne[0], rows = t->ne[1];
+        const int dst_type = type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, cols, &fb);
+        const struct quant_traits *dst = quant_traits_get(dst_type);
+        const size_t src_row = quant_row_bytes(t->type, cols), dst_row = quant_row_bytes(dst_type, cols);
+        free(f32);
+        free(q);
+        f32 = malloc((size_t)cols * sizeof *f32);
+        q = malloc(dst_row * (size_t)rows);
+        if (!f32 || !q) {
+            st = tern_fail(TERN_ERR_NOMEM, "out of memory quantizing '%s'", name);
+            break;
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            src->to_float((const char *)t->data + (size_t)r * src_row, f32, cols);
+            dst->from_float(f32, (char *)q + (size_t)r * dst_row, cols);
+        }
+        st = tern_gguf_writer_add_tensor(w, name, dst_type, 2, t->ne, q);
+    }
+    if (!st) st = tern_gguf_writer_write(w, out_path);
+    free(f32);
+    free(q);
+    tern_gguf_writer_free(w);
+    tern_gguf_close(g);
+    if (n_fallbacks) *n_fallbacks = fb;
+    return st;
+}
