@@ -1,35 +1,14 @@
 /* test_chat_noalloc.c — tern_generate's per-token loop performs no heap allocation. Linked with
  * -Wl,--wrap=malloc,calloc,realloc (CMakeLists.txt, like test_noalloc), so every allocation
- * libtern makes goes through the counters below. The count runs from the first streamed piece
+ * libtern makes goes through the counters of tests/support/alloc_count.c. The count runs from the first streamed piece
  * (the prompt is decoded by then) to the return of tern_generate, across 40 sampled tokens. */
 #include "test_support.h"
+#include "alloc_count.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-
-static _Atomic long allocations;
-
-void *__wrap_malloc(size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t m)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_realloc(p, n);
-}
 
 struct watch {
     long at_first; /* counter at the first piece, -1 before it */
@@ -41,7 +20,7 @@ static int on_piece(const char *text, size_t len, void *user)
     (void)text;
     (void)len;
     struct watch *w = user;
-    if (w->pieces++ == 0) w->at_first = atomic_load(&allocations);
+    if (w->pieces++ == 0) w->at_first = test_allocations();
     return 0;
 }
 
@@ -77,17 +56,17 @@ static void test_generate_loop_does_not_allocate(void **state)
     struct tern_gen_stats st;
     struct watch w = {.at_first = -1};
     assert_tern_ok(tern_generate(g, s, ids, (int)n, &gp, on_piece, &w, &st));
-    long during = atomic_load(&allocations) - w.at_first;
+    long during = test_allocations() - w.at_first;
     print_message("%d tokens, %d pieces: %ld allocations after the first piece\n", st.n_generated,
                   w.pieces, during);
     assert_int_equal(st.n_generated, 40);
     assert_true(w.pieces >= 10);
     assert_int_equal(during, 0);
     /* the counter works: creating a generator allocates */
-    long before = atomic_load(&allocations);
+    long before = test_allocations();
     struct tern_generator *g2;
     assert_tern_ok(tern_generator_create(ctx, tok, &g2));
-    assert_true(atomic_load(&allocations) > before);
+    assert_true(test_allocations() > before);
     tern_generator_free(g2);
     tern_generator_free(g);
     tern_sampler_free(s);

@@ -1,32 +1,11 @@
 /* test_noalloc.c — decoding a token performs no heap allocation. The test binary is linked
  * with -Wl,--wrap=malloc,calloc,realloc (CMakeLists.txt), so every allocation made by libtern
- * goes through the counters below. */
+ * goes through the counters of tests/support/alloc_count.c. */
 #include "test_support.h"
+#include "alloc_count.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-
-static _Atomic long allocations;
-
-void *__wrap_malloc(size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t m)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_realloc(p, n);
-}
 
 static void decode_without_allocation(const char *rel, int threads)
 {
@@ -45,7 +24,7 @@ static void decode_without_allocation(const char *rel, int threads)
     int32_t prompt[8] = {1, 100, 200, 300, 400, 500, 600, 700};
     assert_tern_ok(tern_decode(ctx, prompt, 8, 0, TERN_LOGITS_LAST));
 
-    long before = atomic_load(&allocations);
+    long before = test_allocations();
     const float *lg = tern_context_logits(ctx, 7);
     for (int i = 0; i < 40; i++) {
         int32_t tok = tern_sampler_sample(s, lg);
@@ -53,14 +32,14 @@ static void decode_without_allocation(const char *rel, int threads)
         lg = tern_context_logits(ctx, 0);
         assert_non_null(lg);
     }
-    long during = atomic_load(&allocations) - before;
+    long during = test_allocations() - before;
     print_message("%s, %d thread(s): %ld allocations during 40 decode + sample steps\n", rel,
                   threads, during);
     assert_int_equal(during, 0);
     /* the counter works: creating a sampler allocates */
     struct tern_sampler *s2;
     assert_tern_ok(tern_sampler_create(&sp, 10, &s2));
-    assert_true(atomic_load(&allocations) > before);
+    assert_true(test_allocations() > before);
     tern_sampler_free(s2);
     tern_sampler_free(s);
     tern_context_free(ctx);

@@ -1,35 +1,14 @@
 /* test_tokenizer_noalloc.c — tokenizing and streaming detokenization perform no heap
  * allocation once the tokenizer has seen an input of the same length (its scratch is kept).
- * Linked with -Wl,--wrap=malloc,calloc,realloc (CMakeLists.txt, tokenizer block), so every
- * allocation made by libtern goes through the counters below. */
+ * Linked with -Wl,--wrap=malloc,calloc,realloc (CMakeLists.txt, TERN_ALLOC_COUNTING_TESTS), so every
+ * allocation made by libtern goes through the counters of tests/support/alloc_count.c. */
 #include "test_support.h"
+#include "alloc_count.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t m);
-void *__real_realloc(void *p, size_t n);
-
-static _Atomic long allocations;
-
-void *__wrap_malloc(size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t m)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_calloc(n, m);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-    atomic_fetch_add(&allocations, 1);
-    return __real_realloc(p, n);
-}
 
 static const char text[] =
     "The quick brown fox jumps over the lazy dog. I've been 'told he's there.\n"
@@ -49,7 +28,7 @@ static void no_alloc_for(const char *vocab)
     const unsigned flags[] = {0, TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL};
     for (int f = 0; f < 2; f++) {
         /* every call below, warm-up included, stays within the scratch allocated at load */
-        long before = atomic_load(&allocations);
+        long before = test_allocations();
         assert_tern_ok(tern_tokenize(t, text, sizeof text - 1, flags[f], ids, 1024, &n));
         assert_tern_ok(tern_tokenize(t, text, sizeof text - 1, flags[f], ids, 1024, &n2));
         assert_int_equal(n, n2);
@@ -59,17 +38,17 @@ static void no_alloc_for(const char *vocab)
         char out[4096];
         size_t m;
         assert_tern_ok(tern_detokenize(t, ids, n, 0, out, sizeof out, &m));
-        assert_int_equal(atomic_load(&allocations) - before, 0);
+        assert_int_equal(test_allocations() - before, 0);
     }
     struct tern_detokenizer *d;
     assert_tern_ok(tern_detokenizer_create(t, 0, &d));
-    long before = atomic_load(&allocations);
+    long before = test_allocations();
     for (size_t i = 0; i < n; i++) {
         const char *p;
         size_t pn;
         assert_tern_ok(tern_detokenizer_push(d, ids[i], &p, &pn));
     }
-    assert_int_equal(atomic_load(&allocations) - before, 0);
+    assert_int_equal(test_allocations() - before, 0);
     tern_detokenizer_free(d);
     tern_tokenizer_free(t);
 }
