@@ -265,13 +265,16 @@ struct tern_context_params {
     int n_ctx;       /* KV positions; 0 = min(model's training context, 4096) */
     int n_batch;     /* max tokens per tern_decode call; 0 = 512 */
     int n_threads;   /* 0 = number of online CPUs */
+    bool no_warmup;  /* skip the warm-up pass at creation (see tern_context_create) */
 };
 struct tern_context_params tern_context_default_params(void);
 
 struct tern_context;
 
-/* Create a context: KV cache and all scratch are allocated here, once. Caller frees with
- * tern_context_free(). The model must outlive the context. */
+/* Create a context: KV cache and all scratch are allocated here, once. Unless no_warmup is set,
+ * one token is decoded and forgotten, so the threads, scratch pages and weight pages are warm
+ * and the first request runs as fast as the tenth. Caller frees with tern_context_free(). The
+ * model must outlive the context. */
 tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
                                 struct tern_context **out);
 void tern_context_free(struct tern_context *ctx);

@@ -78,6 +78,17 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         tern_context_free(ctx);
         return st;
     }
+    if (!cp.no_warmup) {
+        /* a full forward pass touches every weight page, scratch buffer and worker thread */
+        const int32_t tok = 0;
+        st = forward_batch(ctx, &tok, 1, 0, TERN_LOGITS_LAST);
+        ctx->n_logits = 0;
+        ctx->profile = false;
+        if (st) {
+            tern_context_free(ctx);
+            return st;
+        }
+    }
     *out = ctx;
     return TERN_OK;
 }

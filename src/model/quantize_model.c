@@ -101,7 +101,7 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
         }
         for (int64_t r = 0; r < rows; r++) {
             src->to_float((const char *)t->data + (size_t)r * src_row, f32, cols);
-            dst->from_float(f32, (char *)q + (size_t)r * dst_row, cols);
+            dst->from_float_ref(f32, (char *)q + (size_t)r * dst_row, cols);
         }
         st = tern_gguf_writer_add_tensor(w, name, dst_type, 2, t->ne, q);
     }

@@ -82,7 +82,7 @@ static tern_status add_matrix(struct synth_state *st, const char *name, int type
     if (!q) return tern_fail(TERN_ERR_NOMEM, "synth: out of memory for %s", name);
     for (int64_t r = 0; r < rows; r++) {
         fill_normal(&st->rng, st->rowbuf, cols, 0.0f, std);
-        tr->from_float(st->rowbuf, (char *)q + (size_t)r * row_bytes, cols);
+        tr->from_float_ref(st->rowbuf, (char *)q + (size_t)r * row_bytes, cols);
     }
     int64_t ne[2] = {cols, rows};
     tern_status s = tern_gguf_writer_add_tensor(st->w, name, type, 2, ne, q);
