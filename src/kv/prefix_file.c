@@ -279,7 +279,7 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
         n++;
     }
     closedir(d);
-    if (!st) qsort(ents, n, sizeof *ents, cmp_depth);
+    if (!st && n) qsort(ents, n, sizeof *ents, cmp_depth); /* qsort(NULL, 0) is undefined */
     for (size_t i = 0; i < n && !st; i++) {
         if (pc->st.bytes + pc->block_bytes > pc->budget) break; /* budget full: rest stays on disk */
         snprintf(path, sizeof path, "%s/%s", pc->dir, ents[i].name);
