@@ -7,6 +7,10 @@
  *    exact integer block sums, so results differ only by float summation order:
  *    |simd - scalar| <= 1e-5 * sum|w_i*a_i| (+ 1e-6). The float formats (F32/F16/BF16) sum
  *    float products in a different order too: same bound.
+ * 2b. The blocked prefill kernels (AVX-512 repacked 16-row panels, 128-row blocks, 512-element k
+ *    chunks, 8-token tiles) on shapes that cut every blocking unevenly: rows > 128 and not a
+ *    multiple of 16, k past one chunk and not a multiple of it, n_tok not a multiple of the
+ *    tile; called through kern_matmul and directly (so small n_tok reach them too).
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
@@ -181,6 +185,55 @@ static void test_simd_matmul(void **state)
     print_message("SIMD paths compared with scalar: %d\n", paths_run);
 }
 
+static void test_blocked_prefill(void **state)
+{
+    (void)state;
+    if (!kern_force_isa("avx512")) {
+        print_message("SKIP: this CPU cannot run the avx512 path\n");
+        return;
+    }
+    static const int shapes[][3] = {/* rows, k / 32, n_tok */
+                                    {150, 37, 9}, {40, 17, 17}, {131, 16, 6}, {33, 3, 3},
+                                    {16, 33, 1}, {272, 8, 8}};
+    const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
+    int checked = 0;
+    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
+        const int wtype = weight_types[ti];
+        const kern_matmul_fn direct = kern_avx512_panel_matmul(wtype);
+        if (!direct) continue;
+        const int64_t bs = quant_traits_get(wtype)->block_size;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            struct problem p;
+            const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
+            problem_make(&p, wtype, shapes[si][0], k, shapes[si][2]);
+            const int64_t ldy = p.rows + 5;
+            const size_t ny = (size_t)(ldy * p.n_tok);
+            float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R);
+            for (int ri = 0; ri < 3; ri++) {
+                const int64_t r0 = ranges[ri][0], r1 = p.rows + 1 + ranges[ri][1];
+                for (int via = 0; via < 2; via++) {
+                    for (size_t i = 0; i < ny; i++) Y[i] = R[i] = -7.0f;
+                    if (via == 0)
+                        kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
+                                    Y, ldy);
+                    else
+                        direct(p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y, ldy);
+                    kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0,
+                                       r1, R, ldy);
+                    check_close(&p, Y, R, r0, r1, ldy, via == 0 ? "avx512" : "avx512-panel");
+                    checked++;
+                }
+            }
+            free(Y);
+            free(R);
+            problem_free(&p);
+        }
+    }
+    assert_true(checked > 0);
+    assert_true(kern_force_isa("scalar"));
+    print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
+}
+
 static void fill_activation(float *x, int64_t k, int variant)
 {
     for (int64_t i = 0; i < k; i++) x[i] = rnd_normal() * (variant + 1);
@@ -252,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_scalar_matmul),
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_simd_matmul),
+        cmocka_unit_test(test_blocked_prefill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

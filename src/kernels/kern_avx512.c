@@ -48,14 +48,29 @@ KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t
 }
 KS_DEFINE_MATMUL(bf16dp)
 
+/* Prefill: from this many tokens on, the repacked-panel kernels of kern_panel_avx512.c win
+ * (their per-call repacking is paid back over the tokens); below it, the tiles above. */
+#define KERN_PANEL_MIN_TOK 6
+#define KS_ROUTE_PANEL(fmt, type)                                                              \
+    static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
+    {                                                                                          \
+        if (n_tok >= KERN_PANEL_MIN_TOK)                                                       \
+            kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);            \
+        else                                                                                   \
+            fmt##_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);                              \
+    }
+KS_ROUTE_PANEL(q8_0, TERN_TYPE_Q8_0)
+KS_ROUTE_PANEL(q4_0, TERN_TYPE_Q4_0)
+
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_F32: return f32_matmul;
     case TERN_TYPE_F16: return f16_matmul;
     case TERN_TYPE_BF16: return bf16dp_matmul;
-    case TERN_TYPE_Q4_0: return q4_0_matmul;
-    case TERN_TYPE_Q8_0: return q8_0_matmul;
+    case TERN_TYPE_Q4_0: return q4_0_route;
+    case TERN_TYPE_Q8_0: return q8_0_route;
     case TERN_TYPE_Q4_K: return q4_K_matmul;
     case TERN_TYPE_Q6_K: return q6_K_matmul;
     default: return NULL;

@@ -43,6 +43,9 @@ kern_matmul_fn kern_avx2_matmul(int wtype);
 kern_quant_fn kern_avx2_quant(int act_type);
 kern_matmul_fn kern_avx512_matmul(int wtype);
 kern_quant_fn kern_avx512_quant(int act_type);
+/* The AVX-512 prefill kernels of kern_panel_avx512.c (16-row repacked panels), or NULL for a
+ * type without one; kern_avx512_matmul routes large n_tok to them. */
+kern_matmul_fn kern_avx512_panel_matmul(int wtype);
 
 /* The scalar path, callable directly (tests compare SIMD paths with it). */
 void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A,
