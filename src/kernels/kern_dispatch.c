@@ -2,8 +2,10 @@
  * kern_quantize_act to it.
  *
  * The choice is a pointer to a static table; kern_init fills it under pthread_once, so the
- * hot calls only read it. TERN_KERNELS=scalar|avx2|avx512 overrides detection (a path this
- * CPU cannot run falls back, with a warning on stderr). */
+ * hot calls only read it. TERN_KERNELS=scalar|avx2|avx512|neon overrides detection (a path
+ * this CPU cannot run falls back, with a warning on stderr). On AArch64 the "neon" path is
+ * chosen; whether its integer kernels use the dot-product instruction is decided inside it
+ * (kern_neon.h). */
 #include "kernels/kernels.h"
 
 #include <pthread.h>
@@ -12,16 +14,19 @@
 #include <string.h>
 
 #include "tern.h"
+#if defined(__aarch64__)
+#include "kernels/kern_neon.h"
+#endif
 
-enum kern_isa { ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2 };
-static const char *const isa_names[] = {"scalar", "avx2", "avx512"};
+enum kern_isa { ISA_SCALAR = 0, ISA_AVX2 = 1, ISA_AVX512 = 2, ISA_NEON = 3, ISA_COUNT_ = 4 };
+static const char *const isa_names[] = {"scalar", "avx2", "avx512", "neon"};
 
 struct kern_path {
     kern_matmul_fn matmul[TERN_TYPE_COUNT_];
     kern_quant_fn quant[TERN_TYPE_COUNT_];
 };
 
-static struct kern_path paths[3];
+static struct kern_path paths[ISA_COUNT_];
 static enum kern_isa active = ISA_SCALAR;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -39,8 +44,10 @@ static bool cpu_has(enum kern_isa isa)
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
                __builtin_cpu_supports("avx512bf16");
+    default: return false;
     }
-    return false;
+#elif defined(__aarch64__)
+    return isa == ISA_SCALAR || (isa == ISA_NEON && kern_neon_available());
 #else
     return isa == ISA_SCALAR;
 #endif
@@ -48,7 +55,7 @@ static bool cpu_has(enum kern_isa isa)
 
 static int isa_from_name(const char *name)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < ISA_COUNT_; i++)
         if (strcmp(name, isa_names[i]) == 0) return i;
     return -1;
 }
@@ -64,6 +71,9 @@ static void fill_paths(void)
         /* avx512 reuses avx2 kernels for types it has none of its own for */
         if (!paths[ISA_AVX512].matmul[t]) paths[ISA_AVX512].matmul[t] = paths[ISA_AVX2].matmul[t];
         if (!paths[ISA_AVX512].quant[t]) paths[ISA_AVX512].quant[t] = paths[ISA_AVX2].quant[t];
+#elif defined(__aarch64__)
+        paths[ISA_NEON].matmul[t] = kern_neon_matmul(t);
+        paths[ISA_NEON].quant[t] = kern_neon_quant(t);
 #endif
     }
 }
@@ -73,11 +83,12 @@ static void init_impl(void)
     fill_paths();
     enum kern_isa best = cpu_has(ISA_AVX512) ? ISA_AVX512 : cpu_has(ISA_AVX2) ? ISA_AVX2
                                                                               : ISA_SCALAR;
+    if (cpu_has(ISA_NEON)) best = ISA_NEON;
     const char *env = getenv("TERN_KERNELS");
     if (env && *env) {
         int want = isa_from_name(env);
         if (want < 0)
-            fprintf(stderr, "tern: TERN_KERNELS=%s is not one of scalar, avx2, avx512; using %s\n",
+            fprintf(stderr, "tern: TERN_KERNELS=%s is not one of scalar, avx2, avx512, neon; using %s\n",
                     env, isa_names[best]);
         else if (!cpu_has((enum kern_isa)want))
             fprintf(stderr, "tern: TERN_KERNELS=%s: this CPU cannot run it; using %s\n", env,

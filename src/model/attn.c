@@ -5,6 +5,9 @@
 
 #include "kernels/kernels.h"
 #include "util/fp16.h"
+#if defined(__aarch64__)
+#include "model/attn_neon.h"
+#endif
 
 void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
@@ -33,6 +36,9 @@ struct attn_kernels attn_select(int hd)
         return (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512, "avx512"};
     if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && hd % 8 == 0)
         return (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2, "avx2"};
+#elif defined(__aarch64__)
+    if (!strcmp(isa, "neon") && hd % 8 == 0)
+        return (struct attn_kernels){attn_scores_neon, attn_wsum_neon, "neon"};
 #endif
     (void)hd;
     (void)isa;

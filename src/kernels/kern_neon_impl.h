@@ -1,0 +1,306 @@
+/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q8_0 x Q8_0; Q4_K, Q6_K x Q8_K) written
+ * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
+ * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
+ * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
+ * driver that kern_neon_base.c reuses for the float formats. Include only from those files.
+ *
+ * Read first: src/quant/quant.h (block layouts), kernels.h (the kern_matmul contract), and
+ * kern_simd_impl.h: the x86 kernels have the same shape, a tile of KN_MR weight rows x KN_MT
+ * tokens whose activation blocks are loaded once per block and whose weight blocks are
+ * unpacked once, then every (row, token) pair does its integer dot and one FMA into its own
+ * float accumulator. With fewer than KN_MT tokens (decode) rows are taken one at a time so
+ * the weights stream from memory sequentially.
+ *
+ * Unlike x86 (no signed x signed byte dot), NEON multiplies signed bytes directly, so weight
+ * codes are recentred in int8 (q - 8, q - 32) and no activation-sum correction is needed
+ * except for Q4_K's mins. Integer block sums are exact, so results differ from the scalar
+ * reference only by float summation order. */
+#include <arm_neon.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+#define KN_INLINE static inline __attribute__((always_inline))
+#define KN_MR 4
+#define KN_MT 2
+
+KN_INLINE float kn_h2f(uint16_t h)
+{
+    __fp16 f; /* storage-only half: the conversion is one fcvt on every AArch64 core */
+    memcpy(&f, &h, sizeof f);
+    return (float)f;
+}
+
+/* acc + the dot products of a and b, 4 consecutive bytes per lane (dotprod) or another
+ * grouping (fallback): only the sum over the lanes is meaningful. */
+KN_INLINE int32x4_t kn_dot(int32x4_t acc, int8x16_t a, int8x16_t b)
+{
+#if KERN_DOTPROD
+    return vdotq_s32(acc, a, b);
+#else
+    /* |a*b| <= 128*128 fits int16; vpadalq adds neighbouring pairs into the int32 lanes */
+    acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+    return vpadalq_s16(acc, vmull_high_s8(a, b));
+#endif
+}
+
+/* ------------------------------------------------------------------ tile driver
+ * KN_DEFINE_MATMUL(fmt) expects fmt##_tile(W, ws, A, as, k, nr, nt, out) computing
+ * out[r*nt + t] for r < nr, t < nt; nr, nt become constants after inlining. */
+#define KN_DEFINE_MATMUL(fmt)                                                                  \
+    static void fmt##_tile_full(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
+                                int64_t k, float *out)                                         \
+    {                                                                                          \
+        fmt##_tile(W, ws, A, as, k, KN_MR, KN_MT, out);                                        \
+    }                                                                                          \
+    static void fmt##_tile_r1(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
+                              int64_t k, float *out)                                           \
+    {                                                                                          \
+        fmt##_tile(W, ws, A, as, k, KN_MR, 1, out);                                            \
+    }                                                                                          \
+    static void fmt##_tile_1t(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
+                              int64_t k, float *out)                                           \
+    {                                                                                          \
+        fmt##_tile(W, ws, A, as, k, 1, KN_MT, out);                                            \
+    }                                                                                          \
+    static void fmt##_tile_11(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
+                              int64_t k, float *out)                                           \
+    {                                                                                          \
+        fmt##_tile(W, ws, A, as, k, 1, 1, out);                                                \
+    }                                                                                          \
+    static void fmt##_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride,   \
+                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,           \
+                             int64_t ldy)                                                      \
+    {                                                                                          \
+        const uint8_t *Wb = W, *Ab = A;                                                        \
+        float out[KN_MR * KN_MT];                                                              \
+        int64_t r = r0;                                                                        \
+        if (n_tok >= KN_MT) /* tiles of KN_MR rows; the leftover rows go one at a time */      \
+            for (; r + KN_MR <= r1; r += KN_MR) {                                              \
+                const uint8_t *w = Wb + (size_t)r * w_stride;                                  \
+                int t = 0;                                                                     \
+                for (; t + KN_MT <= n_tok; t += KN_MT) {                                       \
+                    fmt##_tile_full(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out); \
+                    for (int i = 0; i < KN_MR; i++)                                            \
+                        for (int j = 0; j < KN_MT; j++)                                        \
+                            Y[(t + j) * ldy + r + i] = out[i * KN_MT + j];                     \
+                }                                                                              \
+                for (; t < n_tok; t++) {                                                       \
+                    fmt##_tile_r1(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);   \
+                    for (int i = 0; i < KN_MR; i++) Y[t * ldy + r + i] = out[i];               \
+                }                                                                              \
+            }                                                                                  \
+        for (; r < r1; r++) {                                                                  \
+            const uint8_t *w = Wb + (size_t)r * w_stride;                                      \
+            int t = 0;                                                                         \
+            for (; t + KN_MT <= n_tok; t += KN_MT) {                                           \
+                fmt##_tile_1t(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
+                for (int j = 0; j < KN_MT; j++) Y[(t + j) * ldy + r] = out[j];                 \
+            }                                                                                  \
+            for (; t < n_tok; t++) {                                                           \
+                fmt##_tile_11(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
+                Y[t * ldy + r] = out[0];                                                       \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+/* ------------------------------------------------------------------ Q4_0 / Q8_0 x Q8_0
+ * Small tiles (decode) alternate two accumulator sets over consecutive blocks so the FMA
+ * chains do not wait on each other's latency. */
+#define KN_NACC(nr, nt) ((nr) * (nt) >= 4 ? 1 : 2)
+
+/* The 32 weights of block b of row i as two int8x16 (elements 0-15, 16-31), recentred. */
+KN_INLINE void q4_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
+{
+    const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b;
+    const uint8x16_t x = vld1q_u8(wb->qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0x0F))), eight);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(x, 4)), eight);
+    *d = kn_h2f(wb->d);
+}
+
+KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
+{
+    const struct quant_block_q8_0 *wb = (const struct quant_block_q8_0 *)w + b;
+    *lo = vld1q_s8(wb->qs);
+    *hi = vld1q_s8(wb->qs + 16);
+    *d = kn_h2f(wb->d);
+}
+
+#define KN_BLOCK32_TILE(fmt)                                                                   \
+    KN_INLINE void fmt##_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,       \
+                               int64_t b, int nr, int nt, float32x4_t acc[KN_MR][KN_MT])       \
+    {                                                                                          \
+        int8x16_t a0[KN_MT], a1[KN_MT];                                                        \
+        float da[KN_MT];                                                                       \
+        for (int j = 0; j < nt; j++) {                                                         \
+            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b; \
+            a0[j] = vld1q_s8(ab->qs);                                                          \
+            a1[j] = vld1q_s8(ab->qs + 16);                                                     \
+            da[j] = kn_h2f(ab->d);                                                             \
+        }                                                                                      \
+        for (int i = 0; i < nr; i++) {                                                         \
+            int8x16_t w0, w1;                                                                  \
+            float dw;                                                                          \
+            fmt##_load(W + i * ws, b, &w0, &w1, &dw);                                          \
+            for (int j = 0; j < nt; j++) {                                                     \
+                const int32x4_t s = kn_dot(kn_dot(vdupq_n_s32(0), w0, a0[j]), w1, a1[j]);      \
+                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * da[j]);              \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    KN_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
+                              int64_t k, int nr, int nt, float *out)                           \
+    {                                                                                          \
+        float32x4_t acc[2][KN_MR][KN_MT];                                                      \
+        const int nacc = KN_NACC(nr, nt);                                                      \
+        for (int u = 0; u < nacc; u++)                                                         \
+            for (int i = 0; i < nr; i++)                                                       \
+                for (int j = 0; j < nt; j++) acc[u][i][j] = vdupq_n_f32(0);                    \
+        const int64_t nb = k / 32;                                                             \
+        int64_t b = 0;                                                                         \
+        if (nacc == 2)                                                                         \
+            for (; b + 2 <= nb; b += 2) {                                                      \
+                fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                                  \
+                fmt##_block(W, ws, A, as, b + 1, nr, nt, acc[1]);                              \
+            }                                                                                  \
+        for (; b < nb; b++) fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                      \
+        for (int i = 0; i < nr; i++)                                                           \
+            for (int j = 0; j < nt; j++)                                                       \
+                out[i * nt + j] = vaddvq_f32(nacc == 2 ? vaddq_f32(acc[0][i][j], acc[1][i][j]) \
+                                                       : acc[0][i][j]);                        \
+    }                                                                                          \
+    KN_DEFINE_MATMUL(fmt)
+
+KN_BLOCK32_TILE(q4_0)
+KN_BLOCK32_TILE(q8_0)
+
+/* ------------------------------------------------------------------ Q4_K x Q8_K
+ * Sub-block j (32 elements) contributes sc_j * dot(q, a) - m_j * sum(a); the activation sums
+ * come from the Q8_K block sums of 16 (pairwise-added), so the mins cost one widening
+ * multiply per block instead of a second dot. */
+KN_INLINE void kn_q4k_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
+{
+    uint32_t a, b, c;
+    memcpy(&a, q, 4);
+    memcpy(&b, q + 4, 4);
+    memcpy(&c, q + 8, 4);
+    /* sub-blocks 0-3: low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7: a nibble from
+     * bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7 */
+    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    memcpy(sc, &sc_lo, 4);
+    memcpy(sc + 4, &sc_hi, 4);
+    memcpy(m, &m_lo, 4);
+    memcpy(m + 4, &m_hi, 4);
+}
+
+KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    float32x4_t acc[KN_MR][KN_MT];
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F);
+    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
+        for (int i = 0; i < nr; i++) {
+            const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
+            uint8_t sc[8], mn[8];
+            kn_q4k_scales(wb->scales, sc, mn);
+            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+            /* q[2c], q[2c+1]: sub-blocks 2c (low nibbles) and 2c+1 (high) of chunk c */
+            int8x16_t q[8][2];
+            for (int c = 0; c < 4; c++)
+                for (int h = 0; h < 2; h++) {
+                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
+                    q[2 * c][h] = vreinterpretq_s8_u8(vandq_u8(x, m4));
+                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vshrq_n_u8(x, 4));
+                }
+            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
+            for (int j = 0; j < nt; j++) {
+                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+                int32x4_t s = vdupq_n_s32(0);
+                for (int sb = 0; sb < 8; sb++) {
+                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
+                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
+                    s = vmlaq_n_s32(s, d, sc[sb]);
+                }
+                /* sums of 32 activations per sub-block: |.| <= 4064 fits int16 */
+                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
+                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
+                ms = vmlal_high_s16(ms, bs, m16);
+                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
+                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+}
+KN_DEFINE_MATMUL(q4_K)
+
+/* ------------------------------------------------------------------ Q6_K x Q8_K
+ * Each 16-byte vector of codes is exactly one 16-element sub-block with its own int8 scale
+ * (bit layout in quant_q6_k.c); codes are recentred to q - 32 in int8. */
+KN_INLINE void q6_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    float32x4_t acc[KN_MR][KN_MT];
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
+    const int8x16_t off = vdupq_n_s8(32);
+    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
+        for (int i = 0; i < nr; i++) {
+            const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)(W + i * ws) + b;
+            int8x16_t q[16]; /* q[s]: sub-block s, elements 16s .. 16s+15 */
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = wb->ql + 64 * h, *qh = wb->qh + 32 * h;
+                for (int half = 0; half < 2; half++) { /* l in 0-15, then 16-31 */
+                    const uint8x16_t l0 = vld1q_u8(ql + 16 * half);      /* ql[l]      */
+                    const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half); /* ql[l + 32] */
+                    const uint8x16_t hh = vld1q_u8(qh + 16 * half);
+                    const uint8x16_t v0 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
+                    const uint8x16_t v1 = vorrq_u8(vandq_u8(l1, m4),
+                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
+                    const uint8x16_t v2 = vorrq_u8(vshrq_n_u8(l0, 4),
+                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
+                    const uint8x16_t v3 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
+                    int8x16_t *qq = q + 8 * h + half; /* elements l, l+32, l+64, l+96 */
+                    qq[0] = vsubq_s8(vreinterpretq_s8_u8(v0), off);
+                    qq[2] = vsubq_s8(vreinterpretq_s8_u8(v1), off);
+                    qq[4] = vsubq_s8(vreinterpretq_s8_u8(v2), off);
+                    qq[6] = vsubq_s8(vreinterpretq_s8_u8(v3), off);
+                }
+            }
+            const float dw = kn_h2f(wb->d);
+            for (int j = 0; j < nt; j++) {
+                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+                int32x4_t s = vdupq_n_s32(0);
+                for (int sb = 0; sb < 16; sb++)
+                    s = vmlaq_n_s32(s, kn_dot(vdupq_n_s32(0), q[sb], vld1q_s8(ab->qs + 16 * sb)),
+                                    wb->scales[sb]);
+                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+}
+KN_DEFINE_MATMUL(q6_K)
+
+/* Integer kernels of this variant, by weight type. */
+static kern_matmul_fn kn_int_matmul(int wtype)
+{
+    switch (wtype) {
+    case TERN_TYPE_Q4_0: return q4_0_matmul;
+    case TERN_TYPE_Q8_0: return q8_0_matmul;
+    case TERN_TYPE_Q4_K: return q4_K_matmul;
+    case TERN_TYPE_Q6_K: return q6_K_matmul;
+    default: return NULL;
+    }
+}
