@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
+# The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels).
 set -e
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev >/dev/null
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev \
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
 echo "tern dependencies installed"
