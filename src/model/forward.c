@@ -7,7 +7,8 @@
  * Every matmul first quantizes its input rows to the weight's "vec_dot_type" (Q8_0, Q8_K, F16,
  * ...) exactly as llama.cpp does, then runs an integer/half dot product kernel (src/kernels).
  *
- * Parallelism: each step is one tp_run over the context's thread pool; matmuls split output rows,
+ * Parallelism: each step is one tp_run over the context's thread pool, cut into a few chunks per
+ * thread that threads claim dynamically; matmuls split output rows (in multiples of 16),
  * per-token steps split tokens, attention splits (token, head) pairs. Decode (n = 1) never builds
  * a mask: a query at position p simply reads keys 0..p. No step allocates memory. */
 #include <math.h>
@@ -65,24 +66,39 @@ static inline float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* ---------------------------------------------------------------- profiling */
 
+/* How many chunks to cut a step of `units` independent pieces into: a few per thread, so a
+ * thread that is late (descheduled) leaves little for the others to wait on. */
+static int chunks_for(const struct tern_context *ctx, long long units, int per_thread)
+{
+    const long long c = (long long)ctx->n_threads * per_thread;
+    if (units < 1) return 1;
+    return (int)(units < c ? units : c);
+}
+
+/* Chunks for a matmul step over matrices with `rows` output rows (split in multiples of 16). */
+static int matmul_chunks(const struct tern_context *ctx, int64_t rows)
+{
+    return chunks_for(ctx, (rows + 15) / 16, 4);
+}
+
 /* tp_run, timed into op class `op` when the context profiles. */
-static void run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg)
+static void run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg, int n_chunks)
 {
     if (!ctx->profile) {
-        tp_run(ctx->pool, fn, arg);
+        tp_run(ctx->pool, fn, arg, n_chunks);
         return;
     }
     uint64_t t0 = prof_now_ns();
-    tp_run(ctx->pool, fn, arg);
+    tp_run(ctx->pool, fn, arg, n_chunks);
     ctx->prof_ns[op] += prof_now_ns() - t0;
     ctx->prof_calls[op]++;
 }
 
-/* One matmul slice; thread 0 times its share (its rows) for the profile. */
-static void matmul_slice(struct tern_context *ctx, int ith, const struct model_weight *w,
+/* One matmul slice; the caller's thread (tid 0) times its slices for the profile. */
+static void matmul_slice(struct tern_context *ctx, int tid, const struct model_weight *w,
                          const void *act, int n_tok, long long lo, long long hi, float *out)
 {
-    const bool timed = ctx->profile && ith == 0;
+    const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
     kern_matmul(w->type, w->data, w->row_bytes, act, ctx->act_stride, n_tok, w->cols, lo, hi, out,
                 w->rows);
@@ -112,24 +128,26 @@ struct step {
 };
 
 /* Quantize rows [row0, n) of src (cols wide) into ctx->act as act_type; rows split by thread. */
-static void step_quantize(void *arg, int ith, int nth)
+static void step_quantize(void *arg, int chunk, int n_chunks, int tid)
 {
+    (void)tid;
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     long long lo, hi;
-    tp_split(s->n - s->row0, ith, nth, 1, &lo, &hi);
+    tp_split(s->n - s->row0, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = s->row0 + lo; t < s->row0 + hi; t++)
         kern_quantize_act(s->act_type, s->src + (size_t)t * s->cols,
                           (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
 }
 
 /* xn = rmsnorm(src) * norm_w, then quantize xn for act_type. */
-static void step_norm_quantize(void *arg, int ith, int nth)
+static void step_norm_quantize(void *arg, int chunk, int n_chunks, int tid)
 {
+    (void)tid;
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     long long lo, hi;
-    tp_split(s->n - s->row0, ith, nth, 1, &lo, &hi);
+    tp_split(s->n - s->row0, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = s->row0 + lo; t < s->row0 + hi; t++) {
         float *y = ctx->xn + (size_t)t * s->cols;
         rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
@@ -139,7 +157,7 @@ static void step_norm_quantize(void *arg, int ith, int nth)
 
 /* out[j] = W[j] . act for up to three matrices sharing the same quantized input. Each thread
  * takes a slice of the rows of every matrix; biases are added to its own rows. */
-static void step_matmul(void *arg, int ith, int nth)
+static void step_matmul(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
@@ -148,10 +166,10 @@ static void step_matmul(void *arg, int ith, int nth)
     for (int j = 0; j < 3 && s->w[j]; j++) {
         const struct model_weight *w = s->w[j];
         long long lo, hi;
-        tp_split(w->rows, ith, nth, 16, &lo, &hi);
+        tp_split(w->rows, chunk, n_chunks, 16, &lo, &hi);
         if (lo >= hi) continue;
         float *out = s->out[j]; /* row t of out belongs to batch row row0 + t */
-        matmul_slice(ctx, ith, w, act, rows_n, lo, hi, out);
+        matmul_slice(ctx, tid, w, act, rows_n, lo, hi, out);
         const struct model_weight *b = s->bias[j];
         if (b && b->data) {
             const float *bv = b->data;
@@ -162,15 +180,15 @@ static void step_matmul(void *arg, int ith, int nth)
 }
 
 /* x += W . act (wo and ffn_down): the thread that computes a row also adds it. */
-static void step_matmul_residual(void *arg, int ith, int nth)
+static void step_matmul_residual(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct model_weight *w = s->w[0];
     long long lo, hi;
-    tp_split(w->rows, ith, nth, 16, &lo, &hi);
+    tp_split(w->rows, chunk, n_chunks, 16, &lo, &hi);
     if (lo >= hi) return;
-    matmul_slice(ctx, ith, w, ctx->act, s->n, lo, hi, ctx->proj);
+    matmul_slice(ctx, tid, w, ctx->act, s->n, lo, hi, ctx->proj);
     for (int t = 0; t < s->n; t++) {
         float *x = ctx->x + (size_t)t * w->rows;
         const float *p = ctx->proj + (size_t)t * w->rows;
@@ -179,18 +197,18 @@ static void step_matmul_residual(void *arg, int ith, int nth)
 }
 
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
-static void step_ffn_up(void *arg, int ith, int nth)
+static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct model_layer *L = &ctx->model->layers[s->il];
     const int64_t n_ff = L->ffn_gate.rows;
     long long lo, hi;
-    tp_split(n_ff, ith, nth, 16, &lo, &hi);
+    tp_split(n_ff, chunk, n_chunks, 16, &lo, &hi);
     if (lo >= hi) return;
-    matmul_slice(ctx, ith, &L->ffn_gate, ctx->act, s->n, lo, hi, ctx->gate);
-    matmul_slice(ctx, ith, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
-    const bool timed = ctx->profile && ith == 0;
+    matmul_slice(ctx, tid, &L->ffn_gate, ctx->act, s->n, lo, hi, ctx->gate);
+    matmul_slice(ctx, tid, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
+    const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
     for (int t = 0; t < s->n; t++) {
         float *g = ctx->gate + (size_t)t * n_ff;
@@ -204,14 +222,15 @@ static void step_ffn_up(void *arg, int ith, int nth)
 }
 
 /* RoPE on q and k, then append k and v (as F16) to the cache; split by token. */
-static void step_rope_store(void *arg, int ith, int nth)
+static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
 {
+    (void)tid;
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct tern_model_info *in = &ctx->model->info;
     const int hd = in->head_dim, qd = in->n_head * hd, kvd = in->n_head_kv * hd;
     long long lo, hi;
-    tp_split(s->n, ith, nth, 1, &lo, &hi);
+    tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         const int pos = s->pos0 + (int)t;
         const float *cs = ctx->rope_cs + (size_t)t * in->n_rot;
@@ -232,7 +251,7 @@ static void step_rope_store(void *arg, int ith, int nth)
 }
 
 /* Causal attention for (token, head) pairs: the query at position p attends to keys 0..p. */
-static void step_attention(void *arg, int ith, int nth)
+static void step_attention(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
@@ -240,10 +259,10 @@ static void step_attention(void *arg, int ith, int nth)
     const int hd = in->head_dim, qd = in->n_head * hd;
     const int group = in->n_head / in->n_head_kv;
     const float scale = 1.0f / sqrtf((float)hd);
-    float *sc = ctx->scores + (size_t)ith * ctx->n_ctx;
-    float *qr = ctx->qr + (size_t)ith * hd;
+    float *sc = ctx->scores + (size_t)tid * ctx->n_ctx;
+    float *qr = ctx->qr + (size_t)tid * hd;
     long long lo, hi;
-    tp_split((long long)s->n * in->n_head, ith, nth, 1, &lo, &hi);
+    tp_split((long long)s->n * in->n_head, chunk, n_chunks, 1, &lo, &hi);
     for (long long idx = lo; idx < hi; idx++) {
         const int t = (int)(idx / in->n_head), h = (int)(idx % in->n_head);
         const int kvh = h / group;
@@ -281,7 +300,7 @@ static void ensure_act(struct tern_context *ctx, const float *src, int cols, int
     const int at = act_type_of(w);
     if (ctx->act_src == src && ctx->act_type == at) return;
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_QUANT, step_quantize, &s);
+    run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, chunks_for(ctx, n - row0, 4));
     ctx->act_src = src;
     ctx->act_type = at;
 }
@@ -292,7 +311,7 @@ static void norm_and_quantize(struct tern_context *ctx, const float *src, const 
     const int at = act_type_of(w);
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
                      .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s);
+    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, chunks_for(ctx, n - row0, 4));
     ctx->act_src = ctx->xn;
     ctx->act_type = at;
 }
@@ -338,13 +357,14 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
                 g++;
                 j++;
             }
-            tp_run(ctx->pool, step_matmul, &mm);
+            tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, mm.w[g - 1]->rows));
         }
-        run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s);
-        run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s);
+        run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, chunks_for(ctx, n, 4));
+        run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
+                 chunks_for(ctx, (long long)n * in->n_head, 16));
         ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
         s.w[0] = &L->wo;
-        tp_run(ctx->pool, step_matmul_residual, &s);
+        tp_run(ctx->pool, step_matmul_residual, &s, matmul_chunks(ctx, s.w[0]->rows));
 
         /* feed-forward block */
         norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
@@ -354,20 +374,20 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             g1.w[0] = &L->ffn_gate;
             g1.out[0] = ctx->gate;
             g1.w[1] = NULL;
-            tp_run(ctx->pool, step_matmul, &g1);
+            tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
             ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
             g1.w[0] = &L->ffn_up;
             g1.out[0] = ctx->up;
-            tp_run(ctx->pool, step_matmul, &g1);
+            tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
             for (size_t i = 0; i < (size_t)n * in->n_ff; i++)
                 ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
         } else {
-            tp_run(ctx->pool, step_ffn_up, &s);
+            tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
         ctx->act_src = NULL;
         ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
         s.w[0] = &L->ffn_down;
-        tp_run(ctx->pool, step_matmul_residual, &s);
+        tp_run(ctx->pool, step_matmul_residual, &s, matmul_chunks(ctx, s.w[0]->rows));
         ctx->act_src = NULL;
     }
 
@@ -378,7 +398,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     struct step so = {.ctx = ctx, .n = n, .row0 = row0};
     so.w[0] = &m->output;
     so.out[0] = ctx->logits; /* logits row 0 is batch row row0 */
-    tp_run(ctx->pool, step_matmul, &so);
+    tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, m->output.rows));
     ctx->act_src = NULL;
     ctx->n_logits = n - row0;
     ctx->logits_row0 = row0;

@@ -1,12 +1,16 @@
-/* threadpool.c — see threadpool.h. Hand-off protocol: the caller publishes (fn, arg), bumps
- * `generation` (release); workers that see a new generation run the step and decrement
- * `pending`; the caller spins until pending reaches 0. A worker that has spun SPIN_LIMIT times
- * without news sleeps on `wake`; tp_run broadcasts only when someone sleeps. */
+/* threadpool.c — see threadpool.h.
+ *
+ * Protocol. A step is published by writing (fn, arg, n_chunks), resetting `done`, and then
+ * opening `next` (store 0, release) and bumping `generation`. Threads claim chunks with
+ * fetch_add on `next`; a claim below n_chunks is valid and its (fn, arg, n_chunks) are those of
+ * the step that opened the counter (the acquire on the claim pairs with the release that opened
+ * it). When all chunks are done the caller closes `next` (a huge value), so a worker that wakes
+ * late and claims from a finished step gets an index past the end and does nothing. */
 #include "util/threadpool.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "util/error.h"
@@ -21,17 +25,20 @@
 #endif
 
 /* Spin with pause for a while (hand-offs are usually sub-microsecond), then yield the core on
- * every further check (on an oversubscribed machine the thread we wait for may need our core),
- * and finally sleep. */
+ * every further check (on an oversubscribed machine the thread we wait for may need it), and
+ * finally sleep. */
 enum { SPIN_PAUSE = 1 << 12, SPIN_LIMIT = 1 << 14 };
+#define CLOSED (1ll << 60)
 
 struct tp {
     int n;
     pthread_t *threads;
     tp_fn fn;
     void *arg;
+    _Atomic int n_chunks;     /* of the open step (stable while `next` is open) */
+    _Atomic long long next;   /* next chunk to claim; CLOSED between steps */
+    _Atomic int done;         /* chunks finished in the current step */
     _Atomic unsigned generation;
-    _Atomic int pending;
     _Atomic int stop;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -40,8 +47,21 @@ struct tp {
 
 struct worker_arg {
     struct tp *tp;
-    int ith;
+    int tid;
 };
+
+/* Claim and run chunks of the open step until none are left. */
+static void work(struct tp *tp, int tid)
+{
+    for (;;) {
+        long long c = atomic_fetch_add_explicit(&tp->next, 1, memory_order_acq_rel);
+        if (c >= CLOSED) return; /* between steps: nothing to claim */
+        const int n = atomic_load_explicit(&tp->n_chunks, memory_order_relaxed);
+        if (c >= n) return;
+        tp->fn(tp->arg, (int)c, n, tid);
+        atomic_fetch_add_explicit(&tp->done, 1, memory_order_acq_rel);
+    }
+}
 
 static void *worker_main(void *p)
 {
@@ -71,8 +91,7 @@ static void *worker_main(void *p)
         }
         seen = gen;
         if (atomic_load_explicit(&tp->stop, memory_order_acquire)) return NULL;
-        tp->fn(tp->arg, wa.ith, tp->n);
-        atomic_fetch_sub_explicit(&tp->pending, 1, memory_order_acq_rel);
+        work(tp, wa.tid);
     }
 }
 
@@ -83,6 +102,7 @@ tern_status tp_create(int n_threads, struct tp **out)
     struct tp *tp = calloc(1, sizeof *tp);
     if (!tp) return tern_fail(TERN_ERR_NOMEM, "thread pool: out of memory");
     tp->n = n_threads;
+    atomic_init(&tp->next, CLOSED);
     pthread_mutex_init(&tp->lock, NULL);
     pthread_cond_init(&tp->wake, NULL);
     tp->threads = calloc((size_t)n_threads, sizeof *tp->threads);
@@ -92,7 +112,7 @@ tern_status tp_create(int n_threads, struct tp **out)
     }
     for (int i = 1; i < n_threads; i++) {
         struct worker_arg *wa = malloc(sizeof *wa);
-        if (wa) *wa = (struct worker_arg){.tp = tp, .ith = i};
+        if (wa) *wa = (struct worker_arg){.tp = tp, .tid = i};
         if (!wa || pthread_create(&tp->threads[i], NULL, worker_main, wa) != 0) {
             free(wa);
             tp->n = i; /* only join what started */
@@ -123,22 +143,26 @@ void tp_free(struct tp *tp)
 
 int tp_n_threads(const struct tp *tp) { return tp->n; }
 
-void tp_run(struct tp *tp, tp_fn fn, void *arg)
+void tp_run(struct tp *tp, tp_fn fn, void *arg, int n_chunks)
 {
+    if (n_chunks <= 0) return;
     if (tp->n == 1) {
-        fn(arg, 0, 1);
+        for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
     tp->fn = fn;
     tp->arg = arg;
-    atomic_store_explicit(&tp->pending, tp->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&tp->n_chunks, n_chunks, memory_order_relaxed);
+    atomic_store_explicit(&tp->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&tp->next, 0, memory_order_release); /* open the step */
     atomic_fetch_add_explicit(&tp->generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&tp->lock);
     if (tp->sleepers) pthread_cond_broadcast(&tp->wake);
     pthread_mutex_unlock(&tp->lock);
-    fn(arg, 0, tp->n);
-    for (int spins = 0; atomic_load_explicit(&tp->pending, memory_order_acquire) != 0; spins++) {
+    work(tp, 0);
+    for (int spins = 0; atomic_load_explicit(&tp->done, memory_order_acquire) != n_chunks; spins++) {
         if (spins < SPIN_PAUSE) cpu_relax();
         else sched_yield();
     }
+    atomic_store_explicit(&tp->next, CLOSED, memory_order_release); /* late claims find nothing */
 }

@@ -1,10 +1,12 @@
 /* threadpool.h — a persistent pool of worker threads, one per context.
  *
- * Threads are created once (tp_create) and reused for every operation of every token: a
- * forward pass runs ~10 parallel steps per layer, so handing work over must cost well under a
- * microsecond. Workers spin briefly on a generation counter, then sleep on a condition variable,
- * so an idle pool costs no CPU. tp_run() runs fn on all n threads (the caller is thread 0) and
- * returns when every thread has finished: a full barrier between steps. */
+ * Threads are created once (tp_create) and reused for every step of every token: a forward
+ * pass runs ~10 parallel steps per layer, so handing work over must cost well under a
+ * microsecond. A step is split into n_chunks chunks that threads claim from an atomic counter:
+ * the caller claims chunks too, so when a worker is late (descheduled by another process on a
+ * busy machine) the others simply take its share instead of the whole step waiting for it.
+ * tp_run returns when every chunk is done: a full barrier between steps. Workers spin briefly,
+ * then yield, then sleep on a condition variable, so an idle pool costs no CPU. */
 #ifndef TERN_UTIL_THREADPOOL_H
 #define TERN_UTIL_THREADPOOL_H
 
@@ -12,16 +14,18 @@
 
 struct tp;
 
-typedef void (*tp_fn)(void *arg, int ith, int nth);
+/* Process chunk `chunk` of n_chunks; tid (0 = the caller) identifies the thread, for per-thread
+ * scratch. Which thread runs which chunk is decided at run time. */
+typedef void (*tp_fn)(void *arg, int chunk, int n_chunks, int tid);
 
 /* n_threads >= 1 (1 = no worker threads). Caller frees with tp_free(). */
 tern_status tp_create(int n_threads, struct tp **out);
 void tp_free(struct tp *tp);
 int tp_n_threads(const struct tp *tp);
-/* Run fn(arg, i, n) for i in [0, n) concurrently; the caller runs i = 0. Not reentrant. */
-void tp_run(struct tp *tp, tp_fn fn, void *arg);
+/* Run fn on chunks 0..n_chunks-1 across the pool and return when all are done. Not reentrant. */
+void tp_run(struct tp *tp, tp_fn fn, void *arg, int n_chunks);
 
-/* Split [0, total) into nth near-equal chunks aligned to `align`; chunk of thread ith. */
+/* Split [0, total) into nth near-equal parts aligned to `align`; part ith. */
 static inline void tp_split(long long total, int ith, int nth, long long align, long long *lo,
                             long long *hi)
 {
