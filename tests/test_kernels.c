@@ -10,7 +10,8 @@
  * 2b. The blocked prefill kernels (AVX-512 repacked 16-row panels, 128-row blocks, 512-element k
  *    chunks, 8-token tiles) on shapes that cut every blocking unevenly: rows > 128 and not a
  *    multiple of 16, k past one chunk and not a multiple of it, n_tok not a multiple of the
- *    tile; called through kern_matmul and directly (so small n_tok reach them too).
+ *    tile; called through kern_matmul and directly (so small n_tok reach them too). Also the
+ *    AVX-512 decode kernels (n_tok < 6): odd block counts, token groups, k past their buffer.
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
@@ -194,7 +195,10 @@ static void test_blocked_prefill(void **state)
     }
     static const int shapes[][3] = {/* rows, k / 32, n_tok */
                                     {150, 37, 9}, {40, 17, 17}, {131, 16, 6}, {33, 3, 3},
-                                    {16, 33, 1}, {272, 8, 8}};
+                                    {16, 33, 1}, {272, 8, 8},
+                                    /* decode kernels: odd block counts, token groups cut by
+                                     * the activation buffer, k beyond it (tile fallback) */
+                                    {37, 7, 4}, {37, 9, 5}, {40, 301, 5}, {20, 801, 4}};
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
     int checked = 0;
     for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {

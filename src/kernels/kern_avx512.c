@@ -49,7 +49,8 @@ KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t
 KS_DEFINE_MATMUL(bf16dp)
 
 /* Prefill: from this many tokens on, the repacked-panel kernels of kern_panel_avx512.c win
- * (their per-call repacking is paid back over the tokens); below it, the tiles above. */
+ * (their per-call repacking is paid back over the tokens); below it, the decode kernels of
+ * kern_decode_avx512.c (the tiles above when k is beyond their activation buffer). */
 #define KERN_PANEL_MIN_TOK 6
 #define KS_ROUTE_PANEL(fmt, type)                                                              \
     static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
@@ -57,7 +58,7 @@ KS_DEFINE_MATMUL(bf16dp)
     {                                                                                          \
         if (n_tok >= KERN_PANEL_MIN_TOK)                                                       \
             kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);            \
-        else                                                                                   \
+        else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))     \
             fmt##_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);                              \
     }
 KS_ROUTE_PANEL(q8_0, TERN_TYPE_Q8_0)

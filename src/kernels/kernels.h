@@ -46,6 +46,12 @@ kern_quant_fn kern_avx512_quant(int act_type);
 /* The AVX-512 prefill kernels of kern_panel_avx512.c (16-row repacked panels), or NULL for a
  * type without one; kern_avx512_matmul routes large n_tok to them. */
 kern_matmul_fn kern_avx512_panel_matmul(int wtype);
+/* The AVX-512 decode kernels of kern_decode_avx512.c (few tokens, two blocks per zmm): runs
+ * kern_matmul's job and returns true, or returns false (nothing written) for a type or size it
+ * does not cover. */
+bool kern_avx512_decode_matmul(int wtype, const void *W, size_t w_stride, const void *A,
+                               size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1,
+                               float *Y, int64_t ldy);
 
 /* The scalar path, callable directly (tests compare SIMD paths with it). */
 void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A,
