@@ -15,8 +15,8 @@
 #include <pthread.h>
 
 #if defined(__APPLE__)
-#include <sys/sysctl.h>
 #include <sys/types.h>
+#include <sys/sysctl.h>
 #elif defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMD
