@@ -22,6 +22,9 @@ bool kern_neon_has_dotprod(void);
 /* The kernel the "neon" path uses for wtype: the dotprod integer kernels when the CPU has the
  * instruction, the ARMv8.0 ones otherwise; NULL when the path has none (scalar is used). */
 kern_matmul_fn kern_neon_matmul(int wtype);
+/* Which kernel kern_neon_matmul(wtype) is, for reports (tern bench --profile): "neon-dotprod"
+ * or "neon"; NULL when the path has none for wtype. Static string. */
+const char *kern_neon_matmul_name(int wtype);
 /* Activation quantizer of the neon path (bit-identical to the scalar from_float), or NULL. */
 kern_quant_fn kern_neon_quant(int act_type);
 

@@ -143,6 +143,12 @@ kern_matmul_fn kern_neon_matmul(int wtype)
     return fn ? fn : kern_neon_base_matmul(wtype);
 }
 
+const char *kern_neon_matmul_name(int wtype)
+{
+    if (kern_neon_has_dotprod() && kern_neon_dot_matmul(wtype)) return "neon-dotprod";
+    return kern_neon_base_matmul(wtype) ? "neon" : NULL;
+}
+
 /* ------------------------------------------------------------------ activation quantizers */
 
 /* 16 int32 (already in int8 range) -> 16 int8 in element order */

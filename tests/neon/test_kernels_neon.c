@@ -153,6 +153,11 @@ static void test_dispatch(const char *expect_dotprod)
     check(kern_neon_matmul(TERN_TYPE_Q4_K) ==
               (dp ? kern_neon_dot_matmul(TERN_TYPE_Q4_K) : kern_neon_base_matmul(TERN_TYPE_Q4_K)),
           "dispatch: integer kernels follow the dot-product detection");
+    const char *qname = kern_neon_matmul_name(TERN_TYPE_Q4_0), *fname = kern_neon_matmul_name(TERN_TYPE_F16);
+    check(qname && fname && !strcmp(qname, dp ? "neon-dotprod" : "neon") && !strcmp(fname, "neon") &&
+              kern_neon_matmul_name(TERN_TYPE_Q8_K) == NULL,
+          "dispatch: kernel names for reports: Q4_0 \"%s\", F16 \"%s\"", qname ? qname : "(null)",
+          fname ? fname : "(null)");
 }
 
 /* ------------------------------------------------------------------ matmul */
