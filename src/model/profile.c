@@ -5,6 +5,9 @@
 #include <time.h>
 
 #include "kernels/kernels.h"
+#if defined(__aarch64__)
+#include "kernels/kern_neon.h"
+#endif
 #include "model/context.h"
 
 uint64_t prof_now_ns(void)
@@ -33,6 +36,8 @@ static const char *matmul_kernel(int wtype)
 #if defined(__x86_64__)
     if (!strcmp(isa, "avx512") && kern_avx512_matmul(wtype)) return "avx512";
     if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && kern_avx2_matmul(wtype)) return "avx2";
+#elif defined(__aarch64__)
+    if (!strcmp(isa, "neon") && kern_neon_matmul_name(wtype)) return kern_neon_matmul_name(wtype);
 #else
     (void)wtype;
 #endif
