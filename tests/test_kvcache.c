@@ -522,6 +522,68 @@ static void test_refuse_damaged_and_foreign(void **state)
     tern_model_free(l);
 }
 
+/* ---------------------------------------------------------------- CLI */
+
+/* Run a shell command, return its stdout (malloc'ed) and exit status. */
+static char *run_cmd(const char *cmd, int *status)
+{
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    for (size_t r; (r = fread(out + n, 1, cap - 1 - n, f)) > 0;) n += r;
+    out[n] = 0;
+    *status = pclose(f);
+    return out;
+}
+
+/* tern run --prompt-cache: the second run reuses the saved prefix and prints the same tokens;
+ * tern cache ls flags a damaged file; tern cache clear empties the directory. */
+static void test_cli_prompt_cache(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    const char *dir = make_dir("kv_cli");
+    char toks[1024] = "", cmd[8192];
+    for (int i = 0; i < 70; i++)
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%d", i ? "," : "", 100 + i * 37);
+    int status;
+    char *out[3];
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "'%s' run -m '%s' --tokens %s -n 6 -t 1 --json%s%s 2>/dev/null",
+                 test_tern_bin(), path, toks, k ? " --prompt-cache " : "", k ? dir : "");
+        out[k] = run_cmd(cmd, &status);
+        assert_int_equal(status, 0);
+    }
+    print_message("cold: %s2nd: %s3rd: %s", out[0], out[1], out[2]);
+    assert_non_null(strstr(out[1], "\"n_reused\": 0"));
+    assert_non_null(strstr(out[2], "\"n_reused\": 64"));
+    /* same generated tokens in all three runs */
+    for (int k = 1; k < 3; k++)
+        assert_memory_equal(out[0], out[k], (size_t)(strstr(out[0], "]") - out[0]));
+    for (int k = 0; k < 3; k++) free(out[k]);
+
+    char names[4][256];
+    assert_int_equal(list_files(dir, names, 4), 2);
+    corrupt(dir, names[0], 300, -1);
+    snprintf(cmd, sizeof cmd, "'%s' cache ls '%s' --json", test_tern_bin(), dir);
+    char *ls = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(ls, "\"n_files\": 2"));
+    assert_non_null(strstr(ls, "\"invalid\": 1"));
+    assert_non_null(strstr(ls, "checksum mismatch"));
+    free(ls);
+    snprintf(cmd, sizeof cmd, "'%s' cache clear '%s'", test_tern_bin(), dir);
+    free(run_cmd(cmd, &status));
+    assert_int_equal(status, 0);
+    assert_int_equal(list_files(dir, names, 4), 0);
+    snprintf(cmd, sizeof cmd, "'%s' cache ls /nonexistent/tern-dir 2>&1", test_tern_bin());
+    char *err = run_cmd(cmd, &status);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(err, "/nonexistent/tern-dir"));
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_eviction_lru_under_budget),
         cmocka_unit_test(test_save_load_identical),
         cmocka_unit_test(test_refuse_damaged_and_foreign),
+        cmocka_unit_test(test_cli_prompt_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,7 @@
 
 #include "util/error.h"
 
-#define PC_DEFAULT_BLOCK 64
+#define PC_DEFAULT_BLOCK 32
 #define PC_DEFAULT_BUDGET (256ull << 20)
 
 struct tern_prefix_cache_params tern_prefix_cache_default_params(void)

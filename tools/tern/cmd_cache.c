@@ -1,0 +1,175 @@
+/* cmd_cache.c — `tern cache ls|clear DIR` (inspect / delete prompt-cache files) and
+ * `tern cache bench -m MODEL` (the three prompt-cache targets, see src/kv/prefix_bench.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: tern cache ls DIR [--json]\n"
+           "       tern cache clear DIR\n"
+           "       tern cache bench -m MODEL [-t N] [--requests N] [--reps N] [--block N] [--json]\n"
+           "\n"
+           "Prompt-cache files (one per block of tokens, *.tkv) are written by a prefix cache with\n"
+           "a directory (tern run --prompt-cache DIR). `ls` lists them with their model\n"
+           "fingerprint and verifies every checksum; `clear` deletes them.\n"
+           "`bench` measures: TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache\n"
+           "hit; prefix-token hit rate of N requests (default 200) over 4 system prompts of\n"
+           "1-2k tokens; loading a saved 2048-token prefix from disk vs recomputing it.\n"
+           "\n"
+           "  -m, --model FILE    GGUF model (bench)\n"
+           "  -t, --threads N     threads (default: all CPUs)\n"
+           "  --requests N        requests of the hit-rate workload (default 200)\n"
+           "  --reps N            repetitions of each timing, median reported (default 3)\n"
+           "  --block N           tokens per cache block (default 32)\n"
+           "  --json              machine-readable output\n");
+}
+
+static void hex8(const uint8_t *p, char *out)
+{
+    for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
+}
+
+static int cache_ls(const char *dir, bool json)
+{
+    struct tern_cache_file_info *f;
+    int n;
+    tern_status st = tern_cache_dir_list(dir, &f, &n);
+    if (st) return cli_report("cache", st);
+    uint64_t bytes = 0;
+    int bad = 0, roots = 0, max_depth = -1, block = 0;
+    if (json) printf("{\"dir\": \"%s\", \"files\": [", dir);
+    for (int i = 0; i < n; i++) {
+        char fp[17] = "", tfp[17] = "";
+        hex8(f[i].model_fp, fp);
+        hex8(f[i].tok_fp, tfp);
+        bytes += f[i].file_bytes;
+        if (!f[i].valid) bad++;
+        else {
+            if (f[i].depth == 0) roots++;
+            if (f[i].depth > max_depth) max_depth = f[i].depth;
+            block = f[i].n_tokens;
+        }
+        if (json) {
+            printf("%s{\"name\": \"%s\", \"bytes\": %llu, \"valid\": %s", i ? ", " : "", f[i].name,
+                   (unsigned long long)f[i].file_bytes, f[i].valid ? "true" : "false");
+            if (f[i].valid)
+                printf(", \"tokens\": %d, \"first_pos\": %d, \"model_fp\": \"%s\", "
+                       "\"tokenizer_fp\": \"%s\", \"layers\": %d, \"kv_heads\": %d, \"head_dim\": %d",
+                       f[i].n_tokens, f[i].depth * f[i].n_tokens, fp, tfp, f[i].n_layer,
+                       f[i].n_head_kv, f[i].head_dim);
+            else {
+                printf(", \"problem\": \"");
+                for (const char *c = f[i].problem; *c; c++)
+                    printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+                printf("\"");
+            }
+            printf("}");
+        } else if (f[i].valid) {
+            printf("%-36s %9llu bytes  tokens %5d..%-5d  model %s  kv (%d, %d, %d)\n", f[i].name,
+                   (unsigned long long)f[i].file_bytes, f[i].depth * f[i].n_tokens,
+                   (f[i].depth + 1) * f[i].n_tokens - 1, fp, f[i].n_layer, f[i].n_head_kv,
+                   f[i].head_dim);
+        } else {
+            printf("%-36s %9llu bytes  INVALID: %s\n", f[i].name,
+                   (unsigned long long)f[i].file_bytes, f[i].problem);
+        }
+    }
+    if (json)
+        printf("], \"n_files\": %d, \"bytes\": %llu, \"invalid\": %d, \"prefixes\": %d, "
+               "\"longest_prefix_tokens\": %d}\n", n, (unsigned long long)bytes, bad, roots,
+               (max_depth + 1) * block);
+    else
+        printf("%d files, %.1f MiB, %d invalid; %d distinct first blocks, longest cached prefix "
+               "%d tokens\n", n, bytes / 1048576.0, bad, roots, (max_depth + 1) * block);
+    free(f);
+    return CLI_EXIT_OK;
+}
+
+static int cache_bench(int argc, char **argv)
+{
+    const char *model = NULL, *v;
+    long long threads = 0, requests = 0, reps = 0, block = 0;
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        int r = 0;
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+#define BAD(what) return cli_usage_error("cache", "%s '%s' is not valid", what, v)
+        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
+        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
+        else if (OPT("--requests", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 100000, &requests)) BAD("--requests"); }
+        else if (OPT("--reps", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1000, &reps)) BAD("--reps"); }
+        else if (OPT("--block", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1024, &block)) BAD("--block"); }
+        else return cli_usage_error("cache", "unknown option '%s'", argv[i]);
+#undef OPT
+#undef BAD
+    }
+    if (!model) return cli_usage_error("cache", "bench: missing -m MODEL");
+    struct tern_model *m;
+    tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
+    if (st) return cli_report("cache", st);
+    struct tern_prompt_cache_bench_params bp = tern_prompt_cache_bench_default_params();
+    bp.n_threads = (int)threads;
+    bp.n_requests = (int)requests;
+    bp.reps = (int)reps;
+    bp.block_tokens = (int)block;
+    struct tern_prompt_cache_bench_report r;
+    st = tern_prompt_cache_bench(m, &bp, &r);
+    tern_model_free(m);
+    if (st) return cli_report("cache", st);
+    if (json) {
+        printf("{\"prefix_tokens\": %d, \"turn_tokens\": %d, \"ttft_cold_ms\": %.3f, "
+               "\"ttft_warm_ms\": %.3f, \"warm_ratio\": %.4f, \"warm_identical\": %s, "
+               "\"n_requests\": %d, \"hit_rate\": %.4f, \"hit_rate_all_tokens\": %.4f, "
+               "\"budget_bytes\": %llu, \"evicted_bytes\": %llu, \"disk_tokens\": %d, "
+               "\"disk_load_ms\": %.3f, \"recompute_ms\": %.3f, \"disk_speedup\": %.2f, "
+               "\"disk_identical\": %s}\n",
+               r.prefix_tokens, r.turn_tokens, r.ttft_cold_ms, r.ttft_warm_ms, r.warm_ratio,
+               r.warm_identical ? "true" : "false", r.n_requests, r.hit_rate, r.hit_rate_all,
+               (unsigned long long)r.budget_bytes, (unsigned long long)r.evicted_bytes,
+               r.disk_tokens, r.disk_load_ms, r.recompute_ms, r.disk_speedup,
+               r.disk_identical ? "true" : "false");
+    } else {
+        printf("TTFT, %d-token prefix + %d-token turn: cold %.1f ms, cache hit %.1f ms "
+               "(%.1f%% of cold; target <= 10%%), logits identical: %s\n",
+               r.prefix_tokens, r.turn_tokens, r.ttft_cold_ms, r.ttft_warm_ms,
+               100 * r.warm_ratio, r.warm_identical ? "yes" : "NO");
+        printf("hit rate, %d requests over 4 system prompts: %.1f%% of system-prompt tokens "
+               "(target >= 95%%), %.1f%% of all prompt tokens; budget %.1f MiB, evicted %.1f MiB\n",
+               r.n_requests, 100 * r.hit_rate, 100 * r.hit_rate_all, r.budget_bytes / 1048576.0,
+               r.evicted_bytes / 1048576.0);
+        printf("disk, %d-token prefix: load %.1f ms vs recompute %.1f ms (%.1fx; target >= 10x), "
+               "logits identical: %s\n", r.disk_tokens, r.disk_load_ms, r.recompute_ms,
+               r.disk_speedup, r.disk_identical ? "yes" : "NO");
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_cache(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        help();
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "bench")) return cache_bench(argc, argv);
+    if (strcmp(argv[1], "ls") && strcmp(argv[1], "clear"))
+        return cli_usage_error("cache", "unknown subcommand '%s' (ls, clear, bench)", argv[1]);
+    const char *dir = NULL;
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        else if (!dir && argv[i][0] != '-') dir = argv[i];
+        else return cli_usage_error("cache", "unexpected argument '%s'", argv[i]);
+    }
+    if (!dir) return cli_usage_error("cache", "%s: missing DIR", argv[1]);
+    if (!strcmp(argv[1], "ls")) return cache_ls(dir, json);
+    int n;
+    tern_status st = tern_cache_dir_clear(dir, &n);
+    if (st) return cli_report("cache", st);
+    printf("removed %d cache files from %s\n", n, dir);
+    return CLI_EXIT_OK;
+}
