@@ -51,18 +51,20 @@ KS_DEFINE_MATMUL(bf16dp)
 /* Prefill: from this many tokens on, the repacked-panel kernels of kern_panel_avx512.c win
  * (their per-call repacking is paid back over the tokens); below it, the decode kernels of
  * kern_decode_avx512.c (the tiles above when k is beyond their activation buffer). */
-#define KERN_PANEL_MIN_TOK 6
-#define KS_ROUTE_PANEL(fmt, type)                                                              \
+#define KS_ROUTE_PANEL(fmt, type, min_tok)                                                    \
     static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
     {                                                                                          \
-        if (n_tok >= KERN_PANEL_MIN_TOK)                                                       \
+        if (n_tok >= (min_tok))                                                                \
             kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);            \
         else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))     \
             fmt##_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);                              \
     }
-KS_ROUTE_PANEL(q8_0, TERN_TYPE_Q8_0)
-KS_ROUTE_PANEL(q4_0, TERN_TYPE_Q4_0)
+/* thresholds measured with 896 x 4864 weights, one thread (bench_kernels) */
+KS_ROUTE_PANEL(q8_0, TERN_TYPE_Q8_0, 6)
+KS_ROUTE_PANEL(q4_0, TERN_TYPE_Q4_0, 6)
+KS_ROUTE_PANEL(q4_K, TERN_TYPE_Q4_K, 12)
+KS_ROUTE_PANEL(q6_K, TERN_TYPE_Q6_K, 6)
 
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {
@@ -72,8 +74,8 @@ kern_matmul_fn kern_avx512_matmul(int wtype)
     case TERN_TYPE_BF16: return bf16dp_matmul;
     case TERN_TYPE_Q4_0: return q4_0_route;
     case TERN_TYPE_Q8_0: return q8_0_route;
-    case TERN_TYPE_Q4_K: return q4_K_matmul;
-    case TERN_TYPE_Q6_K: return q6_K_matmul;
+    case TERN_TYPE_Q4_K: return q4_K_route;
+    case TERN_TYPE_Q6_K: return q6_K_route;
     default: return NULL;
     }
 }

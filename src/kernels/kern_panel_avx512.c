@@ -1,5 +1,5 @@
-/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0 and Q4_0 weights on AVX-512
- * VNNI, as cache-tiled matrix-matrix work. Compiled with the AVX-512 flags; reached only through
+/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q4_K and Q6_K weights on
+ * AVX-512 VNNI, as cache-tiled matrix-matrix work. Compiled with the AVX-512 flags; reached only through
  * kern_avx512.c once kern_dispatch.c has checked the CPU.
  *
  * Read first: kernels.h (the kern_matmul contract), src/quant/quant.h (block layouts), and
@@ -14,14 +14,18 @@
  * int32 lanes ARE the 16 block dots — scaled with one vector of row scales, stored to Y as 16
  * consecutive floats. Per block and token: 8 vpdpbusd + 3 other instructions.
  *
- * vpdpbusd multiplies u8 x s8, so the packed weights are unsigned (Q8_0: w + 128, Q4_0: the raw
- * code 0..15) and the activations stay signed bytes, read in place from the Q8_0 blocks. The
- * offset is removed exactly: sum((w+128)*a) - 128*sum(a), sum((q)*a) - 8*sum(a); the int32 dot
- * of each block starts from -off*sum(a), the token's block sum computed once per token tile.
+ * vpdpbusd multiplies u8 x s8, so the packed weights are unsigned (Q8_0: w + 128, Q4_0 and
+ * Q4_K: the raw code 0..15, Q6_K: the raw code 0..63) and the activations stay signed bytes,
+ * read in place from their Q8_0 / Q8_K blocks. Offsets are removed exactly in the integer dot,
+ * which starts from -off*sum(a) of its sub-block (Q8_0 128, Q4_0 8, Q6_K 32; the sums come from
+ * the Q8_K bsums or are computed once per token tile). Each sub-block (the span of one scale:
+ * 32 elements, 16 for Q6_K) is one int32 dot per lane, converted and scaled by the row's
+ * d*scale times the token's scale; Q4_K's mins term is one more FMA per sub-block with the
+ * token's sub-block sum.
  *
  * Blocking (all buffers on the stack, about 80 KB, nothing allocated):
  *   row block  PN_MB panels x 16 rows (128 rows)   — repacked weights stay in L2
- *   k chunk    PN_KB blocks (512 elements)         — one panel chunk is 8 KB, in L1
+ *   k chunk    512 elements (128 groups of 4)      — one panel chunk is 8 KB (+ scales)
  *   token tile PN_NT tokens (8)                    — 8 zmm float accumulators + 8 int32 dots
  * Y accumulates over k chunks (the first chunk stores). Rows past r1 in the last panel are
  * packed as zeros (scale 0) and masked out of the stores. */
@@ -35,16 +39,39 @@
 #include "tern.h"
 
 #define PN_ROWS 16
-#define PN_KB 16
+#define PN_KC 512                 /* elements per k chunk */
+#define PN_NG (PN_KC / 4)         /* groups of 4 bytes per chunk */
+#define PN_NS 32                  /* max sub-blocks per chunk (Q6_K: 512 / 16) */
 #define PN_MB 8
 #define PN_NT 8
 
-/* One panel (16 rows) x one k chunk: q[b][g][4*i + c] = byte c of group g of block b of row i
- * (unsigned), d[b][i] = that row's block scale. */
+/* One panel (16 rows) x one k chunk: q[G][4*i + c] = byte c of group G of row i (unsigned),
+ * d[s][i] = row i's scale of sub-block s (d, or d*sc), m[s][i] = its min scale (Q4_K:
+ * dmin*m). */
 struct pn_panel {
-    uint8_t q[PN_KB][8][64];
-    float d[PN_KB][PN_ROWS];
+    uint8_t q[PN_NG][64];
+    float d[PN_NS][PN_ROWS];
+    float m[PN_NS][PN_ROWS];
 };
+
+/* Per token of the tile and sub-block of the chunk: the dot's start value, the activation
+ * scale, and (Q4_K) the activation scale times the sub-block sum. */
+struct pn_act {
+    int32_t init[PN_NT][PN_NS];
+    float da[PN_NT][PN_NS];
+    float am[PN_NT][PN_NS];
+};
+
+/* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
+ * and the offset of its bytes. */
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K };
+#define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
+#define PN_SPB(f) ((f) == PN_Q4_K ? 8 : (f) == PN_Q6_K ? 16 : 1)
+#define PN_ABYTES(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K) \
+                                                        : (int)sizeof(struct quant_block_q8_0))
+#define PN_AHDR(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs) \
+                                                      : (int)offsetof(struct quant_block_q8_0, qs))
+#define PN_BLK(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
 
 #define PN_INLINE static inline __attribute__((always_inline))
 
@@ -57,189 +84,258 @@ PN_INLINE __m512i pn_dot_bcast(__m512i acc, __m512i w, const void *p)
     return acc;
 }
 
-/* ---------------------------------------------------------------- packing */
+/* ---------------------------------------------------------------- packing
+ * Each packer fills the panel for rows [r, r + nrow) (nrow <= 16), blocks [b0, b0 + nbc) of
+ * its format, from one row's bytes unpacked to 4-byte groups in element order. */
 
-/* Rows [r, r + nrow) (nrow <= 16; the rest of the panel zero), blocks [b0, b0 + nbc). */
-static void pn_pack_q8_0(struct pn_panel *P, const uint8_t *W, size_t ws, int64_t r, int nrow,
-                         int64_t b0, int nbc)
+PN_INLINE void pn_put_groups(struct pn_panel *P, int G0, int ng, int i, const uint8_t *u)
 {
-    for (int i = 0; i < PN_ROWS; i++) {
-        if (i >= nrow) {
-            for (int b = 0; b < nbc; b++) {
-                P->d[b][i] = 0;
-                for (int g = 0; g < 8; g++) memset(&P->q[b][g][4 * i], 0, 4);
-            }
-            continue;
-        }
-        const struct quant_block_q8_0 *wb = (const struct quant_block_q8_0 *)(W + (size_t)(r + i) * ws) + b0;
-        for (int b = 0; b < nbc; b++) {
-            P->d[b][i] = _cvtsh_ss(wb[b].d);
-            uint32_t v[8];
-            memcpy(v, wb[b].qs, 32);
-            for (int g = 0; g < 8; g++) {
-                const uint32_t u = v[g] ^ 0x80808080u; /* s8 -> u8 = w + 128 */
-                memcpy(&P->q[b][g][4 * i], &u, 4);
-            }
-        }
+    for (int g = 0; g < ng; g++) memcpy(&P->q[G0 + g][4 * i], u + 4 * g, 4);
+}
+
+static void pn_zero_row(struct pn_panel *P, int i, int ng, int ns)
+{
+    for (int g = 0; g < ng; g++) memset(&P->q[g][4 * i], 0, 4);
+    for (int s = 0; s < ns; s++) P->d[s][i] = P->m[s][i] = 0;
+}
+
+static void pn_pack_q8_0(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q8_0 *wb = (const struct quant_block_q8_0 *)w + b0;
+    for (int b = 0; b < nbc; b++) {
+        P->d[b][i] = _cvtsh_ss(wb[b].d);
+        uint8_t u[32];
+        _mm256_storeu_si256((__m256i *)u, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)wb[b].qs),
+                                                          _mm256_set1_epi8((char)0x80))); /* w + 128 */
+        pn_put_groups(P, 8 * b, 8, i, u);
     }
 }
 
-static void pn_pack_q4_0(struct pn_panel *P, const uint8_t *W, size_t ws, int64_t r, int nrow,
-                         int64_t b0, int nbc)
+static void pn_pack_q4_0(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
 {
+    const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b0;
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    for (int i = 0; i < PN_ROWS; i++) {
-        if (i >= nrow) {
-            for (int b = 0; b < nbc; b++) {
-                P->d[b][i] = 0;
-                for (int g = 0; g < 8; g++) memset(&P->q[b][g][4 * i], 0, 4);
-            }
-            continue;
+    for (int b = 0; b < nbc; b++) {
+        P->d[b][i] = _cvtsh_ss(wb[b].d);
+        const __m128i x = _mm_loadu_si128((const __m128i *)wb[b].qs);
+        uint8_t u[32]; /* elements 0..15 are the low nibbles, 16..31 the high ones */
+        _mm_storeu_si128((__m128i *)u, _mm_and_si128(x, m4));
+        _mm_storeu_si128((__m128i *)(u + 16), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+        pn_put_groups(P, 8 * b, 8, i, u);
+    }
+}
+
+static void pn_pack_q4_K(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)w + b0;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int b = 0; b < nbc; b++) {
+        const float d = _cvtsh_ss(wb[b].d), dmin = _cvtsh_ss(wb[b].dmin);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            quant_q4k_scale_min(j, wb[b].scales, &sc, &m);
+            P->d[8 * b + j][i] = d * (float)sc;
+            P->m[8 * b + j][i] = dmin * (float)m;
         }
-        const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)(W + (size_t)(r + i) * ws) + b0;
-        for (int b = 0; b < nbc; b++) {
-            P->d[b][i] = _cvtsh_ss(wb[b].d);
-            const __m128i x = _mm_loadu_si128((const __m128i *)wb[b].qs);
-            uint32_t v[8]; /* elements 0..15 are the low nibbles, 16..31 the high ones */
-            _mm_storeu_si128((__m128i *)v, _mm_and_si128(x, m4));
-            _mm_storeu_si128((__m128i *)(v + 4), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
-            for (int g = 0; g < 8; g++) memcpy(&P->q[b][g][4 * i], &v[g], 4);
+        uint8_t u[QUANT_QK_K]; /* chunk c: low nibbles are elements 64c.., high 64c+32.. */
+        for (int c = 0; c < 4; c++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(wb[b].qs + 32 * c));
+            _mm256_storeu_si256((__m256i *)(u + 64 * c), _mm256_and_si256(x, m4));
+            _mm256_storeu_si256((__m256i *)(u + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
+        }
+        pn_put_groups(P, 64 * b, 64, i, u);
+    }
+}
+
+static void pn_pack_q6_K(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b0;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
+    for (int b = 0; b < nbc; b++) {
+        const float d = _cvtsh_ss(wb[b].d);
+        for (int s = 0; s < 16; s++) P->d[16 * b + s][i] = d * (float)wb[b].scales[s];
+        uint8_t u[QUANT_QK_K]; /* the 6-bit codes 0..63 in element order */
+        for (int h = 0; h < 2; h++) {
+            const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb[b].ql + 64 * h));
+            const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb[b].ql + 64 * h + 32));
+            const __m256i hh = _mm256_loadu_si256((const __m256i *)(wb[b].qh + 32 * h));
+            uint8_t *o = u + 128 * h;
+            _mm256_storeu_si256((__m256i *)o, _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4)));
+            _mm256_storeu_si256((__m256i *)(o + 32), _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4)));
+            _mm256_storeu_si256((__m256i *)(o + 64), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4)));
+            _mm256_storeu_si256((__m256i *)(o + 96), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4)));
+        }
+        pn_put_groups(P, 64 * b, 64, i, u);
+    }
+}
+
+typedef void (*pn_pack_fn)(struct pn_panel *, const uint8_t *, int, int64_t, int);
+
+static void pn_pack(pn_pack_fn pack, int fmt, struct pn_panel *P, const uint8_t *W, size_t ws,
+                    int64_t r, int nrow, int64_t b0, int nbc)
+{
+    const int ng = nbc * PN_BLK(fmt) / 4;
+    for (int i = 0; i < PN_ROWS; i++) {
+        if (i < nrow)
+            pack(P, W + (size_t)(r + i) * ws, i, b0, nbc);
+        else
+            pn_zero_row(P, i, ng, ng / PN_GS(fmt));
+    }
+}
+
+/* ---------------------------------------------------------------- activations */
+
+/* sum of the 32 signed bytes at p */
+PN_INLINE int pn_sum32(const int8_t *p)
+{
+    const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8((char)0x80));
+    const __m256i s = _mm256_sad_epu8(x, _mm256_setzero_si256()); /* of a + 128 */
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+}
+
+static void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t b0, int nbc,
+                           struct pn_act *S)
+{
+    for (int j = 0; j < nt; j++) {
+        const uint8_t *row = A + (size_t)j * as;
+        if (fmt == PN_Q8_0 || fmt == PN_Q4_0) {
+            const int off = fmt == PN_Q8_0 ? 128 : 8;
+            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                S->init[j][b] = -off * pn_sum32(ab[b].qs);
+                S->da[j][b] = _cvtsh_ss(ab[b].d);
+            }
+        } else {
+            const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                if (fmt == PN_Q4_K)
+                    for (int s = 0; s < 8; s++) {
+                        S->init[j][8 * b + s] = 0;
+                        S->da[j][8 * b + s] = ab[b].d;
+                        S->am[j][8 * b + s] = ab[b].d * (float)(ab[b].bsums[2 * s] + ab[b].bsums[2 * s + 1]);
+                    }
+                else
+                    for (int s = 0; s < 16; s++) {
+                        S->init[j][16 * b + s] = -32 * ab[b].bsums[s];
+                        S->da[j][16 * b + s] = ab[b].d;
+                    }
+            }
         }
     }
 }
 
 /* ---------------------------------------------------------------- token tile */
 
-/* For nt tokens of the tile and the chunk's blocks: corr = -off * sum(a) (int32, the start of
- * each block dot) and the activation scale as float. */
-static void pn_act_sums(const uint8_t *A, size_t as, int nt, int64_t b0, int nbc, int off,
-                        int32_t corr[PN_NT][PN_KB], float da[PN_NT][PN_KB])
+/* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt and nt are
+ * constants after inlining. */
+PN_INLINE void pn_tile(int fmt, const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,
+                       int64_t b0, const struct pn_act *S, int nt, __m512 acc[PN_NT])
 {
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    for (int j = 0; j < nt; j++) {
-        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + (size_t)j * as) + b0;
-        for (int b = 0; b < nbc; b++) {
-            /* psadbw of (a + 128) against zero: four partial sums of 8 bytes each */
-            const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)ab[b].qs), flip);
-            const __m256i s = _mm256_sad_epu8(x, _mm256_setzero_si256());
-            const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            const int sum = (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-            corr[j][b] = -off * sum;
-            da[j][b] = _cvtsh_ss(ab[b].d);
-        }
-    }
-}
-
-/* acc[j] (16 rows of token j) += the panel's dots over nbc blocks; nt a constant after
- * inlining. */
-PN_INLINE void pn_tile(const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,
-                       int64_t b0, const int32_t corr[PN_NT][PN_KB],
-                       const float da[PN_NT][PN_KB], int nt, __m512 acc[PN_NT])
-{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     const uint8_t *a[PN_NT];
-    for (int j = 0; j < nt; j++)
-        a[j] = A + (size_t)j * as + (size_t)b0 * sizeof(struct quant_block_q8_0) +
-               offsetof(struct quant_block_q8_0, qs);
+    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
-        __m512i s[PN_NT];
-        for (int j = 0; j < nt; j++) s[j] = _mm512_set1_epi32(corr[j][b]);
-        for (int g = 0; g < 8; g++) {
-            const __m512i w = _mm512_load_si512((const void *)P->q[b][g]);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            __m512i x[PN_NT];
+            for (int j = 0; j < nt; j++) x[j] = _mm512_set1_epi32(S->init[j][s]);
+            for (int g = 0; g < GS; g++) {
+                const __m512i w = _mm512_load_si512((const void *)P->q[s * GS + g]);
+                for (int j = 0; j < nt; j++)
+                    x[j] = pn_dot_bcast(x[j], w, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g));
+            }
+            const __m512 dw = _mm512_load_ps(P->d[s]);
             for (int j = 0; j < nt; j++)
-                s[j] = pn_dot_bcast(s[j], w, a[j] + (size_t)b * sizeof(struct quant_block_q8_0) + 4 * g);
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
+                                         _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
+            if (fmt == PN_Q4_K) {
+                const __m512 dm = _mm512_load_ps(P->m[s]);
+                for (int j = 0; j < nt; j++)
+                    acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
+            }
         }
-        const __m512 dw = _mm512_load_ps(P->d[b]);
-        for (int j = 0; j < nt; j++)
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[j]),
-                                     _mm512_mul_ps(dw, _mm512_set1_ps(da[j][b])), acc[j]);
     }
 }
 
 /* One panel x nt tokens x one chunk, accumulated into Y (first chunk: stored). */
-PN_INLINE void pn_panel_tokens(const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,
-                               int64_t b0, const int32_t corr[PN_NT][PN_KB],
-                               const float da[PN_NT][PN_KB], int nt, float *Y, int64_t ldy,
-                               __mmask16 m, int first)
+PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const uint8_t *A,
+                               size_t as, int64_t b0, const struct pn_act *S, int nt, float *Y,
+                               int64_t ldy, __mmask16 m, int first)
 {
     __m512 acc[PN_NT];
     for (int j = 0; j < nt; j++)
         acc[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, Y + j * ldy);
-    pn_tile(P, nbc, A, as, b0, corr, da, nt, acc);
+    pn_tile(fmt, P, nbc, A, as, b0, S, nt, acc);
     for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(Y + j * ldy, m, acc[j]);
-}
-
-static void pn_panel_run(const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,
-                         int64_t b0, const int32_t corr[PN_NT][PN_KB],
-                         const float da[PN_NT][PN_KB], int nt, float *Y, int64_t ldy,
-                         __mmask16 m, int first)
-{
-    switch (nt) { /* one specialised copy per tile width: the token loop fully unrolled */
-    case 8: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 8, Y, ldy, m, first); break;
-    case 7: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 7, Y, ldy, m, first); break;
-    case 6: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 6, Y, ldy, m, first); break;
-    case 5: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 5, Y, ldy, m, first); break;
-    case 4: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 4, Y, ldy, m, first); break;
-    case 3: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 3, Y, ldy, m, first); break;
-    case 2: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 2, Y, ldy, m, first); break;
-    default: pn_panel_tokens(P, nbc, A, as, b0, corr, da, 1, Y, ldy, m, first); break;
-    }
 }
 
 /* ---------------------------------------------------------------- driver */
 
-typedef void (*pn_pack_fn)(struct pn_panel *, const uint8_t *, size_t, int64_t, int, int64_t, int);
-
-static void pn_matmul(pn_pack_fn pack, int off, const void *W, size_t w_stride, const void *A,
-                      size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
-                      int64_t ldy)
-{
-    struct pn_panel panels[PN_MB] __attribute__((aligned(64)));
-    int32_t corr[PN_NT][PN_KB];
-    float da[PN_NT][PN_KB];
-    const int64_t nb = k / 32;
-    for (int64_t rb = r0; rb < r1; rb += PN_MB * PN_ROWS) {
-        const int64_t rb_end = rb + PN_MB * PN_ROWS < r1 ? rb + PN_MB * PN_ROWS : r1;
-        const int np = (int)((rb_end - rb + PN_ROWS - 1) / PN_ROWS);
-        for (int64_t b0 = 0; b0 < nb; b0 += PN_KB) {
-            const int nbc = nb - b0 < PN_KB ? (int)(nb - b0) : PN_KB;
-            for (int p = 0; p < np; p++) {
-                const int64_t r = rb + (int64_t)p * PN_ROWS;
-                pack(&panels[p], W, w_stride, r, rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS,
-                     b0, nbc);
-            }
-            for (int t = 0; t < n_tok; t += PN_NT) {
-                const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;
-                const uint8_t *At = (const uint8_t *)A + (size_t)t * a_stride;
-                pn_act_sums(At, a_stride, nt, b0, nbc, off, corr, da);
-                for (int p = 0; p < np; p++) {
-                    const int64_t r = rb + (int64_t)p * PN_ROWS;
-                    const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;
-                    pn_panel_run(&panels[p], nbc, At, a_stride, b0, corr, da, nt,
-                                 Y + (size_t)t * ldy + r, ldy, (__mmask16)((1u << nrow) - 1),
-                                 b0 == 0);
-                }
-            }
-        }
+#define PN_DEFINE(name, fmt, packer)                                                           \
+    static void name##_run(const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,     \
+                           int64_t b0, const struct pn_act *S, int nt, float *Y, int64_t ldy,  \
+                           __mmask16 m, int first)                                             \
+    {                                                                                          \
+        switch (nt) { /* one copy per tile width: the token loops fully unrolled */            \
+        case 8: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 8, Y, ldy, m, first); break;        \
+        case 7: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 7, Y, ldy, m, first); break;        \
+        case 6: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 6, Y, ldy, m, first); break;        \
+        case 5: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 5, Y, ldy, m, first); break;        \
+        case 4: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 4, Y, ldy, m, first); break;        \
+        case 3: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 3, Y, ldy, m, first); break;        \
+        case 2: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 2, Y, ldy, m, first); break;        \
+        default: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 1, Y, ldy, m, first); break;       \
+        }                                                                                      \
+    }                                                                                          \
+    static void name##_matmul(const void *W, size_t ws, const void *A, size_t as, int n_tok,   \
+                              int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)        \
+    {                                                                                          \
+        struct pn_panel panels[PN_MB] __attribute__((aligned(64)));                           \
+        struct pn_act S;                                                                       \
+        const int bpc = PN_KC / PN_BLK(fmt); /* blocks per chunk */                            \
+        const int64_t nb = k / PN_BLK(fmt);                                                    \
+        for (int64_t rb = r0; rb < r1; rb += PN_MB * PN_ROWS) {                                \
+            const int64_t rb_end = rb + PN_MB * PN_ROWS < r1 ? rb + PN_MB * PN_ROWS : r1;      \
+            const int np = (int)((rb_end - rb + PN_ROWS - 1) / PN_ROWS);                       \
+            for (int64_t b0 = 0; b0 < nb; b0 += bpc) {                                         \
+                const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                          \
+                for (int p = 0; p < np; p++) {                                                 \
+                    const int64_t r = rb + (int64_t)p * PN_ROWS;                               \
+                    pn_pack(packer, fmt, &panels[p], (const uint8_t *)W, ws, r,                \
+                            rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS, b0, nbc);      \
+                }                                                                              \
+                for (int t = 0; t < n_tok; t += PN_NT) {                                       \
+                    const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;                      \
+                    const uint8_t *At = (const uint8_t *)A + (size_t)t * as;                   \
+                    pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);                              \
+                    for (int p = 0; p < np; p++) {                                             \
+                        const int64_t r = rb + (int64_t)p * PN_ROWS;                           \
+                        const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;   \
+                        name##_run(&panels[p], nbc, At, as, b0, &S, nt, Y + (size_t)t * ldy + r, \
+                                   ldy, (__mmask16)((1u << nrow) - 1), b0 == 0);               \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
     }
-}
 
-static void pn_q8_0_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride,
-                           int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
-{
-    pn_matmul(pn_pack_q8_0, 128, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
-}
-
-static void pn_q4_0_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride,
-                           int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
-{
-    pn_matmul(pn_pack_q4_0, 8, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
-}
+PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0)
+PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0)
+PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K)
+PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K)
 
 kern_matmul_fn kern_avx512_panel_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q8_0: return pn_q8_0_matmul;
     case TERN_TYPE_Q4_0: return pn_q4_0_matmul;
+    case TERN_TYPE_Q4_K: return pn_q4_K_matmul;
+    case TERN_TYPE_Q6_K: return pn_q6_K_matmul;
     default: return NULL;
     }
 }
