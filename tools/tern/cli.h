@@ -30,6 +30,10 @@ bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* The prompt-cache benchmark (cmd_cache.c), printed as text or one JSON object. */
+int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int requests,
+                           int reps, int block, bool json);
+
 /* Resident set size of this process in bytes (-1 if unknown). */
 long cli_rss_bytes(void);
 

@@ -30,6 +30,9 @@ static void help(void)
            "  -b, --batch-size N      prompt batch size (default 512)\n"
            "  --json                  JSON array, one object per test (llama-bench field names)\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
+           "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
+           "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
+           "                          vs recompute of a 2048-token prefix); first -t value used\n"
            "\n"
            "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
            "untimed (warm-up) before its repetitions.\n",
@@ -132,12 +135,13 @@ int cmd_bench(int argc, char **argv)
     int n_models = 0;
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1;
-    bool json = false, profile = false;
+    bool json = false, profile = false, prompt_cache = false;
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
+        if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if (OPT("-m", "--model")) {
             if (r < 0) return 2;
@@ -171,6 +175,13 @@ int cmd_bench(int argc, char **argv)
 #undef OPT
     }
     if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
+    if (prompt_cache) {
+        for (int mi = 0; mi < n_models; mi++) {
+            int rc = cli_prompt_cache_bench("bench", models[mi], (int)th[0], 0, 0, 0, json);
+            if (rc) return rc;
+        }
+        return CLI_EXIT_OK;
+    }
 
     if (!json)
         printf("| model | size | params | threads | test | t/s |\n"

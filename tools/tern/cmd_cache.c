@@ -88,38 +88,23 @@ static int cache_ls(const char *dir, bool json)
     return CLI_EXIT_OK;
 }
 
-static int cache_bench(int argc, char **argv)
+/* Run the prompt-cache benchmark on one model and print it (shared with `tern bench
+ * --prompt-cache`); cmd names the calling subcommand in messages. 0 = defaults. */
+int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int requests,
+                           int reps, int block, bool json)
 {
-    const char *model = NULL, *v;
-    long long threads = 0, requests = 0, reps = 0, block = 0;
-    bool json = false;
-    for (int i = 2; i < argc; i++) {
-        int r = 0;
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-#define BAD(what) return cli_usage_error("cache", "%s '%s' is not valid", what, v)
-        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
-        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
-        else if (OPT("--requests", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 100000, &requests)) BAD("--requests"); }
-        else if (OPT("--reps", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1000, &reps)) BAD("--reps"); }
-        else if (OPT("--block", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1024, &block)) BAD("--block"); }
-        else return cli_usage_error("cache", "unknown option '%s'", argv[i]);
-#undef OPT
-#undef BAD
-    }
-    if (!model) return cli_usage_error("cache", "bench: missing -m MODEL");
     struct tern_model *m;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
-    if (st) return cli_report("cache", st);
+    if (st) return cli_report(cmd, st);
     struct tern_prompt_cache_bench_params bp = tern_prompt_cache_bench_default_params();
-    bp.n_threads = (int)threads;
-    bp.n_requests = (int)requests;
-    bp.reps = (int)reps;
-    bp.block_tokens = (int)block;
+    bp.n_threads = threads;
+    bp.n_requests = requests;
+    bp.reps = reps;
+    bp.block_tokens = block;
     struct tern_prompt_cache_bench_report r;
     st = tern_prompt_cache_bench(m, &bp, &r);
     tern_model_free(m);
-    if (st) return cli_report("cache", st);
+    if (st) return cli_report(cmd, st);
     if (json) {
         printf("{\"prefix_tokens\": %d, \"turn_tokens\": %d, \"ttft_cold_ms\": %.3f, "
                "\"ttft_warm_ms\": %.3f, \"warm_ratio\": %.4f, \"warm_identical\": %s, "
@@ -146,6 +131,29 @@ static int cache_bench(int argc, char **argv)
                r.disk_speedup, r.disk_identical ? "yes" : "NO");
     }
     return CLI_EXIT_OK;
+}
+
+static int cache_bench(int argc, char **argv)
+{
+    const char *model = NULL, *v;
+    long long threads = 0, requests = 0, reps = 0, block = 0;
+    bool json = false;
+    for (int i = 2; i < argc; i++) {
+        int r = 0;
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+#define BAD(what) return cli_usage_error("cache", "%s '%s' is not valid", what, v)
+        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
+        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
+        else if (OPT("--requests", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 100000, &requests)) BAD("--requests"); }
+        else if (OPT("--reps", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1000, &reps)) BAD("--reps"); }
+        else if (OPT("--block", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1024, &block)) BAD("--block"); }
+        else return cli_usage_error("cache", "unknown option '%s'", argv[i]);
+#undef OPT
+#undef BAD
+    }
+    if (!model) return cli_usage_error("cache", "bench: missing -m MODEL");
+    return cli_prompt_cache_bench("cache", model, (int)threads, (int)requests, (int)reps, (int)block, json);
 }
 
 int cmd_cache(int argc, char **argv)
