@@ -1,11 +1,13 @@
 /* threadpool.c — see threadpool.h.
  *
- * Protocol. A step is published by writing (fn, arg, n_chunks), resetting `done`, and then
- * opening `next` (store 0, release) and bumping `generation`. Threads claim chunks with
- * fetch_add on `next`; a claim below n_chunks is valid and its (fn, arg, n_chunks) are those of
- * the step that opened the counter (the acquire on the claim pairs with the release that opened
- * it). When all chunks are done the caller closes `next` (a huge value), so a worker that wakes
- * late and claims from a finished step gets an index past the end and does nothing. */
+ * Protocol. One atomic word holds the open step: (sequence << 40) | (n_chunks << 20) | next
+ * chunk. A step is published by writing (fn, arg), resetting `done`, storing the word with
+ * next = 0 (release) and bumping `generation`. Threads claim a chunk with fetch_add(1) on the
+ * word and decode the step's n_chunks from the value they got, so a claim is always judged
+ * against the step it was made in: a worker that wakes late and claims from a finished (or
+ * closed, n_chunks = 0) step gets an index past the end and does nothing, and can never run a
+ * chunk of the next step twice. A valid claim keeps its step open until the chunk is done, so
+ * (fn, arg) cannot change under it. */
 #include "util/threadpool.h"
 
 #include <pthread.h>
@@ -28,15 +30,17 @@
  * every further check (on an oversubscribed machine the thread we wait for may need it), and
  * finally sleep. */
 enum { SPIN_PAUSE = 1 << 12, SPIN_LIMIT = 1 << 14 };
-#define CLOSED (1ll << 60)
+#define IDX_BITS 20
+#define IDX_MASK ((1ull << IDX_BITS) - 1)
+#define MAX_CHUNKS ((int)IDX_MASK - 1024) /* room for late claims past the end */
 
 struct tp {
     int n;
     pthread_t *threads;
     tp_fn fn;
     void *arg;
-    _Atomic int n_chunks;     /* of the open step (stable while `next` is open) */
-    _Atomic long long next;   /* next chunk to claim; CLOSED between steps */
+    _Atomic uint64_t word;    /* seq << 40 | n_chunks << 20 | next chunk (see above) */
+    uint64_t seq;             /* steps published (caller only) */
     _Atomic int done;         /* chunks finished in the current step */
     _Atomic unsigned generation;
     _Atomic int stop;
@@ -54,11 +58,11 @@ struct worker_arg {
 static void work(struct tp *tp, int tid)
 {
     for (;;) {
-        long long c = atomic_fetch_add_explicit(&tp->next, 1, memory_order_acq_rel);
-        if (c >= CLOSED) return; /* between steps: nothing to claim */
-        const int n = atomic_load_explicit(&tp->n_chunks, memory_order_relaxed);
-        if (c >= n) return;
-        tp->fn(tp->arg, (int)c, n, tid);
+        const uint64_t w = atomic_fetch_add_explicit(&tp->word, 1, memory_order_acq_rel);
+        const int n = (int)((w >> IDX_BITS) & IDX_MASK);
+        const int c = (int)(w & IDX_MASK);
+        if (c >= n) return; /* this step is exhausted (or closed: n = 0) */
+        tp->fn(tp->arg, c, n, tid);
         atomic_fetch_add_explicit(&tp->done, 1, memory_order_acq_rel);
     }
 }
@@ -102,7 +106,7 @@ tern_status tp_create(int n_threads, struct tp **out)
     struct tp *tp = calloc(1, sizeof *tp);
     if (!tp) return tern_fail(TERN_ERR_NOMEM, "thread pool: out of memory");
     tp->n = n_threads;
-    atomic_init(&tp->next, CLOSED);
+    atomic_init(&tp->word, 0); /* closed: n_chunks = 0 */
     pthread_mutex_init(&tp->lock, NULL);
     pthread_cond_init(&tp->wake, NULL);
     tp->threads = calloc((size_t)n_threads, sizeof *tp->threads);
@@ -146,15 +150,17 @@ int tp_n_threads(const struct tp *tp) { return tp->n; }
 void tp_run(struct tp *tp, tp_fn fn, void *arg, int n_chunks)
 {
     if (n_chunks <= 0) return;
+    if (n_chunks > MAX_CHUNKS) n_chunks = MAX_CHUNKS; /* callers ask for a few per thread */
     if (tp->n == 1) {
         for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
     tp->fn = fn;
     tp->arg = arg;
-    atomic_store_explicit(&tp->n_chunks, n_chunks, memory_order_relaxed);
+    tp->seq++;
     atomic_store_explicit(&tp->done, 0, memory_order_relaxed);
-    atomic_store_explicit(&tp->next, 0, memory_order_release); /* open the step */
+    atomic_store_explicit(&tp->word, (tp->seq << 40) | ((uint64_t)n_chunks << IDX_BITS),
+                          memory_order_release); /* open the step */
     atomic_fetch_add_explicit(&tp->generation, 1, memory_order_acq_rel);
     pthread_mutex_lock(&tp->lock);
     if (tp->sleepers) pthread_cond_broadcast(&tp->wake);
@@ -164,5 +170,5 @@ void tp_run(struct tp *tp, tp_fn fn, void *arg, int n_chunks)
         if (spins < SPIN_PAUSE) cpu_relax();
         else sched_yield();
     }
-    atomic_store_explicit(&tp->next, CLOSED, memory_order_release); /* late claims find nothing */
+    atomic_store_explicit(&tp->word, tp->seq << 40, memory_order_release); /* closed */
 }
