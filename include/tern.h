@@ -266,6 +266,7 @@ struct tern_context_params {
     int n_batch;     /* max tokens per tern_decode call; 0 = 512 */
     int n_threads;   /* 0 = number of online CPUs */
     bool no_warmup;  /* skip the warm-up pass at creation (see tern_context_create) */
+    int n_seq;       /* independent sequences held at once, each up to n_ctx positions; 0 = 1 */
 };
 struct tern_context_params tern_context_default_params(void);
 
@@ -292,6 +293,30 @@ enum tern_logits_mode {
  * the batch is split. Decode (n == 1) performs no heap allocation. */
 tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
                         enum tern_logits_mode mode);
+/* Several sequences in one context (n_seq > 1): a batch may mix tokens of different sequences,
+ * each attending only to its own sequence's keys, so independent requests share one forward
+ * pass (and one read of the weights). tern_decode and everything built on it (generation, the
+ * prefix cache, snapshots) use sequence 0. */
+struct tern_batch {
+    int n;                  /* tokens, 1 .. n_batch */
+    const int32_t *tokens;  /* (n) */
+    const int32_t *seq;     /* (n) sequence of each token; NULL = all sequence 0 */
+    const int32_t *pos;     /* (n) positions; NULL = each token continues its sequence. Given
+                               positions must do exactly that (no gaps, no overwrites). */
+    const bool *logits;     /* (n) which rows want logits; NULL = none */
+};
+/* Decode one batch; logits of row i via tern_context_logits(ctx, i). On failure nothing of the
+ * batch stays in the cache. */
+tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch *b);
+int tern_context_n_seq(const struct tern_context *ctx);
+/* Positions held by sequence seq (-1 if it does not exist). */
+int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
+/* Forget positions >= n_pos of sequence seq. */
+tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
+/* Make sequence dst hold a copy of the first n_pos positions of src (a shared prompt, decoded
+ * once, then continued differently). */
+tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos);
+
 /* Logits of batch row i of the last tern_decode (i = n-1 for TERN_LOGITS_LAST); n_vocab
  * floats owned by the context, valid until the next tern_decode. NULL if not computed. */
 const float *tern_context_logits(const struct tern_context *ctx, int i);

@@ -28,9 +28,9 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
                                     struct tern_kv_snapshot **out)
 {
     const struct kv_cache *kv = kv_of_context_const(ctx);
-    if (n < 0 || n > kv->n_pos)
+    if (n < 0 || n > kv->seq_pos[0])
         return tern_fail(TERN_ERR_ARG, "KV snapshot of %d positions: the context holds %d", n,
-                         kv->n_pos);
+                         kv->seq_pos[0]);
     struct tern_kv_snapshot *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "KV snapshot: out of memory");
     s->model = kv_context_model(ctx);

@@ -27,9 +27,10 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     const struct tern_model_info *in = &m->info;
     struct tern_context_params cp = p ? *p : tern_context_default_params();
     if (cp.n_ctx < 0 || cp.n_batch < 0 || cp.n_threads < 0 || cp.n_ctx > (1 << 22) ||
-        cp.n_threads > 512)
+        cp.n_threads > 512 || cp.n_seq < 0 || cp.n_seq > 256)
         return tern_fail(TERN_ERR_ARG, "context parameters out of range: n_ctx %d, n_batch %d, "
-                         "n_threads %d", cp.n_ctx, cp.n_batch, cp.n_threads);
+                         "n_threads %d, n_seq %d", cp.n_ctx, cp.n_batch, cp.n_threads, cp.n_seq);
+    if (cp.n_seq == 0) cp.n_seq = 1;
     if (cp.n_ctx == 0) cp.n_ctx = in->n_ctx_train < 4096 ? in->n_ctx_train : 4096;
     if (cp.n_batch == 0) cp.n_batch = 512;
     if (cp.n_batch > cp.n_ctx) cp.n_batch = cp.n_ctx;
@@ -44,8 +45,9 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->n_ctx = cp.n_ctx;
     ctx->n_batch = cp.n_batch;
     ctx->n_threads = cp.n_threads;
+    ctx->n_seq = cp.n_seq;
     tern_status st = tp_create(cp.n_threads, &ctx->pool);
-    if (!st) st = kv_init(&ctx->kv, in->n_layer, in->n_head_kv, in->head_dim, cp.n_ctx);
+    if (!st) st = kv_init(&ctx->kv, in->n_layer, in->n_head_kv, in->head_dim, cp.n_ctx, cp.n_seq);
     if (st) {
         tern_context_free(ctx);
         return st;
@@ -73,6 +75,15 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     if ((size_t)in->n_ff > widest) widest = (size_t)in->n_ff;
     ctx->act_stride = (widest * sizeof(float) + 63) & ~(size_t)63;
     ctx->act = aligned_alloc(64, nb * ctx->act_stride);
+    ctx->bpos = calloc(nb, sizeof *ctx->bpos);
+    ctx->bseq = calloc(nb, sizeof *ctx->bseq);
+    ctx->out_list = calloc(nb, sizeof *ctx->out_list);
+    ctx->out_row = calloc(nb, sizeof *ctx->out_row);
+    ctx->next_pos = calloc((size_t)cp.n_seq, sizeof *ctx->next_pos);
+    ctx->want = calloc(nb, sizeof *ctx->want);
+    if ((!ctx->bpos || !ctx->bseq || !ctx->out_list || !ctx->out_row || !ctx->next_pos ||
+         !ctx->want) && !st)
+        st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
     if (!ctx->act && !st) st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
     if (st) {
         tern_context_free(ctx);
@@ -81,8 +92,13 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     if (!cp.no_warmup) {
         /* a full forward pass touches every weight page, scratch buffer and worker thread */
         const int32_t tok = 0;
-        st = forward_batch(ctx, &tok, 1, 0, TERN_LOGITS_LAST);
+        ctx->bpos[0] = 0;
+        ctx->bseq[0] = 0;
+        ctx->out_list[0] = 0;
+        ctx->n_out = 1;
+        st = forward_batch(ctx, &tok, 1);
         ctx->n_logits = 0;
+        ctx->n_out = 0;
         ctx->profile = false;
         if (st) {
             tern_context_free(ctx);
@@ -112,50 +128,152 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx->qr);
     free(ctx->logits);
     free(ctx->act);
+    free(ctx->bpos);
+    free(ctx->bseq);
+    free(ctx->out_list);
+    free(ctx->out_row);
+    free(ctx->next_pos);
+    free(ctx->want);
     free(ctx);
 }
 
 int tern_context_n_ctx(const struct tern_context *ctx) { return ctx->n_ctx; }
 int tern_context_n_batch(const struct tern_context *ctx) { return ctx->n_batch; }
-int tern_kv_n_pos(const struct tern_context *ctx) { return ctx->kv.n_pos; }
+int tern_context_n_seq(const struct tern_context *ctx) { return ctx->n_seq; }
+int tern_kv_n_pos(const struct tern_context *ctx) { return ctx->kv.seq_pos[0]; }
+
+int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq)
+{
+    return seq >= 0 && seq < ctx->n_seq ? ctx->kv.seq_pos[seq] : -1;
+}
+
+tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
+{
+    if (seq < 0 || seq >= ctx->n_seq)
+        return tern_fail(TERN_ERR_ARG, "sequence %d does not exist (the context has %d)", seq,
+                         ctx->n_seq);
+    if (n_pos < 0 || n_pos > ctx->kv.seq_pos[seq])
+        return tern_fail(TERN_ERR_ARG, "cannot truncate sequence %d to %d positions: it holds %d",
+                         seq, n_pos, ctx->kv.seq_pos[seq]);
+    ctx->kv.seq_pos[seq] = n_pos;
+    ctx->n_logits = 0;
+    return TERN_OK;
+}
 
 tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos)
 {
-    if (n_pos < 0 || n_pos > ctx->kv.n_pos)
-        return tern_fail(TERN_ERR_ARG, "cannot truncate the KV cache to %d positions: it holds %d",
-                         n_pos, ctx->kv.n_pos);
-    ctx->kv.n_pos = n_pos;
-    ctx->n_logits = 0;
+    return tern_kv_seq_truncate(ctx, 0, n_pos);
+}
+
+tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos)
+{
+    struct kv_cache *kv = &ctx->kv;
+    if (src < 0 || src >= ctx->n_seq || dst < 0 || dst >= ctx->n_seq || src == dst)
+        return tern_fail(TERN_ERR_ARG, "cannot copy sequence %d to %d (the context has %d)", src,
+                         dst, ctx->n_seq);
+    if (n_pos < 0 || n_pos > kv->seq_pos[src])
+        return tern_fail(TERN_ERR_ARG, "cannot copy %d positions of sequence %d: it holds %d",
+                         n_pos, src, kv->seq_pos[src]);
+    const size_t run = (size_t)n_pos * kv->head_dim * sizeof(uint16_t);
+    for (int il = 0; il < kv->n_layer; il++)
+        for (int h = 0; h < kv->n_head_kv; h++) {
+            memcpy(kv_k_row_seq(kv, il, dst, h, 0), kv_k_row_seq(kv, il, src, h, 0), run);
+            memcpy(kv_v_row_seq(kv, il, dst, h, 0), kv_v_row_seq(kv, il, src, h, 0), run);
+        }
+    kv->seq_pos[dst] = n_pos;
     return TERN_OK;
+}
+
+/* Check one batch against the cache: ids in the vocabulary, sequences that exist, and for each
+ * sequence positions that continue it without gaps. */
+static tern_status check_batch(struct tern_context *ctx, const struct tern_batch *b)
+{
+    const int n_vocab = ctx->model->info.n_vocab;
+    if (b->n <= 0 || !b->tokens) return tern_fail(TERN_ERR_ARG, "decode: empty batch");
+    if (b->n > ctx->n_batch)
+        return tern_fail(TERN_ERR_RANGE, "decode: batch of %d tokens exceeds the batch size %d",
+                         b->n, ctx->n_batch);
+    memcpy(ctx->next_pos, ctx->kv.seq_pos, sizeof(int32_t) * (size_t)ctx->n_seq);
+    for (int i = 0; i < b->n; i++) {
+        const int seq = b->seq ? b->seq[i] : 0;
+        if (b->tokens[i] < 0 || b->tokens[i] >= n_vocab)
+            return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
+                             "vocabulary (0..%d)", b->tokens[i], i, n_vocab - 1);
+        if (seq < 0 || seq >= ctx->n_seq)
+            return tern_fail(TERN_ERR_ARG, "decode: token %d names sequence %d; the context has "
+                             "%d", i, seq, ctx->n_seq);
+        const int pos = b->pos ? b->pos[i] : ctx->next_pos[seq];
+        if (pos != ctx->next_pos[seq])
+            return tern_fail(TERN_ERR_ARG, "decode: token %d is at position %d of sequence %d, "
+                             "which continues at %d (truncate first to rewind)", i, pos, seq,
+                             ctx->next_pos[seq]);
+        if (pos >= ctx->n_ctx)
+            return tern_fail(TERN_ERR_RANGE, "decode: token %d at position %d of sequence %d "
+                             "exceeds the context size %d", i, pos, seq, ctx->n_ctx);
+        ctx->next_pos[seq]++;
+    }
+    return TERN_OK;
+}
+
+/* Run one checked batch: positions/sequences into bpos/bseq, logits rows into out_list. */
+static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *b, int call_offset)
+{
+    ctx->n_out = 0;
+    for (int i = 0; i < b->n; i++) {
+        const int seq = b->seq ? b->seq[i] : 0;
+        ctx->bseq[i] = seq;
+        ctx->bpos[i] = ctx->kv.seq_pos[seq]++;
+        ctx->out_row[i] = -1;
+        if (b->logits && b->logits[i]) {
+            ctx->out_row[i] = ctx->n_out;
+            ctx->out_list[ctx->n_out++] = i;
+        }
+    }
+    ctx->last_n = b->n;
+    ctx->call_offset = call_offset;
+    tern_status st = forward_batch(ctx, b->tokens, b->n);
+    if (st) {
+        /* nothing half-done stays visible: the batch's positions are forgotten */
+        for (int i = 0; i < b->n; i++) ctx->kv.seq_pos[ctx->bseq[i]]--;
+        ctx->n_logits = 0;
+    }
+    return st;
+}
+
+tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch *b)
+{
+    ctx->n_logits = 0;
+    tern_status st = check_batch(ctx, b);
+    return st ? st : run_batch(ctx, b, 0);
 }
 
 tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
                         enum tern_logits_mode mode)
 {
-    const int n_vocab = ctx->model->info.n_vocab;
     if (n <= 0 || !tokens) return tern_fail(TERN_ERR_ARG, "decode: empty batch");
-    if (pos0 != ctx->kv.n_pos)
+    if (pos0 != ctx->kv.seq_pos[0])
         return tern_fail(TERN_ERR_ARG, "decode: batch starts at position %d but the KV cache "
-                         "holds %d positions (truncate first to rewind)", pos0, ctx->kv.n_pos);
+                         "holds %d positions (truncate first to rewind)", pos0, ctx->kv.seq_pos[0]);
     if ((long long)pos0 + n > ctx->n_ctx)
         return tern_fail(TERN_ERR_RANGE, "decode: %d tokens at position %d exceed the context "
                          "size %d", n, pos0, ctx->n_ctx);
     if (mode == TERN_LOGITS_ALL && n > ctx->n_batch)
         return tern_fail(TERN_ERR_RANGE, "decode: logits for all %d tokens requested but the "
                          "batch size is %d", n, ctx->n_batch);
+    const int n_vocab = ctx->model->info.n_vocab;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
                              "vocabulary (0..%d)", tokens[i], i, n_vocab - 1);
     ctx->n_logits = 0;
     for (int done = 0; done < n;) {
-        int chunk = n - done < ctx->n_batch ? n - done : ctx->n_batch;
-        bool last = done + chunk == n;
-        tern_status st = forward_batch(ctx, tokens + done, chunk, pos0 + done,
-                                       last ? mode : TERN_LOGITS_NONE);
+        const int chunk = n - done < ctx->n_batch ? n - done : ctx->n_batch;
+        const bool last = done + chunk == n;
+        for (int i = 0; i < chunk; i++)
+            ctx->want[i] = last && (mode == TERN_LOGITS_ALL || (mode == TERN_LOGITS_LAST && i == chunk - 1));
+        const struct tern_batch b = {.n = chunk, .tokens = tokens + done, .logits = ctx->want};
+        tern_status st = run_batch(ctx, &b, done);
         if (st) return st;
-        ctx->kv.n_pos = pos0 + done + chunk;
-        if (last) ctx->logits_first = done + ctx->logits_row0;
         done += chunk;
     }
     return TERN_OK;
@@ -163,8 +281,8 @@ tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, 
 
 const float *tern_context_logits(const struct tern_context *ctx, int i)
 {
-    /* i counts tokens of the whole last call; logits row 0 is call row logits_first */
-    const int r = i - ctx->logits_first;
-    if (ctx->n_logits == 0 || r < 0 || r >= ctx->n_logits) return NULL;
-    return ctx->logits + (size_t)r * ctx->model->info.n_vocab;
+    /* i counts tokens of the whole last call; the current batch starts at call_offset */
+    const int r = i - ctx->call_offset;
+    if (ctx->n_logits == 0 || r < 0 || r >= ctx->last_n || ctx->out_row[r] < 0) return NULL;
+    return ctx->logits + (size_t)ctx->out_row[r] * ctx->model->info.n_vocab;
 }

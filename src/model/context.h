@@ -13,7 +13,7 @@
 
 struct tern_context {
     struct tern_model *model;
-    int n_ctx, n_batch, n_threads;
+    int n_ctx, n_batch, n_threads, n_seq;
     struct tp *pool;
     struct kv_cache kv;
 
@@ -34,14 +34,21 @@ struct tern_context {
     float *scores;   /* (n_threads, n_ctx) attention scores, one row per thread */
     float *qr;       /* (n_threads, head_dim) query rounded to F16 precision, one row per thread */
     struct attn_kernels attn_k; /* attention inner loops for this CPU */
-    float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after tern_decode */
+    float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after a decode */
     int n_logits;    /* rows of logits computed by the last decode */
-    int logits_row0; /* row of the sub-batch that logits row 0 belongs to (forward.c) */
+    int32_t *bpos;   /* (n_batch) position of each token of the current batch */
+    int32_t *bseq;   /* (n_batch) sequence of each token of the current batch */
+    int32_t *out_list; /* (n_batch) batch rows that want logits, ascending; logits row k = out_list[k] */
+    int32_t *out_row;  /* (n_batch) batch row -> logits row, or -1 */
+    int n_out;       /* entries of out_list for the current batch */
+    int call_offset; /* index, within the last decode call, of the current batch's row 0 */
+    int last_n;      /* tokens in the current batch */
+    int32_t *next_pos; /* (n_seq) scratch: expected next position per sequence while validating */
+    bool *want;      /* (n_batch) scratch: which rows of a tern_decode sub-batch want logits */
     bool profile;    /* collect per-op timings (profile.c) */
     uint64_t prof_ns[TERN_PROF_COUNT];
     uint64_t prof_calls[TERN_PROF_COUNT];
     uint64_t prof_fallbacks[TERN_PROF_COUNT];
-    int logits_first;/* token index, within the last tern_decode call, of logits row 0 */
 };
 
 /* Profiling helpers (profile.c): monotonic ns, the op class of a matmul on weight type t, and
@@ -50,8 +57,8 @@ uint64_t prof_now_ns(void);
 int prof_matmul_op(int wtype);
 bool prof_is_fallback(int wtype);
 
-/* One forward pass over n <= n_batch tokens at positions pos0.. (forward.c). */
-tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
-                          enum tern_logits_mode mode);
+/* One forward pass over n <= n_batch tokens whose positions and sequences are in bpos/bseq,
+ * computing logits for the rows in out_list (n_out of them) (forward.c). */
+tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n);
 
 #endif

@@ -11,6 +11,6 @@ const struct tern_model *kv_context_model(const struct tern_context *ctx) { retu
 
 void kv_context_set_n_pos(struct tern_context *ctx, int n_pos)
 {
-    ctx->kv.n_pos = n_pos;
+    ctx->kv.seq_pos[0] = n_pos;
     ctx->n_logits = 0; /* logits belonged to the old contents */
 }

@@ -115,7 +115,6 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
 struct step {
     struct tern_context *ctx;
     int n;                          /* tokens in the batch */
-    int pos0;
     int il;                         /* layer */
     const struct model_weight *w[3];/* matrices of a matmul step (unused entries NULL) */
     float *out[3];                  /* their outputs, (n, rows) */
@@ -232,7 +231,7 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
     long long lo, hi;
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
-        const int pos = s->pos0 + (int)t;
+        const int pos = ctx->bpos[t], seq = ctx->bseq[t];
         const float *cs = ctx->rope_cs + (size_t)t * in->n_rot;
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
@@ -240,8 +239,8 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
         for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
         for (int h = 0; h < in->n_head_kv; h++) {
             rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
-            uint16_t *kr = kv_k_row(&ctx->kv, s->il, h, pos);
-            uint16_t *vr = kv_v_row(&ctx->kv, s->il, h, pos);
+            uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
+            uint16_t *vr = kv_v_row_seq(&ctx->kv, s->il, seq, h, pos);
             for (int j = 0; j < hd; j++) {
                 kr[j] = fp16_from_f32(k[h * hd + j]);
                 vr[j] = fp16_from_f32(v[h * hd + j]);
@@ -266,11 +265,11 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
     for (long long idx = lo; idx < hi; idx++) {
         const int t = (int)(idx / in->n_head), h = (int)(idx % in->n_head);
         const int kvh = h / group;
-        const int n_keys = s->pos0 + t + 1;
+        const int n_keys = ctx->bpos[t] + 1, seq = ctx->bseq[t]; /* keys 0..pos of its sequence */
         const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
         /* llama.cpp converts the query to F16 for the Q.K product */
         for (int j = 0; j < hd; j++) qr[j] = fp16_to_f32(fp16_from_f32(q[j]));
-        ctx->attn_k.scores(qr, kv_k_row(&ctx->kv, s->il, kvh, 0), n_keys, hd, scale, sc);
+        ctx->attn_k.scores(qr, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), n_keys, hd, scale, sc);
         float mx = -INFINITY;
         for (int p = 0; p < n_keys; p++) mx = sc[p] > mx ? sc[p] : mx;
         double sum = 0.0;
@@ -281,7 +280,7 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
         /* normalize, and round to F16 as llama.cpp does before weighting V */
         const float inv = (float)(1.0 / sum);
         for (int p = 0; p < n_keys; p++) sc[p] = fp16_to_f32(fp16_from_f32(sc[p] * inv));
-        ctx->attn_k.wsum(sc, kv_v_row(&ctx->kv, s->il, kvh, 0), n_keys, hd,
+        ctx->attn_k.wsum(sc, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), n_keys, hd,
                          ctx->attn + (size_t)t * qd + (size_t)h * hd);
     }
 }
@@ -316,8 +315,7 @@ static void norm_and_quantize(struct tern_context *ctx, const float *src, const 
     ctx->act_type = at;
 }
 
-tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
-                          enum tern_logits_mode mode)
+tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
     const struct tern_model_info *in = &m->info;
@@ -329,7 +327,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     for (int t = 0; t < n; t++)
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                      ctx->x + (size_t)t * d, d);
-    for (int t = 0; t < n; t++) rope_cache_row(m, pos0 + t, ctx->rope_cs + (size_t)t * in->n_rot);
+    for (int t = 0; t < n; t++) rope_cache_row(m, ctx->bpos[t], ctx->rope_cs + (size_t)t * in->n_rot);
     if (ctx->profile) {
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
         ctx->prof_calls[TERN_PROF_EMBED]++;
@@ -337,7 +335,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
 
     for (int il = 0; il < in->n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
-        struct step s = {.ctx = ctx, .n = n, .pos0 = pos0, .il = il};
+        struct step s = {.ctx = ctx, .n = n, .il = il};
         ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
 
         /* attention block */
@@ -392,15 +390,26 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     }
 
     ctx->n_logits = 0;
-    if (mode == TERN_LOGITS_NONE) return TERN_OK;
-    const int row0 = mode == TERN_LOGITS_ALL ? 0 : n - 1;
-    norm_and_quantize(ctx, ctx->x, m->output_norm.data, d, n, row0, &m->output);
-    struct step so = {.ctx = ctx, .n = n, .row0 = row0};
+    /* Logits only for the rows asked for (ctx->out_list): gather them into contiguous rows
+     * (proj is free by now) unless they already are the tail of the batch. */
+    ctx->n_logits = ctx->n_out;
+    if (ctx->n_out == 0) return TERN_OK;
+    const float *src = ctx->x;
+    int row0 = n - ctx->n_out;
+    bool tail = true;
+    for (int k = 0; k < ctx->n_out && tail; k++) tail = ctx->out_list[k] == row0 + k;
+    if (!tail) {
+        for (int k = 0; k < ctx->n_out; k++)
+            memcpy(ctx->proj + (size_t)k * d, ctx->x + (size_t)ctx->out_list[k] * d, sizeof(float) * d);
+        src = ctx->proj;
+        row0 = 0;
+    }
+    const int rows_end = row0 + ctx->n_out;
+    norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
+    struct step so = {.ctx = ctx, .n = rows_end, .row0 = row0};
     so.w[0] = &m->output;
-    so.out[0] = ctx->logits; /* logits row 0 is batch row row0 */
+    so.out[0] = ctx->logits; /* logits row k is out_list[k] */
     tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, m->output.rows));
     ctx->act_src = NULL;
-    ctx->n_logits = n - row0;
-    ctx->logits_row0 = row0;
     return TERN_OK;
 }

@@ -1,0 +1,177 @@
+/* test_multiseq.c — several sequences in one context (tern_decode_batch): a batch mixing three
+ * prompts gives each the logits it gets alone, decode steps of three sequences in one pass
+ * match single-sequence decoding, tern_kv_seq_copy reproduces a prefix, and bad batches are
+ * refused with nothing left behind. With the scalar kernels the results are bit-identical
+ * (every row is computed the same way whatever the batch); SIMD kernels may pick other tile
+ * shapes for other batch sizes, so there the bound is a small tolerance. */
+#include "test_support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+static char model_path[4096];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(model_path, sizeof model_path, "%s/tiny-f16.gguf", test_tmpdir());
+    return tern_synth_model_write("tiny", "f16", 11, model_path, NULL) == TERN_OK ? 0 : -1;
+}
+
+enum { N_SEQ = 3, LEN = 13 };
+
+static int32_t prompt_tok(int s, int i) { return (int32_t)((s * 101 + i * 37 + 7) % 256); }
+
+static double max_diff(const float *a, const float *b, int n)
+{
+    double m = 0;
+    for (int i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - (double)b[i]));
+    return m;
+}
+
+/* Logits after each prompt alone, then after one more token `next[s]`. */
+static void reference(struct tern_model *m, float *alone, float *alone_next, const int32_t *next)
+{
+    const int nv = tern_model_n_vocab(m);
+    for (int s = 0; s < N_SEQ; s++) {
+        struct tern_context_params cp = {.n_ctx = 64, .n_threads = 2};
+        struct tern_context *ctx;
+        assert_tern_ok(tern_context_create(m, &cp, &ctx));
+        int32_t toks[LEN];
+        for (int i = 0; i < LEN; i++) toks[i] = prompt_tok(s, i);
+        assert_tern_ok(tern_decode(ctx, toks, LEN, 0, TERN_LOGITS_LAST));
+        memcpy(alone + (size_t)s * nv, tern_context_logits(ctx, LEN - 1), sizeof(float) * nv);
+        assert_tern_ok(tern_decode(ctx, &next[s], 1, LEN, TERN_LOGITS_LAST));
+        memcpy(alone_next + (size_t)s * nv, tern_context_logits(ctx, 0), sizeof(float) * nv);
+        tern_context_free(ctx);
+    }
+}
+
+static void mixed_batches(const char *isa, double tol)
+{
+    if (!kern_force_isa(isa)) {
+        print_message("(path %s not available on this CPU)\n", isa);
+        return;
+    }
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(model_path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    float *alone = malloc(sizeof(float) * nv * N_SEQ), *alone_next = malloc(sizeof(float) * nv * N_SEQ);
+    const int32_t next[N_SEQ] = {65, 66, 67};
+    reference(m, alone, alone_next, next);
+
+    struct tern_context_params cp = {.n_ctx = 64, .n_threads = 2, .n_seq = N_SEQ};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    assert_int_equal(tern_context_n_seq(ctx), N_SEQ);
+    /* all three prompts interleaved in one batch: token i of every sequence, in turn */
+    int32_t toks[N_SEQ * LEN], seq[N_SEQ * LEN];
+    bool want[N_SEQ * LEN];
+    for (int i = 0; i < LEN; i++)
+        for (int s = 0; s < N_SEQ; s++) {
+            toks[i * N_SEQ + s] = prompt_tok(s, i);
+            seq[i * N_SEQ + s] = s;
+            want[i * N_SEQ + s] = i == LEN - 1;
+        }
+    struct tern_batch b = {.n = N_SEQ * LEN, .tokens = toks, .seq = seq, .logits = want};
+    assert_tern_ok(tern_decode_batch(ctx, &b));
+    double worst = 0;
+    for (int s = 0; s < N_SEQ; s++) {
+        assert_int_equal(tern_kv_seq_n_pos(ctx, s), LEN);
+        assert_null(tern_context_logits(ctx, s)); /* rows without logits */
+        worst = fmax(worst, max_diff(tern_context_logits(ctx, (LEN - 1) * N_SEQ + s), alone + (size_t)s * nv, nv));
+    }
+    /* one decode step for the three sequences together */
+    const int32_t nseq[N_SEQ] = {0, 1, 2};
+    const bool all[N_SEQ] = {true, true, true};
+    struct tern_batch step = {.n = N_SEQ, .tokens = next, .seq = nseq, .logits = all};
+    assert_tern_ok(tern_decode_batch(ctx, &step));
+    for (int s = 0; s < N_SEQ; s++)
+        worst = fmax(worst, max_diff(tern_context_logits(ctx, s), alone_next + (size_t)s * nv, nv));
+    print_message("kernels %s: max |dlogit| mixed batch vs alone %.3g (bound %.3g)\n", isa, worst, tol);
+    assert_true(worst <= tol);
+
+    /* sequence 1 rewound and given sequence 0's prompt: continuing it equals sequence 0 alone */
+    assert_tern_ok(tern_kv_seq_truncate(ctx, 1, 0));
+    assert_tern_ok(tern_kv_seq_copy(ctx, 0, 1, LEN));
+    const int32_t one = 1;
+    struct tern_batch cont = {.n = 1, .tokens = &next[0], .seq = &one, .logits = all};
+    assert_tern_ok(tern_decode_batch(ctx, &cont));
+    double d = max_diff(tern_context_logits(ctx, 0), alone_next, nv);
+    print_message("kernels %s: copied prefix continued: max |dlogit| %.3g\n", isa, d);
+    assert_true(d <= tol);
+
+    tern_context_free(ctx);
+    tern_model_free(m);
+    free(alone);
+    free(alone_next);
+}
+
+static void test_mixed_scalar_exact(void **state)
+{
+    (void)state;
+    mixed_batches("scalar", 0.0);
+}
+
+static void test_mixed_native(void **state)
+{
+    (void)state;
+    /* the best SIMD path of this CPU, whatever it is */
+    if (!kern_force_isa("avx512") && !kern_force_isa("avx2") && !kern_force_isa("neon")) {
+        print_message("SKIP: no SIMD kernel path on this CPU\n");
+        skip();
+    }
+    mixed_batches(kern_isa_name(), 2e-3);
+}
+
+static void test_bad_batches(void **state)
+{
+    (void)state;
+    kern_force_isa("scalar");
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(model_path, NULL, &m));
+    struct tern_context_params cp = {.n_ctx = 16, .n_batch = 8, .n_threads = 1, .n_seq = 2};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    int32_t toks[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, seq[10] = {0}, pos[10] = {0, 1, 2, 4};
+    struct tern_batch gap = {.n = 4, .tokens = toks, .seq = seq, .pos = pos};
+    assert_int_equal(tern_decode_batch(ctx, &gap), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "continues at 3"));
+    assert_int_equal(tern_kv_seq_n_pos(ctx, 0), 0); /* nothing left behind */
+    seq[1] = 2;
+    struct tern_batch badseq = {.n = 2, .tokens = toks, .seq = seq};
+    assert_int_equal(tern_decode_batch(ctx, &badseq), TERN_ERR_ARG);
+    struct tern_batch big = {.n = 10, .tokens = toks};
+    assert_int_equal(tern_decode_batch(ctx, &big), TERN_ERR_RANGE);
+    toks[0] = 1 << 30;
+    struct tern_batch badtok = {.n = 1, .tokens = toks};
+    assert_int_equal(tern_decode_batch(ctx, &badtok), TERN_ERR_ARG);
+    assert_int_equal(tern_kv_seq_copy(ctx, 0, 0, 0), TERN_ERR_ARG);
+    assert_int_equal(tern_kv_seq_copy(ctx, 0, 1, 5), TERN_ERR_ARG); /* seq 0 holds 0 */
+    assert_int_equal(tern_kv_seq_truncate(ctx, 5, 0), TERN_ERR_ARG);
+    assert_int_equal(tern_kv_seq_n_pos(ctx, 7), -1);
+    /* a full sequence refuses more, the other still has room */
+    int32_t fill[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    struct tern_batch f8 = {.n = 8, .tokens = fill};
+    assert_tern_ok(tern_decode_batch(ctx, &f8));
+    assert_tern_ok(tern_decode_batch(ctx, &f8));
+    assert_int_equal(tern_decode_batch(ctx, &(struct tern_batch){.n = 1, .tokens = fill}), TERN_ERR_RANGE);
+    const int32_t s1 = 1;
+    assert_tern_ok(tern_decode_batch(ctx, &(struct tern_batch){.n = 1, .tokens = fill, .seq = &s1}));
+    assert_int_equal(tern_kv_seq_n_pos(ctx, 1), 1);
+    tern_context_free(ctx);
+    tern_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mixed_scalar_exact),
+        cmocka_unit_test(test_mixed_native),
+        cmocka_unit_test(test_bad_batches),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
