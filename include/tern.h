@@ -645,6 +645,12 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
 const int32_t *tern_generator_tokens(const struct tern_generator *g, int *n);
 /* Forget the record and empty the KV cache. */
 void tern_generator_reset(struct tern_generator *g);
+/* Use a process-wide prefix cache (may be NULL to stop): when it holds more of a prompt than
+ * the context does (a first turn, or a conversation seen before a restart), the prompt is
+ * filled from it with tern_prefix_cache_prefill, which also stores the prompt's new blocks.
+ * Not owned; must outlive its use. */
+struct tern_prefix_cache;
+void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc);
 /* "eog", "max_tokens", "callback", "context_full". */
 const char *tern_gen_stop_name(enum tern_gen_stop s);
 

@@ -422,6 +422,52 @@ static void test_chat_bad_input(void **state)
                         "context holds 16");
 }
 
+/* --prompt-cache: a second process finds the first one's system prompt on disk, reuses its KV
+ * for the first turn, and answers exactly as the first process did (greedy). */
+static void test_chat_prompt_cache_across_runs(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(model, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    char dir[4096], args[16384], sys[4096] = "";
+    snprintf(dir, sizeof dir, "%s/chat-pc", test_tmpdir());
+    for (int i = 0; i < 60; i++) strcat(sys, "You are a helpful assistant. ");
+    snprintf(args, sizeof args, "chat -m %s --system \"%s\" -n 8 -t 2 --json --prompt-cache %s",
+             model, sys, dir);
+    static const char input[] = "Hello there\nWhat is up?\n";
+    char *out1, *out2;
+    assert_int_equal(tern_cli(args, input, strlen(input), &out1, NULL), 0);
+    assert_int_equal(tern_cli(args, input, strlen(input), &out2, NULL), 0);
+    cJSON *a = cJSON_Parse(out1), *b = cJSON_Parse(out2); /* first line of each */
+    assert_non_null(a);
+    assert_non_null(b);
+    const cJSON *sa = cJSON_GetObjectItem(a, "stats"), *sb = cJSON_GetObjectItem(b, "stats");
+    int reused_a = cJSON_GetObjectItem(sa, "n_reused")->valueint;
+    int reused_b = cJSON_GetObjectItem(sb, "n_reused")->valueint;
+    int n_prompt = cJSON_GetObjectItem(sb, "n_prompt")->valueint;
+    print_message("first run reused %d, second run reused %d of %d prompt tokens on turn 1\n",
+                  reused_a, reused_b, n_prompt);
+    assert_int_equal(reused_a, 0);
+    assert_true(reused_b >= n_prompt / 2);
+    /* the whole transcript (both turns) is the same text */
+    char *content_a = strstr(out1, "\"content\""), *content_b = strstr(out2, "\"content\"");
+    assert_non_null(content_a);
+    assert_non_null(content_b);
+    const cJSON *ca = cJSON_GetObjectItem(a, "content"), *cb = cJSON_GetObjectItem(b, "content");
+    assert_string_equal(ca->valuestring, cb->valuestring);
+    char *second_a = strchr(out1, '\n'), *second_b = strchr(out2, '\n');
+    cJSON *a2 = cJSON_Parse(second_a + 1), *b2 = cJSON_Parse(second_b + 1);
+    assert_non_null(a2);
+    assert_non_null(b2);
+    assert_string_equal(cJSON_GetObjectItem(a2, "content")->valuestring,
+                        cJSON_GetObjectItem(b2, "content")->valuestring);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(a2);
+    cJSON_Delete(b2);
+    free(out1);
+    free(out2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_chat_fixture_chatml_fallback),
         cmocka_unit_test(test_chat_continue_and_save),
         cmocka_unit_test(test_chat_bad_input),
+        cmocka_unit_test(test_chat_prompt_cache_across_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,7 +26,13 @@ struct tern_generator {
     int32_t *hist;                        /* n_ctx entries */
     int n_hist;
     int n_ctx;
+    struct tern_prefix_cache *pc;         /* optional, not owned (tern_generator_set_prefix_cache) */
 };
+
+void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc)
+{
+    g->pc = pc;
+}
 
 static double now_ms(void)
 {
@@ -133,16 +139,26 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     else if (kv < g->n_hist) g->n_hist = kv;
     int common = 0;
     while (common < g->n_hist && common < n - 1 && g->hist[common] == prompt[common]) common++;
-    tern_status rc = tern_kv_truncate(g->ctx, common);
-    if (rc) return tern_fail_prefix(rc, "generate: rewinding the KV cache to %d: ", common);
-    g->n_hist = common;
-    rc = tern_decode(g->ctx, prompt + common, n - common, common, TERN_LOGITS_LAST);
+    tern_status rc;
+    if (g->pc && (common == 0 || tern_prefix_cache_match(g->pc, prompt, n) > common)) {
+        /* The process-wide prefix cache knows more of this prompt than the context holds (a
+         * first turn, or a conversation seen before a restart): restore from it, decode the
+         * rest, and let it store the new blocks. */
+        int reused = 0;
+        rc = tern_prefix_cache_prefill(g->pc, g->ctx, prompt, n, &reused);
+        common = reused;
+    } else {
+        rc = tern_kv_truncate(g->ctx, common);
+        if (rc) return tern_fail_prefix(rc, "generate: rewinding the KV cache to %d: ", common);
+        g->n_hist = common;
+        rc = tern_decode(g->ctx, prompt + common, n - common, common, TERN_LOGITS_LAST);
+    }
     if (rc) {
         /* the cache may hold part of the batch: forget it all rather than guess */
         tern_generator_reset(g);
         return tern_fail_prefix(rc, "generate: prompt tokens %d..%d: ", common, n - 1);
     }
-    memcpy(g->hist + common, prompt + common, (size_t)(n - common) * sizeof *prompt);
+    memcpy(g->hist, prompt, (size_t)n * sizeof *prompt); /* the prefix-cache path replaced all */
     g->n_hist = n;
     st.n_reused = common;
     st.n_prompt_decoded = n - common;

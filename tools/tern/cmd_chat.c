@@ -40,6 +40,9 @@ static void help(void)
            "  --temp T               temperature (default 0 = greedy)\n"
            "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N\n"
            "  -s, --seed S           RNG seed (default 0); the sampler restarts from it each turn\n"
+           "  --prompt-cache DIR     reuse the KV of prompt prefixes seen before, across restarts\n"
+           "                         (blocks saved in DIR at exit)\n"
+           "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
            "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
@@ -305,6 +308,9 @@ int cmd_chat(int argc, char **argv)
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
     long long n_predict = 256, n_ctx = 0, threads = 0, top_k = 0, last_n = 64;
     unsigned long long seed = 0;
+    const char *cache_dir = NULL; /* --prompt-cache: src/kv prefix cache */
+    long long cache_mb = 256;
+    struct tern_prefix_cache *pc = NULL;
     double temp = 0, top_p = 1, min_p = 0, rep = 1;
     struct chat c = {.gp = tern_gen_default_params()};
     for (int i = 1; i < argc; i++) {
@@ -329,6 +335,8 @@ int cmd_chat(int argc, char **argv)
         else if (OPT("--min-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &min_p)) BAD("--min-p"); }
         else if (OPT("--repeat-penalty", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &rep)) BAD("--repeat-penalty"); }
         else if (OPT("--repeat-last-n", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 20, &last_n)) BAD("--repeat-last-n"); }
+        else if (OPT("--prompt-cache", NULL)) { if (r < 0) return 2; cache_dir = v; }
+        else if (OPT("--cache-mb", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &cache_mb)) BAD("--cache-mb"); }
         else if (OPT("-s", "--seed")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, INT64_MAX, &ll)) BAD("--seed"); seed = (unsigned long long)ll; }
         else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
 #undef OPT
@@ -395,6 +403,17 @@ int cmd_chat(int argc, char **argv)
         rc = cli_report("chat", st);
         goto done;
     }
+    if (cache_dir) {
+        struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+        pp.budget_bytes = (uint64_t)cache_mb << 20;
+        pp.dir = cache_dir;
+        if ((st = tern_prefix_cache_create(c.model, &pp, &pc))) {
+            rc = cli_report("chat", st);
+            goto done;
+        }
+        if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern chat: prompt cache: %s\n", tern_prefix_cache_warning(pc));
+        tern_generator_set_prefix_cache(c.gen, pc);
+    }
 
     rc = CLI_EXIT_OK;
     if (ends_with_user(c.messages) && (rc = answer(&c))) goto done;
@@ -434,6 +453,11 @@ int cmd_chat(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
     }
 done:
+    if (pc) {
+        tern_status cst = tern_prefix_cache_save(pc);
+        if (cst && !rc) rc = cli_report("chat", cst);
+        tern_prefix_cache_free(pc);
+    }
     if (save_path && c.messages && c.model) {
         int src = save_messages(&c, save_path);
         if (!rc) rc = src;
