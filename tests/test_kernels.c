@@ -238,6 +238,38 @@ static void test_blocked_prefill(void **state)
     print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
 }
 
+/* Float formats take any k: odd k reaches the masked tails of the SIMD float tiles. */
+static void test_float_odd_k(void **state)
+{
+    (void)state;
+    static const int64_t ks[] = {1, 5, 17, 31, 33, 100, 257};
+    static const int n_toks[] = {1, 3, 5, 9};
+    const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16};
+    int checked = 0;
+    for (size_t pi = 0; pi < sizeof simd_paths / sizeof simd_paths[0]; pi++) {
+        if (!kern_force_isa(simd_paths[pi])) continue;
+        for (int ti = 0; ti < 3; ti++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                struct problem p;
+                problem_make(&p, types[ti], 11, ks[ki], n_toks[ki % 4]);
+                const int64_t ldy = p.rows + 2;
+                const size_t ny = (size_t)(ldy * p.n_tok);
+                float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R);
+                for (size_t i = 0; i < ny; i++) Y[i] = R[i] = -7.0f;
+                kern_matmul(p.wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, 1, 10, Y, ldy);
+                kern_matmul_scalar(p.wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, 1, 10,
+                                   R, ldy);
+                check_close(&p, Y, R, 1, 10, ldy, simd_paths[pi]);
+                checked++;
+                free(Y);
+                free(R);
+                problem_free(&p);
+            }
+    }
+    assert_true(kern_force_isa("scalar"));
+    print_message("float formats, odd k: %d cases against scalar\n", checked);
+}
+
 static void fill_activation(float *x, int64_t k, int variant)
 {
     for (int64_t i = 0; i < k; i++) x[i] = rnd_normal() * (variant + 1);
@@ -310,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_simd_matmul),
         cmocka_unit_test(test_blocked_prefill),
+        cmocka_unit_test(test_float_odd_k),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
