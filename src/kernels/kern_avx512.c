@@ -48,17 +48,12 @@ KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t
 }
 KS_DEFINE_MATMUL(bf16dp)
 
-/* F32 and F16 in 512-bit vectors: 16 elements per FMA, 4 x 4 tiles of 16 accumulators; small
+/* F16 in 512-bit vectors: 16 elements per FMA, 4 x 4 tiles of 16 accumulators; small
  * tiles split k over 2-4 accumulator sets (FMA latency). The k tail is a zero-masked load, so
- * no scalar loop. F16 x F16 products are exact in float. (A 512-bit vdpbf16ps version of this
- * tile measured no faster than bf16dp above for prefill and slower for decode.)
- * F16 prefill, 896 x 4864 x 512 tokens, 1 thread: 136 GFLOP/s with the 256-bit tiles, 205 here. */
+ * no scalar loop. F16 x F16 products are exact in float. F16 prefill, 896 x 4864 x 512 tokens,
+ * 1 thread: 119-136 GFLOP/s with the 256-bit tiles, 205-218 here. F32 keeps the 256-bit tiles
+ * and BF16 bf16dp above: 512-bit versions measured the same for prefill, slower for decode. */
 /* m: lanes to load (the rest zero); m == 0 means all, as a plain load */
-KS_INLINE __m512 kz_load_f32(const uint8_t *p, int64_t e, __mmask32 m)
-{
-    if (!m) return _mm512_loadu_ps((const float *)p + e);
-    return _mm512_maskz_loadu_ps((__mmask16)m, (const float *)p + e);
-}
 KS_INLINE __m512 kz_load_f16(const uint8_t *p, int64_t e, __mmask32 m)
 {
     if (!m) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + e)));
@@ -105,7 +100,6 @@ KS_INLINE __m512 kz_fma_f(__m512 acc, __m512 w, __m512 a) { return _mm512_fmadd_
     }                                                                                           \
     KS_DEFINE_MATMUL(fmt)
 
-KZ_FLOAT_TILE(f32z, kz_load_f32, kz_fma_f, 16)
 KZ_FLOAT_TILE(f16z, kz_load_f16, kz_fma_f, 16)
 
 /* Prefill: from this many tokens on, the repacked-panel kernels of kern_panel_avx512.c win
@@ -129,7 +123,7 @@ KS_ROUTE_PANEL(q6_K, TERN_TYPE_Q6_K, 6)
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {
     switch (wtype) {
-    case TERN_TYPE_F32: return f32z_matmul;
+    case TERN_TYPE_F32: return f32_matmul; /* a 512-bit tile: same prefill, slower decode */
     case TERN_TYPE_F16: return f16z_matmul;
     case TERN_TYPE_BF16: return bf16dp_matmul;
     case TERN_TYPE_Q4_0: return q4_0_route;
