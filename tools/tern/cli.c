@@ -126,3 +126,79 @@ long cli_rss_bytes(void)
     fclose(f);
     return kb < 0 ? -1 : kb * 1024;
 }
+
+struct cli_gen_opts cli_gen_opts_default(long long n_predict)
+{
+    struct cli_gen_opts o = {.n_predict = n_predict, .cache_mb = 256};
+    o.sampler = tern_sampler_default_params();
+    return o;
+}
+
+int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
+{
+    const char *v;
+    long long ll;
+    double d;
+    int r;
+#define OPT(name, alt) ((r = cli_opt(argc, argv, i, name, alt, &v)) != 0)
+#define BAD(what) (cli_usage_error(argv[0], "%s '%s' is not valid", what, v), -1)
+    if (OPT("-n", "--n-predict")) {
+        if (r < 0) return -1;
+        return cli_parse_int(v, 0, 1 << 24, &o->n_predict) ? 1 : BAD("-n");
+    }
+    if (OPT("-c", "--ctx-size")) {
+        if (r < 0) return -1;
+        return cli_parse_int(v, 1, 1 << 22, &o->n_ctx) ? 1 : BAD("-c");
+    }
+    if (OPT("-t", "--threads")) {
+        if (r < 0) return -1;
+        return cli_parse_int(v, 1, 512, &o->threads) ? 1 : BAD("-t");
+    }
+    if (OPT("--temp", NULL)) {
+        if (r < 0 || !cli_parse_float(v, 0, 100, &d)) return r < 0 ? -1 : BAD("--temp");
+        o->sampler.temperature = (float)d;
+        return 1;
+    }
+    if (OPT("--top-k", NULL)) {
+        if (r < 0 || !cli_parse_int(v, 0, 1 << 24, &ll)) return r < 0 ? -1 : BAD("--top-k");
+        o->sampler.top_k = (int)ll;
+        return 1;
+    }
+    if (OPT("--top-p", NULL)) {
+        if (r < 0 || !cli_parse_float(v, 0, 1, &d)) return r < 0 ? -1 : BAD("--top-p");
+        o->sampler.top_p = (float)d;
+        return 1;
+    }
+    if (OPT("--min-p", NULL)) {
+        if (r < 0 || !cli_parse_float(v, 0, 1, &d)) return r < 0 ? -1 : BAD("--min-p");
+        o->sampler.min_p = (float)d;
+        return 1;
+    }
+    if (OPT("--repeat-penalty", NULL)) {
+        if (r < 0 || !cli_parse_float(v, 0, 100, &d)) return r < 0 ? -1 : BAD("--repeat-penalty");
+        o->sampler.repeat_penalty = (float)d;
+        return 1;
+    }
+    if (OPT("--repeat-last-n", NULL)) {
+        if (r < 0 || !cli_parse_int(v, 1, 1 << 20, &ll)) return r < 0 ? -1 : BAD("--repeat-last-n");
+        o->sampler.repeat_last_n = (int)ll;
+        return 1;
+    }
+    if (OPT("-s", "--seed")) {
+        if (r < 0 || !cli_parse_int(v, 0, INT64_MAX, &ll)) return r < 0 ? -1 : BAD("--seed");
+        o->sampler.seed = (uint64_t)ll;
+        return 1;
+    }
+    if (OPT("--prompt-cache", NULL)) {
+        if (r < 0) return -1;
+        o->cache_dir = v;
+        return 1;
+    }
+    if (OPT("--cache-mb", NULL)) {
+        if (r < 0) return -1;
+        return cli_parse_int(v, 1, 1 << 22, &o->cache_mb) ? 1 : BAD("--cache-mb");
+    }
+#undef OPT
+#undef BAD
+    return 0;
+}

@@ -30,6 +30,18 @@ bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* Options shared by the commands that generate (run, chat): lengths, threads, sampling and the
+ * prompt cache, with the same flags and bounds everywhere. */
+struct cli_gen_opts {
+    long long n_predict, n_ctx, threads, cache_mb;
+    const char *cache_dir;              /* --prompt-cache DIR, or NULL */
+    struct tern_sampler_params sampler; /* --temp --top-k --top-p --min-p --repeat-* -s */
+};
+struct cli_gen_opts cli_gen_opts_default(long long n_predict);
+/* If argv[*i] is one of those options, take it (and its value): 1. Not one: 0. A missing or bad
+ * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
+int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o);
+
 /* The prompt-cache benchmark (cmd_cache.c), printed as text or one JSON object. */
 int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int requests,
                            int reps, int block, bool json);

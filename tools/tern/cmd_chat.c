@@ -306,46 +306,28 @@ out:
 int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
-    long long n_predict = 256, n_ctx = 0, threads = 0, top_k = 0, last_n = 64;
-    unsigned long long seed = 0;
-    const char *cache_dir = NULL; /* --prompt-cache: src/kv prefix cache */
-    long long cache_mb = 256;
+    struct cli_gen_opts go = cli_gen_opts_default(256);
     struct tern_prefix_cache *pc = NULL;
-    double temp = 0, top_p = 1, min_p = 0, rep = 1;
     struct chat c = {.gp = tern_gen_default_params()};
     for (int i = 1; i < argc; i++) {
         int r = 0;
-        long long ll;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { c.json = true; continue; }
         if (!strcmp(argv[i], "--show-prompt")) { c.show_prompt = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-#define BAD(what) return cli_usage_error("chat", "%s '%s' is not valid", what, v)
         if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
         else if (OPT("--system", NULL)) { if (r < 0) return 2; system = v; }
         else if (OPT("--messages", NULL)) { if (r < 0) return 2; msgs_path = v; }
         else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
         else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
-        else if (OPT("-n", "--n-predict")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &n_predict)) BAD("-n"); }
-        else if (OPT("-c", "--ctx-size")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &n_ctx)) BAD("-c"); }
-        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
-        else if (OPT("--temp", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &temp)) BAD("--temp"); }
-        else if (OPT("--top-k", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &top_k)) BAD("--top-k"); }
-        else if (OPT("--top-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &top_p)) BAD("--top-p"); }
-        else if (OPT("--min-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &min_p)) BAD("--min-p"); }
-        else if (OPT("--repeat-penalty", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &rep)) BAD("--repeat-penalty"); }
-        else if (OPT("--repeat-last-n", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 20, &last_n)) BAD("--repeat-last-n"); }
-        else if (OPT("--prompt-cache", NULL)) { if (r < 0) return 2; cache_dir = v; }
-        else if (OPT("--cache-mb", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &cache_mb)) BAD("--cache-mb"); }
-        else if (OPT("-s", "--seed")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, INT64_MAX, &ll)) BAD("--seed"); seed = (unsigned long long)ll; }
+        else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
 #undef OPT
-#undef BAD
     }
     if (!model) return cli_usage_error("chat", "missing -m MODEL");
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
-    c.gp.max_tokens = (int)n_predict;
+    c.gp.max_tokens = (int)go.n_predict;
 
     /* Files first: a bad tools.json should not cost a model load. */
     int rc = CLI_EXIT_FAIL;
@@ -392,21 +374,18 @@ int cmd_chat(int argc, char **argv)
     }
     if (tern_chat_template_warning(c.tmpl)) fprintf(stderr, "tern chat: warning: %s\n", tern_chat_template_warning(c.tmpl));
     c.fmt = tern_toolcall_detect(tern_chat_template_source(c.tmpl));
-    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)threads};
-    struct tern_sampler_params sp = {.temperature = (float)temp, .top_k = (int)top_k,
-                                     .top_p = (float)top_p, .min_p = (float)min_p,
-                                     .repeat_penalty = (float)rep, .repeat_last_n = (int)last_n,
-                                     .seed = seed};
+    struct tern_context_params cp = {.n_ctx = (int)go.n_ctx, .n_threads = (int)go.threads};
+    struct tern_sampler_params sp = go.sampler;
     if ((st = tern_context_create(c.model, &cp, &c.ctx)) ||
         (st = tern_sampler_create(&sp, tern_model_n_vocab(c.model), &c.smp)) ||
         (st = tern_generator_create(c.ctx, c.tok, &c.gen))) {
         rc = cli_report("chat", st);
         goto done;
     }
-    if (cache_dir) {
+    if (go.cache_dir) {
         struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
-        pp.budget_bytes = (uint64_t)cache_mb << 20;
-        pp.dir = cache_dir;
+        pp.budget_bytes = (uint64_t)go.cache_mb << 20;
+        pp.dir = go.cache_dir;
         if ((st = tern_prefix_cache_create(c.model, &pp, &pc))) {
             rc = cli_report("chat", st);
             goto done;

@@ -41,43 +41,27 @@ static double now_ms(void)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *model = NULL, *tokens_s = NULL, *v, *cache_dir = NULL; /* prompt cache: src/kv */
-    long long cache_mb = 256;
-    long long n_predict = 32, n_ctx = 0, threads = 0, top_k = 0, last_n = 64;
-    unsigned long long seed = 0;
-    double temp = 0, top_p = 1, min_p = 0, rep = 1;
+    const char *model = NULL, *tokens_s = NULL, *v;
+    struct cli_gen_opts g = cli_gen_opts_default(32);
     bool json = false, ignore_eos = false, parse_special = false;
     const char *prompt_text = NULL, *prompt_file = NULL;
     for (int i = 1; i < argc; i++) {
         int r = 0;
-        long long ll;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--ignore-eos")) { ignore_eos = true; continue; }
         if (!strcmp(argv[i], "--parse-special")) { parse_special = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-#define BAD(what) return cli_usage_error("run", "%s '%s' is not valid", what, v)
         if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
         else if (OPT("--tokens", NULL)) { if (r < 0) return 2; tokens_s = v; }
         else if (OPT("-p", "--prompt")) { if (r < 0) return 2; prompt_text = v; }
         else if (OPT("-f", "--file")) { if (r < 0) return 2; prompt_file = v; }
-        else if (OPT("-n", "--n-predict")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &n_predict)) BAD("-n"); }
-        else if (OPT("-c", "--ctx-size")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &n_ctx)) BAD("-c"); }
-        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
-        else if (OPT("--temp", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &temp)) BAD("--temp"); }
-        else if (OPT("--top-k", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 0, 1 << 24, &top_k)) BAD("--top-k"); }
-        else if (OPT("--top-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &top_p)) BAD("--top-p"); }
-        else if (OPT("--min-p", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 1, &min_p)) BAD("--min-p"); }
-        else if (OPT("--repeat-penalty", NULL)) { if (r < 0) return 2; if (!cli_parse_float(v, 0, 100, &rep)) BAD("--repeat-penalty"); }
-        else if (OPT("--repeat-last-n", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 20, &last_n)) BAD("--repeat-last-n"); }
-        else if (OPT("--prompt-cache", NULL)) { if (r < 0) return 2; cache_dir = v; }
-        else if (OPT("--cache-mb", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1 << 22, &cache_mb)) BAD("--cache-mb"); }
-        else if (OPT("-s", "--seed")) { if (r < 0) return 2; if (!cli_parse_int(v, 0, INT64_MAX, &ll)) BAD("--seed"); seed = (unsigned long long)ll; }
+        else if ((r = cli_gen_opt(argc, argv, &i, &g)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("run", "unknown option '%s'", argv[i]);
 #undef OPT
-#undef BAD
     }
     if (!model) return cli_usage_error("run", "missing -m MODEL");
+    long long n_predict = g.n_predict, n_ctx = g.n_ctx;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
     int32_t *prompt = NULL;
@@ -138,11 +122,8 @@ int cmd_run(int argc, char **argv)
                              n_prompt, n_predict, n_ctx);
         goto done;
     }
-    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)threads};
-    struct tern_sampler_params sp = {.temperature = (float)temp, .top_k = (int)top_k,
-                                     .top_p = (float)top_p, .min_p = (float)min_p,
-                                     .repeat_penalty = (float)rep, .repeat_last_n = (int)last_n,
-                                     .seed = seed};
+    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)g.threads};
+    struct tern_sampler_params sp = g.sampler;
     if ((st = tern_context_create(m, &cp, &ctx)) ||
         (st = tern_sampler_create(&sp, tern_model_n_vocab(m), &smp))) {
         rc = cli_report("run", st);
@@ -156,8 +137,8 @@ int cmd_run(int argc, char **argv)
     for (int i = 0; i < n_prompt; i++) tern_sampler_accept(smp, prompt[i]);
     out = malloc(((size_t)n_predict + 1) * sizeof *out);
     double t0 = now_ms();
-    if (cache_dir) {
-        struct tern_prefix_cache_params pp = {.budget_bytes = (uint64_t)cache_mb << 20, .dir = cache_dir};
+    if (g.cache_dir) {
+        struct tern_prefix_cache_params pp = {.budget_bytes = (uint64_t)g.cache_mb << 20, .dir = g.cache_dir};
         if ((st = tern_prefix_cache_create(m, &pp, &pc))) { rc = cli_report("run", st); goto done; }
         if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern run: prompt cache: %s\n", tern_prefix_cache_warning(pc));
         st = tern_prefix_cache_prefill(pc, ctx, prompt, n_prompt, &n_reused);
