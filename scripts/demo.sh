@@ -15,7 +15,10 @@ echo "== tern check -m $MODEL"
 $BIN check -m "$MODEL"
 echo
 echo "== tern run -m $MODEL -p 'Hello' -n 32 --ignore-eos   (random weights: the text is noise)"
+echo "   (most sampled ids are the vocabulary's unused padding tokens, which print as nothing;"
+echo "    --json shows the ids)"
 $BIN run -m "$MODEL" -p "Hello" -n 32 --ignore-eos
+$BIN run -m "$MODEL" -p "Hello" -n 32 --ignore-eos --json
 echo
 echo "== tern bench -m $MODEL -p 512 -n 128 -r 3"
 TERN_SYNTH_DIR="$DIR" $BIN bench -m "$MODEL" -p 512 -n 128 -r 3
