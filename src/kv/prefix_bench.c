@@ -206,8 +206,10 @@ static tern_status bench_hit_rate(struct bench *b, int n_ctx_max, struct tern_pr
 static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_root,
                               struct tern_prompt_cache_bench_report *r)
 {
-    const int D = r->disk_tokens = n_ctx_max - 1 < 2048 ? (n_ctx_max - 1) / b->B * b->B : 2048;
-    int32_t *t = malloc((size_t)(D + 1) * sizeof *t);
+    const int room = n_ctx_max - PC_MIN_SUFFIX;
+    const int D = r->disk_tokens = room < 2048 ? room / b->B * b->B : 2048;
+    const int N = D + PC_MIN_SUFFIX; /* the prefix, then the tokens a hit always decodes */
+    int32_t *t = malloc((size_t)N * sizeof *t);
     double *load = calloc((size_t)b->reps, sizeof *load), *rec = calloc((size_t)b->reps, sizeof *rec);
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/tern-kvbench-XXXXXX", tmp_root);
@@ -219,18 +221,18 @@ static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_ro
         goto out;
     }
     uint64_t seed = 3;
-    fill(t, D + 1, &seed, b->n_vocab);
+    fill(t, N, &seed, b->n_vocab);
     for (int i = 0; i < b->reps && !st; i++) {
         if ((st = tern_kv_truncate(b->ctx, 0))) break;
         double t0 = now_ms();
-        if ((st = tern_decode(b->ctx, t, D + 1, 0, TERN_LOGITS_LAST))) break;
+        if ((st = tern_decode(b->ctx, t, N, 0, TERN_LOGITS_LAST))) break;
         rec[i] = now_ms() - t0;
-        memcpy(b->ref, tern_context_logits(b->ctx, D), (size_t)b->n_vocab * sizeof(float));
+        memcpy(b->ref, tern_context_logits(b->ctx, N - 1), (size_t)b->n_vocab * sizeof(float));
     }
     struct tern_prefix_cache_params pp = {.block_tokens = b->B, .budget_bytes = 1ull << 31, .dir = dir};
     int reused = 0;
     if (!st) st = tern_prefix_cache_create(b->m, &pp, &pc);
-    if (!st) st = tern_prefix_cache_prefill(pc, b->ctx, t, D + 1, &reused);
+    if (!st) st = tern_prefix_cache_prefill(pc, b->ctx, t, N, &reused);
     if (!st) st = tern_prefix_cache_save(pc);
     tern_prefix_cache_free(pc);
     pc = NULL;
@@ -239,9 +241,9 @@ static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_ro
         drop_page_cache(dir);
         double t0 = now_ms();
         if ((st = tern_prefix_cache_create(b->m, &pp, &pc))) break;
-        if ((st = tern_prefix_cache_prefill(pc, b->ctx, t, D + 1, &reused))) break;
+        if ((st = tern_prefix_cache_prefill(pc, b->ctx, t, N, &reused))) break;
         load[i] = now_ms() - t0;
-        if (reused != D || memcmp(tern_context_logits(b->ctx, D - reused), b->ref,
+        if (reused != D || memcmp(tern_context_logits(b->ctx, N - 1 - reused), b->ref,
                                   (size_t)b->n_vocab * sizeof(float)))
             r->disk_identical = false;
         tern_prefix_cache_free(pc);

@@ -279,13 +279,17 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
             return tern_fail(TERN_ERR_ARG, "prefix cache prefill: token %d at index %d is "
                              "outside the vocabulary (0..%d)", tokens[i], i, pc->n_vocab - 1);
 
-    /* Restore: at most n-1 tokens, so the last one is decoded and its logits exist. */
-    const int max_blocks = (n - 1) / pc->B;
+    /* Restore at most n - PC_MIN_SUFFIX tokens: the last token must be decoded for its logits,
+     * and the rest is then one batch of >= PC_MIN_SUFFIX tokens, which every matmul kernel
+     * computes with the same bits as inside the cold run's longer batch (very small batches take
+     * a decode kernel that sums in another order on some ISAs). Costs at most one block of
+     * recompute. */
+    const int max_blocks = n > PC_MIN_SUFFIX ? (n - PC_MIN_SUFFIX) / pc->B : 0;
     struct pc_block *stackbuf[64];
     struct pc_block **found = max_blocks <= 64 ? stackbuf : malloc((size_t)max_blocks * sizeof *found);
     if (!found) return tern_fail(TERN_ERR_NOMEM, "prefix cache prefill: out of memory");
     uint64_t key;
-    const int nb = walk(pc, tokens, n - 1, found, &key);
+    const int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
     for (int d = 0; d < nb; d++) {
         kv_copy_in(kv, d * pc->B, pc->B, found[d]->kv);
         found[d]->last_used = ++pc->tick;

@@ -14,6 +14,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Tokens always decoded after a hit (see tern_prefix_cache_prefill): enough that the prefill
+ * kernels compute them exactly as they did inside the cold run's batch. */
+#define PC_MIN_SUFFIX 16
+
 #include "kv/kv.h"
 
 struct pc_block {

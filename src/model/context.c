@@ -266,8 +266,13 @@ tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, 
             return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
                              "vocabulary (0..%d)", tokens[i], i, n_vocab - 1);
     ctx->n_logits = 0;
+    /* Equal sub-batches (515 tokens at n_batch 512 -> 258 + 257, not 512 + 3): a tiny last
+     * sub-batch would take the small-batch kernels, whose float summation order differs from
+     * the prefill kernels on some ISAs, and a prompt's bits would depend on n_batch. */
+    const int n_sub = (n + ctx->n_batch - 1) / ctx->n_batch;
+    const int per_sub = (n + n_sub - 1) / n_sub;
     for (int done = 0; done < n;) {
-        const int chunk = n - done < ctx->n_batch ? n - done : ctx->n_batch;
+        const int chunk = n - done < per_sub ? n - done : per_sub;
         const bool last = done + chunk == n;
         for (int i = 0; i < chunk; i++)
             ctx->want[i] = last && (mode == TERN_LOGITS_ALL || (mode == TERN_LOGITS_LAST && i == chunk - 1));
