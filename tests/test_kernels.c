@@ -15,6 +15,7 @@
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
+#include "test_rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,26 +25,9 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static double rnd_uniform(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float rnd_normal(void)
-{
-    double u1 = rnd_uniform(), u2 = rnd_uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-static const int weight_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                   TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
-#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
-static const int act_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                TERN_TYPE_Q8_K};
+static uint64_t rng_state = 0x243F6A8885A308D3ull; /* each test file draws its own sequence */
+#define rnd_uniform() test_rand_uniform(&rng_state)
+#define rnd_normal() test_rand_normal(&rng_state)
 
 /* A random problem: W (rows x k) in wtype with some padding between rows, A (n_tok x k) in the
  * activation type, plus the dequantized F32 copies and sum|w*a| per output for tolerances. */
@@ -121,11 +105,11 @@ static void check_close(const struct problem *p, const float *Y, const float *re
 static void test_scalar_matmul(void **state)
 {
     (void)state;
-    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
         struct problem p;
-        const int64_t k = weight_types[ti] == TERN_TYPE_Q4_K || weight_types[ti] == TERN_TYPE_Q6_K
+        const int64_t k = test_weight_types[ti] == TERN_TYPE_Q4_K || test_weight_types[ti] == TERN_TYPE_Q6_K
                               ? 512 : 96;
-        problem_make(&p, weight_types[ti], 13, k, 5);
+        problem_make(&p, test_weight_types[ti], 13, k, 5);
         const int64_t ldy = p.rows + 3;
         float *Y = malloc((size_t)(ldy * p.n_tok) * sizeof *Y);
         for (int64_t i = 0; i < ldy * p.n_tok; i++) Y[i] = -7.0f;
@@ -149,8 +133,8 @@ static void test_simd_matmul(void **state)
             continue;
         }
         paths_run++;
-        for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-            const int wtype = weight_types[ti];
+        for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+            const int wtype = test_weight_types[ti];
             /* every weight type has a kernel of its own on each SIMD path (no silent scalar) */
             assert_non_null(pi == 0 ? kern_avx2_matmul(wtype) : kern_avx512_matmul(wtype));
             double max_diff = 0;
@@ -201,8 +185,8 @@ static void test_blocked_prefill(void **state)
                                     {37, 7, 4}, {37, 9, 5}, {40, 301, 5}, {20, 801, 4}};
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
     int checked = 0;
-    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-        const int wtype = weight_types[ti];
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+        const int wtype = test_weight_types[ti];
         const kern_matmul_fn direct = kern_avx512_panel_matmul(wtype);
         if (!direct) continue;
         const int64_t bs = quant_traits_get(wtype)->block_size;
@@ -295,15 +279,15 @@ static void test_quantize_act(void **state)
         const char *path = pi == 0 ? "scalar" : simd_paths[pi - 1];
         if (!kern_force_isa(path)) continue;
         assert_string_equal(kern_isa_name(), path);
-        for (size_t ai = 0; ai < sizeof act_types / sizeof act_types[0]; ai++) {
-            const struct quant_traits *at = quant_traits_get(act_types[ai]);
-            const size_t bytes = quant_row_bytes(act_types[ai], k);
+        for (int ai = 0; ai < TEST_N_ACT_TYPES; ai++) {
+            const struct quant_traits *at = quant_traits_get(test_act_types[ai]);
+            const size_t bytes = quant_row_bytes(test_act_types[ai], k);
             for (int variant = 0; variant < 4; variant++) {
                 for (int rep = 0; rep < 4; rep++) {
                     fill_activation(x, k, variant);
                     memset(got, 0xAB, bytes + 64);
                     at->from_float(x, want, k);
-                    kern_quantize_act(act_types[ai], x, got, k);
+                    kern_quantize_act(test_act_types[ai], x, got, k);
                     if (memcmp(want, got, bytes) != 0)
                         fail_msg("path %s: kern_quantize_act(%s) differs from from_float "
                                  "(variant %d)", path, at->name, variant);

@@ -6,6 +6,7 @@
  * The fixture GGUFs are read with a minimal parser local to this test, so these checks do not
  * depend on src/gguf. */
 #include "test_support.h"
+#include "test_rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,24 +18,9 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static double rnd_uniform(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float rnd_normal(void)
-{
-    double u1 = rnd_uniform(), u2 = rnd_uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-static const int weight_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                   TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
-#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull; /* each test file draws its own sequence */
+#define rnd_uniform() test_rand_uniform(&rng_state)
+#define rnd_normal() test_rand_normal(&rng_state)
 
 /* ---------------------------------------------------------------- type table */
 
@@ -292,8 +278,8 @@ static void test_roundtrip(void **state)
     enum { N = 1024, ROWS = 16 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     uint8_t *q = malloc(N * 4);
-    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-        const int type = weight_types[ti];
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+        const int type = test_weight_types[ti];
         double max_rel_rms = 0;
         for (int r = 0; r < ROWS; r++) {
             for (int i = 0; i < N; i++) x[i] = rnd_normal() * (r + 1) * 0.01f;
@@ -344,8 +330,8 @@ static void test_dot_ref(void **state)
     float *x = malloc(N * sizeof *x), *v = malloc(N * sizeof *v);
     float *wd = malloc(N * sizeof *wd), *ad = malloc(N * sizeof *ad);
     uint8_t *wq = malloc(N * 4), *aq = malloc(N * 4);
-    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-        const struct quant_traits *tr = quant_traits_get(weight_types[ti]);
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+        const struct quant_traits *tr = quant_traits_get(test_weight_types[ti]);
         const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
         for (int rep = 0; rep < 8; rep++) {
             for (int i = 0; i < N; i++) {

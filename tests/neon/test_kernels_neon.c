@@ -28,6 +28,7 @@
 #include "model/attn.h"
 #include "model/attn_neon.h"
 #include "quant/quant.h"
+#include "test_rng.h"
 #include "util/fp16.h"
 
 static int n_passed, n_failed;
@@ -47,26 +48,9 @@ static bool check(bool ok, const char *fmt, ...)
 }
 
 /* ------------------------------------------------------------------ random data */
-static uint64_t rng_state = 0x243F6A8885A308D3ull;
-static double rnd_uniform(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (1.0 / 9007199254740992.0);
-}
-static float rnd_normal(void)
-{
-    double u1 = rnd_uniform(), u2 = rnd_uniform();
-    if (u1 < 1e-300) u1 = 1e-300;
-    return (float)(sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-static const int weight_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                   TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
-#define N_WEIGHT_TYPES (int)(sizeof weight_types / sizeof weight_types[0])
-static const int act_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                TERN_TYPE_Q8_K};
+static uint64_t rng_state = 0x243F6A8885A308D3ull; /* each test file draws its own sequence */
+#define rnd_uniform() test_rand_uniform(&rng_state)
+#define rnd_normal() test_rand_normal(&rng_state)
 
 static bool is_int_type(int t)
 {
@@ -143,8 +127,8 @@ static void test_dispatch(const char *expect_dotprod)
           "dispatch: x86 paths and unknown names are refused");
     check(kern_force_isa("scalar") && !strcmp(kern_isa_name(), "scalar"), "dispatch: scalar can be forced");
     check(kern_force_isa("neon") && !strcmp(kern_isa_name(), "neon"), "dispatch: neon can be forced");
-    for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-        const int t = weight_types[ti];
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+        const int t = test_weight_types[ti];
         const bool own = kern_neon_base_matmul(t) != NULL && kern_neon_matmul(t) != NULL &&
                          (!is_int_type(t) || kern_neon_dot_matmul(t) != NULL);
         check(own, "dispatch: %s has NEON kernels of its own (no silent scalar fallback)",
@@ -185,8 +169,8 @@ static void test_matmul(void)
             printf("skip matmul %s: this CPU has no dot-product instruction\n", variant_names[vi]);
             continue;
         }
-        for (int ti = 0; ti < N_WEIGHT_TYPES; ti++) {
-            const int wtype = weight_types[ti];
+        for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+            const int wtype = test_weight_types[ti];
             if (vi == V_DOT && !is_int_type(wtype)) continue;
             const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
             const bool fl = !is_int_type(wtype);
@@ -273,20 +257,20 @@ static void test_quantize_act(void)
     float *x = malloc(k * sizeof *x);
     uint8_t *want = malloc(k * 4 + 64), *got = malloc(k * 4 + 64);
     kern_force_isa("neon");
-    for (size_t ai = 0; ai < sizeof act_types / sizeof act_types[0]; ai++) {
-        const struct quant_traits *at = quant_traits_get(act_types[ai]);
-        const size_t bytes = quant_row_bytes(act_types[ai], k);
+    for (int ai = 0; ai < TEST_N_ACT_TYPES; ai++) {
+        const struct quant_traits *at = quant_traits_get(test_act_types[ai]);
+        const size_t bytes = quant_row_bytes(test_act_types[ai], k);
         int diff = 0, overrun = 0, runs = 0;
         for (int variant = 0; variant < 6; variant++)
             for (int rep = 0; rep < 4; rep++) {
                 fill_activation(x, k, variant);
                 at->from_float(x, want, k);
                 for (int direct = 0; direct < 2; direct++) {
-                    kern_quant_fn fn = kern_neon_quant(act_types[ai]);
+                    kern_quant_fn fn = kern_neon_quant(test_act_types[ai]);
                     if (direct && !fn) continue;
                     memset(got, 0xAB, bytes + 64);
                     if (direct) fn(x, got, k);
-                    else kern_quantize_act(act_types[ai], x, got, k);
+                    else kern_quantize_act(test_act_types[ai], x, got, k);
                     runs++;
                     diff += memcmp(want, got, bytes) != 0;
                     overrun += got[bytes] != 0xAB;
@@ -296,7 +280,7 @@ static void test_quantize_act(void)
               "quantize_act %-4s: %d runs byte-identical to scalar from_float (%d differ, %d "
               "overrun)%s",
               at->name, runs, diff, overrun,
-              kern_neon_quant(act_types[ai]) ? "" : " [neon has no own quantizer: copy]");
+              kern_neon_quant(test_act_types[ai]) ? "" : " [neon has no own quantizer: copy]");
     }
     free(x);
     free(want);
