@@ -184,21 +184,30 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
     return TERN_OK;
 }
 
+/* Every id in the vocabulary; the message names the first one that is not. */
+static tern_status check_tokens(const struct tern_context *ctx, const int32_t *tokens, int n)
+{
+    const int n_vocab = ctx->model->info.n_vocab;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
+                             "vocabulary (0..%d)", tokens[i], i, n_vocab - 1);
+    return TERN_OK;
+}
+
 /* Check one batch against the cache: ids in the vocabulary, sequences that exist, and for each
  * sequence positions that continue it without gaps. */
 static tern_status check_batch(struct tern_context *ctx, const struct tern_batch *b)
 {
-    const int n_vocab = ctx->model->info.n_vocab;
     if (b->n <= 0 || !b->tokens) return tern_fail(TERN_ERR_ARG, "decode: empty batch");
     if (b->n > ctx->n_batch)
         return tern_fail(TERN_ERR_RANGE, "decode: batch of %d tokens exceeds the batch size %d",
                          b->n, ctx->n_batch);
+    tern_status st = check_tokens(ctx, b->tokens, b->n);
+    if (st) return st;
     memcpy(ctx->next_pos, ctx->kv.seq_pos, sizeof(int32_t) * (size_t)ctx->n_seq);
     for (int i = 0; i < b->n; i++) {
         const int seq = b->seq ? b->seq[i] : 0;
-        if (b->tokens[i] < 0 || b->tokens[i] >= n_vocab)
-            return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
-                             "vocabulary (0..%d)", b->tokens[i], i, n_vocab - 1);
         if (seq < 0 || seq >= ctx->n_seq)
             return tern_fail(TERN_ERR_ARG, "decode: token %d names sequence %d; the context has "
                              "%d", i, seq, ctx->n_seq);
@@ -260,11 +269,8 @@ tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, 
     if (mode == TERN_LOGITS_ALL && n > ctx->n_batch)
         return tern_fail(TERN_ERR_RANGE, "decode: logits for all %d tokens requested but the "
                          "batch size is %d", n, ctx->n_batch);
-    const int n_vocab = ctx->model->info.n_vocab;
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            return tern_fail(TERN_ERR_ARG, "decode: token %d at index %d is outside the "
-                             "vocabulary (0..%d)", tokens[i], i, n_vocab - 1);
+    tern_status st = check_tokens(ctx, tokens, n);
+    if (st) return st;
     ctx->n_logits = 0;
     /* Equal sub-batches (515 tokens at n_batch 512 -> 258 + 257, not 512 + 3): a tiny last
      * sub-batch would take the small-batch kernels, whose float summation order differs from
@@ -277,7 +283,7 @@ tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, 
         for (int i = 0; i < chunk; i++)
             ctx->want[i] = last && (mode == TERN_LOGITS_ALL || (mode == TERN_LOGITS_LAST && i == chunk - 1));
         const struct tern_batch b = {.n = chunk, .tokens = tokens + done, .logits = ctx->want};
-        tern_status st = run_batch(ctx, &b, done);
+        st = run_batch(ctx, &b, done);
         if (st) return st;
         done += chunk;
     }
