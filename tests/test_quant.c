@@ -36,10 +36,11 @@ static void test_type_table(void **state)
     assert_string_equal(tern_type_name(-1), "unknown(-1)");
 
     const int supported[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                             TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K, TERN_TYPE_Q8_K};
+                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K,
+                             TERN_TYPE_Q8_K};
     int n_supported = 0;
     for (int t = -2; t < TERN_TYPE_COUNT_ + 3; t++) n_supported += tern_type_is_supported(t);
-    assert_int_equal(n_supported, 8);
+    assert_int_equal(n_supported, 9);
     for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
         const struct quant_traits *tr = quant_traits_get(supported[i]);
         assert_non_null(tr);
@@ -47,10 +48,11 @@ static void test_type_table(void **state)
         assert_int_equal(tr->block_bytes, tern_type_block_bytes(supported[i]));
         assert_string_equal(tr->name, tern_type_name(supported[i]));
     }
-    assert_null(quant_traits_get(TERN_TYPE_Q5_0));
+    assert_null(quant_traits_get(TERN_TYPE_Q5_1));
     assert_int_equal(tern_type_block_size(TERN_TYPE_Q4_K), 256);
     assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q6_K), 210);
-    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q5_0), 22); /* known even if unsupported */
+    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q5_1), 24); /* known even if unsupported */
+    assert_int_equal(quant_traits_get(TERN_TYPE_Q5_0)->vec_dot_type, TERN_TYPE_Q8_0);
     assert_int_equal(tern_type_block_bytes(4), 0);
     assert_int_equal(quant_row_bytes(TERN_TYPE_Q4_0, 4864), 4864 / 32 * 18);
     assert_int_equal(quant_row_bytes(TERN_TYPE_F16, 896), 1792);
@@ -110,6 +112,57 @@ static void test_q4_0_known(void **state)
     assert_true(y[0] == -16.f);
     assert_true(y[16] == 0.f);
     assert_true(y[31] == 14.f); /* 15 clamps to code 15 = +7 * 2 */
+}
+
+/* Q5_0, by hand from quantize_row_q5_0_ref: d = (signed value of largest magnitude) / -16,
+ * code = min(31, trunc(x/d + 16.5)), low nibbles packed like Q4_0, fifth bits in qh.
+ * x[j] = 0.5 * (j%7 - 3), except x[5] = 4 (the first largest magnitude, so d = 4/-16 = -0.25),
+ * x[20] = -4 (same magnitude: -4/d + 16.5 = 32.5 clamps to 31), and x[30], x[31] = +-0.375
+ * (x/d = -+1.5: ties round up, to 15 and 18). The other codes are 22 - 2*(j%7).
+ * The packed bytes were also compared with llama.cpp's quantizer (see golden_q5_0 below). */
+static const uint8_t golden_q5_0[22] = {
+    0x00, 0xb4,                                     /* d = -0.25 */
+    0x8f, 0xc7, 0xf3, 0xb1,                         /* qh: codes >= 16 */
+    0x26, 0x04, 0xe2, 0xc0, 0xfe, 0x60, 0x4a, 0x26, /* qs */
+    0x04, 0xe2, 0xc0, 0xae, 0x6c, 0x4a, 0xf6, 0x24,
+};
+
+static void test_q5_0_known(void **state)
+{
+    (void)state;
+    float x[32], y[32];
+    int code[32];
+    for (int j = 0; j < 32; j++) {
+        x[j] = 0.5f * (float)(j % 7 - 3);
+        code[j] = 22 - 2 * (j % 7);
+    }
+    x[5] = 4.f, code[5] = 0;
+    x[20] = -4.f, code[20] = 31;
+    x[30] = 0.375f, code[30] = 15;
+    x[31] = -0.375f, code[31] = 18;
+    struct quant_block_q5_0 b;
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_0, x, &b, 32));
+    assert_int_equal(b.d, 0xb400); /* -0.25 */
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; j++) {
+        assert_int_equal(b.qs[j], (code[j] & 15) | (code[j + 16] & 15) << 4);
+        qh |= (uint32_t)(code[j] >> 4) << j | (uint32_t)(code[j + 16] >> 4) << (j + 16);
+    }
+    assert_int_equal(b.qh[0] | b.qh[1] << 8 | b.qh[2] << 16 | (uint32_t)b.qh[3] << 24, qh);
+    assert_memory_equal(&b, golden_q5_0, sizeof golden_q5_0);
+    assert_tern_ok(tern_dequantize_row(TERN_TYPE_Q5_0, &b, y, 32));
+    for (int j = 0; j < 32; j++) assert_true(y[j] == (float)(code[j] - 16) * -0.25f);
+    assert_true(y[5] == 4.f && y[20] == -3.75f);
+
+    /* an all-zero block: d = 0 / -16 = -0 (fp16 0x8000, as ggml writes it), every code 16
+     * (fifth bit set), dequantizes to zeros */
+    memset(x, 0, sizeof x);
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_0, x, &b, 32));
+    assert_int_equal(b.d, 0x8000);
+    for (int j = 0; j < 4; j++) assert_int_equal(b.qh[j], 0xff);
+    for (int j = 0; j < 16; j++) assert_int_equal(b.qs[j], 0);
+    assert_tern_ok(tern_dequantize_row(TERN_TYPE_Q5_0, &b, y, 32));
+    for (int j = 0; j < 32; j++) assert_true(y[j] == 0.f);
 }
 
 static void test_q8_0_known(void **state)
@@ -298,6 +351,7 @@ static void test_roundtrip(void **state)
                     /* half a step, plus the fp16 rounding of d times up to 127 steps */
                     case TERN_TYPE_Q8_0: assert_true(err <= amax / 127 * 0.57f); break;
                     case TERN_TYPE_Q4_0: assert_true(err <= amax / 8 * 1.01f); break;
+                    case TERN_TYPE_Q5_0: assert_true(err <= amax / 16 * 1.01f); break;
                     default: break;
                     }
                     se += (double)err * err;
@@ -308,6 +362,7 @@ static void test_roundtrip(void **state)
             if (rel > max_rel_rms) max_rel_rms = rel;
         }
         const double bound = type == TERN_TYPE_Q4_0 ? 0.13 : type == TERN_TYPE_Q4_K ? 0.13
+                             : type == TERN_TYPE_Q5_0 ? 0.065
                              : type == TERN_TYPE_Q6_K ? 0.035 : type == TERN_TYPE_Q8_0 ? 0.01
                              : 0.003;
         print_message("%-5s max relative RMS error %.4f (bound %.3f)\n", tern_type_name(type),
@@ -565,7 +620,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_type_table),  cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_q4_0_known),  cmocka_unit_test(test_q8_0_known),
+        cmocka_unit_test(test_q4_0_known),  cmocka_unit_test(test_q5_0_known),
+        cmocka_unit_test(test_q8_0_known),
         cmocka_unit_test(test_q8_K_known),  cmocka_unit_test(test_q4_K_known),
         cmocka_unit_test(test_q6_K_known),  cmocka_unit_test(test_float_known),
         cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_dot_ref),

@@ -1,4 +1,4 @@
-/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q4_K and Q6_K weights on
+/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q5_0, Q4_K, Q6_K weights on
  * AVX-512 VNNI, as cache-tiled matrix-matrix work. Compiled with the AVX-512 flags; reached only through
  * kern_avx512.c once kern_dispatch.c has checked the CPU.
  *
@@ -15,9 +15,9 @@
  * consecutive floats. Per block and token: 8 vpdpbusd + 3 other instructions.
  *
  * vpdpbusd multiplies u8 x s8, so the packed weights are unsigned (Q8_0: w + 128, Q4_0 and
- * Q4_K: the raw code 0..15, Q6_K: the raw code 0..63) and the activations stay signed bytes,
+ * Q4_K: the raw code 0..15, Q5_0: 0..31, Q6_K: 0..63) and the activations stay signed bytes,
  * read in place from their Q8_0 / Q8_K blocks. Offsets are removed exactly in the integer dot,
- * which starts from -off*sum(a) of its sub-block (Q8_0 128, Q4_0 8, Q6_K 32; the sums come from
+ * which starts from -off*sum(a) of its sub-block (Q8_0 128, Q4_0 8, Q5_0 16, Q6_K 32; the sums come from
  * the Q8_K bsums or are computed once per token tile). Each sub-block (the span of one scale:
  * 32 elements, 16 for Q6_K) is one int32 dot per lane, converted and scaled by the row's
  * d*scale times the token's scale; Q4_K's mins term is one more FMA per sub-block with the
@@ -64,7 +64,7 @@ struct pn_act {
 
 /* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
  * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K };
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0 };
 #define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
 #define PN_SPB(f) ((f) == PN_Q4_K ? 8 : (f) == PN_Q6_K ? 16 : 1)
 #define PN_ABYTES(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K) \
@@ -121,6 +121,23 @@ static void pn_pack_q4_0(struct pn_panel *P, const uint8_t *w, int i, int64_t b0
         uint8_t u[32]; /* elements 0..15 are the low nibbles, 16..31 the high ones */
         _mm_storeu_si128((__m128i *)u, _mm_and_si128(x, m4));
         _mm_storeu_si128((__m128i *)(u + 16), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+        pn_put_groups(P, 8 * b, 8, i, u);
+    }
+}
+
+static void pn_pack_q5_0(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w + b0;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int b = 0; b < nbc; b++) {
+        P->d[b][i] = _cvtsh_ss(wb[b].d);
+        const __m128i x = _mm_loadu_si128((const __m128i *)wb[b].qs);
+        uint32_t qh;
+        memcpy(&qh, wb[b].qh, sizeof qh);
+        const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+        const __m256i hi = _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10)); /* bit e -> 16 */
+        uint8_t u[32]; /* the 5-bit codes 0..31 in element order */
+        _mm256_storeu_si256((__m256i *)u, _mm256_or_si256(lo, hi));
         pn_put_groups(P, 8 * b, 8, i, u);
     }
 }
@@ -203,8 +220,8 @@ static void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t
 {
     for (int j = 0; j < nt; j++) {
         const uint8_t *row = A + (size_t)j * as;
-        if (fmt == PN_Q8_0 || fmt == PN_Q4_0) {
-            const int off = fmt == PN_Q8_0 ? 128 : 8;
+        if (fmt == PN_Q8_0 || fmt == PN_Q4_0 || fmt == PN_Q5_0) {
+            const int off = fmt == PN_Q8_0 ? 128 : fmt == PN_Q5_0 ? 16 : 8;
             const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)row + b0;
             for (int b = 0; b < nbc; b++) {
                 S->init[j][b] = -off * pn_sum32(ab[b].qs);
@@ -326,6 +343,7 @@ PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const
 
 PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0)
+PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0)
 PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K)
 PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K)
 
@@ -334,6 +352,7 @@ kern_matmul_fn kern_avx512_panel_matmul(int wtype)
     switch (wtype) {
     case TERN_TYPE_Q8_0: return pn_q8_0_matmul;
     case TERN_TYPE_Q4_0: return pn_q4_0_matmul;
+    case TERN_TYPE_Q5_0: return pn_q5_0_matmul;
     case TERN_TYPE_Q4_K: return pn_q4_K_matmul;
     case TERN_TYPE_Q6_K: return pn_q6_K_matmul;
     default: return NULL;

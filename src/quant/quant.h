@@ -8,7 +8,8 @@
  * llama.cpp's, and one flipped rounding in an activation block shows up in the logits.
  *
  * Weight type -> activation ("vec_dot") type:
- *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q8_0 -> Q8_0, Q4_K -> Q8_K, Q6_K -> Q8_K.
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q5_0 -> Q8_0, Q8_0 -> Q8_0,
+ *   Q4_K -> Q8_K, Q6_K -> Q8_K.
  */
 #ifndef TERN_QUANT_H
 #define TERN_QUANT_H
@@ -20,6 +21,7 @@
 #include "tern.h"
 
 #define QUANT_QK4_0 32
+#define QUANT_QK5_0 32
 #define QUANT_QK8_0 32
 #define QUANT_QK_K 256
 
@@ -27,6 +29,13 @@
 struct quant_block_q4_0 {
     uint16_t d;                   /* fp16 scale */
     uint8_t qs[QUANT_QK4_0 / 2];
+};
+/* 32 weights: code q[j] = (qs[j] & 15) | bit j of qh << 4 and q[j+16] = (qs[j] >> 4) | bit j+16
+ * of qh << 4 (j < 16; qh read as a little-endian uint32); x = d * (q - 16). */
+struct quant_block_q5_0 {
+    uint16_t d;                   /* fp16 scale */
+    uint8_t qh[4];                /* fifth bits of the 32 codes */
+    uint8_t qs[QUANT_QK5_0 / 2];
 };
 /* 32 values: x[j] = d * qs[j]. */
 struct quant_block_q8_0 {
@@ -58,6 +67,7 @@ struct quant_block_q8_K {
 };
 
 _Static_assert(sizeof(struct quant_block_q4_0) == 18, "q4_0 layout");
+_Static_assert(sizeof(struct quant_block_q5_0) == 22, "q5_0 layout");
 _Static_assert(sizeof(struct quant_block_q8_0) == 34, "q8_0 layout");
 _Static_assert(sizeof(struct quant_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(struct quant_block_q6_K) == 210, "q6_K layout");
@@ -116,6 +126,10 @@ float quant_q8_0_dot_ref(int64_t n, const void *w, const void *a);
 void quant_q4_0_from_float(const float *x, void *y, int64_t n);
 void quant_q4_0_to_float(const void *x, float *y, int64_t n);
 float quant_q4_0_dot_ref(int64_t n, const void *w, const void *a);
+
+void quant_q5_0_from_float(const float *x, void *y, int64_t n);
+void quant_q5_0_to_float(const void *x, float *y, int64_t n);
+float quant_q5_0_dot_ref(int64_t n, const void *w, const void *a);
 
 void quant_q8_K_from_float(const float *x, void *y, int64_t n);
 void quant_q8_K_to_float(const void *x, float *y, int64_t n);

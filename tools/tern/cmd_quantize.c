@@ -9,9 +9,9 @@ int cmd_quantize(int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: tern quantize IN.gguf OUT.gguf TYPE\n\n"
-               "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k,\n"
-               "or q4_k_m: Q4_K with Q6_K for output/embeddings and attn_v/ffn_down in some layers,\n"
-               "as llama-quantize does). Norms and biases are kept. OUT is written atomically.\n");
+               "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q5_0, q4_0, q4_k,\n"
+               "q6_k, or q4_k_m: llama-quantize's Q4_K_M mix of Q4_K, Q6_K, Q5_0 and Q8_0).\n"
+               "Norms and biases are kept. OUT is written atomically.\n");
         return CLI_EXIT_OK;
     }
     if (argc != 4) return cli_usage_error("quantize", "need IN.gguf OUT.gguf TYPE");
@@ -23,6 +23,7 @@ int cmd_quantize(int argc, char **argv)
     if (stat(argv[1], &a) == 0 && stat(argv[2], &b) == 0)
         fprintf(stderr, "tern quantize: %s (%.1f MiB) -> %s (%.1f MiB) as %s%s\n", argv[1],
                 a.st_size / 1048576.0, argv[2], b.st_size / 1048576.0, argv[3],
-                fb ? "; some tensors fell back to Q8_0 (rows not a multiple of the block)" : "");
+                fb ? "; some tensors fell back to another type (rows not a multiple of the block)"
+                   : "");
     return CLI_EXIT_OK;
 }

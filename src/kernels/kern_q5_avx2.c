@@ -1,0 +1,21 @@
+/* kern_q5_avx2.c — Q5_0 x Q8_0 on the AVX2 path (compiled with the AVX2/FMA/F16C flags, called
+ * only after kern_dispatch.c has checked the CPU): the shared tile driver of kern_simd_impl.h
+ * with the Q5_0 block step of kern_q5_simd.h, 4 rows x 2 tokens per tile as in kern_avx2.c.
+ *
+ * A file of its own so the Q5 formats do not touch the other formats' files; the other kernels
+ * of kern_simd_impl.h are compiled in kern_avx2.c and unused here. */
+#include "kernels/kernels.h"
+
+#define KERN_VNNI 0
+#define KERN_MR 4
+#define KERN_MT 2
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "kernels/kern_simd_impl.h"
+#include "kernels/kern_q5_simd.h"
+#pragma GCC diagnostic pop
+
+kern_matmul_fn kern_q5_avx2_matmul(int wtype)
+{
+    return wtype == TERN_TYPE_Q5_0 ? q5_0_matmul : NULL;
+}

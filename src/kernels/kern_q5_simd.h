@@ -1,0 +1,63 @@
+/* kern_q5_simd.h — the Q5_0 block step of the 256-bit tile kernels, compiled twice: by
+ * kern_q5_avx2.c (maddubs + madd) and kern_q5_avx512.c (vpdpbusd). Include only from those two
+ * files, after kern_simd_impl.h (its KERN_* settings, ks_dot_u8s8 and tile driver).
+ *
+ * Read first: the Q5_0 layout in src/quant/quant.h, and Q4_0 in kern_simd_impl.h: the same
+ * offset trick with 16 instead of 8. The 5-bit codes are rebuilt unsigned (0..31), so
+ * sum((q-16)*a) = sum(q*a) - 16*sum(a), and 16*sum(a) is one dot of the activation block with a
+ * vector of 16s, once per token per block. Integer sums are exact, as in the scalar reference. */
+#ifndef TERN_KERN_Q5_SIMD_H
+#define TERN_KERN_Q5_SIMD_H
+
+/* The 32 codes of a block as unsigned bytes in element order. */
+KS_INLINE __m256i q5_0_codes(const struct quant_block_q5_0 *wb)
+{
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
+    const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
+                                        _mm_and_si128(x, m4));
+    uint32_t qh;
+    memcpy(&qh, wb->qh, sizeof qh);
+#if KERN_VNNI
+    /* AVX-512 BW/VL: bit e of qh selects 0x10 for byte e in one masked move */
+    const __m256i hi = _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10));
+#else
+    /* byte e takes byte e/8 of qh, keeps bit e%8, and becomes 0x10 where it was set */
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101ll, 0x0202020202020202ll,
+                                              0x0303030303030303ll);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
+    h = _mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit);
+    const __m256i hi = _mm256_and_si256(h, _mm256_set1_epi8(0x10));
+#endif
+    return _mm256_or_si256(lo, hi);
+}
+
+KS_INLINE void q5_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
+                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+{
+    const __m256i sixteens = _mm256_set1_epi8(16);
+    __m256i a[KERN_MT], a16[KERN_MT];
+    float da[KERN_MT];
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b;
+        a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);
+        a16[j] = ks_dot_u8s8(_mm256_setzero_si256(), sixteens, a[j]);
+        da[j] = ks_h2f(ab->d);
+    }
+    for (int i = 0; i < nr; i++) {
+        const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)(W + i * ws) + b;
+        const __m256i q = q5_0_codes(wb);
+        const float dw = ks_h2f(wb->d);
+        for (int j = 0; j < nt; j++) {
+            __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
+            s = _mm256_sub_epi32(s, a16[j]);
+            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
+                                        acc[i][j]);
+        }
+    }
+}
+
+KS_BLOCK32_TILE(q5_0)
+
+#endif
