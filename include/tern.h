@@ -390,6 +390,15 @@ void tern_sampler_reset(struct tern_sampler *s);
  * Written atomically (tmp + rename). */
 tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
                                    const char *path, int *n_fallbacks);
+/* Same, but the tokenizer is a real one: every tokenizer.* key of the GGUF at vocab_path (a
+ * vocab-only file such as llama.cpp's ggml-vocab-*.gguf is enough: model, pre, tokens, token
+ * types, merges, scores, special ids, add_bos/eos, the chat template if it has one) is copied
+ * verbatim, so the file tokenizes like the real model and llama.cpp loads it too. A vocabulary
+ * whose size differs from the shape's n_vocab is refused (TERN_ERR_ARG), as is one tern's
+ * tokenizer cannot load. vocab_path NULL = the byte-level vocabulary above. */
+tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
+                                         const char *vocab_path, const char *path,
+                                         int *n_fallbacks);
 const char *tern_synth_shape_names(void);
 
 /* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names as above); 1-D

@@ -5,7 +5,12 @@
  * speed does not depend on the values, and these keep activations in a realistic range.
  * The vocabulary is byte-level (GPT-2 style: the 256 byte tokens, no merges) plus ChatML control
  * tokens, padded with unused tokens to the real vocabulary size, so text goes in and out and
- * the embedding/output matrices have their real size. A ChatML template is included. */
+ * the embedding/output matrices have their real size. A ChatML template is included. The empty
+ * merges array is there for llama.cpp, which refuses a BPE vocabulary without that key.
+ *
+ * With a vocabulary file (tern_synth_model_write_vocab), every tokenizer.* key of that file is
+ * copied verbatim instead: the model then tokenizes exactly like the real one, and llama.cpp and
+ * tern can load the same file for side-by-side benchmarks. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +181,56 @@ out:
     return s;
 }
 
+/* Copy every tokenizer.* key of the GGUF at vocab_path (a vocab-only file is enough). Refuses a
+ * vocabulary whose size is not the shape's n_vocab (the embedding rows would not match) and one
+ * tern's tokenizer cannot load, so a bad file fails here and not at the first prompt. */
+static tern_status add_vocab_file(struct synth_state *st, const struct synth_shape *sh,
+                                  const char *vocab_path)
+{
+    struct tern_gguf *g;
+    tern_status s = tern_gguf_open(vocab_path, &g);
+    if (s) return tern_fail_prefix(s, "synth: vocabulary %s: ", vocab_path);
+    int64_t ti = tern_gguf_find_key(g, "tokenizer.ggml.tokens");
+    if (ti < 0 || tern_gguf_kv_type(g, ti) != TERN_GGUF_ARRAY ||
+        tern_gguf_arr_type(g, ti) != TERN_GGUF_STRING) {
+        s = tern_fail(TERN_ERR_FORMAT, "synth: vocabulary %s: no string array "
+                      "'tokenizer.ggml.tokens'", vocab_path);
+        goto out;
+    }
+    uint64_t n = tern_gguf_arr_len(g, ti);
+    if (n != (uint64_t)sh->n_vocab) {
+        s = tern_fail(TERN_ERR_ARG, "synth: vocabulary %s has %llu tokens (tokenizer.ggml.tokens) "
+                      "but shape '%s' needs n_vocab = %d", vocab_path, (unsigned long long)n,
+                      sh->name, sh->n_vocab);
+        goto out;
+    }
+    struct tern_tokenizer *tok;
+    s = tern_tokenizer_from_gguf(g, &tok);
+    if (s) {
+        s = tern_fail_prefix(s, "synth: vocabulary %s: ", vocab_path);
+        goto out;
+    }
+    tern_tokenizer_free(tok);
+    static const char prefix[] = "tokenizer.";
+    for (int64_t i = 0; i < tern_gguf_n_kv(g) && !s; i++) {
+        struct tern_str k = tern_gguf_key(g, i);
+        if (k.len > sizeof prefix - 1 && !memcmp(k.ptr, prefix, sizeof prefix - 1))
+            s = tern_gguf_writer_copy_kv(st->w, g, i);
+    }
+out:
+    tern_gguf_close(g);
+    return s;
+}
+
 tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
                                    const char *path, int *n_fallbacks)
+{
+    return tern_synth_model_write_vocab(shape, type_name, seed, NULL, path, n_fallbacks);
+}
+
+tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
+                                         const char *vocab_path, const char *path,
+                                         int *n_fallbacks)
 {
     const struct synth_shape *sh = NULL;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -214,7 +267,7 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.freq_base"), sh->rope_base);
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
 #undef KEY
-    if (!s) s = add_vocab(&st, sh);
+    if (!s) s = vocab_path ? add_vocab_file(&st, sh, vocab_path) : add_vocab(&st, sh);
 
     const int n_layer = sh->n_layer;
     int fb = 0;

@@ -23,6 +23,8 @@ static void help(void)
            "  -m, --model FILE        model to test (repeatable)\n"
            "  --synthetic SHAPE:TYPE  random-weight model with a real shape, written once to\n"
            "                          $TERN_SYNTH_DIR or /tmp/tern-synth (repeatable); shapes: %s\n"
+           "  --vocab VOCAB.gguf      tokenizer for the --synthetic models (see tern synth --help);\n"
+           "                          the cached file's name then ends in the vocab file's name\n"
            "  -p, --n-prompt LIST     prompt lengths to test, comma-separated (default 512; 0 = skip)\n"
            "  -n, --n-gen LIST        generation lengths to test (default 128; 0 = skip)\n"
            "  -t, --threads LIST      thread counts (default: all CPUs)\n"
@@ -61,8 +63,9 @@ static bool parse_list(const char *s, long long lo, long long hi, long long *out
     return ok;
 }
 
-/* Path of the cached synthetic model for spec, writing it if missing. */
-static int synth_path(const char *spec, char *path, size_t cap)
+/* Path of the cached synthetic model for spec (with vocab's tokenizer if not NULL), writing it
+ * if missing. */
+static int synth_path(const char *spec, const char *vocab, char *path, size_t cap)
 {
     const char *dir = getenv("TERN_SYNTH_DIR");
     if (!dir || !*dir) dir = "/tmp/tern-synth";
@@ -73,11 +76,20 @@ static int synth_path(const char *spec, char *path, size_t cap)
     char shape[64];
     memcpy(shape, spec, (size_t)(colon - spec));
     shape[colon - spec] = '\0';
-    snprintf(path, cap, "%s/%s-%s.gguf", dir, shape, colon + 1);
+    if (vocab) {
+        /* the vocab file's name without folder and .gguf keeps cached files apart */
+        const char *base = strrchr(vocab, '/');
+        base = base ? base + 1 : vocab;
+        size_t blen = strlen(base);
+        if (blen > 5 && !strcmp(base + blen - 5, ".gguf")) blen -= 5;
+        snprintf(path, cap, "%s/%s-%s-%.*s.gguf", dir, shape, colon + 1, (int)blen, base);
+    } else {
+        snprintf(path, cap, "%s/%s-%s.gguf", dir, shape, colon + 1);
+    }
     struct stat st;
     if (stat(path, &st) == 0) return 0;
     fprintf(stderr, "tern bench: writing synthetic model %s ...\n", path);
-    tern_status s = tern_synth_model_write(shape, colon + 1, 1, path, NULL);
+    tern_status s = tern_synth_model_write_vocab(shape, colon + 1, 1, vocab, path, NULL);
     if (s) return cli_report("bench", s);
     return 0;
 }
@@ -130,8 +142,9 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *models[MAX_LIST], *v;
+    const char *models[MAX_LIST], *v, *vocab = NULL;
     char synth_paths[MAX_LIST][512];
+    bool is_synth[MAX_LIST] = {false};
     int n_models = 0;
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1;
@@ -150,10 +163,12 @@ int cmd_bench(int argc, char **argv)
         } else if (OPT("--synthetic", NULL)) {
             if (r < 0) return 2;
             if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
-            int rc = synth_path(v, synth_paths[n_models], sizeof synth_paths[0]);
-            if (rc) return rc;
-            models[n_models] = synth_paths[n_models];
-            n_models++;
+            /* written after parsing, once --vocab (which may come later) is known */
+            is_synth[n_models] = true;
+            models[n_models++] = v;
+        } else if (OPT("--vocab", NULL)) {
+            if (r < 0) return 2;
+            vocab = v;
         } else if (OPT("-p", "--n-prompt")) {
             if (r < 0) return 2;
             if (!parse_list(v, 0, 1 << 20, pp, &n_pp)) return cli_usage_error("bench", "-p '%s' is not a list of lengths", v);
@@ -175,6 +190,17 @@ int cmd_bench(int argc, char **argv)
 #undef OPT
     }
     if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
+    if (vocab) {
+        bool any = false;
+        for (int mi = 0; mi < n_models; mi++) any |= is_synth[mi];
+        if (!any) return cli_usage_error("bench", "--vocab applies to --synthetic models only");
+    }
+    for (int mi = 0; mi < n_models; mi++) {
+        if (!is_synth[mi]) continue;
+        int rc = synth_path(models[mi], vocab, synth_paths[mi], sizeof synth_paths[0]);
+        if (rc) return rc;
+        models[mi] = synth_paths[mi];
+    }
     if (prompt_cache) {
         for (int mi = 0; mi < n_models; mi++) {
             int rc = cli_prompt_cache_bench("bench", models[mi], (int)th[0], 0, 0, 0, json);

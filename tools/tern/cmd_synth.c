@@ -1,4 +1,5 @@
-/* cmd_synth.c — `tern synth`: write a random-weight model with a real model's shape. */
+/* cmd_synth.c — `tern synth`: write a random-weight model with a real model's shape, optionally
+ * with a real tokenizer copied from a vocabulary GGUF (src/model/synth.c does the work). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -7,23 +8,31 @@
 
 static void help(void)
 {
-    printf("usage: tern synth SHAPE:TYPE -o OUT.gguf [--seed S]\n"
+    printf("usage: tern synth SHAPE:TYPE -o OUT.gguf [--seed S] [--vocab VOCAB.gguf]\n"
            "\n"
            "Writes a random-weight GGUF with the exact shape of a real model, using tern's own\n"
            "GGUF writer and quantizer (no download). Shapes: %s.\n"
            "Types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m.\n"
-           "Example: tern synth qwen2.5-0.5b:q8_0 -o /tmp/qwen-0.5b-q8_0.gguf\n",
+           "\n"
+           "  --vocab VOCAB.gguf  copy the tokenizer (every tokenizer.* key: tokens, types, merges,\n"
+           "                      special ids, chat template if any) from this GGUF (a vocab-only\n"
+           "                      file is enough) instead of the byte-level default; its size must\n"
+           "                      be the shape's vocabulary size\n"
+           "\n"
+           "Example: tern synth qwen2.5-0.5b:q8_0 -o /tmp/qwen-0.5b-q8_0.gguf \\\n"
+           "           --vocab ggml-vocab-qwen2-tiktoken.gguf\n",
            tern_synth_shape_names());
 }
 
 int cmd_synth(int argc, char **argv)
 {
-    const char *spec = NULL, *out = NULL, *v;
+    const char *spec = NULL, *out = NULL, *vocab = NULL, *v;
     long long seed = 1;
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) { if (r < 0) return 2; out = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--vocab", NULL, &v))) { if (r < 0) return 2; vocab = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
             if (r < 0) return 2;
             if (!cli_parse_int(v, 0, INT64_MAX, &seed)) return cli_usage_error("synth", "--seed '%s' is not valid", v);
@@ -42,7 +51,8 @@ int cmd_synth(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int fallbacks = 0;
-    tern_status st = tern_synth_model_write(shape, colon + 1, (uint64_t)seed, out, &fallbacks);
+    tern_status st = tern_synth_model_write_vocab(shape, colon + 1, (uint64_t)seed, vocab, out,
+                                                  &fallbacks);
     if (st) return cli_report("synth", st);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fprintf(stderr, "tern synth: wrote %s (%s) in %.1f s%s\n", out, spec,
