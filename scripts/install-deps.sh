@@ -1,5 +1,6 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
+# jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels).
 set -e
 SUDO=""
@@ -7,6 +8,6 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
 echo "tern dependencies installed"
