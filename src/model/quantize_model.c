@@ -64,6 +64,9 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
         snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
         tern_gguf_get_i64(g, key, &n_layer);
     }
+    /* without an output matrix the embeddings are also the output (tied): the q4_k_m rule
+     * gives them the output's type */
+    plan.has_output = tern_gguf_find_tensor(g, "output.weight") != NULL;
     st = tern_gguf_writer_create((uint32_t)tern_gguf_alignment(g), &w);
     for (int64_t i = 0; !st && i < tern_gguf_n_kv(g); i++) {
         struct tern_str k = tern_gguf_key(g, i);

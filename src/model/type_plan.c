@@ -32,14 +32,17 @@ int type_plan_pick(const struct type_plan *p, const char *kind, int il, int n_la
 {
     int t = p->base;
     if (p->q4_k_m) {
-        if (!strcmp(kind, "output") || !strcmp(kind, "token_embd"))
-            t = TERN_TYPE_Q6_K;
+        if (!strcmp(kind, "output") || (!p->has_output && !strcmp(kind, "token_embd")))
+            /* llama.cpp tests the rows against the mix's base block (Q4_K: 256) here */
+            t = cols % tern_type_block_size(p->base) ? TERN_TYPE_Q8_0 : TERN_TYPE_Q6_K;
         else if ((!strcmp(kind, "attn_v") || !strcmp(kind, "ffn_down")) && use_more_bits(il, n_layer))
             t = TERN_TYPE_Q6_K;
     }
     if (cols % tern_type_block_size(t) != 0) {
         if (fallbacks) (*fallbacks)++;
-        t = TERN_TYPE_Q8_0;
+        /* llama-quantize's fallbacks: the 32-element format closest in bits per weight */
+        t = t == TERN_TYPE_Q4_K ? TERN_TYPE_Q5_0 : t == TERN_TYPE_Q6_K ? TERN_TYPE_Q8_0 : t;
+        if (cols % tern_type_block_size(t) != 0) t = TERN_TYPE_F16;
     }
     return t;
 }
