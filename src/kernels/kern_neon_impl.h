@@ -1,4 +1,4 @@
-/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q8_0 x Q8_0; Q4_K, Q6_K x Q8_K) written
+/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q4_K, Q6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
  * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
@@ -12,7 +12,7 @@
  * the weights stream from memory sequentially.
  *
  * Unlike x86 (no signed x signed byte dot), NEON multiplies signed bytes directly, so weight
- * codes are recentred in int8 (q - 8, q - 32) and no activation-sum correction is needed
+ * codes are recentred in int8 (q - 8, q - 16, q - 32) and no activation-sum correction is needed
  * except for Q4_K's mins. Integer block sums are exact, so results differ from the scalar
  * reference only by float summation order. */
 #include <arm_neon.h>
@@ -122,6 +122,27 @@ KN_INLINE void q4_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
     *d = kn_h2f(wb->d);
 }
 
+/* Q5_0: the fifth bit of element e is bit e of qh; byte e of a vector takes byte e/8 of qh
+ * and tests its bit e%8 (vtst: all ones where set), which becomes 0x10. */
+KN_INLINE void q5_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
+{
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w + b;
+    uint32_t qh;
+    memcpy(&qh, wb->qh, sizeof qh);
+    const uint8x8_t hb = vcreate_u8((uint64_t)qh); /* lane i = byte i of qh */
+    const uint8x16_t sel0 = vcombine_u8(vdup_lane_u8(hb, 0), vdup_lane_u8(hb, 1));
+    const uint8x16_t sel1 = vcombine_u8(vdup_lane_u8(hb, 2), vdup_lane_u8(hb, 3));
+    const uint8x16_t bits = vld1q_u8(bit), b4 = vdupq_n_u8(0x10);
+    const uint8x16_t x = vld1q_u8(wb->qs);
+    const uint8x16_t q0 = vorrq_u8(vandq_u8(x, vdupq_n_u8(0x0F)), vandq_u8(vtstq_u8(sel0, bits), b4));
+    const uint8x16_t q1 = vorrq_u8(vshrq_n_u8(x, 4), vandq_u8(vtstq_u8(sel1, bits), b4));
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(q0), sixteen);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(q1), sixteen);
+    *d = kn_h2f(wb->d);
+}
+
 KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
 {
     const struct quant_block_q8_0 *wb = (const struct quant_block_q8_0 *)w + b;
@@ -176,6 +197,7 @@ KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
     KN_DEFINE_MATMUL(fmt)
 
 KN_BLOCK32_TILE(q4_0)
+KN_BLOCK32_TILE(q5_0)
 KN_BLOCK32_TILE(q8_0)
 
 /* ------------------------------------------------------------------ Q4_K x Q8_K
@@ -298,6 +320,7 @@ static kern_matmul_fn kn_int_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q4_0: return q4_0_matmul;
+    case TERN_TYPE_Q5_0: return q5_0_matmul;
     case TERN_TYPE_Q8_0: return q8_0_matmul;
     case TERN_TYPE_Q4_K: return q4_K_matmul;
     case TERN_TYPE_Q6_K: return q6_K_matmul;
