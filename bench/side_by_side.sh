@@ -117,7 +117,7 @@ probe() {
              if (!n) { print "no probe lines"; exit }
              m48 = med(a, n); m2 = med(b, n)
              printf "%s (2-thread read: 48 MiB %.0f GB/s, 2 GiB %.1f GB/s, median of %d)\n",
-                    m48 >= 100 ? "two L3s" : "one L3", m48, m2, n
+                    (m48 >= 100 ? "two L3s" : "one L3"), m48, m2, n
          }' "$f"
 }
 
