@@ -119,7 +119,7 @@ static void test_q4_0_known(void **state)
  * x[j] = 0.5 * (j%7 - 3), except x[5] = 4 (the first largest magnitude, so d = 4/-16 = -0.25),
  * x[20] = -4 (same magnitude: -4/d + 16.5 = 32.5 clamps to 31), and x[30], x[31] = +-0.375
  * (x/d = -+1.5: ties round up, to 15 and 18). The other codes are 22 - 2*(j%7).
- * The packed bytes were also compared with llama.cpp's quantizer (see golden_q5_0 below). */
+ * (Bytes written by llama.cpp's own quantizer: test_q5_0_llama_golden.) */
 static const uint8_t golden_q5_0[22] = {
     0x00, 0xb4,                                     /* d = -0.25 */
     0x8f, 0xc7, 0xf3, 0xb1,                         /* qh: codes >= 16 */
@@ -601,6 +601,35 @@ static void check_fixture(const char *f16_rel, const char *q_rel, int *types_see
     free(gq.buf);
 }
 
+/* The first two Q5_0 blocks of blk.0.attn_q.weight as llama-quantize (anchor commit c392e50,
+ * /work/ext build) wrote them when quantizing fixtures/models/qwen2-tiny-f16.gguf to Q5_0
+ * (--pure) on 2026-11-21; tern quantize wrote a byte-identical file then (qwen2-tiny and
+ * llama-spm-tiny, every tensor). Here tern's quantizer must reproduce the blocks from the F16
+ * row. */
+static const uint8_t llama_q5_0_attn_q[44] = {
+    0xae, 0xa2, 0x58, 0x1f, 0xa0, 0x0d, 0xce, 0xb9, 0xf4, 0xba, 0xe2,
+    0x0a, 0x03, 0x0f, 0x94, 0xb4, 0x11, 0x52, 0xf7, 0xca, 0xe8, 0xff,
+    0xe0, 0x21, 0x18, 0xbc, 0xd3, 0x17, 0x0e, 0x38, 0xdd, 0xe2, 0x32,
+    0x50, 0xa3, 0xfe, 0x0e, 0x9d, 0x00, 0xb1, 0xf5, 0x97, 0xe9, 0x74,
+};
+
+static void test_q5_0_llama_golden(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-f16.gguf");
+    struct mini_gguf g;
+    assert_true(mini_gguf_load(path, &g));
+    const struct mini_tensor *t = mini_find(&g, "blk.0.attn_q.weight");
+    assert_non_null(t);
+    assert_int_equal(t->type, TERN_TYPE_F16);
+    float x[64];
+    uint8_t q[44];
+    assert_tern_ok(tern_dequantize_row(TERN_TYPE_F16, t->data, x, 64));
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_0, x, q, 64));
+    assert_memory_equal(q, llama_q5_0_attn_q, sizeof q);
+    free(g.buf);
+}
+
 static void test_fixtures(void **state)
 {
     (void)state;
@@ -625,7 +654,7 @@ int main(void)
         cmocka_unit_test(test_q8_K_known),  cmocka_unit_test(test_q4_K_known),
         cmocka_unit_test(test_q6_K_known),  cmocka_unit_test(test_float_known),
         cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_dot_ref),
-        cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_fixtures),    cmocka_unit_test(test_q5_0_llama_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
