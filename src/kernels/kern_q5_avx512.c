@@ -1,9 +1,19 @@
 /* kern_q5_avx512.c — Q5_0 x Q8_0 on the AVX-512 path (compiled with the AVX-512 flags, called
  * only after kern_dispatch.c has checked the CPU). Prefill (many tokens) goes to the repacked
- * panel kernel of kern_panel_avx512.c; fewer tokens run the 256-bit tiles of kern_simd_impl.h
- * with vpdpbusd and the Q5_0 block step of kern_q5_simd.h (4 x 4 tiles, as kern_avx512.c).
+ * panel kernel of kern_panel_avx512.c; decode (a few tokens) to the streaming kernel below; what
+ * that cannot hold (very long rows) to the 256-bit tiles of kern_simd_impl.h with vpdpbusd and
+ * the Q5_0 block step of kern_q5_simd.h (4 x 4 tiles, as kern_avx512.c).
  *
- * Read first: kern_avx512.c (the same routing for Q4_0), kern_q5_simd.h. */
+ * Read first: kern_avx512.c (the same routing for Q4_0), kern_q5_simd.h.
+ *
+ * Decode reads every weight byte once per token, so its kernel streams each row once, two
+ * blocks per zmm, and does once per call everything that depends only on the activations: per
+ * token and pair of blocks, a 192-byte record with both blocks' activation bytes (one zmm), the
+ * start value of the integer dot in each of the 16 lanes (-2*sum(a) of the lane's block: a
+ * block's 8 lanes then sum to dot(code, a) - 16*sum(a), the offset of the codes removed exactly)
+ * and the activation scale per lane. Per pair and token that leaves one vpdpbusd, one
+ * conversion, one multiply and one FMA; the weights cost two nibble unpacks, a permute and one
+ * masked move that turns the 64 fifth bits of both blocks (a k-mask) into 16s. */
 #include "kernels/kernels.h"
 
 #define KERN_VNNI 1
@@ -15,6 +25,134 @@
 #include "kernels/kern_q5_simd.h"
 #pragma GCC diagnostic pop
 
+/* ------------------------------------------------------------------ decode */
+
+#define QD_MAX_TOK 4    /* tokens per pass over the rows */
+#define QD_MAX_SLOTS 384 /* activation records (pairs x tokens) on the stack: 72 KB */
+
+struct qd_pair {
+    int8_t qs[64];     /* blocks 2p and 2p+1 of the token, in element order */
+    int32_t init[16];  /* -2*sum(a) of the lane's block */
+    float da[16];      /* the lane's block scale */
+};
+
+static void qd_pack_act(struct qd_pair *P, int npair, const uint8_t *A, size_t as, int nt,
+                        int64_t nb)
+{
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + (size_t)j * as);
+        for (int p = 0; p < npair; p++) {
+            struct qd_pair *d = &P[(size_t)j * npair + p];
+            for (int h = 0; h < 2; h++) {
+                const int64_t b = 2 * (int64_t)p + h;
+                int32_t init = 0;
+                float da = 0;
+                __m256i x = _mm256_setzero_si256(); /* odd block count: a zero block */
+                if (b < nb) {
+                    x = _mm256_loadu_si256((const __m256i *)ab[b].qs);
+                    /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
+                    const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(x, flip), _mm256_setzero_si256());
+                    const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                    init = -2 * ((int32_t)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 32 * 128);
+                    da = _cvtsh_ss(ab[b].d);
+                }
+                _mm256_storeu_si256((__m256i *)(d->qs + 32 * h), x);
+                for (int l = 0; l < 8; l++) d->init[8 * h + l] = init, d->da[8 * h + l] = da;
+            }
+        }
+    }
+}
+
+/* The codes 0..31 of blocks 0 and 1 of wb in element order (two == 0: block 0 only, the rest
+ * zero) and their scales, each in the 8 lanes of its block. */
+static inline __attribute__((always_inline)) __m512i qd_codes(const struct quant_block_q5_0 *wb,
+                                                             int two, __m512 *dw)
+{
+    const __m128i x0 = _mm_loadu_si128((const __m128i *)wb[0].qs);
+    const __m128i x1 = two ? _mm_loadu_si128((const __m128i *)wb[1].qs) : _mm_setzero_si128();
+    const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+    /* qwords [lo_0, hi_0, lo_1, hi_1]: low nibbles are elements 0-15, high ones 16-31 */
+    const __m512i idx = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i q = _mm512_permutex2var_epi64(_mm512_castsi256_si512(lo), idx,
+                                                _mm512_castsi256_si512(hi));
+    uint32_t h0, h1 = 0;
+    memcpy(&h0, wb[0].qh, 4);
+    if (two) memcpy(&h1, wb[1].qh, 4);
+    const __mmask64 fifth = (__mmask64)h0 | (__mmask64)h1 << 32;
+    *dw = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)(two ? wb[1].d : 0)),
+                                           _mm_set1_epi16((short)wb[0].d)));
+    return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
+}
+
+static inline __attribute__((always_inline)) void qd_step(const struct quant_block_q5_0 *wb,
+                                                          int two, const struct qd_pair *P,
+                                                          int npair, int p, int nt, __m512 *acc)
+{
+    __m512 dw;
+    const __m512i q = qd_codes(wb + 2 * p, two, &dw);
+    for (int j = 0; j < nt; j++) {
+        const struct qd_pair *d = &P[(size_t)j * npair + p];
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(d->init), q, _mm512_load_si512(d->qs));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps(d->da)), acc[j]);
+    }
+}
+
+/* One row against nt tokens (a constant after inlining). */
+static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, const struct qd_pair *P,
+                                                         int npair, int64_t nb, int nt, float *out)
+{
+    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w;
+    __m512 a0[QD_MAX_TOK], a1[QD_MAX_TOK]; /* two accumulator sets: FMA latency */
+    for (int j = 0; j < nt; j++) a0[j] = a1[j] = _mm512_setzero_ps();
+    const int full = (int)(nb / 2);
+    int p = 0;
+    for (; p + 2 <= full; p += 2) {
+        qd_step(wb, 1, P, npair, p, nt, a0);
+        qd_step(wb, 1, P, npair, p + 1, nt, a1);
+    }
+    if (p < full) qd_step(wb, 1, P, npair, p++, nt, a0);
+    if (p < npair) qd_step(wb, 0, P, npair, p, nt, a1); /* odd block count */
+    for (int j = 0; j < nt; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0[j], a1[j]));
+}
+
+static void qd_rows(const void *W, size_t ws, const struct qd_pair *P, int npair, int64_t nb,
+                    int nt, int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    float out[QD_MAX_TOK];
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;
+        switch (nt) {
+        case 1: qd_row(w, P, npair, nb, 1, out); break;
+        case 2: qd_row(w, P, npair, nb, 2, out); break;
+        case 3: qd_row(w, P, npair, nb, 3, out); break;
+        default: qd_row(w, P, npair, nb, 4, out); break;
+        }
+        for (int j = 0; j < nt; j++) Y[j * ldy + r] = out[j];
+    }
+}
+
+/* false (nothing written) when one token's records do not fit the stack buffer */
+static bool q5_0_decode(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    struct qd_pair P[QD_MAX_SLOTS] __attribute__((aligned(64)));
+    const int64_t nb = k / 32, npair = (nb + 1) / 2;
+    if (npair > QD_MAX_SLOTS) return false;
+    int group = (int)(QD_MAX_SLOTS / npair);
+    if (group > QD_MAX_TOK) group = QD_MAX_TOK;
+    for (int t = 0; t < n_tok; t += group) {
+        const int nt = n_tok - t < group ? n_tok - t : group;
+        qd_pack_act(P, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb);
+        qd_rows(W, ws, P, (int)npair, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ routing */
+
 /* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
 #define Q5_PANEL_MIN_TOK 6
 
@@ -24,7 +162,7 @@ static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n
     kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_0);
     if (n_tok >= Q5_PANEL_MIN_TOK && panel)
         panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else
+    else if (!q5_0_decode(W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
         q5_0_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
