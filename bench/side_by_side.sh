@@ -19,6 +19,12 @@
 # header says which state the machine was in. On a shared machine run the whole script under
 # `flock /tmp/tern-bench.lock` so that nobody else times at the same moment.
 #
+# Other processes disturb both engines badly (llama.cpp's OpenMP threads spin, and a 2-thread run
+# on 2 vCPUs has no spare core): before every run the script waits until the machine is quiet,
+# measures the CPU time other processes used during the run (/proc/stat busy time minus the
+# engine's own), and repeats a disturbed run up to --retries times. Medians use the undisturbed
+# runs only; a cell where every run was disturbed is marked with a dagger.
+#
 # Needs: bash, jq, awk. Raw JSON of every run is kept in --keep DIR (default: a temp dir that is
 # removed at the end).
 set -u
@@ -42,6 +48,11 @@ usage: bench/side_by_side.sh --llama-bench PATH [options] MODEL.gguf...
                       $repo/../shared/tools/roofline/roofline if it is executable)
   --no-roofline       skip the probe
   --keep DIR          keep every run's raw JSON and stderr in DIR
+  --max-other X       a run is disturbed if other processes used more than X CPUs on
+                      average while it ran (default: 0.2)
+  --quiet-wait S      before each run wait up to S seconds for a quiet machine (default: 120;
+                      0 = do not wait)
+  --retries N         repeat a disturbed run up to N times (default: 2)
   -h, --help          this text
 
 Example:
@@ -53,7 +64,7 @@ EOF
 die() { echo "side_by_side.sh: $*" >&2; exit 2; }
 
 llama_bench="" tern_bin="$repo/build/bin/tern" threads="2" rounds=3 n_prompt=512 n_gen=128
-reps=1 roofline="" use_roofline=1 keep="" models=()
+reps=1 roofline="" use_roofline=1 keep="" models=() max_other=0.2 quiet_wait=120 retries=2
 while [ $# -gt 0 ]; do
     case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -67,6 +78,9 @@ while [ $# -gt 0 ]; do
     --roofline) [ $# -ge 2 ] || die "$1 needs a value"; roofline=$2; shift 2 ;;
     --no-roofline) use_roofline=0; shift ;;
     --keep) [ $# -ge 2 ] || die "$1 needs a value"; keep=$2; shift 2 ;;
+    --max-other) [ $# -ge 2 ] || die "$1 needs a value"; max_other=$2; shift 2 ;;
+    --quiet-wait) [ $# -ge 2 ] || die "$1 needs a value"; quiet_wait=$2; shift 2 ;;
+    --retries) [ $# -ge 2 ] || die "$1 needs a value"; retries=$2; shift 2 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) models+=("$1"); shift ;;
     esac
@@ -77,7 +91,8 @@ done
 [ -x "$tern_bin" ] || die "tern binary '$tern_bin' not found (build with make, or give --tern)"
 [ ${#models[@]} -gt 0 ] || die "give at least one MODEL.gguf"
 command -v jq >/dev/null || die "jq is needed (scripts/install-deps.sh installs it)"
-for v in "$rounds" "$n_prompt" "$n_gen" "$reps"; do
+[[ "$max_other" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--max-other '$max_other' is not a number"
+for v in "$rounds" "$n_prompt" "$n_gen" "$reps" "$quiet_wait" "$retries"; do
     [[ "$v" =~ ^[0-9]+$ ]] || die "'$v' is not a non-negative integer"
 done
 [[ "$threads" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "-t '$threads' is not a comma-separated list of numbers"
@@ -123,22 +138,54 @@ probe() {
 
 label() { local b; b=$(basename "$1"); echo "${b%.gguf}"; }
 
-# run ENGINE MODEL_INDEX THREADS ROUND: one engine run, JSON into $out/<name>.json
+clk=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# CPU time all CPUs spent busy (user, nice, system, irq, softirq), in clock ticks
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
+
+# Wait until the CPUs were busy less than max_other CPUs over half a second (or give up).
+wait_quiet() {
+    [ "$quiet_wait" -gt 0 ] || return 0
+    local deadline=$((SECONDS + quiet_wait)) a b
+    while :; do
+        a=$(busy_ticks); sleep 0.5; b=$(busy_ticks)
+        awk -v d=$((b - a)) -v c="$clk" -v m="$max_other" 'BEGIN { exit !(2 * d / c <= m) }' && return 0
+        if [ $SECONDS -ge $deadline ]; then
+            echo "  machine not quiet after ${quiet_wait}s; running anyway" >&2
+            return 0
+        fi
+    done
+}
+
+# run ENGINE MODEL_INDEX THREADS ROUND: one engine run (repeated while disturbed), its JSON in
+# $out/<name>.json and the CPUs other processes used meanwhile in $out/<name>.other
 run() {
     local engine=$1 mi=$2 t=$3 r=$4 model=${models[$2]}
-    local base="$out/m$mi-t$t-r$r-$engine"
-    if [ "$engine" = tern ]; then
-        "$tern_bin" bench -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" --json \
-            >"$base.json" 2>"$base.err"
-    else
-        "$llama_bench" -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" -o json \
-            >"$base.json" 2>"$base.err"
-    fi
-    local rc=$?
-    if [ $rc -ne 0 ] || ! jq -e 'type == "array" and length > 0' "$base.json" >/dev/null 2>&1; then
-        echo "  $engine $(label "$model") -t $t round $r: FAILED (exit $rc)" >&2
-        rm -f "$base.json"
-    fi
+    local base="$out/m$mi-t$t-r$r-$engine" attempt rc b0 b1 wall user sys other
+    local TIMEFORMAT='%3R %3U %3S'
+    for ((attempt = 0; attempt <= retries; attempt++)); do
+        wait_quiet
+        b0=$(busy_ticks)
+        if [ "$engine" = tern ]; then
+            { time "$tern_bin" bench -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" \
+                  --json >"$base.json" 2>"$base.err"; } 2>"$base.time"
+        else
+            { time "$llama_bench" -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" \
+                  -o json >"$base.json" 2>"$base.err"; } 2>"$base.time"
+        fi
+        rc=$?
+        b1=$(busy_ticks)
+        read -r wall user sys <"$base.time"
+        other=$(awk -v d=$((b1 - b0)) -v c="$clk" -v w="$wall" -v u="$user" -v s="$sys" \
+            'BEGIN { o = (d / c - u - s) / (w > 0 ? w : 1); printf "%.2f", o < 0 ? 0 : o }')
+        echo "$other" >"$base.other"
+        if [ $rc -ne 0 ] || ! jq -e 'type == "array" and length > 0' "$base.json" >/dev/null 2>&1; then
+            echo "  $engine $(label "$model") -t $t round $r: FAILED (exit $rc)" >&2
+            rm -f "$base.json"
+            return
+        fi
+        awk -v o="$other" -v m="$max_other" 'BEGIN { exit !(o <= m) }' && return
+        echo "  $engine -t $t round $r: other processes used $other CPUs meanwhile; disturbed" >&2
+    done
 }
 
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
@@ -163,23 +210,29 @@ place_after=""
 [ -z "$roofline" ] || place_after=$(probe after)
 finished=$(date -u '+%H:%M:%S UTC')
 
-# stats MI T ENGINE KIND: "median min max count" of all samples_ts of that test kind, or nothing
+# stats MI T ENGINE KIND: "median min max count mark" of the samples_ts of that test kind over
+# the undisturbed runs (all runs, mark "†", if none was undisturbed), or nothing
 stats() {
-    local files=("$out"/m$1-t$2-r*-$3.json)
-    [ -e "${files[0]}" ] || return 0
-    jq -s -r --arg kind "$4" '
+    local all=("$out"/m$1-t$2-r*-$3.json) files=() f mark=""
+    [ -e "${all[0]}" ] || return 0
+    for f in "${all[@]}"; do
+        awk -v o="$(cat "${f%.json}.other" 2>/dev/null || echo 0)" -v m="$max_other" \
+            'BEGIN { exit !(o <= m) }' && files+=("$f")
+    done
+    if [ ${#files[@]} -eq 0 ]; then files=("${all[@]}"); mark="†"; fi
+    jq -s -r --arg kind "$4" --arg mark "$mark" '
         [ .[][] | select(if $kind == "pp" then .n_prompt > 0 and .n_gen == 0
                          else .n_gen > 0 and .n_prompt == 0 end) | .samples_ts[] ] | sort
         | if length == 0 then empty else
             "\(if length % 2 == 1 then .[length / 2 | floor]
-               else (.[length / 2 - 1] + .[length / 2]) / 2 end) \(.[0]) \(.[-1]) \(length)"
+               else (.[length / 2 - 1] + .[length / 2]) / 2 end) \(.[0]) \(.[-1]) \(length) \($mark)"
           end' "${files[@]}"
 }
 
-# cell MEDIAN MIN MAX N -> "123.4 (120.0-125.1)"; failure text if empty
+# cell MEDIAN MIN MAX MARK -> "123.4 (120.0-125.1)"
 cell() {
-    if [ -z "$1" ]; then echo "$2"; return; fi
-    awk -v m="$1" -v lo="$2" -v hi="$3" 'BEGIN { printf "%.1f (%.1f-%.1f)", m, lo, hi }'
+    [ -n "$1" ] || return 0
+    awk -v m="$1" -v lo="$2" -v hi="$3" -v k="$4" 'BEGIN { printf "%.1f (%.1f-%.1f)%s", m, lo, hi, k }'
 }
 
 fail_text() {
@@ -206,7 +259,11 @@ echo "- llama.cpp: \`$llama_bench\` (build ${llama_build:-?}): \`llama-bench -m 
 if [ -n "$roofline" ]; then
     echo "- placement probe (\`$roofline -P 5 -w 60\`): before: $place_before; after: $place_after"
 fi
-echo "- tokens/s: median over rounds x reps (min-max); ratio = tern / llama.cpp median"
+echo "- tokens/s: median over the undisturbed runs' samples (min-max); ratio = tern / llama.cpp median;"
+echo "  a run is disturbed when other processes used > $max_other CPUs during it († = every run of the cell was)"
+n_runs=$(ls "$out"/*.other 2>/dev/null | wc -l)
+n_dist=$(cat "$out"/*.other 2>/dev/null | awk -v m="$max_other" '$1 > m { n++ } END { print n + 0 }')
+echo "- runs: $n_runs, of which $n_dist disturbed (each repeated up to $retries times)"
 echo
 
 hdr="| model | size (llama-bench) | threads |"
@@ -229,9 +286,9 @@ for mi in "${!models[@]}"; do
         [ "$n_prompt" -gt 0 ] && kinds+=(pp)
         [ "$n_gen" -gt 0 ] && kinds+=(tg)
         for kind in "${kinds[@]}"; do
-            read -r tm tlo thi tn <<<"$(stats "$mi" "$t" tern "$kind")"
-            read -r lm llo lhi ln <<<"$(stats "$mi" "$t" llama "$kind")"
-            tc=$(cell "$tm" "$tlo" "$thi"); lc=$(cell "$lm" "$llo" "$lhi")
+            read -r tm tlo thi _ tk <<<"$(stats "$mi" "$t" tern "$kind")"
+            read -r lm llo lhi _ lk <<<"$(stats "$mi" "$t" llama "$kind")"
+            tc=$(cell "$tm" "$tlo" "$thi" "$tk"); lc=$(cell "$lm" "$llo" "$lhi" "$lk")
             [ -n "$tm" ] || tc=$(fail_text "$mi" tern)
             [ -n "$lm" ] || lc=$(fail_text "$mi" llama)
             ratio="-"
