@@ -1,6 +1,9 @@
 /* test_attn.c — the SIMD attention loops agree with the scalar reference (model/attn.h) for
  * every head size a path accepts and odd numbers of keys. They differ only in summation order,
- * so the bound is a few float ulps of the magnitude involved. */
+ * so the bound is a few float ulps of the magnitude involved. The block kernels must give each
+ * query exactly the bits of its ISA's per-query kernels (whatever the block size, the other
+ * queries in the block, or where the key tiles end), and the softmax exactly the scalar one's:
+ * that is what keeps a token's logits independent of how a batch was cut. */
 #include "test_support.h"
 
 #include <math.h>
@@ -66,6 +69,77 @@ static void test_simd_paths(void **state)
     }
 }
 
+/* Up to 16 queries of one KV head, each with its own key count (causal: later tokens see more),
+ * through the block kernels vs the per-query kernels of the same ISA: bit for bit. */
+static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, int base_keys)
+{
+    uint64_t seed = 1000u + (uint64_t)hd * 31 + (uint64_t)nq * 7 + (uint64_t)base_keys;
+    const int max_keys = base_keys + (nq - 1) / g;
+    const size_t ss = ((size_t)max_keys + 15) & ~(size_t)15;
+    float *q = malloc(sizeof(float) * hd * nq), *tile = malloc(sizeof(float) * 16 * hd);
+    uint16_t *k = malloc(sizeof(uint16_t) * hd * max_keys), *v = malloc(sizeof(uint16_t) * hd * max_keys);
+    float *sb = malloc(sizeof(float) * ss * nq), *s1 = malloc(sizeof(float) * max_keys);
+    float *ob = malloc(sizeof(float) * hd * nq), *o1 = malloc(sizeof(float) * hd);
+    float *outp[16];
+    int nk[16];
+    for (int i = 0; i < hd * nq; i++) q[i] = fp16_to_f32(fp16_from_f32(frand(&seed) * 3));
+    for (int i = 0; i < hd * max_keys; i++) {
+        k[i] = fp16_from_f32(frand(&seed) * 2);
+        v[i] = fp16_from_f32(frand(&seed));
+    }
+    for (int i = 0; i < nq; i++) {
+        nk[i] = base_keys + i / g; /* query i belongs to token i / g of the block */
+        outp[i] = ob + (size_t)i * hd;
+    }
+    a->bscores(q, nq, k, max_keys, hd, 0.125f, sb, ss, tile);
+    for (int i = 0; i < nq; i++) {
+        a->scores(q + (size_t)i * hd, k, nk[i], hd, 0.125f, s1);
+        assert_memory_equal(sb + i * ss, s1, sizeof(float) * nk[i]);
+        a->softmax(sb + i * ss, nk[i]);
+        attn_softmax_scalar(s1, nk[i]);
+        assert_memory_equal(sb + i * ss, s1, sizeof(float) * nk[i]);
+    }
+    a->bwsum(sb, ss, nk, nq, v, hd, outp);
+    for (int i = 0; i < nq; i++) {
+        a->wsum(sb + i * ss, v, nk[i], hd, o1);
+        assert_memory_equal(ob + (size_t)i * hd, o1, sizeof(float) * hd);
+    }
+    free(q); free(tile); free(k); free(v); free(sb); free(s1); free(ob); free(o1);
+}
+
+static void test_block_kernels(void **state)
+{
+    (void)state;
+    struct attn_kernels paths[3];
+    int n_paths = 0;
+    paths[n_paths++] = (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar,
+        attn_softmax_scalar, attn_bscores_scalar, attn_bwsum_scalar, "scalar"};
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        paths[n_paths++] = (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2,
+            attn_softmax_avx2, attn_bscores_avx2, attn_bwsum_avx2, "avx2"};
+    if (__builtin_cpu_supports("avx512f"))
+        paths[n_paths++] = (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512,
+            attn_softmax_avx512, attn_bscores_avx512, attn_bwsum_avx512, "avx512"};
+#endif
+    /* (queries, heads per token): GQA groups 1, 4, 7, 8 times 1..16 tokens, and ragged blocks */
+    static const int shapes[][2] = {{1, 1}, {16, 1}, {4, 4}, {16, 4}, {7, 7}, {14, 7}, {8, 8},
+                                    {16, 8}, {13, 4}, {5, 2}};
+    static const int sizes[] = {64, 128, 16, 32};
+    static const int keys[] = {1, 2, 15, 16, 17, 33, 100};
+    for (int pi = 0; pi < n_paths; pi++) {
+        int runs = 0;
+        for (int zi = 0; zi < 4; zi++)
+            for (int si = 0; si < 10; si++)
+                for (int ki = 0; ki < 7; ki++) {
+                    compare_block(&paths[pi], sizes[zi], shapes[si][0], shapes[si][1], keys[ki]);
+                    runs++;
+                }
+        print_message("%s: block kernels bit-identical to per-query kernels in %d cases\n",
+                      paths[pi].name, runs);
+    }
+}
+
 static void test_selection_follows_isa(void **state)
 {
     (void)state;
@@ -81,6 +155,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simd_paths),
+        cmocka_unit_test(test_block_kernels),
         cmocka_unit_test(test_selection_follows_isa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

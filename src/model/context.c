@@ -64,8 +64,21 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->up = alloc_floats(nb * (size_t)in->n_ff, &st);
     ctx->proj = alloc_floats(nb * d, &st);
     ctx->rope_cs = alloc_floats(nb * (size_t)in->n_rot, &st);
-    ctx->scores = alloc_floats((size_t)cp.n_threads * cp.n_ctx, &st);
-    ctx->qr = alloc_floats((size_t)cp.n_threads * in->head_dim, &st);
+    /* Attention blocks: a KV head's query heads (in subgroups of at most ATTN_BLOCK_MAX), times
+     * as many consecutive tokens as fit in ATTN_BLOCK_MAX queries. Per-thread rows start on
+     * their own cache lines (no false sharing). */
+    const int group = in->n_head / in->n_head_kv;
+    ctx->attn_gsz = group < ATTN_BLOCK_MAX ? group : ATTN_BLOCK_MAX;
+    ctx->attn_T = ATTN_BLOCK_MAX / ctx->attn_gsz;
+    ctx->attn_units_per_blk = in->n_head_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+    ctx->score_stride = ((size_t)cp.n_ctx + 15) & ~(size_t)15;
+    ctx->scores = aligned_alloc(64, (size_t)cp.n_threads * ATTN_BLOCK_MAX * ctx->score_stride *
+                                        sizeof(float));
+    ctx->qr_stride = ((size_t)(ATTN_BLOCK_MAX + 16) * in->head_dim + 15) & ~(size_t)15;
+    ctx->qr = aligned_alloc(64, (size_t)cp.n_threads * ctx->qr_stride * sizeof(float));
+    if ((!ctx->scores || !ctx->qr) && !st)
+        st = tern_fail(TERN_ERR_NOMEM, "context: out of memory for attention scratch (%d threads,"
+                       " n_ctx %d)", cp.n_threads, cp.n_ctx);
     ctx->attn_k = attn_select(in->head_dim);
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
@@ -81,8 +94,9 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->out_row = calloc(nb, sizeof *ctx->out_row);
     ctx->next_pos = calloc((size_t)cp.n_seq, sizeof *ctx->next_pos);
     ctx->want = calloc(nb, sizeof *ctx->want);
-    if ((!ctx->bpos || !ctx->bseq || !ctx->out_list || !ctx->out_row || !ctx->next_pos ||
-         !ctx->want) && !st)
+    ctx->ablk = calloc(nb + 1, sizeof *ctx->ablk);
+    if ((!ctx->ablk || !ctx->bpos || !ctx->bseq || !ctx->out_list || !ctx->out_row ||
+         !ctx->next_pos || !ctx->want) && !st)
         st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
     if (!ctx->act && !st) st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
     if (st) {
@@ -134,6 +148,7 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx->out_row);
     free(ctx->next_pos);
     free(ctx->want);
+    free(ctx->ablk);
     free(ctx);
 }
 

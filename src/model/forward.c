@@ -9,8 +9,8 @@
  *
  * Parallelism: each step is one tp_run over the context's thread pool, cut into a few chunks per
  * thread that threads claim dynamically; matmuls split output rows (in multiples of 16),
- * per-token steps split tokens, attention splits (token, head) pairs. Decode (n = 1) never builds
- * a mask: a query at position p simply reads keys 0..p. No step allocates memory. */
+ * per-token steps split tokens, attention splits blocks of queries that share a KV head. No
+ * mask is ever built: a query at position p simply reads keys 0..p. No step allocates memory. */
 #include <math.h>
 #include <string.h>
 
@@ -249,40 +249,62 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
     }
 }
 
-/* Causal attention for (token, head) pairs: the query at position p attends to keys 0..p. */
+/* Causal attention in blocks. A unit is (token block, KV head, subgroup of its query heads):
+ * up to ATTN_BLOCK_MAX queries that read the same keys, processed together so each K and V row
+ * is converted once per block (attn.h). A query at position p attends to keys 0..p of its
+ * sequence; its result has the same bits whatever block it landed in. Units are dealt to chunks
+ * round-robin, so every chunk gets early (cheap) and late (expensive) tokens alike. */
 static void step_attention(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct tern_model_info *in = &ctx->model->info;
     const int hd = in->head_dim, qd = in->n_head * hd;
-    const int group = in->n_head / in->n_head_kv;
+    const int group = in->n_head / in->n_head_kv, gsz = ctx->attn_gsz;
+    const int n_sub = (group + gsz - 1) / gsz;
     const float scale = 1.0f / sqrtf((float)hd);
-    float *sc = ctx->scores + (size_t)tid * ctx->n_ctx;
-    float *qr = ctx->qr + (size_t)tid * hd;
-    long long lo, hi;
-    tp_split((long long)s->n * in->n_head, chunk, n_chunks, 1, &lo, &hi);
-    for (long long idx = lo; idx < hi; idx++) {
-        const int t = (int)(idx / in->n_head), h = (int)(idx % in->n_head);
-        const int kvh = h / group;
-        const int n_keys = ctx->bpos[t] + 1, seq = ctx->bseq[t]; /* keys 0..pos of its sequence */
-        const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
-        /* llama.cpp converts the query to F16 for the Q.K product */
-        for (int j = 0; j < hd; j++) qr[j] = fp16_to_f32(fp16_from_f32(q[j]));
-        ctx->attn_k.scores(qr, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), n_keys, hd, scale, sc);
-        float mx = -INFINITY;
-        for (int p = 0; p < n_keys; p++) mx = sc[p] > mx ? sc[p] : mx;
-        double sum = 0.0;
-        for (int p = 0; p < n_keys; p++) {
-            sc[p] = expf(sc[p] - mx);
-            sum += (double)sc[p];
-        }
-        /* normalize, and round to F16 as llama.cpp does before weighting V */
-        const float inv = (float)(1.0 / sum);
-        for (int p = 0; p < n_keys; p++) sc[p] = fp16_to_f32(fp16_from_f32(sc[p] * inv));
-        ctx->attn_k.wsum(sc, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), n_keys, hd,
-                         ctx->attn + (size_t)t * qd + (size_t)h * hd);
+    const size_t ss = ctx->score_stride;
+    float *sc = ctx->scores + (size_t)tid * ATTN_BLOCK_MAX * ss;
+    float *qb = ctx->qr + (size_t)tid * ctx->qr_stride;
+    float *tile = qb + (size_t)ATTN_BLOCK_MAX * hd;
+    int nk[ATTN_BLOCK_MAX];
+    float *outp[ATTN_BLOCK_MAX];
+    const long long per_blk = (long long)in->n_head_kv * n_sub;
+    const long long n_units = ctx->n_ablk * per_blk;
+    for (long long u = chunk; u < n_units; u += n_chunks) {
+        const int b = (int)(u / per_blk), kvh = (int)(u % per_blk / n_sub), sub = (int)(u % n_sub);
+        const int t0 = ctx->ablk[b], t1 = ctx->ablk[b + 1], seq = ctx->bseq[t0];
+        const int h0 = kvh * group + sub * gsz;
+        const int h1 = h0 + gsz < (kvh + 1) * group ? h0 + gsz : (kvh + 1) * group;
+        int nq = 0;
+        for (int t = t0; t < t1; t++)
+            for (int h = h0; h < h1; h++, nq++) {
+                const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
+                float *qr = qb + (size_t)nq * hd;
+                /* llama.cpp converts the query to F16 for the Q.K product */
+                for (int j = 0; j < hd; j++) qr[j] = fp16_to_f32(fp16_from_f32(q[j]));
+                nk[nq] = ctx->bpos[t] + 1;
+                outp[nq] = ctx->attn + (size_t)t * qd + (size_t)h * hd;
+            }
+        /* positions rise through a block: its last token sees the most keys */
+        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
+                            scale, sc, ss, tile);
+        for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
+        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
     }
+}
+
+/* Cut the batch into attention token blocks (ctx->ablk): runs of consecutive positions of one
+ * sequence, at most attn_T tokens each. */
+static void attention_blocks(struct tern_context *ctx, int n)
+{
+    int nb = 0;
+    for (int t = 0; t < n; t++)
+        if (t == 0 || ctx->bseq[t] != ctx->bseq[t - 1] || ctx->bpos[t] != ctx->bpos[t - 1] + 1 ||
+            t - ctx->ablk[nb - 1] == ctx->attn_T)
+            ctx->ablk[nb++] = t;
+    ctx->ablk[nb] = n;
+    ctx->n_ablk = nb;
 }
 
 /* ---------------------------------------------------------------- the pass */
@@ -328,6 +350,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                      ctx->x + (size_t)t * d, d);
     for (int t = 0; t < n; t++) rope_cache_row(m, ctx->bpos[t], ctx->rope_cs + (size_t)t * in->n_rot);
+    attention_blocks(ctx, n);
     if (ctx->profile) {
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
         ctx->prof_calls[TERN_PROF_EMBED]++;
@@ -359,7 +382,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         }
         run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, chunks_for(ctx, n, 4));
         run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
-                 chunks_for(ctx, (long long)n * in->n_head, 16));
+                 chunks_for(ctx, (long long)ctx->n_ablk * ctx->attn_units_per_blk, 16));
         ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
         s.w[0] = &L->wo;
         tp_run(ctx->pool, step_matmul_residual, &s, matmul_chunks(ctx, s.w[0]->rows));

@@ -15,7 +15,9 @@
  *  - activation quantizers: byte-identical to the scalar from_float, including ties, zero
  *    blocks, outliers, F16 overflow and subnormals, exact F16/BF16 conversion ties; nothing
  *    written past the row;
- *  - attention loops: scores and weighted sums for head sizes 8..128 and 1..78 keys. */
+ *  - attention loops: scores and weighted sums for head sizes 8..128 and 1..78 keys; the block
+ *    kernels bit-identical per query to the per-query NEON kernels (GQA groups 1, 4, 7, 8,
+ *    ragged key counts), the NEON softmax bit-identical to the scalar one. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -328,6 +330,51 @@ static void test_attention(void)
         check(bad == 0, "attention hd=%-3d: max |neon - scalar| scores %.3g, weighted sum %.3g",
               hd, dmax_s, dmax_o);
         free(q); free(w); free(kc); free(vc); free(s_ref); free(s); free(o_ref); free(o);
+    }
+    /* block kernels: same bits per query as the per-query kernels; softmax as the scalar one */
+    static const int shapes[][2] = {{1, 1}, {16, 1}, {16, 4}, {14, 7}, {16, 8}, {13, 4}};
+    static const int keys[] = {1, 3, 4, 5, 17, 78};
+    for (int si = 0; si < 5; si++) {
+        const int hd = sizes[si], max_keys = 78 + 15;
+        const size_t ss = 96;
+        float *q = malloc(sizeof(float) * hd * 16), *tile = malloc(sizeof(float) * 16 * hd);
+        uint16_t *kc = malloc(sizeof(uint16_t) * hd * max_keys);
+        uint16_t *vc = malloc(sizeof(uint16_t) * hd * max_keys);
+        float *sb = malloc(sizeof(float) * ss * 16), *s1 = malloc(sizeof(float) * ss);
+        float *ob = malloc(sizeof(float) * hd * 16), *o1 = malloc(sizeof(float) * hd);
+        for (int i = 0; i < hd * 16; i++) q[i] = fp16_to_f32(fp16_from_f32(rnd_normal()));
+        for (int i = 0; i < hd * max_keys; i++) {
+            kc[i] = fp16_from_f32(rnd_normal());
+            vc[i] = fp16_from_f32(rnd_normal() * 0.5f);
+        }
+        int bad = 0, cases = 0;
+        for (int sh = 0; sh < 6; sh++)
+            for (int ki = 0; ki < 6; ki++) {
+                const int nq = shapes[sh][0], g = shapes[sh][1];
+                int nk[16];
+                float *outp[16];
+                for (int i = 0; i < nq; i++) {
+                    nk[i] = keys[ki] + i / g;
+                    outp[i] = ob + (size_t)i * hd;
+                }
+                attn_bscores_neon(q, nq, kc, nk[nq - 1], hd, 0.125f, sb, ss, tile);
+                for (int i = 0; i < nq; i++) {
+                    attn_scores_neon(q + (size_t)i * hd, kc, nk[i], hd, 0.125f, s1);
+                    bad += memcmp(sb + i * ss, s1, sizeof(float) * nk[i]) != 0;
+                    attn_softmax_neon(sb + i * ss, nk[i]);
+                    attn_softmax_scalar(s1, nk[i]);
+                    bad += memcmp(sb + i * ss, s1, sizeof(float) * nk[i]) != 0;
+                }
+                attn_bwsum_neon(sb, ss, nk, nq, vc, hd, outp);
+                for (int i = 0; i < nq; i++) {
+                    attn_wsum_neon(sb + i * ss, vc, nk[i], hd, o1);
+                    bad += memcmp(ob + (size_t)i * hd, o1, sizeof(float) * hd) != 0;
+                }
+                cases++;
+            }
+        check(bad == 0, "attention hd=%-3d: block kernels and softmax bit-identical per query in "
+              "%d blocks (%d mismatches)", hd, cases, bad);
+        free(q); free(tile); free(kc); free(vc); free(sb); free(s1); free(ob); free(o1);
     }
     kern_force_isa("neon");
     check(!strcmp(attn_select(64).name, "neon") && attn_select(64).scores == attn_scores_neon &&
