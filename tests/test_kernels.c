@@ -107,7 +107,7 @@ static void test_scalar_matmul(void **state)
     (void)state;
     for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
         struct problem p;
-        const int64_t k = test_weight_types[ti] == TERN_TYPE_Q4_K || test_weight_types[ti] == TERN_TYPE_Q6_K
+        const int64_t k = tern_type_block_size(test_weight_types[ti]) == 256
                               ? 512 : 96;
         problem_make(&p, test_weight_types[ti], 13, k, 5);
         const int64_t ldy = p.rows + 3;
@@ -141,7 +141,7 @@ static void test_simd_matmul(void **state)
             else
                 assert_true(kern_avx512_matmul(wtype) || kern_q5_avx512_matmul(wtype));
             double max_diff = 0;
-            const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
+            const bool kq = tern_type_block_size(wtype) == 256;
             for (size_t ni = 0; ni < sizeof n_toks / sizeof n_toks[0]; ni++) {
                 struct problem p;
                 const int64_t k = kq ? 256 * (1 + (int64_t)ni % 3) : 32 * (1 + (int64_t)ni * 5);

@@ -1,12 +1,13 @@
-/* test_q5_parity.c — Q5_0 end to end: the fixture F16 models quantized to Q5_0 by tern (the
- * fixtures ship no Q5_0 file and no Q5_0 reference), then
+/* test_q5_parity.c — Q5_0 and Q5_K end to end: the fixture F16 models quantized by tern (the
+ * fixtures ship no Q5 file and no Q5 reference), then
  *   1. the SIMD path's logits against the scalar path's on the same file (prefill through the
  *      prefill kernels, then single-token decode steps): only float summation order differs,
  *      which can flip an activation's Q8_0 rounding now and then (bounds below);
  *   2. the logits against llama.cpp's F16 reference: Q5_0's quantization error only, about half
  *      of Q4_0's (5-bit codes: half the step). Bounds sit between the two measured errors:
  *      qwen2-tiny max 0.079 / mean 0.013 for Q5_0 vs 0.139 / 0.022 for the fixture Q4_0 file;
- *      llama-spm-tiny max 0.28 / mean 0.035 vs 0.53 / 0.066. */
+ *      llama-spm-tiny max 0.28 / mean 0.035 vs 0.53 / 0.066; its Q5_K 0.21 / 0.028 vs the
+ *      fixture Q4_K_M's 0.49 / 0.057. */
 #include "test_support.h"
 
 #include <math.h>
@@ -18,6 +19,7 @@
 
 struct q5_case {
     const char *name;
+    const char *type;
     double tol;       /* max |logit - F16 reference| */
     double mean_tol;  /* mean over the full vectors */
     double simd_tol, simd_mean_tol; /* SIMD vs scalar, max and mean */
@@ -27,8 +29,9 @@ struct q5_case {
  * llama-spm-tiny Q4_0 0.018 / 8e-4 mean, Q8_0 0.016 / 1.7e-3, Q5_0 0.019 / 1.6e-3 (its larger
  * logits turn a flipped activation rounding into more) */
 static const struct q5_case cases[] = {
-    {"qwen2-tiny", 0.1, 0.016, 0.02, 5e-4},
-    {"llama-spm-tiny", 0.4, 0.045, 0.04, 4e-3},
+    {"qwen2-tiny", "q5_0", 0.1, 0.016, 0.02, 5e-4},
+    {"llama-spm-tiny", "q5_0", 0.4, 0.045, 0.04, 4e-3},
+    {"llama-spm-tiny", "q5_k", 0.3, 0.035, 0.04, 4e-3},
 };
 
 enum { N_PROMPT = 40, N_STEPS = 4 };
@@ -69,9 +72,9 @@ static void check_case(const struct q5_case *c)
     snprintf(rel, sizeof rel, "fixtures/reference/%s-f16.jsonl", c->name);
     TEST_SHARED_OR_SKIP(r, rel);
     snprintf(ref, sizeof ref, "%s", r);
-    snprintf(q5, sizeof q5, "%s/%s-q5_0.gguf", test_tmpdir(), c->name);
+    snprintf(q5, sizeof q5, "%s/%s-%s.gguf", test_tmpdir(), c->name, c->type);
     int fb = -1;
-    assert_tern_ok(tern_quantize_model(f16, q5, "q5_0", &fb));
+    assert_tern_ok(tern_quantize_model(f16, q5, c->type, &fb));
     assert_int_equal(fb, 0);
 
     struct tern_model *m;
@@ -92,8 +95,8 @@ static void check_case(const struct q5_case *c)
             max_d = fmax(max_d, d);
             sum_d += d;
         }
-        print_message("%-15s Q5_0 %-6s vs scalar: max |dlogit| %.3g, mean %.3g\n", c->name,
-                      paths[pi], max_d, sum_d / (double)n);
+        print_message("%-15s %s %-6s vs scalar: max |dlogit| %.3g, mean %.3g\n", c->name,
+                      c->type, paths[pi], max_d, sum_d / (double)n);
         assert_true(max_d <= c->simd_tol);
         assert_true(sum_d / (double)n <= c->simd_mean_tol);
         free(simd);
@@ -103,8 +106,8 @@ static void check_case(const struct q5_case *c)
     assert_true(kern_force_isa(best));
     struct tern_ref_report rep;
     assert_tern_ok(tern_ref_check(m, ref, 2, c->tol, NULL, &rep));
-    print_message("%-15s Q5_0 vs llama.cpp F16: top-20 %d/%d within %.3g, full vectors max %.3g "
-                  "mean %.3g; greedy %d/%d decisive steps\n", c->name, rep.top_agree,
+    print_message("%-15s %s vs llama.cpp F16: top-20 %d/%d within %.3g, full vectors max %.3g "
+                  "mean %.3g; greedy %d/%d decisive steps\n", c->name, c->type, rep.top_agree,
                   rep.top_total, c->tol, rep.max_abs_full, rep.mean_abs_full, rep.greedy_match,
                   rep.greedy_checked);
     assert_true(rep.has_full);
@@ -115,7 +118,7 @@ static void check_case(const struct q5_case *c)
     tern_model_free(m);
 }
 
-static void test_q5_0_models(void **state)
+static void test_q5_models(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
@@ -124,7 +127,7 @@ static void test_q5_0_models(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q5_0_models),
+        cmocka_unit_test(test_q5_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

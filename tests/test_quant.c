@@ -36,11 +36,11 @@ static void test_type_table(void **state)
     assert_string_equal(tern_type_name(-1), "unknown(-1)");
 
     const int supported[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K,
-                             TERN_TYPE_Q8_K};
+                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q5_K,
+                             TERN_TYPE_Q6_K, TERN_TYPE_Q8_K};
     int n_supported = 0;
     for (int t = -2; t < TERN_TYPE_COUNT_ + 3; t++) n_supported += tern_type_is_supported(t);
-    assert_int_equal(n_supported, 9);
+    assert_int_equal(n_supported, 10);
     for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
         const struct quant_traits *tr = quant_traits_get(supported[i]);
         assert_non_null(tr);
@@ -362,7 +362,7 @@ static void test_roundtrip(void **state)
             if (rel > max_rel_rms) max_rel_rms = rel;
         }
         const double bound = type == TERN_TYPE_Q4_0 ? 0.13 : type == TERN_TYPE_Q4_K ? 0.13
-                             : type == TERN_TYPE_Q5_0 ? 0.065
+                             : type == TERN_TYPE_Q5_0 ? 0.065 : type == TERN_TYPE_Q5_K ? 0.065
                              : type == TERN_TYPE_Q6_K ? 0.035 : type == TERN_TYPE_Q8_0 ? 0.01
                              : 0.003;
         print_message("%-5s max relative RMS error %.4f (bound %.3f)\n", tern_type_name(type),
@@ -630,6 +630,53 @@ static void test_q5_0_llama_golden(void **state)
     free(g.buf);
 }
 
+/* The first Q5_K block of blk.0.attn_q.weight as llama-quantize (same build) wrote it when
+ * quantizing fixtures/models/llama-spm-tiny-f16.gguf to Q5_K (--pure) on 2026-11-21; every
+ * tensor of tern's Q5_K file was byte-identical to it then. */
+static const uint8_t llama_q5_K_attn_q[176] = {
+    0x58, 0x0b, 0x2d, 0x1c, 0xef, 0xb1, 0xa9, 0xad, 0xe3, 0xe2, 0xe4, 0xa2,
+    0xff, 0x08, 0x8d, 0x39, 0x74, 0x80, 0xb8, 0xec, 0x6b, 0x4d, 0x3c, 0xd1,
+    0x30, 0x78, 0x21, 0xfe, 0x36, 0x75, 0x71, 0x67, 0x20, 0x70, 0xf1, 0x96,
+    0x84, 0x9e, 0xf4, 0x84, 0xee, 0x4d, 0x69, 0x74, 0x37, 0xf8, 0x41, 0xb8,
+    0x6b, 0x78, 0x9d, 0xa8, 0x07, 0x77, 0xcb, 0xb4, 0x76, 0x9e, 0xef, 0x0e,
+    0x1e, 0x52, 0xf1, 0x20, 0x6b, 0x71, 0x43, 0x47, 0x0b, 0x6b, 0x3a, 0xab,
+    0x3e, 0xa2, 0xf7, 0xb8, 0xe3, 0xef, 0xa2, 0x5e, 0x24, 0xd7, 0x0d, 0xf6,
+    0x8b, 0x53, 0x57, 0x6c, 0x87, 0x45, 0xa9, 0x54, 0xa2, 0x0a, 0x4e, 0xea,
+    0x1e, 0xc9, 0x5a, 0xc4, 0x9f, 0x27, 0x8c, 0x27, 0x76, 0xb0, 0x6e, 0xf2,
+    0x7c, 0x13, 0x8b, 0x10, 0xc5, 0x10, 0x96, 0x89, 0x5c, 0xb9, 0xcc, 0x60,
+    0x5b, 0xa5, 0xef, 0xb3, 0xfc, 0x02, 0xcf, 0x88, 0x2d, 0x73, 0x1b, 0xa4,
+    0xa8, 0x73, 0xe9, 0x9a, 0x08, 0x8e, 0x9f, 0x22, 0xf0, 0xe1, 0xed, 0xa4,
+    0xa8, 0x6f, 0x4c, 0xaa, 0x07, 0xc5, 0xb9, 0x63, 0x7b, 0xf1, 0xfb, 0x81,
+    0xdf, 0x87, 0xff, 0xd5, 0xe0, 0xd3, 0x14, 0x7b, 0x0c, 0x3e, 0xfd, 0x4d,
+    0x5b, 0x37, 0xaa, 0x41, 0xbc, 0x20, 0xd2, 0x7a,
+};
+
+static void test_q5_K_llama_golden(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/llama-spm-tiny-f16.gguf");
+    struct mini_gguf g;
+    assert_true(mini_gguf_load(path, &g));
+    const struct mini_tensor *t = mini_find(&g, "blk.0.attn_q.weight");
+    assert_non_null(t);
+    assert_int_equal(t->type, TERN_TYPE_F16);
+    float x[256], y[256];
+    struct quant_block_q5_K q;
+    assert_tern_ok(tern_dequantize_row(TERN_TYPE_F16, t->data, x, 256));
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_K, x, &q, 256));
+    assert_memory_equal(&q, llama_q5_K_attn_q, sizeof q);
+    /* and it decodes to within the format's error: half a step of the sub-block's scale,
+     * plus the dmin*m rounding */
+    assert_tern_ok(tern_dequantize_row(TERN_TYPE_Q5_K, &q, y, 256));
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        quant_q4k_scale_min(j, q.scales, &sc, &m);
+        const float step = fp16_to_f32(q.d) * sc;
+        for (int l = 0; l < 32; l++) assert_true(fabsf(y[32 * j + l] - x[32 * j + l]) <= step);
+    }
+    free(g.buf);
+}
+
 static void test_fixtures(void **state)
 {
     (void)state;
@@ -655,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_q6_K_known),  cmocka_unit_test(test_float_known),
         cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_dot_ref),
         cmocka_unit_test(test_fixtures),    cmocka_unit_test(test_q5_0_llama_golden),
+        cmocka_unit_test(test_q5_K_llama_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

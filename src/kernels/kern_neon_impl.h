@@ -1,4 +1,4 @@
-/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q4_K, Q6_K x Q8_K) written
+/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q4/5/6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
  * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
@@ -265,6 +265,55 @@ KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
 }
 KN_DEFINE_MATMUL(q4_K)
 
+/* ------------------------------------------------------------------ Q5_K x Q8_K
+ * Q4_K with codes 0..31: sub-block j's fifth bits are bit j of the 32 qh bytes, moved to bit 4
+ * and or-ed into the nibbles (codes stay non-negative, as in Q4_K: the mins do the offset). */
+KN_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    float32x4_t acc[KN_MR][KN_MT];
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
+    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
+        for (int i = 0; i < nr; i++) {
+            const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
+            uint8_t sc[8], mn[8];
+            kn_q4k_scales(wb->scales, sc, mn);
+            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+            const uint8x16_t qh[2] = {vld1q_u8(wb->qh), vld1q_u8(wb->qh + 16)};
+            int8x16_t q[8][2];
+            for (int c = 0; c < 4; c++)
+                for (int h = 0; h < 2; h++) {
+                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
+                    /* bit 2c (2c+1) of qh, shifted to bit 4 */
+                    const uint8x16_t h0 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(4 - 2 * c))), b4);
+                    const uint8x16_t h1 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(3 - 2 * c))), b4);
+                    q[2 * c][h] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(x, m4), h0));
+                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(x, 4), h1));
+                }
+            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
+            for (int j = 0; j < nt; j++) {
+                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+                int32x4_t s = vdupq_n_s32(0);
+                for (int sb = 0; sb < 8; sb++) {
+                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
+                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
+                    s = vmlaq_n_s32(s, d, sc[sb]);
+                }
+                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
+                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
+                ms = vmlal_high_s16(ms, bs, m16);
+                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
+                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+}
+KN_DEFINE_MATMUL(q5_K)
+
 /* ------------------------------------------------------------------ Q6_K x Q8_K
  * Each 16-byte vector of codes is exactly one 16-element sub-block with its own int8 scale
  * (bit layout in quant_q6_k.c); codes are recentred to q - 32 in int8. */
@@ -323,6 +372,7 @@ static kern_matmul_fn kn_int_matmul(int wtype)
     case TERN_TYPE_Q5_0: return q5_0_matmul;
     case TERN_TYPE_Q8_0: return q8_0_matmul;
     case TERN_TYPE_Q4_K: return q4_K_matmul;
+    case TERN_TYPE_Q5_K: return q5_K_matmul;
     case TERN_TYPE_Q6_K: return q6_K_matmul;
     default: return NULL;
     }

@@ -1,4 +1,4 @@
-/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q5_0, Q4_K, Q6_K weights on
+/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q5_0, Q4/5/6_K weights on
  * AVX-512 VNNI, as cache-tiled matrix-matrix work. Compiled with the AVX-512 flags; reached only through
  * kern_avx512.c once kern_dispatch.c has checked the CPU.
  *
@@ -15,12 +15,12 @@
  * consecutive floats. Per block and token: 8 vpdpbusd + 3 other instructions.
  *
  * vpdpbusd multiplies u8 x s8, so the packed weights are unsigned (Q8_0: w + 128, Q4_0 and
- * Q4_K: the raw code 0..15, Q5_0: 0..31, Q6_K: 0..63) and the activations stay signed bytes,
+ * Q4_K: the raw code 0..15, Q5_0 and Q5_K: 0..31, Q6_K: 0..63) and the activations stay signed bytes,
  * read in place from their Q8_0 / Q8_K blocks. Offsets are removed exactly in the integer dot,
  * which starts from -off*sum(a) of its sub-block (Q8_0 128, Q4_0 8, Q5_0 16, Q6_K 32; the sums come from
  * the Q8_K bsums or are computed once per token tile). Each sub-block (the span of one scale:
  * 32 elements, 16 for Q6_K) is one int32 dot per lane, converted and scaled by the row's
- * d*scale times the token's scale; Q4_K's mins term is one more FMA per sub-block with the
+ * d*scale times the token's scale; Q4_K's and Q5_K's mins term is one more FMA per sub-block with the
  * token's sub-block sum.
  *
  * Blocking (all buffers on the stack, about 80 KB, nothing allocated):
@@ -64,14 +64,15 @@ struct pn_act {
 
 /* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
  * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0 };
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K };
+#define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
 #define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
-#define PN_SPB(f) ((f) == PN_Q4_K ? 8 : (f) == PN_Q6_K ? 16 : 1)
-#define PN_ABYTES(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K) \
+#define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
+#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K) \
                                                         : (int)sizeof(struct quant_block_q8_0))
-#define PN_AHDR(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs) \
+#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs) \
                                                       : (int)offsetof(struct quant_block_q8_0, qs))
-#define PN_BLK(f) ((f) == PN_Q4_K || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
+#define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
 
 #define PN_INLINE static inline __attribute__((always_inline))
 
@@ -164,6 +165,32 @@ static void pn_pack_q4_K(struct pn_panel *P, const uint8_t *w, int i, int64_t b0
     }
 }
 
+static void pn_pack_q5_K(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)w + b0;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int b = 0; b < nbc; b++) {
+        const float d = _cvtsh_ss(wb[b].d), dmin = _cvtsh_ss(wb[b].dmin);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            quant_q4k_scale_min(j, wb[b].scales, &sc, &m);
+            P->d[8 * b + j][i] = d * (float)sc;
+            P->m[8 * b + j][i] = dmin * (float)m;
+        }
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)wb[b].qh);
+        uint8_t u[QUANT_QK_K]; /* as Q4_K, plus bit j of qh[l] as 16 for sub-block j */
+        for (int c = 0; c < 4; c++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(wb[b].qs + 32 * c));
+            const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4);
+            const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4);
+            _mm256_storeu_si256((__m256i *)(u + 64 * c), _mm256_or_si256(_mm256_and_si256(x, m4), h0));
+            _mm256_storeu_si256((__m256i *)(u + 64 * c + 32),
+                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4), h1));
+        }
+        pn_put_groups(P, 64 * b, 64, i, u);
+    }
+}
+
 static void pn_pack_q6_K(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
 {
     const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b0;
@@ -230,7 +257,7 @@ static void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t
         } else {
             const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
             for (int b = 0; b < nbc; b++) {
-                if (fmt == PN_Q4_K)
+                if (PN_MINS(fmt))
                     for (int s = 0; s < 8; s++) {
                         S->init[j][8 * b + s] = 0;
                         S->da[j][8 * b + s] = ab[b].d;
@@ -270,7 +297,7 @@ PN_INLINE void pn_tile(int fmt, const struct pn_panel *P, int nbc, const uint8_t
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
                                          _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
-            if (fmt == PN_Q4_K) {
+            if (PN_MINS(fmt)) {
                 const __m512 dm = _mm512_load_ps(P->m[s]);
                 for (int j = 0; j < nt; j++)
                     acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
@@ -345,6 +372,7 @@ PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0)
 PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0)
 PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K)
+PN_DEFINE(pn_q5_K, PN_Q5_K, pn_pack_q5_K)
 PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K)
 
 kern_matmul_fn kern_avx512_panel_matmul(int wtype)
@@ -354,6 +382,7 @@ kern_matmul_fn kern_avx512_panel_matmul(int wtype)
     case TERN_TYPE_Q4_0: return pn_q4_0_matmul;
     case TERN_TYPE_Q5_0: return pn_q5_0_matmul;
     case TERN_TYPE_Q4_K: return pn_q4_K_matmul;
+    case TERN_TYPE_Q5_K: return pn_q5_K_matmul;
     case TERN_TYPE_Q6_K: return pn_q6_K_matmul;
     default: return NULL;
     }

@@ -1,6 +1,6 @@
-/* kern_q5_avx2.c — Q5_0 x Q8_0 on the AVX2 path (compiled with the AVX2/FMA/F16C flags, called
+/* kern_q5_avx2.c — Q5_0 x Q8_0 and Q5_K x Q8_K on the AVX2 path (compiled with the AVX2/FMA/F16C flags, called
  * only after kern_dispatch.c has checked the CPU): the shared tile driver of kern_simd_impl.h
- * with the Q5_0 block step of kern_q5_simd.h, 4 rows x 2 tokens per tile as in kern_avx2.c.
+ * with the Q5 steps of kern_q5_simd.h, 4 rows x 2 tokens per tile as in kern_avx2.c.
  *
  * A file of its own so the Q5 formats do not touch the other formats' files; the other kernels
  * of kern_simd_impl.h are compiled in kern_avx2.c and unused here. */
@@ -17,5 +17,9 @@
 
 kern_matmul_fn kern_q5_avx2_matmul(int wtype)
 {
-    return wtype == TERN_TYPE_Q5_0 ? q5_0_matmul : NULL;
+    switch (wtype) {
+    case TERN_TYPE_Q5_0: return q5_0_matmul;
+    case TERN_TYPE_Q5_K: return q5_K_matmul;
+    default: return NULL;
+    }
 }

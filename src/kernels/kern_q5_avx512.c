@@ -153,6 +153,17 @@ static bool q5_0_decode(const void *W, size_t ws, const void *A, size_t as, int 
 
 /* ------------------------------------------------------------------ routing */
 
+/* Q5_K: the panel kernel from 12 tokens (as Q4_K), the tiles below that */
+static void q5_K_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_K);
+    if (n_tok >= 12 && panel)
+        panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    else
+        q5_K_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
 /* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
 #define Q5_PANEL_MIN_TOK 6
 
@@ -168,5 +179,9 @@ static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n
 
 kern_matmul_fn kern_q5_avx512_matmul(int wtype)
 {
-    return wtype == TERN_TYPE_Q5_0 ? q5_0_route : NULL;
+    switch (wtype) {
+    case TERN_TYPE_Q5_0: return q5_0_route;
+    case TERN_TYPE_Q5_K: return q5_K_route;
+    default: return NULL;
+    }
 }

@@ -1,4 +1,4 @@
-/* kern_q5_simd.h — the Q5_0 block step of the 256-bit tile kernels, compiled twice: by
+/* kern_q5_simd.h — the Q5_0 and Q5_K steps of the 256-bit tile kernels, compiled twice: by
  * kern_q5_avx2.c (maddubs + madd) and kern_q5_avx512.c (vpdpbusd). Include only from those two
  * files, after kern_simd_impl.h (its KERN_* settings, ks_dot_u8s8 and tile driver).
  *
@@ -59,5 +59,58 @@ KS_INLINE void q5_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
 }
 
 KS_BLOCK32_TILE(q5_0)
+
+/* ------------------------------------------------------------------ Q5_K x Q8_K
+ * As Q4_K in kern_simd_impl.h (maddubs pair sums scaled by the sub-block's 6-bit scale in one
+ * madd; the mins through the activation's block sums) with codes 0..31: sub-block j adds bit j
+ * of each qh byte, moved to bit 4. Pair sums stay below 2*31*127, inside int16. */
+KS_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    __m256 acc[KERN_MR][KERN_MT];
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
+        for (int i = 0; i < nr; i++) {
+            const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
+            uint8_t sc[8], mn[8];
+            q4k_unpack_scales(wb->scales, sc, mn);
+            __m128i m8;
+            memcpy(&m8, mn, 8); /* low 8 bytes used */
+            const __m128i m16 = _mm_cvtepu8_epi16(m8);
+            const __m256i mdup = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16),
+                                                  _mm_unpacklo_epi16(m16, m16));
+            const __m256i qh = _mm256_loadu_si256((const __m256i *)wb->qh);
+            __m256i q[8];
+            for (int c = 0; c < 4; c++) {
+                const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
+                const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+                const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+                q[2 * c] = _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_slli_epi16(h0, 4));
+                q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
+                                               _mm256_slli_epi16(h1, 4));
+            }
+            const float dw = ks_h2f(wb->d), dmw = ks_h2f(wb->dmin);
+            for (int j = 0; j < nt; j++) {
+                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+                __m256i s = _mm256_setzero_si256();
+                for (int sb = 0; sb < 8; sb++)
+                    s = ks_maddubs_scaled(s, q[sb],
+                                          _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb)),
+                                          _mm256_set1_epi16(sc[sb]));
+                const __m256i ms = _mm256_madd_epi16(
+                    _mm256_loadu_si256((const __m256i *)ab->bsums), mdup);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d),
+                                            acc[i][j]);
+                acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmw * ab->d),
+                                             acc[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+}
+KS_DEFINE_MATMUL(q5_K)
 
 #endif

@@ -22,6 +22,7 @@ static uint32_t file_type_of(const struct type_plan *p)
     case TERN_TYPE_Q5_0: return 8;
     case TERN_TYPE_Q8_0: return 7;
     case TERN_TYPE_Q4_K: return 14;
+    case TERN_TYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S: pure, like q4_k's 14 */
     case TERN_TYPE_Q6_K: return 18;
     case TERN_TYPE_BF16: return 32;
     }

@@ -16,7 +16,7 @@ tern_status type_plan_parse(const char *name, struct type_plan *out)
     if (tern_type_from_name(name, &t) != TERN_OK || !tern_type_is_supported(t) ||
         t == TERN_TYPE_Q8_K)
         return tern_fail(TERN_ERR_ARG, "unknown or unsupported weight type '%s' (use f32, f16, "
-                         "bf16, q8_0, q5_0, q4_0, q4_k, q6_k or q4_k_m)", name);
+                         "bf16, q8_0, q5_0, q4_0, q4_k, q5_k, q6_k or q4_k_m)", name);
     *out = (struct type_plan){.base = t, .q4_k_m = false};
     return TERN_OK;
 }

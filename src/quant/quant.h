@@ -9,7 +9,7 @@
  *
  * Weight type -> activation ("vec_dot") type:
  *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q5_0 -> Q8_0, Q8_0 -> Q8_0,
- *   Q4_K -> Q8_K, Q6_K -> Q8_K.
+ *   Q4_K -> Q8_K, Q5_K -> Q8_K, Q6_K -> Q8_K.
  */
 #ifndef TERN_QUANT_H
 #define TERN_QUANT_H
@@ -51,6 +51,16 @@ struct quant_block_q4_K {
     uint8_t scales[12];
     uint8_t qs[QUANT_QK_K / 2];
 };
+/* As Q4_K with 5-bit codes: the low 4 bits packed as in Q4_K, the fifth bit of element 64c+l
+ * (low nibble) in bit 2c of qh[l] and of element 64c+32+l (high nibble) in bit 2c+1, l < 32;
+ * i.e. sub-block j's fifth bits are bit j of the 32 bytes of qh. */
+struct quant_block_q5_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[QUANT_QK_K / 8];
+    uint8_t qs[QUANT_QK_K / 2];
+};
 /* 256 weights in 16 sub-blocks of 16: x = d * scales[i/16] * (q - 32), q 6 bits: low 4 in ql,
  * high 2 in qh (layout in quant_q6_k.c). */
 struct quant_block_q6_K {
@@ -70,6 +80,7 @@ _Static_assert(sizeof(struct quant_block_q4_0) == 18, "q4_0 layout");
 _Static_assert(sizeof(struct quant_block_q5_0) == 22, "q5_0 layout");
 _Static_assert(sizeof(struct quant_block_q8_0) == 34, "q8_0 layout");
 _Static_assert(sizeof(struct quant_block_q4_K) == 144, "q4_K layout");
+_Static_assert(sizeof(struct quant_block_q5_K) == 176, "q5_K layout");
 _Static_assert(sizeof(struct quant_block_q6_K) == 210, "q6_K layout");
 _Static_assert(sizeof(struct quant_block_q8_K) == 292, "q8_K layout");
 
@@ -137,8 +148,21 @@ void quant_q8_K_to_float(const void *x, float *y, int64_t n);
 void quant_q4_K_from_float(const float *x, void *y, int64_t n);
 void quant_q4_K_to_float(const void *x, float *y, int64_t n);
 float quant_q4_K_dot_ref(int64_t n, const void *w, const void *a);
-/* 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes. */
+/* 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (Q4_K and Q5_K). */
 void quant_q4k_scale_min(int j, const uint8_t *scales, uint8_t *sc, uint8_t *m);
+/* llama.cpp's make_qkx2_quants (use_mad false): fit x ~ scale*L + min, min <= 0, L in 0..nmax,
+ * by weighted least squares over nstep+1 candidate scales; returns scale, *neg_min = -min.
+ * Laux: n bytes of scratch. Shared by the Q4_K and Q5_K quantizers. */
+float quant_fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep);
+/* Q4_K / Q5_K: the 6-bit scales and mins of the 8 sub-blocks, quantized against the largest
+ * of each and packed into scales[12]; *d and *dmin get the fp16 super-block scales. */
+void quant_kquant_pack_scales(const float scales[8], const float mins[8], uint8_t packed[12],
+                              uint16_t *d, uint16_t *dmin);
+
+void quant_q5_K_from_float(const float *x, void *y, int64_t n);
+void quant_q5_K_to_float(const void *x, float *y, int64_t n);
+float quant_q5_K_dot_ref(int64_t n, const void *w, const void *a);
 
 void quant_q6_K_from_float(const float *x, void *y, int64_t n);
 void quant_q6_K_to_float(const void *x, float *y, int64_t n);

@@ -30,8 +30,8 @@ void quant_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 /* Fit x ~ scale*L + min (min <= 0, L in 0..nmax) minimising sum w*(err^2), trying nstep+1
  * candidate inverse scales (rmin + rdelta*is + nmax)/(max - min). Returns scale; *neg_min
  * receives -min. (llama.cpp: make_qkx2_quants with use_mad = false.) */
-static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                           float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep)
+float quant_fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep)
 {
     float min = x[0], max = x[0];
     float sum_w = w[0];
@@ -93,6 +93,36 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
     return scale;
 }
 
+void quant_kquant_pack_scales(const float scales[8], const float mins[8], uint8_t packed[12],
+                              uint16_t *d, uint16_t *dmin)
+{
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; j++) {
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    memset(packed, 0, 12);
+    for (int j = 0; j < 8; j++) {
+        /* llama.cpp stores nearest_int into a uint8_t before clamping: keep that wrap */
+        uint8_t ls = (uint8_t)quant_nearest_int(inv_scale * scales[j]);
+        uint8_t lm = (uint8_t)quant_nearest_int(inv_min * mins[j]);
+        ls = ls > 63 ? 63 : ls;
+        lm = lm > 63 ? 63 : lm;
+        if (j < 4) {
+            packed[j] = ls;
+            packed[j + 4] = lm;
+        } else {
+            packed[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+            packed[j - 4] |= (uint8_t)((ls >> 4) << 6);
+            packed[j] |= (uint8_t)((lm >> 4) << 6);
+        }
+    }
+    *d = fp16_from_f32(max_scale / 63.f);
+    *dmin = fp16_from_f32(max_min / 63.f);
+}
+
 void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct quant_block_q4_K *y = vy;
@@ -100,37 +130,15 @@ void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
     float w[32], mins[8], scales[8];
 
     for (int64_t b = 0; b < n / QUANT_QK_K; b++, x += QUANT_QK_K) {
-        float max_scale = 0, max_min = 0;
         for (int j = 0; j < 8; j++) {
             const float *xs = x + 32 * j;
             float sum_x2 = 0;
             for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
             const float av_x = sqrtf(sum_x2 / 32);
             for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-            scales[j] = fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20);
-            if (scales[j] > max_scale) max_scale = scales[j];
-            if (mins[j] > max_min) max_min = mins[j];
+            scales[j] = quant_fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20);
         }
-        const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
-        const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
-        memset(y[b].scales, 0, sizeof y[b].scales);
-        for (int j = 0; j < 8; j++) {
-            /* llama.cpp stores nearest_int into a uint8_t before clamping: keep that wrap */
-            uint8_t ls = (uint8_t)quant_nearest_int(inv_scale * scales[j]);
-            uint8_t lm = (uint8_t)quant_nearest_int(inv_min * mins[j]);
-            ls = ls > 63 ? 63 : ls;
-            lm = lm > 63 ? 63 : lm;
-            if (j < 4) {
-                y[b].scales[j] = ls;
-                y[b].scales[j + 4] = lm;
-            } else {
-                y[b].scales[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-                y[b].scales[j - 4] |= (uint8_t)((ls >> 4) << 6);
-                y[b].scales[j] |= (uint8_t)((lm >> 4) << 6);
-            }
-        }
-        y[b].d = fp16_from_f32(max_scale / 63.f);
-        y[b].dmin = fp16_from_f32(max_min / 63.f);
+        quant_kquant_pack_scales(scales, mins, y[b].scales, &y[b].d, &y[b].dmin);
 
         for (int j = 0; j < 8; j++) {
             uint8_t sc, m;

@@ -57,6 +57,8 @@ static const struct quant_traits traits_table[] = {
      quant_q8_0_to_float, quant_q8_0_dot_ref, quant_q8_0_from_float_ref},
     {TERN_TYPE_Q4_K, "Q4_K", 256, 144, TERN_TYPE_Q8_K, quant_q4_K_from_float,
      quant_q4_K_to_float, quant_q4_K_dot_ref, quant_q4_K_from_float},
+    {TERN_TYPE_Q5_K, "Q5_K", 256, 176, TERN_TYPE_Q8_K, quant_q5_K_from_float,
+     quant_q5_K_to_float, quant_q5_K_dot_ref, quant_q5_K_from_float},
     {TERN_TYPE_Q6_K, "Q6_K", 256, 210, TERN_TYPE_Q8_K, quant_q6_K_from_float,
      quant_q6_K_to_float, quant_q6_K_dot_ref, quant_q6_K_from_float},
     /* activation-only: no weight matrix is Q8_K, so it has no dot product of its own */
@@ -121,7 +123,7 @@ tern_status tern_type_from_name(const char *name, int *type_out)
         }
     }
     return tern_fail(TERN_ERR_ARG, "unknown tensor type name \"%s\" (expected F32, F16, BF16, "
-                                   "Q8_0, Q5_0, Q4_0, Q4_K, Q6_K ...)", name);
+                                   "Q8_0, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K ...)", name);
 }
 
 static tern_status check_row(const char *what, int type, int64_t n,

@@ -57,7 +57,7 @@ static uint64_t rng_state = 0x243F6A8885A308D3ull; /* each test file draws its o
 static bool is_int_type(int t)
 {
     return t == TERN_TYPE_Q8_0 || t == TERN_TYPE_Q4_0 || t == TERN_TYPE_Q5_0 || t == TERN_TYPE_Q4_K ||
-           t == TERN_TYPE_Q6_K;
+           t == TERN_TYPE_Q5_K || t == TERN_TYPE_Q6_K;
 }
 
 /* W (rows x k) in wtype with padding between rows, A (n_tok x k) in its activation type, and
@@ -175,7 +175,7 @@ static void test_matmul(void)
         for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
             const int wtype = test_weight_types[ti];
             if (vi == V_DOT && !is_int_type(wtype)) continue;
-            const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
+            const bool kq = tern_type_block_size(wtype) == 256;
             const bool fl = !is_int_type(wtype);
             double max_diff = 0, max_rel = 0;
             int bad = 0, outside = 0, cases = 0;

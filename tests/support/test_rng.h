@@ -29,7 +29,7 @@ static inline float test_rand_normal(uint64_t *state)
 /* The weight formats tern computes with, and the activation formats they multiply. */
 static const int test_weight_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_BF16,
                                         TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0,
-                                        TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+                                        TERN_TYPE_Q4_K, TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
 #define TEST_N_WEIGHT_TYPES (int)(sizeof test_weight_types / sizeof test_weight_types[0])
 static const int test_act_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
                                      TERN_TYPE_Q8_K};
