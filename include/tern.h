@@ -340,7 +340,7 @@ enum tern_prof_op {
     TERN_PROF_FFN_ACT,       /* SiLU(gate) * up (fused into the gate/up matmul step) */
     TERN_PROF_MATMUL_F32, TERN_PROF_MATMUL_F16, TERN_PROF_MATMUL_BF16, TERN_PROF_MATMUL_Q8_0,
     TERN_PROF_MATMUL_Q4_0, TERN_PROF_MATMUL_Q4_K, TERN_PROF_MATMUL_Q6_K, TERN_PROF_MATMUL_Q5_0,
-    TERN_PROF_MATMUL_Q5_K,
+    TERN_PROF_MATMUL_Q5_K, TERN_PROF_MATMUL_Q5_1,
     TERN_PROF_COUNT
 };
 struct tern_profile_entry {

@@ -32,10 +32,10 @@ static void test_profile_no_fallbacks(void **state)
 {
     (void)state;
     static const char *types[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0",
-                                  "q5_0", "q4_k", "q5_k", "q6_k"};
-    static const char *op[] = {"matmul F32",  "matmul F16",  "matmul BF16",
-                               "matmul Q8_0", "matmul Q4_0", "matmul Q5_0",
-                               "matmul Q4_K", "matmul Q5_K", "matmul Q6_K"};
+                                  "q5_0", "q5_1", "q4_k", "q5_k", "q6_k"};
+    static const char *op[] = {"matmul F32",  "matmul F16",  "matmul BF16", "matmul Q8_0",
+                               "matmul Q4_0", "matmul Q5_0", "matmul Q5_1", "matmul Q4_K",
+                               "matmul Q5_K", "matmul Q6_K"};
     char args[4096];
     for (int t = 0; t < (int)(sizeof types / sizeof types[0]); t++) {
         snprintf(args, sizeof args, "synth tiny:%s -o %s/tiny-%s.gguf", types[t], test_tmpdir(), types[t]);

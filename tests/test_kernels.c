@@ -93,6 +93,8 @@ static void check_close(const struct problem *p, const float *Y, const float *re
                 want += v;
                 mag += fabs(v);
             }
+            want += test_min_term_fix(p->wtype, p->W + r * p->w_stride, p->A + t * p->a_stride,
+                                      p->Af + t * p->k, p->k);
             if (ref_or_null) want = ref_or_null[t * ldy + r];
             if (fabs(got - want) > 1e-5 * mag + 1e-6)
                 fail_msg("%s %s k=%lld n_tok=%d: row %lld tok %d got %.9g want %.9g (mag %.3g)",

@@ -36,11 +36,11 @@ static void test_type_table(void **state)
     assert_string_equal(tern_type_name(-1), "unknown(-1)");
 
     const int supported[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q5_K,
-                             TERN_TYPE_Q6_K, TERN_TYPE_Q8_K};
+                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
+                             TERN_TYPE_Q5_K, TERN_TYPE_Q6_K, TERN_TYPE_Q8_1, TERN_TYPE_Q8_K};
     int n_supported = 0;
     for (int t = -2; t < TERN_TYPE_COUNT_ + 3; t++) n_supported += tern_type_is_supported(t);
-    assert_int_equal(n_supported, 10);
+    assert_int_equal(n_supported, 12);
     for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
         const struct quant_traits *tr = quant_traits_get(supported[i]);
         assert_non_null(tr);
@@ -48,10 +48,11 @@ static void test_type_table(void **state)
         assert_int_equal(tr->block_bytes, tern_type_block_bytes(supported[i]));
         assert_string_equal(tr->name, tern_type_name(supported[i]));
     }
-    assert_null(quant_traits_get(TERN_TYPE_Q5_1));
+    assert_null(quant_traits_get(TERN_TYPE_Q4_1));
     assert_int_equal(tern_type_block_size(TERN_TYPE_Q4_K), 256);
     assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q6_K), 210);
-    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q5_1), 24); /* known even if unsupported */
+    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q4_1), 20); /* known even if unsupported */
+    assert_int_equal(quant_traits_get(TERN_TYPE_Q5_1)->vec_dot_type, TERN_TYPE_Q8_1);
     assert_int_equal(quant_traits_get(TERN_TYPE_Q5_0)->vec_dot_type, TERN_TYPE_Q8_0);
     assert_int_equal(tern_type_block_bytes(4), 0);
     assert_int_equal(quant_row_bytes(TERN_TYPE_Q4_0, 4864), 4864 / 32 * 18);
@@ -363,6 +364,7 @@ static void test_roundtrip(void **state)
         }
         const double bound = type == TERN_TYPE_Q4_0 ? 0.13 : type == TERN_TYPE_Q4_K ? 0.13
                              : type == TERN_TYPE_Q5_0 ? 0.065 : type == TERN_TYPE_Q5_K ? 0.065
+                             : type == TERN_TYPE_Q5_1 ? 0.055
                              : type == TERN_TYPE_Q6_K ? 0.035 : type == TERN_TYPE_Q8_0 ? 0.01
                              : 0.003;
         print_message("%-5s max relative RMS error %.4f (bound %.3f)\n", tern_type_name(type),
@@ -403,6 +405,7 @@ static void test_dot_ref(void **state)
                 want += (double)wd[i] * ad[i];
                 mag += fabs((double)wd[i] * ad[i]);
             }
+            want += test_min_term_fix(tr->type, wq, aq, ad, N);
             const double got = tr->vec_dot_ref(N, wq, aq);
             if (fabs(got - want) > 1e-5 * mag + 1e-6)
                 fail_msg("%s rep %d: dot_ref %.9g, dequantized dot %.9g (magnitude %.3g)",
@@ -604,13 +607,21 @@ static void check_fixture(const char *f16_rel, const char *q_rel, int *types_see
 /* The first two Q5_0 blocks of blk.0.attn_q.weight as llama-quantize (anchor commit c392e50,
  * /work/ext build) wrote them when quantizing fixtures/models/qwen2-tiny-f16.gguf to Q5_0
  * (--pure) on 2026-11-21; tern quantize wrote a byte-identical file then (qwen2-tiny and
- * llama-spm-tiny, every tensor). Here tern's quantizer must reproduce the blocks from the F16
+ * llama-spm-tiny, every tensor; also for Q5_1 --pure and the Q4_K_M / Q5_K_M mixes). Here tern's quantizer must reproduce the blocks from the F16
  * row. */
 static const uint8_t llama_q5_0_attn_q[44] = {
     0xae, 0xa2, 0x58, 0x1f, 0xa0, 0x0d, 0xce, 0xb9, 0xf4, 0xba, 0xe2,
     0x0a, 0x03, 0x0f, 0x94, 0xb4, 0x11, 0x52, 0xf7, 0xca, 0xe8, 0xff,
     0xe0, 0x21, 0x18, 0xbc, 0xd3, 0x17, 0x0e, 0x38, 0xdd, 0xe2, 0x32,
     0x50, 0xa3, 0xfe, 0x0e, 0x9d, 0x00, 0xb1, 0xf5, 0x97, 0xe9, 0x74,
+};
+
+/* Same file, quantized to Q5_1 (--pure): the first two blocks of blk.0.attn_q.weight. */
+static const uint8_t llama_q5_1_attn_q[48] = {
+    0xa4, 0x21, 0x40, 0xb0, 0x26, 0x60, 0x4b, 0x22, 0x1e, 0x24, 0xda, 0x10,
+    0xfa, 0xb3, 0xf9, 0xce, 0x17, 0x18, 0xba, 0x79, 0xe4, 0x14, 0xe5, 0xdd,
+    0xef, 0x21, 0xe0, 0xb1, 0x18, 0xb8, 0xd3, 0x16, 0x0e, 0x38, 0xdd, 0xe2,
+    0x31, 0x50, 0x93, 0xfe, 0xfe, 0x9d, 0x0f, 0xb1, 0xe5, 0x97, 0xe9, 0x73,
 };
 
 static void test_q5_0_llama_golden(void **state)
@@ -627,6 +638,9 @@ static void test_q5_0_llama_golden(void **state)
     assert_tern_ok(tern_dequantize_row(TERN_TYPE_F16, t->data, x, 64));
     assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_0, x, q, 64));
     assert_memory_equal(q, llama_q5_0_attn_q, sizeof q);
+    uint8_t q1[48];
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_1, x, q1, 64));
+    assert_memory_equal(q1, llama_q5_1_attn_q, sizeof q1);
     free(g.buf);
 }
 

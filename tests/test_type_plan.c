@@ -87,6 +87,20 @@ static void test_rules(void **state)
     assert_int_equal(type_plan_pick(&plan, "attn_q", 0, 32, 896, &fb), TERN_TYPE_Q5_0);
     assert_int_equal(type_plan_pick(&plan, "attn_q", 0, 32, 100, &fb), TERN_TYPE_F16);
     assert_int_equal(fb, 3);
+
+    /* q5_k_m: the same rule on Q5_K, whose fallback is Q5_1 (fixture files made this way were
+     * byte-identical to llama-quantize Q5_K_M's) */
+    assert_tern_ok(type_plan_parse("q5_k_m", &plan));
+    fb = 0;
+    assert_int_equal(type_plan_pick(&plan, "token_embd", 0, 24, 896, &fb), TERN_TYPE_Q8_0);
+    assert_int_equal(type_plan_pick(&plan, "attn_q", 5, 24, 896, &fb), TERN_TYPE_Q5_1);
+    assert_int_equal(type_plan_pick(&plan, "attn_v", 0, 24, 896, &fb), TERN_TYPE_Q8_0);
+    assert_int_equal(type_plan_pick(&plan, "attn_v", 4, 24, 896, &fb), TERN_TYPE_Q5_1);
+    assert_int_equal(type_plan_pick(&plan, "ffn_down", 0, 24, 4864, &fb), TERN_TYPE_Q6_K);
+    assert_int_equal(type_plan_pick(&plan, "ffn_down", 4, 24, 4864, &fb), TERN_TYPE_Q5_K);
+    assert_int_equal(fb, 3);
+    assert_int_equal(type_plan_parse("q8_1", &plan), TERN_ERR_ARG); /* activation-only */
+    assert_int_equal(type_plan_parse("q4_1", &plan), TERN_ERR_ARG); /* not supported */
 }
 
 int main(void)

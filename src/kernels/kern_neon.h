@@ -30,7 +30,7 @@ kern_quant_fn kern_neon_quant(int act_type);
 
 /* The two variants, callable directly so tests can cross-check both on a dotprod CPU.
  * kern_neon_dot_matmul must only be called when kern_neon_has_dotprod() (SIGILL otherwise). */
-kern_matmul_fn kern_neon_dot_matmul(int wtype);  /* Q4_0, Q5_0, Q8_0, Q4/5/6_K; else NULL */
+kern_matmul_fn kern_neon_dot_matmul(int wtype);  /* Q4_0, Q5_0/1, Q8_0, Q4/5/6_K; else NULL */
 kern_matmul_fn kern_neon_base_matmul(int wtype); /* every weight format tern supports */
 
 #endif

@@ -1,4 +1,5 @@
-/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q4/5/6_K x Q8_K) written
+/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q5_1 x Q8_1;
+ * Q4/5/6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
  * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
@@ -122,21 +123,27 @@ KN_INLINE void q4_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
     *d = kn_h2f(wb->d);
 }
 
-/* Q5_0: the fifth bit of element e is bit e of qh; byte e of a vector takes byte e/8 of qh
- * and tests its bit e%8 (vtst: all ones where set), which becomes 0x10. */
-KN_INLINE void q5_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
+/* Q5_0 / Q5_1 codes 0..31: the fifth bit of element e is bit e of qh; byte e of a vector takes
+ * byte e/8 of qh and tests its bit e%8 (vtst: all ones where set), which becomes 0x10. */
+KN_INLINE void kn_q5_codes(const uint8_t *qs, const uint8_t *qhp, uint8x16_t *q0, uint8x16_t *q1)
 {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w + b;
     uint32_t qh;
-    memcpy(&qh, wb->qh, sizeof qh);
+    memcpy(&qh, qhp, sizeof qh);
     const uint8x8_t hb = vcreate_u8((uint64_t)qh); /* lane i = byte i of qh */
     const uint8x16_t sel0 = vcombine_u8(vdup_lane_u8(hb, 0), vdup_lane_u8(hb, 1));
     const uint8x16_t sel1 = vcombine_u8(vdup_lane_u8(hb, 2), vdup_lane_u8(hb, 3));
     const uint8x16_t bits = vld1q_u8(bit), b4 = vdupq_n_u8(0x10);
-    const uint8x16_t x = vld1q_u8(wb->qs);
-    const uint8x16_t q0 = vorrq_u8(vandq_u8(x, vdupq_n_u8(0x0F)), vandq_u8(vtstq_u8(sel0, bits), b4));
-    const uint8x16_t q1 = vorrq_u8(vshrq_n_u8(x, 4), vandq_u8(vtstq_u8(sel1, bits), b4));
+    const uint8x16_t x = vld1q_u8(qs);
+    *q0 = vorrq_u8(vandq_u8(x, vdupq_n_u8(0x0F)), vandq_u8(vtstq_u8(sel0, bits), b4));
+    *q1 = vorrq_u8(vshrq_n_u8(x, 4), vandq_u8(vtstq_u8(sel1, bits), b4));
+}
+
+KN_INLINE void q5_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
+{
+    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w + b;
+    uint8x16_t q0, q1;
+    kn_q5_codes(wb->qs, wb->qh, &q0, &q1);
     const int8x16_t sixteen = vdupq_n_s8(16);
     *lo = vsubq_s8(vreinterpretq_s8_u8(q0), sixteen);
     *hi = vsubq_s8(vreinterpretq_s8_u8(q1), sixteen);
@@ -199,6 +206,47 @@ KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
 KN_BLOCK32_TILE(q4_0)
 KN_BLOCK32_TILE(q5_0)
 KN_BLOCK32_TILE(q8_0)
+
+/* Q5_1 x Q8_1: codes 0..31 as they are (no offset); the min adds m * s per block, with s the
+ * activation block's d * sum(a). */
+KN_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
+                          int nr, int nt, float32x4_t acc[KN_MR][KN_MT], float msum[KN_MR][KN_MT])
+{
+    int8x16_t a0[KN_MT], a1[KN_MT];
+    float da[KN_MT], sa[KN_MT];
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)(A + j * as) + b;
+        a0[j] = vld1q_s8(ab->qs);
+        a1[j] = vld1q_s8(ab->qs + 16);
+        da[j] = kn_h2f(ab->d);
+        sa[j] = kn_h2f(ab->s);
+    }
+    for (int i = 0; i < nr; i++) {
+        const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
+        uint8x16_t q0, q1;
+        kn_q5_codes(wb->qs, wb->qh, &q0, &q1);
+        const float dw = kn_h2f(wb->d), mw = kn_h2f(wb->m);
+        for (int j = 0; j < nt; j++) {
+            const int32x4_t s = kn_dot(kn_dot(vdupq_n_s32(0), vreinterpretq_s8_u8(q0), a0[j]),
+                                       vreinterpretq_s8_u8(q1), a1[j]);
+            acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * da[j]);
+            msum[i][j] += mw * sa[j];
+        }
+    }
+}
+
+KN_INLINE void q5_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    float32x4_t acc[KN_MR][KN_MT];
+    float msum[KN_MR][KN_MT];
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0), msum[i][j] = 0;
+    for (int64_t b = 0; b < k / 32; b++) q5_1_block(W, ws, A, as, b, nr, nt, acc, msum);
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]) + msum[i][j];
+}
+KN_DEFINE_MATMUL(q5_1)
 
 /* ------------------------------------------------------------------ Q4_K x Q8_K
  * Sub-block j (32 elements) contributes sc_j * dot(q, a) - m_j * sum(a); the activation sums
@@ -370,6 +418,7 @@ static kern_matmul_fn kn_int_matmul(int wtype)
     switch (wtype) {
     case TERN_TYPE_Q4_0: return q4_0_matmul;
     case TERN_TYPE_Q5_0: return q5_0_matmul;
+    case TERN_TYPE_Q5_1: return q5_1_matmul;
     case TERN_TYPE_Q8_0: return q8_0_matmul;
     case TERN_TYPE_Q4_K: return q4_K_matmul;
     case TERN_TYPE_Q5_K: return q5_K_matmul;

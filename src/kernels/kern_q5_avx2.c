@@ -19,6 +19,7 @@ kern_matmul_fn kern_q5_avx2_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q5_0: return q5_0_matmul;
+    case TERN_TYPE_Q5_1: return q5_1_matmul;
     case TERN_TYPE_Q5_K: return q5_K_matmul;
     default: return NULL;
     }

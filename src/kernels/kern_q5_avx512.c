@@ -181,6 +181,7 @@ kern_matmul_fn kern_q5_avx512_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q5_0: return q5_0_route;
+    case TERN_TYPE_Q5_1: return q5_1_matmul; /* the tiles at every size, for now */
     case TERN_TYPE_Q5_K: return q5_K_route;
     default: return NULL;
     }

@@ -1,4 +1,4 @@
-/* kern_q5_simd.h — the Q5_0 and Q5_K steps of the 256-bit tile kernels, compiled twice: by
+/* kern_q5_simd.h — the Q5_0, Q5_1 and Q5_K steps of the 256-bit tile kernels, compiled twice: by
  * kern_q5_avx2.c (maddubs + madd) and kern_q5_avx512.c (vpdpbusd). Include only from those two
  * files, after kern_simd_impl.h (its KERN_* settings, ks_dot_u8s8 and tile driver).
  *
@@ -9,15 +9,16 @@
 #ifndef TERN_KERN_Q5_SIMD_H
 #define TERN_KERN_Q5_SIMD_H
 
-/* The 32 codes of a block as unsigned bytes in element order. */
-KS_INLINE __m256i q5_0_codes(const struct quant_block_q5_0 *wb)
+/* The 32 codes of a Q5_0 / Q5_1 block (16 bytes of nibbles, 4 of fifth bits) as unsigned bytes
+ * in element order. */
+KS_INLINE __m256i q5_codes(const uint8_t *qs, const uint8_t *qhp)
 {
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
+    const __m128i x = _mm_loadu_si128((const __m128i *)qs);
     const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
                                         _mm_and_si128(x, m4));
     uint32_t qh;
-    memcpy(&qh, wb->qh, sizeof qh);
+    memcpy(&qh, qhp, sizeof qh);
 #if KERN_VNNI
     /* AVX-512 BW/VL: bit e of qh selects 0x10 for byte e in one masked move */
     const __m256i hi = _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10));
@@ -47,7 +48,7 @@ KS_INLINE void q5_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
     }
     for (int i = 0; i < nr; i++) {
         const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)(W + i * ws) + b;
-        const __m256i q = q5_0_codes(wb);
+        const __m256i q = q5_codes(wb->qs, wb->qh);
         const float dw = ks_h2f(wb->d);
         for (int j = 0; j < nt; j++) {
             __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
@@ -59,6 +60,34 @@ KS_INLINE void q5_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
 }
 
 KS_BLOCK32_TILE(q5_0)
+
+/* Q5_1 x Q8_1: unsigned codes, no offset; the min adds m * s per block (s = d_a * sum(a) from
+ * the activation block), spread over the 8 lanes (x 1/8, exact) so the tile's lane sum
+ * carries it. */
+KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
+                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+{
+    __m256i a[KERN_MT];
+    float da[KERN_MT], sa[KERN_MT];
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)(A + j * as) + b;
+        a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);
+        da[j] = ks_h2f(ab->d);
+        sa[j] = 0.125f * ks_h2f(ab->s);
+    }
+    for (int i = 0; i < nr; i++) {
+        const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
+        const __m256i q = q5_codes(wb->qs, wb->qh);
+        const float dw = ks_h2f(wb->d), mw = ks_h2f(wb->m);
+        for (int j = 0; j < nt; j++) {
+            const __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
+            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
+                                        _mm256_add_ps(acc[i][j], _mm256_set1_ps(mw * sa[j])));
+        }
+    }
+}
+
+KS_BLOCK32_TILE(q5_1)
 
 /* ------------------------------------------------------------------ Q5_K x Q8_K
  * As Q4_K in kern_simd_impl.h (maddubs pair sums scaled by the sub-block's 6-bit scale in one

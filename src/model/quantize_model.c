@@ -14,12 +14,13 @@
 /* llama.cpp's general.file_type values for the mixes tern writes. */
 static uint32_t file_type_of(const struct type_plan *p)
 {
-    if (p->q4_k_m) return 15;
+    if (p->q4_k_m) return p->base == TERN_TYPE_Q5_K ? 17 : 15; /* MOSTLY_Q5_K_M, _Q4_K_M */
     switch (p->base) {
     case TERN_TYPE_F32: return 0;
     case TERN_TYPE_F16: return 1;
     case TERN_TYPE_Q4_0: return 2;
     case TERN_TYPE_Q5_0: return 8;
+    case TERN_TYPE_Q5_1: return 9;
     case TERN_TYPE_Q8_0: return 7;
     case TERN_TYPE_Q4_K: return 14;
     case TERN_TYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S: pure, like q4_k's 14 */
@@ -84,7 +85,7 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
             continue;
         }
         const struct quant_traits *src = quant_traits_get(t->type);
-        if (!src || !tern_type_is_supported(t->type) || t->type == TERN_TYPE_Q8_K) {
+        if (!src || !src->vec_dot_ref) { /* unknown, or activation-only (Q8_1, Q8_K) */
             st = tern_fail(TERN_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which tern cannot "
                            "read", in_path, name, tern_type_name(t->type));
             break;

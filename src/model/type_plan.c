@@ -4,19 +4,23 @@
 #include <string.h>
 #include <strings.h>
 
+#include "quant/quant.h"
 #include "util/error.h"
 
 tern_status type_plan_parse(const char *name, struct type_plan *out)
 {
-    if (!strcasecmp(name, "q4_k_m")) {
-        *out = (struct type_plan){.base = TERN_TYPE_Q4_K, .q4_k_m = true};
+    if (!strcasecmp(name, "q4_k_m") || !strcasecmp(name, "q5_k_m")) {
+        *out = (struct type_plan){.base = name[1] == '4' ? TERN_TYPE_Q4_K : TERN_TYPE_Q5_K,
+                                  .q4_k_m = true};
         return TERN_OK;
     }
     int t;
-    if (tern_type_from_name(name, &t) != TERN_OK || !tern_type_is_supported(t) ||
-        t == TERN_TYPE_Q8_K)
+    const struct quant_traits *tr = NULL;
+    if (tern_type_from_name(name, &t) == TERN_OK) tr = quant_traits_get(t);
+    if (!tr || !tr->vec_dot_ref) /* unknown, unsupported or activation-only (Q8_1, Q8_K) */
         return tern_fail(TERN_ERR_ARG, "unknown or unsupported weight type '%s' (use f32, f16, "
-                         "bf16, q8_0, q5_0, q4_0, q4_k, q5_k, q6_k or q4_k_m)", name);
+                         "bf16, q8_0, q5_1, q5_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m)",
+                         name);
     *out = (struct type_plan){.base = t, .q4_k_m = false};
     return TERN_OK;
 }
@@ -41,7 +45,10 @@ int type_plan_pick(const struct type_plan *p, const char *kind, int il, int n_la
     if (cols % tern_type_block_size(t) != 0) {
         if (fallbacks) (*fallbacks)++;
         /* llama-quantize's fallbacks: the 32-element format closest in bits per weight */
-        t = t == TERN_TYPE_Q4_K ? TERN_TYPE_Q5_0 : t == TERN_TYPE_Q6_K ? TERN_TYPE_Q8_0 : t;
+        t = t == TERN_TYPE_Q4_K   ? TERN_TYPE_Q5_0
+            : t == TERN_TYPE_Q5_K ? TERN_TYPE_Q5_1
+            : t == TERN_TYPE_Q6_K ? TERN_TYPE_Q8_0
+                                  : t;
         if (cols % tern_type_block_size(t) != 0) t = TERN_TYPE_F16;
     }
     return t;

@@ -8,7 +8,8 @@
  * embeddings) — is Q6_K, or Q8_0 when its rows are not a multiple of 256; attn_v and ffn_down
  * are Q6_K in the layers use_more_bits picks; everything else is Q4_K. Then every type whose
  * block does not divide the rows falls back as llama-quantize does: Q4_K -> Q5_0, Q6_K -> Q8_0,
- * and F16 when even that block does not fit. Plain types are "pure" (llama-quantize --pure):
+ * Q5_K -> Q5_1, and F16 when even that block does not fit. q5_k_m is the same rule with Q5_K
+ * as the base type (LLAMA_FTYPE_MOSTLY_Q5_K_M). Plain types are "pure" (llama-quantize --pure):
  * every 2-D weight gets that type, with the same fallbacks. */
 #ifndef TERN_MODEL_TYPE_PLAN_H
 #define TERN_MODEL_TYPE_PLAN_H
@@ -19,7 +20,7 @@
 
 struct type_plan {
     int base;        /* enum tern_type */
-    bool q4_k_m;     /* apply the Q4_K_M per-tensor rule */
+    bool q4_k_m;     /* apply the Q4_K_M / Q5_K_M per-tensor rule (base Q4_K / Q5_K) */
     bool has_output; /* the model has an output.weight (false: token_embd is the output matrix
                         too and gets its type); type_plan_parse sets false */
 };

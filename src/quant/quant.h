@@ -8,7 +8,7 @@
  * llama.cpp's, and one flipped rounding in an activation block shows up in the logits.
  *
  * Weight type -> activation ("vec_dot") type:
- *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q5_0 -> Q8_0, Q8_0 -> Q8_0,
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q5_0 -> Q8_0, Q5_1 -> Q8_1, Q8_0 -> Q8_0,
  *   Q4_K -> Q8_K, Q5_K -> Q8_K, Q6_K -> Q8_K.
  */
 #ifndef TERN_QUANT_H
@@ -36,6 +36,19 @@ struct quant_block_q5_0 {
     uint16_t d;                   /* fp16 scale */
     uint8_t qh[4];                /* fifth bits of the 32 codes */
     uint8_t qs[QUANT_QK5_0 / 2];
+};
+/* Q5_0's codes with a min instead of the offset: x = d * q + m. */
+struct quant_block_q5_1 {
+    uint16_t d;                   /* fp16 scale */
+    uint16_t m;                   /* fp16 min */
+    uint8_t qh[4];
+    uint8_t qs[QUANT_QK5_0 / 2];
+};
+/* Activation-only (Q5_1 matmuls): Q8_0 plus s = d * sum(qs) in fp16, for the min term. */
+struct quant_block_q8_1 {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[QUANT_QK8_0];
 };
 /* 32 values: x[j] = d * qs[j]. */
 struct quant_block_q8_0 {
@@ -78,6 +91,8 @@ struct quant_block_q8_K {
 
 _Static_assert(sizeof(struct quant_block_q4_0) == 18, "q4_0 layout");
 _Static_assert(sizeof(struct quant_block_q5_0) == 22, "q5_0 layout");
+_Static_assert(sizeof(struct quant_block_q5_1) == 24, "q5_1 layout");
+_Static_assert(sizeof(struct quant_block_q8_1) == 36, "q8_1 layout");
 _Static_assert(sizeof(struct quant_block_q8_0) == 34, "q8_0 layout");
 _Static_assert(sizeof(struct quant_block_q4_K) == 144, "q4_K layout");
 _Static_assert(sizeof(struct quant_block_q5_K) == 176, "q5_K layout");
@@ -141,6 +156,13 @@ float quant_q4_0_dot_ref(int64_t n, const void *w, const void *a);
 void quant_q5_0_from_float(const float *x, void *y, int64_t n);
 void quant_q5_0_to_float(const void *x, float *y, int64_t n);
 float quant_q5_0_dot_ref(int64_t n, const void *w, const void *a);
+
+void quant_q5_1_from_float(const float *x, void *y, int64_t n);
+void quant_q5_1_to_float(const void *x, float *y, int64_t n);
+float quant_q5_1_dot_ref(int64_t n, const void *w, const void *a);
+/* Q8_1 as ggml-cpu's x86 path quantizes activations (as quant_q8_0_from_float_act, plus s) */
+void quant_q8_1_from_float_act(const float *x, void *y, int64_t n);
+void quant_q8_1_to_float(const void *x, float *y, int64_t n);
 
 void quant_q8_K_from_float(const float *x, void *y, int64_t n);
 void quant_q8_K_to_float(const void *x, float *y, int64_t n);

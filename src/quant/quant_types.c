@@ -53,6 +53,8 @@ static const struct quant_traits traits_table[] = {
      quant_q4_0_dot_ref, quant_q4_0_from_float},
     {TERN_TYPE_Q5_0, "Q5_0", 32, 22, TERN_TYPE_Q8_0, quant_q5_0_from_float, quant_q5_0_to_float,
      quant_q5_0_dot_ref, quant_q5_0_from_float},
+    {TERN_TYPE_Q5_1, "Q5_1", 32, 24, TERN_TYPE_Q8_1, quant_q5_1_from_float, quant_q5_1_to_float,
+     quant_q5_1_dot_ref, quant_q5_1_from_float},
     {TERN_TYPE_Q8_0, "Q8_0", 32, 34, TERN_TYPE_Q8_0, quant_q8_0_from_float_act,
      quant_q8_0_to_float, quant_q8_0_dot_ref, quant_q8_0_from_float_ref},
     {TERN_TYPE_Q4_K, "Q4_K", 256, 144, TERN_TYPE_Q8_K, quant_q4_K_from_float,
@@ -61,7 +63,10 @@ static const struct quant_traits traits_table[] = {
      quant_q5_K_to_float, quant_q5_K_dot_ref, quant_q5_K_from_float},
     {TERN_TYPE_Q6_K, "Q6_K", 256, 210, TERN_TYPE_Q8_K, quant_q6_K_from_float,
      quant_q6_K_to_float, quant_q6_K_dot_ref, quant_q6_K_from_float},
-    /* activation-only: no weight matrix is Q8_K, so it has no dot product of its own */
+    /* activation-only: no weight matrix is Q8_1 or Q8_K, so they have no dot product of their
+     * own (from_float_ref of Q8_1 is the activation quantizer too: tern never writes Q8_1) */
+    {TERN_TYPE_Q8_1, "Q8_1", 32, 36, TERN_TYPE_Q8_1, quant_q8_1_from_float_act,
+     quant_q8_1_to_float, NULL, quant_q8_1_from_float_act},
     {TERN_TYPE_Q8_K, "Q8_K", 256, 292, TERN_TYPE_Q8_K, quant_q8_K_from_float,
      quant_q8_K_to_float, NULL, quant_q8_K_from_float},
 };
@@ -123,7 +128,7 @@ tern_status tern_type_from_name(const char *name, int *type_out)
         }
     }
     return tern_fail(TERN_ERR_ARG, "unknown tensor type name \"%s\" (expected F32, F16, BF16, "
-                                   "Q8_0, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K ...)", name);
+                                   "Q8_0, Q5_1, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K ...)", name);
 }
 
 static tern_status check_row(const char *what, int type, int64_t n,

@@ -56,7 +56,8 @@ static uint64_t rng_state = 0x243F6A8885A308D3ull; /* each test file draws its o
 
 static bool is_int_type(int t)
 {
-    return t == TERN_TYPE_Q8_0 || t == TERN_TYPE_Q4_0 || t == TERN_TYPE_Q5_0 || t == TERN_TYPE_Q4_K ||
+    return t == TERN_TYPE_Q8_0 || t == TERN_TYPE_Q4_0 || t == TERN_TYPE_Q5_0 || t == TERN_TYPE_Q5_1 ||
+           t == TERN_TYPE_Q4_K ||
            t == TERN_TYPE_Q5_K || t == TERN_TYPE_Q6_K;
 }
 

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "quant/quant.h"
 #include "tern.h"
+#include "util/fp16.h"
 
 /* xorshift64: uniform in [0, 1) with 53 random bits. */
 static inline double test_rand_uniform(uint64_t *state)
@@ -29,10 +31,30 @@ static inline float test_rand_normal(uint64_t *state)
 /* The weight formats tern computes with, and the activation formats they multiply. */
 static const int test_weight_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_BF16,
                                         TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0,
-                                        TERN_TYPE_Q4_K, TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
+                                        TERN_TYPE_Q5_1, TERN_TYPE_Q4_K, TERN_TYPE_Q5_K,
+                                        TERN_TYPE_Q6_K};
 #define TEST_N_WEIGHT_TYPES (int)(sizeof test_weight_types / sizeof test_weight_types[0])
-static const int test_act_types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                                     TERN_TYPE_Q8_K};
+static const int test_act_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_BF16,
+                                     TERN_TYPE_Q8_0, TERN_TYPE_Q8_1, TERN_TYPE_Q8_K};
 #define TEST_N_ACT_TYPES (int)(sizeof test_act_types / sizeof test_act_types[0])
+
+/* A Q5_1 x Q8_1 block dot takes its min term from the activation block's stored
+ * s = fp16(d * sum(q)) (as ggml does), not from the sum of the dequantized activations. Add
+ * this to a dot of dequantized rows (af: the activation row dequantized) to get the value the
+ * reference dot computes; 0 for every other format. */
+static inline double test_min_term_fix(int wtype, const void *w, const void *a, const float *af,
+                                       int64_t k)
+{
+    if (wtype != TERN_TYPE_Q5_1) return 0;
+    const struct quant_block_q5_1 *wb = w;
+    const struct quant_block_q8_1 *ab = a;
+    double fix = 0;
+    for (int64_t b = 0; b < k / 32; b++) {
+        double sum = 0;
+        for (int j = 0; j < 32; j++) sum += af[32 * b + j];
+        fix += (double)fp16_to_f32(wb[b].m) * ((double)fp16_to_f32(ab[b].s) - sum);
+    }
+    return fix;
+}
 
 #endif
