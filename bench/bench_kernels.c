@@ -62,7 +62,8 @@ int main(int argc, char **argv)
     printf("kernel path: %s, 1 thread, %d repetitions (median [min .. max])\n", kern_isa_name(),
            reps);
     const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                         TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+                         TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
+                         TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
     const int64_t k = 4864, base_rows = 896, n_tok = 512;
     float *xf = malloc((size_t)(base_rows * k) * sizeof *xf);
     for (int64_t i = 0; i < base_rows * k; i++) xf[i] = rnd() * 0.05f;

@@ -1,4 +1,4 @@
-/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q5_0, Q4/5/6_K weights on
+/* kern_panel_avx512.c — prefill matmul (many tokens) for Q8_0, Q4_0, Q5_0/1, Q4/5/6_K weights on
  * AVX-512 VNNI, as cache-tiled matrix-matrix work. Compiled with the AVX-512 flags; reached only through
  * kern_avx512.c once kern_dispatch.c has checked the CPU.
  *
@@ -64,14 +64,18 @@ struct pn_act {
 
 /* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
  * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K };
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
 #define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
 #define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
 #define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
-#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K) \
-                                                        : (int)sizeof(struct quant_block_q8_0))
-#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs) \
-                                                      : (int)offsetof(struct quant_block_q8_0, qs))
+/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
+ * P->m = -m and am = s */
+#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
+                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
+                                                   : (int)sizeof(struct quant_block_q8_0))
+#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
+                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
+                                                 : (int)offsetof(struct quant_block_q8_0, qs))
 #define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
 
 #define PN_INLINE static inline __attribute__((always_inline))
@@ -138,6 +142,24 @@ static void pn_pack_q5_0(struct pn_panel *P, const uint8_t *w, int i, int64_t b0
         const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
         const __m256i hi = _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10)); /* bit e -> 16 */
         uint8_t u[32]; /* the 5-bit codes 0..31 in element order */
+        _mm256_storeu_si256((__m256i *)u, _mm256_or_si256(lo, hi));
+        pn_put_groups(P, 8 * b, 8, i, u);
+    }
+}
+
+static void pn_pack_q5_1(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)w + b0;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int b = 0; b < nbc; b++) {
+        P->d[b][i] = _cvtsh_ss(wb[b].d);
+        P->m[b][i] = -_cvtsh_ss(wb[b].m); /* the tile subtracts m * am: this adds m * s */
+        const __m128i x = _mm_loadu_si128((const __m128i *)wb[b].qs);
+        uint32_t qh;
+        memcpy(&qh, wb[b].qh, sizeof qh);
+        const __m256i lo = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+        const __m256i hi = _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10));
+        uint8_t u[32];
         _mm256_storeu_si256((__m256i *)u, _mm256_or_si256(lo, hi));
         pn_put_groups(P, 8 * b, 8, i, u);
     }
@@ -254,6 +276,13 @@ static void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t
                 S->init[j][b] = -off * pn_sum32(ab[b].qs);
                 S->da[j][b] = _cvtsh_ss(ab[b].d);
             }
+        } else if (fmt == PN_Q5_1) {
+            const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                S->init[j][b] = 0; /* codes carry no offset */
+                S->da[j][b] = _cvtsh_ss(ab[b].d);
+                S->am[j][b] = _cvtsh_ss(ab[b].s);
+            }
         } else {
             const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
             for (int b = 0; b < nbc; b++) {
@@ -297,7 +326,7 @@ PN_INLINE void pn_tile(int fmt, const struct pn_panel *P, int nbc, const uint8_t
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
                                          _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
-            if (PN_MINS(fmt)) {
+            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
                 const __m512 dm = _mm512_load_ps(P->m[s]);
                 for (int j = 0; j < nt; j++)
                     acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
@@ -371,6 +400,7 @@ PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const
 PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0)
 PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0)
+PN_DEFINE(pn_q5_1, PN_Q5_1, pn_pack_q5_1)
 PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K)
 PN_DEFINE(pn_q5_K, PN_Q5_K, pn_pack_q5_K)
 PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K)
@@ -381,6 +411,7 @@ kern_matmul_fn kern_avx512_panel_matmul(int wtype)
     case TERN_TYPE_Q8_0: return pn_q8_0_matmul;
     case TERN_TYPE_Q4_0: return pn_q4_0_matmul;
     case TERN_TYPE_Q5_0: return pn_q5_0_matmul;
+    case TERN_TYPE_Q5_1: return pn_q5_1_matmul;
     case TERN_TYPE_Q4_K: return pn_q4_K_matmul;
     case TERN_TYPE_Q5_K: return pn_q5_K_matmul;
     case TERN_TYPE_Q6_K: return pn_q6_K_matmul;

@@ -153,6 +153,20 @@ static bool q5_0_decode(const void *W, size_t ws, const void *A, size_t as, int 
 
 /* ------------------------------------------------------------------ routing */
 
+/* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
+#define Q5_PANEL_MIN_TOK 6
+
+/* Q5_1: the panel kernel from 6 tokens (as Q5_0), the tiles below that */
+static void q5_1_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_1);
+    if (n_tok >= Q5_PANEL_MIN_TOK && panel)
+        panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    else
+        q5_1_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
 /* Q5_K: the panel kernel from 12 tokens (as Q4_K), the tiles below that */
 static void q5_K_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
@@ -163,9 +177,6 @@ static void q5_K_route(const void *W, size_t ws, const void *A, size_t as, int n
     else
         q5_K_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
-
-/* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
-#define Q5_PANEL_MIN_TOK 6
 
 static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
@@ -181,7 +192,7 @@ kern_matmul_fn kern_q5_avx512_matmul(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q5_0: return q5_0_route;
-    case TERN_TYPE_Q5_1: return q5_1_matmul; /* the tiles at every size, for now */
+    case TERN_TYPE_Q5_1: return q5_1_route;
     case TERN_TYPE_Q5_K: return q5_K_route;
     default: return NULL;
     }
