@@ -28,49 +28,82 @@
 /* ------------------------------------------------------------------ decode */
 
 #define QD_MAX_TOK 4    /* tokens per pass over the rows */
-#define QD_MAX_SLOTS 384 /* activation records (pairs x tokens) on the stack: 72 KB */
+#define QD_MAX_SLOTS 384 /* activation records (pairs x tokens) on the stack: 72 KB (+24 KB) */
 
 struct qd_pair {
     int8_t qs[64];     /* blocks 2p and 2p+1 of the token, in element order */
-    int32_t init[16];  /* -2*sum(a) of the lane's block */
+    int32_t init[16];  /* -2*sum(a) of the lane's block (Q5_0; Q5_1 codes carry no offset: 0) */
     float da[16];      /* the lane's block scale */
 };
 
-static void qd_pack_act(struct qd_pair *P, int npair, const uint8_t *A, size_t as, int nt,
-                        int64_t nb)
+/* Q5_0 (q51 = 0) and Q5_1 (q51 = 1) share the kernel; a constant after inlining. Q5_1's
+ * activations are Q8_1 blocks, whose s (d * sum) times the row's min m is the min term: per
+ * lane s/8 in SA, so one more FMA with the lanes' m adds it. */
+struct qd_fmt {
+    int bbytes, qs_off, qh_off, m_off; /* weight block layout */
+    int abytes, aqs_off;               /* activation block layout (d at offset 0, Q8_1 s at 2) */
+};
+static const struct qd_fmt qd_q5_0 = {22, 6, 2, 0, 34, 2};
+static const struct qd_fmt qd_q5_1 = {24, 8, 4, 2, 36, 4};
+
+static inline __attribute__((always_inline)) uint16_t qd_u16(const uint8_t *p)
 {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uint8_t *A,
+                        size_t as, int nt, int64_t nb, int q51)
+{
+    const struct qd_fmt *f = q51 ? &qd_q5_1 : &qd_q5_0;
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int j = 0; j < nt; j++) {
-        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + (size_t)j * as);
+        const uint8_t *row = A + (size_t)j * as;
         for (int p = 0; p < npair; p++) {
             struct qd_pair *d = &P[(size_t)j * npair + p];
             for (int h = 0; h < 2; h++) {
                 const int64_t b = 2 * (int64_t)p + h;
                 int32_t init = 0;
-                float da = 0;
+                float da = 0, sa = 0;
                 __m256i x = _mm256_setzero_si256(); /* odd block count: a zero block */
                 if (b < nb) {
-                    x = _mm256_loadu_si256((const __m256i *)ab[b].qs);
-                    /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
-                    const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(x, flip), _mm256_setzero_si256());
-                    const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-                    init = -2 * ((int32_t)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 32 * 128);
-                    da = _cvtsh_ss(ab[b].d);
+                    const uint8_t *ab = row + (size_t)b * f->abytes;
+                    x = _mm256_loadu_si256((const __m256i *)(ab + f->aqs_off));
+                    if (!q51) {
+                        /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
+                        const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(x, flip), _mm256_setzero_si256());
+                        const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                        init = -2 * ((int32_t)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 32 * 128);
+                    } else {
+                        sa = 0.125f * _cvtsh_ss(qd_u16(ab + 2));
+                    }
+                    da = _cvtsh_ss(qd_u16(ab));
                 }
                 _mm256_storeu_si256((__m256i *)(d->qs + 32 * h), x);
                 for (int l = 0; l < 8; l++) d->init[8 * h + l] = init, d->da[8 * h + l] = da;
+                if (q51)
+                    for (int l = 0; l < 8; l++) SA[(size_t)j * npair + p][8 * h + l] = sa;
             }
         }
     }
 }
 
-/* The codes 0..31 of blocks 0 and 1 of wb in element order (two == 0: block 0 only, the rest
- * zero) and their scales, each in the 8 lanes of its block. */
-static inline __attribute__((always_inline)) __m512i qd_codes(const struct quant_block_q5_0 *wb,
-                                                             int two, __m512 *dw)
+/* Two fp16 values, each in the 8 lanes of its block. */
+static inline __attribute__((always_inline)) __m512 qd_lanes(uint16_t v0, uint16_t v1)
 {
-    const __m128i x0 = _mm_loadu_si128((const __m128i *)wb[0].qs);
-    const __m128i x1 = two ? _mm_loadu_si128((const __m128i *)wb[1].qs) : _mm_setzero_si128();
+    return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)v1), _mm_set1_epi16((short)v0)));
+}
+
+/* The codes 0..31 of the blocks at w and w + bbytes in element order (two == 0: the first
+ * only, the rest zero), their scales and (Q5_1) mins, each in the 8 lanes of its block. */
+static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, int two, int q51,
+                                                             __m512 *dw, __m512 *mw)
+{
+    const struct qd_fmt *f = q51 ? &qd_q5_1 : &qd_q5_0;
+    const uint8_t *w1 = w + f->bbytes;
+    const __m128i x0 = _mm_loadu_si128((const __m128i *)(w + f->qs_off));
+    const __m128i x1 = two ? _mm_loadu_si128((const __m128i *)(w1 + f->qs_off)) : _mm_setzero_si128();
     const __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(x0), x1, 1);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
@@ -79,74 +112,87 @@ static inline __attribute__((always_inline)) __m512i qd_codes(const struct quant
     const __m512i q = _mm512_permutex2var_epi64(_mm512_castsi256_si512(lo), idx,
                                                 _mm512_castsi256_si512(hi));
     uint32_t h0, h1 = 0;
-    memcpy(&h0, wb[0].qh, 4);
-    if (two) memcpy(&h1, wb[1].qh, 4);
+    memcpy(&h0, w + f->qh_off, 4);
+    if (two) memcpy(&h1, w1 + f->qh_off, 4);
     const __mmask64 fifth = (__mmask64)h0 | (__mmask64)h1 << 32;
-    *dw = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)(two ? wb[1].d : 0)),
-                                           _mm_set1_epi16((short)wb[0].d)));
+    *dw = qd_lanes(qd_u16(w), two ? qd_u16(w1) : 0);
+    if (q51) *mw = qd_lanes(qd_u16(w + f->m_off), two ? qd_u16(w1 + f->m_off) : 0);
     return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
 }
 
-static inline __attribute__((always_inline)) void qd_step(const struct quant_block_q5_0 *wb,
-                                                          int two, const struct qd_pair *P,
-                                                          int npair, int p, int nt, __m512 *acc)
+static inline __attribute__((always_inline)) void qd_step(const uint8_t *w, int two, int q51,
+                                                          const struct qd_pair *P,
+                                                          const float (*SA)[16], int npair,
+                                                          int p, int nt, __m512 *acc)
 {
-    __m512 dw;
-    const __m512i q = qd_codes(wb + 2 * p, two, &dw);
+    __m512 dw, mw = _mm512_setzero_ps();
+    const __m512i q = qd_codes(w + (size_t)(2 * p) * (q51 ? qd_q5_1 : qd_q5_0).bbytes, two, q51,
+                               &dw, &mw);
     for (int j = 0; j < nt; j++) {
         const struct qd_pair *d = &P[(size_t)j * npair + p];
         const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(d->init), q, _mm512_load_si512(d->qs));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps(d->da)), acc[j]);
+        if (q51) acc[j] = _mm512_fmadd_ps(mw, _mm512_load_ps(SA[(size_t)j * npair + p]), acc[j]);
     }
 }
 
-/* One row against nt tokens (a constant after inlining). */
-static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, const struct qd_pair *P,
-                                                         int npair, int64_t nb, int nt, float *out)
+/* One row against nt tokens (nt, q51 constants after inlining). */
+static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, int q51,
+                                                         const struct qd_pair *P,
+                                                         const float (*SA)[16], int npair,
+                                                         int64_t nb, int nt, float *out)
 {
-    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w;
     __m512 a0[QD_MAX_TOK], a1[QD_MAX_TOK]; /* two accumulator sets: FMA latency */
     for (int j = 0; j < nt; j++) a0[j] = a1[j] = _mm512_setzero_ps();
     const int full = (int)(nb / 2);
     int p = 0;
     for (; p + 2 <= full; p += 2) {
-        qd_step(wb, 1, P, npair, p, nt, a0);
-        qd_step(wb, 1, P, npair, p + 1, nt, a1);
+        qd_step(w, 1, q51, P, SA, npair, p, nt, a0);
+        qd_step(w, 1, q51, P, SA, npair, p + 1, nt, a1);
     }
-    if (p < full) qd_step(wb, 1, P, npair, p++, nt, a0);
-    if (p < npair) qd_step(wb, 0, P, npair, p, nt, a1); /* odd block count */
+    if (p < full) qd_step(w, 1, q51, P, SA, npair, p++, nt, a0);
+    if (p < npair) qd_step(w, 0, q51, P, SA, npair, p, nt, a1); /* odd block count */
     for (int j = 0; j < nt; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0[j], a1[j]));
 }
 
-static void qd_rows(const void *W, size_t ws, const struct qd_pair *P, int npair, int64_t nb,
-                    int nt, int64_t r0, int64_t r1, float *Y, int64_t ldy)
-{
-    float out[QD_MAX_TOK];
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;
-        switch (nt) {
-        case 1: qd_row(w, P, npair, nb, 1, out); break;
-        case 2: qd_row(w, P, npair, nb, 2, out); break;
-        case 3: qd_row(w, P, npair, nb, 3, out); break;
-        default: qd_row(w, P, npair, nb, 4, out); break;
-        }
-        for (int j = 0; j < nt; j++) Y[j * ldy + r] = out[j];
+#define QD_ROWS(name, q51)                                                                     \
+    static void name(const void *W, size_t ws, const struct qd_pair *P, const float (*SA)[16], \
+                     int npair, int64_t nb, int nt, int64_t r0, int64_t r1, float *Y,         \
+                     int64_t ldy)                                                              \
+    {                                                                                          \
+        float out[QD_MAX_TOK];                                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;                            \
+            switch (nt) {                                                                      \
+            case 1: qd_row(w, q51, P, SA, npair, nb, 1, out); break;                           \
+            case 2: qd_row(w, q51, P, SA, npair, nb, 2, out); break;                           \
+            case 3: qd_row(w, q51, P, SA, npair, nb, 3, out); break;                           \
+            default: qd_row(w, q51, P, SA, npair, nb, 4, out); break;                          \
+            }                                                                                  \
+            for (int j = 0; j < nt; j++) Y[j * ldy + r] = out[j];                              \
+        }                                                                                      \
     }
-}
+QD_ROWS(qd_rows_q5_0, 0)
+QD_ROWS(qd_rows_q5_1, 1)
 
 /* false (nothing written) when one token's records do not fit the stack buffer */
-static bool q5_0_decode(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
-                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
+static bool qd_decode(int q51, const void *W, size_t ws, const void *A, size_t as, int n_tok,
+                      int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct qd_pair P[QD_MAX_SLOTS] __attribute__((aligned(64)));
+    float SA[QD_MAX_SLOTS][16] __attribute__((aligned(64))); /* Q5_1 only (untouched for Q5_0) */
     const int64_t nb = k / 32, npair = (nb + 1) / 2;
     if (npair > QD_MAX_SLOTS) return false;
     int group = (int)(QD_MAX_SLOTS / npair);
     if (group > QD_MAX_TOK) group = QD_MAX_TOK;
     for (int t = 0; t < n_tok; t += group) {
         const int nt = n_tok - t < group ? n_tok - t : group;
-        qd_pack_act(P, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb);
-        qd_rows(W, ws, P, (int)npair, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
+        qd_pack_act(P, SA, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb, q51);
+        if (q51)
+            qd_rows_q5_1(W, ws, P, (const float (*)[16])SA, (int)npair, nb, nt, r0, r1,
+                         Y + (size_t)t * ldy, ldy);
+        else
+            qd_rows_q5_0(W, ws, P, NULL, (int)npair, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
     }
     return true;
 }
@@ -156,14 +202,14 @@ static bool q5_0_decode(const void *W, size_t ws, const void *A, size_t as, int 
 /* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
 #define Q5_PANEL_MIN_TOK 6
 
-/* Q5_1: the panel kernel from 6 tokens (as Q5_0), the tiles below that */
+/* Q5_1: as Q5_0 */
 static void q5_1_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_1);
     if (n_tok >= Q5_PANEL_MIN_TOK && panel)
         panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else
+    else if (!qd_decode(1, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
         q5_1_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
@@ -184,7 +230,7 @@ static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n
     kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_0);
     if (n_tok >= Q5_PANEL_MIN_TOK && panel)
         panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else if (!q5_0_decode(W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
+    else if (!qd_decode(0, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
         q5_0_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
