@@ -1,5 +1,6 @@
 /* quantize_model.c — tern_quantize_model: rewrite a GGUF model with its 2-D weights in another
- * type (tern quantize). Metadata is copied verbatim (general.file_type updated); 1-D tensors
+ * type (tern quantize). Metadata is copied verbatim (general.file_type and
+ * general.quantization_version set as llama-quantize sets them); 1-D tensors
  * (norms, biases) stay as they are. Each weight is dequantized to F32 and quantized with tern's
  * reference quantizers, so quantizing an F16/F32 file gives what llama-quantize gives without an
  * importance matrix. Written atomically through the GGUF writer (tmp + rename). */
@@ -47,6 +48,34 @@ static void tensor_kind(const struct tern_str *name, char *kind, size_t cap, int
     if (dot) *dot = '\0';
 }
 
+/* llama-quantize writes the tensors in its loader's order: tensors outside the blocks first,
+ * then block by block, by name within each (byte order). tern writes the same order, so its
+ * files come out byte-identical. */
+struct tensor_order {
+    int layer; /* -1 outside the blocks */
+    const struct tern_str *name;
+    int64_t index;
+};
+
+static int tensor_order_cmp(const void *va, const void *vb)
+{
+    const struct tensor_order *a = va, *b = vb;
+    if (a->layer != b->layer) return a->layer < b->layer ? -1 : 1;
+    const size_t n = a->name->len < b->name->len ? a->name->len : b->name->len;
+    const int c = memcmp(a->name->ptr, b->name->ptr, n);
+    if (c) return c;
+    return a->name->len < b->name->len ? -1 : a->name->len > b->name->len;
+}
+
+static int tensor_layer(const struct tern_str *name)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.*s", (int)(name->len < 31 ? name->len : 31), name->ptr);
+    int il = -1;
+    if (sscanf(buf, "blk.%d.", &il) != 1) il = -1;
+    return il;
+}
+
 tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks)
 {
@@ -72,12 +101,25 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
     st = tern_gguf_writer_create((uint32_t)tern_gguf_alignment(g), &w);
     for (int64_t i = 0; !st && i < tern_gguf_n_kv(g); i++) {
         struct tern_str k = tern_gguf_key(g, i);
+        /* written last, in this order, as llama-quantize does (its set_val moves a key to the
+         * end), so tern's files match llama-quantize's byte for byte */
         if (k.len == 17 && !memcmp(k.ptr, "general.file_type", 17)) continue;
+        if (k.len == 28 && !memcmp(k.ptr, "general.quantization_version", 28)) continue;
         st = tern_gguf_writer_copy_kv(w, g, i);
     }
+    if (!st) st = tern_gguf_writer_set_u32(w, "general.quantization_version", 2); /* ggml's */
     if (!st) st = tern_gguf_writer_set_u32(w, "general.file_type", file_type_of(&plan));
-    for (int64_t i = 0; !st && i < tern_gguf_n_tensors(g); i++) {
+    const int64_t n_tensors = tern_gguf_n_tensors(g);
+    struct tensor_order *order = malloc((size_t)(n_tensors > 0 ? n_tensors : 1) * sizeof *order);
+    if (!order && !st) st = tern_fail(TERN_ERR_NOMEM, "out of memory ordering %lld tensors",
+                                      (long long)n_tensors);
+    for (int64_t i = 0; !st && i < n_tensors; i++) {
         const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
+        order[i] = (struct tensor_order){tensor_layer(&t->name), &t->name, i};
+    }
+    if (!st) qsort(order, (size_t)n_tensors, sizeof *order, tensor_order_cmp);
+    for (int64_t oi = 0; !st && oi < n_tensors; oi++) {
+        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, order[oi].index);
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
         if (t->n_dims != 2) { /* norms, biases, rope_freqs: unchanged */
@@ -114,6 +156,7 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
     if (!st) st = tern_gguf_writer_write(w, out_path);
     free(f32);
     free(q);
+    free(order);
     tern_gguf_writer_free(w);
     tern_gguf_close(g);
     if (n_fallbacks) *n_fallbacks = fb;
