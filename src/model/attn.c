@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "model/vexp.h"
 #include "util/fp16.h"
 #if defined(__aarch64__)
 #include "model/attn_neon.h"
@@ -31,18 +32,14 @@ void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, flo
     }
 }
 
-/* The exponentials are libm's expf and the sum runs in double in key order on every path, so
- * the weights are the same bits whichever ISA computed the max and the normalization (those
- * two are exact in any order). */
+/* The exponentials are vexp_f32 (the same bits on every path, vexp.h) and the sum runs in
+ * double in key order, so the weights are the same bits whichever ISA computed the max and the
+ * normalization (those two are exact in any order). */
 void attn_softmax_scalar(float *s, int n)
 {
     float mx = -INFINITY;
     for (int p = 0; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    double sum = 0.0;
-    for (int p = 0; p < n; p++) {
-        s[p] = expf(s[p] - mx);
-        sum += (double)s[p];
-    }
+    const double sum = vexp_sum_scalar(s, n, mx);
     const float inv = (float)(1.0 / sum);
     for (int p = 0; p < n; p++) s[p] = fp16_to_f32(fp16_from_f32(s[p] * inv));
 }

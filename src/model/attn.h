@@ -2,8 +2,9 @@
  *
  * Per query (the definition of the numerics):
  *   attn_scores:       s[p] = scale * sum_j q[j] * K[p][j]      for p < n_keys
- *   attn_softmax:      s = F16(softmax(s)): max, expf, sum in double in key order, normalize,
- *                      each weight rounded to F16 precision (as llama.cpp rounds them)
+ *   attn_softmax:      s = F16(softmax(s)): max, vexp_f32 (vexp.h), sum in double in key order,
+ *                      normalize, each weight rounded to F16 precision (as llama.cpp rounds
+ *                      them); the same bits on every path
  *   attn_weighted_sum: out[j] = sum_p w[p] * V[p][j]
  * q and w hold values already rounded to F16 precision, K and V rows are head_dim halves,
  * contiguous. The scalar versions are the reference; the AVX2 / AVX-512 / NEON versions differ

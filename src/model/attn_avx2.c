@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "model/attn.h"
+#include "model/vexp.h"
 #include "util/fp16.h"
 
 static inline float hsum256(__m256 v)
@@ -62,11 +63,7 @@ void attn_softmax_avx2(float *s, int n)
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     float mx = _mm_cvtss_f32(m4);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    double sum = 0.0;
-    for (p = 0; p < n; p++) {
-        s[p] = expf(s[p] - mx);
-        sum += (double)s[p];
-    }
+    const double sum = vexp_sum_avx2(s, n, mx);
     const float inv = (float)(1.0 / sum);
     const __m256 vi = _mm256_set1_ps(inv);
     for (p = 0; p + 8 <= n; p += 8) {

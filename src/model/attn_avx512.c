@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "model/attn.h"
+#include "model/vexp.h"
 
 void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
@@ -63,11 +64,7 @@ void attn_softmax_avx512(float *s, int n)
     for (; p + 16 <= n; p += 16) vmx = _mm512_max_ps(_mm512_loadu_ps(s + p), vmx);
     float mx = _mm512_reduce_max_ps(vmx);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    double sum = 0.0;
-    for (p = 0; p < n; p++) {
-        s[p] = expf(s[p] - mx);
-        sum += (double)s[p];
-    }
+    const double sum = vexp_sum_avx512(s, n, mx);
     const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
     for (p = 0; p < n; p += 16) {
         const __mmask16 m = n - p >= 16 ? 0xffff : (__mmask16)((1u << (n - p)) - 1);

@@ -7,6 +7,7 @@
  * per block and reduce 4 (query, key) vectors with two pairwise adds (vpaddq_f32), which pair
  * the lanes the same way, so every score has the per-query kernel's bits. */
 #include "model/attn_neon.h"
+#include "model/vexp.h"
 
 #if defined(__aarch64__)
 
@@ -73,11 +74,7 @@ void attn_softmax_neon(float *s, int n)
     for (; p + 4 <= n; p += 4) vmx = vmaxnmq_f32(vld1q_f32(s + p), vmx);
     float mx = vmaxnmvq_f32(vmx);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    double sum = 0.0;
-    for (p = 0; p < n; p++) {
-        s[p] = expf(s[p] - mx);
-        sum += (double)s[p];
-    }
+    const double sum = vexp_sum_scalar(s, n, mx);
     const float inv = (float)(1.0 / sum);
     for (p = 0; p + 4 <= n; p += 4) /* FCVTN rounds to nearest even (the default FPCR mode) */
         vst1q_f32(s + p, vcvt_f32_f16(vcvt_f16_f32(vmulq_n_f32(vld1q_f32(s + p), inv))));

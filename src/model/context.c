@@ -80,6 +80,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         st = tern_fail(TERN_ERR_NOMEM, "context: out of memory for attention scratch (%d threads,"
                        " n_ctx %d)", cp.n_threads, cp.n_ctx);
     ctx->attn_k = attn_select(in->head_dim);
+    ctx->vexp_k = vexp_select();
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
     ctx->logits = alloc_floats(nb * (size_t)in->n_vocab, &st);

@@ -9,6 +9,7 @@
 #include "kv/kv.h"
 #include "model/attn.h"
 #include "model/model.h"
+#include "model/vexp.h"
 #include "util/threadpool.h"
 
 struct tern_context {
@@ -43,6 +44,7 @@ struct tern_context {
                         precision (head_dim each), then a 16-key tile of head_dim floats */
     size_t qr_stride;
     struct attn_kernels attn_k; /* attention inner loops for this CPU */
+    struct vexp_kernels vexp_k; /* SiLU(gate) * up for this CPU */
     float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after a decode */
     int n_logits;    /* rows of logits computed by the last decode */
     int32_t *bpos;   /* (n_batch) position of each token of the current batch */

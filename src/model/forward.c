@@ -62,7 +62,6 @@ static void rope_apply(float *x, const float *cs, int n_rot, bool neox)
     }
 }
 
-static inline float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* ---------------------------------------------------------------- profiling */
 
@@ -209,11 +208,9 @@ static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
     matmul_slice(ctx, tid, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
     const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
-    for (int t = 0; t < s->n; t++) {
-        float *g = ctx->gate + (size_t)t * n_ff;
-        const float *u = ctx->up + (size_t)t * n_ff;
-        for (long long r = lo; r < hi; r++) g[r] = silu(g[r]) * u[r];
-    }
+    for (int t = 0; t < s->n; t++)
+        ctx->vexp_k.silu_mul(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo,
+                             (int)(hi - lo));
     if (timed) {
         ctx->prof_ns[TERN_PROF_FFN_ACT] += prof_now_ns() - t0;
         ctx->prof_calls[TERN_PROF_FFN_ACT]++;
@@ -400,8 +397,9 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             g1.w[0] = &L->ffn_up;
             g1.out[0] = ctx->up;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
-            for (size_t i = 0; i < (size_t)n * in->n_ff; i++)
-                ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
+            for (int t = 0; t < n; t++)
+                ctx->vexp_k.silu_mul(ctx->gate + (size_t)t * in->n_ff, ctx->up + (size_t)t * in->n_ff,
+                                     in->n_ff);
         } else {
             tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
