@@ -1,0 +1,168 @@
+/* test_batch_invariance.c — kern_matmul gives a token the same bits whatever batch it is in.
+ *
+ * For every weight type kern_batch_invariant claims on a path (scalar: all; avx512: Q4_0, Q8_0,
+ * Q4_K, Q6_K), a batch of 64 tokens is the reference and every sub-batch of n_tok = 1..20
+ * tokens, taken from several offsets inside it (so a token sits in another lane of another
+ * tile), must reproduce its rows with memcmp — also over odd row ranges (another 16-row
+ * grouping) and for k past one segment of the decode kernel (256 sub-blocks). Between n_tok = 5
+ * and 6 (12 for Q4_K) the AVX-512 path switches from the decode kernel to the prefill panels, so
+ * this is what proves the two sum in the same order. The types the query denies are not
+ * checked here (test_kernels holds them to a tolerance). Also: the query's answers per path. */
+#include "test_support.h"
+#include "test_rng.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kern_invariant.h"
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+#define BATCH 64
+
+struct data {
+    int wtype;
+    int64_t rows, k;
+    size_t ws, as;
+    uint8_t *W, *A;
+};
+
+static void data_make(struct data *d, int wtype, int64_t rows, int64_t k)
+{
+    const struct quant_traits *tr = quant_traits_get(wtype);
+    const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
+    d->wtype = wtype;
+    d->rows = rows;
+    d->k = k;
+    d->ws = quant_row_bytes(wtype, k) + 16;
+    d->as = quant_row_bytes(at->type, k) + 32;
+    d->W = calloc((size_t)rows, d->ws);
+    d->A = calloc(BATCH, d->as);
+    float *x = malloc((size_t)k * sizeof *x);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < k; i++) x[i] = test_rand_normal(&rng_state) * 0.05f;
+        tr->from_float_ref(x, d->W + r * d->ws, k);
+    }
+    for (int t = 0; t < BATCH; t++) {
+        for (int64_t i = 0; i < k; i++) x[i] = test_rand_normal(&rng_state) * (1 + t % 4);
+        at->from_float(x, d->A + t * d->as, k);
+    }
+    free(x);
+}
+
+static void data_free(struct data *d)
+{
+    free(d->W);
+    free(d->A);
+}
+
+/* Sub-batches of the 64 against the full batch; returns the number of comparisons. */
+static int check_type(const char *path, int wtype, int64_t rows, int64_t k)
+{
+    struct data d;
+    data_make(&d, wtype, rows, k);
+    const int64_t ldy = rows + 3;
+    float *ref = malloc((size_t)(BATCH * ldy) * sizeof *ref);
+    float *Y = malloc((size_t)(BATCH * ldy) * sizeof *Y);
+    kern_matmul(wtype, d.W, d.ws, d.A, d.as, BATCH, k, 0, rows, ref, ldy);
+    int n_cmp = 0;
+    const int64_t ranges[][2] = {{0, rows}, {5, rows - 2}, {17, 18}};
+    for (int n = 1; n <= 20; n++) {
+        const int offsets[] = {0, 3, BATCH - n};
+        for (int oi = 0; oi < 3; oi++) {
+            const int t0 = offsets[oi];
+            for (int ri = 0; ri < 3; ri++) {
+                const int64_t r0 = ranges[ri][0], r1 = ranges[ri][1];
+                memset(Y, 0, (size_t)(n * ldy) * sizeof *Y);
+                kern_matmul(wtype, d.W, d.ws, d.A + (size_t)t0 * d.as, d.as, n, k, r0, r1, Y, ldy);
+                for (int t = 0; t < n; t++) {
+                    const float *want = ref + (size_t)(t0 + t) * ldy + r0;
+                    const float *got = Y + (size_t)t * ldy + r0;
+                    if (memcmp(want, got, (size_t)(r1 - r0) * sizeof *got) != 0) {
+                        int64_t r = 0;
+                        while (want[r] == got[r]) r++;
+                        fail_msg("%s %s k=%lld: token %d computed in a batch of %d (rows %lld..%lld) "
+                                 "differs from the batch of %d at row %lld: %.9g vs %.9g",
+                                 path, tern_type_name(wtype), (long long)k, t0 + t, n,
+                                 (long long)r0, (long long)r1, BATCH, (long long)(r0 + r),
+                                 got[r], want[r]);
+                    }
+                    n_cmp++;
+                }
+            }
+        }
+    }
+    free(ref);
+    free(Y);
+    data_free(&d);
+    return n_cmp;
+}
+
+static void run_path(const char *path)
+{
+    if (!kern_force_isa(path)) {
+        print_message("SKIP path %s: this CPU cannot run it\n", path);
+        return;
+    }
+    static const int types[] = {TERN_TYPE_Q4_0, TERN_TYPE_Q8_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+    int checked = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int wtype = types[ti];
+        if (!kern_batch_invariant(wtype)) continue;
+        const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
+        /* one segment with an odd block count; then past one segment (256 sub-blocks) */
+        const int64_t ks[2] = {kq ? 256 * 3 : 32 * 27, kq ? 256 * 33 : 32 * 301};
+        int n = 0;
+        for (int ki = 0; ki < 2; ki++) n += check_type(path, wtype, 37, ks[ki]);
+        print_message("%-6s %-5s %d (token, batch, rows) cases bit-identical to the batch of %d\n",
+                      path, tern_type_name(wtype), n, BATCH);
+        checked++;
+    }
+    assert_true(checked > 0);
+}
+
+static void test_scalar(void **state)
+{
+    (void)state;
+    run_path("scalar");
+}
+
+static void test_avx512(void **state)
+{
+    (void)state;
+    run_path("avx512");
+    assert_true(kern_force_isa("scalar"));
+}
+
+/* What the query says per path: the claims test_avx512 checks, and no claim for the tiles. */
+static void test_query(void **state)
+{
+    (void)state;
+    assert_true(kern_force_isa("scalar"));
+    assert_true(kern_batch_invariant(TERN_TYPE_F16));
+    assert_true(kern_batch_invariant(TERN_TYPE_Q4_K));
+    if (kern_force_isa("avx2")) {
+        assert_false(kern_batch_invariant(TERN_TYPE_Q4_0));
+        assert_false(kern_batch_invariant(TERN_TYPE_F32));
+    }
+    if (kern_force_isa("avx512")) {
+        assert_true(kern_batch_invariant(TERN_TYPE_Q4_0));
+        assert_true(kern_batch_invariant(TERN_TYPE_Q8_0));
+        assert_true(kern_batch_invariant(TERN_TYPE_Q4_K));
+        assert_true(kern_batch_invariant(TERN_TYPE_Q6_K));
+        assert_false(kern_batch_invariant(TERN_TYPE_F16));
+    }
+    assert_true(kern_force_isa("scalar"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_scalar),
+        cmocka_unit_test(test_avx512),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
