@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kern_invariant.h"
+#include "model/model.h"
 #include "util/error.h"
 
 #define PC_DEFAULT_BLOCK 32
@@ -263,6 +265,19 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
     return true;
 }
 
+int pc_min_suffix(const struct tern_prefix_cache *pc)
+{
+    const struct tern_model *m = pc->model;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
+                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            if (!kern_batch_invariant(w[i]->type)) return PC_MIN_SUFFIX;
+    }
+    return 1;
+}
+
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
                                       const int32_t *tokens, int n, int *n_reused)
 {
@@ -279,12 +294,14 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
             return tern_fail(TERN_ERR_ARG, "prefix cache prefill: token %d at index %d is "
                              "outside the vocabulary (0..%d)", tokens[i], i, pc->n_vocab - 1);
 
-    /* Restore at most n - PC_MIN_SUFFIX tokens: the last token must be decoded for its logits,
-     * and the rest is then one batch of >= PC_MIN_SUFFIX tokens, which every matmul kernel
-     * computes with the same bits as inside the cold run's longer batch (very small batches take
-     * a decode kernel that sums in another order on some ISAs). Costs at most one block of
-     * recompute. */
-    const int max_blocks = n > PC_MIN_SUFFIX ? (n - PC_MIN_SUFFIX) / pc->B : 0;
+    /* Restore at most n - min_suffix tokens: the last token must be decoded for its logits.
+     * When the layer matmuls are batch-invariant (kern_invariant.h; norms, RoPE, activation
+     * quantization and attention are per token already) any suffix gets the cold run's bits and
+     * min_suffix is 1. Otherwise the rest is one batch of >= PC_MIN_SUFFIX tokens, which every
+     * matmul kernel computes as inside the cold run's longer batch (very small batches take
+     * kernels that sum in another order on some paths): at most one block of recompute. */
+    const int min_suffix = pc_min_suffix(pc);
+    const int max_blocks = n > min_suffix ? (n - min_suffix) / pc->B : 0;
     struct pc_block *stackbuf[64];
     struct pc_block **found = max_blocks <= 64 ? stackbuf : malloc((size_t)max_blocks * sizeof *found);
     if (!found) return tern_fail(TERN_ERR_NOMEM, "prefix cache prefill: out of memory");

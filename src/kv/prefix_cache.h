@@ -14,8 +14,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Tokens always decoded after a hit (see tern_prefix_cache_prefill): enough that the prefill
- * kernels compute them exactly as they did inside the cold run's batch. */
+/* Tokens always decoded after a hit (see tern_prefix_cache_prefill), at most: enough that the
+ * prefill kernels compute them exactly as they did inside the cold run's batch when the kernels
+ * sum in a batch-size dependent order. pc_min_suffix gives the figure for a model on the active
+ * kernel path: 1 (only the last token, for its logits) when every layer matmul is batch-invariant
+ * (src/kernels/kern_invariant.h), this otherwise. */
 #define PC_MIN_SUFFIX 16
 
 #include "kv/kv.h"
@@ -46,6 +49,9 @@ struct tern_prefix_cache {
     char warning[512];
 };
 
+/* Tokens a hit must leave to decode for pc's model on the active kernel path: 1 or
+ * PC_MIN_SUFFIX (see above). */
+int pc_min_suffix(const struct tern_prefix_cache *pc);
 /* Key of a block of B tokens after the block keyed parent (never 0). */
 uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B);
 struct pc_block *pc_find(const struct tern_prefix_cache *pc, uint64_t key);
