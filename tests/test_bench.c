@@ -1,6 +1,7 @@
 /* test_bench.c — `tern bench` as a user runs it: llama-bench field names in --json, a profile
  * with zero scalar fallbacks for every supported weight format on this CPU, and the
- * prompt-cache report (--prompt-cache). Speed itself is never asserted here. */
+ * prompt-cache report (--prompt-cache), and --depth (tests that start after cached tokens).
+ * Speed itself is never asserted here. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
@@ -74,6 +75,29 @@ static void test_profile_no_fallbacks(void **state)
     }
 }
 
+/* -d 0,24: every test once from an empty cache and once after 24 cached tokens, n_depth in the
+ * JSON as llama-bench names it. */
+static void test_depth(void **state)
+{
+    (void)state;
+    char cmd[8192], args[4096];
+    snprintf(cmd, sizeof cmd, "%s synth tiny:q8_0 -o %s/tiny-depth.gguf 2>/dev/null", test_tern_bin(),
+             test_tmpdir());
+    assert_int_equal(system(cmd), 0);
+    snprintf(args, sizeof args, "bench -m %s/tiny-depth.gguf -p 8 -n 2 -d 0,24 -r 1 -t 1 --json",
+             test_tmpdir());
+    cJSON *j = run_json(args);
+    assert_int_equal(cJSON_GetArraySize(j), 4);
+    static const int want_depth[] = {0, 0, 24, 24}, want_prompt[] = {8, 0, 8, 0};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *t = cJSON_GetArrayItem(j, i);
+        assert_int_equal((int)cJSON_GetObjectItem(t, "n_depth")->valuedouble, want_depth[i]);
+        assert_int_equal((int)cJSON_GetObjectItem(t, "n_prompt")->valuedouble, want_prompt[i]);
+        assert_true(cJSON_GetObjectItem(t, "avg_ts")->valuedouble > 0);
+    }
+    cJSON_Delete(j);
+}
+
 static void test_prompt_cache_report(void **state)
 {
     (void)state;
@@ -97,6 +121,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_no_fallbacks),
+        cmocka_unit_test(test_depth),
         cmocka_unit_test(test_prompt_cache_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

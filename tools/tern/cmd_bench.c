@@ -3,7 +3,10 @@
  * What is timed: forward passes (and, for generation, greedy sampling of each token);
  * tokenization is excluded (tests use token ids). ppN = one N-token prompt decoded from an
  * empty KV cache in batches of n_batch, logits for the last token only; tgN = N tokens decoded
- * one at a time from an empty KV cache. One untimed warm-up run precedes each test. */
+ * one at a time from an empty KV cache. With --depth D (llama-bench's -d) both start after D
+ * cached tokens instead, filled once per test and untimed ("pp512 @ d2048"): the speed a user
+ * sees deep into a conversation, where attention over the cache costs most. One untimed
+ * warm-up run precedes each test. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,8 @@ static void help(void)
            "  -t, --threads LIST      thread counts (default: all CPUs)\n"
            "  -r, --repetitions N     timed repetitions per test (default 5)\n"
            "  -b, --batch-size N      prompt batch size (default 512)\n"
+           "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
+           "                          (default 0; filled once per test, untimed)\n"
            "  --json                  JSON array, one object per test (llama-bench field names)\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
@@ -97,7 +102,7 @@ static int synth_path(const char *spec, const char *vocab, char *path, size_t ca
 struct result {
     const char *model;
     uint64_t size, params;
-    int n_prompt, n_gen, threads, reps;
+    int n_prompt, n_gen, depth, threads, reps;
     double samples[64];
     double avg, sd;
     const char *kernels;
@@ -112,19 +117,29 @@ static int32_t token_for(int i, int n_vocab)
 static double sample_seconds; /* time spent in the sampler during runs (for --profile) */
 
 /* One timed run; returns seconds or < 0 on failure (message printed). */
-static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n_vocab,
-                       int n_prompt, int n_gen, int32_t *buf)
+/* Fill positions 0..depth-1 of the cache (untimed); run_once starts after them. */
+static int fill_depth(struct tern_context *ctx, int n_vocab, int depth, int32_t *buf)
 {
     tern_kv_truncate(ctx, 0);
+    if (depth == 0) return 0;
+    for (int i = 0; i < depth; i++) buf[i] = token_for(i + 7919, n_vocab);
+    tern_status st = tern_decode(ctx, buf, depth, 0, TERN_LOGITS_NONE);
+    return st ? cli_report("bench", st) : 0;
+}
+
+static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n_vocab,
+                       int n_prompt, int n_gen, int depth, int32_t *buf)
+{
+    tern_kv_truncate(ctx, depth);
     double t0 = now_s();
     tern_status st = TERN_OK;
     if (n_prompt > 0) {
         for (int i = 0; i < n_prompt; i++) buf[i] = token_for(i, n_vocab);
-        st = tern_decode(ctx, buf, n_prompt, 0, TERN_LOGITS_LAST);
+        st = tern_decode(ctx, buf, n_prompt, depth, TERN_LOGITS_LAST);
     } else {
         int32_t tok = token_for(0, n_vocab);
         for (int i = 0; i < n_gen && !st; i++) {
-            st = tern_decode(ctx, &tok, 1, i, TERN_LOGITS_LAST);
+            st = tern_decode(ctx, &tok, 1, depth + i, TERN_LOGITS_LAST);
             if (!st) {
                 double ts = now_s();
                 tok = tern_sampler_sample(smp, tern_context_logits(ctx, 0));
@@ -146,8 +161,9 @@ int cmd_bench(int argc, char **argv)
     char synth_paths[MAX_LIST][512];
     bool is_synth[MAX_LIST] = {false};
     int n_models = 0;
-    long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, reps = 5, n_batch = 512;
-    int n_pp = 1, n_tg = 1, n_th = 1;
+    long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, dp[MAX_LIST] = {0};
+    long long reps = 5, n_batch = 512;
+    int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
     bool json = false, profile = false, prompt_cache = false;
     for (int i = 1; i < argc; i++) {
         int r = 0;
@@ -181,6 +197,9 @@ int cmd_bench(int argc, char **argv)
         } else if (OPT("-r", "--repetitions")) {
             if (r < 0) return 2;
             if (!cli_parse_int(v, 1, 64, &reps)) return cli_usage_error("bench", "-r '%s' must be 1..64", v);
+        } else if (OPT("-d", "--depth")) {
+            if (r < 0) return 2;
+            if (!parse_list(v, 0, 1 << 20, dp, &n_dp)) return cli_usage_error("bench", "-d '%s' is not a list of depths", v);
         } else if (OPT("-b", "--batch-size")) {
             if (r < 0) return 2;
             if (!cli_parse_int(v, 1, 1 << 16, &n_batch)) return cli_usage_error("bench", "-b '%s' is not valid", v);
@@ -232,9 +251,11 @@ int cmd_bench(int argc, char **argv)
         long long max_len = 1;
         for (int i = 0; i < n_pp; i++) if (pp[i] > max_len) max_len = pp[i];
         for (int i = 0; i < n_tg; i++) if (tg[i] > max_len) max_len = tg[i];
-        int32_t *buf = malloc((size_t)max_len * sizeof *buf);
+        long long max_depth = 0;
+        for (int i = 0; i < n_dp; i++) if (dp[i] > max_depth) max_depth = dp[i];
+        int32_t *buf = malloc((size_t)(max_len > max_depth ? max_len : max_depth) * sizeof *buf);
         for (int ti = 0; ti < n_th && rc == 0 && buf; ti++) {
-            struct tern_context_params cp = {.n_ctx = (int)max_len, .n_batch = (int)n_batch,
+            struct tern_context_params cp = {.n_ctx = (int)(max_len + max_depth), .n_batch = (int)n_batch,
                                              .n_threads = (int)th[ti]};
             struct tern_context *ctx;
             struct tern_sampler *smp;
@@ -250,21 +271,24 @@ int cmd_bench(int argc, char **argv)
                 long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
                 threads = ncpu > 0 ? (int)ncpu : 1;
             }
+            for (int di = 0; di < n_dp && rc == 0; di++)
             for (int kind = 0; kind < 2 && rc == 0; kind++) {
                 int n_list = kind == 0 ? n_pp : n_tg;
+                const int depth = (int)dp[di];
                 for (int li = 0; li < n_list && rc == 0; li++) {
                     int np = kind == 0 ? (int)pp[li] : 0, ng = kind == 1 ? (int)tg[li] : 0;
                     if (np + ng == 0) continue;
                     struct result res = {.model = models[mi], .size = in->weight_bytes,
                                          .params = params, .n_prompt = np, .n_gen = ng,
-                                         .threads = threads, .reps = (int)reps};
-                    if (run_once(ctx, smp, in->n_vocab, np, ng, buf) < 0) { rc = 1; break; }
+                                         .depth = depth, .threads = threads, .reps = (int)reps};
+                    if ((rc = fill_depth(ctx, in->n_vocab, depth, buf))) break;
+                    if (run_once(ctx, smp, in->n_vocab, np, ng, depth, buf) < 0) { rc = 1; break; }
                     tern_context_set_profile(ctx, profile);
                     tern_context_profile_reset(ctx);
                     sample_seconds = 0;
                     double sum = 0, sq = 0, total_s = 0;
                     for (int r = 0; r < reps; r++) {
-                        double t = run_once(ctx, smp, in->n_vocab, np, ng, buf);
+                        double t = run_once(ctx, smp, in->n_vocab, np, ng, depth, buf);
                         if (t < 0) { rc = 1; break; }
                         res.samples[r] = (np + ng) / t;
                         total_s += t;
@@ -282,9 +306,9 @@ int cmd_bench(int argc, char **argv)
                     if (json) {
                         printf("%s\n  {\"model_filename\": \"%s\", \"model_type\": \"%s\", \"model_size\": %llu, "
                                "\"model_n_params\": %llu, \"n_batch\": %lld, \"n_threads\": %d, \"n_prompt\": %d, "
-                               "\"n_gen\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
+                               "\"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
                                first_json ? "" : ",", res.model, in->arch_name, (unsigned long long)res.size,
-                               (unsigned long long)res.params, n_batch, res.threads, np, ng, res.avg, res.sd);
+                               (unsigned long long)res.params, n_batch, res.threads, np, ng, depth, res.avg, res.sd);
                         for (int r = 0; r < reps; r++) printf("%s%.6f", r ? ", " : "", res.samples[r]);
                         printf("], \"timed\": \"forward passes + greedy sampling; tokenization excluded\"");
                         if (profile) {
@@ -300,8 +324,9 @@ int cmd_bench(int argc, char **argv)
                         printf("}");
                         first_json = false;
                     } else {
-                        char test[32];
-                        snprintf(test, sizeof test, np ? "pp%d" : "tg%d", np ? np : ng);
+                        char test[48];
+                        int tl = snprintf(test, sizeof test, np ? "pp%d" : "tg%d", np ? np : ng);
+                        if (depth) snprintf(test + tl, sizeof test - (size_t)tl, " @ d%d", depth);
                         printf("| %s | %.2f MiB | %.2f M | %d | %s | %.2f ± %.2f |\n", base,
                                res.size / 1048576.0, res.params / 1e6, res.threads, test, res.avg, res.sd);
                         if (profile) {
@@ -335,6 +360,6 @@ int cmd_bench(int argc, char **argv)
     else
         printf("\ntimed: forward passes + greedy sampling (tokenization excluded); %lld repetitions "
                "after one warm-up run; ppN = N-token prompt from an empty cache, tgN = N tokens "
-               "decoded one at a time\n", reps);
+               "decoded one at a time; '@ dD': after D cached tokens instead\n", reps);
     return rc;
 }
