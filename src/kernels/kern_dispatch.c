@@ -70,6 +70,8 @@ static void fill_paths(void)
         paths[ISA_AVX512].quant[t] = kern_avx512_quant(t);
         if (!paths[ISA_AVX2].matmul[t]) paths[ISA_AVX2].matmul[t] = kern_q5_avx2_matmul(t);
         if (!paths[ISA_AVX512].matmul[t]) paths[ISA_AVX512].matmul[t] = kern_q5_avx512_matmul(t);
+        if (!paths[ISA_AVX2].quant[t]) paths[ISA_AVX2].quant[t] = kern_q5_avx2_quant(t);
+        if (!paths[ISA_AVX512].quant[t]) paths[ISA_AVX512].quant[t] = kern_q5_avx512_quant(t);
         /* avx512 reuses avx2 kernels for types it has none of its own for */
         if (!paths[ISA_AVX512].matmul[t]) paths[ISA_AVX512].matmul[t] = paths[ISA_AVX2].matmul[t];
         if (!paths[ISA_AVX512].quant[t]) paths[ISA_AVX512].quant[t] = paths[ISA_AVX2].quant[t];

@@ -15,6 +15,11 @@
 #include "kernels/kern_q5_simd.h"
 #pragma GCC diagnostic pop
 
+kern_quant_fn kern_q5_avx2_quant(int act_type)
+{
+    return act_type == TERN_TYPE_Q8_1 ? q8_1_quant : NULL;
+}
+
 kern_matmul_fn kern_q5_avx2_matmul(int wtype)
 {
     switch (wtype) {

@@ -234,6 +234,11 @@ static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n
         q5_0_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
+kern_quant_fn kern_q5_avx512_quant(int act_type)
+{
+    return act_type == TERN_TYPE_Q8_1 ? q8_1_quant : NULL;
+}
+
 kern_matmul_fn kern_q5_avx512_matmul(int wtype)
 {
     switch (wtype) {

@@ -43,10 +43,13 @@ kern_matmul_fn kern_avx2_matmul(int wtype);
 kern_quant_fn kern_avx2_quant(int act_type);
 kern_matmul_fn kern_avx512_matmul(int wtype);
 kern_quant_fn kern_avx512_quant(int act_type);
-/* The Q5 formats' kernels (kern_q5_avx2.c, kern_q5_avx512.c), or NULL for other types;
+/* The Q5 formats' kernels and Q5_1's activation quantizer (kern_q5_avx2.c, kern_q5_avx512.c),
+ * or NULL for other types;
  * kern_dispatch.c adds them to the AVX2 / AVX-512 paths. */
 kern_matmul_fn kern_q5_avx2_matmul(int wtype);
 kern_matmul_fn kern_q5_avx512_matmul(int wtype);
+kern_quant_fn kern_q5_avx2_quant(int act_type);   /* Q8_1 */
+kern_quant_fn kern_q5_avx512_quant(int act_type);
 /* The AVX-512 prefill kernels of kern_panel_avx512.c (16-row repacked panels), or NULL for a
  * type without one; kern_avx512_matmul routes large n_tok to them. */
 kern_matmul_fn kern_avx512_panel_matmul(int wtype);
