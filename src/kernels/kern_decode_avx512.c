@@ -53,11 +53,13 @@ struct dc_act {
     float am[DC_SEG];
 };
 
-/* One group of rows x one segment: the rows phase's output. */
+/* One group of rows x one segment: the rows phase's output. Rows DC_LD apart, not DC_SEG: the
+ * chain reads a column of 16 rows, and 1 KB strides put them all in 4 sets of the L1. */
+#define DC_LD (DC_SEG + 16)
 struct dc_rows {
-    int32_t dot[DC_RG][DC_SEG] __attribute__((aligned(64)));
-    float dw[DC_RG][DC_SEG] __attribute__((aligned(64)));
-    float dm[DC_RG][DC_SEG] __attribute__((aligned(64)));
+    int32_t dot[DC_RG][DC_LD] __attribute__((aligned(64)));
+    float dw[DC_RG][DC_LD] __attribute__((aligned(64)));
+    float dm[DC_RG][DC_LD] __attribute__((aligned(64)));
 };
 
 /* ---------------------------------------------------------------- activations */
@@ -146,6 +148,17 @@ DC_INLINE uint16_t dc_ld16(const uint8_t *p)
     x = _mm_insert_epi16(x, dc_ld16(p + (size_t)(t0 + 5) * bs), 5);                          \
     x = _mm_insert_epi16(x, dc_ld16(p + (size_t)(t0 + 6) * bs), 6);                          \
     x = _mm_insert_epi16(x, dc_ld16(p + (size_t)(t0 + 7) * bs), 7)
+#define DC_INS1C(x, p, bs, t, i, n)                                                            \
+    if ((t) + (i) < (n)) x = _mm_insert_epi16(x, dc_ld16(p + (size_t)((t) + (i)) * bs), i)
+#define DC_INS8C(x, p, bs, t0, n)                                                              \
+    DC_INS1C(x, p, bs, t0, 0, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 1, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 2, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 3, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 4, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 5, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 6, n);                                                              \
+    DC_INS1C(x, p, bs, t0, 7, n)
 DC_INLINE __m512 dc_f16_scales(const uint8_t *first_d, int bs, int n)
 {
     if (n == 16) {
@@ -154,9 +167,12 @@ DC_INLINE __m512 dc_f16_scales(const uint8_t *first_d, int bs, int n)
         DC_INS8(hi, first_d, bs, 8);
         return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
     }
-    uint16_t h[16] __attribute__((aligned(32)));
-    for (int t = 0; t < 16; t++) h[t] = t < n ? dc_ld16(first_d + (size_t)t * bs) : 0;
-    return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)h));
+    /* a row's last, partial chunk: the same inserts, each under a branch that is taken the same
+     * way for every row of the matrix (k of the qwen2.5-0.5b matrices ends in one) */
+    __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+    DC_INS8C(lo, first_d, bs, 0, n);
+    DC_INS8C(hi, first_d, bs, 8, n);
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
 /* Software prefetch of [p, p + bytes): the dots of a row prefetch the same span of the row four
@@ -200,8 +216,9 @@ DC_INLINE __m512i dc_q8_0_pair(const struct quant_block_q8_0 *wb, int two)
                     p[q] = _mm512_dpbusd_epi32(_mm512_setzero_si512(),                         \
                                                dc_##fmt##_pair(wb + c + 2 * q, 1),             \
                                                _mm512_load_si512(S->qs + 32 * (c + 2 * q)));  \
-            } else {                                                                           \
+            } else { /* unrolled: p stays in registers, the branches go one way per matrix */  \
                 const int np = (ns - c + 1) / 2;                                               \
+                _Pragma("GCC unroll 8")                                                        \
                 for (int q = 0; q < 8; q++) {                                                  \
                     p[q] = _mm512_setzero_si512();                                             \
                     if (q < np) {                                                              \
@@ -370,7 +387,7 @@ DC_INLINE void dc_transpose16(__m512 v[16])
     }
 }
 
-DC_INLINE void dc_load_cols(const float (*src)[DC_SEG], int c, __m512 v[16])
+DC_INLINE void dc_load_cols(const float (*src)[DC_LD], int c, __m512 v[16])
 {
     for (int i = 0; i < DC_RG; i++) v[i] = _mm512_load_ps(src[i] + c);
     dc_transpose16(v);
@@ -382,7 +399,7 @@ DC_INLINE __m512 dc_chain(int fmt, const struct dc_rows *R, const struct dc_act 
 {
     for (int c = 0; c < ns; c += 16) {
         __m512 x[16], dw[16], dm[16];
-        dc_load_cols((const float (*)[DC_SEG])R->dot, c, x); /* int32 bits, moved as floats */
+        dc_load_cols((const float (*)[DC_LD])R->dot, c, x); /* int32 bits, moved as floats */
         dc_load_cols(R->dw, c, dw);
         if (fmt == DC_Q4_K) dc_load_cols(R->dm, c, dm);
         const int n = ns - c < 16 ? ns - c : 16;
@@ -399,6 +416,14 @@ DC_INLINE __m512 dc_chain(int fmt, const struct dc_rows *R, const struct dc_act 
 }
 
 /* ---------------------------------------------------------------- driver */
+
+/* how far ahead the dots prefetch: four rows, but at most about 8 KB, so the prefetched rows, the
+ * current one, the activations and the chain buffers stay within the 48 KB L1 */
+DC_INLINE size_t dc_pf_dist(size_t ws)
+{
+    const size_t lim = 8192;
+    return 4 * ws <= lim ? 4 * ws : ws <= lim ? ws * (lim / ws) : ws;
+}
 
 typedef void (*dc_dots_fn)(const uint8_t *, int64_t, int, const struct dc_act *, const uint8_t *,
                            int32_t *, size_t);
@@ -435,7 +460,7 @@ DC_INLINE void dc_matmul(int fmt, dc_dots_fn dots, dc_scales_fn scales, const vo
                 for (int j = 0; j < nt; j++) {
                     for (int i = 0; i < nrow; i++) {
                         const uint8_t *w = (const uint8_t *)W + (size_t)(r + i) * ws;
-                        dots(w, s0, ns, &S[j], At + (size_t)j * as, R.dot[i], j == 0 ? 4 * ws : 0);
+                        dots(w, s0, ns, &S[j], At + (size_t)j * as, R.dot[i], j == 0 ? dc_pf_dist(ws) : 0);
                         /* after the dots: their sequential loads bring the row in, the
                          * scales' gathers then hit the cache (first, they stall on DRAM) */
                         if (j == 0) scales(w, s0, ns, R.dw[i], R.dm[i]);
