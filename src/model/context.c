@@ -2,6 +2,7 @@
  * and the public decode entry points. The forward pass itself is in forward.c. */
 #include "model/context.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,11 +15,19 @@ struct tern_context_params tern_context_default_params(void)
     return (struct tern_context_params){.n_ctx = 0, .n_batch = 0, .n_threads = 0};
 }
 
-static void *alloc_floats(size_t n, tern_status *st)
+/* Zeroed floats starting on a cache line (calloc: pages of big buffers are only mapped when
+ * touched). Steps split rows in multiples of 16 floats, so with 64-byte aligned rows two threads
+ * never write the same cache line (no false sharing at slice edges). The raw block is kept in
+ * ctx->raw for tern_context_free. */
+static float *alloc_floats(struct tern_context *ctx, size_t n, tern_status *st)
 {
-    void *p = calloc(n ? n : 1, sizeof(float));
-    if (!p && !*st) *st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory (%zu floats)", n);
-    return p;
+    char *p = calloc(1, n * sizeof(float) + 64);
+    if (!p) {
+        if (!*st) *st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory (%zu floats)", n);
+        return NULL;
+    }
+    ctx->raw[ctx->n_raw++] = p;
+    return (float *)(p + (64 - (uintptr_t)p % 64) % 64);
 }
 
 tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
@@ -54,16 +63,16 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     }
     const size_t nb = (size_t)cp.n_batch, d = (size_t)in->n_embd;
     const size_t qd = (size_t)in->n_head * in->head_dim, kvd = (size_t)in->n_head_kv * in->head_dim;
-    ctx->x = alloc_floats(nb * d, &st);
-    ctx->xn = alloc_floats(nb * d, &st);
-    ctx->q = alloc_floats(nb * qd, &st);
-    ctx->k = alloc_floats(nb * kvd, &st);
-    ctx->v = alloc_floats(nb * kvd, &st);
-    ctx->attn = alloc_floats(nb * qd, &st);
-    ctx->gate = alloc_floats(nb * (size_t)in->n_ff, &st);
-    ctx->up = alloc_floats(nb * (size_t)in->n_ff, &st);
-    ctx->proj = alloc_floats(nb * d, &st);
-    ctx->rope_cs = alloc_floats(nb * (size_t)in->n_rot, &st);
+    ctx->x = alloc_floats(ctx, nb * d, &st);
+    ctx->xn = alloc_floats(ctx, nb * d, &st);
+    ctx->q = alloc_floats(ctx, nb * qd, &st);
+    ctx->k = alloc_floats(ctx, nb * kvd, &st);
+    ctx->v = alloc_floats(ctx, nb * kvd, &st);
+    ctx->attn = alloc_floats(ctx, nb * qd, &st);
+    ctx->gate = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
+    ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
+    ctx->proj = alloc_floats(ctx, nb * d, &st);
+    ctx->rope_cs = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
     /* Attention blocks: a KV head's query heads (in subgroups of at most ATTN_BLOCK_MAX), times
      * as many consecutive tokens as fit in ATTN_BLOCK_MAX queries. Per-thread rows start on
      * their own cache lines (no false sharing). */
@@ -83,7 +92,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->vexp_k = vexp_select();
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
-    ctx->logits = alloc_floats(nb * (size_t)in->n_vocab, &st);
+    ctx->logits = alloc_floats(ctx, nb * (size_t)in->n_vocab, &st);
     /* Quantized activations: the widest input row in the widest format (F32). */
     size_t widest = d > qd ? d : qd;
     if ((size_t)in->n_ff > widest) widest = (size_t)in->n_ff;
@@ -129,19 +138,9 @@ void tern_context_free(struct tern_context *ctx)
     if (!ctx) return;
     tp_free(ctx->pool);
     kv_free(&ctx->kv);
-    free(ctx->x);
-    free(ctx->xn);
-    free(ctx->q);
-    free(ctx->k);
-    free(ctx->v);
-    free(ctx->attn);
-    free(ctx->gate);
-    free(ctx->up);
-    free(ctx->proj);
-    free(ctx->rope_cs);
+    for (int i = 0; i < ctx->n_raw; i++) free(ctx->raw[i]);
     free(ctx->scores);
     free(ctx->qr);
-    free(ctx->logits);
     free(ctx->act);
     free(ctx->bpos);
     free(ctx->bseq);

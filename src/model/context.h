@@ -2,7 +2,8 @@
  *
  * All buffers are allocated once in tern_context_create (context.c) for up to n_batch tokens
  * per forward pass; forward.c only reads and writes them, so decoding never allocates.
- * Shapes are in the comments: (rows, cols), row-major. */
+ * Shapes are in the comments: (rows, cols), row-major; the float buffers start on a cache line.
+ */
 #ifndef TERN_MODEL_CONTEXT_H
 #define TERN_MODEL_CONTEXT_H
 
@@ -56,6 +57,8 @@ struct tern_context {
     int last_n;      /* tokens in the current batch */
     int32_t *next_pos; /* (n_seq) scratch: expected next position per sequence while validating */
     bool *want;      /* (n_batch) scratch: which rows of a tern_decode sub-batch want logits */
+    void *raw[16];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
+    int n_raw;
     bool profile;    /* collect per-op timings (profile.c) */
     uint64_t prof_ns[TERN_PROF_COUNT];
     uint64_t prof_calls[TERN_PROF_COUNT];

@@ -77,6 +77,7 @@ void tern_context_profile(const struct tern_context *ctx, struct tern_profile_en
     for (int i = 0; i < TERN_PROF_COUNT; i++) {
         const char *kernel = "scalar";
         if (i == TERN_PROF_ATTENTION) kernel = ctx->attn_k.name;
+        else if (i == TERN_PROF_FFN_ACT) kernel = ctx->vexp_k.name;
         else if (i >= TERN_PROF_MATMUL_F32) kernel = matmul_kernel(types[i - TERN_PROF_MATMUL_F32]);
         else if (i == TERN_PROF_NORM_QUANT || i == TERN_PROF_QUANT) kernel = kern_isa_name();
         out[i] = (struct tern_profile_entry){names[i], kernel, ctx->prof_ns[i], ctx->prof_calls[i],
