@@ -517,7 +517,7 @@ tern_status tern_prefix_cache_create(const struct tern_model *m,
 void tern_prefix_cache_free(struct tern_prefix_cache *pc);
 /* Fill ctx with tokens[0..n) as positions 0..n-1: the longest cached block-aligned prefix
  * (up to n-1 tokens when every layer matmul of the model is batch-invariant on this CPU's
- * kernel path — AVX-512 with Q4_0/Q8_0/Q4_K/Q6_K layers, or the scalar path — else at most n-16,
+ * kernel path — AVX-512 with Q4_0/Q8_0 layers, or the scalar path — else at most n-16,
  * so the rest is decoded as a batch the prefill kernels compute exactly as in a cold run; the
  * last token is always decoded) is restored, the rest decoded with
  * tern_decode(..., TERN_LOGITS_LAST), and every new full block stored. ctx's previous contents

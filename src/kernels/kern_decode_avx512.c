@@ -1,5 +1,5 @@
-/* kern_decode_avx512.c — decode-shaped matmul (a few tokens) for Q4_0, Q8_0, Q4_K and Q6_K
- * weights on AVX-512 VNNI, computing every output with exactly the float operations of the
+/* kern_decode_avx512.c — decode-shaped matmul (a few tokens) for Q4_0 and Q8_0 weights (and
+ * Q4_K / Q6_K, built but not routed: kern_avx512_decode_kquant in kernels.h) on AVX-512 VNNI, computing every output with exactly the float operations of the
  * prefill panels (kern_panel_avx512.c), so a token's result does not depend on how many tokens
  * shared its batch. Compiled with the AVX-512 flags; reached only through kern_avx512.c after
  * kern_dispatch.c checked the CPU.
@@ -492,6 +492,15 @@ bool kern_avx512_decode_matmul(int wtype, const void *W, size_t w_stride, const 
     switch (wtype) {
     case TERN_TYPE_Q4_0: q4_0_decode(W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy); return true;
     case TERN_TYPE_Q8_0: q8_0_decode(W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy); return true;
+    default: return false;
+    }
+}
+
+bool kern_avx512_decode_kquant(int wtype, const void *W, size_t w_stride, const void *A,
+                               size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1,
+                               float *Y, int64_t ldy)
+{
+    switch (wtype) {
     case TERN_TYPE_Q4_K: q4_K_decode(W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy); return true;
     case TERN_TYPE_Q6_K: q6_K_decode(W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy); return true;
     default: return false;

@@ -13,7 +13,6 @@ bool kern_batch_invariant(int wtype)
     const char *isa = kern_isa_name();
     if (strcmp(isa, "scalar") == 0) return wtype >= 0 && wtype < TERN_TYPE_COUNT_;
     if (strcmp(isa, "avx512") == 0)
-        return wtype == TERN_TYPE_Q4_0 || wtype == TERN_TYPE_Q8_0 || wtype == TERN_TYPE_Q4_K ||
-               wtype == TERN_TYPE_Q6_K;
+        return wtype == TERN_TYPE_Q4_0 || wtype == TERN_TYPE_Q8_0;
     return false;
 }

@@ -14,9 +14,10 @@
 #include <stdbool.h>
 
 /* True when kern_matmul of wtype is batch-invariant on the path chosen now (kern_isa_name):
- * scalar: every type (one reference dot per output); avx512: Q4_0, Q8_0, Q4_K, Q6_K (decode
- * and prefill kernels share one float order). False otherwise — the AVX2/NEON tiles and the
- * float formats pick their accumulator count from the tile shape, which depends on n_tok. */
+ * scalar: every type (one reference dot per output); avx512: Q4_0, Q8_0 (decode and prefill
+ * kernels share one float order). False otherwise — the AVX2/NEON tiles and the float formats
+ * pick their accumulator count from the tile shape, which depends on n_tok; Q4_K/Q6_K decode on
+ * AVX-512 still takes those tiles (see kern_avx512_decode_kquant in kernels.h for why). */
 bool kern_batch_invariant(int wtype);
 
 #endif

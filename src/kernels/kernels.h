@@ -59,6 +59,13 @@ kern_matmul_fn kern_avx512_panel_matmul(int wtype);
 bool kern_avx512_decode_matmul(int wtype, const void *W, size_t w_stride, const void *A,
                                size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1,
                                float *Y, int64_t ldy);
+/* The Q4_K / Q6_K decode kernels of the same design (same bits as the panels), not routed:
+ * with DRAM-resident weights they reach only 0.6-0.85x the bandwidth of the 256-bit tiles
+ * (bench_kernels, 1 thread), though 0.9-1.2x in cache. Kept, and tested against the panels,
+ * until that is fixed. Same contract as kern_avx512_decode_matmul. */
+bool kern_avx512_decode_kquant(int wtype, const void *W, size_t w_stride, const void *A,
+                               size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1,
+                               float *Y, int64_t ldy);
 
 /* The scalar path, callable directly (tests compare SIMD paths with it). */
 void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A,
