@@ -121,12 +121,11 @@ static void run_path(const char *path)
         print_message("SKIP path %s: this CPU cannot run it\n", path);
         return;
     }
-    static const int types[] = {TERN_TYPE_Q4_0, TERN_TYPE_Q8_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
     int checked = 0;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const int wtype = types[ti];
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) { /* every format a claim may cover */
+        const int wtype = test_weight_types[ti];
         if (!kern_batch_invariant(wtype)) continue;
-        const bool kq = wtype == TERN_TYPE_Q4_K || wtype == TERN_TYPE_Q6_K;
+        const bool kq = quant_traits_get(wtype)->block_size == 256;
         /* one segment with an odd block count; then past one segment (256 sub-blocks) */
         const int64_t ks[2] = {kq ? 256 * 3 : 32 * 27, kq ? 256 * 33 : 32 * 301};
         int n = 0;
