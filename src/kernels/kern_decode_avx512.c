@@ -23,7 +23,7 @@
  *                (plus one for Q4_K mins) per sub-block advances all 16 rows' chains.
  * Integer sums are exact in any order, so only the chain matters and it is the panels' one.
  * Long rows are cut into segments of DC_SEG sub-blocks (the chains carry over), so every k
- * is covered with buffers of fixed size (about 60 KB of stack). */
+ * is covered with buffers of fixed size (about 100 KB of stack: four tokens of prepared activations and the 16-row buffers). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
