@@ -45,9 +45,10 @@ struct attn_kernels {
     const char *name;
 };
 
-/* Most queries a block holds: bounds the per-thread score rows (ATTN_BLOCK_MAX * n_ctx floats,
- * 2 MiB at n_ctx 32768). */
-enum { ATTN_BLOCK_MAX = 16 };
+/* Most queries a block holds, and the per-thread score memory the context aims for: a block has
+ * ATTN_BLOCK_MAX rows up to n_ctx 32768, fewer beyond (down to 1), so score rows take at most
+ * 2 MiB per thread whenever n_ctx <= 512K (context.c). */
+enum { ATTN_BLOCK_MAX = 16, ATTN_SCORE_BYTES = 2 << 20 };
 
 /* The kernels for this CPU (and head_dim: SIMD paths need hd % 16 (AVX-512) or % 8 (AVX2)). */
 struct attn_kernels attn_select(int hd);

@@ -73,17 +73,20 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
     ctx->proj = alloc_floats(ctx, nb * d, &st);
     ctx->rope_cs = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
-    /* Attention blocks: a KV head's query heads (in subgroups of at most ATTN_BLOCK_MAX), times
-     * as many consecutive tokens as fit in ATTN_BLOCK_MAX queries. Per-thread rows start on
-     * their own cache lines (no false sharing). */
-    const int group = in->n_head / in->n_head_kv;
-    ctx->attn_gsz = group < ATTN_BLOCK_MAX ? group : ATTN_BLOCK_MAX;
-    ctx->attn_T = ATTN_BLOCK_MAX / ctx->attn_gsz;
-    ctx->attn_units_per_blk = in->n_head_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+    /* Attention blocks: a KV head's query heads (in subgroups of at most attn_rows), times as
+     * many consecutive tokens as fit in attn_rows queries; attn_rows score rows of n_ctx floats
+     * fit in ATTN_SCORE_BYTES (attn.h). Per-thread rows start on their own cache lines (no
+     * false sharing). */
     ctx->score_stride = ((size_t)cp.n_ctx + 15) & ~(size_t)15;
-    ctx->scores = aligned_alloc(64, (size_t)cp.n_threads * ATTN_BLOCK_MAX * ctx->score_stride *
+    const size_t fit = ATTN_SCORE_BYTES / (ctx->score_stride * sizeof(float));
+    ctx->attn_rows = fit >= ATTN_BLOCK_MAX ? ATTN_BLOCK_MAX : fit < 1 ? 1 : (int)fit;
+    const int group = in->n_head / in->n_head_kv;
+    ctx->attn_gsz = group < ctx->attn_rows ? group : ctx->attn_rows;
+    ctx->attn_T = ctx->attn_rows / ctx->attn_gsz;
+    ctx->attn_units_per_blk = in->n_head_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+    ctx->scores = aligned_alloc(64, (size_t)cp.n_threads * ctx->attn_rows * ctx->score_stride *
                                         sizeof(float));
-    ctx->qr_stride = ((size_t)(ATTN_BLOCK_MAX + 16) * in->head_dim + 15) & ~(size_t)15;
+    ctx->qr_stride = ((size_t)(ctx->attn_rows + 16) * in->head_dim + 15) & ~(size_t)15;
     ctx->qr = aligned_alloc(64, (size_t)cp.n_threads * ctx->qr_stride * sizeof(float));
     if ((!ctx->scores || !ctx->qr) && !st)
         st = tern_fail(TERN_ERR_NOMEM, "context: out of memory for attention scratch (%d threads,"

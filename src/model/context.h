@@ -34,14 +34,15 @@ struct tern_context {
     int act_type;
     float *rope_cs;  /* (n_batch, n_rot) interleaved cos, sin for each token's position */
     /* Attention blocks (forward.c, attn.h): up to attn_T consecutive tokens of one sequence times
-     * attn_gsz query heads of one KV head; attn_units_per_blk units per token block. */
-    int attn_T, attn_gsz, attn_units_per_blk;
+     * attn_gsz query heads of one KV head, at most attn_rows (<= ATTN_BLOCK_MAX) queries;
+     * attn_units_per_blk units per token block. */
+    int attn_rows, attn_T, attn_gsz, attn_units_per_blk;
     int32_t *ablk;   /* (n_batch + 1) first batch row of each token block of the current batch */
     int n_ablk;
-    float *scores;   /* (n_threads, ATTN_BLOCK_MAX, score_stride) score rows, per thread, 64-byte
+    float *scores;   /* (n_threads, attn_rows, score_stride) score rows, per thread, 64-byte
                         aligned; score_stride = n_ctx rounded up to 16 */
     size_t score_stride;
-    float *qr;       /* (n_threads, qr_stride) per thread: ATTN_BLOCK_MAX queries rounded to F16
+    float *qr;       /* (n_threads, qr_stride) per thread: attn_rows queries rounded to F16
                         precision (head_dim each), then a 16-key tile of head_dim floats */
     size_t qr_stride;
     struct attn_kernels attn_k; /* attention inner loops for this CPU */

@@ -247,7 +247,7 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
 }
 
 /* Causal attention in blocks. A unit is (token block, KV head, subgroup of its query heads):
- * up to ATTN_BLOCK_MAX queries that read the same keys, processed together so each K and V row
+ * up to attn_rows queries that read the same keys, processed together so each K and V row
  * is converted once per block (attn.h). A query at position p attends to keys 0..p of its
  * sequence; its result has the same bits whatever block it landed in. Units are dealt to chunks
  * round-robin, so every chunk gets early (cheap) and late (expensive) tokens alike. */
@@ -261,9 +261,9 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
     const int n_sub = (group + gsz - 1) / gsz;
     const float scale = 1.0f / sqrtf((float)hd);
     const size_t ss = ctx->score_stride;
-    float *sc = ctx->scores + (size_t)tid * ATTN_BLOCK_MAX * ss;
+    float *sc = ctx->scores + (size_t)tid * ctx->attn_rows * ss;
     float *qb = ctx->qr + (size_t)tid * ctx->qr_stride;
-    float *tile = qb + (size_t)ATTN_BLOCK_MAX * hd;
+    float *tile = qb + (size_t)ctx->attn_rows * hd;
     int nk[ATTN_BLOCK_MAX];
     float *outp[ATTN_BLOCK_MAX];
     const long long per_blk = (long long)in->n_head_kv * n_sub;
