@@ -181,6 +181,12 @@ float quant_fit_scale_min(int n, int nmax, const float *x, const float *w, uint8
  * of each and packed into scales[12]; *d and *dmin get the fp16 super-block scales. */
 void quant_kquant_pack_scales(const float scales[8], const float mins[8], uint8_t packed[12],
                               uint16_t *d, uint16_t *dmin);
+/* Q4_K / Q5_K: one super-block of 256 values x fitted as llama.cpp does (per sub-block of 32:
+ * weights sqrt(mean x^2) + |x|, quant_fit_scale_min with nmax levels and the format's search
+ * rmin/rdelta/nstep), scales and mins packed, then the codes L[256] (0..nmax) re-derived from
+ * the rounded scales; a sub-block whose rounded scale is 0 keeps the fit's codes. */
+void quant_kquant_fit_superblock(const float *x, int nmax, float rmin, float rdelta, int nstep,
+                                 uint8_t packed[12], uint16_t *d, uint16_t *dmin, uint8_t *L);
 
 void quant_q5_K_from_float(const float *x, void *y, int64_t n);
 void quant_q5_K_to_float(const void *x, float *y, int64_t n);

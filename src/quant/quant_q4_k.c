@@ -123,34 +123,43 @@ void quant_kquant_pack_scales(const float scales[8], const float mins[8], uint8_
     *dmin = fp16_from_f32(max_min / 63.f);
 }
 
+void quant_kquant_fit_superblock(const float *x, int nmax, float rmin, float rdelta, int nstep,
+                                 uint8_t packed[12], uint16_t *d, uint16_t *dmin, uint8_t *L)
+{
+    uint8_t Laux[32];
+    float w[32], mins[8], scales[8];
+    for (int j = 0; j < 8; j++) {
+        const float *xs = x + 32 * j;
+        float sum_x2 = 0;
+        for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+        const float av_x = sqrtf(sum_x2 / 32);
+        for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
+        scales[j] = quant_fit_scale_min(32, nmax, xs, w, L + 32 * j, &mins[j], Laux, rmin, rdelta,
+                                        nstep);
+    }
+    quant_kquant_pack_scales(scales, mins, packed, d, dmin);
+
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        quant_q4k_scale_min(j, packed, &sc, &m);
+        const float dj = fp16_to_f32(*d) * sc;
+        if (dj == 0) continue; /* keeps the fit's codes, as llama.cpp does */
+        const float dm = fp16_to_f32(*dmin) * m;
+        for (int i = 0; i < 32; i++) {
+            int l = quant_nearest_int((x[32 * j + i] + dm) / dj);
+            L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        }
+    }
+}
+
 void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct quant_block_q4_K *y = vy;
-    uint8_t L[QUANT_QK_K], Laux[32];
-    float w[32], mins[8], scales[8];
+    uint8_t L[QUANT_QK_K];
 
     for (int64_t b = 0; b < n / QUANT_QK_K; b++, x += QUANT_QK_K) {
-        for (int j = 0; j < 8; j++) {
-            const float *xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-            scales[j] = quant_fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.f, 0.1f, 20);
-        }
-        quant_kquant_pack_scales(scales, mins, y[b].scales, &y[b].d, &y[b].dmin);
-
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, m;
-            quant_q4k_scale_min(j, y[b].scales, &sc, &m);
-            const float d = fp16_to_f32(y[b].d) * sc;
-            if (d == 0) continue;
-            const float dm = fp16_to_f32(y[b].dmin) * m;
-            for (int i = 0; i < 32; i++) {
-                int l = quant_nearest_int((x[32 * j + i] + dm) / d);
-                L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
-            }
-        }
+        /* llama.cpp's Q4_K search: 15 levels, rmin -1, 20 steps of 0.1 */
+        quant_kquant_fit_superblock(x, 15, -1.f, 0.1f, 20, y[b].scales, &y[b].d, &y[b].dmin, L);
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++)
                 y[b].qs[32 * c + l] = (uint8_t)(L[64 * c + l] | (L[64 * c + 32 + l] << 4));

@@ -22,31 +22,11 @@ static inline int q5k_code(const struct quant_block_q5_K *b, int j, int l)
 void quant_q5_K_from_float(const float *x, void *vy, int64_t n)
 {
     struct quant_block_q5_K *y = vy;
-    uint8_t L[QUANT_QK_K], Laux[32];
-    float w[32], mins[8], scales[8];
+    uint8_t L[QUANT_QK_K];
 
     for (int64_t b = 0; b < n / QUANT_QK_K; b++, x += QUANT_QK_K) {
-        for (int j = 0; j < 8; j++) {
-            const float *xs = x + 32 * j;
-            float sum_x2 = 0;
-            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
-            const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-            scales[j] = quant_fit_scale_min(32, 31, xs, w, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15);
-        }
-        quant_kquant_pack_scales(scales, mins, y[b].scales, &y[b].d, &y[b].dmin);
-
-        for (int j = 0; j < 8; j++) {
-            uint8_t sc, m;
-            quant_q4k_scale_min(j, y[b].scales, &sc, &m);
-            const float d = fp16_to_f32(y[b].d) * sc;
-            if (d == 0) continue; /* keeps the fit's codes, as llama.cpp does */
-            const float dm = fp16_to_f32(y[b].dmin) * m;
-            for (int i = 0; i < 32; i++) {
-                int l = quant_nearest_int((x[32 * j + i] + dm) / d);
-                L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > 31 ? 31 : l);
-            }
-        }
+        /* llama.cpp's Q5_K search: 31 levels, rmin -0.5, 15 steps of 0.1 */
+        quant_kquant_fit_superblock(x, 31, -0.5f, 0.1f, 15, y[b].scales, &y[b].d, &y[b].dmin, L);
         memset(y[b].qh, 0, sizeof y[b].qh);
         for (int c = 0; c < 4; c++)
             for (int l = 0; l < 32; l++) {
