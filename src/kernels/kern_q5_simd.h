@@ -132,11 +132,6 @@ KS_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
             const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
             uint8_t sc[8], mn[8];
             q4k_unpack_scales(wb->scales, sc, mn);
-            __m128i m8;
-            memcpy(&m8, mn, 8); /* low 8 bytes used */
-            const __m128i m16 = _mm_cvtepu8_epi16(m8);
-            const __m256i mdup = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16),
-                                                  _mm_unpacklo_epi16(m16, m16));
             const __m256i qh = _mm256_loadu_si256((const __m256i *)wb->qh);
             __m256i q[8];
             for (int c = 0; c < 4; c++) {
@@ -147,21 +142,7 @@ KS_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
                 q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
                                                _mm256_slli_epi16(h1, 4));
             }
-            const float dw = ks_h2f(wb->d), dmw = ks_h2f(wb->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                __m256i s = _mm256_setzero_si256();
-                for (int sb = 0; sb < 8; sb++)
-                    s = ks_maddubs_scaled(s, q[sb],
-                                          _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb)),
-                                          _mm256_set1_epi16(sc[sb]));
-                const __m256i ms = _mm256_madd_epi16(
-                    _mm256_loadu_si256((const __m256i *)ab->bsums), mdup);
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d),
-                                            acc[i][j]);
-                acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmw * ab->d),
-                                             acc[i][j]);
-            }
+            ks_kquant_min_block(acc[i], q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
         }
     }
     for (int i = 0; i < nr; i++)

@@ -233,6 +233,31 @@ KS_INLINE __m256i ks_maddubs_scaled(__m256i acc, __m256i u, __m256i s, __m256i s
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16));
 }
 
+/* One weight super-block of a K-quant with 6-bit scales and mins (Q4_K, Q5_K: the codes q[8]
+ * already unpacked to unsigned bytes, one vector per sub-block of 32) against block b of nt
+ * tokens' Q8_K activations, accumulated into acc[0..nt): maddubs pair sums scaled by the
+ * sub-block scale in one madd, the mins through the activation's 16-element block sums. */
+KS_INLINE void ks_kquant_min_block(__m256 *acc, const __m256i q[8], const uint8_t sc[8],
+                                   const uint8_t mn[8], float dw, float dmw, const uint8_t *A,
+                                   size_t as, int64_t b, int nt)
+{
+    __m128i m8;
+    memcpy(&m8, mn, 8); /* low 8 bytes used */
+    const __m128i m16 = _mm_cvtepu8_epi16(m8);
+    const __m256i mdup = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16),
+                                          _mm_unpacklo_epi16(m16, m16));
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        __m256i s = _mm256_setzero_si256();
+        for (int sb = 0; sb < 8; sb++)
+            s = ks_maddubs_scaled(s, q[sb], _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb)),
+                                  _mm256_set1_epi16(sc[sb]));
+        const __m256i ms = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), mdup);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d), acc[j]);
+        acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmw * ab->d), acc[j]);
+    }
+}
+
 KS_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
                          int nr, int nt, float *out)
 {
@@ -245,32 +270,13 @@ KS_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
             const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
             uint8_t sc[8], mn[8];
             q4k_unpack_scales(wb->scales, sc, mn);
-            __m128i m8;
-            memcpy(&m8, mn, 8); /* low 8 bytes used */
-            const __m128i m16 = _mm_cvtepu8_epi16(m8);
-            const __m256i mdup = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16),
-                                                  _mm_unpacklo_epi16(m16, m16));
             __m256i q[8];
             for (int c = 0; c < 4; c++) {
                 const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
                 q[2 * c] = _mm256_and_si256(x, m4);
                 q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
             }
-            const float dw = ks_h2f(wb->d), dmw = ks_h2f(wb->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                __m256i s = _mm256_setzero_si256();
-                for (int sb = 0; sb < 8; sb++)
-                    s = ks_maddubs_scaled(s, q[sb],
-                                          _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb)),
-                                          _mm256_set1_epi16(sc[sb]));
-                const __m256i ms = _mm256_madd_epi16(
-                    _mm256_loadu_si256((const __m256i *)ab->bsums), mdup);
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d),
-                                            acc[i][j]);
-                acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), _mm256_set1_ps(dmw * ab->d),
-                                             acc[i][j]);
-            }
+            ks_kquant_min_block(acc[i], q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
         }
     }
     for (int i = 0; i < nr; i++)
