@@ -89,25 +89,15 @@ KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
 
 KS_BLOCK32_TILE(q5_1)
 
-/* Q8_1 activations (Q5_1 matmuls): q8_0_quant of kern_simd_impl.h plus s = d * sum(q), the
+/* Q8_1 activations (Q5_1 matmuls): ks_q8_block of kern_simd_impl.h plus s = d * sum(q), the
  * float d as ggml-cpu's x86 path uses it. Bit-identical to quant_q8_1_from_float_act. */
 static void q8_1_quant(const float *x, void *vy, int64_t n)
 {
     struct quant_block_q8_1 *y = vy;
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int64_t b = 0; b < n / 32; b++, x += 32) {
-        const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-        const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-        const __m256 m = _mm256_max_ps(_mm256_max_ps(ks_abs(v0), ks_abs(v1)),
-                                       _mm256_max_ps(ks_abs(v2), ks_abs(v3)));
-        const float amax = ks_hmax(m);
-        const float d = amax / 127.f;
-        const float id = amax != 0 ? 127.f / amax : 0.0f;
-        y[b].d = fp16_from_f32(d);
-        const __m256 vid = _mm256_set1_ps(id);
-        const __m256i q = ks_round_pack32(_mm256_mul_ps(v0, vid), _mm256_mul_ps(v1, vid),
-                                          _mm256_mul_ps(v2, vid), _mm256_mul_ps(v3, vid));
-        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+        float d;
+        const __m256i q = ks_q8_block(x, &y[b].d, y[b].qs, &d);
         /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
         const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(q, flip), _mm256_setzero_si256());
         const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));

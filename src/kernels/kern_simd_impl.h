@@ -431,23 +431,32 @@ KS_INLINE __m256i ks_round_pack32(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* One block of 32 activations to 8 bits as Q8_0 and Q8_1 share it (127/amax, round half to
+ * even): stores the fp16 scale in *d16 and the codes in qs, returns the float scale and the
+ * codes (Q8_1 also needs their sum). */
+KS_INLINE __m256i ks_q8_block(const float *x, uint16_t *d16, int8_t *qs, float *d_out)
+{
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(ks_abs(v0), ks_abs(v1)),
+                                   _mm256_max_ps(ks_abs(v2), ks_abs(v3)));
+    const float amax = ks_hmax(m);
+    const float d = amax / 127.f;
+    const float id = amax != 0 ? 127.f / amax : 0.0f;
+    *d16 = fp16_from_f32(d);
+    *d_out = d;
+    const __m256 vid = _mm256_set1_ps(id);
+    const __m256i q = ks_round_pack32(_mm256_mul_ps(v0, vid), _mm256_mul_ps(v1, vid),
+                                      _mm256_mul_ps(v2, vid), _mm256_mul_ps(v3, vid));
+    _mm256_storeu_si256((__m256i *)qs, q);
+    return q;
+}
+
 static void q8_0_quant(const float *x, void *vy, int64_t n)
 {
     struct quant_block_q8_0 *y = vy;
-    for (int64_t b = 0; b < n / 32; b++, x += 32) {
-        const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-        const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-        const __m256 m = _mm256_max_ps(_mm256_max_ps(ks_abs(v0), ks_abs(v1)),
-                                       _mm256_max_ps(ks_abs(v2), ks_abs(v3)));
-        const float amax = ks_hmax(m);
-        const float d = amax / 127.f;
-        const float id = amax != 0 ? 127.f / amax : 0.0f;
-        y[b].d = fp16_from_f32(d);
-        const __m256 vid = _mm256_set1_ps(id);
-        const __m256i q = ks_round_pack32(_mm256_mul_ps(v0, vid), _mm256_mul_ps(v1, vid),
-                                          _mm256_mul_ps(v2, vid), _mm256_mul_ps(v3, vid));
-        _mm256_storeu_si256((__m256i *)y[b].qs, q);
-    }
+    float d;
+    for (int64_t b = 0; b < n / 32; b++, x += 32) ks_q8_block(x, &y[b].d, y[b].qs, &d);
 }
 
 static void q8_K_quant(const float *x, void *vy, int64_t n)
