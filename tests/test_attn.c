@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
-#include "model/attn.h"
+#include "kernels/attn.h"
 #include "util/fp16.h"
 
 static float frand(uint64_t *s)
@@ -64,8 +64,7 @@ static void test_simd_paths(void **state)
     }
 #endif
     if (!tested) {
-        print_message("SKIP: no SIMD attention path on this CPU\n");
-        skip();
+        TEST_SKIP("no SIMD attention path on this CPU\n");
     }
 }
 
@@ -158,5 +157,5 @@ int main(void)
         cmocka_unit_test(test_block_kernels),
         cmocka_unit_test(test_selection_follows_isa),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -188,5 +188,5 @@ int main(void)
         cmocka_unit_test(test_scalar),
         cmocka_unit_test(test_avx512),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

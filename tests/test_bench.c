@@ -124,5 +124,5 @@ int main(void)
         cmocka_unit_test(test_depth),
         cmocka_unit_test(test_prompt_cache_report),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

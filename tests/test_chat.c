@@ -478,5 +478,5 @@ int main(void)
         cmocka_unit_test(test_chat_bad_input),
         cmocka_unit_test(test_chat_prompt_cache_across_runs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

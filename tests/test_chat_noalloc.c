@@ -80,5 +80,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_generate_loop_does_not_allocate),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

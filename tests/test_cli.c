@@ -192,5 +192,5 @@ int main(void)
         cmocka_unit_test(test_synth_check_run),
         cmocka_unit_test(test_quantize),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -42,5 +42,5 @@ int main(void)
         cmocka_unit_test(test_half_rounding),
         cmocka_unit_test(test_bf16),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

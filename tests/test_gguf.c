@@ -673,5 +673,5 @@ int main(void)
         cmocka_unit_test(test_fixture_models),
         cmocka_unit_test(test_fixture_vocabs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

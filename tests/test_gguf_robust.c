@@ -492,5 +492,5 @@ int main(void)
         cmocka_unit_test(test_random_mutations_small),
         cmocka_unit_test(test_random_mutations_vocab),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

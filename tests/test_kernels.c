@@ -333,5 +333,5 @@ int main(void)
         cmocka_unit_test(test_blocked_prefill),
         cmocka_unit_test(test_float_odd_k),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

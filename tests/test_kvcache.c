@@ -702,5 +702,5 @@ int main(void)
         cmocka_unit_test(test_refuse_damaged_and_foreign),
         cmocka_unit_test(test_cli_prompt_cache),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -131,8 +131,7 @@ static void test_mixed_native(void **state)
     (void)state;
     /* the best SIMD path of this CPU, whatever it is */
     if (!kern_force_isa("avx512") && !kern_force_isa("avx2") && !kern_force_isa("neon")) {
-        print_message("SKIP: no SIMD kernel path on this CPU\n");
-        skip();
+        TEST_SKIP("no SIMD kernel path on this CPU\n");
     }
     mixed_batches(model_path, kern_isa_name(), 2e-3);
     /* the tiny Q4_0 model: exact where every format in it is batch-invariant on this path */
@@ -186,5 +185,5 @@ int main(void)
         cmocka_unit_test(test_mixed_native),
         cmocka_unit_test(test_bad_batches),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, setup, NULL));
 }

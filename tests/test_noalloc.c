@@ -65,5 +65,5 @@ int main(void)
         cmocka_unit_test(test_decode_q8_0),
         cmocka_unit_test(test_decode_k_quants),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

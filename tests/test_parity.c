@@ -76,5 +76,5 @@ int main(void)
         cmocka_unit_test(test_all_models_1_thread),
         cmocka_unit_test(test_f16_models_2_threads),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

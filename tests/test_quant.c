@@ -718,5 +718,5 @@ int main(void)
         cmocka_unit_test(test_fixtures),    cmocka_unit_test(test_q5_0_llama_golden),
         cmocka_unit_test(test_q5_K_llama_golden),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

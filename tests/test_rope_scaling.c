@@ -124,5 +124,5 @@ int main(void)
         cmocka_unit_test(test_freqs_equal_linear),
         cmocka_unit_test(test_bad_freqs_shape),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -17,8 +17,7 @@ static bool have_tools;
 #define NEED_TOOLS()                                                                           \
     do {                                                                                       \
         if (!have_tools) {                                                                     \
-            print_message("SKIP: bash or jq not installed (scripts/install-deps.sh has jq)\n"); \
-            skip();                                                                            \
+            TEST_SKIP("bash or jq not installed (scripts/install-deps.sh has jq)\n");         \
         }                                                                                      \
     } while (0)
 
@@ -139,5 +138,5 @@ int main(void)
         cmocka_unit_test(test_failure_and_threads),
         cmocka_unit_test(test_bad_arguments),
     };
-    return cmocka_run_group_tests(tests, setup, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, setup, NULL));
 }

@@ -326,5 +326,5 @@ int main(void)
         cmocka_unit_test(test_default_vocab_has_merges),
         cmocka_unit_test(test_cli_vocab),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

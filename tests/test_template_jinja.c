@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "template/tmpl.h"
+#include "chat/tmpl.h"
 
 #define FIXTURE_NOW 1736933400 /* 2025-01-15 09:30:00 UTC */
 
@@ -364,5 +364,5 @@ int main(void)
         cmocka_unit_test(test_gguf_template),
         cmocka_unit_test(test_cli),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -94,5 +94,5 @@ int main(void)
         cmocka_unit_test(test_oversubscribed),
         cmocka_unit_test(test_bad_counts),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

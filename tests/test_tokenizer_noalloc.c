@@ -65,5 +65,5 @@ int main(void)
         cmocka_unit_test(test_gpt2), cmocka_unit_test(test_qwen2), cmocka_unit_test(test_llama3),
         cmocka_unit_test(test_spm), cmocka_unit_test(test_deepseek),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

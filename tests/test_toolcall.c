@@ -298,5 +298,5 @@ int main(void)
         cmocka_unit_test(test_roundtrip_rendered),
         cmocka_unit_test(test_api_misuse),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "model/type_plan.h"
+#include "convert/type_plan.h"
 #include "quant/quant.h"
 
 struct mat {
@@ -109,5 +109,5 @@ int main(void)
         cmocka_unit_test(test_q4_k_m_qwen05),
         cmocka_unit_test(test_rules),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

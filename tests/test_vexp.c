@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/vexp.h"
+#include "kernels/vexp.h"
 
 static float from_bits(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static uint32_t to_bits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
@@ -119,5 +119,5 @@ int main(void)
         cmocka_unit_test(test_simd_bit_identical),
         cmocka_unit_test(test_close_to_libm),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kv/kv.h"
+#include "model/context_kv.h"
 #include "util/error.h"
 
 struct tern_kv_snapshot {

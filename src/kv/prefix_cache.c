@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/kern_invariant.h"
-#include "model/model.h"
 #include "util/error.h"
 
 #define PC_DEFAULT_BLOCK 32
@@ -267,15 +265,7 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
 
 int pc_min_suffix(const struct tern_prefix_cache *pc)
 {
-    const struct tern_model *m = pc->model;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        const struct model_layer *L = &m->layers[l];
-        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            if (!kern_batch_invariant(w[i]->type)) return PC_MIN_SUFFIX;
-    }
-    return 1;
+    return kv_model_min_exact_suffix(pc->model);
 }
 
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
@@ -295,9 +285,9 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
                              "outside the vocabulary (0..%d)", tokens[i], i, pc->n_vocab - 1);
 
     /* Restore at most n - min_suffix tokens: the last token must be decoded for its logits.
-     * When the layer matmuls are batch-invariant (kern_invariant.h; norms, RoPE, activation
+     * When the layer matmuls are batch-invariant (kv_model_min_exact_suffix; norms, RoPE, activation
      * quantization and attention are per token already) any suffix gets the cold run's bits and
-     * min_suffix is 1. Otherwise the rest is one batch of >= PC_MIN_SUFFIX tokens, which every
+     * min_suffix is 1. Otherwise the rest is one batch of >= KV_MIN_BATCHED_SUFFIX tokens, which every
      * matmul kernel computes as inside the cold run's longer batch (very small batches take
      * kernels that sum in another order on some paths): at most one block of recompute. */
     const int min_suffix = pc_min_suffix(pc);

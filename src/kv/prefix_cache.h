@@ -14,14 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Tokens always decoded after a hit (see tern_prefix_cache_prefill), at most: enough that the
- * prefill kernels compute them exactly as they did inside the cold run's batch when the kernels
- * sum in a batch-size dependent order. pc_min_suffix gives the figure for a model on the active
- * kernel path: 1 (only the last token, for its logits) when every layer matmul is batch-invariant
- * (src/kernels/kern_invariant.h), this otherwise. */
-#define PC_MIN_SUFFIX 16
-
-#include "kv/kv.h"
+#include "model/context_kv.h"
 
 struct pc_block {
     uint64_t key, parent;       /* parent 0: the first block of a prompt */
@@ -50,7 +43,7 @@ struct tern_prefix_cache {
 };
 
 /* Tokens a hit must leave to decode for pc's model on the active kernel path: 1 or
- * PC_MIN_SUFFIX (see above). */
+ * KV_MIN_BATCHED_SUFFIX (kv_model_min_exact_suffix). */
 int pc_min_suffix(const struct tern_prefix_cache *pc);
 /* Key of a block of B tokens after the block keyed parent (never 0). */
 uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B);

@@ -30,7 +30,6 @@
 
 #include <nettle/sha2.h>
 
-#include "kernels/kernels.h"
 #include "util/error.h"
 
 #define HDR 256
@@ -175,10 +174,10 @@ static tern_status load_block(struct tern_prefix_cache *pc, const char *path, co
                        pc->n_head_kv, pc->head_dim, pc->B);
         goto fail;
     }
-    if (strcmp(h.isa, kern_isa_name())) {
+    if (strcmp(h.isa, kv_kernel_path())) {
         st = tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
                        "uses %s (results would not be bit-identical); not used", name, h.isa,
-                       kern_isa_name());
+                       kv_kernel_path());
         goto fail;
     }
     uint8_t sum[32];
@@ -326,7 +325,7 @@ tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
     put32(h + 12, HDR);
     memcpy(h + 16, pc->model_fp, 32);
     memcpy(h + 48, pc->tok_fp, 32);
-    strncpy((char *)h + 80, kern_isa_name(), 16);
+    strncpy((char *)h + 80, kv_kernel_path(), 16);
     put32(h + 96, (uint32_t)pc->n_layer);
     put32(h + 100, (uint32_t)pc->n_head_kv);
     put32(h + 104, (uint32_t)pc->head_dim);

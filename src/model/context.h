@@ -7,10 +7,10 @@
 #ifndef TERN_MODEL_CONTEXT_H
 #define TERN_MODEL_CONTEXT_H
 
-#include "kv/kv.h"
-#include "model/attn.h"
+#include "model/kv_cache.h"
+#include "kernels/attn.h"
 #include "model/model.h"
-#include "model/vexp.h"
+#include "kernels/vexp.h"
 #include "util/threadpool.h"
 
 struct tern_context {

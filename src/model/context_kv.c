@@ -1,8 +1,12 @@
-/* context_kv.c — the KV cache room's window into struct tern_context (declared in kv/kv.h).
+/* context_kv.c — the context's KV interface (declared in model/context_kv.h).
  *
- * src/kv (snapshots, prefix cache) moves KV bytes in and out of a context; these four
- * accessors are all it needs from context.h, so the context's layout stays private to
- * src/model. Kept separate from context.c so each room edits only its own files. */
+ * src/kv (snapshots, prefix cache) moves KV bytes in and out of a context; these accessors are
+ * all it needs, so the context's layout, the model's layers and the kernels stay private to
+ * src/model and below. */
+#include "model/context_kv.h"
+
+#include "kernels/kern_invariant.h"
+#include "kernels/kernels.h"
 #include "model/context.h"
 
 struct kv_cache *kv_of_context(struct tern_context *ctx) { return &ctx->kv; }
@@ -14,3 +18,17 @@ void kv_context_set_n_pos(struct tern_context *ctx, int n_pos)
     ctx->kv.seq_pos[0] = n_pos;
     ctx->n_logits = 0; /* logits belonged to the old contents */
 }
+
+int kv_model_min_exact_suffix(const struct tern_model *m)
+{
+    for (int l = 0; l < m->info.n_layer; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
+                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            if (!kern_batch_invariant(w[i]->type)) return KV_MIN_BATCHED_SUFFIX;
+    }
+    return 1;
+}
+
+const char *kv_kernel_path(void) { return kern_isa_name(); }

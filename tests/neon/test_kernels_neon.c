@@ -1,7 +1,7 @@
 /* test_kernels_neon.c — the AArch64 NEON path against the scalar reference, built and run by
  * scripts/test-neon.sh (cross-compiled, run under qemu-aarch64). Self-contained on purpose:
  * the cross toolchain has none of libtern's other dependencies (cmocka, cJSON, ...), so this
- * links only src/quant, src/kernels, src/model/attn*.c and src/util/error.c, and reports in
+ * links only src/quant, src/kernels (matmul, attention, vexp) and src/util/error.c, and reports in
  * plain text: one line per check, then exactly "N passed, N failed"; exit status 1 on any
  * failure.
  *
@@ -27,8 +27,8 @@
 
 #include "kernels/kern_neon.h"
 #include "kernels/kernels.h"
-#include "model/attn.h"
-#include "model/attn_neon.h"
+#include "kernels/attn.h"
+#include "kernels/attn_neon.h"
 #include "quant/quant.h"
 #include "test_rng.h"
 #include "util/fp16.h"

@@ -20,11 +20,23 @@ const char *test_shared_path(const char *rel);
 #define TEST_SHARED_OR_SKIP(var, rel)                                                          \
     const char *var = test_shared_path(rel);                                                   \
     do {                                                                                       \
-        if (!var) {                                                                            \
-            print_message("SKIP: ../shared (fixtures) not found; set TERN_SHARED to run\n");   \
-            skip();                                                                            \
-        }                                                                                      \
+        if (!var) TEST_SKIP("../shared (fixtures) not found; set TERN_SHARED to run\n");      \
     } while (0)
+
+/* Skip the current cmocka test with a message, and remember that something was skipped, so the
+ * process exits with TEST_EXIT_SKIPPED and ctest reports the test as skipped, not passed. */
+#define TEST_SKIP(...)                                                                         \
+    do {                                                                                       \
+        test_note_skip();                                                                      \
+        print_message("SKIP: " __VA_ARGS__);                                                   \
+        skip();                                                                                \
+    } while (0)
+void test_note_skip(void);
+/* ctest's SKIP_RETURN_CODE for every test (CMakeLists.txt). */
+#define TEST_EXIT_SKIPPED 77
+/* What main returns: the cmocka failure count if any failed, else TEST_EXIT_SKIPPED if any test
+ * skipped, else 0. Every test's main ends with return test_exit_status(cmocka_run_group_tests(..)). */
+int test_exit_status(int n_failed);
 
 /* Path of the built tern binary (build/bin/tern) and the source tree. */
 const char *test_tern_bin(void);

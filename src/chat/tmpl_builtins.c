@@ -1,0 +1,1086 @@
+/* tmpl_builtins.c — the filters, tests, methods and global functions templates can call.
+ *
+ * Read tmpl.h first. Each one follows its Jinja2 3.1 / Python 3 definition (named in the
+ * comment where the behaviour is not obvious), e.g. `indent` appends a newline before
+ * splitting lines, `unique` compares strings case-insensitively, `map`/`select*` return
+ * generators (which `tojson` refuses, as json.dumps does), `title` is Jinja's regex version
+ * while the str.title() method is Python's. Methods that would mutate a list or dict are
+ * refused with SecurityError, as in the ImmutableSandboxedEnvironment Hugging Face uses. */
+#include "chat/tmpl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <utf8proc.h>
+
+static bool name_is(const char *name, size_t len, const char *s)
+{
+    return strlen(s) == len && !memcmp(name, s, len);
+}
+
+static struct tval mk_list(struct tmpl_ev *ev, size_t n, uint8_t flags)
+{
+    struct tlist *l = tmpl_ev_alloc(ev, sizeof *l);
+    l->v = tmpl_ev_alloc(ev, (n ? n : 1) * sizeof *l->v);
+    l->cap = n ? n : 1;
+    struct tval v = {0};
+    v.kind = TV_LIST;
+    v.flags = flags;
+    v.u.l = l;
+    return v;
+}
+
+static struct tval mk_str(struct tmpl_ev *ev, const char *p, size_t n)
+{
+    char *s = tmpl_ev_alloc(ev, n + 1);
+    if (n) memcpy(s, p, n);
+    return tv_str(s, n);
+}
+
+static struct tval buf_val(struct tmpl_ev *ev, struct tmpl_buf *b)
+{
+    if (b->oom) tmpl_throw(ev, NULL, "MemoryError", "template rendering exceeded its memory limit");
+    return tv_str(b->p ? b->p : "", b->n);
+}
+
+static struct tval str_arg(struct tmpl_ev *ev, struct tval v, const struct tmpl_node *at, const char *what)
+{
+    if (v.kind != TV_STR)
+        tmpl_throw(ev, at, "TypeError", "%s must be str, not %s", what, tmpl_type_name(v));
+    return v;
+}
+
+static int64_t int_arg(struct tmpl_ev *ev, struct tval v, const struct tmpl_node *at, const char *what)
+{
+    if (v.kind == TV_INT) return v.u.i;
+    if (v.kind == TV_BOOL) return v.u.b;
+    tmpl_throw(ev, at, "TypeError", "%s must be an integer, not %s", what, tmpl_type_name(v));
+}
+
+/* ------------------------------------------------------------------ string helpers */
+
+static int32_t cp_at(const char *p, size_t n, size_t i, size_t *len)
+{
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p + i, (utf8proc_ssize_t)(n - i), &cp);
+    if (k <= 0) {
+        *len = 1;
+        return (unsigned char)p[i];
+    }
+    *len = (size_t)k;
+    return cp;
+}
+
+static void put_cp(struct tmpl_buf *b, int32_t cp)
+{
+    utf8proc_uint8_t tmp[4];
+    utf8proc_ssize_t k = utf8proc_encode_char(cp, tmp);
+    tmpl_buf_add(b, (const char *)tmp, (size_t)(k > 0 ? k : 0));
+}
+
+enum { CASE_UPPER, CASE_LOWER, CASE_TITLE_PY, CASE_TITLE_JINJA, CASE_CAPITALIZE, CASE_SWAP };
+
+static bool is_alpha_cp(int32_t cp)
+{
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT ||
+           c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_LO;
+}
+
+static struct tval change_case(struct tmpl_ev *ev, struct tval s, int mode)
+{
+    struct tmpl_buf b;
+    tmpl_buf_init(&b, tmpl_ev_arena(ev));
+    tmpl_buf_add(&b, "", 0);
+    bool word_start = true; /* title: next letter starts a word */
+    bool first = true;
+    for (size_t i = 0; i < s.u.s.n;) {
+        size_t k;
+        int32_t cp = cp_at(s.u.s.p, s.u.s.n, i, &k);
+        int32_t o = cp;
+        switch (mode) {
+        case CASE_UPPER: o = utf8proc_toupper(cp); break;
+        case CASE_LOWER: o = utf8proc_tolower(cp); break;
+        case CASE_CAPITALIZE: o = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp); break;
+        case CASE_TITLE_PY: /* str.title(): letters after a non-letter start a word */
+            if (is_alpha_cp(cp)) {
+                o = word_start ? utf8proc_totitle(cp) : utf8proc_tolower(cp);
+                word_start = false;
+            } else word_start = true;
+            break;
+        case CASE_TITLE_JINJA: /* jinja do_title: words begin after [-\s({\[<]+ */
+            o = word_start ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
+            word_start = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
+                         tmpl_is_space_cp(cp);
+            break;
+        }
+        put_cp(&b, o);
+        first = false;
+        i += k;
+    }
+    return buf_val(ev, &b);
+}
+
+static bool in_chars(int32_t cp, struct tval chars)
+{
+    if (chars.kind != TV_STR) return tmpl_is_space_cp(cp);
+    for (size_t i = 0; i < chars.u.s.n;) {
+        size_t k;
+        if (cp_at(chars.u.s.p, chars.u.s.n, i, &k) == cp) return true;
+        i += k;
+    }
+    return false;
+}
+
+static struct tval strip(struct tmpl_ev *ev, struct tval s, struct tval chars, bool left, bool right)
+{
+    (void)ev;
+    size_t b = 0, e = s.u.s.n;
+    if (left)
+        while (b < e) {
+            size_t k;
+            int32_t cp = cp_at(s.u.s.p, e, b, &k);
+            if (!in_chars(cp, chars)) break;
+            b += k;
+        }
+    if (right)
+        while (e > b) {
+            size_t st = e - 1;
+            while (st > b && ((unsigned char)s.u.s.p[st] & 0xC0) == 0x80) st--;
+            size_t k;
+            int32_t cp = cp_at(s.u.s.p, e, st, &k);
+            if (!in_chars(cp, chars)) break;
+            e = st;
+        }
+    return tv_str(s.u.s.p + b, e - b);
+}
+
+static const char *find_sub(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn == 0) return h;
+    if (nn > hn) return NULL;
+    for (size_t i = 0; i + nn <= hn; i++)
+        if (h[i] == n[0] && !memcmp(h + i, n, nn)) return h + i;
+    return NULL;
+}
+
+static struct tval replace(struct tmpl_ev *ev, struct tval s, struct tval old, struct tval new_,
+                           int64_t count)
+{
+    struct tmpl_buf b;
+    tmpl_buf_init(&b, tmpl_ev_arena(ev));
+    tmpl_buf_add(&b, "", 0);
+    size_t i = 0;
+    int64_t done = 0;
+    if (old.u.s.n == 0) { /* Python inserts new between every character */
+        for (size_t k; i <= s.u.s.n && (count < 0 || done < count); i += k, done++) {
+            tmpl_buf_add(&b, new_.u.s.p, new_.u.s.n);
+            if (i == s.u.s.n) { i++; break; }
+            cp_at(s.u.s.p, s.u.s.n, i, &k);
+            tmpl_buf_add(&b, s.u.s.p + i, k);
+        }
+        if (i < s.u.s.n) tmpl_buf_add(&b, s.u.s.p + i, s.u.s.n - i);
+        return buf_val(ev, &b);
+    }
+    while (count < 0 || done < count) {
+        const char *f = find_sub(s.u.s.p + i, s.u.s.n - i, old.u.s.p, old.u.s.n);
+        if (!f) break;
+        size_t at = (size_t)(f - s.u.s.p);
+        tmpl_buf_add(&b, s.u.s.p + i, at - i);
+        tmpl_buf_add(&b, new_.u.s.p, new_.u.s.n);
+        i = at + old.u.s.n;
+        done++;
+    }
+    tmpl_buf_add(&b, s.u.s.p + i, s.u.s.n - i);
+    return buf_val(ev, &b);
+}
+
+static struct tval split(struct tmpl_ev *ev, struct tval s, struct tval sep, int64_t maxsplit,
+                         const struct tmpl_node *at)
+{
+    struct tval out = mk_list(ev, s.u.s.n + 1, 0);
+    size_t k = 0;
+    const char *p = s.u.s.p;
+    size_t n = s.u.s.n;
+    if (sep.kind == TV_NONE || sep.kind == TV_UNDEF) {
+        size_t i = 0;
+        for (;;) {
+            while (i < n) { /* skip whitespace */
+                size_t l;
+                if (!tmpl_is_space_cp(cp_at(p, n, i, &l))) break;
+                i += l;
+            }
+            if (i >= n) break;
+            if (maxsplit >= 0 && (int64_t)k >= maxsplit) {
+                size_t e = n;
+                while (e > i) { /* rstrip the remainder */
+                    size_t st = e - 1;
+                    while (st > i && ((unsigned char)p[st] & 0xC0) == 0x80) st--;
+                    size_t l;
+                    if (!tmpl_is_space_cp(cp_at(p, e, st, &l))) break;
+                    e = st;
+                }
+                out.u.l->v[k++] = tv_str(p + i, e - i);
+                break;
+            }
+            size_t st = i;
+            while (i < n) {
+                size_t l;
+                if (tmpl_is_space_cp(cp_at(p, n, i, &l))) break;
+                i += l;
+            }
+            out.u.l->v[k++] = tv_str(p + st, i - st);
+        }
+    } else {
+        str_arg(ev, sep, at, "separator");
+        if (sep.u.s.n == 0) tmpl_throw(ev, at, "ValueError", "empty separator");
+        size_t i = 0;
+        for (;;) {
+            const char *f = (maxsplit < 0 || (int64_t)k < maxsplit)
+                                ? find_sub(p + i, n - i, sep.u.s.p, sep.u.s.n) : NULL;
+            if (!f) {
+                out.u.l->v[k++] = tv_str(p + i, n - i);
+                break;
+            }
+            out.u.l->v[k++] = tv_str(p + i, (size_t)(f - (p + i)));
+            i = (size_t)(f - p) + sep.u.s.n;
+        }
+    }
+    out.u.l->n = k;
+    return out;
+}
+
+static bool affix(struct tval s, struct tval a, bool start)
+{
+    if (a.u.s.n > s.u.s.n) return false;
+    const char *p = start ? s.u.s.p : s.u.s.p + s.u.s.n - a.u.s.n;
+    return !memcmp(p, a.u.s.p, a.u.s.n);
+}
+
+static struct tval splitlines(struct tmpl_ev *ev, struct tval s)
+{
+    struct tval out = mk_list(ev, s.u.s.n + 1, 0);
+    size_t k = 0, i = 0, st = 0;
+    const char *p = s.u.s.p;
+    while (i < s.u.s.n) {
+        size_t l;
+        int32_t cp = cp_at(p, s.u.s.n, i, &l);
+        bool br = cp == '\n' || cp == '\r' || cp == 0x0b || cp == 0x0c || (cp >= 0x1c && cp <= 0x1e) ||
+                  cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+        if (br) {
+            out.u.l->v[k++] = tv_str(p + st, i - st);
+            i += l;
+            if (cp == '\r' && i < s.u.s.n && p[i] == '\n') i++;
+            st = i;
+        } else i += l;
+    }
+    if (st < s.u.s.n) out.u.l->v[k++] = tv_str(p + st, s.u.s.n - st);
+    out.u.l->n = k;
+    return out;
+}
+
+/* ------------------------------------------------------------------ attribute paths (map, selectattr) */
+
+static struct tval attr_path(struct tmpl_ev *ev, struct tval item, struct tval path, const struct tmpl_node *at)
+{
+    if (path.kind == TV_INT) return tmpl_ev_getitem(ev, item, path, at);
+    str_arg(ev, path, at, "attribute");
+    size_t i = 0;
+    while (i <= path.u.s.n) {
+        size_t e = i;
+        while (e < path.u.s.n && path.u.s.p[e] != '.') e++;
+        struct tval key = tv_str(path.u.s.p + i, e - i);
+        bool digits = e > i;
+        for (size_t k = i; k < e; k++) digits &= path.u.s.p[k] >= '0' && path.u.s.p[k] <= '9';
+        if (digits) key = tv_int(strtoll(path.u.s.p + i, NULL, 10));
+        if (item.kind == TV_UNDEF) return item;
+        item = tmpl_ev_getitem(ev, item, key, at);
+        i = e + 1;
+    }
+    return item;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+bool tmpl_apply_test(struct tmpl_ev *ev, const char *name, struct tval v, const struct tmpl_args *a,
+                     const struct tmpl_node *at)
+{
+    struct tval x = tmpl_arg(a, 0, NULL, NULL);
+#define T(s) (!strcmp(name, s))
+    if (T("defined")) return v.kind != TV_UNDEF;
+    if (T("undefined")) return v.kind == TV_UNDEF;
+    if (T("none")) return v.kind == TV_NONE;
+    if (T("string")) return v.kind == TV_STR;
+    if (T("mapping")) return v.kind == TV_DICT;
+    if (T("iterable")) return v.kind == TV_STR || v.kind == TV_LIST || v.kind == TV_DICT || v.kind == TV_UNDEF;
+    if (T("sequence")) return v.kind == TV_STR || (v.kind == TV_LIST && !(v.flags & TVF_GEN)) || v.kind == TV_DICT || v.kind == TV_UNDEF;
+    if (T("number")) return v.kind == TV_INT || v.kind == TV_FLOAT || v.kind == TV_BOOL;
+    if (T("integer")) return v.kind == TV_INT;
+    if (T("float")) return v.kind == TV_FLOAT;
+    if (T("boolean")) return v.kind == TV_BOOL;
+    if (T("true")) return v.kind == TV_BOOL && v.u.b;
+    if (T("false")) return v.kind == TV_BOOL && !v.u.b;
+    if (T("callable")) return v.kind == TV_MACRO || v.kind == TV_FUNC || v.kind == TV_METHOD;
+    if (T("equalto") || T("eq") || T("==") || T("sameas")) return tmpl_equal(v, x);
+    if (T("ne") || T("!=")) return !tmpl_equal(v, x);
+    if (T("escaped")) return false;
+    if (T("in")) {
+        if (x.kind == TV_LIST) {
+            for (size_t i = 0; i < x.u.l->n; i++)
+                if (tmpl_equal(x.u.l->v[i], v)) return true;
+            return false;
+        }
+        if (x.kind == TV_DICT) return tmpl_dict_get(x.u.d, v) != NULL;
+        if (x.kind == TV_STR && v.kind == TV_STR) return find_sub(x.u.s.p, x.u.s.n, v.u.s.p, v.u.s.n) != NULL;
+        tmpl_throw(ev, at, "TypeError", "argument of type '%s' is not iterable", tmpl_type_name(x));
+    }
+    if (T("lower") || T("upper")) {
+        if (v.kind != TV_STR) return false;
+        struct tval c = change_case(ev, v, T("lower") ? CASE_LOWER : CASE_UPPER);
+        return tmpl_equal(c, v);
+    }
+    if (T("odd") || T("even") || T("divisibleby")) {
+        tmpl_ev_check_defined(ev, v, at);
+        int64_t n = int_arg(ev, v, at, "value");
+        if (T("divisibleby")) {
+            int64_t d = int_arg(ev, x, at, "divisor");
+            if (d == 0) tmpl_throw(ev, at, "ZeroDivisionError", "integer division or modulo by zero");
+            return n % d == 0;
+        }
+        return (n % 2 != 0) == (bool)T("odd");
+    }
+    if (T("gt") || T(">") || T("ge") || T(">=") || T("lt") || T("<") || T("le") || T("<=")) {
+        tmpl_ev_check_defined(ev, v, at);
+        tmpl_ev_check_defined(ev, x, at);
+        bool num = (v.kind == TV_INT || v.kind == TV_FLOAT) && (x.kind == TV_INT || x.kind == TV_FLOAT);
+        int c;
+        if (num) {
+            double p = v.kind == TV_INT ? (double)v.u.i : v.u.f, q = x.kind == TV_INT ? (double)x.u.i : x.u.f;
+            c = p < q ? -1 : p > q;
+        } else if (v.kind == TV_STR && x.kind == TV_STR) {
+            size_t n = v.u.s.n < x.u.s.n ? v.u.s.n : x.u.s.n;
+            c = memcmp(v.u.s.p, x.u.s.p, n);
+            if (!c) c = v.u.s.n < x.u.s.n ? -1 : v.u.s.n > x.u.s.n;
+        } else
+            tmpl_throw(ev, at, "TypeError", "'%s' not supported between instances of '%s' and '%s'",
+                       name, tmpl_type_name(v), tmpl_type_name(x));
+        if (T("gt") || T(">")) return c > 0;
+        if (T("ge") || T(">=")) return c >= 0;
+        if (T("lt") || T("<")) return c < 0;
+        return c <= 0;
+    }
+#undef T
+    tmpl_throw(ev, at, "TemplateAssertionError", "no test named '%s'", name);
+}
+
+/* ------------------------------------------------------------------ filters */
+
+static struct tval select_impl(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a,
+                               bool by_attr, bool keep, const struct tmpl_node *at)
+{
+    /* jinja select_or_reject: `if value:` first, so None/empty yield nothing */
+    struct tval items = tmpl_truthy(v) ? tmpl_ev_list_of(ev, v, at) : mk_list(ev, 0, 0);
+    int first_test = by_attr ? 1 : 0;
+    struct tval attr = by_attr ? tmpl_arg(a, 0, "attribute", NULL) : tv_undef();
+    struct tval test = tmpl_arg(a, first_test, NULL, NULL);
+    struct tmpl_args targs = {a->pos + first_test + 1, a->n > first_test + 1 ? a->n - first_test - 1 : 0,
+                              NULL, NULL, 0};
+    struct tval out = mk_list(ev, items.u.l->n, TVF_GEN);
+    size_t k = 0;
+    for (size_t i = 0; i < items.u.l->n; i++) {
+        struct tval x = items.u.l->v[i];
+        struct tval probe = by_attr ? attr_path(ev, x, attr, at) : x;
+        bool r;
+        if (test.kind == TV_UNDEF) r = tmpl_truthy(probe);
+        else {
+            str_arg(ev, test, at, "test name");
+            char name[64];
+            size_t n = test.u.s.n < sizeof name - 1 ? test.u.s.n : sizeof name - 1;
+            memcpy(name, test.u.s.p, n);
+            name[n] = '\0';
+            r = tmpl_apply_test(ev, name, probe, &targs, at);
+        }
+        if (r == keep) out.u.l->v[k++] = x;
+    }
+    out.u.l->n = k;
+    return out;
+}
+
+static struct tval map_impl(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a,
+                            const struct tmpl_node *at)
+{
+    struct tval items = tmpl_truthy(v) ? tmpl_ev_list_of(ev, v, at) : mk_list(ev, 0, 0); /* `if value:` */
+    bool has_attr;
+    struct tval attr = tmpl_arg(a, -1, "attribute", &has_attr);
+    bool has_def;
+    struct tval def = tmpl_arg(a, -1, "default", &has_def);
+    struct tval out = mk_list(ev, items.u.l->n, TVF_GEN);
+    char fname[64] = "";
+    if (!has_attr) {
+        struct tval f = str_arg(ev, tmpl_arg(a, 0, NULL, NULL), at, "filter name");
+        size_t n = f.u.s.n < sizeof fname - 1 ? f.u.s.n : sizeof fname - 1;
+        memcpy(fname, f.u.s.p, n);
+        fname[n] = '\0';
+    }
+    struct tmpl_args fargs = {a->pos + 1, a->n > 1 ? a->n - 1 : 0, a->kwn, a->kwv, a->nk};
+    for (size_t i = 0; i < items.u.l->n; i++) {
+        struct tval x = items.u.l->v[i];
+        if (has_attr) {
+            x = attr_path(ev, x, attr, at);
+            if (x.kind == TV_UNDEF && has_def) x = def;
+        } else x = tmpl_apply_filter(ev, fname, x, &fargs, at);
+        out.u.l->v[i] = x;
+    }
+    out.u.l->n = items.u.l->n;
+    return out;
+}
+
+static struct tval indent(struct tmpl_ev *ev, struct tval s, const struct tmpl_args *a, const struct tmpl_node *at)
+{
+    bool present;
+    struct tval w = tmpl_arg(a, 0, "width", &present);
+    struct tval ind;
+    if (!present) ind = tv_str("    ", 4);
+    else if (w.kind == TV_STR) ind = w;
+    else {
+        int64_t n = int_arg(ev, w, at, "width");
+        if (n < 0) n = 0;
+        if (n > 4096) tmpl_throw(ev, at, "ValueError", "indent width %lld is too large", (long long)n);
+        char *p = tmpl_ev_alloc(ev, (size_t)n + 1);
+        memset(p, ' ', (size_t)n);
+        ind = tv_str(p, (size_t)n);
+    }
+    bool first = tmpl_truthy(tmpl_arg(a, 1, "first", NULL));
+    bool blank = tmpl_truthy(tmpl_arg(a, 2, "blank", NULL));
+    /* jinja do_indent: s += "\n", then splitlines() */
+    struct tmpl_buf t;
+    tmpl_buf_init(&t, tmpl_ev_arena(ev));
+    tmpl_buf_add(&t, s.u.s.p, s.u.s.n);
+    tmpl_buf_addc(&t, '\n');
+    struct tval lines = splitlines(ev, buf_val(ev, &t));
+    struct tmpl_buf b;
+    tmpl_buf_init(&b, tmpl_ev_arena(ev));
+    tmpl_buf_add(&b, "", 0);
+    if (first) tmpl_buf_add(&b, ind.u.s.p, ind.u.s.n);
+    for (size_t i = 0; i < lines.u.l->n; i++) {
+        struct tval l = lines.u.l->v[i];
+        if (i) {
+            tmpl_buf_addc(&b, '\n');
+            if (blank || l.u.s.n) tmpl_buf_add(&b, ind.u.s.p, ind.u.s.n);
+        }
+        tmpl_buf_add(&b, l.u.s.p, l.u.s.n);
+    }
+    return buf_val(ev, &b);
+}
+
+static struct tval to_int(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
+{
+    bool has_def;
+    struct tval def = tmpl_arg(a, 0, "default", &has_def);
+    if (!has_def) def = tv_int(0);
+    switch (v.kind) {
+    case TV_INT: return v;
+    case TV_BOOL: return tv_int(v.u.b);
+    case TV_FLOAT:
+        if (isnan(v.u.f) || isinf(v.u.f)) return def;
+        return tv_int((int64_t)v.u.f);
+    case TV_STR: {
+        char tmp[64];
+        struct tval t = strip(ev, v, tv_undef(), true, true);
+        if (t.u.s.n == 0 || t.u.s.n >= sizeof tmp) return def;
+        size_t k = 0;
+        for (size_t i = 0; i < t.u.s.n; i++)
+            if (t.u.s.p[i] != '_') tmp[k++] = t.u.s.p[i];
+        tmp[k] = '\0';
+        char *end;
+        long long x = strtoll(tmp, &end, 10);
+        if (!*end) return tv_int(x);
+        double d = strtod(tmp, &end);
+        if (!*end && !isnan(d) && !isinf(d)) return tv_int((int64_t)d);
+        return def;
+    }
+    case TV_UNDEF: tmpl_ev_check_defined(ev, v, at); return def;
+    default: return def;
+    }
+}
+
+static struct tval to_float(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
+{
+    bool has_def;
+    struct tval def = tmpl_arg(a, 0, "default", &has_def);
+    if (!has_def) def = tv_float(0);
+    switch (v.kind) {
+    case TV_INT: return tv_float((double)v.u.i);
+    case TV_BOOL: return tv_float(v.u.b);
+    case TV_FLOAT: return v;
+    case TV_STR: {
+        char tmp[64];
+        struct tval t = strip(ev, v, tv_undef(), true, true);
+        if (t.u.s.n == 0 || t.u.s.n >= sizeof tmp) return def;
+        memcpy(tmp, t.u.s.p, t.u.s.n);
+        tmp[t.u.s.n] = '\0';
+        char *end;
+        double d = strtod(tmp, &end);
+        return *end ? def : tv_float(d);
+    }
+    case TV_UNDEF: tmpl_ev_check_defined(ev, v, at); return def;
+    default: return def;
+    }
+}
+
+static int sort_cmp_ci;
+static int cmp_vals(const void *pa, const void *pb)
+{
+    const struct tval *a = pa, *b = pb;
+    if (a->kind == TV_STR && b->kind == TV_STR) {
+        size_t n = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+        int c = 0;
+        for (size_t i = 0; i < n && !c; i++) {
+            int x = (unsigned char)a->u.s.p[i], y = (unsigned char)b->u.s.p[i];
+            if (sort_cmp_ci) {
+                if (x >= 'A' && x <= 'Z') x += 32;
+                if (y >= 'A' && y <= 'Z') y += 32;
+            }
+            c = x - y;
+        }
+        if (c) return c;
+        return a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
+    }
+    double x = a->kind == TV_INT ? (double)a->u.i : a->kind == TV_FLOAT ? a->u.f : a->kind == TV_BOOL ? a->u.b : 0;
+    double y = b->kind == TV_INT ? (double)b->u.i : b->kind == TV_FLOAT ? b->u.f : b->kind == TV_BOOL ? b->u.b : 0;
+    return x < y ? -1 : x > y;
+}
+
+static bool same_sort_class(struct tval a, struct tval b)
+{
+    bool an = a.kind == TV_INT || a.kind == TV_FLOAT || a.kind == TV_BOOL;
+    bool bn = b.kind == TV_INT || b.kind == TV_FLOAT || b.kind == TV_BOOL;
+    return (an && bn) || (a.kind == TV_STR && b.kind == TV_STR);
+}
+
+struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval v,
+                              const struct tmpl_args *a, const struct tmpl_node *at)
+{
+#define F(s) (!strcmp(name, s))
+    if (F("default") || F("d")) {
+        bool has;
+        struct tval def = tmpl_arg(a, 0, "default_value", &has);
+        if (!has) def = tv_str("", 0);
+        bool boolean = tmpl_truthy(tmpl_arg(a, 1, "boolean", NULL));
+        if (v.kind == TV_UNDEF || (boolean && !tmpl_truthy(v))) return def;
+        return v;
+    }
+    if (F("tojson")) {
+        bool has;
+        struct tval ind = tmpl_arg(a, 0, "indent", &has);
+        int indent_n = 0;
+        if (has && ind.kind != TV_NONE) indent_n = (int)int_arg(ev, ind, at, "indent");
+        if (indent_n > 64) indent_n = 64;
+        struct tmpl_buf b;
+        tmpl_buf_init(&b, tmpl_ev_arena(ev));
+        tmpl_buf_add(&b, "", 0);
+        const char *why = NULL;
+        if (!tmpl_to_json(&b, v, indent_n, 0, &why))
+            tmpl_throw(ev, at, "TypeError", "Object of type %s is not JSON serializable", why);
+        return buf_val(ev, &b);
+    }
+    if (F("safe") || F("string") || F("e") || F("escape") || F("forceescape")) {
+        struct tval s = tmpl_ev_str(ev, v);
+        if (F("string")) return s;
+        if (F("safe") || ((F("e") || F("escape")) && (s.flags & TVF_SAFE))) {
+            s.flags |= TVF_SAFE;
+            return s;
+        }
+        struct tmpl_buf b;
+        tmpl_buf_init(&b, tmpl_ev_arena(ev));
+        tmpl_buf_add(&b, "", 0);
+        tmpl_html_escape(&b, s.u.s.p, s.u.s.n);
+        s = buf_val(ev, &b);
+        s.flags |= TVF_SAFE;
+        return s;
+    }
+    if (F("trim") || F("strip")) return strip(ev, tmpl_ev_str(ev, v), tmpl_arg(a, 0, "chars", NULL), true, true);
+    if (F("upper")) return change_case(ev, tmpl_ev_str(ev, v), CASE_UPPER);
+    if (F("lower")) return change_case(ev, tmpl_ev_str(ev, v), CASE_LOWER);
+    if (F("title")) return change_case(ev, tmpl_ev_str(ev, v), CASE_TITLE_JINJA);
+    if (F("capitalize")) return change_case(ev, tmpl_ev_str(ev, v), CASE_CAPITALIZE);
+    if (F("replace")) {
+        struct tval s = tmpl_ev_str(ev, v);
+        struct tval old = tmpl_ev_str(ev, tmpl_arg(a, 0, "old", NULL));
+        struct tval nw = tmpl_ev_str(ev, tmpl_arg(a, 1, "new", NULL));
+        bool has;
+        struct tval c = tmpl_arg(a, 2, "count", &has);
+        return replace(ev, s, old, nw, has && c.kind != TV_NONE ? int_arg(ev, c, at, "count") : -1);
+    }
+    if (F("indent")) return indent(ev, tmpl_ev_str(ev, v), a, at);
+    if (F("length") || F("count")) {
+        switch (v.kind) {
+        case TV_UNDEF: return tv_int(0);
+        case TV_STR: return tv_int((int64_t)tmpl_utf8_count(v.u.s.p, v.u.s.n));
+        case TV_LIST:
+            if (v.flags & TVF_GEN) break;
+            return tv_int((int64_t)v.u.l->n);
+        case TV_DICT: return tv_int((int64_t)v.u.d->n);
+        default: break;
+        }
+        tmpl_throw(ev, at, "TypeError", "object of type '%s' has no len()", tmpl_type_name(v));
+    }
+    if (F("list")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        struct tval r = mk_list(ev, l.u.l->n, 0);
+        memcpy(r.u.l->v, l.u.l->v, l.u.l->n * sizeof(struct tval));
+        r.u.l->n = l.u.l->n;
+        return r;
+    }
+    if (F("first") || F("last")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        if (l.u.l->n == 0) return tv_undef();
+        return l.u.l->v[F("first") ? 0 : l.u.l->n - 1];
+    }
+    if (F("reverse")) {
+        if (v.kind == TV_STR) {
+            struct tval l = tmpl_ev_list_of(ev, v, at);
+            struct tmpl_buf b;
+            tmpl_buf_init(&b, tmpl_ev_arena(ev));
+            tmpl_buf_add(&b, "", 0);
+            for (size_t i = l.u.l->n; i-- > 0;) tmpl_buf_add(&b, l.u.l->v[i].u.s.p, l.u.l->v[i].u.s.n);
+            return buf_val(ev, &b);
+        }
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        struct tval r = mk_list(ev, l.u.l->n, TVF_GEN);
+        for (size_t i = 0; i < l.u.l->n; i++) r.u.l->v[i] = l.u.l->v[l.u.l->n - 1 - i];
+        r.u.l->n = l.u.l->n;
+        return r;
+    }
+    if (F("join")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        struct tval sep = tmpl_arg(a, 0, "d", NULL);
+        sep = sep.kind == TV_UNDEF ? tv_str("", 0) : tmpl_ev_str(ev, sep);
+        bool has_attr;
+        struct tval attr = tmpl_arg(a, 1, "attribute", &has_attr);
+        struct tmpl_buf b;
+        tmpl_buf_init(&b, tmpl_ev_arena(ev));
+        tmpl_buf_add(&b, "", 0);
+        for (size_t i = 0; i < l.u.l->n; i++) {
+            if (i) tmpl_buf_add(&b, sep.u.s.p, sep.u.s.n);
+            struct tval x = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
+            tmpl_py_str(&b, x);
+        }
+        return buf_val(ev, &b);
+    }
+    if (F("items")) {
+        if (v.kind == TV_UNDEF) return mk_list(ev, 0, 0);
+        if (v.kind != TV_DICT) tmpl_throw(ev, at, "TypeError", "Can only get item pairs from a mapping.");
+        struct tval r = mk_list(ev, v.u.d->n, TVF_GEN);
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            struct tval t = mk_list(ev, 2, TVF_TUPLE);
+            t.u.l->v[0] = v.u.d->k[i];
+            t.u.l->v[1] = v.u.d->v[i];
+            t.u.l->n = 2;
+            r.u.l->v[i] = t;
+        }
+        r.u.l->n = v.u.d->n;
+        return r;
+    }
+    if (F("dictsort")) {
+        if (v.kind != TV_DICT) tmpl_throw(ev, at, "TypeError", "You can only sort by either \"key\" or \"value\"");
+        struct tval r = tmpl_apply_filter(ev, "items", v, a, at);
+        r.flags = 0;
+        for (size_t i = 1; i < r.u.l->n; i++) /* insertion sort on the key: stable, small */
+            for (size_t j = i; j > 0; j--) {
+                struct tval *x = &r.u.l->v[j - 1], *y = &r.u.l->v[j];
+                if (!same_sort_class(x->u.l->v[0], y->u.l->v[0])) break;
+                sort_cmp_ci = 1;
+                if (cmp_vals(&x->u.l->v[0], &y->u.l->v[0]) <= 0) break;
+                struct tval t = *x;
+                *x = *y;
+                *y = t;
+            }
+        return r;
+    }
+    if (F("map")) return map_impl(ev, v, a, at);
+    if (F("select")) return select_impl(ev, v, a, false, true, at);
+    if (F("reject")) return select_impl(ev, v, a, false, false, at);
+    if (F("selectattr")) return select_impl(ev, v, a, true, true, at);
+    if (F("rejectattr")) return select_impl(ev, v, a, true, false, at);
+    if (F("unique")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        bool cs = tmpl_truthy(tmpl_arg(a, 0, "case_sensitive", NULL));
+        bool has_attr;
+        struct tval attr = tmpl_arg(a, 1, "attribute", &has_attr);
+        struct tval r = mk_list(ev, l.u.l->n, TVF_GEN), seen = mk_list(ev, l.u.l->n, 0);
+        size_t k = 0;
+        for (size_t i = 0; i < l.u.l->n; i++) {
+            struct tval key = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
+            if (!cs && key.kind == TV_STR) key = change_case(ev, key, CASE_LOWER);
+            bool dup = false;
+            for (size_t j = 0; j < k && !dup; j++) dup = tmpl_equal(seen.u.l->v[j], key);
+            if (dup) continue;
+            seen.u.l->v[k] = key;
+            r.u.l->v[k++] = l.u.l->v[i];
+        }
+        r.u.l->n = k;
+        return r;
+    }
+    if (F("sort")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        bool rev = tmpl_truthy(tmpl_arg(a, 0, "reverse", NULL));
+        sort_cmp_ci = !tmpl_truthy(tmpl_arg(a, 1, "case_sensitive", NULL));
+        bool has_attr;
+        struct tval attr = tmpl_arg(a, 2, "attribute", &has_attr);
+        size_t n = l.u.l->n;
+        struct tval r = mk_list(ev, n, 0), keys = mk_list(ev, n, 0);
+        memcpy(r.u.l->v, l.u.l->v, n * sizeof(struct tval));
+        for (size_t i = 0; i < n; i++) keys.u.l->v[i] = has_attr ? attr_path(ev, r.u.l->v[i], attr, at) : r.u.l->v[i];
+        for (size_t i = 1; i < n; i++) {
+            if (!same_sort_class(keys.u.l->v[0], keys.u.l->v[i]))
+                tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
+                           tmpl_type_name(keys.u.l->v[i]), tmpl_type_name(keys.u.l->v[0]));
+        }
+        for (size_t i = 1; i < n; i++) /* stable insertion sort */
+            for (size_t j = i; j > 0; j--) {
+                int c = cmp_vals(&keys.u.l->v[j - 1], &keys.u.l->v[j]);
+                if (rev ? c >= 0 : c <= 0) break;
+                struct tval t = keys.u.l->v[j - 1];
+                keys.u.l->v[j - 1] = keys.u.l->v[j];
+                keys.u.l->v[j] = t;
+                t = r.u.l->v[j - 1];
+                r.u.l->v[j - 1] = r.u.l->v[j];
+                r.u.l->v[j] = t;
+            }
+        r.u.l->n = n;
+        return r;
+    }
+    if (F("int")) return to_int(ev, v, a, at);
+    if (F("float")) return to_float(ev, v, a, at);
+    if (F("abs")) {
+        tmpl_ev_check_defined(ev, v, at);
+        if (v.kind == TV_INT) return tv_int(v.u.i < 0 ? (int64_t)(0 - (uint64_t)v.u.i) : v.u.i);
+        if (v.kind == TV_FLOAT) return tv_float(fabs(v.u.f));
+        if (v.kind == TV_BOOL) return tv_int(v.u.b);
+        tmpl_throw(ev, at, "TypeError", "bad operand type for abs(): '%s'", tmpl_type_name(v));
+    }
+    if (F("round")) {
+        tmpl_ev_check_defined(ev, v, at);
+        struct tval pv = tmpl_arg(a, 0, "precision", NULL);
+        int64_t prec = pv.kind == TV_UNDEF ? 0 : int_arg(ev, pv, at, "precision");
+        struct tval m = tmpl_arg(a, 1, "method", NULL);
+        double x = v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : v.kind == TV_BOOL ? v.u.b : NAN;
+        if (isnan(x) && v.kind != TV_FLOAT) tmpl_throw(ev, at, "TypeError", "round() needs a number, got %s", tmpl_type_name(v));
+        double s = pow(10, (double)prec);
+        double y = x * s;
+        if (tmpl_is_str(m, "floor")) y = floor(y);
+        else if (tmpl_is_str(m, "ceil")) y = ceil(y);
+        else y = nearbyint(y); /* Python's round(): half to even */
+        return tv_float(y / s);
+    }
+    if (F("sum")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        bool has_attr;
+        struct tval attr = tmpl_arg(a, 0, "attribute", &has_attr);
+        bool has_start;
+        struct tval acc = tmpl_arg(a, 1, "start", &has_start);
+        if (!has_start) acc = tv_int(0);
+        for (size_t i = 0; i < l.u.l->n; i++) {
+            struct tval x = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
+            if (acc.kind == TV_INT && x.kind == TV_INT) acc = tv_int(acc.u.i + x.u.i);
+            else if ((acc.kind == TV_INT || acc.kind == TV_FLOAT) && (x.kind == TV_INT || x.kind == TV_FLOAT))
+                acc = tv_float((acc.kind == TV_INT ? (double)acc.u.i : acc.u.f) + (x.kind == TV_INT ? (double)x.u.i : x.u.f));
+            else tmpl_throw(ev, at, "TypeError", "unsupported operand type(s) for +: '%s' and '%s'",
+                            tmpl_type_name(acc), tmpl_type_name(x));
+        }
+        return acc;
+    }
+    if (F("min") || F("max")) {
+        struct tval l = tmpl_ev_list_of(ev, v, at);
+        if (l.u.l->n == 0) return tv_undef();
+        sort_cmp_ci = !tmpl_truthy(tmpl_arg(a, 0, "case_sensitive", NULL));
+        struct tval best = l.u.l->v[0];
+        for (size_t i = 1; i < l.u.l->n; i++) {
+            if (!same_sort_class(best, l.u.l->v[i]))
+                tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
+                           tmpl_type_name(l.u.l->v[i]), tmpl_type_name(best));
+            int c = cmp_vals(&l.u.l->v[i], &best);
+            if (F("min") ? c < 0 : c > 0) best = l.u.l->v[i];
+        }
+        return best;
+    }
+    if (F("attr")) {
+        struct tval n = str_arg(ev, tmpl_arg(a, 0, "name", NULL), at, "attribute name");
+        return tmpl_ev_getattr(ev, v, n.u.s.p, n.u.s.n, at);
+    }
+    if (F("wordcount")) {
+        struct tval s = tmpl_ev_str(ev, v);
+        return tv_int((int64_t)split(ev, s, tv_none(), -1, at).u.l->n);
+    }
+#undef F
+    tmpl_throw(ev, at, "TemplateAssertionError", "no filter named '%s'", name);
+}
+
+/* ------------------------------------------------------------------ methods */
+
+static const char *const str_methods[] = {
+    "strip", "lstrip", "rstrip", "split", "startswith", "endswith", "upper", "lower",
+    "replace", "title", "capitalize", "find", "count", "join", "splitlines", "isdigit",
+    "isalpha", "isalnum", "isspace", "isupper", "islower", "swapcase", "rsplit", "index",
+    "format", "zfill", "center", "ljust", "rjust", "partition", NULL};
+static const char *const dict_methods[] = {"items", "keys", "values", "get", "copy",
+    "pop", "popitem", "setdefault", "update", "clear", NULL};
+static const char *const list_methods[] = {"index", "count", "copy", "append", "extend",
+    "insert", "pop", "remove", "clear", "sort", "reverse", NULL};
+
+static bool in_list(const char *const *l, const char *name, size_t len)
+{
+    for (int i = 0; l[i]; i++)
+        if (name_is(name, len, l[i])) return true;
+    return false;
+}
+
+bool tmpl_has_method(struct tval self, const char *name, size_t len)
+{
+    switch (self.kind) {
+    case TV_STR: return in_list(str_methods, name, len);
+    case TV_DICT: return in_list(dict_methods, name, len);
+    case TV_LIST: return !(self.flags & TVF_GEN) && in_list(list_methods, name, len);
+    default: return false;
+    }
+}
+
+static bool all_cp(struct tval s, int kind)
+{
+    if (s.u.s.n == 0) return false;
+    bool cased = false;
+    for (size_t i = 0; i < s.u.s.n;) {
+        size_t k;
+        int32_t cp = cp_at(s.u.s.p, s.u.s.n, i, &k);
+        i += k;
+        utf8proc_category_t c = utf8proc_category(cp);
+        switch (kind) {
+        case 0: if (!(c == UTF8PROC_CATEGORY_ND)) return false; break;
+        case 1: if (!is_alpha_cp(cp)) return false; break;
+        case 2: if (!is_alpha_cp(cp) && c != UTF8PROC_CATEGORY_ND && c != UTF8PROC_CATEGORY_NL && c != UTF8PROC_CATEGORY_NO) return false; break;
+        case 3: if (!tmpl_is_space_cp(cp)) return false; break;
+        case 4: if (c == UTF8PROC_CATEGORY_LL) return false; if (c == UTF8PROC_CATEGORY_LU) cased = true; break;
+        case 5: if (c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LT) return false; if (c == UTF8PROC_CATEGORY_LL) cased = true; break;
+        }
+    }
+    return kind >= 4 ? cased : true;
+}
+
+static struct tval str_method(struct tmpl_ev *ev, struct tval s, const char *name,
+                              const struct tmpl_args *a, const struct tmpl_node *at)
+{
+#define M(x) (!strcmp(name, x))
+    if (M("strip") || M("lstrip") || M("rstrip")) {
+        struct tval chars = tmpl_arg(a, 0, "chars", NULL);
+        if (chars.kind != TV_UNDEF && chars.kind != TV_NONE) str_arg(ev, chars, at, "strip arg");
+        return strip(ev, s, chars, !M("rstrip"), !M("lstrip"));
+    }
+    if (M("split") || M("rsplit")) {
+        struct tval sep = tmpl_arg(a, 0, "sep", NULL);
+        struct tval ms = tmpl_arg(a, 1, "maxsplit", NULL);
+        int64_t maxsplit = ms.kind == TV_UNDEF ? -1 : int_arg(ev, ms, at, "maxsplit");
+        if (M("rsplit") && maxsplit >= 0)
+            tmpl_throw(ev, at, "NotImplementedError", "rsplit with maxsplit is not supported");
+        return split(ev, s, sep, maxsplit, at);
+    }
+    if (M("startswith") || M("endswith")) {
+        struct tval x = tmpl_arg(a, 0, NULL, NULL);
+        if (x.kind == TV_LIST && (x.flags & TVF_TUPLE)) {
+            for (size_t i = 0; i < x.u.l->n; i++)
+                if (affix(s, str_arg(ev, x.u.l->v[i], at, "prefix"), M("startswith"))) return tv_bool(true);
+            return tv_bool(false);
+        }
+        str_arg(ev, x, at, M("startswith") ? "startswith first arg" : "endswith first arg");
+        return tv_bool(affix(s, x, M("startswith")));
+    }
+    if (M("upper")) return change_case(ev, s, CASE_UPPER);
+    if (M("lower")) return change_case(ev, s, CASE_LOWER);
+    if (M("title")) return change_case(ev, s, CASE_TITLE_PY);
+    if (M("capitalize")) return change_case(ev, s, CASE_CAPITALIZE);
+    if (M("swapcase")) {
+        struct tmpl_buf b;
+        tmpl_buf_init(&b, tmpl_ev_arena(ev));
+        tmpl_buf_add(&b, "", 0);
+        for (size_t i = 0; i < s.u.s.n;) {
+            size_t k;
+            int32_t cp = cp_at(s.u.s.p, s.u.s.n, i, &k);
+            int32_t u = utf8proc_toupper(cp);
+            put_cp(&b, u != cp ? u : utf8proc_tolower(cp));
+            i += k;
+        }
+        return buf_val(ev, &b);
+    }
+    if (M("replace")) {
+        struct tval old = str_arg(ev, tmpl_arg(a, 0, NULL, NULL), at, "replace arg 1");
+        struct tval nw = str_arg(ev, tmpl_arg(a, 1, NULL, NULL), at, "replace arg 2");
+        struct tval c = tmpl_arg(a, 2, "count", NULL);
+        return replace(ev, s, old, nw, c.kind == TV_UNDEF ? -1 : int_arg(ev, c, at, "count"));
+    }
+    if (M("find") || M("index") || M("count")) {
+        struct tval sub = str_arg(ev, tmpl_arg(a, 0, NULL, NULL), at, "substring");
+        if (M("count")) {
+            int64_t c = 0;
+            if (sub.u.s.n == 0) return tv_int((int64_t)tmpl_utf8_count(s.u.s.p, s.u.s.n) + 1);
+            for (size_t i = 0; i + sub.u.s.n <= s.u.s.n;) {
+                const char *f = find_sub(s.u.s.p + i, s.u.s.n - i, sub.u.s.p, sub.u.s.n);
+                if (!f) break;
+                c++;
+                i = (size_t)(f - s.u.s.p) + sub.u.s.n;
+            }
+            return tv_int(c);
+        }
+        const char *f = find_sub(s.u.s.p, s.u.s.n, sub.u.s.p, sub.u.s.n);
+        if (!f) {
+            if (M("index")) tmpl_throw(ev, at, "ValueError", "substring not found");
+            return tv_int(-1);
+        }
+        return tv_int((int64_t)tmpl_utf8_count(s.u.s.p, (size_t)(f - s.u.s.p)));
+    }
+    if (M("join")) {
+        struct tval l = tmpl_ev_list_of(ev, tmpl_arg(a, 0, NULL, NULL), at);
+        struct tmpl_buf b;
+        tmpl_buf_init(&b, tmpl_ev_arena(ev));
+        tmpl_buf_add(&b, "", 0);
+        for (size_t i = 0; i < l.u.l->n; i++) {
+            if (i) tmpl_buf_add(&b, s.u.s.p, s.u.s.n);
+            struct tval x = l.u.l->v[i];
+            if (x.kind != TV_STR)
+                tmpl_throw(ev, at, "TypeError", "sequence item %zu: expected str instance, %s found", i, tmpl_type_name(x));
+            tmpl_buf_add(&b, x.u.s.p, x.u.s.n);
+        }
+        return buf_val(ev, &b);
+    }
+    if (M("splitlines")) return splitlines(ev, s);
+    if (M("isdigit")) return tv_bool(all_cp(s, 0));
+    if (M("isalpha")) return tv_bool(all_cp(s, 1));
+    if (M("isalnum")) return tv_bool(all_cp(s, 2));
+    if (M("isspace")) return tv_bool(all_cp(s, 3));
+    if (M("isupper")) return tv_bool(all_cp(s, 4));
+    if (M("islower")) return tv_bool(all_cp(s, 5));
+#undef M
+    tmpl_throw(ev, at, "NotImplementedError", "str.%s() is not supported by tern's template engine", name);
+}
+
+struct tval tmpl_call_method(struct tmpl_ev *ev, struct tval self, const char *name,
+                             const struct tmpl_args *a, const struct tmpl_node *at)
+{
+#define M(x) (!strcmp(name, x))
+    if (self.kind == TV_STR) return str_method(ev, self, name, a, at);
+    if (self.kind == TV_LOOP && M("cycle")) {
+        if (a->n == 0) tmpl_throw(ev, at, "TypeError", "no items for cycling given");
+        return a->pos[self.u.loop->index0 % a->n];
+    }
+    if (self.kind == TV_DICT) {
+        if (M("items")) return tmpl_apply_filter(ev, "items", self, &(struct tmpl_args){0}, at);
+        if (M("keys") || M("values")) {
+            struct tval r = mk_list(ev, self.u.d->n, 0);
+            memcpy(r.u.l->v, M("keys") ? self.u.d->k : self.u.d->v, self.u.d->n * sizeof(struct tval));
+            r.u.l->n = self.u.d->n;
+            return r;
+        }
+        if (M("get")) {
+            struct tval *v = tmpl_dict_get(self.u.d, tmpl_arg(a, 0, NULL, NULL));
+            if (v) return *v;
+            bool has;
+            struct tval def = tmpl_arg(a, 1, "default", &has);
+            return has ? def : tv_none();
+        }
+        if (M("copy")) return self;
+    }
+    if (self.kind == TV_LIST) {
+        if (M("index") || M("count")) {
+            struct tval x = tmpl_arg(a, 0, NULL, NULL);
+            int64_t c = 0;
+            for (size_t i = 0; i < self.u.l->n; i++)
+                if (tmpl_equal(self.u.l->v[i], x)) {
+                    if (M("index")) return tv_int((int64_t)i);
+                    c++;
+                }
+            if (M("index")) tmpl_throw(ev, at, "ValueError", "value is not in list");
+            return tv_int(c);
+        }
+        if (M("copy")) return self;
+    }
+#undef M
+    tmpl_throw(ev, at, "SecurityError", "access to attribute '%s' of '%s' object is unsafe.", name,
+               tmpl_type_name(self));
+}
+
+/* ------------------------------------------------------------------ globals */
+
+struct tval tmpl_call_global(struct tmpl_ev *ev, int fn, const struct tmpl_args *a,
+                             const struct tmpl_node *at)
+{
+    switch (fn) {
+    case FN_RAISE: {
+        struct tval m = tmpl_ev_str(ev, tmpl_arg(a, 0, "message", NULL));
+        tmpl_throw(ev, at, "TemplateError", "%.*s", (int)(m.u.s.n > 600 ? 600 : m.u.s.n), m.u.s.p);
+    }
+    case FN_STRFTIME: {
+        struct tval f = str_arg(ev, tmpl_ev_str(ev, tmpl_arg(a, 0, "format", NULL)), at, "format");
+        int64_t now = tmpl_ev_now(ev);
+        time_t t = now ? (time_t)now : time(NULL);
+        struct tm tm;
+        if (now) gmtime_r(&t, &tm);
+        else localtime_r(&t, &tm);
+        char fmt[256], out[512];
+        if (f.u.s.n >= sizeof fmt) tmpl_throw(ev, at, "ValueError", "strftime format too long");
+        memcpy(fmt, f.u.s.p, f.u.s.n);
+        fmt[f.u.s.n] = '\0';
+        size_t n = strftime(out, sizeof out, fmt, &tm);
+        return mk_str(ev, out, n);
+    }
+    case FN_NAMESPACE:
+    case FN_DICT: {
+        struct tdict *d = tmpl_ev_alloc(ev, sizeof *d);
+        size_t cap = (size_t)a->nk + 1;
+        struct tval init = tmpl_arg(a, 0, NULL, NULL);
+        if (init.kind == TV_DICT) cap += init.u.d->n;
+        d->k = tmpl_ev_alloc(ev, cap * sizeof *d->k);
+        d->v = tmpl_ev_alloc(ev, cap * sizeof *d->v);
+        d->cap = cap;
+        if (init.kind == TV_DICT) {
+            memcpy(d->k, init.u.d->k, init.u.d->n * sizeof *d->k);
+            memcpy(d->v, init.u.d->v, init.u.d->n * sizeof *d->v);
+            d->n = init.u.d->n;
+        } else if (init.kind != TV_UNDEF)
+            tmpl_throw(ev, at, "TypeError", "%s() positional argument must be a dict",
+                       fn == FN_DICT ? "dict" : "namespace");
+        for (int i = 0; i < a->nk; i++) {
+            struct tval k = tv_str(a->kwn[i], strlen(a->kwn[i]));
+            struct tval *slot = tmpl_dict_get(d, k);
+            if (slot) *slot = a->kwv[i];
+            else {
+                d->k[d->n] = k;
+                d->v[d->n++] = a->kwv[i];
+            }
+        }
+        struct tval v = {0};
+        v.kind = fn == FN_DICT ? TV_DICT : TV_NS;
+        v.u.d = d;
+        return v;
+    }
+    case FN_RANGE: {
+        int64_t start = 0, stop, step = 1;
+        if (a->n == 1) stop = int_arg(ev, a->pos[0], at, "range stop");
+        else if (a->n == 2 || a->n == 3) {
+            start = int_arg(ev, a->pos[0], at, "range start");
+            stop = int_arg(ev, a->pos[1], at, "range stop");
+            if (a->n == 3) step = int_arg(ev, a->pos[2], at, "range step");
+        } else tmpl_throw(ev, at, "TypeError", "range expected 1 to 3 arguments, got %d", a->n);
+        if (step == 0) tmpl_throw(ev, at, "ValueError", "range() arg 3 must not be zero");
+        double cnt = ceil(((double)stop - (double)start) / (double)step);
+        if (cnt < 0) cnt = 0;
+        if (cnt > 100000) /* the sandbox's MAX_RANGE */
+            tmpl_throw(ev, at, "OverflowError", "range too big (%.0f items)", cnt);
+        struct tval r = mk_list(ev, (size_t)cnt, 0);
+        for (size_t i = 0; i < (size_t)cnt; i++) r.u.l->v[i] = tv_int(start + (int64_t)i * step);
+        r.u.l->n = (size_t)cnt;
+        return r;
+    }
+    }
+    tmpl_throw(ev, at, "TypeError", "unknown global function");
+}

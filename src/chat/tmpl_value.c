@@ -1,0 +1,515 @@
+/* tmpl_value.c — template values: the arena they live in, Python-compatible printing (str,
+ * repr, float repr), json.dumps-compatible tojson, truthiness and equality, cJSON import.
+ *
+ * Read tmpl.h first. Everything here is pure (no evaluator state): helpers report problems by
+ * return value and the evaluator turns them into template errors. */
+#include "chat/tmpl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ arena */
+
+struct tmpl_chunk {
+    struct tmpl_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+};
+
+void tmpl_arena_init(struct tmpl_arena *a, size_t limit)
+{
+    a->head = NULL;
+    a->total = 0;
+    a->limit = limit;
+}
+
+void tmpl_arena_free(struct tmpl_arena *a)
+{
+    struct tmpl_chunk *c = a->head;
+    while (c) {
+        struct tmpl_chunk *next = c->next;
+        free(c);
+        c = next;
+    }
+    a->head = NULL;
+    a->total = 0;
+}
+
+void *tmpl_arena_alloc(struct tmpl_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0) n = 16;
+    struct tmpl_chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = 64 * 1024;
+        if (c && c->cap < (8u << 20)) cap = c->cap * 2; /* grow chunk sizes geometrically */
+        if (cap < n) cap = n;
+        if (a->total + cap > a->limit) {
+            if (a->total + n > a->limit) return NULL;
+            cap = n;
+        }
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+        a->total += cap;
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+void tmpl_buf_init(struct tmpl_buf *b, struct tmpl_arena *a)
+{
+    b->p = NULL;
+    b->n = b->cap = 0;
+    b->a = a;
+    b->oom = false;
+}
+
+void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *np = tmpl_arena_alloc(b->a, cap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        if (b->n) memcpy(np, b->p, b->n);
+        b->p = np;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+void tmpl_buf_adds(struct tmpl_buf *b, const char *s) { tmpl_buf_add(b, s, strlen(s)); }
+void tmpl_buf_addc(struct tmpl_buf *b, char c) { tmpl_buf_add(b, &c, 1); }
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+size_t tmpl_utf8_count(const char *p, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    return c;
+}
+
+size_t tmpl_utf8_offset(const char *p, size_t n, int64_t ci)
+{
+    if (ci <= 0) return 0;
+    size_t i = 0;
+    int64_t k = 0;
+    while (i < n) {
+        if (((unsigned char)p[i] & 0xC0) != 0x80) {
+            if (k == ci) return i;
+            k++;
+        }
+        i++;
+    }
+    return n;
+}
+
+bool tmpl_is_space_cp(int32_t cp)
+{
+    /* Python's str.isspace() set. */
+    if (cp == ' ' || (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x1f)) return true;
+    if (cp < 0x85) return false;
+    return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
+           cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+
+/* ------------------------------------------------------------------ printing */
+
+const char *tmpl_type_name(struct tval v)
+{
+    switch (v.kind) {
+    case TV_UNDEF: return "Undefined";
+    case TV_NONE: return "NoneType";
+    case TV_BOOL: return "bool";
+    case TV_INT: return "int";
+    case TV_FLOAT: return "float";
+    case TV_STR: return "str";
+    case TV_LIST: return (v.flags & TVF_GEN) ? "generator" : (v.flags & TVF_TUPLE) ? "tuple" : "list";
+    case TV_DICT: return "dict";
+    case TV_NS: return "Namespace";
+    case TV_MACRO: return "Macro";
+    case TV_FUNC: return "function";
+    case TV_METHOD: return "builtin_function_or_method";
+    case TV_LOOP: return "LoopContext";
+    }
+    return "object";
+}
+
+void tmpl_py_float(struct tmpl_buf *b, double f)
+{
+    if (isnan(f)) { tmpl_buf_adds(b, "nan"); return; }
+    if (isinf(f)) { tmpl_buf_adds(b, f < 0 ? "-inf" : "inf"); return; }
+    if (f == 0) { tmpl_buf_adds(b, signbit(f) ? "-0.0" : "0.0"); return; }
+    /* Shortest digits that round-trip (what Python's repr uses), then Python's layout rule:
+     * positional when -4 <= exponent < 16, scientific otherwise. */
+    char tmp[64];
+    int prec;
+    for (prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, f);
+        if (strtod(tmp, NULL) == f) break;
+    }
+    char digits[32];
+    int nd = 0;
+    const char *q = tmp;
+    bool neg = false;
+    if (*q == '-') { neg = true; q++; }
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    int exp10 = atoi(q + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    digits[nd] = '\0';
+    if (neg) tmpl_buf_addc(b, '-');
+    if (exp10 >= 16 || exp10 < -4) {
+        tmpl_buf_addc(b, digits[0]);
+        if (nd > 1) {
+            tmpl_buf_addc(b, '.');
+            tmpl_buf_add(b, digits + 1, (size_t)nd - 1);
+        }
+        char e[16];
+        snprintf(e, sizeof e, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
+        tmpl_buf_adds(b, e);
+    } else if (exp10 < 0) {
+        tmpl_buf_adds(b, "0.");
+        for (int i = 0; i < -exp10 - 1; i++) tmpl_buf_addc(b, '0');
+        tmpl_buf_add(b, digits, (size_t)nd);
+    } else {
+        for (int i = 0; i <= exp10; i++) tmpl_buf_addc(b, i < nd ? digits[i] : '0');
+        tmpl_buf_addc(b, '.');
+        if (nd > exp10 + 1) tmpl_buf_add(b, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+        else tmpl_buf_addc(b, '0');
+    }
+}
+
+static void py_str_repr(struct tmpl_buf *b, const char *p, size_t n)
+{
+    bool has_sq = memchr(p, '\'', n) != NULL, has_dq = memchr(p, '"', n) != NULL;
+    char q = (has_sq && !has_dq) ? '"' : '\'';
+    tmpl_buf_addc(b, q);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == (unsigned char)q || c == '\\') {
+            tmpl_buf_addc(b, '\\');
+            tmpl_buf_addc(b, (char)c);
+        } else if (c == '\n') tmpl_buf_adds(b, "\\n");
+        else if (c == '\r') tmpl_buf_adds(b, "\\r");
+        else if (c == '\t') tmpl_buf_adds(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) {
+            char e[8];
+            snprintf(e, sizeof e, "\\x%02x", c);
+            tmpl_buf_adds(b, e);
+        } else tmpl_buf_addc(b, (char)c);
+    }
+    tmpl_buf_addc(b, q);
+}
+
+void tmpl_py_repr(struct tmpl_buf *b, struct tval v)
+{
+    switch (v.kind) {
+    case TV_STR: py_str_repr(b, v.u.s.p, v.u.s.n); return;
+    case TV_UNDEF: tmpl_buf_adds(b, "Undefined"); return;
+    default: tmpl_py_str(b, v); return;
+    }
+}
+
+void tmpl_py_str(struct tmpl_buf *b, struct tval v)
+{
+    char tmp[32];
+    switch (v.kind) {
+    case TV_UNDEF: return;
+    case TV_NONE: tmpl_buf_adds(b, "None"); return;
+    case TV_BOOL: tmpl_buf_adds(b, v.u.b ? "True" : "False"); return;
+    case TV_INT:
+        snprintf(tmp, sizeof tmp, "%lld", (long long)v.u.i);
+        tmpl_buf_adds(b, tmp);
+        return;
+    case TV_FLOAT: tmpl_py_float(b, v.u.f); return;
+    case TV_STR: tmpl_buf_add(b, v.u.s.p, v.u.s.n); return;
+    case TV_LIST: {
+        if (v.flags & TVF_GEN) { tmpl_buf_adds(b, "<generator object>"); return; }
+        bool tuple = v.flags & TVF_TUPLE;
+        tmpl_buf_addc(b, tuple ? '(' : '[');
+        for (size_t i = 0; i < v.u.l->n; i++) {
+            if (i) tmpl_buf_adds(b, ", ");
+            tmpl_py_repr(b, v.u.l->v[i]);
+        }
+        if (tuple && v.u.l->n == 1) tmpl_buf_addc(b, ',');
+        tmpl_buf_addc(b, tuple ? ')' : ']');
+        return;
+    }
+    case TV_DICT:
+    case TV_NS:
+        if (v.kind == TV_NS) tmpl_buf_adds(b, "<Namespace ");
+        tmpl_buf_addc(b, '{');
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            if (i) tmpl_buf_adds(b, ", ");
+            tmpl_py_repr(b, v.u.d->k[i]);
+            tmpl_buf_adds(b, ": ");
+            tmpl_py_repr(b, v.u.d->v[i]);
+        }
+        tmpl_buf_addc(b, '}');
+        if (v.kind == TV_NS) tmpl_buf_addc(b, '>');
+        return;
+    case TV_MACRO: tmpl_buf_adds(b, "<Macro>"); return;
+    case TV_FUNC: tmpl_buf_adds(b, "<function>"); return;
+    case TV_METHOD: tmpl_buf_adds(b, "<built-in method>"); return;
+    case TV_LOOP: tmpl_buf_adds(b, "<LoopContext>"); return;
+    }
+}
+
+static void json_str(struct tmpl_buf *b, const char *p, size_t n)
+{
+    tmpl_buf_addc(b, '"');
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        const char *esc = NULL;
+        char u[8];
+        if (c == '"') esc = "\\\"";
+        else if (c == '\\') esc = "\\\\";
+        else if (c == '\n') esc = "\\n";
+        else if (c == '\r') esc = "\\r";
+        else if (c == '\t') esc = "\\t";
+        else if (c == '\b') esc = "\\b";
+        else if (c == '\f') esc = "\\f";
+        else if (c < 0x20) {
+            snprintf(u, sizeof u, "\\u%04x", c);
+            esc = u;
+        }
+        if (esc) {
+            tmpl_buf_add(b, p + i - run, run);
+            run = 0;
+            tmpl_buf_adds(b, esc);
+        } else run++;
+    }
+    tmpl_buf_add(b, p + n - run, run);
+    tmpl_buf_addc(b, '"');
+}
+
+static void json_newline(struct tmpl_buf *b, int indent, int depth)
+{
+    tmpl_buf_addc(b, '\n');
+    for (int i = 0; i < indent * depth; i++) tmpl_buf_addc(b, ' ');
+}
+
+/* json.dumps(v, ensure_ascii=False, indent=indent or None) */
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why)
+{
+    if (depth > 1100) { /* cJSON input nests at most 1000 deep */
+        *why = "maximum nesting depth exceeded";
+        return false;
+    }
+    switch (v.kind) {
+    case TV_NONE: tmpl_buf_adds(b, "null"); return true;
+    case TV_BOOL: tmpl_buf_adds(b, v.u.b ? "true" : "false"); return true;
+    case TV_INT: tmpl_py_str(b, v); return true;
+    case TV_FLOAT:
+        if (isnan(v.u.f)) tmpl_buf_adds(b, "NaN");
+        else if (isinf(v.u.f)) tmpl_buf_adds(b, v.u.f < 0 ? "-Infinity" : "Infinity");
+        else tmpl_py_float(b, v.u.f);
+        return true;
+    case TV_STR: json_str(b, v.u.s.p, v.u.s.n); return true;
+    case TV_LIST:
+        if (v.flags & TVF_GEN) break;
+        if (v.u.l->n == 0) { tmpl_buf_adds(b, "[]"); return true; }
+        tmpl_buf_addc(b, '[');
+        for (size_t i = 0; i < v.u.l->n; i++) {
+            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
+            if (indent > 0) json_newline(b, indent, depth + 1);
+            if (!tmpl_to_json(b, v.u.l->v[i], indent, depth + 1, why)) return false;
+        }
+        if (indent > 0) json_newline(b, indent, depth);
+        tmpl_buf_addc(b, ']');
+        return true;
+    case TV_DICT:
+        if (v.u.d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
+        tmpl_buf_addc(b, '{');
+        for (size_t i = 0; i < v.u.d->n; i++) {
+            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
+            if (indent > 0) json_newline(b, indent, depth + 1);
+            struct tval k = v.u.d->k[i];
+            if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n);
+            else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL ||
+                     k.kind == TV_NONE) {
+                tmpl_buf_addc(b, '"');
+                if (!tmpl_to_json(b, k, 0, depth + 1, why)) return false;
+                tmpl_buf_addc(b, '"');
+            } else {
+                *why = "keys must be str, int, float, bool or None";
+                return false;
+            }
+            tmpl_buf_adds(b, ": ");
+            if (!tmpl_to_json(b, v.u.d->v[i], indent, depth + 1, why)) return false;
+        }
+        if (indent > 0) json_newline(b, indent, depth);
+        tmpl_buf_addc(b, '}');
+        return true;
+    default: break;
+    }
+    *why = tmpl_type_name(v);
+    return false;
+}
+
+/* ------------------------------------------------------------------ truth and equality */
+
+bool tmpl_truthy(struct tval v)
+{
+    switch (v.kind) {
+    case TV_UNDEF:
+    case TV_NONE: return false;
+    case TV_BOOL: return v.u.b;
+    case TV_INT: return v.u.i != 0;
+    case TV_FLOAT: return v.u.f != 0;
+    case TV_STR: return v.u.s.n != 0;
+    case TV_LIST: return (v.flags & TVF_GEN) || v.u.l->n != 0;
+    case TV_DICT: return v.u.d->n != 0;
+    default: return true;
+    }
+}
+
+static bool is_num(struct tval v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
+static double num(struct tval v)
+{
+    return v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : (double)v.u.b;
+}
+
+bool tmpl_equal(struct tval a, struct tval b)
+{
+    if (is_num(a) && is_num(b)) {
+        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) {
+            int64_t x = a.kind == TV_INT ? a.u.i : a.u.b, y = b.kind == TV_INT ? b.u.i : b.u.b;
+            return x == y;
+        }
+        return num(a) == num(b);
+    }
+    if (a.kind != b.kind) return false;
+    switch (a.kind) {
+    case TV_UNDEF:
+    case TV_NONE: return true;
+    case TV_STR: return a.u.s.n == b.u.s.n && !memcmp(a.u.s.p, b.u.s.p, a.u.s.n);
+    case TV_LIST:
+        if ((a.flags & TVF_TUPLE) != (b.flags & TVF_TUPLE)) return false;
+        if (a.u.l->n != b.u.l->n) return false;
+        for (size_t i = 0; i < a.u.l->n; i++)
+            if (!tmpl_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+        return true;
+    case TV_DICT:
+        if (a.u.d->n != b.u.d->n) return false;
+        for (size_t i = 0; i < a.u.d->n; i++) {
+            struct tval *o = tmpl_dict_get(b.u.d, a.u.d->k[i]);
+            if (!o || !tmpl_equal(a.u.d->v[i], *o)) return false;
+        }
+        return true;
+    case TV_NS: return a.u.d == b.u.d;
+    case TV_MACRO: return a.u.node == b.u.node;
+    case TV_FUNC: return a.u.i == b.u.i;
+    default: return false;
+    }
+}
+
+struct tval *tmpl_dict_get(const struct tdict *d, struct tval key)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const struct tval *k = &d->k[i];
+        if (key.kind == TV_STR && k->kind == TV_STR) {
+            if (k->u.s.n == key.u.s.n && !memcmp(k->u.s.p, key.u.s.p, key.u.s.n)) return &d->v[i];
+        } else if (tmpl_equal(*k, key)) return &d->v[i];
+    }
+    return NULL;
+}
+
+bool tmpl_is_str(struct tval v, const char *s)
+{
+    size_t n = strlen(s);
+    return v.kind == TV_STR && v.u.s.n == n && !memcmp(v.u.s.p, s, n);
+}
+
+void tmpl_html_escape(struct tmpl_buf *b, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        const char *r = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;"
+                      : c == '"' ? "&#34;" : c == '\'' ? "&#39;" : NULL;
+        if (r) tmpl_buf_adds(b, r);
+        else tmpl_buf_addc(b, c);
+    }
+}
+
+/* ------------------------------------------------------------------ cJSON import */
+
+bool tmpl_from_cjson(struct tmpl_arena *a, const struct cJSON *j, struct tval *out)
+{
+    if (cJSON_IsNull(j)) *out = tv_none();
+    else if (cJSON_IsTrue(j)) *out = tv_bool(true);
+    else if (cJSON_IsFalse(j)) *out = tv_bool(false);
+    else if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) *out = tv_int((int64_t)d);
+        else *out = tv_float(d);
+    } else if (cJSON_IsString(j)) {
+        size_t n = strlen(j->valuestring);
+        char *p = tmpl_arena_alloc(a, n + 1);
+        if (!p) return false;
+        memcpy(p, j->valuestring, n);
+        *out = tv_str(p, n);
+    } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
+        size_t n = (size_t)cJSON_GetArraySize(j);
+        struct tval *vals = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *vals);
+        if (!vals) return false;
+        size_t i = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, j) {
+            if (!tmpl_from_cjson(a, c, &vals[i])) return false;
+            i++;
+        }
+        if (cJSON_IsArray(j)) {
+            struct tlist *l = tmpl_arena_alloc(a, sizeof *l);
+            if (!l) return false;
+            l->n = l->cap = n;
+            l->v = vals;
+            struct tval v = {0};
+            v.kind = TV_LIST;
+            v.u.l = l;
+            *out = v;
+        } else {
+            struct tdict *d = tmpl_arena_alloc(a, sizeof *d);
+            struct tval *keys = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *keys);
+            if (!d || !keys) return false;
+            i = 0;
+            cJSON_ArrayForEach(c, j) {
+                size_t kn = strlen(c->string ? c->string : "");
+                char *kp = tmpl_arena_alloc(a, kn + 1);
+                if (!kp) return false;
+                memcpy(kp, c->string ? c->string : "", kn);
+                keys[i++] = tv_str(kp, kn);
+            }
+            d->n = d->cap = n;
+            d->k = keys;
+            d->v = vals;
+            struct tval v = {0};
+            v.kind = TV_DICT;
+            v.u.d = d;
+            *out = v;
+        }
+    } else {
+        *out = tv_none();
+    }
+    return true;
+}

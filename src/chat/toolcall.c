@@ -1,0 +1,595 @@
+/* toolcall.c — streaming extraction of tool calls from generated text (Hermes/Qwen, Llama 3.x
+ * JSON, Mistral), see include/tern.h "tool calls in model output" and toolcall.h.
+ *
+ * The parser is a small state machine over the undecided bytes in `pending`:
+ *   TEXT        content; watches for the format's opening tag. A tail that could be the start
+ *               of that tag (or of a UTF-8 character) is held back, the rest is released.
+ *   HERMES      after "<tool_call>": waits for "</tool_call>", then decodes the body. The call
+ *               is complete when the closing tag arrives.
+ *   L3_START    Llama 3 reply start: a leading '{' (or <|python_tag|>) means a JSON call.
+ *   JSON        an incremental bracket/string scanner finds where the object ends; the call is
+ *               complete the moment its closing '}' arrives. (Mistral elements use it too.)
+ *   L3_AFTER    after a Llama 3 call: ';' / whitespace, then maybe another call, else text.
+ *   MIS_OPEN / MIS_ELEM / MIS_SEP   "[TOOL_CALLS]" '[' {obj} (',' {obj})* ']'.
+ * Whenever a region cannot be a valid call (bad JSON, wrong shape, unexpected byte, stream
+ * ended inside it), its raw bytes are appended to the content and an error is recorded with
+ * the stream offset. A Llama 3 reply that merely starts with a JSON object that is not a call
+ * (no "name") is content without error: such replies are legitimate. */
+#include "chat/toolcall.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+enum { S_TEXT, S_HERMES, S_L3_START, S_L3_TAG, S_JSON, S_L3_AFTER, S_MIS_OPEN, S_MIS_ELEM, S_MIS_SEP };
+
+static const char TAG_HERMES_OPEN[] = "<tool_call>";
+static const char TAG_HERMES_CLOSE[] = "</tool_call>";
+static const char TAG_PYTHON[] = "<|python_tag|>";
+static const char TAG_MISTRAL[] = "[TOOL_CALLS]";
+
+/* ------------------------------------------------------------------ detection */
+
+enum tern_toolcall_format tern_toolcall_detect(const char *src)
+{
+    if (!src) return TERN_TOOLCALL_NONE;
+    if (strstr(src, TAG_MISTRAL)) return TERN_TOOLCALL_MISTRAL;
+    if (strstr(src, TAG_HERMES_OPEN)) return TERN_TOOLCALL_HERMES;
+    if (strstr(src, TAG_PYTHON) || (strstr(src, "<|start_header_id|>") && strstr(src, "\"parameters\"")))
+        return TERN_TOOLCALL_LLAMA3;
+    return TERN_TOOLCALL_NONE;
+}
+
+const char *tern_toolcall_format_name(enum tern_toolcall_format f)
+{
+    switch (f) {
+    case TERN_TOOLCALL_NONE: return "none";
+    case TERN_TOOLCALL_HERMES: return "hermes";
+    case TERN_TOOLCALL_LLAMA3: return "llama3";
+    case TERN_TOOLCALL_MISTRAL: return "mistral";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------ buffers */
+
+static bool buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, const char *s, size_t n)
+{
+    if (p->oom) return false;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            p->oom = true;
+            return false;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return true;
+}
+
+/* drop pending[0..k) */
+static void consume(struct tern_toolcall_parser *p, size_t k)
+{
+    memmove(p->pending.p, p->pending.p + k, p->pending.n - k);
+    p->pending.n -= k;
+    p->pending.p[p->pending.n] = '\0';
+    p->pending_off += k;
+    p->scan = p->scan > k ? p->scan - k : 0;
+    p->json_start = p->json_start > k ? p->json_start - k : 0;
+}
+
+static void emit_text(struct tern_toolcall_parser *p, size_t k)
+{
+    buf_add(p, &p->text, p->pending.p, k);
+    consume(p, k);
+}
+
+__attribute__((format(printf, 3, 4))) static void add_error(struct tern_toolcall_parser *p,
+                                                             size_t at, const char *fmt, ...)
+{
+    if (p->n_errors >= TOOLCALL_MAX_CALLS) return;
+    char msg[512];
+    int k = snprintf(msg, sizeof msg, "malformed %s tool call at byte %zu: ",
+                     tern_toolcall_format_name(p->fmt), p->pending_off + at);
+    va_list ap;
+    va_start(ap, fmt);
+    if (k > 0 && (size_t)k < sizeof msg) vsnprintf(msg + k, sizeof msg - (size_t)k, fmt, ap);
+    va_end(ap);
+    if (p->n_errors == p->cap_errors) {
+        int cap = p->cap_errors ? p->cap_errors * 2 : 4;
+        char **e = realloc(p->errors, (size_t)cap * sizeof *e);
+        if (!e) {
+            p->oom = true;
+            return;
+        }
+        p->errors = e;
+        p->cap_errors = cap;
+    }
+    char *s = strdup(msg);
+    if (!s) {
+        p->oom = true;
+        return;
+    }
+    p->errors[p->n_errors++] = s;
+}
+
+/* the bytes of pending[0..k) were a malformed call: they become content */
+static void reject(struct tern_toolcall_parser *p, size_t k, const char *why)
+{
+    add_error(p, 0, "%s", why);
+    emit_text(p, k);
+    p->state = S_TEXT;
+}
+
+static void add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
+{
+    if (p->n_calls >= TOOLCALL_MAX_CALLS) {
+        add_error(p, 0, "more than %d tool calls; the rest are ignored", TOOLCALL_MAX_CALLS);
+        goto drop;
+    }
+    if (p->n_calls == p->cap_calls) {
+        int cap = p->cap_calls ? p->cap_calls * 2 : 4;
+        struct tern_toolcall *v = realloc(p->calls, (size_t)cap * sizeof *v);
+        if (!v) {
+            p->oom = true;
+            goto drop;
+        }
+        p->calls = v;
+        p->cap_calls = cap;
+    }
+    p->calls[p->n_calls++] = *c;
+    p->completed++;
+    return;
+drop:
+    free((char *)c->name);
+    free((char *)c->arguments);
+    free((char *)c->id);
+}
+
+/* ------------------------------------------------------------------ decoding one call */
+
+enum toolcall_verdict toolcall_decode(const char *json, size_t n, struct tern_toolcall *call,
+                                      char *why, size_t why_n)
+{
+    memset(call, 0, sizeof *call);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(json, n, &end, false);
+    if (!j) {
+        size_t at = end && end >= json && end <= json + n ? (size_t)(end - json) : 0;
+        snprintf(why, why_n, "invalid JSON near offset %zu of the call", at);
+        return TC_BAD;
+    }
+    /* trailing bytes after the object (only whitespace is fine) */
+    for (const char *q = end; q && q < json + n; q++)
+        if (*q != ' ' && *q != '\n' && *q != '\r' && *q != '\t') {
+            snprintf(why, why_n, "unexpected bytes after the JSON object");
+            cJSON_Delete(j);
+            return TC_BAD;
+        }
+    enum toolcall_verdict v = TC_NOT_A_CALL;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    if (!cJSON_IsObject(j) || !cJSON_IsString(name) || !name->valuestring[0]) {
+        snprintf(why, why_n, "expected an object with a non-empty string \"name\"");
+        goto out;
+    }
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
+    if (!args) args = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+    cJSON *parsed = NULL;
+    if (cJSON_IsString(args)) { /* stringified arguments: accept when they hold an object */
+        parsed = cJSON_Parse(args->valuestring);
+        if (!cJSON_IsObject(parsed)) {
+            cJSON_Delete(parsed);
+            snprintf(why, why_n, "\"arguments\" of '%.100s' is a string that is not a JSON object", name->valuestring);
+            v = TC_BAD;
+            goto out;
+        }
+        args = parsed;
+    } else if (args && !cJSON_IsObject(args)) {
+        snprintf(why, why_n, "\"arguments\" of '%.100s' must be an object", name->valuestring);
+        v = TC_BAD;
+        goto out;
+    }
+    char *a = args ? cJSON_PrintUnformatted(args) : strdup("{}");
+    cJSON_Delete(parsed);
+    char *nm = strdup(name->valuestring);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id");
+    char *ids = cJSON_IsString(id) ? strdup(id->valuestring) : NULL;
+    if (!a || !nm || (cJSON_IsString(id) && !ids)) {
+        free(a);
+        free(nm);
+        free(ids);
+        snprintf(why, why_n, "out of memory");
+        v = TC_BAD;
+        goto out;
+    }
+    call->name = nm;
+    call->arguments = a;
+    call->id = ids;
+    v = TC_CALL;
+out:
+    cJSON_Delete(j);
+    return v;
+}
+
+/* Decode pending[json_start..e) as a call; region pending[0..e) is the raw text. `lenient`
+ * (Llama 3 reply start) turns a well-formed non-call into plain content. */
+static void finish_object(struct tern_toolcall_parser *p, size_t e, bool lenient)
+{
+    struct tern_toolcall c;
+    char why[256];
+    enum toolcall_verdict v = toolcall_decode(p->pending.p + p->json_start, e - p->json_start, &c, why, sizeof why);
+    if (v == TC_CALL) {
+        add_call(p, &c);
+        consume(p, e);
+    } else if (v == TC_NOT_A_CALL && lenient) {
+        emit_text(p, e);
+    } else {
+        add_error(p, p->json_start, "%s", why);
+        emit_text(p, e);
+    }
+}
+
+/* ------------------------------------------------------------------ scanning helpers */
+
+static bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+static size_t skip_ws(const struct tern_toolcall_parser *p, size_t i)
+{
+    while (i < p->pending.n && is_ws(p->pending.p[i])) i++;
+    return i;
+}
+
+static const char *find(const char *h, size_t hn, const char *n)
+{
+    size_t nn = strlen(n);
+    for (size_t i = 0; i + nn <= hn; i++)
+        if (h[i] == n[0] && !memcmp(h + i, n, nn)) return h + i;
+    return NULL;
+}
+
+/* Longest tail of s[0..n) that is a proper prefix of tag (could grow into the tag). */
+static size_t tag_prefix_tail(const char *s, size_t n, const char *tag)
+{
+    size_t tl = strlen(tag);
+    for (size_t k = tl - 1 < n ? tl - 1 : n; k > 0; k--)
+        if (!memcmp(s + n - k, tag, k)) return k;
+    return 0;
+}
+
+/* Bytes at the end of s[0..n) forming an unfinished UTF-8 character. */
+static size_t utf8_tail(const char *s, size_t n)
+{
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)s[n - k];
+        if ((c & 0xC0) == 0x80) continue;
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > k ? k : 0;
+    }
+    return 0;
+}
+
+static void json_reset(struct tern_toolcall_parser *p, size_t start)
+{
+    p->json_start = start;
+    p->scan = start;
+    p->depth = 0;
+    p->in_str = p->esc = false;
+}
+
+/* Advance the scanner. Returns 1 with *end set when the top-level value closed, 0 if more
+ * input is needed, -1 on a structural error at *end. */
+static int json_scan(struct tern_toolcall_parser *p, size_t *end)
+{
+    for (; p->scan < p->pending.n; p->scan++) {
+        char c = p->pending.p[p->scan];
+        if (p->in_str) {
+            if (p->esc) p->esc = false;
+            else if (c == '\\') p->esc = true;
+            else if (c == '"') p->in_str = false;
+            continue;
+        }
+        if (c == '"') p->in_str = true;
+        else if (c == '{' || c == '[') {
+            if (p->depth >= TOOLCALL_MAX_DEPTH) {
+                *end = p->scan + 1;
+                return -1;
+            }
+            p->stack[p->depth++] = c;
+        } else if (c == '}' || c == ']') {
+            if (p->depth == 0 || p->stack[p->depth - 1] != (c == '}' ? '{' : '[')) {
+                *end = p->scan + 1;
+                return -1;
+            }
+            if (--p->depth == 0) {
+                *end = ++p->scan;
+                return 1;
+            }
+        }
+    }
+    if (p->scan - p->json_start > TOOLCALL_MAX_BYTES) {
+        *end = p->scan;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the state machine */
+
+static const char *open_tag(enum tern_toolcall_format f)
+{
+    switch (f) {
+    case TERN_TOOLCALL_HERMES: return TAG_HERMES_OPEN;
+    case TERN_TOOLCALL_LLAMA3: return TAG_PYTHON;
+    case TERN_TOOLCALL_MISTRAL: return TAG_MISTRAL;
+    default: return NULL;
+    }
+}
+
+static void run(struct tern_toolcall_parser *p, bool eof)
+{
+    for (int guard = 0; guard < 1 << 20 && !p->oom; guard++) {
+        char *s = p->pending.p;
+        size_t n = p->pending.n;
+        switch (p->state) {
+        case S_TEXT: {
+            const char *tag = open_tag(p->fmt);
+            const char *hit = tag ? find(s, n, tag) : NULL;
+            if (hit) {
+                size_t k = (size_t)(hit - s);
+                emit_text(p, k);
+                size_t tl = strlen(tag);
+                if (p->fmt == TERN_TOOLCALL_HERMES) {
+                    p->scan = tl;
+                    p->state = S_HERMES;
+                } else if (p->fmt == TERN_TOOLCALL_MISTRAL) {
+                    p->scan = tl;
+                    p->state = S_MIS_OPEN;
+                } else {
+                    consume(p, tl); /* <|python_tag|> is markup; the JSON follows */
+                    p->state = S_L3_TAG;
+                }
+                continue;
+            }
+            size_t hold = 0;
+            if (!eof) {
+                hold = tag ? tag_prefix_tail(s, n, tag) : 0;
+                size_t u = utf8_tail(s, n);
+                if (u > hold) hold = u;
+            }
+            emit_text(p, n - hold);
+            return;
+        }
+        case S_HERMES: {
+            const char *hit = find(s + p->scan, n - p->scan, TAG_HERMES_CLOSE);
+            size_t ol = strlen(TAG_HERMES_OPEN);
+            if (hit) {
+                size_t k = (size_t)(hit - s), e = k + strlen(TAG_HERMES_CLOSE);
+                p->json_start = ol;
+                struct tern_toolcall c;
+                char why[256];
+                if (toolcall_decode(s + ol, k - ol, &c, why, sizeof why) == TC_CALL) {
+                    add_call(p, &c);
+                    consume(p, e);
+                    p->state = S_TEXT;
+                } else {
+                    add_error(p, ol, "%s", why);
+                    emit_text(p, e);
+                    p->state = S_TEXT;
+                }
+                continue;
+            }
+            if (n > TOOLCALL_MAX_BYTES) {
+                reject(p, n, "call longer than the limit without </tool_call>");
+                continue;
+            }
+            if (eof) {
+                struct tern_toolcall c;
+                char why[256];
+                if (toolcall_decode(s + ol, n - ol, &c, why, sizeof why) == TC_CALL) {
+                    add_call(p, &c); /* complete JSON, model stopped before </tool_call> */
+                    consume(p, n);
+                    p->state = S_TEXT;
+                } else reject(p, n, "output ended inside <tool_call> (no </tool_call>)");
+                continue;
+            }
+            /* keep scanning from where a closing tag could still start */
+            p->scan = n > strlen(TAG_HERMES_CLOSE) ? n - strlen(TAG_HERMES_CLOSE) : p->scan;
+            if (p->scan < ol) p->scan = ol;
+            return;
+        }
+        case S_L3_START:
+        case S_L3_AFTER:
+        case S_L3_TAG: {
+            size_t i = skip_ws(p, 0);
+            if (p->state == S_L3_AFTER)
+                while (i < n && (s[i] == ';' || is_ws(s[i]))) i++;
+            if (i == n) {
+                if (eof) {
+                    if (p->state == S_L3_TAG)
+                        add_error(p, 0, "output ended after <|python_tag|>");
+                    emit_text(p, n);
+                    p->state = S_TEXT;
+                    continue;
+                }
+                return;
+            }
+            if (s[i] == '{') {
+                json_reset(p, i);
+                p->json_owner = p->state;
+                p->state = S_JSON;
+                continue;
+            }
+            if (p->state != S_L3_TAG) {
+                /* maybe a <|python_tag|> is arriving */
+                size_t rem = n - i, tl = strlen(TAG_PYTHON);
+                if (!memcmp(s + i, TAG_PYTHON, rem < tl ? rem : tl)) {
+                    if (rem < tl && !eof) return;
+                    if (rem >= tl) {
+                        consume(p, i + tl);
+                        p->state = S_L3_TAG;
+                        continue;
+                    }
+                }
+                p->state = S_TEXT;
+                continue;
+            }
+            reject(p, i + 1, "expected a JSON object after <|python_tag|>");
+            continue;
+        }
+        case S_JSON: {
+            size_t e;
+            int r = json_scan(p, &e);
+            bool mistral = p->fmt == TERN_TOOLCALL_MISTRAL;
+            if (r == 1) {
+                finish_object(p, e, !mistral && p->json_owner == S_L3_START);
+                p->state = mistral ? S_MIS_SEP : S_L3_AFTER;
+                continue;
+            }
+            if (r < 0) {
+                reject(p, e, "unbalanced brackets or too deeply nested JSON");
+                continue;
+            }
+            if (eof) {
+                reject(p, n, "output ended inside the JSON of a call");
+                continue;
+            }
+            return;
+        }
+        case S_MIS_OPEN:
+        case S_MIS_ELEM:
+        case S_MIS_SEP: {
+            size_t i = skip_ws(p, p->scan);
+            if (i == n) {
+                if (eof) {
+                    reject(p, n, "output ended inside [TOOL_CALLS]");
+                    continue;
+                }
+                return;
+            }
+            char c = s[i];
+            if (p->state == S_MIS_OPEN) {
+                if (c != '[') {
+                    reject(p, i, "expected '[' after [TOOL_CALLS]");
+                    continue;
+                }
+                consume(p, i + 1); /* "[TOOL_CALLS][" is markup */
+                p->scan = 0;
+                p->state = S_MIS_ELEM;
+            } else if (p->state == S_MIS_ELEM) {
+                if (c == ']') {
+                    consume(p, i + 1);
+                    p->scan = 0;
+                    p->state = S_TEXT;
+                } else if (c == '{') {
+                    json_reset(p, i);
+                    p->state = S_JSON;
+                } else reject(p, i + 1, "expected a call object in [TOOL_CALLS]");
+            } else {
+                if (c == ',') {
+                    consume(p, i + 1);
+                    p->scan = 0;
+                    p->state = S_MIS_ELEM;
+                } else if (c == ']') {
+                    consume(p, i + 1);
+                    p->scan = 0;
+                    p->state = S_TEXT;
+                } else reject(p, i + 1, "expected ',' or ']' between [TOOL_CALLS] entries");
+            }
+            continue;
+        }
+        }
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ public API */
+
+tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out)
+{
+    if (!out) return tern_fail(TERN_ERR_ARG, "tern_toolcall_parser_create: NULL out");
+    if ((int)f < TERN_TOOLCALL_NONE || f > TERN_TOOLCALL_MISTRAL)
+        return tern_fail(TERN_ERR_ARG, "unknown tool-call format %d", (int)f);
+    struct tern_toolcall_parser *p = calloc(1, sizeof *p);
+    if (!p) return tern_fail(TERN_ERR_NOMEM, "out of memory creating a tool-call parser");
+    p->fmt = f;
+    p->state = f == TERN_TOOLCALL_LLAMA3 ? S_L3_START : S_TEXT;
+    if (!buf_add(p, &p->text, "", 0) || !buf_add(p, &p->pending, "", 0)) {
+        tern_toolcall_parser_free(p);
+        return tern_fail(TERN_ERR_NOMEM, "out of memory creating a tool-call parser");
+    }
+    *out = p;
+    return TERN_OK;
+}
+
+void tern_toolcall_parser_free(struct tern_toolcall_parser *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n_calls; i++) {
+        free((char *)p->calls[i].name);
+        free((char *)p->calls[i].arguments);
+        free((char *)p->calls[i].id);
+    }
+    for (int i = 0; i < p->n_errors; i++) free(p->errors[i]);
+    free(p->calls);
+    free(p->errors);
+    free(p->pending.p);
+    free(p->text.p);
+    free(p);
+}
+
+tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n, int *n_completed)
+{
+    if (n_completed) *n_completed = 0;
+    if (!p || (!piece && n)) return tern_fail(TERN_ERR_ARG, "tern_toolcall_feed: NULL argument");
+    if (p->finished) return tern_fail(TERN_ERR_ARG, "tern_toolcall_feed: the parser was already finished");
+    p->completed = 0;
+    buf_add(p, &p->pending, piece, n);
+    run(p, false);
+    if (p->oom) return tern_fail(TERN_ERR_NOMEM, "out of memory in the tool-call parser");
+    if (n_completed) *n_completed = p->completed;
+    return TERN_OK;
+}
+
+tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_completed)
+{
+    if (n_completed) *n_completed = 0;
+    if (!p) return tern_fail(TERN_ERR_ARG, "tern_toolcall_finish: NULL parser");
+    if (p->finished) return TERN_OK;
+    p->completed = 0;
+    run(p, true);
+    if (p->pending.n) emit_text(p, p->pending.n); /* defensive: nothing stays undecided */
+    p->finished = true;
+    if (p->oom) return tern_fail(TERN_ERR_NOMEM, "out of memory in the tool-call parser");
+    if (n_completed) *n_completed = p->completed;
+    return TERN_OK;
+}
+
+const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len)
+{
+    if (len) *len = p->text.n;
+    return p->text.p;
+}
+
+int tern_toolcall_count(const struct tern_toolcall_parser *p) { return p->n_calls; }
+
+const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser *p, int i)
+{
+    return i >= 0 && i < p->n_calls ? &p->calls[i] : NULL;
+}
+
+int tern_toolcall_n_errors(const struct tern_toolcall_parser *p) { return p->n_errors; }
+
+const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i)
+{
+    return i >= 0 && i < p->n_errors ? p->errors[i] : NULL;
+}

@@ -1,0 +1,304 @@
+/* synth.c — random-weight models with the exact shapes of real ones, written with tern's own
+ * GGUF writer and quantizer, so anyone can run and benchmark real shapes with no download.
+ *
+ * Weights are N(0, 0.02) (q/k 0.08, biases 0.2, norms 1 + 0.05 N), as in the fixture models:
+ * speed does not depend on the values, and these keep activations in a realistic range.
+ * The vocabulary is byte-level (GPT-2 style: the 256 byte tokens, no merges) plus ChatML control
+ * tokens, padded with unused tokens to the real vocabulary size, so text goes in and out and
+ * the embedding/output matrices have their real size. A ChatML template is included. The empty
+ * merges array is there for llama.cpp, which refuses a BPE vocabulary without that key.
+ *
+ * With a vocabulary file (tern_synth_model_write_vocab), every tokenizer.* key of that file is
+ * copied verbatim instead: the model then tokenizes exactly like the real one, and llama.cpp and
+ * tern can load the same file for side-by-side benchmarks. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/type_plan.h"
+#include "quant/quant.h"
+#include "util/error.h"
+
+struct synth_shape {
+    const char *name;
+    const char *arch;    /* "llama" | "qwen2" */
+    const char *pre;     /* tokenizer.ggml.pre */
+    int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    float rope_base, rms_eps;
+    bool tied, qkv_bias;
+};
+
+static const struct synth_shape shapes[] = {
+    {"tiny", "llama", "gpt-2", 256, 4, 8, 4, 768, 512, 2048, 10000.0f, 1e-5f, false, false},
+    {"qwen2.5-0.5b", "qwen2", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true, true},
+    {"qwen2.5-1.5b", "qwen2", "qwen2", 1536, 28, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true, true},
+    {"qwen2.5-3b", "qwen2", "qwen2", 2048, 36, 16, 2, 11008, 151936, 32768, 1e6f, 1e-6f, true, true},
+    {"llama-3.2-1b", "llama", "llama-bpe", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, false},
+    {"llama-3.2-3b", "llama", "llama-bpe", 3072, 28, 24, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, false},
+};
+
+const char *tern_synth_shape_names(void)
+{
+    return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b";
+}
+
+/* ---------------------------------------------------------------- random numbers */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Approximately normal (sum of four uniforms, variance matched): cheap, and the shape of the
+ * distribution does not matter for what these models are for. */
+static void fill_normal(uint64_t *s, float *x, int64_t n, float mean, float std)
+{
+    const float k = std * 1.7320508f / 4294967296.0f; /* a uniform sum of 4 has std 2^32/sqrt(3) */
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t a = rng_next(s), b = rng_next(s);
+        int64_t sum = (int64_t)(a & 0xffffffff) + (int64_t)(a >> 32) + (int64_t)(b & 0xffffffff) +
+                      (int64_t)(b >> 32) - 2 * 4294967295ll;
+        x[i] = mean + (float)sum * k;
+    }
+}
+
+/* ---------------------------------------------------------------- writing */
+
+struct synth_state {
+    struct tern_gguf_writer *w;
+    uint64_t rng;
+    float *rowbuf;   /* (max cols) */
+    void *qbuf;      /* quantized matrix */
+    float *fbuf;     /* whole F32 matrix for 1-D/F32 tensors */
+    int fallbacks;
+};
+
+static tern_status add_matrix(struct synth_state *st, const char *name, int type, int64_t cols,
+                              int64_t rows, float std)
+{
+    const struct quant_traits *tr = quant_traits_get(type);
+    if (!tr) return tern_fail(TERN_ERR_UNSUPPORTED, "synth: type %s", tern_type_name(type));
+    size_t row_bytes = quant_row_bytes(type, cols);
+    void *q = malloc(row_bytes * (size_t)rows);
+    if (!q) return tern_fail(TERN_ERR_NOMEM, "synth: out of memory for %s", name);
+    for (int64_t r = 0; r < rows; r++) {
+        fill_normal(&st->rng, st->rowbuf, cols, 0.0f, std);
+        tr->from_float_ref(st->rowbuf, (char *)q + (size_t)r * row_bytes, cols);
+    }
+    int64_t ne[2] = {cols, rows};
+    tern_status s = tern_gguf_writer_add_tensor(st->w, name, type, 2, ne, q);
+    free(q);
+    return s;
+}
+
+static tern_status add_vector(struct synth_state *st, const char *name, int64_t n, float mean,
+                              float std)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) return tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
+    fill_normal(&st->rng, v, n, mean, std);
+    int64_t ne[1] = {n};
+    tern_status s = tern_gguf_writer_add_tensor(st->w, name, TERN_TYPE_F32, 1, ne, v);
+    free(v);
+    return s;
+}
+
+/* GPT-2's byte <-> unicode map: printable bytes stand for themselves, the rest are shifted
+ * to U+0100.. so every token is valid, visible UTF-8. */
+static void byte_token(int b, char out[4])
+{
+    int cp;
+    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) {
+        cp = b;
+    } else {
+        int n = 0;
+        for (int x = 0; x < b; x++)
+            if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) n++;
+        cp = 256 + n;
+    }
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        out[1] = 0;
+    } else {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        out[2] = 0;
+    }
+}
+
+static const char chatml_template[] =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+    "}}{% endif %}";
+
+static tern_status add_vocab(struct synth_state *st, const struct synth_shape *sh)
+{
+    const int n = sh->n_vocab;
+    char **toks = calloc((size_t)n, sizeof *toks);
+    int32_t *types = malloc((size_t)n * sizeof *types);
+    float *scores = calloc((size_t)n, sizeof *scores);
+    tern_status s = TERN_OK;
+    if (!toks || !types || !scores) {
+        s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory for the vocabulary");
+        goto out;
+    }
+    static const char *specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    for (int i = 0; i < n && !s; i++) {
+        char buf[32];
+        if (i < 256) {
+            byte_token(i, buf);
+            types[i] = 1; /* normal */
+        } else if (i < 256 + 3) {
+            snprintf(buf, sizeof buf, "%s", specials[i - 256]);
+            types[i] = 3; /* control */
+        } else {
+            snprintf(buf, sizeof buf, "[PAD%d]", i);
+            types[i] = 5; /* unused */
+        }
+        toks[i] = strdup(buf);
+        if (!toks[i]) s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
+    }
+    if (!s) s = tern_gguf_writer_set_str(st->w, "tokenizer.ggml.model", "gpt2");
+    if (!s) s = tern_gguf_writer_set_str(st->w, "tokenizer.ggml.pre", sh->pre);
+    if (!s) s = tern_gguf_writer_set_arr_str(st->w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n);
+    if (!s) s = tern_gguf_writer_set_arr(st->w, "tokenizer.ggml.token_type", TERN_GGUF_INT32, types, (uint64_t)n);
+    if (!s) s = tern_gguf_writer_set_arr_str(st->w, "tokenizer.ggml.merges", NULL, 0);
+    if (!s) s = tern_gguf_writer_set_u32(st->w, "tokenizer.ggml.bos_token_id", 256);
+    if (!s) s = tern_gguf_writer_set_u32(st->w, "tokenizer.ggml.eos_token_id", 258);
+    if (!s) s = tern_gguf_writer_set_u32(st->w, "tokenizer.ggml.padding_token_id", 256);
+    if (!s) s = tern_gguf_writer_set_bool(st->w, "tokenizer.ggml.add_bos_token", false);
+    if (!s) s = tern_gguf_writer_set_str(st->w, "tokenizer.chat_template", chatml_template);
+out:
+    if (toks)
+        for (int i = 0; i < n; i++) free(toks[i]);
+    free(toks);
+    free(types);
+    free(scores);
+    return s;
+}
+
+/* Copy every tokenizer.* key of the GGUF at vocab_path (a vocab-only file is enough). Refuses a
+ * vocabulary whose size is not the shape's n_vocab (the embedding rows would not match) and one
+ * tern's tokenizer cannot load, so a bad file fails here and not at the first prompt. */
+static tern_status add_vocab_file(struct synth_state *st, const struct synth_shape *sh,
+                                  const char *vocab_path)
+{
+    struct tern_gguf *g;
+    tern_status s = tern_gguf_open(vocab_path, &g);
+    if (s) return tern_fail_prefix(s, "synth: vocabulary %s: ", vocab_path);
+    int64_t ti = tern_gguf_find_key(g, "tokenizer.ggml.tokens");
+    if (ti < 0 || tern_gguf_kv_type(g, ti) != TERN_GGUF_ARRAY ||
+        tern_gguf_arr_type(g, ti) != TERN_GGUF_STRING) {
+        s = tern_fail(TERN_ERR_FORMAT, "synth: vocabulary %s: no string array "
+                      "'tokenizer.ggml.tokens'", vocab_path);
+        goto out;
+    }
+    uint64_t n = tern_gguf_arr_len(g, ti);
+    if (n != (uint64_t)sh->n_vocab) {
+        s = tern_fail(TERN_ERR_ARG, "synth: vocabulary %s has %llu tokens (tokenizer.ggml.tokens) "
+                      "but shape '%s' needs n_vocab = %d", vocab_path, (unsigned long long)n,
+                      sh->name, sh->n_vocab);
+        goto out;
+    }
+    struct tern_tokenizer *tok;
+    s = tern_tokenizer_from_gguf(g, &tok);
+    if (s) {
+        s = tern_fail_prefix(s, "synth: vocabulary %s: ", vocab_path);
+        goto out;
+    }
+    tern_tokenizer_free(tok);
+    static const char prefix[] = "tokenizer.";
+    for (int64_t i = 0; i < tern_gguf_n_kv(g) && !s; i++) {
+        struct tern_str k = tern_gguf_key(g, i);
+        if (k.len > sizeof prefix - 1 && !memcmp(k.ptr, prefix, sizeof prefix - 1))
+            s = tern_gguf_writer_copy_kv(st->w, g, i);
+    }
+out:
+    tern_gguf_close(g);
+    return s;
+}
+
+tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
+                                   const char *path, int *n_fallbacks)
+{
+    return tern_synth_model_write_vocab(shape, type_name, seed, NULL, path, n_fallbacks);
+}
+
+tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
+                                         const char *vocab_path, const char *path,
+                                         int *n_fallbacks)
+{
+    const struct synth_shape *sh = NULL;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (!strcmp(shapes[i].name, shape)) sh = &shapes[i];
+    if (!sh)
+        return tern_fail(TERN_ERR_ARG, "unknown model shape '%s' (known: %s)", shape,
+                         tern_synth_shape_names());
+    struct type_plan plan;
+    tern_status ps = type_plan_parse(type_name, &plan);
+    if (ps) return ps;
+    struct synth_state st = {.rng = seed * 0x2545F4914F6CDD1Dull + 1};
+    tern_status s = tern_gguf_writer_create(32, &st.w);
+    if (s) return s;
+    const int64_t d = sh->n_embd, hd = d / sh->n_head;
+    const int64_t qd = sh->n_head * hd, kvd = sh->n_head_kv * hd;
+    int64_t maxc = d > sh->n_ff ? d : sh->n_ff;
+    st.rowbuf = malloc((size_t)maxc * sizeof(float));
+    if (!st.rowbuf) s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s.%s", sh->arch, suffix), key)
+    if (!s) s = tern_gguf_writer_set_str(st.w, "general.architecture", sh->arch);
+    if (!s) {
+        char nm[96];
+        snprintf(nm, sizeof nm, "tern synthetic %s (%s, random weights)", sh->name, type_name);
+        s = tern_gguf_writer_set_str(st.w, "general.name", nm);
+    }
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("context_length"), (uint32_t)sh->n_ctx);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("embedding_length"), (uint32_t)d);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("block_count"), (uint32_t)sh->n_layer);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("feed_forward_length"), (uint32_t)sh->n_ff);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count"), (uint32_t)sh->n_head);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("rope.dimension_count"), (uint32_t)hd);
+    if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.freq_base"), sh->rope_base);
+    if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
+#undef KEY
+    if (!s) s = vocab_path ? add_vocab_file(&st, sh, vocab_path) : add_vocab(&st, sh);
+
+    const int n_layer = sh->n_layer;
+    int fb = 0;
+    if (!s) s = add_matrix(&st, "token_embd.weight",
+                           type_plan_pick(&plan, "token_embd", 0, n_layer, d, &fb), d, sh->n_vocab, 0.02f);
+    for (int il = 0; il < n_layer && !s; il++) {
+        char nm[64];
+#define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
+#define WT(kind, cols) type_plan_pick(&plan, kind, il, n_layer, cols, &fb)
+        s = add_vector(&st, T("attn_norm.weight"), d, 1.0f, 0.05f);
+        if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, qd, 0.08f);
+        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_q.bias"), qd, 0.0f, 0.2f);
+        if (!s) s = add_matrix(&st, T("attn_k.weight"), WT("attn_k", d), d, kvd, 0.08f);
+        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_k.bias"), kvd, 0.0f, 0.2f);
+        if (!s) s = add_matrix(&st, T("attn_v.weight"), WT("attn_v", d), d, kvd, 0.02f);
+        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_v.bias"), kvd, 0.0f, 0.2f);
+        if (!s) s = add_matrix(&st, T("attn_output.weight"), WT("attn_output", qd), qd, d, 0.02f);
+        if (!s) s = add_vector(&st, T("ffn_norm.weight"), d, 1.0f, 0.05f);
+        if (!s) s = add_matrix(&st, T("ffn_gate.weight"), WT("ffn_gate", d), d, sh->n_ff, 0.02f);
+        if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, sh->n_ff, 0.02f);
+        if (!s) s = add_matrix(&st, T("ffn_down.weight"), WT("ffn_down", sh->n_ff), sh->n_ff, d, 0.02f);
+#undef T
+#undef WT
+    }
+    if (!s) s = add_vector(&st, "output_norm.weight", d, 1.0f, 0.05f);
+    if (!s && !sh->tied)
+        s = add_matrix(&st, "output.weight", type_plan_pick(&plan, "output", 0, n_layer, d, &fb),
+                       d, sh->n_vocab, 0.02f);
+    if (!s) s = tern_gguf_writer_write(st.w, path);
+    free(st.rowbuf);
+    tern_gguf_writer_free(st.w);
+    if (n_fallbacks) *n_fallbacks = fb;
+    return s;
+}

@@ -1,0 +1,79 @@
+/* attn.c — scalar reference attention loops, their block versions, and the run-time choice of
+ * path (see attn.h). The scalar block kernels simply run the per-query loops: they define what
+ * every SIMD block kernel must reproduce per query. */
+#include "kernels/attn.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "kernels/vexp.h"
+#include "util/fp16.h"
+#if defined(__aarch64__)
+#include "kernels/attn_neon.h"
+#endif
+
+void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
+{
+    for (int p = 0; p < n_keys; p++) {
+        const uint16_t *kr = k + (size_t)p * hd;
+        float dot = 0.0f;
+        for (int j = 0; j < hd; j++) dot += q[j] * fp16_to_f32(kr[j]);
+        s[p] = dot * scale;
+    }
+}
+
+void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, float *out)
+{
+    for (int j = 0; j < hd; j++) out[j] = 0.0f;
+    for (int p = 0; p < n_keys; p++) {
+        const uint16_t *vr = v + (size_t)p * hd;
+        for (int j = 0; j < hd; j++) out[j] += w[p] * fp16_to_f32(vr[j]);
+    }
+}
+
+/* The exponentials are vexp_f32 (the same bits on every path, vexp.h) and the sum runs in
+ * double in key order, so the weights are the same bits whichever ISA computed the max and the
+ * normalization (those two are exact in any order). */
+void attn_softmax_scalar(float *s, int n)
+{
+    float mx = -INFINITY;
+    for (int p = 0; p < n; p++) mx = s[p] > mx ? s[p] : mx;
+    const double sum = vexp_sum_scalar(s, n, mx);
+    const float inv = (float)(1.0 / sum);
+    for (int p = 0; p < n; p++) s[p] = fp16_to_f32(fp16_from_f32(s[p] * inv));
+}
+
+void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
+                         float scale, float *s, size_t ss, float *tile)
+{
+    (void)tile;
+    for (int i = 0; i < nq; i++) attn_scores_scalar(q + (size_t)i * hd, k, n_keys, hd, scale, s + i * ss);
+}
+
+void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
+                       float *const *out)
+{
+    for (int i = 0; i < nq; i++) attn_wsum_scalar(w + i * ws, v, nk[i], hd, out[i]);
+}
+
+struct attn_kernels attn_select(int hd)
+{
+    const char *isa = kern_isa_name();
+#if defined(__x86_64__)
+    if (!strcmp(isa, "avx512") && hd % 16 == 0)
+        return (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512, attn_softmax_avx512,
+                                     attn_bscores_avx512, attn_bwsum_avx512, "avx512"};
+    if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && hd % 8 == 0)
+        return (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2, attn_softmax_avx2,
+                                     attn_bscores_avx2, attn_bwsum_avx2, "avx2"};
+#elif defined(__aarch64__)
+    if (!strcmp(isa, "neon") && hd % 8 == 0)
+        return (struct attn_kernels){attn_scores_neon, attn_wsum_neon, attn_softmax_neon,
+                                     attn_bscores_neon, attn_bwsum_neon, "neon"};
+#endif
+    (void)hd;
+    (void)isa;
+    return (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar, attn_softmax_scalar,
+                                 attn_bscores_scalar, attn_bwsum_scalar, "scalar"};
+}

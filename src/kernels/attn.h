@@ -1,0 +1,80 @@
+/* attn.h — the inner loops of attention over the F16 KV cache, with SIMD paths.
+ *
+ * Per query (the definition of the numerics):
+ *   attn_scores:       s[p] = scale * sum_j q[j] * K[p][j]      for p < n_keys
+ *   attn_softmax:      s = F16(softmax(s)): max, vexp_f32 (vexp.h), sum in double in key order,
+ *                      normalize, each weight rounded to F16 precision (as llama.cpp rounds
+ *                      them); the same bits on every path
+ *   attn_weighted_sum: out[j] = sum_p w[p] * V[p][j]
+ * q and w hold values already rounded to F16 precision, K and V rows are head_dim halves,
+ * contiguous. The scalar versions are the reference; the AVX2 / AVX-512 / NEON versions differ
+ * only in summation order (tested in test_attn).
+ *
+ * Block versions (what forward.c runs): nq queries that share one KV head (the GQA group of
+ * heads times a few consecutive tokens) are processed together, so each K and V row is loaded
+ * and converted once per block instead of once per query. A block kernel gives every query
+ * exactly the bits of the per-query kernel of the same ISA (same products, same summation
+ * tree), whatever the block size or the other queries in it: a token's result never depends on
+ * how a batch was cut into blocks (test_attn checks this bit for bit).
+ *   attn_bscores: s[i*ss + p] = scale * q_i . K_p for i < nq, p < n_keys. The rows of s must have
+ *                 room for n_keys rounded up to 16; `tile` is scratch of 16 * hd floats.
+ *   attn_bwsum:   out[i][j] = sum_{p < nk[i]} w[i*ws + p] * V[p][j] for i < nq; nk[i] <= the
+ *                 n_keys the scores were computed for.
+ * The path follows the kernel ISA chosen at run time (kern_isa_name(), TERN_KERNELS). */
+#ifndef TERN_KERNELS_ATTN_H
+#define TERN_KERNELS_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void (*attn_scores_fn)(const float *q, const uint16_t *k, int n_keys, int hd, float scale,
+                               float *s);
+typedef void (*attn_wsum_fn)(const float *w, const uint16_t *v, int n_keys, int hd, float *out);
+typedef void (*attn_softmax_fn)(float *s, int n);
+typedef void (*attn_bscores_fn)(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
+                                float scale, float *s, size_t ss, float *tile);
+typedef void (*attn_bwsum_fn)(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v,
+                              int hd, float *const *out);
+
+struct attn_kernels {
+    attn_scores_fn scores;
+    attn_wsum_fn wsum;
+    attn_softmax_fn softmax;
+    attn_bscores_fn bscores;
+    attn_bwsum_fn bwsum;
+    const char *name;
+};
+
+/* Most queries a block holds, and the per-thread score memory the context aims for: a block has
+ * ATTN_BLOCK_MAX rows up to n_ctx 32768, fewer beyond (down to 1), so score rows take at most
+ * 2 MiB per thread whenever n_ctx <= 512K (context.c). */
+enum { ATTN_BLOCK_MAX = 16, ATTN_SCORE_BYTES = 2 << 20 };
+
+/* The kernels for this CPU (and head_dim: SIMD paths need hd % 16 (AVX-512) or % 8 (AVX2)). */
+struct attn_kernels attn_select(int hd);
+
+void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s);
+void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, float *out);
+void attn_softmax_scalar(float *s, int n);
+void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
+                         float scale, float *s, size_t ss, float *tile);
+void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
+                       float *const *out);
+
+void attn_scores_avx2(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s);
+void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float *out);
+void attn_softmax_avx2(float *s, int n);
+void attn_bscores_avx2(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
+                       float *s, size_t ss, float *tile);
+void attn_bwsum_avx2(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
+                     float *const *out);
+
+void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s);
+void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, float *out);
+void attn_softmax_avx512(float *s, int n);
+void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
+                         float scale, float *s, size_t ss, float *tile);
+void attn_bwsum_avx512(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
+                       float *const *out);
+
+#endif

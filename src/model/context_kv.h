@@ -1,0 +1,32 @@
+/* context_kv.h — the context's KV interface: what rooms above src/model (the snapshots and the
+ * prefix cache of src/kv) may use of a context, so they never see struct tern_context, the
+ * model's layers or the kernels.
+ *
+ * Read kv_cache.h first (the storage layout). The accessors hand out the context's KV cache
+ * itself; kv_context_set_n_pos marks positions 0..n_pos-1 of sequence 0 valid after they were
+ * written with kv_copy_in, and drops logits that belonged to the old contents. */
+#ifndef TERN_MODEL_CONTEXT_KV_H
+#define TERN_MODEL_CONTEXT_KV_H
+
+#include "model/kv_cache.h"
+
+struct kv_cache *kv_of_context(struct tern_context *ctx);
+const struct kv_cache *kv_of_context_const(const struct tern_context *ctx);
+const struct tern_model *kv_context_model(const struct tern_context *ctx);
+void kv_context_set_n_pos(struct tern_context *ctx, int n_pos);
+
+/* Tokens that tern_decode runs as one batch through the prefill kernels at the least: a prompt
+ * is cut into equal sub-batches, never leaving a last one shorter than this. */
+#define KV_MIN_BATCHED_SUFFIX 16
+
+/* The fewest prompt tokens that must be decoded after a restored prefix for the logits (and the
+ * KV written) to have the bits of a cold run on the active kernel path: 1 when every layer
+ * matmul of m sums in the same order at any batch size (kern_batch_invariant), otherwise
+ * KV_MIN_BATCHED_SUFFIX (then the rest runs through the same prefill kernels as the cold run). */
+int kv_model_min_exact_suffix(const struct tern_model *m);
+
+/* The kernel path in use ("avx512", "avx2", "neon", "scalar"): KV written by one path is exact
+ * only for that path, so persisted KV is tagged with it. */
+const char *kv_kernel_path(void);
+
+#endif
