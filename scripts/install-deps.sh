@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
-# The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels).
+# The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
+# clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
 set -e
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -9,5 +10,6 @@ $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
     libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
-    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user >/dev/null
+    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+    clang libclang-rt-14-dev >/dev/null
 echo "tern dependencies installed"

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "tern.h"
 #if defined(__aarch64__)
@@ -30,6 +33,15 @@ static struct kern_path paths[ISA_COUNT_];
 static enum kern_isa active = ISA_SCALAR;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__)
+/* clang's __builtin_cpu_supports does not know "f16c"; ask CPUID (leaf 1, ECX) directly. */
+static bool x86_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static bool cpu_has(enum kern_isa isa)
 {
 #if defined(__x86_64__)
@@ -38,7 +50,7 @@ static bool cpu_has(enum kern_isa isa)
     case ISA_SCALAR: return true;
     case ISA_AVX2:
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+               x86_has_f16c() && __builtin_cpu_supports("bmi2");
     case ISA_AVX512:
         return cpu_has(ISA_AVX2) && __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

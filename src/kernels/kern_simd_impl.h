@@ -420,11 +420,12 @@ KS_INLINE float ks_hmax(__m256 v)
 /* 32 floats (already scaled) -> 32 int8 by round-half-even, in element order */
 KS_INLINE __m256i ks_round_pack32(__m256 v0, __m256 v1, __m256 v2, __m256 v3)
 {
-    const int mode = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(v0, mode));
-    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(v1, mode));
-    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(v2, mode));
-    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(v3, mode));
+    /* a macro, not a const int: clang wants the immediate as a constant expression */
+#define KS_ROUND_MODE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(v0, KS_ROUND_MODE));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(v1, KS_ROUND_MODE));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(v2, KS_ROUND_MODE));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(v3, KS_ROUND_MODE));
     const __m256i p01 = _mm256_packs_epi32(i0, i1); /* lanes interleave by 128 bits */
     const __m256i p23 = _mm256_packs_epi32(i2, i3);
     const __m256i p = _mm256_packs_epi16(p01, p23);
