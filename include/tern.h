@@ -103,8 +103,8 @@ enum tern_type {
 
 /* "Q4_K", "F16", ... or "unknown(N)" in a static buffer for ids tern does not know. */
 const char *tern_type_name(int type);
-/* true for the types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
- * (plus Q8_K, which exists only as an activation format). */
+/* true for the ten weight types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
+ * Q4_K, Q5_K, Q6_K (plus Q8_1 and Q8_K, which exist here only as activation formats). */
 bool tern_type_is_supported(int type);
 /* Elements per block (1 for float types) and bytes per block; 0 for unknown types. */
 int64_t tern_type_block_size(int type);
@@ -384,11 +384,14 @@ void tern_sampler_reset(struct tern_sampler *s);
 
 /* Write a random-weight model with the exact shape of a real one (shape names: see
  * tern_synth_shape_names(): "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
- * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name` (f32, f16, bf16, q8_0, q4_0, q4_k,
- * q6_k, or q4_k_m = llama.cpp's Q4_K/Q6_K mix). Tensors whose rows the type's block does not
- * divide fall back to Q8_0 (count in *n_fallbacks, may be NULL). The vocabulary is byte-level
- * (256 byte tokens + ChatML control tokens, padded to the real size) with a ChatML template.
- * Written atomically (tmp + rename). */
+ * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name`: a plain type (f32, f16, bf16,
+ * q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k: every 2-D weight gets it, as llama-quantize --pure)
+ * or a mix (q4_k_m / q5_k_m: llama-quantize's per-tensor rule, Q6_K for the output matrix and
+ * some attn_v / ffn_down layers). A tensor whose rows the type's block does not divide falls
+ * back as llama-quantize does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16); the count
+ * goes to *n_fallbacks (may be NULL). The vocabulary is byte-level (256 byte tokens + ChatML
+ * control tokens, padded to the real size) with a ChatML template. Written atomically
+ * (tmp + rename). */
 tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
                                    const char *path, int *n_fallbacks);
 /* Same, but the tokenizer is a real one: every tokenizer.* key of the GGUF at vocab_path (a
@@ -402,50 +405,20 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
                                          int *n_fallbacks);
 const char *tern_synth_shape_names(void);
 
-/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names as above); 1-D
- * tensors stay as they are, metadata is copied (general.file_type updated). Rows the type's
- * block does not divide fall back to Q8_0 (counted in *n_fallbacks, may be NULL). Atomic. */
+/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names and fallbacks as
+ * above); 1-D tensors stay as they are, metadata is copied (general.file_type and
+ * general.quantization_version updated), tensors are written in llama-quantize's order, so the
+ * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
 tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks);
-
-/* ===================================================================== reference checks */
-
-/* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:
- * <model>.jsonl, with <model>.logits.bin beside it when present). For every sequence the
- * prompt is decoded in one batch with logits for every position; then the reference's greedy
- * tokens are fed one at a time (teacher forcing) and each step is compared with its top-K;
- * finally a free-running greedy continuation is compared token by token for as long as the
- * reference's top-2 margin exceeds 2 x tol. */
-struct tern_ref_report {
-    int n_seqs;
-    int n_vectors;          /* logit vectors compared (prompt positions + greedy steps) */
-    double max_abs_top;     /* max |ours - ref| over the reference's top-K entries */
-    double mean_abs_top;
-    int top_total;          /* reference top-K entries compared */
-    int top_agree;          /* ... whose |diff| <= tol and whose id is in our top-K (or within
-                               tol of the K-th value) */
-    bool has_full;          /* .logits.bin was found and compared */
-    double max_abs_full;    /* over the full vectors of .logits.bin */
-    double mean_abs_full;
-    int greedy_checked;     /* free-running steps where the reference margin > 2 tol */
-    int greedy_match;
-    int greedy_first_diverge; /* -1 if none (first diverging step where margin allowed a check) */
-    double tol;
-    bool pass;              /* all top entries within tol, full vectors within tol, greedy ok */
-};
-
-/* Run the check; n_threads 0 = all CPUs; tol <= 0 picks the default for the model's weight
- * types (5e-3 for F16/BF16/F32 files, 0.03 for quantized ones). Progress and per-sequence
- * figures are written to log (may be NULL). */
-tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
-                           FILE *log, struct tern_ref_report *out);
 
 /* ===================================================================== KV cache and prompt cache */
 /* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them
  * into another context of the same model. The prefix cache keeps such KV in blocks of
  * block_tokens tokens keyed by chained hashes (a block's key covers every token before it), so
  * any prompt sharing a cached prefix, block-aligned, skips computing it; results are bit-identical
- * to a cold run. Several sequences in one context are NOT supported yet (one sequence per context).
+ * to a cold run. Snapshots and the prefix cache work on sequence 0 of a context (for other
+ * sequences use tern_kv_seq_copy / tern_kv_seq_truncate).
  *
  *     struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
  *     pp.budget_bytes = 512u << 20; pp.dir = "cache";         // dir: optional persistence
@@ -553,40 +526,8 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
 /* Delete every cache file (*.tkv and leftover *.tkv.tmp) in dir; *n_removed may be NULL. */
 tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
 
-/* The three prompt-cache targets of issue 6, measured on model with n_threads threads:
- * (1) TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache hit; (2) prefix-token hit
- * rate over n_requests requests drawn from 4 system prompts (1-2k tokens) with varied user turns
- * under a budget that holds them; (3) loading a saved 2048-token prefix from disk vs recomputing
- * it. Token ids are seeded pseudo-random (timing does not depend on which ids). Prompts are
- * clipped to the model's training context. Takes minutes on a 0.5B model. */
-struct tern_prompt_cache_bench_params {
-    int n_threads;       /* 0 = all CPUs */
-    int n_requests;      /* target 2; 0 = 200 */
-    int block_tokens;    /* 0 = 32 */
-    int reps;            /* repetitions of each timing (median reported); 0 = 3 */
-    const char *tmp_dir; /* where (3) writes its files; NULL = $TMPDIR or /tmp */
-};
-struct tern_prompt_cache_bench_report {
-    int prefix_tokens, turn_tokens;            /* (1) */
-    double ttft_cold_ms, ttft_warm_ms;         /* medians; TTFT = prefill + first token */
-    double warm_ratio;                         /* warm / cold */
-    bool warm_identical;                       /* warm logits == cold logits, bitwise */
-    int n_requests;                            /* (2) */
-    double hit_rate;                           /* reused system-prompt tokens / system tokens */
-    double hit_rate_all;                       /* reused tokens / all prompt tokens */
-    uint64_t budget_bytes, evicted_bytes;
-    int disk_tokens;                           /* (3) */
-    double disk_load_ms, recompute_ms;         /* medians; load = open dir + restore */
-    double disk_speedup;                       /* recompute / load */
-    bool disk_identical;                       /* logits after load == cold logits, bitwise */
-};
-struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void);
-tern_status tern_prompt_cache_bench(struct tern_model *m,
-                                    const struct tern_prompt_cache_bench_params *p,
-                                    struct tern_prompt_cache_bench_report *out);
-
 /* ===================================================================== generation */
-/* (section owned by src/gen/generate.c) The sampling loop over a context: decode a prompt,
+/* The sampling loop over a context: decode a prompt,
  * sample, stream detokenized UTF-8 through a callback, stop at an end-of-generation token.
  * A generator remembers which tokens fill its context's KV cache, so a chat that re-renders
  * the whole conversation each turn only decodes what changed: the new prompt is compared with
@@ -668,8 +609,7 @@ void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefi
 const char *tern_gen_stop_name(enum tern_gen_stop s);
 
 /* ===================================================================== tokenizer */
-/* (section owned by src/tokenizer; see tokenizer issue)
- *
+/*
  *     struct tern_tokenizer *tok;
  *     tern_tokenizer_load("model.gguf", &tok);              // a vocab-only GGUF is enough
  *     int32_t ids[256]; size_t n;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tern.h"
+#include "tern_tools.h"
 
 #define CMD(name, fn, summary) int fn(int argc, char **argv);
 #include "commands.def"
