@@ -24,11 +24,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Strict number parsing: the whole string must be a number in [min, max]. */
 bool cli_parse_int(const char *s, long long min, long long max, long long *out);
 bool cli_parse_float(const char *s, double min, double max, double *out);
+/* The same for a flag's value, saying what was wrong: "tern CMD: FLAG: 1000 is out of range
+ * 1..512" or "FLAG: 'x' is not an integer" (a usage error, printed). false on failure. */
+bool cli_flag_int(const char *cmd, const char *flag, const char *s, long long min, long long max,
+                  long long *out);
+bool cli_flag_float(const char *cmd, const char *flag, const char *s, double min, double max,
+                    double *out);
 /* "1,2,3" -> ids (malloc'ed, caller frees). false on any malformed or out-of-range entry;
  * *bad_index names the entry. */
 bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
+
+/* Bounds of -n and -c (the KV cache of 4M positions is already tens of GiB for small models). */
+#define CLI_MAX_N_PREDICT (1 << 24)
+#define CLI_MAX_N_CTX (1 << 22)
 
 /* Options shared by the commands that generate (run, chat): lengths, threads, sampling and the
  * prompt cache, with the same flags and bounds everywhere. */
