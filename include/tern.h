@@ -791,8 +791,10 @@ struct tern_chat_params {
     /* NULL = the template's own (from the GGUF) or "" for templates made from text. */
     const char *bos_token;
     const char *eos_token;
-    /* strftime_now(): 0 = the clock (local time, as transformers); otherwise this Unix time,
-     * formatted in UTC (reproducible tests). */
+    /* strftime_now(): TERN_CHAT_NOW_CLOCK (the default) = the clock (local time, as
+     * transformers); any other value is that Unix time, formatted in UTC (reproducible tests;
+     * 0 is 1970-01-01 00:00:00). */
+#define TERN_CHAT_NOW_CLOCK INT64_MIN
     int64_t now_unix;
     /* Object of additional template variables ({"enable_thinking": false}), or NULL. */
     const struct cJSON *extra_vars;

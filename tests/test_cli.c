@@ -161,6 +161,42 @@ static void test_flag_ranges(void **state)
     expect_failure("run -m /nonexistent.gguf --tokens 1 -t 512 --top-p 1 --temp 0 -n 0", 1, "nonexistent");
 }
 
+/* `tern template --now 0` renders strftime_now() at the Unix epoch: 0 is a valid time (it used
+ * to be refused, because the API took 0 to mean "the clock"); so are times before it. */
+static void test_template_now(void **state)
+{
+    (void)state;
+    char tmpl[4096], msgs[4096], cmd[16384], out[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/now.jinja", test_tmpdir());
+    snprintf(msgs, sizeof msgs, "%s/now.json", test_tmpdir());
+    FILE *f = fopen(tmpl, "wb");
+    assert_non_null(f);
+    fputs("{{ strftime_now('%Y-%m-%d %H:%M:%S') }}", f);
+    fclose(f);
+    f = fopen(msgs, "wb");
+    assert_non_null(f);
+    fputs("[]", f);
+    fclose(f);
+    static const char *cases[][2] = {
+        {"0", "1970-01-01 00:00:00"},
+        {"-1", "1969-12-31 23:59:59"},
+        {"1736933400", "2025-01-15 09:30:00"},
+        {"253402300799", "9999-12-31 23:59:59"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s --now %s 2>&1",
+                 test_tern_bin(), tmpl, msgs, cases[i][0]);
+        assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+        assert_string_equal(out, cases[i][1]);
+    }
+    snprintf(cmd, sizeof cmd, "template --template %s --messages %s --now 253402300800", tmpl, msgs);
+    expect_failure(cmd, 2, "--now: 253402300800 is out of range -62135596800..253402300799");
+    /* without --now: the clock (this year, not 1970) */
+    snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s 2>&1", test_tern_bin(), tmpl, msgs);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_true(strncmp(out, "1970", 4) != 0 && strlen(out) == 19);
+}
+
 static void test_synth_check_run(void **state)
 {
     (void)state;
@@ -225,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_run_greedy_qwen2_f16),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_flag_ranges),
+        cmocka_unit_test(test_template_now),
         cmocka_unit_test(test_synth_check_run),
         cmocka_unit_test(test_quantize),
     };
