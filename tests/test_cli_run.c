@@ -1,17 +1,25 @@
 /* test_cli_run.c — `tern run` and `tern chat` as a user meets them: where generation stops,
- * and what --json prints.
+ * what --json prints, what happens when stdout's reader goes away, when --save-messages cannot
+ * be written, and when the context outgrows the model's training context.
  *
  * The model is a synthetic one (tern_synth_model_write: byte-level vocabulary, ChatML template,
  * random weights, training context 2048), so nothing here needs ../shared. Where a test needs a
- * model that differs in one metadata key (an extra end-of-generation id), it writes a copy with tern's GGUF writer. */
+ * model that differs in one metadata key (an extra end-of-generation id, a short training
+ * context), it writes a copy with tern's GGUF writer. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -73,6 +81,14 @@ static int tern(const char *args, const char *input, char **out, size_t *out_len
     return rc;
 }
 
+/* Occurrences of needle in s. */
+static int count(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
 /* Copy a GGUF with one unsigned metadata key set (added or replaced). */
 static void copy_with_u32(const char *src, const char *dst, const char *key, uint32_t value)
 {
@@ -107,6 +123,56 @@ static int parse_ids(const char *s, int32_t *ids, int cap)
         assert_true(end != s);
         s = *end == ',' ? end + 1 : end;
     }
+    return n;
+}
+
+/* Run `tern <args>` with stdout a pipe whose reader has already gone (the `| head -1` case made
+ * deterministic) and SIGPIPE at its default, whatever this process inherited: without tern's own
+ * handling the first write kills it. stderr into *err (malloc'ed). Returns the exit code
+ * (128 + signal if killed). */
+static int tern_stdout_closed(const char *args, const char *input, char **err)
+{
+    char in_path[4096], err_path[4096], cmd[32768];
+    snprintf(in_path, sizeof in_path, "%s/stdin-closed.txt", test_tmpdir());
+    snprintf(err_path, sizeof err_path, "%s/stderr-closed.txt", test_tmpdir());
+    write_file(in_path, input, strlen(input));
+    snprintf(cmd, sizeof cmd, "exec %s %s < %s 2> %s", test_tern_bin(), args, in_path, err_path);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    close(fds[0]); /* nobody will ever read */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[1]);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t def;
+    sigemptyset(&def);
+    sigaddset(&def, SIGPIPE);
+    posix_spawnattr_setsigdefault(&at, &def);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = {"sh", "-c", cmd, NULL};
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ), 0);
+    close(fds[1]);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    int rc = exit_code(status);
+    *err = test_read_file(err_path, NULL);
+    assert_non_null(*err);
+    print_message("tern %s (stdout closed) -> %d\n%s", args, rc, *err);
+    return rc;
+}
+
+static int files_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
     return n;
 }
 
@@ -252,11 +318,151 @@ static void test_run_json_escapes(void **state)
     free(out);
 }
 
+/* ------------------------------------------------------------------ closed stdout */
+
+/* `tern run ... | head -1`: the reader is gone before the first piece is written. tern must not
+ * die of SIGPIPE: it stops generating at the failed write, still saves the prompt cache, and
+ * exits 0. Same for chat, which also saves --save-messages (the answer cut where it stopped) and
+ * answers no further message. */
+static void test_stdout_closed(void **state)
+{
+    (void)state;
+    const char *model = synth_model();
+    char args[16384], dir[4096], prompt[512], saved[4096];
+    snprintf(dir, sizeof dir, "%s/pc-closed", test_tmpdir());
+    for (int i = 0; i < 300; i++) prompt[i] = "abcdefghij"[i % 10];
+    prompt[300] = '\0';
+    /* sampled at a high temperature: byte tokens (text) come early, not only pieces that print
+     * nothing (the synthetic vocabulary's [PAD] tokens, which greedy decoding favours here) */
+    snprintf(args, sizeof args, "run -m %s -p %s -n 200 --temp 5 -s 1 --ignore-eos -t 2 "
+             "--prompt-cache %s", model, prompt, dir);
+    char *err;
+    assert_int_equal(tern_stdout_closed(args, "", &err), 0);
+    assert_non_null(strstr(err, "stop: output closed"));
+    int n_gen = -1;
+    const char *g = strstr(err, "generated ");
+    assert_non_null(g);
+    assert_int_equal(sscanf(g, "generated %d tokens", &n_gen), 1);
+    assert_true(n_gen >= 1 && n_gen < 200);
+    assert_true(files_in(dir) > 0);
+    free(err);
+
+    /* --tokens (ids written as they come) and --json (written at the end) */
+    snprintf(args, sizeof args, "run -m %s --tokens 1,2,3 -n 200 --ignore-eos -t 2", model);
+    assert_int_equal(tern_stdout_closed(args, "", &err), 0);
+    assert_non_null(strstr(err, "generated 1 tokens"));
+    free(err);
+    snprintf(args, sizeof args, "run -m %s --tokens 1,2,3 -n 4 -t 2 --json", model);
+    assert_int_equal(tern_stdout_closed(args, "", &err), 0);
+    free(err);
+
+    snprintf(saved, sizeof saved, "%s/closed-chat.json", test_tmpdir());
+    snprintf(dir, sizeof dir, "%s/pc-closed-chat", test_tmpdir());
+    snprintf(args, sizeof args, "chat -m %s -n 64 -t 2 --save-messages %s --prompt-cache %s "
+             "--system %s", model, saved, dir, prompt);
+    assert_int_equal(tern_stdout_closed(args, "first message\nsecond message\n", &err), 0);
+    assert_non_null(strstr(err, "stop: output closed"));
+    assert_null(strstr(err, "turn 2"));
+    free(err);
+    assert_true(files_in(dir) > 0);
+    char *s = test_read_file(saved, NULL);
+    assert_non_null(s);
+    cJSON *sv = cJSON_Parse(s);
+    assert_non_null(sv);
+    const cJSON *msgs = cJSON_GetObjectItem(sv, "messages");
+    assert_int_equal(cJSON_GetArraySize(msgs), 3); /* system, user, the cut answer */
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 1), "content")),
+                        "first message");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 2), "role")),
+                        "assistant");
+    cJSON_Delete(sv);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ --save-messages */
+
+/* An unwritable --save-messages fails before the model is loaded or anything generated, with
+ * the path named (before: after the whole conversation, whose answers were then lost). */
+static void test_save_messages_checked_first(void **state)
+{
+    (void)state;
+    const char *model = synth_model();
+    char file[4096], args[16384];
+    snprintf(file, sizeof file, "%s/plain-file", test_tmpdir());
+    write_file(file, "x", 1);
+    snprintf(args, sizeof args, "chat -m %s -n 8 -t 2 --save-messages %s/conv.json", model, file);
+    char *out, *err;
+    assert_int_equal(tern(args, "hello\n", &out, NULL, &err), 1);
+    assert_string_equal(out, "");             /* nothing was generated */
+    assert_non_null(strstr(err, "plain-file/conv.json"));
+    assert_null(strstr(err, "turn 1"));
+    free(out);
+    free(err);
+    /* a directory as the target */
+    snprintf(args, sizeof args, "chat -m %s -n 8 -t 2 --save-messages %s", model, test_tmpdir());
+    assert_int_equal(tern(args, "hello\n", &out, NULL, &err), 1);
+    assert_string_equal(out, "");
+    assert_non_null(strstr(err, "is a directory"));
+    free(out);
+    free(err);
+    /* a writable target: saved, and no temporary file left beside it */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/save-ok", test_tmpdir());
+    assert_int_equal(mkdir(dir, 0777), 0);
+    snprintf(args, sizeof args, "chat -m %s -n 4 -t 2 --save-messages %s/conv.json", model, dir);
+    assert_int_equal(tern(args, "hello\n", NULL, NULL, NULL), 0);
+    assert_int_equal(files_in(dir), 1);
+    /* a model that fails to load leaves no temporary file either */
+    snprintf(args, sizeof args, "chat -m /nonexistent.gguf --save-messages %s/other.json", dir);
+    assert_int_equal(tern(args, "hello\n", NULL, NULL, NULL), 1);
+    assert_int_equal(files_in(dir), 1);
+}
+
+/* ------------------------------------------------------------------ training context */
+
+/* A context past the model's training context (<arch>.context_length) warns once on stderr:
+ * for -c, and for prompt + -n. A copy of the model that claims 8 training positions makes both
+ * cheap to reach. */
+static void test_training_context_warning(void **state)
+{
+    (void)state;
+    char model[4096], args[16384];
+    snprintf(model, sizeof model, "%s/synth-ctx8.gguf", test_tmpdir());
+    copy_with_u32(synth_model(), model, "llama.context_length", 8);
+    char *err;
+    snprintf(args, sizeof args, "run -m %s --tokens 1,2,3 -n 5 -t 2", model);
+    assert_int_equal(tern(args, "", NULL, NULL, &err), 0);
+    assert_null(strstr(err, "warning"));
+    free(err);
+    snprintf(args, sizeof args, "run -m %s --tokens 1,2,3 -n 6 -t 2 --ignore-eos", model);
+    assert_int_equal(tern(args, "", NULL, NULL, &err), 0);
+    assert_int_equal(count(err, "warning"), 1);
+    assert_non_null(strstr(err, "(up to 9) exceed the model's training context of 8 tokens (llama.context_length)"));
+    free(err);
+    snprintf(args, sizeof args, "run -m %s --tokens 1,2,3 -n 2 -c 16 -t 2 --json", model);
+    assert_int_equal(tern(args, "", NULL, NULL, &err), 0);
+    assert_int_equal(count(err, "warning"), 1);
+    assert_non_null(strstr(err, "-c 16 exceeds the model's training context of 8 tokens"));
+    free(err);
+    snprintf(args, sizeof args, "chat -m %s -c 64 -n 2 -t 2", model);
+    assert_int_equal(tern(args, "hi\nagain\n", NULL, NULL, &err), 0);
+    assert_int_equal(count(err, "warning: the context size -c 64 exceeds"), 1);
+    free(err);
+    /* the default chat context is capped at the training context: no warning */
+    snprintf(args, sizeof args, "chat -m %s -n 1 -t 2", model);
+    tern(args, "", NULL, NULL, &err);
+    assert_null(strstr(err, "training context"));
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_stops_at_every_eog),
         cmocka_unit_test(test_run_json_escapes),
+        cmocka_unit_test(test_stdout_closed),
+        cmocka_unit_test(test_save_messages_checked_first),
+        cmocka_unit_test(test_training_context_warning),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

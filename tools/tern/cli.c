@@ -1,10 +1,11 @@
 /* cli.c — helpers shared by the subcommands (see cli.h): errors, numbers with their ranges,
- * files, the generating commands' common flags. */
+ * files, the generating commands' common flags, SIGPIPE, the training-context warning. */
 #include "cli.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,31 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, co
     }
     *val = argv[++*i];
     return 1;
+}
+
+void cli_ignore_sigpipe(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void cli_warn_train_ctx(const char *cmd, const struct tern_model *m, long long n_ctx,
+                        long long n_need)
+{
+    const struct tern_model_info *in = tern_model_get_info(m);
+    long long train = in->n_ctx_train;
+    if (n_ctx <= train && n_need <= train) return;
+    /* the loader assumes 2048 when the key is absent: say so rather than cite a missing key */
+    char key[96];
+    snprintf(key, sizeof key, "%s.context_length", in->arch_name);
+    bool stated = tern_gguf_find_key(tern_model_gguf(m), key) >= 0;
+    if (n_need > train)
+        fprintf(stderr, "tern %s: warning: prompt + generated tokens (up to %lld) exceed the model's "
+                "training context of %lld tokens (%s%s); text past position %lld is usually "
+                "degraded\n", cmd, n_need, train, key, stated ? "" : " absent, assumed", train);
+    else
+        fprintf(stderr, "tern %s: warning: the context size -c %lld exceeds the model's training "
+                "context of %lld tokens (%s%s); text past position %lld is usually degraded\n",
+                cmd, n_ctx, train, key, stated ? "" : " absent, assumed", train);
 }
 
 long cli_rss_bytes(void)

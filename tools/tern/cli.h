@@ -52,6 +52,19 @@ struct cli_gen_opts cli_gen_opts_default(long long n_predict);
  * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
 int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o);
 
+/* For the commands that stream generated text (run, chat): a reader that goes away (`tern run
+ * | head -1`) must not kill the process before it saves its prompt cache or conversation, so
+ * SIGPIPE is ignored and a write failing with EPIPE stops generation instead (exit status 0:
+ * the reader has what it wanted; see README "Running a model"). Other subcommands keep the
+ * default, which ends them promptly since they do not check their writes. */
+void cli_ignore_sigpipe(void);
+
+/* Warn once on stderr ("tern CMD: warning: ...") when a context of n_ctx positions, or n_need
+ * tokens of prompt + generation, goes past the model's training context (<arch>.context_length):
+ * positions the model never saw in training usually give degraded text. */
+void cli_warn_train_ctx(const char *cmd, const struct tern_model *m, long long n_ctx,
+                        long long n_need);
+
 /* The prompt-cache benchmark (cmd_cache.c), printed as text or one JSON object. */
 int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int requests,
                            int reps, int block, bool json);

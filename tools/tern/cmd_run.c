@@ -42,7 +42,10 @@ static void help(void)
            "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
            "                         NUL bytes of the text become U+FFFD\n"
            "\n"
-           "Exit status 1: an error (message on stderr); 2: a usage error.\n");
+           "A warning goes to stderr when the context exceeds the model's training context. If\n"
+           "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
+           "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
+           "stderr); 2: a usage error.\n");
 }
 
 /* Where the generator's callbacks put the answer. */
@@ -176,6 +179,7 @@ int cmd_run(int argc, char **argv)
     if (!model) return cli_usage_error("run", "missing -m MODEL");
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
+    cli_ignore_sigpipe();
     int32_t *prompt = NULL;
     int n_prompt = 0, bad;
     char *file_text = NULL;
@@ -231,6 +235,7 @@ int cmd_run(int argc, char **argv)
                              n_prompt, n_predict, CLI_MAX_N_CTX);
         goto done;
     }
+    cli_warn_train_ctx("run", m, n_ctx, n_prompt + n_predict);
 
     struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)g.threads};
     struct tern_sampler_params sp = g.sampler;
