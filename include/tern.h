@@ -549,18 +549,22 @@ struct tern_tokenizer; /* declared in the tokenizer section below */
 /* Receives each piece of the answer as complete UTF-8 (never empty). The text is not
  * NUL-terminated and is valid only during the call. Return non-zero to stop generating. */
 typedef int (*tern_piece_fn)(const char *text, size_t len, void *user);
+/* Receives each sampled token id (the stopping end-of-generation token included), before its
+ * text goes to on_piece. Return non-zero to stop generating. */
+typedef int (*tern_token_fn)(int32_t id, void *user);
 
 struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
     bool show_special;    /* pass control tokens' text to on_piece (TERN_PIECE_SPECIAL) */
+    tern_token_fn on_token; /* or NULL (the default); called with tern_generate's user pointer */
 };
 struct tern_gen_params tern_gen_default_params(void);
 
 enum tern_gen_stop {
     TERN_GEN_STOP_EOG = 0,      /* the model produced an end-of-generation token */
     TERN_GEN_STOP_MAX_TOKENS,   /* max_tokens were sampled */
-    TERN_GEN_STOP_CALLBACK,     /* on_piece returned non-zero */
+    TERN_GEN_STOP_CALLBACK,     /* on_piece or on_token returned non-zero */
     TERN_GEN_STOP_CONTEXT_FULL, /* the KV cache has no room for another token */
 };
 
@@ -731,8 +735,10 @@ struct tern_chat_params {
     /* NULL = the template's own (from the GGUF) or "" for templates made from text. */
     const char *bos_token;
     const char *eos_token;
-    /* strftime_now(): 0 = the clock (local time, as transformers); otherwise this Unix time,
-     * formatted in UTC (reproducible tests). */
+    /* strftime_now(): TERN_CHAT_NOW_CLOCK (the default) = the clock (local time, as
+     * transformers); any other value is that Unix time, formatted in UTC (reproducible tests;
+     * 0 is 1970-01-01 00:00:00). */
+#define TERN_CHAT_NOW_CLOCK INT64_MIN
     int64_t now_unix;
     /* Object of additional template variables ({"enable_thinking": false}), or NULL. */
     const struct cJSON *extra_vars;
