@@ -109,9 +109,10 @@ int cmd_probe(int argc, char **argv)
     }
     {
         struct tern_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int)threads};
-        struct tern_context *ctx;
+        struct tern_context *ctx = NULL;
         if ((st = tern_context_create(m, &cp, &ctx)) || (st = tern_decode(ctx, ids, n, 0, TERN_LOGITS_ALL))) {
-            if (st == TERN_OK) tern_context_free(ctx);
+            /* a decode refusal (a token outside the vocabulary) comes after the context exists */
+            if (ctx) tern_context_free(ctx);
             rc = cli_report("probe", st);
             goto done;
         }
