@@ -198,6 +198,7 @@ static void test_cache_ls_and_bench(void **state)
     const cJSON *f;
     cJSON_ArrayForEach(f, cJSON_GetObjectItem(j, "files")) {
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(f, "valid")));
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(f, "usable")));
         assert_int_equal(strlen(str_item(f, "model_fp")), 16);
     }
     cJSON_Delete(j);

@@ -15,7 +15,9 @@ static void help(void)
            "\n"
            "Prompt-cache files (one per block of tokens, *.tkv) are written by a prefix cache with\n"
            "a directory (tern run --prompt-cache DIR). `ls` lists them with their model\n"
-           "fingerprint and verifies every checksum; `clear` deletes them.\n"
+           "fingerprint, verifies every checksum and follows each chain of blocks as a run\n"
+           "would: a block after a damaged or missing one is unusable, and the longest usable\n"
+           "prefix counts only blocks a run can reach. `clear` deletes them.\n"
            "`bench` measures: TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache\n"
            "hit; prefix-token hit rate of N requests (default 200) over 4 system prompts of\n"
            "1-2k tokens; loading a saved 2048-token prefix from disk vs recomputing it.\n"
@@ -33,6 +35,8 @@ static void hex8(const uint8_t *p, char *out)
     for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
+/* A run reaches a block only through every block before it (keys are chained), so the prefix
+ * reported is the longest chain of usable blocks, not the deepest intact file. */
 static int cache_ls(const char *dir, bool json)
 {
     struct tern_cache_file_info *f;
@@ -40,7 +44,7 @@ static int cache_ls(const char *dir, bool json)
     tern_status st = tern_cache_dir_list(dir, &f, &n);
     if (st) return cli_report("cache", st);
     uint64_t bytes = 0;
-    int bad = 0, roots = 0, max_depth = -1, block = 0;
+    int bad = 0, unusable = 0, roots = 0, longest = 0;
     cJSON *j = NULL, *files = NULL;
     if (json) {
         j = cJSON_CreateObject();
@@ -53,16 +57,18 @@ static int cache_ls(const char *dir, bool json)
         hex8(f[i].tok_fp, tfp);
         bytes += f[i].file_bytes;
         if (!f[i].valid) bad++;
+        if (!f[i].usable) unusable++;
         else {
             if (f[i].depth == 0) roots++;
-            if (f[i].depth > max_depth) max_depth = f[i].depth;
-            block = f[i].n_tokens;
+            int end = (f[i].depth + 1) * f[i].n_tokens; /* fits: the library checks it */
+            if (end > longest) longest = end;
         }
         if (json) {
             cJSON *e = cli_json_obj(files, NULL);
             cli_json_str(e, "name", f[i].name);
             cli_json_uint(e, "bytes", f[i].file_bytes);
             cli_json_bool(e, "valid", f[i].valid);
+            cli_json_bool(e, "usable", f[i].usable);
             if (f[i].valid) {
                 cli_json_int(e, "tokens", f[i].n_tokens);
                 cli_json_int(e, "first_pos", (long long)f[i].depth * f[i].n_tokens);
@@ -71,14 +77,13 @@ static int cache_ls(const char *dir, bool json)
                 cli_json_int(e, "layers", f[i].n_layer);
                 cli_json_int(e, "kv_heads", f[i].n_head_kv);
                 cli_json_int(e, "head_dim", f[i].head_dim);
-            } else {
-                cli_json_str(e, "problem", f[i].problem);
             }
+            if (!f[i].usable) cli_json_str(e, "problem", f[i].problem);
         } else if (f[i].valid) {
-            printf("%-36s %9llu bytes  tokens %5d..%-5d  model %s  kv (%d, %d, %d)\n", f[i].name,
-                   (unsigned long long)f[i].file_bytes, f[i].depth * f[i].n_tokens,
+            printf("%-36s %9llu bytes  tokens %5d..%-5d  model %s  kv (%d, %d, %d)%s%s\n",
+                   f[i].name, (unsigned long long)f[i].file_bytes, f[i].depth * f[i].n_tokens,
                    (f[i].depth + 1) * f[i].n_tokens - 1, fp, f[i].n_layer, f[i].n_head_kv,
-                   f[i].head_dim);
+                   f[i].head_dim, f[i].usable ? "" : "  UNUSABLE: ", f[i].problem);
         } else {
             printf("%-36s %9llu bytes  INVALID: %s\n", f[i].name,
                    (unsigned long long)f[i].file_bytes, f[i].problem);
@@ -89,12 +94,13 @@ static int cache_ls(const char *dir, bool json)
         cli_json_int(j, "n_files", n);
         cli_json_uint(j, "bytes", bytes);
         cli_json_int(j, "invalid", bad);
+        cli_json_int(j, "unusable", unusable);
         cli_json_int(j, "prefixes", roots);
-        cli_json_int(j, "longest_prefix_tokens", (max_depth + 1) * block);
+        cli_json_int(j, "longest_prefix_tokens", longest);
         return cli_json_emit("cache", stdout, j, false, "", "\n");
     }
-    printf("%d files, %.1f MiB, %d invalid; %d distinct first blocks, longest cached prefix "
-           "%d tokens\n", n, bytes / 1048576.0, bad, roots, (max_depth + 1) * block);
+    printf("%d files, %.1f MiB, %d invalid, %d unusable; %d distinct first blocks, longest "
+           "usable prefix %d tokens\n", n, bytes / 1048576.0, bad, unusable, roots, longest);
     return CLI_EXIT_OK;
 }
 
