@@ -518,10 +518,16 @@ struct tern_cache_file_info {
     int depth;                  /* position of the block's first token / n_tokens */
     uint8_t model_fp[32], tok_fp[32];
     int n_layer, n_head_kv, head_dim;
-    bool valid;                 /* header and checksum verified */
-    char problem[160];          /* why not valid ("" if valid) */
+    bool valid;                 /* header, checksum and key verified */
+    bool usable;                /* a run on this machine can reach it: valid, computed by this
+                                   machine's kernel path, and every block before it in its chain
+                                   (same model, tokenizer, layout) usable too */
+    char problem[160];          /* why not usable ("" if usable) */
 };
-/* List the cache files in dir (name *.tkv). *out is malloc'ed (caller frees with free()). */
+/* List the cache files in dir (name *.tkv). A block is reached only through the chain of the
+ * blocks before it, so a missing, damaged or refused block makes every later block of its chain
+ * unusable; the model-specific checks of a run (model/tokenizer fingerprint, vocabulary) need a
+ * model and are not made. *out is malloc'ed (caller frees with free()). */
 tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n);
 /* Delete every cache file (*.tkv and leftover *.tkv.tmp) in dir; *n_removed may be NULL. */
 tern_status tern_cache_dir_clear(const char *dir, int *n_removed);

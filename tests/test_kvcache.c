@@ -4,6 +4,9 @@
  * byte budget, least recently used leaves first. Uses the tiny fixture models. */
 #include "test_support.h"
 #include "kernels/kernels.h"
+
+#include <cjson/cJSON.h>
+#include <nettle/sha2.h>
 #include "kv/prefix_cache.h"
 
 #include <cjson/cJSON.h>
@@ -682,9 +685,12 @@ static void test_cli_prompt_cache(void **state)
     snprintf(cmd, sizeof cmd, "'%s' cache ls '%s' --json", test_tern_bin(), dir);
     char *ls = run_cmd(cmd, &status);
     assert_int_equal(status, 0);
-    assert_non_null(strstr(ls, "\"n_files\": 2"));
-    assert_non_null(strstr(ls, "\"invalid\": 1"));
+    cJSON *j = cJSON_Parse(ls);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetObjectItem(j, "n_files")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(j, "invalid")->valueint, 1);
     assert_non_null(strstr(ls, "checksum mismatch"));
+    cJSON_Delete(j);
     free(ls);
     snprintf(cmd, sizeof cmd, "'%s' cache clear '%s'", test_tern_bin(), dir);
     free(run_cmd(cmd, &status));
@@ -695,6 +701,213 @@ static void test_cli_prompt_cache(void **state)
     assert_int_not_equal(status, 0);
     assert_non_null(strstr(err, "/nonexistent/tern-dir"));
     free(err);
+}
+
+/* n_reused of `tern run ... --json` with the prompt cache in dir; env: "VAR=value " or "". */
+static int cli_run_reused(const char *env, const char *model, const char *toks, const char *dir)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s'%s' run -m '%s' --tokens %s -n 1 -t 1 --json --prompt-cache '%s' "
+             "2>/dev/null", env, test_tern_bin(), model, toks, dir);
+    int status;
+    char *out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("tern run --json: not JSON: %s", out);
+    int n = cJSON_GetObjectItem(j, "n_reused")->valueint;
+    cJSON_Delete(j);
+    free(out);
+    return n;
+}
+
+static int json_int(const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, name);
+    if (!cJSON_IsNumber(v)) fail_msg("no number \"%s\" in the JSON", name);
+    return v->valueint;
+}
+
+/* `tern cache ls --json`, parsed; *longest = longest_prefix_tokens; env as for cli_run_reused. */
+static cJSON *cli_ls(const char *env, const char *dir, int *longest)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s'%s' cache ls '%s' --json", env, test_tern_bin(), dir);
+    int status;
+    char *out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("tern cache ls --json: not JSON: %s", out);
+    free(out);
+    *longest = json_int(j, "longest_prefix_tokens");
+    return j;
+}
+
+/* The ls entry of the block at `depth` (NULL if none). */
+static const cJSON *ls_entry(const cJSON *ls, const char *dir, int depth)
+{
+    struct tern_cache_file_info *fi;
+    int nf;
+    char name[64] = "";
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].valid && fi[i].depth == depth) snprintf(name, sizeof name, "%s", fi[i].name);
+    free(fi);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(ls, "files"))
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")), name)) return e;
+    return NULL;
+}
+
+/* A run reaches block d only through blocks 0..d-1 (chained keys). With a middle block damaged
+ * or deleted, `tern cache ls` reports as usable prefix exactly what the next run reuses, marks
+ * every later block unusable naming the broken link, and the run's save repairs the chain. */
+static void test_cli_ls_usable_prefix(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    char model[4096];
+    snprintf(model, sizeof model, "%s", path);
+    const char *dir = make_dir("kv_ls_chain");
+    char toks[2048] = "";
+    for (int i = 0; i < 200; i++) /* 200 tokens: six blocks of 32 */
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%d", i ? "," : "", 300 + i * 29);
+    assert_int_equal(cli_run_reused("", model, toks, dir), 0);
+    char names[8][256];
+    assert_int_equal(list_files(dir, names, 8), 6);
+    int longest;
+    cJSON *ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 192);
+    cJSON_Delete(ls);
+
+    /* damage block 2: blocks 0-1 stay usable, 3-5 cannot be reached */
+    const cJSON *e;
+    char damaged[64] = "";
+    struct tern_cache_file_info *fi;
+    int nf;
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].depth == 2) snprintf(damaged, sizeof damaged, "%s", fi[i].name);
+    free(fi);
+    corrupt(dir, damaged, 256 + 4 * 32 + 100, -1);
+    ls = cli_ls("", dir, &longest);
+    const int reused = cli_run_reused("", model, toks, dir); /* (its save repairs block 2) */
+    print_message("block 2 damaged: ls says %d usable tokens, the run reused %d\n", longest, reused);
+    assert_int_equal(longest, reused);
+    assert_int_equal(reused, 64);
+    assert_int_equal(json_int(ls, "invalid"), 1);
+    assert_int_equal(json_int(ls, "unusable"), 4);
+    for (int d = 3; d < 6; d++) {
+        assert_non_null(e = ls_entry(ls, dir, d));
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e, "valid")));
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(e, "usable")));
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem"));
+        assert_non_null(why);
+        assert_non_null(strstr(why, damaged));
+    }
+    for (int d = 0; d < 2; d++)
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(ls_entry(ls, dir, d), "usable")));
+    cJSON_Delete(ls);
+
+    /* that run rewrote block 2; now delete block 1 */
+    ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 192);
+    assert_int_equal(json_int(ls, "unusable"), 0);
+    e = ls_entry(ls, dir, 1);
+    char gone[1100];
+    snprintf(gone, sizeof gone, "%s/%s", dir, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
+    cJSON_Delete(ls);
+    assert_int_equal(unlink(gone), 0);
+    ls = cli_ls("", dir, &longest);
+    const int reused2 = cli_run_reused("", model, toks, dir);
+    print_message("block 1 deleted: ls says %d usable tokens, the run reused %d\n", longest, reused2);
+    assert_int_equal(longest, reused2);
+    assert_int_equal(reused2, 32);
+    assert_int_equal(json_int(ls, "unusable"), 4);
+    e = ls_entry(ls, dir, 5);
+    assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "missing"));
+    cJSON_Delete(ls);
+
+    /* under another kernel path a run refuses every file (its KV bits differ), and so does ls */
+    if (strcmp(kern_isa_name(), "scalar")) {
+        ls = cli_ls("TERN_KERNELS=scalar ", dir, &longest);
+        const int reused3 = cli_run_reused("TERN_KERNELS=scalar ", model, toks, dir);
+        assert_int_equal(longest, reused3);
+        assert_int_equal(reused3, 0);
+        assert_int_equal(json_int(ls, "unusable"), json_int(ls, "n_files"));
+        e = ls_entry(ls, dir, 0);
+        assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "kernels"));
+        cJSON_Delete(ls);
+    }
+}
+
+/* A file whose checksum holds but whose depth field is absurd (0x7fffffff: its first position
+ * would overflow an int) is refused by a run and listed as invalid by `tern cache ls`, which
+ * prints positions without overflowing (the ASan/UBSan build aborts on signed overflow). */
+static void test_absurd_depth_refused(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const char *dir = make_dir("kv_depth");
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 5, tern_model_n_vocab(m));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+
+    /* rewrite block 1's depth (offset 116) and re-seal it (SHA-256 at 144 over the header with
+     * that field zeroed, then the payload) */
+    struct tern_cache_file_info *fi;
+    int nf;
+    char file[2048] = "";
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].depth == 1) snprintf(file, sizeof file, "%s/%s", dir, fi[i].name);
+    free(fi);
+    size_t len;
+    uint8_t *buf = (uint8_t *)test_read_file(file, &len);
+    assert_non_null(buf);
+    buf[116] = 0xff, buf[117] = 0xff, buf[118] = 0xff, buf[119] = 0x7f;
+    memset(buf + 144, 0, 32);
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, len, buf);
+    sha256_digest(&c, 32, buf + 144);
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("run: %s\n", tern_prefix_cache_warning(pc));
+    assert_int_equal(st.refused_files, 1);
+    assert_non_null(strstr(tern_prefix_cache_warning(pc), "depth"));
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+
+    char cmd[8192];
+    int status;
+    snprintf(cmd, sizeof cmd, "'%s' cache ls '%s' 2>&1", test_tern_bin(), dir);
+    char *out = run_cmd(cmd, &status);
+    print_message("%s", out);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "INVALID"));
+    free(out);
+    int longest;
+    cJSON *ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 16);
+    assert_int_equal(json_int(ls, "invalid"), 1);
+    cJSON_Delete(ls);
 }
 
 int main(void)
@@ -711,6 +924,8 @@ int main(void)
         cmocka_unit_test(test_save_load_identical),
         cmocka_unit_test(test_refuse_damaged_and_foreign),
         cmocka_unit_test(test_cli_prompt_cache),
+        cmocka_unit_test(test_cli_ls_usable_prefix),
+        cmocka_unit_test(test_absurd_depth_refused),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

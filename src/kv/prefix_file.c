@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,10 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
                          "%u, kv_heads %u, head_dim %u, type %u, block %u)", name, h->n_layer,
                          h->n_head_kv, h->head_dim, h->kv_type, h->B);
+    /* positions are ints everywhere (KV cache, walks, listings): the block's last one must fit */
+    if ((uint64_t)h->depth * h->B + h->B - 1 > INT32_MAX)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd depth %u at offset 116 (block "
+                         "%u: positions beyond %d)", name, h->depth, h->B, INT32_MAX);
     uint64_t want = (uint64_t)h->B * 4 + kv_run_bytes((int)h->n_layer, (int)h->n_head_kv,
                                                       (int)h->head_dim, (int)h->B);
     if (h->payload != want)
@@ -384,11 +389,132 @@ tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc)
 
 /* ---------------------------------------------------------------- directory tools */
 
+/* What tern_cache_dir_list needs beyond the public entry to follow chains. */
+struct ls_link {
+    uint64_t key, parent;
+    int idx;            /* entry index */
+    bool candidate;     /* valid and of this machine's kernel path: chains decide the rest */
+    int culprit;        /* unusable: entry index of the first broken link of its chain, or -1 */
+    int culprit_depth;  /* ... its depth (when the link is missing: the depth it would have) */
+    uint64_t culprit_key;
+};
+
+static int cmp_link_key(const void *a, const void *b)
+{
+    const struct ls_link *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Blocks chain only within one model, tokenizer and KV layout (what a run checks per file). */
+static bool same_chain_space(const struct tern_cache_file_info *a,
+                             const struct tern_cache_file_info *b)
+{
+    return !memcmp(a->model_fp, b->model_fp, 32) && !memcmp(a->tok_fp, b->tok_fp, 32) &&
+           a->n_layer == b->n_layer && a->n_head_kv == b->n_head_kv &&
+           a->head_dim == b->head_dim && a->n_tokens == b->n_tokens;
+}
+
+/* Mark every valid file a run could reach, as walk() in prefix_cache.c reaches blocks: block 0
+ * has parent 0, block d's parent is a usable block d-1 of the same chain space. Files are
+ * resolved in order of depth, so a parent's verdict is final before its children ask. The
+ * first broken link of a chain is named in every later block's problem. */
+struct ls_order {
+    int depth, idx;
+};
+
+static int cmp_order(const void *a, const void *b)
+{
+    const struct ls_order *x = a, *y = b;
+    if (x->depth != y->depth) return (x->depth > y->depth) - (x->depth < y->depth);
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Keep `usable` only on the files a run could reach, as walk() in prefix_cache.c reaches
+ * blocks: block 0 has parent 0, block d's parent is a usable block d-1 of the same chain space.
+ * Files are resolved in order of depth, so a parent's verdict is final before its children
+ * ask. Every later block of a broken chain names the chain's first broken link. */
+static tern_status resolve_chains(struct tern_cache_file_info *v, int n, struct ls_link *lk)
+{
+    struct ls_link *by_key = malloc((size_t)(n ? n : 1) * sizeof *by_key);
+    struct ls_order *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!by_key || !order) {
+        free(by_key);
+        free(order);
+        return tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory");
+    }
+    int nk = 0;
+    for (int i = 0; i < n; i++)
+        if ((lk[i].candidate = v[i].usable)) {
+            by_key[nk] = lk[i];
+            order[nk++] = (struct ls_order){v[i].depth, i};
+        }
+    if (nk) { /* qsort(NULL, 0) is undefined */
+        qsort(by_key, (size_t)nk, sizeof *by_key, cmp_link_key);
+        qsort(order, (size_t)nk, sizeof *order, cmp_order);
+    }
+    for (int oi = 0; oi < nk; oi++) {
+        const int i = order[oi].idx;
+        struct tern_cache_file_info *f = &v[i];
+        struct ls_link *l = &lk[i];
+        l->culprit = -2; /* -2: usable */
+        if (f->depth == 0 && l->parent == 0) continue; /* the first block of a chain */
+        if (f->depth == 0 || l->parent == 0) {
+            /* checksummed, so written so: only a bug could make it; a walk never reaches it */
+            snprintf(f->problem, sizeof f->problem, "depth %d with parent key %016llx (offsets "
+                     "116, 128): no walk reaches it", f->depth, (unsigned long long)l->parent);
+            f->usable = false;
+            l->culprit = i;
+            l->culprit_depth = f->depth;
+            continue;
+        }
+        /* the parent: same key, same chain space, one block shallower */
+        int lo = 0, hi = nk;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (by_key[mid].key < l->parent) lo = mid + 1;
+            else hi = mid;
+        }
+        int par = -1;
+        for (int k = lo; k < nk && by_key[k].key == l->parent; k++) {
+            int j = by_key[k].idx;
+            if (v[j].depth == f->depth - 1 && same_chain_space(&v[j], f)) par = j;
+        }
+        if (par >= 0 && lk[par].culprit == -2) continue;
+        if (par >= 0) {
+            l->culprit = lk[par].culprit;
+            l->culprit_depth = lk[par].culprit_depth;
+            l->culprit_key = lk[par].culprit_key;
+        } else {
+            /* not among the usable files: damaged or refused (a save names a file by its
+             * model fingerprint and key), or missing */
+            char want[64], fp[9];
+            hex(f->model_fp, 4, fp);
+            snprintf(want, sizeof want, "%s-%016llx.tkv", fp, (unsigned long long)l->parent);
+            l->culprit = -1;
+            for (int j = 0; j < n; j++)
+                if (!lk[j].candidate && !strcmp(v[j].name, want)) l->culprit = j;
+            l->culprit_depth = f->depth - 1;
+            l->culprit_key = l->parent;
+        }
+        f->usable = false;
+        if (l->culprit >= 0)
+            snprintf(f->problem, sizeof f->problem, "unreachable: block %d of its chain (%s) is "
+                     "not usable", l->culprit_depth, v[l->culprit].name);
+        else
+            snprintf(f->problem, sizeof f->problem, "unreachable: block %d of its chain (key "
+                     "%016llx) is missing", l->culprit_depth, (unsigned long long)l->culprit_key);
+    }
+    free(by_key);
+    free(order);
+    return TERN_OK;
+}
+
 tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n_out)
 {
     DIR *d = opendir(dir);
     if (!d) return tern_fail(TERN_ERR_IO, "cache dir %s: cannot open: %s", dir, strerror(errno));
     struct tern_cache_file_info *v = NULL;
+    struct ls_link *lk = NULL;
     int n = 0, cap = 0;
     tern_status st = TERN_OK;
     char path[4096];
@@ -397,9 +523,14 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
         if (n == cap) {
             cap = cap ? 2 * cap : 32;
             void *nw = realloc(v, (size_t)cap * sizeof *v);
-            if (!nw) { st = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory"); break; }
-            v = nw;
+            if (nw) v = nw;
+            void *nl = nw ? realloc(lk, (size_t)cap * sizeof *lk) : NULL;
+            if (nl) lk = nl;
+            if (!nw || !nl) { st = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory"); break; }
         }
+        struct ls_link *l = &lk[n];
+        memset(l, 0, sizeof *l);
+        l->idx = n;
         struct tern_cache_file_info *f = &v[n++];
         memset(f, 0, sizeof *f);
         snprintf(f->name, sizeof f->name, "%s", e->d_name);
@@ -407,6 +538,7 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
         uint8_t *buf;
         uint64_t len;
         struct hdr h;
+        bool other_isa = false;
         tern_status fst = read_all(path, f->name, &buf, &len);
         if (fst == TERN_OK) {
             f->file_bytes = len;
@@ -419,18 +551,40 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
                 f->head_dim = (int)h.head_dim;
                 f->n_tokens = (int)h.B;
                 f->depth = (int)h.depth;
+                l->key = h.key;
+                l->parent = h.parent;
                 uint8_t sum[32];
                 checksum(buf, buf + HDR, h.payload, sum);
-                if (memcmp(sum, h.sum, 32))
+                if (memcmp(sum, h.sum, 32)) {
                     fst = tern_fail(TERN_ERR_FORMAT, "checksum mismatch (damaged)");
+                } else {
+                    /* the same checks as load_block that need no model */
+                    int32_t *tokens = malloc((size_t)h.B * sizeof *tokens);
+                    if (!tokens) {
+                        fst = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory");
+                    } else {
+                        for (uint32_t i = 0; i < h.B; i++) tokens[i] = (int32_t)get32(buf + HDR + 4 * i);
+                        if (pc_chain_key(h.parent, tokens, (int)h.B) != h.key)
+                            fst = tern_fail(TERN_ERR_FORMAT, "its tokens do not hash to its key "
+                                            "(offset 120)");
+                        free(tokens);
+                    }
+                    other_isa = strcmp(h.isa, kv_kernel_path()) != 0;
+                }
             }
             free(buf);
         }
         if (fst == TERN_ERR_NOMEM) st = fst;
         f->valid = fst == TERN_OK;
+        f->usable = f->valid && !other_isa;
         if (fst) snprintf(f->problem, sizeof f->problem, "%s", tern_last_error());
+        else if (other_isa)
+            snprintf(f->problem, sizeof f->problem, "computed by the %s kernels, runs here use %s "
+                     "(results would not be bit-identical)", h.isa, kv_kernel_path());
     }
     closedir(d);
+    if (!st) st = resolve_chains(v, n, lk);
+    free(lk);
     if (st) {
         free(v);
         return st;
