@@ -9,7 +9,6 @@
 #include <nettle/sha2.h>
 #include "kv/prefix_cache.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -720,7 +719,7 @@ static int cli_run_reused(const char *env, const char *model, const char *toks, 
     return n;
 }
 
-static int json_int(const cJSON *j, const char *name)
+static int json_obj_int(const cJSON *j, const char *name)
 {
     const cJSON *v = cJSON_GetObjectItem(j, name);
     if (!cJSON_IsNumber(v)) fail_msg("no number \"%s\" in the JSON", name);
@@ -738,7 +737,7 @@ static cJSON *cli_ls(const char *env, const char *dir, int *longest)
     cJSON *j = cJSON_Parse(out);
     if (!j) fail_msg("tern cache ls --json: not JSON: %s", out);
     free(out);
-    *longest = json_int(j, "longest_prefix_tokens");
+    *longest = json_obj_int(j, "longest_prefix_tokens");
     return j;
 }
 
@@ -794,8 +793,8 @@ static void test_cli_ls_usable_prefix(void **state)
     print_message("block 2 damaged: ls says %d usable tokens, the run reused %d\n", longest, reused);
     assert_int_equal(longest, reused);
     assert_int_equal(reused, 64);
-    assert_int_equal(json_int(ls, "invalid"), 1);
-    assert_int_equal(json_int(ls, "unusable"), 4);
+    assert_int_equal(json_obj_int(ls, "invalid"), 1);
+    assert_int_equal(json_obj_int(ls, "unusable"), 4);
     for (int d = 3; d < 6; d++) {
         assert_non_null(e = ls_entry(ls, dir, d));
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e, "valid")));
@@ -811,7 +810,7 @@ static void test_cli_ls_usable_prefix(void **state)
     /* that run rewrote block 2; now delete block 1 */
     ls = cli_ls("", dir, &longest);
     assert_int_equal(longest, 192);
-    assert_int_equal(json_int(ls, "unusable"), 0);
+    assert_int_equal(json_obj_int(ls, "unusable"), 0);
     e = ls_entry(ls, dir, 1);
     char gone[1100];
     snprintf(gone, sizeof gone, "%s/%s", dir, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
@@ -822,7 +821,7 @@ static void test_cli_ls_usable_prefix(void **state)
     print_message("block 1 deleted: ls says %d usable tokens, the run reused %d\n", longest, reused2);
     assert_int_equal(longest, reused2);
     assert_int_equal(reused2, 32);
-    assert_int_equal(json_int(ls, "unusable"), 4);
+    assert_int_equal(json_obj_int(ls, "unusable"), 4);
     e = ls_entry(ls, dir, 5);
     assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "missing"));
     cJSON_Delete(ls);
@@ -833,7 +832,7 @@ static void test_cli_ls_usable_prefix(void **state)
         const int reused3 = cli_run_reused("TERN_KERNELS=scalar ", model, toks, dir);
         assert_int_equal(longest, reused3);
         assert_int_equal(reused3, 0);
-        assert_int_equal(json_int(ls, "unusable"), json_int(ls, "n_files"));
+        assert_int_equal(json_obj_int(ls, "unusable"), json_obj_int(ls, "n_files"));
         e = ls_entry(ls, dir, 0);
         assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "kernels"));
         cJSON_Delete(ls);
@@ -906,7 +905,7 @@ static void test_absurd_depth_refused(void **state)
     int longest;
     cJSON *ls = cli_ls("", dir, &longest);
     assert_int_equal(longest, 16);
-    assert_int_equal(json_int(ls, "invalid"), 1);
+    assert_int_equal(json_obj_int(ls, "invalid"), 1);
     cJSON_Delete(ls);
 }
 
