@@ -40,16 +40,18 @@ static float *ws_alloc(size_t n)
 
 static void check_gemm(enum kern_gemm_path path, int M, int N, int K, int layout, bool acc)
 {
-    /* layout 0: A (M,K) . B(N,K)^T ; 1: A (M,K) . B (K,N) ; 2: A stored (K,M) . B (K,N) */
-    float *A = malloc((size_t)M * K * sizeof *A), *B = malloc((size_t)K * N * sizeof *B);
+    /* layout 0: A (M,K) . B(N,K)^T ; 1: A (M,K) . B (K,N) ; 2: A stored (K,M) . B (K,N);
+     * 3: A with no unit stride (every other column of (M, 2K)), which is packed */
+    float *A = malloc((size_t)M * K * 2 * sizeof *A), *B = malloc((size_t)K * N * sizeof *B);
     float *C = malloc((size_t)M * N * sizeof *C), *R = malloc((size_t)M * N * sizeof *R);
-    fill(A, (size_t)M * K, 1.0f);
+    fill(A, (size_t)M * K * 2, 1.0f);
     fill(B, (size_t)K * N, 1.0f);
     fill(C, (size_t)M * N, 1.0f);
     memcpy(R, C, (size_t)M * N * sizeof *R);
     struct kern_gemm g = {M, N, K, A, K, 1, B, 1, K, C, N, acc};
     if (layout == 1) g.brs = N, g.bcs = 1;
     if (layout == 2) g.ars = 1, g.acs = M, g.brs = N, g.bcs = 1;
+    if (layout == 3) g.ars = 2 * K, g.acs = 2;
     struct kern_gemm r = g;
     r.C = R;
     float *ws = ws_alloc(kern_gemm_ws_floats());
@@ -78,7 +80,7 @@ static void test_gemm_paths(void **state)
         if (!kern_gemm_path_ok(paths[p])) continue;
         ran++;
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            for (int layout = 0; layout < 3; layout++)
+            for (int layout = 0; layout < 4; layout++)
                 check_gemm(paths[p], shapes[s][0], shapes[s][1], shapes[s][2], layout, layout == 1);
     }
     print_message("gemm: %d paths checked; best here: %s\n", ran, kern_gemm_path_name(KERN_GEMM_AUTO));

@@ -1,11 +1,13 @@
 /* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading) and its plain-C paths.
  *
  * Read gemm_f32.h first. Loop order per call (BLIS): for each NC block of columns, for each KC
- * slice of K: pack B (KC x NC, NR-wide panels); for each MC block of rows: pack A (MC x KC,
- * MR-tall panels); run the MR x NR microkernel over the block. Edge tiles (M or N not a multiple
- * of MR/NR) are computed into a small buffer and copied, so the microkernels only ever see full
- * tiles. The K order of every sum is fixed (KC slices in order, each summed from zero in
- * registers and then added to C), which is what makes the threaded call bit-identical. */
+ * slice of K: pack B (KC x NC, NR-wide panels, so a KC x NR micro-panel stays in L1); for each
+ * MC block of rows (in L2): run the MR x NR microkernel over the block. A is not packed: when
+ * one of its strides is 1 the microkernel broadcasts straight from it (gemm_f32_micro.h), which
+ * saves a copy of the activations per tile. Edge tiles (M or N not a multiple of MR/NR) are
+ * computed into a small buffer and copied, so the microkernels only ever see full tiles. The K
+ * order of every sum is fixed (KC slices in order, each summed from zero in registers and then
+ * added to C), which is what makes the threaded call bit-identical. */
 #include "kernels/gemm_f32.h"
 
 #include <stdint.h>
@@ -20,33 +22,45 @@
 #define GEMM_MR_MAX 12
 #define GEMM_NR_MAX 32
 
-/* ---------------------------------------------------------------- plain-C microkernel */
+/* ---------------------------------------------------------------- plain-C microkernels */
 
 #define SC_MR 4
 #define SC_NR 8
 
-static void micro_scalar(int kc, const float *ap, const float *bp, float *c, ptrdiff_t ldc,
-                         bool acc)
+static void micro_scalar(int kc, const float *a, ptrdiff_t ask, ptrdiff_t asr, const float *bp,
+                         float *c, ptrdiff_t ldc, bool acc)
 {
     float t[SC_MR][SC_NR] = {{0}};
     for (int k = 0; k < kc; k++)
         for (int r = 0; r < SC_MR; r++)
-            for (int j = 0; j < SC_NR; j++) t[r][j] += ap[k * SC_MR + r] * bp[k * SC_NR + j];
+            for (int j = 0; j < SC_NR; j++) t[r][j] += a[k * ask + r * asr] * bp[k * SC_NR + j];
     for (int r = 0; r < SC_MR; r++)
         for (int j = 0; j < SC_NR; j++) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j];
 }
 
+static void micro_scalar_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c,
+                           ptrdiff_t ldc, bool acc)
+{
+    micro_scalar(kc, a, ask, 1, bp, c, ldc, acc);
+}
+
+static void micro_scalar_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c,
+                           ptrdiff_t ldc, bool acc)
+{
+    micro_scalar(kc, a, 1, asr, bp, c, ldc, acc);
+}
+
 struct gemm_micro {
     int mr, nr;
-    gemm_micro_fn fn;
+    gemm_micro_fn t, r; /* A(r, k) at a[k*as + r] / at a[r*as + k] */
 };
 
 static struct gemm_micro micro_for(enum kern_gemm_path p)
 {
-    struct gemm_micro m = {SC_MR, SC_NR, micro_scalar};
+    struct gemm_micro m = {SC_MR, SC_NR, micro_scalar_t, micro_scalar_r};
 #if defined(__x86_64__)
-    if (p == KERN_GEMM_AVX512) m = (struct gemm_micro){12, 32, gemm_micro_avx512};
-    if (p == KERN_GEMM_AVX2) m = (struct gemm_micro){6, 16, gemm_micro_avx2};
+    if (p == KERN_GEMM_AVX512) m = (struct gemm_micro){12, 32, gemm_micro_avx512_t, gemm_micro_avx512_r};
+    if (p == KERN_GEMM_AVX2) m = (struct gemm_micro){6, 16, gemm_micro_avx2_t, gemm_micro_avx2_r};
 #else
     (void)p;
 #endif
@@ -146,7 +160,10 @@ static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, in
 
 /* ---------------------------------------------------------------- driver */
 
-/* C rows [i0, i1) x cols [j0, j1) of the product. */
+/* C rows [i0, i1) x cols [j0, j1) of the product. A is read in place when one of its strides
+ * is 1 (every layout the trainer uses), so only B is packed, once per KC x NC block; A is packed
+ * only for the last rows of a block when they do not fill an MR tile, or when neither of its
+ * strides is 1. */
 static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *ws, int i0, int i1,
                        int j0, int j1)
 {
@@ -154,6 +171,7 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
     float *apack = ws + (size_t)GEMM_KC * GEMM_NC;
     float *tile = apack + (size_t)GEMM_MC * GEMM_KC;
     const int mr = um.mr, nr = um.nr;
+    const bool a_rows = g->acs == 1, a_cols = !a_rows && g->ars == 1;
     if (g->K == 0) {
         if (!g->accumulate)
             for (int i = i0; i < i1; i++) memset(g->C + (ptrdiff_t)i * g->ldc + j0, 0,
@@ -168,18 +186,32 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
             pack_b(g, pc, kc, jc, nc, nr, bpack);
             for (int ic = i0; ic < i1; ic += GEMM_MC) {
                 const int mc = i1 - ic < GEMM_MC ? i1 - ic : GEMM_MC;
-                pack_a(g, ic, mc, pc, kc, mr, apack);
+                const int full = a_rows || a_cols ? mc / mr * mr : 0; /* rows read in place */
+                if (mc > full) pack_a(g, ic + full, mc - full, pc, kc, mr, apack + (size_t)full * kc);
                 for (int jr = 0; jr < nc; jr += nr) {
                     const int nn = nc - jr < nr ? nc - jr : nr;
                     const float *bp = bpack + (size_t)jr * kc;
                     for (int ir = 0; ir < mc; ir += mr) {
                         const int mm = mc - ir < mr ? mc - ir : mr;
-                        const float *ap = apack + (size_t)ir * kc;
                         float *c = g->C + (ptrdiff_t)(ic + ir) * g->ldc + jc + jr;
-                        if (mm == mr && nn == nr) {
-                            um.fn(kc, ap, bp, c, g->ldc, acc);
+                        gemm_micro_fn fn = um.t;
+                        const float *a;
+                        ptrdiff_t as;
+                        if (ir >= full) {
+                            a = apack + (size_t)ir * kc;
+                            as = mr;
+                        } else if (a_rows) {
+                            fn = um.r;
+                            a = g->A + (ptrdiff_t)(ic + ir) * g->ars + pc;
+                            as = g->ars;
                         } else {
-                            um.fn(kc, ap, bp, tile, nr, false);
+                            a = g->A + (ptrdiff_t)pc * g->acs + ic + ir;
+                            as = g->acs;
+                        }
+                        if (mm == mr && nn == nr) {
+                            fn(kc, a, as, bp, c, g->ldc, acc);
+                        } else {
+                            fn(kc, a, as, bp, tile, nr, false);
                             for (int r = 0; r < mm; r++)
                                 for (int j = 0; j < nn; j++)
                                     c[r * g->ldc + j] =
@@ -225,15 +257,21 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
-    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), 4 * GEMM_MC, GEMM_NC, 0};
-    /* Tiles no smaller than one MC x 128 block; enough of them (4 per thread) that a late thread
-     * leaves little for the others to wait on. */
-    for (;;) {
-        const long long tiles = (long long)((g->M + t.tm - 1) / t.tm) * ((g->N + t.tn - 1) / t.tn);
-        if (tiles >= 4LL * nth || nth == 1) break;
-        if (t.tm > GEMM_MC && (t.tm >= t.tn || t.tn <= 128)) t.tm /= 2;
-        else if (t.tn > 128) t.tn /= 2;
-        else break;
+    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, GEMM_NC, 0};
+    /* Tiles span all rows when the columns give enough of them (about 3 per thread, so a late
+     * thread leaves little for the others): then B is packed once in all. Columns are cut in
+     * multiples of 32 (every NR), rows in multiples of 48 (every MR). */
+    const int want = 3 * nth;
+    int tn = (g->N + want - 1) / want;
+    tn = (tn + 31) / 32 * 32;
+    if (tn > GEMM_NC) tn = GEMM_NC;
+    t.tn = tn;
+    const int n_tn = (g->N + tn - 1) / tn;
+    if (n_tn < want) {
+        const int parts = (want + n_tn - 1) / n_tn;
+        int tm = (g->M + parts - 1) / parts;
+        tm = (tm + 47) / 48 * 48;
+        t.tm = tm < g->M ? tm : g->M;
     }
     t.n_tn = (g->N + t.tn - 1) / t.tn;
     const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
