@@ -918,6 +918,8 @@ struct tern_train_data;
 /* Read and validate a .tdat file (messages name the byte offset or document that is wrong).
  * Caller frees with tern_train_data_free(). */
 tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
+/* The same from size bytes at data (copied). */
+tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
 void tern_train_data_free(struct tern_train_data *d);
 uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
 uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);

@@ -135,6 +135,50 @@ struct tern_train_data {
     const uint8_t *mask;
 };
 
+/* Validate d->buf (size bytes, read from `name`) and set the views into it. */
+static tern_status data_parse(struct tern_train_data *d, const char *name, size_t size)
+{
+    if (size < TDAT_HEADER)
+        return tern_fail(TERN_ERR_FORMAT, "%s: %zu bytes: shorter than the %d-byte header", name,
+                         size, TDAT_HEADER);
+    if (memcmp(d->buf, TDAT_MAGIC, 4) != 0)
+        return tern_fail(TERN_ERR_FORMAT, "%s: offset 0: not a tern training data file (magic is "
+                         "not 'TRND')", name);
+    uint32_t ver;
+    memcpy(&ver, d->buf + 4, 4);
+    memcpy(&d->n_docs, d->buf + 8, 8);
+    memcpy(&d->n_tok, d->buf + 16, 8);
+    if (ver != TDAT_VERSION)
+        return tern_fail(TERN_ERR_FORMAT, "%s: offset 4: version %u (this tern reads %u)", name, ver,
+                         TDAT_VERSION);
+    /* sizes checked before multiplying: no overflow for any header */
+    const uint64_t rest = (uint64_t)size - TDAT_HEADER;
+    if (d->n_docs >= rest / 8 || d->n_tok > rest / 5 || (d->n_docs + 1) * 8 + d->n_tok * 5 != rest)
+        return tern_fail(TERN_ERR_FORMAT, "%s: offset 8: header says %llu documents and %llu "
+                         "tokens, which does not match the file size %zu", name,
+                         (unsigned long long)d->n_docs, (unsigned long long)d->n_tok, size);
+    /* the buffer is malloc'ed (aligned for any type): offsets start at byte 24 (8-aligned), the
+     * tokens after them (4-aligned) */
+    d->off = (const uint64_t *)(d->buf + TDAT_HEADER);
+    d->tok = (const int32_t *)(d->buf + TDAT_HEADER + (d->n_docs + 1) * 8);
+    d->mask = (const uint8_t *)(d->tok + d->n_tok);
+    if (d->off[0] != 0 || d->off[d->n_docs] != d->n_tok)
+        return tern_fail(TERN_ERR_FORMAT, "%s: offset 24: document offsets must start at 0 and end "
+                         "at n_tokens %llu", name, (unsigned long long)d->n_tok);
+    for (uint64_t i = 0; i < d->n_docs; i++)
+        if (d->off[i + 1] < d->off[i])
+            return tern_fail(TERN_ERR_FORMAT, "%s: offset %llu: document %llu ends before it starts",
+                             name, (unsigned long long)(TDAT_HEADER + (i + 1) * 8),
+                             (unsigned long long)i);
+    for (uint64_t i = 0; i < d->n_tok; i++)
+        if (d->tok[i] < 0)
+            return tern_fail(TERN_ERR_FORMAT, "%s: offset %llu: token %llu: id %d is negative", name,
+                             (unsigned long long)((const uint8_t *)(d->tok + i) - d->buf),
+                             (unsigned long long)i, d->tok[i]);
+    if (d->n_tok == 0) return tern_fail(TERN_ERR_FORMAT, "%s: offset 16: holds no tokens", name);
+    return TERN_OK;
+}
+
 tern_status tern_train_data_open(const char *path, struct tern_train_data **out)
 {
     FILE *f = fopen(path, "rb");
@@ -145,54 +189,29 @@ tern_status tern_train_data_open(const char *path, struct tern_train_data **out)
     if (!d) st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory", path);
     if (!st && (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0))
         st = tern_fail(TERN_ERR_IO, "%s: cannot size the file", path);
-    if (!st && size < TDAT_HEADER)
-        st = tern_fail(TERN_ERR_FORMAT, "%s: %ld bytes: shorter than the %d-byte header", path,
-                       size, TDAT_HEADER);
     if (!st && !(d->buf = malloc((size_t)size + 8)))
         st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory for %ld bytes", path, size);
     if (!st && fread(d->buf, 1, (size_t)size, f) != (size_t)size)
         st = tern_fail(TERN_ERR_IO, "%s: read failed", path);
     fclose(f);
-    if (!st && memcmp(d->buf, TDAT_MAGIC, 4) != 0)
-        st = tern_fail(TERN_ERR_FORMAT, "%s: offset 0: not a tern training data file (magic is not "
-                       "'TRND')", path);
-    uint32_t ver = 0;
-    if (!st) {
-        memcpy(&ver, d->buf + 4, 4);
-        memcpy(&d->n_docs, d->buf + 8, 8);
-        memcpy(&d->n_tok, d->buf + 16, 8);
-        if (ver != TDAT_VERSION)
-            st = tern_fail(TERN_ERR_FORMAT, "%s: offset 4: version %u (this tern reads %u)", path,
-                           ver, TDAT_VERSION);
+    if (!st) st = data_parse(d, path, (size_t)size);
+    if (st) {
+        tern_train_data_free(d);
+        return st;
     }
-    if (!st) {
-        /* sizes checked before multiplying: no overflow for any header */
-        const uint64_t rest = (uint64_t)size - TDAT_HEADER;
-        if (d->n_docs >= rest / 8 || d->n_tok > rest / 5 ||
-            (d->n_docs + 1) * 8 + d->n_tok * 5 != rest)
-            st = tern_fail(TERN_ERR_FORMAT, "%s: offset 8: header says %llu documents and %llu "
-                           "tokens, which does not match the file size %ld", path,
-                           (unsigned long long)d->n_docs, (unsigned long long)d->n_tok, size);
+    *out = d;
+    return TERN_OK;
+}
+
+tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out)
+{
+    struct tern_train_data *d = calloc(1, sizeof *d);
+    if (!d || !(d->buf = malloc(size + 8))) {
+        free(d);
+        return tern_fail(TERN_ERR_NOMEM, "train data: out of memory for %zu bytes", size);
     }
-    if (!st) {
-        /* the offsets start at byte 24 (8-aligned), the tokens after them (4-aligned) */
-        d->off = (const uint64_t *)(d->buf + TDAT_HEADER);
-        d->tok = (const int32_t *)(d->buf + TDAT_HEADER + (d->n_docs + 1) * 8);
-        d->mask = (const uint8_t *)(d->tok + d->n_tok);
-        if (d->off[0] != 0 || d->off[d->n_docs] != d->n_tok)
-            st = tern_fail(TERN_ERR_FORMAT, "%s: offset 24: document offsets must start at 0 and "
-                           "end at n_tokens %llu", path, (unsigned long long)d->n_tok);
-        for (uint64_t i = 0; !st && i < d->n_docs; i++)
-            if (d->off[i + 1] < d->off[i])
-                st = tern_fail(TERN_ERR_FORMAT, "%s: offset %llu: document %llu ends before it "
-                               "starts", path, (unsigned long long)(TDAT_HEADER + (i + 1) * 8),
-                               (unsigned long long)i);
-        for (uint64_t i = 0; !st && i < d->n_tok; i++)
-            if (d->tok[i] < 0)
-                st = tern_fail(TERN_ERR_FORMAT, "%s: token %llu: id %d is negative", path,
-                               (unsigned long long)i, d->tok[i]);
-    }
-    if (!st && d->n_tok == 0) st = tern_fail(TERN_ERR_FORMAT, "%s: holds no tokens", path);
+    if (size) memcpy(d->buf, data, size);
+    tern_status st = data_parse(d, "train data", size);
     if (st) {
         tern_train_data_free(d);
         return st;
