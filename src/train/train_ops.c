@@ -8,6 +8,8 @@
  * own [start, i] range are masked to probability zero. */
 #include "train/train_ops.h"
 
+#include "kernels/vexp.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +93,13 @@ void train_rope(float *x, int n, int ld, int n_head, int hd, const int32_t *pos,
 
 void train_swiglu_fwd(const float *g, const float *u, float *h, size_t n)
 {
-    for (size_t i = 0; i < n; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    /* the inference forward's SiLU kernel (same bits), on a copy: g is kept for the backward */
+    memcpy(h, g, n * sizeof *h);
+    const struct vexp_kernels vx = vexp_select();
+    for (size_t i = 0; i < n; i += 1 << 20) {
+        const size_t m = n - i < (1u << 20) ? n - i : (1u << 20);
+        vx.silu_mul(h + i, u + i, (int)m);
+    }
 }
 
 void train_swiglu_bwd(const float *g, const float *u, const float *dh, float *dg, float *du,
@@ -136,6 +144,7 @@ static void block_scores(const struct train_attn *a, int i0, int qb, int k0, int
 
 void train_attn_fwd(const struct train_attn *a, float *ws)
 {
+    const struct vexp_kernels vx = vexp_select();
     float *S = ws, *gws = ws + train_attn_ws_floats(a->T);
     for (int i0 = 0; i0 < a->T; i0 += ATTN_QB) {
         const int i1 = i0 + ATTN_QB < a->T ? i0 + ATTN_QB : a->T, qb = i1 - i0;
@@ -149,12 +158,9 @@ void train_attn_fwd(const struct train_attn *a, float *ws)
                 s[j] *= a->scale;
                 if (s[j] > mx) mx = s[j];
             }
-            float sum = 0.0f;
-            for (int j = 0; j < nk; j++) {
-                const float p = (j >= lo && j <= hi) ? expf(s[j] - mx) : 0.0f;
-                s[j] = p;
-                sum += p;
-            }
+            for (int j = 0; j < lo; j++) s[j] = 0.0f;
+            for (int j = hi + 1; j < nk; j++) s[j] = 0.0f;
+            const float sum = (float)vx.exp_sum(s + lo, hi - lo + 1, mx);
             const float inv = 1.0f / sum;
             for (int j = lo; j <= hi; j++) s[j] *= inv;
             a->lse[(size_t)i * a->ldl] = mx + logf(sum);
@@ -169,6 +175,7 @@ void train_attn_fwd(const struct train_attn *a, float *ws)
 void train_attn_bwd(const struct train_attn *a, const float *do_, float *dq, float *dk, float *dv,
                     float *ws)
 {
+    const struct vexp_kernels vx = vexp_select();
     float *S = ws, *dP = ws + (size_t)ATTN_QB * a->T, *D = dP + (size_t)ATTN_QB * a->T;
     float *gws = ws + train_attn_ws_floats(a->T);
     for (int i0 = 0; i0 < a->T; i0 += ATTN_QB) {
@@ -187,16 +194,11 @@ void train_attn_bwd(const struct train_attn *a, const float *do_, float *dq, flo
             D[r] = dd;
             const float l = a->lse[(size_t)i * a->ldl];
             float *s = S + (size_t)r * nk, *dp = dP + (size_t)r * nk;
-            for (int j = 0; j < nk; j++) {
-                if (j >= lo && j <= hi) {
-                    const float p = expf(s[j] * a->scale - l);
-                    s[j] = p;
-                    dp[j] = p * (dp[j] - dd) * a->scale; /* dS, scaled for the Q.K product */
-                } else {
-                    s[j] = 0.0f;
-                    dp[j] = 0.0f;
-                }
-            }
+            for (int j = lo; j <= hi; j++) s[j] *= a->scale;
+            (void)vx.exp_sum(s + lo, hi - lo + 1, l); /* P = exp(S - lse) */
+            for (int j = 0; j < lo; j++) s[j] = dp[j] = 0.0f;
+            for (int j = hi + 1; j < nk; j++) s[j] = dp[j] = 0.0f;
+            for (int j = lo; j <= hi; j++) dp[j] = s[j] * (dp[j] - dd) * a->scale; /* dS, scaled */
         }
         /* dQ = dS . K */
         struct kern_gemm g2 = {qb, a->hd, nk, dP, nk, 1, a->k + (size_t)k0 * a->ldk, a->ldk, 1,
@@ -229,11 +231,7 @@ double train_xent(float *logits, const int32_t *target, const float *weight, int
         for (int j = 1; j < V; j++)
             if (l[j] > mx) mx = l[j];
         const float lt = l[target[r]];
-        double sum = 0.0;
-        for (int j = 0; j < V; j++) {
-            l[j] = expf(l[j] - mx);
-            sum += l[j];
-        }
+        const double sum = vexp_select().exp_sum(l, V, mx);
         total += (double)w * ((double)mx + log(sum) - (double)lt);
         const float k = (float)(w * scale);
         const float kn = (float)(w * scale / sum);
