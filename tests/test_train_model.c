@@ -5,6 +5,7 @@
  *   Q8_0 file from it that loads and predicts like it;
  * - N steps straight = N/2 steps, checkpoint, a new trainer, resume, N/2 steps (weights
  *   memcmp-equal), with accumulation, several sequences per micro-batch and epochs wrapping;
+ *   and 1 thread = 2 threads, bit for bit;
  * - a NaN loss fails naming the step and leaves the weights untouched;
  * - packing: positions restart per document, documents never share a target, padding is
  *   masked, the order is seeded and each epoch visits every document once;
@@ -212,6 +213,16 @@ static void test_resume_bit_identical(void **state)
     assert_memory_equal(wa, tern_trainer_weights(b, NULL), n * sizeof(float));
     assert_memory_equal(a->m, b->m, n * sizeof(float));
     assert_memory_equal(a->v, b->v, n * sizeof(float));
+
+    /* the thread count does not change a bit either (fixed reduction chunks, K order of GEMMs) */
+    struct tern_train_config c1 = c;
+    c1.threads = 1;
+    struct tern_trainer *one;
+    assert_tern_ok(tern_trainer_create(&c1, &one));
+    assert_tern_ok(tern_trainer_init(one));
+    for (int i = 0; i < N; i++) assert_tern_ok(tern_trainer_step(one, d, NULL));
+    assert_memory_equal(wa, tern_trainer_weights(one, NULL), n * sizeof(float));
+    tern_trainer_free(one);
 
     /* a checkpoint of another shape is refused, naming the key */
     struct tern_train_config c2 = c;
