@@ -823,6 +823,129 @@ const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser 
 int tern_toolcall_n_errors(const struct tern_toolcall_parser *p);
 const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
 
+
+/* ===================================================================== training */
+/*
+ * tern train: a Llama/Qwen2 model trained from scratch in F32 on the CPU, exported as GGUF.
+ *
+ *     struct tern_train_config c;
+ *     tern_train_config_parse(json_text, len, &c);           // or tern_train_config_default()
+ *     struct tern_train_data *d;
+ *     tern_train_data_open("chats.tdat", &d);                // (token ids, loss mask) sequences
+ *     struct tern_trainer *t;
+ *     tern_trainer_create(&c, &t);                           // all memory allocated here, once
+ *     tern_trainer_init(t);                                  // seeded weights (or _checkpoint_load)
+ *     struct tern_train_step_info si;
+ *     while (tern_trainer_step_index(t) < c.steps) {
+ *         tern_trainer_step(t, d, &si);                      // accum micro-batches + one AdamW step
+ *         if (si.step % c.ckpt_every == 0) tern_trainer_checkpoint_save(t, "ckpt");
+ *     }
+ *     tern_trainer_export(t, "model.gguf");                  // F32 GGUF + the tokenizer's keys
+ *
+ * Data: a document is a sequence of token ids with a loss mask (1 = train on predicting this
+ * token: the assistant's tokens). Documents are packed into sequences of n_ctx tokens in a
+ * seeded order (reshuffled every epoch); a document attends only to itself and its positions
+ * start at 0; a document longer than n_ctx is cut into n_ctx pieces; the tail of a sequence
+ * that no next document fits into is padding (masked). The loss of a step is the mean
+ * cross-entropy over the masked tokens of all its micro-batches.
+ *
+ * Determinism: the same config (seed, threads) and data give bit-identical weights, and a run
+ * resumed from a checkpoint continues exactly as the uninterrupted run would have.
+ */
+
+/* --- data file (.tdat, little-endian): "TRND", u32 version 1, u64 n_docs, u64 n_tokens,
+ * u64 offsets[n_docs + 1] (token index of each document's start; offsets[0] = 0,
+ * offsets[n_docs] = n_tokens, non-decreasing), i32 tokens[n_tokens], u8 mask[n_tokens]. --- */
+struct tern_train_data_writer;
+/* Collects documents in memory; caller ends with _finish (writes path atomically) or _free. */
+tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
+/* mask may be NULL (every token trained on). n >= 1. */
+tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t *tokens,
+                                const uint8_t *mask, int n);
+/* Write via path.tmp + fsync + rename. The writer stays valid (free it after). */
+tern_status tern_train_data_write(struct tern_train_data_writer *w, const char *path);
+void tern_train_data_writer_free(struct tern_train_data_writer *w);
+
+struct tern_train_data;
+/* Read and validate a .tdat file (messages name the byte offset or document that is wrong).
+ * Caller frees with tern_train_data_free(). */
+tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
+/* The same from size bytes at data (copied). */
+tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
+void tern_train_data_free(struct tern_train_data *d);
+uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
+uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);
+
+/* --- configuration (JSON keys have the field names; tern_train_config_parse) --- */
+struct tern_train_config {
+    enum tern_arch arch;     /* "arch": "llama" (NORM RoPE) | "qwen2" (NEOX RoPE, q/k/v biases) */
+    int n_embd, n_layer, n_head, n_head_kv, n_ff;
+    int n_ctx;               /* sequence length of training */
+    int n_vocab;             /* taken from "tokenizer" when that is given */
+    float rope_base;         /* "rope_base" */
+    float rms_eps;
+    bool tied_output;        /* "tied_output": logits use token_embd */
+    char tokenizer[1024];    /* "tokenizer": a GGUF whose tokenizer.* keys the export copies */
+    float lr, lr_min;        /* peak and final learning rate (cosine from peak to lr_min) */
+    int warmup;              /* linear warmup steps */
+    int steps;               /* optimizer steps of the whole run */
+    int batch_tokens;        /* tokens per micro-batch (a multiple of n_ctx) */
+    int accum;               /* micro-batches per optimizer step (gradient accumulation) */
+    float weight_decay;      /* AdamW, on matrices only (not norms, biases) */
+    float beta1, beta2, adam_eps;
+    float clip;              /* global gradient norm limit; 0 = off */
+    float init_std;          /* weights ~ N(0, init_std); output projections / sqrt(2 n_layer) */
+    uint64_t seed;
+    int threads;             /* 0 = online CPUs */
+    int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */
+};
+struct tern_train_config tern_train_config_default(void);
+/* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
+ * message naming the key. The tokenizer GGUF (if given) is opened to read n_vocab. */
+tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
+
+/* --- trainer --- */
+struct tern_trainer;
+struct tern_train_step_info {
+    int step;                /* 1-based index of the step just taken */
+    double loss;             /* mean masked cross-entropy of the step */
+    double lr;               /* learning rate used */
+    double grad_norm;        /* global norm before clipping */
+    long long tokens;        /* tokens in the step (padding included) */
+    long long loss_tokens;   /* tokens the loss was taken on */
+};
+/* Bytes the trainer will allocate for config c (weights, gradients, AdamW moments,
+ * activations of one micro-batch, scratch). */
+uint64_t tern_train_memory_bytes(const struct tern_train_config *c);
+/* Allocates everything (refused with TERN_ERR_NOMEM, naming the bytes needed, when that
+ * exceeds the machine's available memory). Caller frees with tern_trainer_free(). */
+tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_trainer **out);
+void tern_trainer_free(struct tern_trainer *t);
+/* Seeded initial weights; step 0; data position at the start. */
+tern_status tern_trainer_init(struct tern_trainer *t);
+/* One optimizer step on the next accum micro-batches of d. A NaN/Inf loss or gradient fails
+ * with TERN_ERR_RANGE naming the step, leaving weights and optimizer state unchanged. */
+tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct tern_train_step_info *info);
+int tern_trainer_step_index(const struct tern_trainer *t);
+/* Learning rate of (1-based) step s: linear warmup, then cosine down to lr_min. */
+double tern_train_lr(const struct tern_train_config *c, int step);
+/* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created
+ * if needed; written to a temporary name, fsynced, renamed). */
+tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
+/* Restore a checkpoint of a run with the same model shape. */
+tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
+/* Write the weights as an F32 GGUF tern_model_load reads (with every tokenizer.* key of the
+ * config's tokenizer GGUF, when it has one). */
+tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
+/* The weights as one flat F32 array (owned by the trainer) and its tensors in order: name,
+ * offset (floats) and shape (ne0 = columns). i in [0, tern_trainer_n_tensors). */
+float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
+int tern_trainer_n_tensors(const struct tern_trainer *t);
+const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *offset, int64_t ne[2]);
+/* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
+const char *tern_trainer_kernel(const struct tern_trainer *t);
+
 #ifdef __cplusplus
 }
 #endif
