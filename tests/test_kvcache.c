@@ -7,11 +7,15 @@
 #include "kv/prefix_cache.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <nettle/sha2.h>
 
 #define QWEN "fixtures/models/qwen2-tiny-q8_0.gguf"
 #define LLAMA "fixtures/models/llama-spm-tiny-q8_0.gguf"
@@ -615,6 +619,154 @@ static void test_refuse_damaged_and_foreign(void **state)
     tern_model_free(l);
 }
 
+/* Name of the saved file holding the block at `depth` (tern_cache_dir_list), into name[256]. */
+static void file_of_depth(const char *dir, int depth, char *name)
+{
+    struct tern_cache_file_info *fi;
+    int nf;
+    name[0] = 0;
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].valid && fi[i].depth == depth) snprintf(name, 256, "%s", fi[i].name);
+    free(fi);
+    assert_true(name[0]);
+}
+
+/* Overwrite the 32-bit little-endian header field at `off` of a saved block and re-seal the
+ * file: the SHA-256 at offset 144 is recomputed over the header (that field zeroed) and the
+ * payload, as prefix_file.c writes it, so only the checks after the checksum can refuse it. */
+static void reseal_field32(const char *dir, const char *name, int off, uint32_t v)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    size_t len;
+    uint8_t *b = (uint8_t *)test_read_file(p, &len);
+    assert_non_null(b);
+    assert_true(len > 256);
+    for (int i = 0; i < 4; i++) b[off + i] = (uint8_t)(v >> 8 * i);
+    memset(b + 144, 0, 32);
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, len, b);
+    sha256_digest(&c, 32, b + 144);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+}
+
+/* Save the 2 blocks of a 40-token prompt (blocks of 16) into a fresh dir. */
+static const char *save_two_blocks(struct tern_model *m, const int32_t *p, const char *dirname)
+{
+    const char *dir = make_dir(dirname);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    return dir;
+}
+
+/* A block's depth must agree with its parent key (0 exactly for the first block of a prompt)
+ * and its positions must be addressable: a sealed file that breaks either was once loaded with
+ * a negative or impossible depth. Each is now refused, naming the file and the depth. */
+static void test_refuse_inconsistent_depth(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 21, tern_model_n_vocab(m));
+    const struct {
+        int block;      /* depth of the file to change */
+        uint32_t depth; /* the depth it is given */
+    } cases[] = {{1, 0}, {0, 1}, {1, 0x80000000u}, {1, 0xffffffffu}, {1, 0x7fffffffu / 16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *dir = save_two_blocks(m, p, "kv_depth");
+        char name[256];
+        file_of_depth(dir, cases[c].block, name);
+        reseal_field32(dir, name, 116, cases[c].depth);
+        struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+        struct tern_prefix_cache *pc;
+        assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+        struct tern_prefix_cache_stats st;
+        tern_prefix_cache_get_stats(pc, &st);
+        print_message("depth %u on block %d: %s\n", cases[c].depth, cases[c].block,
+                      tern_prefix_cache_warning(pc));
+        assert_int_equal(st.refused_files, 1);
+        assert_int_equal(st.loaded_blocks, 1);
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), name));
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), "depth"));
+        tern_prefix_cache_free(pc);
+    }
+    tern_model_free(m);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_kvcache: loading the cache dir hung (blocked on a FIFO?)\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+/* Things named *.tkv that are not cache files: a FIFO (opening it for reading blocked until a
+ * writer came: the cache load hung), a directory, and a 1 TiB sparse file with a valid header
+ * (read whole into memory: out of memory, and the whole cache failed). Each is refused with its
+ * name; the real blocks beside them load. */
+static void test_refuse_special_files(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 22, tern_model_n_vocab(m));
+    const char *dir = save_two_blocks(m, p, "kv_special");
+    char name[256], fifo[1200], sub[1200], huge[1200], src[1200];
+    file_of_depth(dir, 0, name);
+    snprintf(fifo, sizeof fifo, "%s/fifo.tkv", dir);
+    snprintf(sub, sizeof sub, "%s/sub.tkv", dir);
+    snprintf(huge, sizeof huge, "%s/huge.tkv", dir);
+    snprintf(src, sizeof src, "%s/%s", dir, name);
+    assert_int_equal(mkfifo(fifo, 0666), 0);
+    assert_int_equal(mkdir(sub, 0777), 0);
+    size_t len;
+    char *blk = test_read_file(src, &len);
+    assert_non_null(blk);
+    FILE *f = fopen(huge, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(blk, 1, 256, f), 256); /* a block's header, then 1 TiB of holes */
+    fclose(f);
+    free(blk);
+    const bool have_huge = truncate(huge, 1ll << 40) == 0;
+    if (!have_huge) unlink(huge);
+
+    signal(SIGALRM, on_alarm);
+    alarm(60);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    alarm(0);
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("last refusal: %s\n", tern_prefix_cache_warning(pc));
+    assert_int_equal(st.loaded_blocks, 2);
+    assert_int_equal(st.refused_files, have_huge ? 3 : 2);
+    assert_int_equal(tern_prefix_cache_match(pc, p, 40), 32);
+    tern_prefix_cache_free(pc);
+    unlink(fifo);
+    rmdir(sub);
+    unlink(huge);
+    tern_model_free(m);
+}
+
 /* ---------------------------------------------------------------- CLI */
 
 /* Run a shell command, return its stdout (malloc'ed) and exit status. */
@@ -700,6 +852,8 @@ int main(void)
         cmocka_unit_test(test_small_suffix_exact),
         cmocka_unit_test(test_save_load_identical),
         cmocka_unit_test(test_refuse_damaged_and_foreign),
+        cmocka_unit_test(test_refuse_inconsistent_depth),
+        cmocka_unit_test(test_refuse_special_files),
         cmocka_unit_test(test_cli_prompt_cache),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

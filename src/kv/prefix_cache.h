@@ -57,6 +57,14 @@ void pc_block_free(struct pc_block *b);
 void pc_recount_children(struct tern_prefix_cache *pc);
 
 /* prefix_file.c */
+/* Verify the n bytes at p as a whole cache file (named `name` in messages) for pc: header
+ * structure, model and tokenizer fingerprints, KV layout, kernel path, depth, SHA-256, token
+ * ids, key. On success *out is a new block with copies of its tokens and KV (caller inserts it
+ * with pc_insert or frees it with pc_block_free); otherwise a FORMAT (or NOMEM) status whose
+ * message names the file and the reason. Reads nothing outside p[0..n); p needs no alignment.
+ * The directory loader and the fuzz target (tests/fuzz/fuzz_cachefile.c) both go through it. */
+tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
+                                const char *name, struct pc_block **out);
 tern_status pc_load_dir(struct tern_prefix_cache *pc);
 tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b);
 /* Sync the directory entry after renames, so saved files survive a crash. */
