@@ -767,6 +767,166 @@ static void test_refuse_special_files(void **state)
     tern_model_free(m);
 }
 
+/* A block loaded without its parent (the parent's file was damaged or deleted) is an orphan;
+ * when the parent is stored again it must count the orphan as its child, or eviction takes the
+ * parent first and strands the child. */
+static void test_orphan_adopted(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 23, tern_model_n_vocab(m));
+    const char *dir = save_two_blocks(m, p, "kv_orphan");
+    char name[256], full[1200];
+    file_of_depth(dir, 0, name);
+    snprintf(full, sizeof full, "%s/%s", dir, name);
+    assert_int_equal(unlink(full), 0);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.loaded_blocks, 1);
+    const uint64_t k0 = pc_chain_key(0, p, 16), k1 = pc_chain_key(k0, p + 16, 16);
+    assert_non_null(pc_find(pc, k1));
+    assert_null(pc_find(pc, k0));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_int_equal(reused, 0);
+    struct pc_block *b0 = pc_find(pc, k0);
+    assert_non_null(b0);
+    assert_int_equal(b0->n_children, 1);
+    assert_int_equal(tern_prefix_cache_match(pc, p, 40), 32);
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+/* The table under churn: hundreds of prompts sharing prefixes through a budget of 12 blocks of
+ * 2 tokens (so nearly every store evicts), starting from a loaded directory with orphans (two
+ * first-block files deleted; the first prompts store those blocks again). After every prefill the whole-table check holds (hash links,
+ * child and orphan counts, depths, byte counts; in TERN_CHECKS builds the cache also runs it
+ * after each insert and eviction), the budget holds, and the prompt's own blocks are all
+ * present (a chain never evicts itself). */
+static void test_table_churn(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const struct tern_model_info *in = tern_model_get_info(m);
+    enum { B = 2, N_STEM = 4, STEM = 8, MAXN = 12 };
+    const uint64_t block = tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, B);
+    int32_t stems[N_STEM][STEM];
+    for (int s = 0; s < N_STEM; s++)
+        for (int i = 0; i < STEM; i++) stems[s][i] = 3 + (s * 7 + i * 3) % 5;
+
+    /* a directory holding the stems' blocks, the first block of two of them deleted */
+    const char *dir = make_dir("kv_churn");
+    struct tern_prefix_cache_params pp = {.block_tokens = B, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    for (int s = 0; s < N_STEM; s++)
+        assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, stems[s], STEM, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_prefix_cache_free(pc);
+    for (int s = 1; s < N_STEM; s += 2) {
+        char file[1200], fp[9];
+        uint8_t mfp[32];
+        assert_tern_ok(tern_model_fingerprint(m, mfp));
+        snprintf(fp, sizeof fp, "%02x%02x%02x%02x", mfp[0], mfp[1], mfp[2], mfp[3]);
+        snprintf(file, sizeof file, "%s/%s-%016llx.tkv", dir, fp,
+                 (unsigned long long)pc_chain_key(0, stems[s], B));
+        assert_int_equal(unlink(file), 0);
+    }
+    pp.budget_bytes = 12 * block; /* loads 12 of the 14 files: the orphans' children too */
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    char why[256];
+    if (!pc_check_table(pc, why, sizeof why)) fail_msg("after load: %s", why);
+    assert_true(pc->n_orphans > 0);
+
+    unsigned rng = 12345;
+    int32_t p[MAXN];
+    for (int it = 0; it < 300; it++) {
+        rng = rng * 1103515245u + 12345u;
+        /* first the stems whose first block is gone (their orphans get a parent), then any */
+        const int s = it < 2 ? 1 + 2 * it : (int)(rng >> 16) % N_STEM;
+        const int keep = it < 2 ? STEM : (int)(rng >> 20) % (STEM + 1);
+        const int n = it < 2 ? STEM : keep + 1 + (int)(rng >> 24) % (MAXN - keep);
+        for (int i = 0; i < n; i++) {
+            rng = rng * 1103515245u + 12345u;
+            p[i] = i < keep ? stems[s][i] : 3 + (int32_t)((rng >> 16) % 6);
+        }
+        assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, n, &reused));
+        if (!pc_check_table(pc, why, sizeof why)) fail_msg("after prefill %d: %s", it, why);
+        struct tern_prefix_cache_stats st;
+        tern_prefix_cache_get_stats(pc, &st);
+        assert_true(st.bytes <= pp.budget_bytes);
+        assert_int_equal(tern_prefix_cache_match(pc, p, n), n / B * B);
+    }
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("churn: %llu stored, %llu evicted, %llu blocks left, %d orphans\n",
+                  (unsigned long long)st.stored_blocks, (unsigned long long)st.evicted_blocks,
+                  (unsigned long long)st.n_blocks, pc->n_orphans);
+    assert_true(st.evicted_blocks > 100);
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+/* The checker itself: each kind of broken bookkeeping is reported, with what broke. */
+static void test_table_check_detects(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    struct tern_prefix_cache_params pp = {.block_tokens = 2};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    const int32_t p[7] = {5, 6, 7, 8, 9, 10, 11};
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 7, &reused));
+    char why[256];
+    assert_true(pc_check_table(pc, why, sizeof why));
+    struct pc_block *b0 = pc_find(pc, pc_chain_key(0, p, 2));
+    assert_non_null(b0);
+
+    b0->n_children++;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    print_message("%s\n", why);
+    assert_non_null(strstr(why, "children"));
+    b0->n_children--;
+    b0->depth = 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "depth"));
+    b0->depth = 0;
+    pc->n_orphans = 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "n_orphans"));
+    pc->n_orphans = 0;
+    pc->st.bytes += 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "bytes"));
+    pc->st.bytes -= 1;
+    const uint64_t key = b0->key;
+    b0->key ^= 1; /* now in the wrong bucket */
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "bucket"));
+    b0->key = key;
+    assert_true(pc_check_table(pc, why, sizeof why));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
 /* ---------------------------------------------------------------- CLI */
 
 /* Run a shell command, return its stdout (malloc'ed) and exit status. */
@@ -854,6 +1014,9 @@ int main(void)
         cmocka_unit_test(test_refuse_damaged_and_foreign),
         cmocka_unit_test(test_refuse_inconsistent_depth),
         cmocka_unit_test(test_refuse_special_files),
+        cmocka_unit_test(test_orphan_adopted),
+        cmocka_unit_test(test_table_churn),
+        cmocka_unit_test(test_table_check_detects),
         cmocka_unit_test(test_cli_prompt_cache),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

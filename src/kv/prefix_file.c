@@ -338,6 +338,7 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     closedir(d);
     if (!st && n) qsort(ents, n, sizeof *ents, cmp_depth); /* qsort(NULL, 0) is undefined */
+    pc->loading = true; /* children and orphans are counted once, below */
     for (size_t i = 0; i < n && !st; i++) {
         if (pc->st.bytes + pc->block_bytes > pc->budget) break; /* budget full: rest stays on disk */
         snprintf(path, sizeof path, "%s/%s", pc->dir, ents[i].name);
@@ -357,7 +358,9 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     for (size_t i = 0; i < n; i++) free(ents[i].name);
     free(ents);
+    pc->loading = false;
     pc_recount_children(pc);
+    PC_CHECK(pc);
     return st;
 }
 
