@@ -179,7 +179,7 @@ static void test_bad_batches(void **state)
     tern_model_free(m);
 }
 
-/* Random decode batches, truncations and copies over three sequences of a small context (so
+/* 160 random decode batches, truncations and copies over three sequences of a small context (so
  * sequences fill up and refusals happen), against a shadow of every sequence's tokens: after
  * each call the positions match the shadow, refused calls change nothing, and at the end each
  * sequence's next logits equal those of a fresh context fed its shadow tokens (scalar kernels:
@@ -201,7 +201,7 @@ static void test_seq_ops_random(void **state)
     unsigned rng = 777;
 #define RND(n) ((int)((rng = rng * 1103515245u + 12345u) >> 16) % (n))
     int n_ok = 0, n_refused = 0;
-    for (int it = 0; it < 400; it++) {
+    for (int it = 0; it < 160; it++) {
         const int op = RND(4);
         tern_status want = TERN_OK, got;
         if (op <= 1) {
@@ -244,7 +244,7 @@ static void test_seq_ops_random(void **state)
 #undef RND
     print_message("%d calls done, %d refused; final lengths %d %d %d\n", n_ok, n_refused, len[0],
                   len[1], len[2]);
-    assert_true(n_refused > 20 && n_ok > 200);
+    assert_true(n_refused > 20 && n_ok > 100);
 
     float *ref = malloc(sizeof(float) * nv);
     for (int s = 0; s < NS; s++) {
