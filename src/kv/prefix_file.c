@@ -15,7 +15,9 @@
  *   payload: B int32 token ids, then the packed KV run (kv_copy.c).
  * All integers little-endian. A file is used only if every field matches this cache and the
  * checksum holds; anything else is refused with the reason and left for the next save to
- * overwrite. Writes go to a unique .tmp name, are fsynced, then renamed over the final name, so
+ * overwrite. One function judges a file's bytes, pc_block_from_bytes (the loader and the fuzz
+ * target tests/fuzz/fuzz_cachefile.c call it); the loader checks the header before it reads the
+ * payload, and opens only regular files. Writes go to a unique .tmp name, are fsynced, then renamed over the final name, so
  * a crash leaves either the old file or the new one, never a torn one. */
 #include "kv/prefix_cache.h"
 
@@ -31,6 +33,7 @@
 
 #include <nettle/sha2.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 #define HDR 256
@@ -115,120 +118,175 @@ static void hex(const uint8_t *p, int n, char *out)
     for (int i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
-/* Read a whole file (malloc'ed). */
-static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
+/* Open a cache file for reading: only regular files (a FIFO named *.tkv would block the open
+ * until a writer came, hence O_NONBLOCK; a directory cannot be read). *size is its length. */
+static tern_status open_regular(const char *path, const char *name, int *fd_out, uint64_t *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return tern_fail(TERN_ERR_IO, "cache file %s: cannot open: %s", name, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) < 0) {
         close(fd);
         return tern_fail(TERN_ERR_IO, "cache file %s: cannot stat: %s", name, strerror(errno));
     }
-    uint8_t *buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
-    if (!buf) {
+    if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: not a regular file (a directory, FIFO "
+                         "or device named like a cache file); not used", name);
     }
+    *fd_out = fd;
+    *size = (uint64_t)sb.st_size;
+    return TERN_OK;
+}
+
+/* Read n bytes at offset 0 of fd into buf. */
+static tern_status read_exact(int fd, const char *name, uint8_t *buf, size_t n)
+{
     size_t got = 0;
-    while (got < (size_t)sb.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
         if (r <= 0) {
             if (r < 0 && errno == EINTR) continue;
-            free(buf);
-            close(fd);
             return tern_fail(TERN_ERR_IO, "cache file %s: read failed at byte %zu: %s", name, got,
                              r < 0 ? strerror(errno) : "unexpected end of file");
         }
         got += (size_t)r;
     }
-    close(fd);
-    *out = buf;
-    *len = (uint64_t)sb.st_size;
     return TERN_OK;
 }
 
-/* Verify a whole file against this cache; on success the block is built (caller inserts). */
-static tern_status load_block(struct tern_prefix_cache *pc, const char *path, const char *name,
-                              struct pc_block **out)
+/* Read a whole file (malloc'ed). */
+static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
 {
-    uint8_t *buf;
-    uint64_t len;
-    tern_status st = read_all(path, name, &buf, &len);
+    *out = NULL;
+    *len = 0;
+    int fd;
+    uint64_t size;
+    tern_status st = open_regular(path, name, &fd, &size);
     if (st) return st;
-    struct hdr h;
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) {
+        close(fd);
+        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+    }
+    st = read_exact(fd, name, buf, (size_t)size);
+    close(fd);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    *len = size;
+    return TERN_OK;
+}
+
+/* Compare a parsed header with this cache: model, tokenizer, KV layout, block size, kernel
+ * path (what makes a file foreign rather than damaged: checked before the checksum). */
+static tern_status match_header(const struct tern_prefix_cache *pc, const struct hdr *h,
+                                const char *name)
+{
     char a[17], b[17];
-    if ((st = parse_header(buf, len, name, &h))) goto fail;
-    if (memcmp(h.model_fp, pc->model_fp, 32)) {
-        hex(h.model_fp, 8, a);
+    if (memcmp(h->model_fp, pc->model_fp, 32)) {
+        hex(h->model_fp, 8, a);
         hex(pc->model_fp, 8, b);
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made by another model (fingerprint "
-                       "%s..., this model %s...); not used", name, a, b);
-        goto fail;
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was made by another model (fingerprint "
+                         "%s..., this model %s...); not used", name, a, b);
     }
-    if (memcmp(h.tok_fp, pc->tok_fp, 32)) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
-                       "(tokenizer fingerprint differs); not used", name);
-        goto fail;
-    }
-    if ((int)h.n_layer != pc->n_layer || (int)h.n_head_kv != pc->n_head_kv ||
-        (int)h.head_dim != pc->head_dim || (int)h.B != pc->B) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
-                       "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
-                       "used", name, h.n_layer, h.n_head_kv, h.head_dim, h.B, pc->n_layer,
-                       pc->n_head_kv, pc->head_dim, pc->B);
-        goto fail;
-    }
-    if (strcmp(h.isa, kv_kernel_path())) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
-                       "uses %s (results would not be bit-identical); not used", name, h.isa,
-                       kv_kernel_path());
-        goto fail;
-    }
+    if (memcmp(h->tok_fp, pc->tok_fp, 32))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
+                         "(tokenizer fingerprint differs); not used", name);
+    if ((int)h->n_layer != pc->n_layer || (int)h->n_head_kv != pc->n_head_kv ||
+        (int)h->head_dim != pc->head_dim || (int)h->B != pc->B)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
+                         "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
+                         "used", name, h->n_layer, h->n_head_kv, h->head_dim, h->B, pc->n_layer,
+                         pc->n_head_kv, pc->head_dim, pc->B);
+    if (strcmp(h->isa, kv_kernel_path()))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
+                         "uses %s (results would not be bit-identical); not used", name, h->isa,
+                         kv_kernel_path());
+    return TERN_OK;
+}
+
+/* Block d covers positions d*B .. d*B+B-1, which must be ints; only block 0 has no parent. */
+static tern_status check_depth(const struct tern_prefix_cache *pc, const struct hdr *h,
+                               const char *name)
+{
+    if ((h->depth == 0) != (h->parent == 0))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 contradicts "
+                         "parent key %016llx at offset 128 (only the first block, depth 0, has "
+                         "none); not used", name, h->depth, (unsigned long long)h->parent);
+    if (h->depth > (uint32_t)(INT_MAX / pc->B - 1))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 puts the "
+                         "block's positions past %d; not used", name, h->depth, INT_MAX);
+    return TERN_OK;
+}
+
+tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
+                                const char *name, struct pc_block **out)
+{
+    struct hdr h;
+    tern_status st = parse_header(p, n, name, &h);
+    if (!st) st = match_header(pc, &h, name);
+    if (st) return st;
     uint8_t sum[32];
-    checksum(buf, buf + HDR, h.payload, sum);
-    if (memcmp(sum, h.sum, 32)) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
-                       name);
-        goto fail;
-    }
-    const int32_t *tok = (const int32_t *)(buf + HDR);
-    int32_t *tokens = malloc((size_t)pc->B * sizeof *tokens);
-    if (!tokens) {
-        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
-        goto fail;
-    }
-    for (int i = 0; i < pc->B; i++) tokens[i] = (int32_t)get32((const uint8_t *)(tok + i));
-    for (int i = 0; i < pc->B; i++)
-        if (tokens[i] < 0 || tokens[i] >= pc->n_vocab) {
-            st = tern_fail(TERN_ERR_FORMAT, "cache file %s: token %d at index %d is outside the "
-                           "vocabulary (0..%d); not used", name, tokens[i], i, pc->n_vocab - 1);
-            free(tokens);
-            goto fail;
-        }
-    if (pc_chain_key(h.parent, tokens, pc->B) != h.key) {
-        free(tokens);
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
-                       "(offset 120); not used", name);
-        goto fail;
+    checksum(p, p + HDR, h.payload, sum);
+    if (memcmp(sum, h.sum, 32))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
+                         name);
+    if ((st = check_depth(pc, &h, name))) return st;
+    /* the payload is exactly B token ids then block_bytes of KV (parse_header, match_header) */
+    TERN_ASSERT(h.payload == (uint64_t)pc->B * 4 + pc->block_bytes);
+    const uint8_t *tok = p + HDR; /* not int32-aligned in general: read bytes */
+    for (int i = 0; i < pc->B; i++) {
+        const int32_t t = (int32_t)get32(tok + 4 * (size_t)i);
+        if (t < 0 || t >= pc->n_vocab)
+            return tern_fail(TERN_ERR_FORMAT, "cache file %s: token %d at index %d (offset %d) is "
+                             "outside the vocabulary (0..%d); not used", name, t, i, HDR + 4 * i,
+                             pc->n_vocab - 1);
     }
     struct pc_block *blk = calloc(1, sizeof *blk);
-    if (!blk || !(blk->kv = malloc(pc->block_bytes))) {
-        free(blk);
-        free(tokens);
-        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
-        goto fail;
+    if (!blk || !(blk->tokens = malloc((size_t)pc->B * sizeof *blk->tokens)) ||
+        !(blk->kv = malloc(pc->block_bytes))) {
+        pc_block_free(blk);
+        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
     }
-    memcpy(blk->kv, buf + HDR + (size_t)pc->B * 4, pc->block_bytes);
-    blk->tokens = tokens;
+    for (int i = 0; i < pc->B; i++) blk->tokens[i] = (int32_t)get32(tok + 4 * (size_t)i);
+    if (pc_chain_key(h.parent, blk->tokens, pc->B) != h.key || h.key == h.parent) {
+        pc_block_free(blk);
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
+                         "(offset 120); not used", name);
+    }
+    memcpy(blk->kv, tok + (size_t)pc->B * 4, pc->block_bytes);
     blk->key = h.key;
     blk->parent = h.parent;
     blk->depth = (int)h.depth;
     blk->on_disk = true;
-    free(buf);
     *out = blk;
     return TERN_OK;
-fail:
+}
+
+/* Verify a whole file against this cache; on success the block is built (caller inserts). The
+ * header is checked first, so a file of the wrong size or layout is refused before its payload
+ * is read (a huge file named *.tkv costs no memory). */
+static tern_status load_block(struct tern_prefix_cache *pc, const char *path, const char *name,
+                              struct pc_block **out)
+{
+    int fd;
+    uint64_t size;
+    tern_status st = open_regular(path, name, &fd, &size);
+    if (st) return st;
+    uint8_t head[HDR];
+    struct hdr h;
+    st = read_exact(fd, name, head, size < HDR ? (size_t)size : HDR);
+    if (!st) st = parse_header(head, size, name, &h);
+    if (!st) st = match_header(pc, &h, name);
+    uint8_t *buf = NULL;
+    if (!st && !(buf = malloc((size_t)size)))
+        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+    if (!st) st = read_exact(fd, name, buf, (size_t)size);
+    close(fd);
+    if (!st) st = pc_block_from_bytes(pc, buf, size, name, out);
     free(buf);
     return st;
 }
@@ -249,7 +307,7 @@ static int cmp_depth(const void *a, const void *b)
 static uint32_t peek_depth(const char *path)
 {
     uint8_t p[HDR];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
     if (fd < 0) return UINT32_MAX;
     ssize_t r = read(fd, p, HDR);
     close(fd);
@@ -284,6 +342,7 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     closedir(d);
     if (!st && n) qsort(ents, n, sizeof *ents, cmp_depth); /* qsort(NULL, 0) is undefined */
+    pc->loading = true; /* children and orphans are counted once, below */
     for (size_t i = 0; i < n && !st; i++) {
         if (pc->st.bytes + pc->block_bytes > pc->budget) break; /* budget full: rest stays on disk */
         snprintf(path, sizeof path, "%s/%s", pc->dir, ents[i].name);
@@ -303,7 +362,9 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     for (size_t i = 0; i < n; i++) free(ents[i].name);
     free(ents);
+    pc->loading = false;
     pc_recount_children(pc);
+    PC_CHECK(pc);
     return st;
 }
 
