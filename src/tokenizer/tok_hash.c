@@ -167,9 +167,6 @@ tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n)
     return TERN_OK;
 }
 
-/* Heap entries are at most 24 bytes (tok_bpe.c / tok_spm.c check this statically). */
-#define TOK_HEAP_ENTRY_MAX 24
-
 tern_status tok_scratch_sym(struct tok_scratch *s, size_t n)
 {
     if (n <= s->cap_sym) return TERN_OK;
@@ -181,7 +178,7 @@ tern_status tok_scratch_sym(struct tok_scratch *s, size_t n)
         !grow((void **)&s->sym_off, sizeof *s->sym_off, cap) ||
         !grow((void **)&s->sym_len, sizeof *s->sym_len, cap) ||
         !grow((void **)&s->word_ids, sizeof *s->word_ids, cap) ||
-        !grow(&s->heap, TOK_HEAP_ENTRY_MAX, cap * 3))
+        !grow(&s->heap, TOK_HEAP_ENTRY_MAX, cap * 3)) /* TOK_HEAP_CAP */
         return tern_fail(TERN_ERR_NOMEM, "tokenizer: scratch for %zu symbols", cap);
     s->cap_sym = cap;
     return TERN_OK;

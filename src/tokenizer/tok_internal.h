@@ -169,11 +169,17 @@ struct tok_scratch {
     int32_t *sym_id;       /* [cap_sym] BPE: token id; SPM: unused */
     int32_t *sym_prev, *sym_next;
     uint32_t *sym_off, *sym_len;   /* SPM: byte range of the symbol */
-    void *heap;            /* [cap_sym * 2] heap entries (tok_bpe.c / tok_spm.c) */
+    void *heap;            /* [TOK_HEAP_CAP] heap entries (tok_bpe.c / tok_spm.c) */
     int32_t *word_ids;     /* [cap_sym] ids of the current word */
     size_t cap_esc;
     char *esc;             /* SPM: escaped text */
 };
+/* The merge loops' heaps (tok_bpe.c, tok_spm.c) live in s->heap: entries of at most
+ * TOK_HEAP_ENTRY_MAX bytes (both check it statically), TOK_HEAP_CAP(s) of them. A word of n
+ * symbols starts with n - 1 pairs and each of its at most n - 1 merges pushes two more, so
+ * fewer than 3n entries are ever queued. */
+#define TOK_HEAP_ENTRY_MAX 24
+#define TOK_HEAP_CAP(s) ((s)->cap_sym * 3)
 tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n);
 tern_status tok_scratch_sym(struct tok_scratch *s, size_t n);
 tern_status tok_scratch_esc(struct tok_scratch *s, size_t n);
