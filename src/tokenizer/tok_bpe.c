@@ -42,6 +42,7 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
 {
     struct tok_scratch *s = &t->scratch;
     int32_t *id = s->sym_id, *prev = s->sym_prev, *next = s->sym_next;
+    TERN_ASSERT(n <= s->cap_sym); /* bpe_word grew the scratch for this word */
     for (size_t i = 0; i < n; i++) {
         int32_t b = t->byte_token[w[i]];
         id[i] = b >= 0 ? b : -1 - (int32_t)w[i]; /* a byte with no token never merges */
@@ -54,6 +55,7 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
     while (hn) {
         struct bpe_ent e = bpe_heap_pop(h, &hn);
         int32_t l = (int32_t)(uint32_t)e.key, r = e.right;
+        TERN_ASSERT(l >= 0 && (size_t)l < n && r > l && (size_t)r < n);
         if (id[l] != e.lid || next[l] != r || id[r] != e.rid) continue; /* stale */
         id[l] = e.res;
         id[r] = DEAD;
@@ -63,8 +65,10 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
         try_pair(t, s, h, &hn, l, next[l]);
     }
     int m = 0;
-    for (int32_t i = 0; i >= 0; i = next[i])
+    for (int32_t i = 0; i >= 0; i = next[i]) {
+        TERN_ASSERT((size_t)i < n && (size_t)m < n); /* links stay inside the word */
         if (id[i] >= 0) s->word_ids[m++] = id[i];
+    }
     return m;
 }
 

@@ -338,6 +338,9 @@ static tern_status build_specials(struct tern_tokenizer *t, bool phi3)
         t->special_start[c] = (uint32_t)k;
         while (k < n && (unsigned char)t->text_arena[t->text_off[t->specials[k].id]] == c) k++;
     }
+    /* sorted by first byte, so the buckets cover the list exactly: match_special reads
+     * specials[special_start[c] .. special_start[c + 1]) without a bound of its own */
+    TERN_ASSERT(k == n);
     t->special_start[256] = (uint32_t)n;
     return TERN_OK;
 }
@@ -386,7 +389,8 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
         return tern_fail(TERN_ERR_FORMAT, "tokenizer: token texts total %llu bytes",
                          (unsigned long long)total);
     size_t nn = (size_t)n;
-    t->text_arena = malloc(total * 3 + 16);
+    t->arena_cap = total * 3 + 16;
+    t->text_arena = malloc(t->arena_cap);
     t->text_off = malloc(nn * 4);
     t->text_len = malloc(nn * 4);
     t->key_off = malloc(nn * 4);
@@ -434,6 +438,8 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
         t->key_len[i] = t->text_len[i];
         if (t->model == TOK_MODEL_BPE) {
             uint32_t rl;
+            /* a raw key is never longer than its text: each character gives one byte */
+            TERN_ASSERT(pos + t->text_len[i] <= t->arena_cap);
             if (bytelevel_decode(t->text_arena + t->text_off[i], t->text_len[i],
                                  t->text_arena + pos, &rl)) {
                 t->key_off[i] = (uint32_t)pos;

@@ -42,12 +42,14 @@ static inline void try_pair(const struct tern_tokenizer *t, const char *w, struc
     spm_heap_push(h, hn, TOK_HEAP_CAP(s), e);
 }
 
+/* Byte fallback: at most one id per byte, so a word of n bytes fills at most n ids. */
 static void emit_bytes(const struct tern_tokenizer *t, const unsigned char *p, size_t n,
                        int32_t *ids, int *m)
 {
     for (size_t i = 0; i < n; i++) {
         int32_t b = t->byte_token[p[i]];
         if (b < 0) b = t->unk;
+        TERN_ASSERT((size_t)*m < t->scratch.cap_sym);
         if (b >= 0) ids[(*m)++] = b;
     }
 }
@@ -59,6 +61,7 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     int32_t *prev = s->sym_prev, *next = s->sym_next;
     uint32_t *off = s->sym_off, *len = s->sym_len;
     int32_t ns = 0;
+    TERN_ASSERT(n > 0 && n <= s->cap_sym); /* spm_word grew the scratch; one symbol per byte at most */
     for (size_t i = 0; i < n;) {
         uint32_t c;
         int l = tok_utf8_decode((const unsigned char *)w + i, n - i, &c);
@@ -76,6 +79,7 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     while (hn) {
         struct spm_ent e = spm_heap_pop(h, &hn);
         int32_t l = e.left, r = e.right;
+        TERN_ASSERT(l >= 0 && r > l && r < ns);
         if (len[l] == 0 || len[r] == 0 || len[l] + len[r] != e.size) continue; /* stale */
         len[l] += len[r];
         len[r] = 0;
@@ -86,6 +90,7 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     }
     int m = 0;
     for (int32_t i = 0; i >= 0; i = next[i]) {
+        TERN_ASSERT(i < ns && (size_t)m < n);
         int32_t id = tok_strmap_get(&t->map, w + off[i], len[i]);
         if (id >= 0) s->word_ids[m++] = id;
         else emit_bytes(t, (const unsigned char *)w + off[i], len[i], s->word_ids, &m);
@@ -140,6 +145,7 @@ tern_status tok_spm_segment(struct tern_tokenizer *t, const char *text, size_t n
             e[m++] = text[i];
         }
     }
+    TERN_ASSERT(m + 4 <= t->scratch.cap_esc); /* grown above for 3 bytes per input byte */
     memset(e + m, 0, 4); /* is_sp may look 2 bytes past the end */
     if (!t->spm_split_words) return spm_word(t, e, m, o);
     size_t start = 0;
