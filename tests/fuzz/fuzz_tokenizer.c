@@ -1,8 +1,10 @@
 /* fuzz_tokenizer.c — fuzz target for the tokenizers (scripts/fuzz.sh; replayed by ctest).
  *
- * Each input is tokenized with six fixture vocabularies (byte-level BPE: gpt-2, qwen2, llama3
- * with ignore_merges, deepseek-llm with its lossy bytes and Latin-1 user-defined tokens;
- * SentencePiece: llama-spm, phi-3 with its rstrip specials), each with and without
+ * Each input is tokenized with the nine fixture vocabularies, so every pre-tokenizer runs
+ * (byte-level BPE: gpt-2, qwen2, llama3 with ignore_merges, deepseek-llm with its Latin-1
+ * user-defined tokens, starcoder and falcon with their unrepresentable bytes, gpt-neox with
+ * llama.cpp's default pre-tokenizer and user-defined space runs; SentencePiece: llama-spm, phi-3
+ * with its rstrip specials), each with and without
  * TERN_TOK_PARSE_SPECIAL and TERN_TOK_ADD_SPECIAL, and these promises are checked (a broken
  * one aborts, so the fuzzer reports it):
  * - tokenize never fails but for a short buffer (TERN_ERR_RANGE naming the size needed, with
@@ -36,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #endif
 
 static const char *const vocab_names[] = {"gpt-2", "qwen2-tiktoken", "llama3-tiktoken",
-                                          "deepseek-llm", "llama-spm", "phi-3"};
+                                          "deepseek-llm", "starcoder", "falcon", "gpt-neox",
+                                          "llama-spm", "phi-3"};
 #define N_VOCABS (sizeof vocab_names / sizeof vocab_names[0])
 
 static struct vocab {
@@ -263,7 +266,7 @@ static void fuzz_vocab(struct vocab *v, const char *name, const char *text, size
     free(ids);
 }
 
-/* Inputs are cut at 1 KiB: each runs through six vocabularies, so long ones are slow, and
+/* Inputs are cut at 1 KiB: each runs through nine vocabularies, so long ones are slow, and
  * 1 KiB already holds words past the word cache's limit (96 bytes) and long merge queues.
  * Scratch growth (64 Ki code points, 4 Ki symbols at load) is test_tokenizer's long words. */
 #define MAX_INPUT 1024
