@@ -666,10 +666,13 @@ const char *tern_tokenizer_model(const struct tern_tokenizer *t);
 const char *tern_tokenizer_pre(const struct tern_tokenizer *t);
 int32_t tern_token_bos(const struct tern_tokenizer *t); /* -1 if none */
 int32_t tern_token_eos(const struct tern_tokenizer *t); /* -1 if none */
-/* End of generation: eos, eot/eom ids from metadata, and control tokens named like
- * <|eot_id|>, <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>. */
+/* End of generation, as llama.cpp's set: eos, eot/eom, FIM pad / repo / file separator (by key,
+ * else by text: <|fim_pad|>, <|repo_name|>, <|file_sep|> ...) and tokens named <|eot_id|>,
+ * <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>, <EOT>. */
 bool tern_token_is_eog(const struct tern_tokenizer *t, int32_t id);
-/* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). */
+/* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). As in
+ * llama.cpp, tokens named like a role (end of turn, FIM <|fim_prefix|> <PRE> ..., see README
+ * "Tokenizers") are control whatever type the GGUF gives them, unless a key names that role. */
 bool tern_token_is_control(const struct tern_tokenizer *t, int32_t id);
 /* The token's text as stored in the GGUF (not NUL-terminated; NULL/0 if id is out of range). */
 const char *tern_token_text(const struct tern_tokenizer *t, int32_t id, size_t *len);
