@@ -222,6 +222,18 @@ struct tern_tokenizer {
     int n_specials;
     uint32_t special_start[257];   /* specials[special_start[c] .. special_start[c+1]) start
                                       with byte c */
+    /* The same specials as a byte trie (node 0 = root), so finding the longest special at a
+     * text position costs one step per byte of it, not one comparison per special sharing its
+     * first byte (deepseek-llm has ~2400 specials starting with '['). Children of a node are a
+     * sibling list. term / term_user: index into specials of the special whose text ends at
+     * this node (lowest id if several), for parse-special mode / user-defined tokens only; -1
+     * if none. */
+    struct tok_trie_node {
+        uint32_t first_child, next_sibling; /* 0 = none (the root is never a child) */
+        int32_t term, term_user;
+        unsigned char byte;
+    } *special_trie;
+    uint32_t n_trie;
 
     struct tok_scratch scratch;
     struct tok_cache cache;

@@ -305,6 +305,41 @@ static int cmp_special(const void *pa, const void *pb, void *ctx)
     return a->id < b->id ? -1 : 1;
 }
 
+/* The trie of special texts (see tok_internal.h). Specials are visited in their sorted order
+ * (longest first, then lowest id), so the first one to end at a node is the one the linear scan
+ * would have picked among equal texts. At most one node per byte of all special texts. */
+static tern_status build_special_trie(struct tern_tokenizer *t)
+{
+    size_t cap = 1;
+    for (int k = 0; k < t->n_specials; k++) cap += t->text_len[t->specials[k].id];
+    t->special_trie = malloc(cap * sizeof *t->special_trie);
+    if (!t->special_trie) return tern_fail(TERN_ERR_NOMEM, "tokenizer: special token trie");
+    t->special_trie[0] = (struct tok_trie_node){0, 0, -1, -1, 0};
+    uint32_t n = 1;
+    for (int k = 0; k < t->n_specials; k++) {
+        const unsigned char *s =
+            (const unsigned char *)t->text_arena + t->text_off[t->specials[k].id];
+        uint32_t len = t->text_len[t->specials[k].id], node = 0;
+        for (uint32_t j = 0; j < len; j++) {
+            uint32_t c = t->special_trie[node].first_child;
+            while (c && t->special_trie[c].byte != s[j]) c = t->special_trie[c].next_sibling;
+            if (!c) {
+                TERN_ASSERT(n < cap);
+                c = n++;
+                t->special_trie[c] = (struct tok_trie_node){0, t->special_trie[node].first_child,
+                                                            -1, -1, s[j]};
+                t->special_trie[node].first_child = c;
+            }
+            node = c;
+        }
+        struct tok_trie_node *end = &t->special_trie[node];
+        if (end->term < 0) end->term = k;
+        if (end->term_user < 0 && (t->specials[k].attr & TOK_ATTR_USER_DEFINED)) end->term_user = k;
+    }
+    t->n_trie = n;
+    return TERN_OK;
+}
+
 static tern_status build_specials(struct tern_tokenizer *t, bool phi3)
 {
     int n = 0;
@@ -338,11 +373,10 @@ static tern_status build_specials(struct tern_tokenizer *t, bool phi3)
         t->special_start[c] = (uint32_t)k;
         while (k < n && (unsigned char)t->text_arena[t->text_off[t->specials[k].id]] == c) k++;
     }
-    /* sorted by first byte, so the buckets cover the list exactly: match_special reads
-     * specials[special_start[c] .. special_start[c + 1]) without a bound of its own */
+    /* sorted by first byte, so the buckets cover the list exactly */
     TERN_ASSERT(k == n);
     t->special_start[256] = (uint32_t)n;
-    return TERN_OK;
+    return build_special_trie(t);
 }
 
 /* SPM: can a token span "x▁" (a non-▁ character followed by ▁)? */
@@ -584,6 +618,7 @@ void tern_tokenizer_free(struct tern_tokenizer *t)
     free(t->score);
     free(t->attr);
     free(t->specials);
+    free(t->special_trie);
     tok_strmap_free(&t->map);
     tok_pairmap_free(&t->merges);
     tok_scratch_free(&t->scratch);
