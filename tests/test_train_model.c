@@ -1,6 +1,8 @@
 /* test_train_model.c — the trainer end to end, through the public API (tern.h "training"):
  * - the trained model's forward equals tern's inference forward on the exported F32 GGUF
- *   (tern_model_load + tern_decode, every position's logits within 1e-4), llama and qwen2;
+ *   (tern_model_load + tern_decode, every position's logits): within 1e-5 when the trainer
+ *   rounds attention's q/k/v/probabilities to F16 as inference does, within 3e-4 (measured
+ *   ~1e-4) with its F32 attention; llama and qwen2;
  *   the export carries the tokenizer GGUF's tokenizer.* keys; tern_quantize_model makes a
  *   Q8_0 file from it that loads and predicts like it;
  * - N steps straight = N/2 steps, checkpoint, a new trainer, resume, N/2 steps (weights
@@ -20,6 +22,9 @@
 #include <string.h>
 
 #include "train/train_internal.h"
+
+
+
 
 static char tok_path[512];
 
@@ -96,8 +101,9 @@ static void parity_case(enum tern_arch arch)
     const uint8_t *mp[1] = {mask};
     int len[1] = {32};
     train_batch_from_docs(&t->batch[0], t->T, tp, mp, len, 1);
-    float *ref = malloc((size_t)32 * 512 * sizeof *ref);
-    train_forward_logits(t, &t->batch[0], ref);
+    float *ref = malloc((size_t)32 * 512 * sizeof *ref), *ref16 = malloc((size_t)32 * 512 * sizeof *ref16);
+    train_forward_logits(t, &t->batch[0], ref, false);
+    train_forward_logits(t, &t->batch[0], ref16, true);
 
     struct tern_model *m;
     assert_tern_ok(tern_model_load(gguf, NULL, &m));
@@ -111,18 +117,25 @@ static void parity_case(enum tern_arch arch)
     struct tern_context *ctx;
     assert_tern_ok(tern_context_create(m, &cp, &ctx));
     assert_tern_ok(tern_decode(ctx, toks, 32, 0, TERN_LOGITS_ALL));
-    double worst = 0.0, scale = 0.0;
+    double worst = 0.0, worst16 = 0.0, scale = 0.0;
     for (int i = 0; i < 32; i++) {
         const float *l = tern_context_logits(ctx, i);
         for (int j = 0; j < 512; j++) {
             const double e = fabs((double)l[j] - ref[(size_t)i * 512 + j]);
+            const double e16 = fabs((double)l[j] - ref16[(size_t)i * 512 + j]);
             if (e > worst) worst = e;
+            if (e16 > worst16) worst16 = e16;
             if (fabs(ref[(size_t)i * 512 + j]) > scale) scale = fabs(ref[(size_t)i * 512 + j]);
         }
     }
-    print_message("%s: trainer vs tern_decode logits: max |diff| %.2e (max |logit| %.2f)\n",
-                  in->arch_name, worst, scale);
-    assert_true(worst < 1e-4);
+    print_message("%s: trainer vs tern_decode logits: max |diff| %.2e with the trainer's F32 "
+                  "attention, %.2e with inference's F16 q/k/v/probabilities (max |logit| %.2f)\n",
+                  in->arch_name, worst, worst16, scale);
+    /* Everything but attention's F16 rounding agrees to float precision; the F16 KV cache of
+     * inference alone moves logits by about 1e-4 on this model (measured 0.7-1.3e-4 over
+     * 0-10 training steps). */
+    assert_true(worst16 < 1e-5);
+    assert_true(worst < 3e-4);
     tern_context_free(ctx);
 
     /* every tokenizer.* key arrives; the file quantizes and the Q8_0 model predicts alike */
@@ -164,6 +177,7 @@ static void parity_case(enum tern_arch arch)
     tern_model_free(mq);
     tern_model_free(m);
     free(ref);
+    free(ref16);
     tern_trainer_free(t);
     tern_train_data_free(d);
 }

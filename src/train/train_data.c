@@ -139,7 +139,7 @@ struct tern_train_data {
 static tern_status data_parse(struct tern_train_data *d, const char *name, size_t size)
 {
     if (size < TDAT_HEADER)
-        return tern_fail(TERN_ERR_FORMAT, "%s: %zu bytes: shorter than the %d-byte header", name,
+        return tern_fail(TERN_ERR_FORMAT, "%s: offset 0: %zu bytes, shorter than the %d-byte header", name,
                          size, TDAT_HEADER);
     if (memcmp(d->buf, TDAT_MAGIC, 4) != 0)
         return tern_fail(TERN_ERR_FORMAT, "%s: offset 0: not a tern training data file (magic is "

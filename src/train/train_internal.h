@@ -93,6 +93,8 @@ struct tern_trainer {
     struct tp *pool;
     int n_threads;
     enum kern_gemm_path path;
+    bool infer_numerics;        /* forward rounds q, k, v and probabilities to F16 as tern's
+                                   inference does (train_forward_logits' parity check only) */
     struct tern_gguf *tok_gguf; /* the tokenizer GGUF (export copies its keys), or NULL */
 };
 
@@ -105,8 +107,10 @@ void train_init_weights(struct tern_trainer *t);
 /* Forward + backward of one micro-batch; gradients accumulate into t->g. Returns the summed
  * weighted loss; dlogits are scaled by `scale` (1 / masked tokens of the whole step). */
 double train_forward_backward(struct tern_trainer *t, const struct train_batch *b, double scale);
-/* Forward only, logits of every row of sequence 0 into out (T, V): for the parity test. */
-void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out);
+/* Forward only, logits of every row of sequence 0 into out (T, V): for the parity test. With
+ * f16 the attention rounds q, k, v and the probabilities to F16 as tern's inference does (its
+ * KV cache is F16), which isolates every other difference. */
+void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16);
 /* Run fn over n_chunks chunks on the trainer's pool. */
 void train_par(struct tern_trainer *t, tp_fn fn, void *arg, int n_chunks);
 

@@ -19,6 +19,7 @@
 #include "train/train_internal.h"
 #include "train/train_ops.h"
 #include "util/error.h"
+#include "util/fp16.h"
 
 /* ---------------------------------------------------------------- layout */
 
@@ -287,7 +288,8 @@ static void attn_chunk(void *arg, int chunk, int n_chunks, int tid)
         .k = j->a->k + r0 * t->Dkv + (size_t)g * t->hd,
         .v = j->a->v + r0 * t->Dkv + (size_t)g * t->hd, .ldk = t->Dkv,
         .o = j->a->o + r0 * t->Dq + (size_t)h * t->hd,
-        .lse = j->a->lse + r0 * t->H + h, .ldl = t->H, .path = t->path};
+        .lse = j->a->lse + r0 * t->H + h, .ldl = t->H, .path = t->path,
+        .f16_probs = t->infer_numerics};
     float *ws = t->gws + (size_t)tid * t->gws_floats;
     if (!j->backward) {
         train_attn_fwd(&at, ws);
@@ -342,6 +344,13 @@ static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l
     }
     rope(t, b, a->q, t->Dq, t->H, false);
     rope(t, b, a->k, t->Dkv, t->Hkv, false);
+    if (t->infer_numerics) {
+        for (size_t i = 0; i < (size_t)N * t->Dq; i++) a->q[i] = fp16_to_f32(fp16_from_f32(a->q[i]));
+        for (size_t i = 0; i < (size_t)N * t->Dkv; i++) {
+            a->k[i] = fp16_to_f32(fp16_from_f32(a->k[i]));
+            a->v[i] = fp16_to_f32(fp16_from_f32(a->v[i]));
+        }
+    }
     attention(t, b, a, false);
     memcpy(a->xmid, a->x, (size_t)N * D * sizeof(float));
     linear_fwd(t, a->o, N, t->Dq, w + y->wo, D, a->xmid, true);
@@ -460,10 +469,12 @@ double train_forward_backward(struct tern_trainer *t, const struct train_batch *
     return loss;
 }
 
-void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out)
+void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16)
 {
     const int D = t->D;
+    t->infer_numerics = f16;
     float *xL = (float *)forward_layers(t, b);
+    t->infer_numerics = false;
     norm_fwd(t, xL, t->w + t->output_norm, t->xf, t->rstdf);
     linear_fwd(t, t->xf, t->T, D, t->w + t->output, t->V, out, false);
 }

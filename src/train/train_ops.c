@@ -9,6 +9,7 @@
 #include "train/train_ops.h"
 
 #include "kernels/vexp.h"
+#include "util/fp16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -163,6 +164,8 @@ void train_attn_fwd(const struct train_attn *a, float *ws)
             const float sum = (float)vx.exp_sum(s + lo, hi - lo + 1, mx);
             const float inv = 1.0f / sum;
             for (int j = lo; j <= hi; j++) s[j] *= inv;
+            if (a->f16_probs)
+                for (int j = lo; j <= hi; j++) s[j] = fp16_to_f32(fp16_from_f32(s[j]));
             a->lse[(size_t)i * a->ldl] = mx + logf(sum);
         }
         /* O = P . V */

@@ -52,6 +52,8 @@ struct train_attn {
     float *lse;            /* (T) with stride ldl */
     int ldl;
     enum kern_gemm_path path;
+    bool f16_probs;        /* round probabilities to F16 before P.V, as tern's inference does
+                              (the parity check only; training keeps them F32) */
 };
 size_t train_attn_ws_floats(int T);
 void train_attn_fwd(const struct train_attn *a, float *ws);
