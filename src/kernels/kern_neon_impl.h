@@ -248,10 +248,13 @@ KN_INLINE void q5_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
 }
 KN_DEFINE_MATMUL(q5_1)
 
-/* ------------------------------------------------------------------ Q4_K x Q8_K
+/* ------------------------------------------------------------------ Q4_K, Q5_K x Q8_K
  * Sub-block j (32 elements) contributes sc_j * dot(q, a) - m_j * sum(a); the activation sums
  * come from the Q8_K block sums of 16 (pairwise-added), so the mins cost one widening
- * multiply per block instead of a second dot. */
+ * multiply per block instead of a second dot. Q5_K is Q4_K with codes 0..31: sub-block j's
+ * fifth bits are bit j of the 32 qh bytes, moved to bit 4 and or-ed into the nibbles (codes stay
+ * non-negative, as in Q4_K: the mins do the offset). One body serves both (kn_kquant_tile);
+ * only the unpacking of the codes differs. */
 KN_INLINE void kn_q4k_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
 {
     uint32_t a, b, c;
@@ -269,28 +272,47 @@ KN_INLINE void kn_q4k_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
     memcpy(m + 4, &m_hi, 4);
 }
 
-KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+/* The codes of one super-block as unsigned bytes: q[2c], q[2c+1] are sub-blocks 2c (low
+ * nibbles) and 2c+1 (high) of the 32-byte chunk c, each as two int8x16 halves; with qh (Q5_K),
+ * bit 2c (2c+1) of qh added as bit 4. */
+KN_INLINE void kn_kquant_codes(const uint8_t *qs, const uint8_t *qhp, int8x16_t q[8][2])
 {
+    const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
+    uint8x16_t qh[2] = {vdupq_n_u8(0), vdupq_n_u8(0)};
+    if (qhp) qh[0] = vld1q_u8(qhp), qh[1] = vld1q_u8(qhp + 16);
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) {
+            const uint8x16_t x = vld1q_u8(qs + 32 * c + 16 * h);
+            uint8x16_t lo = vandq_u8(x, m4), hi = vshrq_n_u8(x, 4);
+            if (qhp) {
+                lo = vorrq_u8(lo, vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(4 - 2 * c))), b4));
+                hi = vorrq_u8(hi, vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(3 - 2 * c))), b4));
+            }
+            q[2 * c][h] = vreinterpretq_s8_u8(lo);
+            q[2 * c + 1][h] = vreinterpretq_s8_u8(hi);
+        }
+}
+
+/* q5 (0: Q4_K, 1: Q5_K) is a constant after inlining: each format gets its own loop, with the
+ * instructions the two separate bodies had (aarch64-linux-gnu-objdump, README). */
+KN_INLINE void kn_kquant_tile(int q5, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
+                              int64_t k, int nr, int nt, float *out)
+{
+    const size_t bbytes = q5 ? sizeof(struct quant_block_q5_K) : sizeof(struct quant_block_q4_K);
     float32x4_t acc[KN_MR][KN_MT];
     for (int i = 0; i < nr; i++)
         for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
-    const uint8x16_t m4 = vdupq_n_u8(0x0F);
     for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
         for (int i = 0; i < nr; i++) {
-            const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
+            const uint8_t *blk = W + i * ws + (size_t)b * bbytes;
+            const struct quant_block_q4_K *w4 = (const void *)blk; /* the one of q5 is read */
+            const struct quant_block_q5_K *w5 = (const void *)blk;
             uint8_t sc[8], mn[8];
-            kn_q4k_scales(wb->scales, sc, mn);
+            kn_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
             const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            /* q[2c], q[2c+1]: sub-blocks 2c (low nibbles) and 2c+1 (high) of chunk c */
             int8x16_t q[8][2];
-            for (int c = 0; c < 4; c++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
-                    q[2 * c][h] = vreinterpretq_s8_u8(vandq_u8(x, m4));
-                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vshrq_n_u8(x, 4));
-                }
-            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
+            kn_kquant_codes(q5 ? w5->qs : w4->qs, q5 ? w5->qh : NULL, q);
+            const float dw = kn_h2f(q5 ? w5->d : w4->d), dmw = kn_h2f(q5 ? w5->dmin : w4->dmin);
             for (int j = 0; j < nt; j++) {
                 const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
                 int32x4_t s = vdupq_n_s32(0);
@@ -311,54 +333,18 @@ KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
     for (int i = 0; i < nr; i++)
         for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
 }
+
+KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    kn_kquant_tile(0, W, ws, A, as, k, nr, nt, out);
+}
 KN_DEFINE_MATMUL(q4_K)
 
-/* ------------------------------------------------------------------ Q5_K x Q8_K
- * Q4_K with codes 0..31: sub-block j's fifth bits are bit j of the 32 qh bytes, moved to bit 4
- * and or-ed into the nibbles (codes stay non-negative, as in Q4_K: the mins do the offset). */
 KN_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
                          int nr, int nt, float *out)
 {
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
-    const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            kn_q4k_scales(wb->scales, sc, mn);
-            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            const uint8x16_t qh[2] = {vld1q_u8(wb->qh), vld1q_u8(wb->qh + 16)};
-            int8x16_t q[8][2];
-            for (int c = 0; c < 4; c++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
-                    /* bit 2c (2c+1) of qh, shifted to bit 4 */
-                    const uint8x16_t h0 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(4 - 2 * c))), b4);
-                    const uint8x16_t h1 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(3 - 2 * c))), b4);
-                    q[2 * c][h] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(x, m4), h0));
-                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(x, 4), h1));
-                }
-            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 8; sb++) {
-                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
-                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
-                    s = vmlaq_n_s32(s, d, sc[sb]);
-                }
-                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
-                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
-                ms = vmlal_high_s16(ms, bs, m16);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
-            }
-        }
-    }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+    kn_kquant_tile(1, W, ws, A, as, k, nr, nt, out);
 }
 KN_DEFINE_MATMUL(q5_K)
 
