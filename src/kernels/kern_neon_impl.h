@@ -2,8 +2,9 @@
  * Q4/5/6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
- * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
- * driver that kern_neon_base.c reuses for the float formats. Include only from those files.
+ * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also
+ * KN_DEFINE_MATMUL (kern_tile.h's driver at this path's tile size), which kern_neon_base.c
+ * reuses for the float formats. Include only from those files.
  *
  * Read first: src/quant/quant.h (block layouts), kernels.h (the kern_matmul contract), and
  * kern_simd_impl.h: the x86 kernels have the same shape, a tile of KN_MR weight rows x KN_MT
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 
@@ -48,64 +50,9 @@ KN_INLINE int32x4_t kn_dot(int32x4_t acc, int8x16_t a, int8x16_t b)
 }
 
 /* ------------------------------------------------------------------ tile driver
- * KN_DEFINE_MATMUL(fmt) expects fmt##_tile(W, ws, A, as, k, nr, nt, out) computing
- * out[r*nt + t] for r < nr, t < nt; nr, nt become constants after inlining. */
-#define KN_DEFINE_MATMUL(fmt)                                                                  \
-    static void fmt##_tile_full(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                                int64_t k, float *out)                                         \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, KN_MR, KN_MT, out);                                        \
-    }                                                                                          \
-    static void fmt##_tile_r1(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, KN_MR, 1, out);                                            \
-    }                                                                                          \
-    static void fmt##_tile_1t(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, 1, KN_MT, out);                                            \
-    }                                                                                          \
-    static void fmt##_tile_11(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, 1, 1, out);                                                \
-    }                                                                                          \
-    static void fmt##_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride,   \
-                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,           \
-                             int64_t ldy)                                                      \
-    {                                                                                          \
-        const uint8_t *Wb = W, *Ab = A;                                                        \
-        float out[KN_MR * KN_MT];                                                              \
-        int64_t r = r0;                                                                        \
-        if (n_tok >= KN_MT) /* tiles of KN_MR rows; the leftover rows go one at a time */      \
-            for (; r + KN_MR <= r1; r += KN_MR) {                                              \
-                const uint8_t *w = Wb + (size_t)r * w_stride;                                  \
-                int t = 0;                                                                     \
-                for (; t + KN_MT <= n_tok; t += KN_MT) {                                       \
-                    fmt##_tile_full(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out); \
-                    for (int i = 0; i < KN_MR; i++)                                            \
-                        for (int j = 0; j < KN_MT; j++)                                        \
-                            Y[(t + j) * ldy + r + i] = out[i * KN_MT + j];                     \
-                }                                                                              \
-                for (; t < n_tok; t++) {                                                       \
-                    fmt##_tile_r1(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);   \
-                    for (int i = 0; i < KN_MR; i++) Y[t * ldy + r + i] = out[i];               \
-                }                                                                              \
-            }                                                                                  \
-        for (; r < r1; r++) {                                                                  \
-            const uint8_t *w = Wb + (size_t)r * w_stride;                                      \
-            int t = 0;                                                                         \
-            for (; t + KN_MT <= n_tok; t += KN_MT) {                                           \
-                fmt##_tile_1t(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
-                for (int j = 0; j < KN_MT; j++) Y[(t + j) * ldy + r] = out[j];                 \
-            }                                                                                  \
-            for (; t < n_tok; t++) {                                                           \
-                fmt##_tile_11(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
-                Y[t * ldy + r] = out[0];                                                       \
-            }                                                                                  \
-        }                                                                                      \
-    }
+ * KN_DEFINE_MATMUL(fmt): fmt##_matmul from fmt##_tile, by the driver every ISA shares
+ * (kern_tile.h) with this path's tile size. */
+#define KN_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KN_MR, KN_MT)
 
 /* ------------------------------------------------------------------ Q4_0 / Q8_0 x Q8_0
  * Small tiles (decode) alternate two accumulator sets over consecutive blocks so the FMA

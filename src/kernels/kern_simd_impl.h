@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "util/fp16.h"
@@ -49,72 +50,9 @@ KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 }
 
 /* ------------------------------------------------------------------ tile driver
- * KS_DEFINE_MATMUL(fmt) expects fmt##_tile(W, ws, A, as, k, nr, nt, out) computing
- * out[r*nt + t] for r < nr, t < nt (nr, nt compile-time constants after inlining). */
-#define KS_DEFINE_MATMUL(fmt)                                                                \
-    static void fmt##_tile_full(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,    \
-                                int64_t k, float *out)                                       \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, KERN_MR, KERN_MT, out);                                  \
-    }                                                                                        \
-    static void fmt##_tile_r1(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, KERN_MR, 1, out);                                        \
-    }                                                                                        \
-    static void fmt##_tile_1t(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, 1, KERN_MT, out);                                        \
-    }                                                                                        \
-    static void fmt##_tile_11(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, 1, 1, out);                                              \
-    }                                                                                        \
-    __attribute__((unused)) static void fmt##_matmul(const void *W, size_t w_stride,           \
-                                                     const void *A, size_t a_stride,           \
-                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,         \
-                             int64_t ldy)                                                    \
-    {                                                                                        \
-        float out[KERN_MR * KERN_MT];                                                        \
-        int64_t r = r0;                                                                      \
-        /* few tokens: one weight row at a time, so the weights are read as one sequential  \
-         * stream (several interleaved row streams cut DRAM bandwidth by a third or more) */ \
-        if (n_tok < KERN_MT) r = r1;                                                         \
-        for (; r < r1; r += KERN_MR) {                                                       \
-            const int nr = r1 - r >= KERN_MR ? KERN_MR : 1;                                  \
-            if (nr == 1) break;                                                              \
-            const uint8_t *w = (const uint8_t *)W + (size_t)r * w_stride;                   \
-            int t = 0;                                                                       \
-            for (; t + KERN_MT <= n_tok; t += KERN_MT) {                                     \
-                fmt##_tile_full(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,      \
-                                a_stride, k, out);                                           \
-                for (int i = 0; i < KERN_MR; i++)                                            \
-                    for (int j = 0; j < KERN_MT; j++) Y[(t + j) * ldy + r + i] = out[i * KERN_MT + j]; \
-            }                                                                                \
-            for (; t < n_tok; t++) {                                                         \
-                fmt##_tile_r1(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                for (int i = 0; i < KERN_MR; i++) Y[t * ldy + r + i] = out[i];               \
-            }                                                                                \
-        }                                                                                    \
-        if (n_tok < KERN_MT) r = r0;                                                         \
-        for (; r < r1; r++) {                                                                \
-            const uint8_t *w = (const uint8_t *)W + (size_t)r * w_stride;                   \
-            int t = 0;                                                                       \
-            for (; t + KERN_MT <= n_tok; t += KERN_MT) {                                     \
-                fmt##_tile_1t(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                for (int j = 0; j < KERN_MT; j++) Y[(t + j) * ldy + r] = out[j];             \
-            }                                                                                \
-            for (; t < n_tok; t++) {                                                         \
-                fmt##_tile_11(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                Y[t * ldy + r] = out[0];                                                     \
-            }                                                                                \
-        }                                                                                    \
-    }
+ * KS_DEFINE_MATMUL(fmt): fmt##_matmul from fmt##_tile, by the driver every ISA shares
+ * (kern_tile.h) with this path's tile size. */
+#define KS_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KERN_MR, KERN_MT)
 
 /* Small tiles (decode: 1 row x 1 token) would chain every block's FMA into one accumulator
  * and wait on its latency; they alternate two accumulator sets instead (KS_NACC). */
