@@ -67,36 +67,46 @@ KS_INLINE void ks_reduce_out(__m256 acc[2][KERN_MR][KERN_MT], int nacc, int nr, 
                                                 : acc[0][i][j]);
 }
 
-/* ------------------------------------------------------------------ Q4_0 x Q8_0
- * Codes stay unsigned (0..15): sum((q-8)*a) = sum(q*a) - 8*sum(a), and 8*sum(a) is one dot
- * of the activation with a vector of 8s, computed once per token per block. */
-KS_INLINE void q4_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
-                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+/* ------------------------------------------------------------------ Q4_0 (and Q5_0) x Q8_0
+ * Codes stay unsigned (Q4_0 0..15, Q5_0 0..31): sum((q-off)*a) = sum(q*a) - off*sum(a), and
+ * off*sum(a) is one dot of the activation with a vector of offs (8, 16), computed once per
+ * token per block. KS_OFFSET_BLOCK(fmt, off) makes fmt##_block from fmt##_codes(w, b, &dw):
+ * block b of weight row w as 32 unsigned codes in element order, and its scale. */
+#define KS_OFFSET_BLOCK(fmt, off)                                                              \
+    KS_INLINE void fmt##_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,       \
+                               int64_t b, int nr, int nt, __m256 acc[KERN_MR][KERN_MT])        \
+    {                                                                                          \
+        const __m256i offs = _mm256_set1_epi8(off);                                            \
+        __m256i a[KERN_MT], ao[KERN_MT];                                                       \
+        float da[KERN_MT];                                                                     \
+        for (int j = 0; j < nt; j++) {                                                         \
+            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b; \
+            a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);                                \
+            ao[j] = ks_dot_u8s8(_mm256_setzero_si256(), offs, a[j]);                           \
+            da[j] = ks_h2f(ab->d);                                                             \
+        }                                                                                      \
+        for (int i = 0; i < nr; i++) {                                                         \
+            float dw;                                                                          \
+            const __m256i q = fmt##_codes(W + i * ws, b, &dw);                                 \
+            for (int j = 0; j < nt; j++) {                                                     \
+                __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);                      \
+                s = _mm256_sub_epi32(s, ao[j]);                                                \
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]), \
+                                            acc[i][j]);                                        \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+KS_INLINE __m256i q4_0_codes(const uint8_t *w, int64_t b, float *dw)
 {
+    const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b;
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m256i eights = _mm256_set1_epi8(8);
-    __m256i a[KERN_MT], a8[KERN_MT];
-    float da[KERN_MT];
-    for (int j = 0; j < nt; j++) {
-        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b;
-        a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);
-        a8[j] = ks_dot_u8s8(_mm256_setzero_si256(), eights, a[j]);
-        da[j] = ks_h2f(ab->d);
-    }
-    for (int i = 0; i < nr; i++) {
-        const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)(W + i * ws) + b;
-        const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
-        const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
-                                           _mm_and_si128(x, m4));
-        const float dw = ks_h2f(wb->d);
-        for (int j = 0; j < nt; j++) {
-            __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
-            s = _mm256_sub_epi32(s, a8[j]);
-            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
-                                        acc[i][j]);
-        }
-    }
+    const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+    *dw = ks_h2f(wb->d);
+    return q;
 }
+KS_OFFSET_BLOCK(q4_0, 8)
 
 /* ------------------------------------------------------------------ Q8_0 x Q8_0
  * Signed x signed through the u8 x s8 dot: |w| * (a with w's sign). */
@@ -196,88 +206,84 @@ KS_INLINE void ks_kquant_min_block(__m256 *acc, const __m256i q[8], const uint8_
     }
 }
 
-KS_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+/* KS_SUPERBLOCK_TILE(fmt): fmt##_tile over super-blocks of 256 elements, from
+ * fmt##_superblock(w, b, A, as, nt, acc): super-block b of weight row w against block b of nt
+ * tokens' Q8_K activations, accumulated into acc[0..nt). Q4_K, Q5_K (kern_q5_simd.h), Q6_K. */
+#define KS_SUPERBLOCK_TILE(fmt)                                                                \
+    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
+                              int64_t k, int nr, int nt, float *out)                           \
+    {                                                                                          \
+        __m256 acc[KERN_MR][KERN_MT];                                                          \
+        for (int i = 0; i < nr; i++)                                                           \
+            for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();                      \
+        for (int64_t b = 0; b < k / QUANT_QK_K; b++)                                           \
+            for (int i = 0; i < nr; i++) fmt##_superblock(W + i * ws, b, A, as, nt, acc[i]);   \
+        for (int i = 0; i < nr; i++)                                                           \
+            for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);                 \
+    }                                                                                          \
+    KS_DEFINE_MATMUL(fmt)
+
+KS_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               __m256 *acc)
 {
-    __m256 acc[KERN_MR][KERN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
+    const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)w + b;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            q4k_unpack_scales(wb->scales, sc, mn);
-            __m256i q[8];
-            for (int c = 0; c < 4; c++) {
-                const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
-                q[2 * c] = _mm256_and_si256(x, m4);
-                q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-            }
-            ks_kquant_min_block(acc[i], q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
-        }
+    uint8_t sc[8], mn[8];
+    q4k_unpack_scales(wb->scales, sc, mn);
+    __m256i q[8];
+    for (int c = 0; c < 4; c++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
+        q[2 * c] = _mm256_and_si256(x, m4);
+        q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+    ks_kquant_min_block(acc, q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
 }
-KS_DEFINE_MATMUL(q4_K)
+KS_SUPERBLOCK_TILE(q4_K)
 
 /* ------------------------------------------------------------------ Q6_K x Q8_K
  * Codes unsigned 0..63: sum(sc*(q-32)*a) = sum(sc*q*a) - 32*sum_s(sc_s*bsums[s]). Each 32-wide
  * group spans two 16-element sub-blocks, so its madd scale vector is [sc_s x8, sc_s+1 x8]. */
-KS_INLINE void q6_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KS_INLINE void q6_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               __m256 *acc)
 {
-    __m256 acc[KERN_MR][KERN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)(W + i * ws) + b;
-            const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
-            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-            __m256i q[8];
-            for (int h = 0; h < 2; h++) {
-                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
-                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
-                const __m256i hh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
-                q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
-                q[4 * h + 1] = _mm256_or_si256(
-                    _mm256_and_si256(l1, m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
-                q[4 * h + 2] = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
-                q[4 * h + 3] = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
-            }
-            __m256i scv[8];
-            for (int g = 0; g < 8; g++)
-                scv[g] = _mm256_set_m128i(_mm_set1_epi16((int16_t)wb->scales[2 * g + 1]),
-                                          _mm_set1_epi16((int16_t)wb->scales[2 * g]));
-            const float dw = ks_h2f(wb->d);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                __m256i s = _mm256_setzero_si256();
-                for (int g = 0; g < 8; g++)
-                    s = ks_maddubs_scaled(s, q[g],
-                                          _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * g)),
-                                          scv[g]);
-                const __m256i bs = _mm256_madd_epi16(
-                    _mm256_loadu_si256((const __m256i *)ab->bsums), sc16);
-                s = _mm256_sub_epi32(s, _mm256_slli_epi32(bs, 5));
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d),
-                                            acc[i][j]);
-            }
-        }
+    const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b;
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    __m256i q[8];
+    for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
+        const __m256i hh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+        q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
+        q[4 * h + 1] = _mm256_or_si256(
+            _mm256_and_si256(l1, m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
+        q[4 * h + 2] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
+        q[4 * h + 3] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+    __m256i scv[8];
+    for (int g = 0; g < 8; g++)
+        scv[g] = _mm256_set_m128i(_mm_set1_epi16((int16_t)wb->scales[2 * g + 1]),
+                                  _mm_set1_epi16((int16_t)wb->scales[2 * g]));
+    const float dw = ks_h2f(wb->d);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        __m256i s = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++)
+            s = ks_maddubs_scaled(s, q[g], _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * g)),
+                                  scv[g]);
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), sc16);
+        s = _mm256_sub_epi32(s, _mm256_slli_epi32(bs, 5));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d), acc[j]);
+    }
 }
-KS_DEFINE_MATMUL(q6_K)
+KS_SUPERBLOCK_TILE(q6_K)
 
 /* ------------------------------------------------------------------ float formats
  * 8 elements per step; the activation vectors are converted once per tile and shared by its
