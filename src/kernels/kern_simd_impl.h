@@ -349,6 +349,34 @@ KS_FLOAT_TILE(f32, ks_load_f32)
 KS_FLOAT_TILE(f16, ks_load_f16)
 KS_FLOAT_TILE(bf16, ks_load_bf16)
 
+/* ------------------------------------------------------------------ AVX-512 routing
+ * KS_ROUTE(fmt, wtype, min_tok, decode) makes fmt##_route, the AVX-512 path's kernel for
+ * wtype: from min_tok tokens on, the repacked-panel kernel of kern_panel_avx512.c (its
+ * per-call repacking is paid back over the tokens); below that, decode (a kernel that may
+ * decline the job, returning false with nothing written: a k beyond its buffers), or NULL for
+ * none, then these tiles. One routine for the formats of kern_avx512.c and kern_q5_avx512.c. */
+#if KERN_VNNI
+typedef bool (*ks_decode_fn)(int wtype, const void *W, size_t ws, const void *A, size_t as,
+                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+
+KS_INLINE void ks_route(int wtype, int min_tok, ks_decode_fn decode, kern_matmul_fn tiles,
+                        const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    if (n_tok >= min_tok)
+        kern_avx512_panel_matmul(wtype)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    else if (!decode || !decode(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
+        tiles(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
+#define KS_ROUTE(fmt, wtype, min_tok, decode)                                                  \
+    static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
+    {                                                                                          \
+        ks_route(wtype, min_tok, decode, fmt##_matmul, W, ws, A, as, n_tok, k, r0, r1, Y, ldy); \
+    }
+#endif
+
 /* ------------------------------------------------------------------ activation quantizers
  * Bit-identical to the scalar from_float of quant_q8.c / quant_float.c: the same float
  * operations in the same order per element (amax is order-independent), vroundps for
