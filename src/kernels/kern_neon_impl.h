@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_kquant.h"
 #include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
@@ -202,23 +203,6 @@ KN_DEFINE_MATMUL(q5_1)
  * fifth bits are bit j of the 32 qh bytes, moved to bit 4 and or-ed into the nibbles (codes stay
  * non-negative, as in Q4_K: the mins do the offset). One body serves both (kn_kquant_tile);
  * only the unpacking of the codes differs. */
-KN_INLINE void kn_q4k_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
-{
-    uint32_t a, b, c;
-    memcpy(&a, q, 4);
-    memcpy(&b, q + 4, 4);
-    memcpy(&c, q + 8, 4);
-    /* sub-blocks 0-3: low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7: a nibble from
-     * bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7 */
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    memcpy(sc, &sc_lo, 4);
-    memcpy(sc + 4, &sc_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
-}
-
 /* The codes of one super-block as unsigned bytes: q[2c], q[2c+1] are sub-blocks 2c (low
  * nibbles) and 2c+1 (high) of the 32-byte chunk c, each as two int8x16 halves; with qh (Q5_K),
  * bit 2c (2c+1) of qh added as bit 4. */
@@ -255,7 +239,7 @@ KN_INLINE void kn_kquant_tile(int q5, const uint8_t *W, size_t ws, const uint8_t
             const struct quant_block_q4_K *w4 = (const void *)blk; /* the one of q5 is read */
             const struct quant_block_q5_K *w5 = (const void *)blk;
             uint8_t sc[8], mn[8];
-            kn_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
+            kern_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
             const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
             int8x16_t q[8][2];
             kn_kquant_codes(q5 ? w5->qs : w4->qs, q5 ? w5->qh : NULL, q);

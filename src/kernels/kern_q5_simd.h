@@ -100,7 +100,7 @@ KS_INLINE void q5_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, si
     const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)w + b;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     uint8_t sc[8], mn[8];
-    q4k_unpack_scales(wb->scales, sc, mn);
+    kern_q4k_scales(wb->scales, sc, mn);
     const __m256i qh = _mm256_loadu_si256((const __m256i *)wb->qh);
     __m256i q[8];
     for (int c = 0; c < 4; c++) {

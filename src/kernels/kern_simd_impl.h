@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_kquant.h"
 #include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
@@ -161,21 +162,6 @@ KS_BLOCK32_TILE(q8_0)
  * Per sub-block j: maddubs gives int16 pair sums of q*a (<= 2*15*127), and madd with the
  * broadcast 6-bit scale turns them into scaled int32 sums. The mins term uses the activation's
  * 16-element block sums: sum_j m_j * (bsums[2j] + bsums[2j+1]) = one madd with m duplicated. */
-KS_INLINE void q4k_unpack_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
-{
-    uint32_t a, b, c;
-    memcpy(&a, q, 4);
-    memcpy(&b, q + 4, 4);
-    memcpy(&c, q + 8, 4);
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    memcpy(sc, &sc_lo, 4);
-    memcpy(sc + 4, &sc_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
-}
-
 KS_INLINE __m256i ks_maddubs_scaled(__m256i acc, __m256i u, __m256i s, __m256i scale16)
 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16));
@@ -229,7 +215,7 @@ KS_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, si
     const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)w + b;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     uint8_t sc[8], mn[8];
-    q4k_unpack_scales(wb->scales, sc, mn);
+    kern_q4k_scales(wb->scales, sc, mn);
     __m256i q[8];
     for (int c = 0; c < 4; c++) {
         const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
