@@ -42,7 +42,7 @@ KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t
             for (int u = 1; u < nacc; u++) v = _mm256_add_ps(v, acc[u][i][j]);
             float s = ks_hsum(v);
             for (int64_t t = e; t < k; t++) /* tail shorter than a step */
-                s += bf16_elem(W + i * ws, t) * bf16_elem(A + j * as, t);
+                s += kern_bf16_elem(W + i * ws, t) * kern_bf16_elem(A + j * as, t);
             out[i * nt + j] = s;
         }
 }

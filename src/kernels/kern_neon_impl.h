@@ -37,6 +37,14 @@ KN_INLINE float kn_h2f(uint16_t h)
     return (float)f;
 }
 
+/* the float vector of kern_tile.h's tile bodies */
+#define KERN_VF float32x4_t
+#define KERN_VF_LANES 4
+#define KERN_VF_ZERO() vdupq_n_f32(0)
+#define KERN_VF_ADD(a, b) vaddq_f32(a, b)
+#define KERN_VF_FMA(acc, w, a) vfmaq_f32(acc, w, a)
+#define KERN_VF_HSUM(v) vaddvq_f32(v)
+
 /* acc + the dot products of a and b, 4 consecutive bytes per lane (dotprod) or another
  * grouping (fallback): only the sum over the lanes is meaningful. */
 KN_INLINE int32x4_t kn_dot(int32x4_t acc, int8x16_t a, int8x16_t b)
@@ -55,10 +63,9 @@ KN_INLINE int32x4_t kn_dot(int32x4_t acc, int8x16_t a, int8x16_t b)
  * (kern_tile.h) with this path's tile size. */
 #define KN_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KN_MR, KN_MT)
 
-/* ------------------------------------------------------------------ Q4_0 / Q8_0 x Q8_0
- * Small tiles (decode) alternate two accumulator sets over consecutive blocks so the FMA
- * chains do not wait on each other's latency. */
-#define KN_NACC(nr, nt) ((nr) * (nt) >= 4 ? 1 : 2)
+/* ------------------------------------------------------------------ Q4_0 / Q5_0 / Q8_0 x Q8_0
+ * KN_BLOCK32_TILE(fmt): the block step from fmt##_load (one weight block, recentred), in
+ * kern_tile.h's block tile. */
 
 /* The 32 weights of block b of row i as two int8x16 (elements 0-15, 16-31), recentred. */
 KN_INLINE void q4_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
@@ -128,28 +135,7 @@ KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
-    KN_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        float32x4_t acc[2][KN_MR][KN_MT];                                                      \
-        const int nacc = KN_NACC(nr, nt);                                                      \
-        for (int u = 0; u < nacc; u++)                                                         \
-            for (int i = 0; i < nr; i++)                                                       \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = vdupq_n_f32(0);                    \
-        const int64_t nb = k / 32;                                                             \
-        int64_t b = 0;                                                                         \
-        if (nacc == 2)                                                                         \
-            for (; b + 2 <= nb; b += 2) {                                                      \
-                fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                                  \
-                fmt##_block(W, ws, A, as, b + 1, nr, nt, acc[1]);                              \
-            }                                                                                  \
-        for (; b < nb; b++) fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                      \
-        for (int i = 0; i < nr; i++)                                                           \
-            for (int j = 0; j < nt; j++)                                                       \
-                out[i * nt + j] = vaddvq_f32(nacc == 2 ? vaddq_f32(acc[0][i][j], acc[1][i][j]) \
-                                                       : acc[0][i][j]);                        \
-    }                                                                                          \
-    KN_DEFINE_MATMUL(fmt)
+    KERN_TILE_BLOCK32(fmt, KN_MR, KN_MT)
 
 KN_BLOCK32_TILE(q4_0)
 KN_BLOCK32_TILE(q5_0)

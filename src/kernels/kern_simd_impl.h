@@ -39,6 +39,14 @@ KS_INLINE float ks_hsum(__m256 v)
 
 KS_INLINE float ks_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
+/* the float vector of kern_tile.h's tile bodies */
+#define KERN_VF __m256
+#define KERN_VF_LANES 8
+#define KERN_VF_ZERO() _mm256_setzero_ps()
+#define KERN_VF_ADD(a, b) _mm256_add_ps(a, b)
+#define KERN_VF_FMA(acc, w, a) _mm256_fmadd_ps(w, a, acc)
+#define KERN_VF_HSUM(v) ks_hsum(v)
+
 /* acc + per-4-byte-group dot of unsigned u (0..255; <= 63 unless VNNI) and signed s */
 KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 {
@@ -54,19 +62,6 @@ KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
  * KS_DEFINE_MATMUL(fmt): fmt##_matmul from fmt##_tile, by the driver every ISA shares
  * (kern_tile.h) with this path's tile size. */
 #define KS_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KERN_MR, KERN_MT)
-
-/* Small tiles (decode: 1 row x 1 token) would chain every block's FMA into one accumulator
- * and wait on its latency; they alternate two accumulator sets instead (KS_NACC). */
-#define KS_NACC(nr, nt) ((nr) * (nt) >= 4 ? 1 : 2)
-
-KS_INLINE void ks_reduce_out(__m256 acc[2][KERN_MR][KERN_MT], int nacc, int nr, int nt,
-                             float *out)
-{
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++)
-            out[i * nt + j] = ks_hsum(nacc == 2 ? _mm256_add_ps(acc[0][i][j], acc[1][i][j])
-                                                : acc[0][i][j]);
-}
 
 /* ------------------------------------------------------------------ Q4_0 (and Q5_0) x Q8_0
  * Codes stay unsigned (Q4_0 0..15, Q5_0 0..31): sum((q-off)*a) = sum(q*a) - off*sum(a), and
@@ -134,26 +129,8 @@ KS_INLINE void q8_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
     }
 }
 
-#define KS_BLOCK32_TILE(fmt)                                                                   \
-    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        __m256 acc[2][KERN_MR][KERN_MT];                                                       \
-        const int nacc = KS_NACC(nr, nt);                                                      \
-        for (int u = 0; u < nacc; u++)                                                         \
-            for (int i = 0; i < nr; i++)                                                       \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_setzero_ps();               \
-        const int64_t nb = k / 32;                                                             \
-        int64_t b = 0;                                                                         \
-        if (nacc == 2)                                                                         \
-            for (; b + 2 <= nb; b += 2) {                                                      \
-                fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                                  \
-                fmt##_block(W, ws, A, as, b + 1, nr, nt, acc[1]);                              \
-            }                                                                                  \
-        for (; b < nb; b++) fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                      \
-        ks_reduce_out(acc, nacc, nr, nt, out);                                                 \
-    }                                                                                          \
-    KS_DEFINE_MATMUL(fmt)
+/* fmt##_tile over fmt##_block (kern_tile.h) */
+#define KS_BLOCK32_TILE(fmt) KERN_TILE_BLOCK32(fmt, KERN_MR, KERN_MT)
 
 KS_BLOCK32_TILE(q4_0)
 KS_BLOCK32_TILE(q8_0)
@@ -285,52 +262,9 @@ KS_INLINE __m256 ks_load_bf16(const uint8_t *p, int64_t e)
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
-#define KS_FLOAT_TILE(fmt, load)                                                                \
-    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,         \
-                              int64_t k, int nr, int nt, float *out)                            \
-    {                                                                                           \
-        /* small tiles: 4 accumulator sets over consecutive 8-element steps (FMA latency) */    \
-        __m256 acc[4][KERN_MR][KERN_MT];                                                        \
-        const int nacc = nr * nt >= 4 ? 1 : 4;                                                  \
-        for (int u = 0; u < nacc; u++)                                                          \
-            for (int i = 0; i < nr; i++)                                                        \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_setzero_ps();                \
-        const int64_t step = 8 * nacc;                                                          \
-        int64_t e = 0;                                                                          \
-        for (; e + step <= k; e += step) {                                                      \
-            for (int u = 0; u < nacc; u++) {                                                    \
-                __m256 a[KERN_MT];                                                              \
-                for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e + 8 * u);                \
-                for (int i = 0; i < nr; i++) {                                                  \
-                    const __m256 w = load(W + i * ws, e + 8 * u);                               \
-                    for (int j = 0; j < nt; j++)                                                \
-                        acc[u][i][j] = _mm256_fmadd_ps(w, a[j], acc[u][i][j]);                  \
-                }                                                                               \
-            }                                                                                   \
-        }                                                                                       \
-        for (; e + 8 <= k; e += 8) {                                                            \
-            __m256 a[KERN_MT];                                                                  \
-            for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e);                            \
-            for (int i = 0; i < nr; i++) {                                                      \
-                const __m256 w = load(W + i * ws, e);                                           \
-                for (int j = 0; j < nt; j++) acc[0][i][j] = _mm256_fmadd_ps(w, a[j], acc[0][i][j]); \
-            }                                                                                   \
-        }                                                                                       \
-        for (int i = 0; i < nr; i++)                                                            \
-            for (int j = 0; j < nt; j++) {                                                      \
-                __m256 v = acc[0][i][j];                                                        \
-                for (int u = 1; u < nacc; u++) v = _mm256_add_ps(v, acc[u][i][j]);              \
-                float s = ks_hsum(v);                                                           \
-                for (int64_t t = e; t < k; t++) /* k % 8 tail */                                \
-                    s += fmt##_elem(W + i * ws, t) * fmt##_elem(A + j * as, t);                 \
-                out[i * nt + j] = s;                                                            \
-            }                                                                                   \
-    }                                                                                           \
-    KS_DEFINE_MATMUL(fmt)
+/* kern_tile.h's float tile, one accumulator set per (row, token) in full tiles */
+#define KS_FLOAT_TILE(fmt, load) KERN_TILE_FLOAT(fmt, load, KERN_MR, KERN_MT, 1)
 
-KS_INLINE float f32_elem(const uint8_t *p, int64_t e) { return ((const float *)p)[e]; }
-KS_INLINE float f16_elem(const uint8_t *p, int64_t e) { return fp16_to_f32(((const uint16_t *)p)[e]); }
-KS_INLINE float bf16_elem(const uint8_t *p, int64_t e) { return bf16_to_f32(((const uint16_t *)p)[e]); }
 KS_FLOAT_TILE(f32, ks_load_f32)
 KS_FLOAT_TILE(f16, ks_load_f16)
 KS_FLOAT_TILE(bf16, ks_load_bf16)
