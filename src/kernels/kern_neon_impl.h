@@ -187,8 +187,10 @@ KN_DEFINE_MATMUL(q5_1)
  * come from the Q8_K block sums of 16 (pairwise-added), so the mins cost one widening
  * multiply per block instead of a second dot. Q5_K is Q4_K with codes 0..31: sub-block j's
  * fifth bits are bit j of the 32 qh bytes, moved to bit 4 and or-ed into the nibbles (codes stay
- * non-negative, as in Q4_K: the mins do the offset). One body serves both (kn_kquant_tile);
- * only the unpacking of the codes differs. */
+ * non-negative, as in Q4_K: the mins do the offset). One super-block step serves both
+ * (kn_kquant_superblock, in kern_tile.h's super-block tile); only the unpacking of the codes
+ * differs. */
+
 /* The codes of one super-block as unsigned bytes: q[2c], q[2c+1] are sub-blocks 2c (low
  * nibbles) and 2c+1 (high) of the 32-byte chunk c, each as two int8x16 halves; with qh (Q5_K),
  * bit 2c (2c+1) of qh added as bit 4. */
@@ -210,110 +212,93 @@ KN_INLINE void kn_kquant_codes(const uint8_t *qs, const uint8_t *qhp, int8x16_t 
         }
 }
 
-/* q5 (0: Q4_K, 1: Q5_K) is a constant after inlining: each format gets its own loop, with the
- * instructions the two separate bodies had (aarch64-linux-gnu-objdump, README). */
-KN_INLINE void kn_kquant_tile(int q5, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
-                              int64_t k, int nr, int nt, float *out)
+/* q5 (0: Q4_K, 1: Q5_K) is a constant after inlining: each format gets its own loop, whose
+ * inner loops are instruction for instruction those of the two bodies it replaced
+ * (aarch64-linux-gnu-objdump). */
+KN_INLINE void kn_kquant_superblock(int q5, const uint8_t *w, int64_t b, const uint8_t *A,
+                                    size_t as, int nt, float32x4_t *acc)
 {
     const size_t bbytes = q5 ? sizeof(struct quant_block_q5_K) : sizeof(struct quant_block_q4_K);
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const uint8_t *blk = W + i * ws + (size_t)b * bbytes;
-            const struct quant_block_q4_K *w4 = (const void *)blk; /* the one of q5 is read */
-            const struct quant_block_q5_K *w5 = (const void *)blk;
-            uint8_t sc[8], mn[8];
-            kern_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
-            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            int8x16_t q[8][2];
-            kn_kquant_codes(q5 ? w5->qs : w4->qs, q5 ? w5->qh : NULL, q);
-            const float dw = kn_h2f(q5 ? w5->d : w4->d), dmw = kn_h2f(q5 ? w5->dmin : w4->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 8; sb++) {
-                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
-                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
-                    s = vmlaq_n_s32(s, d, sc[sb]);
-                }
-                /* sums of 32 activations per sub-block: |.| <= 4064 fits int16 */
-                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
-                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
-                ms = vmlal_high_s16(ms, bs, m16);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
-            }
+    const uint8_t *blk = w + (size_t)b * bbytes;
+    const struct quant_block_q4_K *w4 = (const void *)blk; /* the one of q5 is read */
+    const struct quant_block_q5_K *w5 = (const void *)blk;
+    uint8_t sc[8], mn[8];
+    kern_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
+    const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+    int8x16_t q[8][2];
+    kn_kquant_codes(q5 ? w5->qs : w4->qs, q5 ? w5->qh : NULL, q);
+    const float dw = kn_h2f(q5 ? w5->d : w4->d), dmw = kn_h2f(q5 ? w5->dmin : w4->dmin);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        int32x4_t s = vdupq_n_s32(0);
+        for (int sb = 0; sb < 8; sb++) {
+            int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
+            d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
+            s = vmlaq_n_s32(s, d, sc[sb]);
         }
+        /* sums of 32 activations per sub-block: |.| <= 4064 fits int16 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
+        int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
+        ms = vmlal_high_s16(ms, bs, m16);
+        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(s), dw * ab->d);
+        acc[j] = vfmsq_f32(acc[j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
 }
 
-KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KN_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
 {
-    kn_kquant_tile(0, W, ws, A, as, k, nr, nt, out);
+    kn_kquant_superblock(0, w, b, A, as, nt, acc);
 }
-KN_DEFINE_MATMUL(q4_K)
+KERN_TILE_SUPERBLOCK(q4_K, KN_MR, KN_MT)
 
-KN_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KN_INLINE void q5_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
 {
-    kn_kquant_tile(1, W, ws, A, as, k, nr, nt, out);
+    kn_kquant_superblock(1, w, b, A, as, nt, acc);
 }
-KN_DEFINE_MATMUL(q5_K)
+KERN_TILE_SUPERBLOCK(q5_K, KN_MR, KN_MT)
 
 /* ------------------------------------------------------------------ Q6_K x Q8_K
  * Each 16-byte vector of codes is exactly one 16-element sub-block with its own int8 scale
  * (bit layout in quant_q6_k.c); codes are recentred to q - 32 in int8. */
-KN_INLINE void q6_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KN_INLINE void q6_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
 {
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
     const int8x16_t off = vdupq_n_s8(32);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)(W + i * ws) + b;
-            int8x16_t q[16]; /* q[s]: sub-block s, elements 16s .. 16s+15 */
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = wb->ql + 64 * h, *qh = wb->qh + 32 * h;
-                for (int half = 0; half < 2; half++) { /* l in 0-15, then 16-31 */
-                    const uint8x16_t l0 = vld1q_u8(ql + 16 * half);      /* ql[l]      */
-                    const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half); /* ql[l + 32] */
-                    const uint8x16_t hh = vld1q_u8(qh + 16 * half);
-                    const uint8x16_t v0 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
-                    const uint8x16_t v1 = vorrq_u8(vandq_u8(l1, m4),
-                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
-                    const uint8x16_t v2 = vorrq_u8(vshrq_n_u8(l0, 4),
-                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
-                    const uint8x16_t v3 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
-                    int8x16_t *qq = q + 8 * h + half; /* elements l, l+32, l+64, l+96 */
-                    qq[0] = vsubq_s8(vreinterpretq_s8_u8(v0), off);
-                    qq[2] = vsubq_s8(vreinterpretq_s8_u8(v1), off);
-                    qq[4] = vsubq_s8(vreinterpretq_s8_u8(v2), off);
-                    qq[6] = vsubq_s8(vreinterpretq_s8_u8(v3), off);
-                }
-            }
-            const float dw = kn_h2f(wb->d);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 16; sb++)
-                    s = vmlaq_n_s32(s, kn_dot(vdupq_n_s32(0), q[sb], vld1q_s8(ab->qs + 16 * sb)),
-                                    wb->scales[sb]);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-            }
+    const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b;
+    int8x16_t q[16]; /* q[s]: sub-block s, elements 16s .. 16s+15 */
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = wb->ql + 64 * h, *qh = wb->qh + 32 * h;
+        for (int half = 0; half < 2; half++) { /* l in 0-15, then 16-31 */
+            const uint8x16_t l0 = vld1q_u8(ql + 16 * half);      /* ql[l]      */
+            const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half); /* ql[l + 32] */
+            const uint8x16_t hh = vld1q_u8(qh + 16 * half);
+            const uint8x16_t v0 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
+            const uint8x16_t v1 = vorrq_u8(vandq_u8(l1, m4),
+                                           vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
+            const uint8x16_t v2 = vorrq_u8(vshrq_n_u8(l0, 4),
+                                           vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
+            const uint8x16_t v3 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
+            int8x16_t *qq = q + 8 * h + half; /* elements l, l+32, l+64, l+96 */
+            qq[0] = vsubq_s8(vreinterpretq_s8_u8(v0), off);
+            qq[2] = vsubq_s8(vreinterpretq_s8_u8(v1), off);
+            qq[4] = vsubq_s8(vreinterpretq_s8_u8(v2), off);
+            qq[6] = vsubq_s8(vreinterpretq_s8_u8(v3), off);
         }
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+    const float dw = kn_h2f(wb->d);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        int32x4_t s = vdupq_n_s32(0);
+        for (int sb = 0; sb < 16; sb++)
+            s = vmlaq_n_s32(s, kn_dot(vdupq_n_s32(0), q[sb], vld1q_s8(ab->qs + 16 * sb)),
+                            wb->scales[sb]);
+        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(s), dw * ab->d);
+    }
 }
-KN_DEFINE_MATMUL(q6_K)
+KERN_TILE_SUPERBLOCK(q6_K, KN_MR, KN_MT)
 
 /* Integer kernels of this variant, by weight type. */
 static kern_matmul_fn kn_int_matmul(int wtype)

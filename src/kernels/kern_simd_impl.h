@@ -169,22 +169,8 @@ KS_INLINE void ks_kquant_min_block(__m256 *acc, const __m256i q[8], const uint8_
     }
 }
 
-/* KS_SUPERBLOCK_TILE(fmt): fmt##_tile over super-blocks of 256 elements, from
- * fmt##_superblock(w, b, A, as, nt, acc): super-block b of weight row w against block b of nt
- * tokens' Q8_K activations, accumulated into acc[0..nt). Q4_K, Q5_K (kern_q5_simd.h), Q6_K. */
-#define KS_SUPERBLOCK_TILE(fmt)                                                                \
-    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        __m256 acc[KERN_MR][KERN_MT];                                                          \
-        for (int i = 0; i < nr; i++)                                                           \
-            for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();                      \
-        for (int64_t b = 0; b < k / QUANT_QK_K; b++)                                           \
-            for (int i = 0; i < nr; i++) fmt##_superblock(W + i * ws, b, A, as, nt, acc[i]);   \
-        for (int i = 0; i < nr; i++)                                                           \
-            for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);                 \
-    }                                                                                          \
-    KS_DEFINE_MATMUL(fmt)
+/* fmt##_tile over fmt##_superblock (kern_tile.h): Q4_K, Q5_K (kern_q5_simd.h), Q6_K */
+#define KS_SUPERBLOCK_TILE(fmt) KERN_TILE_SUPERBLOCK(fmt, KERN_MR, KERN_MT)
 
 KS_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
                                __m256 *acc)

@@ -1,6 +1,6 @@
 /* kern_tile.h — what the row x token matmul kernels of every ISA share: the tile driver, and
  * the tile bodies that are the same loop on every ISA (32-element blocks with two accumulator
- * sets; the float formats). The x86 kernels of kern_simd_impl.h (AVX2, AVX-512) and the NEON
+ * sets; K-quant super-blocks; the float formats). The x86 kernels of kern_simd_impl.h (AVX2, AVX-512) and the NEON
  * ones of kern_neon_impl.h / kern_neon_base.c instantiate them. Plain C over a few vector
  * operations the including ISA names (below, "tile bodies").
  *
@@ -166,6 +166,24 @@
                     s += kern_##fmt##_elem(W + i * ws, t) * kern_##fmt##_elem(A + j * as, t);  \
                 out[i * nt + j] = s;                                                           \
             }                                                                                  \
+    }                                                                                          \
+    KERN_TILE_MATMUL(fmt, MR, MT)
+
+/* K-quant formats in super-blocks of 256 (Q4_K, Q5_K, Q6_K), from the ISA's
+ * fmt##_superblock(w, b, A, as, nt, acc): super-block b of weight row w against block b of nt
+ * tokens' Q8_K activations, added into acc[0..nt). */
+#define KERN_TILE_SUPERBLOCK(fmt, MR, MT)                                                      \
+    static inline __attribute__((always_inline)) void fmt##_tile(                              \
+        const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k, int nr, int nt,   \
+        float *out)                                                                            \
+    {                                                                                          \
+        KERN_VF acc[MR][MT];                                                                   \
+        for (int i = 0; i < nr; i++)                                                           \
+            for (int j = 0; j < nt; j++) acc[i][j] = KERN_VF_ZERO();                           \
+        for (int64_t b = 0; b < k / 256; b++)                                                  \
+            for (int i = 0; i < nr; i++) fmt##_superblock(W + i * ws, b, A, as, nt, acc[i]);   \
+        for (int i = 0; i < nr; i++)                                                           \
+            for (int j = 0; j < nt; j++) out[i * nt + j] = KERN_VF_HSUM(acc[i][j]);            \
     }                                                                                          \
     KERN_TILE_MATMUL(fmt, MR, MT)
 
