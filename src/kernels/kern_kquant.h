@@ -1,12 +1,14 @@
-/* kern_kquant.h — what every ISA's K-quant kernels read from a Q4_K / Q5_K block the same way
- * (plain C): the eight 6-bit sub-block scales and mins packed in its 12 scale bytes. Included by
- * kern_simd_impl.h (AVX2, AVX-512 tiles), kern_decode_avx512.c and kern_neon_impl.h.
+/* kern_kquant.h — the scalar parts of the K-quant kernels, the same on every ISA (plain C): the
+ * eight 6-bit sub-block scales and mins packed in a Q4_K / Q5_K block's 12 scale bytes, and the
+ * value a Q8_K activation block is scaled by. Included by kern_simd_impl.h (AVX2, AVX-512),
+ * kern_decode_avx512.c, kern_neon_impl.h and kern_neon_base.c.
  *
- * Read first: the Q4_K layout in src/quant/quant.h (quant_q4k_scale_min is the same unpacking,
- * one sub-block at a time). */
+ * Read first: the Q4_K and Q8_K layouts in src/quant/quant.h (quant_q4k_scale_min is the same
+ * unpacking, one sub-block at a time). */
 #ifndef TERN_KERN_KQUANT_H
 #define TERN_KERN_KQUANT_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -27,6 +29,16 @@ static inline __attribute__((always_inline)) void kern_q4k_scales(const uint8_t 
     memcpy(sc + 4, &sc_hi, 4);
     memcpy(m, &m_lo, 4);
     memcpy(m + 4, &m_hi, 4);
+}
+
+/* The first of the n values x[j] with |x[j]| == amax (their largest magnitude, amax > 0), with
+ * its sign: Q8_K's scale is -127 / it, as the scalar reference (quant_q8_K_from_float) takes it. */
+static inline __attribute__((always_inline)) float kern_q8k_first_max(const float *x, int n,
+                                                                      float amax)
+{
+    for (int j = 0; j < n; j++)
+        if (fabsf(x[j]) == amax) return x[j];
+    return 0;
 }
 
 #endif

@@ -27,6 +27,7 @@
 #endif
 #endif
 
+#include "kernels/kern_kquant.h"
 #include "util/fp16.h"
 
 #define KERN_DOTPROD 0
@@ -150,13 +151,7 @@ static void q8_K_quant(const float *x, void *vy, int64_t n)
             memset(&y[b], 0, sizeof y[b]);
             continue;
         }
-        /* the scalar reference takes the first element of largest magnitude, with its sign */
-        float max = 0;
-        for (int j = 0; j < QUANT_QK_K; j++)
-            if (fabsf(x[j]) == amax) {
-                max = x[j];
-                break;
-            }
+        const float max = kern_q8k_first_max(x, QUANT_QK_K, amax);
         const float iscale = -127.f / max;
         const int32x4_t lim = vdupq_n_s32(127);
         for (int j = 0; j < QUANT_QK_K; j += 16) {
