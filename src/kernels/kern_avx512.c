@@ -42,7 +42,7 @@ KS_INLINE void bf16dp_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t
             for (int u = 1; u < nacc; u++) v = _mm256_add_ps(v, acc[u][i][j]);
             float s = ks_hsum(v);
             for (int64_t t = e; t < k; t++) /* tail shorter than a step */
-                s += bf16_elem(W + i * ws, t) * bf16_elem(A + j * as, t);
+                s += kern_bf16_elem(W + i * ws, t) * kern_bf16_elem(A + j * as, t);
             out[i * nt + j] = s;
         }
 }
@@ -102,23 +102,13 @@ KS_INLINE __m512 kz_fma_f(__m512 acc, __m512 w, __m512 a) { return _mm512_fmadd_
 
 KZ_FLOAT_TILE(f16z, kz_load_f16, kz_fma_f, 16)
 
-/* Prefill: from this many tokens on, the repacked-panel kernels of kern_panel_avx512.c win
- * (their per-call repacking is paid back over the tokens); below it, the decode kernels of
- * kern_decode_avx512.c (the tiles above when k is beyond their activation buffer). */
-#define KS_ROUTE_PANEL(fmt, type, min_tok)                                                    \
-    static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
-                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
-    {                                                                                          \
-        if (n_tok >= (min_tok))                                                                \
-            kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);            \
-        else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))     \
-            fmt##_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);                              \
-    }
-/* thresholds measured with 896 x 4864 weights, one thread (bench_kernels) */
-KS_ROUTE_PANEL(q8_0, TERN_TYPE_Q8_0, 6)
-KS_ROUTE_PANEL(q4_0, TERN_TYPE_Q4_0, 6)
-KS_ROUTE_PANEL(q4_K, TERN_TYPE_Q4_K, 12)
-KS_ROUTE_PANEL(q6_K, TERN_TYPE_Q6_K, 6)
+/* Panel thresholds (KS_ROUTE) measured with 896 x 4864 weights, one thread (bench_kernels).
+ * Q4_K and Q6_K have no decode kernel on the route: kern_avx512_decode_kquant (kernels.h) loses
+ * bandwidth to these tiles on DRAM-resident weights. */
+KS_ROUTE(q8_0, TERN_TYPE_Q8_0, 6, kern_avx512_decode_matmul)
+KS_ROUTE(q4_0, TERN_TYPE_Q4_0, 6, kern_avx512_decode_matmul)
+KS_ROUTE(q4_K, TERN_TYPE_Q4_K, 12, NULL)
+KS_ROUTE(q6_K, TERN_TYPE_Q6_K, 6, NULL)
 
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_kquant.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
@@ -275,18 +276,13 @@ static void dc_dots_q4_K(const uint8_t *w, int64_t s0, int ns, const struct dc_a
     }
 }
 
-/* the 8 six-bit scales and mins of a Q4_K block, as bytes */
+/* the 8 six-bit scales and mins of a Q4_K block, as bytes of a word */
 DC_INLINE void dc_q4k_scales(const uint8_t *q, uint64_t *sc, uint64_t *m)
 {
-    uint32_t a, b, c;
-    memcpy(&a, q, 4);
-    memcpy(&b, q + 4, 4);
-    memcpy(&c, q + 8, 4);
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    *sc = (uint64_t)sc_lo | (uint64_t)sc_hi << 32;
-    *m = (uint64_t)m_lo | (uint64_t)m_hi << 32;
+    uint8_t s8[8], m8[8];
+    kern_q4k_scales(q, s8, m8);
+    memcpy(sc, s8, 8);
+    memcpy(m, m8, 8);
 }
 
 /* the panels' row scales: d * (float)sc and dmin * (float)m, one rounding each */

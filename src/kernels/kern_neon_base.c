@@ -27,6 +27,7 @@
 #endif
 #endif
 
+#include "kernels/kern_kquant.h"
 #include "util/fp16.h"
 
 #define KERN_DOTPROD 0
@@ -79,49 +80,8 @@ KN_INLINE float32x4_t kn_load_bf16(const uint8_t *p, int64_t e)
 {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16((const uint16_t *)p + e), 16));
 }
-KN_INLINE float f32_elem(const uint8_t *p, int64_t e) { return ((const float *)p)[e]; }
-KN_INLINE float f16_elem(const uint8_t *p, int64_t e) { return fp16_to_f32(((const uint16_t *)p)[e]); }
-KN_INLINE float bf16_elem(const uint8_t *p, int64_t e) { return bf16_to_f32(((const uint16_t *)p)[e]); }
-
-#define KN_FLOAT_TILE(fmt, load)                                                               \
-    KN_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        float32x4_t acc[4][KN_MR][KN_MT];                                                      \
-        const int nacc = nr * nt >= 4 ? 2 : 4;                                                 \
-        for (int u = 0; u < nacc; u++)                                                         \
-            for (int i = 0; i < nr; i++)                                                       \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = vdupq_n_f32(0);                    \
-        const int64_t step = 4 * nacc;                                                         \
-        int64_t e = 0;                                                                         \
-        for (; e + step <= k; e += step)                                                       \
-            for (int u = 0; u < nacc; u++) {                                                   \
-                float32x4_t a[KN_MT];                                                          \
-                for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e + 4 * u);               \
-                for (int i = 0; i < nr; i++) {                                                 \
-                    const float32x4_t w = load(W + i * ws, e + 4 * u);                         \
-                    for (int j = 0; j < nt; j++) acc[u][i][j] = vfmaq_f32(acc[u][i][j], w, a[j]); \
-                }                                                                              \
-            }                                                                                  \
-        for (; e + 4 <= k; e += 4) {                                                           \
-            float32x4_t a[KN_MT];                                                              \
-            for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e);                           \
-            for (int i = 0; i < nr; i++) {                                                     \
-                const float32x4_t w = load(W + i * ws, e);                                     \
-                for (int j = 0; j < nt; j++) acc[0][i][j] = vfmaq_f32(acc[0][i][j], w, a[j]);  \
-            }                                                                                  \
-        }                                                                                      \
-        for (int i = 0; i < nr; i++)                                                           \
-            for (int j = 0; j < nt; j++) {                                                     \
-                float32x4_t v = acc[0][i][j];                                                  \
-                for (int u = 1; u < nacc; u++) v = vaddq_f32(v, acc[u][i][j]);                 \
-                float s = vaddvq_f32(v);                                                       \
-                for (int64_t t = e; t < k; t++) /* k % 4 tail */                               \
-                    s += fmt##_elem(W + i * ws, t) * fmt##_elem(A + j * as, t);                \
-                out[i * nt + j] = s;                                                           \
-            }                                                                                  \
-    }                                                                                          \
-    KN_DEFINE_MATMUL(fmt)
+/* kern_tile.h's float tile; full tiles keep 2 accumulator sets */
+#define KN_FLOAT_TILE(fmt, load) KERN_TILE_FLOAT(fmt, load, KN_MR, KN_MT, 2)
 
 KN_FLOAT_TILE(f32, kn_load_f32)
 KN_FLOAT_TILE(f16, kn_load_f16)
@@ -191,13 +151,7 @@ static void q8_K_quant(const float *x, void *vy, int64_t n)
             memset(&y[b], 0, sizeof y[b]);
             continue;
         }
-        /* the scalar reference takes the first element of largest magnitude, with its sign */
-        float max = 0;
-        for (int j = 0; j < QUANT_QK_K; j++)
-            if (fabsf(x[j]) == amax) {
-                max = x[j];
-                break;
-            }
+        const float max = kern_q8k_first_max(x, QUANT_QK_K, amax);
         const float iscale = -127.f / max;
         const int32x4_t lim = vdupq_n_s32(127);
         for (int j = 0; j < QUANT_QK_K; j += 16) {

@@ -2,8 +2,9 @@
  * Q4/5/6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
- * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also the tile
- * driver that kern_neon_base.c reuses for the float formats. Include only from those files.
+ * (any ARMv8.0 core: widening multiply to int16, then pairwise add into int32). Also
+ * KN_DEFINE_MATMUL (kern_tile.h's driver at this path's tile size), which kern_neon_base.c
+ * reuses for the float formats. Include only from those files.
  *
  * Read first: src/quant/quant.h (block layouts), kernels.h (the kern_matmul contract), and
  * kern_simd_impl.h: the x86 kernels have the same shape, a tile of KN_MR weight rows x KN_MT
@@ -20,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_kquant.h"
+#include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 
@@ -33,6 +36,14 @@ KN_INLINE float kn_h2f(uint16_t h)
     memcpy(&f, &h, sizeof f);
     return (float)f;
 }
+
+/* the float vector of kern_tile.h's tile bodies */
+#define KERN_VF float32x4_t
+#define KERN_VF_LANES 4
+#define KERN_VF_ZERO() vdupq_n_f32(0)
+#define KERN_VF_ADD(a, b) vaddq_f32(a, b)
+#define KERN_VF_FMA(acc, w, a) vfmaq_f32(acc, w, a)
+#define KERN_VF_HSUM(v) vaddvq_f32(v)
 
 /* acc + the dot products of a and b, 4 consecutive bytes per lane (dotprod) or another
  * grouping (fallback): only the sum over the lanes is meaningful. */
@@ -48,69 +59,13 @@ KN_INLINE int32x4_t kn_dot(int32x4_t acc, int8x16_t a, int8x16_t b)
 }
 
 /* ------------------------------------------------------------------ tile driver
- * KN_DEFINE_MATMUL(fmt) expects fmt##_tile(W, ws, A, as, k, nr, nt, out) computing
- * out[r*nt + t] for r < nr, t < nt; nr, nt become constants after inlining. */
-#define KN_DEFINE_MATMUL(fmt)                                                                  \
-    static void fmt##_tile_full(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                                int64_t k, float *out)                                         \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, KN_MR, KN_MT, out);                                        \
-    }                                                                                          \
-    static void fmt##_tile_r1(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, KN_MR, 1, out);                                            \
-    }                                                                                          \
-    static void fmt##_tile_1t(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, 1, KN_MT, out);                                            \
-    }                                                                                          \
-    static void fmt##_tile_11(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, float *out)                                           \
-    {                                                                                          \
-        fmt##_tile(W, ws, A, as, k, 1, 1, out);                                                \
-    }                                                                                          \
-    static void fmt##_matmul(const void *W, size_t w_stride, const void *A, size_t a_stride,   \
-                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,           \
-                             int64_t ldy)                                                      \
-    {                                                                                          \
-        const uint8_t *Wb = W, *Ab = A;                                                        \
-        float out[KN_MR * KN_MT];                                                              \
-        int64_t r = r0;                                                                        \
-        if (n_tok >= KN_MT) /* tiles of KN_MR rows; the leftover rows go one at a time */      \
-            for (; r + KN_MR <= r1; r += KN_MR) {                                              \
-                const uint8_t *w = Wb + (size_t)r * w_stride;                                  \
-                int t = 0;                                                                     \
-                for (; t + KN_MT <= n_tok; t += KN_MT) {                                       \
-                    fmt##_tile_full(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out); \
-                    for (int i = 0; i < KN_MR; i++)                                            \
-                        for (int j = 0; j < KN_MT; j++)                                        \
-                            Y[(t + j) * ldy + r + i] = out[i * KN_MT + j];                     \
-                }                                                                              \
-                for (; t < n_tok; t++) {                                                       \
-                    fmt##_tile_r1(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);   \
-                    for (int i = 0; i < KN_MR; i++) Y[t * ldy + r + i] = out[i];               \
-                }                                                                              \
-            }                                                                                  \
-        for (; r < r1; r++) {                                                                  \
-            const uint8_t *w = Wb + (size_t)r * w_stride;                                      \
-            int t = 0;                                                                         \
-            for (; t + KN_MT <= n_tok; t += KN_MT) {                                           \
-                fmt##_tile_1t(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
-                for (int j = 0; j < KN_MT; j++) Y[(t + j) * ldy + r] = out[j];                 \
-            }                                                                                  \
-            for (; t < n_tok; t++) {                                                           \
-                fmt##_tile_11(w, w_stride, Ab + (size_t)t * a_stride, a_stride, k, out);       \
-                Y[t * ldy + r] = out[0];                                                       \
-            }                                                                                  \
-        }                                                                                      \
-    }
+ * KN_DEFINE_MATMUL(fmt): fmt##_matmul from fmt##_tile, by the driver every ISA shares
+ * (kern_tile.h) with this path's tile size. */
+#define KN_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KN_MR, KN_MT)
 
-/* ------------------------------------------------------------------ Q4_0 / Q8_0 x Q8_0
- * Small tiles (decode) alternate two accumulator sets over consecutive blocks so the FMA
- * chains do not wait on each other's latency. */
-#define KN_NACC(nr, nt) ((nr) * (nt) >= 4 ? 1 : 2)
+/* ------------------------------------------------------------------ Q4_0 / Q5_0 / Q8_0 x Q8_0
+ * KN_BLOCK32_TILE(fmt): the block step from fmt##_load (one weight block, recentred), in
+ * kern_tile.h's block tile. */
 
 /* The 32 weights of block b of row i as two int8x16 (elements 0-15, 16-31), recentred. */
 KN_INLINE void q4_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *hi, float *d)
@@ -180,28 +135,7 @@ KN_INLINE void q8_0_load(const uint8_t *w, int64_t b, int8x16_t *lo, int8x16_t *
             }                                                                                  \
         }                                                                                      \
     }                                                                                          \
-    KN_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        float32x4_t acc[2][KN_MR][KN_MT];                                                      \
-        const int nacc = KN_NACC(nr, nt);                                                      \
-        for (int u = 0; u < nacc; u++)                                                         \
-            for (int i = 0; i < nr; i++)                                                       \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = vdupq_n_f32(0);                    \
-        const int64_t nb = k / 32;                                                             \
-        int64_t b = 0;                                                                         \
-        if (nacc == 2)                                                                         \
-            for (; b + 2 <= nb; b += 2) {                                                      \
-                fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                                  \
-                fmt##_block(W, ws, A, as, b + 1, nr, nt, acc[1]);                              \
-            }                                                                                  \
-        for (; b < nb; b++) fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                      \
-        for (int i = 0; i < nr; i++)                                                           \
-            for (int j = 0; j < nt; j++)                                                       \
-                out[i * nt + j] = vaddvq_f32(nacc == 2 ? vaddq_f32(acc[0][i][j], acc[1][i][j]) \
-                                                       : acc[0][i][j]);                        \
-    }                                                                                          \
-    KN_DEFINE_MATMUL(fmt)
+    KERN_TILE_BLOCK32(fmt, KN_MR, KN_MT)
 
 KN_BLOCK32_TILE(q4_0)
 KN_BLOCK32_TILE(q5_0)
@@ -248,169 +182,123 @@ KN_INLINE void q5_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t a
 }
 KN_DEFINE_MATMUL(q5_1)
 
-/* ------------------------------------------------------------------ Q4_K x Q8_K
+/* ------------------------------------------------------------------ Q4_K, Q5_K x Q8_K
  * Sub-block j (32 elements) contributes sc_j * dot(q, a) - m_j * sum(a); the activation sums
  * come from the Q8_K block sums of 16 (pairwise-added), so the mins cost one widening
- * multiply per block instead of a second dot. */
-KN_INLINE void kn_q4k_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
-{
-    uint32_t a, b, c;
-    memcpy(&a, q, 4);
-    memcpy(&b, q + 4, 4);
-    memcpy(&c, q + 8, 4);
-    /* sub-blocks 0-3: low 6 bits of bytes 0-3 (scales) and 4-7 (mins); 4-7: a nibble from
-     * bytes 8-11 plus the top 2 bits of bytes 0-3 / 4-7 */
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    memcpy(sc, &sc_lo, 4);
-    memcpy(sc + 4, &sc_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
-}
+ * multiply per block instead of a second dot. Q5_K is Q4_K with codes 0..31: sub-block j's
+ * fifth bits are bit j of the 32 qh bytes, moved to bit 4 and or-ed into the nibbles (codes stay
+ * non-negative, as in Q4_K: the mins do the offset). One super-block step serves both
+ * (kn_kquant_superblock, in kern_tile.h's super-block tile); only the unpacking of the codes
+ * differs. */
 
-KN_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+/* The codes of one super-block as unsigned bytes: q[2c], q[2c+1] are sub-blocks 2c (low
+ * nibbles) and 2c+1 (high) of the 32-byte chunk c, each as two int8x16 halves; with qh (Q5_K),
+ * bit 2c (2c+1) of qh added as bit 4. */
+KN_INLINE void kn_kquant_codes(const uint8_t *qs, const uint8_t *qhp, int8x16_t q[8][2])
 {
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
-    const uint8x16_t m4 = vdupq_n_u8(0x0F);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            kn_q4k_scales(wb->scales, sc, mn);
-            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            /* q[2c], q[2c+1]: sub-blocks 2c (low nibbles) and 2c+1 (high) of chunk c */
-            int8x16_t q[8][2];
-            for (int c = 0; c < 4; c++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
-                    q[2 * c][h] = vreinterpretq_s8_u8(vandq_u8(x, m4));
-                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vshrq_n_u8(x, 4));
-                }
-            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 8; sb++) {
-                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
-                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
-                    s = vmlaq_n_s32(s, d, sc[sb]);
-                }
-                /* sums of 32 activations per sub-block: |.| <= 4064 fits int16 */
-                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
-                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
-                ms = vmlal_high_s16(ms, bs, m16);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
-            }
-        }
-    }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
-}
-KN_DEFINE_MATMUL(q4_K)
-
-/* ------------------------------------------------------------------ Q5_K x Q8_K
- * Q4_K with codes 0..31: sub-block j's fifth bits are bit j of the 32 qh bytes, moved to bit 4
- * and or-ed into the nibbles (codes stay non-negative, as in Q4_K: the mins do the offset). */
-KN_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
-{
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0F), b4 = vdupq_n_u8(0x10);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            kn_q4k_scales(wb->scales, sc, mn);
-            const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
-            const uint8x16_t qh[2] = {vld1q_u8(wb->qh), vld1q_u8(wb->qh + 16)};
-            int8x16_t q[8][2];
-            for (int c = 0; c < 4; c++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8x16_t x = vld1q_u8(wb->qs + 32 * c + 16 * h);
-                    /* bit 2c (2c+1) of qh, shifted to bit 4 */
-                    const uint8x16_t h0 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(4 - 2 * c))), b4);
-                    const uint8x16_t h1 = vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(3 - 2 * c))), b4);
-                    q[2 * c][h] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(x, m4), h0));
-                    q[2 * c + 1][h] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(x, 4), h1));
-                }
-            const float dw = kn_h2f(wb->d), dmw = kn_h2f(wb->dmin);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 8; sb++) {
-                    int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
-                    d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
-                    s = vmlaq_n_s32(s, d, sc[sb]);
-                }
-                const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
-                int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
-                ms = vmlal_high_s16(ms, bs, m16);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-                acc[i][j] = vfmsq_f32(acc[i][j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
+    uint8x16_t qh[2] = {vdupq_n_u8(0), vdupq_n_u8(0)};
+    if (qhp) qh[0] = vld1q_u8(qhp), qh[1] = vld1q_u8(qhp + 16);
+    for (int c = 0; c < 4; c++)
+        for (int h = 0; h < 2; h++) {
+            const uint8x16_t x = vld1q_u8(qs + 32 * c + 16 * h);
+            uint8x16_t lo = vandq_u8(x, m4), hi = vshrq_n_u8(x, 4);
+            if (qhp) {
+                lo = vorrq_u8(lo, vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(4 - 2 * c))), b4));
+                hi = vorrq_u8(hi, vandq_u8(vshlq_u8(qh[h], vdupq_n_s8((int8_t)(3 - 2 * c))), b4));
             }
+            q[2 * c][h] = vreinterpretq_s8_u8(lo);
+            q[2 * c + 1][h] = vreinterpretq_s8_u8(hi);
         }
-    }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
 }
-KN_DEFINE_MATMUL(q5_K)
+
+/* q5 (0: Q4_K, 1: Q5_K) is a constant after inlining: each format gets its own loop, whose
+ * inner loops are instruction for instruction those of the two bodies it replaced
+ * (aarch64-linux-gnu-objdump). */
+KN_INLINE void kn_kquant_superblock(int q5, const uint8_t *w, int64_t b, const uint8_t *A,
+                                    size_t as, int nt, float32x4_t *acc)
+{
+    const size_t bbytes = q5 ? sizeof(struct quant_block_q5_K) : sizeof(struct quant_block_q4_K);
+    const uint8_t *blk = w + (size_t)b * bbytes;
+    const struct quant_block_q4_K *w4 = (const void *)blk; /* the one of q5 is read */
+    const struct quant_block_q5_K *w5 = (const void *)blk;
+    uint8_t sc[8], mn[8];
+    kern_q4k_scales(q5 ? w5->scales : w4->scales, sc, mn);
+    const int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+    int8x16_t q[8][2];
+    kn_kquant_codes(q5 ? w5->qs : w4->qs, q5 ? w5->qh : NULL, q);
+    const float dw = kn_h2f(q5 ? w5->d : w4->d), dmw = kn_h2f(q5 ? w5->dmin : w4->dmin);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        int32x4_t s = vdupq_n_s32(0);
+        for (int sb = 0; sb < 8; sb++) {
+            int32x4_t d = kn_dot(vdupq_n_s32(0), q[sb][0], vld1q_s8(ab->qs + 32 * sb));
+            d = kn_dot(d, q[sb][1], vld1q_s8(ab->qs + 32 * sb + 16));
+            s = vmlaq_n_s32(s, d, sc[sb]);
+        }
+        /* sums of 32 activations per sub-block: |.| <= 4064 fits int16 */
+        const int16x8_t bs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
+        int32x4_t ms = vmull_s16(vget_low_s16(bs), vget_low_s16(m16));
+        ms = vmlal_high_s16(ms, bs, m16);
+        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(s), dw * ab->d);
+        acc[j] = vfmsq_f32(acc[j], vcvtq_f32_s32(ms), vdupq_n_f32(dmw * ab->d));
+    }
+}
+
+KN_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
+{
+    kn_kquant_superblock(0, w, b, A, as, nt, acc);
+}
+KERN_TILE_SUPERBLOCK(q4_K, KN_MR, KN_MT)
+
+KN_INLINE void q5_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
+{
+    kn_kquant_superblock(1, w, b, A, as, nt, acc);
+}
+KERN_TILE_SUPERBLOCK(q5_K, KN_MR, KN_MT)
 
 /* ------------------------------------------------------------------ Q6_K x Q8_K
  * Each 16-byte vector of codes is exactly one 16-element sub-block with its own int8 scale
  * (bit layout in quant_q6_k.c); codes are recentred to q - 32 in int8. */
-KN_INLINE void q6_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KN_INLINE void q6_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               float32x4_t *acc)
 {
-    float32x4_t acc[KN_MR][KN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0);
     const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(3);
     const int8x16_t off = vdupq_n_s8(32);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)(W + i * ws) + b;
-            int8x16_t q[16]; /* q[s]: sub-block s, elements 16s .. 16s+15 */
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *ql = wb->ql + 64 * h, *qh = wb->qh + 32 * h;
-                for (int half = 0; half < 2; half++) { /* l in 0-15, then 16-31 */
-                    const uint8x16_t l0 = vld1q_u8(ql + 16 * half);      /* ql[l]      */
-                    const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half); /* ql[l + 32] */
-                    const uint8x16_t hh = vld1q_u8(qh + 16 * half);
-                    const uint8x16_t v0 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
-                    const uint8x16_t v1 = vorrq_u8(vandq_u8(l1, m4),
-                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
-                    const uint8x16_t v2 = vorrq_u8(vshrq_n_u8(l0, 4),
-                                                   vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
-                    const uint8x16_t v3 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
-                    int8x16_t *qq = q + 8 * h + half; /* elements l, l+32, l+64, l+96 */
-                    qq[0] = vsubq_s8(vreinterpretq_s8_u8(v0), off);
-                    qq[2] = vsubq_s8(vreinterpretq_s8_u8(v1), off);
-                    qq[4] = vsubq_s8(vreinterpretq_s8_u8(v2), off);
-                    qq[6] = vsubq_s8(vreinterpretq_s8_u8(v3), off);
-                }
-            }
-            const float dw = kn_h2f(wb->d);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                int32x4_t s = vdupq_n_s32(0);
-                for (int sb = 0; sb < 16; sb++)
-                    s = vmlaq_n_s32(s, kn_dot(vdupq_n_s32(0), q[sb], vld1q_s8(ab->qs + 16 * sb)),
-                                    wb->scales[sb]);
-                acc[i][j] = vfmaq_n_f32(acc[i][j], vcvtq_f32_s32(s), dw * ab->d);
-            }
+    const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b;
+    int8x16_t q[16]; /* q[s]: sub-block s, elements 16s .. 16s+15 */
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = wb->ql + 64 * h, *qh = wb->qh + 32 * h;
+        for (int half = 0; half < 2; half++) { /* l in 0-15, then 16-31 */
+            const uint8x16_t l0 = vld1q_u8(ql + 16 * half);      /* ql[l]      */
+            const uint8x16_t l1 = vld1q_u8(ql + 32 + 16 * half); /* ql[l + 32] */
+            const uint8x16_t hh = vld1q_u8(qh + 16 * half);
+            const uint8x16_t v0 = vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hh, m3), 4));
+            const uint8x16_t v1 = vorrq_u8(vandq_u8(l1, m4),
+                                           vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 2), m3), 4));
+            const uint8x16_t v2 = vorrq_u8(vshrq_n_u8(l0, 4),
+                                           vshlq_n_u8(vandq_u8(vshrq_n_u8(hh, 4), m3), 4));
+            const uint8x16_t v3 = vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hh, 6), 4));
+            int8x16_t *qq = q + 8 * h + half; /* elements l, l+32, l+64, l+96 */
+            qq[0] = vsubq_s8(vreinterpretq_s8_u8(v0), off);
+            qq[2] = vsubq_s8(vreinterpretq_s8_u8(v1), off);
+            qq[4] = vsubq_s8(vreinterpretq_s8_u8(v2), off);
+            qq[6] = vsubq_s8(vreinterpretq_s8_u8(v3), off);
         }
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]);
+    const float dw = kn_h2f(wb->d);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        int32x4_t s = vdupq_n_s32(0);
+        for (int sb = 0; sb < 16; sb++)
+            s = vmlaq_n_s32(s, kn_dot(vdupq_n_s32(0), q[sb], vld1q_s8(ab->qs + 16 * sb)),
+                            wb->scales[sb]);
+        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(s), dw * ab->d);
+    }
 }
-KN_DEFINE_MATMUL(q6_K)
+KERN_TILE_SUPERBLOCK(q6_K, KN_MR, KN_MT)
 
 /* Integer kernels of this variant, by weight type. */
 static kern_matmul_fn kn_int_matmul(int wtype)

@@ -197,42 +197,25 @@ static bool qd_decode(int q51, const void *W, size_t ws, const void *A, size_t a
     return true;
 }
 
-/* ------------------------------------------------------------------ routing */
+/* ------------------------------------------------------------------ routing
+ * As Q4_0 and Q4_K in kern_avx512.c, whose repacking and panels the Q5 formats share: Q5_0 and
+ * Q5_1 from 6 tokens on, Q5_K from 12. */
 
-/* from this many tokens on the panel kernel wins (as for Q4_0, whose repack is the same work) */
-#define Q5_PANEL_MIN_TOK 6
-
-/* Q5_1: as Q5_0 */
-static void q5_1_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
-                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
+/* qd_decode as the route calls it: the format a constant there, so the calls stay
+ * qd_decode(0, ...) and qd_decode(1, ...), which gcc clones per format (with q51 computed inside
+ * qd_decode from wtype, the clones got other register choices in their loops: objdump). */
+static inline __attribute__((always_inline)) bool qd_decode_any(int wtype, const void *W,
+                                                                size_t ws, const void *A,
+                                                                size_t as, int n_tok, int64_t k,
+                                                                int64_t r0, int64_t r1, float *Y,
+                                                                int64_t ldy)
 {
-    kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_1);
-    if (n_tok >= Q5_PANEL_MIN_TOK && panel)
-        panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else if (!qd_decode(1, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
-        q5_1_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    return qd_decode(wtype == TERN_TYPE_Q5_1, W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
-/* Q5_K: the panel kernel from 12 tokens (as Q4_K), the tiles below that */
-static void q5_K_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
-                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
-{
-    kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_K);
-    if (n_tok >= 12 && panel)
-        panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else
-        q5_K_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-}
-
-static void q5_0_route(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
-                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
-{
-    kern_matmul_fn panel = kern_avx512_panel_matmul(TERN_TYPE_Q5_0);
-    if (n_tok >= Q5_PANEL_MIN_TOK && panel)
-        panel(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-    else if (!qd_decode(0, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
-        q5_0_matmul(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
-}
+KS_ROUTE(q5_0, TERN_TYPE_Q5_0, 6, qd_decode_any)
+KS_ROUTE(q5_1, TERN_TYPE_Q5_1, 6, qd_decode_any)
+KS_ROUTE(q5_K, TERN_TYPE_Q5_K, 12, NULL)
 
 kern_quant_fn kern_q5_avx512_quant(int act_type)
 {

@@ -3,9 +3,10 @@
  * files, after kern_simd_impl.h (its KERN_* settings, ks_dot_u8s8 and tile driver).
  *
  * Read first: the Q5_0 layout in src/quant/quant.h, and Q4_0 in kern_simd_impl.h: the same
- * offset trick with 16 instead of 8. The 5-bit codes are rebuilt unsigned (0..31), so
- * sum((q-16)*a) = sum(q*a) - 16*sum(a), and 16*sum(a) is one dot of the activation block with a
- * vector of 16s, once per token per block. Integer sums are exact, as in the scalar reference. */
+ * offset trick with 16 instead of 8, through the same block step (KS_OFFSET_BLOCK). The 5-bit
+ * codes are rebuilt unsigned (0..31), so sum((q-16)*a) = sum(q*a) - 16*sum(a), and 16*sum(a)
+ * is one dot of the activation block with a vector of 16s, once per token per block. Integer
+ * sums are exact, as in the scalar reference. */
 #ifndef TERN_KERN_Q5_SIMD_H
 #define TERN_KERN_Q5_SIMD_H
 
@@ -34,31 +35,14 @@ KS_INLINE __m256i q5_codes(const uint8_t *qs, const uint8_t *qhp)
     return _mm256_or_si256(lo, hi);
 }
 
-KS_INLINE void q5_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
-                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+KS_INLINE __m256i q5_0_codes(const uint8_t *w, int64_t b, float *dw)
 {
-    const __m256i sixteens = _mm256_set1_epi8(16);
-    __m256i a[KERN_MT], a16[KERN_MT];
-    float da[KERN_MT];
-    for (int j = 0; j < nt; j++) {
-        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b;
-        a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);
-        a16[j] = ks_dot_u8s8(_mm256_setzero_si256(), sixteens, a[j]);
-        da[j] = ks_h2f(ab->d);
-    }
-    for (int i = 0; i < nr; i++) {
-        const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)(W + i * ws) + b;
-        const __m256i q = q5_codes(wb->qs, wb->qh);
-        const float dw = ks_h2f(wb->d);
-        for (int j = 0; j < nt; j++) {
-            __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
-            s = _mm256_sub_epi32(s, a16[j]);
-            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
-                                        acc[i][j]);
-        }
-    }
+    const struct quant_block_q5_0 *wb = (const struct quant_block_q5_0 *)w + b;
+    const __m256i q = q5_codes(wb->qs, wb->qh);
+    *dw = ks_h2f(wb->d);
+    return q;
 }
-
+KS_OFFSET_BLOCK(q5_0, 16)
 KS_BLOCK32_TILE(q5_0)
 
 /* Q5_1 x Q8_1: unsigned codes, no offset; the min adds m * s per block (s = d_a * sum(a) from
@@ -110,34 +94,25 @@ static void q8_1_quant(const float *x, void *vy, int64_t n)
  * As Q4_K in kern_simd_impl.h (maddubs pair sums scaled by the sub-block's 6-bit scale in one
  * madd; the mins through the activation's block sums) with codes 0..31: sub-block j adds bit j
  * of each qh byte, moved to bit 4. Pair sums stay below 2*31*127, inside int16. */
-KS_INLINE void q5_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KS_INLINE void q5_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               __m256 *acc)
 {
-    __m256 acc[KERN_MR][KERN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
+    const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)w + b;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q5_K *wb = (const struct quant_block_q5_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            q4k_unpack_scales(wb->scales, sc, mn);
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)wb->qh);
-            __m256i q[8];
-            for (int c = 0; c < 4; c++) {
-                const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
-                const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-                const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
-                q[2 * c] = _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_slli_epi16(h0, 4));
-                q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
-                                               _mm256_slli_epi16(h1, 4));
-            }
-            ks_kquant_min_block(acc[i], q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
-        }
+    uint8_t sc[8], mn[8];
+    kern_q4k_scales(wb->scales, sc, mn);
+    const __m256i qh = _mm256_loadu_si256((const __m256i *)wb->qh);
+    __m256i q[8];
+    for (int c = 0; c < 4; c++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
+        const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+        const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+        q[2 * c] = _mm256_or_si256(_mm256_and_si256(x, m4), _mm256_slli_epi16(h0, 4));
+        q[2 * c + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4),
+                                       _mm256_slli_epi16(h1, 4));
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+    ks_kquant_min_block(acc, q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
 }
-KS_DEFINE_MATMUL(q5_K)
+KS_SUPERBLOCK_TILE(q5_K)
 
 #endif

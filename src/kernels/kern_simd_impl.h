@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_kquant.h"
+#include "kernels/kern_tile.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "util/fp16.h"
@@ -37,6 +39,14 @@ KS_INLINE float ks_hsum(__m256 v)
 
 KS_INLINE float ks_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
+/* the float vector of kern_tile.h's tile bodies */
+#define KERN_VF __m256
+#define KERN_VF_LANES 8
+#define KERN_VF_ZERO() _mm256_setzero_ps()
+#define KERN_VF_ADD(a, b) _mm256_add_ps(a, b)
+#define KERN_VF_FMA(acc, w, a) _mm256_fmadd_ps(w, a, acc)
+#define KERN_VF_HSUM(v) ks_hsum(v)
+
 /* acc + per-4-byte-group dot of unsigned u (0..255; <= 63 unless VNNI) and signed s */
 KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 {
@@ -49,116 +59,50 @@ KS_INLINE __m256i ks_dot_u8s8(__m256i acc, __m256i u, __m256i s)
 }
 
 /* ------------------------------------------------------------------ tile driver
- * KS_DEFINE_MATMUL(fmt) expects fmt##_tile(W, ws, A, as, k, nr, nt, out) computing
- * out[r*nt + t] for r < nr, t < nt (nr, nt compile-time constants after inlining). */
-#define KS_DEFINE_MATMUL(fmt)                                                                \
-    static void fmt##_tile_full(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,    \
-                                int64_t k, float *out)                                       \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, KERN_MR, KERN_MT, out);                                  \
-    }                                                                                        \
-    static void fmt##_tile_r1(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, KERN_MR, 1, out);                                        \
-    }                                                                                        \
-    static void fmt##_tile_1t(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, 1, KERN_MT, out);                                        \
-    }                                                                                        \
-    static void fmt##_tile_11(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,      \
-                              int64_t k, float *out)                                         \
-    {                                                                                        \
-        fmt##_tile(W, ws, A, as, k, 1, 1, out);                                              \
-    }                                                                                        \
-    __attribute__((unused)) static void fmt##_matmul(const void *W, size_t w_stride,           \
-                                                     const void *A, size_t a_stride,           \
-                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,         \
-                             int64_t ldy)                                                    \
-    {                                                                                        \
-        float out[KERN_MR * KERN_MT];                                                        \
-        int64_t r = r0;                                                                      \
-        /* few tokens: one weight row at a time, so the weights are read as one sequential  \
-         * stream (several interleaved row streams cut DRAM bandwidth by a third or more) */ \
-        if (n_tok < KERN_MT) r = r1;                                                         \
-        for (; r < r1; r += KERN_MR) {                                                       \
-            const int nr = r1 - r >= KERN_MR ? KERN_MR : 1;                                  \
-            if (nr == 1) break;                                                              \
-            const uint8_t *w = (const uint8_t *)W + (size_t)r * w_stride;                   \
-            int t = 0;                                                                       \
-            for (; t + KERN_MT <= n_tok; t += KERN_MT) {                                     \
-                fmt##_tile_full(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,      \
-                                a_stride, k, out);                                           \
-                for (int i = 0; i < KERN_MR; i++)                                            \
-                    for (int j = 0; j < KERN_MT; j++) Y[(t + j) * ldy + r + i] = out[i * KERN_MT + j]; \
-            }                                                                                \
-            for (; t < n_tok; t++) {                                                         \
-                fmt##_tile_r1(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                for (int i = 0; i < KERN_MR; i++) Y[t * ldy + r + i] = out[i];               \
-            }                                                                                \
-        }                                                                                    \
-        if (n_tok < KERN_MT) r = r0;                                                         \
-        for (; r < r1; r++) {                                                                \
-            const uint8_t *w = (const uint8_t *)W + (size_t)r * w_stride;                   \
-            int t = 0;                                                                       \
-            for (; t + KERN_MT <= n_tok; t += KERN_MT) {                                     \
-                fmt##_tile_1t(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                for (int j = 0; j < KERN_MT; j++) Y[(t + j) * ldy + r] = out[j];             \
-            }                                                                                \
-            for (; t < n_tok; t++) {                                                         \
-                fmt##_tile_11(w, w_stride, (const uint8_t *)A + (size_t)t * a_stride,        \
-                              a_stride, k, out);                                             \
-                Y[t * ldy + r] = out[0];                                                     \
-            }                                                                                \
-        }                                                                                    \
+ * KS_DEFINE_MATMUL(fmt): fmt##_matmul from fmt##_tile, by the driver every ISA shares
+ * (kern_tile.h) with this path's tile size. */
+#define KS_DEFINE_MATMUL(fmt) KERN_TILE_MATMUL(fmt, KERN_MR, KERN_MT)
+
+/* ------------------------------------------------------------------ Q4_0 (and Q5_0) x Q8_0
+ * Codes stay unsigned (Q4_0 0..15, Q5_0 0..31): sum((q-off)*a) = sum(q*a) - off*sum(a), and
+ * off*sum(a) is one dot of the activation with a vector of offs (8, 16), computed once per
+ * token per block. KS_OFFSET_BLOCK(fmt, off) makes fmt##_block from fmt##_codes(w, b, &dw):
+ * block b of weight row w as 32 unsigned codes in element order, and its scale. */
+#define KS_OFFSET_BLOCK(fmt, off)                                                              \
+    KS_INLINE void fmt##_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,       \
+                               int64_t b, int nr, int nt, __m256 acc[KERN_MR][KERN_MT])        \
+    {                                                                                          \
+        const __m256i offs = _mm256_set1_epi8(off);                                            \
+        __m256i a[KERN_MT], ao[KERN_MT];                                                       \
+        float da[KERN_MT];                                                                     \
+        for (int j = 0; j < nt; j++) {                                                         \
+            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b; \
+            a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);                                \
+            ao[j] = ks_dot_u8s8(_mm256_setzero_si256(), offs, a[j]);                           \
+            da[j] = ks_h2f(ab->d);                                                             \
+        }                                                                                      \
+        for (int i = 0; i < nr; i++) {                                                         \
+            float dw;                                                                          \
+            const __m256i q = fmt##_codes(W + i * ws, b, &dw);                                 \
+            for (int j = 0; j < nt; j++) {                                                     \
+                __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);                      \
+                s = _mm256_sub_epi32(s, ao[j]);                                                \
+                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]), \
+                                            acc[i][j]);                                        \
+            }                                                                                  \
+        }                                                                                      \
     }
 
-/* Small tiles (decode: 1 row x 1 token) would chain every block's FMA into one accumulator
- * and wait on its latency; they alternate two accumulator sets instead (KS_NACC). */
-#define KS_NACC(nr, nt) ((nr) * (nt) >= 4 ? 1 : 2)
-
-KS_INLINE void ks_reduce_out(__m256 acc[2][KERN_MR][KERN_MT], int nacc, int nr, int nt,
-                             float *out)
+KS_INLINE __m256i q4_0_codes(const uint8_t *w, int64_t b, float *dw)
 {
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++)
-            out[i * nt + j] = ks_hsum(nacc == 2 ? _mm256_add_ps(acc[0][i][j], acc[1][i][j])
-                                                : acc[0][i][j]);
-}
-
-/* ------------------------------------------------------------------ Q4_0 x Q8_0
- * Codes stay unsigned (0..15): sum((q-8)*a) = sum(q*a) - 8*sum(a), and 8*sum(a) is one dot
- * of the activation with a vector of 8s, computed once per token per block. */
-KS_INLINE void q4_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
-                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
-{
+    const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b;
     const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m256i eights = _mm256_set1_epi8(8);
-    __m256i a[KERN_MT], a8[KERN_MT];
-    float da[KERN_MT];
-    for (int j = 0; j < nt; j++) {
-        const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)(A + j * as) + b;
-        a[j] = _mm256_loadu_si256((const __m256i *)ab->qs);
-        a8[j] = ks_dot_u8s8(_mm256_setzero_si256(), eights, a[j]);
-        da[j] = ks_h2f(ab->d);
-    }
-    for (int i = 0; i < nr; i++) {
-        const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)(W + i * ws) + b;
-        const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
-        const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
-                                           _mm_and_si128(x, m4));
-        const float dw = ks_h2f(wb->d);
-        for (int j = 0; j < nt; j++) {
-            __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
-            s = _mm256_sub_epi32(s, a8[j]);
-            acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
-                                        acc[i][j]);
-        }
-    }
+    const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+    *dw = ks_h2f(wb->d);
+    return q;
 }
+KS_OFFSET_BLOCK(q4_0, 8)
 
 /* ------------------------------------------------------------------ Q8_0 x Q8_0
  * Signed x signed through the u8 x s8 dot: |w| * (a with w's sign). */
@@ -185,26 +129,8 @@ KS_INLINE void q8_0_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
     }
 }
 
-#define KS_BLOCK32_TILE(fmt)                                                                   \
-    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,        \
-                              int64_t k, int nr, int nt, float *out)                           \
-    {                                                                                          \
-        __m256 acc[2][KERN_MR][KERN_MT];                                                       \
-        const int nacc = KS_NACC(nr, nt);                                                      \
-        for (int u = 0; u < nacc; u++)                                                         \
-            for (int i = 0; i < nr; i++)                                                       \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_setzero_ps();               \
-        const int64_t nb = k / 32;                                                             \
-        int64_t b = 0;                                                                         \
-        if (nacc == 2)                                                                         \
-            for (; b + 2 <= nb; b += 2) {                                                      \
-                fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                                  \
-                fmt##_block(W, ws, A, as, b + 1, nr, nt, acc[1]);                              \
-            }                                                                                  \
-        for (; b < nb; b++) fmt##_block(W, ws, A, as, b, nr, nt, acc[0]);                      \
-        ks_reduce_out(acc, nacc, nr, nt, out);                                                 \
-    }                                                                                          \
-    KS_DEFINE_MATMUL(fmt)
+/* fmt##_tile over fmt##_block (kern_tile.h) */
+#define KS_BLOCK32_TILE(fmt) KERN_TILE_BLOCK32(fmt, KERN_MR, KERN_MT)
 
 KS_BLOCK32_TILE(q4_0)
 KS_BLOCK32_TILE(q8_0)
@@ -213,21 +139,6 @@ KS_BLOCK32_TILE(q8_0)
  * Per sub-block j: maddubs gives int16 pair sums of q*a (<= 2*15*127), and madd with the
  * broadcast 6-bit scale turns them into scaled int32 sums. The mins term uses the activation's
  * 16-element block sums: sum_j m_j * (bsums[2j] + bsums[2j+1]) = one madd with m duplicated. */
-KS_INLINE void q4k_unpack_scales(const uint8_t *q, uint8_t sc[8], uint8_t m[8])
-{
-    uint32_t a, b, c;
-    memcpy(&a, q, 4);
-    memcpy(&b, q + 4, 4);
-    memcpy(&c, q + 8, 4);
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, m_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    memcpy(sc, &sc_lo, 4);
-    memcpy(sc + 4, &sc_hi, 4);
-    memcpy(m, &m_lo, 4);
-    memcpy(m + 4, &m_hi, 4);
-}
-
 KS_INLINE __m256i ks_maddubs_scaled(__m256i acc, __m256i u, __m256i s, __m256i scale16)
 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale16));
@@ -258,88 +169,70 @@ KS_INLINE void ks_kquant_min_block(__m256 *acc, const __m256i q[8], const uint8_
     }
 }
 
-KS_INLINE void q4_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+/* fmt##_tile over fmt##_superblock (kern_tile.h): Q4_K, Q5_K (kern_q5_simd.h), Q6_K */
+#define KS_SUPERBLOCK_TILE(fmt) KERN_TILE_SUPERBLOCK(fmt, KERN_MR, KERN_MT)
+
+KS_INLINE void q4_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               __m256 *acc)
 {
-    __m256 acc[KERN_MR][KERN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
+    const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)w + b;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q4_K *wb = (const struct quant_block_q4_K *)(W + i * ws) + b;
-            uint8_t sc[8], mn[8];
-            q4k_unpack_scales(wb->scales, sc, mn);
-            __m256i q[8];
-            for (int c = 0; c < 4; c++) {
-                const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
-                q[2 * c] = _mm256_and_si256(x, m4);
-                q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
-            }
-            ks_kquant_min_block(acc[i], q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
-        }
+    uint8_t sc[8], mn[8];
+    kern_q4k_scales(wb->scales, sc, mn);
+    __m256i q[8];
+    for (int c = 0; c < 4; c++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(wb->qs + 32 * c));
+        q[2 * c] = _mm256_and_si256(x, m4);
+        q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+    ks_kquant_min_block(acc, q, sc, mn, ks_h2f(wb->d), ks_h2f(wb->dmin), A, as, b, nt);
 }
-KS_DEFINE_MATMUL(q4_K)
+KS_SUPERBLOCK_TILE(q4_K)
 
 /* ------------------------------------------------------------------ Q6_K x Q8_K
  * Codes unsigned 0..63: sum(sc*(q-32)*a) = sum(sc*q*a) - 32*sum_s(sc_s*bsums[s]). Each 32-wide
  * group spans two 16-element sub-blocks, so its madd scale vector is [sc_s x8, sc_s+1 x8]. */
-KS_INLINE void q6_K_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KS_INLINE void q6_K_superblock(const uint8_t *w, int64_t b, const uint8_t *A, size_t as, int nt,
+                               __m256 *acc)
 {
-    __m256 acc[KERN_MR][KERN_MT];
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) acc[i][j] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3);
-    for (int64_t b = 0; b < k / QUANT_QK_K; b++) {
-        for (int i = 0; i < nr; i++) {
-            const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)(W + i * ws) + b;
-            const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
-            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-            __m256i q[8];
-            for (int h = 0; h < 2; h++) {
-                const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
-                const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
-                const __m256i hh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
-                q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
-                q[4 * h + 1] = _mm256_or_si256(
-                    _mm256_and_si256(l1, m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
-                q[4 * h + 2] = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
-                q[4 * h + 3] = _mm256_or_si256(
-                    _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                    _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
-            }
-            __m256i scv[8];
-            for (int g = 0; g < 8; g++)
-                scv[g] = _mm256_set_m128i(_mm_set1_epi16((int16_t)wb->scales[2 * g + 1]),
-                                          _mm_set1_epi16((int16_t)wb->scales[2 * g]));
-            const float dw = ks_h2f(wb->d);
-            for (int j = 0; j < nt; j++) {
-                const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
-                __m256i s = _mm256_setzero_si256();
-                for (int g = 0; g < 8; g++)
-                    s = ks_maddubs_scaled(s, q[g],
-                                          _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * g)),
-                                          scv[g]);
-                const __m256i bs = _mm256_madd_epi16(
-                    _mm256_loadu_si256((const __m256i *)ab->bsums), sc16);
-                s = _mm256_sub_epi32(s, _mm256_slli_epi32(bs, 5));
-                acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d),
-                                            acc[i][j]);
-            }
-        }
+    const struct quant_block_q6_K *wb = (const struct quant_block_q6_K *)w + b;
+    const __m128i sc8 = _mm_loadu_si128((const __m128i *)wb->scales);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+    __m256i q[8];
+    for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
+        const __m256i hh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+        q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                       _mm256_slli_epi16(_mm256_and_si256(hh, m3), 4));
+        q[4 * h + 1] = _mm256_or_si256(
+            _mm256_and_si256(l1, m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2), m3), 4));
+        q[4 * h + 2] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 4), m3), 4));
+        q[4 * h + 3] = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 6), m3), 4));
     }
-    for (int i = 0; i < nr; i++)
-        for (int j = 0; j < nt; j++) out[i * nt + j] = ks_hsum(acc[i][j]);
+    __m256i scv[8];
+    for (int g = 0; g < 8; g++)
+        scv[g] = _mm256_set_m128i(_mm_set1_epi16((int16_t)wb->scales[2 * g + 1]),
+                                  _mm_set1_epi16((int16_t)wb->scales[2 * g]));
+    const float dw = ks_h2f(wb->d);
+    for (int j = 0; j < nt; j++) {
+        const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)(A + j * as) + b;
+        __m256i s = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++)
+            s = ks_maddubs_scaled(s, q[g], _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * g)),
+                                  scv[g]);
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)ab->bsums), sc16);
+        s = _mm256_sub_epi32(s, _mm256_slli_epi32(bs, 5));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * ab->d), acc[j]);
+    }
 }
-KS_DEFINE_MATMUL(q6_K)
+KS_SUPERBLOCK_TILE(q6_K)
 
 /* ------------------------------------------------------------------ float formats
  * 8 elements per step; the activation vectors are converted once per tile and shared by its
@@ -355,55 +248,40 @@ KS_INLINE __m256 ks_load_bf16(const uint8_t *p, int64_t e)
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
-#define KS_FLOAT_TILE(fmt, load)                                                                \
-    KS_INLINE void fmt##_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as,         \
-                              int64_t k, int nr, int nt, float *out)                            \
-    {                                                                                           \
-        /* small tiles: 4 accumulator sets over consecutive 8-element steps (FMA latency) */    \
-        __m256 acc[4][KERN_MR][KERN_MT];                                                        \
-        const int nacc = nr * nt >= 4 ? 1 : 4;                                                  \
-        for (int u = 0; u < nacc; u++)                                                          \
-            for (int i = 0; i < nr; i++)                                                        \
-                for (int j = 0; j < nt; j++) acc[u][i][j] = _mm256_setzero_ps();                \
-        const int64_t step = 8 * nacc;                                                          \
-        int64_t e = 0;                                                                          \
-        for (; e + step <= k; e += step) {                                                      \
-            for (int u = 0; u < nacc; u++) {                                                    \
-                __m256 a[KERN_MT];                                                              \
-                for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e + 8 * u);                \
-                for (int i = 0; i < nr; i++) {                                                  \
-                    const __m256 w = load(W + i * ws, e + 8 * u);                               \
-                    for (int j = 0; j < nt; j++)                                                \
-                        acc[u][i][j] = _mm256_fmadd_ps(w, a[j], acc[u][i][j]);                  \
-                }                                                                               \
-            }                                                                                   \
-        }                                                                                       \
-        for (; e + 8 <= k; e += 8) {                                                            \
-            __m256 a[KERN_MT];                                                                  \
-            for (int j = 0; j < nt; j++) a[j] = load(A + j * as, e);                            \
-            for (int i = 0; i < nr; i++) {                                                      \
-                const __m256 w = load(W + i * ws, e);                                           \
-                for (int j = 0; j < nt; j++) acc[0][i][j] = _mm256_fmadd_ps(w, a[j], acc[0][i][j]); \
-            }                                                                                   \
-        }                                                                                       \
-        for (int i = 0; i < nr; i++)                                                            \
-            for (int j = 0; j < nt; j++) {                                                      \
-                __m256 v = acc[0][i][j];                                                        \
-                for (int u = 1; u < nacc; u++) v = _mm256_add_ps(v, acc[u][i][j]);              \
-                float s = ks_hsum(v);                                                           \
-                for (int64_t t = e; t < k; t++) /* k % 8 tail */                                \
-                    s += fmt##_elem(W + i * ws, t) * fmt##_elem(A + j * as, t);                 \
-                out[i * nt + j] = s;                                                            \
-            }                                                                                   \
-    }                                                                                           \
-    KS_DEFINE_MATMUL(fmt)
+/* kern_tile.h's float tile, one accumulator set per (row, token) in full tiles */
+#define KS_FLOAT_TILE(fmt, load) KERN_TILE_FLOAT(fmt, load, KERN_MR, KERN_MT, 1)
 
-KS_INLINE float f32_elem(const uint8_t *p, int64_t e) { return ((const float *)p)[e]; }
-KS_INLINE float f16_elem(const uint8_t *p, int64_t e) { return fp16_to_f32(((const uint16_t *)p)[e]); }
-KS_INLINE float bf16_elem(const uint8_t *p, int64_t e) { return bf16_to_f32(((const uint16_t *)p)[e]); }
 KS_FLOAT_TILE(f32, ks_load_f32)
 KS_FLOAT_TILE(f16, ks_load_f16)
 KS_FLOAT_TILE(bf16, ks_load_bf16)
+
+/* ------------------------------------------------------------------ AVX-512 routing
+ * KS_ROUTE(fmt, wtype, min_tok, decode) makes fmt##_route, the AVX-512 path's kernel for
+ * wtype: from min_tok tokens on, the repacked-panel kernel of kern_panel_avx512.c (its
+ * per-call repacking is paid back over the tokens); below that, decode (a kernel that may
+ * decline the job, returning false with nothing written: a k beyond its buffers), or NULL for
+ * none, then these tiles. One routine for the formats of kern_avx512.c and kern_q5_avx512.c. */
+#if KERN_VNNI
+typedef bool (*ks_decode_fn)(int wtype, const void *W, size_t ws, const void *A, size_t as,
+                             int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+
+KS_INLINE void ks_route(int wtype, int min_tok, ks_decode_fn decode, kern_matmul_fn tiles,
+                        const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    if (n_tok >= min_tok)
+        kern_avx512_panel_matmul(wtype)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    else if (!decode || !decode(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy))
+        tiles(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
+#define KS_ROUTE(fmt, wtype, min_tok, decode)                                                  \
+    static void fmt##_route(const void *W, size_t ws, const void *A, size_t as, int n_tok,     \
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
+    {                                                                                          \
+        ks_route(wtype, min_tok, decode, fmt##_matmul, W, ws, A, as, n_tok, k, r0, r1, Y, ldy); \
+    }
+#endif
 
 /* ------------------------------------------------------------------ activation quantizers
  * Bit-identical to the scalar from_float of quant_q8.c / quant_float.c: the same float
@@ -471,13 +349,7 @@ static void q8_K_quant(const float *x, void *vy, int64_t n)
             memset(&y[b], 0, sizeof y[b]);
             continue;
         }
-        /* the scalar reference takes the first element of largest magnitude, with its sign */
-        float max = 0;
-        for (int j = 0; j < QUANT_QK_K; j++)
-            if (fabsf(x[j]) == amax) {
-                max = x[j];
-                break;
-            }
+        const float max = kern_q8k_first_max(x, QUANT_QK_K, amax);
         const float iscale = -127.f / max;
         const __m256 vs = _mm256_set1_ps(iscale);
         const __m256 lim = _mm256_set1_ps(127.f);
