@@ -100,11 +100,23 @@ void corpus_capitalize(char *s);
 void corpus_json_py(const cJSON *v, struct corpus_buf *b);
 
 /* The text of one corpus conversation (an object with "messages" and "tools") as the pieces a
- * chat template would put into the prompt: each tool definition as JSON, each message content,
- * each tool call as {"name": .., "arguments": ..}. piece() gets them in order; pieces are
- * separate documents (a word never spans two). Malformed input gives TERN_ERR_FORMAT naming the
+ * chat template would put into the prompt, without rendering it: when there are tools, the
+ * template's constant text around them (CORPUS_QWEN_TOOLS_HEAD/TAIL), each tool definition as
+ * JSON, each message content, each tool call as {"name": .., "arguments": ..}. piece() gets them
+ * in order; pieces are separate documents (a word never spans two). Malformed input gives TERN_ERR_FORMAT naming the
  * JSON path. Returns the sum of piece lengths in *total (may be NULL). */
 typedef void (*corpus_piece_fn)(void *ctx, const char *text, size_t len);
+/* The constant text Qwen2.5's template puts around the tools block (bpe_train_template.c holds the
+ * template): corpus_conv_text emits it for conversations with tools, corpus_render_estimate
+ * counts it. */
+#define CORPUS_QWEN_DEFAULT_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+#define CORPUS_QWEN_TOOLS_HEAD                                                                     \
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are " \
+    "provided with function signatures within <tools></tools> XML tags:\n<tools>"
+#define CORPUS_QWEN_TOOLS_TAIL                                                                     \
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments " \
+    "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "          \
+    "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
 tern_status corpus_conv_text(const cJSON *conv, corpus_piece_fn piece, void *ctx, size_t *total);
 
 /* ------------------------------------------------------------------ calendar */

@@ -165,7 +165,7 @@ static void offer(struct conv *cv, const struct corpus_tool *t, bool needed)
 /* Distractors up to a drawn total of 1-6 tools; some from the first needed tool's domain. */
 static void add_distractors(struct conv *cv, const char *avoid_domain)
 {
-    static const int total_w[6] = {10, 20, 25, 20, 15, 10};
+    static const int total_w[6] = {18, 26, 24, 15, 10, 7}; /* mean 2.9 tools */
     int r = (int)corpus_below(&cv->c.rng, 100), total = 1;
     for (int i = 0, acc = 0; i < 6; i++) {
         acc += total_w[i];
@@ -1228,15 +1228,6 @@ static void do_secret(struct conv *cv)
 
 /* ------------------------------------------------------------------ rendering length */
 
-/* Literal text of the Qwen2.5 template around the tools block and messages. */
-#define QWEN_DEFAULT_SYSTEM "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-#define QWEN_TOOLS_HEAD                                                                            \
-    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are " \
-    "provided with function signatures within <tools></tools> XML tags:\n<tools>"
-#define QWEN_TOOLS_TAIL                                                                            \
-    "\n</tools>\n\nFor each function call, return a json object with function name and arguments " \
-    "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "          \
-    "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
 #define L(s) (sizeof(s) - 1)
 
 size_t corpus_render_estimate(const cJSON *conv)
@@ -1246,10 +1237,10 @@ size_t corpus_render_estimate(const cJSON *conv)
     const cJSON *first = cJSON_IsArray(msgs) ? msgs->child : NULL;
     const char *role0 = first ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(first, "role")) : NULL;
     const char *sys = role0 && !strcmp(role0, "system") ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(first, "content")) : NULL;
-    size_t n = L("<|im_start|>system\n") + (sys ? strlen(sys) : L(QWEN_DEFAULT_SYSTEM));
+    size_t n = L("<|im_start|>system\n") + (sys ? strlen(sys) : L(CORPUS_QWEN_DEFAULT_SYSTEM));
     struct corpus_buf b = {0};
     if (cJSON_GetArraySize(tools) > 0) {
-        n += L(QWEN_TOOLS_HEAD) + L(QWEN_TOOLS_TAIL);
+        n += L(CORPUS_QWEN_TOOLS_HEAD) + L(CORPUS_QWEN_TOOLS_TAIL);
         for (const cJSON *t = tools->child; t; t = t->next) {
             b.n = 0;
             corpus_json_py(t, &b);

@@ -223,7 +223,10 @@ tern_status corpus_conv_text(const cJSON *conv, corpus_piece_fn piece, void *ctx
     size_t sum = 0;
     int i = 0;
     const cJSON *e;
-    if (cJSON_IsArray(tools)) {
+    if (cJSON_GetArraySize(tools) > 0) {
+        piece(ctx, CORPUS_QWEN_TOOLS_HEAD, sizeof CORPUS_QWEN_TOOLS_HEAD - 1);
+        piece(ctx, CORPUS_QWEN_TOOLS_TAIL, sizeof CORPUS_QWEN_TOOLS_TAIL - 1);
+        sum += sizeof CORPUS_QWEN_TOOLS_HEAD - 1 + sizeof CORPUS_QWEN_TOOLS_TAIL - 1;
         cJSON_ArrayForEach(e, tools) {
             b.n = 0;
             corpus_json_py(e, &b);
