@@ -54,6 +54,7 @@ struct call {
     const struct corpus_kind *rk[MAX_FIELDS];
     struct corpus_val rv[MAX_ITEMS][MAX_FIELDS];
     char err_msg[256];
+    const char *err_code;
     cJSON *result;
 };
 
@@ -608,15 +609,15 @@ static void make_error(struct conv *cv, struct call *cl)
     } else if (r == 2) {
         code = "service_unavailable";
         corpus_fmt(cl->err_msg, sizeof cl->err_msg, "The service is temporarily unavailable, try again later");
-    } else if (r == 3 && cl->n_order) {
-        int i = cl->order[corpus_below(&cv->c.rng, (uint32_t)cl->n_order)];
+    } else if (r == 3) {
         code = "permission_denied";
-        corpus_fmt(cl->err_msg, sizeof cl->err_msg, "This account is not allowed to change the %s", cl->k[i]->label);
+        corpus_fmt(cl->err_msg, sizeof cl->err_msg, "This account is not allowed to do that");
     } else {
         code = "rate_limited";
         corpus_fmt(cl->err_msg, sizeof cl->err_msg, "Too many requests, retry in %d seconds",
                    corpus_range(&cv->c.rng, 10, 90));
     }
+    cl->err_code = code;
     cl->result = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(cl->result, "error");
     cJSON_AddStringToObject(e, "code", code);
@@ -694,14 +695,16 @@ static void answer_call(struct conv *cv, const struct call *cl, bool brief, char
     if (cl->error) {
         char vb[TEXT];
         clause(cl, 3, true, vb, sizeof vb);
-        static const char *const sugg[] = {"Could you double-check the details?", "Want me to try again?",
-                                           "Shall I try again in a moment?", ""};
-        const char *sg = sugg[corpus_below(&cv->c.rng, 4)];
+        const char *sg = "";
+        if (corpus_chance(&cv->c.rng, 70)) {
+            if (!strcmp(cl->err_code, "not_found")) sg = " Could you double-check the ID?";
+            else if (!strcmp(cl->err_code, "permission_denied")) sg = " You may need to ask an administrator for access.";
+            else sg = " I can try again in a moment if you like.";
+        }
         if (corpus_chance(&cv->c.rng, 50))
-            corpus_fmt(out, cap, "Sorry, I couldn't %s: %s.%s%s", vb, cl->err_msg, sg[0] ? " " : "", sg);
+            corpus_fmt(out, cap, "Sorry, I couldn't %s: %s.%s", vb, cl->err_msg, sg);
         else
-            corpus_fmt(out, cap, "That didn't work — %s returned an error: %s.%s%s", cl->tool->name, cl->err_msg,
-                       sg[0] ? " " : "", sg);
+            corpus_fmt(out, cap, "That didn't work — %s returned an error: %s.%s", cl->tool->name, cl->err_msg, sg);
         return;
     }
     int act = cl->tm->act;
@@ -748,10 +751,11 @@ static void answer_call(struct conv *cv, const struct call *cl, bool brief, char
     if (act == ACT_COMPUTE && answer_compute(cl, out, cap)) return;
     /* actions: what was done, the key date/amount, then the result fields */
     clause(cl, 2, true, np, sizeof np);
+    /* a date the user said relatively is stated back normalized ("in 11 days" -> Sunday, May 17) */
     char detail[CORPUS_SAY * 2] = "";
     for (int i = 0; i < cl->n; i++) {
         const char *g = cl->k[i]->gen;
-        if (!cl->used[i] || (strcmp(g, "datetime") && strcmp(g, "date") && strcmp(g, "money"))) continue;
+        if (!cl->used[i] || (strcmp(g, "datetime") && strcmp(g, "date")) || strstr(cl->v[i].bare, cl->v[i].show)) continue;
         corpus_fmt(detail, sizeof detail, " (%s: %s)", cl->k[i]->label, cl->v[i].show);
         break;
     }
