@@ -103,8 +103,8 @@ enum tern_type {
 
 /* "Q4_K", "F16", ... or "unknown(N)" in a static buffer for ids tern does not know. */
 const char *tern_type_name(int type);
-/* true for the types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
- * (plus Q8_K, which exists only as an activation format). */
+/* true for the ten weight types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
+ * Q4_K, Q5_K, Q6_K (plus Q8_1 and Q8_K, which exist here only as activation formats). */
 bool tern_type_is_supported(int type);
 /* Elements per block (1 for float types) and bytes per block; 0 for unknown types. */
 int64_t tern_type_block_size(int type);
@@ -384,11 +384,14 @@ void tern_sampler_reset(struct tern_sampler *s);
 
 /* Write a random-weight model with the exact shape of a real one (shape names: see
  * tern_synth_shape_names(): "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
- * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name` (f32, f16, bf16, q8_0, q4_0, q4_k,
- * q6_k, or q4_k_m = llama.cpp's Q4_K/Q6_K mix). Tensors whose rows the type's block does not
- * divide fall back to Q8_0 (count in *n_fallbacks, may be NULL). The vocabulary is byte-level
- * (256 byte tokens + ChatML control tokens, padded to the real size) with a ChatML template.
- * Written atomically (tmp + rename). */
+ * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name`: a plain type (f32, f16, bf16,
+ * q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k: every 2-D weight gets it, as llama-quantize --pure)
+ * or a mix (q4_k_m / q5_k_m: llama-quantize's per-tensor rule, Q6_K for the output matrix and
+ * some attn_v / ffn_down layers). A tensor whose rows the type's block does not divide falls
+ * back as llama-quantize does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16); the count
+ * goes to *n_fallbacks (may be NULL). The vocabulary is byte-level (256 byte tokens + ChatML
+ * control tokens, padded to the real size) with a ChatML template. Written atomically
+ * (tmp + rename). */
 tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
                                    const char *path, int *n_fallbacks);
 /* Same, but the tokenizer is a real one: every tokenizer.* key of the GGUF at vocab_path (a
@@ -402,50 +405,20 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
                                          int *n_fallbacks);
 const char *tern_synth_shape_names(void);
 
-/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names as above); 1-D
- * tensors stay as they are, metadata is copied (general.file_type updated). Rows the type's
- * block does not divide fall back to Q8_0 (counted in *n_fallbacks, may be NULL). Atomic. */
+/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names and fallbacks as
+ * above); 1-D tensors stay as they are, metadata is copied (general.file_type and
+ * general.quantization_version updated), tensors are written in llama-quantize's order, so the
+ * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
 tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks);
-
-/* ===================================================================== reference checks */
-
-/* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:
- * <model>.jsonl, with <model>.logits.bin beside it when present). For every sequence the
- * prompt is decoded in one batch with logits for every position; then the reference's greedy
- * tokens are fed one at a time (teacher forcing) and each step is compared with its top-K;
- * finally a free-running greedy continuation is compared token by token for as long as the
- * reference's top-2 margin exceeds 2 x tol. */
-struct tern_ref_report {
-    int n_seqs;
-    int n_vectors;          /* logit vectors compared (prompt positions + greedy steps) */
-    double max_abs_top;     /* max |ours - ref| over the reference's top-K entries */
-    double mean_abs_top;
-    int top_total;          /* reference top-K entries compared */
-    int top_agree;          /* ... whose |diff| <= tol and whose id is in our top-K (or within
-                               tol of the K-th value) */
-    bool has_full;          /* .logits.bin was found and compared */
-    double max_abs_full;    /* over the full vectors of .logits.bin */
-    double mean_abs_full;
-    int greedy_checked;     /* free-running steps where the reference margin > 2 tol */
-    int greedy_match;
-    int greedy_first_diverge; /* -1 if none (first diverging step where margin allowed a check) */
-    double tol;
-    bool pass;              /* all top entries within tol, full vectors within tol, greedy ok */
-};
-
-/* Run the check; n_threads 0 = all CPUs; tol <= 0 picks the default for the model's weight
- * types (5e-3 for F16/BF16/F32 files, 0.03 for quantized ones). Progress and per-sequence
- * figures are written to log (may be NULL). */
-tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
-                           FILE *log, struct tern_ref_report *out);
 
 /* ===================================================================== KV cache and prompt cache */
 /* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them
  * into another context of the same model. The prefix cache keeps such KV in blocks of
  * block_tokens tokens keyed by chained hashes (a block's key covers every token before it), so
  * any prompt sharing a cached prefix, block-aligned, skips computing it; results are bit-identical
- * to a cold run. Several sequences in one context are NOT supported yet (one sequence per context).
+ * to a cold run. Snapshots and the prefix cache work on sequence 0 of a context (for other
+ * sequences use tern_kv_seq_copy / tern_kv_seq_truncate).
  *
  *     struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
  *     pp.budget_bytes = 512u << 20; pp.dir = "cache";         // dir: optional persistence
@@ -545,48 +518,22 @@ struct tern_cache_file_info {
     int depth;                  /* position of the block's first token / n_tokens */
     uint8_t model_fp[32], tok_fp[32];
     int n_layer, n_head_kv, head_dim;
-    bool valid;                 /* header and checksum verified */
-    char problem[160];          /* why not valid ("" if valid) */
+    bool valid;                 /* header, checksum and key verified */
+    bool usable;                /* a run on this machine can reach it: valid, computed by this
+                                   machine's kernel path, and every block before it in its chain
+                                   (same model, tokenizer, layout) usable too */
+    char problem[160];          /* why not usable ("" if usable) */
 };
-/* List the cache files in dir (name *.tkv). *out is malloc'ed (caller frees with free()). */
+/* List the cache files in dir (name *.tkv). A block is reached only through the chain of the
+ * blocks before it, so a missing, damaged or refused block makes every later block of its chain
+ * unusable; the model-specific checks of a run (model/tokenizer fingerprint, vocabulary) need a
+ * model and are not made. *out is malloc'ed (caller frees with free()). */
 tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n);
 /* Delete every cache file (*.tkv and leftover *.tkv.tmp) in dir; *n_removed may be NULL. */
 tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
 
-/* The three prompt-cache targets of issue 6, measured on model with n_threads threads:
- * (1) TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache hit; (2) prefix-token hit
- * rate over n_requests requests drawn from 4 system prompts (1-2k tokens) with varied user turns
- * under a budget that holds them; (3) loading a saved 2048-token prefix from disk vs recomputing
- * it. Token ids are seeded pseudo-random (timing does not depend on which ids). Prompts are
- * clipped to the model's training context. Takes minutes on a 0.5B model. */
-struct tern_prompt_cache_bench_params {
-    int n_threads;       /* 0 = all CPUs */
-    int n_requests;      /* target 2; 0 = 200 */
-    int block_tokens;    /* 0 = 32 */
-    int reps;            /* repetitions of each timing (median reported); 0 = 3 */
-    const char *tmp_dir; /* where (3) writes its files; NULL = $TMPDIR or /tmp */
-};
-struct tern_prompt_cache_bench_report {
-    int prefix_tokens, turn_tokens;            /* (1) */
-    double ttft_cold_ms, ttft_warm_ms;         /* medians; TTFT = prefill + first token */
-    double warm_ratio;                         /* warm / cold */
-    bool warm_identical;                       /* warm logits == cold logits, bitwise */
-    int n_requests;                            /* (2) */
-    double hit_rate;                           /* reused system-prompt tokens / system tokens */
-    double hit_rate_all;                       /* reused tokens / all prompt tokens */
-    uint64_t budget_bytes, evicted_bytes;
-    int disk_tokens;                           /* (3) */
-    double disk_load_ms, recompute_ms;         /* medians; load = open dir + restore */
-    double disk_speedup;                       /* recompute / load */
-    bool disk_identical;                       /* logits after load == cold logits, bitwise */
-};
-struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void);
-tern_status tern_prompt_cache_bench(struct tern_model *m,
-                                    const struct tern_prompt_cache_bench_params *p,
-                                    struct tern_prompt_cache_bench_report *out);
-
 /* ===================================================================== generation */
-/* (section owned by src/gen/generate.c) The sampling loop over a context: decode a prompt,
+/* The sampling loop over a context: decode a prompt,
  * sample, stream detokenized UTF-8 through a callback, stop at an end-of-generation token.
  * A generator remembers which tokens fill its context's KV cache, so a chat that re-renders
  * the whole conversation each turn only decodes what changed: the new prompt is compared with
@@ -608,18 +555,22 @@ struct tern_tokenizer; /* declared in the tokenizer section below */
 /* Receives each piece of the answer as complete UTF-8 (never empty). The text is not
  * NUL-terminated and is valid only during the call. Return non-zero to stop generating. */
 typedef int (*tern_piece_fn)(const char *text, size_t len, void *user);
+/* Receives each sampled token id (the stopping end-of-generation token included), before its
+ * text goes to on_piece. Return non-zero to stop generating. */
+typedef int (*tern_token_fn)(int32_t id, void *user);
 
 struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
     bool show_special;    /* pass control tokens' text to on_piece (TERN_PIECE_SPECIAL) */
+    tern_token_fn on_token; /* or NULL (the default); called with tern_generate's user pointer */
 };
 struct tern_gen_params tern_gen_default_params(void);
 
 enum tern_gen_stop {
     TERN_GEN_STOP_EOG = 0,      /* the model produced an end-of-generation token */
     TERN_GEN_STOP_MAX_TOKENS,   /* max_tokens were sampled */
-    TERN_GEN_STOP_CALLBACK,     /* on_piece returned non-zero */
+    TERN_GEN_STOP_CALLBACK,     /* on_piece or on_token returned non-zero */
     TERN_GEN_STOP_CONTEXT_FULL, /* the KV cache has no room for another token */
 };
 
@@ -668,8 +619,7 @@ void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefi
 const char *tern_gen_stop_name(enum tern_gen_stop s);
 
 /* ===================================================================== tokenizer */
-/* (section owned by src/tokenizer; see tokenizer issue)
- *
+/*
  *     struct tern_tokenizer *tok;
  *     tern_tokenizer_load("model.gguf", &tok);              // a vocab-only GGUF is enough
  *     int32_t ids[256]; size_t n;
@@ -716,10 +666,13 @@ const char *tern_tokenizer_model(const struct tern_tokenizer *t);
 const char *tern_tokenizer_pre(const struct tern_tokenizer *t);
 int32_t tern_token_bos(const struct tern_tokenizer *t); /* -1 if none */
 int32_t tern_token_eos(const struct tern_tokenizer *t); /* -1 if none */
-/* End of generation: eos, eot/eom ids from metadata, and control tokens named like
- * <|eot_id|>, <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>. */
+/* End of generation, as llama.cpp's set: eos, eot/eom, FIM pad / repo / file separator (by key,
+ * else by text: <|fim_pad|>, <|repo_name|>, <|file_sep|> ...) and tokens named <|eot_id|>,
+ * <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>, <EOT>. */
 bool tern_token_is_eog(const struct tern_tokenizer *t, int32_t id);
-/* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). */
+/* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). As in
+ * llama.cpp, tokens named like a role (end of turn, FIM <|fim_prefix|> <PRE> ..., see README
+ * "Tokenizers") are control whatever type the GGUF gives them, unless a key names that role. */
 bool tern_token_is_control(const struct tern_tokenizer *t, int32_t id);
 /* The token's text as stored in the GGUF (not NUL-terminated; NULL/0 if id is out of range). */
 const char *tern_token_text(const struct tern_tokenizer *t, int32_t id, size_t *len);
@@ -791,8 +744,10 @@ struct tern_chat_params {
     /* NULL = the template's own (from the GGUF) or "" for templates made from text. */
     const char *bos_token;
     const char *eos_token;
-    /* strftime_now(): 0 = the clock (local time, as transformers); otherwise this Unix time,
-     * formatted in UTC (reproducible tests). */
+    /* strftime_now(): TERN_CHAT_NOW_CLOCK (the default) = the clock (local time, as
+     * transformers); any other value is that Unix time, formatted in UTC (reproducible tests;
+     * 0 is 1970-01-01 00:00:00). */
+#define TERN_CHAT_NOW_CLOCK INT64_MIN
     int64_t now_unix;
     /* Object of additional template variables ({"enable_thinking": false}), or NULL. */
     const struct cJSON *extra_vars;
@@ -870,6 +825,129 @@ const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser 
  * the generated text. */
 int tern_toolcall_n_errors(const struct tern_toolcall_parser *p);
 const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
+
+
+/* ===================================================================== training */
+/*
+ * tern train: a Llama/Qwen2 model trained from scratch in F32 on the CPU, exported as GGUF.
+ *
+ *     struct tern_train_config c;
+ *     tern_train_config_parse(json_text, len, &c);           // or tern_train_config_default()
+ *     struct tern_train_data *d;
+ *     tern_train_data_open("chats.tdat", &d);                // (token ids, loss mask) sequences
+ *     struct tern_trainer *t;
+ *     tern_trainer_create(&c, &t);                           // all memory allocated here, once
+ *     tern_trainer_init(t);                                  // seeded weights (or _checkpoint_load)
+ *     struct tern_train_step_info si;
+ *     while (tern_trainer_step_index(t) < c.steps) {
+ *         tern_trainer_step(t, d, &si);                      // accum micro-batches + one AdamW step
+ *         if (si.step % c.ckpt_every == 0) tern_trainer_checkpoint_save(t, "ckpt");
+ *     }
+ *     tern_trainer_export(t, "model.gguf");                  // F32 GGUF + the tokenizer's keys
+ *
+ * Data: a document is a sequence of token ids with a loss mask (1 = train on predicting this
+ * token: the assistant's tokens). Documents are packed into sequences of n_ctx tokens in a
+ * seeded order (reshuffled every epoch); a document attends only to itself and its positions
+ * start at 0; a document longer than n_ctx is cut into n_ctx pieces; the tail of a sequence
+ * that no next document fits into is padding (masked). The loss of a step is the mean
+ * cross-entropy over the masked tokens of all its micro-batches.
+ *
+ * Determinism: the same config (seed, threads) and data give bit-identical weights, and a run
+ * resumed from a checkpoint continues exactly as the uninterrupted run would have.
+ */
+
+/* --- data file (.tdat, little-endian): "TRND", u32 version 1, u64 n_docs, u64 n_tokens,
+ * u64 offsets[n_docs + 1] (token index of each document's start; offsets[0] = 0,
+ * offsets[n_docs] = n_tokens, non-decreasing), i32 tokens[n_tokens], u8 mask[n_tokens]. --- */
+struct tern_train_data_writer;
+/* Collects documents in memory; caller ends with _finish (writes path atomically) or _free. */
+tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
+/* mask may be NULL (every token trained on). n >= 1. */
+tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t *tokens,
+                                const uint8_t *mask, int n);
+/* Write via path.tmp + fsync + rename. The writer stays valid (free it after). */
+tern_status tern_train_data_write(struct tern_train_data_writer *w, const char *path);
+void tern_train_data_writer_free(struct tern_train_data_writer *w);
+
+struct tern_train_data;
+/* Read and validate a .tdat file (messages name the byte offset or document that is wrong).
+ * Caller frees with tern_train_data_free(). */
+tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
+/* The same from size bytes at data (copied). */
+tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
+void tern_train_data_free(struct tern_train_data *d);
+uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
+uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);
+
+/* --- configuration (JSON keys have the field names; tern_train_config_parse) --- */
+struct tern_train_config {
+    enum tern_arch arch;     /* "arch": "llama" (NORM RoPE) | "qwen2" (NEOX RoPE, q/k/v biases) */
+    int n_embd, n_layer, n_head, n_head_kv, n_ff;
+    int n_ctx;               /* sequence length of training */
+    int n_vocab;             /* taken from "tokenizer" when that is given */
+    float rope_base;         /* "rope_base" */
+    float rms_eps;
+    bool tied_output;        /* "tied_output": logits use token_embd */
+    char tokenizer[1024];    /* "tokenizer": a GGUF whose tokenizer.* keys the export copies */
+    float lr, lr_min;        /* peak and final learning rate (cosine from peak to lr_min) */
+    int warmup;              /* linear warmup steps */
+    int steps;               /* optimizer steps of the whole run */
+    int batch_tokens;        /* tokens per micro-batch (a multiple of n_ctx) */
+    int accum;               /* micro-batches per optimizer step (gradient accumulation) */
+    float weight_decay;      /* AdamW, on matrices only (not norms, biases) */
+    float beta1, beta2, adam_eps;
+    float clip;              /* global gradient norm limit; 0 = off */
+    float init_std;          /* weights ~ N(0, init_std); output projections / sqrt(2 n_layer) */
+    uint64_t seed;
+    int threads;             /* 0 = online CPUs */
+    int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */
+};
+struct tern_train_config tern_train_config_default(void);
+/* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
+ * message naming the key. The tokenizer GGUF (if given) is opened to read n_vocab. */
+tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
+
+/* --- trainer --- */
+struct tern_trainer;
+struct tern_train_step_info {
+    int step;                /* 1-based index of the step just taken */
+    double loss;             /* mean masked cross-entropy of the step */
+    double lr;               /* learning rate used */
+    double grad_norm;        /* global norm before clipping */
+    long long tokens;        /* tokens in the step (padding included) */
+    long long loss_tokens;   /* tokens the loss was taken on */
+};
+/* Bytes the trainer will allocate for config c (weights, gradients, AdamW moments,
+ * activations of one micro-batch, scratch). */
+uint64_t tern_train_memory_bytes(const struct tern_train_config *c);
+/* Allocates everything (refused with TERN_ERR_NOMEM, naming the bytes needed, when that
+ * exceeds the machine's available memory). Caller frees with tern_trainer_free(). */
+tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_trainer **out);
+void tern_trainer_free(struct tern_trainer *t);
+/* Seeded initial weights; step 0; data position at the start. */
+tern_status tern_trainer_init(struct tern_trainer *t);
+/* One optimizer step on the next accum micro-batches of d. A NaN/Inf loss or gradient fails
+ * with TERN_ERR_RANGE naming the step, leaving weights and optimizer state unchanged. */
+tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct tern_train_step_info *info);
+int tern_trainer_step_index(const struct tern_trainer *t);
+/* Learning rate of (1-based) step s: linear warmup, then cosine down to lr_min. */
+double tern_train_lr(const struct tern_train_config *c, int step);
+/* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created
+ * if needed; written to a temporary name, fsynced, renamed). */
+tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
+/* Restore a checkpoint of a run with the same model shape. */
+tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
+/* Write the weights as an F32 GGUF tern_model_load reads (with every tokenizer.* key of the
+ * config's tokenizer GGUF, when it has one). */
+tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
+/* The weights as one flat F32 array (owned by the trainer) and its tensors in order: name,
+ * offset (floats) and shape (ne0 = columns). i in [0, tern_trainer_n_tensors). */
+float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
+int tern_trainer_n_tensors(const struct tern_trainer *t);
+const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *offset, int64_t ne[2]);
+/* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
+const char *tern_trainer_kernel(const struct tern_trainer *t);
 
 /* ===================================================================== training data */
 /* (section owned by src/train/corpus_*.c and bpe_train*.c) A synthetic tool-calling corpus and a

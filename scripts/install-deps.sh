@@ -3,6 +3,9 @@
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
+# python3-torch is the reference of test_train_torch (tern train against PyTorch) and of
+# bench/train_side_by_side.sh; libopenblas0-pthread gives it (and numpy) an optimized BLAS
+# instead of the reference one, so the side-by-side is fair.
 set -e
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -11,5 +14,6 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
     build-essential cmake pkg-config \
     libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-    clang libclang-rt-14-dev >/dev/null
+    clang libclang-rt-14-dev \
+    python3-torch libopenblas0-pthread >/dev/null
 echo "tern dependencies installed"

@@ -96,7 +96,7 @@ static void test_bad_input(void **state)
     expect_failure("run -m", 2, "needs a value");
     expect_failure("run --tokens 1,2", 2, "missing -m");
     expect_failure("run -m x.gguf --tokens 1,,2", 2, "entry 1");
-    expect_failure("run -m x.gguf --tokens 1 -n -5", 2, "-n");
+    expect_failure("run -m x.gguf --tokens 1 -n -5", 2, "-n: -5 is out of range 0..16777216");
     expect_failure("run -m /nonexistent/model.gguf --tokens 1", 1, "/nonexistent/model.gguf");
     expect_failure("check -m /nonexistent/model.gguf --bogus", 2, "unknown option");
     /* a file that is not GGUF */
@@ -124,6 +124,77 @@ static void test_bad_input(void **state)
         snprintf(args, sizeof args, "run -m %s --tokens 1,99999999 -n 1", fx);
         expect_failure(args, 1, "outside the vocabulary");
     }
+}
+
+/* Every numeric flag of run/chat names its allowed range when a value falls outside it (a new
+ * user got "-t '1000' is not valid" and had to guess). */
+static void test_flag_ranges(void **state)
+{
+    (void)state;
+    static const char *cases[][2] = {
+        {"-t 1000", "-t: 1000 is out of range 1..512"},
+        {"-t 0", "-t: 0 is out of range 1..512"},
+        {"--threads abc", "-t: 'abc' is not an integer (allowed: 1..512)"},
+        {"-c 100000000", "-c: 100000000 is out of range 1..4194304"},
+        {"-c 99999999999999999999", "-c: 99999999999999999999 is out of range 1..4194304"},
+        {"-n -5", "-n: -5 is out of range 0..16777216"},
+        {"-n 1.5", "-n: '1.5' is not an integer"},
+        {"--temp -1", "--temp: -1 is out of range 0..100"},
+        {"--temp nan", "--temp: 'nan' is not a number"},
+        {"--temp inf", "--temp: inf is out of range 0..100"},
+        {"--top-p 2", "--top-p: 2 is out of range 0..1"},
+        {"--min-p -0.5", "--min-p: -0.5 is out of range 0..1"},
+        {"--top-k -1", "--top-k: -1 is out of range 0..16777216"},
+        {"--repeat-penalty 101", "--repeat-penalty: 101 is out of range 0..100"},
+        {"--repeat-last-n 0", "--repeat-last-n: 0 is out of range 1..1048576"},
+        {"-s -1", "-s: -1 is out of range 0..9223372036854775807"},
+        {"--cache-mb 0", "--cache-mb: 0 is out of range 1..4194304"},
+    };
+    char args[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "run -m x.gguf --tokens 1 %s", cases[i][0]);
+        expect_failure(args, 2, cases[i][1]);
+        snprintf(args, sizeof args, "chat -m x.gguf %s", cases[i][0]);
+        expect_failure(args, 2, cases[i][1]);
+    }
+    /* the bounds themselves are accepted (parsing gets past the flag to the missing model) */
+    expect_failure("run -m /nonexistent.gguf --tokens 1 -t 512 --top-p 1 --temp 0 -n 0", 1, "nonexistent");
+}
+
+/* `tern template --now 0` renders strftime_now() at the Unix epoch: 0 is a valid time (it used
+ * to be refused, because the API took 0 to mean "the clock"); so are times before it. */
+static void test_template_now(void **state)
+{
+    (void)state;
+    char tmpl[4096], msgs[4096], cmd[16384], out[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/now.jinja", test_tmpdir());
+    snprintf(msgs, sizeof msgs, "%s/now.json", test_tmpdir());
+    FILE *f = fopen(tmpl, "wb");
+    assert_non_null(f);
+    fputs("{{ strftime_now('%Y-%m-%d %H:%M:%S') }}", f);
+    fclose(f);
+    f = fopen(msgs, "wb");
+    assert_non_null(f);
+    fputs("[]", f);
+    fclose(f);
+    static const char *cases[][2] = {
+        {"0", "1970-01-01 00:00:00"},
+        {"-1", "1969-12-31 23:59:59"},
+        {"1736933400", "2025-01-15 09:30:00"},
+        {"253402300799", "9999-12-31 23:59:59"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s --now %s 2>&1",
+                 test_tern_bin(), tmpl, msgs, cases[i][0]);
+        assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+        assert_string_equal(out, cases[i][1]);
+    }
+    snprintf(cmd, sizeof cmd, "template --template %s --messages %s --now 253402300800", tmpl, msgs);
+    expect_failure(cmd, 2, "--now: 253402300800 is out of range -62135596800..253402300799");
+    /* without --now: the clock (this year, not 1970) */
+    snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s 2>&1", test_tern_bin(), tmpl, msgs);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_true(strncmp(out, "1970", 4) != 0 && strlen(out) == 19);
 }
 
 static void test_synth_check_run(void **state)
@@ -189,6 +260,8 @@ int main(void)
         cmocka_unit_test(test_run_greedy_llama_f16),
         cmocka_unit_test(test_run_greedy_qwen2_f16),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_flag_ranges),
+        cmocka_unit_test(test_template_now),
         cmocka_unit_test(test_synth_check_run),
         cmocka_unit_test(test_quantize),
     };

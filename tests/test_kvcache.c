@@ -4,14 +4,21 @@
  * byte budget, least recently used leaves first. Uses the tiny fixture models. */
 #include "test_support.h"
 #include "kernels/kernels.h"
+
+#include <cjson/cJSON.h>
+#include <nettle/sha2.h>
 #include "kv/prefix_cache.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <nettle/sha2.h>
 
 #define QWEN "fixtures/models/qwen2-tiny-q8_0.gguf"
 #define LLAMA "fixtures/models/llama-spm-tiny-q8_0.gguf"
@@ -615,6 +622,314 @@ static void test_refuse_damaged_and_foreign(void **state)
     tern_model_free(l);
 }
 
+/* Name of the saved file holding the block at `depth` (tern_cache_dir_list), into name[256]. */
+static void file_of_depth(const char *dir, int depth, char *name)
+{
+    struct tern_cache_file_info *fi;
+    int nf;
+    name[0] = 0;
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].valid && fi[i].depth == depth) snprintf(name, 256, "%s", fi[i].name);
+    free(fi);
+    assert_true(name[0]);
+}
+
+/* Overwrite the 32-bit little-endian header field at `off` of a saved block and re-seal the
+ * file: the SHA-256 at offset 144 is recomputed over the header (that field zeroed) and the
+ * payload, as prefix_file.c writes it, so only the checks after the checksum can refuse it. */
+static void reseal_field32(const char *dir, const char *name, int off, uint32_t v)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    size_t len;
+    uint8_t *b = (uint8_t *)test_read_file(p, &len);
+    assert_non_null(b);
+    assert_true(len > 256);
+    for (int i = 0; i < 4; i++) b[off + i] = (uint8_t)(v >> 8 * i);
+    memset(b + 144, 0, 32);
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, len, b);
+    sha256_digest(&c, 32, b + 144);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+}
+
+/* Save the 2 blocks of a 40-token prompt (blocks of 16) into a fresh dir. */
+static const char *save_two_blocks(struct tern_model *m, const int32_t *p, const char *dirname)
+{
+    const char *dir = make_dir(dirname);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    return dir;
+}
+
+/* A block's depth must agree with its parent key (0 exactly for the first block of a prompt)
+ * and its positions must be addressable: a sealed file that breaks either was once loaded with
+ * a negative or impossible depth. Each is now refused, naming the file and the depth. */
+static void test_refuse_inconsistent_depth(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 21, tern_model_n_vocab(m));
+    const struct {
+        int block;      /* depth of the file to change */
+        uint32_t depth; /* the depth it is given */
+    } cases[] = {{1, 0}, {0, 1}, {1, 0x80000000u}, {1, 0xffffffffu}, {1, 0x7fffffffu / 16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *dir = save_two_blocks(m, p, "kv_depth");
+        char name[256];
+        file_of_depth(dir, cases[c].block, name);
+        reseal_field32(dir, name, 116, cases[c].depth);
+        struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+        struct tern_prefix_cache *pc;
+        assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+        struct tern_prefix_cache_stats st;
+        tern_prefix_cache_get_stats(pc, &st);
+        print_message("depth %u on block %d: %s\n", cases[c].depth, cases[c].block,
+                      tern_prefix_cache_warning(pc));
+        assert_int_equal(st.refused_files, 1);
+        assert_int_equal(st.loaded_blocks, 1);
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), name));
+        assert_non_null(strstr(tern_prefix_cache_warning(pc), "depth"));
+        tern_prefix_cache_free(pc);
+    }
+    tern_model_free(m);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_kvcache: loading the cache dir hung (blocked on a FIFO?)\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+/* Things named *.tkv that are not cache files: a FIFO (opening it for reading blocked until a
+ * writer came: the cache load hung), a directory, and a 1 TiB sparse file with a valid header
+ * (read whole into memory: out of memory, and the whole cache failed). Each is refused with its
+ * name; the real blocks beside them load. */
+static void test_refuse_special_files(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 22, tern_model_n_vocab(m));
+    const char *dir = save_two_blocks(m, p, "kv_special");
+    char name[256], fifo[1200], sub[1200], huge[1200], src[1200];
+    file_of_depth(dir, 0, name);
+    snprintf(fifo, sizeof fifo, "%s/fifo.tkv", dir);
+    snprintf(sub, sizeof sub, "%s/sub.tkv", dir);
+    snprintf(huge, sizeof huge, "%s/huge.tkv", dir);
+    snprintf(src, sizeof src, "%s/%s", dir, name);
+    assert_int_equal(mkfifo(fifo, 0666), 0);
+    assert_int_equal(mkdir(sub, 0777), 0);
+    size_t len;
+    char *blk = test_read_file(src, &len);
+    assert_non_null(blk);
+    FILE *f = fopen(huge, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(blk, 1, 256, f), 256); /* a block's header, then 1 TiB of holes */
+    fclose(f);
+    free(blk);
+    const bool have_huge = truncate(huge, 1ll << 40) == 0;
+    if (!have_huge) unlink(huge);
+
+    signal(SIGALRM, on_alarm);
+    alarm(60);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    alarm(0);
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("last refusal: %s\n", tern_prefix_cache_warning(pc));
+    assert_int_equal(st.loaded_blocks, 2);
+    assert_int_equal(st.refused_files, have_huge ? 3 : 2);
+    assert_int_equal(tern_prefix_cache_match(pc, p, 40), 32);
+    tern_prefix_cache_free(pc);
+    unlink(fifo);
+    rmdir(sub);
+    unlink(huge);
+    tern_model_free(m);
+}
+
+/* A block loaded without its parent (the parent's file was damaged or deleted) is an orphan;
+ * when the parent is stored again it must count the orphan as its child, or eviction takes the
+ * parent first and strands the child. */
+static void test_orphan_adopted(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 23, tern_model_n_vocab(m));
+    const char *dir = save_two_blocks(m, p, "kv_orphan");
+    char name[256], full[1200];
+    file_of_depth(dir, 0, name);
+    snprintf(full, sizeof full, "%s/%s", dir, name);
+    assert_int_equal(unlink(full), 0);
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    assert_int_equal(st.loaded_blocks, 1);
+    const uint64_t k0 = pc_chain_key(0, p, 16), k1 = pc_chain_key(k0, p + 16, 16);
+    assert_non_null(pc_find(pc, k1));
+    assert_null(pc_find(pc, k0));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_int_equal(reused, 0);
+    struct pc_block *b0 = pc_find(pc, k0);
+    assert_non_null(b0);
+    assert_int_equal(b0->n_children, 1);
+    assert_int_equal(tern_prefix_cache_match(pc, p, 40), 32);
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+/* The table under churn: hundreds of prompts sharing prefixes through a budget of 12 blocks of
+ * 2 tokens (so nearly every store evicts), starting from a loaded directory with orphans (two
+ * first-block files deleted; the first prompts store those blocks again). After every prefill the whole-table check holds (hash links,
+ * child and orphan counts, depths, byte counts; in TERN_CHECKS builds the cache also runs it
+ * after each insert and eviction), the budget holds, and the prompt's own blocks are all
+ * present (a chain never evicts itself). */
+static void test_table_churn(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const struct tern_model_info *in = tern_model_get_info(m);
+    enum { B = 2, N_STEM = 4, STEM = 8, MAXN = 12 };
+    const uint64_t block = tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, B);
+    int32_t stems[N_STEM][STEM];
+    for (int s = 0; s < N_STEM; s++)
+        for (int i = 0; i < STEM; i++) stems[s][i] = 3 + (s * 7 + i * 3) % 5;
+
+    /* a directory holding the stems' blocks, the first block of two of them deleted */
+    const char *dir = make_dir("kv_churn");
+    struct tern_prefix_cache_params pp = {.block_tokens = B, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    for (int s = 0; s < N_STEM; s++)
+        assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, stems[s], STEM, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_prefix_cache_free(pc);
+    for (int s = 1; s < N_STEM; s += 2) {
+        char file[1200], fp[9];
+        uint8_t mfp[32];
+        assert_tern_ok(tern_model_fingerprint(m, mfp));
+        snprintf(fp, sizeof fp, "%02x%02x%02x%02x", mfp[0], mfp[1], mfp[2], mfp[3]);
+        snprintf(file, sizeof file, "%s/%s-%016llx.tkv", dir, fp,
+                 (unsigned long long)pc_chain_key(0, stems[s], B));
+        assert_int_equal(unlink(file), 0);
+    }
+    pp.budget_bytes = 12 * block; /* loads 12 of the 14 files: the orphans' children too */
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    char why[256];
+    if (!pc_check_table(pc, why, sizeof why)) fail_msg("after load: %s", why);
+    assert_true(pc->n_orphans > 0);
+
+    unsigned rng = 12345;
+    int32_t p[MAXN];
+    for (int it = 0; it < 300; it++) {
+        rng = rng * 1103515245u + 12345u;
+        /* first the stems whose first block is gone (their orphans get a parent), then any */
+        const int s = it < 2 ? 1 + 2 * it : (int)(rng >> 16) % N_STEM;
+        const int keep = it < 2 ? STEM : (int)(rng >> 20) % (STEM + 1);
+        const int n = it < 2 ? STEM : keep + 1 + (int)(rng >> 24) % (MAXN - keep);
+        for (int i = 0; i < n; i++) {
+            rng = rng * 1103515245u + 12345u;
+            p[i] = i < keep ? stems[s][i] : 3 + (int32_t)((rng >> 16) % 6);
+        }
+        assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, n, &reused));
+        if (!pc_check_table(pc, why, sizeof why)) fail_msg("after prefill %d: %s", it, why);
+        struct tern_prefix_cache_stats st;
+        tern_prefix_cache_get_stats(pc, &st);
+        assert_true(st.bytes <= pp.budget_bytes);
+        assert_int_equal(tern_prefix_cache_match(pc, p, n), n / B * B);
+    }
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("churn: %llu stored, %llu evicted, %llu blocks left, %d orphans\n",
+                  (unsigned long long)st.stored_blocks, (unsigned long long)st.evicted_blocks,
+                  (unsigned long long)st.n_blocks, pc->n_orphans);
+    assert_true(st.evicted_blocks > 100);
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
+/* The checker itself: each kind of broken bookkeeping is reported, with what broke. */
+static void test_table_check_detects(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    struct tern_prefix_cache_params pp = {.block_tokens = 2};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_context *ctx = new_ctx(m, 64);
+    const int32_t p[7] = {5, 6, 7, 8, 9, 10, 11};
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 7, &reused));
+    char why[256];
+    assert_true(pc_check_table(pc, why, sizeof why));
+    struct pc_block *b0 = pc_find(pc, pc_chain_key(0, p, 2));
+    assert_non_null(b0);
+
+    b0->n_children++;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    print_message("%s\n", why);
+    assert_non_null(strstr(why, "children"));
+    b0->n_children--;
+    b0->depth = 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "depth"));
+    b0->depth = 0;
+    pc->n_orphans = 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "n_orphans"));
+    pc->n_orphans = 0;
+    pc->st.bytes += 1;
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "bytes"));
+    pc->st.bytes -= 1;
+    const uint64_t key = b0->key;
+    b0->key ^= 1; /* now in the wrong bucket */
+    assert_false(pc_check_table(pc, why, sizeof why));
+    assert_non_null(strstr(why, "bucket"));
+    b0->key = key;
+    assert_true(pc_check_table(pc, why, sizeof why));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+}
+
 /* ---------------------------------------------------------------- CLI */
 
 /* Run a shell command, return its stdout (malloc'ed) and exit status. */
@@ -628,6 +943,16 @@ static char *run_cmd(const char *cmd, int *status)
     out[n] = 0;
     *status = pclose(f);
     return out;
+}
+
+/* An integer field of `tern run --json` output (-1 if absent). */
+static int json_int(const char *text, const char *key)
+{
+    cJSON *j = cJSON_Parse(text);
+    const cJSON *v = cJSON_GetObjectItem(j, key);
+    int r = cJSON_IsNumber(v) ? v->valueint : -1;
+    cJSON_Delete(j);
+    return r;
 }
 
 /* tern run --prompt-cache: the second run reuses the saved prefix and prints the same tokens;
@@ -649,18 +974,17 @@ static void test_cli_prompt_cache(void **state)
         assert_int_equal(status, 0);
     }
     print_message("cold: %s2nd: %s3rd: %s", out[0], out[1], out[2]);
-    assert_non_null(strstr(out[1], "\"n_reused\": 0"));
+    assert_int_equal(json_int(out[1], "n_reused"), 0);
     /* 70 tokens, blocks of 32: 2 restored with batch-invariant kernels, else 1 (16+ decoded) */
     struct tern_model *m;
     assert_tern_ok(tern_model_load(path, NULL, &m));
     struct tern_prefix_cache *pc;
     struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
     assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
-    char want[64];
-    snprintf(want, sizeof want, "\"n_reused\": %d", expect_reuse(pc, 70, 64));
+    int want = expect_reuse(pc, 70, 64);
     tern_prefix_cache_free(pc);
     tern_model_free(m);
-    assert_non_null(strstr(out[2], want));
+    assert_int_equal(json_int(out[2], "n_reused"), want);
     /* same generated tokens in all three runs */
     for (int k = 1; k < 3; k++)
         assert_memory_equal(out[0], out[k], (size_t)(strstr(out[0], "]") - out[0]));
@@ -672,9 +996,12 @@ static void test_cli_prompt_cache(void **state)
     snprintf(cmd, sizeof cmd, "'%s' cache ls '%s' --json", test_tern_bin(), dir);
     char *ls = run_cmd(cmd, &status);
     assert_int_equal(status, 0);
-    assert_non_null(strstr(ls, "\"n_files\": 2"));
-    assert_non_null(strstr(ls, "\"invalid\": 1"));
+    cJSON *j = cJSON_Parse(ls);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetObjectItem(j, "n_files")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(j, "invalid")->valueint, 1);
     assert_non_null(strstr(ls, "checksum mismatch"));
+    cJSON_Delete(j);
     free(ls);
     snprintf(cmd, sizeof cmd, "'%s' cache clear '%s'", test_tern_bin(), dir);
     free(run_cmd(cmd, &status));
@@ -685,6 +1012,213 @@ static void test_cli_prompt_cache(void **state)
     assert_int_not_equal(status, 0);
     assert_non_null(strstr(err, "/nonexistent/tern-dir"));
     free(err);
+}
+
+/* n_reused of `tern run ... --json` with the prompt cache in dir; env: "VAR=value " or "". */
+static int cli_run_reused(const char *env, const char *model, const char *toks, const char *dir)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s'%s' run -m '%s' --tokens %s -n 1 -t 1 --json --prompt-cache '%s' "
+             "2>/dev/null", env, test_tern_bin(), model, toks, dir);
+    int status;
+    char *out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("tern run --json: not JSON: %s", out);
+    int n = cJSON_GetObjectItem(j, "n_reused")->valueint;
+    cJSON_Delete(j);
+    free(out);
+    return n;
+}
+
+static int json_obj_int(const cJSON *j, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, name);
+    if (!cJSON_IsNumber(v)) fail_msg("no number \"%s\" in the JSON", name);
+    return v->valueint;
+}
+
+/* `tern cache ls --json`, parsed; *longest = longest_prefix_tokens; env as for cli_run_reused. */
+static cJSON *cli_ls(const char *env, const char *dir, int *longest)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s'%s' cache ls '%s' --json", env, test_tern_bin(), dir);
+    int status;
+    char *out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("tern cache ls --json: not JSON: %s", out);
+    free(out);
+    *longest = json_obj_int(j, "longest_prefix_tokens");
+    return j;
+}
+
+/* The ls entry of the block at `depth` (NULL if none). */
+static const cJSON *ls_entry(const cJSON *ls, const char *dir, int depth)
+{
+    struct tern_cache_file_info *fi;
+    int nf;
+    char name[64] = "";
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].valid && fi[i].depth == depth) snprintf(name, sizeof name, "%s", fi[i].name);
+    free(fi);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(ls, "files"))
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")), name)) return e;
+    return NULL;
+}
+
+/* A run reaches block d only through blocks 0..d-1 (chained keys). With a middle block damaged
+ * or deleted, `tern cache ls` reports as usable prefix exactly what the next run reuses, marks
+ * every later block unusable naming the broken link, and the run's save repairs the chain. */
+static void test_cli_ls_usable_prefix(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    char model[4096];
+    snprintf(model, sizeof model, "%s", path);
+    const char *dir = make_dir("kv_ls_chain");
+    char toks[2048] = "";
+    for (int i = 0; i < 200; i++) /* 200 tokens: six blocks of 32 */
+        snprintf(toks + strlen(toks), sizeof toks - strlen(toks), "%s%d", i ? "," : "", 300 + i * 29);
+    assert_int_equal(cli_run_reused("", model, toks, dir), 0);
+    char names[8][256];
+    assert_int_equal(list_files(dir, names, 8), 6);
+    int longest;
+    cJSON *ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 192);
+    cJSON_Delete(ls);
+
+    /* damage block 2: blocks 0-1 stay usable, 3-5 cannot be reached */
+    const cJSON *e;
+    char damaged[64] = "";
+    struct tern_cache_file_info *fi;
+    int nf;
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].depth == 2) snprintf(damaged, sizeof damaged, "%s", fi[i].name);
+    free(fi);
+    corrupt(dir, damaged, 256 + 4 * 32 + 100, -1);
+    ls = cli_ls("", dir, &longest);
+    const int reused = cli_run_reused("", model, toks, dir); /* (its save repairs block 2) */
+    print_message("block 2 damaged: ls says %d usable tokens, the run reused %d\n", longest, reused);
+    assert_int_equal(longest, reused);
+    assert_int_equal(reused, 64);
+    assert_int_equal(json_obj_int(ls, "invalid"), 1);
+    assert_int_equal(json_obj_int(ls, "unusable"), 4);
+    for (int d = 3; d < 6; d++) {
+        assert_non_null(e = ls_entry(ls, dir, d));
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(e, "valid")));
+        assert_true(cJSON_IsFalse(cJSON_GetObjectItem(e, "usable")));
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem"));
+        assert_non_null(why);
+        assert_non_null(strstr(why, damaged));
+    }
+    for (int d = 0; d < 2; d++)
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(ls_entry(ls, dir, d), "usable")));
+    cJSON_Delete(ls);
+
+    /* that run rewrote block 2; now delete block 1 */
+    ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 192);
+    assert_int_equal(json_obj_int(ls, "unusable"), 0);
+    e = ls_entry(ls, dir, 1);
+    char gone[1100];
+    snprintf(gone, sizeof gone, "%s/%s", dir, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
+    cJSON_Delete(ls);
+    assert_int_equal(unlink(gone), 0);
+    ls = cli_ls("", dir, &longest);
+    const int reused2 = cli_run_reused("", model, toks, dir);
+    print_message("block 1 deleted: ls says %d usable tokens, the run reused %d\n", longest, reused2);
+    assert_int_equal(longest, reused2);
+    assert_int_equal(reused2, 32);
+    assert_int_equal(json_obj_int(ls, "unusable"), 4);
+    e = ls_entry(ls, dir, 5);
+    assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "missing"));
+    cJSON_Delete(ls);
+
+    /* under another kernel path a run refuses every file (its KV bits differ), and so does ls */
+    if (strcmp(kern_isa_name(), "scalar")) {
+        ls = cli_ls("TERN_KERNELS=scalar ", dir, &longest);
+        const int reused3 = cli_run_reused("TERN_KERNELS=scalar ", model, toks, dir);
+        assert_int_equal(longest, reused3);
+        assert_int_equal(reused3, 0);
+        assert_int_equal(json_obj_int(ls, "unusable"), json_obj_int(ls, "n_files"));
+        e = ls_entry(ls, dir, 0);
+        assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(e, "problem")), "kernels"));
+        cJSON_Delete(ls);
+    }
+}
+
+/* A file whose checksum holds but whose depth field is absurd (0x7fffffff: its first position
+ * would overflow an int) is refused by a run and listed as invalid by `tern cache ls`, which
+ * prints positions without overflowing (the ASan/UBSan build aborts on signed overflow). */
+static void test_absurd_depth_refused(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, QWEN);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const char *dir = make_dir("kv_depth");
+    struct tern_prefix_cache_params pp = {.block_tokens = 16, .dir = dir};
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    int32_t p[40];
+    make_prompt(p, 40, 0, 5, tern_model_n_vocab(m));
+    struct tern_context *ctx = new_ctx(m, 64);
+    int reused;
+    assert_tern_ok(tern_prefix_cache_prefill(pc, ctx, p, 40, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pc));
+    tern_context_free(ctx);
+    tern_prefix_cache_free(pc);
+
+    /* rewrite block 1's depth (offset 116) and re-seal it (SHA-256 at 144 over the header with
+     * that field zeroed, then the payload) */
+    struct tern_cache_file_info *fi;
+    int nf;
+    char file[2048] = "";
+    assert_tern_ok(tern_cache_dir_list(dir, &fi, &nf));
+    for (int i = 0; i < nf; i++)
+        if (fi[i].depth == 1) snprintf(file, sizeof file, "%s/%s", dir, fi[i].name);
+    free(fi);
+    size_t len;
+    uint8_t *buf = (uint8_t *)test_read_file(file, &len);
+    assert_non_null(buf);
+    buf[116] = 0xff, buf[117] = 0xff, buf[118] = 0xff, buf[119] = 0x7f;
+    memset(buf + 144, 0, 32);
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, len, buf);
+    sha256_digest(&c, 32, buf + 144);
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+
+    assert_tern_ok(tern_prefix_cache_create(m, &pp, &pc));
+    struct tern_prefix_cache_stats st;
+    tern_prefix_cache_get_stats(pc, &st);
+    print_message("run: %s\n", tern_prefix_cache_warning(pc));
+    assert_int_equal(st.refused_files, 1);
+    assert_non_null(strstr(tern_prefix_cache_warning(pc), "depth"));
+    tern_prefix_cache_free(pc);
+    tern_model_free(m);
+
+    char cmd[8192];
+    int status;
+    snprintf(cmd, sizeof cmd, "'%s' cache ls '%s' 2>&1", test_tern_bin(), dir);
+    char *out = run_cmd(cmd, &status);
+    print_message("%s", out);
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(out, "INVALID"));
+    free(out);
+    int longest;
+    cJSON *ls = cli_ls("", dir, &longest);
+    assert_int_equal(longest, 16);
+    assert_int_equal(json_obj_int(ls, "invalid"), 1);
+    cJSON_Delete(ls);
 }
 
 int main(void)
@@ -700,7 +1234,14 @@ int main(void)
         cmocka_unit_test(test_small_suffix_exact),
         cmocka_unit_test(test_save_load_identical),
         cmocka_unit_test(test_refuse_damaged_and_foreign),
+        cmocka_unit_test(test_refuse_inconsistent_depth),
+        cmocka_unit_test(test_refuse_special_files),
+        cmocka_unit_test(test_orphan_adopted),
+        cmocka_unit_test(test_table_churn),
+        cmocka_unit_test(test_table_check_detects),
         cmocka_unit_test(test_cli_prompt_cache),
+        cmocka_unit_test(test_cli_ls_usable_prefix),
+        cmocka_unit_test(test_absurd_depth_refused),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

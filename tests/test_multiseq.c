@@ -1,7 +1,8 @@
 /* test_multiseq.c — several sequences in one context (tern_decode_batch): a batch mixing three
  * prompts gives each the logits it gets alone, decode steps of three sequences in one pass
  * match single-sequence decoding, tern_kv_seq_copy reproduces a prefix, and bad batches are
- * refused with nothing left behind. Where the kernels are batch-invariant (kern_invariant.h: the
+ * refused with nothing left behind; random batches, truncations and copies keep every
+ * sequence's positions and K/V its own. Where the kernels are batch-invariant (kern_invariant.h: the
  * scalar path; AVX-512 with Q4_0 / Q8_0, checked on a tiny Q4_0 model) the results are
  * bit-identical: every row is computed the same way whatever the batch. Other SIMD paths and formats pick other tile shapes for other batch sizes, so there the
  * bound is a small tolerance (the F16 model). */
@@ -178,12 +179,103 @@ static void test_bad_batches(void **state)
     tern_model_free(m);
 }
 
+/* 160 random decode batches, truncations and copies over three sequences of a small context (so
+ * sequences fill up and refusals happen), against a shadow of every sequence's tokens: after
+ * each call the positions match the shadow, refused calls change nothing, and at the end each
+ * sequence's next logits equal those of a fresh context fed its shadow tokens (scalar kernels:
+ * exact), so every token's K/V went to its own sequence's rows. In TERN_CHECKS builds the
+ * position asserts of context.c and kv_cache.h run on every step. */
+static void test_seq_ops_random(void **state)
+{
+    (void)state;
+    kern_force_isa("scalar");
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(model_path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    enum { NS = 3, CTX = 24, NB = 8 };
+    struct tern_context_params cp = {.n_ctx = CTX, .n_batch = NB, .n_threads = 1, .n_seq = NS};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    int32_t shadow[NS][CTX];
+    int len[NS] = {0};
+    unsigned rng = 777;
+#define RND(n) ((int)((rng = rng * 1103515245u + 12345u) >> 16) % (n))
+    int n_ok = 0, n_refused = 0;
+    for (int it = 0; it < 160; it++) {
+        const int op = RND(4);
+        tern_status want = TERN_OK, got;
+        if (op <= 1) {
+            int32_t toks[NB], seq[NB], pos[NB], next[NS];
+            const int n = 1 + RND(NB);
+            const bool given = RND(2), wrong = given && RND(8) == 0;
+            memcpy(next, len, sizeof next);
+            for (int i = 0; i < n; i++) {
+                seq[i] = RND(NS);
+                toks[i] = RND(256);
+                pos[i] = next[seq[i]] + (wrong && i == n - 1 ? 1 : 0);
+                if (!want && pos[i] != next[seq[i]]) want = TERN_ERR_ARG;
+                else if (!want && next[seq[i]] >= CTX) want = TERN_ERR_RANGE;
+                next[seq[i]]++;
+            }
+            struct tern_batch b = {.n = n, .tokens = toks, .seq = seq, .pos = given ? pos : NULL};
+            got = tern_decode_batch(ctx, &b);
+            if (!got)
+                for (int i = 0; i < n; i++) shadow[seq[i]][len[seq[i]]++] = toks[i];
+        } else if (op == 2) {
+            const int s = RND(NS), n = RND(len[s] + 2);
+            want = n <= len[s] ? TERN_OK : TERN_ERR_ARG;
+            got = tern_kv_seq_truncate(ctx, s, n);
+            if (!got) len[s] = n;
+        } else {
+            const int src = RND(NS), dst = RND(NS), n = RND(len[src] + 2);
+            want = src != dst && n <= len[src] ? TERN_OK : TERN_ERR_ARG;
+            got = tern_kv_seq_copy(ctx, src, dst, n);
+            if (!got) {
+                memcpy(shadow[dst], shadow[src], sizeof(int32_t) * n);
+                len[dst] = n;
+            }
+        }
+        if (got != want)
+            fail_msg("step %d (op %d): %s, expected %s: %s", it, op, tern_status_name(got),
+                     tern_status_name(want), tern_last_error());
+        if (got) n_refused++; else n_ok++;
+        for (int s = 0; s < NS; s++) assert_int_equal(tern_kv_seq_n_pos(ctx, s), len[s]);
+    }
+#undef RND
+    print_message("%d calls done, %d refused; final lengths %d %d %d\n", n_ok, n_refused, len[0],
+                  len[1], len[2]);
+    assert_true(n_refused > 20 && n_ok > 100);
+
+    float *ref = malloc(sizeof(float) * nv);
+    for (int s = 0; s < NS; s++) {
+        if (len[s] == 0 || len[s] == CTX) continue;
+        const int32_t tok = 42, ss = s;
+        const bool yes = true;
+        struct tern_batch b = {.n = 1, .tokens = &tok, .seq = &ss, .logits = &yes};
+        assert_tern_ok(tern_decode_batch(ctx, &b));
+        struct tern_context_params c1 = {.n_ctx = CTX, .n_batch = NB, .n_threads = 1};
+        struct tern_context *alone;
+        assert_tern_ok(tern_context_create(m, &c1, &alone));
+        assert_tern_ok(tern_decode(alone, shadow[s], len[s], 0, TERN_LOGITS_NONE));
+        assert_tern_ok(tern_decode(alone, &tok, 1, len[s], TERN_LOGITS_LAST));
+        memcpy(ref, tern_context_logits(alone, 0), sizeof(float) * nv);
+        const double d = max_diff(tern_context_logits(ctx, 0), ref, nv);
+        print_message("sequence %d (%d positions): max |dlogit| vs alone %.3g\n", s, len[s], d);
+        assert_true(d == 0.0);
+        tern_context_free(alone);
+    }
+    free(ref);
+    tern_context_free(ctx);
+    tern_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mixed_scalar_exact),
         cmocka_unit_test(test_mixed_native),
         cmocka_unit_test(test_bad_batches),
+        cmocka_unit_test(test_seq_ops_random),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, NULL));
 }

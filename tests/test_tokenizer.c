@@ -5,6 +5,7 @@
  * Reference: ../shared/fixtures/tokenizer/<vocab>.gguf.inp/.out (llama.cpp test-tokenizer-0,
  * add_special = false, parse_special = false; format in ../shared/fixtures/README.md §3). */
 #include "test_support.h"
+#include "tokenizer/tok_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -427,6 +428,26 @@ static void test_long_words(void **state)
     tern_tokenizer_free(t);
 }
 
+/* --- GPT-2's bytes_to_unicode, built here as its reference code does (printable Latin-1 bytes
+ * map to themselves, the rest to 256, 257, ... in byte order), against tern's closed form --- */
+static void test_bytelevel_map(void **state)
+{
+    (void)state;
+    int32_t ref_byte[512];
+    for (int c = 0; c < 512; c++) ref_byte[c] = -1;
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+        uint32_t cpt = printable ? (uint32_t)b : 256u + (uint32_t)n++;
+        assert_int_equal(tok_byte_to_cpt((uint8_t)b), cpt);
+        ref_byte[cpt] = b;
+    }
+    assert_int_equal(n, 68);
+    for (uint32_t c = 0; c < 512; c++) assert_int_equal(tok_cpt_to_byte(c), ref_byte[c]);
+    assert_int_equal(tok_cpt_to_byte(0x10FFFF), -1);
+    assert_int_equal(tok_cpt_to_byte(UINT32_MAX), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -438,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_range_errors),
         cmocka_unit_test(test_stream_detokenizer),
         cmocka_unit_test(test_long_words),
+        cmocka_unit_test(test_bytelevel_map),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tern_tools.h"
+
 #include "kv/prefix_cache.h"
 #include "util/error.h"
 

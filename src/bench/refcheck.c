@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tern_tools.h"
+
 #include "model/model.h"
 #include "util/error.h"
 

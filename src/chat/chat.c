@@ -20,6 +20,7 @@ struct tern_chat_params tern_chat_default_params(void)
     struct tern_chat_params p;
     memset(&p, 0, sizeof p);
     p.add_generation_prompt = true;
+    p.now_unix = TERN_CHAT_NOW_CLOCK;
     return p;
 }
 

@@ -252,7 +252,7 @@ struct tmpl_var {
 };
 
 struct tmpl_render_opts {
-    int64_t now_unix; /* strftime_now(): 0 = the clock, local time; else this instant in UTC */
+    int64_t now_unix; /* strftime_now(): TERN_CHAT_NOW_CLOCK = the clock, local time; else this instant in UTC */
 };
 
 /* Render prog with the given variables (values may live in `arena`, which also receives the

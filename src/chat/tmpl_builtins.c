@@ -1022,10 +1022,11 @@ struct tval tmpl_call_global(struct tmpl_ev *ev, int fn, const struct tmpl_args 
     case FN_STRFTIME: {
         struct tval f = str_arg(ev, tmpl_ev_str(ev, tmpl_arg(a, 0, "format", NULL)), at, "format");
         int64_t now = tmpl_ev_now(ev);
-        time_t t = now ? (time_t)now : time(NULL);
+        bool clock = now == TERN_CHAT_NOW_CLOCK;
+        time_t t = clock ? time(NULL) : (time_t)now;
         struct tm tm;
-        if (now) gmtime_r(&t, &tm);
-        else localtime_r(&t, &tm);
+        if (clock) localtime_r(&t, &tm);
+        else if (!gmtime_r(&t, &tm)) tmpl_throw(ev, at, "OverflowError", "timestamp out of range");
         char fmt[256], out[512];
         if (f.u.s.n >= sizeof fmt) tmpl_throw(ev, at, "ValueError", "strftime format too long");
         memcpy(fmt, f.u.s.p, f.u.s.n);

@@ -921,7 +921,7 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
     struct tmpl_ev *ev = calloc(1, sizeof *ev);
     if (!ev) return tern_fail(TERN_ERR_NOMEM, "out of memory rendering a template");
     ev->a = arena;
-    ev->now = opts && opts->now_unix ? opts->now_unix : 0;
+    ev->now = opts ? opts->now_unix : TERN_CHAT_NOW_CLOCK;
     tern_status st = TERN_OK;
     if (setjmp(ev->jb) == 0) {
         ev->root = frame_new(ev, NULL);

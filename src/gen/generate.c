@@ -183,12 +183,16 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             t_first = now_ms();
             st.ttft_ms = t_first - t0;
         }
+        if (prm.on_token && prm.on_token(tok, user) != 0) {
+            st.stop = TERN_GEN_STOP_CALLBACK;
+            stop = true;
+        }
         if (!prm.ignore_eog && tern_token_is_eog(g->tok, tok)) {
-            st.stop = TERN_GEN_STOP_EOG;
+            if (!stop) st.stop = TERN_GEN_STOP_EOG;
             break;
         }
         if ((rc = tern_detokenizer_push(d, tok, &text, &len))) break;
-        if (emit(on_piece, user, text, len)) {
+        if (!stop && emit(on_piece, user, text, len)) {
             st.stop = TERN_GEN_STOP_CALLBACK;
             stop = true;
         }

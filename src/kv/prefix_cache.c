@@ -4,6 +4,8 @@
  * Files on disk are prefix_file.c's business. */
 #include "kv/prefix_cache.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,19 +64,33 @@ static tern_status grow(struct tern_prefix_cache *pc)
 
 tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b)
 {
+    TERN_ASSERT(b->key != 0 && b->key != b->parent && !pc_find(pc, b->key));
+    TERN_ASSERT(b->n_children == 0 && b->depth >= 0 && (b->depth == 0) == (b->parent == 0));
     if (pc->st.n_blocks + 1 > pc->n_buckets) {
         tern_status st = grow(pc);
         if (st) return st;
     }
+    if (!pc->loading) {
+        if (b->parent) {
+            struct pc_block *p = pc_find(pc, b->parent);
+            if (p) p->n_children++;
+            else pc->n_orphans++;
+        }
+        /* Blocks loaded without their parent name b as parent: b must count them, or it would
+         * look like a leaf and be evicted before them. */
+        for (size_t i = 0; pc->n_orphans > 0 && i < pc->n_buckets; i++)
+            for (struct pc_block *x = pc->buckets[i]; x; x = x->next)
+                if (x->parent == b->key) {
+                    b->n_children++;
+                    pc->n_orphans--;
+                }
+    }
     struct pc_block **head = &pc->buckets[b->key & (pc->n_buckets - 1)];
     b->next = *head;
     *head = b;
-    if (b->parent) {
-        struct pc_block *p = pc_find(pc, b->parent);
-        if (p) p->n_children++;
-    }
     pc->st.n_blocks++;
     pc->st.bytes += pc->block_bytes;
+    if (!pc->loading) PC_CHECK(pc);
     return TERN_OK;
 }
 
@@ -86,14 +102,25 @@ void pc_block_free(struct pc_block *b)
     free(b);
 }
 
+/* Unlink and free a leaf. */
 static void remove_block(struct tern_prefix_cache *pc, struct pc_block *b)
 {
+    TERN_ASSERT(b->n_children == 0 && pc->st.n_blocks > 0 && pc->st.bytes >= pc->block_bytes);
     struct pc_block **pp = &pc->buckets[b->key & (pc->n_buckets - 1)];
-    while (*pp != b) pp = &(*pp)->next;
+    while (*pp != b) {
+        TERN_ASSERT(*pp); /* b is in its key's bucket */
+        pp = &(*pp)->next;
+    }
     *pp = b->next;
     if (b->parent) {
         struct pc_block *p = pc_find(pc, b->parent);
-        if (p && p->n_children > 0) p->n_children--;
+        if (p) {
+            TERN_ASSERT(p->n_children > 0);
+            p->n_children--;
+        } else {
+            TERN_ASSERT(pc->n_orphans > 0);
+            pc->n_orphans--;
+        }
     }
     pc->st.n_blocks--;
     pc->st.bytes -= pc->block_bytes;
@@ -102,13 +129,81 @@ static void remove_block(struct tern_prefix_cache *pc, struct pc_block *b)
 
 void pc_recount_children(struct tern_prefix_cache *pc)
 {
+    pc->n_orphans = 0;
     for (size_t i = 0; i < pc->n_buckets; i++)
         for (struct pc_block *b = pc->buckets[i]; b; b = b->next) b->n_children = 0;
     for (size_t i = 0; i < pc->n_buckets; i++)
         for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
             struct pc_block *p = b->parent ? pc_find(pc, b->parent) : NULL;
             if (p) p->n_children++;
+            else if (b->parent) pc->n_orphans++;
         }
+}
+
+bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap)
+{
+    char msg[256];
+#define PC_BAD(...)                                                                            \
+    do {                                                                                       \
+        snprintf(msg, sizeof msg, __VA_ARGS__);                                                \
+        goto bad;                                                                              \
+    } while (0)
+    const size_t nb = pc->n_buckets;
+    if (!pc->buckets || nb == 0 || (nb & (nb - 1)))
+        PC_BAD("%zu buckets: not a power of two", nb);
+    if (pc->B <= 0 || pc->block_bytes == 0) PC_BAD("block of %d tokens, %zu bytes", pc->B, pc->block_bytes);
+    uint64_t n = 0;
+    for (size_t i = 0; i < nb; i++)
+        for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
+            if (++n > pc->st.n_blocks)
+                PC_BAD("more blocks in the buckets than n_blocks %llu (a cycle or a lost count)",
+                       (unsigned long long)pc->st.n_blocks);
+            if ((b->key & (nb - 1)) != i)
+                PC_BAD("block %016llx in bucket %zu, belongs in %zu", (unsigned long long)b->key,
+                       i, (size_t)(b->key & (nb - 1)));
+            if (!b->key || b->key == b->parent)
+                PC_BAD("block key %016llx, parent %016llx", (unsigned long long)b->key,
+                       (unsigned long long)b->parent);
+            if (pc_find(pc, b->key) != b)
+                PC_BAD("key %016llx is in the table twice", (unsigned long long)b->key);
+            if (b->depth < 0 || b->depth > INT_MAX / pc->B - 1 || (b->depth == 0) != (b->parent == 0))
+                PC_BAD("block %016llx: depth %d with parent %016llx", (unsigned long long)b->key,
+                       b->depth, (unsigned long long)b->parent);
+            if (!b->tokens || !b->kv)
+                PC_BAD("block %016llx has no tokens or KV", (unsigned long long)b->key);
+            if (b->last_used > pc->tick || b->n_children < 0)
+                PC_BAD("block %016llx: last used at tick %llu of %llu, %d children",
+                       (unsigned long long)b->key, (unsigned long long)b->last_used,
+                       (unsigned long long)pc->tick, b->n_children);
+            b->check_children = 0;
+        }
+    if (n != pc->st.n_blocks)
+        PC_BAD("%llu blocks in the buckets, n_blocks says %llu", (unsigned long long)n,
+               (unsigned long long)pc->st.n_blocks);
+    if (pc->st.bytes != n * pc->block_bytes || pc->st.bytes > pc->budget)
+        PC_BAD("bytes %llu for %llu blocks of %zu (budget %llu)",
+               (unsigned long long)pc->st.bytes, (unsigned long long)n, pc->block_bytes,
+               (unsigned long long)pc->budget);
+    int orphans = 0;
+    for (size_t i = 0; i < nb; i++)
+        for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
+            struct pc_block *p = b->parent ? pc_find(pc, b->parent) : NULL;
+            if (p) p->check_children++;
+            else if (b->parent) orphans++;
+        }
+    for (size_t i = 0; i < nb; i++)
+        for (struct pc_block *b = pc->buckets[i]; b; b = b->next)
+            if (b->n_children != b->check_children)
+                PC_BAD("block %016llx counts %d children, %d blocks name it as parent",
+                       (unsigned long long)b->key, b->n_children, b->check_children);
+    if (orphans != pc->n_orphans)
+        PC_BAD("%d blocks have no parent in the table, n_orphans says %d", orphans, pc->n_orphans);
+    return true;
+#undef PC_BAD
+bad:
+    if (why) snprintf(why, cap, "%s", msg);
+    else fprintf(stderr, "prefix cache check failed: %s\n", msg);
+    return false;
 }
 
 /* A linear scan per eviction: tables hold thousands of blocks at most (a block is ~1 MB of KV
@@ -127,7 +222,9 @@ bool pc_make_room(struct tern_prefix_cache *pc, uint64_t need, const struct pc_b
         pc->st.evicted_blocks++;
         pc->st.evicted_bytes += pc->block_bytes;
         remove_block(pc, victim);
+        PC_CHECK(pc);
     }
+    TERN_ASSERT(pc->st.bytes + need <= pc->budget);
     return true;
 }
 
@@ -182,6 +279,7 @@ void tern_prefix_cache_clear(struct tern_prefix_cache *pc)
     }
     pc->st.n_blocks = 0;
     pc->st.bytes = 0;
+    pc->n_orphans = 0;
 }
 
 void tern_prefix_cache_free(struct tern_prefix_cache *pc)
@@ -254,6 +352,7 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
     b->depth = d;
     b->last_used = ++pc->tick;
     memcpy(b->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens);
+    TERN_ASSERT(d >= 0 && (long long)(d + 1) * pc->B <= kv->seq_pos[0]); /* decoded already */
     kv_copy_out(kv, d * pc->B, pc->B, b->kv);
     if (pc_insert(pc, b)) {
         pc_block_free(b);
@@ -297,7 +396,10 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
     if (!found) return tern_fail(TERN_ERR_NOMEM, "prefix cache prefill: out of memory");
     uint64_t key;
     const int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
+    TERN_ASSERT(nb >= 0 && nb <= max_blocks);
     for (int d = 0; d < nb; d++) {
+        /* block d holds positions d*B .. d*B+B-1, all inside the prompt, so inside n_ctx */
+        TERN_ASSERT(found[d]->depth == d && (long long)(d + 1) * pc->B <= n && n <= kv->n_ctx);
         kv_copy_in(kv, d * pc->B, pc->B, found[d]->kv);
         found[d]->last_used = ++pc->tick;
     }

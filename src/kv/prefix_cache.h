@@ -7,19 +7,29 @@
  * block 0 and stops at the first absent one. Each block also stores its tokens and its parent's
  * key, and a lookup compares both, so a 64-bit hash collision can never restore wrong KV.
  * Eviction removes only leaves (blocks no other block names as parent), least recently used
- * first: evicting a parent would strand its children, which no walk could reach. */
+ * first: evicting a parent would strand its children, which no walk could reach.
+ *
+ * Invariants (pc_check_table checks them all after every insert and eviction in TERN_CHECKS
+ * builds): each block sits in the bucket of its key, once; n_children counts exactly the
+ * blocks naming it as parent; n_orphans counts blocks whose parent is not in the table (loaded
+ * without it, e.g. its file was damaged: they are adopted when the parent is stored again);
+ * depth is 0 exactly when parent is 0 and (depth+1)*B fits an int; n_blocks and bytes match
+ * the table and bytes <= budget; no block was used after the current tick. */
 #ifndef TERN_KV_PREFIX_CACHE_H
 #define TERN_KV_PREFIX_CACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/context_kv.h"
+#include "util/check.h"
 
 struct pc_block {
     uint64_t key, parent;       /* parent 0: the first block of a prompt */
     int depth;                  /* block index: its first token is at position depth * B */
     int n_children;             /* blocks in the table whose parent is this one */
+    int check_children;         /* scratch of pc_check_table */
     uint64_t last_used;         /* cache tick of the last lookup/store touching it */
     bool on_disk;               /* a file for it exists in dir (loaded or saved) */
     int32_t *tokens;            /* (B) */
@@ -38,6 +48,8 @@ struct tern_prefix_cache {
     struct pc_block **buckets;  /* (n_buckets), power of two */
     size_t n_buckets;
     uint64_t tick;
+    int n_orphans;              /* blocks whose parent (not 0) is not in the table */
+    bool loading;               /* pc_load_dir: children and orphans are recounted at the end */
     struct tern_prefix_cache_stats st;  /* n_blocks, bytes kept current */
     char warning[512];
 };
@@ -48,15 +60,30 @@ int pc_min_suffix(const struct tern_prefix_cache *pc);
 /* Key of a block of B tokens after the block keyed parent (never 0). */
 uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B);
 struct pc_block *pc_find(const struct tern_prefix_cache *pc, uint64_t key);
-/* Take ownership of b and add it (its key must be absent); counts it as parent's child. */
+/* Take ownership of b and add it (its key must be absent); counts it as its parent's child, or
+ * as an orphan, and adopts the orphans that name it as parent. */
 tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b);
 /* Make room for `need` bytes by evicting LRU leaves other than `keep`; false if impossible. */
 bool pc_make_room(struct tern_prefix_cache *pc, uint64_t need, const struct pc_block *keep);
 void pc_block_free(struct pc_block *b);
-/* Recount n_children of every block (after loading files in arbitrary order). */
+/* Recount n_children of every block and n_orphans (after loading files in arbitrary order). */
 void pc_recount_children(struct tern_prefix_cache *pc);
+/* Whole-table consistency check (the invariants above), O(blocks + buckets). Returns false on
+ * the first broken one, with the reason in why[0..cap) (or on stderr if why is NULL). Only
+ * writes the blocks' check_children scratch. The cache calls it through PC_CHECK, which is
+ * compiled in TERN_CHECKS builds only; tests call it directly. */
+bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap);
+#define PC_CHECK(pc) TERN_ASSERT(pc_check_table((pc), NULL, 0))
 
 /* prefix_file.c */
+/* Verify the n bytes at p as a whole cache file (named `name` in messages) for pc: header
+ * structure, model and tokenizer fingerprints, KV layout, kernel path, depth, SHA-256, token
+ * ids, key. On success *out is a new block with copies of its tokens and KV (caller inserts it
+ * with pc_insert or frees it with pc_block_free); otherwise a FORMAT (or NOMEM) status whose
+ * message names the file and the reason. Reads nothing outside p[0..n); p needs no alignment.
+ * The directory loader and the fuzz target (tests/fuzz/fuzz_cachefile.c) both go through it. */
+tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
+                                const char *name, struct pc_block **out);
 tern_status pc_load_dir(struct tern_prefix_cache *pc);
 tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b);
 /* Sync the directory entry after renames, so saved files survive a crash. */

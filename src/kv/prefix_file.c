@@ -15,13 +15,16 @@
  *   payload: B int32 token ids, then the packed KV run (kv_copy.c).
  * All integers little-endian. A file is used only if every field matches this cache and the
  * checksum holds; anything else is refused with the reason and left for the next save to
- * overwrite. Writes go to a unique .tmp name, are fsynced, then renamed over the final name, so
+ * overwrite. One function judges a file's bytes, pc_block_from_bytes (the loader and the fuzz
+ * target tests/fuzz/fuzz_cachefile.c call it); the loader checks the header before it reads the
+ * payload, and opens only regular files. Writes go to a unique .tmp name, are fsynced, then renamed over the final name, so
  * a crash leaves either the old file or the new one, never a torn one. */
 #include "kv/prefix_cache.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@
 
 #include <nettle/sha2.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 #define HDR 256
@@ -92,6 +96,10 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
                          "%u, kv_heads %u, head_dim %u, type %u, block %u)", name, h->n_layer,
                          h->n_head_kv, h->head_dim, h->kv_type, h->B);
+    /* positions are ints everywhere (KV cache, walks, listings): the block's last one must fit */
+    if ((uint64_t)h->depth * h->B + h->B - 1 > INT32_MAX)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd depth %u at offset 116 (block "
+                         "%u: positions beyond %d)", name, h->depth, h->B, INT32_MAX);
     uint64_t want = (uint64_t)h->B * 4 + kv_run_bytes((int)h->n_layer, (int)h->n_head_kv,
                                                       (int)h->head_dim, (int)h->B);
     if (h->payload != want)
@@ -110,120 +118,175 @@ static void hex(const uint8_t *p, int n, char *out)
     for (int i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
-/* Read a whole file (malloc'ed). */
-static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
+/* Open a cache file for reading: only regular files (a FIFO named *.tkv would block the open
+ * until a writer came, hence O_NONBLOCK; a directory cannot be read). *size is its length. */
+static tern_status open_regular(const char *path, const char *name, int *fd_out, uint64_t *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return tern_fail(TERN_ERR_IO, "cache file %s: cannot open: %s", name, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) < 0) {
         close(fd);
         return tern_fail(TERN_ERR_IO, "cache file %s: cannot stat: %s", name, strerror(errno));
     }
-    uint8_t *buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
-    if (!buf) {
+    if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: not a regular file (a directory, FIFO "
+                         "or device named like a cache file); not used", name);
     }
+    *fd_out = fd;
+    *size = (uint64_t)sb.st_size;
+    return TERN_OK;
+}
+
+/* Read n bytes at offset 0 of fd into buf. */
+static tern_status read_exact(int fd, const char *name, uint8_t *buf, size_t n)
+{
     size_t got = 0;
-    while (got < (size_t)sb.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
         if (r <= 0) {
             if (r < 0 && errno == EINTR) continue;
-            free(buf);
-            close(fd);
             return tern_fail(TERN_ERR_IO, "cache file %s: read failed at byte %zu: %s", name, got,
                              r < 0 ? strerror(errno) : "unexpected end of file");
         }
         got += (size_t)r;
     }
-    close(fd);
-    *out = buf;
-    *len = (uint64_t)sb.st_size;
     return TERN_OK;
 }
 
-/* Verify a whole file against this cache; on success the block is built (caller inserts). */
-static tern_status load_block(struct tern_prefix_cache *pc, const char *path, const char *name,
-                              struct pc_block **out)
+/* Read a whole file (malloc'ed). */
+static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
 {
-    uint8_t *buf;
-    uint64_t len;
-    tern_status st = read_all(path, name, &buf, &len);
+    *out = NULL;
+    *len = 0;
+    int fd;
+    uint64_t size;
+    tern_status st = open_regular(path, name, &fd, &size);
     if (st) return st;
-    struct hdr h;
+    uint8_t *buf = malloc(size ? (size_t)size : 1);
+    if (!buf) {
+        close(fd);
+        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+    }
+    st = read_exact(fd, name, buf, (size_t)size);
+    close(fd);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *out = buf;
+    *len = size;
+    return TERN_OK;
+}
+
+/* Compare a parsed header with this cache: model, tokenizer, KV layout, block size, kernel
+ * path (what makes a file foreign rather than damaged: checked before the checksum). */
+static tern_status match_header(const struct tern_prefix_cache *pc, const struct hdr *h,
+                                const char *name)
+{
     char a[17], b[17];
-    if ((st = parse_header(buf, len, name, &h))) goto fail;
-    if (memcmp(h.model_fp, pc->model_fp, 32)) {
-        hex(h.model_fp, 8, a);
+    if (memcmp(h->model_fp, pc->model_fp, 32)) {
+        hex(h->model_fp, 8, a);
         hex(pc->model_fp, 8, b);
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made by another model (fingerprint "
-                       "%s..., this model %s...); not used", name, a, b);
-        goto fail;
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was made by another model (fingerprint "
+                         "%s..., this model %s...); not used", name, a, b);
     }
-    if (memcmp(h.tok_fp, pc->tok_fp, 32)) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
-                       "(tokenizer fingerprint differs); not used", name);
-        goto fail;
-    }
-    if ((int)h.n_layer != pc->n_layer || (int)h.n_head_kv != pc->n_head_kv ||
-        (int)h.head_dim != pc->head_dim || (int)h.B != pc->B) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
-                       "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
-                       "used", name, h.n_layer, h.n_head_kv, h.head_dim, h.B, pc->n_layer,
-                       pc->n_head_kv, pc->head_dim, pc->B);
-        goto fail;
-    }
-    if (strcmp(h.isa, kv_kernel_path())) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
-                       "uses %s (results would not be bit-identical); not used", name, h.isa,
-                       kv_kernel_path());
-        goto fail;
-    }
+    if (memcmp(h->tok_fp, pc->tok_fp, 32))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
+                         "(tokenizer fingerprint differs); not used", name);
+    if ((int)h->n_layer != pc->n_layer || (int)h->n_head_kv != pc->n_head_kv ||
+        (int)h->head_dim != pc->head_dim || (int)h->B != pc->B)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
+                         "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
+                         "used", name, h->n_layer, h->n_head_kv, h->head_dim, h->B, pc->n_layer,
+                         pc->n_head_kv, pc->head_dim, pc->B);
+    if (strcmp(h->isa, kv_kernel_path()))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
+                         "uses %s (results would not be bit-identical); not used", name, h->isa,
+                         kv_kernel_path());
+    return TERN_OK;
+}
+
+/* Block d covers positions d*B .. d*B+B-1, which must be ints; only block 0 has no parent. */
+static tern_status check_depth(const struct tern_prefix_cache *pc, const struct hdr *h,
+                               const char *name)
+{
+    if ((h->depth == 0) != (h->parent == 0))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 contradicts "
+                         "parent key %016llx at offset 128 (only the first block, depth 0, has "
+                         "none); not used", name, h->depth, (unsigned long long)h->parent);
+    if (h->depth > (uint32_t)(INT_MAX / pc->B - 1))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 puts the "
+                         "block's positions past %d; not used", name, h->depth, INT_MAX);
+    return TERN_OK;
+}
+
+tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
+                                const char *name, struct pc_block **out)
+{
+    struct hdr h;
+    tern_status st = parse_header(p, n, name, &h);
+    if (!st) st = match_header(pc, &h, name);
+    if (st) return st;
     uint8_t sum[32];
-    checksum(buf, buf + HDR, h.payload, sum);
-    if (memcmp(sum, h.sum, 32)) {
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
-                       name);
-        goto fail;
-    }
-    const int32_t *tok = (const int32_t *)(buf + HDR);
-    int32_t *tokens = malloc((size_t)pc->B * sizeof *tokens);
-    if (!tokens) {
-        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
-        goto fail;
-    }
-    for (int i = 0; i < pc->B; i++) tokens[i] = (int32_t)get32((const uint8_t *)(tok + i));
-    for (int i = 0; i < pc->B; i++)
-        if (tokens[i] < 0 || tokens[i] >= pc->n_vocab) {
-            st = tern_fail(TERN_ERR_FORMAT, "cache file %s: token %d at index %d is outside the "
-                           "vocabulary (0..%d); not used", name, tokens[i], i, pc->n_vocab - 1);
-            free(tokens);
-            goto fail;
-        }
-    if (pc_chain_key(h.parent, tokens, pc->B) != h.key) {
-        free(tokens);
-        st = tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
-                       "(offset 120); not used", name);
-        goto fail;
+    checksum(p, p + HDR, h.payload, sum);
+    if (memcmp(sum, h.sum, 32))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
+                         name);
+    if ((st = check_depth(pc, &h, name))) return st;
+    /* the payload is exactly B token ids then block_bytes of KV (parse_header, match_header) */
+    TERN_ASSERT(h.payload == (uint64_t)pc->B * 4 + pc->block_bytes);
+    const uint8_t *tok = p + HDR; /* not int32-aligned in general: read bytes */
+    for (int i = 0; i < pc->B; i++) {
+        const int32_t t = (int32_t)get32(tok + 4 * (size_t)i);
+        if (t < 0 || t >= pc->n_vocab)
+            return tern_fail(TERN_ERR_FORMAT, "cache file %s: token %d at index %d (offset %d) is "
+                             "outside the vocabulary (0..%d); not used", name, t, i, HDR + 4 * i,
+                             pc->n_vocab - 1);
     }
     struct pc_block *blk = calloc(1, sizeof *blk);
-    if (!blk || !(blk->kv = malloc(pc->block_bytes))) {
-        free(blk);
-        free(tokens);
-        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
-        goto fail;
+    if (!blk || !(blk->tokens = malloc((size_t)pc->B * sizeof *blk->tokens)) ||
+        !(blk->kv = malloc(pc->block_bytes))) {
+        pc_block_free(blk);
+        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
     }
-    memcpy(blk->kv, buf + HDR + (size_t)pc->B * 4, pc->block_bytes);
-    blk->tokens = tokens;
+    for (int i = 0; i < pc->B; i++) blk->tokens[i] = (int32_t)get32(tok + 4 * (size_t)i);
+    if (pc_chain_key(h.parent, blk->tokens, pc->B) != h.key || h.key == h.parent) {
+        pc_block_free(blk);
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
+                         "(offset 120); not used", name);
+    }
+    memcpy(blk->kv, tok + (size_t)pc->B * 4, pc->block_bytes);
     blk->key = h.key;
     blk->parent = h.parent;
     blk->depth = (int)h.depth;
     blk->on_disk = true;
-    free(buf);
     *out = blk;
     return TERN_OK;
-fail:
+}
+
+/* Verify a whole file against this cache; on success the block is built (caller inserts). The
+ * header is checked first, so a file of the wrong size or layout is refused before its payload
+ * is read (a huge file named *.tkv costs no memory). */
+static tern_status load_block(struct tern_prefix_cache *pc, const char *path, const char *name,
+                              struct pc_block **out)
+{
+    int fd;
+    uint64_t size;
+    tern_status st = open_regular(path, name, &fd, &size);
+    if (st) return st;
+    uint8_t head[HDR];
+    struct hdr h;
+    st = read_exact(fd, name, head, size < HDR ? (size_t)size : HDR);
+    if (!st) st = parse_header(head, size, name, &h);
+    if (!st) st = match_header(pc, &h, name);
+    uint8_t *buf = NULL;
+    if (!st && !(buf = malloc((size_t)size)))
+        st = tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+    if (!st) st = read_exact(fd, name, buf, (size_t)size);
+    close(fd);
+    if (!st) st = pc_block_from_bytes(pc, buf, size, name, out);
     free(buf);
     return st;
 }
@@ -244,7 +307,7 @@ static int cmp_depth(const void *a, const void *b)
 static uint32_t peek_depth(const char *path)
 {
     uint8_t p[HDR];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
     if (fd < 0) return UINT32_MAX;
     ssize_t r = read(fd, p, HDR);
     close(fd);
@@ -279,6 +342,7 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     closedir(d);
     if (!st && n) qsort(ents, n, sizeof *ents, cmp_depth); /* qsort(NULL, 0) is undefined */
+    pc->loading = true; /* children and orphans are counted once, below */
     for (size_t i = 0; i < n && !st; i++) {
         if (pc->st.bytes + pc->block_bytes > pc->budget) break; /* budget full: rest stays on disk */
         snprintf(path, sizeof path, "%s/%s", pc->dir, ents[i].name);
@@ -298,7 +362,9 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
     }
     for (size_t i = 0; i < n; i++) free(ents[i].name);
     free(ents);
+    pc->loading = false;
     pc_recount_children(pc);
+    PC_CHECK(pc);
     return st;
 }
 
@@ -384,11 +450,132 @@ tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc)
 
 /* ---------------------------------------------------------------- directory tools */
 
+/* What tern_cache_dir_list needs beyond the public entry to follow chains. */
+struct ls_link {
+    uint64_t key, parent;
+    int idx;            /* entry index */
+    bool candidate;     /* valid and of this machine's kernel path: chains decide the rest */
+    int culprit;        /* unusable: entry index of the first broken link of its chain, or -1 */
+    int culprit_depth;  /* ... its depth (when the link is missing: the depth it would have) */
+    uint64_t culprit_key;
+};
+
+static int cmp_link_key(const void *a, const void *b)
+{
+    const struct ls_link *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Blocks chain only within one model, tokenizer and KV layout (what a run checks per file). */
+static bool same_chain_space(const struct tern_cache_file_info *a,
+                             const struct tern_cache_file_info *b)
+{
+    return !memcmp(a->model_fp, b->model_fp, 32) && !memcmp(a->tok_fp, b->tok_fp, 32) &&
+           a->n_layer == b->n_layer && a->n_head_kv == b->n_head_kv &&
+           a->head_dim == b->head_dim && a->n_tokens == b->n_tokens;
+}
+
+/* Mark every valid file a run could reach, as walk() in prefix_cache.c reaches blocks: block 0
+ * has parent 0, block d's parent is a usable block d-1 of the same chain space. Files are
+ * resolved in order of depth, so a parent's verdict is final before its children ask. The
+ * first broken link of a chain is named in every later block's problem. */
+struct ls_order {
+    int depth, idx;
+};
+
+static int cmp_order(const void *a, const void *b)
+{
+    const struct ls_order *x = a, *y = b;
+    if (x->depth != y->depth) return (x->depth > y->depth) - (x->depth < y->depth);
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Keep `usable` only on the files a run could reach, as walk() in prefix_cache.c reaches
+ * blocks: block 0 has parent 0, block d's parent is a usable block d-1 of the same chain space.
+ * Files are resolved in order of depth, so a parent's verdict is final before its children
+ * ask. Every later block of a broken chain names the chain's first broken link. */
+static tern_status resolve_chains(struct tern_cache_file_info *v, int n, struct ls_link *lk)
+{
+    struct ls_link *by_key = malloc((size_t)(n ? n : 1) * sizeof *by_key);
+    struct ls_order *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!by_key || !order) {
+        free(by_key);
+        free(order);
+        return tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory");
+    }
+    int nk = 0;
+    for (int i = 0; i < n; i++)
+        if ((lk[i].candidate = v[i].usable)) {
+            by_key[nk] = lk[i];
+            order[nk++] = (struct ls_order){v[i].depth, i};
+        }
+    if (nk) { /* qsort(NULL, 0) is undefined */
+        qsort(by_key, (size_t)nk, sizeof *by_key, cmp_link_key);
+        qsort(order, (size_t)nk, sizeof *order, cmp_order);
+    }
+    for (int oi = 0; oi < nk; oi++) {
+        const int i = order[oi].idx;
+        struct tern_cache_file_info *f = &v[i];
+        struct ls_link *l = &lk[i];
+        l->culprit = -2; /* -2: usable */
+        if (f->depth == 0 && l->parent == 0) continue; /* the first block of a chain */
+        if (f->depth == 0 || l->parent == 0) {
+            /* checksummed, so written so: only a bug could make it; a walk never reaches it */
+            snprintf(f->problem, sizeof f->problem, "depth %d with parent key %016llx (offsets "
+                     "116, 128): no walk reaches it", f->depth, (unsigned long long)l->parent);
+            f->usable = false;
+            l->culprit = i;
+            l->culprit_depth = f->depth;
+            continue;
+        }
+        /* the parent: same key, same chain space, one block shallower */
+        int lo = 0, hi = nk;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (by_key[mid].key < l->parent) lo = mid + 1;
+            else hi = mid;
+        }
+        int par = -1;
+        for (int k = lo; k < nk && by_key[k].key == l->parent; k++) {
+            int j = by_key[k].idx;
+            if (v[j].depth == f->depth - 1 && same_chain_space(&v[j], f)) par = j;
+        }
+        if (par >= 0 && lk[par].culprit == -2) continue;
+        if (par >= 0) {
+            l->culprit = lk[par].culprit;
+            l->culprit_depth = lk[par].culprit_depth;
+            l->culprit_key = lk[par].culprit_key;
+        } else {
+            /* not among the usable files: damaged or refused (a save names a file by its
+             * model fingerprint and key), or missing */
+            char want[64], fp[9];
+            hex(f->model_fp, 4, fp);
+            snprintf(want, sizeof want, "%s-%016llx.tkv", fp, (unsigned long long)l->parent);
+            l->culprit = -1;
+            for (int j = 0; j < n; j++)
+                if (!lk[j].candidate && !strcmp(v[j].name, want)) l->culprit = j;
+            l->culprit_depth = f->depth - 1;
+            l->culprit_key = l->parent;
+        }
+        f->usable = false;
+        if (l->culprit >= 0)
+            snprintf(f->problem, sizeof f->problem, "unreachable: block %d of its chain (%s) is "
+                     "not usable", l->culprit_depth, v[l->culprit].name);
+        else
+            snprintf(f->problem, sizeof f->problem, "unreachable: block %d of its chain (key "
+                     "%016llx) is missing", l->culprit_depth, (unsigned long long)l->culprit_key);
+    }
+    free(by_key);
+    free(order);
+    return TERN_OK;
+}
+
 tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n_out)
 {
     DIR *d = opendir(dir);
     if (!d) return tern_fail(TERN_ERR_IO, "cache dir %s: cannot open: %s", dir, strerror(errno));
     struct tern_cache_file_info *v = NULL;
+    struct ls_link *lk = NULL;
     int n = 0, cap = 0;
     tern_status st = TERN_OK;
     char path[4096];
@@ -397,9 +584,14 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
         if (n == cap) {
             cap = cap ? 2 * cap : 32;
             void *nw = realloc(v, (size_t)cap * sizeof *v);
-            if (!nw) { st = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory"); break; }
-            v = nw;
+            if (nw) v = nw;
+            void *nl = nw ? realloc(lk, (size_t)cap * sizeof *lk) : NULL;
+            if (nl) lk = nl;
+            if (!nw || !nl) { st = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory"); break; }
         }
+        struct ls_link *l = &lk[n];
+        memset(l, 0, sizeof *l);
+        l->idx = n;
         struct tern_cache_file_info *f = &v[n++];
         memset(f, 0, sizeof *f);
         snprintf(f->name, sizeof f->name, "%s", e->d_name);
@@ -407,6 +599,7 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
         uint8_t *buf;
         uint64_t len;
         struct hdr h;
+        bool other_isa = false;
         tern_status fst = read_all(path, f->name, &buf, &len);
         if (fst == TERN_OK) {
             f->file_bytes = len;
@@ -419,18 +612,40 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
                 f->head_dim = (int)h.head_dim;
                 f->n_tokens = (int)h.B;
                 f->depth = (int)h.depth;
+                l->key = h.key;
+                l->parent = h.parent;
                 uint8_t sum[32];
                 checksum(buf, buf + HDR, h.payload, sum);
-                if (memcmp(sum, h.sum, 32))
+                if (memcmp(sum, h.sum, 32)) {
                     fst = tern_fail(TERN_ERR_FORMAT, "checksum mismatch (damaged)");
+                } else {
+                    /* the same checks as load_block that need no model */
+                    int32_t *tokens = malloc((size_t)h.B * sizeof *tokens);
+                    if (!tokens) {
+                        fst = tern_fail(TERN_ERR_NOMEM, "cache dir: out of memory");
+                    } else {
+                        for (uint32_t i = 0; i < h.B; i++) tokens[i] = (int32_t)get32(buf + HDR + 4 * i);
+                        if (pc_chain_key(h.parent, tokens, (int)h.B) != h.key)
+                            fst = tern_fail(TERN_ERR_FORMAT, "its tokens do not hash to its key "
+                                            "(offset 120)");
+                        free(tokens);
+                    }
+                    other_isa = strcmp(h.isa, kv_kernel_path()) != 0;
+                }
             }
             free(buf);
         }
         if (fst == TERN_ERR_NOMEM) st = fst;
         f->valid = fst == TERN_OK;
+        f->usable = f->valid && !other_isa;
         if (fst) snprintf(f->problem, sizeof f->problem, "%s", tern_last_error());
+        else if (other_isa)
+            snprintf(f->problem, sizeof f->problem, "computed by the %s kernels, runs here use %s "
+                     "(results would not be bit-identical)", h.isa, kv_kernel_path());
     }
     closedir(d);
+    if (!st) st = resolve_chains(v, n, lk);
+    free(lk);
     if (st) {
         free(v);
         return st;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "quant/quant.h"
+#include "util/check.h"
 #include "util/error.h"
 
 struct tern_context_params tern_context_default_params(void)
@@ -26,6 +27,8 @@ static float *alloc_floats(struct tern_context *ctx, size_t n, tern_status *st)
         if (!*st) *st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory (%zu floats)", n);
         return NULL;
     }
+    /* one slot per buffer: a new buffer in tern_context_create needs a bigger raw[] */
+    TERN_ASSERT(ctx->n_raw < (int)(sizeof ctx->raw / sizeof ctx->raw[0]));
     ctx->raw[ctx->n_raw++] = p;
     return (float *)(p + (64 - (uintptr_t)p % 64) % 64);
 }
@@ -198,6 +201,7 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
             memcpy(kv_k_row_seq(kv, il, dst, h, 0), kv_k_row_seq(kv, il, src, h, 0), run);
             memcpy(kv_v_row_seq(kv, il, dst, h, 0), kv_v_row_seq(kv, il, src, h, 0), run);
         }
+    TERN_ASSERT(n_pos <= kv->n_ctx);
     kv->seq_pos[dst] = n_pos;
     return TERN_OK;
 }
@@ -246,8 +250,11 @@ static tern_status check_batch(struct tern_context *ctx, const struct tern_batch
 static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *b, int call_offset)
 {
     ctx->n_out = 0;
+    TERN_ASSERT(b->n > 0 && b->n <= ctx->n_batch); /* bseq, bpos, out_row, out_list hold n_batch */
     for (int i = 0; i < b->n; i++) {
         const int seq = b->seq ? b->seq[i] : 0;
+        /* check_batch let only existing sequences with room through */
+        TERN_ASSERT(seq >= 0 && seq < ctx->n_seq && ctx->kv.seq_pos[seq] < ctx->n_ctx);
         ctx->bseq[i] = seq;
         ctx->bpos[i] = ctx->kv.seq_pos[seq]++;
         ctx->out_row[i] = -1;
@@ -261,7 +268,10 @@ static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *
     tern_status st = forward_batch(ctx, b->tokens, b->n);
     if (st) {
         /* nothing half-done stays visible: the batch's positions are forgotten */
-        for (int i = 0; i < b->n; i++) ctx->kv.seq_pos[ctx->bseq[i]]--;
+        for (int i = 0; i < b->n; i++) {
+            TERN_ASSERT(ctx->kv.seq_pos[ctx->bseq[i]] > 0);
+            ctx->kv.seq_pos[ctx->bseq[i]]--;
+        }
         ctx->n_logits = 0;
     }
     return st;

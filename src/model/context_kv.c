@@ -8,6 +8,7 @@
 #include "kernels/kern_invariant.h"
 #include "kernels/kernels.h"
 #include "model/context.h"
+#include "util/check.h"
 
 struct kv_cache *kv_of_context(struct tern_context *ctx) { return &ctx->kv; }
 const struct kv_cache *kv_of_context_const(const struct tern_context *ctx) { return &ctx->kv; }
@@ -15,6 +16,7 @@ const struct tern_model *kv_context_model(const struct tern_context *ctx) { retu
 
 void kv_context_set_n_pos(struct tern_context *ctx, int n_pos)
 {
+    TERN_ASSERT(n_pos >= 0 && n_pos <= ctx->kv.n_ctx); /* callers wrote those positions */
     ctx->kv.seq_pos[0] = n_pos;
     ctx->n_logits = 0; /* logits belonged to the old contents */
 }

@@ -17,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "model/context.h"
 #include "quant/quant.h"
+#include "util/check.h"
 #include "util/error.h"
 #include "util/fp16.h"
 
@@ -103,6 +104,7 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
                 w->rows);
     if (timed) {
         const int op = prof_matmul_op(w->type);
+        TERN_ASSERT(op >= 0 && op < TERN_PROF_COUNT);
         ctx->prof_ns[op] += prof_now_ns() - t0;
         ctx->prof_calls[op]++;
         if (prof_is_fallback(w->type)) ctx->prof_fallbacks[op]++;
@@ -274,6 +276,12 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
         const int h0 = kvh * group + sub * gsz;
         const int h1 = h0 + gsz < (kvh + 1) * group ? h0 + gsz : (kvh + 1) * group;
         int nq = 0;
+        /* a block is at most attn_T tokens of one sequence at consecutive positions
+         * (attention_blocks), times gsz heads: at most attn_rows <= ATTN_BLOCK_MAX queries */
+        TERN_ASSERT(t1 > t0 && (t1 - t0) * (h1 - h0) <= ctx->attn_rows &&
+                    ctx->attn_rows <= ATTN_BLOCK_MAX);
+        TERN_ASSERT(ctx->bpos[t1 - 1] - ctx->bpos[t0] == t1 - 1 - t0 && ctx->bseq[t1 - 1] == seq &&
+                    ctx->bpos[t1 - 1] < ctx->n_ctx);
         for (int t = t0; t < t1; t++)
             for (int h = h0; h < h1; h++, nq++) {
                 const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
@@ -300,6 +308,7 @@ static void attention_blocks(struct tern_context *ctx, int n)
         if (t == 0 || ctx->bseq[t] != ctx->bseq[t - 1] || ctx->bpos[t] != ctx->bpos[t - 1] + 1 ||
             t - ctx->ablk[nb - 1] == ctx->attn_T)
             ctx->ablk[nb++] = t;
+    TERN_ASSERT(nb <= ctx->n_batch); /* ablk holds n_batch + 1 */
     ctx->ablk[nb] = n;
     ctx->n_ablk = nb;
 }
@@ -339,6 +348,8 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     const struct tern_model *m = ctx->model;
     const struct tern_model_info *in = &m->info;
     const int d = in->n_embd;
+    /* every scratch buffer holds n_batch rows; logits rows are a subset of the batch */
+    TERN_ASSERT(n > 0 && n <= ctx->n_batch && ctx->n_out >= 0 && ctx->n_out <= n);
 
     /* Embeddings: dequantize the rows of the looked-up tokens. */
     const uint64_t t_embd = ctx->profile ? prof_now_ns() : 0;
@@ -369,6 +380,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             int at = act_type_of(qkv[j]), g = 0;
             ensure_act(ctx, ctx->xn, d, n, 0, qkv[j]);
             while (j < 3 && act_type_of(qkv[j]) == at) {
+                TERN_ASSERT(g < (int)(sizeof mm.w / sizeof mm.w[0]));
                 mm.w[g] = qkv[j];
                 mm.out[g] = outs[j];
                 mm.bias[g] = bias[j];

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "tern.h"
+#include "util/check.h"
 
 struct kv_cache {
     int n_layer, n_head_kv, head_dim, n_ctx, n_seq;
@@ -27,9 +28,12 @@ tern_status kv_init(struct kv_cache *kv, int n_layer, int n_head_kv, int head_di
                     int n_seq);
 void kv_free(struct kv_cache *kv);
 
-/* Row of head h at position pos of sequence s in layer il (head_dim halves). */
+/* Row of head h at position pos of sequence s in layer il (head_dim halves). Every K/V access
+ * goes through here, so the check below covers forward.c, kv_copy.c and the sequence copies. */
 static inline size_t kv_row_index(const struct kv_cache *kv, int il, int s, int h, int pos)
 {
+    TERN_ASSERT(il >= 0 && il < kv->n_layer && s >= 0 && s < kv->n_seq && h >= 0 &&
+                h < kv->n_head_kv && pos >= 0 && pos < kv->n_ctx);
     return ((((size_t)il * kv->n_seq + s) * kv->n_head_kv + h) * kv->n_ctx + pos) * kv->head_dim;
 }
 static inline uint16_t *kv_k_row_seq(const struct kv_cache *kv, int il, int s, int h, int pos)
@@ -51,7 +55,7 @@ static inline uint16_t *kv_v_row(const struct kv_cache *kv, int il, int h, int p
 }
 
 /* Packed runs of positions of sequence 0 (kv_copy.c): K rows then V rows, each (n_layer, n_head_kv, n,
- * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx. */
+ * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx (asserted). */
 size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n);
 void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst);
 void kv_copy_in(struct kv_cache *kv, int pos0, int n, const void *src);

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "util/check.h"
+
 size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n)
 {
     return 2 * (size_t)n_layer * n_head_kv * head_dim * (size_t)n * sizeof(uint16_t);
@@ -16,6 +18,7 @@ size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n)
 /* Per (layer, head) the n rows are contiguous in both layouts, so each is one memcpy. */
 void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst)
 {
+    TERN_ASSERT(pos0 >= 0 && n > 0 && (long long)pos0 + n <= kv->n_ctx);
     const size_t run = (size_t)n * kv->head_dim * sizeof(uint16_t);
     char *k = dst;
     char *v = k + (size_t)kv->n_layer * kv->n_head_kv * run;
@@ -30,6 +33,7 @@ void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst)
 
 void kv_copy_in(struct kv_cache *kv, int pos0, int n, const void *src)
 {
+    TERN_ASSERT(pos0 >= 0 && n > 0 && (long long)pos0 + n <= kv->n_ctx);
     const size_t run = (size_t)n * kv->head_dim * sizeof(uint16_t);
     const char *k = src;
     const char *v = k + (size_t)kv->n_layer * kv->n_head_kv * run;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/heap.h"
 
 struct cand {
     float logit;
@@ -125,56 +126,31 @@ static inline bool better(const struct cand *a, const struct cand *b)
     return a->logit > b->logit || (a->logit == b->logit && a->id < b->id);
 }
 
+/* The top-k heap keeps the worst survivor at its root, so it is ordered by "worse". */
+static inline bool worse(const struct cand *a, const struct cand *b) { return better(b, a); }
+TERN_HEAP_DEFINE(cand_heap, struct cand, worse)
+
 /* Move the best k of c[0..n) to the front, sorted best first. Bounded min-heap of size k over
  * a single pass: O(n log k), no full sort. */
 static void select_top(struct cand *c, int n, int k)
 {
     if (k >= n) k = n;
+    size_t hn = 0, hk = (size_t)k;
     /* heap in c[0..k): worst at the root */
     for (int i = 0; i < n; i++) {
         struct cand x = c[i];
-        int pos;
         if (i < k) {
-            pos = i;
-            while (pos > 0) { /* sift up */
-                int parent = (pos - 1) / 2;
-                if (!better(&c[parent], &x)) break;
-                c[pos] = c[parent];
-                pos = parent;
-            }
-            c[pos] = x;
+            cand_heap_push(c, &hn, hk, x);
             continue;
         }
         if (!better(&x, &c[0])) continue;
         c[i] = c[0]; /* keep the evicted element in the tail so c stays a permutation */
-        pos = 0;
-        for (;;) { /* sift down */
-            int l = 2 * pos + 1, r = l + 1, w = pos;
-            const struct cand *wv = &x;
-            if (l < k && better(wv, &c[l])) { w = l; wv = &c[l]; }
-            if (r < k && better(wv, &c[r])) { w = r; }
-            if (w == pos) break;
-            c[pos] = c[w];
-            pos = w;
-        }
-        c[pos] = x;
+        cand_heap_replace_top(c, hk, x);
     }
-    /* heap sort the k survivors, best first */
-    for (int end = k - 1; end > 0; end--) {
-        struct cand worst = c[0];
-        struct cand x = c[end];
-        int pos = 0;
-        for (;;) {
-            int l = 2 * pos + 1, r = l + 1, w = pos;
-            const struct cand *wv = &x;
-            if (l < end && better(wv, &c[l])) { w = l; wv = &c[l]; }
-            if (r < end && better(wv, &c[r])) { w = r; }
-            if (w == pos) break;
-            c[pos] = c[w];
-            pos = w;
-        }
-        c[pos] = x;
-        c[end] = worst;
+    /* heap sort the k survivors, best first: each pop moves the worst left to the end */
+    for (size_t end = hk; end > 1;) {
+        struct cand worst = cand_heap_pop(c, &hn);
+        c[--end] = worst;
     }
 }
 

@@ -10,43 +10,21 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/error.h"
+#include "util/heap.h"
 
 struct bpe_ent {
     uint64_t key; /* rank << 32 | left index: min-heap order */
     int32_t right, lid, rid, res;
 };
-_Static_assert(sizeof(struct bpe_ent) <= 24, "heap entry fits the scratch (tok_hash.c)");
+_Static_assert(sizeof(struct bpe_ent) <= 24, "heap entry fits the scratch (TOK_HEAP_ENTRY_MAX)");
 
 #define DEAD INT32_MIN
 
-static void heap_push(struct bpe_ent *h, size_t *n, struct bpe_ent e)
+static inline bool bpe_before(const struct bpe_ent *a, const struct bpe_ent *b)
 {
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (h[p].key <= e.key) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
+    return a->key < b->key;
 }
-
-static struct bpe_ent heap_pop(struct bpe_ent *h, size_t *n)
-{
-    struct bpe_ent top = h[0];
-    struct bpe_ent last = h[--(*n)];
-    size_t i = 0, m = *n;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && h[c + 1].key < h[c].key) c++;
-        if (last.key <= h[c].key) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (m) h[i] = last;
-    return top;
-}
+TERN_HEAP_DEFINE(bpe_heap, struct bpe_ent, bpe_before)
 
 static inline void try_pair(const struct tern_tokenizer *t, const struct tok_scratch *s,
                             struct bpe_ent *h, size_t *hn, int32_t l, int32_t r)
@@ -56,7 +34,7 @@ static inline void try_pair(const struct tern_tokenizer *t, const struct tok_scr
     if (lid < 0 || rid < 0) return;
     if (!tok_pairmap_get(&t->merges, lid, rid, &rank, &res)) return;
     struct bpe_ent e = {((uint64_t)(uint32_t)rank << 32) | (uint32_t)l, r, lid, rid, res};
-    heap_push(h, hn, e);
+    bpe_heap_push(h, hn, TOK_HEAP_CAP(s), e);
 }
 
 /* Merge w[0..n) into ids; returns the count, ids in s->word_ids. */
@@ -64,6 +42,7 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
 {
     struct tok_scratch *s = &t->scratch;
     int32_t *id = s->sym_id, *prev = s->sym_prev, *next = s->sym_next;
+    TERN_ASSERT(n <= s->cap_sym); /* bpe_word grew the scratch for this word */
     for (size_t i = 0; i < n; i++) {
         int32_t b = t->byte_token[w[i]];
         id[i] = b >= 0 ? b : -1 - (int32_t)w[i]; /* a byte with no token never merges */
@@ -74,8 +53,9 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
     size_t hn = 0;
     for (size_t i = 0; i + 1 < n; i++) try_pair(t, s, h, &hn, (int32_t)i, (int32_t)i + 1);
     while (hn) {
-        struct bpe_ent e = heap_pop(h, &hn);
+        struct bpe_ent e = bpe_heap_pop(h, &hn);
         int32_t l = (int32_t)(uint32_t)e.key, r = e.right;
+        TERN_ASSERT(l >= 0 && (size_t)l < n && r > l && (size_t)r < n);
         if (id[l] != e.lid || next[l] != r || id[r] != e.rid) continue; /* stale */
         id[l] = e.res;
         id[r] = DEAD;
@@ -85,8 +65,10 @@ static int bpe_merge(struct tern_tokenizer *t, const unsigned char *w, size_t n)
         try_pair(t, s, h, &hn, l, next[l]);
     }
     int m = 0;
-    for (int32_t i = 0; i >= 0; i = next[i])
+    for (int32_t i = 0; i >= 0; i = next[i]) {
+        TERN_ASSERT((size_t)i < n && (size_t)m < n); /* links stay inside the word */
         if (id[i] >= 0) s->word_ids[m++] = id[i];
+    }
     return m;
 }
 

@@ -42,14 +42,18 @@ static size_t entry_size(size_t wn, int n)
 const int32_t *tok_cache_get(struct tok_cache *c, const char *w, size_t wn, uint32_t h, int *n)
 {
     uint32_t i = h & c->mask;
+    const uint32_t start = i;
     for (;;) {
         uint32_t sh = c->slot_hash[i];
         if (sh == 0) break;
         if (sh == h) {
+            /* a used slot points at a whole entry written since the last reset */
+            TERN_ASSERT(c->slot_off[i] % 4 == 0 && c->slot_off[i] + 4 <= c->arena_used);
             const char *e = c->arena + c->slot_off[i];
             uint16_t elen, en;
             memcpy(&elen, e, 2);
             memcpy(&en, e + 2, 2);
+            TERN_ASSERT(c->slot_off[i] + entry_size(elen, en) <= c->arena_used);
             if (elen == wn && !memcmp(e + 4, w, wn)) {
                 c->hits++;
                 *n = en;
@@ -57,6 +61,7 @@ const int32_t *tok_cache_get(struct tok_cache *c, const char *w, size_t wn, uint
             }
         }
         i = (i + 1) & c->mask;
+        TERN_ASSERT(i != start); /* at most 3/4 of the slots are used (put resets first) */
     }
     c->misses++;
     return NULL;
@@ -74,6 +79,8 @@ void tok_cache_put(struct tok_cache *c, const char *w, size_t wn, uint32_t h, co
         c->resets++;
         if (need > c->arena_cap) return;
     }
+    TERN_ASSERT(h != 0 && c->arena_used + need <= c->arena_cap && c->arena_used % 4 == 0);
+    TERN_ASSERT((c->n_used + 1) * 4 <= (c->mask + 1) * 3);
     uint32_t i = h & c->mask;
     while (c->slot_hash[i]) i = (i + 1) & c->mask;
     char *e = c->arena + c->arena_used;

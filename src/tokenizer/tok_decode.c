@@ -34,6 +34,7 @@ tern_status tok_build_pieces(struct tern_tokenizer *t)
         uint32_t a = t->attr[i];
         char *o = t->text_arena + pos;
         uint32_t m = 0;
+        TERN_ASSERT(pos + n <= t->arena_cap); /* a piece is never longer than its text */
         if (a & (TOK_ATTR_CONTROL | TOK_ATTR_USER_DEFINED | TOK_ATTR_UNKNOWN)) {
             memcpy(o, s, n);
             m = n;
@@ -61,6 +62,7 @@ tern_status tok_build_pieces(struct tern_tokenizer *t)
             memcpy(o, s, n);
             m = n;
         }
+        TERN_ASSERT(m <= n);
         t->piece_off[i] = (uint32_t)pos;
         t->piece_len[i] = m;
         if (m > t->max_piece) t->max_piece = m;
@@ -213,6 +215,8 @@ static void feed(struct tern_detokenizer *d, const unsigned char *b, size_t n, s
 {
     size_t i = 0;
     while (i < n) {
+        /* each input byte writes at most 3 output bytes (U+FFFD): cap holds 3 x (piece + 4) */
+        TERN_ASSERT(*m + 3 * (n - i) <= d->cap);
         unsigned char c = b[i], lo, hi;
         if (c < 0x80) {
             d->out[(*m)++] = (char)c;
@@ -270,6 +274,7 @@ tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const 
     }
     /* held-back bytes + piece, contiguous, then validate once */
     size_t n = (size_t)d->npend;
+    TERN_ASSERT(n <= 3 && pn <= d->t->max_piece); /* d->in holds max_piece + 8 */
     memcpy(d->in, d->pend, n);
     memcpy(d->in + n, p, pn);
     n += pn;

@@ -27,18 +27,24 @@ static tern_status encode_segment(struct tern_tokenizer *t, const char *s, size_
 }
 
 /* The special token matching at text[i..len), longest first; -1 if none. */
+/* Index into t->specials of the longest special whose text starts at text[i] (only
+ * user-defined ones unless parse), or -1: a walk down the special trie, one step per byte. */
 static int match_special(const struct tern_tokenizer *t, const char *text, size_t i, size_t len,
                          bool parse)
 {
-    unsigned char c = (unsigned char)text[i];
-    for (uint32_t k = t->special_start[c]; k < t->special_start[c + 1]; k++) {
-        const struct tok_special *sp = &t->specials[k];
-        if (!parse && !(sp->attr & TOK_ATTR_USER_DEFINED)) continue;
-        uint32_t l = t->text_len[sp->id];
-        if (l <= len - i && !memcmp(text + i, t->text_arena + t->text_off[sp->id], l))
-            return (int)k;
+    const struct tok_trie_node *trie = t->special_trie;
+    int best = -1;
+    uint32_t node = 0;
+    for (size_t j = i; j < len; j++) {
+        uint32_t c = trie[node].first_child;
+        while (c && trie[c].byte != (unsigned char)text[j]) c = trie[c].next_sibling;
+        if (!c) break;
+        TERN_ASSERT(c < t->n_trie);
+        node = c;
+        int k = parse ? trie[node].term : trie[node].term_user;
+        if (k >= 0) best = k;
     }
-    return -1;
+    return best;
 }
 
 tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,

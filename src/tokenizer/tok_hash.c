@@ -49,6 +49,7 @@ tern_status tok_strmap_init(struct tok_strmap *m, uint32_t n_keys)
 {
     uint32_t cap = pow2_at_least((uint64_t)n_keys * 2);
     m->mask = cap - 1;
+    m->n_keys = n_keys;
     m->slot = malloc(sizeof *m->slot * cap);
     m->slot_hash = malloc(sizeof *m->slot_hash * cap);
     if (!m->slot || !m->slot_hash) {
@@ -67,12 +68,17 @@ void tok_strmap_free(struct tok_strmap *m)
     m->slot_hash = NULL;
 }
 
+/* Every table has at least twice as many slots as keys (init), so a probe always reaches an
+ * empty slot; the checks below catch a table filled past that or a slot holding a foreign id,
+ * either of which would read key bytes through a wrong offset. */
 void tok_strmap_put(struct tok_strmap *m, int32_t id)
 {
+    TERN_ASSERT(id >= 0 && (uint32_t)id < m->n_keys);
     const char *k = m->arena + m->off[id];
     uint32_t n = m->len[id];
     uint32_t h = tok_hash_bytes(k, n);
     uint32_t i = h & m->mask;
+    const uint32_t start = i;
     for (;;) {
         int32_t s = m->slot[i];
         if (s < 0) {
@@ -80,11 +86,13 @@ void tok_strmap_put(struct tok_strmap *m, int32_t id)
             m->slot_hash[i] = h;
             return;
         }
+        TERN_ASSERT((uint32_t)s < m->n_keys);
         if (m->slot_hash[i] == h && m->len[s] == n && !memcmp(m->arena + m->off[s], k, n)) {
             m->slot[i] = id; /* later id wins */
             return;
         }
         i = (i + 1) & m->mask;
+        TERN_ASSERT(i != start);
     }
 }
 
@@ -92,12 +100,15 @@ int32_t tok_strmap_get(const struct tok_strmap *m, const void *key, size_t n)
 {
     uint32_t h = tok_hash_bytes(key, n);
     uint32_t i = h & m->mask;
+    const uint32_t start = i;
     for (;;) {
         int32_t s = m->slot[i];
         if (s < 0) return -1;
+        TERN_ASSERT((uint32_t)s < m->n_keys);
         if (m->slot_hash[i] == h && m->len[s] == n && !memcmp(m->arena + m->off[s], key, n))
             return s;
         i = (i + 1) & m->mask;
+        TERN_ASSERT(i != start);
     }
 }
 
@@ -132,6 +143,7 @@ void tok_pairmap_put(struct tok_pairmap *m, int32_t left, int32_t right, int32_t
     uint64_t k = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
     uint64_t h = k * 0x9E3779B97F4A7C15ull;
     uint32_t i = (uint32_t)(h >> 32) & m->mask;
+    const uint32_t start = i;
     for (;;) {
         if (m->key[i] == k) return; /* keep the lower rank (inserted first) */
         if (m->key[i] == UINT64_MAX) {
@@ -141,6 +153,7 @@ void tok_pairmap_put(struct tok_pairmap *m, int32_t left, int32_t right, int32_t
             return;
         }
         i = (i + 1) & m->mask;
+        TERN_ASSERT(i != start);
     }
 }
 
@@ -167,9 +180,6 @@ tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n)
     return TERN_OK;
 }
 
-/* Heap entries are at most 24 bytes (tok_bpe.c / tok_spm.c check this statically). */
-#define TOK_HEAP_ENTRY_MAX 24
-
 tern_status tok_scratch_sym(struct tok_scratch *s, size_t n)
 {
     if (n <= s->cap_sym) return TERN_OK;
@@ -181,7 +191,7 @@ tern_status tok_scratch_sym(struct tok_scratch *s, size_t n)
         !grow((void **)&s->sym_off, sizeof *s->sym_off, cap) ||
         !grow((void **)&s->sym_len, sizeof *s->sym_len, cap) ||
         !grow((void **)&s->word_ids, sizeof *s->word_ids, cap) ||
-        !grow(&s->heap, TOK_HEAP_ENTRY_MAX, cap * 3))
+        !grow(&s->heap, TOK_HEAP_ENTRY_MAX, cap * 3)) /* TOK_HEAP_CAP */
         return tern_fail(TERN_ERR_NOMEM, "tokenizer: scratch for %zu symbols", cap);
     s->cap_sym = cap;
     return TERN_OK;

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "tern.h"
+#include "util/check.h"
 
 /* ---- token attributes (GGUF token_type 1..6 mapped to bits, as llama.cpp does) ---- */
 enum {
@@ -79,6 +80,7 @@ int tok_cpt_to_byte(uint32_t cpt);
 /* ---- string -> id hash (tok_hash.c) ---- */
 struct tok_strmap {
     uint32_t mask;        /* capacity - 1 (capacity is a power of two) */
+    uint32_t n_keys;      /* ids are 0..n_keys-1 (the checks in tok_hash.c use it) */
     int32_t *slot;        /* [capacity] id or -1 */
     uint32_t *slot_hash;  /* [capacity] */
     /* keys are read through these (not owned): */
@@ -111,6 +113,7 @@ static inline bool tok_pairmap_get(const struct tok_pairmap *m, int32_t left, in
     uint64_t k = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
     uint64_t h = k * 0x9E3779B97F4A7C15ull;
     uint32_t i = (uint32_t)(h >> 32) & m->mask;
+    const uint32_t start = i;
     for (;;) {
         uint64_t s = m->key[i];
         if (s == k) {
@@ -120,6 +123,7 @@ static inline bool tok_pairmap_get(const struct tok_pairmap *m, int32_t left, in
         }
         if (s == UINT64_MAX) return false;
         i = (i + 1) & m->mask;
+        TERN_ASSERT(i != start); /* sized at twice the merges: an empty slot always ends a probe */
     }
 }
 
@@ -169,11 +173,17 @@ struct tok_scratch {
     int32_t *sym_id;       /* [cap_sym] BPE: token id; SPM: unused */
     int32_t *sym_prev, *sym_next;
     uint32_t *sym_off, *sym_len;   /* SPM: byte range of the symbol */
-    void *heap;            /* [cap_sym * 2] heap entries (tok_bpe.c / tok_spm.c) */
+    void *heap;            /* [TOK_HEAP_CAP] heap entries (tok_bpe.c / tok_spm.c) */
     int32_t *word_ids;     /* [cap_sym] ids of the current word */
     size_t cap_esc;
     char *esc;             /* SPM: escaped text */
 };
+/* The merge loops' heaps (tok_bpe.c, tok_spm.c) live in s->heap: entries of at most
+ * TOK_HEAP_ENTRY_MAX bytes (both check it statically), TOK_HEAP_CAP(s) of them. A word of n
+ * symbols starts with n - 1 pairs and each of its at most n - 1 merges pushes two more, so
+ * fewer than 3n entries are ever queued. */
+#define TOK_HEAP_ENTRY_MAX 24
+#define TOK_HEAP_CAP(s) ((s)->cap_sym * 3)
 tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n);
 tern_status tok_scratch_sym(struct tok_scratch *s, size_t n);
 tern_status tok_scratch_esc(struct tok_scratch *s, size_t n);
@@ -188,7 +198,8 @@ struct tern_tokenizer {
 
     /* per token [n_vocab] */
     char *text_arena;       /* token texts as in the GGUF, then raw keys (BPE), then pieces */
-    size_t arena_used;      /* bytes of text_arena in use (capacity: 3 x texts + 16) */
+    size_t arena_used;      /* bytes of text_arena in use */
+    size_t arena_cap;       /* 3 x texts + 16: texts, raw keys (<= texts), pieces (<= texts) */
     uint32_t *text_off, *text_len;
     uint32_t *key_off, *key_len;   /* hash keys: raw bytes (BPE) / text (SPM) */
     uint32_t *piece_off, *piece_len; /* bytes token_to_piece emits */
@@ -211,6 +222,18 @@ struct tern_tokenizer {
     int n_specials;
     uint32_t special_start[257];   /* specials[special_start[c] .. special_start[c+1]) start
                                       with byte c */
+    /* The same specials as a byte trie (node 0 = root), so finding the longest special at a
+     * text position costs one step per byte of it, not one comparison per special sharing its
+     * first byte (deepseek-llm has ~2400 specials starting with '['). Children of a node are a
+     * sibling list. term / term_user: index into specials of the special whose text ends at
+     * this node (lowest id if several), for parse-special mode / user-defined tokens only; -1
+     * if none. */
+    struct tok_trie_node {
+        uint32_t first_child, next_sibling; /* 0 = none (the root is never a child) */
+        int32_t term, term_user;
+        unsigned char byte;
+    } *special_trie;
+    uint32_t n_trie;
 
     struct tok_scratch scratch;
     struct tok_cache cache;

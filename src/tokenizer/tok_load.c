@@ -6,7 +6,9 @@
  * (left id, right id) -> (rank, merged id), the special tokens the partition step searches
  * are listed longest first, and all scratch plus the word cache are allocated.
  * Defaults for missing keys follow llama.cpp (llama-vocab.cpp) where they matter for ids:
- * SentencePiece bos 1 / eos 2 / unk 0 / add_bos true / add_space_prefix true; llama3 adds bos. */
+ * SentencePiece bos 1 / eos 2 / unk 0 / add_bos true / add_space_prefix true; llama3 adds bos.
+ * Token types follow llama.cpp too: tokens named like a role (end of turn, FIM prefix ...) are
+ * made control tokens (role_texts, mark_roles), so user text cannot produce them. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +45,56 @@ static const struct pre_name pre_names[] = {
     {"minerva-7b", TOK_PRE_STARCODER},
 };
 
-/* Tokens that end a generation, by text (llama.cpp's list). */
-static const char *const eog_texts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>",
+/* Special tokens recognized by their text, as llama.cpp's vocabulary loader does (llama-vocab.cpp,
+ * load(), "auto-detect special tokens by text", at the commit of ../shared/fixtures, c392e50).
+ * Each text belongs to a role; when the GGUF names no token for that role (its id key is absent
+ * or out of range), a token with that text takes the role, and if it was not a control token it
+ * becomes one: llama.cpp warns "control-looking token ... its type will be overridden". Without
+ * this, a vocabulary that marks <|fim_prefix|> user-defined (Qwen2.5 does) would let plain user
+ * text produce the FIM token, which llama.cpp never does. */
+enum tok_role {
+    ROLE_EOT, ROLE_EOM, ROLE_FIM_PRE, ROLE_FIM_SUF, ROLE_FIM_MID, ROLE_FIM_PAD, ROLE_FIM_REP,
+    ROLE_FIM_SEP, N_ROLES,
 };
+struct role_text {
+    const char *text;
+    enum tok_role role;
+};
+static const struct role_text role_texts[] = {
+    {"<|eot_id|>", ROLE_EOT}, {"<|im_end|>", ROLE_EOT}, {"<|end|>", ROLE_EOT},
+    {"<end_of_turn>", ROLE_EOT}, {"<|endoftext|>", ROLE_EOT}, {"<EOT>", ROLE_EOT},
+    {"<｜end▁of▁sentence｜>", ROLE_EOT}, /* DeepSeek */
+    {"<|eom_id|>", ROLE_EOM},
+    {"<|fim_prefix|>", ROLE_FIM_PRE}, {"<fim-prefix>", ROLE_FIM_PRE},
+    {"<｜fim▁begin｜>", ROLE_FIM_PRE}, {"<PRE>", ROLE_FIM_PRE},
+    {"<|fim_suffix|>", ROLE_FIM_SUF}, {"<fim-suffix>", ROLE_FIM_SUF},
+    {"<｜fim▁hole｜>", ROLE_FIM_SUF}, {"<SUF>", ROLE_FIM_SUF},
+    {"<|fim_middle|>", ROLE_FIM_MID}, {"<fim-middle>", ROLE_FIM_MID},
+    {"<｜fim▁end｜>", ROLE_FIM_MID}, {"<MID>", ROLE_FIM_MID},
+    {"<|fim_pad|>", ROLE_FIM_PAD}, {"<fim-pad>", ROLE_FIM_PAD}, {"<PAD>", ROLE_FIM_PAD},
+    {"<|fim_repo|>", ROLE_FIM_REP}, {"<|repo_name|>", ROLE_FIM_REP}, {"<fim-repo>", ROLE_FIM_REP},
+    {"<REPO>", ROLE_FIM_REP},
+    {"<|file_sep|>", ROLE_FIM_SEP},
+};
+/* The id keys that name each role (a deprecated spelling second). */
+static const char *const role_keys[N_ROLES][2] = {
+    {KEY("eot_token_id"), NULL},
+    {KEY("eom_token_id"), NULL},
+    {KEY("fim_pre_token_id"), KEY("prefix_token_id")},
+    {KEY("fim_suf_token_id"), KEY("suffix_token_id")},
+    {KEY("fim_mid_token_id"), KEY("middle_token_id")},
+    {KEY("fim_pad_token_id"), NULL},
+    {KEY("fim_rep_token_id"), NULL},
+    {KEY("fim_sep_token_id"), NULL},
+};
+/* Tokens that end a generation by text, whatever the keys say; llama.cpp makes each a control
+ * token as well. */
+static const char *const eog_texts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+};
+/* Also end a generation when they are not normal tokens (newer llama.cpp lists them), but keep
+ * their type: c392e50 does not override it. */
+static const char *const eog_texts_extra[] = {"_<EOT>", "<|end_of_text|>"};
 
 static bool str_eq(struct tern_str s, const char *c)
 {
@@ -167,6 +214,85 @@ static tern_status load_merges(struct tern_tokenizer *t, const struct tern_gguf 
     return TERN_OK;
 }
 
+/* Token i's stored text is exactly c. */
+static bool text_is(const struct tern_tokenizer *t, int32_t i, const char *c, size_t cn)
+{
+    return t->text_len[i] == cn && !memcmp(t->text_arena + t->text_off[i], c, cn);
+}
+
+/* The id a text names in llama.cpp's text -> id map (the highest id with that text), or -1.
+ * Only texts of 5..32 bytes starting with '<' or '_' are asked for, so most tokens are skipped
+ * on their first byte. */
+static void find_texts(const struct tern_tokenizer *t, const char *const *texts, size_t n_texts,
+                       int32_t *ids)
+{
+    for (size_t k = 0; k < n_texts; k++) ids[k] = -1;
+    for (int32_t i = 0; i < t->n_vocab; i++) {
+        uint32_t l = t->text_len[i];
+        char c0 = l ? t->text_arena[t->text_off[i]] : 0;
+        if (l < 5 || l > 32 || (c0 != '<' && c0 != '_')) continue;
+        for (size_t k = 0; k < n_texts; k++)
+            if (text_is(t, i, texts[k], strlen(texts[k]))) ids[k] = i;
+    }
+}
+
+/* llama.cpp's control-token rule and end-of-generation set (see role_texts). llama.cpp gives a
+ * role to the first matching token its hash map happens to visit when a vocabulary holds two
+ * texts of one role (none of the fixtures does; e.g. <|fim_repo|> and <|repo_name|> both):
+ * which one is an accident of iteration order, so tern makes every such token control (user
+ * text can carry none of them) and, for the roles that end a generation, every one EOG. Runs
+ * before the special-token list and the pieces are built: both depend on the types. */
+static tern_status mark_roles(struct tern_tokenizer *t, const struct tern_gguf *g)
+{
+    int32_t key_id[N_ROLES];
+    for (int r = 0; r < N_ROLES; r++) {
+        key_id[r] = -1;
+        for (int k = 0; k < 2 && role_keys[r][k]; k++) {
+            int32_t id;
+            tern_status st = get_id(g, role_keys[r][k], t->n_vocab, -1, &id);
+            if (st) return st;
+            if (id >= 0) key_id[r] = id; /* the deprecated key is read last and wins */
+        }
+    }
+    t->eot = key_id[ROLE_EOT];
+    t->eom = key_id[ROLE_EOM];
+
+    enum { N_ROLE_TEXTS = sizeof role_texts / sizeof role_texts[0],
+           N_EOG = sizeof eog_texts / sizeof eog_texts[0],
+           N_EXTRA = sizeof eog_texts_extra / sizeof eog_texts_extra[0] };
+    const char *texts[N_ROLE_TEXTS + N_EOG + N_EXTRA];
+    int32_t ids[N_ROLE_TEXTS + N_EOG + N_EXTRA];
+    for (size_t k = 0; k < N_ROLE_TEXTS; k++) texts[k] = role_texts[k].text;
+    for (size_t k = 0; k < N_EOG; k++) texts[N_ROLE_TEXTS + k] = eog_texts[k];
+    for (size_t k = 0; k < N_EXTRA; k++) texts[N_ROLE_TEXTS + N_EOG + k] = eog_texts_extra[k];
+    find_texts(t, texts, N_ROLE_TEXTS + N_EOG + N_EXTRA, ids);
+
+    /* first every type override, then the EOG bits (an override replaces the whole type) */
+    for (size_t k = 0; k < N_ROLE_TEXTS + N_EOG; k++) {
+        int32_t id = ids[k];
+        if (id < 0) continue;
+        if (k < N_ROLE_TEXTS && key_id[role_texts[k].role] >= 0) continue; /* role named by key */
+        if (!(t->attr[id] & TOK_ATTR_CONTROL)) t->attr[id] = TOK_ATTR_CONTROL;
+    }
+    for (size_t k = 0; k < N_ROLE_TEXTS; k++) {
+        enum tok_role r = role_texts[k].role;
+        bool ends = r == ROLE_EOT || r == ROLE_EOM || r == ROLE_FIM_PAD || r == ROLE_FIM_REP ||
+                    r == ROLE_FIM_SEP;
+        if (ids[k] >= 0 && ends && key_id[r] < 0) t->attr[ids[k]] |= TOK_ATTR_EOG;
+    }
+    for (size_t k = 0; k < N_EOG; k++)
+        if (ids[N_ROLE_TEXTS + k] >= 0) t->attr[ids[N_ROLE_TEXTS + k]] |= TOK_ATTR_EOG;
+    for (size_t k = 0; k < N_EXTRA; k++) {
+        int32_t id = ids[N_ROLE_TEXTS + N_EOG + k];
+        if (id >= 0 && !(t->attr[id] & TOK_ATTR_NORMAL)) t->attr[id] |= TOK_ATTR_EOG;
+    }
+    const enum tok_role key_ends[] = {ROLE_EOT, ROLE_EOM, ROLE_FIM_PAD, ROLE_FIM_REP, ROLE_FIM_SEP};
+    for (size_t k = 0; k < sizeof key_ends / sizeof key_ends[0]; k++)
+        if (key_id[key_ends[k]] >= 0) t->attr[key_id[key_ends[k]]] |= TOK_ATTR_EOG;
+    if (t->eos >= 0) t->attr[t->eos] |= TOK_ATTR_EOG;
+    return TERN_OK;
+}
+
 static int cmp_special(const void *pa, const void *pb, void *ctx)
 {
     const struct tern_tokenizer *t = ctx;
@@ -177,6 +303,41 @@ static int cmp_special(const void *pa, const void *pb, void *ctx)
     uint32_t la = t->text_len[a->id], lb = t->text_len[b->id];
     if (la != lb) return la > lb ? -1 : 1;
     return a->id < b->id ? -1 : 1;
+}
+
+/* The trie of special texts (see tok_internal.h). Specials are visited in their sorted order
+ * (longest first, then lowest id), so the first one to end at a node is the one the linear scan
+ * would have picked among equal texts. At most one node per byte of all special texts. */
+static tern_status build_special_trie(struct tern_tokenizer *t)
+{
+    size_t cap = 1;
+    for (int k = 0; k < t->n_specials; k++) cap += t->text_len[t->specials[k].id];
+    t->special_trie = malloc(cap * sizeof *t->special_trie);
+    if (!t->special_trie) return tern_fail(TERN_ERR_NOMEM, "tokenizer: special token trie");
+    t->special_trie[0] = (struct tok_trie_node){0, 0, -1, -1, 0};
+    uint32_t n = 1;
+    for (int k = 0; k < t->n_specials; k++) {
+        const unsigned char *s =
+            (const unsigned char *)t->text_arena + t->text_off[t->specials[k].id];
+        uint32_t len = t->text_len[t->specials[k].id], node = 0;
+        for (uint32_t j = 0; j < len; j++) {
+            uint32_t c = t->special_trie[node].first_child;
+            while (c && t->special_trie[c].byte != s[j]) c = t->special_trie[c].next_sibling;
+            if (!c) {
+                TERN_ASSERT(n < cap);
+                c = n++;
+                t->special_trie[c] = (struct tok_trie_node){0, t->special_trie[node].first_child,
+                                                            -1, -1, s[j]};
+                t->special_trie[node].first_child = c;
+            }
+            node = c;
+        }
+        struct tok_trie_node *end = &t->special_trie[node];
+        if (end->term < 0) end->term = k;
+        if (end->term_user < 0 && (t->specials[k].attr & TOK_ATTR_USER_DEFINED)) end->term_user = k;
+    }
+    t->n_trie = n;
+    return TERN_OK;
 }
 
 static tern_status build_specials(struct tern_tokenizer *t, bool phi3)
@@ -212,8 +373,10 @@ static tern_status build_specials(struct tern_tokenizer *t, bool phi3)
         t->special_start[c] = (uint32_t)k;
         while (k < n && (unsigned char)t->text_arena[t->text_off[t->specials[k].id]] == c) k++;
     }
+    /* sorted by first byte, so the buckets cover the list exactly */
+    TERN_ASSERT(k == n);
     t->special_start[256] = (uint32_t)n;
-    return TERN_OK;
+    return build_special_trie(t);
 }
 
 /* SPM: can a token span "x▁" (a non-▁ character followed by ▁)? */
@@ -260,7 +423,8 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
         return tern_fail(TERN_ERR_FORMAT, "tokenizer: token texts total %llu bytes",
                          (unsigned long long)total);
     size_t nn = (size_t)n;
-    t->text_arena = malloc(total * 3 + 16);
+    t->arena_cap = total * 3 + 16;
+    t->text_arena = malloc(t->arena_cap);
     t->text_off = malloc(nn * 4);
     t->text_len = malloc(nn * 4);
     t->key_off = malloc(nn * 4);
@@ -308,6 +472,8 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
         t->key_len[i] = t->text_len[i];
         if (t->model == TOK_MODEL_BPE) {
             uint32_t rl;
+            /* a raw key is never longer than its text: each character gives one byte */
+            TERN_ASSERT(pos + t->text_len[i] <= t->arena_cap);
             if (bytelevel_decode(t->text_arena + t->text_off[i], t->text_len[i],
                                  t->text_arena + pos, &rl)) {
                 t->key_off[i] = (uint32_t)pos;
@@ -331,9 +497,7 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
     if ((st = get_id(g, KEY("bos_token_id"), n, spm ? 1 : -1, &t->bos)) ||
         (st = get_id(g, KEY("eos_token_id"), n, spm ? 2 : -1, &t->eos)) ||
         (st = get_id(g, KEY("unknown_token_id"), n, spm ? 0 : -1, &t->unk)) ||
-        (st = get_id(g, KEY("padding_token_id"), n, -1, &t->pad)) ||
-        (st = get_id(g, KEY("eot_token_id"), n, -1, &t->eot)) ||
-        (st = get_id(g, KEY("eom_token_id"), n, -1, &t->eom)))
+        (st = get_id(g, KEY("padding_token_id"), n, -1, &t->pad)))
         return st;
     if (spm && t->bos >= n) t->bos = -1;
     if (spm && t->eos >= n) t->eos = -1;
@@ -371,18 +535,7 @@ static tern_status build(struct tern_tokenizer *t, const struct tern_gguf *g)
     if (t->add_bos && t->bos < 0) t->add_bos = false;
     if (t->add_eos && t->eos < 0) t->add_eos = false;
 
-    /* end of generation */
-    int32_t eog_ids[3] = {t->eos, t->eot, t->eom};
-    for (int k = 0; k < 3; k++)
-        if (eog_ids[k] >= 0) t->attr[eog_ids[k]] |= TOK_ATTR_EOG;
-    for (int32_t i = 0; i < n; i++) {
-        if (t->attr[i] & TOK_ATTR_NORMAL) continue;
-        for (size_t k = 0; k < sizeof eog_texts / sizeof eog_texts[0]; k++) {
-            size_t l = strlen(eog_texts[k]);
-            if (t->text_len[i] == l && !memcmp(t->text_arena + t->text_off[i], eog_texts[k], l))
-                t->attr[i] |= TOK_ATTR_EOG;
-        }
-    }
+    if ((st = mark_roles(t, g))) return st;
 
     /* byte tokens */
     for (int b = 0; b < 256; b++) {
@@ -465,6 +618,7 @@ void tern_tokenizer_free(struct tern_tokenizer *t)
     free(t->score);
     free(t->attr);
     free(t->specials);
+    free(t->special_trie);
     tok_strmap_free(&t->map);
     tok_pairmap_free(&t->merges);
     tok_scratch_free(&t->scratch);

@@ -345,6 +345,7 @@ tern_status tok_pretokenize(struct tern_tokenizer *t, const char *text, size_t n
         } else {
             len = tok_utf8_decode(u + i, n - i, &c);
         }
+        TERN_ASSERT(m < t->scratch.cap_cpt); /* at most one code point per byte, n <= cap */
         cp[m] = c;
         cls[m] = tok_cpt_class(c);
         bo[m] = (uint32_t)i;

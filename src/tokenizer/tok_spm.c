@@ -14,47 +14,21 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/error.h"
+#include "util/heap.h"
 
 struct spm_ent {
     float score;
     int32_t left, right;
     uint32_t size;
 };
-_Static_assert(sizeof(struct spm_ent) <= 24, "heap entry fits the scratch (tok_hash.c)");
+_Static_assert(sizeof(struct spm_ent) <= 24, "heap entry fits the scratch (TOK_HEAP_ENTRY_MAX)");
 
 static inline bool better(const struct spm_ent *a, const struct spm_ent *b)
 {
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(struct spm_ent *h, size_t *n, struct spm_ent e)
-{
-    size_t i = (*n)++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!better(&e, &h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
-}
-
-static struct spm_ent heap_pop(struct spm_ent *h, size_t *n)
-{
-    struct spm_ent top = h[0];
-    struct spm_ent last = h[--(*n)];
-    size_t i = 0, m = *n;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= m) break;
-        if (c + 1 < m && better(&h[c + 1], &h[c])) c++;
-        if (!better(&h[c], &last)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (m) h[i] = last;
-    return top;
-}
+TERN_HEAP_DEFINE(spm_heap, struct spm_ent, better)
 
 static inline void try_pair(const struct tern_tokenizer *t, const char *w, struct spm_ent *h,
                             size_t *hn, int32_t l, int32_t r)
@@ -65,15 +39,17 @@ static inline void try_pair(const struct tern_tokenizer *t, const char *w, struc
     int32_t id = tok_strmap_get(&t->map, w + s->sym_off[l], size);
     if (id < 0) return;
     struct spm_ent e = {t->score[id], l, r, size};
-    heap_push(h, hn, e);
+    spm_heap_push(h, hn, TOK_HEAP_CAP(s), e);
 }
 
+/* Byte fallback: at most one id per byte, so a word of n bytes fills at most n ids. */
 static void emit_bytes(const struct tern_tokenizer *t, const unsigned char *p, size_t n,
                        int32_t *ids, int *m)
 {
     for (size_t i = 0; i < n; i++) {
         int32_t b = t->byte_token[p[i]];
         if (b < 0) b = t->unk;
+        TERN_ASSERT((size_t)*m < t->scratch.cap_sym);
         if (b >= 0) ids[(*m)++] = b;
     }
 }
@@ -85,6 +61,7 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     int32_t *prev = s->sym_prev, *next = s->sym_next;
     uint32_t *off = s->sym_off, *len = s->sym_len;
     int32_t ns = 0;
+    TERN_ASSERT(n > 0 && n <= s->cap_sym); /* spm_word grew the scratch; one symbol per byte at most */
     for (size_t i = 0; i < n;) {
         uint32_t c;
         int l = tok_utf8_decode((const unsigned char *)w + i, n - i, &c);
@@ -100,8 +77,9 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     size_t hn = 0;
     for (int32_t i = 0; i + 1 < ns; i++) try_pair(t, w, h, &hn, i, i + 1);
     while (hn) {
-        struct spm_ent e = heap_pop(h, &hn);
+        struct spm_ent e = spm_heap_pop(h, &hn);
         int32_t l = e.left, r = e.right;
+        TERN_ASSERT(l >= 0 && r > l && r < ns);
         if (len[l] == 0 || len[r] == 0 || len[l] + len[r] != e.size) continue; /* stale */
         len[l] += len[r];
         len[r] = 0;
@@ -112,6 +90,7 @@ static int spm_merge(struct tern_tokenizer *t, const char *w, size_t n)
     }
     int m = 0;
     for (int32_t i = 0; i >= 0; i = next[i]) {
+        TERN_ASSERT(i < ns && (size_t)m < n);
         int32_t id = tok_strmap_get(&t->map, w + off[i], len[i]);
         if (id >= 0) s->word_ids[m++] = id;
         else emit_bytes(t, (const unsigned char *)w + off[i], len[i], s->word_ids, &m);
@@ -166,6 +145,7 @@ tern_status tok_spm_segment(struct tern_tokenizer *t, const char *text, size_t n
             e[m++] = text[i];
         }
     }
+    TERN_ASSERT(m + 4 <= t->scratch.cap_esc); /* grown above for 3 bytes per input byte */
     memset(e + m, 0, 4); /* is_sp may look 2 bytes past the end */
     if (!t->spm_split_words) return spm_word(t, e, m, o);
     size_t start = 0;

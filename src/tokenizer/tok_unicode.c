@@ -126,24 +126,22 @@ static bool byte_is_printable(unsigned b)
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
+/* The mapped bytes in order: 0x00..0x20 (33), 0x7F..0xA0 (34), 0xAD (1), so both directions
+ * are a few comparisons (the loader converts every character of every token and merge). */
 uint32_t tok_byte_to_cpt(uint8_t b)
 {
     if (byte_is_printable(b)) return b;
-    uint32_t n = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!byte_is_printable(x)) n++;
-    return 256 + n;
+    if (b <= 0x20) return 256u + b;
+    if (b >= 0x7F && b <= 0xA0) return 256u + 33 + (b - 0x7Fu);
+    return 256u + 67; /* 0xAD */
 }
 
 int tok_cpt_to_byte(uint32_t cpt)
 {
     if (cpt < 256) return byte_is_printable(cpt) ? (int)cpt : -1;
-    if (cpt >= 256 + 68) return -1;
-    uint32_t n = 0;
-    for (unsigned x = 0; x < 256; x++) {
-        if (byte_is_printable(x)) continue;
-        if (n == cpt - 256) return (int)x;
-        n++;
-    }
+    uint32_t n = cpt - 256;
+    if (n <= 0x20) return (int)n;
+    if (n < 33 + 34) return (int)(0x7F + (n - 33));
+    if (n == 67) return 0xAD;
     return -1;
 }

@@ -1,9 +1,11 @@
-/* cli.c — argument helpers shared by the subcommands (see cli.h). */
+/* cli.c — helpers shared by the subcommands (see cli.h): errors, numbers with their ranges,
+ * files, the generating commands' common flags, SIGPIPE, the training-context warning. */
 #include "cli.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,43 @@ bool cli_parse_float(const char *s, double min, double max, double *out)
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || isnan(v) || v < min || v > max) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_flag_int(const char *cmd, const char *flag, const char *s, long long min, long long max,
+                  long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = s && *s ? strtoll(s, &end, 10) : 0;
+    if (!s || !*s || *end) {
+        cli_usage_error(cmd, "%s: '%s' is not an integer (allowed: %lld..%lld)", flag, s ? s : "", min, max);
+        return false;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+        cli_usage_error(cmd, "%s: %s is out of range %lld..%lld", flag, s, min, max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_flag_float(const char *cmd, const char *flag, const char *s, double min, double max,
+                    double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || isnan(v)) {
+        cli_usage_error(cmd, "%s: '%s' is not a number (allowed: %g..%g)", flag, s ? s : "", min, max);
+        return false;
+    }
+    /* ERANGE on underflow (1e-400) leaves a tiny value that the bounds judge; overflow is inf */
+    if (v < min || v > max) {
+        cli_usage_error(cmd, "%s: %s is out of range %g..%g", flag, s, min, max);
+        return false;
+    }
     *out = v;
     return true;
 }
@@ -115,6 +154,31 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, co
     return 1;
 }
 
+void cli_ignore_sigpipe(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void cli_warn_train_ctx(const char *cmd, const struct tern_model *m, long long n_ctx,
+                        long long n_need)
+{
+    const struct tern_model_info *in = tern_model_get_info(m);
+    long long train = in->n_ctx_train;
+    if (n_ctx <= train && n_need <= train) return;
+    /* the loader assumes 2048 when the key is absent: say so rather than cite a missing key */
+    char key[96];
+    snprintf(key, sizeof key, "%s.context_length", in->arch_name);
+    bool stated = tern_gguf_find_key(tern_model_gguf(m), key) >= 0;
+    if (n_need > train)
+        fprintf(stderr, "tern %s: warning: prompt + generated tokens (up to %lld) exceed the model's "
+                "training context of %lld tokens (%s%s); text past position %lld is usually "
+                "degraded\n", cmd, n_need, train, key, stated ? "" : " absent, assumed", train);
+    else
+        fprintf(stderr, "tern %s: warning: the context size -c %lld exceeds the model's training "
+                "context of %lld tokens (%s%s); text past position %lld is usually degraded\n",
+                cmd, n_ctx, train, key, stated ? "" : " absent, assumed", train);
+}
+
 long cli_rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -134,71 +198,64 @@ struct cli_gen_opts cli_gen_opts_default(long long n_predict)
     return o;
 }
 
+/* The generating commands' numeric flags and their ranges: the bounds are what the library
+ * accepts (sampler, context) or what can be allocated sensibly, and are printed when a value
+ * falls outside them. */
+enum gen_field { GF_N_PREDICT, GF_N_CTX, GF_THREADS, GF_CACHE_MB, GF_TEMP, GF_TOP_K, GF_TOP_P,
+                 GF_MIN_P, GF_REPEAT_PENALTY, GF_REPEAT_LAST_N, GF_SEED };
+static const struct gen_flag {
+    const char *name, *alt;
+    enum gen_field field;
+    bool is_float;
+    double min, max;
+} gen_flags[] = {
+    {"-n", "--n-predict", GF_N_PREDICT, false, 0, CLI_MAX_N_PREDICT},
+    {"-c", "--ctx-size", GF_N_CTX, false, 1, CLI_MAX_N_CTX},
+    {"-t", "--threads", GF_THREADS, false, 1, 512},
+    {"--cache-mb", NULL, GF_CACHE_MB, false, 1, 1 << 22},
+    {"--temp", NULL, GF_TEMP, true, 0, 100},
+    {"--top-k", NULL, GF_TOP_K, false, 0, 1 << 24},
+    {"--top-p", NULL, GF_TOP_P, true, 0, 1},
+    {"--min-p", NULL, GF_MIN_P, true, 0, 1},
+    {"--repeat-penalty", NULL, GF_REPEAT_PENALTY, true, 0, 100},
+    {"--repeat-last-n", NULL, GF_REPEAT_LAST_N, false, 1, 1 << 20},
+    {"-s", "--seed", GF_SEED, false, 0, (double)INT64_MAX},
+};
+
 int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
 {
     const char *v;
-    long long ll;
-    double d;
     int r;
-#define OPT(name, alt) ((r = cli_opt(argc, argv, i, name, alt, &v)) != 0)
-#define BAD(what) (cli_usage_error(argv[0], "%s '%s' is not valid", what, v), -1)
-    if (OPT("-n", "--n-predict")) {
-        if (r < 0) return -1;
-        return cli_parse_int(v, 0, 1 << 24, &o->n_predict) ? 1 : BAD("-n");
-    }
-    if (OPT("-c", "--ctx-size")) {
-        if (r < 0) return -1;
-        return cli_parse_int(v, 1, 1 << 22, &o->n_ctx) ? 1 : BAD("-c");
-    }
-    if (OPT("-t", "--threads")) {
-        if (r < 0) return -1;
-        return cli_parse_int(v, 1, 512, &o->threads) ? 1 : BAD("-t");
-    }
-    if (OPT("--temp", NULL)) {
-        if (r < 0 || !cli_parse_float(v, 0, 100, &d)) return r < 0 ? -1 : BAD("--temp");
-        o->sampler.temperature = (float)d;
-        return 1;
-    }
-    if (OPT("--top-k", NULL)) {
-        if (r < 0 || !cli_parse_int(v, 0, 1 << 24, &ll)) return r < 0 ? -1 : BAD("--top-k");
-        o->sampler.top_k = (int)ll;
-        return 1;
-    }
-    if (OPT("--top-p", NULL)) {
-        if (r < 0 || !cli_parse_float(v, 0, 1, &d)) return r < 0 ? -1 : BAD("--top-p");
-        o->sampler.top_p = (float)d;
-        return 1;
-    }
-    if (OPT("--min-p", NULL)) {
-        if (r < 0 || !cli_parse_float(v, 0, 1, &d)) return r < 0 ? -1 : BAD("--min-p");
-        o->sampler.min_p = (float)d;
-        return 1;
-    }
-    if (OPT("--repeat-penalty", NULL)) {
-        if (r < 0 || !cli_parse_float(v, 0, 100, &d)) return r < 0 ? -1 : BAD("--repeat-penalty");
-        o->sampler.repeat_penalty = (float)d;
-        return 1;
-    }
-    if (OPT("--repeat-last-n", NULL)) {
-        if (r < 0 || !cli_parse_int(v, 1, 1 << 20, &ll)) return r < 0 ? -1 : BAD("--repeat-last-n");
-        o->sampler.repeat_last_n = (int)ll;
-        return 1;
-    }
-    if (OPT("-s", "--seed")) {
-        if (r < 0 || !cli_parse_int(v, 0, INT64_MAX, &ll)) return r < 0 ? -1 : BAD("--seed");
-        o->sampler.seed = (uint64_t)ll;
-        return 1;
-    }
-    if (OPT("--prompt-cache", NULL)) {
+    if ((r = cli_opt(argc, argv, i, "--prompt-cache", NULL, &v)) != 0) {
         if (r < 0) return -1;
         o->cache_dir = v;
         return 1;
     }
-    if (OPT("--cache-mb", NULL)) {
+    for (size_t k = 0; k < sizeof gen_flags / sizeof gen_flags[0]; k++) {
+        const struct gen_flag *f = &gen_flags[k];
+        if ((r = cli_opt(argc, argv, i, f->name, f->alt, &v)) == 0) continue;
         if (r < 0) return -1;
-        return cli_parse_int(v, 1, 1 << 22, &o->cache_mb) ? 1 : BAD("--cache-mb");
+        long long ll = 0;
+        double d = 0;
+        /* the seed's upper bound is INT64_MAX exactly, which a double cannot hold */
+        long long imax = f->field == GF_SEED ? INT64_MAX : (long long)f->max;
+        bool ok = f->is_float ? cli_flag_float(argv[0], f->name, v, f->min, f->max, &d)
+                              : cli_flag_int(argv[0], f->name, v, (long long)f->min, imax, &ll);
+        if (!ok) return -1;
+        switch (f->field) {
+        case GF_N_PREDICT: o->n_predict = ll; break;
+        case GF_N_CTX: o->n_ctx = ll; break;
+        case GF_THREADS: o->threads = ll; break;
+        case GF_CACHE_MB: o->cache_mb = ll; break;
+        case GF_TEMP: o->sampler.temperature = (float)d; break;
+        case GF_TOP_K: o->sampler.top_k = (int)ll; break;
+        case GF_TOP_P: o->sampler.top_p = (float)d; break;
+        case GF_MIN_P: o->sampler.min_p = (float)d; break;
+        case GF_REPEAT_PENALTY: o->sampler.repeat_penalty = (float)d; break;
+        case GF_REPEAT_LAST_N: o->sampler.repeat_last_n = (int)ll; break;
+        case GF_SEED: o->sampler.seed = (uint64_t)ll; break;
+        }
+        return 1;
     }
-#undef OPT
-#undef BAD
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tern.h"
+#include "tern_tools.h"
 
 #define CMD(name, fn, summary) int fn(int argc, char **argv);
 #include "commands.def"
@@ -24,11 +25,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* Strict number parsing: the whole string must be a number in [min, max]. */
 bool cli_parse_int(const char *s, long long min, long long max, long long *out);
 bool cli_parse_float(const char *s, double min, double max, double *out);
+/* The same for a flag's value, saying what was wrong: "tern CMD: FLAG: 1000 is out of range
+ * 1..512" or "FLAG: 'x' is not an integer" (a usage error, printed). false on failure. */
+bool cli_flag_int(const char *cmd, const char *flag, const char *s, long long min, long long max,
+                  long long *out);
+bool cli_flag_float(const char *cmd, const char *flag, const char *s, double min, double max,
+                    double *out);
 /* "1,2,3" -> ids (malloc'ed, caller frees). false on any malformed or out-of-range entry;
  * *bad_index names the entry. */
 bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
+
+/* Bounds of -n and -c (the KV cache of 4M positions is already tens of GiB for small models). */
+#define CLI_MAX_N_PREDICT (1 << 24)
+#define CLI_MAX_N_CTX (1 << 22)
 
 /* Options shared by the commands that generate (run, chat): lengths, threads, sampling and the
  * prompt cache, with the same flags and bounds everywhere. */
@@ -41,6 +52,19 @@ struct cli_gen_opts cli_gen_opts_default(long long n_predict);
 /* If argv[*i] is one of those options, take it (and its value): 1. Not one: 0. A missing or bad
  * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
 int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o);
+
+/* For the commands that stream generated text (run, chat): a reader that goes away (`tern run
+ * | head -1`) must not kill the process before it saves its prompt cache or conversation, so
+ * SIGPIPE is ignored and a write failing with EPIPE stops generation instead (exit status 0:
+ * the reader has what it wanted; see README "Running a model"). Other subcommands keep the
+ * default, which ends them promptly since they do not check their writes. */
+void cli_ignore_sigpipe(void);
+
+/* Warn once on stderr ("tern CMD: warning: ...") when a context of n_ctx positions, or n_need
+ * tokens of prompt + generation, goes past the model's training context (<arch>.context_length):
+ * positions the model never saw in training usually give degraded text. */
+void cli_warn_train_ctx(const char *cmd, const struct tern_model *m, long long n_ctx,
+                        long long n_need);
 
 /* The prompt-cache benchmark (cmd_cache.c), printed as text or one JSON object. */
 int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int requests,

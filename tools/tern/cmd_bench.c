@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_json.h"
 
 #define MAX_LIST 16
 
@@ -304,24 +305,43 @@ int cmd_bench(int argc, char **argv)
                     const char *base = strrchr(res.model, '/');
                     base = base ? base + 1 : res.model;
                     if (json) {
-                        printf("%s\n  {\"model_filename\": \"%s\", \"model_type\": \"%s\", \"model_size\": %llu, "
-                               "\"model_n_params\": %llu, \"n_batch\": %lld, \"n_threads\": %d, \"n_prompt\": %d, "
-                               "\"n_gen\": %d, \"n_depth\": %d, \"avg_ts\": %.6f, \"stddev_ts\": %.6f, \"samples_ts\": [",
-                               first_json ? "" : ",", res.model, in->arch_name, (unsigned long long)res.size,
-                               (unsigned long long)res.params, n_batch, res.threads, np, ng, depth, res.avg, res.sd);
-                        for (int r = 0; r < reps; r++) printf("%s%.6f", r ? ", " : "", res.samples[r]);
-                        printf("], \"timed\": \"forward passes + greedy sampling; tokenization excluded\"");
+                        cJSON *o = cJSON_CreateObject();
+                        cli_json_str(o, "model_filename", res.model);
+                        cli_json_str(o, "model_type", in->arch_name);
+                        cli_json_uint(o, "model_size", res.size);
+                        cli_json_uint(o, "model_n_params", res.params);
+                        cli_json_int(o, "n_batch", n_batch);
+                        cli_json_int(o, "n_threads", res.threads);
+                        cli_json_int(o, "n_prompt", np);
+                        cli_json_int(o, "n_gen", ng);
+                        cli_json_int(o, "n_depth", depth);
+                        cli_json_num(o, "avg_ts", res.avg);
+                        cli_json_num(o, "stddev_ts", res.sd);
+                        cJSON *samples = cli_json_arr(o, "samples_ts");
+                        for (int r = 0; r < reps; r++) cli_json_num(samples, NULL, res.samples[r]);
+                        cli_json_str(o, "timed", "forward passes + greedy sampling; tokenization excluded");
                         if (profile) {
-                            printf(", \"profile\": [");
-                            for (int k = 0; k < TERN_PROF_COUNT; k++)
-                                printf("%s{\"op\": \"%s\", \"kernel\": \"%s\", \"ms\": %.3f, \"share\": %.4f, "
-                                       "\"calls\": %llu, \"fallbacks\": %llu}", k ? ", " : "", prof[k].name,
-                                       prof[k].kernel, prof[k].ns / 1e6, prof[k].ns / 1e9 / total_s,
-                                       (unsigned long long)prof[k].calls, (unsigned long long)prof[k].fallbacks);
-                            printf(", {\"op\": \"sampling\", \"kernel\": \"scalar\", \"ms\": %.3f, \"share\": %.4f}]",
-                                   sample_seconds * 1e3, sample_seconds / total_s);
+                            cJSON *pa = cli_json_arr(o, "profile");
+                            for (int k = 0; k < TERN_PROF_COUNT; k++) {
+                                cJSON *e = cli_json_obj(pa, NULL);
+                                cli_json_str(e, "op", prof[k].name);
+                                cli_json_str(e, "kernel", prof[k].kernel);
+                                cli_json_num(e, "ms", prof[k].ns / 1e6);
+                                cli_json_num(e, "share", prof[k].ns / 1e9 / total_s);
+                                cli_json_uint(e, "calls", prof[k].calls);
+                                cli_json_uint(e, "fallbacks", prof[k].fallbacks);
+                            }
+                            cJSON *e = cli_json_obj(pa, NULL);
+                            cli_json_str(e, "op", "sampling");
+                            cli_json_str(e, "kernel", "scalar");
+                            cli_json_num(e, "ms", sample_seconds * 1e3);
+                            cli_json_num(e, "share", sample_seconds / total_s);
                         }
-                        printf("}");
+                        /* one test per line, printed as it finishes; the array closes below
+                         * even when a later test fails */
+                        rc = cli_json_emit("bench", stdout, o, false,
+                                           first_json ? "\n  " : ",\n  ", "");
+                        if (rc) break;
                         first_json = false;
                     } else {
                         char test[48];

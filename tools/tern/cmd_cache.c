@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 
 static void help(void)
 {
@@ -14,7 +15,9 @@ static void help(void)
            "\n"
            "Prompt-cache files (one per block of tokens, *.tkv) are written by a prefix cache with\n"
            "a directory (tern run --prompt-cache DIR). `ls` lists them with their model\n"
-           "fingerprint and verifies every checksum; `clear` deletes them.\n"
+           "fingerprint, verifies every checksum and follows each chain of blocks as a run\n"
+           "would: a block after a damaged or missing one is unusable, and the longest usable\n"
+           "prefix counts only blocks a run can reach. `clear` deletes them.\n"
            "`bench` measures: TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache\n"
            "hit; prefix-token hit rate of N requests (default 200) over 4 system prompts of\n"
            "1-2k tokens; loading a saved 2048-token prefix from disk vs recomputing it.\n"
@@ -32,6 +35,8 @@ static void hex8(const uint8_t *p, char *out)
     for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", p[i]);
 }
 
+/* A run reaches a block only through every block before it (keys are chained), so the prefix
+ * reported is the longest chain of usable blocks, not the deepest intact file. */
 static int cache_ls(const char *dir, bool json)
 {
     struct tern_cache_file_info *f;
@@ -39,52 +44,63 @@ static int cache_ls(const char *dir, bool json)
     tern_status st = tern_cache_dir_list(dir, &f, &n);
     if (st) return cli_report("cache", st);
     uint64_t bytes = 0;
-    int bad = 0, roots = 0, max_depth = -1, block = 0;
-    if (json) printf("{\"dir\": \"%s\", \"files\": [", dir);
+    int bad = 0, unusable = 0, roots = 0, longest = 0;
+    cJSON *j = NULL, *files = NULL;
+    if (json) {
+        j = cJSON_CreateObject();
+        cli_json_str(j, "dir", dir);
+        files = cli_json_arr(j, "files");
+    }
     for (int i = 0; i < n; i++) {
         char fp[17] = "", tfp[17] = "";
         hex8(f[i].model_fp, fp);
         hex8(f[i].tok_fp, tfp);
         bytes += f[i].file_bytes;
         if (!f[i].valid) bad++;
+        if (!f[i].usable) unusable++;
         else {
             if (f[i].depth == 0) roots++;
-            if (f[i].depth > max_depth) max_depth = f[i].depth;
-            block = f[i].n_tokens;
+            int end = (f[i].depth + 1) * f[i].n_tokens; /* fits: the library checks it */
+            if (end > longest) longest = end;
         }
         if (json) {
-            printf("%s{\"name\": \"%s\", \"bytes\": %llu, \"valid\": %s", i ? ", " : "", f[i].name,
-                   (unsigned long long)f[i].file_bytes, f[i].valid ? "true" : "false");
-            if (f[i].valid)
-                printf(", \"tokens\": %d, \"first_pos\": %d, \"model_fp\": \"%s\", "
-                       "\"tokenizer_fp\": \"%s\", \"layers\": %d, \"kv_heads\": %d, \"head_dim\": %d",
-                       f[i].n_tokens, f[i].depth * f[i].n_tokens, fp, tfp, f[i].n_layer,
-                       f[i].n_head_kv, f[i].head_dim);
-            else {
-                printf(", \"problem\": \"");
-                for (const char *c = f[i].problem; *c; c++)
-                    printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-                printf("\"");
+            cJSON *e = cli_json_obj(files, NULL);
+            cli_json_str(e, "name", f[i].name);
+            cli_json_uint(e, "bytes", f[i].file_bytes);
+            cli_json_bool(e, "valid", f[i].valid);
+            cli_json_bool(e, "usable", f[i].usable);
+            if (f[i].valid) {
+                cli_json_int(e, "tokens", f[i].n_tokens);
+                cli_json_int(e, "first_pos", (long long)f[i].depth * f[i].n_tokens);
+                cli_json_str(e, "model_fp", fp);
+                cli_json_str(e, "tokenizer_fp", tfp);
+                cli_json_int(e, "layers", f[i].n_layer);
+                cli_json_int(e, "kv_heads", f[i].n_head_kv);
+                cli_json_int(e, "head_dim", f[i].head_dim);
             }
-            printf("}");
+            if (!f[i].usable) cli_json_str(e, "problem", f[i].problem);
         } else if (f[i].valid) {
-            printf("%-36s %9llu bytes  tokens %5d..%-5d  model %s  kv (%d, %d, %d)\n", f[i].name,
-                   (unsigned long long)f[i].file_bytes, f[i].depth * f[i].n_tokens,
+            printf("%-36s %9llu bytes  tokens %5d..%-5d  model %s  kv (%d, %d, %d)%s%s\n",
+                   f[i].name, (unsigned long long)f[i].file_bytes, f[i].depth * f[i].n_tokens,
                    (f[i].depth + 1) * f[i].n_tokens - 1, fp, f[i].n_layer, f[i].n_head_kv,
-                   f[i].head_dim);
+                   f[i].head_dim, f[i].usable ? "" : "  UNUSABLE: ", f[i].problem);
         } else {
             printf("%-36s %9llu bytes  INVALID: %s\n", f[i].name,
                    (unsigned long long)f[i].file_bytes, f[i].problem);
         }
     }
-    if (json)
-        printf("], \"n_files\": %d, \"bytes\": %llu, \"invalid\": %d, \"prefixes\": %d, "
-               "\"longest_prefix_tokens\": %d}\n", n, (unsigned long long)bytes, bad, roots,
-               (max_depth + 1) * block);
-    else
-        printf("%d files, %.1f MiB, %d invalid; %d distinct first blocks, longest cached prefix "
-               "%d tokens\n", n, bytes / 1048576.0, bad, roots, (max_depth + 1) * block);
     free(f);
+    if (json) {
+        cli_json_int(j, "n_files", n);
+        cli_json_uint(j, "bytes", bytes);
+        cli_json_int(j, "invalid", bad);
+        cli_json_int(j, "unusable", unusable);
+        cli_json_int(j, "prefixes", roots);
+        cli_json_int(j, "longest_prefix_tokens", longest);
+        return cli_json_emit("cache", stdout, j, false, "", "\n");
+    }
+    printf("%d files, %.1f MiB, %d invalid, %d unusable; %d distinct first blocks, longest "
+           "usable prefix %d tokens\n", n, bytes / 1048576.0, bad, unusable, roots, longest);
     return CLI_EXIT_OK;
 }
 
@@ -106,17 +122,24 @@ int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int 
     tern_model_free(m);
     if (st) return cli_report(cmd, st);
     if (json) {
-        printf("{\"prefix_tokens\": %d, \"turn_tokens\": %d, \"ttft_cold_ms\": %.3f, "
-               "\"ttft_warm_ms\": %.3f, \"warm_ratio\": %.4f, \"warm_identical\": %s, "
-               "\"n_requests\": %d, \"hit_rate\": %.4f, \"hit_rate_all_tokens\": %.4f, "
-               "\"budget_bytes\": %llu, \"evicted_bytes\": %llu, \"disk_tokens\": %d, "
-               "\"disk_load_ms\": %.3f, \"recompute_ms\": %.3f, \"disk_speedup\": %.2f, "
-               "\"disk_identical\": %s}\n",
-               r.prefix_tokens, r.turn_tokens, r.ttft_cold_ms, r.ttft_warm_ms, r.warm_ratio,
-               r.warm_identical ? "true" : "false", r.n_requests, r.hit_rate, r.hit_rate_all,
-               (unsigned long long)r.budget_bytes, (unsigned long long)r.evicted_bytes,
-               r.disk_tokens, r.disk_load_ms, r.recompute_ms, r.disk_speedup,
-               r.disk_identical ? "true" : "false");
+        cJSON *j = cJSON_CreateObject();
+        cli_json_int(j, "prefix_tokens", r.prefix_tokens);
+        cli_json_int(j, "turn_tokens", r.turn_tokens);
+        cli_json_num(j, "ttft_cold_ms", r.ttft_cold_ms);
+        cli_json_num(j, "ttft_warm_ms", r.ttft_warm_ms);
+        cli_json_num(j, "warm_ratio", r.warm_ratio);
+        cli_json_bool(j, "warm_identical", r.warm_identical);
+        cli_json_int(j, "n_requests", r.n_requests);
+        cli_json_num(j, "hit_rate", r.hit_rate);
+        cli_json_num(j, "hit_rate_all_tokens", r.hit_rate_all);
+        cli_json_uint(j, "budget_bytes", r.budget_bytes);
+        cli_json_uint(j, "evicted_bytes", r.evicted_bytes);
+        cli_json_int(j, "disk_tokens", r.disk_tokens);
+        cli_json_num(j, "disk_load_ms", r.disk_load_ms);
+        cli_json_num(j, "recompute_ms", r.recompute_ms);
+        cli_json_num(j, "disk_speedup", r.disk_speedup);
+        cli_json_bool(j, "disk_identical", r.disk_identical);
+        return cli_json_emit(cmd, stdout, j, false, "", "\n");
     } else {
         printf("TTFT, %d-token prefix + %d-token turn: cold %.1f ms, cache hit %.1f ms "
                "(%.1f%% of cold; target <= 10%%), logits identical: %s\n",

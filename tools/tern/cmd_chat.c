@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <utf8proc.h>
 
@@ -33,13 +34,17 @@ static void help(void)
            "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
            "                         message, that message is answered first\n"
            "  --tools FILE           an array of OpenAI function tools for the template\n"
-           "  --save-messages FILE   write the final conversation (JSON) to FILE (atomically)\n"
-           "  -n, --n-predict N      tokens per answer at most (default 256)\n"
-           "  -c, --ctx-size N       context size (default: min(training context, 4096))\n"
-           "  -t, --threads N        threads (default: all CPUs)\n"
-           "  --temp T               temperature (default 0 = greedy)\n"
-           "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N\n"
-           "  -s, --seed S           RNG seed (default 0); the sampler restarts from it each turn\n"
+           "  --save-messages FILE   write the final conversation (JSON) to FILE (atomically; a\n"
+           "                         temporary file beside FILE is created first, so a path that\n"
+           "                         cannot be written fails before any work)\n"
+           "  -n, --n-predict N      tokens per answer at most, 0..16777216 (default 256)\n"
+           "  -c, --ctx-size N       context size, 1..4194304 (default: min(training context, 4096))\n"
+           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
+           "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
+           "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
+           "  --repeat-penalty R (0..100), --repeat-last-n N (1..1048576)\n"
+           "  -s, --seed S           RNG seed, 0..2^63-1 (default 0); the sampler restarts from it\n"
+           "                         each turn\n"
            "  --prompt-cache DIR     reuse the KV of prompt prefixes seen before, across restarts\n"
            "                         (blocks saved in DIR at exit)\n"
            "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
@@ -50,7 +55,11 @@ static void help(void)
            "                         per answer\n"
            "\n"
            "Tool calls (format detected from the template: hermes, llama3, mistral) are printed as\n"
-           "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n");
+           "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n"
+           "\n"
+           "If stdout is closed by its reader (tern chat ... | head -1), the answer stops there, the\n"
+           "conversation ends, the prompt cache and --save-messages are still saved and the exit\n"
+           "status is 0. Exit status 1: an error (message on stderr); 2: a usage error.\n");
 }
 
 struct chat {
@@ -72,7 +81,16 @@ struct chat {
     struct tern_toolcall_parser *tp;
     size_t shown;       /* content bytes already written to stdout */
     int reported;       /* tool calls already printed */
-    bool io_error;
+    int write_errno;    /* first failed write to stdout, or 0; EPIPE = the reader went away */
+    bool closed;        /* stdout's reader went away: end the conversation (exit 0) */
+};
+
+/* --save-messages: the temporary file is created next to the target before any work, so a path
+ * that cannot be written fails at once, not after the whole conversation was generated. */
+struct save_target {
+    const char *path;
+    char *tmp;          /* path.XXXXXX, created and open until saved or dropped */
+    FILE *f;
 };
 
 /* Parse a JSON file; on error print where the problem is. */
@@ -127,12 +145,25 @@ static cJSON *call_json(const struct tern_toolcall *c)
     return call;
 }
 
-static void print_json_line(FILE *f, cJSON *j)
+/* Write to f and flush; a failure on stdout is kept in c->write_errno. */
+static void put(struct chat *c, FILE *f, const char *s, size_t n)
+{
+    errno = 0;
+    bool ok = fwrite(s, 1, n, f) == n;
+    ok = fflush(f) == 0 && ok;
+    if (!ok && f == stdout && !c->write_errno) c->write_errno = errno ? errno : EIO;
+}
+
+static void print_json_line(struct chat *c, FILE *f, cJSON *j)
 {
     char *s = cJSON_PrintUnformatted(j);
-    if (s) fprintf(f, "%s\n", s);
+    if (s) {
+        put(c, f, s, strlen(s));
+        put(c, f, "\n", 1);
+    } else if (f == stdout && !c->write_errno) {
+        c->write_errno = ENOMEM;
+    }
     free(s);
-    fflush(f);
 }
 
 /* Write content the parser has decided, and announce calls it has completed. */
@@ -140,16 +171,13 @@ static void drain(struct chat *c)
 {
     size_t len;
     const char *text = tern_toolcall_text(c->tp, &len);
-    if (!c->json && len > c->shown) {
-        if (fwrite(text + c->shown, 1, len - c->shown, stdout) != len - c->shown) c->io_error = true;
-        fflush(stdout);
-    }
+    if (!c->json && len > c->shown) put(c, stdout, text + c->shown, len - c->shown);
     c->shown = len;
     for (; c->reported < tern_toolcall_count(c->tp); c->reported++) {
         cJSON *line = cJSON_CreateObject();
         cJSON_AddNumberToObject(line, "turn", c->turn);
         cJSON_AddItemToObject(line, "tool_call", call_json(tern_toolcall_get(c->tp, c->reported)));
-        print_json_line(c->json ? stdout : stderr, line);
+        print_json_line(c, c->json ? stdout : stderr, line);
         cJSON_Delete(line);
     }
 }
@@ -159,7 +187,7 @@ static int on_piece(const char *text, size_t len, void *user)
     struct chat *c = user;
     if (tern_toolcall_feed(c->tp, text, len, NULL)) return 1;
     drain(c);
-    return c->io_error; /* stdout closed: stop generating */
+    return c->write_errno != 0; /* stdout closed or failing: stop generating */
 }
 
 /* Render the history, tokenize, generate, stream, append the answer. */
@@ -212,10 +240,7 @@ static int answer(struct chat *c)
     if (st) { rc = cli_report("chat", st); goto out; }
     if ((st = tern_toolcall_finish(c->tp, NULL))) { rc = cli_report("chat", st); goto out; }
     drain(c);
-    if (!c->json) {
-        printf("\n");
-        fflush(stdout);
-    }
+    if (!c->json && !c->write_errno) put(c, stdout, "\n", 1);
     for (int i = 0; i < tern_toolcall_n_errors(c->tp); i++)
         fprintf(stderr, "tern chat: warning: malformed tool call kept as text: %s\n", tern_toolcall_error(c->tp, i));
 
@@ -248,16 +273,20 @@ static int answer(struct chat *c)
         cJSON_AddNumberToObject(sj, "ttft_ms", gs.ttft_ms);
         cJSON_AddNumberToObject(sj, "gen_tps", gs.gen_tps);
         cJSON_AddStringToObject(sj, "stop", tern_gen_stop_name(gs.stop));
-        print_json_line(stdout, turn_json);
+        if (!c->write_errno) print_json_line(c, stdout, turn_json);
     } else {
         fprintf(stderr, "tern chat: turn %d: prompt %d tokens (%d reused from the KV cache, %d decoded "
                 "in %.1f ms); %d tokens generated in %.1f ms (%.2f tokens/s); first token after "
                 "%.1f ms; stop: %s\n", c->turn, gs.n_prompt, gs.n_reused, gs.n_prompt_decoded,
                 gs.prompt_ms, gs.n_generated, gs.gen_ms, gs.gen_tps, gs.ttft_ms,
-                tern_gen_stop_name(gs.stop));
+                c->write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
     }
-    if (c->io_error) {
-        fprintf(stderr, "tern chat: cannot write to stdout\n");
+    /* A reader that went away (`tern chat | head -1`) ends the conversation without an error:
+     * it had what it wanted. Any other failed write does not. */
+    if (c->write_errno == EPIPE) {
+        c->closed = true;
+    } else if (c->write_errno) {
+        fprintf(stderr, "tern chat: cannot write to stdout: %s\n", strerror(c->write_errno));
         rc = CLI_EXIT_FAIL;
     }
 out:
@@ -276,30 +305,75 @@ static bool ends_with_user(const cJSON *messages)
     return role && !strcmp(role, "user");
 }
 
-/* Write the conversation to path via path.tmp + rename. */
-static int save_messages(const struct chat *c, const char *path)
+/* Create path.XXXXXX beside path (the rename at the end stays within one file system). The
+ * file gets the mode a plain fopen would give (0666 minus the umask), not mkstemp's 0600. */
+static int save_open(struct save_target *s, const char *path)
+{
+    struct stat sb;
+    s->path = path;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "tern chat: --save-messages %s: is a directory\n", path);
+        return CLI_EXIT_FAIL;
+    }
+    size_t plen = strlen(path);
+    s->tmp = malloc(plen + 8);
+    if (!s->tmp) {
+        fprintf(stderr, "tern chat: --save-messages %s: out of memory\n", path);
+        return CLI_EXIT_FAIL;
+    }
+    memcpy(s->tmp, path, plen);
+    memcpy(s->tmp + plen, ".XXXXXX", 8);
+    int fd = mkstemp(s->tmp);
+    if (fd < 0 || !(s->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            remove(s->tmp);
+        }
+        fprintf(stderr, "tern chat: cannot write --save-messages %s (creating %s beside it: %s)\n",
+                path, s->tmp, strerror(e));
+        free(s->tmp);
+        s->tmp = NULL;
+        return CLI_EXIT_FAIL;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    return CLI_EXIT_OK;
+}
+
+/* Give up on saving: remove the temporary file. */
+static void save_drop(struct save_target *s)
+{
+    if (s->f) {
+        fclose(s->f);
+        remove(s->tmp);
+    }
+    s->f = NULL;
+    free(s->tmp);
+    s->tmp = NULL;
+}
+
+/* Write the conversation into the temporary file and rename it over the target. */
+static int save_messages(const struct chat *c, struct save_target *sv)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "messages", c->messages);
     if (c->tools) cJSON_AddItemReferenceToObject(root, "tools", c->tools);
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
     int rc = CLI_EXIT_FAIL;
-    if (!s || !tmp) goto out;
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) goto out;
-    bool ok = fputs(s, f) >= 0 && fputc('\n', f) != EOF;
-    ok = (fclose(f) == 0) && ok;
-    if (ok && rename(tmp, path) == 0) rc = CLI_EXIT_OK;
-    else remove(tmp);
-out:
-    if (rc) fprintf(stderr, "tern chat: cannot write %s: %s\n", path, strerror(errno));
+    errno = ENOMEM;
+    if (s) {
+        bool ok = fputs(s, sv->f) >= 0 && fputc('\n', sv->f) != EOF;
+        ok = fclose(sv->f) == 0 && ok;
+        sv->f = NULL;
+        if (ok && rename(sv->tmp, sv->path) == 0) rc = CLI_EXIT_OK;
+        else remove(sv->tmp);
+    }
+    if (rc) fprintf(stderr, "tern chat: cannot write %s: %s\n", sv->path, strerror(errno));
     free(s);
-    free(tmp);
+    save_drop(sv);
     return rc;
 }
 
@@ -308,6 +382,7 @@ int cmd_chat(int argc, char **argv)
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
     struct cli_gen_opts go = cli_gen_opts_default(256);
     struct tern_prefix_cache *pc = NULL;
+    struct save_target sv = {0};
     struct chat c = {.gp = tern_gen_default_params()};
     for (int i = 1; i < argc; i++) {
         int r = 0;
@@ -328,10 +403,14 @@ int cmd_chat(int argc, char **argv)
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
     c.gp.max_tokens = (int)go.n_predict;
+    cli_ignore_sigpipe();
 
-    /* Files first: a bad tools.json should not cost a model load. */
+    /* Files first: a bad tools.json or an unwritable --save-messages should not cost a model
+     * load, let alone a conversation. */
     int rc = CLI_EXIT_FAIL;
     char *line = NULL;
+    if (save_path && (rc = save_open(&sv, save_path))) return rc;
+    rc = CLI_EXIT_FAIL;
     if (msgs_path) {
         cJSON *conv = load_json("messages", msgs_path);
         if (!conv) goto done;
@@ -393,9 +472,10 @@ int cmd_chat(int argc, char **argv)
         if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern chat: prompt cache: %s\n", tern_prefix_cache_warning(pc));
         tern_generator_set_prefix_cache(c.gen, pc);
     }
+    cli_warn_train_ctx("chat", c.model, tern_context_n_ctx(c.ctx), 0);
 
     rc = CLI_EXIT_OK;
-    if (ends_with_user(c.messages) && (rc = answer(&c))) goto done;
+    if (ends_with_user(c.messages) && ((rc = answer(&c)) || c.closed)) goto done;
     bool tty = isatty(STDIN_FILENO);
     size_t cap = 0;
     int lineno = 0;
@@ -425,7 +505,7 @@ int cmd_chat(int argc, char **argv)
         cJSON_AddStringToObject(m, "role", "user");
         cJSON_AddStringToObject(m, "content", line);
         cJSON_AddItemToArray(c.messages, m);
-        if ((rc = answer(&c))) break;
+        if ((rc = answer(&c)) || c.closed) break;
     }
     if (ferror(stdin)) {
         fprintf(stderr, "tern chat: reading stdin: %s\n", strerror(errno));
@@ -437,10 +517,11 @@ done:
         if (cst && !rc) rc = cli_report("chat", cst);
         tern_prefix_cache_free(pc);
     }
-    if (save_path && c.messages && c.model) {
-        int src = save_messages(&c, save_path);
+    if (sv.f && c.messages && c.model) {
+        int src = save_messages(&c, &sv);
         if (!rc) rc = src;
     }
+    save_drop(&sv);
     free(line);
     free(c.ids);
     tern_generator_free(c.gen);

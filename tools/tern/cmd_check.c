@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 
 static void help(void)
 {
@@ -46,32 +47,47 @@ int cmd_check(int argc, char **argv)
         params += ne;
     }
     static const int ctxs[] = {512, 1024, 2048, 4096};
+    int rc = CLI_EXIT_OK;
     if (json) {
-        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"n_vocab\": %d, \"n_embd\": %d, \"n_layer\": %d, "
-               "\"n_head\": %d, \"n_head_kv\": %d, \"head_dim\": %d, \"n_ff\": %d, \"n_ctx_train\": %d, "
-               "\"n_rot\": %d, \"rope_freq_base\": %g, \"rope_freq_scale\": %g, \"rope_neox\": %s, "
-               "\"rope_freqs\": %s, \"rms_eps\": %g, \"tied_output\": %s, \"qkv_bias\": %s, "
-               "\"params\": %llu, \"weight_bytes\": %llu, \"file_bytes\": %zu, \"tensor_types\": {",
-               model, in->arch_name, in->n_vocab, in->n_embd, in->n_layer, in->n_head, in->n_head_kv,
-               in->head_dim, in->n_ff, in->n_ctx_train, in->n_rot, (double)in->rope_freq_base,
-               (double)in->rope_freq_scale, in->rope_neox ? "true" : "false",
-               in->has_rope_freqs ? "true" : "false", (double)in->rms_eps,
-               in->tied_output ? "true" : "false", in->has_qkv_bias ? "true" : "false",
-               (unsigned long long)params, (unsigned long long)in->weight_bytes,
-               tern_gguf_file_size(g));
-        bool first = true;
+        cJSON *j = cJSON_CreateObject();
+        cli_json_str(j, "model", model);
+        cli_json_str(j, "arch", in->arch_name);
+        cli_json_int(j, "n_vocab", in->n_vocab);
+        cli_json_int(j, "n_embd", in->n_embd);
+        cli_json_int(j, "n_layer", in->n_layer);
+        cli_json_int(j, "n_head", in->n_head);
+        cli_json_int(j, "n_head_kv", in->n_head_kv);
+        cli_json_int(j, "head_dim", in->head_dim);
+        cli_json_int(j, "n_ff", in->n_ff);
+        cli_json_int(j, "n_ctx_train", in->n_ctx_train);
+        cli_json_int(j, "n_rot", in->n_rot);
+        cli_json_f32(j, "rope_freq_base", in->rope_freq_base);
+        cli_json_f32(j, "rope_freq_scale", in->rope_freq_scale);
+        cli_json_bool(j, "rope_neox", in->rope_neox);
+        cli_json_bool(j, "rope_freqs", in->has_rope_freqs);
+        cli_json_f32(j, "rms_eps", in->rms_eps);
+        cli_json_bool(j, "tied_output", in->tied_output);
+        cli_json_bool(j, "qkv_bias", in->has_qkv_bias);
+        cli_json_uint(j, "params", params);
+        cli_json_uint(j, "weight_bytes", in->weight_bytes);
+        cli_json_uint(j, "file_bytes", tern_gguf_file_size(g));
+        cJSON *types = cli_json_obj(j, "tensor_types");
         for (int t = 0; t < TERN_TYPE_COUNT_; t++)
             if (count[t]) {
-                printf("%s\"%s\": {\"count\": %lld, \"bytes\": %llu}", first ? "" : ", ",
-                       tern_type_name(t), (long long)count[t], (unsigned long long)bytes[t]);
-                first = false;
+                cJSON *e = cli_json_obj(types, tern_type_name(t));
+                cli_json_int(e, "count", count[t]);
+                cli_json_uint(e, "bytes", bytes[t]);
             }
-        printf("}, \"kv_cache\": [");
-        for (int i = 0; i < 4; i++)
-            printf("%s{\"layers\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"ctx\": %d, \"bytes\": %llu}",
-                   i ? ", " : "", in->n_layer, in->n_head_kv, in->head_dim, ctxs[i],
-                   (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
-        printf("]}\n");
+        cJSON *kv = cli_json_arr(j, "kv_cache");
+        for (int i = 0; i < 4; i++) {
+            cJSON *e = cli_json_obj(kv, NULL);
+            cli_json_int(e, "layers", in->n_layer);
+            cli_json_int(e, "kv_heads", in->n_head_kv);
+            cli_json_int(e, "head_dim", in->head_dim);
+            cli_json_int(e, "ctx", ctxs[i]);
+            cli_json_uint(e, "bytes", tern_model_kv_bytes(m, ctxs[i]));
+        }
+        rc = cli_json_emit("check", stdout, j, false, "", "\n");
     } else {
         printf("model:         %s (%zu bytes, GGUF v%u)\n", model, tern_gguf_file_size(g),
                tern_gguf_version(g));
@@ -103,5 +119,5 @@ int cmd_check(int argc, char **argv)
         printf("status:        ok (every tensor has a supported type and the expected shape)\n");
     }
     tern_model_free(m);
-    return CLI_EXIT_OK;
+    return rc;
 }

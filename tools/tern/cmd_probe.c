@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 
 static void help(void)
 {
@@ -31,13 +32,21 @@ static int run_ref(struct tern_model *m, const char *ref, int threads, double to
     tern_status st = tern_ref_check(m, ref, threads, tol, json ? NULL : stderr, &r);
     if (st) return cli_report("probe", st);
     if (json) {
-        printf("{\"pass\": %s, \"tol\": %g, \"seqs\": %d, \"vectors\": %d, \"top_agree\": %d, "
-               "\"top_total\": %d, \"max_abs_top\": %.6g, \"mean_abs_top\": %.6g, "
-               "\"full_vectors\": %s, \"max_abs_full\": %.6g, \"mean_abs_full\": %.6g, "
-               "\"greedy_checked\": %d, \"greedy_match\": %d}\n",
-               r.pass ? "true" : "false", r.tol, r.n_seqs, r.n_vectors, r.top_agree, r.top_total,
-               r.max_abs_top, r.mean_abs_top, r.has_full ? "true" : "false", r.max_abs_full,
-               r.mean_abs_full, r.greedy_checked, r.greedy_match);
+        cJSON *j = cJSON_CreateObject();
+        cli_json_bool(j, "pass", r.pass);
+        cli_json_num(j, "tol", r.tol);
+        cli_json_int(j, "seqs", r.n_seqs);
+        cli_json_int(j, "vectors", r.n_vectors);
+        cli_json_int(j, "top_agree", r.top_agree);
+        cli_json_int(j, "top_total", r.top_total);
+        cli_json_num(j, "max_abs_top", r.max_abs_top);
+        cli_json_num(j, "mean_abs_top", r.mean_abs_top);
+        cli_json_bool(j, "full_vectors", r.has_full);
+        cli_json_num(j, "max_abs_full", r.max_abs_full);
+        cli_json_num(j, "mean_abs_full", r.mean_abs_full);
+        cli_json_int(j, "greedy_checked", r.greedy_checked);
+        cli_json_int(j, "greedy_match", r.greedy_match);
+        if (cli_json_emit("probe", stdout, j, false, "", "\n")) return CLI_EXIT_FAIL;
     } else {
         printf("reference: %s\n", ref);
         printf("tolerance: %g\n", r.tol);
@@ -109,16 +118,22 @@ int cmd_probe(int argc, char **argv)
     }
     {
         struct tern_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int)threads};
-        struct tern_context *ctx;
+        struct tern_context *ctx = NULL;
         if ((st = tern_context_create(m, &cp, &ctx)) || (st = tern_decode(ctx, ids, n, 0, TERN_LOGITS_ALL))) {
-            if (st == TERN_OK) tern_context_free(ctx);
+            /* a decode refusal (a token outside the vocabulary) comes after the context exists */
+            if (ctx) tern_context_free(ctx);
             rc = cli_report("probe", st);
             goto done;
         }
         const int nv = tern_model_n_vocab(m);
         int k = (int)top < nv ? (int)top : nv;
         int *best = malloc((size_t)k * sizeof *best);
-        for (int i = 0; i < n && best; i++) {
+        int prc = CLI_EXIT_OK; /* rc may already hold --ref's verdict */
+        if (!best) {
+            fprintf(stderr, "tern probe: out of memory\n");
+            prc = CLI_EXIT_FAIL;
+        }
+        for (int i = 0; i < n && best && prc == CLI_EXIT_OK; i++) {
             const float *lg = tern_context_logits(ctx, i);
             /* top-k by insertion (k is small); ties by lower id */
             int cnt = 0;
@@ -128,16 +143,22 @@ int cmd_probe(int argc, char **argv)
                 while (j > 0 && lg[id] > lg[best[j - 1]]) { best[j] = best[j - 1]; j--; }
                 best[j] = id;
             }
-            printf("{\"pos\": %d, \"token\": %d, \"top\": [", i, ids[i]);
-            for (int j = 0; j < cnt; j++) printf("%s[%d, %.9g]", j ? ", " : "", best[j], lg[best[j]]);
-            printf("]");
-            if (all || (first && i == 0) || (last && i == n - 1)) {
-                printf(", \"logits\": [");
-                for (int id = 0; id < nv; id++) printf("%s%.9g", id ? ", " : "", lg[id]);
-                printf("]");
+            cJSON *line = cJSON_CreateObject();
+            cli_json_int(line, "pos", i);
+            cli_json_int(line, "token", ids[i]);
+            cJSON *tl = cli_json_arr(line, "top");
+            for (int j = 0; j < cnt; j++) {
+                cJSON *pair = cli_json_arr(tl, NULL);
+                cli_json_int(pair, NULL, best[j]);
+                cli_json_f32(pair, NULL, lg[best[j]]);
             }
-            printf("}\n");
+            if (all || (first && i == 0) || (last && i == n - 1)) {
+                cJSON *full = cli_json_arr(line, "logits");
+                for (int id = 0; id < nv; id++) cli_json_f32(full, NULL, lg[id]);
+            }
+            prc = cli_json_emit("probe", stdout, line, false, "", "\n");
         }
+        if (prc) rc = prc;
         free(best);
         tern_context_free(ctx);
     }

@@ -1,8 +1,15 @@
-/* cmd_run.c — `tern run`: generate tokens from a prompt given as token ids. */
+/* cmd_run.c — `tern run`: generate from a prompt given as text or token ids.
+ *
+ * Generation is the library's (tern_generate, include/tern.h "generation"), the same loop
+ * `tern chat` and the server use, so the stop rules (every end-of-generation token), the stats
+ * and the prompt cache behave the same everywhere. This file only turns flags into a prompt and
+ * parameters, and the generator's callbacks into output: streamed text (-p/-f), streamed ids
+ * (--tokens), or one JSON object built with cJSON (--json). */
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -10,33 +17,142 @@ static void help(void)
 {
     printf("usage: tern run -m MODEL (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [options]\n"
            "\n"
-           "Generates up to N tokens after the prompt. With -p/-f the prompt is tokenized with the\n"
-           "model's tokenizer (bos added as its metadata says) and the answer is streamed as text,\n"
-           "stopping at an end-of-generation token; with --tokens the generated ids are printed\n"
-           "(comma-separated).\n"
+           "Generates up to N tokens after the prompt, stopping at an end-of-generation token (eos,\n"
+           "eot, <|im_end|>, ...: tern_token_is_eog). With -p/-f the prompt is tokenized with the\n"
+           "model's tokenizer (bos added as its metadata says) and the answer is streamed as text;\n"
+           "with --tokens the generated ids are printed (comma-separated, the stopping token\n"
+           "included).\n"
            "\n"
            "  -m, --model FILE       GGUF model\n"
            "  -p, --prompt TEXT      prompt text\n"
            "  -f, --file FILE        prompt text from a file (byte for byte)\n"
            "  --parse-special        recognize control tokens (<|im_start|> ...) in the prompt text\n"
            "  --tokens LIST          prompt as comma-separated token ids\n"
-           "  -n, --n-predict N      tokens to generate (default 32)\n"
-           "  -c, --ctx-size N       context size (default: prompt + N)\n"
-           "  -t, --threads N        threads (default: all CPUs)\n"
-           "  --temp T               temperature (default 0 = greedy)\n"
-           "  --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-last-n N\n"
-           "  -s, --seed S           RNG seed (default 0)\n"
-           "  --ignore-eos           do not stop at the end-of-sequence token\n"
+           "  -n, --n-predict N      tokens to generate, 0..16777216 (default 32)\n"
+           "  -c, --ctx-size N       context size, 1..4194304 (default: prompt + N)\n"
+           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
+           "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
+           "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
+           "  --repeat-penalty R (0..100), --repeat-last-n N (1..1048576)\n"
+           "  -s, --seed S           RNG seed, 0..2^63-1 (default 0)\n"
+           "  --ignore-eos           do not stop at end-of-generation tokens\n"
            "  --prompt-cache DIR     reuse the KV of cached prompt prefixes (saved in DIR)\n"
            "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
-           "  --json                 print {\"tokens\": [...], \"prompt_ms\": .., \"gen_ms\": ..}\n");
+           "  --json                 print one object: {\"model\", \"tokens\": [...], \"text\", \"n_prompt\",\n"
+           "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
+           "                         NUL bytes of the text become U+FFFD\n"
+           "\n"
+           "A warning goes to stderr when the context exceeds the model's training context. If\n"
+           "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
+           "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
+           "stderr); 2: a usage error.\n");
 }
 
-static double now_ms(void)
+/* Where the generator's callbacks put the answer. */
+struct run_out {
+    bool json;          /* collect tokens and text for one JSON object at the end */
+    bool ids;           /* --tokens without --json: stream the ids */
+    int32_t *tokens;    /* (max_tokens) sampled ids, --json only */
+    int n_tokens, cap_tokens;
+    char *text;         /* (cap_text) the answer's text, --json only */
+    size_t n_text, cap_text;
+    int write_errno;    /* first failed write to stdout (EPIPE: the reader went away), or 0 */
+    bool nomem;
+};
+
+/* Write to stdout and flush, so the text streams; false (and the error kept) on failure. */
+static bool out_write(struct run_out *o, const char *p, size_t n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    errno = 0;
+    if (fwrite(p, 1, n, stdout) == n && fflush(stdout) == 0) return true;
+    if (!o->write_errno) o->write_errno = errno ? errno : EIO;
+    return false;
+}
+
+static int on_token(int32_t id, void *user)
+{
+    struct run_out *o = user;
+    if (o->json) {
+        if (o->n_tokens < o->cap_tokens) o->tokens[o->n_tokens++] = id;
+        return 0;
+    }
+    if (!o->ids) return 0;
+    char buf[16];
+    int n = snprintf(buf, sizeof buf, "%s%d", o->n_tokens++ ? "," : "", id);
+    return !out_write(o, buf, (size_t)n);
+}
+
+static int on_piece(const char *text, size_t len, void *user)
+{
+    struct run_out *o = user;
+    if (!o->json) return o->ids ? 0 : !out_write(o, text, len);
+    /* cJSON strings end at a NUL: keep the text whole by writing U+FFFD for each NUL byte */
+    if (o->n_text + 3 * len + 1 > o->cap_text) {
+        size_t cap = 2 * o->cap_text + 3 * len + 1;
+        char *grown = realloc(o->text, cap);
+        if (!grown) {
+            o->nomem = true;
+            return 1;
+        }
+        o->text = grown;
+        o->cap_text = cap;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i]) o->text[o->n_text++] = text[i];
+        else {
+            memcpy(o->text + o->n_text, "\xEF\xBF\xBD", 3);
+            o->n_text += 3;
+        }
+    }
+    o->text[o->n_text] = '\0';
+    return 0;
+}
+
+/* The --json object; false if it could not be built or written (o->write_errno says which). */
+static bool print_json(struct run_out *o, const char *model, const struct tern_gen_stats *gs,
+                       int n_ctx)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
+    for (int i = 0; toks && i < o->n_tokens; i++) cJSON_AddItemToArray(toks, cJSON_CreateNumber(o->tokens[i]));
+    cJSON_AddStringToObject(j, "model", model);
+    cJSON_AddStringToObject(j, "text", o->text ? o->text : "");
+    cJSON_AddNumberToObject(j, "n_prompt", gs->n_prompt);
+    cJSON_AddNumberToObject(j, "n_reused", gs->n_reused);
+    cJSON_AddNumberToObject(j, "n_prompt_decoded", gs->n_prompt_decoded);
+    cJSON_AddNumberToObject(j, "n_generated", gs->n_generated);
+    cJSON_AddNumberToObject(j, "n_ctx", n_ctx);
+    cJSON_AddNumberToObject(j, "prompt_ms", gs->prompt_ms);
+    cJSON_AddNumberToObject(j, "gen_ms", gs->gen_ms);
+    cJSON_AddNumberToObject(j, "ttft_ms", gs->ttft_ms);
+    cJSON_AddNumberToObject(j, "gen_tps", gs->gen_tps);
+    cJSON_AddStringToObject(j, "stop", tern_gen_stop_name(gs->stop));
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) {
+        o->nomem = true;
+        return false;
+    }
+    bool ok = out_write(o, s, strlen(s)) && out_write(o, "\n", 1);
+    free(s);
+    return ok;
+}
+
+/* Text -> ids (malloc'ed into *ids), growing the buffer once if the first guess is too small. */
+static tern_status tokenize_prompt(struct tern_tokenizer *tkz, const char *text, size_t len,
+                                   unsigned flags, int32_t **ids, size_t *n)
+{
+    size_t cap = len + 8;
+    tern_status st = TERN_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        free(*ids);
+        *ids = malloc(cap * sizeof **ids);
+        if (!*ids) return TERN_ERR_NOMEM;
+        st = tern_tokenize(tkz, text, len, flags, *ids, cap, n);
+        if (st != TERN_ERR_RANGE) break;
+        cap = *n;
+    }
+    return st;
 }
 
 int cmd_run(int argc, char **argv)
@@ -61,9 +177,9 @@ int cmd_run(int argc, char **argv)
 #undef OPT
     }
     if (!model) return cli_usage_error("run", "missing -m MODEL");
-    long long n_predict = g.n_predict, n_ctx = g.n_ctx;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
+    cli_ignore_sigpipe();
     int32_t *prompt = NULL;
     int n_prompt = 0, bad;
     char *file_text = NULL;
@@ -73,134 +189,126 @@ int cmd_run(int argc, char **argv)
     if (prompt_file) {
         file_text = cli_read_file(prompt_file, &text_len);
         if (!file_text) {
-            fprintf(stderr, "tern run: cannot read prompt file '%s'\n", prompt_file);
+            fprintf(stderr, "tern run: cannot read prompt file '%s': %s\n", prompt_file, strerror(errno));
+            free(prompt);
             return CLI_EXIT_FAIL;
         }
         prompt_text = file_text;
     } else if (prompt_text) {
         text_len = strlen(prompt_text);
     }
-    struct tern_tokenizer *tkz = NULL;
-    struct tern_detokenizer *detok = NULL;
 
     struct tern_model *m = NULL;
+    struct tern_tokenizer *tkz = NULL;
     struct tern_context *ctx = NULL;
     struct tern_sampler *smp = NULL;
+    struct tern_generator *gen = NULL;
     struct tern_prefix_cache *pc = NULL;
-    int n_reused = 0;
-    int32_t *out = NULL;
+    struct run_out out = {.json = json, .ids = tokens_s != NULL};
     int rc = CLI_EXIT_OK;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
+    /* the generator needs the tokenizer even for --tokens: it decides what ends generation */
+    if (!st) st = tern_tokenizer_from_gguf(tern_model_gguf(m), &tkz);
     if (st) { rc = cli_report("run", st); goto done; }
     if (prompt_text) {
-        /* text in: tokenize (growing the buffer once if the first guess is too small) */
-        if ((st = tern_tokenizer_from_gguf(tern_model_gguf(m), &tkz)) ||
-            (st = tern_detokenizer_create(tkz, 0, &detok))) {
+        unsigned flags = TERN_TOK_ADD_SPECIAL | (parse_special ? TERN_TOK_PARSE_SPECIAL : 0);
+        size_t need = 0;
+        if ((st = tokenize_prompt(tkz, prompt_text, text_len, flags, &prompt, &need))) {
             rc = cli_report("run", st);
             goto done;
         }
-        unsigned flags = TERN_TOK_ADD_SPECIAL | (parse_special ? TERN_TOK_PARSE_SPECIAL : 0);
-        size_t cap = text_len + 8, need = 0;
-        for (int attempt = 0; attempt < 2; attempt++) {
-            free(prompt);
-            prompt = malloc(cap * sizeof *prompt);
-            if (!prompt) { st = TERN_ERR_NOMEM; break; }
-            st = tern_tokenize(tkz, prompt_text, text_len, flags, prompt, cap, &need);
-            if (st != TERN_ERR_RANGE) break;
-            cap = need;
-        }
-        if (st) { rc = cli_report("run", st); goto done; }
         if (need == 0 || need > INT32_MAX) {
             rc = cli_usage_error("run", "the prompt is empty after tokenization");
             goto done;
         }
         n_prompt = (int)need;
     }
+    long long n_predict = g.n_predict, n_ctx = g.n_ctx;
     if (n_ctx == 0) n_ctx = n_prompt + n_predict;
     if (n_prompt + n_predict > n_ctx) {
         rc = cli_usage_error("run", "prompt (%d) + -n (%lld) exceeds the context size -c %lld",
                              n_prompt, n_predict, n_ctx);
         goto done;
     }
+    if (n_ctx > CLI_MAX_N_CTX) {
+        rc = cli_usage_error("run", "prompt (%d) + -n (%lld) exceeds the largest context size, %d",
+                             n_prompt, n_predict, CLI_MAX_N_CTX);
+        goto done;
+    }
+    cli_warn_train_ctx("run", m, n_ctx, n_prompt + n_predict);
+
     struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)g.threads};
     struct tern_sampler_params sp = g.sampler;
     if ((st = tern_context_create(m, &cp, &ctx)) ||
-        (st = tern_sampler_create(&sp, tern_model_n_vocab(m), &smp))) {
+        (st = tern_sampler_create(&sp, tern_model_n_vocab(m), &smp)) ||
+        (st = tern_generator_create(ctx, tkz, &gen))) {
         rc = cli_report("run", st);
         goto done;
     }
-    int64_t eos = -1;
-    if (!ignore_eos) {
-        int64_t e;
-        if (tern_gguf_get_i64(tern_model_gguf(m), "tokenizer.ggml.eos_token_id", &e) == TERN_OK) eos = e;
-    }
-    for (int i = 0; i < n_prompt; i++) tern_sampler_accept(smp, prompt[i]);
-    out = malloc(((size_t)n_predict + 1) * sizeof *out);
-    double t0 = now_ms();
     if (g.cache_dir) {
-        struct tern_prefix_cache_params pp = {.budget_bytes = (uint64_t)g.cache_mb << 20, .dir = g.cache_dir};
+        struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+        pp.budget_bytes = (uint64_t)g.cache_mb << 20;
+        pp.dir = g.cache_dir;
         if ((st = tern_prefix_cache_create(m, &pp, &pc))) { rc = cli_report("run", st); goto done; }
         if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern run: prompt cache: %s\n", tern_prefix_cache_warning(pc));
-        st = tern_prefix_cache_prefill(pc, ctx, prompt, n_prompt, &n_reused);
-    } else {
-        st = tern_decode(ctx, prompt, n_prompt, 0, TERN_LOGITS_LAST);
-    }
-    if (st) { rc = cli_report("run", st); goto done; }
-    double t1 = now_ms();
-    const float *logits = tern_context_logits(ctx, n_prompt - 1 - n_reused);
-    int n_out = 0;
-    if (!json) { fflush(stdout); }
-    for (int i = 0; i < n_predict; i++) {
-        int32_t tok = tern_sampler_sample(smp, logits);
-        out[n_out++] = tok;
-        bool stop = detok ? (!ignore_eos && tern_token_is_eog(tkz, tok)) : tok == eos;
-        if (detok && !stop && !json) {
-            const char *piece;
-            size_t plen;
-            if (tern_detokenizer_push(detok, tok, &piece, &plen) == TERN_OK && plen) {
-                fwrite(piece, 1, plen, stdout);
-                fflush(stdout);
-            }
-        } else if (!detok && !json) {
-            printf("%s%d", i ? "," : "", tok);
-            fflush(stdout);
-        }
-        if (stop) break;
-        if (i + 1 == n_predict) break;
-        if ((st = tern_decode(ctx, &tok, 1, n_prompt + i, TERN_LOGITS_LAST))) { rc = cli_report("run", st); goto done; }
-        logits = tern_context_logits(ctx, 0);
-    }
-    double t2 = now_ms();
-    if (detok && !json) {
-        const char *piece;
-        size_t plen;
-        if (tern_detokenizer_flush(detok, &piece, &plen) == TERN_OK && plen) fwrite(piece, 1, plen, stdout);
+        tern_generator_set_prefix_cache(gen, pc);
     }
     if (json) {
-        printf("{\"tokens\": [");
-        for (int i = 0; i < n_out; i++) printf("%s%d", i ? ", " : "", out[i]);
-        printf("], \"n_prompt\": %d, \"n_reused\": %d, \"prompt_ms\": %.3f, \"gen_ms\": %.3f}\n", n_prompt, n_reused, t1 - t0, t2 - t1);
-    } else {
-        printf("\n");
-        fprintf(stderr, "tern run: prompt %d tokens in %.1f ms; generated %d tokens in %.1f ms (%.2f tokens/s)\n",
-                n_prompt, t1 - t0, n_out, t2 - t1, n_out > 1 ? (n_out - 1) / ((t2 - t1) / 1e3) : 0.0);
+        out.cap_tokens = (int)n_predict;
+        out.tokens = malloc(((size_t)n_predict + 1) * sizeof *out.tokens);
+        if (!out.tokens) {
+            fprintf(stderr, "tern run: out of memory for %lld token ids\n", n_predict);
+            rc = CLI_EXIT_FAIL;
+            goto done;
+        }
+    }
+
+    struct tern_gen_params gp = tern_gen_default_params();
+    gp.max_tokens = (int)n_predict;
+    gp.ignore_eog = ignore_eos;
+    gp.on_token = on_token;
+    struct tern_gen_stats gs;
+    st = tern_generate(gen, smp, prompt, n_prompt, &gp, on_piece, &out, &gs);
+    if (st) { rc = cli_report("run", st); goto done; }
+    if (out.nomem) {
+        fprintf(stderr, "tern run: out of memory collecting the generated text\n");
+        rc = CLI_EXIT_FAIL;
+        goto done;
+    }
+    if (json) print_json(&out, model, &gs, (int)n_ctx);
+    else if (!out.write_errno) out_write(&out, "\n", 1);
+    if (out.nomem) {
+        fprintf(stderr, "tern run: out of memory printing the JSON result\n");
+        rc = CLI_EXIT_FAIL;
+    }
+    if (!json) {
+        fprintf(stderr, "tern run: prompt %d tokens in %.1f ms; generated %d tokens in %.1f ms "
+                "(%.2f tokens/s); stop: %s\n", n_prompt, gs.prompt_ms, gs.n_generated, gs.gen_ms,
+                gs.gen_tps, out.write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
         fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB)\n",
                 cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
                 tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
     }
+    /* A reader that went away (EPIPE) had what it wanted: not an error. Any other failed write
+     * (disk full, I/O error) is. */
+    if (out.write_errno && out.write_errno != EPIPE) {
+        fprintf(stderr, "tern run: cannot write to stdout: %s\n", strerror(out.write_errno));
+        rc = CLI_EXIT_FAIL;
+    }
     if (pc) {
         if ((st = tern_prefix_cache_save(pc))) { rc = cli_report("run", st); goto done; }
-        if (!json) fprintf(stderr, "tern run: prompt cache: reused %d of %d prompt tokens\n", n_reused, n_prompt);
+        if (!json) fprintf(stderr, "tern run: prompt cache: reused %d of %d prompt tokens\n", gs.n_reused, n_prompt);
     }
 done:
-    tern_detokenizer_free(detok);
-    tern_tokenizer_free(tkz);
-    free(file_text);
+    tern_generator_free(gen);
     tern_prefix_cache_free(pc);
-    free(prompt);
-    free(out);
     tern_sampler_free(smp);
     tern_context_free(ctx);
+    tern_tokenizer_free(tkz);
     tern_model_free(m);
+    free(file_text);
+    free(prompt);
+    free(out.tokens);
+    free(out.text);
     return rc;
 }

@@ -83,9 +83,10 @@ int cmd_template(int argc, char **argv)
     }
     if (!!model == !!tmpl_path) return cli_usage_error("template", "give exactly one of -m MODEL or --template FILE");
     if (!msgs_path && !show_format) return cli_usage_error("template", "--messages FILE is required");
-    long long now = 0;
-    if (now_s && !cli_parse_int(now_s, 1, 253402300799LL, &now))
-        return cli_usage_error("template", "--now expects Unix seconds, got '%s'", now_s);
+    /* Any second of the years 1..9999 UTC, 0 and earlier included (strftime's %Y range). */
+    long long now = TERN_CHAT_NOW_CLOCK;
+    if (now_s && !cli_flag_int("template", "--now", now_s, -62135596800LL, 253402300799LL, &now))
+        return CLI_EXIT_USAGE;
 
     struct tern_chat_template *t = NULL;
     tern_status st;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 
 static void help_tokenize(void)
 {
@@ -42,11 +43,12 @@ static void print_piece(const struct tern_tokenizer *t, int32_t id)
     printf("'\n");
 }
 
-static void print_json(const int32_t *ids, size_t n)
+/* One line "[1, 2, 3]": cJSON's formatted print keeps a flat array on one line. */
+static int print_json(const int32_t *ids, size_t n)
 {
-    putchar('[');
-    for (size_t i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
-    printf("]\n");
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) cli_json_int(a, NULL, ids[i]);
+    return cli_json_emit("tokenize", stdout, a, true, "", "\n");
 }
 
 /* Tokenize s[0..len) into *ids (grown as needed). */
@@ -113,12 +115,12 @@ int cmd_tokenize(int argc, char **argv)
             const char *nl = memchr(s + a, '\n', len - a);
             size_t b = nl ? (size_t)(nl - s) : len;
             if ((st = encode(t, s + a, b - a, flags, &ids, &cap, &n))) goto fail;
-            print_json(ids, n);
+            if ((rc = print_json(ids, n))) goto done;
             a = b + 1;
         }
     } else {
         if ((st = encode(t, s, len, flags, &ids, &cap, &n))) goto fail;
-        if (json) print_json(ids, n);
+        if (json) rc = print_json(ids, n);
         else
             for (size_t i = 0; i < n; i++) print_piece(t, ids[i]);
     }

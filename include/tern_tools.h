@@ -1,0 +1,91 @@
+/*
+ * tern_tools.h — measuring tools built on libtern, apart from the runtime API of tern.h.
+ *
+ * What lives here checks or measures tern rather than running a model for a user: the
+ * comparison against llama.cpp's reference dumps (`tern probe --ref`, test_parity) and the
+ * prompt-cache benchmark (`tern cache bench`, `tern bench --prompt-cache`). They live in
+ * src/bench and are linked into libtern; an application embedding tern does not need this
+ * header.
+ */
+#ifndef TERN_TOOLS_H
+#define TERN_TOOLS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "tern.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ===================================================================== reference checks */
+
+/* Compare a model against a llama.cpp reference dump (format: shared/fixtures/README.md §2:
+ * <model>.jsonl, with <model>.logits.bin beside it when present). For every sequence the
+ * prompt is decoded in one batch with logits for every position; then the reference's greedy
+ * tokens are fed one at a time (teacher forcing) and each step is compared with its top-K;
+ * finally a free-running greedy continuation is compared token by token for as long as the
+ * reference's top-2 margin exceeds 2 x tol. */
+struct tern_ref_report {
+    int n_seqs;
+    int n_vectors;          /* logit vectors compared (prompt positions + greedy steps) */
+    double max_abs_top;     /* max |ours - ref| over the reference's top-K entries */
+    double mean_abs_top;
+    int top_total;          /* reference top-K entries compared */
+    int top_agree;          /* ... whose |diff| <= tol and whose id is in our top-K (or within
+                               tol of the K-th value) */
+    bool has_full;          /* .logits.bin was found and compared */
+    double max_abs_full;    /* over the full vectors of .logits.bin */
+    double mean_abs_full;
+    int greedy_checked;     /* free-running steps where the reference margin > 2 tol */
+    int greedy_match;
+    int greedy_first_diverge; /* -1 if none (first diverging step where margin allowed a check) */
+    double tol;
+    bool pass;              /* all top entries within tol, full vectors within tol, greedy ok */
+};
+
+/* Run the check; n_threads 0 = all CPUs; tol <= 0 picks the default for the model's weight
+ * types (5e-3 for F16/BF16/F32 files, 0.03 for quantized ones). Progress and per-sequence
+ * figures are written to log (may be NULL). */
+tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
+                           FILE *log, struct tern_ref_report *out);
+
+/* ===================================================================== prompt-cache benchmark */
+
+/* The three prompt-cache targets (README "KV cache and prompt cache"), measured on model with n_threads threads:
+ * (1) TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache hit; (2) prefix-token hit
+ * rate over n_requests requests drawn from 4 system prompts (1-2k tokens) with varied user turns
+ * under a budget that holds them; (3) loading a saved 2048-token prefix from disk vs recomputing
+ * it. Token ids are seeded pseudo-random (timing does not depend on which ids). Prompts are
+ * clipped to the model's training context. Takes minutes on a 0.5B model. */
+struct tern_prompt_cache_bench_params {
+    int n_threads;       /* 0 = all CPUs */
+    int n_requests;      /* requests of measurement (2); 0 = 200 */
+    int block_tokens;    /* 0 = 32 */
+    int reps;            /* repetitions of each timing (median reported); 0 = 3 */
+    const char *tmp_dir; /* where (3) writes its files; NULL = $TMPDIR or /tmp */
+};
+struct tern_prompt_cache_bench_report {
+    int prefix_tokens, turn_tokens;            /* (1) */
+    double ttft_cold_ms, ttft_warm_ms;         /* medians; TTFT = prefill + first token */
+    double warm_ratio;                         /* warm / cold */
+    bool warm_identical;                       /* warm logits == cold logits, bitwise */
+    int n_requests;                            /* (2) */
+    double hit_rate;                           /* reused system-prompt tokens / system tokens */
+    double hit_rate_all;                       /* reused tokens / all prompt tokens */
+    uint64_t budget_bytes, evicted_bytes;
+    int disk_tokens;                           /* (3) */
+    double disk_load_ms, recompute_ms;         /* medians; load = open dir + restore */
+    double disk_speedup;                       /* recompute / load */
+    bool disk_identical;                       /* logits after load == cold logits, bitwise */
+};
+struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void);
+tern_status tern_prompt_cache_bench(struct tern_model *m,
+                                    const struct tern_prompt_cache_bench_params *p,
+                                    struct tern_prompt_cache_bench_report *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TERN_TOOLS_H */

@@ -1,0 +1,295 @@
+/* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading) and its plain-C paths.
+ *
+ * Read gemm_f32.h first. Loop order per call (BLIS): for each NC block of columns, for each KC
+ * slice of K: pack B (KC x NC, NR-wide panels, so a KC x NR micro-panel stays in L1); for each
+ * MC block of rows (in L2): run the MR x NR microkernel over the block. A is not packed: when
+ * one of its strides is 1 the microkernel broadcasts straight from it (gemm_f32_micro.h), which
+ * saves a copy of the activations per tile. Edge tiles (M or N not a multiple of MR/NR) are
+ * computed into a small buffer and copied, so the microkernels only ever see full tiles. The K
+ * order of every sum is fixed (KC slices in order, each summed from zero in registers and then
+ * added to C), which is what makes the threaded call bit-identical. */
+#include "kernels/gemm_f32.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/gemm_f32_micro.h"
+#include "kernels/kernels.h"
+
+#define GEMM_KC 256
+#define GEMM_MC 96   /* a multiple of every MR (12, 6, 4) */
+#define GEMM_NC 512  /* a multiple of every NR (32, 16, 8) */
+#define GEMM_MR_MAX 12
+#define GEMM_NR_MAX 32
+
+/* ---------------------------------------------------------------- plain-C microkernels */
+
+#define SC_MR 4
+#define SC_NR 8
+
+static void micro_scalar(int kc, const float *a, ptrdiff_t ask, ptrdiff_t asr, const float *bp,
+                         float *c, ptrdiff_t ldc, bool acc)
+{
+    float t[SC_MR][SC_NR] = {{0}};
+    for (int k = 0; k < kc; k++)
+        for (int r = 0; r < SC_MR; r++)
+            for (int j = 0; j < SC_NR; j++) t[r][j] += a[k * ask + r * asr] * bp[k * SC_NR + j];
+    for (int r = 0; r < SC_MR; r++)
+        for (int j = 0; j < SC_NR; j++) c[r * ldc + j] = acc ? c[r * ldc + j] + t[r][j] : t[r][j];
+}
+
+static void micro_scalar_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c,
+                           ptrdiff_t ldc, bool acc)
+{
+    micro_scalar(kc, a, ask, 1, bp, c, ldc, acc);
+}
+
+static void micro_scalar_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c,
+                           ptrdiff_t ldc, bool acc)
+{
+    micro_scalar(kc, a, 1, asr, bp, c, ldc, acc);
+}
+
+struct gemm_micro {
+    int mr, nr;
+    gemm_micro_fn t, r; /* A(r, k) at a[k*as + r] / at a[r*as + k] */
+};
+
+static struct gemm_micro micro_for(enum kern_gemm_path p)
+{
+    struct gemm_micro m = {SC_MR, SC_NR, micro_scalar_t, micro_scalar_r};
+#if defined(__x86_64__)
+    if (p == KERN_GEMM_AVX512) m = (struct gemm_micro){12, 32, gemm_micro_avx512_t, gemm_micro_avx512_r};
+    if (p == KERN_GEMM_AVX2) m = (struct gemm_micro){6, 16, gemm_micro_avx2_t, gemm_micro_avx2_r};
+#else
+    (void)p;
+#endif
+    return m;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+bool kern_gemm_path_ok(enum kern_gemm_path p)
+{
+    switch (p) {
+    case KERN_GEMM_AUTO:
+    case KERN_GEMM_SCALAR:
+        return true;
+#if defined(__x86_64__)
+    case KERN_GEMM_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KERN_GEMM_AVX512:
+        return __builtin_cpu_supports("avx512f");
+#endif
+    default:
+        return false;
+    }
+}
+
+enum kern_gemm_path kern_gemm_best(void)
+{
+    /* TERN_KERNELS (kern_isa_name) caps the choice, so one switch selects every kernel family. */
+    const char *isa = kern_isa_name();
+    if (!strcmp(isa, "avx512") && kern_gemm_path_ok(KERN_GEMM_AVX512)) return KERN_GEMM_AVX512;
+    if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && kern_gemm_path_ok(KERN_GEMM_AVX2))
+        return KERN_GEMM_AVX2;
+    return KERN_GEMM_SCALAR;
+}
+
+const char *kern_gemm_path_name(enum kern_gemm_path p)
+{
+    if (p == KERN_GEMM_AUTO) p = kern_gemm_best();
+    return p == KERN_GEMM_AVX512 ? "avx512" : p == KERN_GEMM_AVX2 ? "avx2" : "scalar";
+}
+
+size_t kern_gemm_ws_floats(void)
+{
+    /* A block + B block + one edge tile, each rounded to a cache line */
+    size_t a = (size_t)GEMM_MC * GEMM_KC, b = (size_t)GEMM_KC * GEMM_NC;
+    size_t t = GEMM_MR_MAX * GEMM_NR_MAX;
+    return a + b + t + 48;
+}
+
+/* ---------------------------------------------------------------- packing */
+
+/* A rows [i0, i0+mc) x k [k0, k0+kc) into MR-tall panels: panel p holds, for each k, MR values
+ * (rows p*MR .. p*MR+MR-1, zero past mc). */
+static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, int mr, float *dst)
+{
+    for (int p = 0; p < mc; p += mr) {
+        const int rows = mc - p < mr ? mc - p : mr;
+        float *d = dst + (size_t)p * kc;
+        if (g->acs == 1) {
+            for (int r = 0; r < rows; r++) {
+                const float *s = g->A + (ptrdiff_t)(i0 + p + r) * g->ars + k0;
+                for (int k = 0; k < kc; k++) d[k * mr + r] = s[k];
+            }
+        } else {
+            for (int k = 0; k < kc; k++) {
+                const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + (ptrdiff_t)(i0 + p) * g->ars;
+                for (int r = 0; r < rows; r++) d[k * mr + r] = s[r * g->ars];
+            }
+        }
+        for (int r = rows; r < mr; r++)
+            for (int k = 0; k < kc; k++) d[k * mr + r] = 0.0f;
+    }
+}
+
+/* B k [k0, k0+kc) x cols [j0, j0+nc) into NR-wide panels (zero past nc). */
+static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, int nr, float *dst)
+{
+    for (int p = 0; p < nc; p += nr) {
+        const int cols = nc - p < nr ? nc - p : nr;
+        float *d = dst + (size_t)p * kc;
+        if (g->bcs == 1) {
+            for (int k = 0; k < kc; k++) {
+                const float *s = g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p;
+                memcpy(d + k * nr, s, (size_t)cols * sizeof *s);
+                for (int j = cols; j < nr; j++) d[k * nr + j] = 0.0f;
+            }
+        } else {
+            for (int j = 0; j < cols; j++) {
+                const float *s = g->B + (ptrdiff_t)(j0 + p + j) * g->bcs + (ptrdiff_t)k0 * g->brs;
+                for (int k = 0; k < kc; k++) d[k * nr + j] = s[k * g->brs];
+            }
+            for (int j = cols; j < nr; j++)
+                for (int k = 0; k < kc; k++) d[k * nr + j] = 0.0f;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- driver */
+
+/* C rows [i0, i1) x cols [j0, j1) of the product. A is read in place when one of its strides
+ * is 1 (every layout the trainer uses), so only B is packed, once per KC x NC block; A is packed
+ * only for the last rows of a block when they do not fill an MR tile, or when neither of its
+ * strides is 1. */
+static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *ws, int i0, int i1,
+                       int j0, int j1)
+{
+    float *bpack = ws;
+    float *apack = ws + (size_t)GEMM_KC * GEMM_NC;
+    float *tile = apack + (size_t)GEMM_MC * GEMM_KC;
+    const int mr = um.mr, nr = um.nr;
+    const bool a_rows = g->acs == 1, a_cols = !a_rows && g->ars == 1;
+    if (g->K == 0) {
+        if (!g->accumulate)
+            for (int i = i0; i < i1; i++) memset(g->C + (ptrdiff_t)i * g->ldc + j0, 0,
+                                                 (size_t)(j1 - j0) * sizeof(float));
+        return;
+    }
+    for (int jc = j0; jc < j1; jc += GEMM_NC) {
+        const int nc = j1 - jc < GEMM_NC ? j1 - jc : GEMM_NC;
+        for (int pc = 0; pc < g->K; pc += GEMM_KC) {
+            const int kc = g->K - pc < GEMM_KC ? g->K - pc : GEMM_KC;
+            const bool acc = g->accumulate || pc > 0;
+            pack_b(g, pc, kc, jc, nc, nr, bpack);
+            for (int ic = i0; ic < i1; ic += GEMM_MC) {
+                const int mc = i1 - ic < GEMM_MC ? i1 - ic : GEMM_MC;
+                const int full = a_rows || a_cols ? mc / mr * mr : 0; /* rows read in place */
+                if (mc > full) pack_a(g, ic + full, mc - full, pc, kc, mr, apack + (size_t)full * kc);
+                for (int jr = 0; jr < nc; jr += nr) {
+                    const int nn = nc - jr < nr ? nc - jr : nr;
+                    const float *bp = bpack + (size_t)jr * kc;
+                    for (int ir = 0; ir < mc; ir += mr) {
+                        const int mm = mc - ir < mr ? mc - ir : mr;
+                        float *c = g->C + (ptrdiff_t)(ic + ir) * g->ldc + jc + jr;
+                        gemm_micro_fn fn = um.t;
+                        const float *a;
+                        ptrdiff_t as;
+                        if (ir >= full) {
+                            a = apack + (size_t)ir * kc;
+                            as = mr;
+                        } else if (a_rows) {
+                            fn = um.r;
+                            a = g->A + (ptrdiff_t)(ic + ir) * g->ars + pc;
+                            as = g->ars;
+                        } else {
+                            a = g->A + (ptrdiff_t)pc * g->acs + ic + ir;
+                            as = g->acs;
+                        }
+                        if (mm == mr && nn == nr) {
+                            fn(kc, a, as, bp, c, g->ldc, acc);
+                        } else {
+                            fn(kc, a, as, bp, tile, nr, false);
+                            for (int r = 0; r < mm; r++)
+                                for (int j = 0; j < nn; j++)
+                                    c[r * g->ldc + j] =
+                                        acc ? c[r * g->ldc + j] + tile[r * nr + j] : tile[r * nr + j];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *ws)
+{
+    if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
+    if (g->M <= 0 || g->N <= 0) return;
+    gemm_block(g, micro_for(path), ws, 0, g->M, 0, g->N);
+}
+
+struct gemm_mt {
+    const struct kern_gemm *g;
+    struct gemm_micro um;
+    float *ws;
+    size_t ws_floats;
+    int tm, tn;      /* tile size */
+    int n_tn;        /* tiles across N */
+};
+
+static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)n_chunks;
+    struct gemm_mt *t = arg;
+    const int bi = chunk / t->n_tn, bj = chunk % t->n_tn;
+    const int i0 = bi * t->tm, j0 = bj * t->tn;
+    const int i1 = i0 + t->tm < t->g->M ? i0 + t->tm : t->g->M;
+    const int j1 = j0 + t->tn < t->g->N ? j0 + t->tn : t->g->N;
+    gemm_block(t->g, t->um, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+}
+
+void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float *ws,
+                      struct tp *tp)
+{
+    if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
+    if (g->M <= 0 || g->N <= 0) return;
+    const int nth = tp ? tp_n_threads(tp) : 1;
+    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, GEMM_NC, 0};
+    /* Tiles span all rows when the columns give enough of them (about 3 per thread, so a late
+     * thread leaves little for the others): then B is packed once in all. Columns are cut in
+     * multiples of 32 (every NR), rows in multiples of 48 (every MR). */
+    const int want = 3 * nth;
+    int tn = (g->N + want - 1) / want;
+    tn = (tn + 31) / 32 * 32;
+    if (tn > GEMM_NC) tn = GEMM_NC;
+    t.tn = tn;
+    const int n_tn = (g->N + tn - 1) / tn;
+    if (n_tn < want) {
+        const int parts = (want + n_tn - 1) / n_tn;
+        int tm = (g->M + parts - 1) / parts;
+        tm = (tm + 47) / 48 * 48;
+        t.tm = tm < g->M ? tm : g->M;
+    }
+    t.n_tn = (g->N + t.tn - 1) / t.tn;
+    const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
+    if (nth == 1 || n_tiles == 1) {
+        gemm_block(g, t.um, ws, 0, g->M, 0, g->N);
+        return;
+    }
+    tp_run(tp, gemm_mt_chunk, &t, n_tiles);
+}
+
+void kern_gemm_f32_ref(const struct kern_gemm *g)
+{
+    for (int i = 0; i < g->M; i++)
+        for (int j = 0; j < g->N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < g->K; k++)
+                s += (double)g->A[i * g->ars + k * g->acs] * (double)g->B[k * g->brs + j * g->bcs];
+            float *c = &g->C[i * g->ldc + j];
+            *c = g->accumulate ? (float)(*c + s) : (float)s;
+        }
+}

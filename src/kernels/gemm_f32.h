@@ -1,0 +1,59 @@
+/* gemm_f32.h — cache-blocked F32 matrix multiply for training (src/train): C (+)= op(A) . op(B).
+ *
+ * One routine serves the three products a linear layer needs, because operands are described by
+ * element strides rather than by a transpose flag: element (i, k) of A is A[i*ars + k*acs] and
+ * element (k, j) of B is B[k*brs + j*bcs]. With W stored (out, in) row-major as in GGUF:
+ *   forward   Y  = X . W^T   : A = X (ars = in, acs = 1),   B = W (brs = 1,  bcs = in)
+ *   backward  dX = dY . W    : A = dY (ars = out, acs = 1), B = W (brs = in, bcs = 1)
+ *   backward  dW += dY^T . X : A = dY (ars = 1, acs = out), B = X (brs = in, bcs = 1)
+ * The operands are packed into MR-row / NR-column panels (BLIS-style: a KC-deep micro-panel of B
+ * stays in L1, an MC x KC block of A in L2), so every layout runs the same register-blocked
+ * microkernel: AVX-512 12x32, AVX2 6x16, or a plain-C one. kern_gemm_f32_ref is the triple loop
+ * (double accumulation) that tests compare against.
+ *
+ * Summation order depends only on K and the path (not on threads or tiling of M/N), so results
+ * are identical for any thread count. */
+#ifndef TERN_KERNELS_GEMM_F32_H
+#define TERN_KERNELS_GEMM_F32_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/threadpool.h"
+
+enum kern_gemm_path {
+    KERN_GEMM_AUTO = 0,  /* the best microkernel this CPU runs (TERN_KERNELS narrows it) */
+    KERN_GEMM_SCALAR,    /* blocked driver, plain-C microkernel */
+    KERN_GEMM_AVX2,
+    KERN_GEMM_AVX512,
+};
+
+struct kern_gemm {
+    int M, N, K;
+    const float *A;
+    ptrdiff_t ars, acs;  /* A(i, k) = A[i*ars + k*acs] */
+    const float *B;
+    ptrdiff_t brs, bcs;  /* B(k, j) = B[k*brs + j*bcs] */
+    float *C;
+    ptrdiff_t ldc;       /* C(i, j) = C[i*ldc + j] */
+    bool accumulate;     /* C += product (else C = product) */
+};
+
+/* Floats of packing workspace one thread needs (any shape). */
+size_t kern_gemm_ws_floats(void);
+/* The path AUTO resolves to, and its name ("avx512", "avx2", "scalar"). */
+enum kern_gemm_path kern_gemm_best(void);
+const char *kern_gemm_path_name(enum kern_gemm_path p);
+/* false if this CPU cannot run path p. */
+bool kern_gemm_path_ok(enum kern_gemm_path p);
+
+/* Single-threaded product on workspace ws (kern_gemm_ws_floats() floats, 64-byte aligned). */
+void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *ws);
+/* The same product cut into tiles of C shared out over pool tp; ws holds one workspace per
+ * thread (tid * kern_gemm_ws_floats()). Same result as the single-threaded call, bit for bit. */
+void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float *ws,
+                      struct tp *tp);
+/* Reference: C (+)= A . B with double accumulation, no blocking. */
+void kern_gemm_f32_ref(const struct kern_gemm *g);
+
+#endif

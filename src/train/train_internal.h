@@ -1,0 +1,127 @@
+/* train_internal.h — the trainer's state, shared by the files of src/train/train_*.c.
+ *
+ * All weights live in one flat F32 array (w), with gradients (g) and AdamW moments (m, v) in
+ * the same layout, so the optimizer, clipping, checkpoints and export are loops over one array;
+ * train_tensor says where each tensor sits. Activations of one micro-batch (N = n_seq * n_ctx
+ * rows) are allocated once in tern_trainer_create; nothing in a step allocates.
+ *
+ * Files: train_model.c (layout, forward, backward), train_ops.c (the ops), train_optim.c
+ * (AdamW, schedule, clipping, the step), train_data.c (data file, packing, order),
+ * train_ckpt.c (checkpoints), train_export.c (GGUF), train_config.c (JSON config). */
+#ifndef TERN_TRAIN_INTERNAL_H
+#define TERN_TRAIN_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/gemm_f32.h"
+#include "tern.h"
+#include "util/threadpool.h"
+
+struct train_tensor {
+    char name[48];
+    size_t off;      /* floats into w */
+    int64_t ne[2];   /* ne[0] = columns (GGUF order); ne[1] = rows (1 for vectors) */
+    int n_dims;
+    bool decay;      /* weight decay applies (matrices) */
+};
+
+struct train_layer {   /* offsets into w (and g, m, v); bq.. = SIZE_MAX when absent */
+    size_t attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, gate, up, down;
+};
+
+struct train_layer_act {
+    float *x;      /* (N, D) layer input (residual stream) */
+    float *xn1;    /* (N, D) rmsnorm(x) * attn_norm */
+    float *rstd1;  /* (N) */
+    float *q;      /* (N, Dq) after RoPE */
+    float *k, *v;  /* (N, Dkv), k after RoPE */
+    float *o;      /* (N, Dq) attention output */
+    float *lse;    /* (N, H) */
+    float *xmid;   /* (N, D) x + o . Wo^T */
+    float *xn2;    /* (N, D) */
+    float *rstd2;  /* (N) */
+    float *gate, *up, *h; /* (N, F) h = silu(gate) * up */
+};
+
+/* One micro-batch: n_seq packed sequences of n_ctx rows. */
+struct train_batch {
+    int32_t *tok;     /* (N) input token of each row */
+    int32_t *pos;     /* (N) position within its document */
+    int32_t *start;   /* (N) first row of its document, relative to its sequence */
+    int32_t *target;  /* (N) next token of the same document (0 when none) */
+    float *weight;    /* (N) 1 when the target is trained on, else 0 */
+    long long n_loss; /* rows with weight > 0 */
+};
+
+/* Where the data stream stands: what a checkpoint must hold to continue bit-identically. */
+struct train_data_pos {
+    uint64_t epoch;    /* completed passes over the data */
+    uint64_t cursor;   /* next document in this epoch's order */
+    uint64_t piece;    /* next n_ctx piece of that document (long documents) */
+    uint64_t rng;      /* the order generator's state at the start of this epoch */
+};
+
+struct tern_trainer {
+    struct tern_train_config c;
+    int D, H, Hkv, hd, Dq, Dkv, F, V, T, L;
+    int n_seq;                  /* sequences per micro-batch */
+    int N;                      /* rows per micro-batch */
+    bool neox, qkv_bias;
+    struct train_tensor *tensors;
+    int n_tensors;
+    struct train_layer *layer;
+    size_t tok_embd, output_norm, output; /* output == tok_embd when tied */
+    size_t n_params;
+    float *w, *g, *m, *v;       /* (n_params) each */
+    int step;                   /* optimizer steps done */
+    struct train_data_pos dpos;
+    float *rope;                /* train_rope_table(T, hd, base) */
+    struct train_layer_act *act;/* (L) */
+    float *xL;                  /* (N, D) the last layer's output */
+    float *xf, *rstdf;          /* (N, D), (N) final norm */
+    int32_t *rows;              /* (N) rows that get logits */
+    float *xc, *logits;         /* (N, D) gathered rows, (N, V) logits then their gradient */
+    float *dx, *dxn, *dq, *dk, *dv, *dkh, *dvh, *dO, *dh, *dg, *du; /* backward scratch */
+    float *partial;             /* (TRAIN_RED_CHUNKS, max(D, Dq)) column-sum partials */
+    float *gws;                 /* per-thread GEMM + attention workspace */
+    size_t gws_floats;          /* per thread */
+    struct train_batch *batch;  /* (accum) micro-batches of the current step */
+    uint64_t *perm;             /* (n_docs) this epoch's document order */
+    uint64_t perm_n, perm_epoch;/* perm is valid for (n_docs, epoch) when perm_n != 0 */
+    struct tp *pool;
+    int n_threads;
+    enum kern_gemm_path path;
+    bool infer_numerics;        /* forward rounds q, k, v and probabilities to F16 as tern's
+                                   inference does (train_forward_logits' parity check only) */
+    struct tern_gguf *tok_gguf; /* the tokenizer GGUF (export copies its keys), or NULL */
+};
+
+/* Fixed chunking of reductions over rows: results do not depend on the thread count. */
+#define TRAIN_RED_CHUNKS 16
+
+/* train_model.c */
+tern_status train_layout(struct tern_trainer *t);
+void train_init_weights(struct tern_trainer *t);
+/* Forward + backward of one micro-batch; gradients accumulate into t->g. Returns the summed
+ * weighted loss; dlogits are scaled by `scale` (1 / masked tokens of the whole step). */
+double train_forward_backward(struct tern_trainer *t, const struct train_batch *b, double scale);
+/* Forward only, logits of every row of sequence 0 into out (T, V): for the parity test. With
+ * f16 the attention rounds q, k, v and the probabilities to F16 as tern's inference does (its
+ * KV cache is F16), which isolates every other difference. */
+void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16);
+/* Run fn over n_chunks chunks on the trainer's pool. */
+void train_par(struct tern_trainer *t, tp_fn fn, void *arg, int n_chunks);
+
+/* train_data.c */
+tern_status train_batch_alloc(struct train_batch *b, int N);
+void train_batch_free(struct train_batch *b);
+/* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
+tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
+                             struct train_batch *b);
+/* Pack the documents given as one sequence set (tests): tokens/masks of n docs. */
+void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *tok,
+                           const uint8_t *const *mask, const int *len, int n_docs);
+
+#endif

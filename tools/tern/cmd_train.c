@@ -1,0 +1,271 @@
+/* cmd_train.c — `tern train --config model.json --data DATA -o model.gguf [--resume DIR]`:
+ * train a Llama/Qwen2 model on the CPU and export it as an F32 GGUF (tern.h "training").
+ *
+ * Checkpoints go to --checkpoint-dir (default OUT.ckpt) every ckpt_every steps and at the end;
+ * --resume DIR continues from DIR's checkpoint exactly as the uninterrupted run would have.
+ * Progress is a line per step on a terminal (step, loss, lr, tokens/s, ETA) or, with --json,
+ * one JSON object per step on stdout. A NaN/Inf loss stops the run without touching the last
+ * checkpoint. --bench trains a few steps on random tokens and reports throughput. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void usage(void)
+{
+    printf("usage: tern train --config model.json --data DATA.tdat -o model.gguf [options]\n"
+           "       tern train --bench [--config model.json] [--steps N] [-t N] [--json]\n\n"
+           "Trains a llama or qwen2 model from scratch in F32 on the CPU (AdamW, warmup + cosine,\n"
+           "gradient clipping and accumulation) and writes it as an F32 GGUF with the tokenizer\n"
+           "of the config's \"tokenizer\" GGUF (tern quantize makes Q8_0 etc. from it).\n\n"
+           "options:\n"
+           "  --config FILE        JSON: arch (llama|qwen2), n_embd, n_layer, n_head, n_head_kv,\n"
+           "                       n_ff, n_ctx, rope_base, rms_eps, tied_output, tokenizer (GGUF)\n"
+           "                       or n_vocab; lr, lr_min, warmup, steps, batch_tokens (tokens per\n"
+           "                       micro-batch, a multiple of n_ctx), accum, weight_decay, beta1,\n"
+           "                       beta2, adam_eps, clip, init_std, seed, threads, ckpt_every\n"
+           "  --data FILE          training data: documents of (token ids, loss mask), .tdat\n"
+           "                       (format in tern.h)\n"
+           "  -o, --output FILE    the trained model (GGUF, F32)\n"
+           "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
+           "  --resume DIR         continue the run saved in DIR (checkpoints keep going there)\n"
+           "  --until STEP         stop after this step (checkpoint + export), e.g. to split a run\n"
+           "  -t, --threads N      override the config's threads\n"
+           "  --json               one JSON object per step on stdout\n"
+           "  --bench              time training steps on random tokens (default config: n_embd\n"
+           "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
+           "                       --steps N timed steps after one warm-up step\n");
+}
+
+static int load_config(const char *path, struct tern_train_config *c)
+{
+    size_t len;
+    char *text = cli_read_file(path, &len);
+    if (!text) {
+        fprintf(stderr, "tern train: cannot read config %s\n", path);
+        return CLI_EXIT_FAIL;
+    }
+    tern_status st = tern_train_config_parse(text, len, c);
+    free(text);
+    if (st) {
+        fprintf(stderr, "tern train: %s: %s\n", path, tern_last_error());
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+static void fmt_eta(double s, char *buf, size_t n)
+{
+    if (!isfinite(s) || s < 0) s = 0;
+    const long x = (long)(s + 0.5);
+    if (x >= 3600) snprintf(buf, n, "%ldh%02ldm", x / 3600, x / 60 % 60);
+    else snprintf(buf, n, "%ldm%02lds", x / 60, x % 60);
+}
+
+/* Random tokens (every one trained on) for --bench: throughput does not depend on the values. */
+static tern_status bench_data(const struct tern_train_config *c, const char *path)
+{
+    struct tern_train_data_writer *w;
+    tern_status st = tern_train_data_writer_create(&w);
+    if (st) return st;
+    int32_t *tok = malloc((size_t)c->n_ctx * sizeof *tok);
+    uint64_t s = 1;
+    for (int d = 0; !st && d < 64; d++) {
+        for (int i = 0; i < c->n_ctx; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            tok[i] = (int32_t)((s >> 33) % (uint64_t)c->n_vocab);
+        }
+        st = tern_train_data_add(w, tok, NULL, c->n_ctx);
+    }
+    free(tok);
+    if (!st) st = tern_train_data_write(w, path);
+    tern_train_data_writer_free(w);
+    return st;
+}
+
+static int run_bench(struct tern_train_config *c, int steps, bool json)
+{
+    char path[] = "/tmp/tern-train-bench-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return cli_usage_error("train", "cannot create a temporary file");
+    close(fd);
+    tern_status st = bench_data(c, path);
+    struct tern_train_data *d = NULL;
+    struct tern_trainer *t = NULL;
+    if (!st) st = tern_train_data_open(path, &d);
+    if (!st) st = tern_trainer_create(c, &t);
+    if (!st) st = tern_trainer_init(t);
+    struct tern_train_step_info si;
+    if (!st) st = tern_trainer_step(t, d, &si); /* warm-up: page faults, thread start */
+    const double t0 = now_s();
+    double first_loss = si.loss;
+    for (int i = 0; !st && i < steps; i++) st = tern_trainer_step(t, d, &si);
+    const double dt = now_s() - t0;
+    unlink(path);
+    if (st) {
+        tern_trainer_free(t);
+        tern_train_data_free(d);
+        return cli_report("train", st);
+    }
+    const double tok = (double)si.tokens * steps;
+    const int nth = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (json)
+        printf("{\"bench\":\"train\",\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_ff\":%d,"
+               "\"n_vocab\":%d,\"n_ctx\":%d,\"batch_tokens\":%d,\"threads\":%d,\"kernel\":\"%s\","
+               "\"steps\":%d,\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"loss_first\":%.4f,"
+               "\"loss_last\":%.4f}\n",
+               c->n_embd, c->n_layer, c->n_head, c->n_ff, c->n_vocab, c->n_ctx,
+               c->batch_tokens ? c->batch_tokens : c->n_ctx, nth, tern_trainer_kernel(t), steps, dt,
+               tok / dt, first_loss, si.loss);
+    else
+        printf("tern train --bench: n_embd %d, %d layers, %d heads, n_ff %d, vocab %d, n_ctx %d, "
+               "%d threads, %s GEMM\n  %d steps of %lld tokens in %.2f s: %.0f tokens/s "
+               "(forward + backward + AdamW; data preparation included, the warm-up step not)\n",
+               c->n_embd, c->n_layer, c->n_head, c->n_ff, c->n_vocab, c->n_ctx, nth,
+               tern_trainer_kernel(t), steps, si.tokens, dt, tok / dt);
+    tern_trainer_free(t);
+    tern_train_data_free(d);
+    return CLI_EXIT_OK;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    const char *config = NULL, *data = NULL, *out = NULL, *ckdir = NULL, *resume = NULL, *v;
+    bool json = false, bench = false;
+    long long threads = 0, until = 0, bench_steps = 3;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--bench")) {
+            bench = true;
+        } else if ((r = cli_opt(argc, argv, &i, "--config", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            config = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            data = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            out = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--checkpoint-dir", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            ckdir = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--resume", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            resume = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--until", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, 1, 1000000000, &until))
+                return cli_usage_error("train", "--until '%s' is not a step number", v);
+        } else if ((r = cli_opt(argc, argv, &i, "--steps", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, 1, 1000000, &bench_steps))
+                return cli_usage_error("train", "--steps '%s' is not valid", v);
+        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, 1, 1024, &threads))
+                return cli_usage_error("train", "-t '%s' is not valid", v);
+        } else {
+            return cli_usage_error("train", "unknown option '%s'", a);
+        }
+    }
+    struct tern_train_config c = tern_train_config_default();
+    if (bench) {
+        c.n_embd = 384, c.n_layer = 6, c.n_head = 6, c.n_head_kv = 6, c.n_ff = 1024;
+        c.n_vocab = 8192, c.n_ctx = 1024, c.batch_tokens = 1024, c.warmup = 0;
+        if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
+        if (threads) c.threads = (int)threads;
+        return run_bench(&c, (int)bench_steps, json);
+    }
+    if (!config || !data || !out) return cli_usage_error("train", "need --config, --data and -o");
+    if (load_config(config, &c)) return CLI_EXIT_FAIL;
+    if (threads) c.threads = (int)threads;
+    char ckbuf[4096];
+    if (!ckdir) {
+        if (resume) ckdir = resume;
+        else {
+            snprintf(ckbuf, sizeof ckbuf, "%s.ckpt", out);
+            ckdir = ckbuf;
+        }
+    }
+    struct tern_train_data *d = NULL;
+    struct tern_trainer *t = NULL;
+    tern_status st = tern_train_data_open(data, &d);
+    if (!st) st = tern_trainer_create(&c, &t);
+    if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
+    if (st) {
+        tern_trainer_free(t);
+        tern_train_data_free(d);
+        return cli_report("train", st);
+    }
+    const int start = tern_trainer_step_index(t);
+    const int last = until && until < c.steps ? (int)until : c.steps;
+    const bool tty = !json && isatty(STDERR_FILENO);
+    if (!json)
+        fprintf(stderr, "tern train: %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, vocab %d, "
+                "n_ctx %d; %llu documents, %llu tokens; %s GEMM; steps %d..%d\n",
+                c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
+                c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
+                (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
+    const double t0 = now_s();
+    long long tokens = 0;
+    int saved_step = start;
+    struct tern_train_step_info si;
+    while (!st && tern_trainer_step_index(t) < last) {
+        st = tern_trainer_step(t, d, &si);
+        if (st) break;
+        tokens += si.tokens;
+        const double el = now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
+        const double eta = (double)(last - si.step) * si.tokens / (tps > 0 ? tps : 1);
+        if (json) {
+            printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%lld,"
+                   "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f}\n",
+                   si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
+            fflush(stdout);
+        } else {
+            char e[32];
+            fmt_eta(eta, e, sizeof e);
+            fprintf(stderr, "%sstep %d/%d  loss %.4f  lr %.2e  %.0f tok/s  ETA %s%s", tty ? "\r" : "",
+                    si.step, c.steps, si.loss, si.lr, tps, e, tty ? "   " : "\n");
+        }
+        if (c.ckpt_every > 0 && si.step % c.ckpt_every == 0 && si.step < last) {
+            st = tern_trainer_checkpoint_save(t, ckdir);
+            if (!st) saved_step = si.step;
+        }
+    }
+    if (tty) fputc('\n', stderr);
+    if (st) {
+        if (saved_step > 0 || resume)
+            fprintf(stderr, "tern train: stopped; the last good checkpoint (step %d) is in %s; "
+                    "--resume %s continues from it\n", saved_step, ckdir, ckdir);
+        else
+            fprintf(stderr, "tern train: stopped before the first checkpoint\n");
+        tern_trainer_free(t);
+        tern_train_data_free(d);
+        return cli_report("train", st);
+    }
+    st = tern_trainer_checkpoint_save(t, ckdir);
+    if (!st) st = tern_trainer_export(t, out);
+    if (!st && !json)
+        fprintf(stderr, "tern train: wrote %s (F32) and checkpoint %s (step %d)\n", out, ckdir,
+                tern_trainer_step_index(t));
+    tern_trainer_free(t);
+    tern_train_data_free(d);
+    return st ? cli_report("train", st) : CLI_EXIT_OK;
+}
