@@ -949,6 +949,67 @@ const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *off
 /* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
 
+/* ===================================================================== training data */
+/* (section owned by src/train/corpus_*.c and bpe_train*.c) A synthetic tool-calling corpus and a
+ * byte-level BPE tokenizer trainer, the data side of `tern train`.
+ *
+ *     struct tern_corpus_params cp = tern_corpus_default_params();  // seed 1, 60000, 90/5/5
+ *     tern_corpus_toolcalls_write("corpus", &cp, NULL);   // corpus/{train,val,test}.jsonl + manifest.json
+ *     const char *files[] = {"corpus/train.jsonl"};
+ *     struct tern_bpe_train_params tp = tern_bpe_train_default_params();   // 4096 tokens
+ *     tern_tokenizer_train(files, 1, &tp, "tok.gguf", NULL);  // loads with tern_tokenizer_load
+ */
+
+/* The corpus: one OpenAI-format conversation per line ({"messages", "tools", "meta"}), drawn
+ * from tern's own word lists and templates (README "Training data" lists the kinds). The test
+ * split only uses tools whose names and parameter signatures never occur in train or val. */
+struct tern_corpus_params {
+    uint64_t seed;        /* same seed and size -> byte-identical files */
+    int64_t size;         /* conversations over all splits (3 .. 1e8); 0 = 60000 */
+    int val_percent;      /* 0 = 5 */
+    int test_percent;     /* 0 = 5 */
+};
+struct tern_corpus_params tern_corpus_default_params(void);
+struct tern_corpus_report {
+    int64_t n_train, n_val, n_test; /* conversations per split */
+    uint64_t bytes[3];              /* file sizes: train, val, test */
+    int n_tools_used[3];            /* distinct tools offered per split */
+    int n_tools, n_tools_test;      /* tool pool: all, test-only */
+    int n_domains;
+};
+/* Write dir/train.jsonl, val.jsonl, test.jsonl and manifest.json (seed, counts per kind and
+ * domain, SHA-256 of each file); dir is created if absent. Each file is written to a .tmp name
+ * and renamed. report may be NULL. */
+tern_status tern_corpus_toolcalls_write(const char *dir, const struct tern_corpus_params *p,
+                                        struct tern_corpus_report *report);
+
+/* The tokenizer trainer: byte-level BPE (GPT-2 byte map, qwen2 pre-tokenizer) learned from
+ * .jsonl corpus files (the prompt text of each conversation: tool definitions as JSON, message
+ * contents, tool calls as {"name": .., "arguments": ..}) or plain text files. The vocabulary is
+ * the 256 byte tokens, the special tokens <|endoftext|> <|im_start|> <|im_end|> (control) and
+ * <tool_call> </tool_call> <tool_response> </tool_response> plus extra_special (user-defined,
+ * matched in any text), then the merges, padded with unused tokens to vocab_size. eos =
+ * <|im_end|>, bos = pad = <|endoftext|>, add_bos false; tokenizer.chat_template is Qwen2.5's
+ * (ChatML with Hermes tool calls). Same inputs and parameters -> byte-identical file. */
+struct tern_bpe_train_params {
+    int vocab_size;                     /* all tokens, 300 .. 1048576; 0 = 4096 */
+    const char *const *extra_special;   /* more user-defined tokens (copied), or NULL */
+    int n_extra_special;
+    int min_pair_count;                 /* pairs seen fewer times are not merged; 0 = 2 */
+};
+struct tern_bpe_train_params tern_bpe_train_default_params(void);
+struct tern_bpe_train_report {
+    uint64_t text_bytes;        /* training text after extraction */
+    uint64_t n_words, n_unique_words;
+    int n_merges, n_special, n_padding, n_vocab;
+};
+/* Train on files[0..n_files) (".jsonl" = corpus lines, anything else = plain text) and write a
+ * vocab-only GGUF to out_path (tmp + rename). A malformed line names file:line and the JSON
+ * path. report may be NULL. */
+tern_status tern_tokenizer_train(const char *const *files, int n_files,
+                                 const struct tern_bpe_train_params *p, const char *out_path,
+                                 struct tern_bpe_train_report *report);
+
 #ifdef __cplusplus
 }
 #endif
