@@ -98,7 +98,8 @@ KS_INLINE __m256i q4_0_codes(const uint8_t *w, int64_t b, float *dw)
     const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b;
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
-    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
+                                       _mm_and_si128(x, m4));
     *dw = ks_h2f(wb->d);
     return q;
 }
