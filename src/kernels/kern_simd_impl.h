@@ -1,11 +1,14 @@
 /* kern_simd_impl.h — the 256-bit SIMD kernels, written once and compiled twice: by kern_avx2.c
  * (AVX2 + FMA + F16C) and by kern_avx512.c (same code, plus AVX-512 VL/VNNI: the u8 x s8 dot
- * becomes one vpdpbusd, and 32 vector registers let the tiles grow). Include only from those
- * two files, after defining:
+ * becomes one vpdpbusd, and 32 vector registers let the tiles grow); kern_q5_avx2.c and
+ * kern_q5_avx512.c add the Q5 formats (kern_q5_simd.h) to it. Include only from those files,
+ * after defining:
  *   KERN_VNNI  1 to use vpdpbusd for the u8*s8 -> i32 dot, 0 for maddubs + madd
  *   KERN_MR    rows per tile, KERN_MT tokens per tile
  *
- * Read first: src/quant/quant.h (block layouts) and kernels.h (the kern_matmul contract).
+ * Read first: src/quant/quant.h (block layouts), kernels.h (the kern_matmul contract) and
+ * kern_tile.h (the driver and tile bodies every ISA shares; this file gives them the 256-bit
+ * block steps).
  *
  * Shape of every matmul: the row range is cut into tiles of KERN_MR weight rows x KERN_MT
  * tokens. Inside a tile, for each block index, the activation blocks of the tile's tokens are
