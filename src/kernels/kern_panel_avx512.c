@@ -181,14 +181,18 @@ PN_INLINE void pn_pack_kquant(int q5, struct pn_panel *P, const uint8_t *w, int 
             P->m[8 * b + j][i] = dmin * (float)m;
         }
         const uint8_t *qs = q5 ? w5->qs : w4->qs;
-        const __m256i qh = q5 ? _mm256_loadu_si256((const __m256i *)w5->qh) : _mm256_setzero_si256();
+        const __m256i qh =
+            q5 ? _mm256_loadu_si256((const __m256i *)w5->qh) : _mm256_setzero_si256();
         uint8_t u[QUANT_QK_K];
         for (int c = 0; c < 4; c++) {
             const __m256i x = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m256i lo = _mm256_and_si256(x, m4), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
+            __m256i lo = _mm256_and_si256(x, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m4);
             if (q5) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one), 4));
+                const __m256i h0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+                const __m256i h1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(h0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(h1, 4));
             }
             _mm256_storeu_si256((__m256i *)(u + 64 * c), lo);
             _mm256_storeu_si256((__m256i *)(u + 64 * c + 32), hi);

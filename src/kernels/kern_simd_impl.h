@@ -1,11 +1,14 @@
 /* kern_simd_impl.h — the 256-bit SIMD kernels, written once and compiled twice: by kern_avx2.c
  * (AVX2 + FMA + F16C) and by kern_avx512.c (same code, plus AVX-512 VL/VNNI: the u8 x s8 dot
- * becomes one vpdpbusd, and 32 vector registers let the tiles grow). Include only from those
- * two files, after defining:
+ * becomes one vpdpbusd, and 32 vector registers let the tiles grow); kern_q5_avx2.c and
+ * kern_q5_avx512.c add the Q5 formats (kern_q5_simd.h) to it. Include only from those files,
+ * after defining:
  *   KERN_VNNI  1 to use vpdpbusd for the u8*s8 -> i32 dot, 0 for maddubs + madd
  *   KERN_MR    rows per tile, KERN_MT tokens per tile
  *
- * Read first: src/quant/quant.h (block layouts) and kernels.h (the kern_matmul contract).
+ * Read first: src/quant/quant.h (block layouts), kernels.h (the kern_matmul contract) and
+ * kern_tile.h (the driver and tile bodies every ISA shares; this file gives them the 256-bit
+ * block steps).
  *
  * Shape of every matmul: the row range is cut into tiles of KERN_MR weight rows x KERN_MT
  * tokens. Inside a tile, for each block index, the activation blocks of the tile's tokens are
@@ -98,7 +101,8 @@ KS_INLINE __m256i q4_0_codes(const uint8_t *w, int64_t b, float *dw)
     const struct quant_block_q4_0 *wb = (const struct quant_block_q4_0 *)w + b;
     const __m128i m4 = _mm_set1_epi8(0x0F);
     const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs);
-    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+    const __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4),
+                                       _mm_and_si128(x, m4));
     *dw = ks_h2f(wb->d);
     return q;
 }

@@ -1,8 +1,8 @@
 /* kern_tile.h — what the row x token matmul kernels of every ISA share: the tile driver, and
  * the tile bodies that are the same loop on every ISA (32-element blocks with two accumulator
- * sets; K-quant super-blocks; the float formats). The x86 kernels of kern_simd_impl.h (AVX2, AVX-512) and the NEON
- * ones of kern_neon_impl.h / kern_neon_base.c instantiate them. Plain C over a few vector
- * operations the including ISA names (below, "tile bodies").
+ * sets; K-quant super-blocks; the float formats). The x86 kernels of kern_simd_impl.h (AVX2,
+ * AVX-512) and the NEON ones of kern_neon_impl.h / kern_neon_base.c instantiate them. Plain C
+ * over a few vector operations the including ISA names (below, "tile bodies").
  *
  * Read first: kernels.h (the kern_matmul contract). A format provides
  *     fmt##_tile(W, ws, A, as, k, nr, nt, out)
@@ -188,7 +188,10 @@
     KERN_TILE_MATMUL(fmt, MR, MT)
 
 /* element e of a float-format row p */
-static inline __attribute__((always_inline)) float kern_f32_elem(const uint8_t *p, int64_t e) { return ((const float *)p)[e]; }
+static inline __attribute__((always_inline)) float kern_f32_elem(const uint8_t *p, int64_t e)
+{
+    return ((const float *)p)[e];
+}
 static inline __attribute__((always_inline)) float kern_f16_elem(const uint8_t *p, int64_t e)
 {
     return fp16_to_f32(((const uint16_t *)p)[e]);
