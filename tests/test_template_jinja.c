@@ -229,6 +229,120 @@ static void test_bounds(void **state)
                      TERN_ERR_NOMEM);
 }
 
+/* Python ints are unbounded; tern's are int64. Where Python's result does not fit, the render
+ * is refused with OverflowError at line:col (never wrapped, never a trap); where Python raises,
+ * tern raises the same kind. (Python's results that fit are in jinja_cases.json.) */
+static void test_integer_limits(void **state)
+{
+    (void)state;
+    static const struct { const char *src, *want; } bad[] = {
+        /* the reported crash: SIGFPE in divisibleby (n % d with INT64_MIN / -1) */
+        {"{{ (2 ** 63) is divisibleby(-1) }}", "line 1:7: OverflowError: integer result of 2 ** 63"},
+        {"{{ (-9223372036854775807 - 1) // -1 }}", "OverflowError"},
+        {"{{ 9223372036854775807 + 1 }}", "OverflowError: integer result of 9223372036854775807 + 1"},
+        {"{{ -9223372036854775807 - 2 }}", "OverflowError"},
+        {"{{ 4611686018427387904 * 2 }}", "OverflowError"},
+        {"{{ 2 ** 64 }}", "OverflowError"},
+        {"{{ 3 ** 1000000000000000000 }}", "OverflowError"},
+        {"{{ -(-9223372036854775807 - 1) }}", "line 1:4: OverflowError"},
+        {"{{ (-9223372036854775807 - 1)|abs }}", "OverflowError"},
+        {"{{ 1e300|int }}", "OverflowError: int(1e+300) does not fit"},
+        {"{{ '99999999999999999999'|int }}", "OverflowError"},
+        {"{{ '-1e19'|int }}", "OverflowError"},
+        {"{{ 9223372036854775807|round(-1) }}", "OverflowError"},
+        {"{{ 5|round(19, 'floor') }}", "OverflowError"},
+        {"{{ [9223372036854775807, 1]|sum }}", "OverflowError"},
+        {"{{ (-8) ** 0.5 }}", "ValueError: a negative number raised to a fractional power"},
+        {"{{ 1e308 ** 2 }}", "OverflowError"},
+        {"{{ 9223372036854775808 }}", "line 1:4: TemplateSyntaxError: integer literal too large"},
+        {"{{ range(-9223372036854775807 - 1, 9223372036854775807)|length }}", "OverflowError: Range too big"},
+        {"{{ range(0, 9223372036854775807, 1)|length }}", "OverflowError: Range too big"},
+        {"{{ 'x' * 1000000000000000000 }}", "MemoryError: repetition result is too large"},
+        {"{{ [1, 2] * 1000000000000000000 }}", "MemoryError: repetition result is too large"},
+        {"{{ x|int }}", "UndefinedError"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out = NULL;
+        tern_status st = render_json(bad[i].src, "[]", NULL, &out);
+        if (st == TERN_OK) fail_msg("[%s] rendered [%s]", bad[i].src, out);
+        if (!strstr(tern_last_error(), bad[i].want))
+            fail_msg("[%s]: error [%s], want [%s]", bad[i].src, tern_last_error(), bad[i].want);
+    }
+    /* in range, exact: the extremes themselves */
+    static const struct { const char *src, *want; } good[] = {
+        {"{{ -9223372036854775807 - 1 }}", "-9223372036854775808"},
+        {"{{ (-9223372036854775807 - 1) % -1 }}", "0"},
+        {"{{ (-2) ** 63 }}", "-9223372036854775808"},
+        {"{{ (-9223372036854775807 - 1) is divisibleby(-1) }}", "True"},
+        {"{{ (-9223372036854775807 - 1)|int }}", "-9223372036854775808"},
+        {"{{ '-9223372036854775808'|int }}", "-9223372036854775808"},
+        {"{{ 9.2233720368547748e18|int }}", "9223372036854774784"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char *out = NULL;
+        tern_status st = render_json(good[i].src, "[]", NULL, &out);
+        if (st != TERN_OK) fail_msg("[%s]: %s", good[i].src, tern_last_error());
+        if (strcmp(out, good[i].want)) fail_msg("[%s] gave [%s], want [%s]", good[i].src, out, good[i].want);
+        free(out);
+    }
+}
+
+/* Hostile templates end in bounded time and stack: loops that would run for hours hit the work
+ * budget, data nested too deep for the recursive walkers and evaluation nested too deep for
+ * the C stack fail with RecursionError, all at line:col. */
+static void test_runaway(void **state)
+{
+    (void)state;
+    static const struct { const char *src, *want; } bad[] = {
+        /* 1e10 empty iterations */
+        {"{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}",
+         "TemplateRuntimeError: the template did more than"},
+        /* quadratic scans without allocating: substring, list membership, equality */
+        {"{% set s = 'ab' * 30000000 %}{% for i in range(100000) %}{% if 'c' in s %}{% endif %}{% endfor %}",
+         "TemplateRuntimeError"},
+        {"{% set l = [0] * 1000000 %}{% for i in range(100000) %}{% if 1 in l %}{% endif %}{% endfor %}",
+         "TemplateRuntimeError"},
+        {"{% set l = [[0] * 10000] * 10000 %}{% for i in range(100000) %}{% if l == l %}{% endif %}{% endfor %}",
+         "TemplateRuntimeError"},
+        {"{% set l = range(100000)|list %}{{ l|unique|list|length }}", "TemplateRuntimeError"},
+        /* data nested 5000 deep: printing, comparing, tojson */
+        {"{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
+         "RecursionError: values nested deeper than"},
+        {"{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x == [ns.x] }}",
+         "RecursionError"},
+        {"{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x < [ns.x] }}",
+         "RecursionError"},
+        {"{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x|tojson }}",
+         "RecursionError"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out = NULL;
+        tern_status st = render_json(bad[i].src, "[]", NULL, &out);
+        if (st == TERN_OK) fail_msg("[%.80s] rendered", bad[i].src);
+        if (!strstr(tern_last_error(), bad[i].want) || !strstr(tern_last_error(), "line 1:"))
+            fail_msg("[%.80s]: error [%s], want [%s] at line:col", bad[i].src, tern_last_error(), bad[i].want);
+    }
+    /* macro recursion (depth 190, under the macro limit) through expressions nested 60 deep:
+     * 12000 evaluation frames, refused before they overflow the stack */
+    char src[4096];
+    int k = snprintf(src, sizeof src, "{%% macro f(n) %%}{%% if n > 0 %%}{{ ");
+    for (int i = 0; i < 60; i++) src[k++] = '[';
+    k += snprintf(src + k, sizeof src - (size_t)k, "f(n - 1)");
+    for (int i = 0; i < 60; i++) src[k++] = ']';
+    snprintf(src + k, sizeof src - (size_t)k, " }}{%% endif %%}{%% endmacro %%}{{ f(190) }}");
+    char *out = NULL;
+    assert_int_equal(render_json(src, "[]", NULL, &out), TERN_ERR_FORMAT);
+    assert_non_null(strstr(tern_last_error(), "RecursionError: evaluation nested deeper than"));
+    /* the template source itself is bounded */
+    size_t big = (8u << 20) + 1;
+    char *huge = malloc(big);
+    memset(huge, 'x', big);
+    struct tern_chat_template *t = NULL;
+    assert_int_equal(tern_chat_template_create(huge, big, &t), TERN_ERR_FORMAT);
+    assert_non_null(strstr(tern_last_error(), "at most"));
+    free(huge);
+}
+
 static void test_gguf_template(void **state)
 {
     (void)state;
@@ -361,6 +475,8 @@ int main(void)
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_bad_messages),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_integer_limits),
+        cmocka_unit_test(test_runaway),
         cmocka_unit_test(test_gguf_template),
         cmocka_unit_test(test_cli),
     };

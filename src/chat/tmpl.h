@@ -133,10 +133,33 @@ void tmpl_buf_addc(struct tmpl_buf *b, char c);
 void tmpl_py_str(struct tmpl_buf *b, struct tval v);  /* str(v) */
 void tmpl_py_repr(struct tmpl_buf *b, struct tval v); /* repr(v) */
 void tmpl_py_float(struct tmpl_buf *b, double f);     /* repr(float) */
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why);
+/* json.dumps(v, ensure_ascii=False, indent=...): indent < 0 is indent=None (one line, ", " and
+ * ": "); indent >= 0 puts every element on its own line (0 = newlines only, as Python). */
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int64_t indent, int depth, const char **why);
 const char *tmpl_type_name(struct tval v); /* Python type name: "str", "dict", "NoneType" ... */
 
+/* ------------------------------------------------------------------ resource meter
+ *
+ * Templates come from downloaded files, so a render must end in bounded memory, stack and time
+ * whatever the template does. Memory: the arena limit. Stack: the parser's nesting limit, the
+ * evaluator's recursion limit, and TMPL_MAX_DATA_DEPTH for the helpers that walk nested values
+ * (str/repr, ==, tojson; Python raises RecursionError there too). Time: every unit of work (an
+ * AST node evaluated, a loop iteration, an element compared, 256 bytes scanned) is counted
+ * against the render's budget. The helpers in this header are pure functions called from dozens
+ * of places, so they report through this per-thread meter rather than an extra parameter: a
+ * render runs on one thread from start to end, and tmpl_render resets the meter first. */
+#define TMPL_MAX_DATA_DEPTH 1100
+#define TMPL_WORK_BYTES 256 /* bytes scanned per unit of work */
+struct tmpl_meter {
+    uint64_t work; /* units spent by the current render */
+    bool too_deep; /* a helper met values nested deeper than TMPL_MAX_DATA_DEPTH */
+};
+extern _Thread_local struct tmpl_meter tmpl_meter;
+
 bool tmpl_truthy(struct tval v);
+/* Exact int-vs-float comparison as Python does it (the int is not rounded to a double first):
+ * -1, 0, 1, or 2 when f is NaN (unordered). */
+int tmpl_cmp_int_float(int64_t i, double f);
 bool tmpl_equal(struct tval a, struct tval b);
 struct tval *tmpl_dict_get(const struct tdict *d, struct tval key); /* NULL if absent */
 bool tmpl_is_str(struct tval v, const char *s);
@@ -252,8 +275,14 @@ struct tmpl_var {
 };
 
 struct tmpl_render_opts {
-    int64_t now_unix; /* strftime_now(): 0 = the clock, local time; else this instant in UTC */
+    int64_t now_unix;  /* strftime_now(): 0 = the clock, local time; else this instant in UTC */
+    uint64_t max_work; /* work budget (see "resource meter"); 0 = TMPL_MAX_WORK */
 };
+/* The default budget: about a second of evaluation, some hundred times what the largest real
+ * template needs for a long conversation with many tools. */
+#define TMPL_MAX_WORK (1ull << 26)
+/* Longest template source accepted (real ones are under 100 KB); keeps every count an int. */
+#define TMPL_MAX_SOURCE (8u << 20)
 
 /* Render prog with the given variables (values may live in `arena`, which also receives the
  * output). On success *out points into the arena (NUL-terminated, *out_len bytes). On failure
@@ -287,6 +316,15 @@ struct tval tmpl_ev_getattr(struct tmpl_ev *ev, struct tval obj, const char *nam
 struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key,
                             const struct tmpl_node *at);
 void tmpl_ev_check_defined(struct tmpl_ev *ev, struct tval v, const struct tmpl_node *at);
+/* Charge `units` of work; throws when the render's budget is spent or a helper met too deep
+ * data. Every loop whose length the template controls calls it. */
+void tmpl_ev_tick(struct tmpl_ev *ev, uint64_t units, const struct tmpl_node *at);
+/* Python's binary operators (op = enum tmpl_binop, arithmetic ones) and comparisons, shared
+ * by the `divisibleby`/`odd`/`even` and `gt`/`lt`/... tests. */
+struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
+                          const struct tmpl_node *at);
+bool tmpl_ev_compare(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
+                     const struct tmpl_node *at);
 
 enum tmpl_func { FN_RAISE, FN_STRFTIME, FN_NAMESPACE, FN_RANGE, FN_DICT, FN_COUNT_ };
 

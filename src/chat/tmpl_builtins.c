@@ -157,13 +157,14 @@ static struct tval strip(struct tmpl_ev *ev, struct tval s, struct tval chars, b
     return tv_str(s.u.s.p + b, e - b);
 }
 
+/* Substring search in linear time (glibc's memmem is two-way): templates can search
+ * megabytes of message text in a loop, and the naive scan is quadratic. */
 static const char *find_sub(const char *h, size_t hn, const char *n, size_t nn)
 {
     if (nn == 0) return h;
     if (nn > hn) return NULL;
-    for (size_t i = 0; i + nn <= hn; i++)
-        if (h[i] == n[0] && !memcmp(h + i, n, nn)) return h + i;
-    return NULL;
+    tmpl_meter.work += hn / TMPL_WORK_BYTES;
+    return memmem(h, hn, n, nn);
 }
 
 static struct tval replace(struct tmpl_ev *ev, struct tval s, struct tval old, struct tval new_,
@@ -328,8 +329,10 @@ bool tmpl_apply_test(struct tmpl_ev *ev, const char *name, struct tval v, const 
     if (T("escaped")) return false;
     if (T("in")) {
         if (x.kind == TV_LIST) {
-            for (size_t i = 0; i < x.u.l->n; i++)
+            for (size_t i = 0; i < x.u.l->n; i++) {
+                tmpl_ev_tick(ev, 1, at);
                 if (tmpl_equal(x.u.l->v[i], v)) return true;
+            }
             return false;
         }
         if (x.kind == TV_DICT) return tmpl_dict_get(x.u.d, v) != NULL;
@@ -341,36 +344,16 @@ bool tmpl_apply_test(struct tmpl_ev *ev, const char *name, struct tval v, const 
         struct tval c = change_case(ev, v, T("lower") ? CASE_LOWER : CASE_UPPER);
         return tmpl_equal(c, v);
     }
+    /* Jinja: value % 2 == 1, value % 2 == 0, value % num == 0, with Python's % (floats
+     * allowed, INT64_MIN % -1 is 0, not a trap) */
     if (T("odd") || T("even") || T("divisibleby")) {
-        tmpl_ev_check_defined(ev, v, at);
-        int64_t n = int_arg(ev, v, at, "value");
-        if (T("divisibleby")) {
-            int64_t d = int_arg(ev, x, at, "divisor");
-            if (d == 0) tmpl_throw(ev, at, "ZeroDivisionError", "integer division or modulo by zero");
-            return n % d == 0;
-        }
-        return (n % 2 != 0) == (bool)T("odd");
+        struct tval m = tmpl_ev_arith(ev, OP_MOD, v, T("divisibleby") ? x : tv_int(2), at);
+        return tmpl_equal(m, tv_int(T("odd") ? 1 : 0));
     }
-    if (T("gt") || T(">") || T("ge") || T(">=") || T("lt") || T("<") || T("le") || T("<=")) {
-        tmpl_ev_check_defined(ev, v, at);
-        tmpl_ev_check_defined(ev, x, at);
-        bool num = (v.kind == TV_INT || v.kind == TV_FLOAT) && (x.kind == TV_INT || x.kind == TV_FLOAT);
-        int c;
-        if (num) {
-            double p = v.kind == TV_INT ? (double)v.u.i : v.u.f, q = x.kind == TV_INT ? (double)x.u.i : x.u.f;
-            c = p < q ? -1 : p > q;
-        } else if (v.kind == TV_STR && x.kind == TV_STR) {
-            size_t n = v.u.s.n < x.u.s.n ? v.u.s.n : x.u.s.n;
-            c = memcmp(v.u.s.p, x.u.s.p, n);
-            if (!c) c = v.u.s.n < x.u.s.n ? -1 : v.u.s.n > x.u.s.n;
-        } else
-            tmpl_throw(ev, at, "TypeError", "'%s' not supported between instances of '%s' and '%s'",
-                       name, tmpl_type_name(v), tmpl_type_name(x));
-        if (T("gt") || T(">")) return c > 0;
-        if (T("ge") || T(">=")) return c >= 0;
-        if (T("lt") || T("<")) return c < 0;
-        return c <= 0;
-    }
+    if (T("gt") || T(">")) return tmpl_ev_compare(ev, OP_GT, v, x, at);
+    if (T("ge") || T(">=")) return tmpl_ev_compare(ev, OP_GE, v, x, at);
+    if (T("lt") || T("<")) return tmpl_ev_compare(ev, OP_LT, v, x, at);
+    if (T("le") || T("<=")) return tmpl_ev_compare(ev, OP_LE, v, x, at);
 #undef T
     tmpl_throw(ev, at, "TemplateAssertionError", "no test named '%s'", name);
 }
@@ -390,6 +373,7 @@ static struct tval select_impl(struct tmpl_ev *ev, struct tval v, const struct t
     struct tval out = mk_list(ev, items.u.l->n, TVF_GEN);
     size_t k = 0;
     for (size_t i = 0; i < items.u.l->n; i++) {
+        tmpl_ev_tick(ev, 1, at);
         struct tval x = items.u.l->v[i];
         struct tval probe = by_attr ? attr_path(ev, x, attr, at) : x;
         bool r;
@@ -426,6 +410,7 @@ static struct tval map_impl(struct tmpl_ev *ev, struct tval v, const struct tmpl
     }
     struct tmpl_args fargs = {a->pos + 1, a->n > 1 ? a->n - 1 : 0, a->kwn, a->kwv, a->nk};
     for (size_t i = 0; i < items.u.l->n; i++) {
+        tmpl_ev_tick(ev, 1, at);
         struct tval x = items.u.l->v[i];
         if (has_attr) {
             x = attr_path(ev, x, attr, at);
@@ -475,37 +460,195 @@ static struct tval indent(struct tmpl_ev *ev, struct tval s, const struct tmpl_a
     return buf_val(ev, &b);
 }
 
+/* ------------------------------------------------------------------ numbers from text */
+
+/* Value of a Unicode decimal digit (category Nd), or -1. Python's int() and float() accept any
+ * of them ("٣" is 3); Unicode lays every such digit out in runs of ten starting at zero. */
+static int digit_value(int32_t cp)
+{
+    if (cp >= '0' && cp <= '9') return cp - '0';
+    if (cp < 0x80 || utf8proc_category(cp) != UTF8PROC_CATEGORY_ND) return -1;
+    int32_t z = cp;
+    while (cp - z < 64 && utf8proc_category(z - 1) == UTF8PROC_CATEGORY_ND) z--;
+    return (int)((cp - z) % 10);
+}
+
+/* Python's _PyUnicode_TransformDecimalAndSpaceToASCII followed by strip(): decimal digits
+ * become ASCII digits, whitespace a space, other non-ASCII a byte no grammar accepts. Returns
+ * the length written into out (at most cap - 1, NUL-terminated), or -1 when too long. */
+static int ascii_number(struct tval s, char *out, size_t cap)
+{
+    size_t b = 0, e = s.u.s.n;
+    while (b < e) { /* strip */
+        size_t k;
+        if (!tmpl_is_space_cp(cp_at(s.u.s.p, e, b, &k))) break;
+        b += k;
+    }
+    while (e > b) {
+        size_t st = e - 1, k;
+        while (st > b && ((unsigned char)s.u.s.p[st] & 0xC0) == 0x80) st--;
+        if (!tmpl_is_space_cp(cp_at(s.u.s.p, e, st, &k))) break;
+        e = st;
+    }
+    size_t n = 0;
+    for (size_t i = b; i < e;) {
+        size_t k;
+        int32_t cp = cp_at(s.u.s.p, e, i, &k);
+        i += k;
+        if (n + 1 >= cap) return -1;
+        int d = digit_value(cp);
+        out[n++] = d >= 0 ? (char)('0' + d) : cp < 0x80 ? (char)cp : tmpl_is_space_cp(cp) ? ' ' : '\x01';
+    }
+    out[n] = '\0';
+    return (int)n;
+}
+
+/* Python int(text, base) on the ASCII form. 0 = ok, -1 = ValueError, 1 = does not fit int64. */
+static int py_parse_int(const char *p, int base, int64_t *out)
+{
+    if (base != 0 && (base < 2 || base > 36)) return -1;
+    bool neg = false;
+    if (*p == '+' || *p == '-') neg = *p++ == '-';
+    bool prefixed = false;
+    if (p[0] == '0' && p[1]) {
+        char c = (char)(p[1] | 0x20);
+        int pb = c == 'x' ? 16 : c == 'o' ? 8 : c == 'b' ? 2 : 0;
+        if (pb && (base == 0 || base == pb)) {
+            base = pb;
+            p += 2;
+            prefixed = true;
+        }
+    }
+    bool base0 = base == 0;
+    if (base0) base = 10;
+    /* digits with single underscores between them (and one right after a prefix) */
+    uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    bool overflow = false, any = false, nonzero = false, prev_us = false;
+    const char *first = p;
+    for (; *p; p++) {
+        if (*p == '_') { /* "0x_1f" is fine, "_1", "1__0" and "1_" are not */
+            if (prev_us || !(any || prefixed)) return -1;
+            prev_us = true;
+            continue;
+        }
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : (*p | 0x20) >= 'a' && (*p | 0x20) <= 'z' ? (*p | 0x20) - 'a' + 10 : 99;
+        if (d >= base) return -1;
+        if (d) nonzero = true;
+        if (v > (limit - (uint64_t)d) / (uint64_t)base) overflow = true;
+        else v = v * (uint64_t)base + (uint64_t)d;
+        any = true;
+        prev_us = false;
+    }
+    if (!any || prev_us) return -1;
+    if (base0 && !prefixed && first[0] == '0' && nonzero) return -1; /* "010" is not base 0 */
+    if (overflow) return 1;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+/* Python float(text) on the ASCII form: decimal with single underscores between digits,
+ * inf/infinity/nan in any case. No hex, no "nan(...)" (strtod would take both). */
+static bool py_parse_float(const char *p, double *out)
+{
+    const char *q = p;
+    if (*q == '+' || *q == '-') q++;
+    static const char *const words[] = {"inf", "infinity", "nan"};
+    for (int w = 0; w < 3; w++)
+        if (!strcasecmp(q, words[w])) {
+            double v = w == 2 ? NAN : INFINITY;
+            *out = *p == '-' ? -v : v;
+            return true;
+        }
+    char clean[4400];
+    size_t n = 0;
+    if (*p == '+' || *p == '-') clean[n++] = *p;
+    int digits = 0;
+    bool in_digits = false, prev_us = false, dot = false, exp = false;
+    for (; *q; q++) {
+        char c = *q;
+        if (n + 2 >= sizeof clean) return false;
+        if (c >= '0' && c <= '9') {
+            clean[n++] = c;
+            in_digits = true;
+            prev_us = false;
+            digits++;
+        } else if (c == '_') {
+            if (!in_digits || prev_us) return false;
+            prev_us = true;
+        } else if (c == '.' && !dot && !exp && !prev_us) {
+            clean[n++] = c;
+            dot = true;
+            in_digits = false;
+        } else if ((c == 'e' || c == 'E') && !exp && digits && !prev_us) {
+            clean[n++] = c;
+            exp = true;
+            in_digits = false;
+            if (q[1] == '+' || q[1] == '-') clean[n++] = *++q;
+            if (!(q[1] >= '0' && q[1] <= '9')) return false;
+        } else return false;
+    }
+    if (!digits || prev_us) return false;
+    clean[n] = '\0';
+    char *end;
+    *out = strtod(clean, &end);
+    return *end == '\0';
+}
+
+_Noreturn static void int_too_big(struct tmpl_ev *ev, const struct tmpl_node *at, const char *what)
+{
+    tmpl_throw(ev, at, "OverflowError", "%s does not fit in a 64-bit integer (Python ints are unbounded, "
+               "tern's are not)", what);
+}
+
+/* int(f) for a float that is finite: truncation, refused when Python's result is beyond int64. */
+static int64_t float_to_int(struct tmpl_ev *ev, double f, const struct tmpl_node *at)
+{
+    if (!(f > -9223372036854775809.0 && f < 9223372036854775808.0)) {
+        char what[64];
+        snprintf(what, sizeof what, "int(%g)", f);
+        int_too_big(ev, at, what);
+    }
+    return (int64_t)f;
+}
+
+/* Jinja do_int: int(value, base) for strings / int(value) otherwise; on TypeError or ValueError
+ * int(float(value)); on failure (or inf, whose OverflowError Jinja also catches) the default. */
 static struct tval to_int(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
 {
     bool has_def;
     struct tval def = tmpl_arg(a, 0, "default", &has_def);
     if (!has_def) def = tv_int(0);
+    struct tval bv = tmpl_arg(a, 1, "base", NULL);
     switch (v.kind) {
     case TV_INT: return v;
     case TV_BOOL: return tv_int(v.u.b);
     case TV_FLOAT:
         if (isnan(v.u.f) || isinf(v.u.f)) return def;
-        return tv_int((int64_t)v.u.f);
+        return tv_int(float_to_int(ev, v.u.f, at));
     case TV_STR: {
-        char tmp[64];
-        struct tval t = strip(ev, v, tv_undef(), true, true);
-        if (t.u.s.n == 0 || t.u.s.n >= sizeof tmp) return def;
-        size_t k = 0;
-        for (size_t i = 0; i < t.u.s.n; i++)
-            if (t.u.s.p[i] != '_') tmp[k++] = t.u.s.p[i];
-        tmp[k] = '\0';
-        char *end;
-        long long x = strtoll(tmp, &end, 10);
-        if (!*end) return tv_int(x);
-        double d = strtod(tmp, &end);
-        if (!*end && !isnan(d) && !isinf(d)) return tv_int((int64_t)d);
-        return def;
+        char tmp[4400]; /* Python refuses int() of more than 4300 digits */
+        if (ascii_number(v, tmp, sizeof tmp) < 0) return def;
+        int64_t base = 10;
+        if (bv.kind == TV_INT || bv.kind == TV_BOOL) base = bv.kind == TV_INT ? bv.u.i : bv.u.b;
+        else if (bv.kind != TV_UNDEF) base = -1; /* TypeError: the float fallback below */
+        int64_t r;
+        int rc = base >= 0 && base <= 36 ? py_parse_int(tmp, (int)base, &r) : -1;
+        if (rc == 0) return tv_int(r);
+        if (rc > 0) {
+            char what[80];
+            snprintf(what, sizeof what, "'%.40s%s'|int", tmp, strlen(tmp) > 40 ? "..." : "");
+            int_too_big(ev, at, what);
+        }
+        double d;
+        if (!py_parse_float(tmp, &d) || isnan(d) || isinf(d)) return def;
+        return tv_int(float_to_int(ev, d, at));
     }
     case TV_UNDEF: tmpl_ev_check_defined(ev, v, at); return def;
     default: return def;
     }
 }
 
+/* Jinja do_float: float(value), the default on TypeError / ValueError. */
 static struct tval to_float(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
 {
     bool has_def;
@@ -516,18 +659,120 @@ static struct tval to_float(struct tmpl_ev *ev, struct tval v, const struct tmpl
     case TV_BOOL: return tv_float(v.u.b);
     case TV_FLOAT: return v;
     case TV_STR: {
-        char tmp[64];
-        struct tval t = strip(ev, v, tv_undef(), true, true);
-        if (t.u.s.n == 0 || t.u.s.n >= sizeof tmp) return def;
-        memcpy(tmp, t.u.s.p, t.u.s.n);
-        tmp[t.u.s.n] = '\0';
-        char *end;
-        double d = strtod(tmp, &end);
-        return *end ? def : tv_float(d);
+        char tmp[4400];
+        double d;
+        if (ascii_number(v, tmp, sizeof tmp) < 0 || !py_parse_float(tmp, &d)) return def;
+        return tv_float(d);
     }
     case TV_UNDEF: tmpl_ev_check_defined(ev, v, at); return def;
     default: return def;
     }
+}
+
+/* Python round(x, ndigits) for a float: the correctly rounded decimal (half to even on exact
+ * ties), as CPython's dtoa-based double_round; glibc's printf is exact, so "%.*f" is that for
+ * ndigits >= 0, and negative ndigits round the exact integer digits by hand. */
+static double round_float(double x, int64_t nd)
+{
+    if (!isfinite(x) || x == 0) return x;
+    if (nd > 323) return x;
+    if (nd < -308) return 0.0 * x;
+    char buf[720];
+    if (nd >= 0) {
+        snprintf(buf, sizeof buf, "%.*f", (int)nd, x);
+        return strtod(buf, NULL);
+    }
+    size_t k = (size_t)-nd;
+    double ax = fabs(x), ip = floor(ax);
+    bool sticky = ax != ip; /* a fraction below the integer digits breaks ties upward */
+    char d[720];
+    int len = snprintf(d, sizeof d, "%.0f", ip); /* exact: ip is an integer */
+    /* remainder = the last k digits (zero-padded on the left), quotient = the rest */
+    size_t L = (size_t)len;
+    char rem[720];
+    size_t pad = k > L ? k - L : 0;
+    memset(rem, '0', pad);
+    memcpy(rem + pad, d + (L > k ? L - k : 0), L > k ? k : L);
+    rem[k] = '\0';
+    size_t qn = L > k ? L - k : 0;
+    char q[720];
+    memcpy(q, d, qn);
+    q[qn] = '\0';
+    int c = rem[0] - '5';
+    if (c == 0) {
+        for (size_t i = 1; i < k && !c; i++) c = rem[i] != '0';
+        if (!c && sticky) c = 1;
+    }
+    bool up = c > 0 || (c == 0 && qn && (q[qn - 1] - '0') % 2 == 1);
+    if (up) { /* q += 1, in decimal */
+        size_t i = qn;
+        while (i > 0 && q[i - 1] == '9') q[--i] = '0';
+        if (i == 0) {
+            memmove(q + 1, q, qn + 1);
+            q[0] = '1';
+            qn++;
+        } else q[i - 1]++;
+    }
+    if (!qn) return copysign(0.0, x);
+    char out[1500];
+    snprintf(out, sizeof out, "%s%se%zu", x < 0 ? "-" : "", q, k);
+    return strtod(out, NULL);
+}
+
+/* Python round(i, ndigits) for an int: half to even at 10**-ndigits, exact or refused. */
+static int64_t round_int(struct tmpl_ev *ev, int64_t x, int64_t nd, const struct tmpl_node *at)
+{
+    if (nd >= 0) return x;
+    if (nd < -19) return 0; /* |x| < 10**19 / 2 */
+    uint64_t m = 1;
+    for (int64_t i = 0; i < -nd && i < 19; i++) m *= 10;
+    uint64_t ax = x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+    uint64_t q = ax / m, r = ax % m;
+    if (r > m - r || (r == m - r && (q & 1))) q++;
+    uint64_t lim = x < 0 ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    if (q && q > lim / m) {
+        char what[64];
+        snprintf(what, sizeof what, "round(%lld, %lld)", (long long)x, (long long)nd);
+        int_too_big(ev, at, what);
+    }
+    uint64_t y = q * m;
+    return x < 0 ? (int64_t)(0 - y) : (int64_t)y;
+}
+
+/* Jinja do_round: method 'common' is Python's round(value, precision) (an int stays an int);
+ * 'floor'/'ceil' are math.floor/ceil(value * 10**precision) / 10**precision, a float. */
+static struct tval do_round(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
+{
+    struct tval pv = tmpl_arg(a, 0, "precision", NULL);
+    struct tval m = tmpl_arg(a, 1, "method", NULL);
+    bool common = m.kind == TV_UNDEF || tmpl_is_str(m, "common");
+    if (!common && !tmpl_is_str(m, "floor") && !tmpl_is_str(m, "ceil"))
+        tmpl_throw(ev, at, "FilterArgumentError", "method must be common, ceil or floor");
+    int64_t prec = 0;
+    if (pv.kind == TV_INT || pv.kind == TV_BOOL) prec = pv.kind == TV_INT ? pv.u.i : pv.u.b;
+    else if (pv.kind != TV_UNDEF)
+        tmpl_throw(ev, at, "TypeError", "'%s' object cannot be interpreted as an integer", tmpl_type_name(pv));
+    if (v.kind != TV_INT && v.kind != TV_BOOL && v.kind != TV_FLOAT)
+        tmpl_throw(ev, at, "TypeError", "type %s doesn't define __round__ method", tmpl_type_name(v));
+    bool is_int = v.kind != TV_FLOAT;
+    int64_t iv = v.kind == TV_INT ? v.u.i : v.kind == TV_BOOL ? v.u.b : 0;
+    if (common) return is_int ? tv_int(round_int(ev, iv, prec, at)) : tv_float(round_float(v.u.f, prec));
+    bool up = tmpl_is_str(m, "ceil");
+    if (prec >= 0 && is_int) { /* exact: value * 10**p is an int, and so is its floor */
+        int64_t s = 1;
+        for (int64_t i = 0; i < prec; i++)
+            if (__builtin_mul_overflow(s, 10, &s)) int_too_big(ev, at, "10 ** precision");
+        int64_t y;
+        if (__builtin_mul_overflow(iv, s, &y)) int_too_big(ev, at, "value * 10 ** precision");
+        return tv_float((double)((long double)y / (long double)s));
+    }
+    if (prec > 308)
+        tmpl_throw(ev, at, "OverflowError", "int too large to convert to float");
+    double s = pow(10.0, (double)prec), x = is_int ? (double)iv : v.u.f;
+    double y = x * s;
+    if (isinf(y)) tmpl_throw(ev, at, "OverflowError", "cannot convert float infinity to integer");
+    if (isnan(y)) tmpl_throw(ev, at, "ValueError", "cannot convert float NaN to integer");
+    return tv_float((up ? ceil(y) : floor(y)) / s);
 }
 
 static int sort_cmp_ci;
@@ -548,8 +793,19 @@ static int cmp_vals(const void *pa, const void *pb)
         if (c) return c;
         return a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
     }
-    double x = a->kind == TV_INT ? (double)a->u.i : a->kind == TV_FLOAT ? a->u.f : a->kind == TV_BOOL ? a->u.b : 0;
-    double y = b->kind == TV_INT ? (double)b->u.i : b->kind == TV_FLOAT ? b->u.f : b->kind == TV_BOOL ? b->u.b : 0;
+    if (a->kind != TV_FLOAT && b->kind != TV_FLOAT) { /* ints compare exactly, not as doubles */
+        int64_t x = a->kind == TV_INT ? a->u.i : a->kind == TV_BOOL ? a->u.b : 0;
+        int64_t y = b->kind == TV_INT ? b->u.i : b->kind == TV_BOOL ? b->u.b : 0;
+        return x < y ? -1 : x > y;
+    }
+    if (a->kind != TV_FLOAT || b->kind != TV_FLOAT) {
+        bool a_int = a->kind != TV_FLOAT;
+        int c = tmpl_cmp_int_float(a_int ? (a->kind == TV_INT ? a->u.i : a->u.b) : (b->kind == TV_INT ? b->u.i : b->u.b),
+                                   a_int ? b->u.f : a->u.f);
+        if (c == 2) return 0; /* NaN: unordered, Python's sort leaves it in place */
+        return a_int ? c : -c;
+    }
+    double x = a->u.f, y = b->u.f;
     return x < y ? -1 : x > y;
 }
 
@@ -558,6 +814,62 @@ static bool same_sort_class(struct tval a, struct tval b)
     bool an = a.kind == TV_INT || a.kind == TV_FLOAT || a.kind == TV_BOOL;
     bool bn = b.kind == TV_INT || b.kind == TV_FLOAT || b.kind == TV_BOOL;
     return (an && bn) || (a.kind == TV_STR && b.kind == TV_STR);
+}
+
+/* Stable merge sort of vals[0..n) (with keys[0..n) moved alongside when keys != NULL; the
+ * comparison looks at keys, or at vals when keys is NULL). O(n log n) comparisons, each
+ * charged to the meter: an insertion sort of a 100000-item list would be 5e9 steps. */
+typedef int (*sort_cmp_fn)(struct tmpl_ev *ev, const struct tval *a, const struct tval *b,
+                           const struct tmpl_node *at);
+static void merge_sort(struct tmpl_ev *ev, struct tval *vals, struct tval *keys, size_t n,
+                       sort_cmp_fn cmp, bool reverse, const struct tmpl_node *at)
+{
+    if (n < 2) return;
+    struct tval *tv = tmpl_ev_alloc(ev, n * sizeof *tv), *tk = keys ? tmpl_ev_alloc(ev, n * sizeof *tk) : NULL;
+    struct tval *k = keys ? keys : vals;
+    for (size_t w = 1; w < n; w *= 2) {
+        tmpl_ev_tick(ev, n, at);
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                int c = cmp(ev, &k[j], &k[i], at);
+                /* take from the right only when strictly before: keeps equal items in order */
+                bool right = reverse ? c > 0 : c < 0;
+                size_t s = right ? j++ : i++;
+                tv[o] = vals[s];
+                if (keys) tk[o] = keys[s];
+                o++;
+            }
+            for (; i < mid; i++, o++) {
+                tv[o] = vals[i];
+                if (keys) tk[o] = keys[i];
+            }
+            for (; j < hi; j++, o++) {
+                tv[o] = vals[j];
+                if (keys) tk[o] = keys[j];
+            }
+        }
+        memcpy(vals, tv, n * sizeof *tv);
+        if (keys) memcpy(keys, tk, n * sizeof *tk);
+    }
+}
+
+static int sort_cmp(struct tmpl_ev *ev, const struct tval *a, const struct tval *b, const struct tmpl_node *at)
+{
+    (void)ev;
+    (void)at;
+    return cmp_vals(a, b);
+}
+
+/* dictsort compares (key, value) pairs by key; mixed key types fail as Python's sort does */
+static int pair_key_cmp(struct tmpl_ev *ev, const struct tval *a, const struct tval *b, const struct tmpl_node *at)
+{
+    const struct tval *x = &a->u.l->v[0], *y = &b->u.l->v[0];
+    if (!same_sort_class(*x, *y))
+        tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
+                   tmpl_type_name(*x), tmpl_type_name(*y));
+    return cmp_vals(x, y);
 }
 
 struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval v,
@@ -575,15 +887,20 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
     if (F("tojson")) {
         bool has;
         struct tval ind = tmpl_arg(a, 0, "indent", &has);
-        int indent_n = 0;
-        if (has && ind.kind != TV_NONE) indent_n = (int)int_arg(ev, ind, at, "indent");
-        if (indent_n > 64) indent_n = 64;
+        int64_t indent_n = -1; /* None: one line */
+        if (has && ind.kind != TV_NONE) {
+            indent_n = int_arg(ev, ind, at, "indent");
+            if (indent_n < 0) indent_n = 0; /* Python: ' ' * -1 is '', i.e. newlines only */
+        }
         struct tmpl_buf b;
         tmpl_buf_init(&b, tmpl_ev_arena(ev));
         tmpl_buf_add(&b, "", 0);
         const char *why = NULL;
-        if (!tmpl_to_json(&b, v, indent_n, 0, &why))
+        if (!tmpl_to_json(&b, v, indent_n, 0, &why)) {
+            if (!strcmp(why, "maximum nesting depth exceeded"))
+                tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
             tmpl_throw(ev, at, "TypeError", "Object of type %s is not JSON serializable", why);
+        }
         return buf_val(ev, &b);
     }
     if (F("safe") || F("string") || F("e") || F("escape") || F("forceescape")) {
@@ -664,6 +981,7 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
         tmpl_buf_init(&b, tmpl_ev_arena(ev));
         tmpl_buf_add(&b, "", 0);
         for (size_t i = 0; i < l.u.l->n; i++) {
+            tmpl_ev_tick(ev, 1, at);
             if (i) tmpl_buf_add(&b, sep.u.s.p, sep.u.s.n);
             struct tval x = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
             tmpl_py_str(&b, x);
@@ -688,16 +1006,8 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
         if (v.kind != TV_DICT) tmpl_throw(ev, at, "TypeError", "You can only sort by either \"key\" or \"value\"");
         struct tval r = tmpl_apply_filter(ev, "items", v, a, at);
         r.flags = 0;
-        for (size_t i = 1; i < r.u.l->n; i++) /* insertion sort on the key: stable, small */
-            for (size_t j = i; j > 0; j--) {
-                struct tval *x = &r.u.l->v[j - 1], *y = &r.u.l->v[j];
-                if (!same_sort_class(x->u.l->v[0], y->u.l->v[0])) break;
-                sort_cmp_ci = 1;
-                if (cmp_vals(&x->u.l->v[0], &y->u.l->v[0]) <= 0) break;
-                struct tval t = *x;
-                *x = *y;
-                *y = t;
-            }
+        sort_cmp_ci = 1;
+        merge_sort(ev, r.u.l->v, NULL, r.u.l->n, pair_key_cmp, false, at);
         return r;
     }
     if (F("map")) return map_impl(ev, v, a, at);
@@ -716,6 +1026,7 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
             struct tval key = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
             if (!cs && key.kind == TV_STR) key = change_case(ev, key, CASE_LOWER);
             bool dup = false;
+            tmpl_ev_tick(ev, k, at);
             for (size_t j = 0; j < k && !dup; j++) dup = tmpl_equal(seen.u.l->v[j], key);
             if (dup) continue;
             seen.u.l->v[k] = key;
@@ -739,43 +1050,22 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
                 tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
                            tmpl_type_name(keys.u.l->v[i]), tmpl_type_name(keys.u.l->v[0]));
         }
-        for (size_t i = 1; i < n; i++) /* stable insertion sort */
-            for (size_t j = i; j > 0; j--) {
-                int c = cmp_vals(&keys.u.l->v[j - 1], &keys.u.l->v[j]);
-                if (rev ? c >= 0 : c <= 0) break;
-                struct tval t = keys.u.l->v[j - 1];
-                keys.u.l->v[j - 1] = keys.u.l->v[j];
-                keys.u.l->v[j] = t;
-                t = r.u.l->v[j - 1];
-                r.u.l->v[j - 1] = r.u.l->v[j];
-                r.u.l->v[j] = t;
-            }
+        merge_sort(ev, r.u.l->v, keys.u.l->v, n, sort_cmp, rev, at);
         r.u.l->n = n;
         return r;
     }
     if (F("int")) return to_int(ev, v, a, at);
     if (F("float")) return to_float(ev, v, a, at);
     if (F("abs")) {
-        tmpl_ev_check_defined(ev, v, at);
-        if (v.kind == TV_INT) return tv_int(v.u.i < 0 ? (int64_t)(0 - (uint64_t)v.u.i) : v.u.i);
+        if (v.kind == TV_INT) {
+            if (v.u.i == INT64_MIN) int_too_big(ev, at, "abs(-9223372036854775808)");
+            return tv_int(v.u.i < 0 ? -v.u.i : v.u.i);
+        }
         if (v.kind == TV_FLOAT) return tv_float(fabs(v.u.f));
         if (v.kind == TV_BOOL) return tv_int(v.u.b);
         tmpl_throw(ev, at, "TypeError", "bad operand type for abs(): '%s'", tmpl_type_name(v));
     }
-    if (F("round")) {
-        tmpl_ev_check_defined(ev, v, at);
-        struct tval pv = tmpl_arg(a, 0, "precision", NULL);
-        int64_t prec = pv.kind == TV_UNDEF ? 0 : int_arg(ev, pv, at, "precision");
-        struct tval m = tmpl_arg(a, 1, "method", NULL);
-        double x = v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : v.kind == TV_BOOL ? v.u.b : NAN;
-        if (isnan(x) && v.kind != TV_FLOAT) tmpl_throw(ev, at, "TypeError", "round() needs a number, got %s", tmpl_type_name(v));
-        double s = pow(10, (double)prec);
-        double y = x * s;
-        if (tmpl_is_str(m, "floor")) y = floor(y);
-        else if (tmpl_is_str(m, "ceil")) y = ceil(y);
-        else y = nearbyint(y); /* Python's round(): half to even */
-        return tv_float(y / s);
-    }
+    if (F("round")) return do_round(ev, v, a, at);
     if (F("sum")) {
         struct tval l = tmpl_ev_list_of(ev, v, at);
         bool has_attr;
@@ -783,13 +1073,11 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
         bool has_start;
         struct tval acc = tmpl_arg(a, 1, "start", &has_start);
         if (!has_start) acc = tv_int(0);
-        for (size_t i = 0; i < l.u.l->n; i++) {
+        for (size_t i = 0; i < l.u.l->n; i++) { /* Python sum(): start + x0 + x1 ... */
+            tmpl_ev_tick(ev, 1, at);
             struct tval x = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
-            if (acc.kind == TV_INT && x.kind == TV_INT) acc = tv_int(acc.u.i + x.u.i);
-            else if ((acc.kind == TV_INT || acc.kind == TV_FLOAT) && (x.kind == TV_INT || x.kind == TV_FLOAT))
-                acc = tv_float((acc.kind == TV_INT ? (double)acc.u.i : acc.u.f) + (x.kind == TV_INT ? (double)x.u.i : x.u.f));
-            else tmpl_throw(ev, at, "TypeError", "unsupported operand type(s) for +: '%s' and '%s'",
-                            tmpl_type_name(acc), tmpl_type_name(x));
+            if (acc.kind == TV_STR) tmpl_throw(ev, at, "TypeError", "sum() can't sum strings [use ''.join(seq) instead]");
+            acc = tmpl_ev_arith(ev, OP_ADD, acc, x, at);
         }
         return acc;
     }
@@ -798,6 +1086,7 @@ struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval 
         if (l.u.l->n == 0) return tv_undef();
         sort_cmp_ci = !tmpl_truthy(tmpl_arg(a, 0, "case_sensitive", NULL));
         struct tval best = l.u.l->v[0];
+        tmpl_ev_tick(ev, l.u.l->n, at);
         for (size_t i = 1; i < l.u.l->n; i++) {
             if (!same_sort_class(best, l.u.l->v[i]))
                 tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
@@ -851,6 +1140,7 @@ bool tmpl_has_method(struct tval self, const char *name, size_t len)
 static bool all_cp(struct tval s, int kind)
 {
     if (s.u.s.n == 0) return false;
+    tmpl_meter.work += s.u.s.n / 16; /* a utf8proc lookup per code point */
     bool cased = false;
     for (size_t i = 0; i < s.u.s.n;) {
         size_t k;
@@ -994,6 +1284,7 @@ struct tval tmpl_call_method(struct tmpl_ev *ev, struct tval self, const char *n
         if (M("index") || M("count")) {
             struct tval x = tmpl_arg(a, 0, NULL, NULL);
             int64_t c = 0;
+            tmpl_ev_tick(ev, self.u.l->n, at);
             for (size_t i = 0; i < self.u.l->n; i++)
                 if (tmpl_equal(self.u.l->v[i], x)) {
                     if (M("index")) return tv_int((int64_t)i);
@@ -1024,8 +1315,8 @@ struct tval tmpl_call_global(struct tmpl_ev *ev, int fn, const struct tmpl_args 
         int64_t now = tmpl_ev_now(ev);
         time_t t = now ? (time_t)now : time(NULL);
         struct tm tm;
-        if (now) gmtime_r(&t, &tm);
-        else localtime_r(&t, &tm);
+        if (!(now ? gmtime_r(&t, &tm) : localtime_r(&t, &tm)))
+            tmpl_throw(ev, at, "OverflowError", "timestamp %lld out of range for strftime_now", (long long)now);
         char fmt[256], out[512];
         if (f.u.s.n >= sizeof fmt) tmpl_throw(ev, at, "ValueError", "strftime format too long");
         memcpy(fmt, f.u.s.p, f.u.s.n);
@@ -1072,12 +1363,20 @@ struct tval tmpl_call_global(struct tmpl_ev *ev, int fn, const struct tmpl_args 
             if (a->n == 3) step = int_arg(ev, a->pos[2], at, "range step");
         } else tmpl_throw(ev, at, "TypeError", "range expected 1 to 3 arguments, got %d", a->n);
         if (step == 0) tmpl_throw(ev, at, "ValueError", "range() arg 3 must not be zero");
-        double cnt = ceil(((double)stop - (double)start) / (double)step);
-        if (cnt < 0) cnt = 0;
+        /* exact length in unsigned arithmetic: (stop - start) can exceed int64 */
+        uint64_t cnt = 0;
+        if (step > 0 && start < stop)
+            cnt = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
+        else if (step < 0 && start > stop)
+            cnt = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
         if (cnt > 100000) /* the sandbox's MAX_RANGE */
-            tmpl_throw(ev, at, "OverflowError", "range too big (%.0f items)", cnt);
+            tmpl_throw(ev, at, "OverflowError", "Range too big. The sandbox blocks ranges larger than "
+                       "MAX_RANGE (100000); this one has %llu items", (unsigned long long)cnt);
+        tmpl_ev_tick(ev, cnt, at);
         struct tval r = mk_list(ev, (size_t)cnt, 0);
-        for (size_t i = 0; i < (size_t)cnt; i++) r.u.l->v[i] = tv_int(start + (int64_t)i * step);
+        /* every element lies between start and stop, so the wrapping sum is the exact value */
+        for (size_t i = 0; i < (size_t)cnt; i++)
+            r.u.l->v[i] = tv_int((int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step));
         r.u.l->n = (size_t)cnt;
         return r;
     }

@@ -877,6 +877,9 @@ static struct tmpl_node **parse_body(struct parser *p, const char *const *ends, 
 
 tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out)
 {
+    if (len > TMPL_MAX_SOURCE)
+        return tern_fail(TERN_ERR_FORMAT, "line 1:1: TemplateSyntaxError: the template is %zu bytes; "
+                         "tern accepts at most %u", len, TMPL_MAX_SOURCE);
     struct tmpl_program *prog = calloc(1, sizeof *prog);
     if (!prog) return tern_fail(TERN_ERR_NOMEM, "out of memory compiling a template");
     /* generous: the largest real templates need well under 1 MB */

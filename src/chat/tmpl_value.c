@@ -40,6 +40,7 @@ void tmpl_arena_free(struct tmpl_arena *a)
 
 void *tmpl_arena_alloc(struct tmpl_arena *a, size_t n)
 {
+    if (n > a->limit) return NULL; /* also keeps the rounding below from wrapping */
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     struct tmpl_chunk *c = a->head;
@@ -98,10 +99,15 @@ void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n)
 void tmpl_buf_adds(struct tmpl_buf *b, const char *s) { tmpl_buf_add(b, s, strlen(s)); }
 void tmpl_buf_addc(struct tmpl_buf *b, char c) { tmpl_buf_add(b, &c, 1); }
 
+/* ------------------------------------------------------------------ meter */
+
+_Thread_local struct tmpl_meter tmpl_meter;
+
 /* ------------------------------------------------------------------ UTF-8 */
 
 size_t tmpl_utf8_count(const char *p, size_t n)
 {
+    tmpl_meter.work += n / TMPL_WORK_BYTES;
     size_t c = 0;
     for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
     return c;
@@ -110,6 +116,7 @@ size_t tmpl_utf8_count(const char *p, size_t n)
 size_t tmpl_utf8_offset(const char *p, size_t n, int64_t ci)
 {
     if (ci <= 0) return 0;
+    tmpl_meter.work += n / TMPL_WORK_BYTES;
     size_t i = 0;
     int64_t k = 0;
     while (i < n) {
@@ -220,18 +227,28 @@ static void py_str_repr(struct tmpl_buf *b, const char *p, size_t n)
     tmpl_buf_addc(b, q);
 }
 
-void tmpl_py_repr(struct tmpl_buf *b, struct tval v)
+static void py_str(struct tmpl_buf *b, struct tval v, int depth);
+
+static void py_repr(struct tmpl_buf *b, struct tval v, int depth)
 {
     switch (v.kind) {
     case TV_STR: py_str_repr(b, v.u.s.p, v.u.s.n); return;
     case TV_UNDEF: tmpl_buf_adds(b, "Undefined"); return;
-    default: tmpl_py_str(b, v); return;
+    default: py_str(b, v, depth); return;
     }
 }
 
-void tmpl_py_str(struct tmpl_buf *b, struct tval v)
+void tmpl_py_repr(struct tmpl_buf *b, struct tval v) { py_repr(b, v, 0); }
+void tmpl_py_str(struct tmpl_buf *b, struct tval v) { py_str(b, v, 0); }
+
+static void py_str(struct tmpl_buf *b, struct tval v, int depth)
 {
     char tmp[32];
+    if ((v.kind == TV_LIST || v.kind == TV_DICT || v.kind == TV_NS) && depth >= TMPL_MAX_DATA_DEPTH) {
+        tmpl_meter.too_deep = true;
+        return;
+    }
+    tmpl_meter.work++;
     switch (v.kind) {
     case TV_UNDEF: return;
     case TV_NONE: tmpl_buf_adds(b, "None"); return;
@@ -246,9 +263,9 @@ void tmpl_py_str(struct tmpl_buf *b, struct tval v)
         if (v.flags & TVF_GEN) { tmpl_buf_adds(b, "<generator object>"); return; }
         bool tuple = v.flags & TVF_TUPLE;
         tmpl_buf_addc(b, tuple ? '(' : '[');
-        for (size_t i = 0; i < v.u.l->n; i++) {
+        for (size_t i = 0; i < v.u.l->n && !b->oom && !tmpl_meter.too_deep; i++) {
             if (i) tmpl_buf_adds(b, ", ");
-            tmpl_py_repr(b, v.u.l->v[i]);
+            py_repr(b, v.u.l->v[i], depth + 1);
         }
         if (tuple && v.u.l->n == 1) tmpl_buf_addc(b, ',');
         tmpl_buf_addc(b, tuple ? ')' : ']');
@@ -258,11 +275,11 @@ void tmpl_py_str(struct tmpl_buf *b, struct tval v)
     case TV_NS:
         if (v.kind == TV_NS) tmpl_buf_adds(b, "<Namespace ");
         tmpl_buf_addc(b, '{');
-        for (size_t i = 0; i < v.u.d->n; i++) {
+        for (size_t i = 0; i < v.u.d->n && !b->oom && !tmpl_meter.too_deep; i++) {
             if (i) tmpl_buf_adds(b, ", ");
-            tmpl_py_repr(b, v.u.d->k[i]);
+            py_repr(b, v.u.d->k[i], depth + 1);
             tmpl_buf_adds(b, ": ");
-            tmpl_py_repr(b, v.u.d->v[i]);
+            py_repr(b, v.u.d->v[i], depth + 1);
         }
         tmpl_buf_addc(b, '}');
         if (v.kind == TV_NS) tmpl_buf_addc(b, '>');
@@ -303,19 +320,22 @@ static void json_str(struct tmpl_buf *b, const char *p, size_t n)
     tmpl_buf_addc(b, '"');
 }
 
-static void json_newline(struct tmpl_buf *b, int indent, int depth)
+static void json_newline(struct tmpl_buf *b, int64_t indent, int depth)
 {
     tmpl_buf_addc(b, '\n');
-    for (int i = 0; i < indent * depth; i++) tmpl_buf_addc(b, ' ');
+    /* stops at the memory limit: a huge indent must not spin on a dead buffer */
+    for (int64_t i = 0; i < indent && !b->oom; i++)
+        for (int d = 0; d < depth && !b->oom; d++) tmpl_buf_addc(b, ' ');
 }
 
-/* json.dumps(v, ensure_ascii=False, indent=indent or None) */
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why)
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int64_t indent, int depth, const char **why)
 {
-    if (depth > 1100) { /* cJSON input nests at most 1000 deep */
+    if (depth > TMPL_MAX_DATA_DEPTH) {
         *why = "maximum nesting depth exceeded";
         return false;
     }
+    if (b->oom) return true; /* the caller reports the memory limit */
+    tmpl_meter.work++;
     switch (v.kind) {
     case TV_NONE: tmpl_buf_adds(b, "null"); return true;
     case TV_BOOL: tmpl_buf_adds(b, v.u.b ? "true" : "false"); return true;
@@ -331,25 +351,25 @@ bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, cons
         if (v.u.l->n == 0) { tmpl_buf_adds(b, "[]"); return true; }
         tmpl_buf_addc(b, '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
-            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
-            if (indent > 0) json_newline(b, indent, depth + 1);
+            if (i) tmpl_buf_adds(b, indent >= 0 ? "," : ", ");
+            if (indent >= 0) json_newline(b, indent, depth + 1);
             if (!tmpl_to_json(b, v.u.l->v[i], indent, depth + 1, why)) return false;
         }
-        if (indent > 0) json_newline(b, indent, depth);
+        if (indent >= 0) json_newline(b, indent, depth);
         tmpl_buf_addc(b, ']');
         return true;
     case TV_DICT:
         if (v.u.d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
         tmpl_buf_addc(b, '{');
         for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
-            if (indent > 0) json_newline(b, indent, depth + 1);
+            if (i) tmpl_buf_adds(b, indent >= 0 ? "," : ", ");
+            if (indent >= 0) json_newline(b, indent, depth + 1);
             struct tval k = v.u.d->k[i];
             if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n);
             else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL ||
                      k.kind == TV_NONE) {
                 tmpl_buf_addc(b, '"');
-                if (!tmpl_to_json(b, k, 0, depth + 1, why)) return false;
+                if (!tmpl_to_json(b, k, -1, depth + 1, why)) return false;
                 tmpl_buf_addc(b, '"');
             } else {
                 *why = "keys must be str, int, float, bool or None";
@@ -358,7 +378,7 @@ bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, cons
             tmpl_buf_adds(b, ": ");
             if (!tmpl_to_json(b, v.u.d->v[i], indent, depth + 1, why)) return false;
         }
-        if (indent > 0) json_newline(b, indent, depth);
+        if (indent >= 0) json_newline(b, indent, depth);
         tmpl_buf_addc(b, '}');
         return true;
     default: break;
@@ -385,36 +405,55 @@ bool tmpl_truthy(struct tval v)
 }
 
 static bool is_num(struct tval v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
-static double num(struct tval v)
+
+int tmpl_cmp_int_float(int64_t i, double f)
 {
-    return v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : (double)v.u.b;
+    if (isnan(f)) return 2;
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    double t = trunc(f);
+    int64_t ti = (int64_t)t; /* |t| <= 2^63 and t = 2^63 was excluded: exact */
+    if (i != ti) return i < ti ? -1 : 1;
+    return t == f ? 0 : f > t ? -1 : 1;
 }
 
-bool tmpl_equal(struct tval a, struct tval b)
+static bool equal(struct tval a, struct tval b, int depth)
 {
+    tmpl_meter.work++;
     if (is_num(a) && is_num(b)) {
-        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) {
-            int64_t x = a.kind == TV_INT ? a.u.i : a.u.b, y = b.kind == TV_INT ? b.u.i : b.u.b;
-            return x == y;
-        }
-        return num(a) == num(b);
+        int64_t x = a.kind == TV_INT ? a.u.i : a.kind == TV_BOOL ? a.u.b : 0;
+        int64_t y = b.kind == TV_INT ? b.u.i : b.kind == TV_BOOL ? b.u.b : 0;
+        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) return x == y;
+        if (a.kind != TV_FLOAT) return tmpl_cmp_int_float(x, b.u.f) == 0;
+        if (b.kind != TV_FLOAT) return tmpl_cmp_int_float(y, a.u.f) == 0;
+        return a.u.f == b.u.f;
     }
     if (a.kind != b.kind) return false;
     switch (a.kind) {
     case TV_UNDEF:
     case TV_NONE: return true;
-    case TV_STR: return a.u.s.n == b.u.s.n && !memcmp(a.u.s.p, b.u.s.p, a.u.s.n);
+    case TV_STR:
+        tmpl_meter.work += a.u.s.n / TMPL_WORK_BYTES;
+        return a.u.s.n == b.u.s.n && !memcmp(a.u.s.p, b.u.s.p, a.u.s.n);
     case TV_LIST:
         if ((a.flags & TVF_TUPLE) != (b.flags & TVF_TUPLE)) return false;
         if (a.u.l->n != b.u.l->n) return false;
+        if (depth >= TMPL_MAX_DATA_DEPTH) {
+            tmpl_meter.too_deep = true;
+            return false;
+        }
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!tmpl_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+            if (!equal(a.u.l->v[i], b.u.l->v[i], depth + 1)) return false;
         return true;
     case TV_DICT:
         if (a.u.d->n != b.u.d->n) return false;
+        if (depth >= TMPL_MAX_DATA_DEPTH) {
+            tmpl_meter.too_deep = true;
+            return false;
+        }
         for (size_t i = 0; i < a.u.d->n; i++) {
             struct tval *o = tmpl_dict_get(b.u.d, a.u.d->k[i]);
-            if (!o || !tmpl_equal(a.u.d->v[i], *o)) return false;
+            if (!o || !equal(a.u.d->v[i], *o, depth + 1)) return false;
         }
         return true;
     case TV_NS: return a.u.d == b.u.d;
@@ -424,8 +463,11 @@ bool tmpl_equal(struct tval a, struct tval b)
     }
 }
 
+bool tmpl_equal(struct tval a, struct tval b) { return equal(a, b, 0); }
+
 struct tval *tmpl_dict_get(const struct tdict *d, struct tval key)
 {
+    tmpl_meter.work += d->n / 8; /* a key comparison is a few instructions */
     for (size_t i = 0; i < d->n; i++) {
         const struct tval *k = &d->k[i];
         if (key.kind == TV_STR && k->kind == TV_STR) {
