@@ -53,7 +53,7 @@ enum tv_kind {
     TV_DICT,   /* insertion-ordered like a Python dict */
     TV_NS,     /* namespace(): a dict whose attributes can be assigned */
     TV_MACRO,  /* u.node = the macro statement */
-    TV_FUNC,   /* built-in global function, u.i = enum tmpl_func */
+    TV_FUNC,   /* built-in global function, u.i = tmpl_global_index() */
     TV_METHOD, /* bound method, u.method */
     TV_LOOP,   /* the `loop` variable of a for loop, u.loop */
 };
@@ -326,7 +326,9 @@ struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval
 bool tmpl_ev_compare(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
                      const struct tmpl_node *at);
 
-enum tmpl_func { FN_RAISE, FN_STRFTIME, FN_NAMESPACE, FN_RANGE, FN_DICT, FN_COUNT_ };
+/* Global functions (raise_exception, range, namespace, ...): index for a TV_FUNC value's u.i,
+ * or -1 when name is not one. */
+int tmpl_global_index(const char *name, size_t len);
 
 /* Arguments of a filter / test / method / global call, already evaluated. */
 struct tmpl_args {

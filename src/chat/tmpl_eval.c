@@ -174,23 +174,18 @@ static void frame_set(struct tmpl_ev *ev, struct frame *f, const char *name, siz
     f->n++;
 }
 
-static const struct { const char *name; int fn; } globals[] = {
-    {"raise_exception", FN_RAISE}, {"strftime_now", FN_STRFTIME}, {"namespace", FN_NAMESPACE},
-    {"range", FN_RANGE},           {"dict", FN_DICT},
-};
-
 static struct tval lookup(struct tmpl_ev *ev, struct frame *f, const char *name, size_t len)
 {
     for (; f; f = f->parent)
         for (int i = f->n - 1; i >= 0; i--)
             if (f->lens[i] == len && !memcmp(f->names[i], name, len)) return f->vals[i];
-    for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++)
-        if (strlen(globals[i].name) == len && !memcmp(globals[i].name, name, len)) {
-            struct tval v = {0};
-            v.kind = TV_FUNC;
-            v.u.i = globals[i].fn;
-            return v;
-        }
+    int g = tmpl_global_index(name, len);
+    if (g >= 0) {
+        struct tval v = {0};
+        v.kind = TV_FUNC;
+        v.u.i = g;
+        return v;
+    }
     return undef_why(ev, "'%.*s' is undefined", (int)len, name);
 }
 
