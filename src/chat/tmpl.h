@@ -133,9 +133,26 @@ void tmpl_buf_addc(struct tmpl_buf *b, char c);
 void tmpl_py_str(struct tmpl_buf *b, struct tval v);  /* str(v) */
 void tmpl_py_repr(struct tmpl_buf *b, struct tval v); /* repr(v) */
 void tmpl_py_float(struct tmpl_buf *b, double f);     /* repr(float) */
-/* json.dumps(v, ensure_ascii=False, indent=...): indent < 0 is indent=None (one line, ", " and
- * ": "); indent >= 0 puts every element on its own line (0 = newlines only, as Python). */
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int64_t indent, int depth, const char **why);
+/* json.dumps options (Hugging Face's tojson passes these through). */
+struct tmpl_json_opts {
+    bool pretty;           /* indent is not None: one element per line */
+    const char *indent;    /* the unit repeated per level (" " * n, or the string given) */
+    size_t indent_n;
+    const char *item_sep;  /* ", " by default, "," when pretty */
+    size_t item_sep_n;
+    const char *key_sep;   /* ": " */
+    size_t key_sep_n;
+    bool ensure_ascii;     /* non-ASCII as \uXXXX */
+    bool sort_keys;
+};
+struct tmpl_json_error {
+    const char *kind; /* Python exception name: TypeError, RecursionError */
+    char msg[160];
+};
+/* json.dumps(v, **opts) appended to b. False with *err filled for what Python refuses (a
+ * generator, a tuple key, keys sort_keys cannot order, nesting beyond TMPL_MAX_DATA_DEPTH). */
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, const struct tmpl_json_opts *o, int depth,
+                  struct tmpl_json_error *err);
 const char *tmpl_type_name(struct tval v); /* Python type name: "str", "dict", "NoneType" ... */
 
 /* ------------------------------------------------------------------ resource meter

@@ -317,9 +317,53 @@ static struct tval attr_path(struct tmpl_ev *ev, struct tval item, struct tval p
  * row plus its function. */
 
 struct tmpl_sig {
-    const char *params; /* space-separated names; NULL = variadic */
+    const char *params; /* space-separated names, then "/" if all are positional-only (as in
+                           Python's signatures); NULL = variadic */
     int required;       /* the first `required` params must be given */
 };
+
+/* Python's argument binding for a builtin: no more positional arguments than parameters,
+ * keywords only by (keyword-capable) parameter name and not twice, the required ones given.
+ * Refusals are TypeError, as Python's. kind/name say what is called ("filter 'round'"). */
+static void check_args(struct tmpl_ev *ev, const char *kind, const char *name, struct tmpl_sig sig,
+                       const struct tmpl_args *a, const struct tmpl_node *at)
+{
+    if (!sig.params) return;
+    const char *names[8];
+    int lens[8], np = 0;
+    bool posonly = false;
+    for (const char *p = sig.params; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        if (e - p == 1 && *p == '/') posonly = true;
+        else if (e > p && np < 8) {
+            names[np] = p;
+            lens[np++] = (int)(e - p);
+        }
+        p = e;
+    }
+    if (a->n > np)
+        tmpl_throw(ev, at, "TypeError", "%s '%s' takes at most %d argument%s (%d given)", kind, name, np,
+                   np == 1 ? "" : "s", a->n);
+    for (int k = 0; k < a->nk; k++) {
+        int j = -1;
+        for (int i = 0; i < np && j < 0; i++)
+            if ((int)strlen(a->kwn[k]) == lens[i] && !memcmp(a->kwn[k], names[i], (size_t)lens[i])) j = i;
+        if (j < 0 || posonly)
+            tmpl_throw(ev, at, "TypeError", "%s '%s' got an unexpected keyword argument '%s'", kind, name, a->kwn[k]);
+        bool twice = j < a->n;
+        for (int k2 = 0; k2 < k && !twice; k2++) twice = !strcmp(a->kwn[k2], a->kwn[k]);
+        if (twice) tmpl_throw(ev, at, "TypeError", "%s '%s' got multiple values for argument '%s'", kind, name, a->kwn[k]);
+    }
+    for (int j = a->n; j < sig.required && j < np; j++) {
+        bool given = false;
+        for (int k = 0; k < a->nk && !given; k++)
+            given = (int)strlen(a->kwn[k]) == lens[j] && !memcmp(a->kwn[k], names[j], (size_t)lens[j]);
+        if (!given)
+            tmpl_throw(ev, at, "TypeError", "%s '%s' missing required argument '%.*s'", kind, name, lens[j], names[j]);
+    }
+}
 
 /* ------------------------------------------------------------------ tests */
 
@@ -467,37 +511,67 @@ static bool t_le(struct tmpl_ev *ev, struct tval v, struct tval x, const struct 
     return tmpl_ev_compare(ev, OP_LE, v, x, at);
 }
 
+static bool t_filter(struct tmpl_ev *ev, struct tval v, struct tval x, const struct tmpl_node *at);
+static bool t_test(struct tmpl_ev *ev, struct tval v, struct tval x, const struct tmpl_node *at);
+
 static const struct {
     const char *name;
     test_fn fn;
     struct tmpl_sig sig;
 } tests[] = {
-    {"!=", t_ne, {"other", 0}},          {"<", t_lt, {"other", 0}},
-    {"<=", t_le, {"other", 0}},          {"==", t_eq, {"other", 0}},
-    {">", t_gt, {"other", 0}},           {">=", t_ge, {"other", 0}},
+    {"!=", t_ne, {"other /", 1}},          {"<", t_lt, {"other /", 1}},
+    {"<=", t_le, {"other /", 1}},          {"==", t_eq, {"other /", 1}},
+    {">", t_gt, {"other /", 1}},           {">=", t_ge, {"other /", 1}},
     {"boolean", t_boolean, {"", 0}},     {"callable", t_callable, {"", 0}},
-    {"defined", t_defined, {"", 0}},     {"divisibleby", t_divisibleby, {"num", 0}},
-    {"eq", t_eq, {"other", 0}},          {"equalto", t_eq, {"other", 0}},
+    {"defined", t_defined, {"", 0}},     {"divisibleby", t_divisibleby, {"num", 1}},
+    {"eq", t_eq, {"other /", 1}},          {"equalto", t_eq, {"other /", 1}},
     {"escaped", t_escaped, {"", 0}},     {"even", t_even, {"", 0}},
     {"false", t_false, {"", 0}},         {"float", t_float, {"", 0}},
-    {"ge", t_ge, {"other", 0}},          {"gt", t_gt, {"other", 0}},
-    {"in", t_in, {"seq", 0}},            {"integer", t_integer, {"", 0}},
-    {"iterable", t_iterable, {"", 0}},   {"le", t_le, {"other", 0}},
-    {"lower", t_lower, {"", 0}},         {"lt", t_lt, {"other", 0}},
-    {"mapping", t_mapping, {"", 0}},     {"ne", t_ne, {"other", 0}},
+    {"ge", t_ge, {"other /", 1}},          {"gt", t_gt, {"other /", 1}},
+    {"in", t_in, {"seq", 1}},            {"integer", t_integer, {"", 0}},
+    {"iterable", t_iterable, {"", 0}},   {"le", t_le, {"other /", 1}},
+    {"lower", t_lower, {"", 0}},         {"lt", t_lt, {"other /", 1}},
+    {"mapping", t_mapping, {"", 0}},     {"ne", t_ne, {"other /", 1}},
     {"none", t_none, {"", 0}},           {"number", t_number, {"", 0}},
-    {"odd", t_odd, {"", 0}},             {"sameas", t_eq, {"other", 0}},
+    {"odd", t_odd, {"", 0}},             {"sameas", t_eq, {"other", 1}},
     {"sequence", t_sequence, {"", 0}},   {"string", t_string, {"", 0}},
     {"true", t_true, {"", 0}},           {"undefined", t_undefined, {"", 0}},
     {"upper", t_upper, {"", 0}},
+    {"greaterthan", t_gt, {"other /", 1}}, {"lessthan", t_lt, {"other /", 1}},
+    {"filter", t_filter, {"", 0}},       {"test", t_test, {"", 0}},
 };
+
+static int find_test(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
+        if (name_is(name, len, tests[i].name)) return (int)i;
+    return -1;
+}
+
+static int find_filter(const char *name, size_t len);
+
+/* `x is filter` / `x is test`: x names one (Jinja 3.x) */
+static bool t_filter(struct tmpl_ev *ev, struct tval v, struct tval x, const struct tmpl_node *at)
+{
+    (void)ev, (void)x, (void)at;
+    return v.kind == TV_STR && find_filter(v.u.s.p, v.u.s.n) >= 0;
+}
+
+static bool t_test(struct tmpl_ev *ev, struct tval v, struct tval x, const struct tmpl_node *at)
+{
+    (void)ev, (void)x, (void)at;
+    return v.kind == TV_STR && find_test(v.u.s.p, v.u.s.n) >= 0;
+}
 
 bool tmpl_apply_test(struct tmpl_ev *ev, const char *name, struct tval v, const struct tmpl_args *a,
                      const struct tmpl_node *at)
 {
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++)
-        if (!strcmp(tests[i].name, name)) return tests[i].fn(ev, v, tmpl_arg(a, 0, NULL, NULL), at);
-    tmpl_throw(ev, at, "TemplateAssertionError", "no test named '%s'", name);
+    int i = find_test(name, strlen(name));
+    if (i < 0) tmpl_throw(ev, at, "TemplateAssertionError", "no test named '%s'", name);
+    check_args(ev, "test", name, tests[i].sig, a, at);
+    /* the one parameter, by position or by name ("other /" is positional-only) */
+    struct tval x = tmpl_arg(a, 0, strchr(tests[i].sig.params, '/') ? NULL : tests[i].sig.params, NULL);
+    return tests[i].fn(ev, v, x, at);
 }
 
 /* ------------------------------------------------------------------ filters */
@@ -1005,11 +1079,11 @@ static int sort_cmp(struct tmpl_ev *ev, const struct tval *a, const struct tval 
     return cmp_vals(a, b, ci);
 }
 
-/* dictsort compares (key, value) pairs by key; mixed key types fail as Python's sort does */
-static int pair_key_cmp(struct tmpl_ev *ev, const struct tval *a, const struct tval *b, bool ci,
-                        const struct tmpl_node *at)
+/* Python's sort raises on keys it cannot order (an int and a str): dictsort and min/max check
+ * each comparison */
+static int checked_cmp(struct tmpl_ev *ev, const struct tval *x, const struct tval *y, bool ci,
+                       const struct tmpl_node *at)
 {
-    const struct tval *x = &a->u.l->v[0], *y = &b->u.l->v[0];
     if (!same_sort_class(*x, *y))
         tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
                    tmpl_type_name(*x), tmpl_type_name(*y));
@@ -1030,24 +1104,45 @@ static struct tval f_default(struct tmpl_ev *ev, struct tval v, const struct tmp
     return v;
 }
 
+/* Hugging Face replaces Jinja's tojson (which HTML-escapes) with
+ * tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False) = json.dumps with
+ * those arguments; note the first positional argument is ensure_ascii, not indent. */
 static struct tval f_tojson(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
 {
-    bool has;
-    struct tval ind = tmpl_arg(a, 0, "indent", &has);
-    int64_t indent_n = -1; /* None: one line */
-    if (has && ind.kind != TV_NONE) {
-        indent_n = int_arg(ev, ind, at, "indent");
-        if (indent_n < 0) indent_n = 0; /* Python: ' ' * -1 is '', i.e. newlines only */
+    struct tval ind = tmpl_arg(a, 1, "indent", NULL), sep = tmpl_arg(a, 2, "separators", NULL);
+    struct tmpl_json_opts o = {.item_sep = ", ", .item_sep_n = 2, .key_sep = ": ", .key_sep_n = 2};
+    o.ensure_ascii = tmpl_truthy(tmpl_arg(a, 0, "ensure_ascii", NULL));
+    o.sort_keys = tmpl_truthy(tmpl_arg(a, 3, "sort_keys", NULL));
+    if (ind.kind != TV_UNDEF && ind.kind != TV_NONE) {
+        o.pretty = true;
+        o.item_sep = ",";
+        o.item_sep_n = 1;
+        if (ind.kind == TV_STR) {
+            o.indent = ind.u.s.p;
+            o.indent_n = ind.u.s.n;
+        } else {
+            int64_t n = int_arg(ev, ind, at, "indent");
+            if (n < 0) n = 0; /* Python: ' ' * -1 is '', i.e. newlines only */
+            char *sp = tmpl_ev_alloc(ev, (size_t)n + 1); /* a huge n is a MemoryError here */
+            memset(sp, ' ', (size_t)n);
+            o.indent = sp;
+            o.indent_n = (size_t)n;
+        }
+    }
+    if (sep.kind != TV_UNDEF && sep.kind != TV_NONE) {
+        if (sep.kind != TV_LIST || (sep.flags & TVF_GEN) || sep.u.l->n != 2 ||
+            sep.u.l->v[0].kind != TV_STR || sep.u.l->v[1].kind != TV_STR)
+            tmpl_throw(ev, at, "TypeError", "separators must be an (item_separator, key_separator) pair of strings");
+        o.item_sep = sep.u.l->v[0].u.s.p;
+        o.item_sep_n = sep.u.l->v[0].u.s.n;
+        o.key_sep = sep.u.l->v[1].u.s.p;
+        o.key_sep_n = sep.u.l->v[1].u.s.n;
     }
     struct tmpl_buf b;
     tmpl_buf_init(&b, tmpl_ev_arena(ev));
     tmpl_buf_add(&b, "", 0);
-    const char *why = NULL;
-    if (!tmpl_to_json(&b, v, indent_n, 0, &why)) {
-        if (!strcmp(why, "maximum nesting depth exceeded"))
-            tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
-        tmpl_throw(ev, at, "TypeError", "Object of type %s is not JSON serializable", why);
-    }
+    struct tmpl_json_error err;
+    if (!tmpl_to_json(&b, v, &o, 0, &err)) tmpl_throw(ev, at, err.kind, "%s", err.msg);
     return buf_val(ev, &b);
 }
 
@@ -1223,12 +1318,27 @@ static struct tval f_items(struct tmpl_ev *ev, struct tval v, const struct tmpl_
     return r;
 }
 
+/* Jinja do_dictsort: sorted(d.items(), key=item[0 or 1], reverse=reverse), strings compared
+ * case-insensitively unless case_sensitive */
 static struct tval f_dictsort(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
 {
+    bool ci = !tmpl_truthy(tmpl_arg(a, 0, "case_sensitive", NULL));
+    bool has_by;
+    struct tval by = tmpl_arg(a, 1, "by", &has_by);
+    bool rev = tmpl_truthy(tmpl_arg(a, 2, "reverse", NULL));
+    int pos = 0;
+    if (has_by && !tmpl_is_str(by, "key")) {
+        if (!tmpl_is_str(by, "value"))
+            tmpl_throw(ev, at, "FilterArgumentError", "You can only sort by either \"key\" or \"value\"");
+        pos = 1;
+    }
     if (v.kind != TV_DICT) tmpl_throw(ev, at, "TypeError", "You can only sort by either \"key\" or \"value\"");
-    struct tval r = f_items(ev, v, a, at);
+    struct tval r = f_items(ev, v, &(struct tmpl_args){0}, at);
     r.flags = 0;
-    merge_sort(ev, r.u.l->v, NULL, r.u.l->n, pair_key_cmp, true, false, at);
+    size_t n = r.u.l->n;
+    struct tval *keys = tmpl_ev_alloc(ev, (n ? n : 1) * sizeof *keys);
+    for (size_t i = 0; i < n; i++) keys[i] = r.u.l->v[i].u.l->v[pos];
+    merge_sort(ev, r.u.l->v, keys, n, checked_cmp, ci, rev, at);
     return r;
 }
 
@@ -1329,22 +1439,28 @@ static struct tval f_sum(struct tmpl_ev *ev, struct tval v, const struct tmpl_ar
     return acc;
 }
 
+/* Jinja _min_or_max: min/max(items, key=attribute of each, strings case-folded unless
+ * case_sensitive); the first of equal items wins, as in Python */
 static struct tval min_max(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, bool want_max,
                            const struct tmpl_node *at)
 {
     struct tval l = tmpl_ev_list_of(ev, v, at);
     if (l.u.l->n == 0) return tv_undef();
     bool ci = !tmpl_truthy(tmpl_arg(a, 0, "case_sensitive", NULL));
-    struct tval best = l.u.l->v[0];
+    bool has_attr;
+    struct tval attr = tmpl_arg(a, 1, "attribute", &has_attr);
+    size_t best = 0;
+    struct tval best_key = has_attr ? attr_path(ev, l.u.l->v[0], attr, at) : l.u.l->v[0];
     tmpl_ev_tick(ev, l.u.l->n, at);
     for (size_t i = 1; i < l.u.l->n; i++) {
-        if (!same_sort_class(best, l.u.l->v[i]))
-            tmpl_throw(ev, at, "TypeError", "'<' not supported between instances of '%s' and '%s'",
-                       tmpl_type_name(l.u.l->v[i]), tmpl_type_name(best));
-        int c = cmp_vals(&l.u.l->v[i], &best, ci);
-        if (want_max ? c > 0 : c < 0) best = l.u.l->v[i];
+        struct tval key = has_attr ? attr_path(ev, l.u.l->v[i], attr, at) : l.u.l->v[i];
+        int c = checked_cmp(ev, &key, &best_key, ci, at);
+        if (want_max ? c > 0 : c < 0) {
+            best = i;
+            best_key = key;
+        }
     }
-    return best;
+    return l.u.l->v[best];
 }
 
 static struct tval f_min(struct tmpl_ev *ev, struct tval v, const struct tmpl_args *a, const struct tmpl_node *at)
@@ -1411,19 +1527,27 @@ static const struct {
     {"strip", f_trim, {"chars", 0}}, /* not Jinja's; kept for templates written for tern */
     {"sum", f_sum, {"attribute start", 0}},
     {"title", f_title, {"", 0}},
-    {"tojson", f_tojson, {"indent", 0}},
+    {"tojson", f_tojson, {"ensure_ascii indent separators sort_keys", 0}},
     {"trim", f_trim, {"chars", 0}},
     {"unique", f_unique, {"case_sensitive attribute", 0}},
     {"upper", f_upper, {"", 0}},
     {"wordcount", f_wordcount, {"", 0}},
 };
 
+static int find_filter(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
+        if (name_is(name, len, filters[i].name)) return (int)i;
+    return -1;
+}
+
 struct tval tmpl_apply_filter(struct tmpl_ev *ev, const char *name, struct tval v,
                               const struct tmpl_args *a, const struct tmpl_node *at)
 {
-    for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
-        if (!strcmp(filters[i].name, name)) return filters[i].fn(ev, v, a, at);
-    tmpl_throw(ev, at, "TemplateAssertionError", "no filter named '%s'", name);
+    int i = find_filter(name, strlen(name));
+    if (i < 0) tmpl_throw(ev, at, "TemplateAssertionError", "no filter named '%s'", name);
+    check_args(ev, "filter", name, filters[i].sig, a, at);
+    return filters[i].fn(ev, v, a, at);
 }
 
 /* ------------------------------------------------------------------ methods
@@ -1657,30 +1781,30 @@ CLASS_METHOD(m_islower, 5)
 static const struct method str_methods[] = {
     {"capitalize", m_capitalize, {"", 0}},
     {"center", NULL, {NULL, 0}},
-    {"count", m_count, {"sub", 1}},
-    {"endswith", m_endswith, {"suffix", 1}},
-    {"find", m_find, {"sub", 1}},
+    {"count", m_count, {"sub /", 1}},
+    {"endswith", m_endswith, {"suffix /", 1}},
+    {"find", m_find, {"sub /", 1}},
     {"format", NULL, {NULL, 0}},
-    {"index", m_str_index, {"sub", 1}},
+    {"index", m_str_index, {"sub /", 1}},
     {"isalnum", m_isalnum, {"", 0}},
     {"isalpha", m_isalpha, {"", 0}},
     {"isdigit", m_isdigit, {"", 0}},
     {"islower", m_islower, {"", 0}},
     {"isspace", m_isspace, {"", 0}},
     {"isupper", m_isupper, {"", 0}},
-    {"join", m_join, {"iterable", 1}},
+    {"join", m_join, {"iterable /", 1}},
     {"ljust", NULL, {NULL, 0}},
     {"lower", m_lower, {"", 0}},
-    {"lstrip", m_lstrip, {"chars", 0}},
+    {"lstrip", m_lstrip, {"chars /", 0}},
     {"partition", NULL, {NULL, 0}},
-    {"replace", m_replace, {"old new count", 2}},
+    {"replace", m_replace, {"old new count /", 2}},
     {"rjust", NULL, {NULL, 0}},
     {"rsplit", m_rsplit, {"sep maxsplit", 0}},
-    {"rstrip", m_rstrip, {"chars", 0}},
+    {"rstrip", m_rstrip, {"chars /", 0}},
     {"split", m_split, {"sep maxsplit", 0}},
     {"splitlines", m_splitlines, {"", 0}},
-    {"startswith", m_startswith, {"prefix", 1}},
-    {"strip", m_strip, {"chars", 0}},
+    {"startswith", m_startswith, {"prefix /", 1}},
+    {"strip", m_strip, {"chars /", 0}},
     {"swapcase", m_swapcase, {"", 0}},
     {"title", m_title, {"", 0}},
     {"upper", m_upper, {"", 0}},
@@ -1730,7 +1854,7 @@ static struct tval m_copy(struct tmpl_ev *ev, struct tval self, const struct tmp
 static const struct method dict_methods[] = {
     {"clear", NULL, {NULL, 0}},
     {"copy", m_copy, {"", 0}},
-    {"get", m_get, {"key default", 1}},
+    {"get", m_get, {"key default /", 1}},
     {"items", m_items, {"", 0}},
     {"keys", m_keys, {"", 0}},
     {"pop", NULL, {NULL, 0}},
@@ -1769,9 +1893,9 @@ static const struct method list_methods[] = {
     {"append", NULL, {NULL, 0}},
     {"clear", NULL, {NULL, 0}},
     {"copy", m_copy, {"", 0}},
-    {"count", m_list_count, {"value", 1}},
+    {"count", m_list_count, {"value /", 1}},
     {"extend", NULL, {NULL, 0}},
-    {"index", m_list_index, {"value", 1}},
+    {"index", m_list_index, {"value /", 1}},
     {"insert", NULL, {NULL, 0}},
     {"pop", NULL, {NULL, 0}},
     {"remove", NULL, {NULL, 0}},
@@ -1812,7 +1936,12 @@ struct tval tmpl_call_method(struct tmpl_ev *ev, struct tval self, const char *n
         return a->pos[self.u.loop->index0 % a->n];
     }
     const struct method *m = find_method(self, name, strlen(name));
-    if (m && m->fn) return m->fn(ev, self, a, at);
+    if (m && m->fn) {
+        char what[32];
+        snprintf(what, sizeof what, "%s.%s", tmpl_type_name(self), m->name);
+        check_args(ev, "method", what, m->sig, a, at);
+        return m->fn(ev, self, a, at);
+    }
     if (self.kind == TV_STR)
         tmpl_throw(ev, at, "NotImplementedError", "str.%s() is not supported by tern's template engine", name);
     tmpl_throw(ev, at, "SecurityError", "access to attribute '%s' of '%s' object is unsafe.", name,
@@ -1937,5 +2066,6 @@ struct tval tmpl_call_global(struct tmpl_ev *ev, int fn, const struct tmpl_args 
                              const struct tmpl_node *at)
 {
     TERN_ASSERT(fn >= 0 && (size_t)fn < N_OF(globals));
+    check_args(ev, "function", globals[fn].name, globals[fn].sig, a, at);
     return globals[fn].fn(ev, a, at);
 }

@@ -291,14 +291,23 @@ static void py_str(struct tmpl_buf *b, struct tval v, int depth)
     }
 }
 
-static void json_str(struct tmpl_buf *b, const char *p, size_t n)
+static void json_u16(struct tmpl_buf *b, unsigned u) /* u < 0x10000 */
+{
+    char e[16];
+    snprintf(e, sizeof e, "\\u%04x", u & 0xFFFF);
+    tmpl_buf_adds(b, e);
+}
+
+/* A JSON string as json.dumps writes it: ensure_ascii escapes everything above 0x7f as \uXXXX
+ * (a surrogate pair beyond the BMP); a byte that is not valid UTF-8 (template literals can
+ * hold them, Python strings cannot) is escaped as the code point of its value. */
+static void json_str(struct tmpl_buf *b, const char *p, size_t n, bool ascii)
 {
     tmpl_buf_addc(b, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         const char *esc = NULL;
-        char u[8];
         if (c == '"') esc = "\\\"";
         else if (c == '\\') esc = "\\\\";
         else if (c == '\n') esc = "\\n";
@@ -306,32 +315,85 @@ static void json_str(struct tmpl_buf *b, const char *p, size_t n)
         else if (c == '\t') esc = "\\t";
         else if (c == '\b') esc = "\\b";
         else if (c == '\f') esc = "\\f";
-        else if (c < 0x20) {
-            snprintf(u, sizeof u, "\\u%04x", c);
-            esc = u;
+        /* Python's ESCAPE_ASCII is [^ -~]: DEL (0x7f) is escaped too */
+        if (!esc && c >= 0x20 && (!ascii || c < 0x7f)) {
+            run++;
+            continue;
         }
-        if (esc) {
-            tmpl_buf_add(b, p + i - run, run);
-            run = 0;
-            tmpl_buf_adds(b, esc);
-        } else run++;
+        tmpl_buf_add(b, p + i - run, run);
+        run = 0;
+        if (esc) tmpl_buf_adds(b, esc);
+        else if (c < 0x80) json_u16(b, c); /* control characters, DEL */
+        else {
+            size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            uint32_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+            bool ok = len > 1 && i + len <= n;
+            for (size_t k = 1; ok && k < len; k++) {
+                unsigned char cc = (unsigned char)p[i + k];
+                ok = (cc & 0xC0) == 0x80;
+                cp = (cp << 6) | (cc & 0x3F);
+            }
+            if (!ok) cp = c, len = 1;
+            if (cp >= 0x10000) {
+                json_u16(b, 0xD800 + ((cp - 0x10000) >> 10));
+                json_u16(b, 0xDC00 + ((cp - 0x10000) & 0x3FF));
+            } else json_u16(b, cp);
+            i += len - 1;
+        }
     }
     tmpl_buf_add(b, p + n - run, run);
     tmpl_buf_addc(b, '"');
 }
 
-static void json_newline(struct tmpl_buf *b, int64_t indent, int depth)
+static void json_newline(struct tmpl_buf *b, const struct tmpl_json_opts *o, int depth)
 {
     tmpl_buf_addc(b, '\n');
     /* stops at the memory limit: a huge indent must not spin on a dead buffer */
-    for (int64_t i = 0; i < indent && !b->oom; i++)
-        for (int d = 0; d < depth && !b->oom; d++) tmpl_buf_addc(b, ' ');
+    for (int d = 0; d < depth && !b->oom; d++) tmpl_buf_add(b, o->indent, o->indent_n);
 }
 
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int64_t indent, int depth, const char **why)
+static bool is_number(struct tval v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
+
+struct key_sort {
+    const struct tdict *d;
+    const char *mixed_a, *mixed_b; /* set when two keys cannot be ordered */
+};
+
+/* sorted(d.items()) compares keys: str with str (by code point = by UTF-8 bytes), numbers with
+ * numbers; anything else is Python's TypeError, reported after the sort. */
+static int key_cmp(const void *pa, const void *pb, void *ctx)
+{
+    struct key_sort *ks = ctx;
+    struct tval a = ks->d->k[*(const size_t *)pa], b = ks->d->k[*(const size_t *)pb];
+    if (a.kind == TV_STR && b.kind == TV_STR) {
+        size_t n = a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n;
+        int c = memcmp(a.u.s.p, b.u.s.p, n);
+        if (c) return c < 0 ? -1 : 1;
+        return a.u.s.n < b.u.s.n ? -1 : a.u.s.n > b.u.s.n;
+    }
+    if (is_number(a) && is_number(b)) {
+        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) {
+            int64_t x = a.kind == TV_INT ? a.u.i : a.u.b, y = b.kind == TV_INT ? b.u.i : b.u.b;
+            return x < y ? -1 : x > y;
+        }
+        int c = a.kind != TV_FLOAT ? tmpl_cmp_int_float(a.kind == TV_INT ? a.u.i : a.u.b, b.u.f)
+              : b.kind != TV_FLOAT ? -tmpl_cmp_int_float(b.kind == TV_INT ? b.u.i : b.u.b, a.u.f)
+              : (a.u.f < b.u.f ? -1 : a.u.f > b.u.f);
+        return c == 2 || c == -2 ? 0 : c;
+    }
+    if (!ks->mixed_a) {
+        ks->mixed_a = tmpl_type_name(b);
+        ks->mixed_b = tmpl_type_name(a);
+    }
+    return 0;
+}
+
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, const struct tmpl_json_opts *o, int depth,
+                  struct tmpl_json_error *err)
 {
     if (depth > TMPL_MAX_DATA_DEPTH) {
-        *why = "maximum nesting depth exceeded";
+        snprintf(err->msg, sizeof err->msg, "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
+        err->kind = "RecursionError";
         return false;
     }
     if (b->oom) return true; /* the caller reports the memory limit */
@@ -345,45 +407,68 @@ bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int64_t indent, int depth, 
         else if (isinf(v.u.f)) tmpl_buf_adds(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else tmpl_py_float(b, v.u.f);
         return true;
-    case TV_STR: json_str(b, v.u.s.p, v.u.s.n); return true;
+    case TV_STR: json_str(b, v.u.s.p, v.u.s.n, o->ensure_ascii); return true;
     case TV_LIST:
         if (v.flags & TVF_GEN) break;
         if (v.u.l->n == 0) { tmpl_buf_adds(b, "[]"); return true; }
         tmpl_buf_addc(b, '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
-            if (i) tmpl_buf_adds(b, indent >= 0 ? "," : ", ");
-            if (indent >= 0) json_newline(b, indent, depth + 1);
-            if (!tmpl_to_json(b, v.u.l->v[i], indent, depth + 1, why)) return false;
+            if (i) tmpl_buf_add(b, o->item_sep, o->item_sep_n);
+            if (o->pretty) json_newline(b, o, depth + 1);
+            if (!tmpl_to_json(b, v.u.l->v[i], o, depth + 1, err)) return false;
         }
-        if (indent >= 0) json_newline(b, indent, depth);
+        if (o->pretty) json_newline(b, o, depth);
         tmpl_buf_addc(b, ']');
         return true;
-    case TV_DICT:
-        if (v.u.d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
-        tmpl_buf_addc(b, '{');
-        for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i) tmpl_buf_adds(b, indent >= 0 ? "," : ", ");
-            if (indent >= 0) json_newline(b, indent, depth + 1);
-            struct tval k = v.u.d->k[i];
-            if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n);
-            else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL ||
-                     k.kind == TV_NONE) {
-                tmpl_buf_addc(b, '"');
-                if (!tmpl_to_json(b, k, -1, depth + 1, why)) return false;
-                tmpl_buf_addc(b, '"');
-            } else {
-                *why = "keys must be str, int, float, bool or None";
+    case TV_DICT: {
+        const struct tdict *d = v.u.d;
+        if (d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
+        size_t *order = NULL;
+        if (o->sort_keys) {
+            order = tmpl_arena_alloc(b->a, d->n * sizeof *order);
+            if (!order) {
+                b->oom = true;
+                return true;
+            }
+            for (size_t i = 0; i < d->n; i++) order[i] = i;
+            struct key_sort ks = {d, NULL, NULL};
+            tmpl_meter.work += d->n * 20; /* n log n comparisons */
+            qsort_r(order, d->n, sizeof *order, key_cmp, &ks);
+            if (ks.mixed_a) {
+                snprintf(err->msg, sizeof err->msg, "'<' not supported between instances of '%s' and '%s'",
+                         ks.mixed_a, ks.mixed_b);
+                err->kind = "TypeError";
                 return false;
             }
-            tmpl_buf_adds(b, ": ");
-            if (!tmpl_to_json(b, v.u.d->v[i], indent, depth + 1, why)) return false;
         }
-        if (indent >= 0) json_newline(b, indent, depth);
+        tmpl_buf_addc(b, '{');
+        for (size_t j = 0; j < d->n; j++) {
+            size_t i = order ? order[j] : j;
+            if (j) tmpl_buf_add(b, o->item_sep, o->item_sep_n);
+            if (o->pretty) json_newline(b, o, depth + 1);
+            struct tval k = d->k[i];
+            if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n, o->ensure_ascii);
+            else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL || k.kind == TV_NONE) {
+                tmpl_buf_addc(b, '"'); /* json.dumps turns these keys into their JSON text */
+                if (!tmpl_to_json(b, k, o, depth + 1, err)) return false;
+                tmpl_buf_addc(b, '"');
+            } else {
+                snprintf(err->msg, sizeof err->msg, "keys must be str, int, float, bool or None, not %s",
+                         tmpl_type_name(k));
+                err->kind = "TypeError";
+                return false;
+            }
+            tmpl_buf_add(b, o->key_sep, o->key_sep_n);
+            if (!tmpl_to_json(b, d->v[i], o, depth + 1, err)) return false;
+        }
+        if (o->pretty) json_newline(b, o, depth);
         tmpl_buf_addc(b, '}');
         return true;
+    }
     default: break;
     }
-    *why = tmpl_type_name(v);
+    snprintf(err->msg, sizeof err->msg, "Object of type %s is not JSON serializable", tmpl_type_name(v));
+    err->kind = "TypeError";
     return false;
 }
 
