@@ -309,10 +309,8 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
                         const struct tmpl_var *vars, int n_vars,
                         const struct tmpl_render_opts *opts, const char **out, size_t *out_len);
 
-/* cJSON -> value (strings and containers copied into the arena). Integral numbers without a
- * fractional part become ints (cJSON does not keep "1.0" vs "1"). NULL on OOM. */
-struct cJSON;
-bool tmpl_from_cjson(struct tmpl_arena *a, const struct cJSON *j, struct tval *out);
+/* Does the template refer to the variable `name` anywhere (read or set)? */
+bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name);
 
 /* ------------------------------------------------------------------ evaluator internals shared
  * with tmpl_builtins.c */

@@ -905,6 +905,34 @@ tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out)
     return TERN_OK;
 }
 
+static bool node_uses(const struct tmpl_node *n, const char *name, int depth)
+{
+    if (!n || depth > 10000) return false; /* the parser bounds nesting far below this */
+    if (n->kind == N_NAME && n->str && !strcmp(n->str, name)) return true;
+    if (node_uses(n->a, name, depth + 1) || node_uses(n->b, name, depth + 1) || node_uses(n->c, name, depth + 1))
+        return true;
+    for (int i = 0; i < n->n_args; i++)
+        if (node_uses(n->args[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_kwargs; i++)
+        if (node_uses(n->kwargs[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_body; i++)
+        if (node_uses(n->body[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_body2; i++)
+        if (node_uses(n->body2[i], name, depth + 1)) return true;
+    /* for-loop and set targets are names too */
+    if ((n->kind == N_FOR || n->kind == N_SET || n->kind == N_TUPLE) && n->names)
+        for (int i = 0; i < n->n_names; i++)
+            if (n->names[i] && !strcmp(n->names[i], name)) return true;
+    return false;
+}
+
+bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name)
+{
+    for (int i = 0; i < p->n_body; i++)
+        if (node_uses(p->body[i], name, 0)) return true;
+    return false;
+}
+
 void tmpl_program_free(struct tmpl_program *prog)
 {
     if (!prog) return;

@@ -1,11 +1,10 @@
 /* tmpl_value.c — template values: the arena they live in, Python-compatible printing (str,
- * repr, float repr), json.dumps-compatible tojson, truthiness and equality, cJSON import.
+ * repr, float repr), json.dumps-compatible tojson, truthiness and equality.
  *
  * Read tmpl.h first. Everything here is pure (no evaluator state): helpers report problems by
  * return value and the evaluator turns them into template errors. */
 #include "chat/tmpl.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -577,66 +576,4 @@ void tmpl_html_escape(struct tmpl_buf *b, const char *p, size_t n)
         if (r) tmpl_buf_adds(b, r);
         else tmpl_buf_addc(b, c);
     }
-}
-
-/* ------------------------------------------------------------------ cJSON import */
-
-bool tmpl_from_cjson(struct tmpl_arena *a, const struct cJSON *j, struct tval *out)
-{
-    if (cJSON_IsNull(j)) *out = tv_none();
-    else if (cJSON_IsTrue(j)) *out = tv_bool(true);
-    else if (cJSON_IsFalse(j)) *out = tv_bool(false);
-    else if (cJSON_IsNumber(j)) {
-        double d = j->valuedouble;
-        if (d == floor(d) && fabs(d) < 9007199254740992.0) *out = tv_int((int64_t)d);
-        else *out = tv_float(d);
-    } else if (cJSON_IsString(j)) {
-        size_t n = strlen(j->valuestring);
-        char *p = tmpl_arena_alloc(a, n + 1);
-        if (!p) return false;
-        memcpy(p, j->valuestring, n);
-        *out = tv_str(p, n);
-    } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
-        size_t n = (size_t)cJSON_GetArraySize(j);
-        struct tval *vals = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *vals);
-        if (!vals) return false;
-        size_t i = 0;
-        const cJSON *c;
-        cJSON_ArrayForEach(c, j) {
-            if (!tmpl_from_cjson(a, c, &vals[i])) return false;
-            i++;
-        }
-        if (cJSON_IsArray(j)) {
-            struct tlist *l = tmpl_arena_alloc(a, sizeof *l);
-            if (!l) return false;
-            l->n = l->cap = n;
-            l->v = vals;
-            struct tval v = {0};
-            v.kind = TV_LIST;
-            v.u.l = l;
-            *out = v;
-        } else {
-            struct tdict *d = tmpl_arena_alloc(a, sizeof *d);
-            struct tval *keys = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *keys);
-            if (!d || !keys) return false;
-            i = 0;
-            cJSON_ArrayForEach(c, j) {
-                size_t kn = strlen(c->string ? c->string : "");
-                char *kp = tmpl_arena_alloc(a, kn + 1);
-                if (!kp) return false;
-                memcpy(kp, c->string ? c->string : "", kn);
-                keys[i++] = tv_str(kp, kn);
-            }
-            d->n = d->cap = n;
-            d->k = keys;
-            d->v = vals;
-            struct tval v = {0};
-            v.kind = TV_DICT;
-            v.u.d = d;
-            *out = v;
-        }
-    } else {
-        *out = tv_none();
-    }
-    return true;
 }
