@@ -847,11 +847,13 @@ const char *tern_chat_template_warning(const struct tern_chat_template *t);
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len);
 
-/* --- tool calls in model output (src/gen/toolcall.c) ---
+/* --- tool calls in model output (src/chat/toolcall.c) ---
  * A streaming parser: feed generated text in pieces split anywhere (mid-tag, mid-UTF-8); it
  * separates ordinary content from tool calls and says, in the feed that completes one, that a
- * valid call is available. A malformed call is never dropped: its raw text is returned as
- * content and an error is recorded.
+ * valid call is available. Any split gives the same result. Only the markup and JSON of valid
+ * calls are removed from the content: a malformed call's raw text (its markup included) is
+ * returned as content and an error is recorded, so output without a valid call comes back as
+ * content byte for byte.
  *
  *     struct tern_toolcall_parser *tp;
  *     tern_toolcall_parser_create(tern_toolcall_detect(tern_chat_template_source(t)), &tp);
