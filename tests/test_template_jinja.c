@@ -372,6 +372,24 @@ static void test_runaway(void **state)
     free(huge);
 }
 
+/* Template literals may hold bytes that are not UTF-8 (Python strings cannot, so there is no
+ * reference): stray continuation bytes at the start of a string are one character for
+ * length, indexing, iteration and slicing alike. Counting them differently once let a reversed
+ * slice write past its list (found by fuzz_template; tests/fuzz/regress/template). */
+static void test_invalid_utf8_strings(void **state)
+{
+    (void)state;
+    char *out;
+#define S "'\x80\x80" "ab'" /* two stray continuation bytes, then "ab" */
+    assert_tern_ok(render_json("{{ " S "|length }}|{{ " S "|list|length }}|{{ " S "[0]|length }}|{{ " S
+                               "[::-1]|list|length }}|{{ " S "[9223372036854775807::-1]|list|length }}|{{ " S
+                               "[1] }}|{{ " S "[-3:] == " S " }}|{{ '\xbf'|list|length }}", "[]", NULL, &out));
+#undef S
+    /* reversed, the stray bytes follow 'a' and continue it: "ba\x80\x80" is two characters */
+    assert_string_equal(out, "3|3|1|2|2|a|True|1");
+    free(out);
+}
+
 /* The API takes JSON text and reads it as Python's json.loads: ints stay ints, 1.0 stays a
  * float, a repeated key keeps its first place and its last value; text need not be
  * NUL-terminated; an OpenAI request body works as messages_json. */
@@ -819,6 +837,7 @@ int main(void)
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_integer_limits),
         cmocka_unit_test(test_runaway),
+        cmocka_unit_test(test_invalid_utf8_strings),
         cmocka_unit_test(test_json_text_api),
         cmocka_unit_test(test_validate_matches_render),
         cmocka_unit_test(test_content_parts),

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 #define TMPL_MAX_CALL_DEPTH 200
@@ -241,12 +242,13 @@ struct tval tmpl_ev_list_of(struct tmpl_ev *ev, struct tval v, const struct tmpl
         return l;
     }
     case TV_STR: {
-        size_t n = tmpl_utf8_count(v.u.s.p, v.u.s.n);
+        size_t n = tmpl_utf8_count(v.u.s.p, v.u.s.n); /* characters as tmpl_value.c splits them */
         struct tval l = mk_list(ev, n, 0);
         size_t i = 0, k = 0;
         while (i < v.u.s.n) {
             size_t j = i + 1;
             while (j < v.u.s.n && ((unsigned char)v.u.s.p[j] & 0xC0) == 0x80) j++;
+            TERN_ASSERT(k < n); /* the arena would not notice an overrun */
             l.u.l->v[k++] = tv_str(v.u.s.p + i, j - i);
             i = j;
         }

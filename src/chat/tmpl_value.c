@@ -104,11 +104,17 @@ _Thread_local struct tmpl_meter tmpl_meter;
 
 /* ------------------------------------------------------------------ UTF-8 */
 
+/* Strings are UTF-8, but a template literal can hold any bytes. A character starts at every
+ * byte that is not a continuation byte (10xxxxxx), and at byte 0 whatever it is, so stray
+ * continuation bytes at the start form one character: count, offset and the splitting in
+ * tmpl_ev_list_of all use this one rule (they must agree, or a split overruns its list). */
+static bool char_start(const char *p, size_t i) { return i == 0 || ((unsigned char)p[i] & 0xC0) != 0x80; }
+
 size_t tmpl_utf8_count(const char *p, size_t n)
 {
     tmpl_meter.work += n / TMPL_WORK_BYTES;
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++) c += char_start(p, i);
     return c;
 }
 
@@ -116,15 +122,9 @@ size_t tmpl_utf8_offset(const char *p, size_t n, int64_t ci)
 {
     if (ci <= 0) return 0;
     tmpl_meter.work += n / TMPL_WORK_BYTES;
-    size_t i = 0;
     int64_t k = 0;
-    while (i < n) {
-        if (((unsigned char)p[i] & 0xC0) != 0x80) {
-            if (k == ci) return i;
-            k++;
-        }
-        i++;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (char_start(p, i) && k++ == ci) return i;
     return n;
 }
 
