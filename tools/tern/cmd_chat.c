@@ -146,14 +146,18 @@ static int answer(struct chat *c)
     char *tools_txt = c->tools ? cJSON_PrintUnformatted(c->tools) : NULL;
     char *prompt = NULL;
     size_t plen;
-    tern_status st = TERN_ERR_NOMEM;
     p.messages_json = msgs_txt;
     p.tools_json = tools_txt;
-    if (msgs_txt && (tools_txt || !c->tools)) st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
-    else fprintf(stderr, "tern chat: out of memory printing the conversation\n");
+    if (!msgs_txt || (c->tools && !tools_txt)) {
+        free(msgs_txt);
+        free(tools_txt);
+        fprintf(stderr, "tern chat: out of memory printing the conversation\n");
+        return CLI_EXIT_FAIL;
+    }
+    tern_status st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
     free(msgs_txt);
     free(tools_txt);
-    if (st) return st == TERN_ERR_NOMEM && !prompt ? CLI_EXIT_FAIL : cli_report("chat", st);
+    if (st) return cli_report("chat", st);
     if (c->show_prompt && !c->json) {
         fprintf(stderr, "tern chat: prompt of turn %d (%zu bytes):\n", c->turn, plen);
         fwrite(prompt, 1, plen, stderr);
