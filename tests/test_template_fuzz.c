@@ -3,9 +3,10 @@
  * Each iteration takes a fixture chat template, applies 1-8 random edits (delete / duplicate /
  * swap a span, insert Jinja punctuation or keywords, flip a byte, truncate), compiles it and,
  * when that succeeds, renders it with a tool-using conversation. The outcome must be TERN_OK
- * or a clean error whose message carries "line L:C" (or names the memory limit): never a
- * crash, hang, leak or sanitizer report (this suite also runs under ASan+UBSan). Reproducible:
- * the seed is fixed; a failing iteration prints its number and mutated source. */
+ * or a clean error whose message carries "line L:C" (or names the memory limit, or refuses
+ * tools a mutant no longer reads): never a crash, hang, leak or sanitizer report (this suite
+ * also runs under ASan+UBSan). Reproducible: the seed is fixed; a failing iteration prints its
+ * number and mutated source. The coverage-guided counterpart is tests/fuzz/fuzz_template.c. */
 #include "test_support.h"
 
 #include <dirent.h>

@@ -1,4 +1,6 @@
-/* chat.h — what chat.c and chat_gguf.c share: the layout of struct tern_chat_template.
+/* chat.h — what chat.c, chat_gguf.c and chat_json.c share: the layout of struct
+ * tern_chat_template, the fallback template, and the JSON reader that turns the caller's text
+ * into template values.
  *
  * Read tmpl.h for the interpreter; the public functions are declared in include/tern.h,
  * section "chat templates". */
