@@ -149,17 +149,40 @@ static size_t utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* bytes copied as they are: printable ASCII except the backslash */
+static const bool plain[256] = {
+    [0x20] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, [0x5d] = 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
 /* p->s[p->i] is the opening quote. The decoded text never outgrows the source. */
 static bool parse_string(struct jp *p, const char **out, size_t *out_n)
 {
     size_t start = p->i++;
     size_t end = p->i;
-    while (end < p->n && p->s[end] != '"') end += p->s[end] == '\\' ? 2 : 1;
-    if (end >= p->n) return fail(p, start, "unterminated string");
+    for (;;) { /* the closing quote: the next '"' not escaped by an odd run of backslashes */
+        const char *q = memchr(p->s + end, '"', p->n - end);
+        if (!q) return fail(p, start, "unterminated string");
+        size_t qi = (size_t)(q - p->s), bs = 0;
+        while (qi - bs > p->i && p->s[qi - bs - 1] == '\\') bs++;
+        end = qi;
+        if (bs % 2 == 0) break;
+        end++;
+    }
     char *o = tmpl_arena_alloc(p->a, end - p->i + 1);
     if (!o) return oom(p);
     size_t k = 0;
     while (p->i < end) {
+        /* plain ASCII runs (most of any text) are copied in one go */
+        size_t run = p->i;
+        while (run < end && plain[(unsigned char)p->s[run]]) run++;
+        if (run > p->i) {
+            memcpy(o + k, p->s + p->i, run - p->i);
+            k += run - p->i;
+            p->i = run;
+            continue;
+        }
         unsigned char c = (unsigned char)p->s[p->i];
         if (c < 0x20) return fail(p, p->i, "control character 0x%02x in a string (escape it)", c);
         if (c >= 0x80) {
@@ -297,6 +320,14 @@ static bool dedupe(struct jp *p, struct vec *keys, struct vec *vals)
 {
     size_t n = keys->n;
     if (n < 2) return true;
+    if (n <= 16) { /* the common small object: pairwise is cheaper than sorting */
+        bool any = false;
+        for (size_t i = 1; i < n && !any; i++)
+            for (size_t j = 0; j < i && !any; j++)
+                any = keys->v[i].u.s.n == keys->v[j].u.s.n &&
+                      !memcmp(keys->v[i].u.s.p, keys->v[j].u.s.p, keys->v[i].u.s.n);
+        if (!any) return true;
+    }
     bool *gone = tmpl_arena_alloc(p->a, n * sizeof *gone);
     size_t *ord = tmpl_arena_alloc(p->a, n * sizeof *ord);
     if (!gone || !ord) return oom(p);

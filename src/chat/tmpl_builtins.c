@@ -20,9 +20,10 @@
 
 #include "util/check.h"
 
+/* name[0..len) == s; the first byte rules out most table rows before any length is taken */
 static bool name_is(const char *name, size_t len, const char *s)
 {
-    return strlen(s) == len && !memcmp(name, s, len);
+    return len && s[0] == name[0] && strlen(s) == len && !memcmp(name, s, len);
 }
 
 static struct tval mk_list(struct tmpl_ev *ev, size_t n, uint8_t flags)

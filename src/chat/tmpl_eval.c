@@ -87,6 +87,7 @@ struct tmpl_arena *tmpl_ev_arena(struct tmpl_ev *ev) { return ev->a; }
 void tmpl_ev_tick(struct tmpl_ev *ev, uint64_t units, const struct tmpl_node *at)
 {
     tmpl_meter.work += units;
+    if (__builtin_expect(!tmpl_meter.too_deep && tmpl_meter.work <= ev->max_work, 1)) return;
     if (tmpl_meter.too_deep)
         tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
     if (tmpl_meter.work > ev->max_work)
