@@ -718,28 +718,44 @@ void tern_tokenizer_get_stats(const struct tern_tokenizer *t, struct tern_tokeni
 /* Chat templates are the Jinja programs models ship (GGUF key tokenizer.chat_template). tern
  * renders them byte for byte as Hugging Face transformers' apply_chat_template does (Jinja2 3.1,
  * trim_blocks + lstrip_blocks, json.dumps-style tojson); README "Chat templates and tool calls"
- * lists the supported Jinja subset. Errors name line:col and the Python exception kind
- * ("line 3:5: TemplateError: System role not supported").
+ * lists the supported Jinja subset. Conversations are passed as JSON text, read as Python's
+ * json.loads reads them (1 stays an int, 1.0 a float). Errors name where the problem is: the
+ * JSON path or byte offset ("messages[1].role: expected a string, got a number"), or the
+ * template's line:col and Python exception kind ("line 3:5: TemplateError: System role not
+ * supported").
  *
  *     struct tern_chat_template *t;
  *     tern_chat_template_create(src, strlen(src), &t);       // or tern_chat_template_from_gguf
- *     cJSON *msgs = cJSON_Parse("[{\"role\": \"user\", \"content\": \"Hi\"}]");
  *     struct tern_chat_params p = tern_chat_default_params();
- *     p.messages = msgs;
+ *     p.messages_json = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
  *     char *prompt; size_t len;
- *     tern_chat_render(t, &p, &prompt, &len);                 // free(prompt) when done
- *     tern_chat_template_free(t); cJSON_Delete(msgs);
+ *     if (tern_chat_render(t, &p, &prompt, &len) == TERN_OK) {  // free(prompt) when done
+ *         ...
+ *         free(prompt);
+ *     } else fprintf(stderr, "%s\n", tern_last_error());
+ *     tern_chat_template_free(t);
  */
-struct cJSON;
 struct tern_chat_template;
 
 struct tern_chat_params {
-    /* Array of OpenAI-style messages: {"role", "content", "tool_calls", "tool_call_id", "name"}.
-     * Passed to the template as-is (tool_calls[].function.arguments may be an object or a
-     * string; templates differ in what they expect). Required. Not modified. */
-    const struct cJSON *messages;
-    /* Array of OpenAI function tools, or NULL: then `tools` is undefined in the template. */
-    const struct cJSON *tools;
+    /* JSON text: an array of OpenAI-style messages {"role", "content", "tool_calls",
+     * "tool_call_id", "name"}, or an object holding that array under "messages" (an OpenAI
+     * request body: its "tools" are used too, its other keys ignored). Required. Each *_len is
+     * the text's length in bytes; 0 = NUL-terminated. Not kept after the call.
+     * - "content" is a string, null, or an array of OpenAI content parts. Text parts
+     *   ({"type": "text", "text": ...}) reach templates that read parts as they are; for the
+     *   others (most: they expect a string) their texts are concatenated into one string. Other
+     *   part types (images, audio) are refused naming the part ("messages[2].content[1].type").
+     * - tool_calls[].function.arguments may be an object or a string; templates differ in
+     *   what they expect, so it is passed as given. */
+    const char *messages_json;
+    size_t messages_len;
+    /* JSON array of OpenAI function tools ({"type": "function", "function": {"name", ...}}),
+     * or NULL: then `tools` is undefined in the template (unless messages_json is an object
+     * with "tools"). A template that never mentions `tools` refuses them (TERN_ERR_UNSUPPORTED)
+     * rather than render a prompt that silently lacks them. */
+    const char *tools_json;
+    size_t tools_len;
     bool add_generation_prompt;      /* default true */
     /* NULL = the template's own (from the GGUF) or "" for templates made from text. */
     const char *bos_token;
@@ -749,10 +765,17 @@ struct tern_chat_params {
      * 0 is 1970-01-01 00:00:00). */
 #define TERN_CHAT_NOW_CLOCK INT64_MIN
     int64_t now_unix;
-    /* Object of additional template variables ({"enable_thinking": false}), or NULL. */
-    const struct cJSON *extra_vars;
+    /* JSON object of additional template variables ({"enable_thinking": false}), or NULL. */
+    const char *extra_vars_json;
+    size_t extra_vars_len;
 };
 struct tern_chat_params tern_chat_default_params(void);
+
+/* Check p's JSON texts exactly as tern_chat_render does, without a template: syntax (byte offset
+ * and line:col), then the shape of messages, tools and extra variables (JSON path). Returns
+ * TERN_ERR_FORMAT with the message tern_chat_render would give; lets a front end refuse a bad
+ * conversation before it loads a model. */
+tern_status tern_chat_validate(const struct tern_chat_params *p);
 
 /* Compile template source (len bytes). Syntax errors give TERN_ERR_FORMAT with line:col.
  * Caller frees with tern_chat_template_free(). */
@@ -760,7 +783,8 @@ tern_status tern_chat_template_create(const char *source, size_t len,
                                       struct tern_chat_template **out);
 /* The model's own template (tokenizer.chat_template) with bos/eos text taken from
  * tokenizer.ggml.tokens[tokenizer.ggml.bos_token_id / eos_token_id]. A GGUF without a template
- * gets ChatML and a warning (tern_chat_template_warning). The template does not keep g. */
+ * gets Qwen2.5's (ChatML, plus Hermes-style tool calls when tools are given) and a warning
+ * (tern_chat_template_warning). The template does not keep g. */
 tern_status tern_chat_template_from_gguf(const struct tern_gguf *g, struct tern_chat_template **out);
 void tern_chat_template_free(struct tern_chat_template *t);
 /* NUL-terminated template source, owned by t. */
@@ -768,18 +792,23 @@ const char *tern_chat_template_source(const struct tern_chat_template *t);
 /* A note for the user (e.g. "no tokenizer.chat_template, using ChatML"), or NULL. Owned by t. */
 const char *tern_chat_template_warning(const struct tern_chat_template *t);
 /* Render. On success *out is a malloc'ed NUL-terminated string of *out_len bytes (a template
- * can emit NUL bytes itself: trust *out_len) that the caller frees with free(). Malformed messages give
- * TERN_ERR_FORMAT naming the JSON path ("messages[1].role: expected a string"); template
- * failures (raise_exception, undefined attribute use, type errors) give TERN_ERR_FORMAT with
- * line:col. A template may be rendered from several threads at once. */
+ * can emit NUL bytes itself: trust *out_len) that the caller frees with free(). Bad JSON or
+ * malformed messages give TERN_ERR_FORMAT as tern_chat_validate describes; tools for a
+ * template that has no use for them give TERN_ERR_UNSUPPORTED; template failures
+ * (raise_exception, undefined attribute use, type errors, integers beyond 64 bits) give
+ * TERN_ERR_FORMAT with line:col, and runaway templates (endless loops, runaway recursion or
+ * output) are stopped with an error too. A template may be rendered from several threads at
+ * once. */
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len);
 
-/* --- tool calls in model output (src/gen/toolcall.c) ---
+/* --- tool calls in model output (src/chat/toolcall.c) ---
  * A streaming parser: feed generated text in pieces split anywhere (mid-tag, mid-UTF-8); it
  * separates ordinary content from tool calls and says, in the feed that completes one, that a
- * valid call is available. A malformed call is never dropped: its raw text is returned as
- * content and an error is recorded.
+ * valid call is available. Any split gives the same result. Only the markup and JSON of valid
+ * calls are removed from the content: a malformed call's raw text (its markup included) is
+ * returned as content and an error is recorded, so output without a valid call comes back as
+ * content byte for byte.
  *
  *     struct tern_toolcall_parser *tp;
  *     tern_toolcall_parser_create(tern_toolcall_detect(tern_chat_template_source(t)), &tp);

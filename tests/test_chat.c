@@ -317,11 +317,16 @@ static void test_chat_fixture_chatml_fallback(void **state)
 }
 
 /* --messages continues a conversation (a trailing user message is answered first), --tools
- * reaches the template (the rendering with tools matches `tern template`), and --save-messages writes the history with the answers appended. */
+ * reaches the template (the rendering with tools matches `tern template`), and --save-messages
+ * writes the history with the answers appended. The fixture model has no template, so it gets
+ * the Qwen2.5 fallback, which lists tools; the synthetic model's plain ChatML template never
+ * reads `tools`, so there they are refused instead of silently left out of the prompt. */
 static void test_chat_continue_and_save(void **state)
 {
     (void)state;
-    const char *model = synth_model();
+    TEST_SHARED_OR_SKIP(model_, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    char model[4096];
+    snprintf(model, sizeof model, "%s", model_);
     char conv[4096], tools[4096], saved[4096], args[32768];
     snprintf(conv, sizeof conv, "%s/cont.json", test_tmpdir());
     snprintf(tools, sizeof tools, "%s/tools.json", test_tmpdir());
@@ -343,6 +348,7 @@ static void test_chat_continue_and_save(void **state)
     assert_int_equal(parse_turns(out, turns, 4), 2);
     const char *prompt1 = cJSON_GetStringValue(cJSON_GetObjectItem(turns[0], "prompt"));
     assert_non_null(strstr(prompt1, "second"));
+    assert_non_null(strstr(prompt1, "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""));
 
     size_t len;
     char *s = test_read_file(saved, &len);
@@ -372,6 +378,13 @@ static void test_chat_continue_and_save(void **state)
     free(s);
     for (int i = 0; i < 2; i++) cJSON_Delete(turns[i]);
     free(out);
+
+    snprintf(args, sizeof args, "chat -m %s -n 8 -t 2 --messages %s --tools %s", synth_model(), conv, tools);
+    char *err;
+    assert_int_equal(tern_cli(args, input, strlen(input), &out, &err), 1);
+    assert_non_null(strstr(err, "unsupported: tools: this chat template never reads `tools`, so the 1 tool given"));
+    free(out);
+    free(err);
 }
 
 static void expect_chat_failure(const char *args, const char *input, size_t input_len, int code,
@@ -399,9 +412,9 @@ static void test_chat_bad_input(void **state)
     snprintf(path, sizeof path, "%s/bad-tools.json", test_tmpdir());
     write_file(path, "[{\"type\": \"function\",\n  \"function\": {\"name\": }}]", 49);
     snprintf(args, sizeof args, "chat -m %s --tools %s", model, path);
-    expect_chat_failure(args, "hi\n", 3, 1, "not valid JSON (line 2:");
+    expect_chat_failure(args, "hi\n", 3, 1, "tools: invalid JSON at byte 45 (line 2:24) in tools[0].function.name: expected a value");
     write_file(path, "{\"type\": \"function\"}", 20);
-    expect_chat_failure(args, "hi\n", 3, 1, "expected a JSON array");
+    expect_chat_failure(args, "hi\n", 3, 1, "tools: expected an array, got an object");
     snprintf(path, sizeof path, "%s/missing.json", test_tmpdir());
     snprintf(args, sizeof args, "chat -m %s --tools %s", model, path);
     expect_chat_failure(args, "hi\n", 3, 1, "missing.json");
@@ -420,6 +433,64 @@ static void test_chat_bad_input(void **state)
     snprintf(args, sizeof args, "chat -m %s -n 4 -t 2 -c 16", model);
     expect_chat_failure(args, "a rather long message that does not fit in sixteen tokens\n", 58, 1,
                         "context holds 16");
+}
+
+/* `tern chat --messages` checks the conversation with the library's own validation before it
+ * loads the model, and refuses it exactly as `tern template` does: it used to accept
+ * "role": 1, skip the answer (the last message was not a user one) and exit 0 silently. */
+static void test_chat_validates_messages(void **state)
+{
+    (void)state;
+    const char *model = synth_model();
+    char conv[4096], args[16384], targs[16384];
+    snprintf(conv, sizeof conv, "%s/role1.json", test_tmpdir());
+    static const struct { const char *json, *msg; } bad[] = {
+        {"[{\"role\": 1, \"content\": \"x\"}]", "messages[0].role: expected a string, got a number"},
+        {"[{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"tool_calls\": [{\"function\": {}}]}]",
+         "messages[1].tool_calls[0].function.name: expected a string, got nothing"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
+         "messages[0].content[0].type: \"image_url\" parts are not supported"},
+        {"{\"messages\": [], \"tools\": [{\"type\": \"function\"}]}", "tools[0].function: expected an object, got nothing"},
+        {"[{\"role\": \"user\"},]", "messages: invalid JSON at byte 18 (line 1:19) in messages[1]: expected a value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file(conv, bad[i].json, strlen(bad[i].json));
+        snprintf(args, sizeof args, "chat -m %s -n 4 -t 2 --messages %s", model, conv);
+        char *out, *err;
+        int rc = tern_cli(args, "", 0, &out, &err);
+        print_message("tern chat [%s] -> %d: %s", bad[i].json, rc, err);
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, bad[i].msg));
+        assert_int_equal(strlen(out), 0);
+        assert_null(strstr(err, "turn 1")); /* refused before any work */
+        /* `tern template` gives the same message */
+        snprintf(targs, sizeof targs, "template -m %s --messages %s", model, conv);
+        char *tout, *terr;
+        assert_int_equal(tern_cli(targs, "", 0, &tout, &terr), 1);
+        assert_non_null(strstr(terr, bad[i].msg));
+        free(out);
+        free(err);
+        free(tout);
+        free(terr);
+    }
+    /* content parts are answered, with the prompt `tern template` renders for the same file */
+    const char *parts = "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hello \"}, "
+                        "{\"type\": \"text\", \"text\": \"there\"}]}]";
+    write_file(conv, parts, strlen(parts));
+    snprintf(args, sizeof args, "chat -m %s -n 4 -t 2 --json --show-prompt --messages %s", model, conv);
+    char *out;
+    assert_int_equal(tern_cli(args, "", 0, &out, NULL), 0);
+    cJSON *turns[2];
+    assert_int_equal(parse_turns(out, turns, 2), 1);
+    const char *prompt = cJSON_GetStringValue(cJSON_GetObjectItem(turns[0], "prompt"));
+    assert_non_null(strstr(prompt, "<|im_start|>user\nHello there<|im_end|>"));
+    cJSON *msgs = cJSON_Parse(parts);
+    char *want = template_output(model, msgs);
+    assert_string_equal(prompt, want);
+    free(want);
+    cJSON_Delete(msgs);
+    cJSON_Delete(turns[0]);
+    free(out);
 }
 
 /* --prompt-cache: a second process finds the first one's system prompt on disk, reuses its KV
@@ -476,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_chat_fixture_chatml_fallback),
         cmocka_unit_test(test_chat_continue_and_save),
         cmocka_unit_test(test_chat_bad_input),
+        cmocka_unit_test(test_chat_validates_messages),
         cmocka_unit_test(test_chat_prompt_cache_across_runs),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

@@ -1,19 +1,24 @@
 /* chat.c — the public chat-template API (include/tern.h, section "chat templates"): compile a
- * template, check the caller's messages/tools JSON, render to a malloc'ed string.
+ * template, read and check the caller's messages/tools JSON text, render to a malloc'ed string.
  *
- * Read tmpl.h for the interpreter. This file only adapts: it validates the OpenAI-style
- * message list (so a malformed conversation is reported with its JSON path instead of
- * surfacing as an obscure template error), converts cJSON into template values, and passes
- * the variables Hugging Face passes: messages, tools (only when given), add_generation_prompt,
- * bos_token, eos_token, plus any extra variables. The GGUF entry point lives in chat_gguf.c. */
+ * Read tmpl.h for the interpreter and chat_json.c for how JSON text becomes template values.
+ * This file only adapts: every entry point (tern_chat_validate, tern_chat_render) goes
+ * through read_input(), so a malformed conversation gets the same message naming its JSON path
+ * whoever asks, instead of surfacing as an obscure template error. It then passes the
+ * variables Hugging Face passes: messages, tools (only when given), add_generation_prompt,
+ * bos_token, eos_token, plus any extra variables. Two adaptations a string-only template needs:
+ * OpenAI content parts are flattened to one string (unless a probe shows the template reads
+ * parts itself), and tools given to a template that never reads `tools` are refused rather
+ * than dropped. The GGUF entry point and the fallback template live in chat_gguf.c. */
 #include "chat/chat.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
+
+#define CHAT_ARENA_LIMIT ((size_t)256 << 20) /* the conversation's values and the output */
 
 struct tern_chat_params tern_chat_default_params(void)
 {
@@ -51,6 +56,8 @@ tern_status chat_template_new(const char *source, size_t len, const char *bos, c
         tern_chat_template_free(t);
         return tern_fail_prefix(st, "chat template: ");
     }
+    t->uses_tools = tmpl_program_uses_name(t->prog, "tools");
+    atomic_init(&t->typed_content, CHAT_TYPED_UNKNOWN);
     *out = t;
     return TERN_OK;
 }
@@ -76,116 +83,323 @@ void tern_chat_template_free(struct tern_chat_template *t)
 const char *tern_chat_template_source(const struct tern_chat_template *t) { return t->source; }
 const char *tern_chat_template_warning(const struct tern_chat_template *t) { return t->warning; }
 
-static const char *json_kind(const cJSON *j)
+/* ------------------------------------------------------------------ checking the input */
+
+static const char *json_kind(struct tval v)
 {
-    if (!j) return "nothing";
-    if (cJSON_IsString(j)) return "a string";
-    if (cJSON_IsNumber(j)) return "a number";
-    if (cJSON_IsBool(j)) return "a boolean";
-    if (cJSON_IsNull(j)) return "null";
-    if (cJSON_IsArray(j)) return "an array";
-    if (cJSON_IsObject(j)) return "an object";
-    return "an invalid value";
+    switch (v.kind) {
+    case TV_UNDEF: return "nothing";
+    case TV_STR: return "a string";
+    case TV_INT:
+    case TV_FLOAT: return "a number";
+    case TV_BOOL: return "a boolean";
+    case TV_NONE: return "null";
+    case TV_LIST: return "an array";
+    case TV_DICT: return "an object";
+    default: return "an invalid value";
+    }
 }
 
-/* Structural checks on what templates index into without guarding. */
-static tern_status check_messages(const cJSON *m)
+static struct tval get(struct tval obj, const char *key)
 {
-    if (!cJSON_IsArray(m)) return tern_fail(TERN_ERR_FORMAT, "messages: expected an array, got %s", json_kind(m));
-    int i = 0;
-    const cJSON *msg;
-    cJSON_ArrayForEach(msg, m) {
-        if (!cJSON_IsObject(msg))
-            return tern_fail(TERN_ERR_FORMAT, "messages[%d]: expected an object, got %s", i, json_kind(msg));
-        const cJSON *role = cJSON_GetObjectItemCaseSensitive(msg, "role");
-        if (!cJSON_IsString(role))
-            return tern_fail(TERN_ERR_FORMAT, "messages[%d].role: expected a string, got %s", i, json_kind(role));
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(msg, "content");
-        if (content && !cJSON_IsString(content) && !cJSON_IsNull(content) && !cJSON_IsArray(content))
-            return tern_fail(TERN_ERR_FORMAT, "messages[%d].content: expected a string, null or an array of parts, got %s",
-                             i, json_kind(content));
-        const cJSON *tcs = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
-        if (tcs && !cJSON_IsNull(tcs)) {
-            if (!cJSON_IsArray(tcs))
-                return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_calls: expected an array, got %s", i, json_kind(tcs));
-            int k = 0;
-            const cJSON *tc;
-            cJSON_ArrayForEach(tc, tcs) {
-                if (!cJSON_IsObject(tc))
-                    return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_calls[%d]: expected an object, got %s", i, k, json_kind(tc));
-                const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
-                if (!cJSON_IsObject(fn))
-                    return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_calls[%d].function: expected an object, got %s", i, k, json_kind(fn));
-                const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-                if (!cJSON_IsString(name))
-                    return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_calls[%d].function.name: expected a string, got %s", i, k, json_kind(name));
-                const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-                if (args && !cJSON_IsObject(args) && !cJSON_IsString(args))
-                    return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_calls[%d].function.arguments: expected an object or a string, got %s",
-                                     i, k, json_kind(args));
-                k++;
-            }
+    struct tval *v = obj.kind == TV_DICT ? tmpl_dict_get(obj.u.d, tv_str(key, strlen(key))) : NULL;
+    return v ? *v : tv_undef();
+}
+
+static bool is_absent(struct tval v) { return v.kind == TV_UNDEF; }
+
+/* "messages[1].content[0].type: expected a string, got a number" */
+#define EXPECT(cond, v, what, ...)                                                                  \
+    do {                                                                                            \
+        if (!(cond)) {                                                                              \
+            char path_[200];                                                                        \
+            snprintf(path_, sizeof path_, __VA_ARGS__);                                             \
+            return tern_fail(TERN_ERR_FORMAT, "%s: expected %s, got %s", path_, what, json_kind(v)); \
+        }                                                                                           \
+    } while (0)
+
+/* The text of a "type" value for a message, quoted and cut short. */
+static void quote(char *out, size_t cap, struct tval s)
+{
+    snprintf(out, cap, "\"%.*s%s\"", (int)(s.u.s.n > 40 ? 40 : s.u.s.n), s.u.s.p, s.u.s.n > 40 ? "..." : "");
+}
+
+static tern_status check_content(struct tval content, size_t i)
+{
+    if (is_absent(content) || content.kind == TV_STR || content.kind == TV_NONE) return TERN_OK;
+    EXPECT(content.kind == TV_LIST, content, "a string, null or an array of content parts",
+           "messages[%zu].content", i);
+    for (size_t k = 0; k < content.u.l->n; k++) {
+        struct tval part = content.u.l->v[k], type = get(part, "type");
+        EXPECT(part.kind == TV_DICT, part, "an object", "messages[%zu].content[%zu]", i, k);
+        EXPECT(type.kind == TV_STR, type, "a string", "messages[%zu].content[%zu].type", i, k);
+        if (!tmpl_is_str(type, "text")) {
+            char q[64];
+            quote(q, sizeof q, type);
+            return tern_fail(TERN_ERR_FORMAT, "messages[%zu].content[%zu].type: %s parts are not supported "
+                             "(tern's models read text only; send {\"type\": \"text\", \"text\": ...} parts)", i, k, q);
         }
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "tool_call_id");
-        if (id && !cJSON_IsString(id))
-            return tern_fail(TERN_ERR_FORMAT, "messages[%d].tool_call_id: expected a string, got %s", i, json_kind(id));
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(msg, "name");
-        if (name && !cJSON_IsString(name))
-            return tern_fail(TERN_ERR_FORMAT, "messages[%d].name: expected a string, got %s", i, json_kind(name));
-        i++;
+        struct tval text = get(part, "text");
+        EXPECT(text.kind == TV_STR, text, "a string", "messages[%zu].content[%zu].text", i, k);
     }
     return TERN_OK;
 }
 
-static tern_status check_tools(const cJSON *t)
+static tern_status check_tool_calls(struct tval tcs, size_t i)
 {
-    if (!cJSON_IsArray(t)) return tern_fail(TERN_ERR_FORMAT, "tools: expected an array, got %s", json_kind(t));
-    int i = 0;
-    const cJSON *tool;
-    cJSON_ArrayForEach(tool, t) {
-        if (!cJSON_IsObject(tool))
-            return tern_fail(TERN_ERR_FORMAT, "tools[%d]: expected an object, got %s", i, json_kind(tool));
-        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tool, "function");
-        if (fn && !cJSON_IsObject(fn))
-            return tern_fail(TERN_ERR_FORMAT, "tools[%d].function: expected an object, got %s", i, json_kind(fn));
-        if (fn && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(fn, "name")))
-            return tern_fail(TERN_ERR_FORMAT, "tools[%d].function.name: expected a string, got %s", i,
-                             json_kind(cJSON_GetObjectItemCaseSensitive(fn, "name")));
-        i++;
+    if (is_absent(tcs) || tcs.kind == TV_NONE) return TERN_OK;
+    EXPECT(tcs.kind == TV_LIST, tcs, "an array", "messages[%zu].tool_calls", i);
+    for (size_t k = 0; k < tcs.u.l->n; k++) {
+        struct tval tc = tcs.u.l->v[k];
+        EXPECT(tc.kind == TV_DICT, tc, "an object", "messages[%zu].tool_calls[%zu]", i, k);
+        struct tval type = get(tc, "type"), id = get(tc, "id"), fn = get(tc, "function");
+        EXPECT(is_absent(type) || tmpl_is_str(type, "function"), type, "\"function\"",
+               "messages[%zu].tool_calls[%zu].type", i, k);
+        EXPECT(is_absent(id) || id.kind == TV_STR, id, "a string", "messages[%zu].tool_calls[%zu].id", i, k);
+        EXPECT(fn.kind == TV_DICT, fn, "an object", "messages[%zu].tool_calls[%zu].function", i, k);
+        struct tval name = get(fn, "name"), args = get(fn, "arguments");
+        EXPECT(name.kind == TV_STR, name, "a string", "messages[%zu].tool_calls[%zu].function.name", i, k);
+        EXPECT(is_absent(args) || args.kind == TV_DICT || args.kind == TV_STR, args, "an object or a string",
+               "messages[%zu].tool_calls[%zu].function.arguments", i, k);
     }
     return TERN_OK;
 }
+
+/* What templates index into without guarding. Roles are not restricted: templates use their
+ * own ("ipython", "developer"). */
+static tern_status check_messages(struct tval m)
+{
+    if (m.kind != TV_LIST)
+        return tern_fail(TERN_ERR_FORMAT, "messages: expected an array, got %s", json_kind(m));
+    for (size_t i = 0; i < m.u.l->n; i++) {
+        struct tval msg = m.u.l->v[i];
+        EXPECT(msg.kind == TV_DICT, msg, "an object", "messages[%zu]", i);
+        struct tval role = get(msg, "role");
+        EXPECT(role.kind == TV_STR, role, "a string", "messages[%zu].role", i);
+        tern_status st = check_content(get(msg, "content"), i);
+        if (st == TERN_OK) st = check_tool_calls(get(msg, "tool_calls"), i);
+        if (st != TERN_OK) return st;
+        static const char *const strings[] = {"tool_call_id", "name", "reasoning_content"};
+        for (size_t s = 0; s < sizeof strings / sizeof strings[0]; s++) {
+            struct tval v = get(msg, strings[s]);
+            EXPECT(is_absent(v) || v.kind == TV_STR || (s == 2 && v.kind == TV_NONE), v, "a string",
+                   "messages[%zu].%s", i, strings[s]);
+        }
+    }
+    return TERN_OK;
+}
+
+static tern_status check_tools(struct tval t)
+{
+    if (t.kind != TV_LIST) return tern_fail(TERN_ERR_FORMAT, "tools: expected an array, got %s", json_kind(t));
+    for (size_t i = 0; i < t.u.l->n; i++) {
+        struct tval tool = t.u.l->v[i];
+        EXPECT(tool.kind == TV_DICT, tool, "an object {\"type\": \"function\", \"function\": {...}}", "tools[%zu]", i);
+        struct tval type = get(tool, "type"), fn = get(tool, "function");
+        EXPECT(tmpl_is_str(type, "function"), type, "\"function\"", "tools[%zu].type", i);
+        EXPECT(fn.kind == TV_DICT, fn, "an object", "tools[%zu].function", i);
+        struct tval name = get(fn, "name"), desc = get(fn, "description"), params = get(fn, "parameters");
+        EXPECT(name.kind == TV_STR, name, "a string", "tools[%zu].function.name", i);
+        EXPECT(is_absent(desc) || desc.kind == TV_STR, desc, "a string", "tools[%zu].function.description", i);
+        EXPECT(is_absent(params) || params.kind == TV_DICT, params, "an object (a JSON Schema)",
+               "tools[%zu].function.parameters", i);
+    }
+    return TERN_OK;
+}
+
+#undef EXPECT
+
+struct chat_input {
+    struct tval messages;
+    struct tval tools; /* TV_UNDEF when none were given */
+    struct tval extra; /* TV_UNDEF or a dict */
+};
+
+static tern_status parse_text(struct tmpl_arena *a, const char *what, const char *text, size_t len,
+                              struct tval *out)
+{
+    if (!len) len = strlen(text);
+    return chat_json_parse(a, what, text, len, out);
+}
+
+/* The one place the caller's JSON is read and checked (tern_chat_validate and
+ * tern_chat_render both come here). */
+static tern_status read_input(const struct tern_chat_params *p, struct tmpl_arena *a, struct chat_input *in)
+{
+    in->tools = in->extra = tv_undef();
+    if (!p->messages_json)
+        return tern_fail(TERN_ERR_ARG, "messages_json is NULL (give the JSON text of an array of messages)");
+    struct tval doc;
+    tern_status st = parse_text(a, "messages", p->messages_json, p->messages_len, &doc);
+    if (st != TERN_OK) return st;
+    in->messages = doc;
+    if (doc.kind == TV_DICT) { /* an OpenAI request body */
+        in->messages = get(doc, "messages");
+        if (is_absent(in->messages))
+            return tern_fail(TERN_ERR_FORMAT, "messages: the JSON object has no \"messages\" array");
+        struct tval t = get(doc, "tools");
+        if (!is_absent(t) && t.kind != TV_NONE) in->tools = t;
+    }
+    if (p->tools_json) {
+        if (!is_absent(in->tools))
+            return tern_fail(TERN_ERR_ARG, "tools: given twice (tools_json, and \"tools\" in messages_json)");
+        if ((st = parse_text(a, "tools", p->tools_json, p->tools_len, &in->tools)) != TERN_OK) return st;
+    }
+    if (p->extra_vars_json) {
+        if ((st = parse_text(a, "extra_vars", p->extra_vars_json, p->extra_vars_len, &in->extra)) != TERN_OK)
+            return st;
+        if (in->extra.kind != TV_DICT)
+            return tern_fail(TERN_ERR_FORMAT, "extra_vars: expected an object, got %s", json_kind(in->extra));
+    }
+    if ((st = check_messages(in->messages)) != TERN_OK) return st;
+    if (!is_absent(in->tools) && (st = check_tools(in->tools)) != TERN_OK) return st;
+    return TERN_OK;
+}
+
+tern_status tern_chat_validate(const struct tern_chat_params *p)
+{
+    if (!p) return tern_fail(TERN_ERR_ARG, "tern_chat_validate: NULL argument");
+    struct tmpl_arena arena;
+    tmpl_arena_init(&arena, CHAT_ARENA_LIMIT);
+    struct chat_input in;
+    tern_status st = read_input(p, &arena, &in);
+    tmpl_arena_free(&arena);
+    return st;
+}
+
+/* ------------------------------------------------------------------ content parts */
+
+/* A content value that is an array of parts (checked: all text) -> their texts concatenated,
+ * which is what Hugging Face templates that read parts produce for text-only messages. */
+static bool flatten_parts(struct tmpl_arena *a, struct tval content, struct tval *out)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < content.u.l->n; k++) n += get(content.u.l->v[k], "text").u.s.n;
+    char *s = tmpl_arena_alloc(a, n + 1);
+    if (!s) return false;
+    size_t w = 0;
+    for (size_t k = 0; k < content.u.l->n; k++) {
+        struct tval t = get(content.u.l->v[k], "text");
+        memcpy(s + w, t.u.s.p, t.u.s.n);
+        w += t.u.s.n;
+    }
+    *out = tv_str(s, n);
+    return true;
+}
+
+/* The messages with every parts array replaced by its text, copying only what changes. */
+static bool flatten_messages(struct tmpl_arena *a, struct tval msgs, struct tval *out)
+{
+    *out = msgs;
+    bool copied = false;
+    for (size_t i = 0; i < msgs.u.l->n; i++) {
+        struct tval m = msgs.u.l->v[i];
+        struct tval *c = tmpl_dict_get(m.u.d, tv_str("content", 7));
+        if (!c || c->kind != TV_LIST) continue;
+        if (!copied) {
+            struct tlist *l = tmpl_arena_alloc(a, sizeof *l);
+            struct tval *v = tmpl_arena_alloc(a, msgs.u.l->n * sizeof *v);
+            if (!l || !v) return false;
+            memcpy(v, msgs.u.l->v, msgs.u.l->n * sizeof *v);
+            l->n = l->cap = msgs.u.l->n;
+            l->v = v;
+            out->u.l = l;
+            copied = true;
+        }
+        struct tdict *d = tmpl_arena_alloc(a, sizeof *d);
+        struct tval *vals = tmpl_arena_alloc(a, m.u.d->n * sizeof *vals);
+        if (!d || !vals) return false;
+        memcpy(vals, m.u.d->v, m.u.d->n * sizeof *vals);
+        *d = *m.u.d;
+        d->v = vals;
+        if (!flatten_parts(a, *c, &vals[c - m.u.d->v])) return false;
+        out->u.l->v[i].u.d = d;
+    }
+    return true;
+}
+
+static bool has_parts(struct tval msgs)
+{
+    for (size_t i = 0; i < msgs.u.l->n; i++)
+        if (get(msgs.u.l->v[i], "content").kind == TV_LIST) return true;
+    return false;
+}
+
+/* Does t render content parts itself (Gemma 3, Llama 4 style: `for part in message.content`)?
+ * A probe conversation with one text part answers it: such a template prints the part's
+ * text; one that expects a string prints nothing, or the Python repr of the list (with its
+ * 'type' key), or fails. Bounded by a small work budget so a hostile template costs little. */
+static bool reads_parts(const struct tern_chat_template *t)
+{
+    static const char probe[] = "tern-probe-8d1f2c";
+    int state = atomic_load(&((struct tern_chat_template *)t)->typed_content);
+    if (state != CHAT_TYPED_UNKNOWN) return state == CHAT_TYPED_YES;
+    struct tmpl_arena a;
+    tmpl_arena_init(&a, (size_t)16 << 20);
+    struct tval v;
+    static const char msgs[] = "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"tern-probe-8d1f2c\"}]}]";
+    bool yes = false;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", tern_last_error()); /* the probe must not clobber it */
+    if (chat_json_parse(&a, "probe", msgs, sizeof msgs - 1, &v) == TERN_OK) {
+        struct tmpl_var vars[4] = {{"messages", v}, {"add_generation_prompt", tv_bool(true)},
+                                   {"bos_token", tv_str("", 0)}, {"eos_token", tv_str("", 0)}};
+        struct tmpl_render_opts o = {.now_unix = 1, .max_work = 1u << 20};
+        const char *out;
+        size_t n;
+        if (tmpl_render(t->prog, &a, vars, 4, &o, &out, &n) == TERN_OK)
+            yes = memmem(out, n, probe, sizeof probe - 1) && !memmem(out, n, "'type'", 6) &&
+                  !memmem(out, n, "\"type\"", 6);
+    }
+    tern_fail(TERN_OK, "%s", saved);
+    tmpl_arena_free(&a);
+    atomic_store(&((struct tern_chat_template *)t)->typed_content, yes ? CHAT_TYPED_YES : CHAT_TYPED_NO);
+    return yes;
+}
+
+/* ------------------------------------------------------------------ render */
 
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len)
 {
     if (!t || !p || !out) return tern_fail(TERN_ERR_ARG, "tern_chat_render: NULL argument");
-    tern_status st = check_messages(p->messages);
-    if (st != TERN_OK) return st;
-    if (p->tools && (st = check_tools(p->tools)) != TERN_OK) return st;
-    if (p->extra_vars && !cJSON_IsObject(p->extra_vars))
-        return tern_fail(TERN_ERR_ARG, "extra_vars: expected an object, got %s", json_kind(p->extra_vars));
-
     struct tmpl_arena arena;
-    tmpl_arena_init(&arena, (size_t)256 << 20);
-    int n_extra = p->extra_vars ? cJSON_GetArraySize(p->extra_vars) : 0;
-    struct tmpl_var *vars = calloc((size_t)n_extra + 5, sizeof *vars);
-    if (!vars) return tern_fail(TERN_ERR_NOMEM, "out of memory rendering a chat template");
+    tmpl_arena_init(&arena, CHAT_ARENA_LIMIT);
+    struct chat_input in;
+    struct tmpl_var *vars = NULL;
+    tern_status st = read_input(p, &arena, &in);
+    if (st != TERN_OK) goto done;
+    if (!is_absent(in.tools) && in.tools.u.l->n > 0 && !t->uses_tools) {
+        st = tern_fail(TERN_ERR_UNSUPPORTED, "tools: this chat template never reads `tools`, so the %zu tool%s "
+                       "given would be left out of the prompt; use a template with tool support (a GGUF "
+                       "without a template gets Qwen2.5's, which has it)", in.tools.u.l->n,
+                       in.tools.u.l->n == 1 ? "" : "s");
+        goto done;
+    }
+    struct tval messages = in.messages;
+    if (has_parts(messages) && !reads_parts(t) && !flatten_messages(&arena, in.messages, &messages)) {
+        st = tern_fail(TERN_ERR_NOMEM, "out of memory converting the messages");
+        goto done;
+    }
+    size_t n_extra = in.extra.kind == TV_DICT ? in.extra.u.d->n : 0;
+    vars = calloc(n_extra + 5, sizeof *vars);
+    if (!vars) {
+        st = tern_fail(TERN_ERR_NOMEM, "out of memory rendering a chat template");
+        goto done;
+    }
     int nv = 0;
-    bool ok = true;
-    /* extra variables first so the standard ones win on a name clash */
-    const cJSON *x;
-    if (p->extra_vars)
-        cJSON_ArrayForEach(x, p->extra_vars) {
-            vars[nv].name = x->string;
-            ok &= tmpl_from_cjson(&arena, x, &vars[nv].value);
-            nv++;
-        }
+    /* extra variables first so the standard ones win on a name clash; names must be C strings */
+    for (size_t i = 0; i < n_extra; i++) {
+        struct tval k = in.extra.u.d->k[i];
+        if (memchr(k.u.s.p, '\0', k.u.s.n)) continue; /* no template can name it */
+        vars[nv].name = k.u.s.p;
+        vars[nv++].value = in.extra.u.d->v[i];
+    }
     vars[nv].name = "messages";
-    ok &= tmpl_from_cjson(&arena, p->messages, &vars[nv++].value);
-    if (p->tools) {
+    vars[nv++].value = messages;
+    if (!is_absent(in.tools)) {
         vars[nv].name = "tools";
-        ok &= tmpl_from_cjson(&arena, p->tools, &vars[nv++].value);
+        vars[nv++].value = in.tools;
     }
     vars[nv].name = "add_generation_prompt";
     vars[nv++].value = tv_bool(p->add_generation_prompt);
@@ -195,16 +409,10 @@ tern_status tern_chat_render(const struct tern_chat_template *t, const struct te
     vars[nv++].value = tv_str(bos, strlen(bos));
     vars[nv].name = "eos_token";
     vars[nv++].value = tv_str(eos, strlen(eos));
-    if (!ok) {
-        free(vars);
-        tmpl_arena_free(&arena);
-        return tern_fail(TERN_ERR_NOMEM, "out of memory converting the messages");
-    }
     struct tmpl_render_opts opts = {.now_unix = p->now_unix};
     const char *text;
     size_t len;
     st = tmpl_render(t->prog, &arena, vars, nv, &opts, &text, &len);
-    free(vars);
     if (st == TERN_OK) {
         char *r = dup_n(text, len);
         if (!r) st = tern_fail(TERN_ERR_NOMEM, "out of memory copying the rendered prompt");
@@ -213,6 +421,8 @@ tern_status tern_chat_render(const struct tern_chat_template *t, const struct te
             if (out_len) *out_len = len;
         }
     } else tern_fail_prefix(st, "chat template: ");
+done:
+    free(vars);
     tmpl_arena_free(&arena);
     return st;
 }

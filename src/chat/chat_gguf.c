@@ -1,6 +1,6 @@
 /* chat_gguf.c — a model's own chat template: tokenizer.chat_template from a GGUF, with the
- * bos/eos text looked up in tokenizer.ggml.tokens, falling back to ChatML (with a warning)
- * when the file has no template.
+ * bos/eos text looked up in tokenizer.ggml.tokens, falling back to Qwen2.5's template (ChatML
+ * with Hermes-style tools; with a warning) when the file has no template.
  *
  * Read chat.h first. Key names are llama.cpp's (gguf-py constants). */
 #include "chat/chat.h"
@@ -11,12 +11,50 @@
 
 #include "util/error.h"
 
-/* ChatML as Qwen and llama.cpp's fallback write it; null content renders as "". */
-const char chat_chatml_template[] =
+/* The fallback for a GGUF without tokenizer.chat_template: Qwen2.5's format, written for tern.
+ * Without tools it is plain ChatML (<|im_start|>role\ncontent<|im_end|>\n per message, then
+ * <|im_start|>assistant\n), byte for byte what the ChatML fallback rendered before, so
+ * conversations keep their prompt cache. With tools, the system block lists them as Qwen2.5
+ * does (one JSON object per line inside <tools></tools>) and teaches
+ * <tool_call>{"name": ..., "arguments": ...}</tool_call>; assistant tool calls render that way
+ * and tool results as <tool_response> blocks inside a user turn, so the Hermes parser
+ * (tern_toolcall_detect finds "<tool_call>" here) reads the answers. It renders exactly as
+ * Qwen2.5's own template whenever the conversation starts with a system message; unlike it,
+ * it adds no "You are Qwen" system line (the model may be anything), renders null content as
+ * "", and passes string arguments (OpenAI's JSON text) through instead of quoting them. */
+const char chat_fallback_template[] =
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages and messages[0].role == 'system' %}"
+    "{{- (messages[0].content if messages[0].content is string else '') + '\\n\\n' }}"
+    "{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' + tool|tojson }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
+    "{%- endif %}"
     "{%- for message in messages %}"
-    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
-    "{%- if message['content'] is string %}{{- message['content'] }}{%- endif %}"
+    "{%- set content = message.content if message.content is string else '' %}"
+    "{%- if message.role == 'system' and loop.first and tools %}"
+    "{%- elif message.role == 'assistant' and message.tool_calls %}"
+    "{{- '<|im_start|>assistant' }}"
+    "{%- if content %}{{- '\\n' + content }}{%- endif %}"
+    "{%- for call in message.tool_calls %}"
+    "{%- set fn = call.function if call.function is defined else call %}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + fn.name + '\", \"arguments\": ' }}"
+    "{{- fn.arguments if fn.arguments is string else (fn.arguments|tojson if fn.arguments is defined else '{}') }}"
+    "{{- '}\\n</tool_call>' }}"
+    "{%- endfor %}"
     "{{- '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'tool' %}"
+    "{%- if loop.first or loop.previtem.role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + content + '\\n</tool_response>' }}"
+    "{%- if loop.last or loop.nextitem.role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
@@ -62,8 +100,9 @@ tern_status tern_chat_template_from_gguf(const struct tern_gguf *g, struct tern_
         st = chat_template_new(src.ptr, (size_t)src.len, bos, eos, NULL, out);
         if (st != TERN_OK) tern_fail_prefix(st, "tokenizer.chat_template of the GGUF: ");
     } else if (st == TERN_ERR_NOT_FOUND) {
-        st = chat_template_new(chat_chatml_template, strlen(chat_chatml_template), bos, eos,
-                               "the model has no tokenizer.chat_template; using ChatML", out);
+        st = chat_template_new(chat_fallback_template, strlen(chat_fallback_template), bos, eos,
+                               "the model has no tokenizer.chat_template; using ChatML (Qwen2.5's "
+                               "template, with Hermes-style tool calls when tools are given)", out);
     } else {
         tern_fail_prefix(st, "reading tokenizer.chat_template: ");
     }

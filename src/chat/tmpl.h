@@ -53,7 +53,7 @@ enum tv_kind {
     TV_DICT,   /* insertion-ordered like a Python dict */
     TV_NS,     /* namespace(): a dict whose attributes can be assigned */
     TV_MACRO,  /* u.node = the macro statement */
-    TV_FUNC,   /* built-in global function, u.i = enum tmpl_func */
+    TV_FUNC,   /* built-in global function, u.i = tmpl_global_index() */
     TV_METHOD, /* bound method, u.method */
     TV_LOOP,   /* the `loop` variable of a for loop, u.loop */
 };
@@ -133,10 +133,50 @@ void tmpl_buf_addc(struct tmpl_buf *b, char c);
 void tmpl_py_str(struct tmpl_buf *b, struct tval v);  /* str(v) */
 void tmpl_py_repr(struct tmpl_buf *b, struct tval v); /* repr(v) */
 void tmpl_py_float(struct tmpl_buf *b, double f);     /* repr(float) */
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why);
+/* json.dumps options (Hugging Face's tojson passes these through). */
+struct tmpl_json_opts {
+    bool pretty;           /* indent is not None: one element per line */
+    const char *indent;    /* the unit repeated per level (" " * n, or the string given) */
+    size_t indent_n;
+    const char *item_sep;  /* ", " by default, "," when pretty */
+    size_t item_sep_n;
+    const char *key_sep;   /* ": " */
+    size_t key_sep_n;
+    bool ensure_ascii;     /* non-ASCII as \uXXXX */
+    bool sort_keys;
+};
+struct tmpl_json_error {
+    const char *kind; /* Python exception name: TypeError, RecursionError */
+    char msg[160];
+};
+/* json.dumps(v, **opts) appended to b. False with *err filled for what Python refuses (a
+ * generator, a tuple key, keys sort_keys cannot order, nesting beyond TMPL_MAX_DATA_DEPTH). */
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, const struct tmpl_json_opts *o, int depth,
+                  struct tmpl_json_error *err);
 const char *tmpl_type_name(struct tval v); /* Python type name: "str", "dict", "NoneType" ... */
 
+/* ------------------------------------------------------------------ resource meter
+ *
+ * Templates come from downloaded files, so a render must end in bounded memory, stack and time
+ * whatever the template does. Memory: the arena limit. Stack: the parser's nesting limit, the
+ * evaluator's recursion limit, and TMPL_MAX_DATA_DEPTH for the helpers that walk nested values
+ * (str/repr, ==, tojson; Python raises RecursionError there too). Time: every unit of work (an
+ * AST node evaluated, a loop iteration, an element compared, 256 bytes scanned) is counted
+ * against the render's budget. The helpers in this header are pure functions called from dozens
+ * of places, so they report through this per-thread meter rather than an extra parameter: a
+ * render runs on one thread from start to end, and tmpl_render resets the meter first. */
+#define TMPL_MAX_DATA_DEPTH 1100
+#define TMPL_WORK_BYTES 256 /* bytes scanned per unit of work */
+struct tmpl_meter {
+    uint64_t work; /* units spent by the current render */
+    bool too_deep; /* a helper met values nested deeper than TMPL_MAX_DATA_DEPTH */
+};
+extern _Thread_local struct tmpl_meter tmpl_meter;
+
 bool tmpl_truthy(struct tval v);
+/* Exact int-vs-float comparison as Python does it (the int is not rounded to a double first):
+ * -1, 0, 1, or 2 when f is NaN (unordered). */
+int tmpl_cmp_int_float(int64_t i, double f);
 bool tmpl_equal(struct tval a, struct tval b);
 struct tval *tmpl_dict_get(const struct tdict *d, struct tval key); /* NULL if absent */
 bool tmpl_is_str(struct tval v, const char *s);
@@ -252,8 +292,15 @@ struct tmpl_var {
 };
 
 struct tmpl_render_opts {
-    int64_t now_unix; /* strftime_now(): TERN_CHAT_NOW_CLOCK = the clock, local time; else this instant in UTC */
+    int64_t now_unix;  /* strftime_now(): TERN_CHAT_NOW_CLOCK = the clock, local time; else this
+                          instant in UTC */
+    uint64_t max_work; /* work budget (see "resource meter"); 0 = TMPL_MAX_WORK */
 };
+/* The default budget: about a second of evaluation, some hundred times what the largest real
+ * template needs for a long conversation with many tools. */
+#define TMPL_MAX_WORK (1ull << 26)
+/* Longest template source accepted (real ones are under 100 KB); keeps every count an int. */
+#define TMPL_MAX_SOURCE (8u << 20)
 
 /* Render prog with the given variables (values may live in `arena`, which also receives the
  * output). On success *out points into the arena (NUL-terminated, *out_len bytes). On failure
@@ -263,10 +310,8 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
                         const struct tmpl_var *vars, int n_vars,
                         const struct tmpl_render_opts *opts, const char **out, size_t *out_len);
 
-/* cJSON -> value (strings and containers copied into the arena). Integral numbers without a
- * fractional part become ints (cJSON does not keep "1.0" vs "1"). NULL on OOM. */
-struct cJSON;
-bool tmpl_from_cjson(struct tmpl_arena *a, const struct cJSON *j, struct tval *out);
+/* Does the template refer to the variable `name` anywhere (read or set)? */
+bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name);
 
 /* ------------------------------------------------------------------ evaluator internals shared
  * with tmpl_builtins.c */
@@ -287,8 +332,19 @@ struct tval tmpl_ev_getattr(struct tmpl_ev *ev, struct tval obj, const char *nam
 struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key,
                             const struct tmpl_node *at);
 void tmpl_ev_check_defined(struct tmpl_ev *ev, struct tval v, const struct tmpl_node *at);
+/* Charge `units` of work; throws when the render's budget is spent or a helper met too deep
+ * data. Every loop whose length the template controls calls it. */
+void tmpl_ev_tick(struct tmpl_ev *ev, uint64_t units, const struct tmpl_node *at);
+/* Python's binary operators (op = enum tmpl_binop, arithmetic ones) and comparisons, shared
+ * by the `divisibleby`/`odd`/`even` and `gt`/`lt`/... tests. */
+struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
+                          const struct tmpl_node *at);
+bool tmpl_ev_compare(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
+                     const struct tmpl_node *at);
 
-enum tmpl_func { FN_RAISE, FN_STRFTIME, FN_NAMESPACE, FN_RANGE, FN_DICT, FN_COUNT_ };
+/* Global functions (raise_exception, range, namespace, ...): index for a TV_FUNC value's u.i,
+ * or -1 when name is not one. */
+int tmpl_global_index(const char *name, size_t len);
 
 /* Arguments of a filter / test / method / global call, already evaluated. */
 struct tmpl_args {

@@ -8,9 +8,15 @@
  * UndefinedError carrying the reason the value is undefined ("'dict object' has no attribute
  * 'description'"). Python's type rules apply to + - * / etc. (str + dict is a TypeError).
  *
+ * Numbers: Python ints are unbounded, tern's are int64. Every integer operation is checked, and
+ * a result int64 cannot hold is refused ("OverflowError: integer result does not fit in 64
+ * bits"), never wrapped: a wrapped number would render something Python never would. Division
+ * by zero and float overflow fail as in Python.
+ *
  * Errors longjmp to tmpl_render (see tmpl.h); messages look like
- * "line 12:7: UndefinedError: 'functions' is undefined". Macro recursion and loop sizes are
- * bounded so a hostile template fails cleanly instead of exhausting the stack. */
+ * "line 12:7: UndefinedError: 'functions' is undefined". Recursion (macro calls, evaluation
+ * depth) and work (the meter of tmpl.h) are bounded so a hostile template fails cleanly
+ * instead of exhausting the stack or spinning forever. */
 #include "chat/tmpl.h"
 
 #include <math.h>
@@ -20,9 +26,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 #define TMPL_MAX_CALL_DEPTH 200
+/* eval()/exec_node() frames on the C stack at once: a macro level costs a few, an expression
+ * one per nesting level. A few hundred bytes each in an optimized build, so this stays well
+ * inside 1 MB of stack; TMPL_MAX_STACK also bounds the bytes, for builds (sanitizers, -O0)
+ * whose frames are ten times larger. Real templates stay under 100 frames. */
+#define TMPL_MAX_EVAL_DEPTH 3000
+#define TMPL_MAX_STACK (2u << 20)
 
 struct frame {
     struct frame *parent;
@@ -38,7 +51,10 @@ struct tmpl_ev {
     tern_status st;
     struct frame *root;
     int64_t now;
-    int depth;
+    int depth;  /* macro calls in progress */
+    int rdepth; /* eval/exec_node frames in progress */
+    uintptr_t stack_base; /* frame address at tmpl_render */
+    uint64_t max_work;
 };
 
 enum flow { FLOW_NORMAL, FLOW_BREAK, FLOW_CONTINUE };
@@ -67,11 +83,25 @@ void *tmpl_ev_alloc(struct tmpl_ev *ev, size_t n)
 }
 
 struct tmpl_arena *tmpl_ev_arena(struct tmpl_ev *ev) { return ev->a; }
+
+void tmpl_ev_tick(struct tmpl_ev *ev, uint64_t units, const struct tmpl_node *at)
+{
+    tmpl_meter.work += units;
+    if (__builtin_expect(!tmpl_meter.too_deep && tmpl_meter.work <= ev->max_work, 1)) return;
+    if (tmpl_meter.too_deep)
+        tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
+    if (tmpl_meter.work > ev->max_work)
+        tmpl_throw(ev, at, "TemplateRuntimeError",
+                   "the template did more than %llu steps of work (an endless or very long loop?)",
+                   (unsigned long long)ev->max_work);
+}
 int64_t tmpl_ev_now(struct tmpl_ev *ev) { return ev->now; }
 
-static void check_buf(struct tmpl_ev *ev, const struct tmpl_buf *b)
+static void check_buf(struct tmpl_ev *ev, const struct tmpl_buf *b, const struct tmpl_node *at)
 {
-    if (b->oom) tmpl_throw(ev, NULL, "MemoryError", "template output exceeded the memory limit");
+    if (b->oom) tmpl_throw(ev, at, "MemoryError", "template output exceeded the memory limit");
+    if (tmpl_meter.too_deep)
+        tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
 }
 
 struct tval tmpl_ev_str(struct tmpl_ev *ev, struct tval v)
@@ -80,7 +110,7 @@ struct tval tmpl_ev_str(struct tmpl_ev *ev, struct tval v)
     struct tmpl_buf b;
     tmpl_buf_init(&b, ev->a);
     tmpl_py_str(&b, v);
-    check_buf(ev, &b);
+    check_buf(ev, &b, NULL);
     return tv_str(b.p ? b.p : "", b.n);
 }
 
@@ -90,8 +120,9 @@ void tmpl_ev_check_defined(struct tmpl_ev *ev, struct tval v, const struct tmpl_
         tmpl_throw(ev, at, "UndefinedError", "%s", v.u.s.p ? v.u.s.p : "value is undefined");
 }
 
+/* noinline: its message buffer would otherwise sit in eval's frame at every recursion level */
 static struct tval undef_why(struct tmpl_ev *ev, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3), noinline));
 static struct tval undef_why(struct tmpl_ev *ev, const char *fmt, ...)
 {
     char msg[300];
@@ -145,23 +176,18 @@ static void frame_set(struct tmpl_ev *ev, struct frame *f, const char *name, siz
     f->n++;
 }
 
-static const struct { const char *name; int fn; } globals[] = {
-    {"raise_exception", FN_RAISE}, {"strftime_now", FN_STRFTIME}, {"namespace", FN_NAMESPACE},
-    {"range", FN_RANGE},           {"dict", FN_DICT},
-};
-
 static struct tval lookup(struct tmpl_ev *ev, struct frame *f, const char *name, size_t len)
 {
     for (; f; f = f->parent)
         for (int i = f->n - 1; i >= 0; i--)
             if (f->lens[i] == len && !memcmp(f->names[i], name, len)) return f->vals[i];
-    for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++)
-        if (strlen(globals[i].name) == len && !memcmp(globals[i].name, name, len)) {
-            struct tval v = {0};
-            v.kind = TV_FUNC;
-            v.u.i = globals[i].fn;
-            return v;
-        }
+    int g = tmpl_global_index(name, len);
+    if (g >= 0) {
+        struct tval v = {0};
+        v.kind = TV_FUNC;
+        v.u.i = g;
+        return v;
+    }
     return undef_why(ev, "'%.*s' is undefined", (int)len, name);
 }
 
@@ -217,12 +243,13 @@ struct tval tmpl_ev_list_of(struct tmpl_ev *ev, struct tval v, const struct tmpl
         return l;
     }
     case TV_STR: {
-        size_t n = tmpl_utf8_count(v.u.s.p, v.u.s.n);
+        size_t n = tmpl_utf8_count(v.u.s.p, v.u.s.n); /* characters as tmpl_value.c splits them */
         struct tval l = mk_list(ev, n, 0);
         size_t i = 0, k = 0;
         while (i < v.u.s.n) {
             size_t j = i + 1;
             while (j < v.u.s.n && ((unsigned char)v.u.s.p[j] & 0xC0) == 0x80) j++;
+            TERN_ASSERT(k < n); /* the arena would not notice an overrun */
             l.u.l->v[k++] = tv_str(v.u.s.p + i, j - i);
             i = j;
         }
@@ -320,12 +347,12 @@ struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key
         if (v) return *v;
     } else if ((obj.kind == TV_LIST || obj.kind == TV_STR) &&
                (key.kind == TV_INT || key.kind == TV_BOOL)) {
-        int64_t i = key.kind == TV_INT ? key.u.i : key.u.b;
+        int64_t i = key.kind == TV_INT ? key.u.i : key.u.b, orig = i;
         if (obj.kind == TV_LIST) {
             int64_t n = (int64_t)obj.u.l->n;
             if (i < 0) i += n;
             if (i >= 0 && i < n) return obj.u.l->v[i];
-            return undef_why(ev, "%s has no element %lld", obj_desc(obj), (long long)key.u.i);
+            return undef_why(ev, "%s has no element %lld", obj_desc(obj), (long long)orig);
         }
         int64_t n = (int64_t)tmpl_utf8_count(obj.u.s.p, obj.u.s.n);
         if (i < 0) i += n;
@@ -334,7 +361,7 @@ struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key
             size_t e = tmpl_utf8_offset(obj.u.s.p, obj.u.s.n, i + 1);
             return tv_str(obj.u.s.p + s, e - s);
         }
-        return undef_why(ev, "%s has no element %lld", obj_desc(obj), (long long)key.u.i);
+        return undef_why(ev, "%s has no element %lld", obj_desc(obj), (long long)orig);
     } else if (obj.kind == TV_LOOP && key.kind == TV_STR) {
         return tmpl_ev_getattr(ev, obj, key.u.s.p, key.u.s.n, at);
     }
@@ -343,7 +370,7 @@ struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key
     struct tmpl_buf b;
     tmpl_buf_init(&b, ev->a);
     tmpl_py_str(&b, key);
-    check_buf(ev, &b);
+    check_buf(ev, &b, at);
     return undef_why(ev, "%s has no attribute '%.*s'", obj_desc(obj), (int)(b.n > 100 ? 100 : b.n),
                      b.p ? b.p : "");
 }
@@ -363,7 +390,7 @@ static struct tval slice(struct tmpl_ev *ev, struct tval obj, struct tval s0, st
 {
     tmpl_ev_check_defined(ev, obj, at);
     int64_t step = 1;
-    if (s2.kind == TV_INT) step = s2.u.i;
+    if (s2.kind == TV_INT || s2.kind == TV_BOOL) step = s2.kind == TV_INT ? s2.u.i : s2.u.b;
     else if (s2.kind != TV_NONE && s2.kind != TV_UNDEF)
         tmpl_throw(ev, at, "TypeError", "slice indices must be integers or None");
     if (step == 0) tmpl_throw(ev, at, "ValueError", "slice step cannot be zero");
@@ -376,23 +403,26 @@ static struct tval slice(struct tmpl_ev *ev, struct tval obj, struct tval s0, st
     for (int k = 0; k < 2; k++) {
         struct tval b = bounds[k];
         if (b.kind == TV_NONE || b.kind == TV_UNDEF) out[k] = step > 0 ? (k ? n : 0) : (k ? -1 : n - 1);
-        else if (b.kind == TV_INT) out[k] = norm_index(b.u.i, n, step < 0);
+        else if (b.kind == TV_INT || b.kind == TV_BOOL)
+            out[k] = norm_index(b.kind == TV_INT ? b.u.i : b.u.b, n, step < 0);
         else tmpl_throw(ev, at, "TypeError", "slice indices must be integers or None");
     }
     lo = out[0];
     hi = out[1];
     struct tval r = mk_list(ev, (size_t)n, items.flags & TVF_TUPLE);
     size_t k = 0;
+    /* 0 <= i <= n here, so i + step cannot overflow going down; going up, stop before it would */
     if (step > 0)
-        for (int64_t i = lo; i < hi; i += step) r.u.l->v[k++] = items.u.l->v[i];
+        for (int64_t i = lo; i < hi; i = step > hi - i ? hi : i + step) r.u.l->v[k++] = items.u.l->v[i];
     else
         for (int64_t i = lo; i > hi && i >= 0; i += step) r.u.l->v[k++] = items.u.l->v[i];
+    tmpl_ev_tick(ev, k, at);
     r.u.l->n = k;
     if (obj.kind != TV_STR) return r;
     struct tmpl_buf b;
     tmpl_buf_init(&b, ev->a);
     for (size_t i = 0; i < k; i++) tmpl_buf_add(&b, r.u.l->v[i].u.s.p, r.u.l->v[i].u.s.n);
-    check_buf(ev, &b);
+    check_buf(ev, &b, at);
     return tv_str(b.p ? b.p : "", b.n);
 }
 
@@ -400,7 +430,7 @@ static struct tval slice(struct tmpl_ev *ev, struct tval obj, struct tval s0, st
 
 static bool is_num(struct tval v) { return v.kind == TV_INT || v.kind == TV_FLOAT || v.kind == TV_BOOL; }
 static double fnum(struct tval v) { return v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : v.u.b; }
-static int64_t inum(struct tval v) { return v.kind == TV_INT ? v.u.i : v.u.b; }
+static int64_t inum(struct tval v) { return v.kind == TV_INT ? v.u.i : v.kind == TV_BOOL ? v.u.b : 0; }
 
 static const char *op_sym(int op)
 {
@@ -419,12 +449,18 @@ _Noreturn static void bad_operands(struct tmpl_ev *ev, const struct tmpl_node *a
                op_sym(op), tmpl_type_name(a), tmpl_type_name(b));
 }
 
+/* seq * times; the result's size is bounded before anything is allocated or looped over
+ * (an empty sequence times 10**18 is empty at once, not 10**18 empty copies). */
 static struct tval repeat(struct tmpl_ev *ev, struct tval seq, int64_t times, const struct tmpl_node *at)
 {
-    if (times < 0) times = 0;
     size_t unit = seq.kind == TV_STR ? seq.u.s.n : seq.u.l->n;
-    if (unit && (uint64_t)times > (64u << 20) / unit)
-        tmpl_throw(ev, at, "MemoryError", "repetition result is too large");
+    if (times <= 0 || unit == 0) {
+        if (seq.kind == TV_STR) return tv_str("", 0);
+        return mk_list(ev, 0, seq.flags & TVF_TUPLE);
+    }
+    if ((uint64_t)times > (64u << 20) / unit)
+        tmpl_throw(ev, at, "MemoryError", "repetition result is too large (%zu x %lld)", unit, (long long)times);
+    tmpl_ev_tick(ev, (uint64_t)times, at);
     if (seq.kind == TV_STR) {
         char *p = tmpl_ev_alloc(ev, unit * (size_t)times + 1);
         for (int64_t i = 0; i < times; i++) memcpy(p + (size_t)i * unit, seq.u.s.p, unit);
@@ -437,7 +473,64 @@ static struct tval repeat(struct tmpl_ev *ev, struct tval seq, int64_t times, co
     return r;
 }
 
-static struct tval arith(struct tmpl_ev *ev, int op, struct tval a, struct tval b, const struct tmpl_node *at)
+_Noreturn static void int_overflow(struct tmpl_ev *ev, const struct tmpl_node *at, int op,
+                                   int64_t x, int64_t y)
+{
+    tmpl_throw(ev, at, "OverflowError",
+               "integer result of %lld %s %lld does not fit in 64 bits (Python ints are unbounded, "
+               "tern's are not)", (long long)x, op_sym(op), (long long)y);
+}
+
+/* x ** y for y >= 0, exact or refused. */
+static int64_t int_pow(struct tmpl_ev *ev, int64_t x, int64_t y, const struct tmpl_node *at)
+{
+    if (x == 0) return y == 0;
+    if (x == 1) return 1;
+    if (x == -1) return (y & 1) ? -1 : 1;
+    int64_t r = 1, base = x;
+    for (int64_t e = y; e; e >>= 1) {
+        if ((e & 1) && __builtin_mul_overflow(r, base, &r)) int_overflow(ev, at, OP_POW, x, y);
+        /* |x| >= 2: squaring past int64 while exponent bits remain means the result is too */
+        if ((e >> 1) && __builtin_mul_overflow(base, base, &base)) int_overflow(ev, at, OP_POW, x, y);
+    }
+    return r;
+}
+
+/* Python's float ** float (CPython float_pow): errors where Python raises. */
+static double float_pow(struct tmpl_ev *ev, double x, double y, const struct tmpl_node *at)
+{
+    if (x == 0 && y < 0)
+        tmpl_throw(ev, at, "ZeroDivisionError", "0.0 cannot be raised to a negative power");
+    if (x < 0 && isfinite(x) && isfinite(y) && y != floor(y))
+        tmpl_throw(ev, at, "ValueError", "a negative number raised to a fractional power is complex "
+                   "in Python; templates cannot hold complex numbers");
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        tmpl_throw(ev, at, "OverflowError", "(34, 'Numerical result out of range')");
+    return r;
+}
+
+/* Python's float // and % (CPython float_divmod): the remainder takes the divisor's sign. */
+static double float_floormod(double x, double y, bool want_div)
+{
+    double mod = fmod(x, y), div = (x - mod) / y;
+    if (mod) {
+        if ((y < 0) != (mod < 0)) {
+            mod += y;
+            div -= 1.0;
+        }
+    } else mod = copysign(0.0, y);
+    if (!want_div) return mod;
+    if (div) {
+        double f = floor(div);
+        if (div - f > 0.5) f += 1.0;
+        return f;
+    }
+    return copysign(0.0, x / y);
+}
+
+struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
+                          const struct tmpl_node *at)
 {
     if (op == OP_CONCAT) {
         struct tval x = tmpl_ev_str(ev, a), y = tmpl_ev_str(ev, b);
@@ -450,38 +543,51 @@ static struct tval arith(struct tmpl_ev *ev, int op, struct tval a, struct tval 
     tmpl_ev_check_defined(ev, b, at);
     if (is_num(a) && is_num(b)) {
         bool flt = a.kind == TV_FLOAT || b.kind == TV_FLOAT;
-        int64_t x = inum(a), y = inum(b);
+        int64_t x = inum(a), y = inum(b), r;
         double fx = fnum(a), fy = fnum(b);
         switch (op) {
-        case OP_ADD: return flt ? tv_float(fx + fy) : tv_int((int64_t)((uint64_t)x + (uint64_t)y));
-        case OP_SUB: return flt ? tv_float(fx - fy) : tv_int((int64_t)((uint64_t)x - (uint64_t)y));
-        case OP_MUL: return flt ? tv_float(fx * fy) : tv_int((int64_t)((uint64_t)x * (uint64_t)y));
+        case OP_ADD:
+            if (flt) return tv_float(fx + fy);
+            if (__builtin_add_overflow(x, y, &r)) int_overflow(ev, at, op, x, y);
+            return tv_int(r);
+        case OP_SUB:
+            if (flt) return tv_float(fx - fy);
+            if (__builtin_sub_overflow(x, y, &r)) int_overflow(ev, at, op, x, y);
+            return tv_int(r);
+        case OP_MUL:
+            if (flt) return tv_float(fx * fy);
+            if (__builtin_mul_overflow(x, y, &r)) int_overflow(ev, at, op, x, y);
+            return tv_int(r);
         case OP_DIV:
-            if (fy == 0) tmpl_throw(ev, at, "ZeroDivisionError", "division by zero");
+            if (fy == 0) tmpl_throw(ev, at, "ZeroDivisionError", flt ? "float division by zero" : "division by zero");
+            /* int / int: long double holds any int64 exactly, so only the quotient rounds */
+            if (!flt) return tv_float((double)((long double)x / (long double)y));
             return tv_float(fx / fy);
         case OP_FLOORDIV:
         case OP_MOD:
             if (flt) {
-                if (fy == 0) tmpl_throw(ev, at, "ZeroDivisionError", "float modulo");
-                double q = floor(fx / fy);
-                return op == OP_FLOORDIV ? tv_float(q) : tv_float(fx - q * fy);
-            } else {
-                if (y == 0) tmpl_throw(ev, at, "ZeroDivisionError", "integer division or modulo by zero");
-                if (x == INT64_MIN && y == -1) return op == OP_MOD ? tv_int(0) : tv_int(INT64_MIN);
-                int64_t q = x / y, r = x % y;
-                if (r != 0 && ((r < 0) != (y < 0))) {
+                if (fy == 0)
+                    tmpl_throw(ev, at, "ZeroDivisionError", op == OP_MOD ? "float modulo" : "float floor division by zero");
+                return tv_float(float_floormod(fx, fy, op == OP_FLOORDIV));
+            }
+            if (y == 0)
+                tmpl_throw(ev, at, "ZeroDivisionError", op == OP_MOD ? "integer modulo by zero"
+                                                                   : "integer division or modulo by zero");
+            if (x == INT64_MIN && y == -1) { /* the one quotient int64 cannot hold; C traps on it */
+                if (op == OP_MOD) return tv_int(0);
+                int_overflow(ev, at, op, x, y);
+            }
+            {
+                int64_t q = x / y, m = x % y;
+                if (m != 0 && ((m < 0) != (y < 0))) {
                     q--;
-                    r += y;
+                    m += y;
                 }
-                return op == OP_FLOORDIV ? tv_int(q) : tv_int(r);
+                return op == OP_FLOORDIV ? tv_int(q) : tv_int(m);
             }
         case OP_POW:
-            if (!flt && y >= 0) {
-                int64_t r = 1;
-                for (int64_t i = 0; i < y && i < 64; i++) r = (int64_t)((uint64_t)r * (uint64_t)x);
-                return tv_int(r);
-            }
-            return tv_float(pow(fx, fy));
+            if (!flt && y >= 0) return tv_int(int_pow(ev, x, y, at));
+            return tv_float(float_pow(ev, fx, fy, at));
         }
     }
     if (op == OP_ADD && a.kind == TV_STR && b.kind == TV_STR) {
@@ -493,7 +599,7 @@ static struct tval arith(struct tmpl_ev *ev, int op, struct tval a, struct tval 
             else tmpl_html_escape(&buf, a.u.s.p, a.u.s.n);
             if (b.flags & TVF_SAFE) tmpl_buf_add(&buf, b.u.s.p, b.u.s.n);
             else tmpl_html_escape(&buf, b.u.s.p, b.u.s.n);
-            check_buf(ev, &buf);
+            check_buf(ev, &buf, at);
             struct tval r = tv_str(buf.p, buf.n);
             r.flags = TVF_SAFE;
             return r;
@@ -522,26 +628,37 @@ static struct tval arith(struct tmpl_ev *ev, int op, struct tval a, struct tval 
     bad_operands(ev, at, op, a, b);
 }
 
-static int order(struct tmpl_ev *ev, struct tval a, struct tval b, int op, const struct tmpl_node *at)
+static int order(struct tmpl_ev *ev, struct tval a, struct tval b, int op, int depth,
+                 const struct tmpl_node *at)
 {
     tmpl_ev_check_defined(ev, a, at);
     tmpl_ev_check_defined(ev, b, at);
     if (is_num(a) && is_num(b)) {
         if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) return inum(a) < inum(b) ? -1 : inum(a) > inum(b);
-        double x = fnum(a), y = fnum(b);
-        return x < y ? -1 : x > y;
+        if (a.kind != TV_FLOAT) return tmpl_cmp_int_float(inum(a), b.u.f);
+        if (b.kind != TV_FLOAT) {
+            int c = tmpl_cmp_int_float(inum(b), a.u.f);
+            return c == 2 ? 2 : -c;
+        }
+        double x = a.u.f, y = b.u.f;
+        return x < y ? -1 : x > y ? 1 : x == y ? 0 : 2;
     }
     if (a.kind == TV_STR && b.kind == TV_STR) {
         size_t n = a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n;
+        tmpl_meter.work += n / TMPL_WORK_BYTES;
         int c = memcmp(a.u.s.p, b.u.s.p, n);
         if (c) return c < 0 ? -1 : 1;
         return a.u.s.n < b.u.s.n ? -1 : a.u.s.n > b.u.s.n;
     }
-    if (a.kind == TV_LIST && b.kind == TV_LIST) {
+    if (a.kind == TV_LIST && b.kind == TV_LIST && !((a.flags | b.flags) & TVF_GEN) &&
+        (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE)) {
+        if (depth >= TMPL_MAX_DATA_DEPTH)
+            tmpl_throw(ev, at, "RecursionError", "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
+            tmpl_ev_tick(ev, 1, at);
             if (tmpl_equal(a.u.l->v[i], b.u.l->v[i])) continue;
-            return order(ev, a.u.l->v[i], b.u.l->v[i], op, at);
+            return order(ev, a.u.l->v[i], b.u.l->v[i], op, depth + 1, at);
         }
         return a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
     }
@@ -556,14 +673,14 @@ static bool contains(struct tmpl_ev *ev, struct tval item, struct tval seq, cons
     case TV_STR:
         if (item.kind != TV_STR)
             tmpl_throw(ev, at, "TypeError", "'in <string>' requires string as left operand, not %s", tmpl_type_name(item));
+        tmpl_ev_tick(ev, seq.u.s.n / TMPL_WORK_BYTES, at);
         if (item.u.s.n == 0) return true;
-        if (item.u.s.n > seq.u.s.n) return false;
-        for (size_t i = 0; i + item.u.s.n <= seq.u.s.n; i++)
-            if (!memcmp(seq.u.s.p + i, item.u.s.p, item.u.s.n)) return true;
-        return false;
+        return memmem(seq.u.s.p, seq.u.s.n, item.u.s.p, item.u.s.n) != NULL; /* linear time */
     case TV_LIST:
-        for (size_t i = 0; i < seq.u.l->n; i++)
+        for (size_t i = 0; i < seq.u.l->n; i++) {
+            tmpl_ev_tick(ev, 1, at);
             if (tmpl_equal(seq.u.l->v[i], item)) return true;
+        }
         return false;
     case TV_DICT:
     case TV_NS: return tmpl_dict_get(seq.u.d, item) != NULL;
@@ -572,15 +689,17 @@ static bool contains(struct tmpl_ev *ev, struct tval item, struct tval seq, cons
     }
 }
 
-static bool compare(struct tmpl_ev *ev, int op, struct tval a, struct tval b, const struct tmpl_node *at)
+/* NaN compares unordered (order() returns 2): every ordering is false, as in Python. */
+bool tmpl_ev_compare(struct tmpl_ev *ev, int op, struct tval a, struct tval b, const struct tmpl_node *at)
 {
+    int c;
     switch (op) {
     case OP_EQ: return tmpl_equal(a, b);
     case OP_NE: return !tmpl_equal(a, b);
-    case OP_LT: return order(ev, a, b, op, at) < 0;
-    case OP_LE: return order(ev, a, b, op, at) <= 0;
-    case OP_GT: return order(ev, a, b, op, at) > 0;
-    case OP_GE: return order(ev, a, b, op, at) >= 0;
+    case OP_LT: return (c = order(ev, a, b, op, 0, at)) == -1;
+    case OP_LE: return (c = order(ev, a, b, op, 0, at)) == -1 || c == 0;
+    case OP_GT: return (c = order(ev, a, b, op, 0, at)) == 1;
+    case OP_GE: return (c = order(ev, a, b, op, 0, at)) == 1 || c == 0;
     case OP_IN: return contains(ev, a, b, at);
     case OP_NOTIN: return !contains(ev, a, b, at);
     }
@@ -641,7 +760,7 @@ static struct tval call_macro(struct tmpl_ev *ev, const struct tmpl_node *m, con
     ev->depth++;
     exec_body(ev, m->body, m->n_body, f, &b);
     ev->depth--;
-    check_buf(ev, &b);
+    check_buf(ev, &b, at);
     return tv_str(b.p ? b.p : "", b.n);
 }
 
@@ -678,7 +797,30 @@ static struct tval apply_chain(struct tmpl_ev *ev, const struct tmpl_node *n, st
     return tmpl_apply_filter(ev, n->str, v, &a, n);
 }
 
+static struct tval eval_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f);
+
+/* Throws before the evaluation recursion takes more than TMPL_MAX_EVAL_DEPTH frames or
+ * TMPL_MAX_STACK bytes. The frame address (not a local's: sanitizers may move those to the
+ * heap) measures the stack; either growth direction works. */
+static void enter(struct tmpl_ev *ev, const struct tmpl_node *n)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t used = here < ev->stack_base ? ev->stack_base - here : here - ev->stack_base;
+    if (++ev->rdepth > TMPL_MAX_EVAL_DEPTH || used > TMPL_MAX_STACK)
+        tmpl_throw(ev, n, "RecursionError", "evaluation nested deeper than %d levels (or %u KiB of stack)",
+                   TMPL_MAX_EVAL_DEPTH, TMPL_MAX_STACK >> 10);
+}
+
 static struct tval eval(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f)
+{
+    enter(ev, n);
+    tmpl_ev_tick(ev, 1, n);
+    struct tval v = eval_node(ev, n, f);
+    ev->rdepth--;
+    return v;
+}
+
+static struct tval eval_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f)
 {
     switch (n->kind) {
     case N_LIT: return n->lit;
@@ -722,7 +864,7 @@ static struct tval eval(struct tmpl_ev *ev, const struct tmpl_node *n, struct fr
     }
     case N_BINOP: {
         struct tval a = eval(ev, n->a, f);
-        return arith(ev, n->op, a, eval(ev, n->b, f), n);
+        return tmpl_ev_arith(ev, n->op, a, eval(ev, n->b, f), n);
     }
     case N_NEG:
     case N_POS: {
@@ -732,7 +874,11 @@ static struct tval eval(struct tmpl_ev *ev, const struct tmpl_node *n, struct fr
             tmpl_throw(ev, n, "TypeError", "bad operand type for unary %s: '%s'",
                        n->kind == N_NEG ? "-" : "+", tmpl_type_name(v));
         if (n->kind == N_POS) return v.kind == TV_BOOL ? tv_int(v.u.b) : v;
-        return v.kind == TV_FLOAT ? tv_float(-v.u.f) : tv_int((int64_t)(0 - (uint64_t)inum(v)));
+        if (v.kind == TV_FLOAT) return tv_float(-v.u.f);
+        if (inum(v) == INT64_MIN)
+            tmpl_throw(ev, n, "OverflowError", "integer result of -(%lld) does not fit in 64 bits "
+                       "(Python ints are unbounded, tern's are not)", (long long)INT64_MIN);
+        return tv_int(-inum(v));
     }
     case N_NOT: return tv_bool(!tmpl_truthy(eval(ev, n->a, f)));
     case N_AND: {
@@ -750,7 +896,7 @@ static struct tval eval(struct tmpl_ev *ev, const struct tmpl_node *n, struct fr
         struct tval left = eval(ev, n->a, f);
         for (int i = 0; i < n->n_args; i++) {
             struct tval right = eval(ev, n->args[i], f);
-            if (!compare(ev, n->ops[i], left, right, n)) return tv_bool(false);
+            if (!tmpl_ev_compare(ev, n->ops[i], left, right, n)) return tv_bool(false);
             left = right;
         }
         return tv_bool(true);
@@ -826,6 +972,9 @@ static int loop_depth(struct frame *f)
     return d;
 }
 
+static enum flow exec_stmt(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f,
+                           struct tmpl_buf *out);
+
 static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f, struct tmpl_buf *out)
 {
     struct tval src = eval(ev, n->a, f);
@@ -835,6 +984,7 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
         struct tval kept = mk_list(ev, items.u.l->n, 0);
         size_t k = 0;
         for (size_t i = 0; i < items.u.l->n; i++) {
+            tmpl_ev_tick(ev, 1, n);
             bind_targets(ev, n, lf, items.u.l->v[i]);
             if (tmpl_truthy(eval(ev, n->b, lf))) kept.u.l->v[k++] = items.u.l->v[i];
         }
@@ -854,6 +1004,7 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
     lv.kind = TV_LOOP;
     lv.u.loop = L;
     for (size_t i = 0; i < items.u.l->n; i++) {
+        tmpl_ev_tick(ev, 1, n); /* an empty body still costs its iterations */
         L->index0 = (int64_t)i;
         bind_targets(ev, n, lf, items.u.l->v[i]);
         frame_set(ev, lf, "loop", 4, lv);
@@ -864,6 +1015,15 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
 }
 
 static enum flow exec_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f, struct tmpl_buf *out)
+{
+    enter(ev, n);
+    tmpl_ev_tick(ev, 1, n);
+    enum flow fl = exec_stmt(ev, n, f, out);
+    ev->rdepth--;
+    return fl;
+}
+
+static enum flow exec_stmt(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f, struct tmpl_buf *out)
 {
     switch (n->kind) {
     case N_TEXT: tmpl_buf_add(out, n->str, n->len); break;
@@ -882,7 +1042,7 @@ static enum flow exec_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct
         struct tmpl_buf b;
         tmpl_buf_init(&b, ev->a);
         exec_body(ev, n->body, n->n_body, f, &b);
-        check_buf(ev, &b);
+        check_buf(ev, &b, n);
         struct tval v = tv_str(b.p ? b.p : "", b.n);
         if (n->c) v = apply_chain(ev, n->c, f, v);
         if (n->kind == N_SET_BLOCK) assign(ev, n->a, f, v);
@@ -900,7 +1060,7 @@ static enum flow exec_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct
     case N_CONTINUE: return FLOW_CONTINUE;
     default: tmpl_throw(ev, n, "TemplateError", "expression used as a statement");
     }
-    check_buf(ev, out);
+    check_buf(ev, out, n);
     return FLOW_NORMAL;
 }
 
@@ -922,6 +1082,9 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
     if (!ev) return tern_fail(TERN_ERR_NOMEM, "out of memory rendering a template");
     ev->a = arena;
     ev->now = opts ? opts->now_unix : TERN_CHAT_NOW_CLOCK;
+    ev->max_work = opts && opts->max_work ? opts->max_work : TMPL_MAX_WORK;
+    ev->stack_base = (uintptr_t)__builtin_frame_address(0);
+    tmpl_meter = (struct tmpl_meter){0};
     tern_status st = TERN_OK;
     if (setjmp(ev->jb) == 0) {
         ev->root = frame_new(ev, NULL);
@@ -931,7 +1094,7 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
         tmpl_buf_init(&b, arena);
         tmpl_buf_add(&b, "", 0);
         exec_body(ev, prog->body, prog->n_body, ev->root, &b);
-        check_buf(ev, &b);
+        check_buf(ev, &b, NULL);
         *out = b.p;
         *out_len = b.n;
     } else st = ev->st;

@@ -11,6 +11,7 @@
  * Positions are reported as line:col, 1-based, counted in bytes on the normalized source. */
 #include "chat/tmpl.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,10 +276,11 @@ static size_t lex_tag(struct lexer *lx, size_t p, bool is_var, size_t tag_start,
             num[nn] = '\0';
             if (!(t = push(lx, flt ? TK_FLOAT : TK_INT, p))) goto oom;
             if (flt) t->f = strtod(num, NULL);
-            else {
+            else { /* a literal int64 cannot hold is refused, not clamped */
+                errno = 0;
                 t->i = strtoll(num, NULL, 10);
-                if (nn > 18) {
-                    *st = lex_err(lx, p, "integer literal too large");
+                if (errno == ERANGE || nn >= sizeof num - 1) {
+                    *st = lex_err(lx, p, "integer literal too large (tern's ints are 64-bit)");
                     return 0;
                 }
             }

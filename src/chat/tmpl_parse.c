@@ -877,6 +877,9 @@ static struct tmpl_node **parse_body(struct parser *p, const char *const *ends, 
 
 tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out)
 {
+    if (len > TMPL_MAX_SOURCE)
+        return tern_fail(TERN_ERR_FORMAT, "line 1:1: TemplateSyntaxError: the template is %zu bytes; "
+                         "tern accepts at most %u", len, TMPL_MAX_SOURCE);
     struct tmpl_program *prog = calloc(1, sizeof *prog);
     if (!prog) return tern_fail(TERN_ERR_NOMEM, "out of memory compiling a template");
     /* generous: the largest real templates need well under 1 MB */
@@ -900,6 +903,34 @@ tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out)
     }
     *out = prog;
     return TERN_OK;
+}
+
+static bool node_uses(const struct tmpl_node *n, const char *name, int depth)
+{
+    if (!n || depth > 10000) return false; /* the parser bounds nesting far below this */
+    if (n->kind == N_NAME && n->str && !strcmp(n->str, name)) return true;
+    if (node_uses(n->a, name, depth + 1) || node_uses(n->b, name, depth + 1) || node_uses(n->c, name, depth + 1))
+        return true;
+    for (int i = 0; i < n->n_args; i++)
+        if (node_uses(n->args[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_kwargs; i++)
+        if (node_uses(n->kwargs[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_body; i++)
+        if (node_uses(n->body[i], name, depth + 1)) return true;
+    for (int i = 0; i < n->n_body2; i++)
+        if (node_uses(n->body2[i], name, depth + 1)) return true;
+    /* for-loop and set targets are names too */
+    if ((n->kind == N_FOR || n->kind == N_SET || n->kind == N_TUPLE) && n->names)
+        for (int i = 0; i < n->n_names; i++)
+            if (n->names[i] && !strcmp(n->names[i], name)) return true;
+    return false;
+}
+
+bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name)
+{
+    for (int i = 0; i < p->n_body; i++)
+        if (node_uses(p->body[i], name, 0)) return true;
+    return false;
 }
 
 void tmpl_program_free(struct tmpl_program *prog)

@@ -1,11 +1,10 @@
 /* tmpl_value.c — template values: the arena they live in, Python-compatible printing (str,
- * repr, float repr), json.dumps-compatible tojson, truthiness and equality, cJSON import.
+ * repr, float repr), json.dumps-compatible tojson, truthiness and equality.
  *
  * Read tmpl.h first. Everything here is pure (no evaluator state): helpers report problems by
  * return value and the evaluator turns them into template errors. */
 #include "chat/tmpl.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,7 @@ void tmpl_arena_free(struct tmpl_arena *a)
 
 void *tmpl_arena_alloc(struct tmpl_arena *a, size_t n)
 {
+    if (n > a->limit) return NULL; /* also keeps the rounding below from wrapping */
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     struct tmpl_chunk *c = a->head;
@@ -98,27 +98,33 @@ void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n)
 void tmpl_buf_adds(struct tmpl_buf *b, const char *s) { tmpl_buf_add(b, s, strlen(s)); }
 void tmpl_buf_addc(struct tmpl_buf *b, char c) { tmpl_buf_add(b, &c, 1); }
 
+/* ------------------------------------------------------------------ meter */
+
+_Thread_local struct tmpl_meter tmpl_meter;
+
 /* ------------------------------------------------------------------ UTF-8 */
+
+/* Strings are UTF-8, but a template literal can hold any bytes. A character starts at every
+ * byte that is not a continuation byte (10xxxxxx), and at byte 0 whatever it is, so stray
+ * continuation bytes at the start form one character: count, offset and the splitting in
+ * tmpl_ev_list_of all use this one rule (they must agree, or a split overruns its list). */
+static bool char_start(const char *p, size_t i) { return i == 0 || ((unsigned char)p[i] & 0xC0) != 0x80; }
 
 size_t tmpl_utf8_count(const char *p, size_t n)
 {
+    tmpl_meter.work += n / TMPL_WORK_BYTES;
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++) c += char_start(p, i);
     return c;
 }
 
 size_t tmpl_utf8_offset(const char *p, size_t n, int64_t ci)
 {
     if (ci <= 0) return 0;
-    size_t i = 0;
+    tmpl_meter.work += n / TMPL_WORK_BYTES;
     int64_t k = 0;
-    while (i < n) {
-        if (((unsigned char)p[i] & 0xC0) != 0x80) {
-            if (k == ci) return i;
-            k++;
-        }
-        i++;
-    }
+    for (size_t i = 0; i < n; i++)
+        if (char_start(p, i) && k++ == ci) return i;
     return n;
 }
 
@@ -220,18 +226,28 @@ static void py_str_repr(struct tmpl_buf *b, const char *p, size_t n)
     tmpl_buf_addc(b, q);
 }
 
-void tmpl_py_repr(struct tmpl_buf *b, struct tval v)
+static void py_str(struct tmpl_buf *b, struct tval v, int depth);
+
+static void py_repr(struct tmpl_buf *b, struct tval v, int depth)
 {
     switch (v.kind) {
     case TV_STR: py_str_repr(b, v.u.s.p, v.u.s.n); return;
     case TV_UNDEF: tmpl_buf_adds(b, "Undefined"); return;
-    default: tmpl_py_str(b, v); return;
+    default: py_str(b, v, depth); return;
     }
 }
 
-void tmpl_py_str(struct tmpl_buf *b, struct tval v)
+void tmpl_py_repr(struct tmpl_buf *b, struct tval v) { py_repr(b, v, 0); }
+void tmpl_py_str(struct tmpl_buf *b, struct tval v) { py_str(b, v, 0); }
+
+static void py_str(struct tmpl_buf *b, struct tval v, int depth)
 {
     char tmp[32];
+    if ((v.kind == TV_LIST || v.kind == TV_DICT || v.kind == TV_NS) && depth >= TMPL_MAX_DATA_DEPTH) {
+        tmpl_meter.too_deep = true;
+        return;
+    }
+    tmpl_meter.work++;
     switch (v.kind) {
     case TV_UNDEF: return;
     case TV_NONE: tmpl_buf_adds(b, "None"); return;
@@ -246,9 +262,9 @@ void tmpl_py_str(struct tmpl_buf *b, struct tval v)
         if (v.flags & TVF_GEN) { tmpl_buf_adds(b, "<generator object>"); return; }
         bool tuple = v.flags & TVF_TUPLE;
         tmpl_buf_addc(b, tuple ? '(' : '[');
-        for (size_t i = 0; i < v.u.l->n; i++) {
+        for (size_t i = 0; i < v.u.l->n && !b->oom && !tmpl_meter.too_deep; i++) {
             if (i) tmpl_buf_adds(b, ", ");
-            tmpl_py_repr(b, v.u.l->v[i]);
+            py_repr(b, v.u.l->v[i], depth + 1);
         }
         if (tuple && v.u.l->n == 1) tmpl_buf_addc(b, ',');
         tmpl_buf_addc(b, tuple ? ')' : ']');
@@ -258,11 +274,11 @@ void tmpl_py_str(struct tmpl_buf *b, struct tval v)
     case TV_NS:
         if (v.kind == TV_NS) tmpl_buf_adds(b, "<Namespace ");
         tmpl_buf_addc(b, '{');
-        for (size_t i = 0; i < v.u.d->n; i++) {
+        for (size_t i = 0; i < v.u.d->n && !b->oom && !tmpl_meter.too_deep; i++) {
             if (i) tmpl_buf_adds(b, ", ");
-            tmpl_py_repr(b, v.u.d->k[i]);
+            py_repr(b, v.u.d->k[i], depth + 1);
             tmpl_buf_adds(b, ": ");
-            tmpl_py_repr(b, v.u.d->v[i]);
+            py_repr(b, v.u.d->v[i], depth + 1);
         }
         tmpl_buf_addc(b, '}');
         if (v.kind == TV_NS) tmpl_buf_addc(b, '>');
@@ -274,14 +290,23 @@ void tmpl_py_str(struct tmpl_buf *b, struct tval v)
     }
 }
 
-static void json_str(struct tmpl_buf *b, const char *p, size_t n)
+static void json_u16(struct tmpl_buf *b, unsigned u) /* u < 0x10000 */
+{
+    char e[16];
+    snprintf(e, sizeof e, "\\u%04x", u & 0xFFFF);
+    tmpl_buf_adds(b, e);
+}
+
+/* A JSON string as json.dumps writes it: ensure_ascii escapes everything above 0x7f as \uXXXX
+ * (a surrogate pair beyond the BMP); a byte that is not valid UTF-8 (template literals can
+ * hold them, Python strings cannot) is escaped as the code point of its value. */
+static void json_str(struct tmpl_buf *b, const char *p, size_t n, bool ascii)
 {
     tmpl_buf_addc(b, '"');
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         const char *esc = NULL;
-        char u[8];
         if (c == '"') esc = "\\\"";
         else if (c == '\\') esc = "\\\\";
         else if (c == '\n') esc = "\\n";
@@ -289,33 +314,89 @@ static void json_str(struct tmpl_buf *b, const char *p, size_t n)
         else if (c == '\t') esc = "\\t";
         else if (c == '\b') esc = "\\b";
         else if (c == '\f') esc = "\\f";
-        else if (c < 0x20) {
-            snprintf(u, sizeof u, "\\u%04x", c);
-            esc = u;
+        /* Python's ESCAPE_ASCII is [^ -~]: DEL (0x7f) is escaped too */
+        if (!esc && c >= 0x20 && (!ascii || c < 0x7f)) {
+            run++;
+            continue;
         }
-        if (esc) {
-            tmpl_buf_add(b, p + i - run, run);
-            run = 0;
-            tmpl_buf_adds(b, esc);
-        } else run++;
+        tmpl_buf_add(b, p + i - run, run);
+        run = 0;
+        if (esc) tmpl_buf_adds(b, esc);
+        else if (c < 0x80) json_u16(b, c); /* control characters, DEL */
+        else {
+            size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            uint32_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+            bool ok = len > 1 && i + len <= n;
+            for (size_t k = 1; ok && k < len; k++) {
+                unsigned char cc = (unsigned char)p[i + k];
+                ok = (cc & 0xC0) == 0x80;
+                cp = (cp << 6) | (cc & 0x3F);
+            }
+            if (!ok) cp = c, len = 1;
+            if (cp >= 0x10000) {
+                json_u16(b, 0xD800 + ((cp - 0x10000) >> 10));
+                json_u16(b, 0xDC00 + ((cp - 0x10000) & 0x3FF));
+            } else json_u16(b, cp);
+            i += len - 1;
+        }
     }
     tmpl_buf_add(b, p + n - run, run);
     tmpl_buf_addc(b, '"');
 }
 
-static void json_newline(struct tmpl_buf *b, int indent, int depth)
+static void json_newline(struct tmpl_buf *b, const struct tmpl_json_opts *o, int depth)
 {
     tmpl_buf_addc(b, '\n');
-    for (int i = 0; i < indent * depth; i++) tmpl_buf_addc(b, ' ');
+    /* stops at the memory limit: a huge indent must not spin on a dead buffer */
+    for (int d = 0; d < depth && !b->oom; d++) tmpl_buf_add(b, o->indent, o->indent_n);
 }
 
-/* json.dumps(v, ensure_ascii=False, indent=indent or None) */
-bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, const char **why)
+static bool is_number(struct tval v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
+
+struct key_sort {
+    const struct tdict *d;
+    const char *mixed_a, *mixed_b; /* set when two keys cannot be ordered */
+};
+
+/* sorted(d.items()) compares keys: str with str (by code point = by UTF-8 bytes), numbers with
+ * numbers; anything else is Python's TypeError, reported after the sort. */
+static int key_cmp(const void *pa, const void *pb, void *ctx)
 {
-    if (depth > 1100) { /* cJSON input nests at most 1000 deep */
-        *why = "maximum nesting depth exceeded";
+    struct key_sort *ks = ctx;
+    struct tval a = ks->d->k[*(const size_t *)pa], b = ks->d->k[*(const size_t *)pb];
+    if (a.kind == TV_STR && b.kind == TV_STR) {
+        size_t n = a.u.s.n < b.u.s.n ? a.u.s.n : b.u.s.n;
+        int c = memcmp(a.u.s.p, b.u.s.p, n);
+        if (c) return c < 0 ? -1 : 1;
+        return a.u.s.n < b.u.s.n ? -1 : a.u.s.n > b.u.s.n;
+    }
+    if (is_number(a) && is_number(b)) {
+        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) {
+            int64_t x = a.kind == TV_INT ? a.u.i : a.u.b, y = b.kind == TV_INT ? b.u.i : b.u.b;
+            return x < y ? -1 : x > y;
+        }
+        int c = a.kind != TV_FLOAT ? tmpl_cmp_int_float(a.kind == TV_INT ? a.u.i : a.u.b, b.u.f)
+              : b.kind != TV_FLOAT ? -tmpl_cmp_int_float(b.kind == TV_INT ? b.u.i : b.u.b, a.u.f)
+              : (a.u.f < b.u.f ? -1 : a.u.f > b.u.f);
+        return c == 2 || c == -2 ? 0 : c;
+    }
+    if (!ks->mixed_a) {
+        ks->mixed_a = tmpl_type_name(b);
+        ks->mixed_b = tmpl_type_name(a);
+    }
+    return 0;
+}
+
+bool tmpl_to_json(struct tmpl_buf *b, struct tval v, const struct tmpl_json_opts *o, int depth,
+                  struct tmpl_json_error *err)
+{
+    if (depth > TMPL_MAX_DATA_DEPTH) {
+        snprintf(err->msg, sizeof err->msg, "values nested deeper than %d levels", TMPL_MAX_DATA_DEPTH);
+        err->kind = "RecursionError";
         return false;
     }
+    if (b->oom) return true; /* the caller reports the memory limit */
+    tmpl_meter.work++;
     switch (v.kind) {
     case TV_NONE: tmpl_buf_adds(b, "null"); return true;
     case TV_BOOL: tmpl_buf_adds(b, v.u.b ? "true" : "false"); return true;
@@ -325,45 +406,68 @@ bool tmpl_to_json(struct tmpl_buf *b, struct tval v, int indent, int depth, cons
         else if (isinf(v.u.f)) tmpl_buf_adds(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else tmpl_py_float(b, v.u.f);
         return true;
-    case TV_STR: json_str(b, v.u.s.p, v.u.s.n); return true;
+    case TV_STR: json_str(b, v.u.s.p, v.u.s.n, o->ensure_ascii); return true;
     case TV_LIST:
         if (v.flags & TVF_GEN) break;
         if (v.u.l->n == 0) { tmpl_buf_adds(b, "[]"); return true; }
         tmpl_buf_addc(b, '[');
         for (size_t i = 0; i < v.u.l->n; i++) {
-            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
-            if (indent > 0) json_newline(b, indent, depth + 1);
-            if (!tmpl_to_json(b, v.u.l->v[i], indent, depth + 1, why)) return false;
+            if (i) tmpl_buf_add(b, o->item_sep, o->item_sep_n);
+            if (o->pretty) json_newline(b, o, depth + 1);
+            if (!tmpl_to_json(b, v.u.l->v[i], o, depth + 1, err)) return false;
         }
-        if (indent > 0) json_newline(b, indent, depth);
+        if (o->pretty) json_newline(b, o, depth);
         tmpl_buf_addc(b, ']');
         return true;
-    case TV_DICT:
-        if (v.u.d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
-        tmpl_buf_addc(b, '{');
-        for (size_t i = 0; i < v.u.d->n; i++) {
-            if (i) tmpl_buf_adds(b, indent > 0 ? "," : ", ");
-            if (indent > 0) json_newline(b, indent, depth + 1);
-            struct tval k = v.u.d->k[i];
-            if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n);
-            else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL ||
-                     k.kind == TV_NONE) {
-                tmpl_buf_addc(b, '"');
-                if (!tmpl_to_json(b, k, 0, depth + 1, why)) return false;
-                tmpl_buf_addc(b, '"');
-            } else {
-                *why = "keys must be str, int, float, bool or None";
+    case TV_DICT: {
+        const struct tdict *d = v.u.d;
+        if (d->n == 0) { tmpl_buf_adds(b, "{}"); return true; }
+        size_t *order = NULL;
+        if (o->sort_keys) {
+            order = tmpl_arena_alloc(b->a, d->n * sizeof *order);
+            if (!order) {
+                b->oom = true;
+                return true;
+            }
+            for (size_t i = 0; i < d->n; i++) order[i] = i;
+            struct key_sort ks = {d, NULL, NULL};
+            tmpl_meter.work += d->n * 20; /* n log n comparisons */
+            qsort_r(order, d->n, sizeof *order, key_cmp, &ks);
+            if (ks.mixed_a) {
+                snprintf(err->msg, sizeof err->msg, "'<' not supported between instances of '%s' and '%s'",
+                         ks.mixed_a, ks.mixed_b);
+                err->kind = "TypeError";
                 return false;
             }
-            tmpl_buf_adds(b, ": ");
-            if (!tmpl_to_json(b, v.u.d->v[i], indent, depth + 1, why)) return false;
         }
-        if (indent > 0) json_newline(b, indent, depth);
+        tmpl_buf_addc(b, '{');
+        for (size_t j = 0; j < d->n; j++) {
+            size_t i = order ? order[j] : j;
+            if (j) tmpl_buf_add(b, o->item_sep, o->item_sep_n);
+            if (o->pretty) json_newline(b, o, depth + 1);
+            struct tval k = d->k[i];
+            if (k.kind == TV_STR) json_str(b, k.u.s.p, k.u.s.n, o->ensure_ascii);
+            else if (k.kind == TV_INT || k.kind == TV_FLOAT || k.kind == TV_BOOL || k.kind == TV_NONE) {
+                tmpl_buf_addc(b, '"'); /* json.dumps turns these keys into their JSON text */
+                if (!tmpl_to_json(b, k, o, depth + 1, err)) return false;
+                tmpl_buf_addc(b, '"');
+            } else {
+                snprintf(err->msg, sizeof err->msg, "keys must be str, int, float, bool or None, not %s",
+                         tmpl_type_name(k));
+                err->kind = "TypeError";
+                return false;
+            }
+            tmpl_buf_add(b, o->key_sep, o->key_sep_n);
+            if (!tmpl_to_json(b, d->v[i], o, depth + 1, err)) return false;
+        }
+        if (o->pretty) json_newline(b, o, depth);
         tmpl_buf_addc(b, '}');
         return true;
+    }
     default: break;
     }
-    *why = tmpl_type_name(v);
+    snprintf(err->msg, sizeof err->msg, "Object of type %s is not JSON serializable", tmpl_type_name(v));
+    err->kind = "TypeError";
     return false;
 }
 
@@ -385,36 +489,55 @@ bool tmpl_truthy(struct tval v)
 }
 
 static bool is_num(struct tval v) { return v.kind == TV_BOOL || v.kind == TV_INT || v.kind == TV_FLOAT; }
-static double num(struct tval v)
+
+int tmpl_cmp_int_float(int64_t i, double f)
 {
-    return v.kind == TV_FLOAT ? v.u.f : v.kind == TV_INT ? (double)v.u.i : (double)v.u.b;
+    if (isnan(f)) return 2;
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    double t = trunc(f);
+    int64_t ti = (int64_t)t; /* |t| <= 2^63 and t = 2^63 was excluded: exact */
+    if (i != ti) return i < ti ? -1 : 1;
+    return t == f ? 0 : f > t ? -1 : 1;
 }
 
-bool tmpl_equal(struct tval a, struct tval b)
+static bool equal(struct tval a, struct tval b, int depth)
 {
+    tmpl_meter.work++;
     if (is_num(a) && is_num(b)) {
-        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) {
-            int64_t x = a.kind == TV_INT ? a.u.i : a.u.b, y = b.kind == TV_INT ? b.u.i : b.u.b;
-            return x == y;
-        }
-        return num(a) == num(b);
+        int64_t x = a.kind == TV_INT ? a.u.i : a.kind == TV_BOOL ? a.u.b : 0;
+        int64_t y = b.kind == TV_INT ? b.u.i : b.kind == TV_BOOL ? b.u.b : 0;
+        if (a.kind != TV_FLOAT && b.kind != TV_FLOAT) return x == y;
+        if (a.kind != TV_FLOAT) return tmpl_cmp_int_float(x, b.u.f) == 0;
+        if (b.kind != TV_FLOAT) return tmpl_cmp_int_float(y, a.u.f) == 0;
+        return a.u.f == b.u.f;
     }
     if (a.kind != b.kind) return false;
     switch (a.kind) {
     case TV_UNDEF:
     case TV_NONE: return true;
-    case TV_STR: return a.u.s.n == b.u.s.n && !memcmp(a.u.s.p, b.u.s.p, a.u.s.n);
+    case TV_STR:
+        tmpl_meter.work += a.u.s.n / TMPL_WORK_BYTES;
+        return a.u.s.n == b.u.s.n && !memcmp(a.u.s.p, b.u.s.p, a.u.s.n);
     case TV_LIST:
         if ((a.flags & TVF_TUPLE) != (b.flags & TVF_TUPLE)) return false;
         if (a.u.l->n != b.u.l->n) return false;
+        if (depth >= TMPL_MAX_DATA_DEPTH) {
+            tmpl_meter.too_deep = true;
+            return false;
+        }
         for (size_t i = 0; i < a.u.l->n; i++)
-            if (!tmpl_equal(a.u.l->v[i], b.u.l->v[i])) return false;
+            if (!equal(a.u.l->v[i], b.u.l->v[i], depth + 1)) return false;
         return true;
     case TV_DICT:
         if (a.u.d->n != b.u.d->n) return false;
+        if (depth >= TMPL_MAX_DATA_DEPTH) {
+            tmpl_meter.too_deep = true;
+            return false;
+        }
         for (size_t i = 0; i < a.u.d->n; i++) {
             struct tval *o = tmpl_dict_get(b.u.d, a.u.d->k[i]);
-            if (!o || !tmpl_equal(a.u.d->v[i], *o)) return false;
+            if (!o || !equal(a.u.d->v[i], *o, depth + 1)) return false;
         }
         return true;
     case TV_NS: return a.u.d == b.u.d;
@@ -424,8 +547,11 @@ bool tmpl_equal(struct tval a, struct tval b)
     }
 }
 
+bool tmpl_equal(struct tval a, struct tval b) { return equal(a, b, 0); }
+
 struct tval *tmpl_dict_get(const struct tdict *d, struct tval key)
 {
+    tmpl_meter.work += d->n / 8; /* a key comparison is a few instructions */
     for (size_t i = 0; i < d->n; i++) {
         const struct tval *k = &d->k[i];
         if (key.kind == TV_STR && k->kind == TV_STR) {
@@ -450,66 +576,4 @@ void tmpl_html_escape(struct tmpl_buf *b, const char *p, size_t n)
         if (r) tmpl_buf_adds(b, r);
         else tmpl_buf_addc(b, c);
     }
-}
-
-/* ------------------------------------------------------------------ cJSON import */
-
-bool tmpl_from_cjson(struct tmpl_arena *a, const struct cJSON *j, struct tval *out)
-{
-    if (cJSON_IsNull(j)) *out = tv_none();
-    else if (cJSON_IsTrue(j)) *out = tv_bool(true);
-    else if (cJSON_IsFalse(j)) *out = tv_bool(false);
-    else if (cJSON_IsNumber(j)) {
-        double d = j->valuedouble;
-        if (d == floor(d) && fabs(d) < 9007199254740992.0) *out = tv_int((int64_t)d);
-        else *out = tv_float(d);
-    } else if (cJSON_IsString(j)) {
-        size_t n = strlen(j->valuestring);
-        char *p = tmpl_arena_alloc(a, n + 1);
-        if (!p) return false;
-        memcpy(p, j->valuestring, n);
-        *out = tv_str(p, n);
-    } else if (cJSON_IsArray(j) || cJSON_IsObject(j)) {
-        size_t n = (size_t)cJSON_GetArraySize(j);
-        struct tval *vals = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *vals);
-        if (!vals) return false;
-        size_t i = 0;
-        const cJSON *c;
-        cJSON_ArrayForEach(c, j) {
-            if (!tmpl_from_cjson(a, c, &vals[i])) return false;
-            i++;
-        }
-        if (cJSON_IsArray(j)) {
-            struct tlist *l = tmpl_arena_alloc(a, sizeof *l);
-            if (!l) return false;
-            l->n = l->cap = n;
-            l->v = vals;
-            struct tval v = {0};
-            v.kind = TV_LIST;
-            v.u.l = l;
-            *out = v;
-        } else {
-            struct tdict *d = tmpl_arena_alloc(a, sizeof *d);
-            struct tval *keys = tmpl_arena_alloc(a, (n ? n : 1) * sizeof *keys);
-            if (!d || !keys) return false;
-            i = 0;
-            cJSON_ArrayForEach(c, j) {
-                size_t kn = strlen(c->string ? c->string : "");
-                char *kp = tmpl_arena_alloc(a, kn + 1);
-                if (!kp) return false;
-                memcpy(kp, c->string ? c->string : "", kn);
-                keys[i++] = tv_str(kp, kn);
-            }
-            d->n = d->cap = n;
-            d->k = keys;
-            d->v = vals;
-            struct tval v = {0};
-            v.kind = TV_DICT;
-            v.u.d = d;
-            *out = v;
-        }
-    } else {
-        *out = tv_none();
-    }
-    return true;
 }

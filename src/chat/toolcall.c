@@ -10,10 +10,14 @@
  *   JSON        an incremental bracket/string scanner finds where the object ends; the call is
  *               complete the moment its closing '}' arrives. (Mistral elements use it too.)
  *   L3_AFTER    after a Llama 3 call: ';' / whitespace, then maybe another call, else text.
- *   MIS_OPEN / MIS_ELEM / MIS_SEP   "[TOOL_CALLS]" '[' {obj} (',' {obj})* ']'.
+ *   L3_TAG      after <|python_tag|>: a JSON object must follow. The tag (and separators)
+ *               stay in pending as `markup` until the call is decided.
+ *   MIS_OPEN / MIS_ELEM / MIS_SEP   "[TOOL_CALLS]" '[' {obj} (',' {obj})* ']'. The whole list
+ *               stays in pending until it ends (calls are still reported as each object closes).
  * Whenever a region cannot be a valid call (bad JSON, wrong shape, unexpected byte, stream
- * ended inside it), its raw bytes are appended to the content and an error is recorded with
- * the stream offset. A Llama 3 reply that merely starts with a JSON object that is not a call
+ * ended inside it), its raw bytes, markup included, are appended to the content and an error is
+ * recorded with the stream offset; a Mistral list with valid calls keeps only its malformed
+ * entries as content. A Llama 3 reply that merely starts with a JSON object that is not a call
  * (no "name") is content without error: such replies are legitimate. */
 #include "chat/toolcall.h"
 
@@ -77,8 +81,8 @@ static bool buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, cons
     return true;
 }
 
-/* drop pending[0..k) */
-static void consume(struct tern_toolcall_parser *p, size_t k)
+/* pending[0..k) leaves the window (emit_text copies it first) */
+static void advance(struct tern_toolcall_parser *p, size_t k)
 {
     memmove(p->pending.p, p->pending.p + k, p->pending.n - k);
     p->pending.n -= k;
@@ -91,7 +95,14 @@ static void consume(struct tern_toolcall_parser *p, size_t k)
 static void emit_text(struct tern_toolcall_parser *p, size_t k)
 {
     buf_add(p, &p->text, p->pending.p, k);
-    consume(p, k);
+    advance(p, k);
+}
+
+/* pending[0..k) is markup or the JSON of a valid call: it is not content */
+static void consume(struct tern_toolcall_parser *p, size_t k)
+{
+    p->dropped += k;
+    advance(p, k);
 }
 
 __attribute__((format(printf, 3, 4))) static void add_error(struct tern_toolcall_parser *p,
@@ -128,13 +139,16 @@ static void reject(struct tern_toolcall_parser *p, size_t k, const char *why)
 {
     add_error(p, 0, "%s", why);
     emit_text(p, k);
+    p->markup = 0;
     p->state = S_TEXT;
 }
 
-static void add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
+/* Takes ownership of c's strings. False (with an error recorded) when the call cannot be kept:
+ * its text must then stay content. */
+static bool add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
 {
     if (p->n_calls >= TOOLCALL_MAX_CALLS) {
-        add_error(p, 0, "more than %d tool calls; the rest are ignored", TOOLCALL_MAX_CALLS);
+        add_error(p, 0, "more than %d tool calls; the rest are kept as text", TOOLCALL_MAX_CALLS);
         goto drop;
     }
     if (p->n_calls == p->cap_calls) {
@@ -149,11 +163,12 @@ static void add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
     }
     p->calls[p->n_calls++] = *c;
     p->completed++;
-    return;
+    return true;
 drop:
     free((char *)c->name);
     free((char *)c->arguments);
     free((char *)c->id);
+    return false;
 }
 
 /* ------------------------------------------------------------------ decoding one call */
@@ -221,22 +236,76 @@ out:
     return v;
 }
 
-/* Decode pending[json_start..e) as a call; region pending[0..e) is the raw text. `lenient`
- * (Llama 3 reply start) turns a well-formed non-call into plain content. */
+/* Decode pending[json_start..e) as a call; region pending[0..e) is the raw text (with the
+ * markup before the JSON). `lenient` (Llama 3 reply start) turns a well-formed non-call into
+ * plain content. */
 static void finish_object(struct tern_toolcall_parser *p, size_t e, bool lenient)
 {
     struct tern_toolcall c;
     char why[256];
     enum toolcall_verdict v = toolcall_decode(p->pending.p + p->json_start, e - p->json_start, &c, why, sizeof why);
     if (v == TC_CALL) {
-        add_call(p, &c);
-        consume(p, e);
+        if (add_call(p, &c)) consume(p, e);
+        else emit_text(p, e);
     } else if (v == TC_NOT_A_CALL && lenient) {
         emit_text(p, e);
     } else {
         add_error(p, p->json_start, "%s", why);
         emit_text(p, e);
     }
+    p->markup = 0;
+}
+
+/* ------------------------------------------------------------------ Mistral lists */
+
+/* pending[start..end) is a malformed entry of the list being held */
+static void group_bad(struct tern_toolcall_parser *p, size_t start, size_t end)
+{
+    if (p->n_segs == p->cap_segs) {
+        int cap = p->cap_segs ? p->cap_segs * 2 : 4;
+        struct toolcall_seg *v = realloc(p->segs, (size_t)cap * sizeof *v);
+        if (!v) {
+            p->oom = true;
+            return;
+        }
+        p->segs = v;
+        p->cap_segs = cap;
+    }
+    p->segs[p->n_segs++] = (struct toolcall_seg){start, end};
+}
+
+/* an entry pending[json_start..e) of the list */
+static void group_entry(struct tern_toolcall_parser *p, size_t e)
+{
+    struct tern_toolcall c;
+    char why[256];
+    enum toolcall_verdict v = toolcall_decode(p->pending.p + p->json_start, e - p->json_start, &c, why, sizeof why);
+    if (v == TC_CALL && add_call(p, &c)) {
+        p->group_valid++;
+        return;
+    }
+    if (v != TC_CALL) add_error(p, p->json_start, "%s", why);
+    group_bad(p, p->json_start, e);
+}
+
+/* The list is pending[0..e): with no valid call all of it is content; otherwise its markup
+ * ("[TOOL_CALLS][", commas, "]") and valid calls go, its malformed entries stay content. */
+static void group_end(struct tern_toolcall_parser *p, size_t e)
+{
+    if (!p->group_valid) emit_text(p, e);
+    else {
+        size_t kept = 0;
+        for (int i = 0; i < p->n_segs; i++) {
+            const struct toolcall_seg *g = &p->segs[i];
+            buf_add(p, &p->text, p->pending.p + g->start, g->end - g->start);
+            kept += g->end - g->start;
+        }
+        p->dropped += e - kept;
+        advance(p, e);
+    }
+    p->group_valid = 0;
+    p->n_segs = 0;
+    p->state = S_TEXT;
 }
 
 /* ------------------------------------------------------------------ scanning helpers */
@@ -355,7 +424,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                     p->scan = tl;
                     p->state = S_MIS_OPEN;
                 } else {
-                    consume(p, tl); /* <|python_tag|> is markup; the JSON follows */
+                    p->markup = tl; /* <|python_tag|>; the JSON follows */
                     p->state = S_L3_TAG;
                 }
                 continue;
@@ -377,15 +446,13 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 p->json_start = ol;
                 struct tern_toolcall c;
                 char why[256];
-                if (toolcall_decode(s + ol, k - ol, &c, why, sizeof why) == TC_CALL) {
-                    add_call(p, &c);
-                    consume(p, e);
-                    p->state = S_TEXT;
-                } else {
-                    add_error(p, ol, "%s", why);
+                enum toolcall_verdict v = toolcall_decode(s + ol, k - ol, &c, why, sizeof why);
+                if (v == TC_CALL && add_call(p, &c)) consume(p, e);
+                else {
+                    if (v != TC_CALL) add_error(p, ol, "%s", why);
                     emit_text(p, e);
-                    p->state = S_TEXT;
                 }
+                p->state = S_TEXT;
                 continue;
             }
             if (n > TOOLCALL_MAX_BYTES) {
@@ -396,8 +463,9 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 struct tern_toolcall c;
                 char why[256];
                 if (toolcall_decode(s + ol, n - ol, &c, why, sizeof why) == TC_CALL) {
-                    add_call(p, &c); /* complete JSON, model stopped before </tool_call> */
-                    consume(p, n);
+                    /* complete JSON, model stopped before </tool_call> */
+                    if (add_call(p, &c)) consume(p, n);
+                    else emit_text(p, n);
                     p->state = S_TEXT;
                 } else reject(p, n, "output ended inside <tool_call> (no </tool_call>)");
                 continue;
@@ -410,14 +478,14 @@ static void run(struct tern_toolcall_parser *p, bool eof)
         case S_L3_START:
         case S_L3_AFTER:
         case S_L3_TAG: {
-            size_t i = skip_ws(p, 0);
+            size_t i = skip_ws(p, p->state == S_L3_TAG ? p->markup : 0);
             if (p->state == S_L3_AFTER)
                 while (i < n && (s[i] == ';' || is_ws(s[i]))) i++;
             if (i == n) {
                 if (eof) {
-                    if (p->state == S_L3_TAG)
-                        add_error(p, 0, "output ended after <|python_tag|>");
+                    if (p->state == S_L3_TAG) add_error(p, 0, "output ended after <|python_tag|>");
                     emit_text(p, n);
+                    p->markup = 0;
                     p->state = S_TEXT;
                     continue;
                 }
@@ -435,7 +503,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 if (!memcmp(s + i, TAG_PYTHON, rem < tl ? rem : tl)) {
                     if (rem < tl && !eof) return;
                     if (rem >= tl) {
-                        consume(p, i + tl);
+                        p->markup = i + tl; /* dropped with the call, content without one */
                         p->state = S_L3_TAG;
                         continue;
                     }
@@ -451,16 +519,25 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             int r = json_scan(p, &e);
             bool mistral = p->fmt == TERN_TOOLCALL_MISTRAL;
             if (r == 1) {
-                finish_object(p, e, !mistral && p->json_owner == S_L3_START);
-                p->state = mistral ? S_MIS_SEP : S_L3_AFTER;
+                if (mistral) {
+                    group_entry(p, e);
+                    p->scan = e;
+                    p->state = S_MIS_SEP;
+                } else {
+                    finish_object(p, e, p->json_owner == S_L3_START);
+                    p->state = S_L3_AFTER;
+                }
                 continue;
             }
-            if (r < 0) {
-                reject(p, e, "unbalanced brackets or too deeply nested JSON");
-                continue;
-            }
-            if (eof) {
-                reject(p, n, "output ended inside the JSON of a call");
+            if (r < 0 || eof) {
+                const char *why = r < 0 ? "unbalanced brackets or too deeply nested JSON"
+                                        : "output ended inside the JSON of a call";
+                if (r >= 0) e = n;
+                if (mistral) {
+                    add_error(p, p->json_start, "%s", why);
+                    group_bad(p, p->json_start, e);
+                    group_end(p, e);
+                } else reject(p, e, why);
                 continue;
             }
             return;
@@ -469,41 +546,44 @@ static void run(struct tern_toolcall_parser *p, bool eof)
         case S_MIS_ELEM:
         case S_MIS_SEP: {
             size_t i = skip_ws(p, p->scan);
-            if (i == n) {
-                if (eof) {
-                    reject(p, n, "output ended inside [TOOL_CALLS]");
+            if (i == n || n > TOOLCALL_MAX_GROUP || p->n_segs + p->group_valid >= TOOLCALL_MAX_CALLS) {
+                if (i < n || eof || n > TOOLCALL_MAX_GROUP) {
+                    add_error(p, 0, i < n || n > TOOLCALL_MAX_GROUP ? "[TOOL_CALLS] list longer than the limit"
+                                                                  : "output ended inside [TOOL_CALLS]");
+                    group_end(p, i < n ? i : n);
                     continue;
                 }
                 return;
             }
             char c = s[i];
+            /* A byte that cannot continue the list ends it there: it and what follows are
+             * read as text again. */
             if (p->state == S_MIS_OPEN) {
                 if (c != '[') {
-                    reject(p, i, "expected '[' after [TOOL_CALLS]");
+                    add_error(p, 0, "expected '[' after [TOOL_CALLS]");
+                    group_end(p, i);
                     continue;
                 }
-                consume(p, i + 1); /* "[TOOL_CALLS][" is markup */
-                p->scan = 0;
+                p->scan = i + 1;
                 p->state = S_MIS_ELEM;
             } else if (p->state == S_MIS_ELEM) {
-                if (c == ']') {
-                    consume(p, i + 1);
-                    p->scan = 0;
-                    p->state = S_TEXT;
-                } else if (c == '{') {
+                if (c == ']') group_end(p, i + 1);
+                else if (c == '{') {
                     json_reset(p, i);
                     p->state = S_JSON;
-                } else reject(p, i + 1, "expected a call object in [TOOL_CALLS]");
+                } else {
+                    add_error(p, i, "expected a call object in [TOOL_CALLS]");
+                    group_end(p, i);
+                }
             } else {
                 if (c == ',') {
-                    consume(p, i + 1);
-                    p->scan = 0;
+                    p->scan = i + 1;
                     p->state = S_MIS_ELEM;
-                } else if (c == ']') {
-                    consume(p, i + 1);
-                    p->scan = 0;
-                    p->state = S_TEXT;
-                } else reject(p, i + 1, "expected ',' or ']' between [TOOL_CALLS] entries");
+                } else if (c == ']') group_end(p, i + 1);
+                else {
+                    add_error(p, i, "expected ',' or ']' between [TOOL_CALLS] entries");
+                    group_end(p, i);
+                }
             }
             continue;
         }
@@ -542,6 +622,7 @@ void tern_toolcall_parser_free(struct tern_toolcall_parser *p)
     for (int i = 0; i < p->n_errors; i++) free(p->errors[i]);
     free(p->calls);
     free(p->errors);
+    free(p->segs);
     free(p->pending.p);
     free(p->text.p);
     free(p);

@@ -4,7 +4,8 @@
  * Read toolcall.c's opening comment for the state machine. The parser keeps every byte it has
  * not yet classified in `pending` (a possible tag prefix, or a call being received); content
  * goes to `text`, finished calls to `calls`, malformed calls to `errors` (their raw bytes to
- * `text`). Nothing is ever dropped except the markup of valid calls. */
+ * `text`). Nothing is ever dropped except the markup and JSON of valid calls: with no valid
+ * call the content is the input byte for byte (tests/fuzz/fuzz_toolcall.c checks this). */
 #ifndef TERN_CHAT_TOOLCALL_H
 #define TERN_CHAT_TOOLCALL_H
 
@@ -16,11 +17,17 @@
 /* calls and errors are capped so a runaway generation cannot grow them without bound */
 #define TOOLCALL_MAX_CALLS 1024
 #define TOOLCALL_MAX_BYTES (1u << 20) /* one call's JSON */
+#define TOOLCALL_MAX_GROUP (4u << 20) /* one Mistral [TOOL_CALLS][...] list */
 #define TOOLCALL_MAX_DEPTH 64         /* JSON nesting inside one call */
 
 struct toolcall_buf {
     char *p;
     size_t n, cap;
+};
+
+/* a malformed entry of a Mistral list, pending[start..end) */
+struct toolcall_seg {
+    size_t start, end;
 };
 
 struct tern_toolcall_parser {
@@ -42,6 +49,16 @@ struct tern_toolcall_parser {
     bool in_str, esc;
     int json_owner; /* state that started the JSON scan (Llama 3 reply start is lenient) */
     int completed; /* calls completed during the current feed */
+    size_t dropped; /* input bytes consumed without becoming content: the markup and JSON of
+                       valid calls (content length + dropped = bytes fed, the fuzz target checks) */
+    /* Llama 3: pending[0..markup) is the markup before the JSON being read (separators,
+     * <|python_tag|>): dropped with a valid call, content otherwise */
+    size_t markup;
+    /* Mistral: a [TOOL_CALLS][...] list is held in pending until it ends; with no valid call
+     * it is all content, else only its malformed entries (segs) are */
+    int group_valid;
+    struct toolcall_seg *segs;
+    int n_segs, cap_segs;
 };
 
 /* The result of checking one call's JSON text. */

@@ -93,31 +93,6 @@ struct save_target {
     FILE *f;
 };
 
-/* Parse a JSON file; on error print where the problem is. */
-static cJSON *load_json(const char *what, const char *path)
-{
-    size_t len;
-    char *txt = cli_read_file(path, &len);
-    if (!txt) {
-        fprintf(stderr, "tern chat: cannot read %s file %s: %s\n", what, path, strerror(errno));
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(txt, len + 1, &end, true); /* + the NUL */
-    if (!j) {
-        size_t off = end && end >= txt && end <= txt + len ? (size_t)(end - txt) : 0;
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off; i++) {
-            if (txt[i] == '\n') { line++; col = 1; }
-            else col++;
-        }
-        fprintf(stderr, "tern chat: %s file %s is not valid JSON (line %d:%d, byte %zu)\n", what,
-                path, line, col, off);
-    }
-    free(txt);
-    return j;
-}
-
 /* -1 if s[0..n) is valid UTF-8, else the byte offset of the first invalid sequence. */
 static long long utf8_invalid_at(const char *s, size_t n)
 {
@@ -195,11 +170,21 @@ static int answer(struct chat *c)
 {
     c->turn++;
     struct tern_chat_params p = tern_chat_default_params();
-    p.messages = c->messages;
-    p.tools = c->tools;
+    char *msgs_txt = cJSON_PrintUnformatted(c->messages);
+    char *tools_txt = c->tools ? cJSON_PrintUnformatted(c->tools) : NULL;
     char *prompt = NULL;
     size_t plen;
+    p.messages_json = msgs_txt;
+    p.tools_json = tools_txt;
+    if (!msgs_txt || (c->tools && !tools_txt)) {
+        free(msgs_txt);
+        free(tools_txt);
+        fprintf(stderr, "tern chat: out of memory printing the conversation\n");
+        return CLI_EXIT_FAIL;
+    }
     tern_status st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
+    free(msgs_txt);
+    free(tools_txt);
     if (st) return cli_report("chat", st);
     if (c->show_prompt && !c->json) {
         fprintf(stderr, "tern chat: prompt of turn %d (%zu bytes):\n", c->turn, plen);
@@ -405,36 +390,55 @@ int cmd_chat(int argc, char **argv)
     c.gp.max_tokens = (int)go.n_predict;
     cli_ignore_sigpipe();
 
-    /* Files first: a bad tools.json or an unwritable --save-messages should not cost a model
-     * load, let alone a conversation. */
+    /* Files first: a bad conversation or tools.json, or an unwritable --save-messages, should
+     * not cost a model load, let alone a conversation. They are checked by the library itself
+     * (tern_chat_validate: the same checks and messages as rendering), then kept as cJSON for
+     * appending the answers. */
     int rc = CLI_EXIT_FAIL;
-    char *line = NULL;
+    char *line = NULL, *msgs_txt = NULL, *tools_txt = NULL;
+    size_t msgs_len = 0, tools_len = 0;
     if (save_path && (rc = save_open(&sv, save_path))) return rc;
     rc = CLI_EXIT_FAIL;
-    if (msgs_path) {
-        cJSON *conv = load_json("messages", msgs_path);
-        if (!conv) goto done;
+    if (msgs_path && !(msgs_txt = cli_read_file(msgs_path, &msgs_len))) {
+        fprintf(stderr, "tern chat: cannot read messages file %s: %s\n", msgs_path, strerror(errno));
+        goto done;
+    }
+    if (tools_path && !(tools_txt = cli_read_file(tools_path, &tools_len))) {
+        fprintf(stderr, "tern chat: cannot read tools file %s: %s\n", tools_path, strerror(errno));
+        goto done;
+    }
+    struct tern_chat_params vp = tern_chat_default_params();
+    vp.messages_json = msgs_txt ? msgs_txt : "[]";
+    vp.messages_len = msgs_len;
+    vp.tools_json = tools_txt;
+    vp.tools_len = tools_len;
+    tern_status vst = tern_chat_validate(&vp);
+    if (vst) {
+        rc = cli_report("chat", vst);
+        goto done;
+    }
+    if (msgs_txt) {
+        cJSON *conv = cJSON_ParseWithLength(msgs_txt, msgs_len);
+        if (!conv) { /* valid JSON cJSON cannot hold (it stops at 1000 levels too) */
+            fprintf(stderr, "tern chat: %s: cannot hold this conversation\n", msgs_path);
+            goto done;
+        }
         if (cJSON_IsObject(conv)) {
             c.messages = cJSON_DetachItemFromObjectCaseSensitive(conv, "messages");
             c.tools = cJSON_DetachItemFromObjectCaseSensitive(conv, "tools");
             cJSON_Delete(conv);
+            if (cJSON_IsNull(c.tools)) {
+                cJSON_Delete(c.tools);
+                c.tools = NULL;
+            }
         } else {
             c.messages = conv;
-        }
-        if (!cJSON_IsArray(c.messages)) {
-            fprintf(stderr, "tern chat: %s: expected an array of messages (or an object with a "
-                    "\"messages\" array)\n", msgs_path);
-            goto done;
         }
     } else {
         c.messages = cJSON_CreateArray();
     }
-    if (tools_path) {
-        cJSON_Delete(c.tools);
-        if (!(c.tools = load_json("tools", tools_path))) goto done;
-    }
-    if (c.tools && !cJSON_IsArray(c.tools)) {
-        fprintf(stderr, "tern chat: tools: expected a JSON array of OpenAI function tools\n");
+    if (tools_txt && !(c.tools = cJSON_ParseWithLength(tools_txt, tools_len))) {
+        fprintf(stderr, "tern chat: %s: cannot hold these tools\n", tools_path);
         goto done;
     }
     if (system) {
@@ -532,5 +536,7 @@ done:
     tern_model_free(c.model);
     cJSON_Delete(c.messages);
     cJSON_Delete(c.tools);
+    free(msgs_txt);
+    free(tools_txt);
     return rc;
 }

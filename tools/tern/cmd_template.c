@@ -21,35 +21,19 @@ static void help(void)
            "  --bos-token TEXT        bos_token text (default: the model's, or \"\")\n"
            "  --eos-token TEXT        eos_token text (default: the model's, or \"\")\n"
            "  --messages FILE         the conversation (required)\n"
-           "  --tools FILE            an array of OpenAI function tools\n"
+           "  --tools FILE            an array of OpenAI function tools (not with a \"tools\" key in\n"
+           "                          the messages file)\n"
            "  --no-generation-prompt  add_generation_prompt = false (default true)\n"
            "  --now UNIX_SECONDS      the time strftime_now() formats, in UTC (default: the clock)\n"
            "  --tool-format           print the detected tool-call format instead of rendering\n");
 }
 
-/* Parse a JSON file; on error print the line:col of the problem. */
-static cJSON *load_json(const char *what, const char *path)
+/* Read a whole file for the API, which parses it and names any problem's byte and line:col. */
+static char *load_text(const char *what, const char *path, size_t *len)
 {
-    size_t len;
-    char *txt = cli_read_file(path, &len);
-    if (!txt) {
-        fprintf(stderr, "tern template: cannot read %s file %s\n", what, path);
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(txt, len + 1, &end, true); /* + the NUL */
-    if (!j) {
-        size_t off = end && end >= txt && end <= txt + len ? (size_t)(end - txt) : 0;
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off; i++) {
-            if (txt[i] == '\n') { line++; col = 1; }
-            else col++;
-        }
-        fprintf(stderr, "tern template: %s file %s is not valid JSON (line %d:%d, byte %zu)\n", what,
-                path, line, col, off);
-    }
-    free(txt);
-    return j;
+    char *txt = cli_read_file(path, len);
+    if (!txt) fprintf(stderr, "tern template: cannot read %s file %s\n", what, path);
+    return txt;
 }
 
 int cmd_template(int argc, char **argv)
@@ -116,24 +100,21 @@ int cmd_template(int argc, char **argv)
     }
 
     int rc = CLI_EXIT_FAIL;
-    cJSON *conv = load_json("messages", msgs_path), *tools = NULL;
+    size_t conv_len, tools_len;
+    char *conv = load_text("messages", msgs_path, &conv_len), *tools = NULL;
     if (!conv) goto out;
     struct tern_chat_params p = tern_chat_default_params();
-    p.messages = conv;
-    if (cJSON_IsObject(conv)) { /* {"messages": [...], "tools": [...], "add_generation_prompt": b} */
-        p.messages = cJSON_GetObjectItemCaseSensitive(conv, "messages");
-        if (!p.messages) {
-            fprintf(stderr, "tern template: %s: an object must have a \"messages\" array\n", msgs_path);
-            goto out;
-        }
-        p.tools = cJSON_GetObjectItemCaseSensitive(conv, "tools");
-        const cJSON *agp = cJSON_GetObjectItemCaseSensitive(conv, "add_generation_prompt");
-        if (cJSON_IsBool(agp)) p.add_generation_prompt = cJSON_IsTrue(agp);
-    }
+    p.messages_json = conv; /* an array, or {"messages": [...], "tools": [...], ...} */
+    p.messages_len = conv_len; /* cli_read_file NUL-terminates, so 0 (empty file) is fine too */
+    cJSON *obj = cJSON_Parse(conv); /* only for this CLI's own "add_generation_prompt" key */
+    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(obj, "add_generation_prompt");
+    if (cJSON_IsBool(agp)) p.add_generation_prompt = cJSON_IsTrue(agp);
+    cJSON_Delete(obj);
     if (gen_prompt_set) p.add_generation_prompt = gen_prompt;
     if (tools_path) {
-        if (!(tools = load_json("tools", tools_path))) goto out;
-        p.tools = tools;
+        if (!(tools = load_text("tools", tools_path, &tools_len))) goto out;
+        p.tools_json = tools;
+        p.tools_len = tools_len;
     }
     p.bos_token = bos;
     p.eos_token = eos;
@@ -148,8 +129,8 @@ int cmd_template(int argc, char **argv)
     rc = fwrite(prompt, 1, n, stdout) == n && fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     free(prompt);
 out:
-    cJSON_Delete(conv);
-    cJSON_Delete(tools);
+    free(conv);
+    free(tools);
     tern_chat_template_free(t);
     return rc;
 }
