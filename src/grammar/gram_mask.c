@@ -1,0 +1,393 @@
+/* gram_mask.c — which tokens a grammar position allows, classified once per position.
+ *
+ * A parse state is a set of stacks; a stack's top node n belongs to some rule R. Whether a
+ * token can be consumed from n depends on the rest of the stack only if R can end before the
+ * token's bytes run out: the remainder then continues in R's caller. So the vocabulary is
+ * classified per node, with R's caller unknown ("virtual"):
+ *   accepted  — some path consumes the whole token inside R (and the rules R calls), or R ends
+ *               exactly at the token's end: allowed whatever the stack below holds;
+ *   rejected  — every path dies, in every context R can be called from;
+ *   uncertain — a path reaches R's end with bytes left that some caller could take: the matcher
+ *               runs these against its real stack at decode time (gram_matcher.c).
+ * "Every context" is made precise by the compiler's follow sets: when R ends in the virtual
+ * bottom frame, the walk continues at every node that can follow R's end, up to GRAM_VLEVELS
+ * levels of callers; a token that survives only there is uncertain, one that dies there too is
+ * rejected. This keeps the uncertain lists short (inside a JSON string only tokens like `",`
+ * `"}` that close the string in a way some caller accepts), which is what makes a mask cheap.
+ *
+ * The walk follows the vocabulary trie (gram_vocab.c) keeping one parse state per depth, and
+ * skips a whole subtree as soon as no stack survives its prefix. Results are published into
+ * the grammar's cache with an atomic compare-and-swap (a racing thread's duplicate is freed).
+ *
+ * Text nodes: inside a string body nearly every token is allowed, and walking 150k tokens
+ * costs about a millisecond. A node whose every "slice" character (gram_internal.h) leads, in
+ * a deterministic chain, back to itself (capacity unbounded) or to a node of capacity c-1
+ * (strings with maxLength), and from which nothing else is reached without a non-slice byte,
+ * accepts exactly the slice tokens of at most c characters: those are added from the
+ * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_internal.h"
+#include "util/error.h"
+
+/* text capacity memo values (besides 0 .. INT32_MAX - 1 characters) */
+#define TCAP_UNKNOWN (-2)
+#define TCAP_NONE (-1)
+#define TCAP_INF INT32_MAX
+
+tern_status gram_cache_create(struct tern_grammar *g)
+{
+    g->cache = calloc(1, sizeof *g->cache);
+    if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
+    g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
+    if (!g->cache->slot || !g->cache->tcap) {
+        free(g->cache->slot);
+        free(g->cache->tcap);
+        free(g->cache);
+        g->cache = NULL;
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        atomic_init(&g->cache->slot[i], NULL);
+        atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
+    }
+    atomic_init(&g->cache->bytes, 0);
+    atomic_init(&g->cache->count, 0);
+    return TERN_OK;
+}
+
+void gram_cls_free(struct gram_cls *c)
+{
+    if (!c) return;
+    free(c->acc_bits);
+    free(c->acc_ids);
+    free(c->unc);
+    free(c);
+}
+
+void gram_cache_free(struct tern_grammar *g)
+{
+    if (!g->cache) return;
+    for (uint32_t i = 0; i < g->n_nodes; i++) gram_cls_free(atomic_load(&g->cache->slot[i]));
+    free(g->cache->slot);
+    free(g->cache->tcap);
+    free(g->cache);
+    g->cache = NULL;
+}
+
+/* ---------------------------------------------------------------- text nodes */
+
+/* The node reached from n on byte b (deterministic nodes), or GRAM_NONE. */
+static uint32_t delta(const struct tern_grammar *g, uint32_t n, unsigned b)
+{
+    const struct gram_node *nd = &g->nodes[n];
+    const struct gram_range *r = g->ranges + nd->r_off;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        if (r[k].lo > b) break;
+        if (b <= r[k].hi) return r[k].to;
+    }
+    return GRAM_NONE;
+}
+
+static bool det_plain(const struct tern_grammar *g, uint32_t n)
+{
+    return (g->nodes[n].flags & (GN_PLAIN | GN_NONDET)) == GN_PLAIN;
+}
+
+/* Every continuation byte lo..hi from a, followed by `more` further continuation bytes
+ * 80..BF, ends at target? */
+static bool conts_reach(const struct tern_grammar *g, uint32_t a, unsigned lo, unsigned hi, int more,
+                        uint32_t target)
+{
+    if (a == GRAM_NONE || !det_plain(g, a)) return false;
+    uint32_t last = GRAM_NONE;
+    for (unsigned c = lo; c <= hi; c++) {
+        uint32_t t = delta(g, a, c);
+        if (t == GRAM_NONE) return false;
+        if (more == 0) {
+            if (t != target) return false;
+        } else if (t != last) { /* consecutive bytes usually share a node: check it once */
+            if (!conts_reach(g, t, 0x80, 0xBF, more - 1, target)) return false;
+        }
+        last = t;
+    }
+    return true;
+}
+
+/* Where every slice character from n leads: the node (all the same), GRAM_NONE if none is
+ * accepted, or NOT_TEXT if they disagree. */
+#define NOT_TEXT (GRAM_NONE - 1)
+static uint32_t slice_target(const struct tern_grammar *g, uint32_t n)
+{
+    uint32_t t = delta(g, n, 0x20);
+    for (unsigned b = 0x21; b < 0x7F; b++) {
+        if (b == '"' || b == '\\') continue;
+        if (delta(g, n, b) != t) return NOT_TEXT;
+    }
+    static const struct { uint8_t lo, hi, c1lo, c1hi; int more; } leads[] = {
+        {0xC2, 0xDF, 0x80, 0xBF, 0}, {0xE0, 0xE0, 0xA0, 0xBF, 1}, {0xE1, 0xEC, 0x80, 0xBF, 1},
+        {0xED, 0xED, 0x80, 0x9F, 1}, {0xEE, 0xEF, 0x80, 0xBF, 1}, {0xF0, 0xF0, 0x90, 0xBF, 2},
+        {0xF1, 0xF3, 0x80, 0xBF, 2}, {0xF4, 0xF4, 0x80, 0x8F, 2}};
+    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
+        uint32_t prev = GRAM_NONE;
+        for (unsigned b = leads[i].lo; b <= leads[i].hi; b++) {
+            uint32_t a = delta(g, n, b);
+            if (t == GRAM_NONE) {
+                if (a != GRAM_NONE) return NOT_TEXT;
+                continue;
+            }
+            if (a == prev) continue;
+            if (!conts_reach(g, a, leads[i].c1lo, leads[i].c1hi, leads[i].more, t)) return NOT_TEXT;
+            prev = a;
+        }
+    }
+    return t;
+}
+
+/* Characters of the text slice node n can still take (TCAP_INF: a loop), or TCAP_NONE if n is
+ * not a text node. Memoized in the grammar (every thread computes the same value). */
+static int32_t cap_plus1(int32_t v)
+{
+    if (v == TCAP_NONE || v == TCAP_INF) return v;
+    return v + 1 < TCAP_INF ? v + 1 : TCAP_INF;
+}
+
+static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
+{
+    int32_t known = atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+    if (known != TCAP_UNKNOWN) return known;
+    /* follow the chain n -> n1 -> ... (each the target of every slice character of the one
+     * before) until a node whose capacity is decided */
+    uint32_t chain_cap = 64, len = 0;
+    uint32_t *chain = malloc(chain_cap * sizeof *chain);
+    if (!chain) return TCAP_NONE;
+    int32_t v; /* the value of chain[len - 1] */
+    uint32_t cur = n;
+    for (;;) {
+        known = atomic_load_explicit(&g->cache->tcap[cur], memory_order_relaxed);
+        if (known != TCAP_UNKNOWN) { v = cap_plus1(known); break; } /* cur != n: len >= 1 */
+        uint32_t t = det_plain(g, cur) ? slice_target(g, cur) : NOT_TEXT;
+        if (t == NOT_TEXT) {
+            atomic_store_explicit(&g->cache->tcap[cur], TCAP_NONE, memory_order_relaxed);
+            v = TCAP_NONE;
+            break;
+        }
+        if (len == chain_cap) {
+            chain_cap *= 2;
+            uint32_t *nc = realloc(chain, chain_cap * sizeof *nc);
+            if (!nc) { free(chain); return TCAP_NONE; }
+            chain = nc;
+        }
+        chain[len++] = cur;
+        if (t == GRAM_NONE) { v = 0; break; }          /* takes no slice character */
+        if (t == cur) { v = TCAP_INF; break; }         /* a loop */
+        bool seen = false; /* a cycle through other nodes is not a simple count */
+        for (uint32_t i = 0; i < len && !seen; i++) seen = chain[i] == t;
+        if (seen || len > (1u << 20)) { v = TCAP_NONE; break; }
+        cur = t;
+    }
+    for (uint32_t i = len; i-- > 0;) {
+        atomic_store_explicit(&g->cache->tcap[chain[i]], v, memory_order_relaxed);
+        v = cap_plus1(v);
+    }
+    free(chain);
+    return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+}
+
+tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g)
+{
+    memset(s, 0, sizeof *s);
+    tern_status st = gram_engine_init(&s->eng, g, true);
+    if (st) return st;
+    uint32_t depth = g->vocab ? g->vocab->max_len + 2 : 2;
+    s->off = malloc(depth * sizeof *s->off);
+    s->ovf = malloc(depth);
+    s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
+    s->buf = malloc(s->cap_buf * sizeof *s->buf);
+    if (!s->off || !s->ovf || !s->buf) {
+        gram_cls_scratch_free(s);
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
+    return TERN_OK;
+}
+
+void gram_cls_scratch_free(struct gram_cls_scratch *s)
+{
+    gram_engine_free(&s->eng);
+    free(s->buf);
+    free(s->off);
+    free(s->ovf);
+    free(s->acc);
+    free(s->unc);
+    memset(s, 0, sizeof *s);
+}
+
+static bool push_id(int32_t **v, uint32_t *n, uint32_t *cap, int32_t id)
+{
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 1024;
+        int32_t *p = realloc(*v, nc * sizeof *p);
+        if (!p) return false;
+        *v = p;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = id;
+    return true;
+}
+
+/* Add a trie node's token and every token with the same bytes. */
+static bool push_tokens(const struct tern_grammar_vocab *v, int32_t tok, int32_t **ids, uint32_t *n,
+                        uint32_t *cap)
+{
+    for (int32_t t = tok; t >= 0; t = v->same[t])
+        if (!push_id(ids, n, cap, t)) return false;
+    return true;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One byte from a single-stack state when that stack sits on a deterministic node whose
+ * target only consumes (the common case inside literals and strings): no engine call. Returns
+ * false when the general step is needed. */
+static inline bool fast_step(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
+                             uint8_t byte, struct gram_stack *out, uint32_t *n_out)
+{
+    if (n != 1 || gram_is_marker(in->node)) return false;
+    const struct gram_node *nd = &g->nodes[in->node];
+    if (nd->flags & GN_NONDET) return false;
+    const struct gram_range *r = g->ranges + nd->r_off;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        if (r[k].lo > byte) break;
+        if (byte <= r[k].hi) {
+            if (!(g->nodes[r[k].to].flags & GN_PLAIN)) return false;
+            out->node = r[k].to;
+            out->frame = in->frame;
+            *n_out = 1;
+            return true;
+        }
+    }
+    *n_out = 0;
+    return true;
+}
+
+/* The walk. Returns NULL on OOM. */
+static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s)
+{
+    const struct tern_grammar_vocab *v = g->vocab;
+    uint32_t n_acc = 0, n_unc = 0;
+    int32_t cap = text_cap(g, node);
+    const struct gram_trie *tr = cap == TCAP_NONE ? &v->all : &v->rest;
+    gram_engine_reset(&s->eng);
+    s->buf[0] = (struct gram_stack){node, 0};
+    s->off[0] = 0;
+    s->off[1] = 1;
+    s->ovf[0] = 0;
+    const struct gram_trie_node *trie = tr->node;
+    for (uint32_t i = 0; i < tr->n;) {
+        const struct gram_trie_node *tn = &trie[i];
+        uint32_t d = tn->depth;
+        uint32_t in_off = s->off[d - 1], in_n = s->off[d] - in_off;
+        size_t need = (size_t)s->off[d] + GRAM_MAX_STACKS + 8;
+        if (need > s->cap_buf) {
+            size_t nc = s->cap_buf * 2;
+            while (nc < need) nc *= 2;
+            struct gram_stack *nb = realloc(s->buf, nc * sizeof *nb);
+            if (!nb) return NULL;
+            s->buf = nb;
+            s->cap_buf = nc;
+        }
+        struct gram_stack *out = s->buf + s->off[d];
+        uint32_t n;
+        bool live_real = false, live_virt = false, popped = false, vpopped = false;
+        uint8_t ovf = s->ovf[d - 1];
+        if (fast_step(g, s->buf + in_off, in_n, tn->byte, out, &n)) {
+            /* the stack keeps its frame, so its level */
+            if (n) {
+                if (s->eng.fr.level[out->frame] == 0) live_real = true;
+                else live_virt = true;
+            }
+        } else {
+            n = gram_engine_step(&s->eng, s->buf + in_off, in_n, tn->byte, out);
+            const uint8_t *level = s->eng.fr.level;
+            if (s->eng.overflow) ovf = 1;
+            for (uint32_t k = 0; k < n; k++) {
+                uint32_t nd = out[k].node;
+                if (nd == GRAM_POPPED) popped = true;
+                else if (nd == GRAM_VPOPPED) vpopped = true;
+                else if (nd == GRAM_OVERFLOW) ovf = 1;
+                else if (level[out[k].frame] == 0) live_real = true;
+                else live_virt = true;
+            }
+        }
+        s->ovf[d] = ovf;
+        s->off[d + 1] = s->off[d] + n;
+        if (tn->token >= 0) {
+            if (live_real || popped) {
+                if (!push_tokens(v, tn->token, &s->acc, &n_acc, &s->cap_acc)) return NULL;
+            } else if (live_virt || vpopped || ovf) {
+                if (!push_tokens(v, tn->token, &s->unc, &n_unc, &s->cap_unc)) return NULL;
+            }
+        }
+        if (!live_real && !live_virt) {
+            if (ovf) /* no context we know rules these out: the matcher decides */
+                for (uint32_t j = i + 1; j < tn->end; j++)
+                    if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &n_unc, &s->cap_unc))
+                        return NULL;
+            i = tn->end;
+            continue;
+        }
+        i++;
+    }
+    struct gram_cls *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->text = cap != TCAP_NONE;
+    c->text_cap = cap == TCAP_INF ? GRAM_CAP_INF : (uint32_t)(cap < 0 ? 0 : cap);
+    c->n_acc = n_acc;
+    c->n_unc = n_unc;
+    c->bytes = sizeof *c;
+    if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
+        c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
+        if (!c->acc_bits) { free(c); return NULL; }
+        for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        c->bytes += (size_t)v->n_words * 4;
+    } else if (n_acc) {
+        c->acc_ids = malloc(n_acc * sizeof *c->acc_ids);
+        if (!c->acc_ids) { free(c); return NULL; }
+        memcpy(c->acc_ids, s->acc, n_acc * sizeof *c->acc_ids);
+        qsort(c->acc_ids, n_acc, sizeof *c->acc_ids, cmp_i32);
+        c->bytes += (size_t)n_acc * 4;
+    }
+    if (n_unc) {
+        c->unc = malloc(n_unc * sizeof *c->unc);
+        if (!c->unc) { gram_cls_free(c); return NULL; }
+        memcpy(c->unc, s->unc, n_unc * sizeof *c->unc);
+        c->bytes += (size_t)n_unc * 4;
+    }
+    return c;
+}
+
+const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
+                                     struct gram_cls_scratch *s, bool *fresh)
+{
+    *fresh = false;
+    struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
+    if (c) return c;
+    c = classify(g, node, s);
+    if (!c) return NULL;
+    struct gram_cls *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, c,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        gram_cls_free(c); /* another thread published first: use theirs */
+        return expected;
+    }
+    atomic_fetch_add(&g->cache->bytes, c->bytes);
+    atomic_fetch_add(&g->cache->count, 1);
+    *fresh = true;
+    return c;
+}
