@@ -510,6 +510,7 @@ struct tern_grammar_info {
     size_t cls_bytes;        /* token classifications filled in so far (grows on first use) */
     uint32_t n_rules, n_nodes, n_classified;
     bool lazy;
+    const char *trigger;     /* lazy grammars: the text that opens the constrained part */
 };
 void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
 /* Classify the vocabulary at every grammar position now, so no mask ever pays for a first
@@ -553,6 +554,9 @@ bool tern_grammar_matcher_is_constrained(const struct tern_grammar_matcher *m);
  * `"}`), up to cap; stops where a choice appears or the document may end. A generator can
  * tokenize them and accept the tokens without sampling. Returns the count (0: no forced byte). */
 size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *buf, size_t cap);
+/* What may come next, for messages: "'}', ',' or the end of the document" (NUL-terminated,
+ * truncated to cap). Returns the length written. */
+size_t tern_grammar_matcher_expected(const struct tern_grammar_matcher *m, char *buf, size_t cap);
 /* The single allowed token, or -1 if zero or several are allowed (costs a mask fill). */
 int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m);
 /* Undo the last n accepted steps (tokens or accept_bytes calls), for speculative decoding.
@@ -560,6 +564,14 @@ int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m);
 tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n);
 /* Steps accepted since the start (rollback can go back this many). */
 int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
+
+/* A random document of the grammar (benchmarks, self-tests): bytes are drawn at random among
+ * those the grammar allows (mostly printable ASCII where allowed), and once about target_len
+ * bytes are written, the shortest way to a complete document is taken. Lazy grammars produce
+ * the constrained part only. Writes up to cap bytes to buf; *n = length. TERN_ERR_RANGE if no
+ * complete document fit in cap. Deterministic for a seed. */
+tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
+                                  char *buf, size_t cap, size_t *n);
 
 /* What the fast paths did (README "Constrained decoding"). */
 struct tern_grammar_stats {

@@ -124,6 +124,7 @@ void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_inf
     out->n_rules = g->n_rules;
     out->n_nodes = g->n_nodes;
     out->lazy = g->lazy;
+    out->trigger = g->trigger;
 }
 
 tern_status tern_grammar_precompute(const struct tern_grammar *g)

@@ -400,7 +400,14 @@ struct gram_cls_scratch {
     uint8_t *ovf;                    /* [max_len + 2] */
     int32_t *acc, *unc;
     uint32_t cap_acc, cap_unc;
+    uint32_t n_acc, n_unc;
+    /* dense byte -> next node tables of the nodes a walk visits (a walk stays on few nodes) */
+    uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
+    uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
+    uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
+    uint32_t n_dtab;
 };
+#define GRAM_DENSE_TABLES 64
 tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
 void gram_cls_scratch_free(struct gram_cls_scratch *s);
 /* The classification of node (computed and published on first use; *fresh says whether this

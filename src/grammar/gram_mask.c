@@ -116,38 +116,47 @@ static bool conts_reach(const struct tern_grammar *g, uint32_t a, unsigned lo, u
     return true;
 }
 
-/* Where every slice character from n leads: the node (all the same), GRAM_NONE if none is
- * accepted, or NOT_TEXT if they disagree. */
-#define NOT_TEXT (GRAM_NONE - 1)
-static uint32_t slice_target(const struct tern_grammar *g, uint32_t n)
+/* Where slice characters from n lead. *t = the node every multi-byte character and most ASCII
+ * slice characters reach (GRAM_NONE: none is accepted); *exc = the ASCII slice characters that
+ * go elsewhere. Returns false if the node is not text-like at all (multi-byte characters
+ * disagree, or only ASCII is accepted, or too many exceptions). */
+#define MAX_EXCEPTIONS 48
+static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, struct gram_bset *exc)
 {
-    uint32_t t = delta(g, n, 0x20);
-    for (unsigned b = 0x21; b < 0x7F; b++) {
-        if (b == '"' || b == '\\') continue;
-        if (delta(g, n, b) != t) return NOT_TEXT;
-    }
+    memset(exc, 0, sizeof *exc);
     static const struct { uint8_t lo, hi, c1lo, c1hi; int more; } leads[] = {
         {0xC2, 0xDF, 0x80, 0xBF, 0}, {0xE0, 0xE0, 0xA0, 0xBF, 1}, {0xE1, 0xEC, 0x80, 0xBF, 1},
         {0xED, 0xED, 0x80, 0x9F, 1}, {0xEE, 0xEF, 0x80, 0xBF, 1}, {0xF0, 0xF0, 0x90, 0xBF, 2},
         {0xF1, 0xF3, 0x80, 0xBF, 2}, {0xF4, 0xF4, 0x80, 0x8F, 2}};
+    uint32_t a0 = delta(g, n, 0xC2);
+    uint32_t target = a0 == GRAM_NONE ? GRAM_NONE : delta(g, a0, 0x80);
+    if (a0 != GRAM_NONE && target == GRAM_NONE) return false;
     for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
         uint32_t prev = GRAM_NONE;
         for (unsigned b = leads[i].lo; b <= leads[i].hi; b++) {
             uint32_t a = delta(g, n, b);
-            if (t == GRAM_NONE) {
-                if (a != GRAM_NONE) return NOT_TEXT;
+            if (target == GRAM_NONE) {
+                if (a != GRAM_NONE) return false;
                 continue;
             }
             if (a == prev) continue;
-            if (!conts_reach(g, a, leads[i].c1lo, leads[i].c1hi, leads[i].more, t)) return NOT_TEXT;
+            if (!conts_reach(g, a, leads[i].c1lo, leads[i].c1hi, leads[i].more, target)) return false;
             prev = a;
         }
     }
-    return t;
+    int n_exc = 0;
+    for (unsigned b = 0x20; b < 0x7F; b++) {
+        if (b == '"' || b == '\\') continue;
+        if (delta(g, n, b) == target) continue;
+        gram_bset_add(exc, b);
+        n_exc++;
+    }
+    if (target == GRAM_NONE && n_exc) return false; /* ASCII only: not text */
+    if (n_exc > MAX_EXCEPTIONS) return false;
+    *t = target;
+    return true;
 }
 
-/* Characters of the text slice node n can still take (TCAP_INF: a loop), or TCAP_NONE if n is
- * not a text node. Memoized in the grammar (every thread computes the same value). */
 static int32_t cap_plus1(int32_t v)
 {
     if (v == TCAP_NONE || v == TCAP_INF) return v;
@@ -168,8 +177,9 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
     for (;;) {
         known = atomic_load_explicit(&g->cache->tcap[cur], memory_order_relaxed);
         if (known != TCAP_UNKNOWN) { v = cap_plus1(known); break; } /* cur != n: len >= 1 */
-        uint32_t t = det_plain(g, cur) ? slice_target(g, cur) : NOT_TEXT;
-        if (t == NOT_TEXT) {
+        uint32_t t = GRAM_NONE;
+        struct gram_bset exc;
+        if (!det_plain(g, cur) || !slice_info(g, cur, &t, &exc) || !gram_bset_empty(&exc)) {
             atomic_store_explicit(&g->cache->tcap[cur], TCAP_NONE, memory_order_relaxed);
             v = TCAP_NONE;
             break;
@@ -206,7 +216,10 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->ovf = malloc(depth);
     s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
     s->buf = malloc(s->cap_buf * sizeof *s->buf);
-    if (!s->off || !s->ovf || !s->buf) {
+    s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
+    s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
+    s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
+    if (!s->off || !s->ovf || !s->buf || !s->dslot || !s->dtab || !s->dnode) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -221,6 +234,9 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->ovf);
     free(s->acc);
     free(s->unc);
+    free(s->dslot);
+    free(s->dtab);
+    free(s->dnode);
     memset(s, 0, sizeof *s);
 }
 
@@ -238,9 +254,13 @@ static bool push_id(int32_t **v, uint32_t *n, uint32_t *cap, int32_t id)
 }
 
 /* Add a trie node's token and every token with the same bytes. */
-static bool push_tokens(const struct tern_grammar_vocab *v, int32_t tok, int32_t **ids, uint32_t *n,
-                        uint32_t *cap)
+static inline bool push_tokens(const struct tern_grammar_vocab *v, int32_t tok, int32_t **ids, uint32_t *n,
+                               uint32_t *cap)
 {
+    if (*n < *cap && v->same[tok] < 0) {
+        (*ids)[(*n)++] = tok;
+        return true;
+    }
     for (int32_t t = tok; t >= 0; t = v->same[t])
         if (!push_id(ids, n, cap, t)) return false;
     return true;
@@ -252,38 +272,42 @@ static int cmp_i32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One byte from a single-stack state when that stack sits on a deterministic node whose
- * target only consumes (the common case inside literals and strings): no engine call. Returns
- * false when the general step is needed. */
-static inline bool fast_step(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
-                             uint8_t byte, struct gram_stack *out, uint32_t *n_out)
+/* dense table entries besides node ids */
+#define DENSE_NONE GRAM_NONE            /* no transition */
+#define DENSE_ENGINE (GRAM_NONE - 1)    /* the target needs the general step */
+#define DENSE_FULL (GRAM_NONE - 2)      /* no table for this node: scan the ranges */
+
+/* The dense table of a deterministic node (built on first use in this walk). */
+static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node)
 {
-    if (n != 1 || gram_is_marker(in->node)) return false;
-    const struct gram_node *nd = &g->nodes[in->node];
-    if (nd->flags & GN_NONDET) return false;
-    const struct gram_range *r = g->ranges + nd->r_off;
+    uint32_t sl = s->dslot[node];
+    if (sl) return s->dtab + (size_t)(sl - 1) * 256;
+    if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
+    uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
+    for (int b = 0; b < 256; b++) t[b] = DENSE_NONE;
+    const struct gram_node *nd = &g->nodes[node];
     for (uint32_t k = 0; k < nd->r_n; k++) {
-        if (r[k].lo > byte) break;
-        if (byte <= r[k].hi) {
-            if (!(g->nodes[r[k].to].flags & GN_PLAIN)) return false;
-            out->node = r[k].to;
-            out->frame = in->frame;
-            *n_out = 1;
-            return true;
-        }
+        const struct gram_range *r = &g->ranges[nd->r_off + k];
+        uint32_t to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE;
+        for (unsigned b = r->lo; b <= r->hi; b++) t[b] = to;
     }
-    *n_out = 0;
-    return true;
+    s->dnode[s->n_dtab] = node;
+    s->dslot[node] = ++s->n_dtab;
+    return t;
 }
 
-/* The walk. Returns NULL on OOM. */
-static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s)
+static void dense_reset(struct gram_cls_scratch *s)
+{
+    for (uint32_t i = 0; i < s->n_dtab; i++) s->dslot[s->dnode[i]] = 0;
+    s->n_dtab = 0;
+}
+
+/* Walk trie tr from the single stack (node, virtual bottom) and append accepted / uncertain
+ * tokens to s->acc / s->unc. first: the first bytes whose subtrees are walked (NULL: all). */
+static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
+                 const struct gram_trie *tr, const struct gram_bset *first)
 {
     const struct tern_grammar_vocab *v = g->vocab;
-    uint32_t n_acc = 0, n_unc = 0;
-    int32_t cap = text_cap(g, node);
-    const struct gram_trie *tr = cap == TCAP_NONE ? &v->all : &v->rest;
-    gram_engine_reset(&s->eng);
     s->buf[0] = (struct gram_stack){node, 0};
     s->off[0] = 0;
     s->off[1] = 1;
@@ -292,28 +316,47 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     for (uint32_t i = 0; i < tr->n;) {
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
+        if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
         uint32_t in_off = s->off[d - 1], in_n = s->off[d] - in_off;
-        size_t need = (size_t)s->off[d] + GRAM_MAX_STACKS + 8;
-        if (need > s->cap_buf) {
+        if ((size_t)s->off[d] + GRAM_MAX_STACKS + 8 > s->cap_buf) {
             size_t nc = s->cap_buf * 2;
-            while (nc < need) nc *= 2;
+            while (nc < (size_t)s->off[d] + GRAM_MAX_STACKS + 8) nc *= 2;
             struct gram_stack *nb = realloc(s->buf, nc * sizeof *nb);
-            if (!nb) return NULL;
+            if (!nb) return false;
             s->buf = nb;
             s->cap_buf = nc;
         }
+        const struct gram_stack *in = s->buf + in_off;
         struct gram_stack *out = s->buf + s->off[d];
-        uint32_t n;
-        bool live_real = false, live_virt = false, popped = false, vpopped = false;
+        uint32_t n = 0;
+        bool live_real = false, live_virt = false, popped = false, vpopped = false, done = false;
         uint8_t ovf = s->ovf[d - 1];
-        if (fast_step(g, s->buf + in_off, in_n, tn->byte, out, &n)) {
-            /* the stack keeps its frame, so its level */
-            if (n) {
-                if (s->eng.fr.level[out->frame] == 0) live_real = true;
-                else live_virt = true;
+        if (in_n == 1 && !gram_is_marker(in->node) && !(g->nodes[in->node].flags & GN_NONDET)) {
+            /* the common case: one stack on a deterministic node */
+            const uint32_t *t = dense(s, g, in->node);
+            uint32_t to = t ? t[tn->byte] : DENSE_FULL;
+            if (to == DENSE_FULL) { /* out of tables: scan the ranges */
+                to = DENSE_NONE;
+                const struct gram_node *nd = &g->nodes[in->node];
+                for (uint32_t k = 0; k < nd->r_n; k++) {
+                    const struct gram_range *r = &g->ranges[nd->r_off + k];
+                    if (r->lo > tn->byte) break;
+                    if (tn->byte <= r->hi) { to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE; break; }
+                }
             }
-        } else {
-            n = gram_engine_step(&s->eng, s->buf + in_off, in_n, tn->byte, out);
+            if (to == DENSE_NONE) {
+                done = true;
+            } else if (to != DENSE_ENGINE) {
+                out->node = to;
+                out->frame = in->frame;
+                n = 1;
+                if (s->eng.fr.level[in->frame] == 0) live_real = true;
+                else live_virt = true;
+                done = true;
+            }
+        }
+        if (!done) {
+            n = gram_engine_step(&s->eng, in, in_n, tn->byte, out);
             const uint8_t *level = s->eng.fr.level;
             if (s->eng.overflow) ovf = 1;
             for (uint32_t k = 0; k < n; k++) {
@@ -329,21 +372,59 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
         s->off[d + 1] = s->off[d] + n;
         if (tn->token >= 0) {
             if (live_real || popped) {
-                if (!push_tokens(v, tn->token, &s->acc, &n_acc, &s->cap_acc)) return NULL;
+                if (!push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc)) return false;
             } else if (live_virt || vpopped || ovf) {
-                if (!push_tokens(v, tn->token, &s->unc, &n_unc, &s->cap_unc)) return NULL;
+                if (!push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)) return false;
             }
         }
         if (!live_real && !live_virt) {
             if (ovf) /* no context we know rules these out: the matcher decides */
                 for (uint32_t j = i + 1; j < tn->end; j++)
-                    if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &n_unc, &s->cap_unc))
-                        return NULL;
+                    if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                        return false;
             i = tn->end;
             continue;
         }
         i++;
     }
+    return true;
+}
+
+/* The classification of node. Returns NULL on OOM. */
+static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s)
+{
+    const struct tern_grammar_vocab *v = g->vocab;
+    s->n_acc = s->n_unc = 0;
+    gram_engine_reset(&s->eng);
+    dense_reset(s);
+    int32_t cap = text_cap(g, node);
+    /* almost text: a text node except for a few ASCII first characters (a key that may still
+     * become a declared property name); the others go to a text node of capacity tcap */
+    bool almost = false;
+    int32_t tcap = TCAP_NONE;
+    struct gram_bset exc;
+    uint32_t tnode;
+    if (cap == TCAP_NONE && det_plain(g, node) && slice_info(g, node, &tnode, &exc) && tnode != GRAM_NONE &&
+        !gram_bset_empty(&exc)) {
+        tcap = text_cap(g, tnode);
+        almost = tcap != TCAP_NONE;
+    }
+    bool ok;
+    if (cap != TCAP_NONE) {
+        ok = walk(g, s, node, &v->rest, NULL);
+    } else if (almost) {
+        struct gram_bset not_exc;
+        for (int w = 0; w < 4; w++) not_exc.w[w] = ~exc.w[w];
+        ok = walk(g, s, node, &v->all, &exc);
+        if (ok) {
+            gram_engine_reset(&s->eng);
+            ok = walk(g, s, node, &v->rest, &not_exc);
+        }
+    } else {
+        ok = walk(g, s, node, &v->all, NULL);
+    }
+    if (!ok) return NULL;
+    uint32_t n_acc = s->n_acc, n_unc = s->n_unc;
     struct gram_cls *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->text = cap != TCAP_NONE;
@@ -351,7 +432,21 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     c->n_acc = n_acc;
     c->n_unc = n_unc;
     c->bytes = sizeof *c;
-    if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
+    if (almost) {
+        /* the slice tokens not starting with an exception, up to 1 + tcap characters */
+        uint32_t lim = tcap == TCAP_INF ? GRAM_SLICE_MAX_CHARS : (uint32_t)tcap + 1;
+        if (lim > GRAM_SLICE_MAX_CHARS) lim = GRAM_SLICE_MAX_CHARS;
+        c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
+        if (!c->acc_bits) { free(c); return NULL; }
+        for (uint32_t k = 0; k < v->slice_off[lim + 1]; k++) {
+            int32_t id = v->slice_sorted[k];
+            if (gram_bset_has(&exc, v->bytes[v->off[id]])) continue;
+            c->acc_bits[id >> 5] |= 1u << (id & 31);
+            c->n_acc++;
+        }
+        for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        c->bytes += (size_t)v->n_words * 4;
+    } else if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
         c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
         if (!c->acc_bits) { free(c); return NULL; }
         for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);

@@ -638,6 +638,15 @@ int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m)
 
 /* ---------------------------------------------------------------- queries */
 
+size_t tern_grammar_matcher_expected(const struct tern_grammar_matcher *m, char *buf, size_t cap)
+{
+    if (!m || !buf || !cap) return 0;
+    const struct mstep *s = &m->steps[m->n_steps - 1];
+    if (s->mode == MODE_FREE) snprintf(buf, cap, "free text (outside the constrained part)");
+    else describe_expected(m->g, m->hs + s->off, s->n, s->mode, buf, cap);
+    return strlen(buf);
+}
+
 bool tern_grammar_matcher_is_complete(const struct tern_grammar_matcher *m)
 {
     if (!m) return false;
@@ -715,4 +724,109 @@ void tern_grammar_matcher_get_stats(const struct tern_grammar_matcher *m, struct
     if (!out) return;
     memset(out, 0, sizeof *out);
     if (m) *out = m->stats;
+}
+
+/* ---------------------------------------------------------------- random documents */
+
+/* Fewest bytes from each node to its rule's end (calls cost their callee's minimum). */
+static uint32_t *min_costs(const struct tern_grammar *g)
+{
+    uint32_t *d = malloc(((size_t)g->n_nodes + 1) * sizeof *d);
+    if (!d) return NULL;
+    for (uint32_t i = 0; i < g->n_nodes; i++) d[i] = (g->nodes[i].flags & GN_FINAL) ? 0 : UINT32_MAX / 4;
+    for (int pass = 0; pass < 10000; pass++) {
+        bool changed = false;
+        for (uint32_t i = g->n_nodes; i-- > 0;) {
+            const struct gram_node *nd = &g->nodes[i];
+            uint32_t best = d[i];
+            for (uint32_t k = 0; k < nd->r_n; k++) {
+                uint32_t c = 1 + d[g->ranges[nd->r_off + k].to];
+                if (c < best) best = c;
+            }
+            for (uint32_t k = 0; k < nd->c_n; k++) {
+                const struct gram_call *cl = &g->calls[nd->c_off + k];
+                uint32_t c = d[g->rules[cl->rule].start] + d[cl->ret];
+                if (c < best) best = c;
+            }
+            if (best < d[i]) { d[i] = best; changed = true; }
+        }
+        if (!changed) break;
+    }
+    return d;
+}
+
+/* Estimated bytes to finish from a state: the cheapest stack (its top plus every frame). */
+static uint64_t state_cost(const struct tern_grammar_matcher *m, const uint32_t *d, const struct gram_stack *s,
+                           uint32_t n)
+{
+    uint64_t best = UINT64_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        if (s[i].node == GRAM_ACCEPT) return 0;
+        if (gram_is_marker(s[i].node)) continue;
+        uint64_t c = d[s[i].node];
+        for (uint32_t f = s[i].frame; f >= m->eng.fr.n_fixed; f = m->eng.fr.parent[f]) c += d[m->eng.fr.node[f]];
+        if (c < best) best = c;
+    }
+    return best;
+}
+
+tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
+                                  char *buf, size_t cap, size_t *n)
+{
+    if (!g || !buf || !n) return tern_fail(TERN_ERR_ARG, "grammar generate: NULL argument");
+    struct tern_grammar_matcher *m;
+    tern_status st = tern_grammar_matcher_create(g, &m);
+    if (st) return st;
+    uint32_t *d = min_costs(g);
+    if (!d) { tern_grammar_matcher_free(m); return tern_fail(TERN_ERR_NOMEM, "grammar generate: out of memory"); }
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    const struct gram_stack *cur = m->init;
+    uint32_t nc = m->n_init;
+    struct gram_stack *bufs[2] = {m->ta, m->tb};
+    int which = 0;
+    size_t k = 0;
+    st = TERN_OK;
+    for (;;) {
+        bool acc = gram_state_accepting(cur, nc);
+        struct gram_bset set;
+        gram_engine_next_bytes(g, cur, nc, &set);
+        int cnt = 0;
+        for (int w = 0; w < 4; w++) cnt += __builtin_popcountll(set.w[w]);
+        if (acc && (cnt == 0 || k >= target_len || RND() % 16 == 0)) break;
+        if (cnt == 0 || k == cap) { st = tern_fail(TERN_ERR_RANGE, "grammar generate: no complete document within %zu bytes", cap); break; }
+        int pick = -1;
+        if (k < target_len) {
+            /* mostly printable ASCII where the grammar allows it */
+            int n_print = 0;
+            for (int b = 0x20; b < 0x7F; b++) n_print += gram_bset_has(&set, (unsigned)b);
+            bool ascii = n_print && RND() % 20 != 0;
+            int r = (int)(RND() % (uint64_t)(ascii ? n_print : cnt));
+            for (int b = 0; b < 256 && pick < 0; b++) {
+                if (!gram_bset_has(&set, (unsigned)b) || (ascii && (b < 0x20 || b >= 0x7F))) continue;
+                if (r-- == 0) pick = b;
+            }
+        } else {
+            /* finish: the byte whose state is cheapest to complete (ties: the first) */
+            uint64_t best = UINT64_MAX;
+            for (int b = 0; b < 256; b++) {
+                if (!gram_bset_has(&set, (unsigned)b)) continue;
+                uint32_t nn = gram_engine_step(&m->eng, cur, nc, (uint8_t)b, bufs[which]);
+                uint64_t c = nn ? state_cost(m, d, bufs[which], nn) : UINT64_MAX;
+                if (c < best) { best = c; pick = b; }
+            }
+        }
+        if (pick < 0) { st = tern_fail(TERN_ERR_RANGE, "grammar generate: stuck"); break; }
+        uint32_t nn = gram_engine_step(&m->eng, cur, nc, (uint8_t)pick, bufs[which]);
+        if (!nn) { st = tern_fail(TERN_ERR_RANGE, "grammar generate: stuck"); break; }
+        cur = bufs[which];
+        which ^= 1;
+        nc = nn;
+        buf[k++] = (char)pick;
+    }
+#undef RND
+    free(d);
+    tern_grammar_matcher_free(m);
+    if (!st) *n = k;
+    return st;
 }
