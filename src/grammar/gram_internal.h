@@ -37,7 +37,7 @@
 #define GRAM_MAX_EXPRS (1u << 22)       /* IR expressions per grammar */
 #define GRAM_MAX_RULES (1u << 20)
 #define GRAM_MAX_NFA_STATES (1u << 21)  /* Thompson states per grammar (repetition expands) */
-#define GRAM_MAX_DFA_PER_RULE 4096      /* subset construction gives up beyond (NFA kept) */
+#define GRAM_MAX_DFA_PER_RULE (1u << 18) /* subset construction gives up beyond (NFA kept) */
 #define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
 #define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */

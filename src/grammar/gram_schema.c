@@ -597,6 +597,183 @@ static uint32_t regex_string(struct sc *c, const char *re, const char *what)
     return gir_seq3(c->ir, gir_byte(c->ir, '"'), x, gir_byte(c->ir, '"'));
 }
 
+/* String constraints that each describe the content (between the quotes) of a JSON string,
+ * built into a private IR so they can be intersected. */
+struct strcon {
+    int kind;            /* 0 regex, 1 length */
+    const char *re;
+    uint32_t lo, hi;
+};
+
+static uint32_t content_expr(struct sc *c, struct gram_ir *ir, const struct strcon *k)
+{
+    if (k->kind == 0) {
+        uint32_t x;
+        tern_status st = gram_regex_to_ir(k->re, strlen(k->re), true, ir, &x);
+        return st ? GRAM_NONE : x;
+    }
+    struct gram_ir *keep = c->ir;
+    c->ir = ir;
+    uint32_t x = gir_rep(ir, json_char(c), k->lo, k->hi);
+    c->ir = keep;
+    return x;
+}
+
+/* The intersection of several content languages as one automaton (product of their DFAs),
+ * wrapped in quotes. Each must determinize within the compiler's limit. */
+#define SC_MAX_PRODUCT 200000
+static uint32_t intersect(struct sc *c, const struct strcon *ks, int n)
+{
+    struct tern_grammar *gs[3] = {0};
+    struct gram_ir irs[3];
+    uint32_t out = GRAM_NONE;
+    uint32_t *map = NULL, *queue = NULL, *pairs = NULL;
+    struct gram_dfa d;
+    gdfa_init(&d);
+    for (int i = 0; i < n; i++) gir_init(&irs[i]);
+    for (int i = 0; i < n; i++) {
+        uint32_t x = content_expr(c, &irs[i], &ks[i]);
+        if (x == GRAM_NONE) {
+            if (irs[i].oom) c->ir->oom = true;
+            else sfail(c, TERN_ERR_UNSUPPORTED, "%s", tern_last_error());
+            goto done;
+        }
+        uint32_t r = gir_rule_new(&irs[i], "content");
+        gir_rule_set(&irs[i], r, x);
+        gs[i] = calloc(1, sizeof *gs[i]);
+        if (!gs[i]) { c->ir->oom = true; goto done; }
+        if (gram_compile(&irs[i], r, NULL, gs[i])) {
+            /* a constraint no string satisfies: so is the intersection */
+            free(gs[i]);
+            gs[i] = NULL;
+            tern_clear_error();
+            out = gir_nothing(c->ir);
+            goto done;
+        }
+        for (uint32_t k = 0; k < gs[i]->n_nodes; k++)
+            if (gs[i]->nodes[k].flags & GN_NONDET) {
+                sfail(c, TERN_ERR_RANGE, "string constraints too complex to combine (their automaton is not deterministic within %d states)",
+                      GRAM_MAX_DFA_PER_RULE);
+                goto done;
+            }
+    }
+    /* product over pairs, left to right (n is 2 or 3: fold) */
+    {
+        uint32_t na = gs[0]->n_nodes, nb = gs[1]->n_nodes, nc = n == 3 ? gs[2]->n_nodes : 1;
+        uint64_t total = (uint64_t)na * nb * nc;
+        if (total > 50u * 1000 * 1000) { sfail(c, TERN_ERR_RANGE, "string constraints too large to combine"); goto done; }
+        /* map[(a * nb + b) * nc + cc] -> state; kept as a hash to stay small */
+        uint32_t hmask = 1023;
+        map = malloc((hmask + 1) * sizeof *map);
+        pairs = malloc((hmask + 1) * 3 * sizeof *pairs);
+        queue = malloc((hmask + 1) * sizeof *queue);
+        if (!map || !pairs || !queue) { c->ir->oom = true; goto done; }
+        memset(map, 0xFF, (hmask + 1) * sizeof *map);
+        uint32_t nstates = 0, qh = 0;
+#define KEYOF(a, b, cc) (((uint64_t)(a) * nb + (b)) * nc + (cc))
+        uint32_t start[3] = {gs[0]->rules[gs[0]->root].start, gs[1]->rules[gs[1]->root].start, n == 3 ? gs[2]->rules[gs[2]->root].start : 0};
+        /* interning: linear probe on the packed key */
+        uint32_t st0 = GRAM_NONE;
+        for (int pass = 0; pass < 1; pass++) {
+            uint64_t key = KEYOF(start[0], start[1], start[2]);
+            uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & hmask;
+            map[h] = 0;
+            pairs[0] = start[0]; pairs[1] = start[1]; pairs[2] = start[2];
+            queue[0] = 0;
+            nstates = 1;
+            bool fin = (gs[0]->nodes[start[0]].flags & GN_FINAL) && (gs[1]->nodes[start[1]].flags & GN_FINAL) &&
+                       (n < 3 || (gs[2]->nodes[start[2]].flags & GN_FINAL));
+            st0 = gdfa_state(&d, fin);
+        }
+        uint32_t qt = 1;
+        bool ok = st0 != GRAM_NONE;
+        while (qh < qt && ok) {
+            uint32_t sid = queue[qh++];
+            uint32_t a = pairs[3 * sid], b = pairs[3 * sid + 1], cc = pairs[3 * sid + 2];
+            const struct gram_node *A = &gs[0]->nodes[a], *B = &gs[1]->nodes[b];
+            const struct gram_node *C = n == 3 ? &gs[2]->nodes[cc] : NULL;
+            for (uint32_t i = 0; i < A->r_n && ok; i++) {
+                const struct gram_range *ra = &gs[0]->ranges[A->r_off + i];
+                for (uint32_t j = 0; j < B->r_n && ok; j++) {
+                    const struct gram_range *rb = &gs[1]->ranges[B->r_off + j];
+                    unsigned lo = ra->lo > rb->lo ? ra->lo : rb->lo, hi = ra->hi < rb->hi ? ra->hi : rb->hi;
+                    if (lo > hi) continue;
+                    uint32_t kmax = C ? C->r_n : 1;
+                    for (uint32_t k = 0; k < kmax && ok; k++) {
+                        unsigned lo2 = lo, hi2 = hi;
+                        uint32_t tc = 0;
+                        if (C) {
+                            const struct gram_range *rc = &gs[2]->ranges[C->r_off + k];
+                            lo2 = lo > rc->lo ? lo : rc->lo;
+                            hi2 = hi < rc->hi ? hi : rc->hi;
+                            if (lo2 > hi2) continue;
+                            tc = rc->to;
+                        }
+                        uint64_t key = KEYOF(ra->to, rb->to, tc);
+                        uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & hmask, id = GRAM_NONE;
+                        while (map[h] != GRAM_NONE) {
+                            uint32_t q = map[h];
+                            if (pairs[3 * q] == ra->to && pairs[3 * q + 1] == rb->to && pairs[3 * q + 2] == tc) { id = q; break; }
+                            h = (h + 1) & hmask;
+                        }
+                        if (id == GRAM_NONE) {
+                            if (nstates >= SC_MAX_PRODUCT) {
+                                sfail(c, TERN_ERR_RANGE, "string constraints combine into more than %d states", SC_MAX_PRODUCT);
+                                goto done;
+                            }
+                            if ((nstates + 1) * 2 > hmask) { /* grow and rehash */
+                                uint32_t nm = hmask * 2 + 1;
+                                uint32_t *m2 = malloc(((size_t)nm + 1) * sizeof *m2);
+                                uint32_t *p2 = realloc(pairs, ((size_t)nm + 1) * 3 * sizeof *p2);
+                                uint32_t *q2 = realloc(queue, ((size_t)nm + 1) * sizeof *q2);
+                                if (p2) pairs = p2;
+                                if (q2) queue = q2;
+                                if (!m2 || !p2 || !q2) { free(m2); c->ir->oom = true; goto done; }
+                                memset(m2, 0xFF, ((size_t)nm + 1) * sizeof *m2);
+                                for (uint32_t q = 0; q < nstates; q++) {
+                                    uint64_t k2 = KEYOF(pairs[3 * q], pairs[3 * q + 1], pairs[3 * q + 2]);
+                                    uint32_t h2 = (uint32_t)(k2 * 0x9E3779B97F4A7C15ull >> 40) & nm;
+                                    while (m2[h2] != GRAM_NONE) h2 = (h2 + 1) & nm;
+                                    m2[h2] = q;
+                                }
+                                free(map);
+                                map = m2;
+                                hmask = nm;
+                                h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & hmask;
+                                while (map[h] != GRAM_NONE) h = (h + 1) & hmask;
+                            }
+                            id = nstates++;
+                            map[h] = id;
+                            pairs[3 * id] = ra->to;
+                            pairs[3 * id + 1] = rb->to;
+                            pairs[3 * id + 2] = tc;
+                            queue[qt++] = id;
+                            bool fin = (gs[0]->nodes[ra->to].flags & GN_FINAL) && (gs[1]->nodes[rb->to].flags & GN_FINAL) &&
+                                       (!C || (gs[2]->nodes[tc].flags & GN_FINAL));
+                            ok &= gdfa_state(&d, fin) == id;
+                        }
+                        ok &= gdfa_edge(&d, sid, (uint8_t)lo2, (uint8_t)hi2, id);
+                    }
+                }
+            }
+        }
+#undef KEYOF
+        if (!ok) { c->ir->oom = true; goto done; }
+        d.start = 0;
+        out = gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_dfa(c->ir, &d), gir_byte(c->ir, '"'));
+    }
+done:
+    gdfa_free(&d);
+    free(map);
+    free(pairs);
+    free(queue);
+    for (int i = 0; i < n; i++) {
+        tern_grammar_free(gs[i]);
+        gir_free(&irs[i]);
+    }
+    return c->failed ? GRAM_NONE : out;
+}
+
 static uint32_t string_expr(struct sc *c, const cJSON *s)
 {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
@@ -608,6 +785,7 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
     if (!has_lo) lo = 0;
     if (pat && !cJSON_IsString(pat)) return sfail(c, TERN_ERR_FORMAT, "pattern must be a string");
     if (fmt && !cJSON_IsString(fmt)) return sfail(c, TERN_ERR_FORMAT, "format must be a string");
+    if (hi != GRAM_INF && hi < lo) return gir_nothing(c->ir);
     const char *fre = NULL;
     if (fmt) {
         fre = gram_format_regex(fmt->valuestring);
@@ -618,38 +796,47 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
             if (!go) return GRAM_NONE;
         }
     }
-    int n_kinds = (pat != NULL) + (fre != NULL) + (has_lo || has_hi);
-    if (n_kinds > 1) {
-        /* tern does not intersect two regular languages: refuse rather than enforce one */
-        if (!unsupported(c, "%s together: tern enforces only one of pattern, format, minLength/maxLength per string",
-                         pat && fre ? "pattern and format" : pat ? "pattern and minLength/maxLength" : "format and minLength/maxLength"))
-            return GRAM_NONE;
-        /* lenient: keep the first of pattern, format, length */
-        if (pat) { fre = NULL; has_lo = has_hi = false; lo = 0; hi = GRAM_INF; }
-        else if (fre) { has_lo = has_hi = false; lo = 0; hi = GRAM_INF; }
-    }
-    if (pat) {
-        size_t old = path_push(c, ".pattern");
-        uint32_t x = regex_string(c, pat->valuestring, "pattern");
+    struct strcon ks[3];
+    int n = 0;
+    if (pat) ks[n++] = (struct strcon){0, pat->valuestring, 0, 0};
+    if (fre) ks[n++] = (struct strcon){0, fre, 0, 0};
+    if (has_lo || has_hi) ks[n++] = (struct strcon){1, NULL, lo, hi};
+    if (n == 0) return rule_string(c);
+    if (n == 1 && ks[0].kind == 0) {
+        size_t old = path_push(c, pat ? ".pattern" : ".format");
+        uint32_t x = regex_string(c, ks[0].re, pat ? "pattern" : "format");
         path_pop(c, old);
         return x;
     }
-    if (fre) {
-        size_t old = path_push(c, ".format");
-        uint32_t x = regex_string(c, fre, "format");
-        path_pop(c, old);
-        return x;
+    if (n == 1) {
+        /* counted: one rule per (min, max), shared */
+        char name[64];
+        snprintf(name, sizeof name, "string{%u,%u}", lo, hi);
+        uint32_t r = gir_rule(c->ir, name, strlen(name));
+        if (r == GRAM_NONE) return GRAM_NONE;
+        if (c->ir->rules[r].ex == GRAM_NONE)
+            gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), lo, hi), gir_byte(c->ir, '"')));
+        return gir_ref(c->ir, r);
     }
-    if (lo == 0 && hi == GRAM_INF) return rule_string(c);
-    if (hi != GRAM_INF && hi < lo) return gir_nothing(c->ir);
-    /* counted: one rule per (min, max), shared */
-    char name[64];
-    snprintf(name, sizeof name, "string{%u,%u}", lo, hi);
-    uint32_t r = gir_rule(c->ir, name, strlen(name));
-    if (r == GRAM_NONE) return GRAM_NONE;
-    if (c->ir->rules[r].ex == GRAM_NONE)
-        gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), lo, hi), gir_byte(c->ir, '"')));
-    return gir_ref(c->ir, r);
+    /* several: check each alone first (errors then name the keyword), then intersect */
+    for (int i = 0; i < n; i++) {
+        if (ks[i].kind != 0) continue;
+        struct gram_ir tmp;
+        gir_init(&tmp);
+        uint32_t x;
+        tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), true, &tmp, &x);
+        gir_free(&tmp);
+        if (st) {
+            size_t old = path_push(c, (pat && i == 0) ? ".pattern" : ".format");
+            char msg[400];
+            snprintf(msg, sizeof msg, "%s", tern_last_error());
+            bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
+            path_pop(c, old);
+            if (!go) return st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
+            return rule_string(c);
+        }
+    }
+    return intersect(c, ks, n);
 }
 
 /* ---------------------------------------------------------------- numbers */
