@@ -217,6 +217,12 @@ struct gram_trie_node {
 struct gram_trie {
     struct gram_trie_node *node;
     uint32_t n;
+    /* below each node: the ASCII bytes of every longer token's remaining bytes (bit b of
+     * below[i][b >> 6]), whether any is not ASCII, and the depth of the deepest token (walks
+     * accept whole subtrees at once with these, gram_mask.c) */
+    uint64_t (*below)[2];
+    uint8_t *below_other;
+    uint16_t *below_depth;
 };
 
 /* The "text slice": tokens made only of whole UTF-8 characters that any JSON-like string body
@@ -391,13 +397,22 @@ bool gram_state_accepting(const struct gram_stack *s, uint32_t n);
 uint64_t gram_state_hash(const struct gram_stack *s, uint32_t n);
 
 /* ---------------------------------------------------------------- masks (gram_mask.c) */
+/* The walk's state after a prefix of length d: one stack kept inline (simple), or
+ * buf[off .. off_next). */
+struct gram_depth {
+    uint32_t node, frame;            /* simple: the stack */
+    const uint32_t *tab;             /* simple: dense table of node (GRAM_TAB_LAZY: not looked up
+                                        yet, NULL: none) */
+    uint32_t off_next;               /* where depth d+1's state starts in buf */
+    uint8_t simple, virt, ovf;
+};
+
 /* Scratch of token classification (one per matcher, created on first need). */
 struct gram_cls_scratch {
     struct gram_engine eng;          /* sim mode */
     struct gram_stack *buf;          /* per-depth states along the trie path */
     size_t cap_buf;
-    uint32_t *off;                   /* [max_len + 2] */
-    uint8_t *ovf;                    /* [max_len + 2] */
+    struct gram_depth *at;           /* [max_len + 2] the state after each prefix length */
     int32_t *acc, *unc;
     uint32_t cap_acc, cap_unc;
     uint32_t n_acc, n_unc;
@@ -405,9 +420,13 @@ struct gram_cls_scratch {
     uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
     uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
     uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
+    uint64_t (*dclass)[2];           /* [GRAM_DENSE_TABLES] the node's ASCII loop class */
+    int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take
+                                        (-2 not computed, GRAM_CLASS_INF a loop) */
     uint32_t n_dtab;
 };
 #define GRAM_DENSE_TABLES 64
+#define GRAM_CLASS_INF 32767
 tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
 void gram_cls_scratch_free(struct gram_cls_scratch *s);
 /* The classification of node (computed and published on first use; *fresh says whether this

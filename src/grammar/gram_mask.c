@@ -212,14 +212,15 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     tern_status st = gram_engine_init(&s->eng, g, true);
     if (st) return st;
     uint32_t depth = g->vocab ? g->vocab->max_len + 2 : 2;
-    s->off = malloc(depth * sizeof *s->off);
-    s->ovf = malloc(depth);
+    s->at = malloc(depth * sizeof *s->at);
     s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
     s->buf = malloc(s->cap_buf * sizeof *s->buf);
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
     s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
-    if (!s->off || !s->ovf || !s->buf || !s->dslot || !s->dtab || !s->dnode) {
+    s->dclass = malloc(GRAM_DENSE_TABLES * sizeof *s->dclass);
+    s->dcap = malloc(GRAM_DENSE_TABLES * sizeof *s->dcap);
+    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dnode || !s->dclass || !s->dcap) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -230,13 +231,14 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
 {
     gram_engine_free(&s->eng);
     free(s->buf);
-    free(s->off);
-    free(s->ovf);
+    free(s->at);
     free(s->acc);
     free(s->unc);
     free(s->dslot);
     free(s->dtab);
     free(s->dnode);
+    free(s->dclass);
+    free(s->dcap);
     memset(s, 0, sizeof *s);
 }
 
@@ -292,6 +294,7 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
         for (unsigned b = r->lo; b <= r->hi; b++) t[b] = to;
     }
     s->dnode[s->n_dtab] = node;
+    s->dcap[s->n_dtab] = -2;
     s->dslot[node] = ++s->n_dtab;
     return t;
 }
@@ -302,74 +305,208 @@ static void dense_reset(struct gram_cls_scratch *s)
     s->n_dtab = 0;
 }
 
+#define GRAM_TAB_LAZY ((const uint32_t *)1)
+
+/* The ASCII loop class of a node with a dense table: the printable ASCII bytes that all lead to
+ * the same consuming node T (the most common target), and how many bytes of that class it can
+ * still take: following T while every class byte leads on to one same node (a loop: unbounded;
+ * a counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
+ * class, and are no more than that many, stays in the chain, so it is accepted without
+ * stepping: the walk accepts whole subtrees this way. */
+static void class_info(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node, uint64_t k[2],
+                       int *cap)
+{
+    /* the chain of nodes whose class is computed but not its capacity: resolved back to front */
+    uint32_t chain[GRAM_DENSE_TABLES + 1];
+    int n = 0;
+    uint32_t cur = node;
+    int c = 0;
+    uint64_t k0[2] = {0, 0};
+    for (;;) {
+        uint32_t sl = s->dslot[cur];
+        if (!sl) {
+            if ((g->nodes[cur].flags & GN_NONDET) || !dense(s, g, cur)) { c = 0; break; }
+            sl = s->dslot[cur];
+        }
+        sl--;
+        if (s->dcap[sl] != -2) { /* known: the chain continues only with the same class */
+            c = (n == 0 || (s->dclass[sl][0] == k0[0] && s->dclass[sl][1] == k0[1])) ? s->dcap[sl] : 0;
+            break;
+        }
+        const uint32_t *t = s->dtab + (size_t)sl * 256;
+        /* the most common consuming target over printable ASCII */
+        uint32_t best = DENSE_NONE;
+        int best_n = 0;
+        for (unsigned b = 0x20; b < 0x7F; b++) {
+            uint32_t to = t[b];
+            if (to >= DENSE_ENGINE || to == best) continue;
+            int cnt = 0;
+            for (unsigned q = b; q < 0x7F; q++) cnt += t[q] == to;
+            if (cnt > best_n) { best_n = cnt; best = to; }
+        }
+        uint64_t kk[2] = {0, 0};
+        if (best_n >= 2)
+            for (unsigned b = 0x20; b < 0x7F; b++)
+                if (t[b] == best) kk[b >> 6] |= 1ull << (b & 63);
+        s->dclass[sl][0] = kk[0];
+        s->dclass[sl][1] = kk[1];
+        if (n == 0) { k0[0] = kk[0]; k0[1] = kk[1]; }
+        if (best_n < 2 || (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1]))) {
+            /* no class, or another class: this node's own capacity is computed on its own */
+            if (n == 0) { s->dcap[sl] = 0; c = 0; break; }
+            c = 0;
+            s->dcap[sl] = -2; /* leave it for a walk that starts at it */
+            break;
+        }
+        chain[n++] = cur;
+        if (best == cur) { c = GRAM_CLASS_INF; n--; s->dcap[sl] = GRAM_CLASS_INF; break; }
+        if (n > GRAM_DENSE_TABLES) { c = 0; break; }
+        cur = best;
+    }
+    /* back to front: each node takes one more byte than the next (a loop stays unbounded) */
+    for (int i = n; i-- > 0;) {
+        if (c != GRAM_CLASS_INF) c = c + 1 < GRAM_CLASS_INF - 1 ? c + 1 : GRAM_CLASS_INF - 1;
+        s->dcap[s->dslot[chain[i]] - 1] = (int16_t)c;
+    }
+    uint32_t sl = s->dslot[node];
+    if (!sl) { k[0] = k[1] = 0; *cap = 0; return; }
+    k[0] = s->dclass[sl - 1][0];
+    k[1] = s->dclass[sl - 1][1];
+    *cap = s->dcap[sl - 1] < 0 ? 0 : s->dcap[sl - 1];
+}
+
+/* Trie node i (depth d) left the walk on one stack at node: if every longer token below i
+ * stays in node's loop class, accept them all (or record them uncertain under a virtual
+ * caller) and tell the caller to skip the subtree. */
+static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar *g, const struct gram_trie *tr,
+                           uint32_t i, uint32_t d, uint32_t node, bool virt)
+{
+    const struct gram_trie_node *tn = &tr->node[i];
+    if (tn->end == i + 1 || tr->below_other[i]) return 0;
+    if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
+    uint64_t k[2];
+    int cap;
+    class_info(s, g, node, k, &cap);
+    if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
+    if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
+    const struct tern_grammar_vocab *v = g->vocab;
+    for (uint32_t j = i + 1; j < tn->end; j++) {
+        if (tr->node[j].token < 0) continue;
+        bool ok = virt ? push_tokens(v, tr->node[j].token, &s->unc, &s->n_unc, &s->cap_unc)
+                       : push_tokens(v, tr->node[j].token, &s->acc, &s->n_acc, &s->cap_acc);
+        if (!ok) return -1;
+    }
+    return 1;
+}
+
+/* The dense table of a simple depth state (looked up on first need: leaves never need it). */
+static inline const uint32_t *tab_of(struct gram_cls_scratch *s, const struct tern_grammar *g, struct gram_depth *a)
+{
+    if (a->tab == GRAM_TAB_LAZY) a->tab = (g->nodes[a->node].flags & GN_NONDET) ? NULL : dense(s, g, a->node);
+    return a->tab;
+}
+
 /* Walk trie tr from the single stack (node, virtual bottom) and append accepted / uncertain
- * tokens to s->acc / s->unc. first: the first bytes whose subtrees are walked (NULL: all). */
+ * tokens to s->acc / s->unc. first: the first bytes whose subtrees are walked (NULL: all).
+ *
+ * The state after each prefix is kept per depth. Most of the time it is one stack on a
+ * deterministic node and the next byte leads to a node that only consumes: then the step is
+ * one table lookup (the fast path below); everything else goes through the engine. */
 static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
                  const struct gram_trie *tr, const struct gram_bset *first)
 {
     const struct tern_grammar_vocab *v = g->vocab;
-    s->buf[0] = (struct gram_stack){node, 0};
-    s->off[0] = 0;
-    s->off[1] = 1;
-    s->ovf[0] = 0;
+    struct gram_depth *at = s->at;
+    at[0] = (struct gram_depth){node, 0, GRAM_TAB_LAZY, 0, 1, 0, 0};
     const struct gram_trie_node *trie = tr->node;
     for (uint32_t i = 0; i < tr->n;) {
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
-        uint32_t in_off = s->off[d - 1], in_n = s->off[d] - in_off;
-        if ((size_t)s->off[d] + GRAM_MAX_STACKS + 8 > s->cap_buf) {
+        struct gram_depth *pa = &at[d - 1], *ca = &at[d];
+        uint8_t ovf = pa->ovf;
+        if (pa->simple) {
+            const uint32_t *tab = tab_of(s, g, pa);
+            if (tab) {
+                uint32_t to = tab[tn->byte];
+                if (to < DENSE_ENGINE) { /* fast path: one stack stays one stack */
+                    ca->node = to;
+                    ca->frame = pa->frame;
+                    ca->tab = GRAM_TAB_LAZY;
+                    ca->off_next = pa->off_next;
+                    ca->simple = 1;
+                    ca->virt = pa->virt;
+                    ca->ovf = ovf;
+                    if (tn->token >= 0) {
+                        bool ok = ca->virt ? push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)
+                                           : push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc);
+                        if (!ok) return false;
+                    }
+                    if (tn->end > i + 1 && !ovf) {
+                        int sk = try_skip(s, g, tr, i, d, to, ca->virt);
+                        if (sk < 0) return false;
+                        if (sk) { i = tn->end; continue; }
+                    }
+                    i++;
+                    continue;
+                }
+                if (to == DENSE_NONE) { /* dead prefix */
+                    if (ovf)
+                        for (uint32_t j = i; j < tn->end; j++)
+                            if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                                return false;
+                    i = tn->end;
+                    continue;
+                }
+            }
+        }
+        /* general step: this depth's stacks go to buf[off .. ) */
+        uint32_t off = pa->off_next;
+        if ((size_t)off + GRAM_MAX_STACKS + 8 > s->cap_buf) {
             size_t nc = s->cap_buf * 2;
-            while (nc < (size_t)s->off[d] + GRAM_MAX_STACKS + 8) nc *= 2;
+            while (nc < (size_t)off + GRAM_MAX_STACKS + 8) nc *= 2;
             struct gram_stack *nb = realloc(s->buf, nc * sizeof *nb);
             if (!nb) return false;
             s->buf = nb;
             s->cap_buf = nc;
         }
-        const struct gram_stack *in = s->buf + in_off;
-        struct gram_stack *out = s->buf + s->off[d];
-        uint32_t n = 0;
-        bool live_real = false, live_virt = false, popped = false, vpopped = false, done = false;
-        uint8_t ovf = s->ovf[d - 1];
-        if (in_n == 1 && !gram_is_marker(in->node) && !(g->nodes[in->node].flags & GN_NONDET)) {
-            /* the common case: one stack on a deterministic node */
-            const uint32_t *t = dense(s, g, in->node);
-            uint32_t to = t ? t[tn->byte] : DENSE_FULL;
-            if (to == DENSE_FULL) { /* out of tables: scan the ranges */
-                to = DENSE_NONE;
-                const struct gram_node *nd = &g->nodes[in->node];
-                for (uint32_t k = 0; k < nd->r_n; k++) {
-                    const struct gram_range *r = &g->ranges[nd->r_off + k];
-                    if (r->lo > tn->byte) break;
-                    if (tn->byte <= r->hi) { to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE; break; }
-                }
-            }
-            if (to == DENSE_NONE) {
-                done = true;
-            } else if (to != DENSE_ENGINE) {
-                out->node = to;
-                out->frame = in->frame;
-                n = 1;
-                if (s->eng.fr.level[in->frame] == 0) live_real = true;
-                else live_virt = true;
-                done = true;
-            }
+        struct gram_stack one;
+        const struct gram_stack *in;
+        uint32_t in_n;
+        if (pa->simple) {
+            one = (struct gram_stack){pa->node, pa->frame};
+            in = &one;
+            in_n = 1;
+        } else {
+            uint32_t poff = d >= 2 ? at[d - 2].off_next : 0;
+            in = s->buf + poff;
+            in_n = off - poff;
         }
-        if (!done) {
-            n = gram_engine_step(&s->eng, in, in_n, tn->byte, out);
-            const uint8_t *level = s->eng.fr.level;
-            if (s->eng.overflow) ovf = 1;
-            for (uint32_t k = 0; k < n; k++) {
-                uint32_t nd = out[k].node;
-                if (nd == GRAM_POPPED) popped = true;
-                else if (nd == GRAM_VPOPPED) vpopped = true;
-                else if (nd == GRAM_OVERFLOW) ovf = 1;
-                else if (level[out[k].frame] == 0) live_real = true;
-                else live_virt = true;
-            }
+        struct gram_stack *out = s->buf + off;
+        uint32_t n = gram_engine_step(&s->eng, in, in_n, tn->byte, out);
+        const uint8_t *level = s->eng.fr.level;
+        bool live_real = false, live_virt = false, popped = false, vpopped = false;
+        if (s->eng.overflow) ovf = 1;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t nd = out[k].node;
+            if (nd == GRAM_POPPED) popped = true;
+            else if (nd == GRAM_VPOPPED) vpopped = true;
+            else if (nd == GRAM_OVERFLOW) ovf = 1;
+            else if (level[out[k].frame] == 0) live_real = true;
+            else live_virt = true;
         }
-        s->ovf[d] = ovf;
-        s->off[d + 1] = s->off[d] + n;
+        ca->ovf = ovf;
+        if (n == 1 && !gram_is_marker(out[0].node)) { /* back to one stack */
+            ca->node = out[0].node;
+            ca->frame = out[0].frame;
+            ca->tab = GRAM_TAB_LAZY;
+            ca->simple = 1;
+            ca->virt = level[out[0].frame] != 0;
+            ca->off_next = off;
+        } else {
+            ca->simple = 0;
+            ca->off_next = off + n;
+        }
         if (tn->token >= 0) {
             if (live_real || popped) {
                 if (!push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc)) return false;

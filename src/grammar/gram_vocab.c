@@ -39,8 +39,13 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     free(v->bytes);
     free(v->kind);
     free(v->same);
-    free(v->all.node);
-    free(v->rest.node);
+    struct gram_trie *ts[2] = {&v->all, &v->rest};
+    for (int i = 0; i < 2; i++) {
+        free(ts[i]->node);
+        free(ts[i]->below);
+        free(ts[i]->below_other);
+        free(ts[i]->below_depth);
+    }
     free(v->slice_chars);
     free(v->slice_bits);
     free(v->slice_sorted);
@@ -103,6 +108,33 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     while (depth > 0) t->node[path[depth--]].end = nt;
     free(path);
     t->n = nt;
+    /* subtree summaries, children before parents (reverse depth-first order) */
+    t->below = calloc(nt ? nt : 1, sizeof *t->below);
+    t->below_other = calloc(nt ? nt : 1, 1);
+    t->below_depth = calloc(nt ? nt : 1, sizeof *t->below_depth);
+    uint32_t *parent = malloc((nt ? nt : 1) * sizeof *parent);
+    uint32_t *stack = malloc(((size_t)v->max_len + 2) * sizeof *stack);
+    if (!t->below || !t->below_other || !t->below_depth || !parent || !stack) { free(parent); free(stack); return false; }
+    uint32_t sp = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        while (sp && t->node[stack[sp - 1]].depth >= t->node[i].depth) sp--;
+        parent[i] = sp ? stack[sp - 1] : GRAM_NONE;
+        stack[sp++] = i;
+        t->below_depth[i] = t->node[i].depth;
+    }
+    for (uint32_t i = nt; i-- > 0;) {
+        uint32_t p = parent[i];
+        if (p == GRAM_NONE) continue;
+        uint8_t b = t->node[i].byte;
+        if (b < 0x80) t->below[p][b >> 6] |= 1ull << (b & 63);
+        else t->below_other[p] = 1;
+        t->below[p][0] |= t->below[i][0];
+        t->below[p][1] |= t->below[i][1];
+        t->below_other[p] |= t->below_other[i];
+        if (t->below_depth[i] > t->below_depth[p]) t->below_depth[p] = t->below_depth[i];
+    }
+    free(parent);
+    free(stack);
     return true;
 }
 
@@ -191,7 +223,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     if (!build_trie(v, ents, m, &v->rest)) goto oom;
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
-                   (size_t)v->n_words * 4 + ((size_t)v->all.n + v->rest.n) * sizeof(struct gram_trie_node);
+                   (size_t)v->n_words * 4 + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
     *out = v;
     return TERN_OK;
 oom:
