@@ -45,6 +45,7 @@ struct nfa_edge {
 };
 
 struct nfa {
+    const bool *inl; /* [rules] calls of these rules are expanded in place */
     uint32_t *head;  /* [n_states] first edge */
     uint32_t n_states, cap_states;
     struct nfa_edge *e;
@@ -99,7 +100,8 @@ static void thompson(struct nfa *a, const struct gram_ir *ir, uint32_t x, uint32
         nfa_edge(a, from, NE_SET, e->a, to);
         return;
     case GX_REF:
-        nfa_edge(a, from, NE_CALL, e->a, to);
+        if (a->inl && a->inl[e->a]) thompson(a, ir, ir->rules[e->a].ex, from, to, depth + 1);
+        else nfa_edge(a, from, NE_CALL, e->a, to);
         return;
     case GX_SEQ: {
         uint32_t cur = from;
@@ -165,6 +167,160 @@ static void thompson(struct nfa *a, const struct gram_ir *ir, uint32_t x, uint32
         return;
     }
     }
+}
+
+/* ---------------------------------------------------------------- inlining */
+
+/* Which rules are expanded where they are called instead of being called: rules that are not
+ * recursive, not the root, not marked shared, and either called from one place or tiny. A call
+ * costs a push at match time, and a rule end inside a token makes the token's acceptance
+ * depend on the caller (slower classification, more tokens checked at decode time); GBNF
+ * grammars are full of small helper rules (ws, name, digit). Sizes count the automaton states
+ * an expansion would make, callees' expansions included, so nesting cannot blow up. */
+#define INLINE_TINY 48
+#define INLINE_ONCE 60000
+
+struct inl_ctx {
+    const struct gram_ir *ir;
+    bool *inl;
+    uint64_t *size;      /* [n_ex] memo (0 = not computed) */
+    uint32_t *calls;     /* [rules] references to the rule */
+    uint8_t *state;      /* [rules] 0 new, 1 on the DFS stack, 2 done */
+    bool *cyclic;
+};
+
+static uint64_t ex_size(struct inl_ctx *c, uint32_t x, int depth)
+{
+    if (depth > 2000) return UINT64_MAX / 4;
+    if (c->size[x]) return c->size[x];
+    const struct gram_ex *e = &c->ir->ex[x];
+    uint64_t s = 1;
+    switch (e->kind) {
+    case GX_SEQ: case GX_ALT:
+        s = 2;
+        for (uint32_t i = 0; i < e->b; i++) s += ex_size(c, c->ir->kids[e->a + i], depth + 1);
+        break;
+    case GX_REP: {
+        uint64_t k = e->c == GRAM_INF ? (uint64_t)e->b + 1 : e->c;
+        s = 2 + ex_size(c, e->a, depth + 1) * (k ? k : 1);
+        break;
+    }
+    case GX_REF:
+        s = c->inl[e->a] ? ex_size(c, c->ir->rules[e->a].ex, depth + 1) : 1;
+        break;
+    case GX_DFA:
+        s = c->ir->dfas[e->a].n_states + c->ir->dfas[e->a].n_xedges + 1;
+        for (uint32_t i = 0; i < c->ir->dfas[e->a].n_xedges; i++) s += ex_size(c, c->ir->dfas[e->a].xedges[i].ex, depth + 1);
+        break;
+    default:
+        break;
+    }
+    if (s > UINT64_MAX / 8) s = UINT64_MAX / 8;
+    c->size[x] = s;
+    return s;
+}
+
+/* Rules an expression refers to (each expression visited once per rule via mark). */
+static void refs_of(const struct gram_ir *ir, uint32_t x, uint32_t *mark, uint32_t stamp, uint32_t *out, uint32_t *n,
+                    uint32_t cap, int depth)
+{
+    if (depth > 2000 || mark[x] == stamp) return;
+    mark[x] = stamp;
+    const struct gram_ex *e = &ir->ex[x];
+    if (e->kind == GX_REF) { if (*n < cap) out[(*n)++] = e->a; return; }
+    if (e->kind == GX_SEQ || e->kind == GX_ALT)
+        for (uint32_t i = 0; i < e->b; i++) refs_of(ir, ir->kids[e->a + i], mark, stamp, out, n, cap, depth + 1);
+    else if (e->kind == GX_REP) refs_of(ir, e->a, mark, stamp, out, n, cap, depth + 1);
+    else if (e->kind == GX_DFA)
+        for (uint32_t i = 0; i < ir->dfas[e->a].n_xedges; i++) refs_of(ir, ir->dfas[e->a].xedges[i].ex, mark, stamp, out, n, cap, depth + 1);
+}
+
+/* inl[r] for every rule; false everywhere on allocation failure (inlining is an optimization) */
+static void decide_inlining(const struct gram_ir *ir, uint32_t root, bool *inl)
+{
+    uint32_t nr = ir->n_rules;
+    memset(inl, 0, nr);
+    uint32_t *mark = calloc(ir->n_ex ? ir->n_ex : 1, sizeof *mark);
+    uint32_t *off = calloc(nr + 1, sizeof *off);
+    uint32_t cap = 1 << 16, n_e = 0;
+    uint32_t *edges = malloc(cap * sizeof *edges);
+    uint32_t *calls = calloc(nr, sizeof *calls);
+    uint8_t *state = calloc(nr, 1);
+    uint64_t *size = calloc(ir->n_ex ? ir->n_ex : 1, sizeof *size);
+    uint32_t *stack = malloc(((size_t)nr + 1) * 2 * sizeof *stack);
+    uint32_t *low = malloc((size_t)nr * sizeof *low), *idx = malloc((size_t)nr * sizeof *idx);
+    bool *cyclic = calloc(nr, 1), *onst = calloc(nr, 1);
+    uint32_t *order = malloc((size_t)nr * sizeof *order), *tstack = malloc((size_t)nr * sizeof *tstack);
+    if (!mark || !off || !edges || !calls || !state || !size || !stack || !low || !idx || !cyclic || !onst || !order || !tstack)
+        goto done;
+    for (uint32_t r = 0; r < nr; r++) {
+        off[r] = n_e;
+        uint32_t got = 0;
+        refs_of(ir, ir->rules[r].ex, mark, r + 1, edges + n_e, &got, cap - n_e, 0);
+        if (n_e + got >= cap) goto done; /* absurdly many references: no inlining */
+        for (uint32_t i = 0; i < got; i++) calls[edges[n_e + i]]++;
+        n_e += got;
+    }
+    off[nr] = n_e;
+    /* Tarjan's strongly connected components (iterative): rules in a cycle are recursive */
+    uint32_t counter = 0, ts = 0, n_order = 0;
+    for (uint32_t r = 0; r < nr; r++) idx[r] = GRAM_NONE;
+    for (uint32_t r0 = 0; r0 < nr; r0++) {
+        if (idx[r0] != GRAM_NONE) continue;
+        uint32_t sp = 0;
+        stack[sp++] = r0;
+        stack[sp++] = off[r0];
+        idx[r0] = low[r0] = counter++;
+        tstack[ts++] = r0;
+        onst[r0] = true;
+        while (sp) {
+            uint32_t r = stack[sp - 2], *it = &stack[sp - 1];
+            if (*it < off[r + 1]) {
+                uint32_t t = edges[(*it)++];
+                if (idx[t] == GRAM_NONE) {
+                    idx[t] = low[t] = counter++;
+                    tstack[ts++] = t;
+                    onst[t] = true;
+                    stack[sp++] = t;
+                    stack[sp++] = off[t];
+                } else if (onst[t] && idx[t] < low[r]) {
+                    low[r] = idx[t];
+                }
+                if (t == r) cyclic[r] = true;
+                continue;
+            }
+            sp -= 2;
+            if (sp && low[r] < low[stack[sp - 2]]) low[stack[sp - 2]] = low[r];
+            if (low[r] == idx[r]) {
+                uint32_t cnt = 0, top;
+                uint32_t base = ts;
+                do { top = tstack[--ts]; onst[top] = false; cnt++; } while (top != r);
+                if (cnt > 1) for (uint32_t k = ts; k < base; k++) cyclic[tstack[k]] = true;
+            }
+            order[n_order++] = r; /* post-order: callees first */
+        }
+    }
+    struct inl_ctx c = {ir, inl, size, calls, state, cyclic};
+    for (uint32_t k = 0; k < n_order; k++) {
+        uint32_t r = order[k];
+        if (r == root || cyclic[r] || ir->rules[r].shared || ir->rules[r].ex == GRAM_NONE) continue;
+        uint64_t s = ex_size(&c, ir->rules[r].ex, 0);
+        inl[r] = s <= INLINE_TINY || (calls[r] == 1 && s <= INLINE_ONCE);
+    }
+done:
+    free(mark);
+    free(off);
+    free(edges);
+    free(calls);
+    free(state);
+    free(size);
+    free(stack);
+    free(low);
+    free(idx);
+    free(cyclic);
+    free(onst);
+    free(order);
+    free(tstack);
 }
 
 /* ---------------------------------------------------------------- byte classes */
@@ -798,8 +954,12 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     struct classes cls;
     build_classes(ir, &cls);
 
-    /* 1. Thompson NFA for every rule */
+    /* 1. Thompson NFA for every rule (inlinable calls expanded in place) */
     struct nfa a = {0};
+    bool *inl = calloc(ir->n_rules ? ir->n_rules : 1, 1);
+    if (!inl) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    decide_inlining(ir, root_rule, inl);
+    a.inl = inl;
     uint32_t *nfa_start = malloc((size_t)ir->n_rules * sizeof *nfa_start);
     uint32_t *nfa_accept = malloc((size_t)ir->n_rules * sizeof *nfa_accept);
     uint32_t *nfa_end = malloc((size_t)ir->n_rules * sizeof *nfa_end);
@@ -931,11 +1091,13 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     free(nfa_start);
     free(nfa_accept);
     free(nfa_end);
+    free(inl);
     return TERN_OK;
 
 oom:
     st = tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
 fail:
+    free(inl);
     free(nullable);
     free(prod);
     free(nfa_start);

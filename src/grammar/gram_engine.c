@@ -234,7 +234,10 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
             const struct gram_rule *r = &g->rules[nd->rule];
             emit(e, out, n, lvl == 0 ? GRAM_POPPED : GRAM_VPOPPED, 0);
             if (r->doc_end && g->lazy) emit(e, out, n, GRAM_OVERFLOW, 0); /* free text may follow */
-            if (lvl + 1 < GRAM_VLEVELS) {
+            /* continue at every node that can follow the rule's end (a few levels deep, and only
+             * when there are few: a rule used everywhere would make every later byte step
+             * dozens of stacks; its tokens are left to the matcher, which knows the caller) */
+            if (lvl + 1 < GRAM_VLEVELS && r->fol_n <= GRAM_VFOLLOW_MAX) {
                 for (uint32_t i = 0; i < r->fol_n; i++) work_push(e, g->follow[r->fol_off + i], lvl + 1);
             } else if (r->fol_n) {
                 emit(e, out, n, GRAM_OVERFLOW, 0);
@@ -297,13 +300,16 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
             if (r[k].lo > byte) break;
             if (byte > r[k].hi) continue;
             uint32_t t = r[k].to;
-            if (g->nodes[t].flags & GN_PLAIN) emit(e, out, &n, t, in[i].frame);
+            /* one input stack cannot produce duplicates here; several go through the visited
+             * set when classifying (their order does not matter there) */
+            if ((g->nodes[t].flags & GN_PLAIN) && (n_in == 1 || !e->sim)) emit(e, out, &n, t, in[i].frame);
             else work_push(e, t, in[i].frame);
             if (!(nd->flags & GN_NONDET)) break;
         }
     }
     if (e->n_work) drain(e, out, &n);
-    return sort_unique(out, n);
+    /* the matcher keys its cache on the state: canonical order; classification needs none */
+    return e->sim ? n : sort_unique(out, n);
 }
 
 void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,

@@ -43,6 +43,7 @@
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
 #define GRAM_MAX_FRAMES (1u << 22)      /* interned frames per matcher (nesting) */
 #define GRAM_VLEVELS 4                  /* virtual caller levels in token classification */
+#define GRAM_VFOLLOW_MAX 24             /* follow sets larger than this are not expanded */
 
 /* ---------------------------------------------------------------- byte sets */
 struct gram_bset {
@@ -105,6 +106,7 @@ struct gram_irule {
     char *name;
     uint32_t ex;      /* body, or GRAM_NONE while only referenced */
     uint32_t line, col; /* where it was first referenced or defined (GBNF errors) */
+    bool shared;      /* keep as a rule of its own even if small (gram_compile.c inlines) */
 };
 #define GRAM_NONE UINT32_MAX
 
@@ -301,7 +303,8 @@ struct gram_cls {
 /* The only part of a grammar that changes after compile: each slot is written once (atomic
  * compare-and-swap), so concurrent matchers never see a half-built classification. */
 struct gram_cache {
-    _Atomic(struct gram_cls *) *slot;    /* [n_nodes] */
+    _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
+    _Atomic(uint32_t *) *rep;            /* [n_rules] per rule: each node's representative */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
     atomic_size_t bytes;
     atomic_uint count;

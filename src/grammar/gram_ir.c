@@ -173,7 +173,7 @@ uint32_t gir_rule(struct gram_ir *ir, const char *name, size_t len)
     if (!nm) { ir->oom = true; return GRAM_NONE; }
     memcpy(nm, name, len);
     nm[len] = 0;
-    ir->rules[ir->n_rules] = (struct gram_irule){nm, GRAM_NONE, 0, 0};
+    ir->rules[ir->n_rules] = (struct gram_irule){nm, GRAM_NONE, 0, 0, false};
     return ir->n_rules++;
 }
 
@@ -190,7 +190,7 @@ uint32_t gir_rule_new(struct gram_ir *ir, const char *fmt, ...)
     va_end(ap);
     char *nm = strdup(buf);
     if (!nm) { ir->oom = true; return GRAM_NONE; }
-    ir->rules[ir->n_rules] = (struct gram_irule){nm, GRAM_NONE, 0, 0};
+    ir->rules[ir->n_rules] = (struct gram_irule){nm, GRAM_NONE, 0, 0, false};
     return ir->n_rules++;
 }
 

@@ -42,9 +42,11 @@ tern_status gram_cache_create(struct tern_grammar *g)
     if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
-    if (!g->cache->slot || !g->cache->tcap) {
+    g->cache->rep = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rep);
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep) {
         free(g->cache->slot);
         free(g->cache->tcap);
+        free(g->cache->rep);
         free(g->cache);
         g->cache = NULL;
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
@@ -53,6 +55,7 @@ tern_status gram_cache_create(struct tern_grammar *g)
         atomic_init(&g->cache->slot[i], NULL);
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
     }
+    for (uint32_t r = 0; r < g->n_rules; r++) atomic_init(&g->cache->rep[r], NULL);
     atomic_init(&g->cache->bytes, 0);
     atomic_init(&g->cache->count, 0);
     return TERN_OK;
@@ -67,10 +70,31 @@ void gram_cls_free(struct gram_cls *c)
     free(c);
 }
 
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
 void gram_cache_free(struct tern_grammar *g)
 {
     if (!g->cache) return;
-    for (uint32_t i = 0; i < g->n_nodes; i++) gram_cls_free(atomic_load(&g->cache->slot[i]));
+    /* equivalent nodes share a classification: free each once */
+    struct gram_cls **all = malloc(((size_t)g->n_nodes + 1) * sizeof *all);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        struct gram_cls *c = atomic_load(&g->cache->slot[i]);
+        if (!c) continue;
+        if (all) all[n++] = c;
+    }
+    if (all) {
+        qsort(all, n, sizeof *all, cmp_ptr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!i || all[i] != all[i - 1]) gram_cls_free(all[i]);
+        free(all);
+    }
+    for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->rep[r]));
+    free(g->cache->rep);
     free(g->cache->slot);
     free(g->cache->tcap);
     free(g->cache);
@@ -604,12 +628,140 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     return c;
 }
 
+/* ---------------------------------------------------------------- equivalent positions */
+
+/* Nodes of one rule that no byte string of up to max_len bytes (the longest token) tells
+ * apart get the same token classification. Counters make this common: a string of at most 300
+ * characters has a node per count, and all but the last ~max_len behave alike for any single
+ * token. Found by partition refinement (Moore's algorithm) on the rule's automaton: start
+ * from what a node does by itself (final, calls), then split by where each byte leads, one
+ * round per byte of horizon, stopping early once nothing splits. Signatures are 128-bit hashes
+ * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
+ * nondeterministic nodes, are left alone (each node its own class). */
+#define REP_MAX_NODES 20000
+
+struct sigent {
+    uint64_t h1, h2;
+    uint32_t idx;
+};
+
+static int cmp_sig(const void *a, const void *b)
+{
+    const struct sigent *x = a, *y = b;
+    if (x->h1 != y->h1) return x->h1 < y->h1 ? -1 : 1;
+    if (x->h2 != y->h2) return x->h2 < y->h2 ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static inline uint64_t mixh(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
+{
+    uint32_t lo = g->rules[rule].start;
+    uint32_t hi = rule + 1 < g->n_rules ? g->rules[rule + 1].start : g->n_nodes;
+    uint32_t n = hi > lo ? hi - lo : 0;
+    uint32_t *rep = malloc(((size_t)n + 1) * sizeof *rep);
+    if (!rep) return NULL;
+    for (uint32_t i = 0; i < n; i++) rep[i] = lo + i;
+    if (n < 2 || n > REP_MAX_NODES || !g->vocab) return rep;
+    uint32_t *cls = malloc(n * sizeof *cls), *nxt = malloc(n * sizeof *nxt);
+    struct sigent *e = malloc(n * sizeof *e);
+    if (!cls || !nxt || !e) { free(cls); free(nxt); free(e); return rep; }
+    /* a node outside the rule (a bug, or never) or nondeterministic: its own class forever */
+#define CLS_OF(t) ((t) >= lo && (t) < hi ? (uint64_t)cls[(t) - lo] : 0x100000000ull + (t))
+    uint32_t n_cls = 0;
+    for (uint32_t round = 0; round <= g->vocab->max_len + 1; round++) {
+        for (uint32_t i = 0; i < n; i++) {
+            const struct gram_node *nd = &g->nodes[lo + i];
+            uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
+            if (nd->flags & GN_NONDET) { h1 = mixh(h1, 0xABCDull << 32 | i); h2 = mixh(h2, i); }
+            h1 = mixh(h1, nd->flags & GN_FINAL);
+            h2 = mixh(h2, (nd->flags & GN_FINAL) + 7);
+            if (round) { h1 = mixh(h1, cls[i]); h2 = mixh(h2, (uint64_t)cls[i] * 31 + 1); }
+            for (uint32_t k = 0; k < nd->c_n; k++) {
+                const struct gram_call *c = &g->calls[nd->c_off + k];
+                uint64_t rc = round ? CLS_OF(c->ret) : 0;
+                h1 = mixh(h1, (uint64_t)c->rule << 40 ^ rc);
+                h2 = mixh(h2, rc * 1000003u + c->rule);
+            }
+            /* ranges, adjacent ones with the same target class merged */
+            for (uint32_t k = 0; k < nd->r_n;) {
+                const struct gram_range *r = &g->ranges[nd->r_off + k];
+                uint64_t tc = round ? CLS_OF(r->to) : 1;
+                unsigned a = r->lo, b = r->hi;
+                uint32_t j = k + 1;
+                while (j < nd->r_n && g->ranges[nd->r_off + j].lo == b + 1 &&
+                       (round ? CLS_OF(g->ranges[nd->r_off + j].to) : 1) == tc) {
+                    b = g->ranges[nd->r_off + j].hi;
+                    j++;
+                }
+                h1 = mixh(h1, (uint64_t)a << 48 ^ (uint64_t)b << 40 ^ tc);
+                h2 = mixh(h2, tc * 2654435761u + a * 257u + b);
+                k = j;
+            }
+            e[i] = (struct sigent){h1, h2, i};
+        }
+        qsort(e, n, sizeof *e, cmp_sig);
+        uint32_t c = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i && (e[i].h1 != e[i - 1].h1 || e[i].h2 != e[i - 1].h2)) c++;
+            nxt[e[i].idx] = c;
+        }
+        c++;
+        memcpy(cls, nxt, n * sizeof *cls);
+        if (c == n_cls) break; /* stable: a true equivalence */
+        n_cls = c;
+    }
+#undef CLS_OF
+    /* representative: the smallest node of each class */
+    uint32_t *first = nxt;
+    for (uint32_t i = 0; i < n; i++) first[i] = GRAM_NONE;
+    for (uint32_t i = 0; i < n; i++) {
+        if (first[cls[i]] == GRAM_NONE) first[cls[i]] = lo + i;
+        rep[i] = first[cls[i]];
+    }
+    free(cls);
+    free(nxt);
+    free(e);
+    return rep;
+}
+
+static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
+{
+    uint32_t r = g->nodes[node].rule;
+    uint32_t *reps = atomic_load_explicit(&g->cache->rep[r], memory_order_acquire);
+    if (!reps) {
+        reps = compute_reps(g, r);
+        if (!reps) return node;
+        uint32_t *expected = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&g->cache->rep[r], &expected, reps, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+            free(reps);
+            reps = expected;
+        }
+    }
+    return reps[node - g->rules[r].start];
+}
+
 const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
                                      struct gram_cls_scratch *s, bool *fresh)
 {
     *fresh = false;
     struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
     if (c) return c;
+    uint32_t rep = node_rep(g, node);
+    if (rep != node) { /* share the representative's classification */
+        const struct gram_cls *rc = gram_node_cls(g, rep, s, fresh);
+        if (!rc) return NULL;
+        struct gram_cls *expected = NULL;
+        atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, (struct gram_cls *)rc,
+                                                memory_order_acq_rel, memory_order_acquire);
+        return rc;
+    }
     c = classify(g, node, s);
     if (!c) return NULL;
     struct gram_cls *expected = NULL;

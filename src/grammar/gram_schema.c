@@ -401,6 +401,7 @@ static uint32_t rule_string(struct sc *c)
 {
     if (c->r_string == GRAM_NONE) {
         c->r_string = gir_rule_new(c->ir, "string");
+        if (c->r_string != GRAM_NONE) c->ir->rules[c->r_string].shared = true; /* one classification for every string */
         gir_rule_set(c->ir, c->r_string,
                      gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), 0, GRAM_INF), gir_byte(c->ir, '"')));
     }
@@ -412,6 +413,7 @@ static uint32_t rule_number(struct sc *c, bool is_int)
     uint32_t *r = is_int ? &c->r_integer : &c->r_number;
     if (*r == GRAM_NONE) {
         *r = gir_rule_new(c->ir, is_int ? "integer" : "number");
+        if (*r != GRAM_NONE) c->ir->rules[*r].shared = true;
         struct gram_num_spec ns = {is_int, NULL, NULL, false, false, NULL};
         uint32_t x;
         if (gram_num_to_ir(&ns, c->ir, &x)) return sfail(c, TERN_ERR_NOMEM, "out of memory");
@@ -426,6 +428,7 @@ static uint32_t rule_value(struct sc *c)
     if (c->r_value != GRAM_NONE) return gir_ref(c->ir, c->r_value);
     struct gram_ir *ir = c->ir;
     c->r_value = gir_rule_new(ir, "value");
+    if (c->r_value != GRAM_NONE) ir->rules[c->r_value].shared = true;
     uint32_t r_obj = gir_rule_new(ir, "object"), r_arr = gir_rule_new(ir, "array");
     uint32_t val = gir_ref(ir, c->r_value);
     uint32_t member = gir_seq3(ir, rule_string(c), colon(c), val);
@@ -814,6 +817,7 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
         snprintf(name, sizeof name, "string{%u,%u}", lo, hi);
         uint32_t r = gir_rule(c->ir, name, strlen(name));
         if (r == GRAM_NONE) return GRAM_NONE;
+        c->ir->rules[r].shared = true;
         if (c->ir->rules[r].ex == GRAM_NONE)
             gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), lo, hi), gir_byte(c->ir, '"')));
         return gir_ref(c->ir, r);
