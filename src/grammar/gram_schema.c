@@ -572,13 +572,15 @@ static bool get_uint(struct sc *c, const cJSON *s, const char *key, uint32_t *ou
         return false;
     }
     if (v->valuedouble > GRAM_MAX_REPEAT) {
-        /* above the limit: a lower bound cannot be met cheaply, an upper bound is no bound */
-        if (!strncmp(key, "min", 3)) {
-            sfail(c, TERN_ERR_RANGE, "%s %.0f is above tern's limit of %d", key, v->valuedouble, GRAM_MAX_REPEAT);
-            return false;
+        /* counting that far would need too many automaton states */
+        if (!strncmp(key, "max", 3) && c->o->lenient) {
+            gram_warn(c->warn, "%s: %s %.0f is above tern's limit of %d: not enforced (--schema-lenient)", c->path, key,
+                      v->valuedouble, GRAM_MAX_REPEAT);
+            *present = false;
+            return true;
         }
-        *present = false;
-        return true;
+        sfail(c, TERN_ERR_RANGE, "%s %.0f is above tern's limit of %d", key, v->valuedouble, GRAM_MAX_REPEAT);
+        return false;
     }
     *out = (uint32_t)v->valuedouble;
     return true;
