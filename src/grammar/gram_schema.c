@@ -86,18 +86,26 @@ static size_t path_key(struct sc *c, const char *k)
     return path_push(c, "[\"%.100s\"]", k);
 }
 
+/* The current path for a message: long ones (deep nesting) keep their start and end. */
+static const char *path_text(const struct sc *c, char buf[200])
+{
+    if (c->plen < 190) return c->path;
+    snprintf(buf, 200, "%.60s ... %s", c->path, c->path + c->plen - 120);
+    return buf;
+}
+
 static uint32_t sfail(struct sc *c, tern_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static uint32_t sfail(struct sc *c, tern_status st, const char *fmt, ...)
 {
     if (c->failed) return GRAM_NONE;
     c->failed = true;
     c->status = st;
-    char msg[512];
+    char msg[512], pb[200];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tern_fail(st, "%s: %s", c->path, msg);
+    tern_fail(st, "%s: %s", path_text(c, pb), msg);
     return GRAM_NONE;
 }
 
@@ -111,7 +119,8 @@ static bool unsupported(struct sc *c, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (c->o->lenient) {
-        gram_warn(c->warn, "%s: %s (ignored: --schema-lenient)", c->path, msg);
+        char pb[200];
+        gram_warn(c->warn, "%s: %s (ignored: --schema-lenient)", path_text(c, pb), msg);
         return true;
     }
     sfail(c, TERN_ERR_UNSUPPORTED, "%s", msg);
@@ -574,7 +583,8 @@ static bool get_uint(struct sc *c, const cJSON *s, const char *key, uint32_t *ou
     if (v->valuedouble > GRAM_MAX_REPEAT) {
         /* counting that far would need too many automaton states */
         if (!strncmp(key, "max", 3) && c->o->lenient) {
-            gram_warn(c->warn, "%s: %s %.0f is above tern's limit of %d: not enforced (--schema-lenient)", c->path, key,
+            char pb[200];
+            gram_warn(c->warn, "%s: %s %.0f is above tern's limit of %d: not enforced (--schema-lenient)", path_text(c, pb), key,
                       v->valuedouble, GRAM_MAX_REPEAT);
             *present = false;
             return true;
@@ -1388,8 +1398,10 @@ static uint32_t array_expr(struct sc *c, const cJSON *s)
         item = tail && cJSON_IsObject(tail) ? sch(c, tail) : rule_value(c);
         path_pop(c, old);
         if (c->failed) { free(px); return GRAM_NONE; }
-        /* bounded repetition copies the item: keep copies small */
-        if (tail_hi != GRAM_INF && tail_hi > 2 && c->ir->ex[item].kind != GX_REF) {
+        /* the item appears twice below (first, then after each comma) and bounded repetition
+         * copies it: behind a rule, nested arrays stay linear in size (the compiler inlines it
+         * again when it is tiny) */
+        if (c->ir->ex[item].kind != GX_REF) {
             uint32_t r = gir_rule_new(c->ir, "item");
             gir_rule_set(c->ir, r, item);
             item = gir_ref(c->ir, r);
