@@ -380,6 +380,211 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
 void tern_sampler_accept(struct tern_sampler *s, int32_t token);
 void tern_sampler_reset(struct tern_sampler *s);
 
+/* ===================================================================== grammar */
+/* Constrained decoding: every sampled token keeps the output a prefix of a document the
+ * grammar admits, and end-of-generation tokens are allowed exactly when the document is
+ * complete. Grammars come from a JSON Schema, from GBNF text (llama.cpp's format) or from an
+ * OpenAI `tools` array (tool calls that always parse). README "Constrained decoding" lists
+ * what is supported.
+ *
+ *     struct tern_grammar_vocab *v;
+ *     tern_grammar_vocab_create(tok, &v);                    // once per tokenizer (~100 ms)
+ *     struct tern_grammar_params gp = tern_grammar_default_params();
+ *     struct tern_grammar *g;
+ *     tern_grammar_from_json_schema(v, schema, strlen(schema), &gp, &g);   // ~1 ms, immutable
+ *     struct tern_grammar_matcher *m;
+ *     tern_grammar_matcher_create(g, &m);                    // one per sequence
+ *     uint32_t *mask = malloc(tern_grammar_mask_words(v) * 4);
+ *     for (;;) {
+ *         tern_grammar_matcher_fill_mask(m, mask);           // bit i set = token i allowed
+ *         ... sample a token t among the allowed ones (or tern_grammar_matcher_apply(m, logits))
+ *         if (tern_token_is_eog(tok, t)) break;             // only offered when complete
+ *         tern_grammar_matcher_accept(m, t, NULL);
+ *     }
+ *     tern_grammar_matcher_free(m); tern_grammar_free(g); tern_grammar_vocab_free(v);
+ *
+ * Threads: a vocab and a grammar are immutable after creation and may be shared by any number
+ * of threads and matchers (the per-node token classification a grammar fills in on first use
+ * is published atomically). A matcher belongs to one sequence and one thread at a time.
+ * Costs: the first time a matcher reaches a grammar position, the vocabulary is classified for
+ * that position (up to ~1-2 ms for a broad one such as free string content) and kept in the
+ * grammar for every later matcher; after that a mask is a copy of precomputed bits plus a
+ * check of the few tokens whose acceptance depends on the stack, cached per parse state.
+ * Accepting tokens and filling masks do not allocate once the parse reaches depths and states
+ * it has seen (the frame table and caches grow only on new ones). */
+struct tern_grammar_vocab;
+struct tern_grammar;
+struct tern_grammar_matcher;
+struct tern_tokenizer; /* declared in the tokenizer section below */
+
+/* The vocabulary as grammars see it: every token's bytes (tern_token_to_piece without
+ * TERN_PIECE_SPECIAL), a byte trie, the end-of-generation ids. Control tokens other than those
+ * are never allowed by a grammar. tok may be freed afterwards. Caller frees with
+ * tern_grammar_vocab_free(); grammars made from it must be freed first. */
+tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok,
+                                      struct tern_grammar_vocab **out);
+void tern_grammar_vocab_free(struct tern_grammar_vocab *v);
+/* 32-bit words of a token mask: (n_vocab + 31) / 32. */
+size_t tern_grammar_mask_words(const struct tern_grammar_vocab *v);
+
+/* JSON whitespace the schema grammars admit between tokens (keys and values keep their own). */
+enum tern_grammar_ws {
+    TERN_GRAMMAR_WS_COMPACT = 0, /* one line, ", " and ": " separators, nothing else: the form
+                                    Python's json.dumps and chat templates' tojson print */
+    TERN_GRAMMAR_WS_MINIFIED,    /* no whitespace at all: {"a":1,"b":[1,2]} */
+    TERN_GRAMMAR_WS_FLEXIBLE,    /* any JSON whitespace, at most 20 bytes per gap (pretty-printed
+                                    output; bounded so a model cannot loop on newlines) */
+};
+
+struct tern_grammar_params {
+    /* JSON Schema: a keyword or format tern does not enforce is an error naming it and its JSON
+     * path ("$.properties.when: unsupported format \"duration\""); lenient ignores it instead
+     * and records a warning (tern_grammar_warnings). */
+    bool lenient;
+    enum tern_grammar_ws ws;
+    /* JSON Schema: an object without additionalProperties admits no other properties (JSON
+     * Schema's default is to admit any; OpenAI's strict mode sets false everywhere). */
+    bool strict_properties;
+    /* Lazy grammar: free text until the output contains `trigger` (e.g. "<tool_call>"), then
+     * the grammar, then free text again (the trigger re-arms, for parallel calls). NULL =
+     * constrained from the first token. */
+    const char *trigger;
+    /* GBNF: the start rule; NULL = "root". */
+    const char *root;
+};
+struct tern_grammar_params tern_grammar_default_params(void);
+
+/* Compile a JSON Schema (schema[0..len), UTF-8 JSON) against v. Malformed JSON gives
+ * TERN_ERR_FORMAT with line:col; an unsupported keyword TERN_ERR_UNSUPPORTED with its JSON
+ * path (unless lenient); a schema no document satisfies, or that needs a byte no token can
+ * produce, is refused; limits (nesting, enum sizes, repetition counts, automaton size) give
+ * TERN_ERR_RANGE naming the limit. v may be NULL: the grammar then only works at the byte level
+ * (tern_grammar_matcher_accept_bytes), e.g. to validate a schema without a model. Caller frees
+ * with tern_grammar_free(); v must outlive the grammar. */
+tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, const char *schema,
+                                          size_t len, const struct tern_grammar_params *p,
+                                          struct tern_grammar **out);
+/* Compile GBNF text (llama.cpp's grammar format). Syntax errors and undefined rules give
+ * TERN_ERR_FORMAT with line:col; left recursion is refused with the rule cycle. Same ownership
+ * as above. */
+tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const char *gbnf, size_t len,
+                                   const struct tern_grammar_params *p, struct tern_grammar **out);
+
+/* Tool calls: a grammar for an OpenAI `tools` array ([{"type": "function", "function":
+ * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format. Only
+ * TERN_TOOLCALL_HERMES is supported: <tool_call>\n{"name": "<one of the tools>", "arguments":
+ * <that tool's parameters>}\n</tool_call>, calls separated by "\n" when parallel. */
+enum tern_tool_choice {
+    TERN_TOOL_CHOICE_AUTO = 0, /* free text; once the model opens a call, the call is constrained
+                                  (lazy grammar armed by the opener); re-arms after each call */
+    TERN_TOOL_CHOICE_NONE,     /* free text; the opener can never be produced */
+    TERN_TOOL_CHOICE_REQUIRED, /* constrained from the first token: one call (or several when
+                                  parallel), then end of generation */
+    TERN_TOOL_CHOICE_NAMED,    /* like REQUIRED, the tool given by name */
+};
+struct tern_tool_grammar_params {
+    int format;                        /* enum tern_toolcall_format (chat section below);
+                                          default TERN_TOOLCALL_HERMES */
+    enum tern_tool_choice choice;
+    const char *name;                  /* the tool for TERN_TOOL_CHOICE_NAMED */
+    bool parallel;                     /* several calls in one reply; default true */
+    struct tern_grammar_params schema; /* lenient / ws / strict_properties for the parameters */
+};
+struct tern_tool_grammar_params tern_tool_grammar_default_params(void);
+/* Also parses "auto" | "none" | "required" | a tool name (CLI --tool-choice). */
+tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_params *p);
+/* tools[0..len) is the JSON array. Errors name the JSON path ("$[1].function.parameters
+ * .properties.x: ..."). Same ownership as above. */
+tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
+                                    const struct tern_tool_grammar_params *p,
+                                    struct tern_grammar **out);
+
+void tern_grammar_free(struct tern_grammar *g);
+/* Warnings of a lenient compile ("$.x: ignored keyword \"not\""), newline-separated; NULL if
+ * none. Owned by g. */
+const char *tern_grammar_warnings(const struct tern_grammar *g);
+
+struct tern_grammar_info {
+    double compile_ms;       /* time spent in the compile call */
+    size_t table_bytes;      /* automaton tables */
+    size_t cls_bytes;        /* token classifications filled in so far (grows on first use) */
+    uint32_t n_rules, n_nodes, n_classified;
+    bool lazy;
+    const char *trigger;     /* lazy grammars: the text that opens the constrained part */
+};
+void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
+/* Classify the vocabulary at every grammar position now, so no mask ever pays for a first
+ * visit (servers that want flat latency). Can take long for big grammars. */
+tern_status tern_grammar_precompute(const struct tern_grammar *g);
+
+/* A matcher: the parse state of one sequence. Small (its tables grow with the depths and states
+ * the parse reaches). g must outlive it. Caller frees with tern_grammar_matcher_free(). */
+tern_status tern_grammar_matcher_create(const struct tern_grammar *g,
+                                        struct tern_grammar_matcher **out);
+void tern_grammar_matcher_free(struct tern_grammar_matcher *m);
+/* Back to the start (as created). */
+void tern_grammar_matcher_reset(struct tern_grammar_matcher *m);
+/* Advance by one token. A token the grammar does not allow here is refused with TERN_ERR_ARG,
+ * the state unchanged, tern_last_error() naming the token, the byte and what was expected, and
+ * *refused_at (may be NULL) = index of the first refused byte inside the token's bytes (0 for
+ * an end-of-generation or control token). An end-of-generation token is allowed exactly when
+ * the document is complete; after it nothing more is. */
+tern_status tern_grammar_matcher_accept(struct tern_grammar_matcher *m, int32_t token,
+                                        size_t *refused_at);
+/* Advance by raw bytes (no tokenizer involved: tests, forced text). All or nothing: on refusal
+ * *n_ok (may be NULL) = bytes that would have been accepted and the state is unchanged. Counts
+ * as one step for rollback. */
+tern_status tern_grammar_matcher_accept_bytes(struct tern_grammar_matcher *m, const char *s, size_t n,
+                                              size_t *n_ok);
+/* Write the allowed tokens to mask (tern_grammar_mask_words words; bit i of word i/32 = token
+ * i). Returns how many tokens are allowed (0 only after an end-of-generation token). */
+int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mask);
+/* Set logits[i] = -INFINITY for every token not allowed (n_vocab floats). Returns the allowed
+ * count. Uses the matcher's own mask buffer. */
+int tern_grammar_matcher_apply(struct tern_grammar_matcher *m, float *logits);
+/* The document is complete: end-of-generation tokens are allowed now. In a lazy grammar: true
+ * outside a call. */
+bool tern_grammar_matcher_is_complete(const struct tern_grammar_matcher *m);
+/* Nothing more can be added (complete, and no byte can follow), or an end-of-generation token
+ * was accepted: generation must stop. */
+bool tern_grammar_matcher_is_done(const struct tern_grammar_matcher *m);
+/* Inside the constrained part (always true for a non-lazy grammar until done). */
+bool tern_grammar_matcher_is_constrained(const struct tern_grammar_matcher *m);
+/* The bytes the grammar forces next (the only continuation, e.g. `{"name": "` or a closing
+ * `"}`), up to cap; stops where a choice appears or the document may end. A generator can
+ * tokenize them and accept the tokens without sampling. Returns the count (0: no forced byte). */
+size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *buf, size_t cap);
+/* What may come next, for messages: "'}', ',' or the end of the document" (NUL-terminated,
+ * truncated to cap). Returns the length written. */
+size_t tern_grammar_matcher_expected(const struct tern_grammar_matcher *m, char *buf, size_t cap);
+/* The single allowed token, or -1 if zero or several are allowed (costs a mask fill). */
+int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m);
+/* Undo the last n accepted steps (tokens or accept_bytes calls), for speculative decoding.
+ * TERN_ERR_ARG if n exceeds the steps taken. */
+tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n);
+/* Steps accepted since the start (rollback can go back this many). */
+int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
+
+/* A random document of the grammar (benchmarks, self-tests): bytes are drawn at random among
+ * those the grammar allows (mostly printable ASCII where allowed), and once about target_len
+ * bytes are written, the shortest way to a complete document is taken. Lazy grammars produce
+ * the constrained part only. Writes up to cap bytes to buf; *n = length. TERN_ERR_RANGE if no
+ * complete document fit in cap. Deterministic for a seed. */
+tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
+                                  char *buf, size_t cap, size_t *n);
+
+/* What the fast paths did (README "Constrained decoding"). */
+struct tern_grammar_stats {
+    uint64_t masks;            /* fill_mask / apply calls */
+    uint64_t mask_cache_hits;  /* states whose checked tokens came from the matcher's cache */
+    uint64_t free_masks;       /* masks in free text (lazy grammars) */
+    uint64_t checked_tokens;   /* uncertain tokens run against the stack */
+    uint64_t classified_nodes; /* grammar positions this matcher classified (first visits) */
+    uint64_t accepted_tokens, refused_tokens;
+};
+void tern_grammar_matcher_get_stats(const struct tern_grammar_matcher *m,
+                                    struct tern_grammar_stats *out);
+
 /* ===================================================================== synthetic models */
 
 /* Write a random-weight model with the exact shape of a real one (shape names: see

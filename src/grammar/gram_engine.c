@@ -1,0 +1,339 @@
+/* gram_engine.c — advancing a parse state (a set of stacks) by one byte.
+ *
+ * A stack is (top node, parent frame); frames are interned (return node, parent frame) pairs
+ * (gram_internal.h), so the same stack reached twice is the same pair and a state is a sorted,
+ * duplicate-free array of pairs. After every step each stack's top is "expanded": a node that
+ * calls rules pushes a frame and continues at the callee's start (a call whose return node can
+ * only end its rule is a tail call: nothing is pushed, so repetition written as recursion does
+ * not grow the stack); a node where its rule may end pops. Expansion stops at nodes that can
+ * consume a byte, so the tops of a state are exactly the nodes with byte ranges, plus markers
+ * (GRAM_ACCEPT: the document may end here).
+ *
+ * Expansion terminates: the compiler refuses left recursion, so pushes without consuming are
+ * bounded, and a visited set stops nullable loops. In classification mode (sim) the bottom
+ * frames are virtual callers: popping one continues at every node that can follow the rule
+ * (gram_mask.c explains why). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_internal.h"
+#include "util/check.h"
+#include "util/error.h"
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static bool frames_rehash(struct gram_frames *f, uint32_t nmask)
+{
+    uint32_t *ns = malloc(((size_t)nmask + 1) * sizeof *ns);
+    if (!ns) return false;
+    memset(ns, 0xFF, ((size_t)nmask + 1) * sizeof *ns);
+    for (uint32_t i = f->n_fixed; i < f->n; i++) {
+        uint32_t k = (uint32_t)mix64(((uint64_t)f->node[i] << 32) | f->parent[i]) & nmask;
+        while (ns[k] != GRAM_NONE) k = (k + 1) & nmask;
+        ns[k] = i;
+    }
+    free(f->slot);
+    f->slot = ns;
+    f->mask = nmask;
+    return true;
+}
+
+static bool frames_init(struct gram_frames *f, uint32_t n_fixed)
+{
+    memset(f, 0, sizeof *f);
+    f->cap = 256;
+    f->node = malloc(f->cap * sizeof *f->node);
+    f->parent = malloc(f->cap * sizeof *f->parent);
+    f->level = malloc(f->cap);
+    if (!f->node || !f->parent || !f->level) return false;
+    f->n_fixed = n_fixed;
+    for (uint32_t i = 0; i < n_fixed; i++) {
+        f->node[i] = GRAM_NONE;
+        f->parent[i] = GRAM_NONE;
+        f->level[i] = (uint8_t)i;
+    }
+    f->n = n_fixed;
+    return frames_rehash(f, 511);
+}
+
+static void frames_free(struct gram_frames *f)
+{
+    free(f->node);
+    free(f->parent);
+    free(f->level);
+    free(f->slot);
+    memset(f, 0, sizeof *f);
+}
+
+/* Frame for (node, parent); GRAM_NONE when out of memory or past GRAM_MAX_FRAMES. */
+static uint32_t frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent)
+{
+    if ((f->n - f->n_fixed + 1) * 2 > f->mask && !frames_rehash(f, f->mask * 2 + 1)) return GRAM_NONE;
+    uint32_t k = (uint32_t)mix64(((uint64_t)node << 32) | parent) & f->mask;
+    for (;;) {
+        uint32_t i = f->slot[k];
+        if (i == GRAM_NONE) break;
+        if (f->node[i] == node && f->parent[i] == parent) return i;
+        k = (k + 1) & f->mask;
+    }
+    if (f->n >= GRAM_MAX_FRAMES) return GRAM_NONE;
+    if (f->n == f->cap) {
+        uint32_t nc = f->cap * 2;
+        uint32_t *a = realloc(f->node, nc * sizeof *a);
+        if (!a) return GRAM_NONE;
+        f->node = a;
+        uint32_t *b = realloc(f->parent, nc * sizeof *b);
+        if (!b) return GRAM_NONE;
+        f->parent = b;
+        uint8_t *c = realloc(f->level, nc);
+        if (!c) return GRAM_NONE;
+        f->level = c;
+        f->cap = nc;
+    }
+    uint32_t id = f->n++;
+    f->node[id] = node;
+    f->parent[id] = parent;
+    f->level[id] = f->level[parent];
+    f->slot[k] = id;
+    return id;
+}
+
+/* ---------------------------------------------------------------- engine */
+
+tern_status gram_engine_init(struct gram_engine *e, const struct tern_grammar *g, bool sim)
+{
+    memset(e, 0, sizeof *e);
+    e->g = g;
+    e->sim = sim;
+    e->cap_work = 256;
+    e->work = malloc(e->cap_work * sizeof *e->work);
+    e->visit_mask = 1023;
+    e->visit = malloc(((size_t)e->visit_mask + 1) * sizeof *e->visit);
+    e->visit_used = malloc(((size_t)e->visit_mask + 1) * sizeof *e->visit_used);
+    if (!e->work || !e->visit || !e->visit_used || !frames_init(&e->fr, sim ? GRAM_VLEVELS : 1)) {
+        gram_engine_free(e);
+        return tern_fail(TERN_ERR_NOMEM, "grammar matcher: out of memory");
+    }
+    memset(e->visit, 0xFF, ((size_t)e->visit_mask + 1) * sizeof *e->visit);
+    return TERN_OK;
+}
+
+void gram_engine_free(struct gram_engine *e)
+{
+    frames_free(&e->fr);
+    free(e->work);
+    free(e->visit);
+    free(e->visit_used);
+    memset(e, 0, sizeof *e);
+}
+
+/* Forget every frame (a matcher reset). */
+void gram_engine_reset(struct gram_engine *e)
+{
+    e->fr.n = e->fr.n_fixed;
+    memset(e->fr.slot, 0xFF, ((size_t)e->fr.mask + 1) * sizeof *e->fr.slot);
+}
+
+/* The visited set of one step. true if (node, frame) was new. */
+static bool visit(struct gram_engine *e, uint32_t node, uint32_t frame)
+{
+    uint64_t key = ((uint64_t)node << 32) | frame;
+    if (e->n_visit * 2 >= e->visit_mask) {
+        /* grow: rebuild from the used list */
+        uint32_t nm = e->visit_mask * 2 + 1;
+        uint64_t *nv = malloc(((size_t)nm + 1) * sizeof *nv);
+        uint32_t *nu = malloc(((size_t)nm + 1) * sizeof *nu);
+        if (!nv || !nu) { free(nv); free(nu); e->overflow = true; return false; }
+        memset(nv, 0xFF, ((size_t)nm + 1) * sizeof *nv);
+        for (uint32_t i = 0; i < e->n_visit; i++) {
+            uint64_t k2 = e->visit[e->visit_used[i]];
+            uint32_t s = (uint32_t)mix64(k2) & nm;
+            while (nv[s] != UINT64_MAX) s = (s + 1) & nm;
+            nv[s] = k2;
+            nu[i] = s;
+        }
+        free(e->visit);
+        free(e->visit_used);
+        e->visit = nv;
+        e->visit_used = nu;
+        e->visit_mask = nm;
+    }
+    uint32_t s = (uint32_t)mix64(key) & e->visit_mask;
+    while (e->visit[s] != UINT64_MAX) {
+        if (e->visit[s] == key) return false;
+        s = (s + 1) & e->visit_mask;
+    }
+    e->visit[s] = key;
+    e->visit_used[e->n_visit++] = s;
+    return true;
+}
+
+static void visit_clear(struct gram_engine *e)
+{
+    for (uint32_t i = 0; i < e->n_visit; i++) e->visit[e->visit_used[i]] = UINT64_MAX;
+    e->n_visit = 0;
+}
+
+static inline void emit(struct gram_engine *e, struct gram_stack *out, uint32_t *n, uint32_t node,
+                        uint32_t frame)
+{
+    if (*n >= GRAM_MAX_STACKS) { e->overflow = true; return; }
+    out[*n] = (struct gram_stack){node, frame};
+    (*n)++;
+}
+
+static bool work_push(struct gram_engine *e, uint32_t node, uint32_t frame)
+{
+    if (e->n_work == e->cap_work) {
+        uint32_t nc = e->cap_work * 2;
+        struct gram_stack *w = realloc(e->work, nc * sizeof *w);
+        if (!w) { e->overflow = true; return false; }
+        e->work = w;
+        e->cap_work = nc;
+    }
+    e->work[e->n_work++] = (struct gram_stack){node, frame};
+    return true;
+}
+
+/* Expand everything on the worklist into out. */
+static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
+{
+    const struct tern_grammar *g = e->g;
+    while (e->n_work) {
+        struct gram_stack s = e->work[--e->n_work];
+        if (!visit(e, s.node, s.frame)) continue;
+        const struct gram_node *nd = &g->nodes[s.node];
+        if (nd->r_n) emit(e, out, n, s.node, s.frame);
+        for (uint32_t k = 0; k < nd->c_n; k++) {
+            const struct gram_call *c = &g->calls[nd->c_off + k];
+            uint32_t f = s.frame;
+            if (!(g->nodes[c->ret].flags & GN_POPONLY)) {
+                f = frame_intern(&e->fr, c->ret, s.frame);
+                if (f == GRAM_NONE) { e->overflow = true; continue; }
+            }
+            work_push(e, g->rules[c->rule].start, f);
+        }
+        if (!(nd->flags & GN_FINAL)) continue;
+        /* the rule of s.node ends: pop */
+        if (s.frame >= e->fr.n_fixed) {
+            work_push(e, e->fr.node[s.frame], e->fr.parent[s.frame]);
+        } else if (!e->sim) {
+            emit(e, out, n, GRAM_ACCEPT, 0);
+        } else {
+            uint32_t lvl = s.frame;
+            const struct gram_rule *r = &g->rules[nd->rule];
+            emit(e, out, n, lvl == 0 ? GRAM_POPPED : GRAM_VPOPPED, 0);
+            if (r->doc_end && g->lazy) emit(e, out, n, GRAM_OVERFLOW, 0); /* free text may follow */
+            /* continue at every node that can follow the rule's end (a few levels deep, and only
+             * when there are few: a rule used everywhere would make every later byte step
+             * dozens of stacks; its tokens are left to the matcher, which knows the caller) */
+            if (lvl + 1 < GRAM_VLEVELS && r->fol_n <= GRAM_VFOLLOW_MAX) {
+                for (uint32_t i = 0; i < r->fol_n; i++) work_push(e, g->follow[r->fol_off + i], lvl + 1);
+            } else if (r->fol_n) {
+                emit(e, out, n, GRAM_OVERFLOW, 0);
+            }
+        }
+    }
+    visit_clear(e);
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+    const struct gram_stack *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+static uint32_t sort_unique(struct gram_stack *s, uint32_t n)
+{
+    if (n < 2) return n;
+    if (n <= 16) {
+        for (uint32_t i = 1; i < n; i++) {
+            struct gram_stack x = s[i];
+            uint32_t j = i;
+            while (j && cmp_stack(&s[j - 1], &x) > 0) { s[j] = s[j - 1]; j--; }
+            s[j] = x;
+        }
+    } else {
+        qsort(s, n, sizeof *s, cmp_stack);
+    }
+    uint32_t m = 1;
+    for (uint32_t i = 1; i < n; i++)
+        if (s[i].node != s[m - 1].node || s[i].frame != s[m - 1].frame) s[m++] = s[i];
+    return m;
+}
+
+uint32_t gram_engine_start(struct gram_engine *e, uint32_t node, uint32_t frame,
+                           struct gram_stack *out)
+{
+    uint32_t n = 0;
+    e->overflow = false;
+    e->n_work = 0;
+    work_push(e, node, frame);
+    drain(e, out, &n);
+    return sort_unique(out, n);
+}
+
+uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, uint32_t n_in,
+                          uint8_t byte, struct gram_stack *out)
+{
+    const struct tern_grammar *g = e->g;
+    uint32_t n = 0;
+    e->overflow = false;
+    e->n_work = 0;
+    for (uint32_t i = 0; i < n_in; i++) {
+        uint32_t node = in[i].node;
+        if (gram_is_marker(node)) continue;
+        const struct gram_node *nd = &g->nodes[node];
+        const struct gram_range *r = g->ranges + nd->r_off;
+        for (uint32_t k = 0; k < nd->r_n; k++) {
+            if (r[k].lo > byte) break;
+            if (byte > r[k].hi) continue;
+            uint32_t t = r[k].to;
+            /* one input stack cannot produce duplicates here; several go through the visited
+             * set when classifying (their order does not matter there) */
+            if ((g->nodes[t].flags & GN_PLAIN) && (n_in == 1 || !e->sim)) emit(e, out, &n, t, in[i].frame);
+            else work_push(e, t, in[i].frame);
+            if (!(nd->flags & GN_NONDET)) break;
+        }
+    }
+    if (e->n_work) drain(e, out, &n);
+    /* the matcher keys its cache on the state: canonical order; classification needs none */
+    return e->sim ? n : sort_unique(out, n);
+}
+
+void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
+                            struct gram_bset *out)
+{
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < n; i++) {
+        if (gram_is_marker(in[i].node)) continue;
+        const struct gram_node *nd = &g->nodes[in[i].node];
+        for (uint32_t k = 0; k < nd->r_n; k++)
+            gram_bset_add_range(out, g->ranges[nd->r_off + k].lo, g->ranges[nd->r_off + k].hi);
+    }
+}
+
+bool gram_state_accepting(const struct gram_stack *s, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (s[i].node == GRAM_ACCEPT) return true;
+    return false;
+}
+
+uint64_t gram_state_hash(const struct gram_stack *s, uint32_t n)
+{
+    uint64_t h = 0x84222325CBF29CE4ull ^ n;
+    for (uint32_t i = 0; i < n; i++) h = mix64(h ^ (((uint64_t)s[i].node << 32) | s[i].frame));
+    return h;
+}

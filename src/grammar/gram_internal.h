@@ -1,0 +1,443 @@
+/* gram_internal.h — what the grammar room shares between its files. Read this first.
+ *
+ * Pipeline (docs in include/tern.h, section "grammar"):
+ *
+ *   JSON Schema (gram_schema.c, numbers gram_num.c, `pattern` gram_regex.c)  \
+ *   GBNF text (gram_gbnf.c)                                                     >-> IR (gram_ir.c)
+ *   tools array (gram_tools.c: Hermes tool-call grammar)                       /
+ *   IR -> automata (gram_compile.c): one automaton per rule, determinized where it stays small,
+ *         rules call each other through "ref" edges (a pushdown automaton over bytes)
+ *   vocabulary (gram_vocab.c): every token's bytes, sorted into a trie, once per tokenizer
+ *   matching (gram_engine.c): a parse state is a set of stacks; one byte advances all of them
+ *   masks (gram_mask.c): per automaton node, tokens are classified once (lazily, shared by every
+ *         matcher of the grammar) as accepted / rejected / uncertain; at decode time only the
+ *         uncertain ones are run against the real stack, and the result is cached per state
+ *   matcher API, lazy (triggered) mode, rollback, forced bytes (gram_matcher.c)
+ *
+ * The IR is a set of named rules whose bodies are expressions over byte sets (code point
+ * classes are expanded to UTF-8 byte sequences when built, so everything downstream sees bytes
+ * only and a negated class can never produce invalid UTF-8).
+ *
+ * A parse stack is (top node, parent frame). A frame is an interned (return node, parent frame)
+ * pair, so equal stacks are equal integers and a parse state can be hashed and cached. Frame 0
+ * is the bottom: popping it ends the document (matcher) or means "the node's rule ended, the
+ * caller is unknown" (token classification, where frames 0..GRAM_VLEVELS-1 are virtual callers,
+ * see gram_mask.c). */
+#ifndef TERN_GRAM_INTERNAL_H
+#define TERN_GRAM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tern.h"
+
+/* ---------------------------------------------------------------- limits (bad input) */
+#define GRAM_MAX_EXPRS (1u << 22)       /* IR expressions per grammar */
+#define GRAM_MAX_RULES (1u << 20)
+#define GRAM_MAX_NFA_STATES (1u << 21)  /* Thompson states per grammar (repetition expands) */
+#define GRAM_MAX_DFA_PER_RULE (1u << 18) /* subset construction gives up beyond (NFA kept) */
+#define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
+#define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
+#define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
+#define GRAM_MAX_FRAMES (1u << 22)      /* interned frames per matcher (nesting) */
+#define GRAM_VLEVELS 4                  /* virtual caller levels in token classification */
+#define GRAM_VFOLLOW_MAX 24             /* follow sets larger than this are not expanded */
+
+/* ---------------------------------------------------------------- byte sets */
+struct gram_bset {
+    uint64_t w[4];
+};
+static inline bool gram_bset_has(const struct gram_bset *s, unsigned b)
+{
+    return (s->w[b >> 6] >> (b & 63)) & 1;
+}
+static inline void gram_bset_add(struct gram_bset *s, unsigned b)
+{
+    s->w[b >> 6] |= 1ull << (b & 63);
+}
+static inline void gram_bset_add_range(struct gram_bset *s, unsigned lo, unsigned hi)
+{
+    for (unsigned b = lo; b <= hi; b++) gram_bset_add(s, b);
+}
+static inline bool gram_bset_empty(const struct gram_bset *s)
+{
+    return !(s->w[0] | s->w[1] | s->w[2] | s->w[3]);
+}
+
+/* ---------------------------------------------------------------- IR (gram_ir.c) */
+enum gram_ex_kind {
+    GX_NOTHING = 0, /* matches nothing */
+    GX_EMPTY,       /* matches the empty string */
+    GX_BYTES,       /* one byte of set a */
+    GX_SEQ,         /* kids[a .. a+b) in order */
+    GX_ALT,         /* one of kids[a .. a+b) */
+    GX_REP,         /* child a, b..c times (c == GRAM_INF: unbounded) */
+    GX_REF,         /* rule a */
+    GX_DFA,         /* embedded automaton a (numbers, object bodies, excluded keys) */
+};
+#define GRAM_INF UINT32_MAX
+
+struct gram_ex {
+    uint32_t kind;
+    uint32_t a, b, c;
+};
+
+/* A small deterministic automaton built directly (number ranges, multipleOf, uniqueItems). */
+struct gram_dfa_edge {
+    uint32_t from, to;
+    uint8_t lo, hi;
+};
+/* An edge labelled by a whole expression (objects: "key": value between property states). */
+struct gram_dfa_xedge {
+    uint32_t from, to, ex;
+};
+struct gram_dfa {
+    uint32_t n_states, start;
+    uint8_t *final;               /* [n_states] */
+    struct gram_dfa_edge *edges;
+    uint32_t n_edges, cap_edges;
+    struct gram_dfa_xedge *xedges;
+    uint32_t n_xedges, cap_xedges;
+};
+
+struct gram_irule {
+    char *name;
+    uint32_t ex;      /* body, or GRAM_NONE while only referenced */
+    uint32_t line, col; /* where it was first referenced or defined (GBNF errors) */
+    bool shared;      /* keep as a rule of its own even if small (gram_compile.c inlines) */
+};
+#define GRAM_NONE UINT32_MAX
+
+struct gram_ir {
+    struct gram_ex *ex;
+    uint32_t n_ex, cap_ex;
+    uint32_t *kids;
+    uint32_t n_kids, cap_kids;
+    struct gram_bset *sets;
+    uint32_t n_sets, cap_sets;
+    struct gram_irule *rules;
+    uint32_t n_rules, cap_rules;
+    struct gram_dfa *dfas;
+    uint32_t n_dfas, cap_dfas;
+    bool oom;       /* an allocation failed: every builder call returns GRAM_NONE after */
+    bool too_big;   /* a limit was hit */
+};
+
+void gir_init(struct gram_ir *ir);
+void gir_free(struct gram_ir *ir);
+/* Builders return an expression id, or GRAM_NONE after an allocation failure or a limit (then
+ * ir->oom / ir->too_big is set and gir_status() reports it). */
+uint32_t gir_nothing(struct gram_ir *ir);
+uint32_t gir_empty(struct gram_ir *ir);
+uint32_t gir_bytes(struct gram_ir *ir, const struct gram_bset *s);
+uint32_t gir_byte(struct gram_ir *ir, uint8_t b);
+uint32_t gir_byte_range(struct gram_ir *ir, uint8_t lo, uint8_t hi);
+uint32_t gir_lit(struct gram_ir *ir, const char *s, size_t n);
+uint32_t gir_str(struct gram_ir *ir, const char *s); /* NUL-terminated literal */
+uint32_t gir_seq(struct gram_ir *ir, const uint32_t *xs, uint32_t n);
+uint32_t gir_seq2(struct gram_ir *ir, uint32_t a, uint32_t b);
+uint32_t gir_seq3(struct gram_ir *ir, uint32_t a, uint32_t b, uint32_t c);
+uint32_t gir_alt(struct gram_ir *ir, const uint32_t *xs, uint32_t n);
+uint32_t gir_alt2(struct gram_ir *ir, uint32_t a, uint32_t b);
+uint32_t gir_rep(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max);
+uint32_t gir_opt(struct gram_ir *ir, uint32_t x);
+uint32_t gir_ref(struct gram_ir *ir, uint32_t rule);
+/* Takes ownership of d's arrays (freed with the IR, also on failure). */
+uint32_t gir_dfa(struct gram_ir *ir, struct gram_dfa *d);
+/* Code point class: sorted or unsorted inclusive ranges (lo, hi pairs); negate = complement
+ * within U+0000..U+10FFFF. Surrogates (U+D800..U+DFFF) are never matched. The result matches
+ * exactly the UTF-8 encodings of the class's code points. */
+uint32_t gir_cpclass(struct gram_ir *ir, const uint32_t *ranges, size_t n_ranges, bool negate);
+/* Rules: gir_rule finds or creates a rule by name (len bytes); new rules have no body. */
+uint32_t gir_rule(struct gram_ir *ir, const char *name, size_t len);
+uint32_t gir_rule_new(struct gram_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gir_rule_set(struct gram_ir *ir, uint32_t rule, uint32_t ex);
+tern_status gir_status(const struct gram_ir *ir, const char *what);
+
+/* DFA helpers for builders */
+void gdfa_init(struct gram_dfa *d);
+void gdfa_free(struct gram_dfa *d);
+uint32_t gdfa_state(struct gram_dfa *d, bool final); /* GRAM_NONE on OOM */
+bool gdfa_edge(struct gram_dfa *d, uint32_t from, uint8_t lo, uint8_t hi, uint32_t to);
+bool gdfa_xedge(struct gram_dfa *d, uint32_t from, uint32_t ex, uint32_t to);
+
+/* UTF-8 */
+int gram_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp); /* 0 if invalid */
+int gram_utf8_encode(uint32_t cp, char out[4]);
+
+/* ---------------------------------------------------------------- front ends */
+struct gram_schema_opts {
+    bool lenient;
+    int ws;                 /* enum tern_grammar_ws */
+    bool strict_props;      /* absent additionalProperties means false */
+};
+/* JSON Schema text -> IR with its root rule in *root. Warnings (lenient) appended to *warn
+ * (malloc'ed, newline-separated; caller frees). */
+tern_status gram_schema_to_ir(const char *text, size_t len, const struct gram_schema_opts *o,
+                              struct gram_ir *ir, uint32_t *root, char **warn);
+/* Same from a parsed schema (cJSON *), with `path` naming it in messages ("$" or
+ * "$.tools[0].function.parameters"); several schemas may go into one IR (tool calls). */
+struct cJSON;
+tern_status gram_schema_json_to_ir(const struct cJSON *schema, const char *path,
+                                   const struct gram_schema_opts *o, struct gram_ir *ir,
+                                   uint32_t *root, char **warn);
+/* GBNF text -> IR; root rule named root_name. Errors carry line:col. */
+tern_status gram_gbnf_to_ir(const char *text, size_t len, const char *root_name,
+                            struct gram_ir *ir, uint32_t *root);
+/* Regex (the JSON Schema `pattern` subset) -> expression over the *decoded* characters of a
+ * JSON string: json_escape makes every character come out as it must appear inside a JSON
+ * string literal (quote, backslash and controls escaped). Unanchored ends match anything, as
+ * JSON Schema's `pattern` does. Errors name the pattern offset. */
+tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struct gram_ir *ir,
+                             uint32_t *ex);
+/* Numbers: a JSON number (integer only if is_int) within bounds given as decimal strings (NULL
+ * = unbounded), optionally a multiple of `step` (decimal string). */
+struct gram_num_spec {
+    bool is_int;
+    const char *min, *max;   /* decimal text, or NULL */
+    bool min_excl, max_excl;
+    const char *step;        /* multipleOf, or NULL */
+};
+tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, uint32_t *ex);
+/* The grammar of a string format ("date", "uuid", ...) as a regex for gram_regex_to_ir, or
+ * NULL if the format is unknown. */
+const char *gram_format_regex(const char *format);
+/* Append "text\n" to a malloc'ed warning buffer (best effort). */
+void gram_warn(char **warn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- vocabulary (gram_vocab.c) */
+struct gram_trie_node {
+    uint32_t end;   /* index one past this node's subtree */
+    int32_t token;  /* first token whose bytes end here, or -1 (more via tern_grammar_vocab.same) */
+    uint8_t byte;
+    uint8_t pad;
+    uint16_t depth; /* 1-based: bytes from the root */
+};
+
+struct gram_trie {
+    struct gram_trie_node *node;
+    uint32_t n;
+    /* below each node: the ASCII bytes of every longer token's remaining bytes (bit b of
+     * below[i][b >> 6]), whether any is not ASCII, and the depth of the deepest token (walks
+     * accept whole subtrees at once with these, gram_mask.c) */
+    uint64_t (*below)[2];
+    uint8_t *below_other;
+    uint16_t *below_depth;
+};
+
+/* The "text slice": tokens made only of whole UTF-8 characters that any JSON-like string body
+ * admits unescaped (code points >= 0x20 except '"', '\\' and DEL). A grammar position that
+ * loops over exactly those characters (gram_mask.c, text nodes) accepts every slice token of at
+ * most its remaining character capacity without walking them; only the other tokens (the
+ * `rest` trie) are walked. */
+#define GRAM_SLICE_MAX_CHARS 255
+
+struct tern_grammar_vocab {
+    int32_t n_vocab;
+    uint32_t *off;          /* [n_vocab + 1] token bytes in bytes[off[i] .. off[i+1]) */
+    uint8_t *bytes;
+    uint8_t *kind;          /* [n_vocab] GRAM_TOK_* */
+    int32_t *same;          /* [n_vocab] next token with the same bytes, or -1 */
+    struct gram_trie all;   /* every text token */
+    struct gram_trie rest;  /* text tokens outside the slice */
+    uint8_t *slice_chars;   /* [n_vocab] characters of a slice token, 0 = not in the slice */
+    uint32_t *slice_bits;   /* [n_words] the whole slice */
+    int32_t *slice_sorted;  /* slice tokens by character count */
+    uint32_t slice_off[GRAM_SLICE_MAX_CHARS + 2]; /* tokens of c chars: [slice_off[c], slice_off[c+1]) */
+    uint32_t n_slice, slice_max;
+    uint32_t max_len;
+    int32_t *eog;           /* end-of-generation ids */
+    int n_eog;
+    struct gram_bset avail; /* bytes that occur in some token */
+    uint32_t n_words;       /* mask words: (n_vocab + 31) / 32 */
+    size_t mem_bytes;
+};
+enum { GRAM_TOK_TEXT = 0, GRAM_TOK_EOG = 1, GRAM_TOK_NEVER = 2 /* control or empty */ };
+
+/* ---------------------------------------------------------------- compiled grammar */
+struct gram_range {
+    uint8_t lo, hi;
+    uint16_t pad;
+    uint32_t to;
+};
+struct gram_call {
+    uint32_t rule;
+    uint32_t ret;   /* node to continue at when the rule ends; poponly nodes are tail calls */
+};
+enum {
+    GN_FINAL = 1,    /* the node's rule may end here */
+    GN_POPONLY = 2,  /* final, no ranges, no calls: calling with this return is a tail call */
+    GN_NONDET = 4,   /* ranges may overlap */
+    GN_PLAIN = 8,    /* ranges only: no calls, not final (the fast path of a step) */
+};
+struct gram_node {
+    uint32_t rule;
+    uint32_t r_off;    /* ranges[r_off .. r_off + r_n) sorted by lo */
+    uint32_t c_off;    /* calls[c_off .. c_off + c_n) */
+    uint16_t r_n, c_n;
+    uint32_t flags;
+};
+struct gram_rule {
+    char *name;
+    uint32_t start;
+    uint32_t fol_off, fol_n;  /* follow[...]: return nodes that can come after the rule ends */
+    bool doc_end;             /* the rule's end can be the document's end */
+};
+
+/* Lazily computed classification of the tokens at one node (gram_mask.c). */
+#define GRAM_CAP_INF UINT32_MAX
+struct gram_cls {
+    bool text;               /* a text node: the text slice up to text_cap characters is also
+                                accepted (not listed; the walk skipped it) */
+    uint32_t text_cap;       /* characters (GRAM_CAP_INF: unbounded) */
+    uint32_t n_acc;          /* accepted tokens */
+    uint32_t *acc_bits;      /* [n_words] bitset, or NULL when acc_ids holds them */
+    int32_t *acc_ids;        /* sorted ids (when small) */
+    uint32_t n_unc;
+    int32_t *unc;            /* uncertain: checked against the real stack at decode time */
+    size_t bytes;
+};
+
+/* The only part of a grammar that changes after compile: each slot is written once (atomic
+ * compare-and-swap), so concurrent matchers never see a half-built classification. */
+struct gram_cache {
+    _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
+    _Atomic(uint32_t *) *rep;            /* [n_rules] per rule: each node's representative */
+    atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
+    atomic_size_t bytes;
+    atomic_uint count;
+};
+
+struct tern_grammar {
+    const struct tern_grammar_vocab *vocab;  /* may be NULL: byte-level use only */
+    struct gram_node *nodes;
+    uint32_t n_nodes;
+    struct gram_range *ranges;
+    uint32_t n_ranges;
+    struct gram_call *calls;
+    uint32_t n_calls;
+    struct gram_rule *rules;
+    uint32_t n_rules;
+    uint32_t *follow;
+    uint32_t n_follow;
+    uint32_t root;                       /* root rule */
+    struct gram_cache *cache;            /* token classifications, filled on first use */
+    /* lazy (triggered) mode: free text until `trigger`, then the grammar, then free again */
+    char *trigger;
+    uint32_t trigger_len;
+    bool lazy, forbid_trigger, rearm;
+    uint32_t *kmp;                        /* [trigger_len + 1] failure function */
+    int32_t **trig_tokens;                /* [trigger_len] tokens that complete the trigger from
+                                             partial match k (checked at decode time) */
+    uint32_t *n_trig_tokens;
+    char *warnings;
+    size_t table_bytes;
+    double compile_ms;
+};
+
+/* IR -> a finished grammar (compile, classification cache, trigger) with compile_ms measured
+ * from t0; takes ownership of warn (gram_api.c). */
+tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, uint32_t root,
+                        const char *trigger, bool forbid, char *warn, double t0,
+                        struct tern_grammar **out);
+/* IR -> automata into g (vocab may be NULL). */
+tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
+                         const struct tern_grammar_vocab *vocab, struct tern_grammar *g);
+void gram_free_tables(struct tern_grammar *g);
+/* Set up the lazy trigger tables (gram_matcher.c). */
+tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool forbid,
+                               bool rearm);
+
+/* ---------------------------------------------------------------- engine (gram_engine.c) */
+#define GRAM_ACCEPT 0xFFFFFFF0u   /* stack marker: the document is complete (matcher) */
+#define GRAM_POPPED 0xFFFFFFF1u   /* classification: the node's rule ended here */
+#define GRAM_VPOPPED 0xFFFFFFF2u  /* classification: a virtual caller ended here */
+#define GRAM_OVERFLOW 0xFFFFFFF3u /* classification: ran out of virtual levels */
+static inline bool gram_is_marker(uint32_t node) { return node >= GRAM_ACCEPT; }
+
+struct gram_stack {
+    uint32_t node, frame;
+};
+
+struct gram_frames {
+    uint32_t *node, *parent;
+    uint8_t *level;          /* classification: virtual level of the frame's bottom */
+    uint32_t n, cap;
+    uint32_t *slot;          /* open addressing on (node, parent) -> frame */
+    uint32_t mask;
+    uint32_t n_fixed;        /* frames 0 .. n_fixed-1 are bottoms */
+};
+
+/* Scratch of one stepping engine (a matcher owns one; classification uses another). */
+struct gram_engine {
+    const struct tern_grammar *g;
+    struct gram_frames fr;
+    bool sim;                /* classification mode (virtual bottoms) */
+    struct gram_stack *work; /* worklist */
+    uint32_t n_work, cap_work;
+    uint64_t *visit;         /* visited (node, frame) keys of the current step */
+    uint32_t visit_mask, n_visit;
+    uint32_t *visit_used;
+    bool overflow;           /* GRAM_MAX_STACKS / frames exceeded in this step */
+};
+
+tern_status gram_engine_init(struct gram_engine *e, const struct tern_grammar *g, bool sim);
+void gram_engine_free(struct gram_engine *e);
+void gram_engine_reset(struct gram_engine *e);
+/* out[] must hold GRAM_MAX_STACKS + 4 entries. Returns the number of stacks written (sorted,
+ * unique). The initial state of the grammar (root start expanded). */
+uint32_t gram_engine_start(struct gram_engine *e, uint32_t node, uint32_t frame,
+                           struct gram_stack *out);
+/* Advance in[0..n) by one byte. Returns the count in out (0 = byte refused). */
+uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, uint32_t n,
+                          uint8_t byte, struct gram_stack *out);
+/* The set of bytes any stack of in[] can take next. */
+void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
+                            struct gram_bset *out);
+bool gram_state_accepting(const struct gram_stack *s, uint32_t n);
+uint64_t gram_state_hash(const struct gram_stack *s, uint32_t n);
+
+/* ---------------------------------------------------------------- masks (gram_mask.c) */
+/* The walk's state after a prefix of length d: one stack kept inline (simple), or
+ * buf[off .. off_next). */
+struct gram_depth {
+    uint32_t node, frame;            /* simple: the stack */
+    const uint32_t *tab;             /* simple: dense table of node (GRAM_TAB_LAZY: not looked up
+                                        yet, NULL: none) */
+    uint32_t off_next;               /* where depth d+1's state starts in buf */
+    uint8_t simple, virt, ovf;
+};
+
+/* Scratch of token classification (one per matcher, created on first need). */
+struct gram_cls_scratch {
+    struct gram_engine eng;          /* sim mode */
+    struct gram_stack *buf;          /* per-depth states along the trie path */
+    size_t cap_buf;
+    struct gram_depth *at;           /* [max_len + 2] the state after each prefix length */
+    int32_t *acc, *unc;
+    uint32_t cap_acc, cap_unc;
+    uint32_t n_acc, n_unc;
+    /* dense byte -> next node tables of the nodes a walk visits (a walk stays on few nodes) */
+    uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
+    uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
+    uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
+    uint64_t (*dclass)[2];           /* [GRAM_DENSE_TABLES] the node's ASCII loop class */
+    int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take
+                                        (-2 not computed, GRAM_CLASS_INF a loop) */
+    uint32_t n_dtab;
+};
+#define GRAM_DENSE_TABLES 64
+#define GRAM_CLASS_INF 32767
+tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
+void gram_cls_scratch_free(struct gram_cls_scratch *s);
+/* The classification of node (computed and published on first use; *fresh says whether this
+ * call computed it). NULL on OOM. */
+const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
+                                     struct gram_cls_scratch *s, bool *fresh);
+void gram_cls_free(struct gram_cls *c);
+tern_status gram_cache_create(struct tern_grammar *g);
+void gram_cache_free(struct tern_grammar *g);
+
+#endif

@@ -1,0 +1,777 @@
+/* gram_mask.c — which tokens a grammar position allows, classified once per position.
+ *
+ * A parse state is a set of stacks; a stack's top node n belongs to some rule R. Whether a
+ * token can be consumed from n depends on the rest of the stack only if R can end before the
+ * token's bytes run out: the remainder then continues in R's caller. So the vocabulary is
+ * classified per node, with R's caller unknown ("virtual"):
+ *   accepted  — some path consumes the whole token inside R (and the rules R calls), or R ends
+ *               exactly at the token's end: allowed whatever the stack below holds;
+ *   rejected  — every path dies, in every context R can be called from;
+ *   uncertain — a path reaches R's end with bytes left that some caller could take: the matcher
+ *               runs these against its real stack at decode time (gram_matcher.c).
+ * "Every context" is made precise by the compiler's follow sets: when R ends in the virtual
+ * bottom frame, the walk continues at every node that can follow R's end, up to GRAM_VLEVELS
+ * levels of callers; a token that survives only there is uncertain, one that dies there too is
+ * rejected. This keeps the uncertain lists short (inside a JSON string only tokens like `",`
+ * `"}` that close the string in a way some caller accepts), which is what makes a mask cheap.
+ *
+ * The walk follows the vocabulary trie (gram_vocab.c) keeping one parse state per depth, and
+ * skips a whole subtree as soon as no stack survives its prefix. Results are published into
+ * the grammar's cache with an atomic compare-and-swap (a racing thread's duplicate is freed).
+ *
+ * Text nodes: inside a string body nearly every token is allowed, and walking 150k tokens
+ * costs about a millisecond. A node whose every "slice" character (gram_internal.h) leads, in
+ * a deterministic chain, back to itself (capacity unbounded) or to a node of capacity c-1
+ * (strings with maxLength), and from which nothing else is reached without a non-slice byte,
+ * accepts exactly the slice tokens of at most c characters: those are added from the
+ * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_internal.h"
+#include "util/error.h"
+
+/* text capacity memo values (besides 0 .. INT32_MAX - 1 characters) */
+#define TCAP_UNKNOWN (-2)
+#define TCAP_NONE (-1)
+#define TCAP_INF INT32_MAX
+
+tern_status gram_cache_create(struct tern_grammar *g)
+{
+    g->cache = calloc(1, sizeof *g->cache);
+    if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
+    g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
+    g->cache->rep = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rep);
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep) {
+        free(g->cache->slot);
+        free(g->cache->tcap);
+        free(g->cache->rep);
+        free(g->cache);
+        g->cache = NULL;
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        atomic_init(&g->cache->slot[i], NULL);
+        atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
+    }
+    for (uint32_t r = 0; r < g->n_rules; r++) atomic_init(&g->cache->rep[r], NULL);
+    atomic_init(&g->cache->bytes, 0);
+    atomic_init(&g->cache->count, 0);
+    return TERN_OK;
+}
+
+void gram_cls_free(struct gram_cls *c)
+{
+    if (!c) return;
+    free(c->acc_bits);
+    free(c->acc_ids);
+    free(c->unc);
+    free(c);
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+void gram_cache_free(struct tern_grammar *g)
+{
+    if (!g->cache) return;
+    /* equivalent nodes share a classification: free each once */
+    struct gram_cls **all = malloc(((size_t)g->n_nodes + 1) * sizeof *all);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        struct gram_cls *c = atomic_load(&g->cache->slot[i]);
+        if (!c) continue;
+        if (all) all[n++] = c;
+    }
+    if (all) {
+        qsort(all, n, sizeof *all, cmp_ptr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!i || all[i] != all[i - 1]) gram_cls_free(all[i]);
+        free(all);
+    }
+    for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->rep[r]));
+    free(g->cache->rep);
+    free(g->cache->slot);
+    free(g->cache->tcap);
+    free(g->cache);
+    g->cache = NULL;
+}
+
+/* ---------------------------------------------------------------- text nodes */
+
+/* The node reached from n on byte b (deterministic nodes), or GRAM_NONE. */
+static uint32_t delta(const struct tern_grammar *g, uint32_t n, unsigned b)
+{
+    const struct gram_node *nd = &g->nodes[n];
+    const struct gram_range *r = g->ranges + nd->r_off;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        if (r[k].lo > b) break;
+        if (b <= r[k].hi) return r[k].to;
+    }
+    return GRAM_NONE;
+}
+
+static bool det_plain(const struct tern_grammar *g, uint32_t n)
+{
+    return (g->nodes[n].flags & (GN_PLAIN | GN_NONDET)) == GN_PLAIN;
+}
+
+/* Every continuation byte lo..hi from a, followed by `more` further continuation bytes
+ * 80..BF, ends at target? */
+static bool conts_reach(const struct tern_grammar *g, uint32_t a, unsigned lo, unsigned hi, int more,
+                        uint32_t target)
+{
+    if (a == GRAM_NONE || !det_plain(g, a)) return false;
+    uint32_t last = GRAM_NONE;
+    for (unsigned c = lo; c <= hi; c++) {
+        uint32_t t = delta(g, a, c);
+        if (t == GRAM_NONE) return false;
+        if (more == 0) {
+            if (t != target) return false;
+        } else if (t != last) { /* consecutive bytes usually share a node: check it once */
+            if (!conts_reach(g, t, 0x80, 0xBF, more - 1, target)) return false;
+        }
+        last = t;
+    }
+    return true;
+}
+
+/* Where slice characters from n lead. *t = the node every multi-byte character and most ASCII
+ * slice characters reach (GRAM_NONE: none is accepted); *exc = the ASCII slice characters that
+ * go elsewhere. Returns false if the node is not text-like at all (multi-byte characters
+ * disagree, or only ASCII is accepted, or too many exceptions). */
+#define MAX_EXCEPTIONS 48
+static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, struct gram_bset *exc)
+{
+    memset(exc, 0, sizeof *exc);
+    static const struct { uint8_t lo, hi, c1lo, c1hi; int more; } leads[] = {
+        {0xC2, 0xDF, 0x80, 0xBF, 0}, {0xE0, 0xE0, 0xA0, 0xBF, 1}, {0xE1, 0xEC, 0x80, 0xBF, 1},
+        {0xED, 0xED, 0x80, 0x9F, 1}, {0xEE, 0xEF, 0x80, 0xBF, 1}, {0xF0, 0xF0, 0x90, 0xBF, 2},
+        {0xF1, 0xF3, 0x80, 0xBF, 2}, {0xF4, 0xF4, 0x80, 0x8F, 2}};
+    uint32_t a0 = delta(g, n, 0xC2);
+    uint32_t target = a0 == GRAM_NONE ? GRAM_NONE : delta(g, a0, 0x80);
+    if (a0 != GRAM_NONE && target == GRAM_NONE) return false;
+    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
+        uint32_t prev = GRAM_NONE;
+        for (unsigned b = leads[i].lo; b <= leads[i].hi; b++) {
+            uint32_t a = delta(g, n, b);
+            if (target == GRAM_NONE) {
+                if (a != GRAM_NONE) return false;
+                continue;
+            }
+            if (a == prev) continue;
+            if (!conts_reach(g, a, leads[i].c1lo, leads[i].c1hi, leads[i].more, target)) return false;
+            prev = a;
+        }
+    }
+    int n_exc = 0;
+    for (unsigned b = 0x20; b < 0x7F; b++) {
+        if (b == '"' || b == '\\') continue;
+        if (delta(g, n, b) == target) continue;
+        gram_bset_add(exc, b);
+        n_exc++;
+    }
+    if (target == GRAM_NONE && n_exc) return false; /* ASCII only: not text */
+    if (n_exc > MAX_EXCEPTIONS) return false;
+    *t = target;
+    return true;
+}
+
+static int32_t cap_plus1(int32_t v)
+{
+    if (v == TCAP_NONE || v == TCAP_INF) return v;
+    return v + 1 < TCAP_INF ? v + 1 : TCAP_INF;
+}
+
+static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
+{
+    int32_t known = atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+    if (known != TCAP_UNKNOWN) return known;
+    /* follow the chain n -> n1 -> ... (each the target of every slice character of the one
+     * before) until a node whose capacity is decided */
+    uint32_t chain_cap = 64, len = 0;
+    uint32_t *chain = malloc(chain_cap * sizeof *chain);
+    if (!chain) return TCAP_NONE;
+    int32_t v; /* the value of chain[len - 1] */
+    uint32_t cur = n;
+    for (;;) {
+        known = atomic_load_explicit(&g->cache->tcap[cur], memory_order_relaxed);
+        if (known != TCAP_UNKNOWN) { v = cap_plus1(known); break; } /* cur != n: len >= 1 */
+        uint32_t t = GRAM_NONE;
+        struct gram_bset exc;
+        if (!det_plain(g, cur) || !slice_info(g, cur, &t, &exc) || !gram_bset_empty(&exc)) {
+            atomic_store_explicit(&g->cache->tcap[cur], TCAP_NONE, memory_order_relaxed);
+            v = TCAP_NONE;
+            break;
+        }
+        if (len == chain_cap) {
+            chain_cap *= 2;
+            uint32_t *nc = realloc(chain, chain_cap * sizeof *nc);
+            if (!nc) { free(chain); return TCAP_NONE; }
+            chain = nc;
+        }
+        chain[len++] = cur;
+        if (t == GRAM_NONE) { v = 0; break; }          /* takes no slice character */
+        if (t == cur) { v = TCAP_INF; break; }         /* a loop */
+        bool seen = false; /* a cycle through other nodes is not a simple count */
+        for (uint32_t i = 0; i < len && !seen; i++) seen = chain[i] == t;
+        if (seen || len > (1u << 20)) { v = TCAP_NONE; break; }
+        cur = t;
+    }
+    for (uint32_t i = len; i-- > 0;) {
+        atomic_store_explicit(&g->cache->tcap[chain[i]], v, memory_order_relaxed);
+        v = cap_plus1(v);
+    }
+    free(chain);
+    return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+}
+
+tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g)
+{
+    memset(s, 0, sizeof *s);
+    tern_status st = gram_engine_init(&s->eng, g, true);
+    if (st) return st;
+    uint32_t depth = g->vocab ? g->vocab->max_len + 2 : 2;
+    s->at = malloc(depth * sizeof *s->at);
+    s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
+    s->buf = malloc(s->cap_buf * sizeof *s->buf);
+    s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
+    s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
+    s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
+    s->dclass = malloc(GRAM_DENSE_TABLES * sizeof *s->dclass);
+    s->dcap = malloc(GRAM_DENSE_TABLES * sizeof *s->dcap);
+    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dnode || !s->dclass || !s->dcap) {
+        gram_cls_scratch_free(s);
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
+    return TERN_OK;
+}
+
+void gram_cls_scratch_free(struct gram_cls_scratch *s)
+{
+    gram_engine_free(&s->eng);
+    free(s->buf);
+    free(s->at);
+    free(s->acc);
+    free(s->unc);
+    free(s->dslot);
+    free(s->dtab);
+    free(s->dnode);
+    free(s->dclass);
+    free(s->dcap);
+    memset(s, 0, sizeof *s);
+}
+
+static bool push_id(int32_t **v, uint32_t *n, uint32_t *cap, int32_t id)
+{
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 1024;
+        int32_t *p = realloc(*v, nc * sizeof *p);
+        if (!p) return false;
+        *v = p;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = id;
+    return true;
+}
+
+/* Add a trie node's token and every token with the same bytes. */
+static inline bool push_tokens(const struct tern_grammar_vocab *v, int32_t tok, int32_t **ids, uint32_t *n,
+                               uint32_t *cap)
+{
+    if (*n < *cap && v->same[tok] < 0) {
+        (*ids)[(*n)++] = tok;
+        return true;
+    }
+    for (int32_t t = tok; t >= 0; t = v->same[t])
+        if (!push_id(ids, n, cap, t)) return false;
+    return true;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* dense table entries besides node ids */
+#define DENSE_NONE GRAM_NONE            /* no transition */
+#define DENSE_ENGINE (GRAM_NONE - 1)    /* the target needs the general step */
+#define DENSE_FULL (GRAM_NONE - 2)      /* no table for this node: scan the ranges */
+
+/* The dense table of a deterministic node (built on first use in this walk). */
+static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node)
+{
+    uint32_t sl = s->dslot[node];
+    if (sl) return s->dtab + (size_t)(sl - 1) * 256;
+    if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
+    uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
+    for (int b = 0; b < 256; b++) t[b] = DENSE_NONE;
+    const struct gram_node *nd = &g->nodes[node];
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        const struct gram_range *r = &g->ranges[nd->r_off + k];
+        uint32_t to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE;
+        for (unsigned b = r->lo; b <= r->hi; b++) t[b] = to;
+    }
+    s->dnode[s->n_dtab] = node;
+    s->dcap[s->n_dtab] = -2;
+    s->dslot[node] = ++s->n_dtab;
+    return t;
+}
+
+static void dense_reset(struct gram_cls_scratch *s)
+{
+    for (uint32_t i = 0; i < s->n_dtab; i++) s->dslot[s->dnode[i]] = 0;
+    s->n_dtab = 0;
+}
+
+#define GRAM_TAB_LAZY ((const uint32_t *)1)
+
+/* The ASCII loop class of a node with a dense table: the printable ASCII bytes that all lead to
+ * the same consuming node T (the most common target), and how many bytes of that class it can
+ * still take: following T while every class byte leads on to one same node (a loop: unbounded;
+ * a counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
+ * class, and are no more than that many, stays in the chain, so it is accepted without
+ * stepping: the walk accepts whole subtrees this way. */
+static void class_info(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node, uint64_t k[2],
+                       int *cap)
+{
+    /* the chain of nodes whose class is computed but not its capacity: resolved back to front */
+    uint32_t chain[GRAM_DENSE_TABLES + 1];
+    int n = 0;
+    uint32_t cur = node;
+    int c = 0;
+    uint64_t k0[2] = {0, 0};
+    for (;;) {
+        uint32_t sl = s->dslot[cur];
+        if (!sl) {
+            if ((g->nodes[cur].flags & GN_NONDET) || !dense(s, g, cur)) { c = 0; break; }
+            sl = s->dslot[cur];
+        }
+        sl--;
+        if (s->dcap[sl] != -2) { /* known: the chain continues only with the same class */
+            c = (n == 0 || (s->dclass[sl][0] == k0[0] && s->dclass[sl][1] == k0[1])) ? s->dcap[sl] : 0;
+            break;
+        }
+        const uint32_t *t = s->dtab + (size_t)sl * 256;
+        /* the most common consuming target over printable ASCII */
+        uint32_t best = DENSE_NONE;
+        int best_n = 0;
+        for (unsigned b = 0x20; b < 0x7F; b++) {
+            uint32_t to = t[b];
+            if (to >= DENSE_ENGINE || to == best) continue;
+            int cnt = 0;
+            for (unsigned q = b; q < 0x7F; q++) cnt += t[q] == to;
+            if (cnt > best_n) { best_n = cnt; best = to; }
+        }
+        uint64_t kk[2] = {0, 0};
+        if (best_n >= 2)
+            for (unsigned b = 0x20; b < 0x7F; b++)
+                if (t[b] == best) kk[b >> 6] |= 1ull << (b & 63);
+        s->dclass[sl][0] = kk[0];
+        s->dclass[sl][1] = kk[1];
+        if (n == 0) { k0[0] = kk[0]; k0[1] = kk[1]; }
+        if (best_n < 2 || (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1]))) {
+            /* no class, or another class: this node's own capacity is computed on its own */
+            if (n == 0) { s->dcap[sl] = 0; c = 0; break; }
+            c = 0;
+            s->dcap[sl] = -2; /* leave it for a walk that starts at it */
+            break;
+        }
+        chain[n++] = cur;
+        if (best == cur) { c = GRAM_CLASS_INF; n--; s->dcap[sl] = GRAM_CLASS_INF; break; }
+        if (n > GRAM_DENSE_TABLES) { c = 0; break; }
+        cur = best;
+    }
+    /* back to front: each node takes one more byte than the next (a loop stays unbounded) */
+    for (int i = n; i-- > 0;) {
+        if (c != GRAM_CLASS_INF) c = c + 1 < GRAM_CLASS_INF - 1 ? c + 1 : GRAM_CLASS_INF - 1;
+        s->dcap[s->dslot[chain[i]] - 1] = (int16_t)c;
+    }
+    uint32_t sl = s->dslot[node];
+    if (!sl) { k[0] = k[1] = 0; *cap = 0; return; }
+    k[0] = s->dclass[sl - 1][0];
+    k[1] = s->dclass[sl - 1][1];
+    *cap = s->dcap[sl - 1] < 0 ? 0 : s->dcap[sl - 1];
+}
+
+/* Trie node i (depth d) left the walk on one stack at node: if every longer token below i
+ * stays in node's loop class, accept them all (or record them uncertain under a virtual
+ * caller) and tell the caller to skip the subtree. */
+static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar *g, const struct gram_trie *tr,
+                           uint32_t i, uint32_t d, uint32_t node, bool virt)
+{
+    const struct gram_trie_node *tn = &tr->node[i];
+    if (tn->end == i + 1 || tr->below_other[i]) return 0;
+    if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
+    uint64_t k[2];
+    int cap;
+    class_info(s, g, node, k, &cap);
+    if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
+    if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
+    const struct tern_grammar_vocab *v = g->vocab;
+    for (uint32_t j = i + 1; j < tn->end; j++) {
+        if (tr->node[j].token < 0) continue;
+        bool ok = virt ? push_tokens(v, tr->node[j].token, &s->unc, &s->n_unc, &s->cap_unc)
+                       : push_tokens(v, tr->node[j].token, &s->acc, &s->n_acc, &s->cap_acc);
+        if (!ok) return -1;
+    }
+    return 1;
+}
+
+/* The dense table of a simple depth state (looked up on first need: leaves never need it). */
+static inline const uint32_t *tab_of(struct gram_cls_scratch *s, const struct tern_grammar *g, struct gram_depth *a)
+{
+    if (a->tab == GRAM_TAB_LAZY) a->tab = (g->nodes[a->node].flags & GN_NONDET) ? NULL : dense(s, g, a->node);
+    return a->tab;
+}
+
+/* Walk trie tr from the single stack (node, virtual bottom) and append accepted / uncertain
+ * tokens to s->acc / s->unc. first: the first bytes whose subtrees are walked (NULL: all).
+ *
+ * The state after each prefix is kept per depth. Most of the time it is one stack on a
+ * deterministic node and the next byte leads to a node that only consumes: then the step is
+ * one table lookup (the fast path below); everything else goes through the engine. */
+static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
+                 const struct gram_trie *tr, const struct gram_bset *first)
+{
+    const struct tern_grammar_vocab *v = g->vocab;
+    struct gram_depth *at = s->at;
+    at[0] = (struct gram_depth){node, 0, GRAM_TAB_LAZY, 0, 1, 0, 0};
+    const struct gram_trie_node *trie = tr->node;
+    for (uint32_t i = 0; i < tr->n;) {
+        const struct gram_trie_node *tn = &trie[i];
+        uint32_t d = tn->depth;
+        if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
+        struct gram_depth *pa = &at[d - 1], *ca = &at[d];
+        uint8_t ovf = pa->ovf;
+        if (pa->simple) {
+            const uint32_t *tab = tab_of(s, g, pa);
+            if (tab) {
+                uint32_t to = tab[tn->byte];
+                if (to < DENSE_ENGINE) { /* fast path: one stack stays one stack */
+                    ca->node = to;
+                    ca->frame = pa->frame;
+                    ca->tab = GRAM_TAB_LAZY;
+                    ca->off_next = pa->off_next;
+                    ca->simple = 1;
+                    ca->virt = pa->virt;
+                    ca->ovf = ovf;
+                    if (tn->token >= 0) {
+                        bool ok = ca->virt ? push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)
+                                           : push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc);
+                        if (!ok) return false;
+                    }
+                    if (tn->end > i + 1 && !ovf) {
+                        int sk = try_skip(s, g, tr, i, d, to, ca->virt);
+                        if (sk < 0) return false;
+                        if (sk) { i = tn->end; continue; }
+                    }
+                    i++;
+                    continue;
+                }
+                if (to == DENSE_NONE) { /* dead prefix */
+                    if (ovf)
+                        for (uint32_t j = i; j < tn->end; j++)
+                            if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                                return false;
+                    i = tn->end;
+                    continue;
+                }
+            }
+        }
+        /* general step: this depth's stacks go to buf[off .. ) */
+        uint32_t off = pa->off_next;
+        if ((size_t)off + GRAM_MAX_STACKS + 8 > s->cap_buf) {
+            size_t nc = s->cap_buf * 2;
+            while (nc < (size_t)off + GRAM_MAX_STACKS + 8) nc *= 2;
+            struct gram_stack *nb = realloc(s->buf, nc * sizeof *nb);
+            if (!nb) return false;
+            s->buf = nb;
+            s->cap_buf = nc;
+        }
+        struct gram_stack one;
+        const struct gram_stack *in;
+        uint32_t in_n;
+        if (pa->simple) {
+            one = (struct gram_stack){pa->node, pa->frame};
+            in = &one;
+            in_n = 1;
+        } else {
+            uint32_t poff = d >= 2 ? at[d - 2].off_next : 0;
+            in = s->buf + poff;
+            in_n = off - poff;
+        }
+        struct gram_stack *out = s->buf + off;
+        uint32_t n = gram_engine_step(&s->eng, in, in_n, tn->byte, out);
+        const uint8_t *level = s->eng.fr.level;
+        bool live_real = false, live_virt = false, popped = false, vpopped = false;
+        if (s->eng.overflow) ovf = 1;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t nd = out[k].node;
+            if (nd == GRAM_POPPED) popped = true;
+            else if (nd == GRAM_VPOPPED) vpopped = true;
+            else if (nd == GRAM_OVERFLOW) ovf = 1;
+            else if (level[out[k].frame] == 0) live_real = true;
+            else live_virt = true;
+        }
+        ca->ovf = ovf;
+        if (n == 1 && !gram_is_marker(out[0].node)) { /* back to one stack */
+            ca->node = out[0].node;
+            ca->frame = out[0].frame;
+            ca->tab = GRAM_TAB_LAZY;
+            ca->simple = 1;
+            ca->virt = level[out[0].frame] != 0;
+            ca->off_next = off;
+        } else {
+            ca->simple = 0;
+            ca->off_next = off + n;
+        }
+        if (tn->token >= 0) {
+            if (live_real || popped) {
+                if (!push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc)) return false;
+            } else if (live_virt || vpopped || ovf) {
+                if (!push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)) return false;
+            }
+        }
+        if (!live_real && !live_virt) {
+            if (ovf) /* no context we know rules these out: the matcher decides */
+                for (uint32_t j = i + 1; j < tn->end; j++)
+                    if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                        return false;
+            i = tn->end;
+            continue;
+        }
+        i++;
+    }
+    return true;
+}
+
+/* The classification of node. Returns NULL on OOM. */
+static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s)
+{
+    const struct tern_grammar_vocab *v = g->vocab;
+    s->n_acc = s->n_unc = 0;
+    gram_engine_reset(&s->eng);
+    dense_reset(s);
+    int32_t cap = text_cap(g, node);
+    /* almost text: a text node except for a few ASCII first characters (a key that may still
+     * become a declared property name); the others go to a text node of capacity tcap */
+    bool almost = false;
+    int32_t tcap = TCAP_NONE;
+    struct gram_bset exc;
+    uint32_t tnode;
+    if (cap == TCAP_NONE && det_plain(g, node) && slice_info(g, node, &tnode, &exc) && tnode != GRAM_NONE &&
+        !gram_bset_empty(&exc)) {
+        tcap = text_cap(g, tnode);
+        almost = tcap != TCAP_NONE;
+    }
+    bool ok;
+    if (cap != TCAP_NONE) {
+        ok = walk(g, s, node, &v->rest, NULL);
+    } else if (almost) {
+        struct gram_bset not_exc;
+        for (int w = 0; w < 4; w++) not_exc.w[w] = ~exc.w[w];
+        ok = walk(g, s, node, &v->all, &exc);
+        if (ok) {
+            gram_engine_reset(&s->eng);
+            ok = walk(g, s, node, &v->rest, &not_exc);
+        }
+    } else {
+        ok = walk(g, s, node, &v->all, NULL);
+    }
+    if (!ok) return NULL;
+    uint32_t n_acc = s->n_acc, n_unc = s->n_unc;
+    struct gram_cls *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->text = cap != TCAP_NONE;
+    c->text_cap = cap == TCAP_INF ? GRAM_CAP_INF : (uint32_t)(cap < 0 ? 0 : cap);
+    c->n_acc = n_acc;
+    c->n_unc = n_unc;
+    c->bytes = sizeof *c;
+    if (almost) {
+        /* the slice tokens not starting with an exception, up to 1 + tcap characters */
+        uint32_t lim = tcap == TCAP_INF ? GRAM_SLICE_MAX_CHARS : (uint32_t)tcap + 1;
+        if (lim > GRAM_SLICE_MAX_CHARS) lim = GRAM_SLICE_MAX_CHARS;
+        c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
+        if (!c->acc_bits) { free(c); return NULL; }
+        for (uint32_t k = 0; k < v->slice_off[lim + 1]; k++) {
+            int32_t id = v->slice_sorted[k];
+            if (gram_bset_has(&exc, v->bytes[v->off[id]])) continue;
+            c->acc_bits[id >> 5] |= 1u << (id & 31);
+            c->n_acc++;
+        }
+        for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        c->bytes += (size_t)v->n_words * 4;
+    } else if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
+        c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
+        if (!c->acc_bits) { free(c); return NULL; }
+        for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        c->bytes += (size_t)v->n_words * 4;
+    } else if (n_acc) {
+        c->acc_ids = malloc(n_acc * sizeof *c->acc_ids);
+        if (!c->acc_ids) { free(c); return NULL; }
+        memcpy(c->acc_ids, s->acc, n_acc * sizeof *c->acc_ids);
+        qsort(c->acc_ids, n_acc, sizeof *c->acc_ids, cmp_i32);
+        c->bytes += (size_t)n_acc * 4;
+    }
+    if (n_unc) {
+        c->unc = malloc(n_unc * sizeof *c->unc);
+        if (!c->unc) { gram_cls_free(c); return NULL; }
+        memcpy(c->unc, s->unc, n_unc * sizeof *c->unc);
+        c->bytes += (size_t)n_unc * 4;
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------------- equivalent positions */
+
+/* Nodes of one rule that no byte string of up to max_len bytes (the longest token) tells
+ * apart get the same token classification. Counters make this common: a string of at most 300
+ * characters has a node per count, and all but the last ~max_len behave alike for any single
+ * token. Found by partition refinement (Moore's algorithm) on the rule's automaton: start
+ * from what a node does by itself (final, calls), then split by where each byte leads, one
+ * round per byte of horizon, stopping early once nothing splits. Signatures are 128-bit hashes
+ * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
+ * nondeterministic nodes, are left alone (each node its own class). */
+#define REP_MAX_NODES 20000
+
+struct sigent {
+    uint64_t h1, h2;
+    uint32_t idx;
+};
+
+static int cmp_sig(const void *a, const void *b)
+{
+    const struct sigent *x = a, *y = b;
+    if (x->h1 != y->h1) return x->h1 < y->h1 ? -1 : 1;
+    if (x->h2 != y->h2) return x->h2 < y->h2 ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static inline uint64_t mixh(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
+{
+    uint32_t lo = g->rules[rule].start;
+    uint32_t hi = rule + 1 < g->n_rules ? g->rules[rule + 1].start : g->n_nodes;
+    uint32_t n = hi > lo ? hi - lo : 0;
+    uint32_t *rep = malloc(((size_t)n + 1) * sizeof *rep);
+    if (!rep) return NULL;
+    for (uint32_t i = 0; i < n; i++) rep[i] = lo + i;
+    if (n < 2 || n > REP_MAX_NODES || !g->vocab) return rep;
+    uint32_t *cls = malloc(n * sizeof *cls), *nxt = malloc(n * sizeof *nxt);
+    struct sigent *e = malloc(n * sizeof *e);
+    if (!cls || !nxt || !e) { free(cls); free(nxt); free(e); return rep; }
+    /* a node outside the rule (a bug, or never) or nondeterministic: its own class forever */
+#define CLS_OF(t) ((t) >= lo && (t) < hi ? (uint64_t)cls[(t) - lo] : 0x100000000ull + (t))
+    uint32_t n_cls = 0;
+    for (uint32_t round = 0; round <= g->vocab->max_len + 1; round++) {
+        for (uint32_t i = 0; i < n; i++) {
+            const struct gram_node *nd = &g->nodes[lo + i];
+            uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
+            if (nd->flags & GN_NONDET) { h1 = mixh(h1, 0xABCDull << 32 | i); h2 = mixh(h2, i); }
+            h1 = mixh(h1, nd->flags & GN_FINAL);
+            h2 = mixh(h2, (nd->flags & GN_FINAL) + 7);
+            if (round) { h1 = mixh(h1, cls[i]); h2 = mixh(h2, (uint64_t)cls[i] * 31 + 1); }
+            for (uint32_t k = 0; k < nd->c_n; k++) {
+                const struct gram_call *c = &g->calls[nd->c_off + k];
+                uint64_t rc = round ? CLS_OF(c->ret) : 0;
+                h1 = mixh(h1, (uint64_t)c->rule << 40 ^ rc);
+                h2 = mixh(h2, rc * 1000003u + c->rule);
+            }
+            /* ranges, adjacent ones with the same target class merged */
+            for (uint32_t k = 0; k < nd->r_n;) {
+                const struct gram_range *r = &g->ranges[nd->r_off + k];
+                uint64_t tc = round ? CLS_OF(r->to) : 1;
+                unsigned a = r->lo, b = r->hi;
+                uint32_t j = k + 1;
+                while (j < nd->r_n && g->ranges[nd->r_off + j].lo == b + 1 &&
+                       (round ? CLS_OF(g->ranges[nd->r_off + j].to) : 1) == tc) {
+                    b = g->ranges[nd->r_off + j].hi;
+                    j++;
+                }
+                h1 = mixh(h1, (uint64_t)a << 48 ^ (uint64_t)b << 40 ^ tc);
+                h2 = mixh(h2, tc * 2654435761u + a * 257u + b);
+                k = j;
+            }
+            e[i] = (struct sigent){h1, h2, i};
+        }
+        qsort(e, n, sizeof *e, cmp_sig);
+        uint32_t c = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (i && (e[i].h1 != e[i - 1].h1 || e[i].h2 != e[i - 1].h2)) c++;
+            nxt[e[i].idx] = c;
+        }
+        c++;
+        memcpy(cls, nxt, n * sizeof *cls);
+        if (c == n_cls) break; /* stable: a true equivalence */
+        n_cls = c;
+    }
+#undef CLS_OF
+    /* representative: the smallest node of each class */
+    uint32_t *first = nxt;
+    for (uint32_t i = 0; i < n; i++) first[i] = GRAM_NONE;
+    for (uint32_t i = 0; i < n; i++) {
+        if (first[cls[i]] == GRAM_NONE) first[cls[i]] = lo + i;
+        rep[i] = first[cls[i]];
+    }
+    free(cls);
+    free(nxt);
+    free(e);
+    return rep;
+}
+
+static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
+{
+    uint32_t r = g->nodes[node].rule;
+    uint32_t *reps = atomic_load_explicit(&g->cache->rep[r], memory_order_acquire);
+    if (!reps) {
+        reps = compute_reps(g, r);
+        if (!reps) return node;
+        uint32_t *expected = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&g->cache->rep[r], &expected, reps, memory_order_acq_rel,
+                                                     memory_order_acquire)) {
+            free(reps);
+            reps = expected;
+        }
+    }
+    return reps[node - g->rules[r].start];
+}
+
+const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
+                                     struct gram_cls_scratch *s, bool *fresh)
+{
+    *fresh = false;
+    struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
+    if (c) return c;
+    uint32_t rep = node_rep(g, node);
+    if (rep != node) { /* share the representative's classification */
+        const struct gram_cls *rc = gram_node_cls(g, rep, s, fresh);
+        if (!rc) return NULL;
+        struct gram_cls *expected = NULL;
+        atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, (struct gram_cls *)rc,
+                                                memory_order_acq_rel, memory_order_acquire);
+        return rc;
+    }
+    c = classify(g, node, s);
+    if (!c) return NULL;
+    struct gram_cls *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, c,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        gram_cls_free(c); /* another thread published first: use theirs */
+        return expected;
+    }
+    atomic_fetch_add(&g->cache->bytes, c->bytes);
+    atomic_fetch_add(&g->cache->count, 1);
+    *fresh = true;
+    return c;
+}

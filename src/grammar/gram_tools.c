@@ -1,0 +1,178 @@
+/* gram_tools.c — the grammar of tool calls for an OpenAI `tools` array.
+ *
+ * Hermes / Qwen format (the only one built so far): a call is
+ *     <tool_call>\n{"name": "<tool>", "arguments": <that tool's parameters>}\n</tool_call>
+ * with the JSON in the chosen whitespace policy; parallel calls are separated by "\n" (what
+ * Qwen2.5's template renders). tool_choice:
+ *   auto      a lazy grammar: free text until the model writes "<tool_call>", then the rest of
+ *             the call is constrained, then free text again (re-armed for the next call);
+ *   none      free text in which "<tool_call>" can never be completed;
+ *   required  constrained from the first token: one call, or several when parallel;
+ *   NAME      like required, with that tool only.
+ * A tool without `parameters` takes none: its arguments must be {}. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "grammar/gram_internal.h"
+#include "util/error.h"
+
+
+struct tern_tool_grammar_params tern_tool_grammar_default_params(void)
+{
+    struct tern_tool_grammar_params p;
+    memset(&p, 0, sizeof p);
+    p.format = TERN_TOOLCALL_HERMES;
+    p.choice = TERN_TOOL_CHOICE_AUTO;
+    p.parallel = true;
+    p.schema = tern_grammar_default_params();
+    return p;
+}
+
+tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_params *p)
+{
+    if (!s || !*s || !p) return tern_fail(TERN_ERR_ARG, "tool choice: empty");
+    p->name = NULL;
+    if (!strcmp(s, "auto")) p->choice = TERN_TOOL_CHOICE_AUTO;
+    else if (!strcmp(s, "none")) p->choice = TERN_TOOL_CHOICE_NONE;
+    else if (!strcmp(s, "required")) p->choice = TERN_TOOL_CHOICE_REQUIRED;
+    else { p->choice = TERN_TOOL_CHOICE_NAMED; p->name = s; }
+    return TERN_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* separators of the envelope in the whitespace policy */
+static uint32_t sep(struct gram_ir *ir, int ws, char ch)
+{
+    if (ws == TERN_GRAMMAR_WS_MINIFIED) return gir_byte(ir, (uint8_t)ch);
+    if (ws == TERN_GRAMMAR_WS_FLEXIBLE) {
+        struct gram_bset s = {{0}};
+        gram_bset_add(&s, ' ');
+        gram_bset_add(&s, '\t');
+        gram_bset_add(&s, '\n');
+        gram_bset_add(&s, '\r');
+        uint32_t w1 = gir_rep(ir, gir_bytes(ir, &s), 0, 20), w2 = gir_rep(ir, gir_bytes(ir, &s), 0, 20);
+        return gir_seq3(ir, w1, gir_byte(ir, (uint8_t)ch), w2);
+    }
+    char t[3] = {ch, ' ', 0};
+    return gir_str(ir, t);
+}
+
+tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
+                                    const struct tern_tool_grammar_params *p, struct tern_grammar **out)
+{
+    if (!tools || !out) return tern_fail(TERN_ERR_ARG, "tools: text and out are required");
+    double t0 = now_ms();
+    struct tern_tool_grammar_params dp = tern_tool_grammar_default_params();
+    if (!p) p = &dp;
+    if (p->format != TERN_TOOLCALL_HERMES)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: only the Hermes tool-call format (<tool_call>...</tool_call>) has a grammar so far, not %s",
+                         tern_toolcall_format_name((enum tern_toolcall_format)p->format));
+    if (p->choice == TERN_TOOL_CHOICE_NAMED && (!p->name || !*p->name))
+        return tern_fail(TERN_ERR_ARG, "tools: tool_choice names no tool");
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(tools, len, &end, false);
+    if (!j) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= tools && at <= tools + len ? (size_t)(at - tools) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (tools[i] == '\n') { line++; col = 1; }
+            else if (((unsigned char)tools[i] & 0xC0) != 0x80) col++;
+        }
+        return tern_fail(TERN_ERR_FORMAT, "tools: line %d:%d: malformed JSON", line, col);
+    }
+    tern_status st = TERN_OK;
+    struct gram_ir ir;
+    gir_init(&ir);
+    char *warn = NULL;
+    uint32_t *calls = NULL;
+    if (!cJSON_IsArray(j) || !j->child) {
+        st = tern_fail(TERN_ERR_FORMAT, "tools: $ must be a non-empty array of tools");
+        goto done;
+    }
+    int n_tools = cJSON_GetArraySize(j);
+    calls = malloc((size_t)n_tools * sizeof *calls);
+    if (!calls) { st = tern_fail(TERN_ERR_NOMEM, "tools: out of memory"); goto done; }
+    struct gram_schema_opts o = {p->schema.lenient, (int)p->schema.ws, p->schema.strict_properties};
+    int n_calls = 0, i = 0;
+    bool found = false;
+    for (const cJSON *t = j->child; t; t = t->next, i++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        char where[64];
+        snprintf(where, sizeof where, "$[%d]%s", i, fn ? ".function" : "");
+        if (!fn) fn = t;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (!cJSON_IsObject(fn) || !cJSON_IsString(name) || !name->valuestring[0]) {
+            st = tern_fail(TERN_ERR_FORMAT, "tools: %s: a tool needs a non-empty string \"name\"", where);
+            goto done;
+        }
+        for (const cJSON *u = j->child; u != t; u = u->next) {
+            const cJSON *fu = cJSON_GetObjectItemCaseSensitive(u, "function");
+            const cJSON *nu = cJSON_GetObjectItemCaseSensitive(fu ? fu : u, "name");
+            if (cJSON_IsString(nu) && !strcmp(nu->valuestring, name->valuestring)) {
+                st = tern_fail(TERN_ERR_FORMAT, "tools: %s: tool name \"%s\" appears twice", where, name->valuestring);
+                goto done;
+            }
+        }
+        if (p->choice == TERN_TOOL_CHOICE_NAMED && strcmp(name->valuestring, p->name)) continue;
+        found = true;
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        uint32_t args;
+        if (params) {
+            char path[96];
+            snprintf(path, sizeof path, "%s.parameters", where);
+            uint32_t r;
+            if ((st = gram_schema_json_to_ir(params, path, &o, &ir, &r, &warn))) goto done;
+            args = gir_ref(&ir, r);
+        } else {
+            args = gir_str(&ir, "{}");
+        }
+        /* {"name": "<name>", "arguments": <args>} */
+        cJSON *nm = cJSON_CreateString(name->valuestring);
+        char *enc = nm ? cJSON_PrintUnformatted(nm) : NULL;
+        cJSON_Delete(nm);
+        if (!enc) { st = tern_fail(TERN_ERR_NOMEM, "tools: out of memory"); goto done; }
+        uint32_t xs[] = {gir_byte(&ir, '{'), gir_str(&ir, "\"name\""), sep(&ir, (int)p->schema.ws, ':'), gir_str(&ir, enc),
+                         sep(&ir, (int)p->schema.ws, ','), gir_str(&ir, "\"arguments\""), sep(&ir, (int)p->schema.ws, ':'),
+                         args, gir_byte(&ir, '}')};
+        free(enc);
+        calls[n_calls++] = gir_seq(&ir, xs, 9);
+    }
+    if (!found) {
+        st = tern_fail(TERN_ERR_ARG, "tools: tool_choice names \"%s\", which is not among the tools", p->name);
+        goto done;
+    }
+    uint32_t call = gir_alt(&ir, calls, (uint32_t)n_calls);
+    uint32_t root = gir_rule_new(&ir, "tool_call");
+    bool lazy = p->choice == TERN_TOOL_CHOICE_AUTO || p->choice == TERN_TOOL_CHOICE_NONE;
+    if (lazy) {
+        /* after the trigger "<tool_call>" */
+        gir_rule_set(&ir, root, gir_seq3(&ir, gir_byte(&ir, '\n'), call, gir_str(&ir, "\n</tool_call>")));
+    } else {
+        uint32_t one = gir_seq3(&ir, gir_str(&ir, "<tool_call>\n"), call, gir_str(&ir, "\n</tool_call>"));
+        if (p->parallel) {
+            uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
+            uint32_t more = gir_seq3(&ir, gir_str(&ir, "\n<tool_call>\n"), call2, gir_str(&ir, "\n</tool_call>"));
+            one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
+        }
+        gir_rule_set(&ir, root, one);
+    }
+    if ((st = gir_status(&ir, "tools"))) goto done;
+    st = gram_finish(v, &ir, root, lazy ? "<tool_call>" : NULL, p->choice == TERN_TOOL_CHOICE_NONE, warn, t0, out);
+    warn = NULL;
+done:
+    free(warn);
+    free(calls);
+    gir_free(&ir);
+    cJSON_Delete(j);
+    return st;
+}

@@ -1,0 +1,235 @@
+/* gram_vocab.c — a tokenizer's vocabulary as the grammar matcher needs it, built once per
+ * tokenizer and shared by every grammar compiled against it.
+ *
+ * Every token's raw bytes (tern_token_to_piece without TERN_PIECE_SPECIAL: what the token adds
+ * to the output text), its kind (text, end of generation, never: control tokens and tokens
+ * with no bytes), and tries of the text tokens in depth-first order: node i's subtree is
+ * i .. end-1, so a walk that finds a prefix impossible skips all tokens under it in one jump.
+ * Tokens with identical bytes share a trie node and are chained through `same`. Two tries:
+ * all text tokens, and those outside the text slice (gram_internal.h), with the slice itself
+ * kept as a bitset and as a list ordered by character count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_internal.h"
+#include "util/error.h"
+
+#define GRAM_MAX_TOKEN_BYTES 65535
+
+struct sort_ent {
+    const uint8_t *p;
+    uint32_t len;
+    int32_t id;
+};
+
+static int cmp_ent(const void *a, const void *b)
+{
+    const struct sort_ent *x = a, *y = b;
+    uint32_t m = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, m);
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
+{
+    if (!v) return;
+    free(v->off);
+    free(v->bytes);
+    free(v->kind);
+    free(v->same);
+    struct gram_trie *ts[2] = {&v->all, &v->rest};
+    for (int i = 0; i < 2; i++) {
+        free(ts[i]->node);
+        free(ts[i]->below);
+        free(ts[i]->below_other);
+        free(ts[i]->below_depth);
+    }
+    free(v->slice_chars);
+    free(v->slice_bits);
+    free(v->slice_sorted);
+    free(v->eog);
+    free(v);
+}
+
+/* Characters of a slice token (whole UTF-8 characters, none of them a control, '"', '\\' or
+ * DEL), or 0. */
+static uint32_t slice_chars(const uint8_t *b, uint32_t n)
+{
+    uint32_t chars = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = gram_utf8_decode(b + i, n - i, &cp);
+        if (!k || cp < 0x20 || cp == '"' || cp == '\\' || cp == 0x7F) return 0;
+        i += (uint32_t)k;
+        chars++;
+    }
+    return chars <= GRAM_SLICE_MAX_CHARS ? chars : 0;
+}
+
+/* Lay out the trie of ents[0..n) (sorted by bytes, duplicates adjacent). */
+static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents, uint32_t n,
+                       struct gram_trie *t)
+{
+    size_t tcap = (size_t)n + 1024;
+    t->node = malloc(tcap * sizeof *t->node);
+    uint32_t *path = malloc(((size_t)v->max_len + 2) * sizeof *path);
+    if (!t->node || !path) { free(path); return false; }
+    uint32_t depth = 0, nt = 0;
+    int32_t last_id = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sort_ent *e = &ents[i];
+        uint32_t l = 0;
+        if (i) {
+            const struct sort_ent *p = &ents[i - 1];
+            uint32_t m = p->len < e->len ? p->len : e->len;
+            while (l < m && p->p[l] == e->p[l]) l++;
+        }
+        if (i && l == e->len && l == ents[i - 1].len) { /* same bytes as the previous token */
+            v->same[last_id] = e->id;
+            last_id = e->id;
+            continue;
+        }
+        while (depth > l) t->node[path[depth--]].end = nt;
+        for (uint32_t d = l; d < e->len; d++) {
+            if (nt == tcap) {
+                tcap *= 2;
+                struct gram_trie_node *q = realloc(t->node, tcap * sizeof *q);
+                if (!q) { free(path); return false; }
+                t->node = q;
+            }
+            t->node[nt] = (struct gram_trie_node){0, -1, e->p[d], 0, (uint16_t)(d + 1)};
+            path[++depth] = nt++;
+        }
+        t->node[path[depth]].token = e->id;
+        last_id = e->id;
+    }
+    while (depth > 0) t->node[path[depth--]].end = nt;
+    free(path);
+    t->n = nt;
+    /* subtree summaries, children before parents (reverse depth-first order) */
+    t->below = calloc(nt ? nt : 1, sizeof *t->below);
+    t->below_other = calloc(nt ? nt : 1, 1);
+    t->below_depth = calloc(nt ? nt : 1, sizeof *t->below_depth);
+    uint32_t *parent = malloc((nt ? nt : 1) * sizeof *parent);
+    uint32_t *stack = malloc(((size_t)v->max_len + 2) * sizeof *stack);
+    if (!t->below || !t->below_other || !t->below_depth || !parent || !stack) { free(parent); free(stack); return false; }
+    uint32_t sp = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        while (sp && t->node[stack[sp - 1]].depth >= t->node[i].depth) sp--;
+        parent[i] = sp ? stack[sp - 1] : GRAM_NONE;
+        stack[sp++] = i;
+        t->below_depth[i] = t->node[i].depth;
+    }
+    for (uint32_t i = nt; i-- > 0;) {
+        uint32_t p = parent[i];
+        if (p == GRAM_NONE) continue;
+        uint8_t b = t->node[i].byte;
+        if (b < 0x80) t->below[p][b >> 6] |= 1ull << (b & 63);
+        else t->below_other[p] = 1;
+        t->below[p][0] |= t->below[i][0];
+        t->below[p][1] |= t->below[i][1];
+        t->below_other[p] |= t->below_other[i];
+        if (t->below_depth[i] > t->below_depth[p]) t->below_depth[p] = t->below_depth[i];
+    }
+    free(parent);
+    free(stack);
+    return true;
+}
+
+tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct tern_grammar_vocab **out)
+{
+    if (!tok || !out) return tern_fail(TERN_ERR_ARG, "grammar vocab: tokenizer and out are required");
+    int32_t n = tern_tokenizer_n_vocab(tok);
+    if (n <= 0) return tern_fail(TERN_ERR_ARG, "grammar vocab: empty vocabulary");
+    struct tern_grammar_vocab *v = calloc(1, sizeof *v);
+    if (!v) return tern_fail(TERN_ERR_NOMEM, "grammar vocab: out of memory");
+    v->n_vocab = n;
+    v->n_words = ((uint32_t)n + 31) / 32;
+    v->off = malloc(((size_t)n + 1) * sizeof *v->off);
+    v->kind = malloc((size_t)n);
+    v->same = malloc((size_t)n * sizeof *v->same);
+    v->eog = malloc((size_t)n * sizeof *v->eog);
+    v->slice_chars = calloc((size_t)n, 1);
+    v->slice_bits = calloc(v->n_words, sizeof *v->slice_bits);
+    v->slice_sorted = malloc((size_t)n * sizeof *v->slice_sorted);
+    size_t cap = 1 << 20, used = 0;
+    v->bytes = malloc(cap);
+    struct sort_ent *ents = NULL;
+    char *buf = malloc(GRAM_MAX_TOKEN_BYTES);
+    tern_status st = TERN_OK;
+    if (!v->off || !v->kind || !v->same || !v->eog || !v->bytes || !buf || !v->slice_chars ||
+        !v->slice_bits || !v->slice_sorted)
+        goto oom;
+    for (int32_t id = 0; id < n; id++) {
+        v->off[id] = (uint32_t)used;
+        v->same[id] = -1;
+        if (tern_token_is_eog(tok, id)) {
+            v->kind[id] = GRAM_TOK_EOG;
+            v->eog[v->n_eog++] = id;
+            continue;
+        }
+        size_t len = 0;
+        if (tern_token_is_control(tok, id) ||
+            tern_token_to_piece(tok, id, 0, buf, GRAM_MAX_TOKEN_BYTES, &len) != TERN_OK || len == 0) {
+            v->kind[id] = GRAM_TOK_NEVER;
+            continue;
+        }
+        v->kind[id] = GRAM_TOK_TEXT;
+        if (used + len > cap) {
+            while (used + len > cap) cap *= 2;
+            uint8_t *nb = realloc(v->bytes, cap);
+            if (!nb) goto oom;
+            v->bytes = nb;
+        }
+        memcpy(v->bytes + used, buf, len);
+        used += len;
+        if (len > v->max_len) v->max_len = (uint32_t)len;
+        for (size_t i = 0; i < len; i++) gram_bset_add(&v->avail, (uint8_t)buf[i]);
+        uint32_t c = slice_chars((const uint8_t *)buf, (uint32_t)len);
+        v->slice_chars[id] = (uint8_t)c;
+        if (c) {
+            v->slice_bits[id >> 5] |= 1u << (id & 31);
+            v->slice_off[c + 1]++;
+            v->n_slice++;
+            if (c > v->slice_max) v->slice_max = c;
+        }
+    }
+    v->off[n] = (uint32_t)used;
+    free(buf);
+    buf = NULL;
+    /* slice ordered by character count (counting sort) */
+    for (uint32_t c = 1; c <= GRAM_SLICE_MAX_CHARS + 1; c++) v->slice_off[c] += v->slice_off[c - 1];
+    {
+        uint32_t fill[GRAM_SLICE_MAX_CHARS + 2];
+        memcpy(fill, v->slice_off, sizeof fill);
+        for (int32_t id = 0; id < n; id++)
+            if (v->slice_chars[id]) v->slice_sorted[fill[v->slice_chars[id]]++] = id;
+    }
+
+    /* sort the text tokens by bytes, then lay the tries out depth first */
+    uint32_t n_text = 0;
+    ents = malloc((size_t)n * sizeof *ents);
+    if (!ents) goto oom;
+    for (int32_t id = 0; id < n; id++)
+        if (v->kind[id] == GRAM_TOK_TEXT)
+            ents[n_text++] = (struct sort_ent){v->bytes + v->off[id], v->off[id + 1] - v->off[id], id};
+    qsort(ents, n_text, sizeof *ents, cmp_ent);
+    if (!build_trie(v, ents, n_text, &v->all)) goto oom;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n_text; i++)
+        if (!v->slice_chars[ents[i].id]) ents[m++] = ents[i];
+    if (!build_trie(v, ents, m, &v->rest)) goto oom;
+    free(ents);
+    v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
+                   (size_t)v->n_words * 4 + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
+    *out = v;
+    return TERN_OK;
+oom:
+    st = tern_fail(TERN_ERR_NOMEM, "grammar vocab: out of memory");
+    free(buf);
+    free(ents);
+    tern_grammar_vocab_free(v);
+    return st;
+}

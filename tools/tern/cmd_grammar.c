@@ -1,0 +1,521 @@
+/* cmd_grammar.c — `tern grammar check` and `tern grammar bench`: constrained decoding checked
+ * and measured without a model forward pass (only the model's tokenizer is loaded).
+ *
+ * check: each input line is one candidate document; it is tokenized (no BOS, no special tokens
+ * parsed) and walked token by token as generation would: the mask is filled, the token must be
+ * in it, the matcher accepts it; at the end the document must be complete. One JSON line per
+ * input. bench: compile time (repeated compiles, median), then mask time per token over walks
+ * of valid documents (generated from the grammar, or given with --docs), one thread. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: tern grammar check -m MODEL GRAMMAR [options] FILE|-\n"
+           "       tern grammar bench -m MODEL GRAMMAR [--docs FILE] [options] [--json]\n"
+           "\n"
+           "GRAMMAR is one of:\n"
+           "  --json-schema FILE     a JSON Schema (README \"Constrained decoding\": supported keywords)\n"
+           "  --grammar FILE         a GBNF grammar (llama.cpp's format)\n"
+           "  --tools FILE           an OpenAI tools array: the Hermes tool-call grammar\n"
+           "      --tool-choice C    auto | none | required | NAME (default required)\n"
+           "\n"
+           "check: each line of FILE (or stdin) is one document, tokenized with the model's\n"
+           "tokenizer (no BOS, no special tokens) and walked token by token as generation would.\n"
+           "One JSON object per line: {\"accept\": true} or {\"accept\": false, \"token\": i,\n"
+           "\"offset\": byte, \"reason\": \"...\"} (the first refused token, or the end reached in\n"
+           "an incomplete document: token = token count). A summary goes to stderr.\n"
+           "\n"
+           "bench: prints compile time (median of --reps compiles), mask time per token\n"
+           "(p50/p90/p99/max in microseconds, first visits of grammar positions included) over\n"
+           "walks of valid documents, and the grammar's memory.\n"
+           "\n"
+           "options:\n"
+           "  -m, --model FILE       GGUF model or vocab-only GGUF (only the tokenizer is used)\n"
+           "  --ws W                 JSON whitespace: compact (default: \", \" and \": \"), minified,\n"
+           "                         flexible\n"
+           "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"
+           "  --strict-properties    objects without additionalProperties admit no other keys\n"
+           "  --root NAME            GBNF start rule (default root)\n"
+           "  --json-lines           each input line is a JSON string holding the document\n"
+           "                         (documents with newlines, e.g. tool calls)\n"
+           "  --docs FILE            bench: documents to walk, one per line\n"
+           "  --n-docs N             bench: documents to generate when --docs is absent (64)\n"
+           "  --seed N               bench: generator seed (1)\n"
+           "  --reps N               bench: compiles to time (20)\n"
+           "  --json                 check: accepted for symmetry (output is JSON lines already);\n"
+           "                         bench: print one JSON object\n");
+}
+
+struct gopts {
+    const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input;
+    struct tern_grammar_params gp;
+    bool json, json_lines;
+    long long n_docs, seed, reps;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Parse options shared by check and bench. Returns -1 on success, else an exit code. */
+static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gp = tern_grammar_default_params();
+    o->n_docs = 64;
+    o->seed = 1;
+    o->reps = 20;
+    const char *v;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if (!strcmp(argv[i], "--json")) { o->json = true; continue; }
+        if (!strcmp(argv[i], "--json-lines")) { o->json_lines = true; continue; }
+        if (!strcmp(argv[i], "--schema-lenient")) { o->gp.lenient = true; continue; }
+        if (!strcmp(argv[i], "--strict-properties")) { o->gp.strict_properties = true; continue; }
+        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; o->model = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--json-schema", NULL, &v))) { if (r < 0) return 2; o->schema = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--grammar", NULL, &v))) { if (r < 0) return 2; o->gbnf = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--tools", NULL, &v))) { if (r < 0) return 2; o->tools = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--tool-choice", NULL, &v))) { if (r < 0) return 2; o->choice = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--root", NULL, &v))) { if (r < 0) return 2; o->root = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--docs", NULL, &v))) { if (r < 0) return 2; o->docs = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--ws", NULL, &v))) {
+            if (r < 0) return 2;
+            if (!strcmp(v, "compact")) o->gp.ws = TERN_GRAMMAR_WS_COMPACT;
+            else if (!strcmp(v, "minified")) o->gp.ws = TERN_GRAMMAR_WS_MINIFIED;
+            else if (!strcmp(v, "flexible")) o->gp.ws = TERN_GRAMMAR_WS_FLEXIBLE;
+            else return cli_usage_error(cmd, "--ws: '%s' is not compact, minified or flexible", v);
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "--n-docs", NULL, &v))) {
+            if (r < 0 || !cli_flag_int(cmd, "--n-docs", v, 1, 1000000, &o->n_docs)) return 2;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
+            if (r < 0 || !cli_flag_int(cmd, "--seed", v, 0, INT64_MAX, &o->seed)) return 2;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "--reps", NULL, &v))) {
+            if (r < 0 || !cli_flag_int(cmd, "--reps", v, 1, 100000, &o->reps)) return 2;
+            continue;
+        }
+        if (argv[i][0] != '-' || !strcmp(argv[i], "-")) {
+            if (o->input) return cli_usage_error(cmd, "more than one input file ('%s')", argv[i]);
+            o->input = argv[i];
+            continue;
+        }
+        return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+    }
+    if (!o->model) return cli_usage_error(cmd, "missing -m MODEL");
+    if ((o->schema != NULL) + (o->gbnf != NULL) + (o->tools != NULL) != 1)
+        return cli_usage_error(cmd, "give exactly one of --json-schema FILE, --grammar FILE, --tools FILE");
+    if (o->choice && !o->tools) return cli_usage_error(cmd, "--tool-choice needs --tools");
+    o->gp.root = o->root;
+    return -1;
+}
+
+struct loaded {
+    struct tern_tokenizer *tok;
+    struct tern_grammar_vocab *v;
+    char *src;
+    size_t src_len;
+    double vocab_ms;
+};
+
+static tern_status compile(const struct gopts *o, const struct loaded *l, struct tern_grammar **g)
+{
+    if (o->schema) return tern_grammar_from_json_schema(l->v, l->src, l->src_len, &o->gp, g);
+    if (o->gbnf) return tern_grammar_from_gbnf(l->v, l->src, l->src_len, &o->gp, g);
+    struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
+    tp.schema = o->gp;
+    tp.choice = TERN_TOOL_CHOICE_REQUIRED;
+    if (o->choice) {
+        tern_status st = tern_tool_choice_parse(o->choice, &tp);
+        if (st) return st;
+    }
+    return tern_grammar_from_tools(l->v, l->src, l->src_len, &tp, g);
+}
+
+/* Tokenizer, vocab and grammar source. Returns -1 on success, else an exit code. */
+static int load(const char *cmd, const struct gopts *o, struct loaded *l)
+{
+    memset(l, 0, sizeof *l);
+    const char *path = o->schema ? o->schema : o->gbnf ? o->gbnf : o->tools;
+    l->src = cli_read_file(path, &l->src_len);
+    if (!l->src) {
+        fprintf(stderr, "tern %s: cannot read '%s'\n", cmd, path);
+        return CLI_EXIT_FAIL;
+    }
+    tern_status st = tern_tokenizer_load(o->model, &l->tok);
+    if (st) return cli_report(cmd, st);
+    double t0 = now_ms();
+    st = tern_grammar_vocab_create(l->tok, &l->v);
+    l->vocab_ms = now_ms() - t0;
+    if (st) return cli_report(cmd, st);
+    return -1;
+}
+
+static void unload(struct loaded *l)
+{
+    tern_grammar_vocab_free(l->v);
+    tern_tokenizer_free(l->tok);
+    free(l->src);
+}
+
+/* Tokenize s (no BOS, no special tokens) into *ids (grown). */
+static tern_status encode(struct tern_tokenizer *t, const char *s, size_t len, int32_t **ids, size_t *cap,
+                          size_t *n)
+{
+    tern_status st = tern_tokenize(t, s, len, 0, *ids, *cap, n);
+    if (st == TERN_ERR_RANGE) {
+        int32_t *p = realloc(*ids, (*n + 1) * sizeof *p);
+        if (!p) return TERN_ERR_NOMEM;
+        *ids = p;
+        *cap = *n + 1;
+        st = tern_tokenize(t, s, len, 0, *ids, *cap, n);
+    }
+    return st;
+}
+
+/* The documents of a file: lines, or JSON strings per line with json_lines. Each document is
+ * malloc'ed; *docs / *lens / *n owned by the caller. */
+static int read_docs(const char *cmd, const char *path, bool json_lines, char ***docs, size_t **lens, size_t *n)
+{
+    size_t len;
+    char *text;
+    if (!strcmp(path, "-")) {
+        size_t cap = 1 << 16;
+        len = 0;
+        text = malloc(cap + 1);
+        for (size_t r; text && (r = fread(text + len, 1, cap - len, stdin)) > 0;) {
+            len += r;
+            if (len == cap) {
+                char *nt = realloc(text, (cap *= 2) + 1);
+                if (!nt) { free(text); text = NULL; }
+                else text = nt;
+            }
+        }
+        if (text) text[len] = 0;
+    } else {
+        text = cli_read_file(path, &len);
+    }
+    if (!text) {
+        fprintf(stderr, "tern %s: cannot read '%s'\n", cmd, path);
+        return CLI_EXIT_FAIL;
+    }
+    size_t cap = 64;
+    *docs = malloc(cap * sizeof **docs);
+    *lens = malloc(cap * sizeof **lens);
+    *n = 0;
+    int line = 0;
+    for (size_t a = 0; a < len && *docs && *lens;) {
+        const char *nl = memchr(text + a, '\n', len - a);
+        size_t b = nl ? (size_t)(nl - text) : len;
+        size_t e = b;
+        if (e > a && text[e - 1] == '\r') e--;
+        line++;
+        char *d;
+        size_t dl;
+        if (json_lines) {
+            cJSON *j = cJSON_ParseWithLength(text + a, e - a);
+            if (!cJSON_IsString(j)) {
+                cJSON_Delete(j);
+                fprintf(stderr, "tern %s: %s line %d: --json-lines expects a JSON string per line\n", cmd, path, line);
+                free(text);
+                return CLI_EXIT_FAIL;
+            }
+            d = strdup(j->valuestring);
+            dl = d ? strlen(d) : 0;
+            cJSON_Delete(j);
+        } else {
+            d = malloc(e - a + 1);
+            if (d) { memcpy(d, text + a, e - a); d[e - a] = 0; }
+            dl = e - a;
+        }
+        if (!d) break;
+        if (*n == cap) {
+            cap *= 2;
+            char **nd = realloc(*docs, cap * sizeof *nd);
+            size_t *nl2 = realloc(*lens, cap * sizeof *nl2);
+            if (nd) *docs = nd;
+            if (nl2) *lens = nl2;
+            if (!nd || !nl2) { free(d); break; }
+        }
+        (*docs)[*n] = d;
+        (*lens)[*n] = dl;
+        (*n)++;
+        a = b + 1;
+    }
+    free(text);
+    return -1;
+}
+
+static void free_docs(char **docs, size_t *lens, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(docs[i]);
+    free(docs);
+    free(lens);
+}
+
+static int32_t first_eog(const struct tern_tokenizer *t)
+{
+    for (int32_t i = 0; i < tern_tokenizer_n_vocab(t); i++)
+        if (tern_token_is_eog(t, i)) return i;
+    return -1;
+}
+
+/* The reason part of the last error ("grammar: " removed). */
+static const char *reason(void)
+{
+    const char *e = tern_last_error();
+    return strncmp(e, "grammar: ", 9) ? e : e + 9;
+}
+
+static void print_refusal(size_t tok, size_t off, const char *why)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddFalseToObject(o, "accept");
+    cJSON_AddNumberToObject(o, "token", (double)tok);
+    cJSON_AddNumberToObject(o, "offset", (double)off);
+    cJSON_AddStringToObject(o, "reason", why);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+static int grammar_check(int argc, char **argv)
+{
+    struct gopts o;
+    int rc = parse("grammar check", argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (!o.input) return cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
+    struct loaded l;
+    if ((rc = load("grammar check", &o, &l)) >= 0) { unload(&l); return rc; }
+    struct tern_grammar *g = NULL;
+    struct tern_grammar_matcher *m = NULL;
+    char **docs = NULL;
+    size_t *lens = NULL, n_docs = 0, cap_ids = 256, n_ids;
+    int32_t *ids = malloc(cap_ids * sizeof *ids);
+    uint32_t *mask = malloc(tern_grammar_mask_words(l.v) * sizeof *mask);
+    tern_status st = compile(&o, &l, &g);
+    if (st) { rc = cli_report("grammar check", st); goto done; }
+    if (tern_grammar_warnings(g)) fprintf(stderr, "tern grammar check: warning: %s", tern_grammar_warnings(g));
+    if ((st = tern_grammar_matcher_create(g, &m))) { rc = cli_report("grammar check", st); goto done; }
+    if ((rc = read_docs("grammar check", o.input, o.json_lines, &docs, &lens, &n_docs)) >= 0) goto done;
+    rc = CLI_EXIT_OK;
+    int32_t eog = first_eog(l.tok);
+    size_t n_ok = 0, n_bad = 0, n_internal = 0;
+    for (size_t d = 0; d < n_docs; d++) {
+        if ((st = encode(l.tok, docs[d], lens[d], &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar check", st); goto done; }
+        tern_grammar_matcher_reset(m);
+        size_t off = 0;
+        bool refused = false;
+        for (size_t i = 0; i < n_ids && !refused; i++) {
+            tern_grammar_matcher_fill_mask(m, mask);
+            bool in_mask = (mask[ids[i] >> 5] >> (ids[i] & 31)) & 1;
+            size_t at;
+            st = tern_grammar_matcher_accept(m, ids[i], &at);
+            if ((st == TERN_OK) != in_mask) {
+                n_internal++;
+                fprintf(stderr, "tern grammar check: internal: line %zu token %zu: the mask %s it but accept %s it\n",
+                        d + 1, i, in_mask ? "allows" : "refuses", st ? "refuses" : "takes");
+            }
+            if (st) {
+                print_refusal(i, off + at, reason());
+                refused = true;
+            }
+            char piece[512];
+            size_t pl = 0;
+            if (tern_token_to_piece(l.tok, ids[i], 0, piece, sizeof piece, &pl) == TERN_OK) off += pl;
+        }
+        if (!refused && !tern_grammar_matcher_is_complete(m)) {
+            char exp[300], why[400];
+            tern_grammar_matcher_expected(m, exp, sizeof exp);
+            snprintf(why, sizeof why, "the document is not complete (expected %s)", exp);
+            print_refusal(n_ids, off, why);
+            refused = true;
+        }
+        if (!refused && eog >= 0) { /* as generation ends: the end-of-generation token must be allowed */
+            tern_grammar_matcher_fill_mask(m, mask);
+            if (!((mask[eog >> 5] >> (eog & 31)) & 1)) {
+                n_internal++;
+                fprintf(stderr, "tern grammar check: internal: line %zu: complete but end of generation not allowed\n", d + 1);
+            }
+        }
+        if (refused) n_bad++;
+        else { n_ok++; puts("{\"accept\": true}"); }
+    }
+    fprintf(stderr, "tern grammar check: %zu documents: %zu accepted, %zu refused\n", n_docs, n_ok, n_bad);
+    if (n_internal) {
+        fprintf(stderr, "tern grammar check: %zu internal disagreements between mask and matcher (a bug: please report)\n", n_internal);
+        rc = CLI_EXIT_FAIL;
+    }
+done:
+    free_docs(docs, lens, n_docs);
+    free(ids);
+    free(mask);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(g);
+    unload(&l);
+    return rc;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* nearest-rank percentile of sorted v[0..n) */
+static double pct(const double *v, size_t n, double p)
+{
+    if (!n) return 0;
+    size_t k = (size_t)(p * (double)n + 0.999999);
+    if (k < 1) k = 1;
+    if (k > n) k = n;
+    return v[k - 1];
+}
+
+static int grammar_bench(int argc, char **argv)
+{
+    struct gopts o;
+    int rc = parse("grammar bench", argc, argv, &o);
+    if (rc >= 0) return rc;
+    if (o.input) return cli_usage_error("grammar bench", "unexpected argument '%s' (documents go in --docs FILE)", o.input);
+    struct loaded l;
+    if ((rc = load("grammar bench", &o, &l)) >= 0) { unload(&l); return rc; }
+    struct tern_grammar *g = NULL;
+    struct tern_grammar_matcher *m = NULL;
+    char **docs = NULL;
+    size_t *lens = NULL, n_docs = 0, cap_ids = 256, n_ids;
+    int32_t *ids = malloc(cap_ids * sizeof *ids);
+    uint32_t *mask = malloc(tern_grammar_mask_words(l.v) * sizeof *mask);
+    double *cms = malloc((size_t)o.reps * sizeof *cms), *t = NULL;
+    size_t n_t = 0, cap_t = 4096;
+    tern_status st;
+    /* compile time: fresh compiles, median */
+    for (long long r = 0; r < o.reps; r++) {
+        struct tern_grammar *tg;
+        double t0 = now_ms();
+        st = compile(&o, &l, &tg);
+        cms[r] = now_ms() - t0;
+        if (st) { rc = cli_report("grammar bench", st); goto done; }
+        tern_grammar_free(tg);
+    }
+    qsort(cms, (size_t)o.reps, sizeof *cms, cmp_d);
+    if ((st = compile(&o, &l, &g))) { rc = cli_report("grammar bench", st); goto done; }
+    if ((st = tern_grammar_matcher_create(g, &m))) { rc = cli_report("grammar bench", st); goto done; }
+    struct tern_grammar_info info;
+    tern_grammar_get_info(g, &info);
+    /* documents */
+    if (o.docs) {
+        if ((rc = read_docs("grammar bench", o.docs, o.json_lines, &docs, &lens, &n_docs)) >= 0) goto done;
+    } else {
+        n_docs = (size_t)o.n_docs;
+        docs = calloc(n_docs, sizeof *docs);
+        lens = calloc(n_docs, sizeof *lens);
+        if (!docs || !lens) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+        size_t cap = 1 << 16;
+        for (size_t d = 0; d < n_docs; d++) {
+            size_t pre = info.lazy && info.trigger ? strlen(info.trigger) : 0;
+            docs[d] = malloc(cap + pre + 1);
+            if (!docs[d]) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+            memcpy(docs[d], info.trigger ? info.trigger : "", pre);
+            uint64_t seed = (uint64_t)o.seed * 1000003u + d;
+            size_t target = 16 + (size_t)((seed * 2654435761u) % 400);
+            if ((st = tern_grammar_generate(g, seed, target, docs[d] + pre, cap, &lens[d]))) {
+                rc = cli_report("grammar bench", st);
+                goto done;
+            }
+            lens[d] += pre;
+            docs[d][lens[d]] = 0;
+        }
+    }
+    rc = CLI_EXIT_OK;
+    t = malloc(cap_t * sizeof *t);
+    if (!t) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+    size_t n_skipped = 0;
+    for (size_t d = 0; d < n_docs; d++) {
+        if ((st = encode(l.tok, docs[d], lens[d], &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar bench", st); goto done; }
+        tern_grammar_matcher_reset(m);
+        for (size_t i = 0; i <= n_ids; i++) {
+            double t0 = now_ms();
+            tern_grammar_matcher_fill_mask(m, mask);
+            double dt = now_ms() - t0;
+            if (n_t == cap_t) {
+                double *nt = realloc(t, (cap_t *= 2) * sizeof *nt);
+                if (!nt) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+                t = nt;
+            }
+            t[n_t++] = dt * 1000.0;
+            if (i == n_ids) break;
+            bool in_mask = (mask[ids[i] >> 5] >> (ids[i] & 31)) & 1;
+            if (!in_mask || tern_grammar_matcher_accept(m, ids[i], NULL)) {
+                fprintf(stderr, "tern grammar bench: document %zu is not valid for the grammar at token %zu: %s (skipped)\n",
+                        d + 1, i, in_mask ? reason() : "not in the mask");
+                n_skipped++;
+                break;
+            }
+        }
+    }
+    double sum = 0;
+    for (size_t i = 0; i < n_t; i++) sum += t[i];
+    qsort(t, n_t, sizeof *t, cmp_d);
+    struct tern_grammar_stats gs;
+    tern_grammar_matcher_get_stats(m, &gs);
+    tern_grammar_get_info(g, &info);
+    size_t gbytes = info.table_bytes + info.cls_bytes;
+    if (o.json) {
+        printf("{\"compile_ms\": %.3f, \"compile_ms_min\": %.3f, \"compile_reps\": %lld, \"vocab_ms\": %.1f, "
+               "\"mask_us_p50\": %.2f, \"mask_us_p90\": %.2f, \"mask_us_p99\": %.2f, \"mask_us_max\": %.2f, "
+               "\"mask_us_mean\": %.2f, \"n_tokens\": %zu, \"n_docs\": %zu, \"docs\": \"%s\", \"skipped_docs\": %zu, "
+               "\"grammar_bytes\": %zu, \"table_bytes\": %zu, \"cls_bytes\": %zu, \"n_nodes\": %u, "
+               "\"classified_nodes\": %u, \"mask_cache_hits\": %llu, \"checked_tokens\": %llu}\n",
+               pct(cms, (size_t)o.reps, 0.5), cms[0], o.reps, l.vocab_ms, pct(t, n_t, 0.5), pct(t, n_t, 0.9),
+               pct(t, n_t, 0.99), n_t ? t[n_t - 1] : 0.0, n_t ? sum / (double)n_t : 0.0, n_t, n_docs,
+               o.docs ? "file" : "generated", n_skipped, gbytes, info.table_bytes, info.cls_bytes, info.n_nodes,
+               info.n_classified, (unsigned long long)gs.mask_cache_hits, (unsigned long long)gs.checked_tokens);
+    } else {
+        printf("vocabulary:   %d tokens, prepared in %.1f ms (once per tokenizer)\n", tern_tokenizer_n_vocab(l.tok), l.vocab_ms);
+        printf("compile:      %.3f ms median, %.3f ms min (%lld compiles)\n", pct(cms, (size_t)o.reps, 0.5), cms[0], o.reps);
+        printf("grammar:      %u nodes, %zu bytes (tables %zu + token classes %zu for %u positions)\n", info.n_nodes,
+               gbytes, info.table_bytes, info.cls_bytes, info.n_classified);
+        printf("mask/token:   p50 %.2f us  p90 %.2f us  p99 %.2f us  max %.2f us  (%zu masks, %zu %s documents%s)\n",
+               pct(t, n_t, 0.5), pct(t, n_t, 0.9), pct(t, n_t, 0.99), n_t ? t[n_t - 1] : 0.0, n_t, n_docs,
+               o.docs ? "given" : "generated", n_skipped ? ", some skipped" : "");
+        printf("fast paths:   %llu of %llu masks from the state cache, %llu uncertain tokens checked\n",
+               (unsigned long long)gs.mask_cache_hits, (unsigned long long)gs.masks, (unsigned long long)gs.checked_tokens);
+    }
+done:
+    free_docs(docs, lens, n_docs);
+    free(ids);
+    free(mask);
+    free(cms);
+    free(t);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(g);
+    unload(&l);
+    return rc;
+}
+
+int cmd_grammar(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        help();
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "check")) return grammar_check(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bench")) return grammar_bench(argc - 1, argv + 1);
+    return cli_usage_error("grammar", "unknown subcommand '%s' (check or bench)", argv[1]);
+}
