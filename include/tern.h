@@ -258,6 +258,20 @@ int tern_model_n_vocab(const struct tern_model *m);
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);
 /* KV cache bytes for a context of n_ctx positions (F16 K and V, all layers). */
 uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx);
+/* A copy of src whose 2-D weights are converted to type_name ("q4_0", "q8_0", ...: any weight
+ * type of tern_type_is_supported but Q8_1/Q8_K) in memory, n_threads at a time (0 = 1): the
+ * draft model of speculative decoding's "self:TYPE" source. Matrices already of that type, or
+ * whose rows do not hold whole blocks, are shared with src unconverted. The copy reports the
+ * converted bytes in repacked_bytes and what its forward pass reads in weight_bytes. It reads
+ * metadata and 1-D tensors through src's mapping: src must outlive it. Its fingerprint
+ * (tern_model_fingerprint) is src's, so never give it src's prefix cache or snapshots. Caller
+ * frees with tern_model_free(). */
+tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
+                                      int n_threads, struct tern_model **out);
+/* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
+ * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
+ * Q4_0 / Q8_0). Then a batch's logits equal one-token decoding's without exact batches. */
+bool tern_model_batch_invariant(const struct tern_model *m);
 
 /* ===================================================================== context */
 
@@ -281,6 +295,14 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
 void tern_context_free(struct tern_context *ctx);
 int tern_context_n_ctx(const struct tern_context *ctx);
 int tern_context_n_batch(const struct tern_context *ctx);
+const struct tern_model *tern_context_model(const struct tern_context *ctx);
+/* Exact batches (off by default): while on, matmuls whose kernels are not batch-invariant on
+ * this path (see tern_model_batch_invariant) run each token of a multi-token batch through the
+ * one-token kernel, one cache-sized block of weight rows at a time, so every token gets the
+ * bits it gets decoded alone while the weights are still read from memory once. Speculative
+ * decoding verifies drafted tokens this way at temperature 0. Costs compute on long batches:
+ * meant for short ones. */
+void tern_context_set_exact_batches(struct tern_context *ctx, bool on);
 
 enum tern_logits_mode {
     TERN_LOGITS_NONE = 0,  /* only fill the KV cache */
