@@ -137,13 +137,14 @@ static void hook_accept(void *user, int32_t tok)
 struct toks {
     int32_t t[256];
     int n;
+    int stop_at; /* on_token asks to stop at this index (0 = never) */
 };
 static int on_tok(int32_t id, void *user)
 {
     struct toks *o = user;
     if (o->n < 256) o->t[o->n] = id;
     o->n++;
-    return 0;
+    return o->stop_at && o->n - 1 == o->stop_at;
 }
 
 static void hooked(struct tern_generator *g, struct tern_sampler *s, struct tern_draft *d,
@@ -158,7 +159,7 @@ static void hooked(struct tern_generator *g, struct tern_sampler *s, struct tern
     gp.ignore_eog = true;
     gp.on_token = on_tok;
     h->n_heard = 0;
-    o->n = 0;
+    o->n = 0; /* o->stop_at is the caller's */
     tern_generator_reset(g);
     assert_tern_ok(tern_generate(g, s, p, n, &gp, NULL, o, st));
     assert_tern_ok(gen_generator_set_hook(g, NULL));
@@ -188,7 +189,7 @@ static void test_hook(void **state)
     int32_t p[16];
     for (int i = 0; i < 16; i++) p[i] = i % 2 ? 49342 : 1000 + i;
     struct hook_state h1 = {.banned = 49342}, h2 = {.banned = 49342};
-    struct toks a, b;
+    struct toks a = {.stop_at = 0}, b = {.stop_at = 0};
     struct tern_gen_stats sa, sb;
     hooked(g, s, NULL, p, 16, &h1, &a, &sa);
     hooked(g, s, d, p, 16, &h2, &b, &sb);
@@ -207,6 +208,16 @@ static void test_hook(void **state)
     for (int i = 0; i < b.n; i++) reps += b.t[i] == 49342;
     assert_true(reps > b.n / 2);
     assert_true(sb.spec_accepted > 0);
+    /* a stop in the middle of a round of kept drafts (on_token at each index 5..20): the hook
+     * has heard exactly the tokens handed out, not the later drafts of that round */
+    for (int at = 5; at <= 20; at++) {
+        struct hook_state h4 = {.banned = -1};
+        b.stop_at = at;
+        hooked(g, s, d, p, 16, &h4, &b, &sb);
+        assert_int_equal(b.n, at + 1);
+        assert_int_equal(h4.n_heard, b.n);
+        assert_memory_equal(h4.heard, b.t, sizeof(int32_t) * (size_t)b.n);
+    }
     tern_draft_free(d);
     tern_sampler_free(s);
     tern_generator_free(g);

@@ -363,12 +363,25 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             }
             continue;
         }
-        /* verify: rows 0..k of this pass */
-        const float *L[SPEC_MAX_DRAFT + 1];
-        for (int i = 0; i <= k; i++) L[i] = tern_context_logits(g->ctx, i);
+        /* Verify row by row (row i holds the distribution at draft i's position), handing each
+         * kept draft over at once, so a draft that ends generation is the last token anyone
+         * (caller, hook, sampler) hears of, as in plain decoding. */
         const float *q = dr->src->q_valid ? dr->src->q : NULL;
-        int32_t next;
-        const int a = spec_verify(&g->ver, s, L, g->batch + 1, q, k, &next);
+        const size_t nv = (size_t)g->n_vocab;
+        int32_t next = 0;
+        int a = 0;
+        bool ended = false, rejected = false;
+        while (a < k && !ended) {
+            const int32_t dt = g->batch[1 + a];
+            if (!spec_check(&g->ver, s, tern_context_logits(g->ctx, a), dt, q ? q + (size_t)a * nv : NULL, &next)) {
+                rejected = true;
+                break;
+            }
+            a++;
+            ended = deliver(&r, dt, &rc); /* the draft is in the cache already */
+            if (!ended) g->hist[g->n_hist++] = dt;
+        }
+        if (!ended && !rejected) next = spec_sample(&g->ver, s, tern_context_logits(g->ctx, k));
         const double tc = now_ms();
         st.spec_rounds++;
         st.spec_drafted += k;
@@ -377,12 +390,6 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         st.spec_verify_ms += tc - tb;
         g->rollback_hist[(100 * (k - a) + k / 2) / k]++;
         spec_ctl_update(&g->ctl, cls, k, a, t_draft, dr->src->t_sync, dr->src->n_sync, (tc - tb) / 1e3);
-        /* hand over the kept drafts; each is in the cache already */
-        bool ended = false;
-        for (int i = 0; i < a && !ended; i++) {
-            ended = deliver(&r, g->batch[1 + i], &rc);
-            if (!ended) g->hist[g->n_hist++] = g->batch[1 + i];
-        }
         /* roll back what is not kept: rejected drafts, and a kept one that ended generation */
         tern_status trc = tern_kv_truncate(g->ctx, g->n_hist);
         if (!rc && trc) rc = tern_fail_prefix(trc, "generate: rolling back to %d: ", g->n_hist);

@@ -132,6 +132,13 @@ struct spec_verifier {
 /* The target's choice at one position with no draft to check: sample (through the hook's mask)
  * and tell the hook. */
 int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits);
+/* One drafted token d at a position whose target logits are `logits` (q: the draft's distribution
+ * there, NULL = a point mass). Greedy: kept iff it is the target's choice. Sampling: kept with
+ * probability min(1, p(d)/q(d)). Returns true if kept (*next = d); else *next is the token drawn
+ * instead (the target's choice, or a draw from normalize(max(0, p - q))). The sampler and the
+ * hook see the resulting token, as in plain decoding. */
+bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *logits, int32_t d,
+                const float *q, int32_t *next);
 /* Decide drafted tokens d[0..k) against the target's logits rows L[0..k] (L[i] is the
  * distribution at d[i]'s position, L[k] the one after the last draft). Greedy: d[i] is kept
  * while it equals the target's own choice. Sampling: kept with probability min(1, p/q) (q a

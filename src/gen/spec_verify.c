@@ -52,53 +52,52 @@ static int32_t draw(struct tern_sampler *s, const float *p, int n)
     return last; /* rounding left r at the very top: the last token with mass */
 }
 
-int spec_verify(struct spec_verifier *v, struct tern_sampler *s, const float *const *L,
-                const int32_t *d, const float *q, int k, int32_t *next)
+bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *logits, int32_t d,
+                const float *q, int32_t *next)
 {
     struct tern_sampler_params sp;
     tern_sampler_get_params(s, &sp);
-    const int nv = v->n_vocab;
     if (sp.temperature == 0.0f) {
-        for (int i = 0; i < k; i++) {
-            const int32_t t = spec_sample(v, s, L[i]);
-            if (t != d[i]) {
-                *next = t;
-                return i;
-            }
-        }
-        *next = spec_sample(v, s, L[k]);
-        return k;
+        const int32_t t = spec_sample(v, s, logits);
+        *next = t;
+        return t == d;
     }
-    for (int i = 0; i < k; i++) {
-        float *p = v->p;
-        tern_sampler_probs(s, view(v, L[i]), p);
-        const float *qi = q ? q + (size_t)i * nv : NULL;
-        const double qx = qi ? qi[d[i]] : 1.0;
-        /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
-        if (tern_sampler_uniform(s) * qx < (double)p[d[i]]) {
-            tern_sampler_accept(s, d[i]);
-            kept(v, d[i]);
-            continue;
-        }
-        /* Rejected: the residual max(0, p - q) in place. When rounding leaves it empty (p == q
-         * up to float error; a rejection is then nearly impossible), p itself is the answer. */
-        double left = 0.0;
-        if (qi) {
-            for (int j = 0; j < nv; j++) {
-                const float r = p[j] - qi[j];
-                p[j] = r > 0.0f ? r : 0.0f;
-                left += p[j];
-            }
-        } else {
-            p[d[i]] = 0.0f; /* the others keep their mass; draw() normalizes */
-            for (int j = 0; j < nv; j++) left += p[j];
-        }
-        if (!(left > 0.0)) tern_sampler_probs(s, view(v, L[i]), p);
-        *next = draw(s, p, nv);
-        tern_sampler_accept(s, *next);
-        kept(v, *next);
-        return i;
+    const int nv = v->n_vocab;
+    float *p = v->p;
+    tern_sampler_probs(s, view(v, logits), p);
+    const double qx = q ? q[d] : 1.0;
+    /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
+    if (tern_sampler_uniform(s) * qx < (double)p[d]) {
+        tern_sampler_accept(s, d);
+        kept(v, d);
+        *next = d;
+        return true;
     }
+    /* Rejected: the residual max(0, p - q) in place. When rounding leaves it empty (p == q up to
+     * float error; a rejection is then nearly impossible), p itself is the answer. */
+    double left = 0.0;
+    if (q) {
+        for (int j = 0; j < nv; j++) {
+            const float r = p[j] - q[j];
+            p[j] = r > 0.0f ? r : 0.0f;
+            left += p[j];
+        }
+    } else {
+        p[d] = 0.0f; /* the others keep their mass; draw() normalizes */
+        for (int j = 0; j < nv; j++) left += p[j];
+    }
+    if (!(left > 0.0)) tern_sampler_probs(s, view(v, logits), p);
+    *next = draw(s, p, nv);
+    tern_sampler_accept(s, *next);
+    kept(v, *next);
+    return false;
+}
+
+int spec_verify(struct spec_verifier *v, struct tern_sampler *s, const float *const *L,
+                const int32_t *d, const float *q, int k, int32_t *next)
+{
+    for (int i = 0; i < k; i++)
+        if (!spec_check(v, s, L[i], d[i], q ? q + (size_t)i * v->n_vocab : NULL, next)) return i;
     *next = spec_sample(v, s, L[k]);
     return k;
 }
