@@ -481,7 +481,7 @@ int cmd_chat(int argc, char **argv)
         tern_generator_set_prefix_cache(c.gen, pc);
     }
     if (dro.source) {
-        if ((rc = cli_draft_create("chat", &dro, c.model, tern_context_n_ctx(c.ctx), (int)go.threads, &c.draft)))
+        if ((rc = cli_draft_create("chat", &dro, c.model, tern_context_n_ctx(c.ctx), (int)go.threads, stderr, &c.draft)))
             goto done;
         if ((st = tern_generator_set_draft(c.gen, c.draft))) {
             rc = cli_report("chat", st);

@@ -261,7 +261,7 @@ int cmd_run(int argc, char **argv)
         tern_generator_set_prefix_cache(gen, pc);
     }
     if (dro.source) {
-        if ((rc = cli_draft_create("run", &dro, m, (int)n_ctx, (int)g.threads, &draft))) goto done;
+        if ((rc = cli_draft_create("run", &dro, m, (int)n_ctx, (int)g.threads, json ? NULL : stderr, &draft))) goto done;
         if ((st = tern_generator_set_draft(gen, draft))) { rc = cli_report("run", st); goto done; }
     }
     if (json) {
