@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "gen/gen_hook.h"
 
 static char tiny_path[4096], tiny2_path[4096];
@@ -296,7 +298,7 @@ static int sh(const char *cmd, char *out, size_t cap)
 static void test_cli(void **state)
 {
     (void)state;
-    static char plain[65536], spec[65536], cmd[8192];
+    static char plain[65536], spec[65536], cmd[16384];
     const char *tern = test_tern_bin();
     /* the same text with and without a draft, and the stats line */
     snprintf(cmd, sizeof cmd, "%s run -m %s -p 'one two three one two three one two' -n 40 -t 2 2>/dev/null", tern, tiny_path);
@@ -349,6 +351,39 @@ static void test_cli(void **state)
     snprintf(cmd, sizeof cmd, "printf 'hello\\n' | %s chat -m %s -n 12 -t 1 --draft ngram --json", tern, tiny_path);
     assert_int_equal(sh(cmd, spec, sizeof spec), 0);
     assert_non_null(strstr(spec, "\"spec\":{\"draft\":\"ngram\""));
+
+    /* bench: one object per prompt (4 built in + a file), identical output, a speed-up; on the
+     * layer-scaled copy (written beside the model) the target repeats and drafts are accepted */
+    char pf[4200];
+    snprintf(pf, sizeof pf, "%s/prompt.txt", test_tmpdir());
+    FILE *f = fopen(pf, "w");
+    assert_non_null(f);
+    fputs("a b c a b c a b c a b", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s bench --draft self:q8_0 -m %s -n 12 -r 1 -t 1 --prompt-file %s "
+             "--scale-layers 0.05 --json 2>/dev/null", tern, tiny_path, pf);
+    assert_int_equal(sh(cmd, spec, sizeof spec), 0);
+    cJSON *arr = cJSON_Parse(spec);
+    assert_non_null(arr);
+    assert_int_equal(cJSON_GetArraySize(arr), 5);
+    long accepted = 0;
+    for (int i = 0; i < 5; i++) {
+        const cJSON *o = cJSON_GetArrayItem(arr, i);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "identical")));
+        assert_true(cJSON_GetObjectItem(o, "speedup")->valuedouble > 0);
+        accepted += (long)cJSON_GetObjectItem(cJSON_GetObjectItem(o, "spec"), "accepted")->valuedouble;
+    }
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 4), "prompt")), "prompt.txt");
+    assert_true(accepted > 0);
+    cJSON_Delete(arr);
+    char scaled[4200];
+    snprintf(scaled, sizeof scaled, "%s/tiny-layers0.05.gguf", test_tmpdir());
+    FILE *sf = fopen(scaled, "rb");
+    assert_non_null(sf);
+    fclose(sf);
+    snprintf(cmd, sizeof cmd, "%s bench -m %s --temp 0.5 2>&1", tern, tiny_path);
+    assert_int_equal(sh(cmd, spec, sizeof spec), 2);
+    assert_non_null(strstr(spec, "apply to --draft only"));
 }
 
 int main(void)
