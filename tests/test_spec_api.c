@@ -365,7 +365,10 @@ static void test_cli(void **state)
     assert_int_equal(sh(cmd, spec, sizeof spec), 0);
     cJSON *arr = cJSON_Parse(spec);
     assert_non_null(arr);
-    assert_int_equal(cJSON_GetArraySize(arr), 5);
+    assert_int_equal(cJSON_GetArraySize(arr), 6); /* + the verify costs */
+    const cJSON *vc = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 5), "verify_cost");
+    assert_int_equal(cJSON_GetArraySize(vc), 9);
+    assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(vc, 8), "exact_ms")->valuedouble > 0);
     long accepted = 0;
     for (int i = 0; i < 5; i++) {
         const cJSON *o = cJSON_GetArrayItem(arr, i);

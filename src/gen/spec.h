@@ -94,6 +94,7 @@ struct spec_ctl {
     struct spec_est t_draft_round; /* per round: the lookup, or the drafter catching up 1-2 tokens */
     double acc[SPEC_N_CLASS], tested[SPEC_N_CLASS]; /* accepted / tested, with forgetting */
     int strikes;                /* consecutive rounds that predicted a loss */
+    int rounds;                 /* choices made while speculating (exploration schedule) */
     int off_left;               /* rounds to stay off */
     int off_len;                /* length of the next off period (doubles while probes fail) */
     bool probing;               /* the round after an off period: try regardless */

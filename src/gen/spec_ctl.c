@@ -12,7 +12,8 @@
  * forgetting old rounds at 0.9 per round so it follows the text), times as the median of the
  * last 5 observations (one descheduled pass on a busy machine does not decide anything). A
  * verify size measured fewer than 3 times is estimated by a straight line from t_plain with the
- * median extra cost per token seen at any size. t_plain is measured in the first 3 target passes and again every 256, since
+ * median extra cost per token seen at any size; every 16th round tries a size with fewer than 3
+ * measurements, so one a straight line misjudges gets measured. t_plain is measured in the first 3 target passes and again every 256, since
  * the machine's load drifts. */
 #include <math.h>
 #include <string.h>
@@ -98,6 +99,12 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls)
     }
     if (best) {
         c->strikes = 0;
+        /* Every 16th round, a size measured fewer than 3 times: kernels change at some batch
+         * sizes (the AVX-512 decode kernels hand over to the prefill panels at 6 tokens), so a
+         * straight line from the sizes tried may hide a cheaper one. */
+        if (++c->rounds % 16 == 0)
+            for (int k = c->n_min; k <= k_cap; k++)
+                if (c->t_ver[k + 1].n < 3) return k;
         return best;
     }
     if (++c->strikes < CTL_STRIKES) return fallback; /* one more round of evidence first */

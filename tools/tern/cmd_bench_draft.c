@@ -9,11 +9,15 @@
  * speculation costs (the drafter catching up on the prompt, drafting, verifying, rolling back)
  * is included. Reported per prompt: medians of plain and speculative tokens/s and their ratio,
  * the acceptance statistics of the median speculative run, and whether the token streams were
- * identical (always expected at temperature 0). The load average is printed with the results:
- * other processes on the machine move both columns. */
+ * identical (always expected at temperature 0). First, what decides whether speculation can pay
+ * at all: the time of one target pass over b = 2..9 tokens with logits for every row, plain and
+ * with exact batches, against a one-token step (medians; the JSON array ends with an object
+ * holding them). The load average is printed with the results: other processes on the machine
+ * move every column. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cli_draft.h"
@@ -110,6 +114,32 @@ static int32_t *bd_tool_prompt(const struct tern_model *m, struct tern_tokenizer
     int32_t *ids = bd_tokenize(tk, text, len, TERN_TOK_PARSE_SPECIAL, n);
     free(text);
     return ids;
+}
+
+static double bd_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Median time of one target pass over b tokens after `depth` cached ones, logits for every row
+ * (what a verify pass computes), with or without exact batches. */
+static double bd_pass_ms(struct tern_context *ctx, const int32_t *toks, int depth, int b, bool exact,
+                         int reps)
+{
+    double t[BD_MAX_REPS + 1];
+    if (reps > BD_MAX_REPS) reps = BD_MAX_REPS;
+    tern_context_set_exact_batches(ctx, exact);
+    for (int r = 0; r <= reps; r++) { /* run 0 is the warm-up */
+        tern_kv_truncate(ctx, depth);
+        const double t0 = bd_now_ms();
+        tern_status st = tern_decode(ctx, toks + depth, b, depth, b > 1 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
+        t[r] = st ? -1 : bd_now_ms() - t0;
+    }
+    tern_context_set_exact_batches(ctx, false);
+    qsort(t + 1, (size_t)reps, sizeof(double), cmp_double);
+    return t[1 + reps / 2];
 }
 
 struct bd_out {
@@ -280,11 +310,33 @@ int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int thr
     if (!json) {
         printf("model %s, draft %s (%s), %d threads, -n %d, %d repetitions, temperature %g\n\n", mbase,
                dro->source, tern_draft_kind(d), threads, n_gen, reps, (double)sp->temperature);
+    } else {
+        printf("[");
+    }
+    /* what a verify pass costs against a one-token step, by size (depth: the first prompt) */
+    double vc[2][10] = {{0}};
+    {
+        const int depth = prompts[0].n;
+        int32_t toks[512];
+        for (int i = 0; i < depth + 9 && i < 512; i++) toks[i] = i < depth ? prompts[0].ids[i] : prompts[0].ids[i % depth];
+        tern_kv_truncate(ctx, 0);
+        if (depth + 9 <= 512 && !(st = tern_decode(ctx, toks, depth, 0, TERN_LOGITS_NONE))) {
+            for (int ex = 0; ex < 2; ex++)
+                for (int bsz = 1; bsz <= 9; bsz++) vc[ex][bsz] = bd_pass_ms(ctx, toks, depth, bsz, ex, reps * 3);
+        }
+        tern_generator_reset(g);
+    }
+    if (!json) {
+        printf("verify pass of b tokens (logits for each) / one-token step, at depth %d:", prompts[0].n);
+        for (int bsz = 2; bsz <= 9; bsz++) printf(" b=%d %.2f", bsz, vc[0][bsz] / vc[0][1]);
+        printf("\nwith exact batches:");
+        for (int bsz = 2; bsz <= 9; bsz++) printf(" b=%d %.2f", bsz, vc[1][bsz] / vc[0][1]);
+        printf("  (one-token step %.2f ms; %s)\n\n", vc[0][1], tern_model_batch_invariant(m) ?
+               "this model is batch-invariant on this CPU: greedy verification needs no exact batches" :
+               "greedy verification runs with exact batches");
         printf("| prompt | tokens | plain t/s | spec t/s | speed-up | accepted | per round | rollback p50/p95 | "
                "draft ms | verify ms | plain steps | same output |\n"
                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
-    } else {
-        printf("[");
     }
     for (int pi = 0; pi < np && !rc; pi++) {
         struct bd_run plain[BD_MAX_REPS], spec[BD_MAX_REPS], scratch;
@@ -344,6 +396,19 @@ int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int thr
     }
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) < 0) load[0] = -1;
+    if (json && !rc) {
+        cJSON *o = cJSON_CreateObject();
+        cli_json_str(o, "model_filename", model);
+        cli_json_bool(o, "batch_invariant", tern_model_batch_invariant(m));
+        cJSON *arr = cli_json_arr(o, "verify_cost");
+        for (int bsz = 1; bsz <= 9; bsz++) {
+            cJSON *e = cli_json_obj(arr, NULL);
+            cli_json_int(e, "b", bsz);
+            cli_json_num(e, "ms", vc[0][bsz]);
+            cli_json_num(e, "exact_ms", vc[1][bsz]);
+        }
+        rc = cli_json_emit("bench", stdout, o, false, np ? ",\n  " : "\n  ", "");
+    }
     if (json) printf("\n]\n");
     else
         printf("\ntimed: tokens after the first of each generation (the prompt is excluded; drafting, "
