@@ -258,6 +258,20 @@ int tern_model_n_vocab(const struct tern_model *m);
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);
 /* KV cache bytes for a context of n_ctx positions (F16 K and V, all layers). */
 uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx);
+/* A copy of src whose 2-D weights are converted to type_name ("q4_0", "q8_0", ...: any weight
+ * type of tern_type_is_supported but Q8_1/Q8_K) in memory, n_threads at a time (0 = 1): the
+ * draft model of speculative decoding's "self:TYPE" source. Matrices already of that type, or
+ * whose rows do not hold whole blocks, are shared with src unconverted. The copy reports the
+ * converted bytes in repacked_bytes and what its forward pass reads in weight_bytes. It reads
+ * metadata and 1-D tensors through src's mapping: src must outlive it. Its fingerprint
+ * (tern_model_fingerprint) is src's, so never give it src's prefix cache or snapshots. Caller
+ * frees with tern_model_free(). */
+tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
+                                      int n_threads, struct tern_model **out);
+/* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
+ * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
+ * Q4_0 / Q8_0). Then a batch's logits equal one-token decoding's without exact batches. */
+bool tern_model_batch_invariant(const struct tern_model *m);
 
 /* ===================================================================== context */
 
@@ -281,6 +295,14 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
 void tern_context_free(struct tern_context *ctx);
 int tern_context_n_ctx(const struct tern_context *ctx);
 int tern_context_n_batch(const struct tern_context *ctx);
+const struct tern_model *tern_context_model(const struct tern_context *ctx);
+/* Exact batches (off by default): while on, matmuls whose kernels are not batch-invariant on
+ * this path (see tern_model_batch_invariant) run each token of a multi-token batch through the
+ * one-token kernel, one cache-sized block of weight rows at a time, so every token gets the
+ * bits it gets decoded alone while the weights are still read from memory once. Speculative
+ * decoding verifies drafted tokens this way at temperature 0. Costs compute on long batches:
+ * meant for short ones. */
+void tern_context_set_exact_batches(struct tern_context *ctx, bool on);
 
 enum tern_logits_mode {
     TERN_LOGITS_NONE = 0,  /* only fill the KV cache */
@@ -379,6 +401,15 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
 /* Tell the sampler about tokens it did not pick (the prompt), for the repetition penalty. */
 void tern_sampler_accept(struct tern_sampler *s, int32_t token);
 void tern_sampler_reset(struct tern_sampler *s);
+/* The distribution tern_sampler_sample would draw the next token from (after the repetition
+ * penalty, temperature and filters): probs[n_vocab], 0 for filtered tokens, summing to 1;
+ * temperature 0 puts 1 on the greedy choice. Draws nothing and remembers nothing. Speculative
+ * decoding compares it with the draft's distribution. No allocation. */
+void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs);
+/* The next uniform double in [0, 1) of the sampler's seeded RNG (the stream its draws use). */
+double tern_sampler_uniform(struct tern_sampler *s);
+/* The parameters in effect (top_p 0 and repeat_penalty 0 already turned into 1). */
+void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out);
 
 /* ===================================================================== grammar */
 /* Constrained decoding: every sampled token keeps the output a prefix of a document the
@@ -790,6 +821,26 @@ struct tern_gen_stats {
     double gen_tps;        /* generated tokens per second after the first: (n_generated - 1) /
                               (gen_ms - first sample); 0 when fewer than 2 tokens */
     enum tern_gen_stop stop;
+    /* Speculative decoding (tern_generator_set_draft; all 0 without a draft). A round is one
+     * target pass that verifies drafted tokens; a plain step is a target pass without any
+     * (speculation switched off, re-measuring, or nothing proposed). */
+    int spec_drafted;        /* drafted tokens the target checked */
+    int spec_accepted;       /* of those, accepted */
+    int spec_rounds;
+    int spec_plain_steps;
+    double spec_accept_rate; /* spec_accepted / spec_drafted (0 if none drafted) */
+    double spec_mean_accepted; /* accepted drafted tokens per round (each round also yields the
+                                  target's own next token) */
+    double spec_rollback_p50, spec_rollback_p95; /* share of a round's drafted tokens rejected
+                                  (and rolled back from the KV cache): percentiles over rounds */
+    double spec_draft_ms;    /* time in the draft source (lookup, or the drafter's passes) */
+    double spec_verify_ms;   /* time in rounds: the target's verify pass + accept/reject */
+    double spec_plain_tps;   /* tokens/s of this call's plain steps (the target alone, the same
+                                way gen_tps counts); 0 if none ran */
+    int spec_off_periods;    /* times speculation switched itself off because it did not pay */
+    bool spec_exact;         /* temperature 0 and every round verified with one-token bits (a
+                                batch-invariant model, or exact batches): the output is the
+                                target's greedy output token for token */
 };
 
 /* A generator over ctx (one sequence). The KV cache may already hold tokens: the generator
@@ -822,6 +873,61 @@ struct tern_prefix_cache;
 void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc);
 /* "eog", "max_tokens", "callback", "context_full". */
 const char *tern_gen_stop_name(enum tern_gen_stop s);
+
+/* --- speculative decoding (src/gen/spec_*.c; README "Speculative decoding") ---
+ * A draft proposes the next few tokens cheaply; the target checks k of them in ONE forward pass
+ * over k + 1 positions (the pending token and the drafts, logits for every row), keeps the
+ * longest accepted prefix plus one token of its own, and rolls the rest back out of its KV
+ * cache. Decode reads all weights per pass, so an accepted token costs almost nothing.
+ * Guarantees: at temperature 0 the output is the target's greedy output token for token (the
+ * verify pass runs with exact batches where the kernels are not batch-invariant); when
+ * sampling, the output distribution is exactly the target's (a drafted token is accepted with
+ * probability min(1, p/q); on rejection the token is drawn from normalize(max(0, p - q))). The
+ * draft length adapts to the measured acceptance and timings, and speculation switches itself
+ * off (re-probing now and then) when it does not pay; with n_min == n_max the length is fixed
+ * and speculation never switches off, so sampled output is reproducible for a seed (otherwise
+ * the tokens drawn depend on timing-driven draft lengths; their distribution does not).
+ *
+ *     struct tern_draft_params dp = tern_draft_default_params();
+ *     dp.source = "ngram";                  // or "self:q4_0", or "drafter.gguf"
+ *     struct tern_draft *d;
+ *     tern_draft_create(model, &dp, &d);    // refuses drafters with another tokenizer
+ *     tern_generator_set_draft(g, d);
+ *     tern_generate(g, ...);                // stats->spec_* say what speculation did
+ *     tern_generator_set_draft(g, NULL); tern_draft_free(d);
+ *
+ * Sources: "ngram" (prompt lookup: the continuation of the most recent earlier occurrence of
+ * the last 1..4 tokens; no second model: tool calls copy names and argument values from the
+ * prompt), "self:TYPE" (the target's own weights converted to TYPE at load, e.g. q4_0:
+ * tern_model_quantized_copy), or the path of a drafter GGUF with the same tokenizer
+ * (compared by tokenizer fingerprint). */
+struct tern_draft_params {
+    const char *source;   /* required: "ngram", "self:TYPE" or a GGUF path */
+    int n_max;            /* most tokens drafted per round, 1..64; 0 = 8 */
+    int n_min;            /* fewest: a shorter proposal is not verified; 1..n_max; 0 = 1 */
+    int n_ctx;            /* model drafters: context positions (at least the target's); 0 = 4096 */
+    int n_threads;        /* model drafters: threads (also for the self conversion); 0 = all CPUs */
+    int ngram_min, ngram_max; /* ngram: lengths of the looked-up suffix; 0 = 1 and 4 */
+};
+struct tern_draft_params tern_draft_default_params(void);
+
+struct tern_draft;
+/* A draft for target (which must outlive it). A drafter file must share the target's tokenizer
+ * (tokenizer fingerprint; else TERN_ERR_ARG naming both tokenizers) and an architecture tern
+ * runs. Allocates everything drafting needs (drafter model and context, n_max distributions of
+ * n_vocab floats), once. Caller frees with tern_draft_free(), after detaching it from every
+ * generator. */
+tern_status tern_draft_create(const struct tern_model *target, const struct tern_draft_params *p,
+                              struct tern_draft **out);
+void tern_draft_free(struct tern_draft *d);
+/* "ngram", "self" or "model". */
+const char *tern_draft_kind(const struct tern_draft *d);
+/* The drafter model (self copy or file), or NULL for ngram; owned by d. */
+const struct tern_model *tern_draft_model(const struct tern_draft *d);
+/* Speculate in g's generations with d (NULL: stop). d must have been made for g's model
+ * (TERN_ERR_ARG otherwise); one draft serves one generator at a time. Allocates g's verify
+ * scratch (n_max + 1 tokens, one distribution) here, not per token. */
+tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
 
 /* ===================================================================== tokenizer */
 /*

@@ -8,13 +8,21 @@
  * truncated the cache, the record is cut to match; if the cache grew behind the generator's
  * back (positions it never recorded), the record is useless and the cache is emptied.
  *
- * Everything is allocated in tern_generator_create; the per-token loop calls only
- * tern_sampler_sample, tern_decode (n = 1, allocation-free), the streaming detokenizer and
- * the caller's callback. */
+ * With a draft (tern_generator_set_draft) the same loop speculates: each target pass decodes the
+ * pending token together with up to k drafted ones and keeps what the verifier accepts (spec.h
+ * shows one round); without one, every pass is a plain one-token step. The two share every
+ * stop rule, so a run with a draft stops exactly where the plain run does.
+ *
+ * Everything is allocated in tern_generator_create and tern_generator_set_draft; the per-token
+ * loop calls only the sampler, tern_decode (allocation-free), the draft source, the streaming
+ * detokenizer and the caller's callbacks. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "gen/gen_hook.h"
+#include "gen/spec.h"
 #include "tern.h"
 #include "util/error.h"
 
@@ -27,6 +35,13 @@ struct tern_generator {
     int n_hist;
     int n_ctx;
     struct tern_prefix_cache *pc;         /* optional, not owned (tern_generator_set_prefix_cache) */
+    int n_vocab;                          /* the model's logits width */
+    struct spec_verifier ver;             /* p (n_vocab) with a draft, masked (n_vocab) with a hook */
+    struct gen_token_hook hook;           /* gen_generator_set_hook; used when hook.mask or .accept */
+    struct tern_draft *draft;             /* optional, not owned (tern_generator_set_draft) */
+    int32_t *batch;                       /* (draft n_max + 1) pending token + drafted tokens */
+    struct spec_ctl ctl;                  /* the draft length controller, kept across calls */
+    int rollback_hist[101];               /* rounds by percent of drafts rejected (this call) */
 };
 
 void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc)
@@ -66,6 +81,8 @@ tern_status tern_generator_create(struct tern_context *ctx, const struct tern_to
     g->ctx = ctx;
     g->tok = tok;
     g->n_ctx = tern_context_n_ctx(ctx);
+    g->n_vocab = tern_model_n_vocab(tern_context_model(ctx));
+    g->ver.n_vocab = g->n_vocab;
     g->hist = malloc((size_t)(g->n_ctx > 0 ? g->n_ctx : 1) * sizeof *g->hist);
     if (!g->hist) {
         int n_ctx = g->n_ctx;
@@ -90,6 +107,10 @@ void tern_generator_free(struct tern_generator *g)
     if (!g) return;
     tern_detokenizer_free(g->detok);
     tern_detokenizer_free(g->detok_special);
+    if (g->draft) g->draft->in_use = false;
+    free(g->batch);
+    free(g->ver.p);
+    free(g->ver.masked);
     free(g->hist);
     free(g);
 }
@@ -106,10 +127,105 @@ void tern_generator_reset(struct tern_generator *g)
     tern_kv_truncate(g->ctx, 0);
 }
 
+tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d)
+{
+    if (!g) return tern_fail(TERN_ERR_ARG, "generator: NULL");
+    if (d && d->target != tern_context_model(g->ctx))
+        return tern_fail(TERN_ERR_ARG, "generator: the draft was made for another model than the "
+                         "generator's context runs");
+    if (d && d->in_use && g->draft != d)
+        return tern_fail(TERN_ERR_ARG, "generator: the draft already serves another generator");
+    if (d) {
+        int32_t *batch = realloc(g->batch, sizeof(int32_t) * (size_t)(d->n_max + 1));
+        if (batch) g->batch = batch;
+        float *p = g->ver.p ? g->ver.p : malloc(sizeof(float) * (size_t)g->n_vocab);
+        if (p) g->ver.p = p;
+        if (!batch || !p) return tern_fail(TERN_ERR_NOMEM, "generator: out of memory for the verify scratch");
+    }
+    if (g->draft) g->draft->in_use = false;
+    g->draft = d;
+    if (d) {
+        d->in_use = true;
+        spec_ctl_init(&g->ctl, d->n_min, d->n_max, d->src->ops->costly);
+    }
+    return TERN_OK;
+}
+
+tern_status gen_generator_set_hook(struct tern_generator *g, const struct gen_token_hook *h)
+{
+    if (h && (h->mask || h->accept)) {
+        if (!g->ver.masked && !(g->ver.masked = malloc(sizeof(float) * (size_t)g->n_vocab)))
+            return tern_fail(TERN_ERR_NOMEM, "generator: out of memory for the mask scratch");
+        g->hook = *h;
+        g->ver.hook = &g->hook;
+    } else {
+        g->ver.hook = NULL;
+    }
+    return TERN_OK;
+}
+
 /* Pass non-empty text to the callback; true if it asked to stop. */
 static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
 {
     return fn && len > 0 && fn(text, len, user) != 0;
+}
+
+/* What one tern_generate call is doing with its tokens. */
+struct gen_run {
+    struct tern_generator *g;
+    const struct tern_gen_params *prm;
+    tern_piece_fn on_piece;
+    void *user;
+    struct tern_detokenizer *d;
+    struct tern_gen_stats *st;
+    double t0, t_first;
+    bool stop;           /* a callback asked to stop (st->stop says which) */
+};
+
+/* Hand the caller one sampled token: count it, on_token, end-of-generation, text. Returns true
+ * when generation ends with this token (it then stays out of the KV cache); *rc set on a
+ * detokenizer failure. The order of the checks is the plain loop's, so a speculative run stops
+ * on the same token. */
+static bool deliver(struct gen_run *r, int32_t tok, tern_status *rc)
+{
+    struct tern_gen_stats *st = r->st;
+    if (st->n_generated++ == 0) {
+        r->t_first = now_ms();
+        st->ttft_ms = r->t_first - r->t0;
+    }
+    if (r->prm->on_token && r->prm->on_token(tok, r->user) != 0) {
+        st->stop = TERN_GEN_STOP_CALLBACK;
+        r->stop = true;
+    }
+    if (!r->prm->ignore_eog && tern_token_is_eog(r->g->tok, tok)) {
+        if (!r->stop) st->stop = TERN_GEN_STOP_EOG;
+        return true;
+    }
+    const char *text;
+    size_t len;
+    if ((*rc = tern_detokenizer_push(r->d, tok, &text, &len))) return true;
+    if (!r->stop && emit(r->on_piece, r->user, text, len)) {
+        st->stop = TERN_GEN_STOP_CALLBACK;
+        r->stop = true;
+    }
+    if (st->n_generated == r->prm->max_tokens) return true;
+    /* The token goes into the cache so the next turn can reuse it; a full cache ends here. */
+    if (r->g->n_hist >= r->g->n_ctx) {
+        if (!r->stop) st->stop = TERN_GEN_STOP_CONTEXT_FULL;
+        return true;
+    }
+    return r->stop;
+}
+
+/* Percentile q (0..1) of the per-round rollback shares, from the histogram. */
+static double hist_percentile(const int *h, int rounds, double q)
+{
+    if (rounds == 0) return 0;
+    const int want = (int)ceil(q * rounds);
+    int seen = 0;
+    for (int i = 0; i <= 100; i++)
+        if ((seen += h[i]) >= (want > 0 ? want : 1)) return i / 100.0;
+    return 1.0;
 }
 
 tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt,
@@ -169,53 +285,134 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     for (int i = 0; i < n; i++) tern_sampler_accept(s, prompt[i]);
     struct tern_detokenizer *d = prm.show_special ? g->detok_special : g->detok;
     tern_detokenizer_reset(d);
+    struct gen_run r = {.g = g, .prm = &prm, .on_piece = on_piece, .user = user, .d = d,
+                        .st = &st, .t0 = t0, .t_first = t1};
+
+    /* Speculation set-up: greedy verification must give one-token bits, so where the kernels
+     * are not batch-invariant the verify passes run with exact batches. */
+    struct tern_draft *dr = g->draft;
+    struct tern_sampler_params sp;
+    tern_sampler_get_params(s, &sp);
+    const bool greedy = sp.temperature == 0.0f;
+    const bool exact_needed = dr && greedy && !tern_model_batch_invariant(tern_context_model(g->ctx));
+    if (dr && (rc = dr->src->ops->begin(dr->src, &sp))) {
+        tern_fail_prefix(rc, "generate: draft: ");
+        dr = NULL;
+    }
+    memset(g->rollback_hist, 0, sizeof g->rollback_hist);
+    const int n_batch = tern_context_n_batch(g->ctx);
+    double plain_ms = 0;
+    int plain_tokens = 0;
 
     const float *logits = tern_context_logits(g->ctx, n - common - 1);
-    double t_first = t1;
-    const char *text;
-    size_t len;
-    bool stop = false;
-    for (int i = 0; i < prm.max_tokens && !stop; i++) {
-        if (!logits) { rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1); break; }
-        int32_t tok = tern_sampler_sample(s, logits);
-        st.n_generated++;
-        if (i == 0) {
-            t_first = now_ms();
-            st.ttft_ms = t_first - t0;
+    int32_t tok = 0;
+    if (!rc && prm.max_tokens > 0) {
+        if (logits) tok = spec_sample(&g->ver, s, logits);
+        else rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1);
+    }
+    /* Each iteration: hand over the pending token `tok`, then one target pass that puts it in
+     * the cache together with k drafted tokens (k = 0: a plain step) and yields the next. */
+    while (!rc && prm.max_tokens > 0 && !deliver(&r, tok, &rc)) {
+        int k = 0, cls = 0;
+        double t_draft = 0, ta = now_ms();
+        if (dr) {
+            int k_cap = prm.max_tokens - st.n_generated;    /* every draft could be shown */
+            if (k_cap > g->n_ctx - g->n_hist - 1) k_cap = g->n_ctx - g->n_hist - 1; /* + tok */
+            if (k_cap > n_batch - 1) k_cap = n_batch - 1;
+            if (k_cap > dr->n_max) k_cap = dr->n_max;
+            const bool costly = dr->src->ops->costly;
+            int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0) : k_cap;
+            if (want >= dr->n_min) {
+                g->hist[g->n_hist] = tok; /* the history the draft continues ends with tok */
+                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + 1, want, g->batch + 1, &k, &cls);
+                if (rc) {
+                    rc = tern_fail_prefix(rc, "generate: draft: ");
+                    break;
+                }
+                if (!costly && k >= dr->n_min) {
+                    const int c = spec_ctl_choose(&g->ctl, k, cls);
+                    k = c < k ? c : k;
+                }
+                if (k < dr->n_min) k = 0;
+                t_draft = (now_ms() - ta) / 1e3;
+            }
         }
-        if (prm.on_token && prm.on_token(tok, user) != 0) {
-            st.stop = TERN_GEN_STOP_CALLBACK;
-            stop = true;
+        const int32_t *batch = &tok;
+        if (dr) {
+            g->batch[0] = tok;
+            batch = g->batch;
         }
-        if (!prm.ignore_eog && tern_token_is_eog(g->tok, tok)) {
-            if (!stop) st.stop = TERN_GEN_STOP_EOG;
-            break;
-        }
-        if ((rc = tern_detokenizer_push(d, tok, &text, &len))) break;
-        if (!stop && emit(on_piece, user, text, len)) {
-            st.stop = TERN_GEN_STOP_CALLBACK;
-            stop = true;
-        }
-        if (i + 1 == prm.max_tokens) break;
-        /* The token goes into the cache so the next turn can reuse it; a full cache ends here. */
-        if (g->n_hist >= g->n_ctx) {
-            if (!stop) st.stop = TERN_GEN_STOP_CONTEXT_FULL;
-            break;
-        }
-        if (stop) break;
-        if ((rc = tern_decode(g->ctx, &tok, 1, g->n_hist, TERN_LOGITS_LAST))) {
+        const double tb = now_ms();
+        if (k > 0 && exact_needed) tern_context_set_exact_batches(g->ctx, true);
+        rc = tern_decode(g->ctx, batch, k + 1, g->n_hist, k > 0 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
+        if (k > 0 && exact_needed) tern_context_set_exact_batches(g->ctx, false);
+        if (rc) {
             tern_generator_reset(g);
-            rc = tern_fail_prefix(rc, "generate: generated token %d: ", i);
+            rc = tern_fail_prefix(rc, "generate: generated token %d: ", st.n_generated - 1);
             break;
         }
         g->hist[g->n_hist++] = tok;
-        logits = tern_context_logits(g->ctx, 0);
+        if (k == 0) {
+            tok = spec_sample(&g->ver, s, tern_context_logits(g->ctx, 0));
+            const double tc = now_ms();
+            plain_ms += tc - tb;
+            plain_tokens++;
+            if (dr) {
+                st.spec_plain_steps++;
+                spec_ctl_update(&g->ctl, 0, 0, 0, 0, 0, 0, (tc - tb) / 1e3);
+            }
+            continue;
+        }
+        /* Verify row by row (row i holds the distribution at draft i's position), handing each
+         * kept draft over at once, so a draft that ends generation is the last token anyone
+         * (caller, hook, sampler) hears of, as in plain decoding. */
+        const float *q = dr->src->q_valid ? dr->src->q : NULL;
+        const size_t nv = (size_t)g->n_vocab;
+        int32_t next = 0;
+        int a = 0;
+        bool ended = false, rejected = false;
+        while (a < k && !ended) {
+            const int32_t dt = g->batch[1 + a];
+            if (!spec_check(&g->ver, s, tern_context_logits(g->ctx, a), dt, q ? q + (size_t)a * nv : NULL, &next)) {
+                rejected = true;
+                break;
+            }
+            a++;
+            ended = deliver(&r, dt, &rc); /* the draft is in the cache already */
+            if (!ended) g->hist[g->n_hist++] = dt;
+        }
+        if (!ended && !rejected) next = spec_sample(&g->ver, s, tern_context_logits(g->ctx, k));
+        const double tc = now_ms();
+        st.spec_rounds++;
+        st.spec_drafted += k;
+        st.spec_accepted += a;
+        st.spec_draft_ms += t_draft * 1e3;
+        st.spec_verify_ms += tc - tb;
+        g->rollback_hist[(100 * (k - a) + k / 2) / k]++;
+        spec_ctl_update(&g->ctl, cls, k, a, t_draft, dr->src->t_sync, dr->src->n_sync, (tc - tb) / 1e3);
+        /* roll back what is not kept: rejected drafts, and a kept one that ended generation */
+        tern_status trc = tern_kv_truncate(g->ctx, g->n_hist);
+        if (!rc && trc) rc = tern_fail_prefix(trc, "generate: rolling back to %d: ", g->n_hist);
+        if (ended) break;
+        tok = next;
     }
-    if (!rc && tern_detokenizer_flush(d, &text, &len) == TERN_OK && !stop)
+    if (!rc && tern_kv_n_pos(g->ctx) > g->n_hist) rc = tern_kv_truncate(g->ctx, g->n_hist);
+    const char *text;
+    size_t len;
+    if (!rc && tern_detokenizer_flush(d, &text, &len) == TERN_OK && !r.stop)
         emit(on_piece, user, text, len);
     double t2 = now_ms();
     st.gen_ms = t2 - t1;
-    if (st.n_generated > 1 && t2 > t_first) st.gen_tps = (st.n_generated - 1) / ((t2 - t_first) / 1e3);
+    if (st.n_generated > 1 && t2 > r.t_first) st.gen_tps = (st.n_generated - 1) / ((t2 - r.t_first) / 1e3);
+    if (dr) {
+        st.spec_accept_rate = st.spec_drafted ? (double)st.spec_accepted / st.spec_drafted : 0;
+        st.spec_mean_accepted = st.spec_rounds ? (double)st.spec_accepted / st.spec_rounds : 0;
+        st.spec_rollback_p50 = hist_percentile(g->rollback_hist, st.spec_rounds, 0.50);
+        st.spec_rollback_p95 = hist_percentile(g->rollback_hist, st.spec_rounds, 0.95);
+        st.spec_plain_tps = plain_ms > 0 ? plain_tokens / (plain_ms / 1e3) : 0;
+        st.spec_off_periods = g->ctl.n_off;
+        st.spec_exact = greedy && (exact_needed || tern_model_batch_invariant(tern_context_model(g->ctx)));
+    }
     if (stats) *stats = st;
     return rc;
 }

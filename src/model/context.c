@@ -158,7 +158,10 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx);
 }
 
+void tern_context_set_exact_batches(struct tern_context *ctx, bool on) { ctx->exact_batches = on; }
+
 int tern_context_n_ctx(const struct tern_context *ctx) { return ctx->n_ctx; }
+const struct tern_model *tern_context_model(const struct tern_context *ctx) { return ctx->model; }
 int tern_context_n_batch(const struct tern_context *ctx) { return ctx->n_batch; }
 int tern_context_n_seq(const struct tern_context *ctx) { return ctx->n_seq; }
 int tern_kv_n_pos(const struct tern_context *ctx) { return ctx->kv.seq_pos[0]; }

@@ -60,6 +60,7 @@ struct tern_context {
     bool *want;      /* (n_batch) scratch: which rows of a tern_decode sub-batch want logits */
     void *raw[16];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
     int n_raw;
+    bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */
     bool profile;    /* collect per-op timings (profile.c) */
     uint64_t prof_ns[TERN_PROF_COUNT];
     uint64_t prof_calls[TERN_PROF_COUNT];

@@ -36,6 +36,7 @@ struct tern_model {
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
     struct model_layer *layers;                 /* (n_layer) */
     char arch_name[16];
+    void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
 };
 
 #endif

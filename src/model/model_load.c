@@ -267,6 +267,7 @@ tern_status tern_model_load(const char *path, const struct tern_model_params *pa
 void tern_model_free(struct tern_model *m)
 {
     if (!m) return;
+    free(m->owned);
     free(m->layers);
     tern_gguf_close(m->gguf);
     free(m);

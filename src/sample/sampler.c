@@ -154,7 +154,10 @@ static void select_top(struct cand *c, int n, int k)
     }
 }
 
-int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
+/* The steps shared by sample and probs: candidates c[0..*n_out) with their final logits
+ * (penalized, divided by the temperature, filtered) and their maximum *mx. Temperature 0 ends
+ * after the penalty with the greedy choice alone (*n_out = 1). */
+static void prepare(struct tern_sampler *s, const float *logits, int *n_out, float *mx_out)
 {
     const struct tern_sampler_params *p = &s->p;
     struct cand *c = s->cands;
@@ -171,49 +174,63 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
         }
     }
 
-    int32_t chosen;
     if (p->temperature == 0.0f) {
         int best = 0;
         for (int i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i; /* strict: ties keep the lowest id */
-        chosen = c[best].id;
-    } else {
-        float mx = -FLT_MAX;
-        for (int i = 0; i < n; i++) {
-            c[i].logit /= p->temperature;
-            if (c[i].logit > mx) mx = c[i].logit;
-        }
-        /* min-p: keep tokens with prob >= min_p * p_max, i.e. logit >= max + log(min_p) */
-        if (p->min_p > 0.0f) {
-            const float cut = mx + logf(p->min_p);
-            int m = 0;
-            for (int i = 0; i < n; i++)
-                if (c[i].logit >= cut) c[m++] = c[i];
-            n = m;
-        }
-        if (p->top_k > 0 && p->top_k < n) {
-            select_top(c, n, p->top_k);
-            n = p->top_k;
-        }
-        if (p->top_p < 1.0f) {
-            /* Sum of exp over all remaining candidates, then grow a sorted prefix until it
-             * holds top_p of the mass. */
-            double total = 0.0;
-            for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
-            int k = n < 64 ? n : 64;
-            for (;;) {
-                select_top(c, n, k);
-                double cum = 0.0;
-                int keep = -1;
-                for (int i = 0; i < k; i++) {
-                    cum += exp((double)(c[i].logit - mx)) / total;
-                    if (cum >= p->top_p) { keep = i + 1; break; }
-                }
-                if (keep > 0) { n = keep; break; }
-                if (k == n) break;
-                k = k * 4 < n ? k * 4 : n;
+        c[0] = c[best];
+        *n_out = 1;
+        *mx_out = c[0].logit;
+        return;
+    }
+    float mx = -FLT_MAX;
+    for (int i = 0; i < n; i++) {
+        c[i].logit /= p->temperature;
+        if (c[i].logit > mx) mx = c[i].logit;
+    }
+    /* min-p: keep tokens with prob >= min_p * p_max, i.e. logit >= max + log(min_p) */
+    if (p->min_p > 0.0f) {
+        const float cut = mx + logf(p->min_p);
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (c[i].logit >= cut) c[m++] = c[i];
+        n = m;
+    }
+    if (p->top_k > 0 && p->top_k < n) {
+        select_top(c, n, p->top_k);
+        n = p->top_k;
+    }
+    if (p->top_p < 1.0f) {
+        /* Sum of exp over all remaining candidates, then grow a sorted prefix until it
+         * holds top_p of the mass. */
+        double total = 0.0;
+        for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+        int k = n < 64 ? n : 64;
+        for (;;) {
+            select_top(c, n, k);
+            double cum = 0.0;
+            int keep = -1;
+            for (int i = 0; i < k; i++) {
+                cum += exp((double)(c[i].logit - mx)) / total;
+                if (cum >= p->top_p) { keep = i + 1; break; }
             }
+            if (keep > 0) { n = keep; break; }
+            if (k == n) break;
+            k = k * 4 < n ? k * 4 : n;
         }
+    }
+    *n_out = n;
+    *mx_out = mx;
+}
+
+int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
+{
+    int n;
+    float mx;
+    prepare(s, logits, &n, &mx);
+    const struct cand *c = s->cands;
+    int32_t chosen = c[0].id;
+    if (s->p.temperature != 0.0f) {
         double total = 0.0;
         for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
         double r = rng_uniform(s->rng) * total, acc = 0.0;
@@ -225,4 +242,28 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
     }
     tern_sampler_accept(s, chosen);
     return chosen;
+}
+
+void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs)
+{
+    int n;
+    float mx;
+    prepare(s, logits, &n, &mx);
+    const struct cand *c = s->cands;
+    memset(probs, 0, sizeof(float) * (size_t)s->n_vocab);
+    if (s->p.temperature == 0.0f) {
+        probs[c[0].id] = 1.0f;
+        return;
+    }
+    /* the same sums, in the same order, as the draw in tern_sampler_sample */
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+    for (int i = 0; i < n; i++) probs[c[i].id] = (float)(exp((double)(c[i].logit - mx)) / total);
+}
+
+double tern_sampler_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
+
+void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out)
+{
+    *out = s->p;
 }

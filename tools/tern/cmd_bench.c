@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_draft.h"
 #include "cli_json.h"
 
 #define MAX_LIST 16
@@ -41,6 +42,17 @@ static void help(void)
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
            "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
            "                          vs recompute of a 2048-token prefix); first -t value used\n"
+           "  --draft SRC             instead of pp/tg: speculative decoding with SRC (ngram, self:TYPE,\n"
+           "                          drafter.gguf) beside plain decoding of the same prompts (story,\n"
+           "                          toolcall, repeat, code, + --prompt-file), -n tokens each, -r runs\n"
+           "                          alternating; first model, -n and -t values used (default -r 3)\n"
+           "  --draft-max K, --draft-min K   draft lengths (see tern run --help)\n"
+           "  --prompt-file FILE      with --draft: another prompt (text; repeatable)\n"
+           "  --temp T, -s SEED       with --draft: sample instead of greedy decoding\n"
+           "  --scale-layers S        with --draft: run on a copy of the model whose attn_output and\n"
+           "                          ffn_down are scaled by S (0 < S <= 1; written once beside it): a\n"
+           "                          random-weight model with tied embeddings then mostly repeats\n"
+           "                          tokens, an acceptance S dials (0.03: repeats; 0.1: in runs)\n"
            "\n"
            "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
            "untimed (warm-up) before its repetitions.\n",
@@ -165,7 +177,12 @@ int cmd_bench(int argc, char **argv)
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, dp[MAX_LIST] = {0};
     long long reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
-    bool json = false, profile = false, prompt_cache = false;
+    bool json = false, profile = false, prompt_cache = false, reps_set = false;
+    struct cli_draft_opts dro = {0};
+    const char *prompt_files[16];
+    int n_files = 0;
+    struct tern_sampler_params dsp = tern_sampler_default_params();
+    double layer_scale = 0;
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
@@ -173,7 +190,26 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
         if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-        if (OPT("-m", "--model")) {
+        if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
+            if (r < 0) return CLI_EXIT_USAGE;
+        } else if (OPT("--prompt-file", NULL)) {
+            if (r < 0) return 2;
+            if (n_files == 16) return cli_usage_error("bench", "too many --prompt-file");
+            prompt_files[n_files++] = v;
+        } else if (OPT("--temp", NULL)) {
+            if (r < 0) return 2;
+            double t;
+            if (!cli_flag_float("bench", "--temp", v, 0, 100, &t)) return CLI_EXIT_USAGE;
+            dsp.temperature = (float)t;
+        } else if (OPT("--scale-layers", NULL)) {
+            if (r < 0) return 2;
+            if (!cli_flag_float("bench", "--scale-layers", v, 1e-6, 1, &layer_scale)) return CLI_EXIT_USAGE;
+        } else if (OPT("-s", "--seed")) {
+            if (r < 0) return 2;
+            long long sd;
+            if (!cli_flag_int("bench", "-s", v, 0, INT64_MAX, &sd)) return CLI_EXIT_USAGE;
+            dsp.seed = (uint64_t)sd;
+        } else if (OPT("-m", "--model")) {
             if (r < 0) return 2;
             if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
             models[n_models++] = v;
@@ -198,6 +234,7 @@ int cmd_bench(int argc, char **argv)
         } else if (OPT("-r", "--repetitions")) {
             if (r < 0) return 2;
             if (!cli_parse_int(v, 1, 64, &reps)) return cli_usage_error("bench", "-r '%s' must be 1..64", v);
+            reps_set = true;
         } else if (OPT("-d", "--depth")) {
             if (r < 0) return 2;
             if (!parse_list(v, 0, 1 << 20, dp, &n_dp)) return cli_usage_error("bench", "-d '%s' is not a list of depths", v);
@@ -220,6 +257,18 @@ int cmd_bench(int argc, char **argv)
         int rc = synth_path(models[mi], vocab, synth_paths[mi], sizeof synth_paths[0]);
         if (rc) return rc;
         models[mi] = synth_paths[mi];
+    }
+    if (cli_draft_check("bench", &dro)) return CLI_EXIT_USAGE;
+    if (!dro.source && (n_files || dsp.temperature != 0.0f || layer_scale > 0))
+        return cli_usage_error("bench", "--prompt-file, --temp and --scale-layers apply to --draft only");
+    if (dro.source) {
+        int threads = (int)th[0];
+        if (threads == 0) {
+            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = ncpu > 0 ? (int)ncpu : 1;
+        }
+        return cli_bench_draft(models[0], &dro, threads, tg[0] > 0 ? (int)tg[0] : 128,
+                               reps_set ? (int)reps : 3, &dsp, prompt_files, n_files, layer_scale, json);
     }
     if (prompt_cache) {
         for (int mi = 0; mi < n_models; mi++) {

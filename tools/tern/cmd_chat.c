@@ -18,6 +18,7 @@
 #include <utf8proc.h>
 
 #include "cli.h"
+#include "cli_draft.h"
 
 static void help(void)
 {
@@ -52,8 +53,9 @@ static void help(void)
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
            "                         call completes and one {\"turn\": .., \"content\": .., \"stats\": ..}\n"
-           "                         per answer\n"
-           "\n"
+           "                         per answer (with --draft, stats holds a \"spec\" object)\n");
+    cli_draft_help(stdout);
+    printf("\n"
            "Tool calls (format detected from the template: hermes, llama3, mistral) are printed as\n"
            "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n"
            "\n"
@@ -69,6 +71,7 @@ struct chat {
     struct tern_tokenizer *tok;
     struct tern_chat_template *tmpl;
     struct tern_generator *gen;
+    struct tern_draft *draft;   /* or NULL */
     struct tern_gen_params gp;
     enum tern_toolcall_format fmt;
     cJSON *messages;    /* the history (owned) */
@@ -258,6 +261,7 @@ static int answer(struct chat *c)
         cJSON_AddNumberToObject(sj, "ttft_ms", gs.ttft_ms);
         cJSON_AddNumberToObject(sj, "gen_tps", gs.gen_tps);
         cJSON_AddStringToObject(sj, "stop", tern_gen_stop_name(gs.stop));
+        if (c->draft) cli_draft_json_stats(sj, c->draft, &gs);
         if (!c->write_errno) print_json_line(c, stdout, turn_json);
     } else {
         fprintf(stderr, "tern chat: turn %d: prompt %d tokens (%d reused from the KV cache, %d decoded "
@@ -265,6 +269,7 @@ static int answer(struct chat *c)
                 "%.1f ms; stop: %s\n", c->turn, gs.n_prompt, gs.n_reused, gs.n_prompt_decoded,
                 gs.prompt_ms, gs.n_generated, gs.gen_ms, gs.gen_tps, gs.ttft_ms,
                 c->write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
+        if (c->draft) cli_draft_print_stats("chat", stderr, c->draft, &gs);
     }
     /* A reader that went away (`tern chat | head -1`) ends the conversation without an error:
      * it had what it wanted. Any other failed write does not. */
@@ -366,6 +371,7 @@ int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
     struct cli_gen_opts go = cli_gen_opts_default(256);
+    struct cli_draft_opts dro = {0};
     struct tern_prefix_cache *pc = NULL;
     struct save_target sv = {0};
     struct chat c = {.gp = tern_gen_default_params()};
@@ -380,11 +386,13 @@ int cmd_chat(int argc, char **argv)
         else if (OPT("--messages", NULL)) { if (r < 0) return 2; msgs_path = v; }
         else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
         else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
+        else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
 #undef OPT
     }
     if (!model) return cli_usage_error("chat", "missing -m MODEL");
+    if (cli_draft_check("chat", &dro)) return CLI_EXIT_USAGE;
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
     c.gp.max_tokens = (int)go.n_predict;
@@ -476,6 +484,14 @@ int cmd_chat(int argc, char **argv)
         if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern chat: prompt cache: %s\n", tern_prefix_cache_warning(pc));
         tern_generator_set_prefix_cache(c.gen, pc);
     }
+    if (dro.source) {
+        if ((rc = cli_draft_create("chat", &dro, c.model, tern_context_n_ctx(c.ctx), (int)go.threads, stderr, &c.draft)))
+            goto done;
+        if ((st = tern_generator_set_draft(c.gen, c.draft))) {
+            rc = cli_report("chat", st);
+            goto done;
+        }
+    }
     cli_warn_train_ctx("chat", c.model, tern_context_n_ctx(c.ctx), 0);
 
     rc = CLI_EXIT_OK;
@@ -529,6 +545,7 @@ done:
     free(line);
     free(c.ids);
     tern_generator_free(c.gen);
+    tern_draft_free(c.draft);
     tern_sampler_free(c.smp);
     tern_context_free(c.ctx);
     tern_chat_template_free(c.tmpl);

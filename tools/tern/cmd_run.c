@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_draft.h"
 
 static void help(void)
 {
@@ -40,8 +41,9 @@ static void help(void)
            "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
            "  --json                 print one object: {\"model\", \"tokens\": [...], \"text\", \"n_prompt\",\n"
            "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
-           "                         NUL bytes of the text become U+FFFD\n"
-           "\n"
+           "                         NUL bytes of the text become U+FFFD; with --draft a \"spec\" object\n");
+    cli_draft_help(stdout);
+    printf("\n"
            "A warning goes to stderr when the context exceeds the model's training context. If\n"
            "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
            "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
@@ -110,7 +112,7 @@ static int on_piece(const char *text, size_t len, void *user)
 
 /* The --json object; false if it could not be built or written (o->write_errno says which). */
 static bool print_json(struct run_out *o, const char *model, const struct tern_gen_stats *gs,
-                       int n_ctx)
+                       int n_ctx, const struct tern_draft *draft)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
@@ -127,6 +129,7 @@ static bool print_json(struct run_out *o, const char *model, const struct tern_g
     cJSON_AddNumberToObject(j, "ttft_ms", gs->ttft_ms);
     cJSON_AddNumberToObject(j, "gen_tps", gs->gen_tps);
     cJSON_AddStringToObject(j, "stop", tern_gen_stop_name(gs->stop));
+    if (draft) cli_draft_json_stats(j, draft, gs);
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!s) {
@@ -159,6 +162,7 @@ int cmd_run(int argc, char **argv)
 {
     const char *model = NULL, *tokens_s = NULL, *v;
     struct cli_gen_opts g = cli_gen_opts_default(32);
+    struct cli_draft_opts dro = {0};
     bool json = false, ignore_eos = false, parse_special = false;
     const char *prompt_text = NULL, *prompt_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -172,11 +176,13 @@ int cmd_run(int argc, char **argv)
         else if (OPT("--tokens", NULL)) { if (r < 0) return 2; tokens_s = v; }
         else if (OPT("-p", "--prompt")) { if (r < 0) return 2; prompt_text = v; }
         else if (OPT("-f", "--file")) { if (r < 0) return 2; prompt_file = v; }
+        else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &g)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("run", "unknown option '%s'", argv[i]);
 #undef OPT
     }
     if (!model) return cli_usage_error("run", "missing -m MODEL");
+    if (cli_draft_check("run", &dro)) return CLI_EXIT_USAGE;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
     cli_ignore_sigpipe();
@@ -204,6 +210,7 @@ int cmd_run(int argc, char **argv)
     struct tern_sampler *smp = NULL;
     struct tern_generator *gen = NULL;
     struct tern_prefix_cache *pc = NULL;
+    struct tern_draft *draft = NULL;
     struct run_out out = {.json = json, .ids = tokens_s != NULL};
     int rc = CLI_EXIT_OK;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
@@ -253,6 +260,10 @@ int cmd_run(int argc, char **argv)
         if (tern_prefix_cache_warning(pc)) fprintf(stderr, "tern run: prompt cache: %s\n", tern_prefix_cache_warning(pc));
         tern_generator_set_prefix_cache(gen, pc);
     }
+    if (dro.source) {
+        if ((rc = cli_draft_create("run", &dro, m, (int)n_ctx, (int)g.threads, json ? NULL : stderr, &draft))) goto done;
+        if ((st = tern_generator_set_draft(gen, draft))) { rc = cli_report("run", st); goto done; }
+    }
     if (json) {
         out.cap_tokens = (int)n_predict;
         out.tokens = malloc(((size_t)n_predict + 1) * sizeof *out.tokens);
@@ -275,7 +286,7 @@ int cmd_run(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    if (json) print_json(&out, model, &gs, (int)n_ctx);
+    if (json) print_json(&out, model, &gs, (int)n_ctx, draft);
     else if (!out.write_errno) out_write(&out, "\n", 1);
     if (out.nomem) {
         fprintf(stderr, "tern run: out of memory printing the JSON result\n");
@@ -285,6 +296,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "tern run: prompt %d tokens in %.1f ms; generated %d tokens in %.1f ms "
                 "(%.2f tokens/s); stop: %s\n", n_prompt, gs.prompt_ms, gs.n_generated, gs.gen_ms,
                 gs.gen_tps, out.write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
+        if (draft) cli_draft_print_stats("run", stderr, draft, &gs);
         fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB)\n",
                 cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
                 tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
@@ -301,6 +313,7 @@ int cmd_run(int argc, char **argv)
     }
 done:
     tern_generator_free(gen);
+    tern_draft_free(draft);
     tern_prefix_cache_free(pc);
     tern_sampler_free(smp);
     tern_context_free(ctx);

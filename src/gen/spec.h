@@ -1,0 +1,153 @@
+/* spec.h — speculative decoding inside the generation room: draft sources behind one interface,
+ * the adaptive controller that picks the draft length, and the verifier that accepts or rejects
+ * drafted tokens.
+ *
+ * Read include/tern.h "speculative decoding" first (what the user is promised), then
+ * generate.c (the loop that drives these pieces). One round, as generate.c runs it:
+ *
+ *     pending token t (sampled, shown, not yet in the target's KV)
+ *     k = spec_ctl_choose(...)                      how many drafts would pay now
+ *     d[0..k) = source->propose(hist + t, k)         draft (ngram lookup, drafter model)
+ *     target decodes [t, d0 .. dk-1] in one pass     logits rows L0 .. Lk
+ *     a = spec_verify(L, d, q, k, &next)             keep d0..da-1, then `next`
+ *     KV rolled back to the kept tokens; pending = next
+ *
+ * A source sees the whole history each time and keeps itself in step (the model sources
+ * compare the history with what their own KV holds and rewind), so a rejected draft needs no
+ * call to undo it. Everything is allocated when a draft or generator is set up; a round
+ * allocates nothing. */
+#ifndef TERN_GEN_SPEC_H
+#define TERN_GEN_SPEC_H
+
+#include "tern.h"
+
+/* ---------------------------------------------------------------- draft sources */
+
+#define SPEC_MAX_DRAFT 64 /* n_max upper bound */
+#define SPEC_N_CLASS 4    /* proposal classes the controller keeps apart (ngram: match length) */
+
+struct spec_source;
+struct spec_source_ops {
+    const char *kind; /* "ngram", "self", "model" */
+    /* A generation starts with sampler params sp (the target's). Model sources configure how
+     * they draft (greedy at temperature 0, else sampling q with the same filters). */
+    tern_status (*begin)(struct spec_source *src, const struct tern_sampler_params *sp);
+    /* Propose up to k tokens continuing hist[0..n) into out; *n_out of them (0 = nothing worth
+     * proposing). *cls in [0, SPEC_N_CLASS): how confident (the controller keeps an acceptance
+     * rate per class). When q is not NULL (model sources while sampling) row i of q
+     * (n_vocab floats) is the distribution out[i] was drawn from; otherwise each draft is a
+     * point mass. */
+    tern_status (*propose)(struct spec_source *src, const int32_t *hist, int n, int k,
+                           int32_t *out, int *n_out, int *cls);
+    /* Does this source pay per drafted token (a model) or only per round (a lookup)? The
+     * controller asks for k before proposing when true, after when false. */
+    bool costly;
+    void (*free)(struct spec_source *src);
+};
+
+struct spec_source {
+    const struct spec_source_ops *ops;
+    int n_vocab;       /* the target's: width of q rows */
+    float *q;          /* (n_max, n_vocab) draft distributions, or NULL (point masses) */
+    bool q_valid;      /* the last proposal filled q */
+    double t_sync;     /* seconds the last proposal spent catching up with the history (a
+                          drafter decoding the tokens it had not seen), apart from drafting */
+    int n_sync;        /* tokens it caught up */
+};
+
+/* ngram: prompt lookup over the history (spec_ngram.c). */
+tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct spec_source **out);
+/* A drafter model with its own context (spec_model.c); owns model if own_model. */
+tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
+                              int n_vocab_target, int n_ctx, int n_threads, int n_max,
+                              struct spec_source **out);
+
+struct tern_draft {
+    const struct tern_model *target;
+    struct spec_source *src;
+    const struct tern_model *drafter; /* or NULL */
+    int n_max, n_min;
+    bool in_use;                       /* attached to a generator */
+};
+
+/* ---------------------------------------------------------------- controller */
+
+/* A time estimate robust to outliers (a descheduled thread on a busy machine): the median of
+ * the last SPEC_EST_N observations. */
+#define SPEC_EST_N 5
+struct spec_est {
+    double v[SPEC_EST_N];
+    int n, head;
+};
+
+/* Chooses the draft length from measured times and acceptance (spec_ctl.c). Times in seconds.
+ * Acceptance per class is a count with exponential forgetting, so it follows the text. */
+struct spec_ctl {
+    int n_min, n_max;
+    bool fixed;                 /* n_min == n_max: always k = n_max, never off */
+    bool costly;                /* the source pays per drafted token (a model) */
+    struct spec_est t_plain;    /* one-token pass + sampling */
+    int since_plain;            /* target passes since t_plain was last measured */
+    struct spec_est t_ver[SPEC_MAX_DRAFT + 2]; /* verify pass (+ decisions) of b tokens, by b */
+    struct spec_est t_extra;    /* a verify pass's cost per token beyond t_plain, any b */
+    struct spec_est t_draft_tok;   /* costly sources: per drafted token */
+    struct spec_est t_draft_round; /* per round: the lookup, or the drafter catching up 1-2 tokens */
+    double acc[SPEC_N_CLASS], tested[SPEC_N_CLASS]; /* accepted / tested, with forgetting */
+    int strikes;                /* consecutive rounds that predicted a loss */
+    int rounds;                 /* choices made while speculating (exploration schedule) */
+    int off_left;               /* rounds to stay off */
+    int off_len;                /* length of the next off period (doubles while probes fail) */
+    bool probing;               /* the round after an off period: try regardless */
+    int n_off;                  /* off periods started */
+};
+void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly);
+/* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
+ * cls. */
+int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls);
+/* After a target pass: k drafted (0 = a plain step: t_verify is the one-token pass), a of them
+ * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
+void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
+                     int n_sync, double t_verify);
+
+/* ---------------------------------------------------------------- verifier */
+
+/* A check a constrained generation (grammar) applies per position. The verifier masks each
+ * position's logits given the tokens accepted before it and tells the hook about every token
+ * the target keeps, in order, and never about a rejected one: the matcher only ever advances
+ * along the kept output, so speculation needs no rollback from it. Set on a generator with
+ * gen_generator_set_hook (gen_hook.h). */
+struct gen_token_hook {
+    void *user;
+    void (*mask)(void *user, float *logits, int n_vocab); /* disallowed -> -INFINITY */
+    void (*accept)(void *user, int32_t token);
+};
+
+/* Scratch of the verifier, n_vocab wide, owned by the generator. */
+struct spec_verifier {
+    int n_vocab;
+    float *p;        /* (n_vocab) target distribution */
+    float *masked;   /* (n_vocab) logits after the hook, or NULL without a hook */
+    const struct gen_token_hook *hook;
+};
+
+/* The target's choice at one position with no draft to check: sample (through the hook's mask)
+ * and tell the hook. */
+int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits);
+/* One drafted token d at a position whose target logits are `logits` (q: the draft's distribution
+ * there, NULL = a point mass). Greedy: kept iff it is the target's choice. Sampling: kept with
+ * probability min(1, p(d)/q(d)). Returns true if kept (*next = d); else *next is the token drawn
+ * instead (the target's choice, or a draw from normalize(max(0, p - q))). The sampler and the
+ * hook see the resulting token, as in plain decoding. */
+bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *logits, int32_t d,
+                const float *q, int32_t *next);
+/* Decide drafted tokens d[0..k) against the target's logits rows L[0..k] (L[i] is the
+ * distribution at d[i]'s position, L[k] the one after the last draft). Greedy: d[i] is kept
+ * while it equals the target's own choice. Sampling: kept with probability min(1, p/q) (q a
+ * point mass when q is NULL), the first rejected position drawn from normalize(max(0, p - q)).
+ * Returns the number kept; *next is the target's token after them (the correction, or a fresh
+ * draw from L[k] when all were kept). The sampler sees exactly the kept tokens and *next, in
+ * order, as it would in plain decoding. */
+int spec_verify(struct spec_verifier *v, struct tern_sampler *s, const float *const *L,
+                const int32_t *d, const float *q, int k, int32_t *next);
+
+#endif

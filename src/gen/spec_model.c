@@ -1,0 +1,198 @@
+/* spec_model.c — draft sources that run a model: a drafter GGUF with the target's tokenizer
+ * ("model"), or the target's own weights converted to a smaller type at load ("self").
+ *
+ * Read spec.h first. The drafter has its own context and keeps a record of the tokens whose KV
+ * it holds. Each proposal compares that record with the history, rewinds its KV to the common
+ * prefix (rejected drafts go here), decodes what it has not seen as one batch (the prompt, the
+ * target's correction or bonus token), then drafts k tokens one at a time. The last drafted
+ * token is not decoded: if the target keeps it, the next proposal decodes it with the rest.
+ *
+ * At temperature 0 drafts are the drafter's greedy choices (point masses for the verifier).
+ * When sampling, drafts are drawn from q = the drafter's distribution under the target's
+ * temperature and filters (no repetition penalty: any q keeps the output exact, a similar one
+ * keeps acceptance high), restricted to the ids the target has; q goes to the verifier. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gen/spec.h"
+#include "util/error.h"
+
+struct model_source {
+    struct spec_source base;
+    struct tern_model *model;
+    bool own_model;
+    struct tern_context *ctx;
+    struct tern_sampler *smp;       /* the drafter's draws (sampling only) */
+    struct tern_sampler_params sp;  /* smp's params */
+    bool greedy;
+    int n_vocab_d;                  /* the drafter's logits width */
+    int n_ok;                       /* ids usable as drafts: min(drafter, target vocab) */
+    float *dq;                      /* (n_vocab_d) the drafter's distribution */
+    int32_t *rec;                   /* (n_ctx) tokens whose KV ctx holds */
+    int n_rec, n_ctx;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static tern_status model_begin(struct spec_source *src, const struct tern_sampler_params *sp)
+{
+    struct model_source *ms = (struct model_source *)src;
+    ms->greedy = sp->temperature == 0.0f;
+    if (ms->greedy) return TERN_OK;
+    struct tern_sampler_params want = *sp;
+    want.repeat_penalty = 1.0f;
+    want.seed = sp->seed ^ 0x9e3779b97f4a7c15ull; /* its own stream, fixed by the seed */
+    if (!ms->smp || memcmp(&want, &ms->sp, sizeof want) != 0) {
+        tern_sampler_free(ms->smp);
+        ms->smp = NULL;
+        tern_status st = tern_sampler_create(&want, ms->n_vocab_d, &ms->smp);
+        if (st) return tern_fail_prefix(st, "draft model sampler: ");
+        ms->sp = want;
+    }
+    tern_sampler_reset(ms->smp);
+    return TERN_OK;
+}
+
+/* The drafter's next token from logits; q row (target width) filled when sampling. */
+static int32_t model_pick(struct model_source *ms, const float *logits, float *qrow)
+{
+    if (ms->greedy) {
+        int best = 0;
+        for (int i = 1; i < ms->n_vocab_d; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    tern_sampler_probs(ms->smp, logits, ms->dq);
+    double kept = 0.0;
+    const int nvt = ms->base.n_vocab;
+    for (int i = 0; i < nvt; i++) {
+        qrow[i] = i < ms->n_ok ? ms->dq[i] : 0.0f;
+        kept += qrow[i];
+    }
+    if (!(kept > 0.0)) return -1;
+    if (ms->n_ok < ms->n_vocab_d) /* mass on ids the target lacks: draw from the rest */
+        for (int i = 0; i < ms->n_ok; i++) qrow[i] = (float)(qrow[i] / kept);
+    double r = tern_sampler_uniform(ms->smp), acc = 0.0;
+    int32_t last = -1;
+    for (int i = 0; i < ms->n_ok; i++) {
+        if (qrow[i] <= 0.0f) continue;
+        acc += qrow[i];
+        last = i;
+        if (r < acc) return i;
+    }
+    return last;
+}
+
+static tern_status model_propose(struct spec_source *src, const int32_t *hist, int n, int k,
+                                 int32_t *out, int *n_out, int *cls)
+{
+    struct model_source *ms = (struct model_source *)src;
+    *n_out = 0;
+    *cls = 0;
+    src->q_valid = false;
+    src->t_sync = 0;
+    src->n_sync = 0;
+    /* drafts i < k-1 are decoded at positions n .. n+k-2 */
+    if (k > ms->n_ctx - n + 1) k = ms->n_ctx - n + 1;
+    if (k <= 0 || n <= 0) return TERN_OK;
+    const double t0 = now_s();
+    const int kv = tern_kv_n_pos(ms->ctx);
+    if (kv < ms->n_rec) ms->n_rec = kv;
+    int common = 0;
+    while (common < ms->n_rec && common < n - 1 && ms->rec[common] == hist[common]) common++;
+    tern_status st = tern_kv_truncate(ms->ctx, common);
+    if (!st) st = tern_decode(ms->ctx, hist + common, n - common, common, TERN_LOGITS_LAST);
+    if (st) {
+        ms->n_rec = 0;
+        tern_kv_truncate(ms->ctx, 0);
+        return tern_fail_prefix(st, "draft model: catching up with %d tokens: ", n - common);
+    }
+    memcpy(ms->rec + common, hist + common, sizeof(int32_t) * (size_t)(n - common));
+    ms->n_rec = n;
+    src->t_sync = now_s() - t0;
+    src->n_sync = n - common;
+    const float *logits = tern_context_logits(ms->ctx, n - common - 1);
+    int m = 0;
+    for (int i = 0; i < k; i++) {
+        float *qrow = src->q ? src->q + (size_t)i * src->n_vocab : NULL;
+        const int32_t t = model_pick(ms, logits, qrow);
+        if (t < 0 || t >= ms->n_ok) break; /* an id the target does not have ends the draft */
+        out[m++] = t;
+        if (i + 1 == k) break;
+        if ((st = tern_decode(ms->ctx, &t, 1, n + i, TERN_LOGITS_LAST))) {
+            ms->n_rec = 0;
+            tern_kv_truncate(ms->ctx, 0);
+            return tern_fail_prefix(st, "draft model: drafted token %d: ", i);
+        }
+        ms->rec[ms->n_rec++] = t;
+        logits = tern_context_logits(ms->ctx, 0);
+    }
+    *n_out = m;
+    src->q_valid = !ms->greedy && m > 0;
+    return TERN_OK;
+}
+
+static void model_free(struct spec_source *src)
+{
+    struct model_source *ms = (struct model_source *)src;
+    if (!ms) return;
+    tern_sampler_free(ms->smp);
+    tern_context_free(ms->ctx);
+    if (ms->own_model) tern_model_free(ms->model);
+    free(ms->dq);
+    free(ms->rec);
+    free(ms->base.q);
+    free(ms);
+}
+
+static const struct spec_source_ops self_ops = {
+    .kind = "self", .begin = model_begin, .propose = model_propose, .costly = true,
+    .free = model_free,
+};
+static const struct spec_source_ops file_ops = {
+    .kind = "model", .begin = model_begin, .propose = model_propose, .costly = true,
+    .free = model_free,
+};
+
+tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
+                              int n_vocab_target, int n_ctx, int n_threads, int n_max,
+                              struct spec_source **out)
+{
+    struct model_source *ms = calloc(1, sizeof *ms);
+    if (!ms) {
+        if (own_model) tern_model_free(model);
+        return tern_fail(TERN_ERR_NOMEM, "draft model: out of memory");
+    }
+    ms->base.ops = !strcmp(kind, "self") ? &self_ops : &file_ops;
+    ms->base.n_vocab = n_vocab_target;
+    ms->model = model;
+    ms->own_model = own_model;
+    ms->n_vocab_d = tern_model_n_vocab(model);
+    ms->n_ok = ms->n_vocab_d < n_vocab_target ? ms->n_vocab_d : n_vocab_target;
+    ms->greedy = true;
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = n_threads;
+    tern_status st = tern_context_create(model, &cp, &ms->ctx);
+    if (st) {
+        model_free(&ms->base);
+        return tern_fail_prefix(st, "draft model context: ");
+    }
+    ms->n_ctx = tern_context_n_ctx(ms->ctx);
+    ms->rec = malloc(sizeof(int32_t) * (size_t)ms->n_ctx);
+    ms->dq = malloc(sizeof(float) * (size_t)ms->n_vocab_d);
+    ms->base.q = malloc(sizeof(float) * (size_t)n_max * (size_t)n_vocab_target);
+    if (!ms->rec || !ms->dq || !ms->base.q) {
+        model_free(&ms->base);
+        return tern_fail(TERN_ERR_NOMEM, "draft model: out of memory for %d distributions of %d "
+                         "tokens", n_max, n_vocab_target);
+    }
+    *out = &ms->base;
+    return TERN_OK;
+}

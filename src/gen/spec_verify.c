@@ -1,0 +1,103 @@
+/* spec_verify.c — accepting or rejecting drafted tokens against the target's logits.
+ *
+ * Read spec.h first. Greedy decoding keeps a drafted token exactly when it is the token the
+ * target would have chosen itself, so the output is the target's. Sampling uses the rejection
+ * rule of speculative sampling (Leviathan et al. 2023; Chen et al. 2023): with p the target's
+ * distribution (tern_sampler_probs: the same penalty, temperature and filters as a plain draw)
+ * and q the draft's, a drafted token x is kept with probability min(1, p(x)/q(x)); the first
+ * rejected position instead draws from normalize(max(0, p - q)). Summed over both branches,
+ * P(token = y) = min(p(y), q(y)) + (1 - sum_x min(p(x), q(x))) * max(0, p(y) - q(y)) / Z = p(y),
+ * since Z = sum_y max(0, p(y) - q(y)) = 1 - sum_x min(p(x), q(x)). A lookup draft is a point
+ * mass (q = 1 at x): kept with probability p(x), else drawn from p without x. Uniforms come from
+ * the target sampler's RNG, so a seed fixes every decision. */
+#include <math.h>
+#include <string.h>
+
+#include "gen/spec.h"
+
+/* The logits the sampler should see: masked by the hook into v->masked, or as they are. */
+static const float *view(struct spec_verifier *v, const float *logits)
+{
+    if (!v->hook || !v->hook->mask) return logits;
+    memcpy(v->masked, logits, sizeof(float) * (size_t)v->n_vocab);
+    v->hook->mask(v->hook->user, v->masked, v->n_vocab);
+    return v->masked;
+}
+
+static void kept(struct spec_verifier *v, int32_t tok)
+{
+    if (v->hook && v->hook->accept) v->hook->accept(v->hook->user, tok);
+}
+
+int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits)
+{
+    int32_t t = tern_sampler_sample(s, view(v, logits));
+    kept(v, t);
+    return t;
+}
+
+/* Draw from p[0..n) scaled by its sum (p is not normalized: the residual). */
+static int32_t draw(struct tern_sampler *s, const float *p, int n)
+{
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += p[i];
+    double r = tern_sampler_uniform(s) * total, acc = 0.0;
+    int32_t last = -1;
+    for (int i = 0; i < n; i++) {
+        if (p[i] <= 0.0f) continue;
+        acc += p[i];
+        last = i;
+        if (r < acc) return i;
+    }
+    return last; /* rounding left r at the very top: the last token with mass */
+}
+
+bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *logits, int32_t d,
+                const float *q, int32_t *next)
+{
+    struct tern_sampler_params sp;
+    tern_sampler_get_params(s, &sp);
+    if (sp.temperature == 0.0f) {
+        const int32_t t = spec_sample(v, s, logits);
+        *next = t;
+        return t == d;
+    }
+    const int nv = v->n_vocab;
+    float *p = v->p;
+    tern_sampler_probs(s, view(v, logits), p);
+    const double qx = q ? q[d] : 1.0;
+    /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
+    if (tern_sampler_uniform(s) * qx < (double)p[d]) {
+        tern_sampler_accept(s, d);
+        kept(v, d);
+        *next = d;
+        return true;
+    }
+    /* Rejected: the residual max(0, p - q) in place. When rounding leaves it empty (p == q up to
+     * float error; a rejection is then nearly impossible), p itself is the answer. */
+    double left = 0.0;
+    if (q) {
+        for (int j = 0; j < nv; j++) {
+            const float r = p[j] - q[j];
+            p[j] = r > 0.0f ? r : 0.0f;
+            left += p[j];
+        }
+    } else {
+        p[d] = 0.0f; /* the others keep their mass; draw() normalizes */
+        for (int j = 0; j < nv; j++) left += p[j];
+    }
+    if (!(left > 0.0)) tern_sampler_probs(s, view(v, logits), p);
+    *next = draw(s, p, nv);
+    tern_sampler_accept(s, *next);
+    kept(v, *next);
+    return false;
+}
+
+int spec_verify(struct spec_verifier *v, struct tern_sampler *s, const float *const *L,
+                const int32_t *d, const float *q, int k, int32_t *next)
+{
+    for (int i = 0; i < k; i++)
+        if (!spec_check(v, s, L[i], d[i], q ? q + (size_t)i * v->n_vocab : NULL, next)) return i;
+    *next = spec_sample(v, s, L[k]);
+    return k;
+}

@@ -1,0 +1,180 @@
+/* model_copy.c — a second, lower-precision copy of a loaded model's weights, made in memory
+ * (tern_model_quantized_copy), and the question whether a model's matmuls give a token the same
+ * bits in any batch (tern_model_batch_invariant).
+ *
+ * Read model.h first. The copy is an ordinary struct tern_model whose 2-D weights point into
+ * one buffer it owns (model->owned) instead of the file mapping; everything else (metadata,
+ * tokenizer, 1-D tensors) is read through its own GGUF handle opened over the source's mapping,
+ * so the source must outlive the copy. Speculative decoding drafts with such a copy
+ * ("--draft self:q4_0"): the copy reads about a quarter of an F16 model's bytes per token. */
+#include "model/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kern_invariant.h"
+#include "quant/quant.h"
+#include "util/error.h"
+#include "util/threadpool.h"
+
+/* The 2-D weights of m, in a fixed order: per layer wq wk wv wo gate up down, then tok_embd and
+ * (when untied) output. Returns the count written to w (room for 7 * n_layer + 2). */
+static int model_matrices(struct tern_model *m, struct model_weight **w)
+{
+    int n = 0;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        struct model_layer *L = &m->layers[l];
+        w[n++] = &L->wq;
+        w[n++] = &L->wk;
+        w[n++] = &L->wv;
+        w[n++] = &L->wo;
+        w[n++] = &L->ffn_gate;
+        w[n++] = &L->ffn_up;
+        w[n++] = &L->ffn_down;
+    }
+    w[n++] = &m->tok_embd;
+    if (!m->info.tied_output) w[n++] = &m->output;
+    return n;
+}
+
+/* One matrix to convert: rows of src (stype) -> dst (dtype) through F32. */
+struct copy_job {
+    const struct model_weight *src;
+    void *dst;
+    int dtype;
+    size_t dst_row_bytes;
+    float *scratch;      /* (n_threads, max_cols) */
+    int64_t max_cols;
+};
+
+static void copy_rows(void *arg, int chunk, int n_chunks, int tid)
+{
+    const struct copy_job *j = arg;
+    const struct quant_traits *st = quant_traits_get(j->src->type);
+    const struct quant_traits *dt = quant_traits_get(j->dtype);
+    float *row = j->scratch + (size_t)tid * (size_t)j->max_cols;
+    long long lo, hi;
+    tp_split(j->src->rows, chunk, n_chunks, 1, &lo, &hi);
+    for (long long r = lo; r < hi; r++) {
+        st->to_float((const char *)j->src->data + (size_t)r * j->src->row_bytes, row, j->src->cols);
+        dt->from_float_ref(row, (char *)j->dst + (size_t)r * j->dst_row_bytes, j->src->cols);
+    }
+}
+
+/* Can w become dtype? Its rows must hold whole blocks (else it keeps its type, as
+ * llama-quantize falls back). */
+static bool convertible(const struct model_weight *w, int dtype)
+{
+    return w->type != dtype && w->cols % tern_type_block_size(dtype) == 0;
+}
+
+tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
+                                      int n_threads, struct tern_model **out)
+{
+    if (!src || !type_name || !out)
+        return tern_fail(TERN_ERR_ARG, "model copy: source model, type and out are required");
+    int dtype;
+    if (tern_type_from_name(type_name, &dtype) != TERN_OK)
+        return tern_fail(TERN_ERR_ARG, "model copy: unknown weight type '%s'", type_name);
+    const struct quant_traits *dt = quant_traits_get(dtype);
+    if (!dt || !dt->vec_dot_ref || !dt->from_float_ref)
+        return tern_fail(TERN_ERR_ARG, "model copy: type %s cannot hold weights (supported: f32, "
+                         "f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k)", tern_type_name(dtype));
+    if (n_threads <= 0) n_threads = 1;
+    if (n_threads > 64) n_threads = 64;
+
+    struct tern_model *m = calloc(1, sizeof *m);
+    if (!m) return tern_fail(TERN_ERR_NOMEM, "model copy: out of memory");
+    tern_status st = tern_gguf_open_memory(tern_gguf_file_data(src->gguf),
+                                           tern_gguf_file_size(src->gguf), &m->gguf);
+    if (st) {
+        free(m);
+        return tern_fail_prefix(st, "model copy: ");
+    }
+    m->info = src->info;
+    memcpy(m->arch_name, src->arch_name, sizeof m->arch_name);
+    m->info.arch_name = m->arch_name;
+    m->tok_embd = src->tok_embd;
+    m->output_norm = src->output_norm;
+    m->output = src->output;
+    m->rope_freqs = src->rope_freqs;
+    m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
+    const int max_w = 7 * src->info.n_layer + 2;
+    struct model_weight **w = malloc((size_t)max_w * sizeof *w);
+    struct tern_model *srcm = (struct tern_model *)src; /* model_matrices only reads it here */
+    struct model_weight **sw = malloc((size_t)max_w * sizeof *sw);
+    if (!m->layers || !w || !sw) {
+        st = tern_fail(TERN_ERR_NOMEM, "model copy: out of memory");
+        goto fail;
+    }
+    memcpy(m->layers, src->layers, (size_t)src->info.n_layer * sizeof *m->layers);
+    const int nw = model_matrices(m, w);
+    model_matrices(srcm, sw);
+
+    /* One buffer for every converted matrix, each starting on a 64-byte boundary. */
+    size_t total = 0;
+    int64_t max_cols = 1;
+    for (int i = 0; i < nw; i++) {
+        if (!convertible(sw[i], dtype)) continue;
+        total += (quant_row_bytes(dtype, sw[i]->cols) * (size_t)sw[i]->rows + 63) & ~(size_t)63;
+        if (sw[i]->cols > max_cols) max_cols = sw[i]->cols;
+    }
+    m->owned = total ? aligned_alloc(64, total) : NULL;
+    float *scratch = malloc((size_t)n_threads * (size_t)max_cols * sizeof(float));
+    struct tp *pool = NULL;
+    if ((total && !m->owned) || !scratch) {
+        free(scratch);
+        st = tern_fail(TERN_ERR_NOMEM, "model copy: out of memory for %zu bytes of %s weights",
+                       total, tern_type_name(dtype));
+        goto fail;
+    }
+    if ((st = tp_create(n_threads, &pool))) {
+        free(scratch);
+        goto fail;
+    }
+    size_t off = 0;
+    for (int i = 0; i < nw; i++) {
+        if (!convertible(sw[i], dtype)) continue;
+        struct copy_job job = {.src = sw[i], .dst = (char *)m->owned + off, .dtype = dtype,
+                               .dst_row_bytes = quant_row_bytes(dtype, sw[i]->cols),
+                               .scratch = scratch, .max_cols = max_cols};
+        tp_run(pool, copy_rows, &job, (int)(sw[i]->rows < 4 * n_threads ? sw[i]->rows : 4 * n_threads));
+        w[i]->data = job.dst;
+        w[i]->type = dtype;
+        w[i]->row_bytes = job.dst_row_bytes;
+        off += (job.dst_row_bytes * (size_t)sw[i]->rows + 63) & ~(size_t)63;
+    }
+    tp_free(pool);
+    free(scratch);
+    if (m->info.tied_output) m->output = m->tok_embd;
+    /* What a token's forward pass reads now: the converted matrices plus every other tensor. */
+    uint64_t before = 0, after = 0;
+    for (int i = 0; i < nw; i++) {
+        before += sw[i]->row_bytes * (uint64_t)sw[i]->rows;
+        after += w[i]->row_bytes * (uint64_t)w[i]->rows;
+    }
+    m->info.weight_bytes = src->info.weight_bytes - before + after;
+    m->info.repacked_bytes = total;
+    free(w);
+    free(sw);
+    *out = m;
+    return TERN_OK;
+fail:
+    free(w);
+    free(sw);
+    tern_model_free(m);
+    return st;
+}
+
+bool tern_model_batch_invariant(const struct tern_model *m)
+{
+    if (!kern_batch_invariant(m->output.type)) return false;
+    for (int l = 0; l < m->info.n_layer; l++) {
+        const struct model_layer *L = &m->layers[l];
+        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
+                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            if (!kern_batch_invariant(w[i]->type)) return false;
+    }
+    return true;
+}

@@ -1,0 +1,44 @@
+/* cli_draft.h — the speculative decoding flags of `tern run`, `tern chat` and `tern bench`
+ * (--draft SRC, --draft-max K, --draft-min K) and how the commands report what speculation did
+ * (one stderr line, a "spec" JSON object). The library does the work: include/tern.h
+ * "speculative decoding". */
+#ifndef TERN_CLI_DRAFT_H
+#define TERN_CLI_DRAFT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "tern.h"
+
+struct cli_draft_opts {
+    const char *source;       /* --draft: "ngram", "self:TYPE" or a GGUF path; NULL = none */
+    long long n_max, n_min;   /* --draft-max / --draft-min; 0 = the library's defaults */
+};
+
+/* If argv[*i] is one of the draft flags, take it and its value: 1. Not one: 0. A missing or bad
+ * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
+int cli_draft_opt(int argc, char **argv, int *i, struct cli_draft_opts *o);
+/* Flags that make sense only with --draft given without it: a usage error (printed, 2), else 0. */
+int cli_draft_check(const char *cmd, const struct cli_draft_opts *o);
+/* The help text lines of the three flags. */
+void cli_draft_help(FILE *f);
+/* Make the draft for target with a drafter context of n_ctx positions and `threads` threads (0 =
+ * all CPUs); on failure the message is printed and the exit status returned (0 on success). With
+ * log, one line says what was set up and in how long (a self:TYPE copy is converted here). */
+int cli_draft_create(const char *cmd, const struct cli_draft_opts *o, const struct tern_model *target,
+                     int n_ctx, int threads, FILE *log, struct tern_draft **out);
+/* "tern CMD: speculative (KIND): ..." on f: drafted, accepted, rates, rollback, times, tokens/s. */
+void cli_draft_print_stats(const char *cmd, FILE *f, const struct tern_draft *d,
+                           const struct tern_gen_stats *gs);
+/* The same as a "spec" object added to obj. */
+void cli_draft_json_stats(cJSON *obj, const struct tern_draft *d, const struct tern_gen_stats *gs);
+/* `tern bench --draft` (cmd_bench_draft.c): plain vs speculative decoding of the built-in prompts
+ * and prompt_files on model (layer_scale > 0: on a copy whose attn_output / ffn_down are scaled
+ * by it, see --scale-layers); returns the exit status. */
+int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int threads, int n_gen,
+                    int reps, const struct tern_sampler_params *sp, const char *const *prompt_files,
+                    int n_files, double layer_scale, bool json);
+
+#endif
