@@ -381,8 +381,9 @@ static void test_chat_continue_and_save(void **state)
 
     snprintf(args, sizeof args, "chat -m %s -n 8 -t 2 --messages %s --tools %s", synth_model(), conv, tools);
     char *err;
-    assert_int_equal(tern_cli(args, input, strlen(input), &out, &err), 1);
-    assert_non_null(strstr(err, "unsupported: tools: this chat template never reads `tools`, so the 1 tool given"));
+    /* synthetic models carry the fallback template, which renders tools (templates that never
+     * read them are refused: test_tools_never_dropped) */
+    assert_int_equal(tern_cli(args, input, strlen(input), &out, &err), 0);
     free(out);
     free(err);
 }

@@ -268,6 +268,25 @@ static void test_default_vocab_has_merges(void **state)
     assert_int_equal(tern_gguf_arr_type(g, i), TERN_GGUF_STRING);
     assert_int_equal(tern_gguf_arr_len(g, i), 0);
     assert_true(tern_gguf_find_key(g, "tokenizer.chat_template") >= 0);
+    /* the synthetic template is the chat room's fallback (tools render on synthetic models) */
+    struct tern_str tmpl;
+    assert_tern_ok(tern_gguf_get_str(g, "tokenizer.chat_template", &tmpl));
+    char bare[4200];
+    snprintf(bare, sizeof bare, "%s/no-template.gguf", test_tmpdir());
+    struct tern_gguf_writer *w;
+    assert_tern_ok(tern_gguf_writer_create(0, &w));
+    assert_tern_ok(tern_gguf_writer_set_str(w, "general.architecture", "llama"));
+    assert_tern_ok(tern_gguf_writer_write(w, bare));
+    tern_gguf_writer_free(w);
+    struct tern_gguf *bg;
+    assert_tern_ok(tern_gguf_open(bare, &bg));
+    struct tern_chat_template *fb;
+    assert_tern_ok(tern_chat_template_from_gguf(bg, &fb));
+    const char *fsrc = tern_chat_template_source(fb);
+    assert_int_equal(strlen(fsrc), tmpl.len);
+    assert_memory_equal(fsrc, tmpl.ptr, tmpl.len);
+    tern_chat_template_free(fb);
+    tern_gguf_close(bg);
     tern_gguf_close(g);
 }
 

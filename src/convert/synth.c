@@ -130,10 +130,46 @@ static void byte_token(int b, char out[4])
     }
 }
 
+/* ChatML with Hermes tool calls: the same text as the chat room's fallback for models without a
+ * template (src/chat/chat_gguf.c, chat_fallback_template; this room sits below src/chat and
+ * cannot include it). Plain ChatML without tools; with tools, Qwen2.5's <tools> system block and
+ * <tool_call> answers, so tool prompts render on synthetic models too. test_synth checks that
+ * both texts stay equal. */
 static const char chatml_template[] =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] "
-    "+ '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
-    "}}{% endif %}";
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages and messages[0].role == 'system' %}"
+    "{{- (messages[0].content if messages[0].content is string else '') + '\\n\\n' }}"
+    "{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' + tool|tojson }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- set content = message.content if message.content is string else '' %}"
+    "{%- if message.role == 'system' and loop.first and tools %}"
+    "{%- elif message.role == 'assistant' and message.tool_calls %}"
+    "{{- '<|im_start|>assistant' }}"
+    "{%- if content %}{{- '\\n' + content }}{%- endif %}"
+    "{%- for call in message.tool_calls %}"
+    "{%- set fn = call.function if call.function is defined else call %}"
+    "{{- '\\n<tool_call>\\n{\"name\": \"' + fn.name + '\", \"arguments\": ' }}"
+    "{{- fn.arguments if fn.arguments is string else (fn.arguments|tojson if fn.arguments is defined else '{}') }}"
+    "{{- '}\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- elif message.role == 'tool' %}"
+    "{%- if loop.first or loop.previtem.role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + content + '\\n</tool_response>' }}"
+    "{%- if loop.last or loop.nextitem.role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
 static tern_status add_vocab(struct synth_state *st, const struct synth_shape *sh)
 {

@@ -97,16 +97,13 @@ static int32_t *bd_tool_prompt(const struct tern_model *m, struct tern_tokenizer
         cli_report("bench", st);
         return NULL;
     }
-    cJSON *conv = cJSON_Parse(tool_conv);
     struct tern_chat_params p = tern_chat_default_params();
-    p.messages = cJSON_GetObjectItemCaseSensitive(conv, "messages");
-    p.tools = cJSON_GetObjectItemCaseSensitive(conv, "tools");
+    p.messages_json = tool_conv; /* an OpenAI request body: messages and tools */
     p.now_unix = 0;
     char *text = NULL;
     size_t len = 0;
     st = tern_chat_render(t, &p, &text, &len);
     tern_chat_template_free(t);
-    cJSON_Delete(conv);
     if (st) {
         cli_report("bench", st);
         return NULL;
