@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool gv_valid(const cJSON *root, const cJSON *s, const cJSON *x, int depth);
+#define GV_FN static __attribute__((unused))
+GV_FN bool gv_valid(const cJSON *root, const cJSON *s, const cJSON *x, int depth);
 
 static const cJSON *gv_get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
@@ -44,7 +45,7 @@ static const cJSON *gv_resolve(const cJSON *root, const char *ref)
     return cur;
 }
 
-static bool gv_is_type(const cJSON *x, const char *t)
+GV_FN bool gv_is_type(const cJSON *x, const char *t)
 {
     if (!strcmp(t, "null")) return cJSON_IsNull(x);
     if (!strcmp(t, "boolean")) return cJSON_IsBool(x);
@@ -57,7 +58,7 @@ static bool gv_is_type(const cJSON *x, const char *t)
 }
 
 /* code points of valid UTF-8 */
-static long gv_len(const char *s)
+GV_FN long gv_len(const char *s)
 {
     long n = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -65,7 +66,7 @@ static long gv_len(const char *s)
     return n;
 }
 
-static int gv_digits(const char *s, int n)
+GV_FN int gv_digits(const char *s, int n)
 {
     for (int i = 0; i < n; i++)
         if (s[i] < '0' || s[i] > '9') return -1;
@@ -74,7 +75,7 @@ static int gv_digits(const char *s, int n)
     return v;
 }
 
-static bool gv_date(const char *s, size_t n)
+GV_FN bool gv_date(const char *s, size_t n)
 {
     if (n != 10 || s[4] != '-' || s[7] != '-') return false;
     int y = gv_digits(s, 4), m = gv_digits(s + 5, 2), d = gv_digits(s + 8, 2);
@@ -84,7 +85,7 @@ static bool gv_date(const char *s, size_t n)
     return d <= md;
 }
 
-static bool gv_time(const char *s, size_t n)
+GV_FN bool gv_time(const char *s, size_t n)
 {
     if (n < 9 || s[2] != ':' || s[5] != ':') return false;
     int h = gv_digits(s, 2), mi = gv_digits(s + 3, 2), se = gv_digits(s + 6, 2);
@@ -103,7 +104,7 @@ static bool gv_time(const char *s, size_t n)
     return oh >= 0 && oh <= 23 && om >= 0 && om <= 59;
 }
 
-static bool gv_hostname(const char *s, size_t n)
+GV_FN bool gv_hostname(const char *s, size_t n)
 {
     if (n == 0) return false;
     size_t a = 0;
@@ -122,7 +123,7 @@ static bool gv_hostname(const char *s, size_t n)
     return false;
 }
 
-static bool gv_email(const char *s, size_t n)
+GV_FN bool gv_email(const char *s, size_t n)
 {
     const char *at = memchr(s, '@', n);
     if (!at) return false;
@@ -137,7 +138,7 @@ static bool gv_email(const char *s, size_t n)
     return gv_hostname(at + 1, n - ln - 1);
 }
 
-static bool gv_uuid(const char *s, size_t n)
+GV_FN bool gv_uuid(const char *s, size_t n)
 {
     if (n != 36) return false;
     for (size_t i = 0; i < 36; i++) {
@@ -148,7 +149,7 @@ static bool gv_uuid(const char *s, size_t n)
     return true;
 }
 
-static bool gv_uri(const char *s, size_t n)
+GV_FN bool gv_uri(const char *s, size_t n)
 {
     if (n == 0 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return false;
     size_t i = 1;
@@ -170,7 +171,7 @@ static bool gv_uri(const char *s, size_t n)
     return true;
 }
 
-static bool gv_format(const char *f, const char *s)
+GV_FN bool gv_format(const char *f, const char *s)
 {
     size_t n = strlen(s);
     if (!strcmp(f, "date")) return gv_date(s, n);
@@ -187,7 +188,7 @@ static bool gv_format(const char *f, const char *s)
 }
 
 /* ECMA pattern -> POSIX ERE for regcomp (the escapes the corpus uses). */
-static bool gv_pattern(const char *re, const char *s)
+GV_FN bool gv_pattern(const char *re, const char *s)
 {
     char out[4096];
     size_t k = 0;
@@ -234,7 +235,7 @@ static bool gv_pattern(const char *re, const char *s)
 }
 
 /* x a multiple of step, exactly for the decimals the corpus uses (up to 9 places) */
-static bool gv_multiple(double x, double step)
+GV_FN bool gv_multiple(double x, double step)
 {
     for (int k = 0; k <= 9; k++) {
         double sc = pow(10, k);
@@ -249,7 +250,7 @@ static bool gv_multiple(double x, double step)
     return fabs(remainder(x, step)) < 1e-9;
 }
 
-static bool gv_valid(const cJSON *root, const cJSON *s, const cJSON *x, int depth)
+GV_FN bool gv_valid(const cJSON *root, const cJSON *s, const cJSON *x, int depth)
 {
     if (depth > 200) return false;
     if (cJSON_IsTrue(s)) return true;
@@ -333,7 +334,7 @@ static bool gv_valid(const cJSON *root, const cJSON *s, const cJSON *x, int dept
 }
 
 /* Canonical text of a value, as tern's compact whitespace writes JSON: ", " and ": ". */
-static void gv_text_rec(const cJSON *v, char **b, size_t *n, size_t *cap)
+GV_FN void gv_text_rec(const cJSON *v, char **b, size_t *n, size_t *cap)
 {
     if (*n + 64 > *cap) { *cap = *cap * 2 + 256; *b = realloc(*b, *cap); }
     if (cJSON_IsNull(v)) { *n += (size_t)sprintf(*b + *n, "null"); return; }

@@ -383,6 +383,7 @@ struct subset_ctx {
     const struct gram_ir *ir;
     struct nfa *a;
     const struct classes *cls;
+    struct gram_bset *set_cls;   /* [n_sets] the byte classes each byte set contains */
     uint32_t accept;          /* the rule's NFA accept state */
     uint32_t *stamp;          /* [n_states] */
     uint32_t cur_stamp;
@@ -513,10 +514,15 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
 
     uint32_t base = o->nodes.n;
     VEC(struct pair) pairs = {0};
+    VEC(struct pair) tmp = {0};
     VEC(uint32_t) seeds = {0};
     uint32_t cls_to[256];
+    /* work budget as well as a state limit: a regex whose subsets explode (an unanchored
+     * counted class) has large member sets, so it gives up early; a long counted string has
+     * many small ones and determinizes */
+    uint64_t work = 0;
     for (uint32_t d = 0; d < s->soff.n - 1; d++) {
-        if (s->soff.n - 1 > GRAM_MAX_DFA_PER_RULE) { *too_many = true; break; }
+        if (s->soff.n - 1 > GRAM_MAX_DFA_PER_RULE || work > GRAM_SUBSET_WORK) { *too_many = true; break; }
         /* members of d are copied out: the pool grows while we intern targets */
         uint32_t a = s->soff.v[d], b = s->soff.v[d + 1];
         pairs.n = 0;
@@ -526,19 +532,55 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
             if (st == s->accept) final = true;
             for (uint32_t e = s->a->head[st]; e != GRAM_NONE; e = s->a->e[e].next) {
                 const struct nfa_edge *ed = &s->a->e[e];
-                if (ed->kind == NE_SET || ed->kind == NE_RANGE) {
+                if (ed->kind == NE_SET) {
+                    const struct gram_bset *cs = &s->set_cls[ed->arg];
+                    for (int w = 0; w < 4; w++)
+                        for (uint64_t bits = cs->w[w]; bits; bits &= bits - 1) {
+                            struct pair p = {(uint32_t)(w * 64 + __builtin_ctzll(bits)), ed->to};
+                            VEC_PUSH(pairs, p, oom_local);
+                        }
+                } else if (ed->kind == NE_RANGE) {
                     for (uint32_t c = 0; c < s->cls->n; c++)
                         if (edge_has_byte(s->ir, ed, s->cls->rep[c])) {
                             struct pair p = {c, ed->to};
                             VEC_PUSH(pairs, p, oom_local);
                         }
+                    work += s->cls->n;
                 } else if (ed->kind == NE_CALL) {
                     struct pair p = {0x10000u + ed->arg, ed->to};
                     VEC_PUSH(pairs, p, oom_local);
                 }
             }
         }
-        qsort(pairs.v, pairs.n, sizeof *pairs.v, cmp_pair);
+        work += (b - a) + 2 * (uint64_t)pairs.n; /* members, then grouping the pairs */
+        if (pairs.n > 1) {
+            /* group by key: classes (< 256) with a stable counting sort (targets keep member
+             * order, which is all the grouping below needs), calls after them by rule */
+            uint32_t cnt[257] = {0}, n_calls = 0;
+            for (uint32_t i = 0; i < pairs.n; i++) {
+                if (pairs.v[i].key < 0x10000u) cnt[pairs.v[i].key + 1]++;
+                else n_calls++;
+            }
+            for (int c = 0; c < 256; c++) cnt[c + 1] += cnt[c];
+            if (tmp.cap < pairs.n) {
+                struct pair *q = realloc(tmp.v, pairs.n * sizeof *q);
+                if (!q) goto oom_local;
+                tmp.v = q;
+                tmp.cap = pairs.n;
+            }
+            uint32_t callpos = cnt[256];
+            for (uint32_t i = 0; i < pairs.n; i++) {
+                if (pairs.v[i].key < 0x10000u) tmp.v[cnt[pairs.v[i].key]++] = pairs.v[i];
+                else tmp.v[callpos++] = pairs.v[i];
+            }
+            if (n_calls > 1) qsort(tmp.v + (pairs.n - n_calls), n_calls, sizeof *tmp.v, cmp_pair);
+            struct pair *sw = pairs.v;
+            pairs.v = tmp.v;
+            tmp.v = sw;
+            uint32_t c2 = pairs.cap;
+            pairs.cap = tmp.cap;
+            tmp.cap = c2;
+        }
         for (uint32_t c = 0; c < 256; c++) cls_to[c] = GRAM_NONE;
         struct gram_node node = {rule, o->ranges.n, o->calls.n, 0, 0, final ? GN_FINAL : 0};
         uint32_t prev_a = 0, prev_n = 0, prev_d = GRAM_NONE;
@@ -589,6 +631,7 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
         VEC_PUSH(o->nodes, node, oom_local);
     }
     free(pairs.v);
+    free(tmp.v);
     free(seeds.v);
     if (*too_many) { /* undo */
         o->calls.n = o->nodes.n > base ? o->nodes.v[base].c_off : o->calls.n;
@@ -599,6 +642,7 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
     return true;
 oom_local:
     free(pairs.v);
+    free(tmp.v);
     free(seeds.v);
 oom:
     s->oom = true;
@@ -640,11 +684,20 @@ static bool nfa_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start, ui
                     struct gram_call c = {ed->arg, to};
                     VEC_PUSH(o->calls, c, oom);
                     node.c_n++;
-                } else if (ed->kind != NE_EPS) {
-                    for (int b = 0; b < 256;) {
-                        if (!edge_has_byte(s->ir, ed, (unsigned)b)) { b++; continue; }
+                } else if (ed->kind == NE_RANGE) {
+                    struct gram_range r = {(uint8_t)(ed->arg & 0xFF), (uint8_t)(ed->arg >> 8), 0, to};
+                    VEC_PUSH(o->ranges, r, oom);
+                    node.r_n++;
+                } else if (ed->kind == NE_SET) {
+                    /* maximal runs of the set, word by word */
+                    const struct gram_bset *bs = &s->ir->sets[ed->arg];
+                    int b = 0;
+                    while (b < 256) {
+                        uint64_t w = bs->w[b >> 6] >> (b & 63);
+                        if (!w) { b = (b | 63) + 1; continue; }
+                        b += __builtin_ctzll(w);
                         int e2 = b;
-                        while (e2 + 1 < 256 && edge_has_byte(s->ir, ed, (unsigned)e2 + 1)) e2++;
+                        while (e2 + 1 < 256 && gram_bset_has(bs, (unsigned)e2 + 1)) e2++;
                         struct gram_range r = {(uint8_t)b, (uint8_t)e2, 0, to};
                         VEC_PUSH(o->ranges, r, oom);
                         node.r_n++;
@@ -849,7 +902,7 @@ static tern_status follow_sets(struct tern_grammar *g)
     }
     docend[g->root] = true;
     for (uint32_t r = 0; r < nr; r++) {
-        qsort(fs[r].v, fs[r].n, sizeof(uint32_t), cmp_u32);
+        if (fs[r].n > 1) qsort(fs[r].v, fs[r].n, sizeof(uint32_t), cmp_u32);
         uint32_t m = 0;
         for (uint32_t i = 0; i < fs[r].n; i++)
             if (!m || fs[r].v[m - 1] != fs[r].v[i]) fs[r].v[m++] = fs[r].v[i];
@@ -916,7 +969,7 @@ static void set_flags(struct tern_grammar *g)
         if (!(nd->flags & GN_FINAL) && !nd->c_n && nd->r_n) nd->flags |= GN_PLAIN;
         /* after pruning a DFA node's ranges still never overlap; an NFA node's may */
         if (nd->flags & GN_NONDET) {
-            qsort(g->ranges + nd->r_off, nd->r_n, sizeof *g->ranges, cmp_range);
+            if (nd->r_n > 1) qsort(g->ranges + nd->r_off, nd->r_n, sizeof *g->ranges, cmp_range);
             bool overlap = false;
             for (uint32_t k = 1; k < nd->r_n; k++)
                 if (g->ranges[nd->r_off + k].lo <= g->ranges[nd->r_off + k - 1].hi) overlap = true;
@@ -984,6 +1037,16 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     s.ir = ir;
     s.a = &a;
     s.cls = &cls;
+    s.set_cls = calloc(ir->n_sets ? ir->n_sets : 1, sizeof *s.set_cls);
+    if (!s.set_cls) goto oom;
+    for (uint32_t i = 0; i < ir->n_sets; i++)
+        for (uint32_t c = 0; c < cls.n; c++)
+            if (gram_bset_has(&ir->sets[i], cls.rep[c])) gram_bset_add(&s.set_cls[i], c);
+    /* never NULL, so member lists can be addressed even when empty */
+    s.pool.v = malloc(64 * sizeof *s.pool.v);
+    s.soff.v = malloc(64 * sizeof *s.soff.v);
+    if (!s.pool.v || !s.soff.v) goto oom;
+    s.pool.cap = s.soff.cap = 64;
     s.stamp = calloc(a.n_states ? a.n_states : 1, sizeof *s.stamp);
     s.dfs = malloc(((size_t)a.n_states + 1) * sizeof *s.dfs);
     if (!s.stamp || !s.dfs) goto oom;
@@ -1012,6 +1075,7 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     }
     free(s.stamp); s.stamp = NULL;
     free(s.dfs); s.dfs = NULL;
+    free(s.set_cls); s.set_cls = NULL;
     free(s.pool.v); s.pool.v = NULL;
     free(s.soff.v); s.soff.v = NULL;
     free(s.hslot); s.hslot = NULL;
@@ -1107,6 +1171,7 @@ fail:
     free(a.e);
     free(s.stamp);
     free(s.dfs);
+    free(s.set_cls);
     free(s.pool.v);
     free(s.soff.v);
     free(s.hslot);

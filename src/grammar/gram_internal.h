@@ -37,7 +37,8 @@
 #define GRAM_MAX_EXPRS (1u << 22)       /* IR expressions per grammar */
 #define GRAM_MAX_RULES (1u << 20)
 #define GRAM_MAX_NFA_STATES (1u << 21)  /* Thompson states per grammar (repetition expands) */
-#define GRAM_MAX_DFA_PER_RULE (1u << 18) /* subset construction gives up beyond (NFA kept) */
+#define GRAM_MAX_DFA_PER_RULE (1u << 19) /* subset construction gives up beyond (NFA kept) */
+#define GRAM_SUBSET_WORK 12000000ull    /* ... or beyond this much work (members + transitions) */
 #define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
 #define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
@@ -233,6 +234,7 @@ struct gram_trie {
  * most its remaining character capacity without walking them; only the other tokens (the
  * `rest` trie) are walked. */
 #define GRAM_SLICE_MAX_CHARS 255
+#define GRAM_SLICE_SMALL 16
 
 struct tern_grammar_vocab {
     int32_t n_vocab;
@@ -247,6 +249,7 @@ struct tern_grammar_vocab {
     int32_t *slice_sorted;  /* slice tokens by character count */
     uint32_t slice_off[GRAM_SLICE_MAX_CHARS + 2]; /* tokens of c chars: [slice_off[c], slice_off[c+1]) */
     uint32_t n_slice, slice_max;
+    uint32_t *slice_upto;   /* [GRAM_SLICE_SMALL][n_words]: slice tokens of at most c characters */
     uint32_t max_len;
     int32_t *eog;           /* end-of-generation ids */
     int n_eog;

@@ -145,6 +145,7 @@ uint32_t gir_rep(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max)
 }
 
 uint32_t gir_opt(struct gram_ir *ir, uint32_t x) { return gir_rep(ir, x, 0, 1); }
+
 uint32_t gir_ref(struct gram_ir *ir, uint32_t rule)
 {
     if (rule == GRAM_NONE) return GRAM_NONE;

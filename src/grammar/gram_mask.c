@@ -219,7 +219,17 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
         if (t == cur) { v = TCAP_INF; break; }         /* a loop */
         bool seen = false; /* a cycle through other nodes is not a simple count */
         for (uint32_t i = 0; i < len && !seen; i++) seen = chain[i] == t;
-        if (seen || len > (1u << 20)) { v = TCAP_NONE; break; }
+        if (seen) { v = TCAP_NONE; break; }
+        /* more capacity than any slice token has characters is as good as unbounded: once
+         * GRAM_SLICE_MAX_CHARS more chain steps are proven after a node, it is decided (the
+         * nodes nearer the cut stay undecided and are followed on their own later), so a
+         * 10000-character string does not walk its whole chain at once */
+        if (len > 2 * GRAM_SLICE_MAX_CHARS) { /* each walk decides about half of what it saw */
+            for (uint32_t i = 0; i + GRAM_SLICE_MAX_CHARS < len; i++)
+                atomic_store_explicit(&g->cache->tcap[chain[i]], TCAP_INF, memory_order_relaxed);
+            free(chain);
+            return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+        }
         cur = t;
     }
     for (uint32_t i = len; i-- > 0;) {
@@ -638,7 +648,7 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
  * round per byte of horizon, stopping early once nothing splits. Signatures are 128-bit hashes
  * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
  * nondeterministic nodes, are left alone (each node its own class). */
-#define REP_MAX_NODES 20000
+#define REP_MAX_NODES 4096
 
 struct sigent {
     uint64_t h1, h2;

@@ -430,7 +430,7 @@ static bool check_token(struct tern_grammar_matcher *m, const struct gram_stack 
 
 static bool same_state(const struct mcache_ent *e, const struct gram_stack *s, uint32_t n)
 {
-    return e->n_st == n && !memcmp(e->st, s, n * sizeof *s);
+    return e->n_st == n && (!n || !memcmp(e->st, s, n * sizeof *s));
 }
 
 static bool cache_store(struct mcache_ent *e, uint64_t h, const struct gram_stack *s, uint32_t n,
@@ -449,7 +449,7 @@ static bool cache_store(struct mcache_ent *e, uint64_t h, const struct gram_stac
         e->ids = p;
         e->cap_ids = n_ids;
     }
-    memcpy(e->st, s, n * sizeof *s);
+    if (n) memcpy(e->st, s, n * sizeof *s);
     if (n_ids) memcpy(e->ids, ids, n_ids * sizeof *ids);
     e->n_st = n;
     e->n_ids = n_ids;
@@ -524,7 +524,9 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 slice_count = v->n_slice;
             } else {
                 uint32_t lo = v->slice_off[r + 1]; /* slice tokens of at most r characters */
-                if (lo < v->n_slice - lo) {
+                if (r < GRAM_SLICE_SMALL) {
+                    memcpy(mask, v->slice_upto + (size_t)r * v->n_words, (size_t)v->n_words * 4);
+                } else if (lo < v->n_slice - lo) {
                     memset(mask, 0, (size_t)v->n_words * 4);
                     for (uint32_t k = 0; k < lo; k++) set_bit(mask, v->slice_sorted[k]);
                 } else {
@@ -552,8 +554,11 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
             const struct gram_cls *c = m->node_cls[i];
             if (!c || (i && st[i].node == st[i - 1].node)) continue;
             if (c->text) {
-                if (c->text_cap >= v->slice_max)
-                    for (uint32_t w = 0; w < v->n_words; w++) mask[w] |= v->slice_bits[w];
+                const uint32_t *sb = c->text_cap >= v->slice_max ? v->slice_bits
+                                     : c->text_cap < GRAM_SLICE_SMALL ? v->slice_upto + (size_t)c->text_cap * v->n_words
+                                                                       : NULL;
+                if (sb)
+                    for (uint32_t w = 0; w < v->n_words; w++) mask[w] |= sb[w];
                 else
                     for (uint32_t k = 0; k < v->slice_off[c->text_cap + 1]; k++) set_bit(mask, v->slice_sorted[k]);
             }

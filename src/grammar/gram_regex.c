@@ -415,7 +415,7 @@ static uint32_t parse_seq(struct rp *p, bool top, bool *anch_start, bool *anch_e
             if (peekc(p, 0) != '}') { free(xs); rfail(p, qa, "unclosed repetition {m,n}"); return GRAM_NONE; }
             p->pos++;
             if (hi != GRAM_INF && hi < lo) { free(xs); rfail(p, qa, "repetition {m,n} with n < m"); return GRAM_NONE; }
-            x = gir_rep(p->ir, x, lo, hi);
+            x = gir_rep(p->ir, x, lo, hi); /* one rule (string constraints are intersected) */
             if (peekc(p, 0) == '?') p->pos++;
         }
         if (peekc(p, 0) == '*' || peekc(p, 0) == '+' || (peekc(p, 0) == '{' && peekc(p, 1) >= '0' && peekc(p, 1) <= '9')) {

@@ -629,7 +629,7 @@ static uint32_t content_expr(struct sc *c, struct gram_ir *ir, const struct strc
     }
     struct gram_ir *keep = c->ir;
     c->ir = ir;
-    uint32_t x = gir_rep(ir, json_char(c), k->lo, k->hi);
+    uint32_t x = gir_rep(ir, json_char(c), k->lo, k->hi); /* one rule: the product needs it */
     c->ir = keep;
     return x;
 }
@@ -829,7 +829,8 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
         snprintf(name, sizeof name, "string{%u,%u}", lo, hi);
         uint32_t r = gir_rule(c->ir, name, strlen(name));
         if (r == GRAM_NONE) return GRAM_NONE;
-        c->ir->rules[r].shared = true;
+        /* not marked shared: used once, the compiler inlines it, so the string's end is not a
+         * rule end and tokens closing it are judged exactly */
         if (c->ir->rules[r].ex == GRAM_NONE)
             gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), lo, hi), gir_byte(c->ir, '"')));
         return gir_ref(c->ir, r);

@@ -49,6 +49,7 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     free(v->slice_chars);
     free(v->slice_bits);
     free(v->slice_sorted);
+    free(v->slice_upto);
     free(v->eog);
     free(v);
 }
@@ -208,6 +209,15 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
             if (v->slice_chars[id]) v->slice_sorted[fill[v->slice_chars[id]]++] = id;
     }
 
+    /* near the end of a counted string the allowed slice is "at most c characters": small c
+     * would otherwise cost setting tens of thousands of bits per mask */
+    v->slice_upto = calloc((size_t)GRAM_SLICE_SMALL * v->n_words, sizeof *v->slice_upto);
+    if (!v->slice_upto) goto oom;
+    for (uint32_t c = 0; c < GRAM_SLICE_SMALL; c++) {
+        uint32_t *bits = v->slice_upto + (size_t)c * v->n_words;
+        for (uint32_t k = 0; k < v->slice_off[c + 1]; k++) bits[v->slice_sorted[k] >> 5] |= 1u << (v->slice_sorted[k] & 31);
+    }
+
     /* sort the text tokens by bytes, then lay the tries out depth first */
     uint32_t n_text = 0;
     ents = malloc((size_t)n * sizeof *ents);
@@ -223,7 +233,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     if (!build_trie(v, ents, m, &v->rest)) goto oom;
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
-                   (size_t)v->n_words * 4 + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
+                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
     *out = v;
     return TERN_OK;
 oom:
