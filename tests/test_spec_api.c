@@ -360,7 +360,7 @@ static void test_cli(void **state)
     assert_non_null(f);
     fputs("a b c a b c a b c a b", f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "%s bench --draft self:q8_0 -m %s -n 12 -r 1 -t 1 --prompt-file %s "
+    snprintf(cmd, sizeof cmd, "%s bench --draft self:q8_0 --draft-min 3 --draft-max 3 -m %s -n 12 -r 1 -t 1 --prompt-file %s "
              "--scale-layers 0.05 --json 2>/dev/null", tern, tiny_path, pf);
     assert_int_equal(sh(cmd, spec, sizeof spec), 0);
     cJSON *arr = cJSON_Parse(spec);

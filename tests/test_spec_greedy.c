@@ -355,7 +355,7 @@ static void test_turns_and_prefix_cache(void **state)
     TEST_SHARED_OR_SKIP(path, "fixtures/models/llama-spm-tiny-q8_0.gguf");
     struct setup su;
     setup_open(&su, path, 512);
-    struct tern_draft *d = draft_for(&su, "self:q4_0", 0, 0);
+    struct tern_draft *d = draft_for(&su, "self:q4_0", 3, 3); /* fixed: speculate every round */
     const int nv = tern_model_n_vocab(su.m);
     int32_t p[300];
     for (int i = 0; i < 300; i++) p[i] = (int32_t)((i * 37 + 11) % (nv - 300) + 259);

@@ -146,7 +146,10 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
     g->draft = d;
     if (d) {
         d->in_use = true;
-        spec_ctl_init(&g->ctl, d->n_min, d->n_max, d->src->ops->costly);
+        /* before anything is measured, a drafter's step is guessed from its share of the bytes */
+        const double ratio = d->drafter ? (double)tern_model_get_info(d->drafter)->weight_bytes /
+                                              (double)tern_model_get_info(d->target)->weight_bytes : 0;
+        spec_ctl_init(&g->ctl, d->n_min, d->n_max, d->src->ops->costly, ratio);
     }
     return TERN_OK;
 }
@@ -299,6 +302,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         tern_fail_prefix(rc, "generate: draft: ");
         dr = NULL;
     }
+    if (dr) spec_ctl_begin(&g->ctl, prm.max_tokens);
     memset(g->rollback_hist, 0, sizeof g->rollback_hist);
     const int n_batch = tern_context_n_batch(g->ctx);
     double plain_ms = 0;
@@ -321,16 +325,17 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             if (k_cap > n_batch - 1) k_cap = n_batch - 1;
             if (k_cap > dr->n_max) k_cap = dr->n_max;
             const bool costly = dr->src->ops->costly;
-            int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0) : k_cap;
+            g->hist[g->n_hist] = tok; /* the history the draft continues ends with tok */
+            int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, dr->src->ops->lag(dr->src, g->hist, g->n_hist + 1))
+                              : k_cap;
             if (want >= dr->n_min) {
-                g->hist[g->n_hist] = tok; /* the history the draft continues ends with tok */
                 rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + 1, want, g->batch + 1, &k, &cls);
                 if (rc) {
                     rc = tern_fail_prefix(rc, "generate: draft: ");
                     break;
                 }
                 if (!costly && k >= dr->n_min) {
-                    const int c = spec_ctl_choose(&g->ctl, k, cls);
+                    const int c = spec_ctl_choose(&g->ctl, k, cls, 0);
                     k = c < k ? c : k;
                 }
                 if (k < dr->n_min) k = 0;

@@ -42,6 +42,9 @@ struct spec_source_ops {
     /* Does this source pay per drafted token (a model) or only per round (a lookup)? The
      * controller asks for k before proposing when true, after when false. */
     bool costly;
+    /* Tokens of hist[0..n) the source has not seen and would process before drafting (a
+     * drafter's catch-up: the prompt, or what was generated while speculation was off). */
+    int (*lag)(const struct spec_source *src, const int32_t *hist, int n);
     void (*free)(struct spec_source *src);
 };
 
@@ -86,24 +89,29 @@ struct spec_ctl {
     int n_min, n_max;
     bool fixed;                 /* n_min == n_max: always k = n_max, never off */
     bool costly;                /* the source pays per drafted token (a model) */
+    double size_ratio;          /* costly: drafter bytes / target bytes (the guess before measuring) */
     struct spec_est t_plain;    /* one-token pass + sampling */
     int since_plain;            /* target passes since t_plain was last measured */
     struct spec_est t_ver[SPEC_MAX_DRAFT + 2]; /* verify pass (+ decisions) of b tokens, by b */
     struct spec_est t_extra;    /* a verify pass's cost per token beyond t_plain, any b */
     struct spec_est t_draft_tok;   /* costly sources: per drafted token */
-    struct spec_est t_draft_round; /* per round: the lookup, or the drafter catching up 1-2 tokens */
+    struct spec_est t_draft_round; /* lookup sources: per round */
+    struct spec_est t_catch_tok;   /* a drafter catching up on many tokens (prompt, off period): per token */
     double acc[SPEC_N_CLASS], tested[SPEC_N_CLASS]; /* accepted / tested, with forgetting */
-    int strikes;                /* consecutive rounds that predicted a loss */
+    double credit;              /* in one-token steps: how much more than plain decoding may still
+                                   be spent on trying speculation (see spec_ctl.c) */
     int rounds;                 /* choices made while speculating (exploration schedule) */
     int off_left;               /* rounds to stay off */
     int off_len;                /* length of the next off period (doubles while probes fail) */
-    bool probing;               /* the round after an off period: try regardless */
+    bool probing;               /* an off period ended: probe once */
     int n_off;                  /* off periods started */
 };
-void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly);
+void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double size_ratio);
+/* A generation of at most max_tokens starts: its share of the exploration allowance. */
+void spec_ctl_begin(struct spec_ctl *c, int max_tokens);
 /* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
- * cls. */
-int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls);
+ * cls, when the source must first catch up on `lag` tokens it has not seen. */
+int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag);
 /* After a target pass: k drafted (0 = a plain step: t_verify is the one-token pass), a of them
  * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,

@@ -138,6 +138,18 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     return TERN_OK;
 }
 
+/* Tokens of hist[0..n) past the longest prefix whose KV the drafter holds (what the next
+ * proposal decodes before drafting; at least the last one). */
+static int model_lag(const struct spec_source *src, const int32_t *hist, int n)
+{
+    const struct model_source *ms = (const struct model_source *)src;
+    int n_rec = ms->n_rec, kv = tern_kv_n_pos(ms->ctx);
+    if (kv < n_rec) n_rec = kv;
+    int common = 0;
+    while (common < n_rec && common < n - 1 && ms->rec[common] == hist[common]) common++;
+    return n - common;
+}
+
 static void model_free(struct spec_source *src)
 {
     struct model_source *ms = (struct model_source *)src;
@@ -153,11 +165,11 @@ static void model_free(struct spec_source *src)
 
 static const struct spec_source_ops self_ops = {
     .kind = "self", .begin = model_begin, .propose = model_propose, .costly = true,
-    .free = model_free,
+    .lag = model_lag, .free = model_free,
 };
 static const struct spec_source_ops file_ops = {
     .kind = "model", .begin = model_begin, .propose = model_propose, .costly = true,
-    .free = model_free,
+    .lag = model_lag, .free = model_free,
 };
 
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,

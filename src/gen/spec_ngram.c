@@ -63,11 +63,19 @@ static tern_status ngram_propose(struct spec_source *src, const int32_t *hist, i
     return TERN_OK;
 }
 
+static int ngram_lag(const struct spec_source *src, const int32_t *hist, int n)
+{
+    (void)src;
+    (void)hist;
+    (void)n;
+    return 0; /* it reads the history as it is */
+}
+
 static void ngram_free(struct spec_source *src) { free(src); }
 
 static const struct spec_source_ops ngram_ops = {
     .kind = "ngram", .begin = ngram_begin, .propose = ngram_propose, .costly = false,
-    .free = ngram_free,
+    .lag = ngram_lag, .free = ngram_free,
 };
 
 tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct spec_source **out)

@@ -1,0 +1,174 @@
+/* test_spec_ctl.c — the draft-length controller against a simulated machine, so its promises
+ * are checked without wall-clock noise: with drafts that are never accepted it stays within 3 %
+ * of plain decoding's time, for generations of 16 to 4096 tokens, for cheap (lookup) and costly
+ * (drafter model with a prompt to catch up on) sources, with verify passes cheap or dear; with
+ * drafts that are accepted it finds the length that pays and gets close to the best fixed
+ * length; it keeps finding out when acceptance changes mid-generation; a fixed length is never
+ * changed.
+ *
+ * The simulation: a one-token step costs 1; a verify pass of b tokens costs 1 + slope * (b - 1)
+ * (a jump down at b >= 6 in one case, like the AVX-512 decode -> panel switch); a costly source
+ * costs draft_tok per drafted token and catch_tok per token it catches up on (the prompt, and
+ * whatever was generated while off); each draft is accepted with probability acc (a seeded
+ * RNG). The controller sees exactly these times. */
+#include "test_support.h"
+#include "test_rng.h"
+
+#include <string.h>
+
+#include "gen/spec.h"
+
+struct sim {
+    double slope, draft_tok, catch_tok, acc;
+    bool costly, jump;
+    int prompt;
+};
+
+static double verify_time(const struct sim *m, int b)
+{
+    if (m->jump && b >= 6) return 1.0 + 0.05 * (b - 1);
+    return 1.0 + m->slope * (b - 1);
+}
+
+/* Time to generate n tokens with the controller (persisting across calls in c); *rounds out. */
+static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t *rs, int *rounds,
+                       double acc_after_half)
+{
+    double t = 0;
+    int done = 1, seen = m->prompt; /* the first token comes from the prompt pass */
+    *rounds = 0;
+    spec_ctl_begin(c, n);
+    while (done < n) {
+        const double acc = done < n / 2 ? m->acc : acc_after_half;
+        const int hist = m->prompt + done;
+        const int k_cap = n - done;
+        const int lag = m->costly ? hist - seen : 0;
+        int k = spec_ctl_choose(c, k_cap, 0, lag);
+        if (k == 0) {
+            t += 1.0;
+            spec_ctl_update(c, 0, 0, 0, 0, 0, 0, 1.0);
+            done++;
+            continue;
+        }
+        const double t_sync = m->costly ? lag * m->catch_tok : 0;
+        const double t_draft = t_sync + (m->costly ? k * m->draft_tok : 0.001);
+        int a = 0;
+        while (a < k && test_rand_uniform(rs) < acc) a++;
+        const double t_ver = verify_time(m, k + 1);
+        t += t_draft + t_ver;
+        spec_ctl_update(c, 0, k, a, t_draft, t_sync, lag, t_ver);
+        if (m->costly) seen = hist + (a < k - 1 ? a : k - 1); /* drafts it decoded and kept */
+        done += a + 1;
+        (*rounds)++;
+    }
+    return t;
+}
+
+static void never_loses(const char *what, const struct sim *m)
+{
+    for (int n = 16; n <= 4096; n *= 4) {
+        struct spec_ctl c;
+        spec_ctl_init(&c, 1, 8, m->costly, m->costly ? m->draft_tok : 0);
+        uint64_t rs = 42;
+        int rounds;
+        const double t = simulate(m, &c, n, &rs, &rounds, m->acc);
+        const double ratio = t / (n - 1);
+        print_message("%s, %d tokens: %.4f x plain time, %d rounds\n", what, n, ratio, rounds);
+        assert_true(ratio <= 1.03);
+    }
+}
+
+static void test_zero_acceptance(void **state)
+{
+    (void)state;
+    struct sim lookup = {.slope = 0.1, .acc = 0, .prompt = 100};
+    never_loses("lookup, verify +10 %/token", &lookup);
+    struct sim dear = {.slope = 0.6, .acc = 0, .prompt = 100};
+    never_loses("lookup, verify +60 %/token", &dear);
+    struct sim model = {.slope = 0.1, .draft_tok = 0.3, .catch_tok = 0.05, .costly = true, .acc = 0, .prompt = 500};
+    never_loses("drafter, 500-token prompt", &model);
+    struct sim weak = {.slope = 0.2, .draft_tok = 0.5, .catch_tok = 0.1, .costly = true, .acc = 0.2, .prompt = 50};
+    never_loses("drafter accepted 20 %", &weak);
+}
+
+/* High acceptance: the controller speculates, close to the best fixed length. */
+static void test_pays_when_accepted(void **state)
+{
+    (void)state;
+    const struct sim cases[] = {
+        {.slope = 0.05, .acc = 0.9, .prompt = 100},
+        {.slope = 0.1, .draft_tok = 0.15, .catch_tok = 0.02, .costly = true, .acc = 0.8, .prompt = 200},
+        {.slope = 0.3, .acc = 0.9, .jump = true, .prompt = 100},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int n = 1024;
+        double best_fixed = 1e30;
+        int best_k = 0;
+        for (int k = 1; k <= 8; k++) {
+            struct spec_ctl c;
+            spec_ctl_init(&c, k, k, cases[i].costly, cases[i].draft_tok);
+            uint64_t rs = 7;
+            int rounds;
+            const double t = simulate(&cases[i], &c, n, &rs, &rounds, cases[i].acc);
+            if (t < best_fixed) {
+                best_fixed = t;
+                best_k = k;
+            }
+        }
+        struct spec_ctl c;
+        spec_ctl_init(&c, 1, 8, cases[i].costly, cases[i].draft_tok);
+        uint64_t rs = 7;
+        int rounds;
+        const double t = simulate(&cases[i], &c, n, &rs, &rounds, cases[i].acc);
+        print_message("case %zu: adaptive %.3f x plain, best fixed k = %d %.3f x plain\n", i,
+                      t / (n - 1), best_k, best_fixed / (n - 1));
+        assert_true(t < 0.75 * (n - 1));
+        assert_true(t < 1.15 * best_fixed);
+    }
+}
+
+/* Acceptance falls to 0 halfway: the controller gives up and the second half runs plain;
+ * rising from 0, it finds out through its probes. */
+static void test_follows_changes(void **state)
+{
+    (void)state;
+    struct sim m = {.slope = 0.05, .acc = 0.95, .prompt = 100};
+    struct spec_ctl c;
+    spec_ctl_init(&c, 1, 8, false, 0);
+    uint64_t rs = 9;
+    int rounds;
+    const int n = 2048;
+    const double t = simulate(&m, &c, n, &rs, &rounds, 0.0);
+    print_message("0.95 then 0: %.3f x plain, %d rounds, %d off periods\n", t / (n - 1), rounds, c.n_off);
+    assert_true(t < 0.75 * (n - 1)); /* the first half paid, the second lost little */
+    assert_true(c.n_off >= 2);
+    struct sim rise = {.slope = 0.05, .acc = 0.0, .prompt = 100};
+    spec_ctl_init(&c, 1, 8, false, 0);
+    const double t2 = simulate(&rise, &c, n, &rs, &rounds, 0.95);
+    print_message("0 then 0.95: %.3f x plain, %d rounds\n", t2 / (n - 1), rounds);
+    assert_true(t2 < 0.8 * (n - 1));
+}
+
+static void test_fixed(void **state)
+{
+    (void)state;
+    struct spec_ctl c;
+    spec_ctl_init(&c, 4, 4, false, 0);
+    spec_ctl_begin(&c, 100);
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(spec_ctl_choose(&c, 10, 0, 0), 4);
+        assert_int_equal(spec_ctl_choose(&c, 3, 0, 0), 0); /* below n_min: nothing to verify */
+        spec_ctl_update(&c, 0, 4, 0, 0.001, 0, 0, 9.0);    /* however badly it goes */
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zero_acceptance),
+        cmocka_unit_test(test_pays_when_accepted),
+        cmocka_unit_test(test_follows_changes),
+        cmocka_unit_test(test_fixed),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
