@@ -43,20 +43,23 @@ static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t 
         const int hist = m->prompt + done;
         const int k_cap = n - done;
         const int lag = m->costly ? hist - seen : 0;
-        int k = spec_ctl_choose(c, k_cap, 0, lag);
+        int lag_max;
+        int k = spec_ctl_choose(c, k_cap, 0, lag, &lag_max);
         if (k == 0) {
             t += 1.0;
             spec_ctl_update(c, 0, 0, 0, 0, 0, 0, 1.0);
             done++;
             continue;
         }
-        const double t_sync = m->costly ? lag * m->catch_tok : 0;
+        /* a drafter too far behind starts afresh on the last lag_max tokens */
+        const int caught = lag < lag_max ? lag : lag_max;
+        const double t_sync = !m->costly ? 0 : caught <= 2 ? caught * m->draft_tok : caught * m->catch_tok;
         const double t_draft = t_sync + (m->costly ? k * m->draft_tok : 0.001);
         int a = 0;
         while (a < k && test_rand_uniform(rs) < acc) a++;
         const double t_ver = verify_time(m, k + 1);
         t += t_draft + t_ver;
-        spec_ctl_update(c, 0, k, a, t_draft, t_sync, lag, t_ver);
+        spec_ctl_update(c, 0, k, a, t_draft, t_sync, caught, t_ver);
         if (m->costly) seen = hist + (a < k - 1 ? a : k - 1); /* drafts it decoded and kept */
         done += a + 1;
         (*rounds)++;
@@ -127,6 +130,21 @@ static void test_pays_when_accepted(void **state)
     }
 }
 
+/* A short generation after a long prompt: the drafter catches up on a recent window only (what
+ * the credit pays for), so speculation still starts early and pays. */
+static void test_short_generation(void **state)
+{
+    (void)state;
+    struct sim m = {.slope = 0.1, .draft_tok = 0.25, .catch_tok = 0.05, .costly = true, .acc = 0.9, .prompt = 400};
+    struct spec_ctl c;
+    spec_ctl_init(&c, 1, 8, true, 0.25);
+    uint64_t rs = 3;
+    int rounds;
+    const double t = simulate(&m, &c, 128, &rs, &rounds, m.acc);
+    print_message("drafter accepted 90 %%, 400-token prompt, 128 tokens: %.3f x plain, %d rounds\n", t / 127, rounds);
+    assert_true(t < 0.8 * 127);
+}
+
 /* Acceptance falls to 0 halfway: the controller gives up and the second half runs plain;
  * rising from 0, it finds out through its probes. */
 static void test_follows_changes(void **state)
@@ -156,8 +174,9 @@ static void test_fixed(void **state)
     spec_ctl_init(&c, 4, 4, false, 0);
     spec_ctl_begin(&c, 100);
     for (int i = 0; i < 100; i++) {
-        assert_int_equal(spec_ctl_choose(&c, 10, 0, 0), 4);
-        assert_int_equal(spec_ctl_choose(&c, 3, 0, 0), 0); /* below n_min: nothing to verify */
+        int lag_max;
+        assert_int_equal(spec_ctl_choose(&c, 10, 0, 0, &lag_max), 4);
+        assert_int_equal(spec_ctl_choose(&c, 3, 0, 0, &lag_max), 0); /* below n_min: nothing to verify */
         spec_ctl_update(&c, 0, 4, 0, 0.001, 0, 0, 9.0);    /* however badly it goes */
     }
 }
@@ -167,6 +186,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero_acceptance),
         cmocka_unit_test(test_pays_when_accepted),
+        cmocka_unit_test(test_short_generation),
         cmocka_unit_test(test_follows_changes),
         cmocka_unit_test(test_fixed),
     };

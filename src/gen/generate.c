@@ -326,16 +326,19 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             if (k_cap > dr->n_max) k_cap = dr->n_max;
             const bool costly = dr->src->ops->costly;
             g->hist[g->n_hist] = tok; /* the history the draft continues ends with tok */
-            int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, dr->src->ops->lag(dr->src, g->hist, g->n_hist + 1))
-                              : k_cap;
+            const int lag = dr->src->ops->lag(dr->src, g->hist, g->n_hist + 1);
+            int lag_max = lag;
+            int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, lag, &lag_max) : k_cap;
             if (want >= dr->n_min) {
-                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + 1, want, g->batch + 1, &k, &cls);
+                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + 1, want, lag_max,
+                                           g->batch + 1, &k, &cls);
                 if (rc) {
                     rc = tern_fail_prefix(rc, "generate: draft: ");
                     break;
                 }
                 if (!costly && k >= dr->n_min) {
-                    const int c = spec_ctl_choose(&g->ctl, k, cls, 0);
+                    int unused;
+                    const int c = spec_ctl_choose(&g->ctl, k, cls, 0, &unused);
                     k = c < k ? c : k;
                 }
                 if (k < dr->n_min) k = 0;

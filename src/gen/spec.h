@@ -25,6 +25,7 @@
 
 #define SPEC_MAX_DRAFT 64 /* n_max upper bound */
 #define SPEC_N_CLASS 4    /* proposal classes the controller keeps apart (ngram: match length) */
+#define SPEC_MIN_WINDOW 16 /* fewest recent tokens a drafter starting afresh decodes */
 
 struct spec_source;
 struct spec_source_ops {
@@ -33,12 +34,13 @@ struct spec_source_ops {
      * they draft (greedy at temperature 0, else sampling q with the same filters). */
     tern_status (*begin)(struct spec_source *src, const struct tern_sampler_params *sp);
     /* Propose up to k tokens continuing hist[0..n) into out; *n_out of them (0 = nothing worth
-     * proposing). *cls in [0, SPEC_N_CLASS): how confident (the controller keeps an acceptance
-     * rate per class). When q is not NULL (model sources while sampling) row i of q
-     * (n_vocab floats) is the distribution out[i] was drawn from; otherwise each draft is a
-     * point mass. */
+     * proposing). A source with more than lag_max unseen tokens (see lag) starts its context
+     * afresh at hist[n - lag_max]. *cls in [0, SPEC_N_CLASS): how confident (the controller
+     * keeps an acceptance rate per class). When q is not NULL (model sources while sampling)
+     * row i of q (n_vocab floats) is the distribution out[i] was drawn from; otherwise each
+     * draft is a point mass. */
     tern_status (*propose)(struct spec_source *src, const int32_t *hist, int n, int k,
-                           int32_t *out, int *n_out, int *cls);
+                           int lag_max, int32_t *out, int *n_out, int *cls);
     /* Does this source pay per drafted token (a model) or only per round (a lookup)? The
      * controller asks for k before proposing when true, after when false. */
     bool costly;
@@ -110,8 +112,9 @@ void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double
 /* A generation of at most max_tokens starts: its share of the exploration allowance. */
 void spec_ctl_begin(struct spec_ctl *c, int max_tokens);
 /* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
- * cls, when the source must first catch up on `lag` tokens it has not seen. */
-int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag);
+ * cls, when the source must first catch up on `lag` tokens it has not seen; *lag_max: how many
+ * of those it may process (fewer than lag: start its context afresh at the last *lag_max). */
+int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max);
 /* After a target pass: k drafted (0 = a plain step: t_verify is the one-token pass), a of them
  * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,

@@ -21,7 +21,10 @@
  * against plain decoding (its tokens minus its time in one-token steps), and a round runs only
  * when the credit covers its worst case (nothing accepted: one token for its time). So when
  * speculation pays the credit grows and never binds; when it does not, the loss stops at the
- * allowance. When the estimate says no k pays, speculation stays off for 16 rounds, doubling up
+ * allowance. A drafter far behind (a long prompt at its first round, or the tokens generated while
+ * speculation was off) catches up on only as many recent tokens as the credit pays for, starting
+ * its context afresh there (a one-off; the choice of k assumes steady speculation, where it
+ * catches up on a token or two per round). When the estimate says no k pays, speculation stays off for 16 rounds, doubling up
  * to 1024 while the probes after them keep failing. What was learnt (times, acceptance) carries
  * over to the next generation; the credit does not. */
 #include <math.h>
@@ -90,28 +93,44 @@ static double est_draft_tok(const struct spec_ctl *c, double t_plain, bool worst
     return c->size_ratio * t_plain * (worst ? 1.5 : 1.0);
 }
 
+/* Seconds per token of a drafter catching up on many tokens at once (batched). */
+static double est_catch_tok(const struct spec_ctl *c, double t_plain, bool worst)
+{
+    if (c->t_catch_tok.n) return est_get(&c->t_catch_tok);
+    return c->size_ratio * t_plain * (worst ? 0.3 : 0.15);
+}
+
 /* Seconds of a round drafting k tokens after catching up on lag (1 or 2 tokens in steady
  * speculation: about a drafting step each). */
 static double round_cost(const struct spec_ctl *c, int k, int lag, double t_plain, bool worst)
 {
     const double tok = est_draft_tok(c, t_plain, worst);
     double catch_up = 0;
-    if (c->costly)
-        catch_up = lag <= 2 ? lag * tok
-                            : lag * (c->t_catch_tok.n ? est_get(&c->t_catch_tok)
-                                                      : c->size_ratio * t_plain * (worst ? 0.3 : 0.15));
+    if (c->costly) catch_up = lag <= 2 ? tok : lag * est_catch_tok(c, t_plain, worst); /* 1-2: one pass */
     return catch_up + est_get(&c->t_draft_round) + (c->costly ? k * tok : 0) +
            est_verify(c, k + 1, t_plain, worst);
 }
 
-/* In one-token steps: what a round of k drafts loses if none is kept. */
-static double worst_loss(const struct spec_ctl *c, int k, int lag, double t_plain)
+/* Can a round of k drafts run on the credit? Its worst case (nothing kept: one token for its
+ * time) must fit. A drafter that is far behind (lag: the prompt, or tokens generated while
+ * off) may catch up on only the most recent *lag_max tokens, starting its context afresh
+ * there, when all of them do not fit; fewer than SPEC_MIN_WINDOW is not worth drafting from. */
+static bool affordable(const struct spec_ctl *c, int k, int lag, double t_plain, int *lag_max)
 {
-    return round_cost(c, k, lag, t_plain, true) / t_plain - 1.0;
+    const double rest = round_cost(c, k, lag < 2 ? lag : 2, t_plain, true) / t_plain - 1.0;
+    *lag_max = lag;
+    if (lag <= 2) return c->credit >= rest;
+    const double per = est_catch_tok(c, t_plain, true) / t_plain;
+    const double fit = (c->credit - rest) / per;
+    if (fit >= lag) return true;
+    if (fit < SPEC_MIN_WINDOW) return false;
+    *lag_max = (int)fit;
+    return true;
 }
 
-int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag)
+int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max)
 {
+    *lag_max = lag;
     if (k_cap > c->n_max) k_cap = c->n_max;
     if (k_cap < c->n_min) return 0;
     if (c->fixed) return k_cap;
@@ -121,14 +140,22 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag)
         return 0;
     }
     const double t_plain = est_get(&c->t_plain);
+    if (c->tested[cls] < 1) {
+        /* nothing known about this class yet: the cheapest probe, as soon as the credit pays */
+        const int k = c->n_min < k_cap ? c->n_min : k_cap;
+        return affordable(c, k, lag, t_plain, lag_max) ? k : 0;
+    }
     const double a = (c->acc[cls] + 0.5) / (c->tested[cls] + 1.0); /* prior 1/2, weight 1 */
+    /* what pays in steady speculation (a drafter catching up on a token or two per round); a
+     * long catch-up is a one-off paid from the credit below */
+    const int steady = lag < 2 ? lag : 2;
     int best = 0;
     double best_rate = 1.0 / t_plain, e = 1.0, ak = 1.0;
     for (int k = 1; k <= k_cap; k++) {
         ak *= a;
         e += ak;
         if (k < c->n_min) continue;
-        const double r = e / round_cost(c, k, lag, t_plain, false);
+        const double r = e / round_cost(c, k, steady, t_plain, false);
         if (r > best_rate) {
             best_rate = r;
             best = k;
@@ -139,7 +166,7 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag)
             /* an off period ended: one probe, whatever the old estimate says, to refresh it */
             c->probing = false;
             const int k = c->n_min > 2 ? c->n_min : (k_cap < 2 ? k_cap : 2);
-            if (c->credit >= worst_loss(c, k, lag, t_plain)) return k;
+            if (affordable(c, k, lag, t_plain, lag_max)) return k;
         }
         c->off_left = c->off_len - 1; /* this round is the first one off */
         c->off_len = c->off_len * 2 < CTL_OFF_MAX ? c->off_len * 2 : CTL_OFF_MAX;
@@ -147,16 +174,13 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag)
         c->n_off++;
         return 0;
     }
-    /* The round's worst case (nothing accepted: one token for its time) must fit in the credit,
-     * so the estimate being wrong costs at most the allowance. */
-    if (!c->t_extra.n) best = c->n_min; /* no verify pass measured yet: the cheapest first */
-    if (c->credit < worst_loss(c, best, lag, t_plain)) return 0;
+    if (!affordable(c, best, lag, t_plain, lag_max)) return 0;
     /* Every 16th round, a size measured fewer than 3 times: kernels change at some batch sizes
      * (the AVX-512 decode kernels hand over to the prefill panels at 6 tokens), so a straight
      * line from the sizes tried may hide a cheaper one. */
     if (++c->rounds % 16 == 0)
         for (int k = c->n_min; k <= k_cap; k++)
-            if (c->t_ver[k + 1].n < 3 && c->credit >= worst_loss(c, k, lag, t_plain)) return k;
+            if (c->t_ver[k + 1].n < 3 && affordable(c, k, lag, t_plain, lag_max)) return k;
     return best;
 }
 

@@ -2,10 +2,12 @@
  * ("model"), or the target's own weights converted to a smaller type at load ("self").
  *
  * Read spec.h first. The drafter has its own context and keeps a record of the tokens whose KV
- * it holds. Each proposal compares that record with the history, rewinds its KV to the common
- * prefix (rejected drafts go here), decodes what it has not seen as one batch (the prompt, the
- * target's correction or bonus token), then drafts k tokens one at a time. The last drafted
- * token is not decoded: if the target keeps it, the next proposal decodes it with the rest.
+ * it holds: hist[off ..], at its positions 0 .. (its context starts at history index off, 0
+ * unless the controller had it start afresh near the end, see lag_max). Each proposal compares
+ * that record with the history, rewinds its KV to the common prefix (rejected drafts go here),
+ * decodes what it has not seen as one batch (the prompt, the target's correction or bonus
+ * token), then drafts k tokens one at a time. The last drafted token is not decoded: if the
+ * target keeps it, the next proposal decodes it with the rest.
  *
  * At temperature 0 drafts are the drafter's greedy choices (point masses for the verifier).
  * When sampling, drafts are drawn from q = the drafter's distribution under the target's
@@ -29,8 +31,9 @@ struct model_source {
     int n_vocab_d;                  /* the drafter's logits width */
     int n_ok;                       /* ids usable as drafts: min(drafter, target vocab) */
     float *dq;                      /* (n_vocab_d) the drafter's distribution */
-    int32_t *rec;                   /* (n_ctx) tokens whose KV ctx holds */
+    int32_t *rec;                   /* (n_ctx) tokens whose KV ctx holds: hist[off + i] */
     int n_rec, n_ctx;
+    int off;                        /* history index of the drafter's position 0 */
 };
 
 static double now_s(void)
@@ -89,8 +92,20 @@ static int32_t model_pick(struct model_source *ms, const float *logits, float *q
     return last;
 }
 
+/* Of hist[off..n), how many leading tokens the drafter's KV holds (never the last one: its
+ * logits are needed). */
+static int model_held(const struct model_source *ms, const int32_t *hist, int n)
+{
+    int n_rec = ms->n_rec, kv = tern_kv_n_pos(ms->ctx);
+    if (kv < n_rec) n_rec = kv;
+    if (ms->off >= n) return 0;
+    int common = 0;
+    while (common < n_rec && ms->off + common < n - 1 && ms->rec[common] == hist[ms->off + common]) common++;
+    return common;
+}
+
 static tern_status model_propose(struct spec_source *src, const int32_t *hist, int n, int k,
-                                 int32_t *out, int *n_out, int *cls)
+                                 int lag_max, int32_t *out, int *n_out, int *cls)
 {
     struct model_source *ms = (struct model_source *)src;
     *n_out = 0;
@@ -98,26 +113,38 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     src->q_valid = false;
     src->t_sync = 0;
     src->n_sync = 0;
-    /* drafts i < k-1 are decoded at positions n .. n+k-2 */
-    if (k > ms->n_ctx - n + 1) k = ms->n_ctx - n + 1;
     if (k <= 0 || n <= 0) return TERN_OK;
+    if (ms->off >= n) { /* the history went back before the window: start over */
+        ms->off = 0;
+        ms->n_rec = 0;
+    }
+    int common = model_held(ms, hist, n);
+    /* too far behind for the credit, or no room for the drafts: start afresh near the end */
+    if (lag_max < 1) lag_max = 1;
+    if (n - (ms->off + common) > lag_max || (n - ms->off) + k - 1 > ms->n_ctx) {
+        int w = lag_max < ms->n_ctx / 2 ? lag_max : ms->n_ctx / 2;
+        if (w < 1) w = 1;
+        ms->off = n - w > 0 ? n - w : 0;
+        ms->n_rec = 0;
+        common = 0;
+    }
+    /* drafts i < k-1 are decoded at positions (n - off) .. (n - off) + k - 2 */
+    if (k > ms->n_ctx - (n - ms->off) + 1) k = ms->n_ctx - (n - ms->off) + 1;
+    if (k <= 0) return TERN_OK;
     const double t0 = now_s();
-    const int kv = tern_kv_n_pos(ms->ctx);
-    if (kv < ms->n_rec) ms->n_rec = kv;
-    int common = 0;
-    while (common < ms->n_rec && common < n - 1 && ms->rec[common] == hist[common]) common++;
+    const int m0 = n - ms->off; /* positions the drafter needs before drafting */
     tern_status st = tern_kv_truncate(ms->ctx, common);
-    if (!st) st = tern_decode(ms->ctx, hist + common, n - common, common, TERN_LOGITS_LAST);
+    if (!st) st = tern_decode(ms->ctx, hist + ms->off + common, m0 - common, common, TERN_LOGITS_LAST);
     if (st) {
         ms->n_rec = 0;
         tern_kv_truncate(ms->ctx, 0);
-        return tern_fail_prefix(st, "draft model: catching up with %d tokens: ", n - common);
+        return tern_fail_prefix(st, "draft model: catching up with %d tokens: ", m0 - common);
     }
-    memcpy(ms->rec + common, hist + common, sizeof(int32_t) * (size_t)(n - common));
-    ms->n_rec = n;
+    memcpy(ms->rec + common, hist + ms->off + common, sizeof(int32_t) * (size_t)(m0 - common));
+    ms->n_rec = m0;
     src->t_sync = now_s() - t0;
-    src->n_sync = n - common;
-    const float *logits = tern_context_logits(ms->ctx, n - common - 1);
+    src->n_sync = m0 - common;
+    const float *logits = tern_context_logits(ms->ctx, m0 - common - 1);
     int m = 0;
     for (int i = 0; i < k; i++) {
         float *qrow = src->q ? src->q + (size_t)i * src->n_vocab : NULL;
@@ -125,7 +152,7 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
         if (t < 0 || t >= ms->n_ok) break; /* an id the target does not have ends the draft */
         out[m++] = t;
         if (i + 1 == k) break;
-        if ((st = tern_decode(ms->ctx, &t, 1, n + i, TERN_LOGITS_LAST))) {
+        if ((st = tern_decode(ms->ctx, &t, 1, m0 + i, TERN_LOGITS_LAST))) {
             ms->n_rec = 0;
             tern_kv_truncate(ms->ctx, 0);
             return tern_fail_prefix(st, "draft model: drafted token %d: ", i);
@@ -138,16 +165,13 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     return TERN_OK;
 }
 
-/* Tokens of hist[0..n) past the longest prefix whose KV the drafter holds (what the next
- * proposal decodes before drafting; at least the last one). */
+/* Tokens of hist[0..n) past what the drafter holds (what the next proposal decodes before
+ * drafting; at least the last one). */
 static int model_lag(const struct spec_source *src, const int32_t *hist, int n)
 {
     const struct model_source *ms = (const struct model_source *)src;
-    int n_rec = ms->n_rec, kv = tern_kv_n_pos(ms->ctx);
-    if (kv < n_rec) n_rec = kv;
-    int common = 0;
-    while (common < n_rec && common < n - 1 && ms->rec[common] == hist[common]) common++;
-    return n - common;
+    if (ms->off >= n) return n;
+    return n - (ms->off + model_held(ms, hist, n));
 }
 
 static void model_free(struct spec_source *src)

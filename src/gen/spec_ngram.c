@@ -43,8 +43,9 @@ static int find_match(const int32_t *hist, int n, int L, int k)
 }
 
 static tern_status ngram_propose(struct spec_source *src, const int32_t *hist, int n, int k,
-                                 int32_t *out, int *n_out, int *cls)
+                                 int lag_max, int32_t *out, int *n_out, int *cls)
 {
+    (void)lag_max; /* it reads the history as it is */
     const struct ngram_source *ng = (const struct ngram_source *)src;
     *n_out = 0;
     *cls = 0;
