@@ -32,7 +32,7 @@ for t in $targets; do
     log=$OUT/$t.log
     set +e
     ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        "$bin" -max_total_time="$SECONDS_PER" -print_final_stats=1 -rss_limit_mb=4096 \
+        "$bin" -seed=1 -max_total_time="$SECONDS_PER" -print_final_stats=1 -rss_limit_mb=4096 \
         -timeout=10 -artifact_prefix="$OUT/crashes/$t-" "$work" >"$log" 2>&1
     rc=$?
     set -e

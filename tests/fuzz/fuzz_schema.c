@@ -18,7 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tern_status st = tern_grammar_from_json_schema(NULL, (const char *)data, size, &p, &g);
         if (st) {
             if (!tern_last_error()[0]) abort();
-            if (st == TERN_ERR_FORMAT && strstr(tern_last_error(), "malformed JSON") && !strstr(tern_last_error(), "line ")) abort();
+            /* a JSON syntax error names where; the test looks at the message's own words, not at
+             * schema text it may quote ("unknown type \"malformed JSON...\"") */
+            const char *e = tern_last_error();
+            size_t el = strlen(e);
+            if (el >= 14 && !strcmp(e + el - 14, "malformed JSON") && !strstr(e, ": line ")) abort();
             continue;
         }
         fuzz_exercise(g, data, size);
