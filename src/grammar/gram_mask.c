@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 /* text capacity memo values (besides 0 .. INT32_MAX - 1 characters) */
@@ -457,6 +458,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
+        TERN_ASSERT(d >= 1 && d <= v->max_len);
         struct gram_depth *pa = &at[d - 1], *ca = &at[d];
         uint8_t ovf = pa->ovf;
         if (pa->simple) {

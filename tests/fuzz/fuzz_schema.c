@@ -17,8 +17,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct tern_grammar *g = NULL;
         tern_status st = tern_grammar_from_json_schema(NULL, (const char *)data, size, &p, &g);
         if (st) {
-            if (!tern_last_error()[0]) abort();
-            if (st == TERN_ERR_FORMAT && strstr(tern_last_error(), "malformed JSON") && !strstr(tern_last_error(), "line ")) abort();
+            const char *e = tern_last_error();
+            if (!e[0]) abort();
+            /* a JSON syntax error names line:col ("json schema: line 3:7: malformed JSON") */
+            size_t n = strlen(e), k = strlen("malformed JSON");
+            if (n >= k && !strcmp(e + n - k, "malformed JSON") && strncmp(e, "json schema: line ", 18)) abort();
             continue;
         }
         fuzz_exercise(g, data, size);
