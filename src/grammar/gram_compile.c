@@ -258,10 +258,44 @@ static void decide_inlining(const struct gram_ir *ir, uint32_t root, bool *inl)
         uint32_t got = 0;
         refs_of(ir, ir->rules[r].ex, mark, r + 1, edges + n_e, &got, cap - n_e, 0);
         if (n_e + got >= cap) goto done; /* absurdly many references: no inlining */
-        for (uint32_t i = 0; i < got; i++) calls[edges[n_e + i]]++;
         n_e += got;
     }
     off[nr] = n_e;
+    /* how many times Thompson would expand each expression if every body were expanded once:
+     * a shared subexpression counts once per parent use, a repetition's child max times.
+     * Builders create children before parents, so descending ids are a topological order. */
+    {
+        uint64_t *mult = calloc(ir->n_ex ? ir->n_ex : 1, sizeof *mult);
+        if (!mult) goto done;
+        for (uint32_t r = 0; r < nr; r++)
+            if (ir->rules[r].ex != GRAM_NONE) mult[ir->rules[r].ex] += 1;
+        for (uint32_t x = ir->n_ex; x-- > 0;) {
+            uint64_t m = mult[x];
+            if (!m) continue;
+            const struct gram_ex *e = &ir->ex[x];
+            if (m > (1ull << 40)) m = 1ull << 40;
+            switch (e->kind) {
+            case GX_SEQ: case GX_ALT:
+                for (uint32_t i = 0; i < e->b; i++) mult[ir->kids[e->a + i]] += m;
+                break;
+            case GX_REP: {
+                uint64_t k = e->c == GRAM_INF ? (uint64_t)e->b + 1 : e->c;
+                mult[e->a] += m * (k ? k : 1);
+                break;
+            }
+            case GX_REF:
+                calls[e->a] += m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+                if (calls[e->a] > UINT32_MAX / 2) calls[e->a] = UINT32_MAX / 2;
+                break;
+            case GX_DFA:
+                for (uint32_t i = 0; i < ir->dfas[e->a].n_xedges; i++) mult[ir->dfas[e->a].xedges[i].ex] += m;
+                break;
+            default:
+                break;
+            }
+        }
+        free(mult);
+    }
     /* Tarjan's strongly connected components (iterative): rules in a cycle are recursive */
     uint32_t counter = 0, ts = 0, n_order = 0;
     for (uint32_t r = 0; r < nr; r++) idx[r] = GRAM_NONE;
