@@ -419,10 +419,10 @@ void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_p
  * what is supported.
  *
  *     struct tern_grammar_vocab *v;
- *     tern_grammar_vocab_create(tok, &v);                    // once per tokenizer (~100 ms)
+ *     tern_grammar_vocab_create(tok, &v);                    // once per tokenizer (~0.1-0.2 s)
  *     struct tern_grammar_params gp = tern_grammar_default_params();
  *     struct tern_grammar *g;
- *     tern_grammar_from_json_schema(v, schema, strlen(schema), &gp, &g);   // ~1 ms, immutable
+ *     tern_grammar_from_json_schema(v, schema, strlen(schema), &gp, &g);   // ~0.1-5 ms, immutable
  *     struct tern_grammar_matcher *m;
  *     tern_grammar_matcher_create(g, &m);                    // one per sequence
  *     uint32_t *mask = malloc(tern_grammar_mask_words(v) * 4);
@@ -438,9 +438,9 @@ void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_p
  * of threads and matchers (the per-node token classification a grammar fills in on first use
  * is published atomically). A matcher belongs to one sequence and one thread at a time.
  * Costs: the first time a matcher reaches a grammar position, the vocabulary is classified for
- * that position (up to ~1-2 ms for a broad one such as free string content) and kept in the
- * grammar for every later matcher; after that a mask is a copy of precomputed bits plus a
- * check of the few tokens whose acceptance depends on the stack, cached per parse state.
+ * that position (microseconds for most, up to ~3 ms for a broad one) and kept in the grammar
+ * for every later matcher; after that a mask is a copy of precomputed bits plus a check of the
+ * few tokens whose acceptance depends on the stack, cached per parse state (~1 us).
  * Accepting tokens and filling masks do not allocate once the parse reaches depths and states
  * it has seen (the frame table and caches grow only on new ones). */
 struct tern_grammar_vocab;

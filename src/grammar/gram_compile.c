@@ -258,10 +258,44 @@ static void decide_inlining(const struct gram_ir *ir, uint32_t root, bool *inl)
         uint32_t got = 0;
         refs_of(ir, ir->rules[r].ex, mark, r + 1, edges + n_e, &got, cap - n_e, 0);
         if (n_e + got >= cap) goto done; /* absurdly many references: no inlining */
-        for (uint32_t i = 0; i < got; i++) calls[edges[n_e + i]]++;
         n_e += got;
     }
     off[nr] = n_e;
+    /* how many times Thompson would expand each expression if every body were expanded once:
+     * a shared subexpression counts once per parent use, a repetition's child max times.
+     * Builders create children before parents, so descending ids are a topological order. */
+    {
+        uint64_t *mult = calloc(ir->n_ex ? ir->n_ex : 1, sizeof *mult);
+        if (!mult) goto done;
+        for (uint32_t r = 0; r < nr; r++)
+            if (ir->rules[r].ex != GRAM_NONE) mult[ir->rules[r].ex] += 1;
+        for (uint32_t x = ir->n_ex; x-- > 0;) {
+            uint64_t m = mult[x];
+            if (!m) continue;
+            const struct gram_ex *e = &ir->ex[x];
+            if (m > (1ull << 40)) m = 1ull << 40;
+            switch (e->kind) {
+            case GX_SEQ: case GX_ALT:
+                for (uint32_t i = 0; i < e->b; i++) mult[ir->kids[e->a + i]] += m;
+                break;
+            case GX_REP: {
+                uint64_t k = e->c == GRAM_INF ? (uint64_t)e->b + 1 : e->c;
+                mult[e->a] += m * (k ? k : 1);
+                break;
+            }
+            case GX_REF:
+                calls[e->a] += m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+                if (calls[e->a] > UINT32_MAX / 2) calls[e->a] = UINT32_MAX / 2;
+                break;
+            case GX_DFA:
+                for (uint32_t i = 0; i < ir->dfas[e->a].n_xedges; i++) mult[ir->dfas[e->a].xedges[i].ex] += m;
+                break;
+            default:
+                break;
+            }
+        }
+        free(mult);
+    }
     /* Tarjan's strongly connected components (iterative): rules in a cycle are recursive */
     uint32_t counter = 0, ts = 0, n_order = 0;
     for (uint32_t r = 0; r < nr; r++) idx[r] = GRAM_NONE;
@@ -328,6 +362,9 @@ struct classes {
     uint8_t of[256];
     uint32_t n;
     uint8_t rep[256];   /* a byte of each class */
+    /* each class's bytes as ranges: cr[cr_off[c] .. cr_off[c+1]) */
+    uint16_t cr_off[257];
+    uint8_t cr_lo[256], cr_hi[256];
 };
 
 static void refine(struct classes *c, const struct gram_bset *s)
@@ -363,6 +400,20 @@ static void build_classes(const struct gram_ir *ir, struct classes *c)
     bool seen[256] = {0};
     for (int b = 0; b < 256; b++)
         if (!seen[c->of[b]]) { seen[c->of[b]] = true; c->rep[c->of[b]] = (uint8_t)b; }
+    /* ranges per class: count, then fill in byte order */
+    uint16_t cnt[257] = {0};
+    for (int b = 0; b < 256; b++)
+        if (b == 0 || c->of[b] != c->of[b - 1]) cnt[c->of[b] + 1]++;
+    for (uint32_t k = 0; k < c->n; k++) cnt[k + 1] += cnt[k];
+    memcpy(c->cr_off, cnt, sizeof cnt);
+    for (int b = 0; b < 256;) {
+        int e = b;
+        while (e + 1 < 256 && c->of[e + 1] == c->of[b]) e++;
+        uint16_t i = cnt[c->of[b]]++;
+        c->cr_lo[i] = (uint8_t)b;
+        c->cr_hi[i] = (uint8_t)e;
+        b = e + 1;
+    }
 }
 
 static bool edge_has_byte(const struct gram_ir *ir, const struct nfa_edge *e, unsigned b)
@@ -516,7 +567,8 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
     VEC(struct pair) pairs = {0};
     VEC(struct pair) tmp = {0};
     VEC(uint32_t) seeds = {0};
-    uint32_t cls_to[256];
+    uint32_t cls_to[256], used[256];
+    for (uint32_t c = 0; c < 256; c++) cls_to[c] = GRAM_NONE;
     /* work budget as well as a state limit: a regex whose subsets explode (an unanchored
      * counted class) has large member sets, so it gives up early; a long counted string has
      * many small ones and determinizes */
@@ -556,19 +608,20 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
         if (pairs.n > 1) {
             /* group by key: classes (< 256) with a stable counting sort (targets keep member
              * order, which is all the grouping below needs), calls after them by rule */
-            uint32_t cnt[257] = {0}, n_calls = 0;
+            uint32_t cnt[257], n_calls = 0, ncl = s->cls->n;
+            memset(cnt, 0, (ncl + 1) * sizeof *cnt);
             for (uint32_t i = 0; i < pairs.n; i++) {
                 if (pairs.v[i].key < 0x10000u) cnt[pairs.v[i].key + 1]++;
                 else n_calls++;
             }
-            for (int c = 0; c < 256; c++) cnt[c + 1] += cnt[c];
+            for (uint32_t c = 0; c < ncl; c++) cnt[c + 1] += cnt[c];
             if (tmp.cap < pairs.n) {
                 struct pair *q = realloc(tmp.v, pairs.n * sizeof *q);
                 if (!q) goto oom_local;
                 tmp.v = q;
                 tmp.cap = pairs.n;
             }
-            uint32_t callpos = cnt[256];
+            uint32_t callpos = cnt[ncl];
             for (uint32_t i = 0; i < pairs.n; i++) {
                 if (pairs.v[i].key < 0x10000u) tmp.v[cnt[pairs.v[i].key]++] = pairs.v[i];
                 else tmp.v[callpos++] = pairs.v[i];
@@ -581,7 +634,7 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
             pairs.cap = tmp.cap;
             tmp.cap = c2;
         }
-        for (uint32_t c = 0; c < 256; c++) cls_to[c] = GRAM_NONE;
+        uint32_t n_used = 0;
         struct gram_node node = {rule, o->ranges.n, o->calls.n, 0, 0, final ? GN_FINAL : 0};
         uint32_t prev_a = 0, prev_n = 0, prev_d = GRAM_NONE;
         for (uint32_t i = 0; i < pairs.n;) {
@@ -608,6 +661,7 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
             }
             if (pairs.v[i].key < 0x10000u) {
                 cls_to[pairs.v[i].key] = target;
+                used[n_used++] = pairs.v[i].key;
                 prev_a = i; prev_n = j - i; prev_d = target;
             } else {
                 struct gram_call call = {pairs.v[i].key - 0x10000u, base + target};
@@ -616,18 +670,46 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
             }
             i = j;
         }
-        /* byte ranges from the class table */
-        for (int bb = 0; bb < 256;) {
-            uint32_t t = cls_to[s->cls->of[bb]];
-            int e = bb;
-            while (e + 1 < 256 && cls_to[s->cls->of[e + 1]] == t) e++;
-            if (t != GRAM_NONE) {
-                struct gram_range r = {(uint8_t)bb, (uint8_t)e, 0, base + t};
-                VEC_PUSH(o->ranges, r, oom_local);
+        /* byte ranges from the class table: few classes (literals) from their ranges, sorted
+         * and merged; many by scanning the bytes */
+        if (n_used <= 8) {
+            struct gram_range rr[64];
+            uint32_t nr = 0;
+            for (uint32_t u = 0; u < n_used; u++) {
+                uint32_t c = used[u];
+                for (uint32_t k = s->cls->cr_off[c]; k < s->cls->cr_off[c + 1] && nr < 64; k++)
+                    rr[nr++] = (struct gram_range){s->cls->cr_lo[k], s->cls->cr_hi[k], 0, base + cls_to[c]};
+            }
+            if (nr == 64) goto scan; /* a class in pieces: scan instead */
+            for (uint32_t i = 1; i < nr; i++) { /* insertion sort by lo */
+                struct gram_range x = rr[i];
+                uint32_t j = i;
+                while (j && rr[j - 1].lo > x.lo) { rr[j] = rr[j - 1]; j--; }
+                rr[j] = x;
+            }
+            for (uint32_t i = 0; i < nr; i++) {
+                if (node.r_n && o->ranges.v[o->ranges.n - 1].to == rr[i].to && o->ranges.v[o->ranges.n - 1].hi + 1 == rr[i].lo) {
+                    o->ranges.v[o->ranges.n - 1].hi = rr[i].hi;
+                    continue;
+                }
+                VEC_PUSH(o->ranges, rr[i], oom_local);
                 node.r_n++;
             }
-            bb = e + 1;
+        } else {
+        scan:
+            for (int bb = 0; bb < 256;) {
+                uint32_t t = cls_to[s->cls->of[bb]];
+                int e = bb;
+                while (e + 1 < 256 && cls_to[s->cls->of[e + 1]] == t) e++;
+                if (t != GRAM_NONE) {
+                    struct gram_range r = {(uint8_t)bb, (uint8_t)e, 0, base + t};
+                    VEC_PUSH(o->ranges, r, oom_local);
+                    node.r_n++;
+                }
+                bb = e + 1;
+            }
         }
+        for (uint32_t u = 0; u < n_used; u++) cls_to[used[u]] = GRAM_NONE;
         VEC_PUSH(o->nodes, node, oom_local);
     }
     free(pairs.v);

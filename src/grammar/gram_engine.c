@@ -100,6 +100,7 @@ static uint32_t frame_intern(struct gram_frames *f, uint32_t node, uint32_t pare
         f->level = c;
         f->cap = nc;
     }
+    TERN_ASSERT(parent < f->n);
     uint32_t id = f->n++;
     f->node[id] = node;
     f->parent[id] = parent;
@@ -211,6 +212,7 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
     const struct tern_grammar *g = e->g;
     while (e->n_work) {
         struct gram_stack s = e->work[--e->n_work];
+        TERN_ASSERT(s.node < g->n_nodes && s.frame < e->fr.n);
         if (!visit(e, s.node, s.frame)) continue;
         const struct gram_node *nd = &g->nodes[s.node];
         if (nd->r_n) emit(e, out, n, s.node, s.frame);
@@ -294,6 +296,7 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
     for (uint32_t i = 0; i < n_in; i++) {
         uint32_t node = in[i].node;
         if (gram_is_marker(node)) continue;
+        TERN_ASSERT(node < g->n_nodes && in[i].frame < e->fr.n);
         const struct gram_node *nd = &g->nodes[node];
         const struct gram_range *r = g->ranges + nd->r_off;
         for (uint32_t k = 0; k < nd->r_n; k++) {

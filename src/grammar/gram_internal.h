@@ -308,6 +308,7 @@ struct gram_cls {
 struct gram_cache {
     _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
     _Atomic(uint32_t *) *rep;            /* [n_rules] per rule: each node's representative */
+    atomic_uint *rule_cls;               /* [n_rules] classifications asked for (gram_mask.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
     atomic_size_t bytes;
     atomic_uint count;

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 /* text capacity memo values (besides 0 .. INT32_MAX - 1 characters) */
@@ -43,10 +44,12 @@ tern_status gram_cache_create(struct tern_grammar *g)
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
     g->cache->rep = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rep);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep) {
+    g->cache->rule_cls = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rule_cls);
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep || !g->cache->rule_cls) {
         free(g->cache->slot);
         free(g->cache->tcap);
         free(g->cache->rep);
+        free(g->cache->rule_cls);
         free(g->cache);
         g->cache = NULL;
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
@@ -55,7 +58,10 @@ tern_status gram_cache_create(struct tern_grammar *g)
         atomic_init(&g->cache->slot[i], NULL);
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
     }
-    for (uint32_t r = 0; r < g->n_rules; r++) atomic_init(&g->cache->rep[r], NULL);
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        atomic_init(&g->cache->rep[r], NULL);
+        atomic_init(&g->cache->rule_cls[r], 0);
+    }
     atomic_init(&g->cache->bytes, 0);
     atomic_init(&g->cache->count, 0);
     return TERN_OK;
@@ -95,6 +101,7 @@ void gram_cache_free(struct tern_grammar *g)
     }
     for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->rep[r]));
     free(g->cache->rep);
+    free(g->cache->rule_cls);
     free(g->cache->slot);
     free(g->cache->tcap);
     free(g->cache);
@@ -457,6 +464,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
+        TERN_ASSERT(d >= 1 && d <= v->max_len);
         struct gram_depth *pa = &at[d - 1], *ca = &at[d];
         uint8_t ovf = pa->ovf;
         if (pa->simple) {
@@ -649,19 +657,12 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
  * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
  * nondeterministic nodes, are left alone (each node its own class). */
 #define REP_MAX_NODES 4096
+#define REP_AFTER 12 /* classifications of a rule before its equivalences are computed */
 
 struct sigent {
     uint64_t h1, h2;
     uint32_t idx;
 };
-
-static int cmp_sig(const void *a, const void *b)
-{
-    const struct sigent *x = a, *y = b;
-    if (x->h1 != y->h1) return x->h1 < y->h1 ? -1 : 1;
-    if (x->h2 != y->h2) return x->h2 < y->h2 ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
 
 static inline uint64_t mixh(uint64_t h, uint64_t x)
 {
@@ -680,7 +681,10 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
     if (n < 2 || n > REP_MAX_NODES || !g->vocab) return rep;
     uint32_t *cls = malloc(n * sizeof *cls), *nxt = malloc(n * sizeof *nxt);
     struct sigent *e = malloc(n * sizeof *e);
-    if (!cls || !nxt || !e) { free(cls); free(nxt); free(e); return rep; }
+    uint32_t hmask = 1;
+    while (hmask < 2 * n) hmask = hmask * 2 + 1;
+    uint32_t *slot = malloc(((size_t)hmask + 1) * sizeof *slot);
+    if (!cls || !nxt || !e || !slot) { free(cls); free(nxt); free(e); free(slot); return rep; }
     /* a node outside the rule (a bug, or never) or nondeterministic: its own class forever */
 #define CLS_OF(t) ((t) >= lo && (t) < hi ? (uint64_t)cls[(t) - lo] : 0x100000000ull + (t))
     uint32_t n_cls = 0;
@@ -715,13 +719,25 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
             }
             e[i] = (struct sigent){h1, h2, i};
         }
-        qsort(e, n, sizeof *e, cmp_sig);
+        /* group equal signatures: open addressing on h1, exact on (h1, h2) */
+        for (uint32_t i = 0; i <= hmask; i++) slot[i] = GRAM_NONE;
         uint32_t c = 0;
         for (uint32_t i = 0; i < n; i++) {
-            if (i && (e[i].h1 != e[i - 1].h1 || e[i].h2 != e[i - 1].h2)) c++;
-            nxt[e[i].idx] = c;
+            uint32_t k = (uint32_t)e[i].h1 & hmask;
+            for (;;) {
+                uint32_t q = slot[k];
+                if (q == GRAM_NONE) {
+                    slot[k] = i;
+                    nxt[i] = c++;
+                    break;
+                }
+                if (e[q].h1 == e[i].h1 && e[q].h2 == e[i].h2) {
+                    nxt[i] = nxt[q];
+                    break;
+                }
+                k = (k + 1) & hmask;
+            }
         }
-        c++;
         memcpy(cls, nxt, n * sizeof *cls);
         if (c == n_cls) break; /* stable: a true equivalence */
         n_cls = c;
@@ -737,6 +753,7 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
     free(cls);
     free(nxt);
     free(e);
+    free(slot);
     return rep;
 }
 
@@ -745,6 +762,8 @@ static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
     uint32_t r = g->nodes[node].rule;
     uint32_t *reps = atomic_load_explicit(&g->cache->rep[r], memory_order_acquire);
     if (!reps) {
+        /* only rules that keep needing classifications are worth the refinement */
+        if (atomic_fetch_add_explicit(&g->cache->rule_cls[r], 1, memory_order_relaxed) < REP_AFTER) return node;
         reps = compute_reps(g, r);
         if (!reps) return node;
         uint32_t *expected = NULL;

@@ -177,7 +177,11 @@ static size_t feed(struct tern_grammar_matcher *m, const uint8_t *b, size_t len,
     return i;
 }
 
-static struct mstep *top(struct tern_grammar_matcher *m) { return &m->steps[m->n_steps - 1]; }
+static struct mstep *top(struct tern_grammar_matcher *m)
+{
+    TERN_ASSERT(m->n_steps > 0 && m->steps[m->n_steps - 1].off + m->steps[m->n_steps - 1].n <= m->n_hs);
+    return &m->steps[m->n_steps - 1];
+}
 
 static const struct gram_stack *cur_state(const struct tern_grammar_matcher *m, uint32_t *n)
 {

@@ -145,7 +145,12 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
                          sep(&ir, (int)p->schema.ws, ','), gir_str(&ir, "\"arguments\""), sep(&ir, (int)p->schema.ws, ':'),
                          args, gir_byte(&ir, '}')};
         free(enc);
-        calls[n_calls++] = gir_seq(&ir, xs, 9);
+        /* one rule per tool, kept as a rule: the calls appear twice below (first call, further
+         * calls), and each tool's automaton is determinized on its own */
+        uint32_t r = gir_rule_new(&ir, "call:%.60s", name->valuestring);
+        gir_rule_set(&ir, r, gir_seq(&ir, xs, 9));
+        if (r != GRAM_NONE) ir.rules[r].shared = true;
+        calls[n_calls++] = gir_ref(&ir, r);
     }
     if (!found) {
         st = tern_fail(TERN_ERR_ARG, "tools: tool_choice names \"%s\", which is not among the tools", p->name);
