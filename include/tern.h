@@ -1216,6 +1216,39 @@ tern_status tern_train_data_open(const char *path, struct tern_train_data **out)
 /* The same from size bytes at data (copied). */
 tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
 void tern_train_data_free(struct tern_train_data *d);
+/* The writer's documents as data, without a file (refused like a file when it holds none). */
+tern_status tern_train_data_from_writer(const struct tern_train_data_writer *w,
+                                       struct tern_train_data **out);
+
+/* --- conversations -> documents (src/train/train_render.c) ---
+ * Each line of a .jsonl file is one conversation ({"messages": [...], "tools": [...]}, OpenAI
+ * format; other keys ignored) rendered with the model's chat template and tokenized with its
+ * tokenizer, the loss mask set on the assistant's turns: a turn is what the template adds for
+ * assistant message i beyond the prompt it renders for messages[0..i) with the generation
+ * prompt, tokenized on its own as inference would generate it, trained on up to and including
+ * its first end-of-generation token. A template that rewrites earlier turns when later ones
+ * are added (so no prompt is a prefix of the conversation) is refused, naming the message. */
+struct tern_train_render_params {
+    int max_tokens;     /* conversations longer are skipped (counted in too_long); 0 = no limit */
+    bool strict;        /* a malformed line fails the call (else it is skipped and counted) */
+    int64_t now_unix;   /* strftime_now() for templates (default 0: reproducible documents) */
+};
+struct tern_train_render_params tern_train_render_default_params(void);
+struct tern_train_render_report { /* accumulated over calls: zero it first */
+    int64_t lines;              /* non-empty lines read */
+    int64_t docs;               /* documents added */
+    int64_t malformed;          /* skipped: bad JSON, bad messages, a render error */
+    int64_t no_assistant;       /* skipped: nothing to train on */
+    int64_t too_long;           /* skipped: more than max_tokens */
+    uint64_t tokens, loss_tokens;
+    char first_problem[512];    /* "FILE:LINE: what" of the first skipped line, or "" */
+};
+/* Add every conversation of path to w. Errors (I/O, a strict malformed line, a template that is
+ * not prefix-stable) name FILE:LINE. report may be NULL. */
+tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct tern_tokenizer *tok,
+                                      const struct tern_chat_template *tmpl, const char *path,
+                                      const struct tern_train_render_params *p,
+                                      struct tern_train_render_report *report);
 uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
 uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);
 
@@ -1271,6 +1304,10 @@ tern_status tern_trainer_init(struct tern_trainer *t);
 tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
                               struct tern_train_step_info *info);
 int tern_trainer_step_index(const struct tern_trainer *t);
+/* Mean masked cross-entropy on every document of d in file order (forward only: weights,
+ * optimizer state and the training data position are untouched). loss_tokens may be NULL. */
+tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,
+                              long long *loss_tokens);
 /* Learning rate of (1-based) step s: linear warmup, then cosine down to lr_min. */
 double tern_train_lr(const struct tern_train_config *c, int step);
 /* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created

@@ -3,7 +3,8 @@
  * Setup writes a 1500-conversation corpus and trains a 4096-token vocabulary on train.jsonl and
  * another on a plain-text file of the same conversations' messages. Checks:
  *   - the file loads with tern_tokenizer_load: gpt2 model, qwen2 pre-tokenizer, 4096 tokens,
- *     eos <|im_end|>, bos <|endoftext|>, Qwen2.5's chat template (same bytes as the fixture)
+ *     eos <|im_end|>, bos <|endoftext|>, the chat room's template (renders corpus conversations
+ *     exactly as Qwen2.5's own template, checked against the fixture)
  *   - arbitrary text round-trips exactly (invalid UTF-8, NUL, CJK, emoji, random bytes)
  *   - the training text takes fewer tokens than bytes/3 (corpus text and plain English text)
  *   - training twice gives the same bytes; other data gives other merges
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "chat/chat.h"
 #include "train/bpe_train.h"
 #include "train/corpus.h"
 
@@ -98,12 +100,44 @@ static void test_loads(void **state)
     assert_tern_ok(tern_gguf_open(tok_path, &g));
     struct tern_str tmpl;
     assert_tern_ok(tern_gguf_get_str(g, "tokenizer.chat_template", &tmpl));
-    assert_true(tmpl.len == strlen(bpe_train_chat_template) && !memcmp(tmpl.ptr, bpe_train_chat_template, tmpl.len));
+    assert_true(tmpl.len == strlen(chat_fallback_template) && !memcmp(tmpl.ptr, chat_fallback_template, tmpl.len));
     const char *fx = test_shared_path("fixtures/templates/Qwen-Qwen2.5-7B-Instruct.jinja");
-    if (fx) { /* our copy is Qwen2.5's template byte for byte */
+    if (fx) { /* the chat room's template renders corpus conversations (they start with a system
+               * message) exactly as Qwen2.5's own does, given object arguments */
         size_t fl;
         char *ref = test_read_file(fx, &fl);
-        assert_true(fl == tmpl.len && !memcmp(ref, tmpl.ptr, fl));
+        struct tern_chat_template *qt, *ot;
+        assert_tern_ok(tern_chat_template_create(ref, fl, &qt));
+        assert_tern_ok(tern_chat_template_create(tmpl.ptr, tmpl.len, &ot));
+        char path[700];
+        snprintf(path, sizeof path, "%s/val.jsonl", corpus_dir);
+        char *data = test_read_file(path, NULL);
+        int n_conv = 0;
+        for (char *line = strtok(data, "\n"); line && n_conv < 40; line = strtok(NULL, "\n"), n_conv++) {
+            cJSON *c = cJSON_Parse(line);
+            const cJSON *m, *call;
+            cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "messages"))
+                cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) {
+                    cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+                    cJSON *args = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "arguments")));
+                    assert_non_null(args);
+                    cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", args);
+                }
+            char *body = cJSON_PrintUnformatted(c);
+            struct tern_chat_params p = tern_chat_default_params();
+            p.messages_json = body;
+            char *a, *b;
+            size_t al, bl;
+            assert_tern_ok(tern_chat_render(qt, &p, &a, &al));
+            assert_tern_ok(tern_chat_render(ot, &p, &b, &bl));
+            assert_true(al == bl && !memcmp(a, b, al));
+            free(a), free(b), free(body);
+            cJSON_Delete(c);
+        }
+        assert_int_equal(n_conv, 40);
+        free(data);
+        tern_chat_template_free(qt);
+        tern_chat_template_free(ot);
         free(ref);
     }
     assert_true(tern_gguf_arr_len(g, tern_gguf_find_key(g, "tokenizer.ggml.merges")) > 3000);

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "chat/chat.h"
 #include "tokenizer/tok_internal.h"
 #include "train/bpe_train.h"
 #include "train/corpus.h"
@@ -716,7 +717,7 @@ static tern_status write_vocab(struct bpe_trainer *t, struct merge_state *m, con
         (st = tern_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", 256)) ||
         (st = tern_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false)) ||
         (st = tern_gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false)) ||
-        (st = tern_gguf_writer_set_str(w, "tokenizer.chat_template", bpe_train_chat_template)) ||
+        (st = tern_gguf_writer_set_str(w, "tokenizer.chat_template", chat_fallback_template)) ||
         (st = tern_gguf_writer_write(w, path))) {
         tern_gguf_writer_free(w);
         goto done;

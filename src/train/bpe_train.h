@@ -29,6 +29,5 @@ tern_status bpe_trainer_add_jsonl(struct bpe_trainer *t, const char *name, const
 /* Learn the merges and write the vocabulary to path (tmp + rename). report may be NULL. */
 tern_status bpe_trainer_finish(struct bpe_trainer *t, const char *path, struct tern_bpe_train_report *report);
 
-extern const char bpe_train_chat_template[];
 
 #endif

@@ -220,6 +220,37 @@ tern_status tern_train_data_open_memory(const void *data, size_t size, struct te
     return TERN_OK;
 }
 
+tern_status tern_train_data_from_writer(const struct tern_train_data_writer *w,
+                                       struct tern_train_data **out)
+{
+    const size_t size = TDAT_HEADER + (w->n_docs + 1) * 8 + w->n_tok * 5;
+    struct tern_train_data *d = calloc(1, sizeof *d);
+    if (!d || !(d->buf = malloc(size + 8))) {
+        free(d);
+        return tern_fail(TERN_ERR_NOMEM, "train data: out of memory for %zu bytes", size);
+    }
+    const uint32_t ver = TDAT_VERSION;
+    unsigned char *p = d->buf;
+    memcpy(p, TDAT_MAGIC, 4);
+    memcpy(p + 4, &ver, 4);
+    memcpy(p + 8, &w->n_docs, 8);
+    memcpy(p + 16, &w->n_tok, 8);
+    p += TDAT_HEADER;
+    memcpy(p, w->off, (w->n_docs + 1) * 8);
+    p += (w->n_docs + 1) * 8;
+    if (w->n_tok) {
+        memcpy(p, w->tok, w->n_tok * 4);
+        memcpy(p + w->n_tok * 4, w->mask, w->n_tok);
+    }
+    tern_status st = data_parse(d, "train data", size);
+    if (st) {
+        tern_train_data_free(d);
+        return st;
+    }
+    *out = d;
+    return TERN_OK;
+}
+
 void tern_train_data_free(struct tern_train_data *d)
 {
     if (!d) return;
@@ -382,4 +413,43 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
         pad_rows(b, s0, row, T);
     }
     return TERN_OK;
+}
+
+tern_status train_data_check_vocab(const struct tern_train_data *d, int V)
+{
+    for (uint64_t i = 0; i < d->n_tok; i++)
+        if (d->tok[i] >= V)
+            return tern_fail(TERN_ERR_FORMAT, "train data: token %llu: id %d is outside the "
+                             "vocabulary (%d tokens)", (unsigned long long)i, d->tok[i], V);
+    return TERN_OK;
+}
+
+bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct train_batch *b, uint64_t *doc, uint64_t *piece)
+{
+    const int T = t->T;
+    bool any = false;
+    b->n_loss = 0;
+    for (int s = 0; s < t->n_seq; s++) {
+        const int s0 = s * T;
+        int row = 0;
+        while (*doc < d->n_docs) {
+            const uint64_t a = d->off[*doc], len = d->off[*doc + 1] - a;
+            const uint64_t first = *piece * (uint64_t)T;
+            if (first >= len) {
+                ++*doc;
+                *piece = 0;
+                continue;
+            }
+            const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
+            if (n > T - row) break;
+            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n);
+            row += n;
+            ++*piece;
+            any = true;
+            if (row == T) break;
+        }
+        pad_rows(b, s0, row, T);
+    }
+    return any;
 }

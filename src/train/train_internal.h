@@ -107,6 +107,8 @@ void train_init_weights(struct tern_trainer *t);
 /* Forward + backward of one micro-batch; gradients accumulate into t->g. Returns the summed
  * weighted loss; dlogits are scaled by `scale` (1 / masked tokens of the whole step). */
 double train_forward_backward(struct tern_trainer *t, const struct train_batch *b, double scale);
+/* Forward only: the summed weighted loss of b (no gradients; t->g untouched). */
+double train_forward_loss(struct tern_trainer *t, const struct train_batch *b);
 /* Forward only, logits of every row of sequence 0 into out (T, V): for the parity test. With
  * f16 the attention rounds q, k, v and the probabilities to F16 as tern's inference does (its
  * KV cache is F16), which isolates every other difference. */
@@ -120,6 +122,12 @@ void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
 tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
                              struct train_batch *b);
+/* Every token id of d below V, or TERN_ERR_FORMAT naming the first that is not. */
+tern_status train_data_check_vocab(const struct tern_train_data *d, int V);
+/* Fill b with the next n_seq sequences of d in file order from document *doc, piece *piece
+ * (advanced); false when d is exhausted and b holds nothing (evaluation). */
+bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct train_batch *b, uint64_t *doc, uint64_t *piece);
 /* Pack the documents given as one sequence set (tests): tokens/masks of n docs. */
 void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *tok,
                            const uint8_t *const *mask, const int *len, int n_docs);

@@ -469,6 +469,25 @@ double train_forward_backward(struct tern_trainer *t, const struct train_batch *
     return loss;
 }
 
+double train_forward_loss(struct tern_trainer *t, const struct train_batch *b)
+{
+    const int D = t->D, N = t->N;
+    const float *xL = forward_layers(t, b);
+    norm_fwd(t, xL, t->w + t->output_norm, t->xf, t->rstdf);
+    int n = 0;
+    for (int r = 0; r < N; r++)
+        if (b->weight[r] > 0.0f) t->rows[n++] = r;
+    if (n == 0) return 0.0;
+    for (int i = 0; i < n; i++)
+        memcpy(t->xc + (size_t)i * D, t->xf + (size_t)t->rows[i] * D, (size_t)D * sizeof(float));
+    linear_fwd(t, t->xc, n, D, t->w + t->output, t->V, t->logits, false);
+    struct xent_job xj = {.t = t, .b = b, .n = n, .scale = 0.0};
+    train_par(t, xent_chunk, &xj, TRAIN_RED_CHUNKS);
+    double loss = 0.0;
+    for (int c = 0; c < TRAIN_RED_CHUNKS; c++) loss += xj.part[c];
+    return loss;
+}
+
 void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16)
 {
     const int D = t->D;

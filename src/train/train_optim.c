@@ -403,3 +403,24 @@ tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_da
     }
     return TERN_OK;
 }
+
+tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,
+                              long long *loss_tokens)
+{
+    tern_status st = train_data_check_vocab(d, t->V);
+    if (st) return st;
+    struct train_batch *b = &t->batch[0]; /* refilled by the next step */
+    uint64_t doc = 0, piece = 0;
+    double sum = 0.0;
+    long long n = 0;
+    while (train_batch_fill_ordered(t, d, b, &doc, &piece)) {
+        if (b->n_loss == 0) continue;
+        sum += train_forward_loss(t, b);
+        n += b->n_loss;
+    }
+    if (!isfinite(sum))
+        return tern_fail(TERN_ERR_RANGE, "train: the evaluation loss is not finite");
+    *loss = n ? sum / (double)n : 0.0;
+    if (loss_tokens) *loss_tokens = n;
+    return TERN_OK;
+}

@@ -24,7 +24,7 @@ static double now_s(void)
 
 static void usage(void)
 {
-    printf("usage: tern train --config model.json --data DATA.tdat -o model.gguf [options]\n"
+    printf("usage: tern train --config model.json --data DATA.jsonl|.tdat -o model.gguf [options]\n"
            "       tern train --bench [--config model.json] [--steps N] [-t N] [--json]\n\n"
            "Trains a llama or qwen2 model from scratch in F32 on the CPU (AdamW, warmup + cosine,\n"
            "gradient clipping and accumulation) and writes it as an F32 GGUF with the tokenizer\n"
@@ -35,10 +35,16 @@ static void usage(void)
            "                       or n_vocab; lr, lr_min, warmup, steps, batch_tokens (tokens per\n"
            "                       micro-batch, a multiple of n_ctx), accum, weight_decay, beta1,\n"
            "                       beta2, adam_eps, clip, init_std, seed, threads, ckpt_every\n"
-           "  --data FILE          training data: documents of (token ids, loss mask), .tdat\n"
-           "                       (format in tern.h)\n"
+           "  --data FILE          training data: conversations (.jsonl, one {\"messages\", \"tools\"}\n"
+           "                       per line, rendered with the tokenizer GGUF's chat template, loss\n"
+           "                       on the assistant's turns) or documents of (token ids, loss mask)\n"
+           "                       (.tdat, format in tern.h)\n"
+           "  --val FILE           validation data (.jsonl or .tdat): mean loss every --val-every\n"
+           "                       steps (default: ckpt_every, else 100) and at the end\n"
+           "  --strict             a malformed .jsonl line is fatal (default: skipped and counted)\n"
            "  -o, --output FILE    the trained model (GGUF, F32)\n"
            "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
+           "  --val-every N        steps between validations\n"
            "  --resume DIR         continue the run saved in DIR (checkpoints keep going there)\n"
            "  --until STEP         stop after this step (checkpoint + export), e.g. to split a run\n"
            "  -t, --threads N      override the config's threads\n"
@@ -63,6 +69,54 @@ static int load_config(const char *path, struct tern_train_config *c)
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* Training or validation data: a .jsonl of conversations is rendered with the config's
+ * tokenizer GGUF (its tokenizer and chat template); anything else is read as .tdat.
+ * Conversations longer than n_ctx are skipped (the trainer would cut them into pieces that
+ * lose their beginning), and every skip is counted on stderr. */
+static tern_status load_data(const char *path, const struct tern_train_config *c, bool strict,
+                             bool quiet, struct tern_train_data **out)
+{
+    if (!ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
+    struct tern_tokenizer *tok = NULL;
+    struct tern_gguf *g = NULL;
+    struct tern_chat_template *tmpl = NULL;
+    struct tern_train_data_writer *w = NULL;
+    struct tern_train_render_report rep;
+    memset(&rep, 0, sizeof rep);
+    struct tern_train_render_params rp = tern_train_render_default_params();
+    rp.max_tokens = c->n_ctx;
+    rp.strict = strict;
+    const double t0 = now_s();
+    tern_status st = tern_tokenizer_load(c->tokenizer, &tok);
+    if (!st) st = tern_gguf_open(c->tokenizer, &g);
+    if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
+    if (!st) st = tern_train_data_writer_create(&w);
+    if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
+    if (!st) st = tern_train_data_from_writer(w, out);
+    if (!st && !quiet) {
+        fprintf(stderr, "tern train: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
+                "trained on) in %.1f s", path, (long long)rep.lines, (long long)rep.docs,
+                (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
+                now_s() - t0);
+        if (rep.malformed || rep.no_assistant || rep.too_long)
+            fprintf(stderr, "; skipped %lld malformed, %lld without an assistant turn, %lld longer "
+                    "than n_ctx %d (first: %s)", (long long)rep.malformed, (long long)rep.no_assistant,
+                    (long long)rep.too_long, c->n_ctx, rep.first_problem);
+        fputc('\n', stderr);
+    }
+    tern_train_data_writer_free(w);
+    tern_chat_template_free(tmpl);
+    tern_gguf_close(g);
+    tern_tokenizer_free(tok);
+    return st;
 }
 
 static void fmt_eta(double s, char *buf, size_t n)
@@ -141,9 +195,10 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
 
 int cmd_train(int argc, char **argv)
 {
-    const char *config = NULL, *data = NULL, *out = NULL, *ckdir = NULL, *resume = NULL, *v;
-    bool json = false, bench = false;
-    long long threads = 0, until = 0, bench_steps = 3;
+    const char *config = NULL, *data = NULL, *val = NULL, *out = NULL, *ckdir = NULL,
+               *resume = NULL, *v;
+    bool json = false, bench = false, strict = false;
+    long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
@@ -154,6 +209,15 @@ int cmd_train(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--bench")) {
             bench = true;
+        } else if (!strcmp(a, "--strict")) {
+            strict = true;
+        } else if ((r = cli_opt(argc, argv, &i, "--val", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            val = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--val-every", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_parse_int(v, 1, 1000000000, &val_every))
+                return cli_usage_error("train", "--val-every '%s' is not a step count", v);
         } else if ((r = cli_opt(argc, argv, &i, "--config", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             config = v;
@@ -204,14 +268,20 @@ int cmd_train(int argc, char **argv)
             ckdir = ckbuf;
         }
     }
-    struct tern_train_data *d = NULL;
+    if (!c.tokenizer[0] && (ends_with(data, ".jsonl") || (val && ends_with(val, ".jsonl"))))
+        return cli_usage_error("train", "conversations (.jsonl) need \"tokenizer\" in the config: "
+                               "a GGUF whose tokenizer and chat template render them");
+    if (!val_every) val_every = c.ckpt_every > 0 ? c.ckpt_every : 100;
+    struct tern_train_data *d = NULL, *vd = NULL;
     struct tern_trainer *t = NULL;
-    tern_status st = tern_train_data_open(data, &d);
+    tern_status st = load_data(data, &c, strict, json, &d);
+    if (!st && val) st = load_data(val, &c, strict, json, &vd);
     if (!st) st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
+        tern_train_data_free(vd);
         return cli_report("train", st);
     }
     const int start = tern_trainer_step_index(t);
@@ -244,6 +314,18 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "%sstep %d/%d  loss %.4f  lr %.2e  %.0f tok/s  ETA %s%s", tty ? "\r" : "",
                     si.step, c.steps, si.loss, si.lr, tps, e, tty ? "   " : "\n");
         }
+        if (vd && (si.step % val_every == 0 || si.step == last)) {
+            double vl = 0;
+            long long vn = 0;
+            if ((st = tern_trainer_eval(t, vd, &vl, &vn))) break;
+            if (json) {
+                printf("{\"step\":%d,\"val_loss\":%.6f,\"val_tokens\":%lld}\n", si.step, vl, vn);
+                fflush(stdout);
+            } else {
+                fprintf(stderr, "%sstep %d/%d  val loss %.4f (%lld tokens)%s\n", tty ? "\r" : "",
+                        si.step, c.steps, vl, vn, tty ? "                    " : "");
+            }
+        }
         if (c.ckpt_every > 0 && si.step % c.ckpt_every == 0 && si.step < last) {
             st = tern_trainer_checkpoint_save(t, ckdir);
             if (!st) saved_step = si.step;
@@ -258,6 +340,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "tern train: stopped before the first checkpoint\n");
         tern_trainer_free(t);
         tern_train_data_free(d);
+        tern_train_data_free(vd);
         return cli_report("train", st);
     }
     st = tern_trainer_checkpoint_save(t, ckdir);
@@ -267,5 +350,6 @@ int cmd_train(int argc, char **argv)
                 tern_trainer_step_index(t));
     tern_trainer_free(t);
     tern_train_data_free(d);
+    tern_train_data_free(vd);
     return st ? cli_report("train", st) : CLI_EXIT_OK;
 }
