@@ -1,5 +1,6 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
+# libcurl is the HTTP client of tern eval --endpoint.
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
@@ -12,7 +13,7 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libcurl4-openssl-dev jq \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
     python3-torch libopenblas0-pthread >/dev/null
