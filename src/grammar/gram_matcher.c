@@ -712,6 +712,66 @@ size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *b
     return k;
 }
 
+/* Longest token of the `all` trie whose bytes are a prefix of b[0..n): its length, *tok its
+ * id (0 if none). Children of node i are i+1 .. node[i].end-1, siblings linked through end. */
+static size_t longest_token(const struct tern_grammar_vocab *v, const uint8_t *b, size_t n, int32_t *tok)
+{
+    const struct gram_trie *t = &v->all;
+    uint32_t j = 0, lim = t->n;
+    size_t best = 0;
+    for (size_t d = 0; d < n && j < lim; d++) {
+        while (j < lim && t->node[j].byte != b[d]) j = t->node[j].end;
+        if (j >= lim) break;
+        if (t->node[j].token >= 0) {
+            best = d + 1;
+            *tok = t->node[j].token;
+        }
+        lim = t->node[j].end;
+        j++;
+    }
+    return best;
+}
+
+int tern_grammar_matcher_forced_tokens(struct tern_grammar_matcher *m, int32_t *out, int cap)
+{
+    if (!m || !m->v || !out || cap <= 0) return 0;
+    const struct mstep *s = top(m);
+    if (s->mode != MODE_CALL) return 0;
+    uint8_t buf[GRAM_FORCED_MAX];
+    const struct gram_stack *cur = m->hs + s->off;
+    uint32_t n = s->n;
+    struct gram_stack *bufs[2] = {m->ta, m->tb};
+    int which = 0;
+    size_t k = 0;
+    while (k < sizeof buf && !gram_state_accepting(cur, n)) {
+        struct gram_bset set;
+        gram_engine_next_bytes(m->g, cur, n, &set);
+        int only = -1, cnt = 0;
+        for (int w = 0; w < 4 && cnt < 2; w++)
+            for (uint64_t x = set.w[w]; x && cnt < 2; x &= x - 1, cnt++) only = w * 64 + __builtin_ctzll(x);
+        if (cnt != 1) break;
+        uint32_t nn = gram_engine_step(&m->eng, cur, n, (uint8_t)only, bufs[which]);
+        if (!nn) break;
+        cur = bufs[which];
+        which ^= 1;
+        n = nn;
+        buf[k++] = (uint8_t)only;
+    }
+    /* the forced run closes the document (or the call): nothing can merge with its last token */
+    const bool closes = state_done(cur, n);
+    int nt = 0;
+    size_t i = 0;
+    while (i < k && nt < cap) {
+        int32_t id = 0;
+        size_t l = longest_token(m->v, buf + i, k - i, &id);
+        if (!l) break;
+        out[nt++] = id;
+        i += l;
+    }
+    if (nt > 0 && !(closes && i == k)) nt--; /* the model may want a longer token from here */
+    return nt;
+}
+
 tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n)
 {
     if (!m) return tern_fail(TERN_ERR_ARG, "grammar matcher: NULL");
