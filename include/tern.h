@@ -542,6 +542,7 @@ struct tern_grammar_info {
     uint32_t n_rules, n_nodes, n_classified;
     bool lazy;
     const char *trigger;     /* lazy grammars: the text that opens the constrained part */
+    int32_t n_vocab;         /* the vocabulary it was compiled against; 0: none (bytes only) */
 };
 void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
 /* Classify the vocabulary at every grammar position now, so no mask ever pays for a first

@@ -27,6 +27,9 @@ tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar 
     const struct tern_grammar *of = gr->of;
     *gr = (struct gen_grammar){.m = m, .of = of};
     if (!g) return TERN_OK; /* the matcher stays for the next constrained call; unused */
+    struct tern_grammar_info gi;
+    tern_grammar_get_info(g, &gi);
+    gr->n_tok = gi.n_vocab;
     if (m && of == g) {
         tern_grammar_matcher_reset(m);
         return TERN_OK;

@@ -198,10 +198,12 @@ struct gen_run {
 };
 
 /* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,
- * end-of-generation, text, a finished grammar document. Returns true when generation ends with
- * this token (it then stays out of the KV cache); *rc set on a detokenizer failure. The order
- * of the checks is the plain loop's, so a speculative run stops on the same token. */
-static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
+ * end-of-generation, text, a finished grammar document (`last`: the grammar matcher holds no
+ * token beyond this one; forced tokens are accepted as a run and handed over one by one).
+ * Returns true when generation ends with this token (it then stays out of the KV cache); *rc
+ * set on a detokenizer failure. The order of the checks is the plain loop's, so a speculative
+ * run stops on the same token. */
+static bool deliver_at(struct gen_run *r, int32_t tok, int pos, bool last, tern_status *rc)
 {
     struct tern_gen_stats *st = r->st;
     if (st->n_generated++ == 0) {
@@ -225,7 +227,7 @@ static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
     }
     /* the document is complete and nothing can follow (or an end-of-generation token was kept
      * with ignore_eog): sampling on could only produce what the grammar refuses */
-    if (r->prm->grammar && tern_grammar_matcher_is_done(r->g->gram.m)) {
+    if (last && r->prm->grammar && tern_grammar_matcher_is_done(r->g->gram.m)) {
         if (!r->stop) st->stop = TERN_GEN_STOP_DONE;
         return true;
     }
@@ -238,6 +240,11 @@ static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
     return r->stop;
 }
 
+static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
+{
+    return deliver_at(r, tok, pos, true, rc);
+}
+
 /* Hand over n forced tokens waiting at pend[*np..*np+n) (already in the matcher; positions
  * pos0 + *np ..), moving *np past them. Returns true when one of them ends generation; the
  * forced tokens after that one are taken back out of the matcher, so it holds the output. */
@@ -247,7 +254,7 @@ static bool hand_forced(struct gen_run *r, int32_t *pend, int *np, int pos0, int
     for (int i = 0; i < n; i++) {
         const int32_t t = pend[(*np)++];
         tern_sampler_accept(r->prm_sampler, t); /* repetition history, as if sampled */
-        if (deliver(r, t, pos0 + *np - 1, rc)) {
+        if (deliver_at(r, t, pos0 + *np - 1, i == n - 1, rc)) {
             gen_grammar_rollback(gr, n - i - 1);
             gr->forced -= n - i - 1;
             return true;
@@ -309,6 +316,15 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             return tern_fail(TERN_ERR_ARG, "generate: prompt token %d at index %d is outside the "
                              "vocabulary (0..%d)", prompt[i], i, n_vocab - 1);
 
+    if (prm.grammar) {
+        struct tern_grammar_info gi;
+        tern_grammar_get_info(prm.grammar, &gi);
+        if (gi.n_vocab != n_vocab)
+            return tern_fail(TERN_ERR_ARG, gi.n_vocab ? "generate: the grammar was compiled for a vocabulary of %d "
+                             "tokens, the model has %d (compile it against this model's tokenizer)"
+                             : "generate: the grammar was compiled without a vocabulary (%d tokens); the model has %d",
+                             gi.n_vocab, n_vocab);
+    }
     struct tern_gen_stats st = {.n_prompt = n, .stop = TERN_GEN_STOP_MAX_TOKENS};
     double t0 = now_ms();
 

@@ -139,6 +139,7 @@ struct gen_token_hook {
 struct gen_grammar {
     struct tern_grammar_matcher *m;  /* NULL: unconstrained */
     const struct tern_grammar *of;   /* the grammar m was created for (reused while it is the same) */
+    int n_tok;                       /* its vocabulary's size: logits past it (padding) are masked */
     int masks;                       /* masks computed and applied */
     int forced;                      /* tokens appended without sampling */
     int draft_refused;               /* drafted tokens the grammar refused before verification */

@@ -27,6 +27,7 @@ static const float *view(struct spec_verifier *v, const float *logits, int32_t *
     if (gram) {
         const double t0 = gen_cpu_ms();
         const int allowed = tern_grammar_matcher_apply(v->gr->m, v->masked);
+        for (int i = v->gr->n_tok; i < v->n_vocab; i++) v->masked[i] = -INFINITY; /* padding rows */
         const double dt = gen_cpu_ms() - t0;
         v->gr->masks++;
         v->gr->mask_ms += dt;
