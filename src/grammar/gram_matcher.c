@@ -626,13 +626,36 @@ int tern_grammar_matcher_apply(struct tern_grammar_matcher *m, float *logits)
     if (!m || !m->v || !logits) return 0;
     int count = tern_grammar_matcher_fill_mask(m, m->mask);
     const struct tern_grammar_vocab *v = m->v;
-    for (uint32_t w = 0; w < v->n_words; w++) {
-        uint32_t x = m->mask[w];
-        if (x == 0xFFFFFFFFu) continue;
-        uint32_t base = w * 32;
-        for (uint32_t b = 0; b < 32 && base + b < (uint32_t)v->n_vocab; b++)
-            if (!((x >> b) & 1)) logits[base + b] = -INFINITY;
+    /* Full words (free text, string bodies) are skipped, zero words filled; mixed ones go 8
+     * tokens at a time through a table of lane masks, branch-free and in a shape the compiler
+     * vectorizes even for baseline SSE2 (a bit-by-bit loop cost ~40 us on a 50k vocabulary). */
+    static uint32_t lut[256][8];
+    static atomic_int lut_ready;
+    if (!atomic_load_explicit(&lut_ready, memory_order_acquire)) {
+        for (int i = 0; i < 256; i++)
+            for (int b = 0; b < 8; b++) lut[i][b] = (i >> b) & 1 ? 0xFFFFFFFFu : 0;
+        atomic_store_explicit(&lut_ready, 1, memory_order_release); /* same values if raced */
     }
+    const uint32_t neg_inf = 0xFF800000u; /* -INFINITY's bits */
+    const uint32_t full = (uint32_t)v->n_vocab / 32;
+    for (uint32_t w = 0; w < full; w++) {
+        const uint32_t x = m->mask[w];
+        if (x == 0xFFFFFFFFu) continue;
+        float *l = logits + (size_t)w * 32;
+        if (x == 0) {
+            for (uint32_t b = 0; b < 32; b++) l[b] = -INFINITY;
+            continue;
+        }
+        uint32_t bits[32];
+        memcpy(bits, l, sizeof bits);
+        for (uint32_t q = 0; q < 4; q++) {
+            const uint32_t *k = lut[(x >> (8 * q)) & 0xFF];
+            for (uint32_t b = 0; b < 8; b++) bits[8 * q + b] = (bits[8 * q + b] & k[b]) | (neg_inf & ~k[b]);
+        }
+        memcpy(l, bits, sizeof bits);
+    }
+    for (uint32_t t = full * 32; t < (uint32_t)v->n_vocab; t++)
+        if (!((m->mask[t >> 5] >> (t & 31)) & 1)) logits[t] = -INFINITY;
     return count;
 }
 
