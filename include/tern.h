@@ -502,9 +502,14 @@ tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const cha
                                    const struct tern_grammar_params *p, struct tern_grammar **out);
 
 /* Tool calls: a grammar for an OpenAI `tools` array ([{"type": "function", "function":
- * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format. Only
- * TERN_TOOLCALL_HERMES is supported: <tool_call>\n{"name": "<one of the tools>", "arguments":
- * <that tool's parameters>}\n</tool_call>, calls separated by "\n" when parallel. */
+ * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format:
+ * TERN_TOOLCALL_HERMES: <tool_call>\n{"name": "<one of the tools>", "arguments": <that tool's
+ * parameters>}\n</tool_call>, calls separated by "\n" when parallel; TERN_TOOLCALL_MISTRAL:
+ * [TOOL_CALLS][{"name": .., "arguments": ..}, ...]; TERN_TOOLCALL_LLAMA3: {"name": ..,
+ * "parameters": ..} as the whole reply, for tool_choice required / NAME only (auto and none are
+ * TERN_ERR_UNSUPPORTED: the format opens a call with a leading '{' or the control token
+ * <|python_tag|>, which a lazy grammar's text trigger cannot wait for). A lazy grammar's opener
+ * is matched as text, so a vocabulary where it is a control token never arms it. */
 enum tern_tool_choice {
     TERN_TOOL_CHOICE_AUTO = 0, /* free text; once the model opens a call, the call is constrained
                                   (lazy grammar armed by the opener); re-arms after each call */
