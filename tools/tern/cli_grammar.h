@@ -42,4 +42,9 @@ void cli_grammar_print_stats(const char *cmd, FILE *f, const struct tern_gen_sta
 /* The same as a "grammar" object added to obj. */
 void cli_grammar_json_stats(cJSON *obj, const struct tern_gen_stats *gs);
 
+/* `tern bench --json-schema/--grammar` (cmd_bench_grammar.c): constrained vs unconstrained
+ * greedy decoding of the same number of tokens on model, reps alternating rounds; exit status. */
+int cli_bench_grammar(const char *model, struct cli_grammar_opts *gro, int threads, int n_gen, int reps,
+                      bool json);
+
 #endif
