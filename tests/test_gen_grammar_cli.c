@@ -208,6 +208,7 @@ static void test_bench_ratio(void **state)
     assert_true(cJSON_GetObjectItemCaseSensitive(j, "tps_unconstrained")->valuedouble > 0);
     assert_true(cJSON_GetObjectItemCaseSensitive(j, "n_tokens")->valueint > 0);
     assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "ratio_cpu"));
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "grammar_cpu_share"));
     assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "mask_us_per_mask"));
     cJSON_Delete(j);
     free(out);
