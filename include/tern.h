@@ -507,9 +507,14 @@ tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const cha
                                    const struct tern_grammar_params *p, struct tern_grammar **out);
 
 /* Tool calls: a grammar for an OpenAI `tools` array ([{"type": "function", "function":
- * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format. Only
- * TERN_TOOLCALL_HERMES is supported: <tool_call>\n{"name": "<one of the tools>", "arguments":
- * <that tool's parameters>}\n</tool_call>, calls separated by "\n" when parallel. */
+ * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format:
+ * TERN_TOOLCALL_HERMES: <tool_call>\n{"name": "<one of the tools>", "arguments": <that tool's
+ * parameters>}\n</tool_call>, calls separated by "\n" when parallel; TERN_TOOLCALL_MISTRAL:
+ * [TOOL_CALLS][{"name": .., "arguments": ..}, ...]; TERN_TOOLCALL_LLAMA3: {"name": ..,
+ * "parameters": ..} as the whole reply, for tool_choice required / NAME only (auto and none are
+ * TERN_ERR_UNSUPPORTED: the format opens a call with a leading '{' or the control token
+ * <|python_tag|>, which a lazy grammar's text trigger cannot wait for). A lazy grammar's opener
+ * is matched as text, so a vocabulary where it is a control token never arms it. */
 enum tern_tool_choice {
     TERN_TOOL_CHOICE_AUTO = 0, /* free text; once the model opens a call, the call is constrained
                                   (lazy grammar armed by the opener); re-arms after each call */
@@ -547,6 +552,7 @@ struct tern_grammar_info {
     uint32_t n_rules, n_nodes, n_classified;
     bool lazy;
     const char *trigger;     /* lazy grammars: the text that opens the constrained part */
+    int32_t n_vocab;         /* the vocabulary it was compiled against; 0: none (bytes only) */
 };
 void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
 /* Classify the vocabulary at every grammar position now, so no mask ever pays for a first
@@ -595,6 +601,12 @@ size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *b
 size_t tern_grammar_matcher_expected(const struct tern_grammar_matcher *m, char *buf, size_t cap);
 /* The single allowed token, or -1 if zero or several are allowed (costs a mask fill). */
 int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m);
+/* The tokens the grammar forces next, for a generator to append without sampling: the forced
+ * bytes (above, up to 256) split into vocabulary tokens by longest match. The last of them is
+ * left out unless the forced bytes close the document (or, lazy grammars, the call): the model
+ * may want a longer token starting with it (an enum value after a forced prefix). Nothing is
+ * accepted: the caller accepts the tokens it uses. Returns the count written to out (<= cap). */
+int tern_grammar_matcher_forced_tokens(struct tern_grammar_matcher *m, int32_t *out, int cap);
 /* Undo the last n accepted steps (tokens or accept_bytes calls), for speculative decoding.
  * TERN_ERR_ARG if n exceeds the steps taken. */
 tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n);
@@ -805,6 +817,19 @@ struct tern_gen_params {
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
     bool show_special;    /* pass control tokens' text to on_piece (TERN_PIECE_SPECIAL) */
     tern_token_fn on_token; /* or NULL (the default); called with tern_generate's user pointer */
+    /* Constrained decoding (see "grammar" above), or NULL (the default). Every position is
+     * masked before sampling (temperature 0: the best allowed token), so the output stays a
+     * prefix of a document the grammar admits; end-of-generation tokens are allowed only where
+     * the document is complete, and generation ends by itself once nothing can follow it (stop
+     * TERN_GEN_STOP_DONE). Where the grammar admits exactly one continuation, its tokens are
+     * appended without sampling (forced tokens: `{"name": "`, a closing `"}`; several go through
+     * one forward pass) and counted in stats.grammar_forced. Works with a draft: drafted tokens
+     * the grammar refuses are cut before the target's pass, and at temperature 0 the output is
+     * the constrained output without a draft, token for token. The grammar must be compiled
+     * against this model's tokenizer and outlive the call; the generator keeps one matcher per
+     * grammar (created on first use, reset each call). Lazy grammars (tool calls) leave free text
+     * free and constrain from their trigger on. */
+    const struct tern_grammar *grammar;
 };
 struct tern_gen_params tern_gen_default_params(void);
 
@@ -813,6 +838,7 @@ enum tern_gen_stop {
     TERN_GEN_STOP_MAX_TOKENS,   /* max_tokens were sampled */
     TERN_GEN_STOP_CALLBACK,     /* on_piece or on_token returned non-zero */
     TERN_GEN_STOP_CONTEXT_FULL, /* the KV cache has no room for another token */
+    TERN_GEN_STOP_DONE,         /* a grammar's document is complete and nothing can follow it */
 };
 
 struct tern_gen_stats {
@@ -846,6 +872,16 @@ struct tern_gen_stats {
     bool spec_exact;         /* temperature 0 and every round verified with one-token bits (a
                                 batch-invariant model, or exact batches): the output is the
                                 target's greedy output token for token */
+    /* Constrained decoding (tern_gen_params.grammar; all 0 / false without one). Times are CPU
+     * time of the calling thread (where masks are computed), so they hold under load. */
+    int grammar_masks;       /* token masks computed and applied (one per sampled position,
+                                drafted positions included) */
+    double grammar_mask_ms;  /* computing masks and applying them to the logits */
+    double grammar_ms;       /* all grammar work: masks, accepting tokens, forced tokens, drafts */
+    int grammar_forced;      /* tokens appended without sampling (included in n_generated) */
+    int grammar_draft_refused; /* drafted tokens the grammar refused before the target's pass */
+    bool incomplete;         /* generation stopped (max_tokens, context full, a callback) inside an
+                                open document: the output is a prefix of one, not a document */
 };
 
 /* A generator over ctx (one sequence). The KV cache may already hold tokens: the generator
@@ -876,7 +912,7 @@ void tern_generator_reset(struct tern_generator *g);
  * Not owned; must outlive its use. */
 struct tern_prefix_cache;
 void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc);
-/* "eog", "max_tokens", "callback", "context_full". */
+/* "eog", "max_tokens", "callback", "context_full", "done". */
 const char *tern_gen_stop_name(enum tern_gen_stop s);
 
 /* --- speculative decoding (src/gen/spec_*.c; README "Speculative decoding") ---

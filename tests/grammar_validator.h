@@ -393,7 +393,7 @@ GV_FN void gv_text_rec(const cJSON *v, char **b, size_t *n, size_t *cap)
 }
 
 /* malloc'ed NUL-terminated text; caller frees */
-static char *gv_text(const cJSON *v)
+GV_FN char *gv_text(const cJSON *v)
 {
     size_t n = 0, cap = 256;
     char *b = malloc(cap);

@@ -429,10 +429,42 @@ static void test_tools_none_required_named(void **state)
         if (!strstr(tern_last_error(), bad[i].msg)) fail_msg("%s: '%s' lacks '%s'", bad[i].tools, tern_last_error(), bad[i].msg);
         assert_null(bg);
     }
+    /* Llama 3: a whole-reply JSON call with "parameters", for required / NAME only */
     p = tern_tool_grammar_default_params();
-    p.format = TERN_TOOLCALL_MISTRAL;
+    p.format = TERN_TOOLCALL_LLAMA3;
     struct tern_grammar *bg = NULL;
     assert_int_equal(tern_grammar_from_tools(voc, TOOLS, strlen(TOOLS), &p, &bg), TERN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tern_last_error(), "llama3"));
+    assert_null(bg);
+    assert_tern_ok(tern_tool_choice_parse("required", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, TOOLS, strlen(TOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}"), -1);
+    assert_true(tern_grammar_matcher_is_done(m));
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "{\"name\": \"get_time\", \"arguments\": {}}") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* Mistral: [TOOL_CALLS] and a list of calls (parallel), lazy with auto */
+    p = tern_tool_grammar_default_params();
+    p.format = TERN_TOOLCALL_MISTRAL;
+    assert_tern_ok(tern_tool_choice_parse("required", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, TOOLS, strlen(TOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "[TOOL_CALLS][{\"name\": \"ping\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]"), -1);
+    assert_true(tern_grammar_matcher_is_done(m));
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "Sure [TOOL_CALLS]") == 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    assert_tern_ok(tern_tool_choice_parse("auto", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, TOOLS, strlen(TOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "Let me check. [TOOL_CALLS][{\"name\": \"ping\", \"arguments\": {}}] done"), -1);
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "Let me check. [TOOL_CALLS][{\"name\": \"pong\"") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
 }
 
 /* several matchers of one grammar on several threads: same masks as one thread */

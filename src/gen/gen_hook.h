@@ -4,7 +4,8 @@
  * hook masks the logits of every position before the target's choice there (plain steps and
  * speculative verification alike) and hears about every token the output keeps, in order, and
  * never about a drafted token the target rejected, so the matcher needs no rollback for
- * speculation. Internal until grammar-constrained decoding lands in the public API. */
+ * speculation. Grammars do not go through this hook (tern_gen_params.grammar, gen_grammar.c: they
+ * also force tokens and end generation); it stays for other per-token checks and tests. */
 #ifndef TERN_GEN_GEN_HOOK_H
 #define TERN_GEN_GEN_HOOK_H
 

@@ -26,6 +26,10 @@
 #include "tern.h"
 #include "util/error.h"
 
+/* Tokens chosen but not yet in the KV cache at the start of a pass: the sampled one and the
+ * forced tokens after it (one forward pass takes them all). */
+#define GEN_MAX_PENDING 64
+
 struct tern_generator {
     struct tern_context *ctx;
     const struct tern_tokenizer *tok;
@@ -39,7 +43,9 @@ struct tern_generator {
     struct spec_verifier ver;             /* p (n_vocab) with a draft, masked (n_vocab) with a hook */
     struct gen_token_hook hook;           /* gen_generator_set_hook; used when hook.mask or .accept */
     struct tern_draft *draft;             /* optional, not owned (tern_generator_set_draft) */
-    int32_t *batch;                       /* (draft n_max + 1) pending token + drafted tokens */
+    int32_t *batch;                       /* (GEN_MAX_PENDING + draft n_max) pending tokens + drafted ones */
+    int32_t forced[GEN_MAX_PENDING];      /* forced tokens found while verifying drafts */
+    struct gen_grammar gram;              /* tern_gen_params.grammar's matcher and counters */
     struct spec_ctl ctl;                  /* the draft length controller, kept across calls */
     int rollback_hist[101];               /* rounds by percent of drafts rejected (this call) */
 };
@@ -68,6 +74,7 @@ const char *tern_gen_stop_name(enum tern_gen_stop s)
     case TERN_GEN_STOP_MAX_TOKENS: return "max_tokens";
     case TERN_GEN_STOP_CALLBACK: return "callback";
     case TERN_GEN_STOP_CONTEXT_FULL: return "context_full";
+    case TERN_GEN_STOP_DONE: return "done";
     }
     return "unknown";
 }
@@ -84,7 +91,10 @@ tern_status tern_generator_create(struct tern_context *ctx, const struct tern_to
     g->n_vocab = tern_model_n_vocab(tern_context_model(ctx));
     g->ver.n_vocab = g->n_vocab;
     g->hist = malloc((size_t)(g->n_ctx > 0 ? g->n_ctx : 1) * sizeof *g->hist);
-    if (!g->hist) {
+    g->batch = malloc(GEN_MAX_PENDING * sizeof *g->batch);
+    if (!g->hist || !g->batch) {
+        free(g->batch);
+        free(g->hist);
         int n_ctx = g->n_ctx;
         free(g);
         return tern_fail(TERN_ERR_NOMEM, "generator: out of memory for %d token ids", n_ctx);
@@ -109,6 +119,7 @@ void tern_generator_free(struct tern_generator *g)
     tern_detokenizer_free(g->detok_special);
     if (g->draft) g->draft->in_use = false;
     free(g->batch);
+    gen_grammar_free(&g->gram);
     free(g->ver.p);
     free(g->ver.masked);
     free(g->hist);
@@ -136,7 +147,7 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
     if (d && d->in_use && g->draft != d)
         return tern_fail(TERN_ERR_ARG, "generator: the draft already serves another generator");
     if (d) {
-        int32_t *batch = realloc(g->batch, sizeof(int32_t) * (size_t)(d->n_max + 1));
+        int32_t *batch = realloc(g->batch, sizeof(int32_t) * (size_t)(GEN_MAX_PENDING + d->n_max));
         if (batch) g->batch = batch;
         float *p = g->ver.p ? g->ver.p : malloc(sizeof(float) * (size_t)g->n_vocab);
         if (p) g->ver.p = p;
@@ -181,15 +192,18 @@ struct gen_run {
     void *user;
     struct tern_detokenizer *d;
     struct tern_gen_stats *st;
+    struct tern_sampler *prm_sampler;
     double t0, t_first;
     bool stop;           /* a callback asked to stop (st->stop says which) */
 };
 
-/* Hand the caller one sampled token: count it, on_token, end-of-generation, text. Returns true
- * when generation ends with this token (it then stays out of the KV cache); *rc set on a
- * detokenizer failure. The order of the checks is the plain loop's, so a speculative run stops
- * on the same token. */
-static bool deliver(struct gen_run *r, int32_t tok, tern_status *rc)
+/* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,
+ * end-of-generation, text, a finished grammar document (`last`: the grammar matcher holds no
+ * token beyond this one; forced tokens are accepted as a run and handed over one by one).
+ * Returns true when generation ends with this token (it then stays out of the KV cache); *rc
+ * set on a detokenizer failure. The order of the checks is the plain loop's, so a speculative
+ * run stops on the same token. */
+static bool deliver_at(struct gen_run *r, int32_t tok, int pos, bool last, tern_status *rc)
 {
     struct tern_gen_stats *st = r->st;
     if (st->n_generated++ == 0) {
@@ -211,13 +225,67 @@ static bool deliver(struct gen_run *r, int32_t tok, tern_status *rc)
         st->stop = TERN_GEN_STOP_CALLBACK;
         r->stop = true;
     }
+    /* the document is complete and nothing can follow (or an end-of-generation token was kept
+     * with ignore_eog): sampling on could only produce what the grammar refuses */
+    if (last && r->prm->grammar && tern_grammar_matcher_is_done(r->g->gram.m)) {
+        if (!r->stop) st->stop = TERN_GEN_STOP_DONE;
+        return true;
+    }
     if (st->n_generated == r->prm->max_tokens) return true;
     /* The token goes into the cache so the next turn can reuse it; a full cache ends here. */
-    if (r->g->n_hist >= r->g->n_ctx) {
+    if (pos >= r->g->n_ctx) {
         if (!r->stop) st->stop = TERN_GEN_STOP_CONTEXT_FULL;
         return true;
     }
     return r->stop;
+}
+
+static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
+{
+    return deliver_at(r, tok, pos, true, rc);
+}
+
+/* Hand over n forced tokens waiting at pend[*np..*np+n) (already in the matcher; positions
+ * pos0 + *np ..), moving *np past them. Returns true when one of them ends generation; the
+ * forced tokens after that one are taken back out of the matcher, so it holds the output. */
+static bool hand_forced(struct gen_run *r, int32_t *pend, int *np, int pos0, int n, tern_status *rc)
+{
+    struct gen_grammar *gr = &r->g->gram;
+    for (int i = 0; i < n; i++) {
+        const int32_t t = pend[(*np)++];
+        tern_sampler_accept(r->prm_sampler, t); /* repetition history, as if sampled */
+        if (deliver_at(r, t, pos0 + *np - 1, i == n - 1, rc)) {
+            gen_grammar_rollback(gr, n - i - 1);
+            gr->forced -= n - i - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Append the grammar's forced tokens at this point of the output to pend[*np..) (pend holds at
+ * most cap) and hand them over. */
+static bool add_forced(struct gen_run *r, int32_t *pend, int *np, int pos0, int cap, tern_status *rc)
+{
+    if (!r->prm->grammar || *np >= cap) return false;
+    const int n = gen_grammar_forced(&r->g->gram, pend + *np, cap - *np);
+    return hand_forced(r, pend, np, pos0, n, rc);
+}
+
+/* The output's next tokens from position pos on, whose distribution is `logits`: the grammar's
+ * forced tokens if it forces any here (no sampling); else one chosen token followed by whatever
+ * the grammar forces after it. Handed over into pend[0..*np), which one target pass then
+ * decodes. Plain steps and speculative rounds decide every position this way, so they agree.
+ * Returns true when generation ends. */
+static bool choose(struct gen_run *r, const float *logits, int32_t *pend, int *np, int pos, int cap,
+                   tern_status *rc)
+{
+    *np = 0;
+    if (add_forced(r, pend, np, pos, cap, rc)) return true;
+    if (*np > 0) return false;
+    pend[(*np)++] = spec_sample(&r->g->ver, r->prm_sampler, logits);
+    if (deliver(r, pend[0], pos, rc)) return true;
+    return add_forced(r, pend, np, pos, cap, rc);
 }
 
 /* Percentile q (0..1) of the per-round rollback shares, from the histogram. */
@@ -248,6 +316,15 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             return tern_fail(TERN_ERR_ARG, "generate: prompt token %d at index %d is outside the "
                              "vocabulary (0..%d)", prompt[i], i, n_vocab - 1);
 
+    if (prm.grammar) {
+        struct tern_grammar_info gi;
+        tern_grammar_get_info(prm.grammar, &gi);
+        if (gi.n_vocab != n_vocab)
+            return tern_fail(TERN_ERR_ARG, gi.n_vocab ? "generate: the grammar was compiled for a vocabulary of %d "
+                             "tokens, the model has %d (compile it against this model's tokenizer)"
+                             : "generate: the grammar was compiled without a vocabulary (%d tokens); the model has %d",
+                             gi.n_vocab, n_vocab);
+    }
     struct tern_gen_stats st = {.n_prompt = n, .stop = TERN_GEN_STOP_MAX_TOKENS};
     double t0 = now_ms();
 
@@ -289,15 +366,21 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     struct tern_detokenizer *d = prm.show_special ? g->detok_special : g->detok;
     tern_detokenizer_reset(d);
     struct gen_run r = {.g = g, .prm = &prm, .on_piece = on_piece, .user = user, .d = d,
-                        .st = &st, .t0 = t0, .t_first = t1};
+                        .st = &st, .prm_sampler = s, .t0 = t0, .t_first = t1};
+    if (prm.grammar && !g->ver.masked && !(g->ver.masked = malloc(sizeof(float) * (size_t)g->n_vocab)))
+        return tern_fail(TERN_ERR_NOMEM, "generate: out of memory for the mask scratch");
+    if ((rc = gen_grammar_begin(&g->gram, prm.grammar))) return rc;
+    g->ver.gr = prm.grammar ? &g->gram : NULL;
 
     /* Speculation set-up: greedy verification must give one-token bits, so where the kernels
-     * are not batch-invariant the verify passes run with exact batches. */
+     * are not batch-invariant the verify passes run with exact batches. Passes of several tokens
+     * without a draft (forced tokens) do too, so a constrained greedy run gives the same tokens
+     * with and without a draft. */
     struct tern_draft *dr = g->draft;
     struct tern_sampler_params sp;
     tern_sampler_get_params(s, &sp);
     const bool greedy = sp.temperature == 0.0f;
-    const bool exact_needed = dr && greedy && !tern_model_batch_invariant(tern_context_model(g->ctx));
+    const bool exact_needed = greedy && !tern_model_batch_invariant(tern_context_model(g->ctx));
     if (dr && (rc = dr->src->ops->begin(dr->src, &sp))) {
         tern_fail_prefix(rc, "generate: draft: ");
         dr = NULL;
@@ -308,30 +391,35 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     double plain_ms = 0;
     int plain_tokens = 0;
 
-    const float *logits = tern_context_logits(g->ctx, n - common - 1);
-    int32_t tok = 0;
-    if (!rc && prm.max_tokens > 0) {
-        if (logits) tok = spec_sample(&g->ver, s, logits);
-        else rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1);
+    /* pend[0..np): chosen and handed over, not yet in the KV cache (positions n_hist..) */
+    int32_t *pend = g->batch;
+    int np = 0;
+    const int pend_cap = n_batch < GEN_MAX_PENDING ? n_batch : GEN_MAX_PENDING;
+    bool ended = prm.max_tokens == 0;
+    if (!rc && !ended) {
+        const float *logits = tern_context_logits(g->ctx, n - common - 1);
+        if (!logits) rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1);
+        else ended = choose(&r, logits, pend, &np, g->n_hist, pend_cap, &rc);
     }
-    /* Each iteration: hand over the pending token `tok`, then one target pass that puts it in
-     * the cache together with k drafted tokens (k = 0: a plain step) and yields the next. */
-    while (!rc && prm.max_tokens > 0 && !deliver(&r, tok, &rc)) {
+    /* Each iteration: one target pass puts the pending tokens in the cache together with k
+     * drafted ones (k = 0: a plain step) and yields the next choice. */
+    while (!rc && !ended) {
         int k = 0, cls = 0;
         double t_draft = 0, ta = now_ms();
         if (dr) {
             int k_cap = prm.max_tokens - st.n_generated;    /* every draft could be shown */
-            if (k_cap > g->n_ctx - g->n_hist - 1) k_cap = g->n_ctx - g->n_hist - 1; /* + tok */
-            if (k_cap > n_batch - 1) k_cap = n_batch - 1;
+            if (k_cap > g->n_ctx - g->n_hist - np) k_cap = g->n_ctx - g->n_hist - np;
+            if (k_cap > n_batch - np) k_cap = n_batch - np;
             if (k_cap > dr->n_max) k_cap = dr->n_max;
             const bool costly = dr->src->ops->costly;
-            g->hist[g->n_hist] = tok; /* the history the draft continues ends with tok */
-            const int lag = dr->src->ops->lag(dr->src, g->hist, g->n_hist + 1);
+            /* the history the draft continues ends with the pending tokens */
+            memcpy(g->hist + g->n_hist, pend, (size_t)np * sizeof *pend);
+            const int lag = dr->src->ops->lag(dr->src, g->hist, g->n_hist + np);
             int lag_max = lag;
             int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, lag, &lag_max) : k_cap;
             if (want >= dr->n_min) {
-                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + 1, want, lag_max,
-                                           g->batch + 1, &k, &cls);
+                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + np, want, lag_max,
+                                           pend + np, &k, &cls);
                 if (rc) {
                     rc = tern_fail_prefix(rc, "generate: draft: ");
                     break;
@@ -341,70 +429,89 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                     const int c = spec_ctl_choose(&g->ctl, k, cls, 0, &unused);
                     k = c < k ? c : k;
                 }
+                /* drafts the grammar refuses would only be rejected after costing the pass */
+                if (prm.grammar && k > 0) k = gen_grammar_check_drafts(&g->gram, pend + np, k);
                 if (k < dr->n_min) k = 0;
                 t_draft = (now_ms() - ta) / 1e3;
             }
         }
-        const int32_t *batch = &tok;
-        if (dr) {
-            g->batch[0] = tok;
-            batch = g->batch;
-        }
         const double tb = now_ms();
-        if (k > 0 && exact_needed) tern_context_set_exact_batches(g->ctx, true);
-        rc = tern_decode(g->ctx, batch, k + 1, g->n_hist, k > 0 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
-        if (k > 0 && exact_needed) tern_context_set_exact_batches(g->ctx, false);
+        const int nb = np + k;
+        const bool exact = nb > 1 && exact_needed;
+        if (exact) tern_context_set_exact_batches(g->ctx, true);
+        rc = tern_decode(g->ctx, pend, nb, g->n_hist, k > 0 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
+        if (exact) tern_context_set_exact_batches(g->ctx, false);
         if (rc) {
             tern_generator_reset(g);
             rc = tern_fail_prefix(rc, "generate: generated token %d: ", st.n_generated - 1);
             break;
         }
-        g->hist[g->n_hist++] = tok;
+        memcpy(g->hist + g->n_hist, pend, (size_t)np * sizeof *pend);
+        g->n_hist += np;
         if (k == 0) {
-            tok = spec_sample(&g->ver, s, tern_context_logits(g->ctx, 0));
+            const int done = np;
+            ended = choose(&r, tern_context_logits(g->ctx, np - 1), pend, &np, g->n_hist, pend_cap, &rc);
             const double tc = now_ms();
             plain_ms += tc - tb;
-            plain_tokens++;
+            plain_tokens += done;
             if (dr) {
                 st.spec_plain_steps++;
-                spec_ctl_update(&g->ctl, 0, 0, 0, 0, 0, 0, (tc - tb) / 1e3);
+                if (done == 1) spec_ctl_update(&g->ctl, 0, 0, 0, 0, 0, 0, (tc - tb) / 1e3);
             }
             continue;
         }
-        /* Verify row by row (row i holds the distribution at draft i's position), handing each
-         * kept draft over at once, so a draft that ends generation is the last token anyone
-         * (caller, hook, sampler) hears of, as in plain decoding. */
+        /* Verify row by row (row np-1+i holds the distribution at draft i's position), handing
+         * each kept draft over at once, so a draft that ends generation is the last token anyone
+         * (caller, grammar, sampler) hears of, as in plain decoding. A position where the grammar
+         * forces tokens is decided as choose() decides it: the forced tokens become the pending
+         * ones and the round ends there. */
+        const int32_t *drafts = pend + np;
+        const int r0 = np - 1;
         const float *q = dr->src->q_valid ? dr->src->q : NULL;
         const size_t nv = (size_t)g->n_vocab;
         int32_t next = 0;
-        int a = 0;
-        bool ended = false, rejected = false;
-        while (a < k && !ended) {
-            const int32_t dt = g->batch[1 + a];
-            if (!spec_check(&g->ver, s, tern_context_logits(g->ctx, a), dt, q ? q + (size_t)a * nv : NULL, &next)) {
+        int a = 0, nf = 0;
+        bool rejected = false;
+        for (;;) {
+            /* forced tokens go to g->forced: pend still holds the drafts being checked */
+            if (prm.grammar && (nf = gen_grammar_forced(&g->gram, g->forced, pend_cap)) > 0) break;
+            if (a == k) break;
+            const int32_t dt = drafts[a];
+            if (!spec_check(&g->ver, s, tern_context_logits(g->ctx, r0 + a), dt, q ? q + (size_t)a * nv : NULL, &next)) {
                 rejected = true;
                 break;
             }
             a++;
-            ended = deliver(&r, dt, &rc); /* the draft is in the cache already */
-            if (!ended) g->hist[g->n_hist++] = dt;
+            ended = deliver(&r, dt, g->n_hist, &rc); /* the draft is in the cache already */
+            if (ended) break;
+            g->hist[g->n_hist++] = dt;
         }
-        if (!ended && !rejected) next = spec_sample(&g->ver, s, tern_context_logits(g->ctx, k));
+        np = 0;
+        if (nf > 0) {
+            memcpy(pend, g->forced, (size_t)nf * sizeof *pend);
+            ended = hand_forced(&r, pend, &np, g->n_hist, nf, &rc);
+        } else if (!ended) {
+            if (!rejected) next = spec_sample(&g->ver, s, tern_context_logits(g->ctx, r0 + k));
+            pend[np++] = next;
+            ended = deliver(&r, next, g->n_hist, &rc) || add_forced(&r, pend, &np, g->n_hist, pend_cap, &rc);
+        }
         const double tc = now_ms();
         st.spec_rounds++;
         st.spec_drafted += k;
         st.spec_accepted += a;
         st.spec_draft_ms += t_draft * 1e3;
         st.spec_verify_ms += tc - tb;
+        /* drafts not looked at because forced tokens came first count as rolled back */
         g->rollback_hist[(100 * (k - a) + k / 2) / k]++;
         spec_ctl_update(&g->ctl, cls, k, a, t_draft, dr->src->t_sync, dr->src->n_sync, (tc - tb) / 1e3);
-        /* roll back what is not kept: rejected drafts, and a kept one that ended generation */
+        /* roll back what is not kept: rejected drafts, and a kept one that ended generation; the
+         * pending tokens of the next pass are out of the cache too */
         tern_status trc = tern_kv_truncate(g->ctx, g->n_hist);
         if (!rc && trc) rc = tern_fail_prefix(trc, "generate: rolling back to %d: ", g->n_hist);
-        if (ended) break;
-        tok = next;
     }
     if (!rc && tern_kv_n_pos(g->ctx) > g->n_hist) rc = tern_kv_truncate(g->ctx, g->n_hist);
+    if (!rc && prm.grammar && g->gram.failed)
+        rc = tern_fail(g->gram.fail_status, "generate: grammar matcher: %s", g->gram.fail_msg);
     const char *text;
     size_t len;
     if (!rc && tern_detokenizer_flush(d, &text, &len) == TERN_OK && !r.stop)
@@ -420,6 +527,15 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         st.spec_plain_tps = plain_ms > 0 ? plain_tokens / (plain_ms / 1e3) : 0;
         st.spec_off_periods = g->ctl.n_off;
         st.spec_exact = greedy && (exact_needed || tern_model_batch_invariant(tern_context_model(g->ctx)));
+    }
+    if (prm.grammar) {
+        st.grammar_masks = g->gram.masks;
+        st.grammar_mask_ms = g->gram.mask_ms;
+        st.grammar_ms = g->gram.ms;
+        st.grammar_forced = g->gram.forced;
+        st.grammar_draft_refused = g->gram.draft_refused;
+        st.incomplete = st.stop != TERN_GEN_STOP_EOG && st.stop != TERN_GEN_STOP_DONE &&
+                        !tern_grammar_matcher_is_complete(g->gram.m);
     }
     if (stats) *stats = st;
     return rc;

@@ -133,16 +133,50 @@ struct gen_token_hook {
     void (*accept)(void *user, int32_t token);
 };
 
+/* A grammar constraining the output (tern_gen_params.grammar; gen_grammar.c): the generator's
+ * matcher, which follows the kept output token by token, and what it cost. Times are CPU time
+ * of the calling thread (masks run there), so they hold on a busy machine. */
+struct gen_grammar {
+    struct tern_grammar_matcher *m;  /* NULL: unconstrained */
+    const struct tern_grammar *of;   /* the grammar m was created for (reused while it is the same) */
+    int n_tok;                       /* its vocabulary's size: logits past it (padding) are masked */
+    int masks;                       /* masks computed and applied */
+    int forced;                      /* tokens appended without sampling */
+    int draft_refused;               /* drafted tokens the grammar refused before verification */
+    double mask_ms;                  /* CPU ms computing and applying masks */
+    double ms;                       /* CPU ms in all grammar work (masks, accepts, forced, drafts) */
+    bool failed;                     /* a matcher call failed (out of memory; or a token its own
+                                        mask allowed was refused: a bug) */
+    tern_status fail_status;
+    char fail_msg[256];
+};
+/* Use grammar g (NULL: none) for the next generation: the matcher is created when g changes and
+ * reset otherwise; counters zeroed. */
+tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g);
+void gen_grammar_free(struct gen_grammar *gr);
+/* Advance the matcher by a token the output keeps. */
+void gen_grammar_accept(struct gen_grammar *gr, int32_t tok);
+/* The tokens the grammar forces now (tern_grammar_matcher_forced_tokens), accepted into the
+ * matcher and counted; up to cap. */
+int gen_grammar_forced(struct gen_grammar *gr, int32_t *out, int cap);
+/* How many of d[0..k) the grammar admits in a row from here (the matcher is left as it was). */
+int gen_grammar_check_drafts(struct gen_grammar *gr, const int32_t *d, int k);
+/* Undo the last n accepted tokens (forced tokens the caller did not hand over). */
+void gen_grammar_rollback(struct gen_grammar *gr, int n);
+double gen_cpu_ms(void);
+
 /* Scratch of the verifier, n_vocab wide, owned by the generator. */
 struct spec_verifier {
     int n_vocab;
     float *p;        /* (n_vocab) target distribution */
-    float *masked;   /* (n_vocab) logits after the hook, or NULL without a hook */
+    float *masked;   /* (n_vocab) logits after the hook / grammar, or NULL without either */
     const struct gen_token_hook *hook;
+    struct gen_grammar *gr; /* or NULL: a grammar masks every position and hears every kept token */
 };
 
-/* The target's choice at one position with no draft to check: sample (through the hook's mask)
- * and tell the hook. */
+/* The target's choice at one position with no draft to check: sample (through the hook's and
+ * the grammar's masks) and tell them. A position where the grammar allows exactly one token
+ * takes it without sampling (a forced token: no random draw, counted in gr->forced). */
 int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits);
 /* One drafted token d at a position whose target logits are `logits` (q: the draft's distribution
  * there, NULL = a point mass). Greedy: kept iff it is the target's choice. Sampling: kept with

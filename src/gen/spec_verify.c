@@ -15,23 +15,55 @@
 
 #include "gen/spec.h"
 
-/* The logits the sampler should see: masked by the hook into v->masked, or as they are. */
-static const float *view(struct spec_verifier *v, const float *logits)
+/* The logits the sampler should see: masked by the hook and the grammar into v->masked, or as
+ * they are. *only: the one token the grammar allows here, or -1 (several, or no grammar). */
+static const float *view(struct spec_verifier *v, const float *logits, int32_t *only)
 {
-    if (!v->hook || !v->hook->mask) return logits;
+    *only = -1;
+    const bool hook = v->hook && v->hook->mask, gram = v->gr && v->gr->m;
+    if (!hook && !gram) return logits;
     memcpy(v->masked, logits, sizeof(float) * (size_t)v->n_vocab);
-    v->hook->mask(v->hook->user, v->masked, v->n_vocab);
+    if (hook) v->hook->mask(v->hook->user, v->masked, v->n_vocab);
+    if (gram) {
+        const double t0 = gen_cpu_ms();
+        const int allowed = tern_grammar_matcher_apply(v->gr->m, v->masked);
+        for (int i = v->gr->n_tok; i < v->n_vocab; i++) v->masked[i] = -INFINITY; /* padding rows */
+        const double dt = gen_cpu_ms() - t0;
+        v->gr->masks++;
+        v->gr->mask_ms += dt;
+        v->gr->ms += dt;
+        if (allowed == 1)
+            for (int i = 0; i < v->n_vocab; i++)
+                if (v->masked[i] != -INFINITY) {
+                    *only = i;
+                    break;
+                }
+    }
     return v->masked;
 }
 
 static void kept(struct spec_verifier *v, int32_t tok)
 {
     if (v->hook && v->hook->accept) v->hook->accept(v->hook->user, tok);
+    if (v->gr && v->gr->m) gen_grammar_accept(v->gr, tok);
+}
+
+/* A position the grammar decides alone: take its token, tell the sampler (repetition history)
+ * without drawing. */
+static int32_t forced(struct spec_verifier *v, struct tern_sampler *s, int32_t t)
+{
+    tern_sampler_accept(s, t);
+    v->gr->forced++;
+    kept(v, t);
+    return t;
 }
 
 int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits)
 {
-    int32_t t = tern_sampler_sample(s, view(v, logits));
+    int32_t only;
+    const float *l = view(v, logits, &only);
+    if (only >= 0) return forced(v, s, only);
+    int32_t t = tern_sampler_sample(s, l);
     kept(v, t);
     return t;
 }
@@ -64,7 +96,13 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
     }
     const int nv = v->n_vocab;
     float *p = v->p;
-    tern_sampler_probs(s, view(v, logits), p);
+    int32_t only;
+    const float *l = view(v, logits, &only);
+    if (only >= 0) {
+        *next = forced(v, s, only);
+        return only == d;
+    }
+    tern_sampler_probs(s, l, p);
     const double qx = q ? q[d] : 1.0;
     /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
     if (tern_sampler_uniform(s) * qx < (double)p[d]) {
@@ -86,7 +124,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
         p[d] = 0.0f; /* the others keep their mass; draw() normalizes */
         for (int j = 0; j < nv; j++) left += p[j];
     }
-    if (!(left > 0.0)) tern_sampler_probs(s, view(v, logits), p);
+    if (!(left > 0.0)) tern_sampler_probs(s, l, p);
     *next = draw(s, p, nv);
     tern_sampler_accept(s, *next);
     kept(v, *next);

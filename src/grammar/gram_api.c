@@ -125,6 +125,7 @@ void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_inf
     out->n_nodes = g->n_nodes;
     out->lazy = g->lazy;
     out->trigger = g->trigger;
+    out->n_vocab = g->vocab ? g->vocab->n_vocab : 0;
 }
 
 tern_status tern_grammar_precompute(const struct tern_grammar *g)

@@ -45,6 +45,7 @@
 #define GRAM_MAX_FRAMES (1u << 22)      /* interned frames per matcher (nesting) */
 #define GRAM_VLEVELS 4                  /* virtual caller levels in token classification */
 #define GRAM_VFOLLOW_MAX 24             /* follow sets larger than this are not expanded */
+#define GRAM_FORCED_MAX 256             /* forced bytes looked at by forced_tokens at once */
 
 /* ---------------------------------------------------------------- byte sets */
 struct gram_bset {

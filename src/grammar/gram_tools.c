@@ -1,12 +1,17 @@
-/* gram_tools.c — the grammar of tool calls for an OpenAI `tools` array.
- *
- * Hermes / Qwen format (the only one built so far): a call is
- *     <tool_call>\n{"name": "<tool>", "arguments": <that tool's parameters>}\n</tool_call>
- * with the JSON in the chosen whitespace policy; parallel calls are separated by "\n" (what
- * Qwen2.5's template renders). tool_choice:
- *   auto      a lazy grammar: free text until the model writes "<tool_call>", then the rest of
- *             the call is constrained, then free text again (re-armed for the next call);
- *   none      free text in which "<tool_call>" can never be completed;
+/* gram_tools.c — the grammar of tool calls for an OpenAI `tools` array, in the call format of
+ * the model's chat template (tern_toolcall_format):
+ *   hermes   <tool_call>\n{"name": "<tool>", "arguments": <that tool's parameters>}\n</tool_call>,
+ *            parallel calls separated by "\n" (what Qwen2.5's template renders);
+ *   mistral  [TOOL_CALLS][{"name": ..., "arguments": ...}, ...] (the list holds parallel calls);
+ *   llama3   {"name": ..., "parameters": ...} as the whole reply (tool_choice required / NAME
+ *            only: its opener is a leading '{' or the control token <|python_tag|>, neither of
+ *            which a text trigger can wait for).
+ * The JSON follows the chosen whitespace policy. tool_choice:
+ *   auto      a lazy grammar: free text until the model writes the opener (<tool_call>,
+ *             [TOOL_CALLS]), then the rest of the call is constrained, then free text again
+ *             (re-armed for the next call). The opener is matched as text: a vocabulary where it
+ *             is a control token (Mistral's own) never arms it;
+ *   none      free text in which the opener can never be completed;
  *   required  constrained from the first token: one call, or several when parallel;
  *   NAME      like required, with that tool only.
  * A tool without `parameters` takes none: its arguments must be {}. */
@@ -73,9 +78,18 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     double t0 = now_ms();
     struct tern_tool_grammar_params dp = tern_tool_grammar_default_params();
     if (!p) p = &dp;
-    if (p->format != TERN_TOOLCALL_HERMES)
-        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: only the Hermes tool-call format (<tool_call>...</tool_call>) has a grammar so far, not %s",
-                         tern_toolcall_format_name((enum tern_toolcall_format)p->format));
+    const int fmt = p->format;
+    const bool lazy = p->choice == TERN_TOOL_CHOICE_AUTO || p->choice == TERN_TOOL_CHOICE_NONE;
+    if (fmt != TERN_TOOLCALL_HERMES && fmt != TERN_TOOLCALL_LLAMA3 && fmt != TERN_TOOLCALL_MISTRAL)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: no tool-call grammar for format %s (hermes, llama3 and mistral have one)",
+                         tern_toolcall_format_name((enum tern_toolcall_format)fmt));
+    /* A Llama 3 call opens with a leading '{' (or the control token <|python_tag|>, which no
+     * text trigger can see): only tool_choice required / NAME, which constrain from the first
+     * token, have a grammar. */
+    if (fmt == TERN_TOOLCALL_LLAMA3 && lazy)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: the llama3 tool-call format has a grammar for tool_choice "
+                         "required or a tool name only (its calls open with a leading '{' or <|python_tag|>, "
+                         "which a lazy grammar cannot wait for); auto/none stay unconstrained");
     if (p->choice == TERN_TOOL_CHOICE_NAMED && (!p->name || !*p->name))
         return tern_fail(TERN_ERR_ARG, "tools: tool_choice names no tool");
     const char *end = NULL;
@@ -141,9 +155,11 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
         char *enc = nm ? cJSON_PrintUnformatted(nm) : NULL;
         cJSON_Delete(nm);
         if (!enc) { st = tern_fail(TERN_ERR_NOMEM, "tools: out of memory"); goto done; }
+        /* Llama 3.1's template teaches "parameters"; Hermes and Mistral say "arguments" */
         uint32_t xs[] = {gir_byte(&ir, '{'), gir_str(&ir, "\"name\""), sep(&ir, (int)p->schema.ws, ':'), gir_str(&ir, enc),
-                         sep(&ir, (int)p->schema.ws, ','), gir_str(&ir, "\"arguments\""), sep(&ir, (int)p->schema.ws, ':'),
-                         args, gir_byte(&ir, '}')};
+                         sep(&ir, (int)p->schema.ws, ','),
+                         gir_str(&ir, fmt == TERN_TOOLCALL_LLAMA3 ? "\"parameters\"" : "\"arguments\""),
+                         sep(&ir, (int)p->schema.ws, ':'), args, gir_byte(&ir, '}')};
         free(enc);
         /* one rule per tool, kept as a rule: the calls appear twice below (first call, further
          * calls), and each tool's automaton is determinized on its own */
@@ -158,21 +174,36 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     }
     uint32_t call = gir_alt(&ir, calls, (uint32_t)n_calls);
     uint32_t root = gir_rule_new(&ir, "tool_call");
-    bool lazy = p->choice == TERN_TOOL_CHOICE_AUTO || p->choice == TERN_TOOL_CHOICE_NONE;
-    if (lazy) {
-        /* after the trigger "<tool_call>" */
-        gir_rule_set(&ir, root, gir_seq3(&ir, gir_byte(&ir, '\n'), call, gir_str(&ir, "\n</tool_call>")));
-    } else {
-        uint32_t one = gir_seq3(&ir, gir_str(&ir, "<tool_call>\n"), call, gir_str(&ir, "\n</tool_call>"));
+    const char *trigger = NULL;
+    if (fmt == TERN_TOOLCALL_HERMES) {
+        trigger = "<tool_call>";
+        if (lazy) {
+            /* after the trigger "<tool_call>" */
+            gir_rule_set(&ir, root, gir_seq3(&ir, gir_byte(&ir, '\n'), call, gir_str(&ir, "\n</tool_call>")));
+        } else {
+            uint32_t one = gir_seq3(&ir, gir_str(&ir, "<tool_call>\n"), call, gir_str(&ir, "\n</tool_call>"));
+            if (p->parallel) {
+                uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
+                uint32_t more = gir_seq3(&ir, gir_str(&ir, "\n<tool_call>\n"), call2, gir_str(&ir, "\n</tool_call>"));
+                one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
+            }
+            gir_rule_set(&ir, root, one);
+        }
+    } else if (fmt == TERN_TOOLCALL_MISTRAL) {
+        /* [TOOL_CALLS][{call}, {call}] — the list is the format's way to call in parallel */
+        trigger = "[TOOL_CALLS]";
+        uint32_t list = call;
         if (p->parallel) {
             uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
-            uint32_t more = gir_seq3(&ir, gir_str(&ir, "\n<tool_call>\n"), call2, gir_str(&ir, "\n</tool_call>"));
-            one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
+            list = gir_seq2(&ir, call, gir_rep(&ir, gir_seq2(&ir, sep(&ir, (int)p->schema.ws, ','), call2), 0, GRAM_INF));
         }
-        gir_rule_set(&ir, root, one);
-    }
-    if ((st = gir_status(&ir, "tools"))) goto done;
-    st = gram_finish(v, &ir, root, lazy ? "<tool_call>" : NULL, p->choice == TERN_TOOL_CHOICE_NONE, warn, t0, out);
+        uint32_t body = gir_seq3(&ir, gir_byte(&ir, '['), list, gir_byte(&ir, ']'));
+        gir_rule_set(&ir, root, lazy ? body : gir_seq2(&ir, gir_str(&ir, trigger), body));
+    } else {
+        /* Llama 3: one JSON call is the whole reply (the template allows no parallel calls) */
+        gir_rule_set(&ir, root, call);
+    }    if ((st = gir_status(&ir, "tools"))) goto done;
+    st = gram_finish(v, &ir, root, lazy ? trigger : NULL, p->choice == TERN_TOOL_CHOICE_NONE, warn, t0, out);
     warn = NULL;
 done:
     free(warn);

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "cli_draft.h"
+#include "cli_grammar.h"
 #include "cli_json.h"
 
 #define MAX_LIST 16
@@ -48,6 +49,10 @@ static void help(void)
            "                          alternating; first model, -n and -t values used (default -r 3)\n"
            "  --draft-max K, --draft-min K   draft lengths (see tern run --help)\n"
            "  --prompt-file FILE      with --draft: another prompt (text; repeatable)\n"
+           "  --json-schema FILE, --grammar FILE   instead of pp/tg: constrained decoding timed against\n"
+           "                          unconstrained decoding of as many tokens, greedy, -r rounds\n"
+           "                          alternating the order; prints both tokens/s (wall and CPU), their\n"
+           "                          ratio, forced tokens and mask time; first model, -n, -t values\n"
            "  --temp T, -s SEED       with --draft: sample instead of greedy decoding\n"
            "  --scale-layers S        with --draft: run on a copy of the model whose attn_output and\n"
            "                          ffn_down are scaled by S (0 < S <= 1; written once beside it): a\n"
@@ -179,6 +184,8 @@ int cmd_bench(int argc, char **argv)
     int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
     bool json = false, profile = false, prompt_cache = false, reps_set = false;
     struct cli_draft_opts dro = {0};
+    struct cli_grammar_opts gro;
+    cli_grammar_opts_init(&gro);
     const char *prompt_files[16];
     int n_files = 0;
     struct tern_sampler_params dsp = tern_sampler_default_params();
@@ -191,6 +198,8 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
+            if (r < 0) return CLI_EXIT_USAGE;
+        } else if ((r = cli_grammar_opt("bench", argc, argv, &i, &gro)) != 0) {
             if (r < 0) return CLI_EXIT_USAGE;
         } else if (OPT("--prompt-file", NULL)) {
             if (r < 0) return 2;
@@ -261,6 +270,18 @@ int cmd_bench(int argc, char **argv)
     if (cli_draft_check("bench", &dro)) return CLI_EXIT_USAGE;
     if (!dro.source && (n_files || dsp.temperature != 0.0f || layer_scale > 0))
         return cli_usage_error("bench", "--prompt-file, --temp and --scale-layers apply to --draft only");
+    if (cli_grammar_check("bench", &gro, false)) return CLI_EXIT_USAGE;
+    if (gro.schema || gro.gbnf) {
+        if (dro.source || prompt_cache) return cli_usage_error("bench", "--json-schema/--grammar cannot be combined with --draft or --prompt-cache");
+        int threads = (int)th[0];
+        if (threads == 0) {
+            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+            threads = ncpu > 0 ? (int)ncpu : 1;
+        }
+        int rc = cli_bench_grammar(models[0], &gro, threads, tg[0] > 0 ? (int)tg[0] : 128, reps_set ? (int)reps : 5, json);
+        cli_grammar_opts_free(&gro);
+        return rc;
+    }
     if (dro.source) {
         int threads = (int)th[0];
         if (threads == 0) {

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "cli_draft.h"
+#include "cli_grammar.h"
 
 static void help(void)
 {
@@ -34,7 +35,13 @@ static void help(void)
            "  --messages FILE        continue this conversation (array of OpenAI-style messages, or an\n"
            "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
            "                         message or tool results, the model answers them first\n"
-           "  --tools FILE           an array of OpenAI function tools for the template\n"
+           "  --tools FILE           an array of OpenAI function tools for the template; the calls\n"
+           "                         the model makes are constrained (see --tool-choice)\n"
+           "  --tool-choice C        auto (default with tools: free text stays free; once the model\n"
+           "                         opens a call in its template's format, the call is constrained:\n"
+           "                         a tool's name, arguments valid for its parameters), none (no\n"
+           "                         call can be opened), required (a call from the first token;\n"
+           "                         several where the format allows), or a tool's NAME\n"
            "  --save-messages FILE   write the final conversation (JSON) to FILE (atomically; a\n"
            "                         temporary file beside FILE is created first, so a path that\n"
            "                         cannot be written fails before any work)\n"
@@ -55,7 +62,9 @@ static void help(void)
            "                         call completes and one {\"turn\": .., \"content\": .., \"stats\": ..}\n"
            "                         per answer (with --draft, stats holds a \"spec\" object)\n");
     cli_draft_help(stdout);
-    printf("\n"
+    cli_grammar_help(stdout);
+    printf("  (--ws, --strict-properties and --schema-lenient also apply to the tools' parameters)\n"
+           "\n"
            "Tool calls (format detected from the template: hermes, llama3, mistral) are printed as\n"
            "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n"
            "\n"
@@ -72,6 +81,8 @@ struct chat {
     struct tern_chat_template *tmpl;
     struct tern_generator *gen;
     struct tern_draft *draft;   /* or NULL */
+    struct tern_grammar *gram;  /* --json-schema / --grammar / the tools' calls, or NULL */
+    struct tern_grammar_vocab *gvoc;
     struct tern_gen_params gp;
     enum tern_toolcall_format fmt;
     cJSON *messages;    /* the history (owned) */
@@ -262,6 +273,10 @@ static int answer(struct chat *c)
         cJSON_AddNumberToObject(sj, "gen_tps", gs.gen_tps);
         cJSON_AddStringToObject(sj, "stop", tern_gen_stop_name(gs.stop));
         if (c->draft) cli_draft_json_stats(sj, c->draft, &gs);
+        if (c->gram) {
+            cJSON_AddBoolToObject(turn_json, "incomplete", gs.incomplete);
+            cli_grammar_json_stats(sj, &gs);
+        }
         if (!c->write_errno) print_json_line(c, stdout, turn_json);
     } else {
         fprintf(stderr, "tern chat: turn %d: prompt %d tokens (%d reused from the KV cache, %d decoded "
@@ -270,6 +285,7 @@ static int answer(struct chat *c)
                 gs.prompt_ms, gs.n_generated, gs.gen_ms, gs.gen_tps, gs.ttft_ms,
                 c->write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
         if (c->draft) cli_draft_print_stats("chat", stderr, c->draft, &gs);
+        if (c->gram) cli_grammar_print_stats("chat", stderr, &gs);
     }
     /* A reader that went away (`tern chat | head -1`) ends the conversation without an error:
      * it had what it wanted. Any other failed write does not. */
@@ -372,6 +388,9 @@ static int save_messages(const struct chat *c, struct save_target *sv)
 int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
+    const char *tool_choice = NULL;
+    struct cli_grammar_opts gro;
+    cli_grammar_opts_init(&gro);
     struct cli_gen_opts go = cli_gen_opts_default(256);
     struct cli_draft_opts dro = {0};
     struct tern_prefix_cache *pc = NULL;
@@ -388,13 +407,19 @@ int cmd_chat(int argc, char **argv)
         else if (OPT("--messages", NULL)) { if (r < 0) return 2; msgs_path = v; }
         else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
         else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
+        else if (OPT("--tool-choice", NULL)) { if (r < 0) return 2; tool_choice = v; }
         else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
+        else if ((r = cli_grammar_opt("chat", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
 #undef OPT
     }
     if (cli_need_model("chat", model)) return CLI_EXIT_USAGE;
-    if (cli_draft_check("chat", &dro)) return CLI_EXIT_USAGE;
+    if (cli_draft_check("chat", &dro) || cli_grammar_check("chat", &gro, true)) return CLI_EXIT_USAGE;
+    if (tool_choice && (gro.schema || gro.gbnf))
+        return cli_usage_error("chat", "--tool-choice constrains the tools' calls; it cannot be combined with "
+                               "--json-schema or --grammar");
+    if (tool_choice && !*tool_choice) return cli_usage_error("chat", "--tool-choice: empty");
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
     c.gp.max_tokens = (int)go.n_predict;
@@ -451,6 +476,12 @@ int cmd_chat(int argc, char **argv)
         fprintf(stderr, "tern chat: %s: cannot hold these tools\n", tools_path);
         goto done;
     }
+    if (tool_choice && !c.tools) {
+        rc = cli_usage_error("chat", "--tool-choice needs tools (--tools FILE, or \"tools\" in --messages)");
+        goto done;
+    }
+    if ((rc = cli_grammar_read("chat", &gro))) goto done;
+    rc = CLI_EXIT_FAIL;
     if (system) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "role", "system");
@@ -467,6 +498,34 @@ int cmd_chat(int argc, char **argv)
     }
     if (tern_chat_template_warning(c.tmpl)) fprintf(stderr, "tern chat: warning: %s\n", tern_chat_template_warning(c.tmpl));
     c.fmt = tern_toolcall_detect(tern_chat_template_source(c.tmpl));
+    if (gro.src) {
+        if ((rc = cli_grammar_build("chat", &gro, c.tok, &c.gvoc, &c.gram))) goto done;
+        rc = CLI_EXIT_FAIL;
+    } else if (c.tools) {
+        /* the tools' calls in the template's format; without an explicit --tool-choice a format
+         * with no grammar leaves the calls unconstrained (they are still parsed), with a warning */
+        struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
+        tp.schema = gro.gp;
+        tp.format = c.fmt;
+        if (tool_choice) tern_tool_choice_parse(tool_choice, &tp);
+        char *ttxt = cJSON_PrintUnformatted(c.tools);
+        st = ttxt ? tern_grammar_vocab_create(c.tok, &c.gvoc) : TERN_ERR_NOMEM;
+        if (!st) st = tern_grammar_from_tools(c.gvoc, ttxt, strlen(ttxt), &tp, &c.gram);
+        free(ttxt);
+        if (st && (tool_choice || st != TERN_ERR_UNSUPPORTED)) {
+            fprintf(stderr, "tern chat: %s%s: %s: %s\n", tools_path ? "--tools " : "tools of --messages ",
+                    tools_path ? tools_path : msgs_path, tern_status_name(st), tern_last_error());
+            goto done;
+        }
+        if (st) {
+            fprintf(stderr, "tern chat: warning: tool calls are not constrained: %s\n", tern_last_error());
+            if (c.fmt == TERN_TOOLCALL_NONE)
+                fprintf(stderr, "tern chat: warning: the chat template shows no tool-call format\n");
+        } else if (tern_grammar_warnings(c.gram)) {
+            fprintf(stderr, "tern chat: tools: warning: %s\n", tern_grammar_warnings(c.gram));
+        }
+    }
+    c.gp.grammar = c.gram;
     struct tern_context_params cp = {.n_ctx = (int)go.n_ctx, .n_threads = (int)go.threads};
     struct tern_sampler_params sp = go.sampler;
     if ((st = tern_context_create(c.model, &cp, &c.ctx)) ||
@@ -547,6 +606,9 @@ done:
     free(line);
     free(c.ids);
     tern_generator_free(c.gen);
+    tern_grammar_free(c.gram);
+    tern_grammar_vocab_free(c.gvoc);
+    cli_grammar_opts_free(&gro);
     tern_draft_free(c.draft);
     tern_sampler_free(c.smp);
     tern_context_free(c.ctx);

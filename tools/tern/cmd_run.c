@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "cli_draft.h"
+#include "cli_grammar.h"
 
 static void help(void)
 {
@@ -43,7 +44,10 @@ static void help(void)
            "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
            "                         NUL bytes of the text become U+FFFD; with --draft a \"spec\" object\n");
     cli_draft_help(stdout);
+    cli_grammar_help(stdout);
     printf("\n"
+           "With a grammar, a \"grammar\" line on stderr (a \"grammar\" object with --json) gives the\n"
+           "masks computed, their CPU time, the forced tokens and whether the output is incomplete.\n"
            "A warning goes to stderr when the context exceeds the model's training context. If\n"
            "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
            "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
@@ -112,7 +116,7 @@ static int on_piece(const char *text, size_t len, void *user)
 
 /* The --json object; false if it could not be built or written (o->write_errno says which). */
 static bool print_json(struct run_out *o, const char *model, const struct tern_gen_stats *gs,
-                       int n_ctx, const struct tern_draft *draft)
+                       int n_ctx, const struct tern_draft *draft, bool grammar)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON *toks = cJSON_AddArrayToObject(j, "tokens");
@@ -130,6 +134,10 @@ static bool print_json(struct run_out *o, const char *model, const struct tern_g
     cJSON_AddNumberToObject(j, "gen_tps", gs->gen_tps);
     cJSON_AddStringToObject(j, "stop", tern_gen_stop_name(gs->stop));
     if (draft) cli_draft_json_stats(j, draft, gs);
+    if (grammar) {
+        cJSON_AddBoolToObject(j, "incomplete", gs->incomplete);
+        cli_grammar_json_stats(j, gs);
+    }
     char *s = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
     if (!s) {
@@ -163,6 +171,8 @@ int cmd_run(int argc, char **argv)
     const char *model = NULL, *tokens_s = NULL, *v;
     struct cli_gen_opts g = cli_gen_opts_default(32);
     struct cli_draft_opts dro = {0};
+    struct cli_grammar_opts gro;
+    cli_grammar_opts_init(&gro);
     bool json = false, ignore_eos = false, parse_special = false;
     const char *prompt_text = NULL, *prompt_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -177,12 +187,13 @@ int cmd_run(int argc, char **argv)
         else if (OPT("-p", "--prompt")) { if (r < 0) return 2; prompt_text = v; }
         else if (OPT("-f", "--file")) { if (r < 0) return 2; prompt_file = v; }
         else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
+        else if ((r = cli_grammar_opt("run", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &g)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else return cli_usage_error("run", "unknown option '%s'", argv[i]);
 #undef OPT
     }
     if (cli_need_model("run", model)) return CLI_EXIT_USAGE;
-    if (cli_draft_check("run", &dro)) return CLI_EXIT_USAGE;
+    if (cli_draft_check("run", &dro) || cli_grammar_check("run", &gro, false)) return CLI_EXIT_USAGE;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
     cli_ignore_sigpipe();
@@ -211,12 +222,16 @@ int cmd_run(int argc, char **argv)
     struct tern_generator *gen = NULL;
     struct tern_prefix_cache *pc = NULL;
     struct tern_draft *draft = NULL;
+    struct tern_grammar_vocab *gv = NULL;
+    struct tern_grammar *gram = NULL;
     struct run_out out = {.json = json, .ids = tokens_s != NULL};
     int rc = CLI_EXIT_OK;
+    if ((rc = cli_grammar_read("run", &gro))) goto done;
     tern_status st = cli_load_model(model, &m);
     /* the generator needs the tokenizer even for --tokens: it decides what ends generation */
     if (!st) st = tern_tokenizer_from_gguf(tern_model_gguf(m), &tkz);
     if (st) { rc = cli_report("run", st); goto done; }
+    if (gro.src && (rc = cli_grammar_build("run", &gro, tkz, &gv, &gram))) goto done;
     if (prompt_text) {
         unsigned flags = TERN_TOK_ADD_SPECIAL | (parse_special ? TERN_TOK_PARSE_SPECIAL : 0);
         size_t need = 0;
@@ -278,6 +293,7 @@ int cmd_run(int argc, char **argv)
     gp.max_tokens = (int)n_predict;
     gp.ignore_eog = ignore_eos;
     gp.on_token = on_token;
+    gp.grammar = gram;
     struct tern_gen_stats gs;
     st = tern_generate(gen, smp, prompt, n_prompt, &gp, on_piece, &out, &gs);
     if (st) { rc = cli_report("run", st); goto done; }
@@ -286,7 +302,7 @@ int cmd_run(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    if (json) print_json(&out, model ? model : "(embedded) tern-tool", &gs, (int)n_ctx, draft);
+    if (json) print_json(&out, model ? model : "(embedded) tern-tool", &gs, (int)n_ctx, draft, gram != NULL);
     else if (!out.write_errno) out_write(&out, "\n", 1);
     if (out.nomem) {
         fprintf(stderr, "tern run: out of memory printing the JSON result\n");
@@ -297,6 +313,7 @@ int cmd_run(int argc, char **argv)
                 "(%.2f tokens/s); stop: %s\n", n_prompt, gs.prompt_ms, gs.n_generated, gs.gen_ms,
                 gs.gen_tps, out.write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
         if (draft) cli_draft_print_stats("run", stderr, draft, &gs);
+        if (gram) cli_grammar_print_stats("run", stderr, &gs);
         fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB)\n",
                 cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
                 tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
@@ -313,6 +330,9 @@ int cmd_run(int argc, char **argv)
     }
 done:
     tern_generator_free(gen);
+    tern_grammar_free(gram);
+    tern_grammar_vocab_free(gv);
+    cli_grammar_opts_free(&gro);
     tern_draft_free(draft);
     tern_prefix_cache_free(pc);
     tern_sampler_free(smp);

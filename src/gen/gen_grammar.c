@@ -1,0 +1,103 @@
+/* gen_grammar.c — the generator's side of constrained decoding: one grammar matcher per
+ * generator that follows the output token by token, forced tokens, and checking drafts.
+ *
+ * Read include/tern.h "grammar" (the matcher API) and spec.h (struct gen_grammar, the verifier
+ * that masks every position through it) first; generate.c drives these calls. The matcher only
+ * ever holds the tokens the output keeps: masks for drafted positions are computed as the
+ * verifier walks the kept prefix, drafts are checked ahead of the target pass by accepting them
+ * and rolling the matcher back, and forced tokens the caller could not hand over (generation
+ * ended among them) are rolled back too. Work is timed in CPU time of the calling thread, the
+ * thread that computes masks, so the figures hold on a machine that is busy with other work. */
+#include <stdio.h>
+#include <time.h>
+
+#include "gen/spec.h"
+#include "util/error.h"
+
+double gen_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g)
+{
+    struct tern_grammar_matcher *m = gr->m;
+    const struct tern_grammar *of = gr->of;
+    *gr = (struct gen_grammar){.m = m, .of = of};
+    if (!g) return TERN_OK; /* the matcher stays for the next constrained call; unused */
+    struct tern_grammar_info gi;
+    tern_grammar_get_info(g, &gi);
+    gr->n_tok = gi.n_vocab;
+    if (m && of == g) {
+        tern_grammar_matcher_reset(m);
+        return TERN_OK;
+    }
+    tern_grammar_matcher_free(m);
+    gr->m = NULL;
+    gr->of = NULL;
+    tern_status st = tern_grammar_matcher_create(g, &gr->m);
+    if (st) return tern_fail_prefix(st, "generate: grammar: ");
+    gr->of = g;
+    return TERN_OK;
+}
+
+void gen_grammar_free(struct gen_grammar *gr)
+{
+    tern_grammar_matcher_free(gr->m);
+    gr->m = NULL;
+    gr->of = NULL;
+}
+
+/* A matcher call that should not fail did (out of memory, or a bug): keep the first message
+ * for the generator's error. */
+static void failed(struct gen_grammar *gr, tern_status st)
+{
+    if (gr->failed) return;
+    gr->failed = true;
+    gr->fail_status = st;
+    snprintf(gr->fail_msg, sizeof gr->fail_msg, "%s", tern_last_error());
+}
+
+void gen_grammar_accept(struct gen_grammar *gr, int32_t tok)
+{
+    const double t0 = gen_cpu_ms();
+    /* the token came from this matcher's own mask (or was checked against it): a refusal is a
+     * bug, reported as an error by the generator rather than silently leaving the grammar */
+    tern_status st = tern_grammar_matcher_accept(gr->m, tok, NULL);
+    if (st) failed(gr, st);
+    gr->ms += gen_cpu_ms() - t0;
+}
+
+int gen_grammar_forced(struct gen_grammar *gr, int32_t *out, int cap)
+{
+    const double t0 = gen_cpu_ms();
+    int n = tern_grammar_matcher_forced_tokens(gr->m, out, cap), k = 0;
+    tern_status st = TERN_OK;
+    while (k < n && (st = tern_grammar_matcher_accept(gr->m, out[k], NULL)) == TERN_OK) k++;
+    if (k < n) failed(gr, st); /* forced_tokens promised bytes the matcher takes */
+    gr->forced += k;
+    gr->ms += gen_cpu_ms() - t0;
+    return k;
+}
+
+int gen_grammar_check_drafts(struct gen_grammar *gr, const int32_t *d, int k)
+{
+    const double t0 = gen_cpu_ms();
+    int ok = 0;
+    /* nothing follows a finished document: a draft past its end is refused like a wrong one */
+    while (ok < k && !tern_grammar_matcher_is_done(gr->m) &&
+           tern_grammar_matcher_accept(gr->m, d[ok], NULL) == TERN_OK)
+        ok++;
+    if (ok) tern_grammar_matcher_rollback(gr->m, ok);
+    gr->draft_refused += k - ok;
+    gr->ms += gen_cpu_ms() - t0;
+    return ok;
+}
+
+void gen_grammar_rollback(struct gen_grammar *gr, int n)
+{
+    tern_status st = n > 0 ? tern_grammar_matcher_rollback(gr->m, n) : TERN_OK;
+    if (st) failed(gr, st);
+}

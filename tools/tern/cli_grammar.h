@@ -1,0 +1,50 @@
+/* cli_grammar.h — the constrained-decoding flags of `tern run`, `tern chat` and `tern bench`
+ * (--json-schema FILE, --grammar FILE, --schema-lenient, --strict-properties, --ws, --root) and
+ * how the commands report what the grammar did (one stderr line, a "grammar" JSON object). The
+ * library does the work: include/tern.h "grammar" and tern_gen_params.grammar. */
+#ifndef TERN_CLI_GRAMMAR_H
+#define TERN_CLI_GRAMMAR_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "tern.h"
+
+struct cli_grammar_opts {
+    const char *schema, *gbnf;        /* --json-schema FILE / --grammar FILE, or NULL */
+    struct tern_grammar_params gp;    /* --schema-lenient --strict-properties --ws --root */
+    bool have_params;                 /* one of those was given */
+    char *src;                        /* the file's text (cli_grammar_read), owned */
+    size_t src_len;
+};
+void cli_grammar_opts_init(struct cli_grammar_opts *o);
+void cli_grammar_opts_free(struct cli_grammar_opts *o);
+/* If argv[*i] is one of the flags above, take it and its value: 1. Not one: 0. A missing or bad
+ * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
+int cli_grammar_opt(const char *cmd, int argc, char **argv, int *i, struct cli_grammar_opts *o);
+/* Both --json-schema and --grammar, or schema flags without either (allow_params: the command
+ * has another use for them, chat's --tools): a usage error (printed, 2), else 0. */
+int cli_grammar_check(const char *cmd, const struct cli_grammar_opts *o, bool allow_params);
+/* The help text lines. */
+void cli_grammar_help(FILE *f);
+/* Read the grammar file (before the model is loaded, so a missing file costs nothing). 0 or
+ * the exit status after printing why. */
+int cli_grammar_read(const char *cmd, struct cli_grammar_opts *o);
+/* Compile it against tok: the vocabulary (*v, made here unless *v is already set) and the
+ * grammar; errors name the flag and the file. Warnings of --schema-lenient go to stderr.
+ * 0 or the exit status. */
+int cli_grammar_build(const char *cmd, const struct cli_grammar_opts *o, const struct tern_tokenizer *tok,
+                      struct tern_grammar_vocab **v, struct tern_grammar **g);
+/* "tern CMD: grammar: N masks, X us/token (CPU), F forced tokens, ..." */
+void cli_grammar_print_stats(const char *cmd, FILE *f, const struct tern_gen_stats *gs);
+/* The same as a "grammar" object added to obj. */
+void cli_grammar_json_stats(cJSON *obj, const struct tern_gen_stats *gs);
+
+/* `tern bench --json-schema/--grammar` (cmd_bench_grammar.c): constrained vs unconstrained
+ * greedy decoding of the same number of tokens on model, reps alternating rounds; exit status. */
+int cli_bench_grammar(const char *model, struct cli_grammar_opts *gro, int threads, int n_gen, int reps,
+                      bool json);
+
+#endif
