@@ -1006,6 +1006,7 @@ struct tern_batcher_step_info {
     int n_finished;      /* requests that finished in this step */
     double forward_ms;   /* the forward pass */
     double sample_ms;    /* masking, sampling and the callbacks */
+    double mask_ms;      /* of that, grammar masks (tern_grammar_matcher_apply) */
 };
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
@@ -1471,6 +1472,51 @@ struct tern_bpe_train_report {
 tern_status tern_tokenizer_train(const char *const *files, int n_files,
                                  const struct tern_bpe_train_params *p, const char *out_path,
                                  struct tern_bpe_train_report *report);
+
+/* ===================================================================== HTTP server */
+/* (src/server; README "Server") An OpenAI-compatible HTTP server on libmicrohttpd: POST
+ * /v1/chat/completions and /v1/completions (streamed as server-sent events or whole), GET
+ * /v1/models, /health, /metrics (Prometheus text) and a chat page at /. Requests are batched
+ * continuously on one multi-sequence context (tern_batcher): up to n_parallel answers are
+ * computed in the same forward pass.
+ *
+ *     struct tern_server_params sp = tern_server_default_params();
+ *     sp.model_path = "model.gguf"; sp.port = 8080;
+ *     struct tern_server *srv;
+ *     tern_server_create(&sp, &srv);          // loads the model, binds the port
+ *     tern_server_run(srv);                   // serves until tern_server_stop, then drains
+ *     tern_server_free(srv);
+ */
+struct tern_server_params {
+    const char *model_path;   /* required */
+    const char *model_alias;  /* the model id /v1/models reports; NULL = the file's base name */
+    const char *host;         /* NULL = "127.0.0.1" (loopback: another address is a choice) */
+    int port;                 /* 0 = any free port (tern_server_port tells which); default 8080 */
+    const char *api_key;      /* NULL = none; else every /v1 request needs
+                                 "Authorization: Bearer <key>" (401 otherwise) */
+    int n_parallel;           /* sequences decoded together; 0 = 4 */
+    int n_ctx;                /* positions per sequence; 0 = min(training context, 4096) */
+    int n_threads;            /* 0 = all CPUs */
+    int n_prefill;            /* prompt tokens per step (chunked prefill); 0 = 256 */
+    int max_queue;            /* requests waiting for a slot before 503; 0 = 64 */
+    size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
+    int max_connections;      /* open connections at once; 0 = 256 */
+    bool quiet;               /* no per-request log line on stderr */
+};
+struct tern_server_params tern_server_default_params(void);
+
+struct tern_server;
+/* Load the model, create the context and the batcher, start listening. Errors name what failed
+ * (the model file, the address in use, ...). Caller frees with tern_server_free(). */
+tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out);
+/* The TCP port it listens on. */
+int tern_server_port(const struct tern_server *s);
+/* Serve until tern_server_stop; then refuse new requests (503), let every admitted request
+ * finish, and return. */
+tern_status tern_server_run(struct tern_server *s);
+/* Ask tern_server_run to drain and return. Only sets a flag: safe in a signal handler. */
+void tern_server_stop(struct tern_server *s);
+void tern_server_free(struct tern_server *s);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libmicrohttpd-dev jq curl \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
     python3-torch libopenblas0-pthread >/dev/null

@@ -345,7 +345,10 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             stop = TERN_GEN_STOP_CALLBACK; /* cannot happen: the row asked for logits */
         } else if (s->r.matcher) {
             memcpy(b->masked, logits, sizeof(float) * (size_t)b->n_vocab);
-            if (tern_grammar_matcher_apply(s->r.matcher, b->masked) == 0) stop = TERN_GEN_STOP_EOG;
+            const double tm = now_ms();
+            const int allowed = tern_grammar_matcher_apply(s->r.matcher, b->masked);
+            in.mask_ms += now_ms() - tm;
+            if (allowed == 0) stop = TERN_GEN_STOP_EOG;
             else stop = deliver(b, i, tern_sampler_sample(s->r.sampler, b->masked));
         } else {
             stop = deliver(b, i, tern_sampler_sample(s->r.sampler, logits));
