@@ -11,6 +11,7 @@
 #define TERN_TOOLS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tern.h"
@@ -84,6 +85,74 @@ struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(voi
 tern_status tern_prompt_cache_bench(struct tern_model *m,
                                     const struct tern_prompt_cache_bench_params *p,
                                     struct tern_prompt_cache_bench_report *out);
+
+/* ===================================================================== evaluation */
+/* tern eval (src/eval): tool-call quality and speed of a model on a dataset of cases (README
+ * "Evaluation" documents the format and every scoring rule).
+ *
+ *     struct tern_eval_set *s;
+ *     tern_eval_set_load("cases.jsonl", &s);                 // every malformed line: FILE:LINE
+ *     struct tern_eval_run *r;
+ *     tern_eval_run_create(s, &r);
+ *     tern_eval_local(r, "model.gguf", &lp, NULL, tern_eval_set_count(s), NULL, NULL);
+ *     char *report; tern_eval_report_json(r, &report);      // overall and per slice
+ *
+ * Any runner may record answers (tern_eval_record): the scores depend only on the cases and
+ * the recorded answers. */
+struct tern_eval_set;
+struct tern_eval_run;
+
+tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out);
+void tern_eval_set_free(struct tern_eval_set *s);
+int tern_eval_set_count(const struct tern_eval_set *s);
+const char *tern_eval_case_id(const struct tern_eval_set *s, int i);
+/* {"messages": [...], "tools": [...]}: the request a runner sends for case i. */
+const char *tern_eval_case_request(const struct tern_eval_set *s, int i);
+
+/* Cases from a corpus file (tern corpus toolcalls): one per assistant message, expecting the
+ * calls it makes (none for answers and refusals); slice = the conversation's kind; private =
+ * its secrets. Written to out_path atomically; *n_cases may be NULL. */
+tern_status tern_eval_cases_from_corpus(const char *corpus_path, const char *out_path,
+                                        int64_t *n_cases);
+
+tern_status tern_eval_run_create(const struct tern_eval_set *s, struct tern_eval_run **out);
+void tern_eval_run_free(struct tern_eval_run *r);
+
+struct tern_eval_call_in {
+    const char *name;
+    const char *arguments;   /* JSON text of the arguments object, as received */
+};
+struct tern_eval_answer {
+    const char *content;                 /* the answer's text (NULL = "") */
+    const struct tern_eval_call_in *calls;
+    int n_calls;
+    int n_malformed;                     /* tool-call attempts that did not parse */
+    int n_tokens;                        /* tokens generated */
+    double ms;                           /* the whole case */
+    int ttfa_tokens;                     /* tokens to the first complete valid call; -1 = none */
+    double ttfa_ms;
+    const char *error;                   /* the runner failed on this case; NULL = answered */
+    const char *request_id;              /* or NULL */
+};
+/* Record (copy) the answer to case i, replacing an earlier one. */
+tern_status tern_eval_record(struct tern_eval_run *r, int i, const struct tern_eval_answer *a);
+/* The scores of the recorded cases as JSON text (malloc'ed). */
+tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out);
+/* Every recorded answer as one JSON line (id, content, tool_calls, tokens, ms, ttfa, error). */
+tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f);
+
+struct tern_eval_local_params {
+    int n_ctx;        /* 0 = min(model's training context, 4096) */
+    int n_threads;    /* 0 = online CPUs */
+    int max_tokens;   /* per answer; default 512 */
+};
+struct tern_eval_local_params tern_eval_local_default_params(void);
+typedef void (*tern_eval_progress_fn)(int done, int total, void *user);
+/* Answer the cases which[0..n_which) (NULL = 0..n_which-1) with the model at path, greedily.
+ * A case the model cannot answer (its prompt exceeds the context) is recorded as an error. */
+tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
+                            const struct tern_eval_local_params *p, const int *which, int n_which,
+                            tern_eval_progress_fn progress, void *user);
 
 #ifdef __cplusplus
 }

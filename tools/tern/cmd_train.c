@@ -82,7 +82,7 @@ static bool ends_with(const char *s, const char *suffix)
  * Conversations longer than n_ctx are skipped (the trainer would cut them into pieces that
  * lose their beginning), and every skip is counted on stderr. */
 static tern_status load_data(const char *path, const struct tern_train_config *c, bool strict,
-                             bool quiet, struct tern_train_data **out)
+                             struct tern_train_data **out)
 {
     if (!ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
     struct tern_tokenizer *tok = NULL;
@@ -101,7 +101,7 @@ static tern_status load_data(const char *path, const struct tern_train_config *c
     if (!st) st = tern_train_data_writer_create(&w);
     if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
     if (!st) st = tern_train_data_from_writer(w, out);
-    if (!st && !quiet) {
+    if (!st) { /* stderr also with --json: stdout carries only the steps */
         fprintf(stderr, "tern train: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
                 "trained on) in %.1f s", path, (long long)rep.lines, (long long)rep.docs,
                 (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
@@ -274,10 +274,12 @@ int cmd_train(int argc, char **argv)
     if (!val_every) val_every = c.ckpt_every > 0 ? c.ckpt_every : 100;
     struct tern_train_data *d = NULL, *vd = NULL;
     struct tern_trainer *t = NULL;
-    tern_status st = load_data(data, &c, strict, json, &d);
-    if (!st && val) st = load_data(val, &c, strict, json, &vd);
-    if (!st) st = tern_trainer_create(&c, &t);
+    /* the checkpoint first: a run resumed at or past --until only exports, and needs no data */
+    tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
+    const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
+    if (!st && !export_only) st = load_data(data, &c, strict, &d);
+    if (!st && val && !export_only) st = load_data(val, &c, strict, &vd);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
@@ -285,9 +287,10 @@ int cmd_train(int argc, char **argv)
         return cli_report("train", st);
     }
     const int start = tern_trainer_step_index(t);
-    const int last = until && until < c.steps ? (int)until : c.steps;
+    int last = until && until < c.steps ? (int)until : c.steps;
+    if (last < start) last = start;
     const bool tty = !json && isatty(STDERR_FILENO);
-    if (!json)
+    if (!json && d)
         fprintf(stderr, "tern train: %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, vocab %d, "
                 "n_ctx %d; %llu documents, %llu tokens; %s GEMM; steps %d..%d\n",
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,

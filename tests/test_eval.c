@@ -1,0 +1,338 @@
+/* test_eval.c — `tern eval`'s dataset, scoring rules and runners (src/eval).
+ *
+ * The scores are checked exactly against answers written here by hand (a stub runner): every
+ * number of the report below is worked out in the comments. Also: strict and lax argument
+ * comparison, schema validation of calls, the corpus -> cases conversion (one case per
+ * assistant message, expecting its calls), dataset errors naming FILE:LINE, the outputs file,
+ * and the local runner end to end on a synthetic model through the CLI. */
+#include "test_support.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "eval/eval.h"
+
+static void write_text(const char *path, const char *s)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(s, f);
+    fclose(f);
+}
+
+static void test_json_equality(void **state)
+{
+    (void)state;
+    assert_true(eval_json_strict_equal("{\"a\":1,\"b\":[1,2]}", " { \"a\" : 1 ,\n\"b\":[1, 2] } "));
+    assert_false(eval_json_strict_equal("{\"a\":1,\"b\":2}", "{\"b\":2,\"a\":1}"));   /* key order */
+    assert_false(eval_json_strict_equal("{\"a\":1}", "{\"a\":1.0}"));                 /* spelling */
+    assert_false(eval_json_strict_equal("{\"a\":\"\\u00e9\"}", "{\"a\":\"\xc3\xa9\"}")); /* escapes */
+    assert_false(eval_json_strict_equal("{\"a\":\"x y\"}", "{\"a\":\"xy\"}"));         /* in strings */
+    assert_false(eval_json_strict_equal("{\"a\":1}", "{\"a\":1}x"));
+    assert_true(eval_json_lax_equal("{\"a\":1,\"b\":2}", "{\"b\":2.0,\"a\":1e0}"));
+    assert_true(eval_json_lax_equal("{\"a\":\"\\u00e9\"}", "{\"a\":\"\xc3\xa9\"}"));
+    assert_false(eval_json_lax_equal("{\"a\":[1,2]}", "{\"a\":[2,1]}"));              /* arrays keep order */
+    assert_false(eval_json_lax_equal("{\"a\":1}", "{\"a\":1,\"b\":null}"));
+    assert_false(eval_json_lax_equal("{\"a\":\"1\"}", "{\"a\":1}"));
+    assert_false(eval_json_lax_equal("{\"a\":true}", "{\"a\":1}"));
+    assert_false(eval_json_lax_equal("{\"a\":", "{\"a\":1}"));
+}
+
+static const char *TOOLS =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+    "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"required\":[\"city\"],\"additionalProperties\":false}}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_time\",\"parameters\":{\"type\":\"object\","
+    "\"properties\":{\"zone\":{\"type\":\"string\"}},\"required\":[\"zone\"]}}}]";
+
+static void test_validation(void **state)
+{
+    (void)state;
+    cJSON *tools = cJSON_Parse(TOOLS);
+    char why[256];
+    assert_true(eval_call_valid(tools, "get_weather", "{\"city\":\"Oslo\",\"days\":3}", why, sizeof why));
+    assert_true(eval_call_valid(tools, "get_weather", "{ \"city\" : \"Oslo\" }", why, sizeof why));
+    assert_true(eval_call_valid(tools, "get_weather", "{\"days\":2.0,\"city\":\"Oslo\"}", why, sizeof why));
+    assert_false(eval_call_valid(tools, "get_weather", "{\"city\":\"Oslo\",\"days\":2.5}", why, sizeof why));
+    assert_string_equal(why, "$.days: wrong type");
+    assert_false(eval_call_valid(tools, "get_weather", "{\"days\":3}", why, sizeof why)); /* required */
+    assert_false(eval_call_valid(tools, "get_weather", "{\"city\":\"Oslo\",\"days\":0}", why, sizeof why));
+    assert_false(eval_call_valid(tools, "get_weather", "{\"city\":\"Oslo\",\"x\":1}", why, sizeof why));
+    assert_false(eval_call_valid(tools, "get_weather", "{\"city\":5}", why, sizeof why));
+    assert_false(eval_call_valid(tools, "get_news", "{}", why, sizeof why));
+    assert_non_null(strstr(why, "no tool named 'get_news'"));
+    assert_false(eval_call_valid(tools, "get_time", "[1]", why, sizeof why));
+    cJSON_Delete(tools);
+}
+
+/* Four cases; the stub answers below are scored by hand. */
+static void write_cases(const char *path)
+{
+    char buf[8192];
+    snprintf(buf, sizeof buf,
+             /* 1: one call expected (arguments as an object) */
+             "{\"id\": \"w\", \"slice\": \"single\", \"messages\": [{\"role\": \"user\", \"content\": \"weather in Paris for 2 days\"}],"
+             " \"tools\": %s, \"expected\": [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}]}\n"
+             /* 2: two calls expected (arguments as OpenAI's strings) */
+             "{\"id\": \"p\", \"slice\": \"parallel\", \"messages\": [{\"role\": \"user\", \"content\": \"time in UTC and weather in Oslo\"}],"
+             " \"tools\": %s, \"expected\": [{\"name\": \"get_time\", \"arguments\": \"{\\\"zone\\\":\\\"UTC\\\"}\"},"
+             " {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\":\\\"Oslo\\\"}\"}]}\n"
+             "\n"
+             /* 3: no call expected, a secret */
+             "{\"id\": \"n\", \"slice\": \"secret\", \"messages\": [{\"role\": \"system\", \"content\": \"key SECRET-123\"},"
+             " {\"role\": \"user\", \"content\": \"hi\"}], \"tools\": %s, \"expected\": [], \"private\": [\"SECRET-123\"]}\n"
+             /* 4: the runner fails on it */
+             "{\"id\": \"e\", \"slice\": \"single\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": %s,"
+             " \"expected\": [{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]}\n",
+             TOOLS, TOOLS, TOOLS, TOOLS);
+    write_text(path, buf);
+}
+
+static const cJSON *obj(const cJSON *o, const char *k)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    assert_non_null(x);
+    return x;
+}
+
+static double numv(const cJSON *o, const char *k)
+{
+    const cJSON *x = obj(o, k);
+    assert_true(cJSON_IsNumber(x));
+    return x->valuedouble;
+}
+
+static void test_scores_exact(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/cases.jsonl", test_tmpdir());
+    write_cases(path);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(path, &s));
+    assert_int_equal(tern_eval_set_count(s), 4);
+    assert_string_equal(tern_eval_case_id(s, 2), "n");
+    struct tern_eval_run *r;
+    assert_tern_ok(tern_eval_run_create(s, &r));
+    /* w: right tool, arguments reordered and 2 spelled 2.0: lax match, not strict */
+    struct tern_eval_call_in w[] = {{"get_weather", "{\"days\":2.0,\"city\":\"Paris\"}"}};
+    assert_tern_ok(tern_eval_record(r, 0, &(struct tern_eval_answer){.calls = w, .n_calls = 1,
+                   .n_tokens = 20, .ms = 100, .ttfa_tokens = 18, .ttfa_ms = 90}));
+    /* p: get_time right (strict), get_weather with a wrong city, plus an unknown tool */
+    struct tern_eval_call_in p[] = {{"get_weather", "{\"city\":\"Bergen\"}"},
+                                    {"get_time", "{\"zone\":\"UTC\"}"},
+                                    {"get_news", "{}"}};
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = p, .n_calls = 3,
+                   .n_tokens = 40, .ms = 300, .ttfa_tokens = 12, .ttfa_ms = 50}));
+    /* n: leaks the secret in content and calls a tool; one malformed attempt */
+    struct tern_eval_call_in n[] = {{"get_time", "{\"zone\":\"SECRET-123\"}"}};
+    assert_tern_ok(tern_eval_record(r, 2, &(struct tern_eval_answer){.content = "it is SECRET-123",
+                   .calls = n, .n_calls = 1, .n_malformed = 1, .n_tokens = 10, .ms = 60, .ttfa_tokens = -1}));
+    /* e: an error */
+    assert_tern_ok(tern_eval_record(r, 3, &(struct tern_eval_answer){.error = "timeout", .ttfa_tokens = -1}));
+
+    char *json;
+    assert_tern_ok(tern_eval_report_json(r, &json));
+    cJSON *rep = cJSON_Parse(json);
+    const cJSON *all = obj(rep, "overall");
+    assert_int_equal(numv(all, "cases"), 4);
+    assert_int_equal(numv(all, "errors"), 1);
+    assert_int_equal(numv(all, "expect_call_cases"), 2);      /* w, p */
+    assert_int_equal(numv(all, "expect_none_cases"), 1);      /* n */
+    assert_int_equal(numv(all, "calls_expected"), 3);         /* 1 + 2 (+ 0) */
+    assert_int_equal(numv(all, "calls_answered"), 5);         /* 1 + 3 + 1 */
+    const cJSON *st = obj(all, "strict"), *lx = obj(all, "lax");
+    assert_int_equal(numv(st, "matched"), 1);                 /* p's get_time */
+    assert_int_equal(numv(lx, "matched"), 2);                 /* + w */
+    assert_true(fabs(numv(st, "precision") - 1.0 / 5) < 1e-12);
+    assert_true(fabs(numv(st, "recall") - 1.0 / 3) < 1e-12);
+    assert_true(fabs(numv(st, "f1") - 2 * (0.2 * (1.0 / 3)) / (0.2 + 1.0 / 3)) < 1e-12);
+    assert_true(fabs(numv(lx, "f1") - 2 * (0.4 * (2.0 / 3)) / (0.4 + 2.0 / 3)) < 1e-12);
+    assert_true(fabs(numv(all, "correct_tool_rate") - 0.5) < 1e-12);  /* w yes; p has get_news */
+    assert_true(fabs(numv(all, "exact_arguments_rate") - 0.0) < 1e-12);
+    assert_true(fabs(numv(all, "false_call_rate") - 1.0) < 1e-12);
+    assert_int_equal(numv(all, "malformed_calls"), 1);
+    assert_int_equal(numv(all, "invalid_calls"), 1);          /* get_news was not offered */
+    assert_int_equal(numv(all, "leaked_cases"), 1);
+    assert_true(fabs(numv(all, "tokens_per_answer") - 70.0 / 3) < 1e-9);
+    assert_int_equal(numv(all, "ttfa_cases"), 2);             /* w and p */
+    assert_int_equal(numv(all, "ttfa_tokens_p50"), 12);       /* nearest rank of {12, 18} */
+    assert_int_equal(numv(all, "ttfa_tokens_p95"), 18);
+    assert_int_equal(numv(all, "ttfa_ms_p95"), 90);
+    const cJSON *single = obj(obj(rep, "slices"), "single");
+    assert_int_equal(numv(single, "cases"), 2);
+    assert_int_equal(numv(single, "errors"), 1);
+    assert_true(fabs(numv(obj(single, "strict"), "f1") - 0.0) < 1e-12);
+    assert_true(fabs(numv(obj(single, "lax"), "f1") - 1.0) < 1e-12);
+    assert_true(cJSON_IsNull(obj(single, "false_call_rate")));
+    cJSON_Delete(rep);
+    free(json);
+
+    /* outputs: one line per recorded case, as received */
+    char out[600];
+    snprintf(out, sizeof out, "%s/outputs.jsonl", test_tmpdir());
+    FILE *f = fopen(out, "w");
+    assert_tern_ok(tern_eval_outputs_write(r, f));
+    fclose(f);
+    char *text = test_read_file(out, NULL);
+    int lines = 0;
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"), lines++) {
+        cJSON *o = cJSON_Parse(l);
+        assert_non_null(o);
+        if (lines == 1) {
+            assert_string_equal(obj(o, "id")->valuestring, "p");
+            assert_int_equal(cJSON_GetArraySize(obj(o, "tool_calls")), 3);
+            assert_string_equal(obj(cJSON_GetArrayItem(obj(o, "tool_calls"), 0), "arguments")->valuestring,
+                                "{\"city\":\"Bergen\"}");
+        }
+        if (lines == 3) assert_string_equal(obj(o, "error")->valuestring, "timeout");
+        cJSON_Delete(o);
+    }
+    assert_int_equal(lines, 4);
+    free(text);
+    tern_eval_run_free(r);
+    tern_eval_set_free(s);
+}
+
+static void expect_load_error(const char *content, const char *needle)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/bad.jsonl", test_tmpdir());
+    write_text(path, content);
+    struct tern_eval_set *s = NULL;
+    assert_int_equal(tern_eval_set_load(path, &s), TERN_ERR_FORMAT);
+    if (!strstr(tern_last_error(), needle)) fail_msg("'%s' lacks '%s'", tern_last_error(), needle);
+    assert_null(s);
+}
+
+static void test_dataset_errors(void **state)
+{
+    (void)state;
+    const char *ok = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"expected\": []}\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]\n", ok);
+    expect_load_error(buf, "bad.jsonl:2: malformed JSON");
+    snprintf(buf, sizeof buf, "%s{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}\n", ok);
+    expect_load_error(buf, "bad.jsonl:2: \"expected\" must be an array");
+    expect_load_error("{\"messages\": [], \"expected\": []}\n", "bad.jsonl:1: \"messages\" must be a non-empty array");
+    expect_load_error("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"expected\": [{\"name\": \"f\", \"arguments\": \"[1]\"}]}\n",
+                      "bad.jsonl:1: expected[0].arguments is a string that does not hold a JSON object");
+    expect_load_error("{\"messages\": [{\"role\": \"user\", \"content\": 5}], \"expected\": []}\n", "bad.jsonl:1: messages[0]");
+    expect_load_error("{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"expected\": []}\n"
+                      "{\"id\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": \"y\"}], \"expected\": []}\n",
+                      "case id 'a' appears twice");
+    expect_load_error("\n\n", "holds no cases");
+    expect_load_error("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"expected\": [], \"private\": [\"\"]}\n",
+                      "private[0] must be a non-empty string");
+}
+
+static void test_cases_from_corpus(void **state)
+{
+    (void)state;
+    char dir[600], in[700], out[700];
+    snprintf(dir, sizeof dir, "%s/corpus", test_tmpdir());
+    struct tern_corpus_params cp = tern_corpus_default_params();
+    cp.seed = 9;
+    cp.size = 200;
+    assert_tern_ok(tern_corpus_toolcalls_write(dir, &cp, NULL));
+    snprintf(in, sizeof in, "%s/test.jsonl", dir);
+    snprintf(out, sizeof out, "%s/cases.jsonl", test_tmpdir());
+    int64_t n = 0;
+    assert_tern_ok(tern_eval_cases_from_corpus(in, out, &n));
+    /* expected: one case per assistant message, expecting exactly its calls */
+    char *corpus = test_read_file(in, NULL);
+    int64_t want = 0, want_calls = 0, secret_cases = 0;
+    for (char *l = strtok(corpus, "\n"); l; l = strtok(NULL, "\n")) {
+        cJSON *c = cJSON_Parse(l);
+        const cJSON *m;
+        const cJSON *priv = cJSON_GetObjectItemCaseSensitive(obj(c, "meta"), "private");
+        cJSON_ArrayForEach(m, obj(c, "messages")) {
+            if (strcmp(obj(m, "role")->valuestring, "assistant")) continue;
+            want++;
+            want_calls += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
+            secret_cases += cJSON_GetArraySize(priv) > 0;
+        }
+        cJSON_Delete(c);
+    }
+    free(corpus);
+    assert_int_equal(n, want);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(out, &s));
+    assert_int_equal(tern_eval_set_count(s), want);
+    int64_t calls = 0, priv = 0;
+    for (int i = 0; i < s->n; i++) {
+        calls += s->cases[i].n_expected;
+        priv += s->cases[i].n_private > 0;
+        assert_true(s->cases[i].slice[0]);
+        /* the request ends before the assistant message it asks for */
+        cJSON *req = cJSON_Parse(s->cases[i].request_json);
+        const cJSON *last = cJSON_GetArrayItem(obj(req, "messages"), cJSON_GetArraySize(obj(req, "messages")) - 1);
+        assert_string_not_equal(obj(last, "role")->valuestring, "assistant");
+        cJSON_Delete(req);
+    }
+    assert_int_equal(calls, want_calls);
+    assert_int_equal(priv, secret_cases);
+    tern_eval_set_free(s);
+}
+
+static int run_cmd(const char *cmd, char *buf, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void test_cli_local(void **state)
+{
+    (void)state;
+    char model[600], cases[600], rep[600], outs[600], cmd[4096], out[16384];
+    snprintf(model, sizeof model, "%s/tiny.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("tiny", "q8_0", 3, model, NULL));
+    snprintf(cases, sizeof cases, "%s/cases.jsonl", test_tmpdir());
+    write_cases(cases);
+    snprintf(rep, sizeof rep, "%s/report.json", test_tmpdir());
+    snprintf(outs, sizeof outs, "%s/outs.jsonl", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --max-tokens 8 -t 1 --shard 1/2 --json %s --outputs %s 2>&1",
+             test_tern_bin(), cases, model, rep, outs);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "slice"));
+    char *text = test_read_file(rep, NULL);
+    cJSON *r = cJSON_Parse(text);
+    const cJSON *all = obj(r, "overall");
+    assert_int_equal(numv(all, "cases"), 2);   /* shard 1/2: cases 1 and 3 */
+    assert_int_equal(numv(all, "errors"), 0);
+    assert_true(numv(all, "tokens_per_answer") >= 1 && numv(all, "tokens_per_answer") <= 8);
+    cJSON_Delete(r);
+    free(text);
+    text = test_read_file(outs, NULL);
+    assert_non_null(strstr(text, "\"id\":\"p\""));
+    assert_non_null(strstr(text, "\"id\":\"e\""));
+    assert_null(strstr(text, "\"id\":\"w\""));
+    free(text);
+    /* usage errors */
+    snprintf(cmd, sizeof cmd, "%s eval --data %s 2>&1", test_tern_bin(), cases);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --shard 2/2 2>&1", test_tern_bin(), cases, model);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--shard"));
+    snprintf(cmd, sizeof cmd, "%s eval --data /nonexistent.jsonl -m %s 2>&1", test_tern_bin(), model);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "/nonexistent.jsonl"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_equality),  cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
+        cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
