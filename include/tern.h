@@ -251,6 +251,11 @@ struct tern_model;
  * reported in repacked_bytes). Caller frees with tern_model_free(). */
 tern_status tern_model_load(const char *path, const struct tern_model_params *params,
                             struct tern_model **out);
+/* The same from a GGUF image in memory (e.g. a model linked into the program). The memory is
+ * used in place, not copied: it must stay valid and unchanged until tern_model_free, and be
+ * aligned to the file's alignment (32 bytes by default) for the tensors to be. */
+tern_status tern_model_load_memory(const void *data, size_t size,
+                                   const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
 int tern_model_n_vocab(const struct tern_model *m);

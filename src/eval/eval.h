@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -60,6 +61,9 @@ struct tern_eval_run {
     const struct tern_eval_set *set;
     struct eval_answer *answers;
 };
+
+/* eval_cases.c: the dataset from an open stream (path names it in errors). */
+tern_status eval_set_read(FILE *f, const char *path, struct tern_eval_set **out);
 
 /* eval_json.c */
 /* Strict: the same JSON tokens in the same order (whitespace between tokens ignored; key

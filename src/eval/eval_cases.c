@@ -146,13 +146,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
+tern_status eval_set_read(FILE *f, const char *path, struct tern_eval_set **out)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return tern_fail(TERN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct tern_eval_set *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
-        fclose(f);
         free(s);
         return tern_fail(TERN_ERR_NOMEM, "eval: out of memory");
     }
@@ -200,7 +197,6 @@ tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
                 st = tern_fail(TERN_ERR_FORMAT, "%s: case id '%s' appears twice", path, ids[i]);
         free(ids);
     }
-    fclose(f);
     free(line);
     if (st) {
         tern_eval_set_free(s);
@@ -208,6 +204,15 @@ tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
     }
     *out = s;
     return TERN_OK;
+}
+
+tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tern_fail(TERN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    tern_status st = eval_set_read(f, path, out);
+    fclose(f);
+    return st;
 }
 
 int tern_eval_set_count(const struct tern_eval_set *s) { return s->n; }

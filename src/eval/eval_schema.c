@@ -19,11 +19,15 @@
 #include "eval/eval.h"
 
 #define MAX_DEPTH 64
+#define MAX_STEPS 200000 /* schema nodes visited per call: $ref cycles under anyOf would be
+                            exponential in the depth limit alone */
 
 struct vctx {
     const cJSON *root;
     char *why;
     size_t n;
+    long steps;
+    bool gave_up;
 };
 
 static bool fail(struct vctx *v, const char *path, const char *what)
@@ -171,7 +175,10 @@ static bool validate_scalar(struct vctx *v, const cJSON *s, const cJSON *x, cons
 
 static bool validate(struct vctx *v, const cJSON *s, const cJSON *x, const char *path, int depth)
 {
-    if (depth > MAX_DEPTH) return fail(v, path, "schema nesting too deep");
+    if (depth > MAX_DEPTH || ++v->steps > MAX_STEPS) {
+        v->gave_up = true;
+        return fail(v, path, "schema too deep or too complex to validate");
+    }
     if (cJSON_IsTrue(s)) return true;
     if (cJSON_IsFalse(s)) return fail(v, path, "no value is allowed here");
     if (!cJSON_IsObject(s)) return true;
@@ -214,6 +221,7 @@ static bool validate(struct vctx *v, const cJSON *s, const cJSON *x, const char 
     const cJSON *not = cJSON_GetObjectItemCaseSensitive(s, "not");
     const bool not_ok = !not || !validate(v, not, x, path, depth + 1);
     v->why = saved;
+    if (v->gave_up) return fail(v, path, "schema too deep or too complex to validate");
     if (cJSON_IsArray(any) && any->child && n_any == 0) return fail(v, path, "matches none of anyOf");
     if (cJSON_IsArray(one) && one->child && n_one != 1) return fail(v, path, "does not match exactly one of oneOf");
     if (!not_ok) return fail(v, path, "matches the schema under not");

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <nettle/sha2.h>
@@ -155,8 +156,10 @@ static tern_status read_exact(int fd, const char *name, uint8_t *buf, size_t n)
     return TERN_OK;
 }
 
-/* Read a whole file (malloc'ed). */
-static tern_status read_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
+/* The whole file mapped read-only (tern cache ls checks every block's checksum: a mapping is
+ * paged in and dropped by the kernel as the checksum walks it, so a directory of large blocks
+ * is listed without holding any of them in memory). Unmap with munmap(*out, *len). */
+static tern_status map_all(const char *path, const char *name, uint8_t **out, uint64_t *len)
 {
     *out = NULL;
     *len = 0;
@@ -164,18 +167,15 @@ static tern_status read_all(const char *path, const char *name, uint8_t **out, u
     uint64_t size;
     tern_status st = open_regular(path, name, &fd, &size);
     if (st) return st;
-    uint8_t *buf = malloc(size ? (size_t)size : 1);
-    if (!buf) {
+    if (size == 0) {
         close(fd);
-        return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: empty", name);
     }
-    st = read_exact(fd, name, buf, (size_t)size);
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    *out = buf;
+    if (p == MAP_FAILED) return tern_fail(TERN_ERR_IO, "cache file %s: cannot map: %s", name, strerror(errno));
+    madvise(p, (size_t)size, MADV_SEQUENTIAL);
+    *out = p;
     *len = size;
     return TERN_OK;
 }
@@ -600,7 +600,7 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
         uint64_t len;
         struct hdr h;
         bool other_isa = false;
-        tern_status fst = read_all(path, f->name, &buf, &len);
+        tern_status fst = map_all(path, f->name, &buf, &len);
         if (fst == TERN_OK) {
             f->file_bytes = len;
             fst = parse_header(buf, len, f->name, &h);
@@ -633,7 +633,7 @@ tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **o
                     other_isa = strcmp(h.isa, kv_kernel_path()) != 0;
                 }
             }
-            free(buf);
+            munmap(buf, (size_t)len);
         }
         if (fst == TERN_ERR_NOMEM) st = fst;
         f->valid = fst == TERN_OK;

@@ -235,18 +235,20 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     return TERN_OK;
 }
 
-tern_status tern_model_load(const char *path, const struct tern_model_params *params,
-                            struct tern_model **out)
+/* Bind a model to an opened GGUF (taking it over) and warm its pages if asked. */
+static tern_status model_from_gguf(struct tern_gguf *g, const char *name,
+                                   const struct tern_model_params *params, struct tern_model **out)
 {
     struct tern_model *m = calloc(1, sizeof *m);
-    if (!m) return tern_fail(TERN_ERR_NOMEM, "out of memory");
-    tern_status st = tern_gguf_open(path, &m->gguf); /* its messages name the file already */
-    if (!st) {
-        st = read_hparams(m->gguf, m);
-        if (!st) st = bind_weights(m->gguf, m);
-        if (st) tern_fail_prefix(st, "%s: ", path);
+    if (!m) {
+        tern_gguf_close(g);
+        return tern_fail(TERN_ERR_NOMEM, "out of memory");
     }
+    m->gguf = g;
+    tern_status st = read_hparams(m->gguf, m);
+    if (!st) st = bind_weights(m->gguf, m);
     if (st) {
+        tern_fail_prefix(st, "%s: ", name);
         tern_model_free(m);
         return st;
     }
@@ -262,6 +264,22 @@ tern_status tern_model_load(const char *path, const struct tern_model_params *pa
     }
     *out = m;
     return TERN_OK;
+}
+
+tern_status tern_model_load(const char *path, const struct tern_model_params *params,
+                            struct tern_model **out)
+{
+    struct tern_gguf *g;
+    tern_status st = tern_gguf_open(path, &g); /* its messages name the file already */
+    return st ? st : model_from_gguf(g, path, params, out);
+}
+
+tern_status tern_model_load_memory(const void *data, size_t size,
+                                   const struct tern_model_params *params, struct tern_model **out)
+{
+    struct tern_gguf *g;
+    tern_status st = tern_gguf_open_memory(data, size, &g);
+    return st ? st : model_from_gguf(g, "<memory>", params, out);
 }
 
 void tern_model_free(struct tern_model *m)

@@ -78,4 +78,11 @@ long cli_rss_bytes(void);
  * (an error was printed). */
 int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val);
 
+/* cli_model.c: the -m file, or without one the embedded model (call cli_need_model first:
+ * without an embedded model a NULL path gives TERN_ERR_ARG). */
+tern_status cli_load_model(const char *path, struct tern_model **out);
+bool cli_have_embedded_model(void);
+/* CLI_EXIT_OK when path is given or a model is embedded, else a usage error naming cmd. */
+int cli_need_model(const char *cmd, const char *path);
+
 #endif

@@ -22,14 +22,14 @@
 
 static void help(void)
 {
-    printf("usage: tern chat -m MODEL [options] < messages.txt\n"
+    printf("usage: tern chat [-m MODEL] [options] < messages.txt\n"
            "\n"
            "Chats with the model using its own chat template (ChatML with a warning if the GGUF has\n"
            "none). On a terminal it prompts with \"> \" (/exit or end-of-file quits); otherwise each\n"
            "stdin line is one user message. The answer streams to stdout; per-turn statistics go to\n"
            "stderr.\n"
            "\n"
-           "  -m, --model FILE       GGUF model\n"
+           "  -m, --model FILE       GGUF model (default: tern's own embedded tool-calling model)\n"
            "  --system TEXT          a system message at the start of the conversation\n"
            "  --messages FILE        continue this conversation (array of OpenAI-style messages, or an\n"
            "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
@@ -391,7 +391,7 @@ int cmd_chat(int argc, char **argv)
         else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
 #undef OPT
     }
-    if (!model) return cli_usage_error("chat", "missing -m MODEL");
+    if (cli_need_model("chat", model)) return CLI_EXIT_USAGE;
     if (cli_draft_check("chat", &dro)) return CLI_EXIT_USAGE;
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
@@ -456,7 +456,7 @@ int cmd_chat(int argc, char **argv)
         cJSON_InsertItemInArray(c.messages, 0, m);
     }
 
-    tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &c.model);
+    tern_status st = cli_load_model(model, &c.model);
     if (st) { rc = cli_report("chat", st); goto done; }
     const struct tern_gguf *g = tern_model_gguf(c.model);
     if ((st = tern_tokenizer_from_gguf(g, &c.tok)) || (st = tern_chat_template_from_gguf(g, &c.tmpl))) {

@@ -16,7 +16,7 @@
 
 static void help(void)
 {
-    printf("usage: tern run -m MODEL (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [options]\n"
+    printf("usage: tern run [-m MODEL] (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [options]\n"
            "\n"
            "Generates up to N tokens after the prompt, stopping at an end-of-generation token (eos,\n"
            "eot, <|im_end|>, ...: tern_token_is_eog). With -p/-f the prompt is tokenized with the\n"
@@ -24,7 +24,7 @@ static void help(void)
            "with --tokens the generated ids are printed (comma-separated, the stopping token\n"
            "included).\n"
            "\n"
-           "  -m, --model FILE       GGUF model\n"
+           "  -m, --model FILE       GGUF model (default: tern's own embedded tool-calling model)\n"
            "  -p, --prompt TEXT      prompt text\n"
            "  -f, --file FILE        prompt text from a file (byte for byte)\n"
            "  --parse-special        recognize control tokens (<|im_start|> ...) in the prompt text\n"
@@ -181,7 +181,7 @@ int cmd_run(int argc, char **argv)
         else return cli_usage_error("run", "unknown option '%s'", argv[i]);
 #undef OPT
     }
-    if (!model) return cli_usage_error("run", "missing -m MODEL");
+    if (cli_need_model("run", model)) return CLI_EXIT_USAGE;
     if (cli_draft_check("run", &dro)) return CLI_EXIT_USAGE;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
@@ -213,7 +213,7 @@ int cmd_run(int argc, char **argv)
     struct tern_draft *draft = NULL;
     struct run_out out = {.json = json, .ids = tokens_s != NULL};
     int rc = CLI_EXIT_OK;
-    tern_status st = tern_model_load(model, &(struct tern_model_params){.prefault = true}, &m);
+    tern_status st = cli_load_model(model, &m);
     /* the generator needs the tokenizer even for --tokens: it decides what ends generation */
     if (!st) st = tern_tokenizer_from_gguf(tern_model_gguf(m), &tkz);
     if (st) { rc = cli_report("run", st); goto done; }
@@ -286,7 +286,7 @@ int cmd_run(int argc, char **argv)
         rc = CLI_EXIT_FAIL;
         goto done;
     }
-    if (json) print_json(&out, model, &gs, (int)n_ctx, draft);
+    if (json) print_json(&out, model ? model : "(embedded) tern-tool", &gs, (int)n_ctx, draft);
     else if (!out.write_errno) out_write(&out, "\n", 1);
     if (out.nomem) {
         fprintf(stderr, "tern run: out of memory printing the JSON result\n");
