@@ -1359,6 +1359,8 @@ struct tern_train_render_params {
     int max_tokens;     /* conversations longer are skipped (counted in too_long); 0 = no limit */
     bool strict;        /* a malformed line fails the call (else it is skipped and counted) */
     int64_t now_unix;   /* strftime_now() for templates (default 0: reproducible documents) */
+    bool loss_on_prompt;/* train on the prompt's tokens too (system, user, tool results: language
+                           modelling of the whole conversation); default false: the turns only */
 };
 struct tern_train_render_params tern_train_render_default_params(void);
 struct tern_train_render_report { /* accumulated over calls: zero it first */

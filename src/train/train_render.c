@@ -10,7 +10,9 @@
  * own), as inference tokenizes a prompt and then generates, so a turn's first token never merges
  * with the prompt before it. Inside a turn the tokens up to and including the first
  * end-of-generation token are trained on; what a template adds after it (ChatML's newline) is
- * not, since generation stops at that token. */
+ * not, since generation stops at that token. With loss_on_prompt every prompt token is trained
+ * on too (language modelling of the whole conversation: more signal per token, a pretraining
+ * phase); a turn still stops at its end-of-generation token. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ static tern_status buf_reserve(struct render_buf *b, size_t need)
 /* Append the tokens of text[0..len) to b; a turn's tokens get mask 1 up to and including the
  * first end-of-generation token. */
 static tern_status add_piece(struct render_buf *b, struct tern_tokenizer *tok, const char *text,
-                             size_t len, bool first, bool turn)
+                             size_t len, bool first, bool turn, bool all)
 {
     if (len == 0) return TERN_OK;
     unsigned flags = TERN_TOK_PARSE_SPECIAL | (first ? TERN_TOK_ADD_SPECIAL : 0);
@@ -69,7 +71,7 @@ static tern_status add_piece(struct render_buf *b, struct tern_tokenizer *tok, c
     if (st) return st;
     bool open = turn;
     for (size_t i = 0; i < need; i++) {
-        b->mask[b->n + i] = open;
+        b->mask[b->n + i] = open || (all && !turn);
         if (open && tern_token_is_eog(tok, b->tok[b->n + i])) open = false;
     }
     b->n += need;
@@ -109,7 +111,7 @@ enum line_result { LINE_OK, LINE_MALFORMED, LINE_NO_ASSISTANT };
  * returned through *hard). */
 static enum line_result render_line(struct render_buf *b, struct tern_tokenizer *tok,
                                     const struct tern_chat_template *tmpl, const char *line,
-                                    size_t len, int64_t now, tern_status *hard)
+                                    size_t len, int64_t now, bool all, tern_status *hard)
 {
     *hard = TERN_OK;
     b->n = 0;
@@ -187,12 +189,12 @@ static enum line_result render_line(struct render_buf *b, struct tern_tokenizer 
     size_t at = 0;
     tern_status st = TERN_OK;
     for (int k = 0; k < n_turns && !st; k++) {
-        st = add_piece(b, tok, full + at, b->span[2 * k] - at, at == 0, false);
+        st = add_piece(b, tok, full + at, b->span[2 * k] - at, at == 0, false, all);
         if (!st) st = add_piece(b, tok, full + b->span[2 * k], b->span[2 * k + 1] - b->span[2 * k],
-                                b->span[2 * k] == 0, true);
+                                b->span[2 * k] == 0, true, all);
         at = b->span[2 * k + 1];
     }
-    if (!st) st = add_piece(b, tok, full + at, full_len - at, at == 0, false);
+    if (!st) st = add_piece(b, tok, full + at, full_len - at, at == 0, false, all);
     if (st) {
         *hard = st;
         goto done;
@@ -235,7 +237,7 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
         if (lead == (size_t)n) continue; /* blank line */
         report->lines++;
         tern_status hard = TERN_OK;
-        enum line_result r = render_line(&b, tok, tmpl, line, (size_t)n, p->now_unix, &hard);
+        enum line_result r = render_line(&b, tok, tmpl, line, (size_t)n, p->now_unix, p->loss_on_prompt, &hard);
         if (hard) {
             char msg[400];
             snprintf(msg, sizeof msg, "%s", tern_last_error());

@@ -42,6 +42,8 @@ static void usage(void)
            "  --val FILE           validation data (.jsonl or .tdat): mean loss every --val-every\n"
            "                       steps (default: ckpt_every, else 100) and at the end\n"
            "  --strict             a malformed .jsonl line is fatal (default: skipped and counted)\n"
+           "  --loss-on-prompt     .jsonl: train on every token of the conversation, not only the\n"
+           "                       assistant's turns (a language-modelling phase)\n"
            "  -o, --output FILE    the trained model (GGUF, F32)\n"
            "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
            "  --val-every N        steps between validations\n"
@@ -82,7 +84,7 @@ static bool ends_with(const char *s, const char *suffix)
  * Conversations longer than n_ctx are skipped (the trainer would cut them into pieces that
  * lose their beginning), and every skip is counted on stderr. */
 static tern_status load_data(const char *path, const struct tern_train_config *c, bool strict,
-                             struct tern_train_data **out)
+                             bool loss_on_prompt, struct tern_train_data **out)
 {
     if (!ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
     struct tern_tokenizer *tok = NULL;
@@ -94,6 +96,7 @@ static tern_status load_data(const char *path, const struct tern_train_config *c
     struct tern_train_render_params rp = tern_train_render_default_params();
     rp.max_tokens = c->n_ctx;
     rp.strict = strict;
+    rp.loss_on_prompt = loss_on_prompt;
     const double t0 = now_s();
     tern_status st = tern_tokenizer_load(c->tokenizer, &tok);
     if (!st) st = tern_gguf_open(c->tokenizer, &g);
@@ -197,7 +200,7 @@ int cmd_train(int argc, char **argv)
 {
     const char *config = NULL, *data = NULL, *val = NULL, *out = NULL, *ckdir = NULL,
                *resume = NULL, *v;
-    bool json = false, bench = false, strict = false;
+    bool json = false, bench = false, strict = false, loss_on_prompt = false;
     long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
     for (int i = 1; i < argc; i++) {
         int r;
@@ -211,6 +214,8 @@ int cmd_train(int argc, char **argv)
             bench = true;
         } else if (!strcmp(a, "--strict")) {
             strict = true;
+        } else if (!strcmp(a, "--loss-on-prompt")) {
+            loss_on_prompt = true;
         } else if ((r = cli_opt(argc, argv, &i, "--val", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             val = v;
@@ -278,8 +283,8 @@ int cmd_train(int argc, char **argv)
     tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
     const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
-    if (!st && !export_only) st = load_data(data, &c, strict, &d);
-    if (!st && val && !export_only) st = load_data(val, &c, strict, &vd);
+    if (!st && !export_only) st = load_data(data, &c, strict, loss_on_prompt, &d);
+    if (!st && val && !export_only) st = load_data(val, &c, strict, false, &vd);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
