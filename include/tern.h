@@ -970,6 +970,92 @@ const struct tern_model *tern_draft_model(const struct tern_draft *d);
  * scratch (n_max + 1 tokens, one distribution) here, not per token. */
 tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
 
+/* --- batched generation (src/gen/batcher.c; README "Server") ---
+ * Continuous batching over one multi-sequence context (tern_context_params.n_seq): each
+ * sequence of the context is a slot; a request added to a free slot is prefilled in chunks and
+ * then generates, and every tern_batcher_step runs ONE forward pass holding the next token of
+ * every generating slot plus as many prompt tokens of prefilling slots as the step's budget
+ * allows, so the weights are read once for all of them. Requests join and leave between steps.
+ * A slot keeps the tokens of its last request after it finishes, and a new prompt goes to the
+ * free slot sharing its longest prefix (or gets that prefix copied from another slot with
+ * tern_kv_seq_copy), so a shared system prompt is computed once. All callbacks run inside
+ * tern_batcher_step / tern_batcher_cancel on the caller's thread; the batcher is not
+ * thread-safe (one driving thread).
+ *
+ *     struct tern_context_params cp = tern_context_default_params();
+ *     cp.n_seq = 4;                                    // four slots
+ *     tern_context_create(model, &cp, &ctx);
+ *     tern_batcher_create(ctx, tok, NULL, &b);
+ *     struct tern_batch_request r = tern_batch_request_default();
+ *     r.prompt = ids; r.n_prompt = n; r.sampler = s; r.on_piece = fn; r.on_done = done; r.user = u;
+ *     tern_batcher_add(b, &r, &slot);                  // TERN_ERR_RANGE when no slot is free
+ *     while (tern_batcher_n_active(b) > 0) tern_batcher_step(b, NULL);   // done() per request
+ */
+struct tern_batcher;
+struct tern_batcher_params {
+    int n_prefill;   /* prompt tokens per step over all prefilling slots (chunked prefill: a
+                        long prompt never stalls the generating slots for more than one such
+                        chunk); 0 = 256; capped by the context's n_batch */
+    bool share_prefix; /* reuse KV of other slots (default true; false: every prompt is decoded
+                          from position 0, for measurements) */
+};
+struct tern_batcher_params tern_batcher_default_params(void);
+
+/* Called once per request when it leaves its slot (any reason: stats->stop; a cancel gives
+ * TERN_GEN_STOP_CALLBACK), after its last piece. stats->n_reused = prompt tokens whose KV was
+ * already there (kept by the slot, or copied from another slot). */
+typedef void (*tern_batch_done_fn)(const struct tern_gen_stats *stats, void *user);
+
+struct tern_batch_request {
+    const int32_t *prompt;   /* copied by tern_batcher_add */
+    int n_prompt;            /* 1 .. n_ctx - 1 */
+    struct tern_sampler *sampler; /* required, not owned; reset and fed the prompt at add; used
+                                     only inside steps until done */
+    struct tern_grammar_matcher *matcher; /* optional, not owned: masks every sampled token
+                                     (tern_grammar_matcher_apply) and stops the request when the
+                                     grammar is done; must outlive the request */
+    int max_tokens;          /* tokens to sample at most (the end-of-generation token counts) */
+    bool ignore_eog;         /* end-of-generation tokens do not stop (nor show): fixed-length
+                                runs for measurements (llama-server's ignore_eos) */
+    tern_piece_fn on_piece;  /* complete UTF-8 pieces of the answer; non-zero = stop now */
+    tern_token_fn on_token;  /* each sampled id before its text; non-zero = stop now; may be NULL */
+    tern_batch_done_fn on_done; /* required */
+    void *user;
+};
+struct tern_batch_request tern_batch_request_default(void);
+
+/* b over ctx (every sequence of ctx becomes a slot; their contents are forgotten) and tok (the
+ * model's tokenizer; read only). Both must outlive b. Allocates the slots' token records
+ * (n_seq x n_ctx ids), detokenizers and the batch arrays once. Caller frees with
+ * tern_batcher_free(), which finishes nothing: call tern_batcher_cancel on active requests
+ * first if their on_done must run. */
+tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
+                                const struct tern_batcher_params *p, struct tern_batcher **out);
+void tern_batcher_free(struct tern_batcher *b);
+/* Put a request into a free slot (*slot, may be NULL). TERN_ERR_RANGE when every slot is busy
+ * (nothing changes), TERN_ERR_ARG for a bad request (empty prompt, one with no room to generate,
+ * ids outside the vocabulary). No callback runs here. */
+tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_request *r, int *slot);
+/* End the request in slot now (on_done runs with TERN_GEN_STOP_CALLBACK); the slot is free on
+ * return. No-op for a free slot. */
+void tern_batcher_cancel(struct tern_batcher *b, int slot);
+
+struct tern_batcher_step_info {
+    int n_tokens;        /* tokens in the forward pass (0: nothing to do) */
+    int n_decode;        /* of those, generating slots' next tokens */
+    int n_prefill;       /* prompt tokens */
+    int n_finished;      /* requests that finished in this step */
+    double forward_ms;   /* the forward pass */
+    double sample_ms;    /* masking, sampling and the callbacks */
+    double mask_ms;      /* of that, grammar masks (tern_grammar_matcher_apply) */
+};
+/* One forward pass and the sampling after it. On a forward failure every active request ends
+ * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
+ * info may be NULL. */
+tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info);
+int tern_batcher_n_active(const struct tern_batcher *b);
+int tern_batcher_n_slots(const struct tern_batcher *b);
+
 /* ===================================================================== tokenizer */
 /*
  *     struct tern_tokenizer *tok;
@@ -1427,6 +1513,51 @@ struct tern_bpe_train_report {
 tern_status tern_tokenizer_train(const char *const *files, int n_files,
                                  const struct tern_bpe_train_params *p, const char *out_path,
                                  struct tern_bpe_train_report *report);
+
+/* ===================================================================== HTTP server */
+/* (src/server; README "Server") An OpenAI-compatible HTTP server on libmicrohttpd: POST
+ * /v1/chat/completions and /v1/completions (streamed as server-sent events or whole), GET
+ * /v1/models, /health, /metrics (Prometheus text) and a chat page at /. Requests are batched
+ * continuously on one multi-sequence context (tern_batcher): up to n_parallel answers are
+ * computed in the same forward pass.
+ *
+ *     struct tern_server_params sp = tern_server_default_params();
+ *     sp.model_path = "model.gguf"; sp.port = 8080;
+ *     struct tern_server *srv;
+ *     tern_server_create(&sp, &srv);          // loads the model, binds the port
+ *     tern_server_run(srv);                   // serves until tern_server_stop, then drains
+ *     tern_server_free(srv);
+ */
+struct tern_server_params {
+    const char *model_path;   /* required */
+    const char *model_alias;  /* the model id /v1/models reports; NULL = the file's base name */
+    const char *host;         /* NULL = "127.0.0.1" (loopback: another address is a choice) */
+    int port;                 /* 0 = any free port (tern_server_port tells which); default 8080 */
+    const char *api_key;      /* NULL = none; else every /v1 request needs
+                                 "Authorization: Bearer <key>" (401 otherwise) */
+    int n_parallel;           /* sequences decoded together; 0 = 4 */
+    int n_ctx;                /* positions per sequence; 0 = min(training context, 4096) */
+    int n_threads;            /* 0 = all CPUs */
+    int n_prefill;            /* prompt tokens per step (chunked prefill); 0 = 256 */
+    int max_queue;            /* requests waiting for a slot before 503; 0 = 64 */
+    size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
+    int max_connections;      /* open connections at once; 0 = 256 */
+    bool quiet;               /* no per-request log line on stderr */
+};
+struct tern_server_params tern_server_default_params(void);
+
+struct tern_server;
+/* Load the model, create the context and the batcher, start listening. Errors name what failed
+ * (the model file, the address in use, ...). Caller frees with tern_server_free(). */
+tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out);
+/* The TCP port it listens on. */
+int tern_server_port(const struct tern_server *s);
+/* Serve until tern_server_stop; then refuse new requests (503), let every admitted request
+ * finish, and return. */
+tern_status tern_server_run(struct tern_server *s);
+/* Ask tern_server_run to drain and return. Only sets a flag: safe in a signal handler. */
+void tern_server_stop(struct tern_server *s);
+void tern_server_free(struct tern_server *s);
 
 #ifdef __cplusplus
 }

@@ -145,6 +145,8 @@ struct tern_eval_local_params {
     int n_ctx;        /* 0 = min(model's training context, 4096) */
     int n_threads;    /* 0 = online CPUs */
     int max_tokens;   /* per answer; default 512 */
+    bool constrained; /* tool calls constrained by the case's tools (a lazy tool-call grammar,
+                         tool_choice auto, in the template's call format) */
 };
 struct tern_eval_local_params tern_eval_local_default_params(void);
 typedef void (*tern_eval_progress_fn)(int done, int total, void *user);
@@ -153,6 +155,23 @@ typedef void (*tern_eval_progress_fn)(int done, int total, void *user);
 tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
                             const struct tern_eval_local_params *p, const int *which, int n_which,
                             tern_eval_progress_fn progress, void *user);
+
+struct tern_eval_http_params {
+    const char *endpoint;     /* base URL of an OpenAI-compatible API: http://HOST:PORT/v1 */
+    const char *api_key;      /* sent as Authorization: Bearer; NULL = none */
+    const char *model;        /* the request's "model"; NULL = "default" */
+    int concurrency;          /* requests in flight (1..256); default 1 */
+    int timeout_s;            /* per request; default 120 */
+    int max_tokens;           /* per answer; default 512 */
+};
+struct tern_eval_http_params tern_eval_http_default_params(void);
+/* Answer the cases which[0..n_which) by streamed chat completions to an endpoint (temperature 0,
+ * no retries). A case whose request fails (transport, timeout, an HTTP error status, a stream
+ * cut short) is recorded with that error and counted in *n_failed (may be NULL); the return
+ * value is for failures of the runner itself. */
+tern_status tern_eval_http(struct tern_eval_run *r, const struct tern_eval_http_params *p,
+                           const int *which, int n_which, tern_eval_progress_fn progress,
+                           void *user, int *n_failed);
 
 #ifdef __cplusplus
 }

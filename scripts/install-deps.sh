@@ -1,5 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
+# libcurl is the HTTP client of tern eval --endpoint.
+# libmicrohttpd is the HTTP server of tern serve (src/server); curl is for trying it by hand;
+# chromium (headless) drives its chat page in tests/server/page.sh.
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
@@ -12,8 +15,15 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev jq \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libcurl4-openssl-dev libmicrohttpd-dev jq curl \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
-    python3-torch libopenblas0-pthread >/dev/null
+    python3-torch libopenblas0-pthread chromium >/dev/null
+# node and the official openai client for tests/server (ctest skips those tests without them);
+# a node that is already installed (any source) is kept.
+command -v node >/dev/null 2>&1 || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends nodejs npm >/dev/null
+if command -v npm >/dev/null 2>&1; then
+    (cd "$(dirname "$0")/../tests/server" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 echo "tern dependencies installed"

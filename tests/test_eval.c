@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "eval/eval.h"
 
@@ -327,12 +328,103 @@ static void test_cli_local(void **state)
     assert_non_null(strstr(out, "/nonexistent.jsonl"));
 }
 
+/* The stub endpoint (tests/eval/stub_server.mjs) under node: its stdin is our pipe (closing it
+ * stops the stub), its first stdout line is the port. */
+static pid_t start_stub(int *stdin_fd, int *port)
+{
+    int in[2], out[2];
+    if (pipe(in) || pipe(out)) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/tests/eval/stub_server.mjs", test_source_dir());
+        execlp("node", "node", path, (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    char buf[32] = "";
+    ssize_t n = read(out[0], buf, sizeof buf - 1);
+    close(out[0]);
+    *stdin_fd = in[1];
+    *port = n > 0 ? atoi(buf) : 0;
+    return pid;
+}
+
+static void test_endpoint_stub(void **state)
+{
+    (void)state;
+    if (system("node --version >/dev/null 2>&1") != 0) {
+        printf("SKIP test_endpoint_stub: node is not installed (scripts/install-deps.sh installs it)\n");
+        test_note_skip();
+        return;
+    }
+    int fd = -1, port = 0;
+    pid_t pid = start_stub(&fd, &port);
+    assert_true(pid > 0);
+    assert_true(port > 0);
+    char cases[600], rep[600], outs[600], cmd[4096], out[16384];
+    snprintf(cases, sizeof cases, "%s/cases.jsonl", test_tmpdir());
+    write_cases(cases);
+    snprintf(rep, sizeof rep, "%s/http-report.json", test_tmpdir());
+    snprintf(outs, sizeof outs, "%s/http-outs.jsonl", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint http://127.0.0.1:%d/v1 --concurrency 3 --json %s --outputs %s 2>&1",
+             test_tern_bin(), cases, port, rep, outs);
+    /* case 'e' ("x") gets an HTTP 500: reported, and the run fails (no retries) */
+    const int rc = run_cmd(cmd, out, sizeof out);
+    if (rc != 1) fail_msg("exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "1 of 4 requests failed"));
+    char *text = test_read_file(rep, NULL);
+    cJSON *r = cJSON_Parse(text);
+    /* the same answers as test_scores_exact's, so the same figures */
+    const cJSON *all = obj(r, "overall");
+    assert_int_equal(numv(all, "cases"), 4);
+    assert_int_equal(numv(all, "errors"), 1);
+    assert_int_equal(numv(all, "calls_answered"), 5);
+    assert_int_equal(numv(obj(all, "strict"), "matched"), 1);
+    assert_int_equal(numv(obj(all, "lax"), "matched"), 2);
+    assert_true(fabs(numv(all, "correct_tool_rate") - 0.5) < 1e-12);
+    assert_true(fabs(numv(all, "false_call_rate") - 1.0) < 1e-12);
+    assert_int_equal(numv(all, "invalid_calls"), 1);
+    assert_int_equal(numv(all, "leaked_cases"), 1);
+    /* tokens per answer: the server's usage, 10 x (pieces + 1): w 40, p 50, n 40 */
+    assert_true(fabs(numv(all, "tokens_per_answer") - 130.0 / 3) < 1e-9);
+    /* TTFA in chunks: w's arguments parse at its last piece (chunk 5: role, header, 3 pieces);
+     * p's first call is whole at its only piece (chunk 3) */
+    assert_int_equal(numv(all, "ttfa_cases"), 2);
+    assert_int_equal(numv(all, "ttfa_tokens_p50"), 3);
+    assert_int_equal(numv(all, "ttfa_tokens_p95"), 5);
+    cJSON_Delete(r);
+    free(text);
+    text = test_read_file(outs, NULL);
+    assert_non_null(strstr(text, "\"error\":\"HTTP 500: stub: no answer for 'x'\""));
+    assert_non_null(strstr(text, "\"request_id\":\"chatcmpl-stub\""));
+    assert_non_null(strstr(text, "\"arguments\":\"{\\\"days\\\":2.0,\\\"city\\\":\\\"Paris\\\"}\""));
+    free(text);
+    /* a server that is not there: every case fails with the transport's message */
+    snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint http://127.0.0.1:1/v1 --limit 1 --outputs %s 2>&1",
+             test_tern_bin(), cases, outs);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    text = test_read_file(outs, NULL);
+    assert_non_null(strstr(text, "\"error\":"));
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint ftp://x 2>&1", test_tern_bin(), cases);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    close(fd);
+    waitpid(pid, NULL, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_equality),  cmocka_unit_test(test_validation),
         cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
+        cmocka_unit_test(test_endpoint_stub),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

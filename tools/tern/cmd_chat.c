@@ -34,7 +34,7 @@ static void help(void)
            "  --system TEXT          a system message at the start of the conversation\n"
            "  --messages FILE        continue this conversation (array of OpenAI-style messages, or an\n"
            "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
-           "                         message, that message is answered first\n"
+           "                         message or tool results, the model answers them first\n"
            "  --tools FILE           an array of OpenAI function tools for the template; the calls\n"
            "                         the model makes are constrained (see --tool-choice)\n"
            "  --tool-choice C        auto (default with tools: free text stays free; once the model\n"
@@ -303,12 +303,14 @@ out:
     return rc;
 }
 
+/* A conversation the assistant should answer now: it ends with a user message, or with tool
+ * results (the agent loop: the model answers from what its calls returned). */
 static bool ends_with_user(const cJSON *messages)
 {
     int n = cJSON_GetArraySize(messages);
     if (n == 0) return false;
     const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(messages, n - 1), "role"));
-    return role && !strcmp(role, "user");
+    return role && (!strcmp(role, "user") || !strcmp(role, "tool"));
 }
 
 /* Create path.XXXXXX beside path (the rename at the end stays within one file system). The

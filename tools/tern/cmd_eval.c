@@ -1,13 +1,15 @@
 /* cmd_eval.c — `tern eval`: tool-call quality and speed of a model on a dataset of cases
  * (src/eval; README "Evaluation").
  *
- *   tern eval --data cases.jsonl -m MODEL [--shard i/n] [--limit N] [--json report.json]
+ *   tern eval --data cases.jsonl (-m MODEL | --endpoint URL [--api-key K] [--model NAME]
+ *             [--concurrency N] [--timeout S]) [--shard i/n] [--limit N] [--json report.json]
  *             [--outputs outputs.jsonl] [--max-tokens N] [-c N] [-t N]
  *   tern eval cases CORPUS.jsonl -o cases.jsonl
  *
  * The report goes to stdout as a table (overall, then per slice) and, with --json, to a file;
  * --outputs writes every answer as received so it can be re-graded. A shard i/n answers the
- * cases whose index is i modulo n. */
+ * cases whose index is i modulo n. With an endpoint any failed request (no retries) makes the
+ * exit status 1 after the report. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 static void usage(void)
 {
     printf("usage: tern eval --data CASES.jsonl -m MODEL [options]\n"
+           "       tern eval --data CASES.jsonl --endpoint http://HOST:PORT/v1 [--api-key K] [--model NAME] [options]\n"
            "       tern eval cases CORPUS.jsonl -o CASES.jsonl\n\n"
            "Answers every case greedily with the model and scores the tool calls: precision,\n"
            "recall and F1 (strict and lax), correct tool, exact arguments, false calls, invalid\n"
@@ -29,12 +32,21 @@ static void usage(void)
            "options:\n"
            "  --data FILE          cases, one JSON object per line: messages, tools, expected,\n"
            "                       private, slice, id\n"
-           "  -m, --model FILE     the model (GGUF) answering\n"
+           "  -m FILE              the model (GGUF) answering, run here\n"
+           "  --endpoint URL       or an OpenAI-compatible server answering (streamed chat\n"
+           "                       completions, temperature 0, no retries: a failed request fails\n"
+           "                       the run)\n"
+           "  --api-key K          Bearer key for the endpoint (default: env TERN_API_KEY)\n"
+           "  --model NAME         the endpoint's model name (default \"default\")\n"
+           "  --concurrency N      requests in flight (endpoint; default 1)\n"
+           "  --timeout S          seconds per request (endpoint; default 120)\n"
            "  --shard I/N          answer only the cases whose index is I modulo N\n"
            "  --limit N            answer only the first N cases (of the shard)\n"
            "  --json FILE          write the report as JSON\n"
            "  --outputs FILE       write every answer (content, tool calls, tokens, ms) as JSON lines\n"
            "  --max-tokens N       tokens per answer at most (default 512)\n"
+           "  --constrained        (-m) constrain tool calls by the case's tools: free text stays\n"
+           "                       free, an opened call is a tool's name and valid arguments\n"
            "  -c, --ctx-size N     context (default: the model's, at most 4096)\n"
            "  -t, --threads N      threads (default: all)\n"
            "cases: one case per assistant message of a corpus file (tern corpus toolcalls).\n");
@@ -117,19 +129,37 @@ int cmd_eval(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "cases")) return cmd_cases(argc, argv);
     const char *data = NULL, *model = NULL, *json = NULL, *outputs = NULL, *v;
+    const char *endpoint = NULL, *api_key = getenv("TERN_API_KEY"), *model_name = NULL;
     long long shard_i = 0, shard_n = 1, limit = 0, threads = 0, n_ctx = 0, max_tokens = 512;
+    long long concurrency = 1, timeout_s = 120;
+    bool constrained = false;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--constrained")) {
+            constrained = true;
         } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             data = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) {
+        } else if ((r = cli_opt(argc, argv, &i, "-m", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             model = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--endpoint", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            endpoint = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--api-key", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            api_key = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--model", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            model_name = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--concurrency", NULL, &v))) {
+            if (r < 0 || !cli_flag_int("eval", "--concurrency", v, 1, 256, &concurrency)) return CLI_EXIT_USAGE;
+        } else if ((r = cli_opt(argc, argv, &i, "--timeout", NULL, &v))) {
+            if (r < 0 || !cli_flag_int("eval", "--timeout", v, 1, 86400, &timeout_s)) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt(argc, argv, &i, "--json", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             json = v;
@@ -154,7 +184,13 @@ int cmd_eval(int argc, char **argv)
             return cli_usage_error("eval", "unknown option '%s'", a);
         }
     }
-    if (!data || !model) return cli_usage_error("eval", "need --data CASES.jsonl and -m MODEL");
+    if (!data || (!model == !endpoint))
+        return cli_usage_error("eval", "need --data CASES.jsonl and one of -m MODEL or --endpoint URL");
+    if (constrained && endpoint)
+        return cli_usage_error("eval", "--constrained is for -m (an endpoint constrains by its own "
+                               "tool_choice)");
+    if (endpoint && strncmp(endpoint, "http://", 7) && strncmp(endpoint, "https://", 8))
+        return cli_usage_error("eval", "--endpoint '%s' is not an http:// or https:// URL", endpoint);
     struct tern_eval_set *s = NULL;
     struct tern_eval_run *r = NULL;
     int *which = NULL;
@@ -168,12 +204,23 @@ int cmd_eval(int argc, char **argv)
         for (int i = 0; !st && i < tern_eval_set_count(s); i++)
             if (i % shard_n == shard_i && (!limit || n_which < limit)) which[n_which++] = i;
     }
-    if (!st) {
+    int n_failed = 0;
+    if (!st && model) {
         struct tern_eval_local_params lp = tern_eval_local_default_params();
         lp.n_ctx = (int)n_ctx;
         lp.n_threads = (int)threads;
         lp.max_tokens = (int)max_tokens;
+        lp.constrained = constrained;
         st = tern_eval_local(r, model, &lp, which, n_which, progress, NULL);
+    } else if (!st) {
+        struct tern_eval_http_params hp = tern_eval_http_default_params();
+        hp.endpoint = endpoint;
+        hp.api_key = api_key;
+        hp.model = model_name;
+        hp.concurrency = (int)concurrency;
+        hp.timeout_s = (int)timeout_s;
+        hp.max_tokens = (int)max_tokens;
+        st = tern_eval_http(r, &hp, which, n_which, progress, NULL, &n_failed);
     }
     if (!st) st = tern_eval_report_json(r, &report);
     bool reported = false; /* write failures are reported here, library errors by cli_report */
@@ -196,8 +243,16 @@ int cmd_eval(int argc, char **argv)
         reported = st != TERN_OK;
     }
     int rc = CLI_EXIT_OK;
-    if (!st) print_report(report);
-    else rc = reported ? CLI_EXIT_FAIL : cli_report("eval", st);
+    if (st) {
+        rc = reported ? CLI_EXIT_FAIL : cli_report("eval", st);
+    } else {
+        print_report(report);
+        if (n_failed) {
+            fprintf(stderr, "tern eval: %d of %d requests failed (no retries in determinism mode; "
+                    "--outputs has each error)\n", n_failed, n_which);
+            rc = CLI_EXIT_FAIL;
+        }
+    }
     free(report);
     free(which);
     tern_eval_run_free(r);

@@ -1,0 +1,142 @@
+/* server.c — the server's life: create (model, tokenizers, template, grammar vocabulary,
+ * multi-sequence context, batcher, engine thread, listening socket), run (wait for
+ * tern_server_stop, then drain: stop accepting, let admitted requests finish), free.
+ * Read server.h for the threads and locks. */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+#include "util/error.h"
+
+struct tern_server_params tern_server_default_params(void)
+{
+    return (struct tern_server_params){.port = 8080};
+}
+
+void tern_server_free(struct tern_server *s)
+{
+    if (!s) return;
+    atomic_store(&s->draining, true);
+    srv_http_stop(s);
+    srv_engine_drain(s);
+    /* jobs still queued belonged to connections that are gone with the daemon */
+    for (int i = 0; s->queue && i < s->q_len; i++) {
+        struct job *j = s->queue[(s->q_head + i) % s->p.max_queue];
+        srv_job_release(j);
+    }
+    tern_batcher_free(s->batcher);
+    tern_context_free(s->ctx);
+    tern_grammar_vocab_free(s->gvocab);
+    tern_chat_template_free(s->tmpl);
+    tern_tokenizer_free(s->tok);
+    tern_tokenizer_free(s->tok_http);
+    tern_model_free(s->model);
+    free(s->queue);
+    free(s->active);
+    free(s->model_id);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->tok_mu);
+    pthread_cond_destroy(&s->wake);
+    srv_metrics_free(&s->metrics);
+    free(s);
+}
+
+tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
+{
+    if (!p || !p->model_path || !out) return tern_fail(TERN_ERR_ARG, "serve: a model path is required");
+    if (p->n_parallel < 0 || p->n_parallel > 256 || p->n_ctx < 0 || p->max_queue < 0 ||
+        p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0)
+        return tern_fail(TERN_ERR_ARG, "serve: parameters out of range (parallel %d, ctx %d, "
+                         "queue %d, port %d)", p->n_parallel, p->n_ctx, p->max_queue, p->port);
+    struct tern_server *s = calloc(1, sizeof *s);
+    if (!s) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    s->p = *p;
+    if (!s->p.n_parallel) s->p.n_parallel = 4;
+    if (!s->p.max_queue) s->p.max_queue = 64;
+    if (!s->p.max_body) s->p.max_body = 8u << 20;
+    if (!s->p.max_connections) s->p.max_connections = 256;
+    s->quiesced_fd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->tok_mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    srv_metrics_init(&s->metrics);
+    s->started = srv_unix_time();
+    atomic_init(&s->seq, (uint64_t)time(NULL));
+    s->queue = calloc((size_t)s->p.max_queue, sizeof *s->queue);
+    s->active = calloc((size_t)s->p.n_parallel, sizeof *s->active);
+    if (p->model_alias) {
+        s->model_id = strdup(p->model_alias);
+    } else {
+        char *tmp = strdup(p->model_path);
+        s->model_id = tmp ? strdup(basename(tmp)) : NULL;
+        free(tmp);
+    }
+    tern_status st = s->queue && s->active && s->model_id ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    if (!st) st = tern_model_load(p->model_path, NULL, &s->model);
+    const struct tern_gguf *g = s->model ? tern_model_gguf(s->model) : NULL;
+    if (!st) st = tern_tokenizer_from_gguf(g, &s->tok);
+    if (!st) st = tern_tokenizer_from_gguf(g, &s->tok_http);
+    if (!st) st = tern_chat_template_from_gguf(g, &s->tmpl);
+    if (!st) {
+        const char *w = tern_chat_template_warning(s->tmpl);
+        if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
+        s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        /* constrained decoding needs the vocabulary as grammars see it; without it requests
+         * still run, unconstrained (said once here) */
+        if (tern_grammar_vocab_create(s->tok, &s->gvocab)) {
+            fprintf(stderr, "tern serve: warning: no constrained decoding: %s\n", tern_last_error());
+            s->gvocab = NULL;
+        }
+        struct tern_context_params cp = tern_context_default_params();
+        cp.n_ctx = s->p.n_ctx;
+        cp.n_threads = s->p.n_threads;
+        cp.n_seq = s->p.n_parallel;
+        st = tern_context_create(s->model, &cp, &s->ctx);
+    }
+    if (!st) {
+        s->n_ctx = tern_context_n_ctx(s->ctx);
+        struct tern_batcher_params bp = tern_batcher_default_params();
+        bp.n_prefill = s->p.n_prefill;
+        st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
+    }
+    if (!st && !srv_engine_start(s)) st = tern_fail(TERN_ERR_NOMEM, "serve: cannot start the engine thread");
+    if (!st) st = srv_http_start(s);
+    if (st) {
+        tern_server_free(s);
+        return st;
+    }
+    *out = s;
+    return TERN_OK;
+}
+
+int tern_server_port(const struct tern_server *s) { return s->port; }
+
+void tern_server_stop(struct tern_server *s) { atomic_store(&s->stop_requested, true); }
+
+tern_status tern_server_run(struct tern_server *s)
+{
+    /* a signal handler can only set a flag: look at it a few times a second */
+    const struct timespec tick = {0, 100 * 1000000L};
+    while (!atomic_load(&s->stop_requested)) nanosleep(&tick, NULL);
+    atomic_store(&s->draining, true);
+    srv_http_quiesce(s);
+    pthread_mutex_lock(&s->mu);
+    int waiting = s->q_len + s->n_active;
+    pthread_mutex_unlock(&s->mu);
+    if (!s->p.quiet && waiting)
+        fprintf(stderr, "tern serve: stopping: finishing %d request%s\n", waiting, waiting == 1 ? "" : "s");
+    srv_engine_drain(s);
+    /* every job is done; let the connections send their last bytes (bounded: 30 s) */
+    for (int i = 0; i < 300; i++) {
+        pthread_mutex_lock(&s->mu);
+        const int open = s->http_jobs;
+        pthread_mutex_unlock(&s->mu);
+        if (open == 0) break;
+        nanosleep(&tick, NULL);
+    }
+    srv_http_stop(s);
+    return TERN_OK;
+}

@@ -1,0 +1,206 @@
+/* server.h — internals of `tern serve` (public API: include/tern.h "HTTP server").
+ *
+ * Threads and data (read this first):
+ * - libmicrohttpd runs one thread per connection (srv_http.c). A request is parsed and checked
+ *   there (srv_request.c: OpenAI's rules and error bodies), rendered with the model's chat
+ *   template and tokenized (the HTTP tokenizer, under tok_mu), and becomes a job in the queue.
+ * - One engine thread (srv_engine.c) owns the context and the batcher: it admits queued jobs
+ *   into free slots between steps, runs steps, and turns each job's pieces into output (stop
+ *   strings, tool calls, SSE chunks or the final body: srv_output.c).
+ * - A job is shared by its connection thread and the engine: everything after the "shared"
+ *   mark below is guarded by srv->mu, and the job is freed by whichever side lets go last
+ *   (refs). The connection thread waits on job->cv; a client that goes away sets cancelled,
+ *   and the engine frees its slot before the next step.
+ * Errors a client causes are answered with OpenAI's error body {"error": {"message", "type",
+ * "param", "code"}} and a 4xx status; the server keeps serving. */
+#ifndef TERN_SERVER_SERVER_H
+#define TERN_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "tern.h"
+
+/* ---------------------------------------------------------------- growable byte buffer */
+struct sbuf {
+    char *p;
+    size_t len, cap;
+};
+bool sbuf_add(struct sbuf *b, const char *s, size_t n);
+bool sbuf_adds(struct sbuf *b, const char *s);
+void sbuf_free(struct sbuf *b);
+
+/* ---------------------------------------------------------------- a client error */
+struct srv_err {
+    int status;          /* HTTP status (400, 401, 404, 413, 503, ...) */
+    char type[40];       /* "invalid_request_error", "server_error", ... */
+    char param[64];      /* "" = null */
+    char code[48];       /* "" = null */
+    char message[768];
+};
+void srv_err_set(struct srv_err *e, int status, const char *type, const char *param,
+                 const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* {"error": {...}} as malloc'ed text. */
+char *srv_err_body(const struct srv_err *e);
+
+/* ---------------------------------------------------------------- metrics (srv_metrics.c) */
+#define SRV_HIST_BUCKETS 14
+struct srv_hist {
+    uint64_t count[SRV_HIST_BUCKETS + 1]; /* last: +Inf */
+    double sum;
+    uint64_t n;
+};
+struct srv_metrics {
+    pthread_mutex_t mu;
+    uint64_t requests[4][8];   /* [endpoint][status class index]: see srv_metrics.c */
+    struct srv_hist ttft, itl, queue_wait;
+    uint64_t prompt_tokens, cached_tokens, generated_tokens;
+    uint64_t steps, step_tokens;
+    double forward_s, mask_s;
+    uint64_t rejected_full, cancelled;
+    double tps_window_start;   /* tokens/s over a sliding ~10 s window */
+    uint64_t tps_window_tokens;
+    double tps_last;
+};
+void srv_metrics_init(struct srv_metrics *m);
+void srv_metrics_free(struct srv_metrics *m);
+void srv_hist_add(struct srv_hist *h, double seconds);
+/* endpoint: 0 chat, 1 completions, 2 models, 3 other. */
+void srv_metrics_request(struct srv_metrics *m, int endpoint, int status);
+struct tern_server;
+char *srv_metrics_text(struct tern_server *s);
+
+/* ---------------------------------------------------------------- a parsed request */
+enum job_kind { JOB_CHAT = 0, JOB_COMPLETION = 1 };
+
+struct srv_req {
+    enum job_kind kind;
+    cJSON *body;                 /* the parsed request (owned) */
+    const char *raw;             /* its text (borrowed: valid during srv_req_parse only) */
+    size_t raw_len;
+    bool stream, include_usage;
+    struct tern_sampler_params sp;
+    int max_tokens;              /* 0 = until the context is full */
+    bool ignore_eos;
+    char *stop[4];               /* owned */
+    int n_stop;
+    bool tools;                  /* the request has tools and tool_choice is not "none" */
+    enum tern_tool_choice tool_choice;
+    char tool_name[256];         /* tool_choice named */
+    bool parallel_tool_calls;
+    cJSON *response_schema;      /* response_format json_schema/json_object: the schema (borrowed
+                                    from body or owned_schema) */
+    cJSON *owned_schema;
+    bool schema_strict;
+    int32_t *prompt;             /* owned */
+    int n_prompt;
+};
+void srv_req_free(struct srv_req *r);
+/* Parse and check body[0..len) for kind; on failure *e is filled (4xx) and false returned.
+ * Renders (chat) and tokenizes the prompt; builds nothing else. */
+bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
+                   struct srv_req *r, struct srv_err *e);
+
+/* ---------------------------------------------------------------- jobs */
+struct job {
+    struct tern_server *srv;
+    struct srv_req req;
+    char id[48];
+    long long created;
+    struct tern_sampler *sampler;
+    struct tern_grammar *grammar;
+    struct tern_grammar_matcher *matcher;
+    double t_queued, t_admitted, t_last_token;
+
+    /* engine-side output state (engine thread only; srv_output.c) */
+    struct tern_toolcall_parser *tp;
+    size_t content_sent;         /* bytes of the parser's content already emitted */
+    int calls_sent;
+    struct sbuf hold;            /* text held back because it may begin a stop string */
+    struct sbuf text;            /* the answer's content so far (non-stream bodies) */
+    bool stop_hit;
+    bool role_sent;
+    int slot;
+    struct tern_gen_stats st;
+
+    /* shared: guarded by srv->mu */
+    int refs;
+    pthread_cond_t cv;
+    struct sbuf out;             /* stream: SSE bytes; else the final body when done */
+    size_t out_pos;              /* stream bytes handed to the connection */
+    bool done, cancelled, admitted;
+    int status;                  /* HTTP status of a non-stream answer */
+};
+
+/* srv_output.c: engine callbacks and the bodies they produce. */
+int srv_job_on_piece(const char *text, size_t len, void *user);
+void srv_job_on_done(const struct tern_gen_stats *st, void *user);
+/* The stream's opening chunk (role), appended to out at enqueue. */
+void srv_job_open_stream(struct job *j);
+
+/* srv_engine.c: a job takes over *req (zeroed); refs 1 (the connection). */
+struct job *srv_job_new(struct tern_server *s, struct srv_req *req);
+/* Sampler, grammar (tool_choice / response_format) and tool-call parser; 4xx on a bad schema. */
+bool srv_job_prepare(struct job *j, struct srv_err *e);
+
+/* ---------------------------------------------------------------- the server */
+struct tern_server {
+    struct tern_server_params p;
+    char *model_id;
+    struct tern_model *model;
+    struct tern_tokenizer *tok;        /* engine thread: detokenizing, end-of-generation */
+    struct tern_tokenizer *tok_http;   /* connection threads, under tok_mu */
+    pthread_mutex_t tok_mu;
+    struct tern_chat_template *tmpl;
+    enum tern_toolcall_format fmt;
+    struct tern_grammar_vocab *gvocab;
+    struct tern_context *ctx;
+    struct tern_batcher *batcher;
+    int n_ctx;
+    void *daemon;                      /* struct MHD_Daemon */
+    int port;
+    int quiesced_fd;                   /* listening socket after MHD_quiesce_daemon, or -1 */
+    long long started;
+
+    pthread_mutex_t mu;                /* queue, jobs' shared parts, draining */
+    pthread_cond_t wake;               /* engine: new work or stop */
+    struct job **queue;                /* (max_queue) FIFO ring */
+    int q_head, q_len;
+    struct job **active;               /* (n_parallel) by slot */
+    int n_active;
+    int http_jobs;                     /* requests with a job whose answer is not fully sent */
+    bool engine_exit;
+    pthread_t engine;
+    bool engine_started;
+    atomic_bool stop_requested;
+    atomic_bool draining;
+    atomic_uint_fast64_t seq;          /* request ids and default seeds */
+
+    struct srv_metrics metrics;
+};
+
+/* srv_engine.c */
+bool srv_engine_start(struct tern_server *s);
+/* Enqueue j (refs taken for the engine). false + *e (503) when the queue is full or draining. */
+bool srv_enqueue(struct tern_server *s, struct job *j, struct srv_err *e);
+void srv_job_release(struct job *j); /* under s->mu */
+/* Wait until the queue and every slot are empty, then stop the engine thread. */
+void srv_engine_drain(struct tern_server *s);
+
+/* srv_http.c */
+tern_status srv_http_start(struct tern_server *s);
+void srv_http_quiesce(struct tern_server *s);
+void srv_http_stop(struct tern_server *s);
+
+/* srv_page.c */
+extern const char srv_page_html[];
+
+double srv_now(void);            /* monotonic seconds */
+long long srv_unix_time(void);
+
+#endif

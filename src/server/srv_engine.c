@@ -1,0 +1,288 @@
+/* srv_engine.c — jobs and the engine thread: the queue of parsed requests, admission into the
+ * batcher's free slots between steps, cancellation of jobs whose client went away, and the
+ * drain at shutdown. Read server.h first (who owns what, which lock guards what).
+ *
+ * The engine thread is the only one that touches the context, the batcher, the engine
+ * tokenizer and the jobs' samplers/matchers/parsers. It sleeps on srv->wake when there is
+ * nothing to do, so an idle server uses no CPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+struct job *srv_job_new(struct tern_server *s, struct srv_req *req)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->srv = s;
+    j->req = *req;
+    memset(req, 0, sizeof *req);
+    j->refs = 1;
+    j->slot = -1;
+    j->status = 200;
+    pthread_cond_init(&j->cv, NULL);
+    uint64_t n = atomic_fetch_add(&s->seq, 1);
+    uint64_t r = (uint64_t)srv_unix_time() * 0x9e3779b97f4a7c15ull ^ (n * 0xbf58476d1ce4e5b9ull) ^ (uint64_t)(uintptr_t)j;
+    snprintf(j->id, sizeof j->id, "%s-%016llx", j->req.kind == JOB_CHAT ? "chatcmpl" : "cmpl",
+             (unsigned long long)r);
+    j->created = srv_unix_time();
+    j->t_queued = srv_now();
+    return j;
+}
+
+static void job_free(struct job *j)
+{
+    srv_req_free(&j->req);
+    tern_sampler_free(j->sampler);
+    tern_grammar_matcher_free(j->matcher);
+    tern_grammar_free(j->grammar);
+    tern_toolcall_parser_free(j->tp);
+    sbuf_free(&j->hold);
+    sbuf_free(&j->text);
+    sbuf_free(&j->out);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void srv_job_release(struct job *j)
+{
+    if (--j->refs == 0) job_free(j);
+}
+
+/* Sampler, constraint and tool-call parser of a job (connection thread, before it is queued:
+ * a schema that does not compile is the client's error, answered with 400). */
+bool srv_job_prepare(struct job *j, struct srv_err *e)
+{
+    struct tern_server *s = j->srv;
+    struct srv_req *r = &j->req;
+    if (tern_sampler_create(&r->sp, tern_model_n_vocab(s->model), &j->sampler)) {
+        srv_err_set(e, 400, "invalid_request_error", NULL, NULL, "sampling parameters: %s", tern_last_error());
+        return false;
+    }
+    tern_status st = TERN_OK;
+    const char *param = NULL;
+    if (r->kind == JOB_CHAT && r->tools && s->fmt != TERN_TOOLCALL_NONE)
+        st = tern_toolcall_parser_create(s->fmt, &j->tp);
+    if (!st && r->kind == JOB_CHAT && s->gvocab) {
+        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
+        if (r->tools && s->fmt == TERN_TOOLCALL_HERMES && !(r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) {
+            /* tool calls that always parse: constrained from the first token (required, named)
+             * or from the moment the model opens a call (auto) */
+            struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
+            tp.choice = r->tool_choice;
+            tp.name = r->tool_name;
+            tp.parallel = r->parallel_tool_calls;
+            tp.schema.lenient = true;
+            /* arguments hold the declared parameters only (OpenAI's strict function calling;
+             * JSON Schema's default would let a model add keys without end) */
+            tp.schema.strict_properties = true;
+            char *txt = cJSON_PrintUnformatted(tools);
+            param = "tools";
+            st = txt ? tern_grammar_from_tools(s->gvocab, txt, strlen(txt), &tp, &j->grammar) : TERN_ERR_NOMEM;
+            free(txt);
+        } else if (r->response_schema) {
+            struct tern_grammar_params gp = tern_grammar_default_params();
+            gp.lenient = true;
+            gp.strict_properties = r->schema_strict;
+            char *txt = cJSON_PrintUnformatted(r->response_schema);
+            param = "response_format";
+            st = txt ? tern_grammar_from_json_schema(s->gvocab, txt, strlen(txt), &gp, &j->grammar) : TERN_ERR_NOMEM;
+            free(txt);
+        }
+        if (!st && j->grammar) st = tern_grammar_matcher_create(j->grammar, &j->matcher);
+    }
+    if (st) {
+        srv_err_set(e, st == TERN_ERR_NOMEM ? 500 : 400,
+                    st == TERN_ERR_NOMEM ? "server_error" : "invalid_request_error", param, NULL,
+                    "%s: %s", param ? param : "request", tern_last_error());
+        return false;
+    }
+    return true;
+}
+
+bool srv_enqueue(struct tern_server *s, struct job *j, struct srv_err *e)
+{
+    pthread_mutex_lock(&s->mu);
+    if (atomic_load(&s->draining)) {
+        pthread_mutex_unlock(&s->mu);
+        srv_err_set(e, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
+        return false;
+    }
+    if (s->q_len >= s->p.max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_lock(&s->metrics.mu);
+        s->metrics.rejected_full++;
+        pthread_mutex_unlock(&s->metrics.mu);
+        srv_err_set(e, 503, "server_error", NULL, "server_overloaded",
+                    "the server is busy: %d requests are waiting for one of %d slots; retry later",
+                    s->q_len, s->p.n_parallel);
+        return false;
+    }
+    srv_job_open_stream(j);
+    s->queue[(s->q_head + s->q_len) % s->p.max_queue] = j;
+    s->q_len++;
+    j->refs++;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    return true;
+}
+
+/* Per sampled token: TTFT and inter-token latency. */
+static int on_token(int32_t id, void *user)
+{
+    (void)id;
+    struct job *j = user;
+    struct tern_server *s = j->srv;
+    double t = srv_now();
+    pthread_mutex_lock(&s->metrics.mu);
+    if (j->t_last_token == 0) srv_hist_add(&s->metrics.ttft, t - j->t_queued);
+    else srv_hist_add(&s->metrics.itl, t - j->t_last_token);
+    pthread_mutex_unlock(&s->metrics.mu);
+    j->t_last_token = t;
+    return 0;
+}
+
+/* on_done of the batcher: output first (srv_output.c), then the slot is the engine's again. */
+static void on_done(const struct tern_gen_stats *st, void *user)
+{
+    struct job *j = user;
+    struct tern_server *s = j->srv;
+    srv_job_on_done(st, j);
+    pthread_mutex_lock(&s->mu);
+    if (j->slot >= 0 && s->active[j->slot] == j) {
+        s->active[j->slot] = NULL;
+        s->n_active--;
+    }
+    srv_job_release(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void admit(struct tern_server *s, struct job *j)
+{
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = j->req.prompt;
+    r.n_prompt = j->req.n_prompt;
+    r.sampler = j->sampler;
+    r.matcher = j->matcher;
+    r.max_tokens = j->req.max_tokens > 0 ? j->req.max_tokens : s->n_ctx;
+    r.ignore_eog = j->req.ignore_eos;
+    r.on_piece = srv_job_on_piece;
+    r.on_token = on_token;
+    r.on_done = on_done;
+    r.user = j;
+    int slot = -1;
+    j->t_admitted = srv_now();
+    pthread_mutex_lock(&s->metrics.mu);
+    srv_hist_add(&s->metrics.queue_wait, j->t_admitted - j->t_queued);
+    pthread_mutex_unlock(&s->metrics.mu);
+    tern_status st = tern_batcher_add(s->batcher, &r, &slot);
+    pthread_mutex_lock(&s->mu);
+    if (st) {
+        /* cannot happen (the request was checked, a slot was free): answer 500, never hang */
+        struct srv_err e;
+        srv_err_set(&e, 500, "server_error", NULL, NULL, "scheduling the request: %s", tern_last_error());
+        char *b = srv_err_body(&e);
+        if (j->req.stream) {
+            sbuf_adds(&j->out, "data: ");
+            if (b) sbuf_adds(&j->out, b);
+            sbuf_adds(&j->out, "\n\ndata: [DONE]\n\n");
+        } else if (b) {
+            sbuf_adds(&j->out, b);
+        }
+        free(b);
+        j->status = 500;
+        j->done = true;
+        pthread_cond_signal(&j->cv);
+        srv_job_release(j);
+    } else {
+        j->slot = slot;
+        j->admitted = true;
+        s->active[slot] = j;
+        s->n_active++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *engine_main(void *arg)
+{
+    struct tern_server *s = arg;
+    const int np = s->p.n_parallel;
+    struct job **take = calloc((size_t)np, sizeof *take);
+    int *cancel = calloc((size_t)np, sizeof *cancel);
+    if (!take || !cancel) {
+        fprintf(stderr, "tern serve: engine: out of memory\n");
+        free(take);
+        free(cancel);
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->engine_exit && s->q_len == 0 && s->n_active == 0) pthread_cond_wait(&s->wake, &s->mu);
+        if (s->engine_exit && s->q_len == 0 && s->n_active == 0) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        int n_cancel = 0, n_take = 0;
+        for (int i = 0; i < np; i++)
+            if (s->active[i] && s->active[i]->cancelled) cancel[n_cancel++] = i;
+        /* queued jobs whose client left are dropped before they cost anything */
+        while (s->q_len > 0 && s->n_active + n_take - n_cancel < np) {
+            struct job *j = s->queue[s->q_head];
+            s->q_head = (s->q_head + 1) % s->p.max_queue;
+            s->q_len--;
+            if (j->cancelled) {
+                j->done = true;
+                srv_job_release(j);
+                continue;
+            }
+            take[n_take++] = j;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (n_cancel) {
+            pthread_mutex_lock(&s->metrics.mu);
+            s->metrics.cancelled += (uint64_t)n_cancel;
+            pthread_mutex_unlock(&s->metrics.mu);
+        }
+        for (int i = 0; i < n_cancel; i++) tern_batcher_cancel(s->batcher, cancel[i]);
+        for (int i = 0; i < n_take; i++) admit(s, take[i]);
+        if (tern_batcher_n_active(s->batcher) == 0) continue;
+        struct tern_batcher_step_info si;
+        tern_status st = tern_batcher_step(s->batcher, &si);
+        if (st) fprintf(stderr, "tern serve: forward pass failed, its requests ended: %s\n", tern_last_error());
+        pthread_mutex_lock(&s->metrics.mu);
+        s->metrics.steps++;
+        s->metrics.step_tokens += (uint64_t)si.n_tokens;
+        s->metrics.forward_s += si.forward_ms / 1e3;
+        s->metrics.mask_s += si.mask_ms / 1e3;
+        const double t = srv_now();
+        s->metrics.tps_window_tokens += (uint64_t)si.n_decode;
+        if (t - s->metrics.tps_window_start >= 5.0) {
+            s->metrics.tps_last = s->metrics.tps_window_tokens / (t - s->metrics.tps_window_start);
+            s->metrics.tps_window_start = t;
+            s->metrics.tps_window_tokens = 0;
+        }
+        pthread_mutex_unlock(&s->metrics.mu);
+    }
+    free(take);
+    free(cancel);
+    return NULL;
+}
+
+bool srv_engine_start(struct tern_server *s)
+{
+    if (pthread_create(&s->engine, NULL, engine_main, s)) return false;
+    s->engine_started = true;
+    return true;
+}
+
+void srv_engine_drain(struct tern_server *s)
+{
+    if (!s->engine_started) return;
+    pthread_mutex_lock(&s->mu);
+    s->engine_exit = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->engine, NULL);
+    s->engine_started = false;
+}

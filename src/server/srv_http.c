@@ -1,0 +1,427 @@
+/* srv_http.c — the HTTP side on libmicrohttpd (one thread per connection): routing, the API
+ * key, the body size limit, reading bodies, answering with JSON / OpenAI error bodies, and
+ * handing jobs to the engine and their output back to the client (a server-sent event stream
+ * read by a content-reader callback, or one body after the job is done).
+ *
+ * A connection thread waiting for its job wakes at least every 200 ms to see whether the
+ * client is still there (a non-blocking MSG_PEEK read returning 0 = the peer closed its side);
+ * if not, the job is cancelled and the engine frees its slot before its next step. Clients
+ * must therefore not half-close their sending side while waiting for an answer (curl, the
+ * openai client, browsers do not). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "server/server.h"
+#include "util/error.h"
+
+enum { EP_CHAT = 0, EP_COMPLETIONS = 1, EP_MODELS = 2, EP_OTHER = 3 };
+
+struct conn {
+    struct sbuf body;
+    bool too_big;
+    bool had_job;          /* counted in s->http_jobs until the request completes */
+    double t0;
+};
+
+struct stream {
+    struct job *job;
+    int fd;
+    double t0;
+};
+
+static void log_line(struct tern_server *s, const char *method, const char *url, int status,
+                     double t0, const struct job *j)
+{
+    if (s->p.quiet) return;
+    const double ms = (srv_now() - t0) * 1e3;
+    if (j)
+        fprintf(stderr, "tern serve: %s %s %d %.1f ms prompt %d (cached %d) generated %d%s\n",
+                method, url, status, ms, j->req.n_prompt, j->st.n_reused, j->st.n_generated,
+                j->cancelled && !j->done ? " (client left)" : "");
+    else
+        fprintf(stderr, "tern serve: %s %s %d %.1f ms\n", method, url, status, ms);
+}
+
+static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, int endpoint,
+                             int status, const char *ctype, char *body, const char *retry_after)
+{
+    if (!body) body = strdup("{\"error\": {\"message\": \"out of memory\", \"type\": \"server_error\", \"param\": null, \"code\": null}}");
+    if (!body) return MHD_NO;
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ctype);
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    srv_metrics_request(&s->metrics, endpoint, status);
+    return ret;
+}
+
+static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c, int endpoint,
+                                 const struct srv_err *e)
+{
+    return reply(s, c, endpoint, e->status, "application/json", srv_err_body(e),
+                 e->status == 503 ? "1" : NULL);
+}
+
+/* Constant time in the key's length: the comparison does not tell how much of a guess matched. */
+static bool authorized(const struct tern_server *s, struct MHD_Connection *c)
+{
+    if (!s->p.api_key || !s->p.api_key[0]) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7)) return false;
+    h += 7;
+    const char *k = s->p.api_key;
+    size_t hn = strlen(h), kn = strlen(k);
+    unsigned char d = hn != kn;
+    for (size_t i = 0; i < kn; i++) d |= (unsigned char)(k[i] ^ (i < hn ? h[i] : 0));
+    return d == 0;
+}
+
+static bool client_gone(int fd)
+{
+    if (fd < 0) return false;
+    char ch;
+    ssize_t r = recv(fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static int conn_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+static void wait_200ms(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 200 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Mark the job's client gone (the engine ends it before its next step). Under s->mu. */
+static void cancel_job(struct tern_server *s, struct job *j)
+{
+    if (!j->done) {
+        j->cancelled = true;
+        pthread_cond_signal(&s->wake);
+    }
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct stream *st = cls;
+    struct job *j = st->job;
+    struct tern_server *s = j->srv;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        size_t avail = j->out.len - j->out_pos;
+        if (avail) {
+            size_t n = avail < max ? avail : max;
+            memcpy(buf, j->out.p + j->out_pos, n);
+            j->out_pos += n;
+            pthread_mutex_unlock(&s->mu);
+            return (ssize_t)n;
+        }
+        if (j->done) {
+            pthread_mutex_unlock(&s->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        wait_200ms(&j->cv, &s->mu);
+        if (j->out.len == j->out_pos && !j->done && client_gone(st->fd)) {
+            cancel_job(s, j);
+            pthread_mutex_unlock(&s->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+static void stream_free(void *cls)
+{
+    struct stream *st = cls;
+    struct job *j = st->job;
+    struct tern_server *s = j->srv;
+    pthread_mutex_lock(&s->mu);
+    cancel_job(s, j);
+    log_line(s, "POST", j->req.kind == JOB_CHAT ? "/v1/chat/completions" : "/v1/completions",
+             200, st->t0, j);
+    srv_job_release(j);
+    pthread_mutex_unlock(&s->mu);
+    free(st);
+}
+
+static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *c, int endpoint,
+                                  struct conn *cs, const char *url)
+{
+    struct srv_err e = {0};
+    struct srv_req req;
+    if (!srv_req_parse(s, endpoint == EP_CHAT ? JOB_CHAT : JOB_COMPLETION, cs->body.p ? cs->body.p : "",
+                       cs->body.len, &req, &e)) {
+        srv_req_free(&req);
+        log_line(s, "POST", url, e.status, cs->t0, NULL);
+        return reply_err(s, c, endpoint, &e);
+    }
+    struct job *j = srv_job_new(s, &req);
+    if (!j) {
+        srv_req_free(&req);
+        srv_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return reply_err(s, c, endpoint, &e);
+    }
+    if (!srv_job_prepare(j, &e) || !srv_enqueue(s, j, &e)) {
+        pthread_mutex_lock(&s->mu);
+        srv_job_release(j);
+        pthread_mutex_unlock(&s->mu);
+        log_line(s, "POST", url, e.status, cs->t0, NULL);
+        return reply_err(s, c, endpoint, &e);
+    }
+    const int fd = conn_fd(c);
+    pthread_mutex_lock(&s->mu);
+    s->http_jobs++;
+    cs->had_job = true;
+    pthread_mutex_unlock(&s->mu);
+    if (j->req.stream) {
+        struct stream *st = calloc(1, sizeof *st);
+        struct MHD_Response *r = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
+                                                                        stream_read, st, stream_free)
+                                    : NULL;
+        if (!r) {
+            free(st);
+            pthread_mutex_lock(&s->mu);
+            cancel_job(s, j);
+            srv_job_release(j);
+            pthread_mutex_unlock(&s->mu);
+            return MHD_NO;
+        }
+        st->job = j; /* the connection's reference now belongs to the stream */
+        st->fd = fd;
+        st->t0 = cs->t0;
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no");
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        srv_metrics_request(&s->metrics, endpoint, 200);
+        return ret;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (!j->done) {
+        wait_200ms(&j->cv, &s->mu);
+        if (!j->done && client_gone(fd)) {
+            cancel_job(s, j);
+            log_line(s, "POST", url, 499, cs->t0, j);
+            srv_job_release(j);
+            pthread_mutex_unlock(&s->mu);
+            return MHD_NO; /* nobody to answer: close */
+        }
+    }
+    char *body = j->out.p;
+    j->out.p = NULL;
+    j->out.len = j->out.cap = 0;
+    const int status = j->status;
+    log_line(s, "POST", url, status, cs->t0, j);
+    srv_job_release(j);
+    pthread_mutex_unlock(&s->mu);
+    return reply(s, c, endpoint, status, "application/json", body, NULL);
+}
+
+static char *models_json(struct tern_server *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *d = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+    cJSON_AddItemToArray(d, m);
+    cJSON_AddStringToObject(m, "id", s->model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)s->started);
+    cJSON_AddStringToObject(m, "owned_by", "tern");
+    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+    cJSON_AddNumberToObject(meta, "n_ctx", s->n_ctx);
+    cJSON_AddNumberToObject(meta, "n_parallel", s->p.n_parallel);
+    cJSON_AddStringToObject(meta, "tool_call_format", tern_toolcall_format_name(s->fmt));
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return t;
+}
+
+static int endpoint_of(const char *url)
+{
+    if (!strcmp(url, "/v1/chat/completions")) return EP_CHAT;
+    if (!strcmp(url, "/v1/completions")) return EP_COMPLETIONS;
+    if (!strcmp(url, "/v1/models")) return EP_MODELS;
+    return EP_OTHER;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload,
+                               size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct tern_server *s = cls;
+    struct conn *cs = *con_cls;
+    const int ep = endpoint_of(url);
+    const bool v1 = !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1");
+    if (!cs) {
+        if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
+        cs->t0 = srv_now();
+        *con_cls = cs;
+        /* refuse before reading the body when the answer is known already */
+        struct srv_err e;
+        if (v1 && strcmp(method, "OPTIONS") && !authorized(s, c)) {
+            srv_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
+                        "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
+                        "given to tern serve with --api-key or TERN_API_KEY)");
+            log_line(s, method, url, 401, cs->t0, NULL);
+            return reply_err(s, c, ep, &e);
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->p.max_body) {
+            srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                        "the request body of %s bytes exceeds the server's limit of %zu bytes",
+                        cl, s->p.max_body);
+            log_line(s, method, url, 413, cs->t0, NULL);
+            return reply_err(s, c, ep, &e);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!cs->too_big && cs->body.len + *upload_size > s->p.max_body) {
+            cs->too_big = true;
+            sbuf_free(&cs->body);
+        }
+        if (!cs->too_big && !sbuf_add(&cs->body, upload, *upload_size)) cs->too_big = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    struct srv_err e;
+    if (cs->too_big) {
+        srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                    "the request body exceeds the server's limit of %zu bytes", s->p.max_body);
+        log_line(s, method, url, 413, cs->t0, NULL);
+        return reply_err(s, c, ep, &e);
+    }
+    if (!strcmp(method, "OPTIONS")) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+        enum MHD_Result ret = MHD_queue_response(c, 204, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    const bool post = !strcmp(method, "POST");
+    if (ep == EP_CHAT || ep == EP_COMPLETIONS) {
+        if (post) return handle_job(s, c, ep, cs, url);
+    } else if (ep == EP_MODELS) {
+        if (get) {
+            log_line(s, method, url, 200, cs->t0, NULL);
+            return reply(s, c, ep, 200, "application/json", models_json(s), NULL);
+        }
+    } else if (!strcmp(url, "/health")) {
+        if (get) {
+            const bool draining = atomic_load(&s->draining);
+            return reply(s, c, ep, draining ? 503 : 200, "application/json",
+                         strdup(draining ? "{\"status\": \"shutting down\"}" : "{\"status\": \"ok\"}"), NULL);
+        }
+    } else if (!strcmp(url, "/metrics")) {
+        if (get) return reply(s, c, ep, 200, "text/plain; version=0.0.4", srv_metrics_text(s), NULL);
+    } else if (!strcmp(url, "/") || !strcmp(url, "/index.html")) {
+        if (get) return reply(s, c, ep, 200, "text/html; charset=utf-8", strdup(srv_page_html), NULL);
+    } else {
+        srv_err_set(&e, 404, "invalid_request_error", NULL, "unknown_url",
+                    "Unknown request URL: %s %s. tern serves POST /v1/chat/completions, POST "
+                    "/v1/completions, GET /v1/models, GET /health, GET /metrics and GET /", method, url);
+        log_line(s, method, url, 404, cs->t0, NULL);
+        return reply_err(s, c, ep, &e);
+    }
+    srv_err_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
+                "%s is not allowed on %s (use %s)", method, url,
+                ep == EP_CHAT || ep == EP_COMPLETIONS ? "POST" : "GET");
+    log_line(s, method, url, 405, cs->t0, NULL);
+    return reply_err(s, c, ep, &e);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    struct tern_server *s = cls;
+    struct conn *cs = *con_cls;
+    if (!cs) return;
+    if (cs->had_job) {
+        pthread_mutex_lock(&s->mu);
+        s->http_jobs--;
+        pthread_mutex_unlock(&s->mu);
+    }
+    sbuf_free(&cs->body);
+    free(cs);
+    *con_cls = NULL;
+}
+
+tern_status srv_http_start(struct tern_server *s)
+{
+    const char *host = s->p.host ? s->p.host : "127.0.0.1";
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->p.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai || !ai) return tern_fail(TERN_ERR_ARG, "serve: cannot resolve host '%s': %s", host, gai_strerror(gai));
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)s->p.port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->p.max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_END);
+    const int err = errno;
+    freeaddrinfo(ai);
+    if (!d)
+        return tern_fail(TERN_ERR_IO, "serve: cannot listen on %s:%d (%s; is the port in use?)", host,
+                         s->p.port, strerror(err));
+    s->daemon = d;
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    s->port = s->p.port;
+    if (di && getsockname(di->listen_fd, (struct sockaddr *)&sa, &sl) == 0)
+        s->port = sa.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port)
+                                           : ntohs(((struct sockaddr_in *)&sa)->sin_port);
+    return TERN_OK;
+}
+
+void srv_http_quiesce(struct tern_server *s)
+{
+    /* the listening socket stays open (MHD's rule for threaded daemons) until the daemon stops */
+    if (s->daemon && s->quiesced_fd < 0) s->quiesced_fd = MHD_quiesce_daemon(s->daemon);
+}
+
+void srv_http_stop(struct tern_server *s)
+{
+    if (!s->daemon) return;
+    MHD_stop_daemon(s->daemon);
+    s->daemon = NULL;
+    if (s->quiesced_fd >= 0) close(s->quiesced_fd);
+    s->quiesced_fd = -1;
+}

@@ -1,0 +1,322 @@
+/* srv_output.c — what a job's generated text becomes (engine thread): stop strings cut it, the
+ * chat room's tool-call parser splits content from calls (requests with tools), and the result
+ * is written in OpenAI's shapes: chat.completion(.chunk) or text_completion objects, streamed
+ * as server-sent events ("data: {...}\n\n" ... "data: [DONE]\n\n") or as one body at the end.
+ *
+ * Streams follow OpenAI's order: a first chunk with the role, content deltas, for each tool call
+ * one delta with its index, id, type and name (arguments "") and one with the arguments string,
+ * a last chunk with an empty delta and the finish_reason, then (stream_options.include_usage)
+ * a chunk with no choices and the usage, then [DONE]. Everything a stream emits is appended to
+ * job->out under srv->mu and the connection thread is woken. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+static const char *model_id(const struct job *j) { return j->srv->model_id; }
+
+/* The envelope of a chunk or body: id, object, created, model, fingerprint. */
+static cJSON *envelope(const struct job *j, const char *object)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)j->created);
+    cJSON_AddStringToObject(o, "model", model_id(j));
+    char fp[64];
+    snprintf(fp, sizeof fp, "tern-%s", tern_version());
+    cJSON_AddStringToObject(o, "system_fingerprint", fp);
+    return o;
+}
+
+static cJSON *usage_json(const struct job *j)
+{
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", j->req.n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", j->st.n_generated);
+    cJSON_AddNumberToObject(u, "total_tokens", j->req.n_prompt + j->st.n_generated);
+    cJSON *pd = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+    cJSON_AddNumberToObject(pd, "cached_tokens", j->st.n_reused);
+    cJSON *cd = cJSON_AddObjectToObject(u, "completion_tokens_details");
+    cJSON_AddNumberToObject(cd, "reasoning_tokens", 0);
+    return u;
+}
+
+/* Append "data: <json>\n\n" to the stream (under the lock) and wake the connection. */
+static void push_event(struct job *j, cJSON *o)
+{
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    struct tern_server *s = j->srv;
+    pthread_mutex_lock(&s->mu);
+    if (txt) {
+        sbuf_adds(&j->out, "data: ");
+        sbuf_adds(&j->out, txt);
+        sbuf_add(&j->out, "\n\n", 2);
+    }
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&s->mu);
+    free(txt);
+}
+
+/* A chunk with one choice holding delta (chat) or text (completions). */
+static cJSON *chunk(const struct job *j, cJSON *delta, const char *text, const char *finish)
+{
+    const bool chat = j->req.kind == JOB_CHAT;
+    cJSON *o = envelope(j, chat ? "chat.completion.chunk" : "text_completion");
+    cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(ch, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) cJSON_AddItemToObject(c, "delta", delta ? delta : cJSON_CreateObject());
+    else cJSON_AddStringToObject(c, "text", text ? text : "");
+    cJSON_AddNullToObject(c, "logprobs");
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    if (j->req.include_usage) cJSON_AddNullToObject(o, "usage");
+    return o;
+}
+
+void srv_job_open_stream(struct job *j)
+{
+    if (!j->req.stream || j->req.kind != JOB_CHAT) return;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "role", "assistant");
+    cJSON_AddStringToObject(d, "content", "");
+    cJSON_AddNullToObject(d, "refusal");
+    cJSON *o = chunk(j, d, NULL, NULL);
+    char *txt = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (txt) {
+        sbuf_adds(&j->out, "data: ");
+        sbuf_adds(&j->out, txt);
+        sbuf_add(&j->out, "\n\n", 2);
+        free(txt);
+    }
+}
+
+static void call_id(const struct job *j, int i, char *buf, size_t cap)
+{
+    /* unique per request and call: the request id's random part and the call's index */
+    const char *tail = strchr(j->id, '-');
+    snprintf(buf, cap, "call_%s_%d", tail ? tail + 1 : j->id, i);
+}
+
+/* Content bytes ready to go out: stream them, keep them for the final body. */
+static void emit_content(struct job *j, const char *t, size_t n)
+{
+    if (n == 0) return;
+    sbuf_add(&j->text, t, n);
+    if (!j->req.stream) return;
+    char *s = malloc(n + 1);
+    if (!s) return;
+    memcpy(s, t, n);
+    s[n] = 0;
+    if (j->req.kind == JOB_CHAT) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "content", s);
+        push_event(j, chunk(j, d, NULL, NULL));
+    } else {
+        push_event(j, chunk(j, NULL, s, NULL));
+    }
+    free(s);
+}
+
+static void emit_calls(struct job *j)
+{
+    for (; j->calls_sent < tern_toolcall_count(j->tp); j->calls_sent++) {
+        if (!j->req.stream) continue;
+        const struct tern_toolcall *c = tern_toolcall_get(j->tp, j->calls_sent);
+        char id[96];
+        call_id(j, j->calls_sent, id, sizeof id);
+        for (int part = 0; part < 2; part++) {
+            cJSON *d = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(d, "tool_calls");
+            cJSON *tc = cJSON_CreateObject(), *f = cJSON_CreateObject();
+            cJSON_AddItemToArray(arr, tc);
+            cJSON_AddNumberToObject(tc, "index", j->calls_sent);
+            if (part == 0) {
+                cJSON_AddStringToObject(tc, "id", id);
+                cJSON_AddStringToObject(tc, "type", "function");
+                cJSON_AddStringToObject(f, "name", c->name);
+                cJSON_AddStringToObject(f, "arguments", "");
+            } else {
+                cJSON_AddStringToObject(f, "arguments", c->arguments);
+            }
+            cJSON_AddItemToObject(tc, "function", f);
+            push_event(j, chunk(j, d, NULL, NULL));
+        }
+    }
+}
+
+/* Text after the stop-string filter: through the tool-call parser when the request has tools. */
+static void emit_text(struct job *j, const char *t, size_t n, bool final)
+{
+    if (!j->tp) {
+        emit_content(j, t, n);
+        return;
+    }
+    if (n) tern_toolcall_feed(j->tp, t, n, NULL);
+    if (final) tern_toolcall_finish(j->tp, NULL);
+    size_t len;
+    const char *all = tern_toolcall_text(j->tp, &len);
+    if (len > j->content_sent) {
+        size_t k = len - j->content_sent;
+        /* the parser's text is the content alone: keep the final body from it, not from here */
+        if (j->req.stream) {
+            char *s = malloc(k + 1);
+            if (s) {
+                memcpy(s, all + j->content_sent, k);
+                s[k] = 0;
+                cJSON *d = cJSON_CreateObject();
+                cJSON_AddStringToObject(d, "content", s);
+                push_event(j, chunk(j, d, NULL, NULL));
+                free(s);
+            }
+        }
+        j->content_sent = len;
+    }
+    emit_calls(j);
+}
+
+/* Length of the longest suffix of h that is a proper prefix of some stop string. */
+static size_t stop_tail(const struct job *j, const char *h, size_t n)
+{
+    size_t best = 0;
+    for (int i = 0; i < j->req.n_stop; i++) {
+        size_t sl = strlen(j->req.stop[i]);
+        for (size_t k = sl - 1 < n ? sl - 1 : n; k > best; k--)
+            if (!memcmp(h + n - k, j->req.stop[i], k)) {
+                best = k;
+                break;
+            }
+    }
+    return best;
+}
+
+int srv_job_on_piece(const char *text, size_t len, void *user)
+{
+    struct job *j = user;
+    if (j->stop_hit) return 1;
+    if (j->req.n_stop == 0) {
+        emit_text(j, text, len, false);
+        return 0;
+    }
+    sbuf_add(&j->hold, text, len);
+    /* the earliest stop string in what is held */
+    size_t cut = j->hold.len;
+    for (int i = 0; i < j->req.n_stop; i++) {
+        char *at = memmem(j->hold.p, j->hold.len, j->req.stop[i], strlen(j->req.stop[i]));
+        if (at && (size_t)(at - j->hold.p) < cut) cut = (size_t)(at - j->hold.p);
+    }
+    if (cut < j->hold.len) {
+        emit_text(j, j->hold.p, cut, false);
+        j->hold.len = 0;
+        j->stop_hit = true;
+        return 1;
+    }
+    /* keep back what may still become a stop string; pieces are whole UTF-8, and so is what a
+     * stop string's prefix can leave (it is cut at a byte the stop string starts with) */
+    size_t keep = stop_tail(j, j->hold.p, j->hold.len);
+    size_t out = j->hold.len - keep;
+    emit_text(j, j->hold.p, out, false);
+    memmove(j->hold.p, j->hold.p + out, keep);
+    j->hold.len = keep;
+    return 0;
+}
+
+static const char *finish_reason(const struct job *j)
+{
+    if (j->tp && tern_toolcall_count(j->tp) > 0) return "tool_calls";
+    if (!j->stop_hit && (j->st.stop == TERN_GEN_STOP_MAX_TOKENS || j->st.stop == TERN_GEN_STOP_CONTEXT_FULL))
+        return "length";
+    return "stop";
+}
+
+static char *final_body(struct job *j)
+{
+    const bool chat = j->req.kind == JOB_CHAT;
+    cJSON *o = envelope(j, chat ? "chat.completion" : "text_completion");
+    cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(ch, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    const char *content = j->text.p ? j->text.p : "";
+    size_t clen = j->text.len;
+    if (j->tp) content = tern_toolcall_text(j->tp, &clen);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        const int nc = j->tp ? tern_toolcall_count(j->tp) : 0;
+        if (nc > 0 && clen == 0) cJSON_AddNullToObject(m, "content");
+        else cJSON_AddStringToObject(m, "content", content);
+        cJSON_AddNullToObject(m, "refusal");
+        if (nc > 0) {
+            cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls");
+            for (int i = 0; i < nc; i++) {
+                const struct tern_toolcall *tc = tern_toolcall_get(j->tp, i);
+                char id[96];
+                call_id(j, i, id, sizeof id);
+                cJSON *x = cJSON_CreateObject(), *f = cJSON_CreateObject();
+                cJSON_AddStringToObject(x, "id", id);
+                cJSON_AddStringToObject(x, "type", "function");
+                cJSON_AddStringToObject(f, "name", tc->name);
+                cJSON_AddStringToObject(f, "arguments", tc->arguments);
+                cJSON_AddItemToObject(x, "function", f);
+                cJSON_AddItemToArray(arr, x);
+            }
+        }
+    } else {
+        cJSON_AddStringToObject(c, "text", content);
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", finish_reason(j));
+    cJSON_AddItemToObject(o, "usage", usage_json(j));
+    char *txt = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return txt;
+}
+
+void srv_job_on_done(const struct tern_gen_stats *st, void *user)
+{
+    struct job *j = user;
+    struct tern_server *s = j->srv;
+    j->st = *st;
+    if (!j->stop_hit && j->hold.len) emit_text(j, j->hold.p, j->hold.len, false);
+    j->hold.len = 0;
+    if (j->tp) emit_text(j, NULL, 0, true);
+    char *body = NULL;
+    if (j->req.stream) {
+        push_event(j, chunk(j, j->req.kind == JOB_CHAT ? cJSON_CreateObject() : NULL, "", finish_reason(j)));
+        if (j->req.include_usage) {
+            cJSON *o = envelope(j, j->req.kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion");
+            cJSON_AddArrayToObject(o, "choices");
+            cJSON_AddItemToObject(o, "usage", usage_json(j));
+            push_event(j, o);
+        }
+    } else {
+        body = final_body(j);
+    }
+    pthread_mutex_lock(&s->metrics.mu);
+    s->metrics.prompt_tokens += (uint64_t)j->req.n_prompt;
+    s->metrics.cached_tokens += (uint64_t)st->n_reused;
+    s->metrics.generated_tokens += (uint64_t)st->n_generated;
+    pthread_mutex_unlock(&s->metrics.mu);
+
+    pthread_mutex_lock(&s->mu);
+    if (j->req.stream) {
+        sbuf_adds(&j->out, "data: [DONE]\n\n");
+    } else if (body) {
+        sbuf_adds(&j->out, body);
+        j->status = 200;
+    } else {
+        struct srv_err e;
+        srv_err_set(&e, 500, "server_error", NULL, NULL, "out of memory building the response");
+        char *eb = srv_err_body(&e);
+        if (eb) sbuf_adds(&j->out, eb);
+        free(eb);
+        j->status = 500;
+    }
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&s->mu);
+    free(body);
+}

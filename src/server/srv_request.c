@@ -1,0 +1,434 @@
+/* srv_request.c — an OpenAI request body -> struct srv_req, or a 4xx error naming the field.
+ *
+ * Order of checks (the first failure answers): UTF-8, JSON syntax (byte offset, line:col),
+ * an object, unknown fields (OpenAI refuses them: "Unrecognized request argument supplied"),
+ * each field's type and range, then rendering with the model's chat template (messages and
+ * tools: the chat room's checks name the JSON path) and the prompt's length against the
+ * context. Fields tern accepts but cannot honour yet (logprobs, penalties) are refused with a
+ * message saying so rather than silently ignored. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "server/server.h"
+
+void srv_req_free(struct srv_req *r)
+{
+    cJSON_Delete(r->body);
+    cJSON_Delete(r->owned_schema);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->prompt);
+    memset(r, 0, sizeof *r);
+}
+
+/* Byte offset of the first invalid UTF-8 sequence, or -1. */
+static long long utf8_invalid_at(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) return (long long)i;
+        i += (size_t)k;
+    }
+    return -1;
+}
+
+static void line_col(const char *s, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (s[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static const char *const CHAT_KEYS[] = {
+    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
+    "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens",
+    "max_completion_tokens", "stop", "n", "logprobs", "top_logprobs", "frequency_penalty",
+    "presence_penalty", "logit_bias", "user", "metadata", "store", "service_tier",
+    /* llama-server extensions */
+    "top_k", "min_p", "repeat_penalty", "ignore_eos", NULL};
+static const char *const COMPLETION_KEYS[] = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
+    "stream_options", "n", "echo", "logprobs", "best_of", "suffix", "frequency_penalty",
+    "presence_penalty", "logit_bias", "user", "top_k", "min_p", "repeat_penalty", "ignore_eos",
+    NULL};
+
+static bool known(const char *const *keys, const char *k)
+{
+    for (; *keys; keys++)
+        if (!strcmp(*keys, k)) return true;
+    return false;
+}
+
+#define BAD(param, ...)                                                                        \
+    do {                                                                                       \
+        srv_err_set(e, 400, "invalid_request_error", param, NULL, __VA_ARGS__);                \
+        return false;                                                                          \
+    } while (0)
+
+static const char *jtype(const cJSON *v)
+{
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
+/* A number field in [lo, hi] (absent or null: *out untouched). */
+static bool num_field(const cJSON *body, const char *key, double lo, double hi, double *out,
+                      struct srv_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+    if (!v || cJSON_IsNull(v)) return true;
+    if (!cJSON_IsNumber(v)) BAD(key, "'%s' must be a number, got %s", key, jtype(v));
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+        BAD(key, "'%s' is %g; it must be between %g and %g", key, v->valuedouble, lo, hi);
+    *out = v->valuedouble;
+    return true;
+}
+
+static bool int_field(const cJSON *body, const char *key, double lo, double hi, long long *out,
+                      struct srv_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+    if (!v || cJSON_IsNull(v)) return true;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+        BAD(key, "'%s' must be an integer, got %s", key, cJSON_IsNumber(v) ? "a fraction" : jtype(v));
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+        BAD(key, "'%s' is %.0f; it must be between %.0f and %.0f", key, v->valuedouble, lo, hi);
+    *out = (long long)v->valuedouble;
+    return true;
+}
+
+static bool bool_field(const cJSON *body, const char *key, bool *out, struct srv_err *e)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(body, key);
+    if (!v || cJSON_IsNull(v)) return true;
+    if (!cJSON_IsBool(v)) BAD(key, "'%s' must be a boolean, got %s", key, jtype(v));
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+/* The fields both endpoints share. */
+static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_err *e)
+{
+    const cJSON *b = r->body;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(b, "model");
+    if (model && !cJSON_IsString(model)) BAD("model", "'model' must be a string, got %s", jtype(model));
+    if (!bool_field(b, "stream", &r->stream, e)) return false;
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(b, "stream_options");
+    if (so && !cJSON_IsNull(so)) {
+        if (!cJSON_IsObject(so)) BAD("stream_options", "'stream_options' must be an object, got %s", jtype(so));
+        if (!r->stream) BAD("stream_options", "'stream_options' is only allowed when 'stream' is true");
+        if (!bool_field(so, "include_usage", &r->include_usage, e)) {
+            snprintf(e->param, sizeof e->param, "stream_options.include_usage");
+            return false;
+        }
+    }
+    double temp = 1.0, top_p = 1.0, min_p = 0, rep = 1;
+    long long seed = -1, n = 1, top_k = 0;
+    if (!num_field(b, "temperature", 0, 2, &temp, e) || !num_field(b, "top_p", 0, 1, &top_p, e) ||
+        !num_field(b, "min_p", 0, 1, &min_p, e) || !num_field(b, "repeat_penalty", 0, 10, &rep, e) ||
+        !int_field(b, "seed", -9.2e18, 9.2e18, &seed, e) || !int_field(b, "n", 1, 128, &n, e) ||
+        !int_field(b, "top_k", 0, 1e9, &top_k, e) || !bool_field(b, "ignore_eos", &r->ignore_eos, e))
+        return false;
+    if (n != 1) BAD("n", "'n' must be 1: tern returns one choice per request");
+    double fp = 0, pp = 0;
+    if (!num_field(b, "frequency_penalty", -2, 2, &fp, e) || !num_field(b, "presence_penalty", -2, 2, &pp, e))
+        return false;
+    if (fp != 0) BAD("frequency_penalty", "'frequency_penalty' other than 0 is not supported by tern (use repeat_penalty)");
+    if (pp != 0) BAD("presence_penalty", "'presence_penalty' other than 0 is not supported by tern (use repeat_penalty)");
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(b, "logit_bias");
+    if (lb && !cJSON_IsNull(lb)) {
+        if (!cJSON_IsObject(lb)) BAD("logit_bias", "'logit_bias' must be an object, got %s", jtype(lb));
+        if (lb->child) BAD("logit_bias", "'logit_bias' is not supported by tern");
+    }
+    r->sp = tern_sampler_default_params();
+    r->sp.temperature = (float)temp;
+    r->sp.top_p = (float)top_p;
+    r->sp.min_p = (float)min_p;
+    r->sp.top_k = (int)top_k;
+    r->sp.repeat_penalty = (float)rep;
+    /* no seed: a fresh one per request, as OpenAI does */
+    r->sp.seed = seed >= 0 ? (uint64_t)seed
+                           : (uint64_t)srv_unix_time() * 0x9e3779b97f4a7c15ull + atomic_fetch_add(&s->seq, 1);
+    const cJSON *stop = cJSON_GetObjectItemCaseSensitive(b, "stop");
+    if (stop && !cJSON_IsNull(stop)) {
+        if (cJSON_IsString(stop)) {
+            if (stop->valuestring[0]) r->stop[r->n_stop++] = strdup(stop->valuestring);
+        } else if (cJSON_IsArray(stop)) {
+            if (cJSON_GetArraySize(stop) > 4) BAD("stop", "'stop' holds at most 4 sequences, got %d", cJSON_GetArraySize(stop));
+            int i = 0;
+            for (const cJSON *x = stop->child; x; x = x->next, i++) {
+                if (!cJSON_IsString(x)) {
+                    srv_err_set(e, 400, "invalid_request_error", "stop", NULL,
+                                "'stop[%d]' must be a string, got %s", i, jtype(x));
+                    return false;
+                }
+                if (x->valuestring[0]) r->stop[r->n_stop++] = strdup(x->valuestring);
+            }
+        } else {
+            BAD("stop", "'stop' must be a string or an array of strings, got %s", jtype(stop));
+        }
+        for (int i = 0; i < r->n_stop; i++)
+            if (!r->stop[i]) BAD("stop", "out of memory");
+    }
+    return true;
+}
+
+/* The prompt's ids (HTTP tokenizer, under its lock). */
+static bool tokenize(struct tern_server *s, const char *text, size_t len, unsigned flags,
+                     struct srv_req *r, struct srv_err *e)
+{
+    size_t cap = len + 16, n = 0;
+    r->prompt = malloc(cap * sizeof *r->prompt);
+    if (!r->prompt) {
+        srv_err_set(e, 500, "server_error", NULL, NULL, "out of memory for %zu prompt tokens", cap);
+        return false;
+    }
+    pthread_mutex_lock(&s->tok_mu);
+    tern_status st = tern_tokenize(s->tok_http, text, len, flags, r->prompt, cap, &n);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (st) {
+        srv_err_set(e, 400, "invalid_request_error", NULL, NULL, "tokenizing the prompt: %s", tern_last_error());
+        return false;
+    }
+    r->n_prompt = (int)n;
+    return true;
+}
+
+static bool fits_context(struct tern_server *s, struct srv_req *r, const char *param, struct srv_err *e)
+{
+    if (r->n_prompt == 0) BAD(param, "the prompt is empty");
+    if (r->n_prompt >= s->n_ctx) {
+        srv_err_set(e, 400, "invalid_request_error", param, "context_length_exceeded",
+                    "This model's maximum context length is %d tokens. However, your %s resulted "
+                    "in %d tokens. Please reduce the length of the %s.", s->n_ctx, param,
+                    r->n_prompt, param);
+        return false;
+    }
+    return true;
+}
+
+static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err *e)
+{
+    const cJSON *b = r->body;
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(b, "messages");
+    if (!msgs) BAD("messages", "'messages' is required");
+    if (!cJSON_IsArray(msgs)) BAD("messages", "'messages' must be an array, got %s", jtype(msgs));
+    if (!msgs->child) BAD("messages", "'messages' must hold at least one message");
+    int mi = 0;
+    for (const cJSON *m = msgs->child; m; m = m->next, mi++) {
+        const cJSON *role = cJSON_IsObject(m) ? cJSON_GetObjectItemCaseSensitive(m, "role") : NULL;
+        static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", "function", NULL};
+        if (!cJSON_IsString(role) || !known(roles, role->valuestring)) {
+            srv_err_set(e, 400, "invalid_request_error", "messages", NULL,
+                        "'messages[%d].role': %s%s%s; supported values are 'system', 'developer', "
+                        "'user', 'assistant', 'tool' and 'function'", mi,
+                        !cJSON_IsObject(m) ? "the message is not an object" : !cJSON_IsString(role) ? "missing or not a string" : "invalid value '",
+                        cJSON_IsString(role) ? role->valuestring : "", cJSON_IsString(role) ? "'" : "");
+            return false;
+        }
+    }
+    long long mt = 0, mct = 0;
+    if (!int_field(b, "max_tokens", 1, 1 << 30, &mt, e) ||
+        !int_field(b, "max_completion_tokens", 1, 1 << 30, &mct, e))
+        return false;
+    r->max_tokens = (int)(mct ? mct : mt);
+    bool lp = false;
+    long long tlp = 0;
+    if (!bool_field(b, "logprobs", &lp, e) || !int_field(b, "top_logprobs", 0, 20, &tlp, e)) return false;
+    if (lp || tlp) BAD(lp ? "logprobs" : "top_logprobs", "'logprobs' is not supported by tern yet");
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(b, "tools");
+    bool has_tools = false;
+    if (tools && !cJSON_IsNull(tools)) {
+        if (!cJSON_IsArray(tools)) BAD("tools", "'tools' must be an array, got %s", jtype(tools));
+        int i = 0;
+        for (const cJSON *t = tools->child; t; t = t->next, i++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
+            const cJSON *ty = cJSON_GetObjectItemCaseSensitive(t, "type");
+            const cJSON *nm = f ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+            if (!cJSON_IsObject(t) || !cJSON_IsString(ty) || strcmp(ty->valuestring, "function") ||
+                !cJSON_IsObject(f) || !cJSON_IsString(nm) || !nm->valuestring[0]) {
+                srv_err_set(e, 400, "invalid_request_error", "tools", NULL,
+                            "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\": "
+                            "\"...\", ...}}", i);
+                return false;
+            }
+            const cJSON *pa = cJSON_GetObjectItemCaseSensitive(f, "parameters");
+            if (pa && !cJSON_IsObject(pa)) {
+                srv_err_set(e, 400, "invalid_request_error", "tools", NULL,
+                            "'tools[%d].function.parameters' must be an object, got %s", i, jtype(pa));
+                return false;
+            }
+        }
+        has_tools = i > 0;
+    }
+    r->parallel_tool_calls = true;
+    if (!bool_field(b, "parallel_tool_calls", &r->parallel_tool_calls, e)) return false;
+    r->tool_choice = TERN_TOOL_CHOICE_AUTO;
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(b, "tool_choice");
+    if (tc && !cJSON_IsNull(tc)) {
+        if (cJSON_IsString(tc)) {
+            if (!strcmp(tc->valuestring, "auto")) r->tool_choice = TERN_TOOL_CHOICE_AUTO;
+            else if (!strcmp(tc->valuestring, "none")) r->tool_choice = TERN_TOOL_CHOICE_NONE;
+            else if (!strcmp(tc->valuestring, "required")) r->tool_choice = TERN_TOOL_CHOICE_REQUIRED;
+            else BAD("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                     "{\"type\": \"function\", \"function\": {\"name\": ...}}, got \"%s\"", tc->valuestring);
+        } else if (cJSON_IsObject(tc)) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(tc, "function");
+            const cJSON *nm = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+            if (!cJSON_IsString(nm)) BAD("tool_choice", "'tool_choice.function.name' must be a string");
+            snprintf(r->tool_name, sizeof r->tool_name, "%s", nm->valuestring);
+            r->tool_choice = TERN_TOOL_CHOICE_NAMED;
+            bool found = false;
+            for (const cJSON *t = has_tools ? tools->child : NULL; t && !found; t = t->next)
+                found = !strcmp(cJSON_GetObjectItemCaseSensitive(
+                                    cJSON_GetObjectItemCaseSensitive(t, "function"), "name")->valuestring,
+                                r->tool_name);
+            if (!found) BAD("tool_choice", "'tool_choice' names the function \"%s\", which is not in 'tools'", r->tool_name);
+        } else {
+            BAD("tool_choice", "'tool_choice' must be a string or an object, got %s", jtype(tc));
+        }
+        if (!has_tools && r->tool_choice != TERN_TOOL_CHOICE_NONE && r->tool_choice != TERN_TOOL_CHOICE_AUTO)
+            BAD("tool_choice", "'tool_choice' requires 'tools'");
+    }
+    r->tools = has_tools && r->tool_choice != TERN_TOOL_CHOICE_NONE;
+    const cJSON *rf = cJSON_GetObjectItemCaseSensitive(b, "response_format");
+    if (rf && !cJSON_IsNull(rf)) {
+        const cJSON *ty = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(ty))
+            BAD("response_format", "'response_format' must be an object with a 'type'");
+        if (!strcmp(ty->valuestring, "json_object")) {
+            r->owned_schema = cJSON_CreateObject();
+            cJSON_AddStringToObject(r->owned_schema, "type", "object");
+            r->response_schema = r->owned_schema;
+        } else if (!strcmp(ty->valuestring, "json_schema")) {
+            const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+            const cJSON *sc = cJSON_IsObject(js) ? cJSON_GetObjectItemCaseSensitive(js, "schema") : NULL;
+            if (!cJSON_IsObject(sc))
+                BAD("response_format", "'response_format.json_schema.schema' must be an object");
+            const cJSON *strict = cJSON_GetObjectItemCaseSensitive(js, "strict");
+            r->schema_strict = cJSON_IsTrue(strict);
+            r->response_schema = (cJSON *)sc;
+        } else if (strcmp(ty->valuestring, "text")) {
+            BAD("response_format", "'response_format.type' must be \"text\", \"json_object\" or "
+                "\"json_schema\", got \"%s\"", ty->valuestring);
+        }
+        if (r->response_schema && r->tools && r->tool_choice != TERN_TOOL_CHOICE_AUTO)
+            BAD("response_format", "'response_format' cannot be combined with a forced 'tool_choice'");
+    }
+
+    /* The model's template renders the body text as it came (its messages and tools; numbers
+     * keep their spelling: 1.0 stays a float for the template). */
+    struct tern_chat_params cp = tern_chat_default_params();
+    cp.messages_json = r->raw;
+    cp.messages_len = r->raw_len;
+    char *prompt = NULL;
+    size_t plen = 0;
+    tern_status st = tern_chat_render(s->tmpl, &cp, &prompt, &plen);
+    if (st) {
+        const char *msg = tern_last_error();
+        srv_err_set(e, 400, "invalid_request_error",
+                    st == TERN_ERR_UNSUPPORTED || !strncmp(msg, "tools", 5) ? "tools" : "messages",
+                    NULL, "%s", msg);
+        return false;
+    }
+    /* Templates usually write the bos token themselves; add it only if this one did not
+     * (as tern chat does). */
+    unsigned flags = TERN_TOK_PARSE_SPECIAL;
+    int32_t bos = tern_token_bos(s->tok_http);
+    size_t bos_len = 0;
+    const char *bos_text = bos >= 0 ? tern_token_text(s->tok_http, bos, &bos_len) : NULL;
+    if (!bos_text || bos_len == 0 || plen < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
+        flags |= TERN_TOK_ADD_SPECIAL;
+    bool ok = tokenize(s, prompt, plen, flags, r, e);
+    free(prompt);
+    return ok && fits_context(s, r, "messages", e);
+}
+
+static bool completion_fields(struct tern_server *s, struct srv_req *r, struct srv_err *e)
+{
+    const cJSON *b = r->body;
+    long long mt = 16; /* OpenAI's default for this endpoint */
+    if (!int_field(b, "max_tokens", 1, 1 << 30, &mt, e)) return false;
+    r->max_tokens = (int)mt;
+    bool echo = false;
+    if (!bool_field(b, "echo", &echo, e)) return false;
+    if (echo) BAD("echo", "'echo' is not supported by tern");
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(b, "logprobs");
+    if (lp && !cJSON_IsNull(lp)) BAD("logprobs", "'logprobs' is not supported by tern yet");
+    const cJSON *sfx = cJSON_GetObjectItemCaseSensitive(b, "suffix");
+    if (sfx && !cJSON_IsNull(sfx)) BAD("suffix", "'suffix' is not supported by tern");
+    long long best_of = 1;
+    if (!int_field(b, "best_of", 1, 1, &best_of, e)) return false;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(b, "prompt");
+    if (!p) BAD("prompt", "'prompt' is required");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+    if (cJSON_IsString(p)) {
+        if (!tokenize(s, p->valuestring, strlen(p->valuestring),
+                      TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL, r, e))
+            return false;
+    } else if (cJSON_IsArray(p) && p->child && cJSON_IsNumber(p->child)) {
+        int n = cJSON_GetArraySize(p), i = 0;
+        const int n_vocab = tern_model_n_vocab(s->model);
+        if (!(r->prompt = malloc(sizeof(int32_t) * (size_t)n))) BAD("prompt", "out of memory");
+        for (const cJSON *x = p->child; x; x = x->next, i++) {
+            if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 0 ||
+                x->valuedouble >= n_vocab)
+                BAD("prompt", "'prompt[%d]' must be a token id in 0..%d", i, n_vocab - 1);
+            r->prompt[i] = (int32_t)x->valuedouble;
+        }
+        r->n_prompt = n;
+    } else {
+        BAD("prompt", "'prompt' must be a string, an array of one string, or an array of token "
+            "ids, got %s", jtype(p));
+    }
+    return fits_context(s, r, "prompt", e);
+}
+
+bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
+                   struct srv_req *r, struct srv_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->raw = body;
+    r->raw_len = len;
+    long long bad = utf8_invalid_at(body, len);
+    if (bad >= 0) BAD(NULL, "the request body is not valid UTF-8 (byte %lld)", bad);
+    const char *end = NULL;
+    r->body = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!r->body) {
+        size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
+        int line, col;
+        line_col(body, off, &line, &col);
+        BAD(NULL, "malformed JSON in the request body at byte %zu (line %d, column %d)", off, line, col);
+    }
+    for (const char *q = end; q && q < body + len; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\r' && *q != '\n')
+            BAD(NULL, "malformed JSON in the request body: unexpected text after the value at byte %zu",
+                (size_t)(q - body));
+    if (!cJSON_IsObject(r->body)) BAD(NULL, "the request body must be a JSON object, got %s", jtype(r->body));
+    const char *const *keys = kind == JOB_CHAT ? CHAT_KEYS : COMPLETION_KEYS;
+    for (const cJSON *k = r->body->child; k; k = k->next)
+        if (!known(keys, k->string)) BAD(k->string, "Unrecognized request argument supplied: %s", k->string);
+    if (!common_fields(s, r, e)) return false;
+    return kind == JOB_CHAT ? chat_fields(s, r, e) : completion_fields(s, r, e);
+}

@@ -1,0 +1,71 @@
+/* srv_util.c — small pieces every server file uses: a growable byte buffer, OpenAI error
+ * bodies, clocks. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/server.h"
+
+bool sbuf_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) return false;
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return true;
+}
+
+bool sbuf_adds(struct sbuf *b, const char *s) { return sbuf_add(b, s, strlen(s)); }
+
+void sbuf_free(struct sbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+void srv_err_set(struct srv_err *e, int status, const char *type, const char *param,
+                 const char *code, const char *fmt, ...)
+{
+    e->status = status;
+    snprintf(e->type, sizeof e->type, "%s", type);
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+char *srv_err_body(const struct srv_err *e)
+{
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "error", o);
+    cJSON_AddStringToObject(o, "message", e->message);
+    cJSON_AddStringToObject(o, "type", e->type);
+    if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
+    else cJSON_AddNullToObject(o, "param");
+    if (e->code[0]) cJSON_AddStringToObject(o, "code", e->code);
+    else cJSON_AddNullToObject(o, "code");
+    char *txt = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return txt;
+}
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+long long srv_unix_time(void) { return (long long)time(NULL); }

@@ -1,0 +1,407 @@
+/* test_batcher.c — continuous batching (src/gen/batcher.c) against the one-sequence generator:
+ * requests that join at different steps, share prefixes, are prefilled in small chunks beside a
+ * generating request, or are grammar-constrained each produce at temperature 0 the tokens
+ * tern_generate produces for the same prompt alone (bit-identical logits where the model's
+ * kernels are batch-invariant, tern_model_batch_invariant: a Q4_0 tiny model on AVX-512 or the
+ * scalar path; elsewhere the comparison is skipped with a message and the structural checks
+ * still run). Also: a shared prefix is reused (kept in its slot or copied from another), a
+ * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE. */
+#include "test_support.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char model_path[4096];
+static struct tern_model *model;
+static struct tern_tokenizer *tok;
+
+enum { MAXGEN = 24, NV_DUMMY = 0 };
+
+struct out {
+    int32_t ids[MAXGEN + 1];
+    int n;
+    char text[4096];
+    size_t len;
+    bool done;
+    struct tern_gen_stats st;
+};
+
+static int on_token(int32_t id, void *u)
+{
+    struct out *o = u;
+    if (o->n <= MAXGEN) o->ids[o->n++] = id;
+    return 0;
+}
+static int on_piece(const char *t, size_t n, void *u)
+{
+    struct out *o = u;
+    if (o->len + n < sizeof o->text) {
+        memcpy(o->text + o->len, t, n);
+        o->len += n;
+    }
+    return 0;
+}
+static void on_done(const struct tern_gen_stats *st, void *u)
+{
+    struct out *o = u;
+    assert_false(o->done); /* exactly once */
+    o->done = true;
+    o->st = *st;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(model_path, sizeof model_path, "%s/tiny-q4_0.gguf", test_tmpdir());
+    if (tern_synth_model_write("tiny", "q4_0", 5, model_path, NULL)) return -1;
+    if (tern_model_load(model_path, NULL, &model)) return -1;
+    return tern_tokenizer_from_gguf(tern_model_gguf(model), &tok) ? -1 : 0;
+}
+static int teardown(void **state)
+{
+    (void)state;
+    tern_tokenizer_free(tok);
+    tern_model_free(model);
+    return 0;
+}
+
+static void prompt_of(int which, int n, int32_t *p)
+{
+    for (int i = 0; i < n; i++) p[i] = (int32_t)(32 + (which * 53 + i * 29) % 90);
+}
+
+/* What tern_generate gives for the prompt alone (greedy, max_tokens). */
+static void reference(const int32_t *p, int n, int max_tokens, struct tern_grammar *g, struct out *o)
+{
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(model, &cp, &ctx));
+    /* the same batch shapes as the batcher: the prompt in one batch, then one token a step; a
+     * grammar is applied through the batcher itself (one slot) */
+    struct tern_batcher *b;
+    assert_tern_ok(tern_batcher_create(ctx, tok, NULL, &b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    struct tern_sampler *s;
+    assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &s));
+    memset(o, 0, sizeof *o);
+    struct tern_grammar_matcher *m = NULL;
+    if (g) assert_tern_ok(tern_grammar_matcher_create(g, &m));
+    if (!g) {
+        struct tern_generator *gen;
+        assert_tern_ok(tern_generator_create(ctx, tok, &gen));
+        struct tern_gen_params gp = tern_gen_default_params();
+        gp.max_tokens = max_tokens;
+        gp.on_token = on_token;
+        gp.ignore_eog = true;
+        assert_tern_ok(tern_generate(gen, s, p, n, &gp, on_piece, o, &o->st));
+        o->done = true;
+        tern_generator_free(gen);
+    } else {
+        struct tern_batch_request r = tern_batch_request_default();
+        r.prompt = p;
+        r.n_prompt = n;
+        r.sampler = s;
+        r.matcher = m;
+        r.max_tokens = max_tokens;
+        r.on_piece = on_piece;
+        r.on_token = on_token;
+        r.on_done = on_done;
+        r.user = o;
+        assert_tern_ok(tern_batcher_add(b, &r, NULL));
+        while (tern_batcher_n_active(b)) assert_tern_ok(tern_batcher_step(b, NULL));
+    }
+    tern_grammar_matcher_free(m);
+    tern_sampler_free(s);
+    tern_batcher_free(b);
+    tern_context_free(ctx);
+}
+
+static void same_tokens(const struct out *got, const struct out *want, const char *what)
+{
+    if (!tern_model_batch_invariant(model)) {
+        print_message("note: kernels not batch-invariant here: %s token comparison skipped\n", what);
+        return;
+    }
+    if (got->n != want->n || memcmp(got->ids, want->ids, sizeof(int32_t) * (size_t)got->n)) {
+        for (int i = 0; i < got->n || i < want->n; i++)
+            print_message("%s %d: got %d want %d\n", what, i, i < got->n ? got->ids[i] : -1,
+                          i < want->n ? want->ids[i] : -1);
+        fail_msg("%s: batched tokens differ from the request alone", what);
+    }
+    assert_int_equal(got->len, want->len);
+    assert_memory_equal(got->text, want->text, got->len);
+}
+
+struct rig {
+    struct tern_context *ctx;
+    struct tern_batcher *b;
+    struct tern_sampler *s[8];
+};
+
+static void rig_open(struct rig *g, int n_seq, int n_prefill)
+{
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cp.n_seq = n_seq;
+    assert_tern_ok(tern_context_create(model, &cp, &g->ctx));
+    struct tern_batcher_params bp = tern_batcher_default_params();
+    bp.n_prefill = n_prefill;
+    assert_tern_ok(tern_batcher_create(g->ctx, tok, &bp, &g->b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    for (int i = 0; i < 8; i++)
+        assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g->s[i]));
+}
+static void rig_close(struct rig *g)
+{
+    for (int i = 0; i < 8; i++) tern_sampler_free(g->s[i]);
+    tern_batcher_free(g->b);
+    tern_context_free(g->ctx);
+}
+static int add(struct rig *g, int k, const int32_t *p, int n, int max_tokens, struct out *o)
+{
+    memset(o, 0, sizeof *o);
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p;
+    r.n_prompt = n;
+    r.sampler = g->s[k];
+    r.max_tokens = max_tokens;
+    r.on_piece = on_piece;
+    r.on_token = on_token;
+    r.on_done = on_done;
+    r.user = o;
+    r.ignore_eog = true; /* random weights: fixed lengths keep the requests overlapping */
+    int slot = -1;
+    assert_tern_ok(tern_batcher_add(g->b, &r, &slot));
+    return slot;
+}
+
+/* Three requests, the third joining after two steps, a fourth refused while all are busy. */
+static void test_join_and_match(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 3, 0);
+    int32_t p[3][40];
+    const int len[3] = {17, 33, 9};
+    for (int k = 0; k < 3; k++) prompt_of(k, len[k], p[k]);
+    struct out o[3], ref;
+    add(&g, 0, p[0], len[0], MAXGEN, &o[0]);
+    add(&g, 1, p[1], len[1], MAXGEN - 5, &o[1]);
+    struct tern_batcher_step_info si;
+    assert_tern_ok(tern_batcher_step(g.b, &si));
+    assert_int_equal(si.n_prefill, len[0] + len[1]);
+    assert_int_equal(si.n_decode, 0);
+    assert_tern_ok(tern_batcher_step(g.b, &si));
+    assert_int_equal(si.n_decode, 2);
+    add(&g, 2, p[2], len[2], MAXGEN, &o[2]);
+    struct out extra;
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p[0];
+    r.n_prompt = 3;
+    r.sampler = g.s[3];
+    r.on_done = on_done;
+    r.user = &extra;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_RANGE);
+    assert_int_equal(tern_batcher_n_active(g.b), 3);
+    assert_tern_ok(tern_batcher_step(g.b, &si));
+    assert_int_equal(si.n_decode, 2);
+    assert_int_equal(si.n_prefill, len[2]);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    for (int k = 0; k < 3; k++) {
+        assert_true(o[k].done);
+        assert_int_equal(o[k].st.n_prompt, len[k]);
+        reference(p[k], len[k], k == 1 ? MAXGEN - 5 : MAXGEN, NULL, &ref);
+        assert_int_equal(o[k].st.stop, ref.st.stop);
+        assert_int_equal(o[k].st.n_generated, ref.st.n_generated);
+        same_tokens(&o[k], &ref, k == 0 ? "request 0" : k == 1 ? "request 1" : "request 2");
+    }
+    rig_close(&g);
+}
+
+/* A prompt extending a finished one reuses that slot's KV; one extending a busy request's
+ * prompt gets it copied; the answers stay the request-alone answers. */
+static void test_prefix_reuse(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 2, 0);
+    int32_t a[80], c[60];
+    prompt_of(7, 80, a);
+    prompt_of(8, 60, c);
+    struct out o1, o2, o3, o4, ref;
+    add(&g, 0, a, 50, 4, &o1);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o1.st.n_reused, 0);
+    /* an unrelated prompt goes to the other (least recently used) slot ... */
+    int slot_a = 0;
+    int slot_c = add(&g, 1, c, 60, MAXGEN, &o2);
+    assert_int_equal(slot_c, 1 - slot_a);
+    /* ... so this one has only the slot that ran `a`: its 50 prompt tokens are kept (and the
+     * tokens generated after them when they match the longer prompt: they do not) */
+    assert_int_equal(add(&g, 2, a, 80, 6, &o3), slot_a);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o2.st.n_reused, 0);
+    assert_int_equal(o3.st.n_reused, 50);
+    reference(a, 80, 6, NULL, &ref);
+    same_tokens(&o3, &ref, "kept prefix");
+    /* copy from a busy slot: c is generating again in one slot, a prompt extending c goes to
+     * the other slot and gets c's 60 prompt tokens copied */
+    assert_int_equal(add(&g, 0, c, 60, MAXGEN, &o2), slot_c);
+    assert_tern_ok(tern_batcher_step(g.b, NULL));
+    int32_t c2[70];
+    memcpy(c2, c, sizeof c);
+    prompt_of(9, 10, c2 + 60);
+    assert_int_equal(add(&g, 1, c2, 70, 5, &o4), slot_a);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o2.st.n_reused, 59); /* its own earlier run: all but the last token */
+    assert_int_equal(o4.st.n_reused, 60);
+    reference(c2, 70, 5, NULL, &ref);
+    same_tokens(&o4, &ref, "copied prefix");
+    rig_close(&g);
+}
+
+/* A long prompt in chunks of 8 while another request generates: the generating one gets a
+ * token in every step. */
+static void test_chunked_prefill(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 2, 8);
+    int32_t p[100], q[10];
+    prompt_of(3, 100, p);
+    prompt_of(4, 10, q);
+    struct out o1, o2, ref;
+    add(&g, 0, q, 10, MAXGEN, &o1);
+    assert_tern_ok(tern_batcher_step(g.b, NULL)); /* q's prompt (10 > 8: two steps) */
+    assert_tern_ok(tern_batcher_step(g.b, NULL));
+    add(&g, 1, p, 100, 3, &o2);
+    int steps = 0;
+    while (!o2.done) {
+        struct tern_batcher_step_info si;
+        assert_tern_ok(tern_batcher_step(g.b, &si));
+        assert_true(si.n_prefill <= 8);
+        if (!o1.done && o2.n == 0) assert_int_equal(si.n_decode, 1);
+        steps++;
+    }
+    assert_true(steps >= 100 / 8);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    reference(p, 100, 3, NULL, &ref);
+    same_tokens(&o2, &ref, "chunked prompt");
+    reference(q, 10, MAXGEN, NULL, &ref);
+    same_tokens(&o1, &ref, "request beside it");
+    rig_close(&g);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 1, 0);
+    int32_t p[20];
+    prompt_of(5, 20, p);
+    struct out o, o2;
+    int slot = add(&g, 0, p, 20, MAXGEN, &o);
+    assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_tern_ok(tern_batcher_step(g.b, NULL));
+    tern_batcher_cancel(g.b, slot);
+    assert_true(o.done);
+    assert_int_equal(o.st.stop, TERN_GEN_STOP_CALLBACK);
+    assert_int_equal(tern_batcher_n_active(g.b), 0);
+    tern_batcher_cancel(g.b, slot); /* a free slot: nothing */
+    add(&g, 1, p, 20, 2, &o2);      /* the slot is usable again, its prompt kept */
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o2.st.n_reused, 19);
+    assert_int_equal(o2.st.n_generated, 2);
+    assert_int_equal(o2.st.stop, TERN_GEN_STOP_MAX_TOKENS);
+    rig_close(&g);
+}
+
+/* A JSON-schema grammar: the answer parses and has the required key; a grammar-constrained
+ * request beside a free one gives what it gives alone. */
+static void test_grammar(void **state)
+{
+    (void)state;
+    struct tern_grammar_vocab *v;
+    assert_tern_ok(tern_grammar_vocab_create(tok, &v));
+    const char *schema = "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", "
+                         "\"minimum\": 0, \"maximum\": 99}}, \"required\": [\"n\"], "
+                         "\"additionalProperties\": false}";
+    struct tern_grammar_params gp = tern_grammar_default_params();
+    struct tern_grammar *gr;
+    assert_tern_ok(tern_grammar_from_json_schema(v, schema, strlen(schema), &gp, &gr));
+    struct rig g;
+    rig_open(&g, 2, 0);
+    int32_t p[30], q[12];
+    prompt_of(11, 30, p);
+    prompt_of(12, 12, q);
+    struct out o, o2, ref;
+    struct tern_grammar_matcher *m;
+    assert_tern_ok(tern_grammar_matcher_create(gr, &m));
+    add(&g, 0, q, 12, MAXGEN, &o2);
+    memset(&o, 0, sizeof o);
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p;
+    r.n_prompt = 30;
+    r.sampler = g.s[1];
+    r.matcher = m;
+    r.max_tokens = 200;
+    r.on_piece = on_piece;
+    r.on_token = on_token;
+    r.on_done = on_done;
+    r.user = &o;
+    o.n = 0;
+    assert_tern_ok(tern_batcher_add(g.b, &r, NULL));
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    o.text[o.len] = 0;
+    cJSON *j = cJSON_Parse(o.text);
+    if (!j) fail_msg("grammar output is not JSON: %s", o.text);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
+    cJSON_Delete(j);
+    assert_int_equal(o.st.stop, TERN_GEN_STOP_EOG);
+    reference(p, 30, 200, gr, &ref);
+    assert_int_equal(o.len, ref.len);
+    assert_memory_equal(o.text, ref.text, o.len);
+    tern_grammar_matcher_free(m);
+    rig_close(&g);
+    tern_grammar_free(gr);
+    tern_grammar_vocab_free(v);
+}
+
+static void test_bad_requests(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 1, 0);
+    int32_t p[300];
+    prompt_of(1, 300, p);
+    struct out o;
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p;
+    r.n_prompt = 256; /* = n_ctx: no room to generate */
+    r.sampler = g.s[0];
+    r.on_done = on_done;
+    r.user = &o;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_ARG);
+    r.n_prompt = 5;
+    p[2] = 1 << 30;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "index 2"));
+    r.n_prompt = 0;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_ARG);
+    assert_int_equal(tern_batcher_n_active(g.b), 0);
+    rig_close(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_join_and_match), cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_chunked_prefill), cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_grammar), cmocka_unit_test(test_bad_requests),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
+}

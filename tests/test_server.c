@@ -1,0 +1,802 @@
+/* test_server.c — `tern serve` over real HTTP on loopback (raw sockets, HTTP/1.1, chunked
+ * decoding: no client library between the test and the wire). The server runs in-process
+ * (tern_server_create / tern_server_run in a thread) on a port the OS picks, with the qwen2-tiny
+ * fixture model (random weights: answers are gibberish, but every protocol path is real;
+ * constrained decoding makes its tool calls and JSON valid).
+ *
+ * Checked: /health, /v1/models, the API key (401 without or with a wrong one), the body limit
+ * (413 by Content-Length and by a chunked body), OpenAI error bodies for malformed JSON, wrong
+ * types, bad UTF-8, unknown fields, bad roles and prompts over the context (and the server
+ * still serving after them), chat answers whole and streamed (same text at temperature 0; SSE
+ * framing, role chunk, usage chunk, [DONE]), a repeated prompt served from the slot's KV
+ * (usage.prompt_tokens_details.cached_tokens), tool calls in OpenAI's shape (tool_choice
+ * required / named, streamed as deltas), tool results in the conversation, response_format
+ * json_schema, stop strings, /v1/completions, concurrent streams sharing forward passes, a
+ * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, and
+ * tern_server_stop draining a running stream to its end. */
+#include "test_support.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY "sekret-key"
+
+struct srv {
+    struct tern_server *s;
+    pthread_t th;
+    int port;
+};
+
+static struct srv main_srv;
+static const char *model_path;
+
+static void *run_thread(void *arg)
+{
+    struct srv *v = arg;
+    tern_server_run(v->s);
+    return NULL;
+}
+
+static void srv_start(struct srv *v, int parallel, int max_queue, size_t max_body)
+{
+    struct tern_server_params p = tern_server_default_params();
+    p.model_path = model_path;
+    p.port = 0;
+    p.api_key = KEY;
+    p.n_parallel = parallel;
+    p.n_ctx = 512;
+    p.n_threads = 1;
+    p.max_queue = max_queue;
+    p.max_body = max_body;
+    p.quiet = true;
+    assert_tern_ok(tern_server_create(&p, &v->s));
+    v->port = tern_server_port(v->s);
+    assert_true(v->port > 0);
+    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
+}
+
+static void srv_stop(struct srv *v)
+{
+    tern_server_stop(v->s);
+    pthread_join(v->th, NULL);
+    tern_server_free(v->s);
+    v->s = NULL;
+}
+
+/* ------------------------------------------------------------------ a tiny HTTP client */
+
+struct resp {
+    int status;
+    char head[4096];
+    char *body; /* de-chunked, NUL-terminated */
+    size_t len;
+};
+
+static int connect_to(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) fail_msg("cannot connect to port %d", port);
+    struct timeval tv = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0) return; /* the server may answer and close before reading everything */
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+static void send_request(int fd, const char *method, const char *path, const char *auth,
+                         const char *body, size_t len)
+{
+    char h[1024];
+    int n = snprintf(h, sizeof h, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n%s%s%s"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n", method, path,
+                     auth ? "Authorization: " : "", auth ? auth : "", auth ? "\r\n" : "", body ? len : 0);
+    send_all(fd, h, (size_t)n);
+    if (body) send_all(fd, body, len);
+}
+
+/* Read the whole response (the server closes: Connection: close). */
+static void read_response(int fd, struct resp *r)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *raw = malloc(cap);
+    for (;;) {
+        if (n + 4096 > cap) raw = realloc(raw, cap *= 2);
+        ssize_t k = recv(fd, raw + n, cap - n - 1, 0);
+        if (k <= 0) break;
+        n += (size_t)k;
+    }
+    raw[n] = 0;
+    close(fd);
+    memset(r, 0, sizeof *r);
+    char *sep = strstr(raw, "\r\n\r\n");
+    if (!sep || sscanf(raw, "HTTP/1.%*d %d", &r->status) != 1) fail_msg("not an HTTP response: %.200s", raw);
+    size_t hl = (size_t)(sep - raw);
+    memcpy(r->head, raw, hl < sizeof r->head - 1 ? hl : sizeof r->head - 1);
+    char *b = sep + 4;
+    r->body = malloc(n + 1);
+    if (strcasestr(r->head, "transfer-encoding: chunked")) {
+        while (*b) {
+            size_t sz = strtoul(b, &b, 16);
+            b = strstr(b, "\r\n");
+            if (!b || sz == 0) break;
+            b += 2;
+            memcpy(r->body + r->len, b, sz);
+            r->len += sz;
+            b += sz + 2;
+        }
+    } else {
+        r->len = n - (size_t)(b - raw);
+        memcpy(r->body, b, r->len);
+    }
+    r->body[r->len] = 0;
+    free(raw);
+}
+
+static void req(int port, const char *method, const char *path, const char *auth, const char *body, struct resp *r)
+{
+    int fd = connect_to(port);
+    send_request(fd, method, path, auth, body, body ? strlen(body) : 0);
+    read_response(fd, r);
+}
+
+static const char *AUTH = "Bearer " KEY;
+
+static cJSON *post_json(int port, const char *path, const char *body, int want_status)
+{
+    struct resp r;
+    req(port, "POST", path, AUTH, body, &r);
+    if (r.status != want_status) fail_msg("%s -> %d (want %d): %s", body, r.status, want_status, r.body);
+    cJSON *j = cJSON_Parse(r.body);
+    if (!j) fail_msg("not JSON: %s", r.body);
+    free(r.body);
+    return j;
+}
+
+static const char *jstr(const cJSON *o, const char *path)
+{
+    /* "a.b.0.c" */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *x = o;
+    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
+        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+static double jnum(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *x = o;
+    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
+        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
+    if (!cJSON_IsNumber(x)) fail_msg("%s is not a number", path);
+    return x->valuedouble;
+}
+
+/* An OpenAI error body: {"error": {"message": str, "type": str, "param": str|null, "code": str|null}}. */
+static void check_error_body(const char *body, const char *param, const char *needle)
+{
+    cJSON *j = cJSON_Parse(body);
+    if (!j) fail_msg("error body is not JSON: %s", body);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    assert_true(cJSON_IsObject(e));
+    const cJSON *m = cJSON_GetObjectItem(e, "message"), *t = cJSON_GetObjectItem(e, "type"),
+                *p = cJSON_GetObjectItem(e, "param"), *c = cJSON_GetObjectItem(e, "code");
+    assert_true(cJSON_IsString(m) && cJSON_IsString(t) && p && c);
+    assert_true(cJSON_IsString(p) || cJSON_IsNull(p));
+    assert_true(cJSON_IsString(c) || cJSON_IsNull(c));
+    if (param) {
+        if (!cJSON_IsString(p) || strcmp(p->valuestring, param)) fail_msg("param: want %s in %s", param, body);
+    }
+    if (needle && !strstr(m->valuestring, needle)) fail_msg("message lacks '%s': %s", needle, body);
+    cJSON_Delete(j);
+}
+
+/* SSE: every event "data: ...\n\n", the last "[DONE]"; returns the JSON events. */
+static cJSON *parse_sse(const char *body)
+{
+    cJSON *arr = cJSON_CreateArray();
+    const char *p = body;
+    bool done = false;
+    while (*p) {
+        if (strncmp(p, "data: ", 6)) fail_msg("event does not start with 'data: ': %.80s", p);
+        const char *e = strstr(p, "\n\n");
+        if (!e) fail_msg("event not terminated by a blank line: %.80s", p);
+        if (done) fail_msg("event after [DONE]");
+        if (!strncmp(p + 6, "[DONE]", 6) && e == p + 12) {
+            done = true;
+        } else {
+            cJSON *j = cJSON_ParseWithLength(p + 6, (size_t)(e - p - 6));
+            if (!j) fail_msg("event is not JSON: %.*s", (int)(e - p - 6), p + 6);
+            cJSON_AddItemToArray(arr, j);
+        }
+        p = e + 2;
+    }
+    if (!done) fail_msg("the stream does not end with data: [DONE]");
+    return arr;
+}
+
+static char *metrics(int port)
+{
+    struct resp r;
+    req(port, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    return r.body;
+}
+static double metric(int port, const char *name)
+{
+    char *m = metrics(port);
+    char pat[160];
+    snprintf(pat, sizeof pat, "\n%s ", name);
+    char *at = strstr(m, pat);
+    if (!at) fail_msg("metric %s missing", name);
+    double v = atof(at + strlen(pat));
+    free(m);
+    return v;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static int setup(void **state)
+{
+    (void)state;
+    model_path = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
+    if (!model_path) return 0;
+    static char keep[4096];
+    snprintf(keep, sizeof keep, "%s", model_path);
+    model_path = keep;
+    srv_start(&main_srv, 4, 8, 64 * 1024);
+    return 0;
+}
+static int teardown(void **state)
+{
+    (void)state;
+    if (main_srv.s) srv_stop(&main_srv);
+    return 0;
+}
+
+#define NEED_MODEL()                                                                           \
+    do {                                                                                       \
+        if (!model_path) TEST_SKIP("../shared (fixtures) not found; set TERN_SHARED to run\n"); \
+    } while (0)
+
+static const char *HI = "{\"messages\": [{\"role\": \"system\", \"content\": \"You are terse.\"}, "
+                        "{\"role\": \"user\", \"content\": \"Say hi.\"}], \"temperature\": 0, "
+                        "\"max_tokens\": 12, \"ignore_eos\": true";
+
+static void test_health_models_auth(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    struct resp r;
+    req(port, "GET", "/health", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"ok\""));
+    free(r.body);
+    req(port, "GET", "/v1/models", NULL, NULL, &r);
+    assert_int_equal(r.status, 401);
+    check_error_body(r.body, NULL, "API key");
+    assert_non_null(strstr(r.body, "invalid_api_key"));
+    free(r.body);
+    req(port, "GET", "/v1/models", "Bearer sekret-kez", NULL, &r);
+    assert_int_equal(r.status, 401);
+    free(r.body);
+    req(port, "GET", "/v1/models", "Bearer " KEY "x", NULL, &r);
+    assert_int_equal(r.status, 401);
+    free(r.body);
+    char body[512];
+    snprintf(body, sizeof body, "%s}", HI);
+    req(port, "POST", "/v1/chat/completions", "Basic " KEY, body, &r);
+    assert_int_equal(r.status, 401);
+    free(r.body);
+    req(port, "GET", "/v1/models", AUTH, NULL, &r);
+    assert_int_equal(r.status, 200);
+    cJSON *j = cJSON_Parse(r.body);
+    assert_string_equal(jstr(j, "object"), "list");
+    assert_string_equal(jstr(j, "data.0.id"), "qwen2-tiny-q8_0.gguf");
+    assert_string_equal(jstr(j, "data.0.object"), "model");
+    cJSON_Delete(j);
+    free(r.body);
+    /* metrics and health need no key (scrapers, load balancers) */
+    req(port, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "tern_requests_total{endpoint=\"/v1/models\",status=\"401\"}"));
+    free(r.body);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    struct {
+        const char *body, *param, *needle;
+    } cases[] = {
+        {"{\"messages\": [", NULL, "malformed JSON"},
+        {"{\"messages\": []} x", NULL, "after the value"},
+        {"[1, 2]", NULL, "JSON object"},
+        {"{}", "messages", "required"},
+        {"{\"messages\": \"hi\"}", "messages", "must be an array"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"temperature\": \"hot\"}", "temperature", "must be a number"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"temperature\": 3}", "temperature", "between 0 and 2"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 1.5}", "max_tokens", "integer"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stream\": 1}", "stream", "boolean"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stream_options\": {\"include_usage\": true}}", "stream_options", "only allowed"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"frobnicate\": 1}", "frobnicate", "Unrecognized request argument"},
+        {"{\"messages\": [{\"role\": \"wizard\", \"content\": \"hi\"}]}", "messages", "invalid value 'wizard'"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages", "messages[0].content"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stop\": [1]}", "stop", "stop[0]"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"n\": 3}", "n", "must be 1"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": \"sometimes\"}", "tool_choice", "sometimes"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"g\"}}}", "tool_choice", "not in 'tools'"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"type\": \"function\"}]}", "tools", "tools[0]"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"response_format\": {\"type\": \"yaml\"}}", "response_format", "yaml"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"nonsense\"}}}}}}", "response_format", "nonsense"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"logprobs\": true}", "logprobs", "not supported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct resp r;
+        req(port, "POST", "/v1/chat/completions", AUTH, cases[i].body, &r);
+        if (r.status != 400) fail_msg("case %zu (%s): status %d: %s", i, cases[i].body, r.status, r.body);
+        check_error_body(r.body, cases[i].param, cases[i].needle);
+        free(r.body);
+    }
+    /* bad UTF-8 inside a string */
+    struct resp r;
+    const char bad[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xc3\x28\"}]}";
+    req(port, "POST", "/v1/chat/completions", AUTH, bad, &r);
+    assert_int_equal(r.status, 400);
+    check_error_body(r.body, NULL, "not valid UTF-8 (byte 46)");
+    free(r.body);
+    /* a prompt over the context (512) */
+    struct sbuf_like { char *p; } big = {malloc(20000)};
+    strcpy(big.p, "{\"messages\": [{\"role\": \"user\", \"content\": \"");
+    for (int i = 0; i < 700; i++) strcat(big.p, "word ");
+    strcat(big.p, "\"}]}");
+    req(port, "POST", "/v1/chat/completions", AUTH, big.p, &r);
+    assert_int_equal(r.status, 400);
+    check_error_body(r.body, "messages", "maximum context length is 512 tokens");
+    assert_non_null(strstr(r.body, "context_length_exceeded"));
+    free(r.body);
+    free(big.p);
+    /* unknown URL, wrong method */
+    req(port, "GET", "/v1/engines", AUTH, NULL, &r);
+    assert_int_equal(r.status, 404);
+    check_error_body(r.body, NULL, "Unknown request URL");
+    free(r.body);
+    req(port, "GET", "/v1/chat/completions", AUTH, NULL, &r);
+    assert_int_equal(r.status, 405);
+    check_error_body(r.body, NULL, "use POST");
+    free(r.body);
+    /* completions' own fields */
+    req(port, "POST", "/v1/completions", AUTH, "{\"prompt\": {\"a\": 1}}", &r);
+    assert_int_equal(r.status, 400);
+    check_error_body(r.body, "prompt", "must be a string");
+    free(r.body);
+    /* and it still serves */
+    char body[512];
+    snprintf(body, sizeof body, "%s}", HI);
+    cJSON *j = post_json(port, "/v1/chat/completions", body, 200);
+    cJSON_Delete(j);
+}
+
+static void test_body_limit(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    /* announced too big: refused before the body is read */
+    int fd = connect_to(port);
+    const char *h = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    "Authorization: Bearer " KEY "\r\nContent-Length: 100000\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    struct resp r;
+    read_response(fd, &r);
+    assert_int_equal(r.status, 413);
+    check_error_body(r.body, NULL, "exceeds the server's limit of 65536 bytes");
+    free(r.body);
+    /* chunked, no length: refused once it passes the limit */
+    fd = connect_to(port);
+    h = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        "Authorization: Bearer " KEY "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    send_all(fd, h, strlen(h));
+    char chunk[8192 + 16];
+    int n = snprintf(chunk, sizeof chunk, "%x\r\n", 8192);
+    memset(chunk + n, 'a', 8192);
+    memcpy(chunk + n + 8192, "\r\n", 2);
+    for (int i = 0; i < 10; i++) send_all(fd, chunk, (size_t)n + 8194);
+    send_all(fd, "0\r\n\r\n", 5);
+    read_response(fd, &r);
+    assert_int_equal(r.status, 413);
+    check_error_body(r.body, NULL, "exceeds");
+    free(r.body);
+    req(port, "GET", "/health", NULL, NULL, &r);
+    assert_int_equal(r.status, 200);
+    free(r.body);
+}
+
+/* Whole and streamed answers agree at temperature 0; the repeat reuses the prompt's KV. */
+static void test_chat_and_stream(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    char body[1024];
+    snprintf(body, sizeof body, "%s}", HI);
+    cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
+    assert_string_equal(jstr(a, "object"), "chat.completion");
+    assert_true(!strncmp(jstr(a, "id"), "chatcmpl-", 9));
+    assert_string_equal(jstr(a, "choices.0.message.role"), "assistant");
+    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
+    const int n_prompt = (int)jnum(a, "usage.prompt_tokens");
+    assert_true(n_prompt > 10);
+    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 12);
+    assert_int_equal((int)jnum(a, "usage.total_tokens"), n_prompt + 12);
+    const char *content = jstr(a, "choices.0.message.content");
+    assert_non_null(content);
+    /* the same prompt again: its KV is still in a slot (all but the last token reused) */
+    cJSON *b = post_json(port, "/v1/chat/completions", body, 200);
+    assert_string_equal(jstr(b, "choices.0.message.content"), content);
+    assert_int_equal((int)jnum(b, "usage.prompt_tokens_details.cached_tokens"), n_prompt - 1);
+    cJSON_Delete(b);
+
+    snprintf(body, sizeof body, "%s, \"stream\": true, \"stream_options\": {\"include_usage\": true}}", HI);
+    struct resp r;
+    req(port, "POST", "/v1/chat/completions", AUTH, body, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strcasestr(r.head, "content-type: text/event-stream"));
+    cJSON *ev = parse_sse(r.body);
+    const int n_ev = cJSON_GetArraySize(ev);
+    assert_true(n_ev >= 4);
+    const cJSON *first = cJSON_GetArrayItem(ev, 0);
+    assert_string_equal(jstr(first, "object"), "chat.completion.chunk");
+    assert_string_equal(jstr(first, "choices.0.delta.role"), "assistant");
+    char text[4096] = "";
+    const char *id = jstr(first, "id");
+    for (int i = 0; i < n_ev - 2; i++) {
+        const cJSON *e = cJSON_GetArrayItem(ev, i);
+        assert_string_equal(jstr(e, "id"), id);
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "usage")));
+        assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0), "finish_reason")));
+        const char *c = jstr(e, "choices.0.delta.content");
+        if (c) strncat(text, c, sizeof text - strlen(text) - 1);
+    }
+    assert_string_equal(text, content);
+    const cJSON *last = cJSON_GetArrayItem(ev, n_ev - 2);
+    assert_string_equal(jstr(last, "choices.0.finish_reason"), "length");
+    const cJSON *usage = cJSON_GetArrayItem(ev, n_ev - 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(usage, "choices")), 0);
+    assert_int_equal((int)jnum(usage, "usage.completion_tokens"), 12);
+    assert_int_equal((int)jnum(usage, "usage.prompt_tokens"), n_prompt);
+    cJSON_Delete(ev);
+    free(r.body);
+    cJSON_Delete(a);
+}
+
+static const char *TOOLS =
+    "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "
+    "\"Current weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": "
+    "{\"type\": \"string\", \"maxLength\": 10}, \"unit\": {\"enum\": [\"c\", \"f\"]}}, "
+    "\"required\": [\"city\", \"unit\"]}}}, {\"type\": \"function\", \"function\": {\"name\": "
+    "\"get_time\", \"parameters\": {\"type\": \"object\", \"properties\": {\"zone\": {\"type\": "
+    "\"string\", \"maxLength\": 8}}, \"required\": [\"zone\"]}}}]";
+
+static void check_call(const cJSON *call, const char *name)
+{
+    assert_true(!strncmp(jstr(call, "id"), "call_", 5));
+    assert_string_equal(jstr(call, "type"), "function");
+    assert_string_equal(jstr(call, "function.name"), name);
+    const char *args = jstr(call, "function.arguments");
+    assert_non_null(args);
+    cJSON *a = cJSON_Parse(args);
+    if (!cJSON_IsObject(a)) fail_msg("arguments are not a JSON object: %s", args);
+    if (!strcmp(name, "get_weather")) {
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(a, "city")));
+        const char *u = jstr(a, "unit");
+        assert_true(u && (!strcmp(u, "c") || !strcmp(u, "f")));
+    } else {
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(a, "zone")));
+    }
+    cJSON_Delete(a);
+}
+
+static void test_tool_calls(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    char body[4096];
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}], "
+             "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0}", TOOLS);
+    cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
+    assert_string_equal(jstr(a, "choices.0.finish_reason"), "tool_calls");
+    const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")));
+    const cJSON *calls = cJSON_GetObjectItem(msg, "tool_calls");
+    assert_int_equal(cJSON_GetArraySize(calls), 1);
+    const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+    assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
+    check_call(cJSON_GetArrayItem(calls, 0), name);
+
+    /* named, streamed: header delta (index, id, type, name, arguments "") then the arguments */
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Time?\"}], %s, "
+             "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}, "
+             "\"stream\": true, \"temperature\": 0.8, \"seed\": 7}", TOOLS);
+    struct resp r;
+    req(port, "POST", "/v1/chat/completions", AUTH, body, &r);
+    assert_int_equal(r.status, 200);
+    cJSON *ev = parse_sse(r.body);
+    cJSON *call = cJSON_CreateObject(), *fn = cJSON_AddObjectToObject(call, "function");
+    char args[2048] = "";
+    int headers = 0;
+    const char *finish = NULL;
+    for (const cJSON *e = ev->child; e; e = e->next) {
+        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0);
+        const cJSON *d = cJSON_GetObjectItem(ch, "delta");
+        const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
+        if (cJSON_IsString(fr)) finish = fr->valuestring;
+        const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "tool_calls"), 0);
+        if (!tc) continue;
+        assert_int_equal((int)jnum(tc, "index"), 0);
+        if (jstr(tc, "id")) {
+            headers++;
+            cJSON_AddStringToObject(call, "id", jstr(tc, "id"));
+            cJSON_AddStringToObject(call, "type", jstr(tc, "type"));
+            cJSON_AddStringToObject(fn, "name", jstr(tc, "function.name"));
+        }
+        const char *ap = jstr(tc, "function.arguments");
+        if (ap) strncat(args, ap, sizeof args - strlen(args) - 1);
+    }
+    cJSON_AddStringToObject(fn, "arguments", args);
+    assert_int_equal(headers, 1);
+    assert_non_null(finish);
+    assert_string_equal(finish, "tool_calls");
+    check_call(call, "get_time");
+    cJSON_Delete(call);
+    cJSON_Delete(ev);
+    free(r.body);
+
+    /* the call and its result go back into the conversation */
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}, "
+             "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", \"type\": "
+             "\"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\", "
+             "\\\"unit\\\": \\\"c\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": "
+             "\"4 C, rain\"}], %s, \"max_tokens\": 5, \"temperature\": 0, \"tool_choice\": \"none\"}", TOOLS);
+    cJSON *c = post_json(port, "/v1/chat/completions", body, 200);
+    assert_true((int)jnum(c, "usage.prompt_tokens") > 30);
+    assert_non_null(jstr(c, "choices.0.message.content"));
+    cJSON_Delete(c);
+    cJSON_Delete(a);
+}
+
+static void test_response_format_and_stop(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"A number\"}], \"response_format\": "
+                       "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"strict\": true, \"schema\": "
+                       "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 0, "
+                       "\"maximum\": 999}}, \"required\": [\"n\"], \"additionalProperties\": false}}}, "
+                       "\"temperature\": 0}";
+    cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
+    cJSON *doc = cJSON_Parse(jstr(a, "choices.0.message.content"));
+    if (!doc) fail_msg("not JSON: %s", jstr(a, "choices.0.message.content"));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(doc, "n")));
+    assert_string_equal(jstr(a, "choices.0.finish_reason"), "stop");
+    cJSON_Delete(doc);
+    cJSON_Delete(a);
+
+    /* stop: cut the greedy answer at a string taken from its middle */
+    const char *plain = "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, \"ignore_eos\": true}";
+    cJSON *p = post_json(port, "/v1/completions", plain, 200);
+    assert_string_equal(jstr(p, "object"), "text_completion");
+    assert_string_equal(jstr(p, "choices.0.finish_reason"), "length");
+    const char *text = jstr(p, "choices.0.text");
+    size_t tl = strlen(text);
+    assert_true(tl > 20);
+    char stop[8];
+    memcpy(stop, text + tl / 2, 3);
+    stop[3] = 0;
+    const size_t cut = (size_t)(strstr(text, stop) - text);
+    char body2[512];
+    cJSON *sj = cJSON_CreateString(stop);
+    char *stop_json = cJSON_PrintUnformatted(sj);
+    snprintf(body2, sizeof body2, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, "
+             "\"ignore_eos\": true, \"stop\": [\"zzzzqqqq\", %s]}", stop_json);
+    cJSON *q = post_json(port, "/v1/completions", body2, 200);
+    assert_string_equal(jstr(q, "choices.0.finish_reason"), "stop");
+    assert_int_equal(strlen(jstr(q, "choices.0.text")), cut);
+    assert_memory_equal(jstr(q, "choices.0.text"), text, cut);
+    assert_true((int)jnum(q, "usage.completion_tokens") < 24);
+    /* streamed completions end with [DONE] and give the same text */
+    snprintf(body2, sizeof body2, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, "
+             "\"ignore_eos\": true, \"stream\": true}");
+    struct resp r;
+    req(port, "POST", "/v1/completions", AUTH, body2, &r);
+    cJSON *ev = parse_sse(r.body);
+    char all[4096] = "";
+    for (const cJSON *e = ev->child; e; e = e->next) {
+        assert_string_equal(jstr(e, "object"), "text_completion");
+        strncat(all, jstr(e, "choices.0.text"), sizeof all - strlen(all) - 1);
+    }
+    assert_string_equal(all, text);
+    cJSON_Delete(ev);
+    free(r.body);
+    free(stop_json);
+    cJSON_Delete(sj);
+    cJSON_Delete(q);
+    cJSON_Delete(p);
+}
+
+struct client {
+    int port;
+    char body[1024];
+    struct resp r;
+};
+static void *client_thread(void *arg)
+{
+    struct client *c = arg;
+    int fd = connect_to(c->port);
+    send_request(fd, "POST", "/v1/chat/completions", AUTH, c->body, strlen(c->body));
+    read_response(fd, &c->r);
+    return NULL;
+}
+
+/* Four streams at once: all complete, and they shared forward passes. */
+static void test_concurrent_batching(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    const double steps0 = metric(port, "tern_forward_passes_total");
+    const double gen0 = metric(port, "tern_generated_tokens_total");
+    enum { N = 4, TOK = 40 };
+    struct client c[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        c[i].port = port;
+        snprintf(c[i].body, sizeof c[i].body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Story %d\"}], "
+                 "\"max_tokens\": %d, \"ignore_eos\": true, \"stream\": true, \"seed\": %d}", i, TOK, i);
+        pthread_create(&th[i], NULL, client_thread, &c[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(c[i].r.status, 200);
+        cJSON *ev = parse_sse(c[i].r.body);
+        int n_content = 0;
+        for (const cJSON *e = ev->child; e; e = e->next)
+            if (jstr(e, "choices.0.delta.content")) n_content++;
+        assert_true(n_content > 0);
+        cJSON_Delete(ev);
+        free(c[i].r.body);
+    }
+    const double steps = metric(port, "tern_forward_passes_total") - steps0;
+    const double gen = metric(port, "tern_generated_tokens_total") - gen0;
+    assert_int_equal((int)gen, N * TOK);
+    print_message("%d streams of %d tokens: %.0f forward passes\n", N, TOK, steps);
+    /* one pass per token if nothing were batched (plus prompts); batched: far fewer */
+    assert_true(steps < N * TOK * 0.75);
+}
+
+/* A client that leaves mid-stream frees its slot at once. */
+static void test_disconnect(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    const double cancelled0 = metric(port, "tern_requests_cancelled_total");
+    int fd = connect_to(port);
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Go on\"}], \"ignore_eos\": true, \"stream\": true}";
+    send_request(fd, "POST", "/v1/chat/completions", AUTH, body, strlen(body));
+    char buf[2048];
+    ssize_t k = recv(fd, buf, sizeof buf, 0); /* headers and the first chunks */
+    assert_true(k > 0);
+    close(fd);
+    bool freed = false;
+    for (int i = 0; i < 100 && !freed; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        freed = metric(port, "tern_requests_cancelled_total") > cancelled0 &&
+                metric(port, "tern_active_sequences") == 0;
+    }
+    assert_true(freed);
+}
+
+/* parallel 1, queue 1: one runs, one waits, the third gets 503 with Retry-After. */
+static void test_queue_full(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    struct srv v;
+    srv_start(&v, 1, 1, 1 << 20);
+    struct client c[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        c[i].port = v.port;
+        snprintf(c[i].body, sizeof c[i].body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Long %d\"}], "
+                 "\"max_tokens\": 300, \"ignore_eos\": true}", i);
+        pthread_create(&th[i], NULL, client_thread, &c[i]);
+        /* wait until it is running (first) or queued (second) */
+        for (int t = 0; t < 200; t++) {
+            if (metric(v.port, i == 0 ? "tern_active_sequences" : "tern_queue_depth") == 1) break;
+            struct timespec ts = {0, 10 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    assert_int_equal((int)metric(v.port, "tern_queue_depth"), 1);
+    struct resp r;
+    req(v.port, "POST", "/v1/chat/completions", AUTH, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}", &r);
+    assert_int_equal(r.status, 503);
+    assert_non_null(strcasestr(r.head, "\r\nRetry-After: 1"));
+    check_error_body(r.body, NULL, "busy");
+    free(r.body);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(c[i].r.status, 200);
+        cJSON *j = cJSON_Parse(c[i].r.body);
+        assert_int_equal((int)jnum(j, "usage.completion_tokens"), 300);
+        cJSON_Delete(j);
+        free(c[i].r.body);
+    }
+    srv_stop(&v);
+}
+
+/* tern_server_stop while a stream runs: the stream still ends complete, then run returns. */
+static void test_drain(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    struct srv v;
+    srv_start(&v, 2, 4, 1 << 20);
+    int fd = connect_to(v.port);
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Drain\"}], \"max_tokens\": 150, "
+                       "\"ignore_eos\": true, \"stream\": true}";
+    send_request(fd, "POST", "/v1/chat/completions", AUTH, body, strlen(body));
+    for (int t = 0; t < 200 && metric(v.port, "tern_active_sequences") < 1; t++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    tern_server_stop(v.s);
+    struct resp r;
+    read_response(fd, &r);
+    assert_int_equal(r.status, 200);
+    cJSON *ev = parse_sse(r.body);
+    const cJSON *last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
+    assert_string_equal(jstr(last, "choices.0.finish_reason"), "length");
+    cJSON_Delete(ev);
+    free(r.body);
+    pthread_join(v.th, NULL);
+    tern_server_free(v.s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
+        cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_response_format_and_stop),
+        cmocka_unit_test(test_concurrent_batching), cmocka_unit_test(test_disconnect),
+        cmocka_unit_test(test_queue_full),         cmocka_unit_test(test_drain),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
+}

@@ -1,0 +1,131 @@
+/* cmd_serve.c — `tern serve`: the OpenAI-compatible HTTP server (include/tern.h "HTTP server",
+ * src/server). This file turns flags into tern_server_params, prints where it listens, and
+ * turns SIGTERM / SIGINT into tern_server_stop (drain, then exit 0). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void help(void)
+{
+    printf("usage: tern serve -m MODEL [--host ADDR] [--port N] [--api-key KEY] [--parallel N]\n"
+           "                  [-c N] [-t N] [options]\n"
+           "\n"
+           "Serves the model over OpenAI's HTTP API: POST /v1/chat/completions (tools, tool_choice,\n"
+           "response_format, streaming), POST /v1/completions, GET /v1/models, GET /health,\n"
+           "GET /metrics (Prometheus) and a chat page at /. Up to --parallel requests are decoded\n"
+           "together in one forward pass (continuous batching); more wait in a queue, and a full\n"
+           "queue answers 503 with Retry-After. SIGTERM or Ctrl-C stops accepting, finishes the\n"
+           "requests already admitted, and exits 0.\n"
+           "\n"
+           "  -m, --model FILE       GGUF model\n"
+           "  --host ADDR            address to listen on (default 127.0.0.1: this machine only;\n"
+           "                         0.0.0.0 or :: exposes the server to the network)\n"
+           "  --port N               TCP port, 0..65535 (default 8080; 0 = any free port)\n"
+           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1 (default: the\n"
+           "                         TERN_API_KEY environment variable, else no key)\n"
+           "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
+           "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
+           "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
+           "                         the KV cache holds parallel x ctx positions\n"
+           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
+           "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
+           "                         (default 256): lower keeps running streams smoother\n"
+           "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
+           "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
+           "  --quiet                no log line per request\n"
+           "\n"
+           "Exit status 1: the model could not be loaded or the port not bound (message on stderr);\n"
+           "2: a usage error.\n");
+}
+
+static struct tern_server *g_server;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (g_server) tern_server_stop(g_server);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct tern_server_params p = tern_server_default_params();
+    p.api_key = getenv("TERN_API_KEY");
+    long long v;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val;
+        int r;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help();
+            return CLI_EXIT_OK;
+        }
+        if (!strcmp(a, "--quiet")) {
+            p.quiet = true;
+            continue;
+        }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &val)) != 0)
+        if (OPT("-m", "--model")) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.model_path = val;
+        } else if (OPT("--host", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.host = val;
+        } else if (OPT("--port", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--port", val, 0, 65535, &v)) return CLI_EXIT_USAGE;
+            p.port = (int)v;
+        } else if (OPT("--api-key", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.api_key = val;
+        } else if (OPT("--alias", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.model_alias = val;
+        } else if (OPT("-np", "--parallel")) {
+            if (r < 0 || !cli_flag_int("serve", "--parallel", val, 1, 256, &v)) return CLI_EXIT_USAGE;
+            p.n_parallel = (int)v;
+        } else if (OPT("-c", "--ctx-size")) {
+            if (r < 0 || !cli_flag_int("serve", "--ctx-size", val, 2, CLI_MAX_N_CTX, &v)) return CLI_EXIT_USAGE;
+            p.n_ctx = (int)v;
+        } else if (OPT("-t", "--threads")) {
+            if (r < 0 || !cli_flag_int("serve", "--threads", val, 1, 512, &v)) return CLI_EXIT_USAGE;
+            p.n_threads = (int)v;
+        } else if (OPT("--chunk", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--chunk", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
+            p.n_prefill = (int)v;
+        } else if (OPT("--max-queue", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
+            p.max_queue = (int)v;
+        } else if (OPT("--max-body", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-body", val, 1024, 1ll << 32, &v)) return CLI_EXIT_USAGE;
+            p.max_body = (size_t)v;
+        } else {
+            return cli_usage_error("serve", "unknown option '%s'", a);
+        }
+#undef OPT
+    }
+    if (!p.model_path) return cli_usage_error("serve", "a model is required (-m MODEL)");
+    if (p.api_key && !p.api_key[0]) p.api_key = NULL;
+
+    struct tern_server *s;
+    tern_status st = tern_server_create(&p, &s);
+    if (st) return cli_report("serve", st);
+    g_server = s;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    const char *host = p.host ? p.host : "127.0.0.1";
+    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%s%s)\n", strchr(host, ':') ? "[" : "",
+            host, strchr(host, ':') ? "]" : "", tern_server_port(s), p.model_path,
+            p.api_key ? ", API key required" : "");
+    fflush(stderr);
+    st = tern_server_run(s);
+    g_server = NULL;
+    tern_server_free(s);
+    if (st) return cli_report("serve", st);
+    fprintf(stderr, "tern serve: stopped\n");
+    return CLI_EXIT_OK;
+}
