@@ -826,8 +826,8 @@ struct tern_gen_params {
      * one forward pass) and counted in stats.grammar_forced. Works with a draft: drafted tokens
      * the grammar refuses are cut before the target's pass, and at temperature 0 the output is
      * the constrained output without a draft, token for token. The grammar must be compiled
-     * against this model's tokenizer and outlive the call; the generator keeps one matcher per
-     * grammar (created on first use, reset each call). Lazy grammars (tool calls) leave free text
+     * against this model's tokenizer and outlive the call; the generator makes a matcher for it
+     * each call (kept until the next call or tern_generator_free). Lazy grammars (tool calls) leave free text
      * free and constrain from their trigger on. */
     const struct tern_grammar *grammar;
 };

@@ -203,12 +203,15 @@ static void test_bench_ratio(void **state)
     assert_int_equal(tern(args, "", &out, &err), 0);
     cJSON *j = cJSON_Parse(out);
     if (!j) fail_msg("not JSON: %s", out);
-    const double ratio = cJSON_GetObjectItemCaseSensitive(j, "ratio")->valuedouble;
-    assert_true(ratio > 0.2 && ratio < 5);
+    /* wall-clock ratios of millisecond runs on a shared machine are noise: only their presence
+     * and sign are checked; the CPU share of grammar work is bounded (a few % at most here) */
+    assert_true(cJSON_GetObjectItemCaseSensitive(j, "ratio")->valuedouble > 0);
+    assert_true(cJSON_GetObjectItemCaseSensitive(j, "ratio_cpu")->valuedouble > 0);
+    const double share = cJSON_GetObjectItemCaseSensitive(j, "grammar_cpu_share")->valuedouble;
+    assert_true(share > 0 && share < 0.5);
+    assert_true(cJSON_GetObjectItemCaseSensitive(j, "forced_tokens")->valueint <= cJSON_GetObjectItemCaseSensitive(j, "n_tokens")->valueint);
     assert_true(cJSON_GetObjectItemCaseSensitive(j, "tps_unconstrained")->valuedouble > 0);
     assert_true(cJSON_GetObjectItemCaseSensitive(j, "n_tokens")->valueint > 0);
-    assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "ratio_cpu"));
-    assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "grammar_cpu_share"));
     assert_non_null(cJSON_GetObjectItemCaseSensitive(j, "mask_us_per_mask"));
     cJSON_Delete(j);
     free(out);

@@ -23,20 +23,15 @@ double gen_cpu_ms(void)
 
 tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g)
 {
-    struct tern_grammar_matcher *m = gr->m;
-    const struct tern_grammar *of = gr->of;
-    *gr = (struct gen_grammar){.m = m, .of = of};
-    if (!g) return TERN_OK; /* the matcher stays for the next constrained call; unused */
+    /* A fresh matcher every call: keeping one while the grammar pointer stays the same would
+     * follow a freed grammar whose address a new one happens to reuse (it did, in
+     * test_gen_grammar: a crash in classification, Release build only). */
+    tern_grammar_matcher_free(gr->m);
+    *gr = (struct gen_grammar){0};
+    if (!g) return TERN_OK;
     struct tern_grammar_info gi;
     tern_grammar_get_info(g, &gi);
     gr->n_tok = gi.n_vocab;
-    if (m && of == g) {
-        tern_grammar_matcher_reset(m);
-        return TERN_OK;
-    }
-    tern_grammar_matcher_free(m);
-    gr->m = NULL;
-    gr->of = NULL;
     tern_status st = tern_grammar_matcher_create(g, &gr->m);
     if (st) return tern_fail_prefix(st, "generate: grammar: ");
     gr->of = g;

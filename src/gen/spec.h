@@ -138,7 +138,7 @@ struct gen_token_hook {
  * of the calling thread (masks run there), so they hold on a busy machine. */
 struct gen_grammar {
     struct tern_grammar_matcher *m;  /* NULL: unconstrained */
-    const struct tern_grammar *of;   /* the grammar m was created for (reused while it is the same) */
+    const struct tern_grammar *of;   /* the grammar m was created for (this call's) */
     int n_tok;                       /* its vocabulary's size: logits past it (padding) are masked */
     int masks;                       /* masks computed and applied */
     int forced;                      /* tokens appended without sampling */
@@ -150,8 +150,8 @@ struct gen_grammar {
     tern_status fail_status;
     char fail_msg[256];
 };
-/* Use grammar g (NULL: none) for the next generation: the matcher is created when g changes and
- * reset otherwise; counters zeroed. */
+/* Use grammar g (NULL: none) for the next generation: a new matcher (the previous one freed),
+ * counters zeroed. */
 tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g);
 void gen_grammar_free(struct gen_grammar *gr);
 /* Advance the matcher by a token the output keeps. */
