@@ -141,6 +141,16 @@ tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out);
 /* Every recorded answer as one JSON line (id, content, tool_calls, tokens, ms, ttfa, error). */
 tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f);
 
+/* Record every answer of an outputs file (tern_eval_outputs_write's lines) into r: merging the
+ * shards of a run, or re-grading one. A line naming a case not in the set, or one already
+ * recorded, is an error naming FILE:LINE. */
+tern_status tern_eval_read_outputs(struct tern_eval_run *r, const char *path);
+/* Cases of the set without an answer; *first = the first one's index (-1 if none). */
+int tern_eval_run_missing(const struct tern_eval_run *r, int *first);
+/* 0 when two runs of the same set hold the same answers (content, calls, token counts; failed
+ * cases compare by having failed), else 1 + the index of the first case that differs. */
+int tern_eval_runs_differ(const struct tern_eval_run *a, const struct tern_eval_run *b);
+
 struct tern_eval_local_params {
     int n_ctx;        /* 0 = min(model's training context, 4096) */
     int n_threads;    /* 0 = online CPUs */

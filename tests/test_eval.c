@@ -328,6 +328,61 @@ static void test_cli_local(void **state)
     assert_non_null(strstr(out, "/nonexistent.jsonl"));
 }
 
+/* Shards merged: 0/2 + 1/2 of the local runner give the unsharded run's answers and report. */
+static void test_merge_shards(void **state)
+{
+    (void)state;
+    char model[600], cases[600], cmd[8192], out[16384], o[4][700], rep[2][700];
+    snprintf(model, sizeof model, "%s/tiny.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("tiny", "q8_0", 3, model, NULL));
+    snprintf(cases, sizeof cases, "%s/cases.jsonl", test_tmpdir());
+    write_cases(cases);
+    const char *shard[3] = {"0/2", "1/2", "0/1"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(o[k], sizeof o[k], "%s/shard%d.jsonl", test_tmpdir(), k);
+        snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --max-tokens 6 -t 1 --shard %s --outputs %s %s%s 2>&1",
+                 test_tern_bin(), cases, model, shard[k], o[k], k == 2 ? "--json " : "",
+                 k == 2 ? (snprintf(rep[0], sizeof rep[0], "%s/full.json", test_tmpdir()), rep[0]) : "");
+        assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    }
+    snprintf(rep[1], sizeof rep[1], "%s/merged.json", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s --against %s --json %s 2>&1", test_tern_bin(),
+             cases, o[0], o[1], o[2], rep[1]);
+    if (run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    assert_non_null(strstr(out, "equal"));
+    /* the merged report's scores are the unsharded run's (times aside) */
+    char *a = test_read_file(rep[0], NULL), *b = test_read_file(rep[1], NULL);
+    cJSON *ja = cJSON_Parse(a), *jb = cJSON_Parse(b);
+    const cJSON *oa = obj(ja, "overall"), *ob = obj(jb, "overall");
+    const char *keys[] = {"cases", "errors", "calls_answered", "invalid_calls", "tokens_per_answer"};
+    for (int k = 0; k < 5; k++) assert_true(numv(oa, keys[k]) == numv(ob, keys[k]));
+    cJSON_Delete(ja), cJSON_Delete(jb), free(a), free(b);
+    /* a shard missing, a shard given twice, a foreign case */
+    snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s 2>&1", test_tern_bin(), cases, o[0]);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "2 of 4 cases have no answer"));
+    snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s %s 2>&1", test_tern_bin(), cases, o[0], o[1], o[0]);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "was already answered"));
+    char bad[700];
+    snprintf(bad, sizeof bad, "%s/foreign.jsonl", test_tmpdir());
+    write_text(bad, "{\"id\": \"zz\", \"content\": \"\", \"tool_calls\": []}\n");
+    snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s 2>&1", test_tern_bin(), cases, bad);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "foreign.jsonl:1: case 'zz' is not in"));
+    /* --against a run that answered differently */
+    char *full = test_read_file(o[2], NULL);
+    char *p = strstr(full, "\"content\":\"");
+    assert_non_null(p);
+    memcpy(p, "\"content\":\"#", 12); /* one changed byte in the first answer */
+    snprintf(bad, sizeof bad, "%s/changed.jsonl", test_tmpdir());
+    write_text(bad, full);
+    free(full);
+    snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s --against %s 2>&1", test_tern_bin(), cases, o[0], o[1], bad);
+    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "differs between the merged shards"));
+}
+
 /* The stub endpoint (tests/eval/stub_server.mjs) under node: its stdin is our pipe (closing it
  * stops the stub), its first stdout line is the port. */
 static pid_t start_stub(int *stdin_fd, int *port)
@@ -424,7 +479,7 @@ int main(void)
         cmocka_unit_test(test_json_equality),  cmocka_unit_test(test_validation),
         cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
-        cmocka_unit_test(test_endpoint_stub),
+        cmocka_unit_test(test_endpoint_stub), cmocka_unit_test(test_merge_shards),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

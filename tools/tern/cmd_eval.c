@@ -5,6 +5,7 @@
  *             [--concurrency N] [--timeout S]) [--shard i/n] [--limit N] [--json report.json]
  *             [--outputs outputs.jsonl] [--max-tokens N] [-c N] [-t N]
  *   tern eval cases CORPUS.jsonl -o cases.jsonl
+ *   tern eval merge --data cases.jsonl OUTPUTS.jsonl... [--json report.json] [--against FULL.jsonl]
  *
  * The report goes to stdout as a table (overall, then per slice) and, with --json, to a file;
  * --outputs writes every answer as received so it can be re-graded. A shard i/n answers the
@@ -24,7 +25,8 @@ static void usage(void)
 {
     printf("usage: tern eval --data CASES.jsonl -m MODEL [options]\n"
            "       tern eval --data CASES.jsonl --endpoint http://HOST:PORT/v1 [--api-key K] [--model NAME] [options]\n"
-           "       tern eval cases CORPUS.jsonl -o CASES.jsonl\n\n"
+           "       tern eval cases CORPUS.jsonl -o CASES.jsonl\n"
+           "       tern eval merge --data CASES.jsonl OUTPUTS.jsonl... [--json R] [--against FULL.jsonl]\n\n"
            "Answers every case greedily with the model and scores the tool calls: precision,\n"
            "recall and F1 (strict and lax), correct tool, exact arguments, false calls, invalid\n"
            "and malformed calls, leaked private strings, TTFA, tokens per answer (README\n"
@@ -49,7 +51,10 @@ static void usage(void)
            "                       free, an opened call is a tool's name and valid arguments\n"
            "  -c, --ctx-size N     context (default: the model's, at most 4096)\n"
            "  -t, --threads N      threads (default: all)\n"
-           "cases: one case per assistant message of a corpus file (tern corpus toolcalls).\n");
+           "cases: one case per assistant message of a corpus file (tern corpus toolcalls).\n"
+           "merge: the --outputs files of the shards of a run, scored together; every case must be\n"
+           "answered exactly once; --against compares the answers case by case with an unsharded\n"
+           "run's outputs.\n");
 }
 
 static int cmd_cases(int argc, char **argv)
@@ -74,6 +79,93 @@ static int cmd_cases(int argc, char **argv)
     if (st) return cli_report("eval", st);
     fprintf(stderr, "tern eval: wrote %lld cases to %s\n", (long long)n, out);
     return CLI_EXIT_OK;
+}
+
+static int write_report(const char *json, const char *report)
+{
+    if (!json) return CLI_EXIT_OK;
+    FILE *f = fopen(json, "w");
+    bool ok = f && fputs(report, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = false;
+    if (ok) return CLI_EXIT_OK;
+    fprintf(stderr, "tern eval: cannot write %s\n", json);
+    return CLI_EXIT_FAIL;
+}
+
+static void print_report(const char *json);
+
+static int cmd_merge(int argc, char **argv)
+{
+    const char *data = NULL, *json = NULL, *against = NULL, *v;
+    const char *files[256];
+    int n_files = 0;
+    for (int i = 2; i < argc; i++) {
+        int r;
+        if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            data = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--json", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            json = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--against", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            against = v;
+        } else if (argv[i][0] == '-') {
+            return cli_usage_error("eval", "unknown option '%s'", argv[i]);
+        } else if (n_files < 256) {
+            files[n_files++] = argv[i];
+        } else {
+            return cli_usage_error("eval", "at most 256 outputs files");
+        }
+    }
+    if (!data || !n_files) return cli_usage_error("eval", "usage: tern eval merge --data CASES.jsonl OUTPUTS.jsonl...");
+    struct tern_eval_set *s = NULL;
+    struct tern_eval_run *r = NULL, *full = NULL;
+    char *report = NULL;
+    int rc = CLI_EXIT_OK;
+    tern_status st = tern_eval_set_load(data, &s);
+    if (!st) st = tern_eval_run_create(s, &r);
+    for (int k = 0; !st && k < n_files; k++) st = tern_eval_read_outputs(r, files[k]);
+    if (st) {
+        rc = cli_report("eval", st);
+        goto out;
+    }
+    int first;
+    const int missing = tern_eval_run_missing(r, &first);
+    if (missing) {
+        fprintf(stderr, "tern eval: %d of %d cases have no answer in these files (the first: '%s'); "
+                "a merge must cover every case\n", missing, tern_eval_set_count(s),
+                tern_eval_case_id(s, first));
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (against) {
+        if ((st = tern_eval_run_create(s, &full)) || (st = tern_eval_read_outputs(full, against))) {
+            rc = cli_report("eval", st);
+            goto out;
+        }
+        const int d = tern_eval_runs_differ(r, full);
+        if (d) {
+            fprintf(stderr, "tern eval: case '%s' differs between the merged shards and %s\n",
+                    tern_eval_case_id(s, d - 1), against);
+            rc = CLI_EXIT_FAIL;
+            goto out;
+        }
+        fprintf(stderr, "tern eval: the merged shards equal %s case by case (%d cases)\n", against,
+                tern_eval_set_count(s));
+    }
+    if ((st = tern_eval_report_json(r, &report))) {
+        rc = cli_report("eval", st);
+        goto out;
+    }
+    rc = write_report(json, report);
+    if (rc == CLI_EXIT_OK) print_report(report);
+out:
+    free(report);
+    tern_eval_run_free(full);
+    tern_eval_run_free(r);
+    tern_eval_set_free(s);
+    return rc;
 }
 
 static void progress(int done, int total, void *user)
@@ -128,6 +220,7 @@ static void print_report(const char *json)
 int cmd_eval(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "cases")) return cmd_cases(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
     const char *data = NULL, *model = NULL, *json = NULL, *outputs = NULL, *v;
     const char *endpoint = NULL, *api_key = getenv("TERN_API_KEY"), *model_name = NULL;
     long long shard_i = 0, shard_n = 1, limit = 0, threads = 0, n_ctx = 0, max_tokens = 512;
