@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "eval/eval.h"
 
 static void write_text(const char *path, const char *s)
@@ -328,6 +330,80 @@ static void test_cli_local(void **state)
     assert_non_null(strstr(out, "/nonexistent.jsonl"));
 }
 
+static void *serve_thread(void *arg)
+{
+    tern_server_run(arg);
+    return NULL;
+}
+
+/* tern eval against tern's own server: at temperature 0 the server (batched, over HTTP, with an
+ * API key) answers every case exactly as the local runner does with the same model. */
+static void test_against_tern_serve(void **state)
+{
+    (void)state;
+    char model[600], cases[600];
+    snprintf(model, sizeof model, "%s/tiny-serve.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("tiny", "q8_0", 5, model, NULL));
+    snprintf(cases, sizeof cases, "%s/cases.jsonl", test_tmpdir());
+    write_cases(cases);
+    struct tern_server_params sp = tern_server_default_params();
+    sp.model_path = model;
+    sp.port = 0;
+    sp.api_key = "k-test";
+    sp.n_parallel = 2;
+    sp.n_ctx = 1024;
+    sp.n_threads = 1;
+    sp.quiet = true;
+    struct tern_server *srv;
+    assert_tern_ok(tern_server_create(&sp, &srv));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, serve_thread, srv), 0);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(cases, &s));
+    struct tern_eval_run *remote, *local;
+    assert_tern_ok(tern_eval_run_create(s, &remote));
+    assert_tern_ok(tern_eval_run_create(s, &local));
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", tern_server_port(srv));
+    struct tern_eval_http_params hp = tern_eval_http_default_params();
+    hp.endpoint = url;
+    hp.api_key = "k-test";
+    hp.concurrency = 2;
+    hp.max_tokens = 12;
+    int failed = -1;
+    assert_tern_ok(tern_eval_http(remote, &hp, NULL, s->n, NULL, NULL, &failed));
+    assert_int_equal(failed, 0);
+    /* a wrong key: every case fails with the server's 401 */
+    struct tern_eval_run *denied;
+    assert_tern_ok(tern_eval_run_create(s, &denied));
+    hp.api_key = "wrong";
+    assert_tern_ok(tern_eval_http(denied, &hp, NULL, 1, NULL, NULL, &failed));
+    assert_int_equal(failed, 1);
+    assert_non_null(denied->answers[0].error);
+    assert_non_null(strstr(denied->answers[0].error, "HTTP 401"));
+    tern_eval_run_free(denied);
+    tern_server_stop(srv);
+    pthread_join(th, NULL);
+    tern_server_free(srv);
+    struct tern_eval_local_params lp = tern_eval_local_default_params();
+    lp.n_ctx = 1024;
+    lp.n_threads = 1;
+    lp.max_tokens = 12;
+    assert_tern_ok(tern_eval_local(local, model, &lp, NULL, s->n, NULL, NULL));
+    for (int i = 0; i < s->n; i++) {
+        assert_true(remote->answers[i].recorded);
+        assert_null(remote->answers[i].error);
+        assert_non_null(remote->answers[i].request_id);
+        assert_int_equal(remote->answers[i].n_tokens, local->answers[i].n_tokens);
+    }
+    const int d = tern_eval_runs_differ(remote, local);
+    if (d) fail_msg("case %s: server '%s' vs local '%s'", s->cases[d - 1].id,
+                    remote->answers[d - 1].content, local->answers[d - 1].content);
+    tern_eval_run_free(remote);
+    tern_eval_run_free(local);
+    tern_eval_set_free(s);
+}
+
 /* Shards merged: 0/2 + 1/2 of the local runner give the unsharded run's answers and report. */
 static void test_merge_shards(void **state)
 {
@@ -480,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
         cmocka_unit_test(test_endpoint_stub), cmocka_unit_test(test_merge_shards),
+        cmocka_unit_test(test_against_tern_serve),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
