@@ -1011,9 +1011,12 @@ struct tern_batch_request {
     int n_prompt;            /* 1 .. n_ctx - 1 */
     struct tern_sampler *sampler; /* required, not owned; reset and fed the prompt at add; used
                                      only inside steps until done */
-    struct tern_grammar_matcher *matcher; /* optional, not owned: masks every sampled token
-                                     (tern_grammar_matcher_apply) and stops the request when the
-                                     grammar is done; must outlive the request */
+    const struct tern_grammar *grammar; /* optional, not owned: constrains the answer exactly as
+                                     tern_gen_params.grammar does in tern_generate (masks, forced
+                                     tokens decoded in the slot's next pass, stop "done", the
+                                     grammar_* stats); compiled against this model's tokenizer
+                                     (else TERN_ERR_ARG at add); must outlive the request. The
+                                     slot's matcher is made at add and freed when it leaves */
     int max_tokens;          /* tokens to sample at most (the end-of-generation token counts) */
     bool ignore_eog;         /* end-of-generation tokens do not stop (nor show): fixed-length
                                 runs for measurements (llama-server's ignore_eos) */
@@ -1042,7 +1045,8 @@ void tern_batcher_cancel(struct tern_batcher *b, int slot);
 
 struct tern_batcher_step_info {
     int n_tokens;        /* tokens in the forward pass (0: nothing to do) */
-    int n_decode;        /* of those, generating slots' next tokens */
+    int n_decode;        /* of those, generating slots' next tokens (a sampled one and the
+                            grammar's forced tokens after it) */
     int n_prefill;       /* prompt tokens */
     int n_finished;      /* requests that finished in this step */
     double forward_ms;   /* the forward pass */
@@ -1543,6 +1547,8 @@ struct tern_server_params {
     size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
     int max_connections;      /* open connections at once; 0 = 256 */
     bool quiet;               /* no per-request log line on stderr */
+    const char *chat_template_file; /* a Jinja chat template used instead of the model's own
+                                 (its tool-call format is detected from it); NULL = the model's */
 };
 struct tern_server_params tern_server_default_params(void);
 

@@ -2,6 +2,7 @@
  * multi-sequence context, batcher, engine thread, listening socket), run (wait for
  * tern_server_stop, then drain: stop accepting, let admitted requests finish), free.
  * Read server.h for the threads and locks. */
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,40 @@ void tern_server_free(struct tern_server *s)
     free(s);
 }
 
+/* A Jinja chat template from a file (llama-server's --chat-template-file), replacing the
+ * model's own. */
+static tern_status template_from_file(const char *path, struct tern_chat_template **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tern_fail(TERN_ERR_IO, "serve: chat template %s: %s", path, strerror(errno));
+    struct sbuf b = {0};
+    char buf[8192];
+    size_t n;
+    bool ok = true;
+    while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = sbuf_add(&b, buf, n);
+    const bool err = ferror(f);
+    fclose(f);
+    tern_status st;
+    if (!ok) st = tern_fail(TERN_ERR_NOMEM, "serve: out of memory reading %s", path);
+    else if (err) st = tern_fail(TERN_ERR_IO, "serve: chat template %s: read error", path);
+    else if (!b.len) st = tern_fail(TERN_ERR_FORMAT, "serve: chat template %s is empty", path);
+    else if ((st = tern_chat_template_create(b.p, b.len, out))) st = tern_fail_prefix(st, "serve: chat template %s: ", path);
+    sbuf_free(&b);
+    return st;
+}
+
+/* Is the opener of the template's tool calls a control token of this vocabulary (one token
+ * when special tokens are parsed)? */
+static bool opener_is_control(struct tern_tokenizer *tok, enum tern_toolcall_format fmt)
+{
+    const char *op = fmt == TERN_TOOLCALL_HERMES ? "<tool_call>" : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]"
+                   : fmt == TERN_TOOLCALL_LLAMA3 ? "<|python_tag|>" : NULL;
+    int32_t ids[32];
+    size_t n = 0;
+    if (!op || tern_tokenize(tok, op, strlen(op), TERN_TOK_PARSE_SPECIAL, ids, 32, &n)) return false;
+    return n == 1 && tern_token_is_control(tok, ids[0]);
+}
+
 tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
 {
     if (!p || !p->model_path || !out) return tern_fail(TERN_ERR_ARG, "serve: a model path is required");
@@ -79,11 +114,13 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     const struct tern_gguf *g = s->model ? tern_model_gguf(s->model) : NULL;
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok);
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok_http);
-    if (!st) st = tern_chat_template_from_gguf(g, &s->tmpl);
+    if (!st) st = p->chat_template_file ? template_from_file(p->chat_template_file, &s->tmpl)
+                                        : tern_chat_template_from_gguf(g, &s->tmpl);
     if (!st) {
         const char *w = tern_chat_template_warning(s->tmpl);
         if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
         s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        s->opener_control = opener_is_control(s->tok, s->fmt);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */
         if (tern_grammar_vocab_create(s->tok, &s->gvocab)) {

@@ -113,8 +113,7 @@ struct job {
     char id[48];
     long long created;
     struct tern_sampler *sampler;
-    struct tern_grammar *grammar;
-    struct tern_grammar_matcher *matcher;
+    struct tern_grammar *grammar;  /* tools / response_format constraint, or NULL */
     double t_queued, t_admitted, t_last_token;
 
     /* engine-side output state (engine thread only; srv_output.c) */
@@ -158,6 +157,7 @@ struct tern_server {
     pthread_mutex_t tok_mu;
     struct tern_chat_template *tmpl;
     enum tern_toolcall_format fmt;
+    bool opener_control;               /* the format's call opener is a control token here */
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;
     struct tern_batcher *batcher;

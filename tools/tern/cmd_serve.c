@@ -27,6 +27,8 @@ static void help(void)
            "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1 (default: the\n"
            "                         TERN_API_KEY environment variable, else no key)\n"
            "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
+           "  --chat-template-file FILE  a Jinja chat template instead of the model's own (its\n"
+           "                         tool-call format, hermes / llama3 / mistral, is detected)\n"
            "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
            "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
            "                         the KV cache holds parallel x ctx positions\n"
@@ -81,6 +83,9 @@ int cmd_serve(int argc, char **argv)
         } else if (OPT("--alias", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             p.model_alias = val;
+        } else if (OPT("--chat-template-file", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.chat_template_file = val;
         } else if (OPT("-np", "--parallel")) {
             if (r < 0 || !cli_flag_int("serve", "--parallel", val, 1, 256, &v)) return CLI_EXIT_USAGE;
             p.n_parallel = (int)v;
