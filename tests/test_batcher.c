@@ -6,7 +6,8 @@
  * where the model's kernels are batch-invariant, tern_model_batch_invariant: a Q4_0 tiny model
  * on AVX-512 or the scalar path; elsewhere the token comparison is skipped with a message and
  * the structural checks still run). Also: a shared prefix is reused (kept in its slot or copied from another), a
- * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE. */
+ * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE, and a prefix
+ * cache shared by the slots brings back a prompt no slot holds any more. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
@@ -442,6 +443,52 @@ static void test_tool_grammars(void **state)
     tern_grammar_vocab_free(v);
 }
 
+/* A prefix cache across slots: a prompt whose slot was overwritten since is restored from the
+ * cache (block-aligned), and its answer is still the request-alone answer; a prompt a slot holds
+ * more of than the cache keeps the slot's KV. */
+static void test_prefix_cache(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 2, 16);
+    struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+    pp.block_tokens = 16;
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(model, &pp, &pc));
+    tern_batcher_set_prefix_cache(g.b, pc);
+    int32_t a[90], c[60], d[60];
+    prompt_of(30, 90, a);
+    prompt_of(31, 60, c);
+    prompt_of(32, 60, d);
+    struct out o1, o2, o3, o4, o5, ref;
+    add(&g, 0, a, 70, 5, &o1);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    struct tern_prefix_cache_stats cs;
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.n_blocks, 4); /* 70 prompt tokens + 4 generated in the KV: 4 blocks of 16 */
+    /* two unrelated prompts take both slots: nothing of `a` is left in any slot */
+    add(&g, 0, c, 60, 3, &o2);
+    add(&g, 1, d, 60, 3, &o3);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    /* `a` longer: its first 64 tokens come back from the cache (the prompt's first 70 match) */
+    add(&g, 0, a, 90, 6, &o4);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o4.st.n_reused, 64);
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.hits, 1);
+    assert_int_equal(cs.hit_tokens, 64);
+    reference(a, 90, 6, NULL, &ref);
+    same_tokens(&o4, &ref, "restored from the cache");
+    /* the slot that ran `a` holds 89 of its tokens: more than the cache's 80; it is kept */
+    add(&g, 1, a, 90, 2, &o5);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o5.st.n_reused, 89);
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.hits, 1);
+    rig_close(&g);
+    tern_prefix_cache_free(pc);
+}
+
 static void test_bad_requests(void **state)
 {
     (void)state;
@@ -473,7 +520,7 @@ int main(void)
         cmocka_unit_test(test_join_and_match), cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill), cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_grammar), cmocka_unit_test(test_tool_grammars),
-        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_prefix_cache), cmocka_unit_test(test_bad_requests),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

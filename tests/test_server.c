@@ -13,7 +13,8 @@
  * required / named, streamed as deltas; also in the Llama 3 and Mistral formats with those
  * templates), tool results in the conversation, response_format
  * json_schema, stop strings, /v1/completions, concurrent streams sharing forward passes, a
- * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, and
+ * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, the
+ * prompt cache across slots and restarts (--cache-mb, --prompt-cache), and
  * tern_server_stop draining a running stream to its end. */
 #include "test_support.h"
 
@@ -674,6 +675,71 @@ static void test_tool_formats(void **state)
     assert_non_null(strstr(tern_last_error(), "/nonexistent/tmpl.jinja"));
 }
 
+/* --cache-mb / --prompt-cache: with two slots, a conversation whose slot two other requests took
+ * since is restored from the prompt cache (cached_tokens, block-aligned), /metrics says so, and
+ * after a restart (SIGTERM-like stop saves the cache to its folder) the first request of the
+ * same conversation is served from the files. */
+static void start_cached(struct srv *v, const char *dir)
+{
+    struct tern_server_params p = tern_server_default_params();
+    p.model_path = model_path;
+    p.port = 0;
+    p.n_parallel = 2;
+    p.n_ctx = 512;
+    p.n_threads = 1;
+    p.quiet = true;
+    p.cache_bytes = 16u << 20;
+    p.prompt_cache_dir = dir;
+    assert_tern_ok(tern_server_create(&p, &v->s));
+    v->port = tern_server_port(v->s);
+    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
+}
+
+static void test_prompt_cache(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/serve-prompt-cache", test_tmpdir());
+    tern_cache_dir_clear(dir, NULL);
+    const char *conv = "{\"messages\": [{\"role\": \"system\", \"content\": \"You are the archivist of the northern "
+                       "library. You answer questions about old maps, ship logs and weather records, citing the shelf "
+                       "number of every source you use, and you never guess.\"}, {\"role\": \"user\", \"content\": "
+                       "\"Which shelf holds the 1903 ship logs?\"}], \"temperature\": 0, \"max_tokens\": 4}";
+    struct srv v;
+    start_cached(&v, dir);
+    cJSON *a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    const int n1 = (int)jnum(a, "usage.prompt_tokens");
+    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), 0);
+    cJSON_Delete(a);
+    for (int i = 0; i < 2; i++) { /* both slots now hold something else */
+        char other[256];
+        snprintf(other, sizeof other, "{\"messages\": [{\"role\": \"user\", \"content\": \"Unrelated question %d about "
+                 "gardening\"}], \"temperature\": 0, \"max_tokens\": 3}", i);
+        cJSON_Delete(post_json(v.port, "/v1/chat/completions", other, 200));
+    }
+    a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    const int c2 = (int)jnum(a, "usage.prompt_tokens_details.cached_tokens");
+    cJSON_Delete(a);
+    /* blocks of 32: everything but the last, partial one */
+    if (c2 < (n1 - 1) / 32 * 32 || c2 % 32) fail_msg("restored %d of %d prompt tokens", c2, n1);
+    assert_true(metric(v.port, "tern_prompt_cache_hits_total") >= 1);
+    assert_true(metric(v.port, "tern_prompt_cache_restored_tokens_total") >= c2);
+    srv_stop(&v);
+    struct tern_cache_file_info *files;
+    int nf = 0;
+    assert_tern_ok(tern_cache_dir_list(dir, &files, &nf));
+    free(files);
+    assert_true(nf >= (n1 - 1) / 32);
+    /* a new process (here: server) finds the conversation in the files */
+    start_cached(&v, dir);
+    a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), c2);
+    cJSON_Delete(a);
+    srv_stop(&v);
+    tern_cache_dir_clear(dir, NULL);
+}
+
 static void test_response_format_and_stop(void **state)
 {
     (void)state;
@@ -881,7 +947,7 @@ int main(void)
         cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
         cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_tool_formats),
-        cmocka_unit_test(test_response_format_and_stop),
+        cmocka_unit_test(test_prompt_cache),       cmocka_unit_test(test_response_format_and_stop),
         cmocka_unit_test(test_concurrent_batching), cmocka_unit_test(test_disconnect),
         cmocka_unit_test(test_queue_full),         cmocka_unit_test(test_drain),
     };

@@ -12,9 +12,12 @@
  *
  * What a slot does with its logits is the generator's own code (gen_out.c: masks through the
  * grammar, forced tokens, the stop rules; gen_grammar.c: the matcher), so a request gets the
- * tokens tern_generate gives it alone, constrained or not. Everything is allocated in
- * tern_batcher_create and tern_batcher_add (a constrained request's matcher); a step calls only
- * tern_decode_batch, the samplers, the matchers, the detokenizers and the callbacks. */
+ * tokens tern_generate gives it alone, constrained or not. With a prefix cache
+ * (tern_batcher_set_prefix_cache) a prompt is restored from it when it holds more than any slot,
+ * and every prompt (when its prefill completes) and answer (when it leaves) is stored in it.
+ * Everything is allocated in tern_batcher_create and tern_batcher_add (a constrained request's
+ * matcher); a step calls only tern_decode_batch, the samplers, the matchers, the detokenizers,
+ * the callbacks and, with a prefix cache, its store (new blocks only, once per prompt). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,8 +57,21 @@ struct tern_batcher {
     int *order;                  /* (n_slots) prefilling slots in add order */
     float *masked;               /* (n_vocab) logits after a grammar mask (slots sample in turn) */
     int32_t pend[GEN_MAX_PENDING]; /* the tokens a slot chose in this step */
+    struct tern_prefix_cache *pc;  /* optional, not owned (tern_batcher_set_prefix_cache) */
     uint64_t tick;
 };
+
+void tern_batcher_set_prefix_cache(struct tern_batcher *b, struct tern_prefix_cache *pc)
+{
+    b->pc = pc;
+}
+
+/* Give the cache the blocks of slot i's first n record tokens (its KV holds them). Best effort:
+ * a full budget or no memory only means less reuse later. */
+static void cache_store(struct tern_batcher *b, int i, int n)
+{
+    if (b->pc && n > 0) (void)tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].toks, n);
+}
 
 struct tern_batcher_params tern_batcher_default_params(void)
 {
@@ -199,8 +215,14 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
             src_lcp = l;
         }
     }
-    int reused = best_lcp;
-    if (src >= 0 && (st = tern_kv_seq_copy(b->ctx, src, best, src_lcp)) == TERN_OK) {
+    /* The process-wide prefix cache may know more of it than any slot (a conversation whose
+     * slot was reused since, or one seen before a restart): restore from it. */
+    int reused = best_lcp, restored = 0;
+    if (b->pc && tern_prefix_cache_restore(b->pc, b->ctx, best, r->prompt, r->n_prompt,
+                                           src_lcp > best_lcp ? src_lcp : best_lcp, &restored) == TERN_OK &&
+        restored > 0) {
+        reused = restored;
+    } else if (src >= 0 && (st = tern_kv_seq_copy(b->ctx, src, best, src_lcp)) == TERN_OK) {
         reused = src_lcp;
     } else if ((st = tern_kv_seq_truncate(b->ctx, best, best_lcp))) {
         gen_grammar_free(&s->gram);
@@ -264,6 +286,7 @@ static void finish(struct tern_batcher *b, int i, tern_status rc)
     }
     const int kv = tern_kv_seq_n_pos(b->ctx, i);
     if (s->n_toks > kv) s->n_toks = kv;
+    cache_store(b, i, s->n_toks); /* the answer too: the next turn's prompt repeats it */
     s->n_pending = 0;
     s->active = false;
     s->last_used = ++b->tick;
@@ -351,7 +374,10 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->active || s->row < 0) continue;
-        if (s->n_pending == 0) s->t_prompt = t1; /* its prompt just completed */
+        if (s->n_pending == 0) {
+            s->t_prompt = t1; /* its prompt just completed: the cache gets its blocks now, so */
+            cache_store(b, i, s->n_prompt); /* a request sharing them need not wait for the end */
+        }
         s->n_pending = 0;
         const float *logits = tern_context_logits(b->ctx, s->row);
         tern_status rc = TERN_OK;

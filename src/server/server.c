@@ -29,6 +29,7 @@ void tern_server_free(struct tern_server *s)
         srv_job_release(j);
     }
     tern_batcher_free(s->batcher);
+    tern_prefix_cache_free(s->pc);
     tern_context_free(s->ctx);
     tern_grammar_vocab_free(s->gvocab);
     tern_chat_template_free(s->tmpl);
@@ -139,6 +140,28 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         bp.n_prefill = s->p.n_prefill;
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
     }
+    if (!st && (p->cache_bytes || p->prompt_cache_dir)) {
+        struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+        pp.budget_bytes = p->cache_bytes;
+        pp.dir = p->prompt_cache_dir;
+        st = tern_prefix_cache_create(s->model, &pp, &s->pc);
+        if (st) {
+            st = tern_fail_prefix(st, "serve: prompt cache: ");
+        } else {
+            tern_batcher_set_prefix_cache(s->batcher, s->pc);
+            struct tern_prefix_cache_stats cs;
+            tern_prefix_cache_get_stats(s->pc, &cs);
+            s->metrics.pc = cs;
+            s->metrics.has_pc = true;
+            if (tern_prefix_cache_warning(s->pc))
+                fprintf(stderr, "tern serve: prompt cache: warning: %s\n", tern_prefix_cache_warning(s->pc));
+            if (!s->p.quiet)
+                fprintf(stderr, "tern serve: prompt cache: %.0f MiB budget, %llu blocks (%llu tokens) loaded%s%s\n",
+                        cs.budget_bytes / 1048576.0, (unsigned long long)cs.loaded_blocks,
+                        (unsigned long long)cs.loaded_blocks * (unsigned long long)cs.block_tokens,
+                        p->prompt_cache_dir ? " from " : "", p->prompt_cache_dir ? p->prompt_cache_dir : "");
+        }
+    }
     if (!st && !srv_engine_start(s)) st = tern_fail(TERN_ERR_NOMEM, "serve: cannot start the engine thread");
     if (!st) st = srv_http_start(s);
     if (st) {
@@ -166,6 +189,20 @@ tern_status tern_server_run(struct tern_server *s)
     if (!s->p.quiet && waiting)
         fprintf(stderr, "tern serve: stopping: finishing %d request%s\n", waiting, waiting == 1 ? "" : "s");
     srv_engine_drain(s);
+    tern_status st = TERN_OK;
+    if (s->pc && s->p.prompt_cache_dir) {
+        /* the engine has stopped: the cache is this thread's now */
+        struct tern_prefix_cache_stats a, b;
+        tern_prefix_cache_get_stats(s->pc, &a);
+        st = tern_prefix_cache_save(s->pc);
+        tern_prefix_cache_get_stats(s->pc, &b);
+        if (st) fprintf(stderr, "tern serve: saving the prompt cache to %s failed: %s\n", s->p.prompt_cache_dir, tern_last_error());
+        else if (!s->p.quiet)
+            fprintf(stderr, "tern serve: prompt cache: %llu new blocks saved to %s (%llu held, %llu tokens restored "
+                    "from it in %llu of %llu lookups)\n", (unsigned long long)(b.saved_blocks - a.saved_blocks),
+                    s->p.prompt_cache_dir, (unsigned long long)b.n_blocks, (unsigned long long)b.hit_tokens,
+                    (unsigned long long)b.hits, (unsigned long long)b.lookups);
+    }
     /* every job is done; let the connections send their last bytes (bounded: 30 s) */
     for (int i = 0; i < 300; i++) {
         pthread_mutex_lock(&s->mu);
@@ -175,5 +212,5 @@ tern_status tern_server_run(struct tern_server *s)
         nanosleep(&tick, NULL);
     }
     srv_http_stop(s);
-    return TERN_OK;
+    return st;
 }

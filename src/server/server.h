@@ -63,6 +63,8 @@ struct srv_metrics {
     uint64_t steps, step_tokens;
     double forward_s, mask_s;
     uint64_t rejected_full, cancelled;
+    struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */
+    bool has_pc;
     double tps_window_start;   /* tokens/s over a sliding ~10 s window */
     uint64_t tps_window_tokens;
     double tps_last;
@@ -161,6 +163,7 @@ struct tern_server {
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;
     struct tern_batcher *batcher;
+    struct tern_prefix_cache *pc;      /* or NULL; engine thread only (and run/free after it) */
     int n_ctx;
     void *daemon;                      /* struct MHD_Daemon */
     int port;

@@ -271,6 +271,7 @@ static void *engine_main(void *arg)
         s->metrics.step_tokens += (uint64_t)si.n_tokens;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
+        if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);
         const double t = srv_now();
         s->metrics.tps_window_tokens += (uint64_t)si.n_decode;
         if (t - s->metrics.tps_window_start >= 5.0) {
