@@ -145,6 +145,8 @@ struct tern_eval_local_params {
     int n_ctx;        /* 0 = min(model's training context, 4096) */
     int n_threads;    /* 0 = online CPUs */
     int max_tokens;   /* per answer; default 512 */
+    bool constrained; /* tool calls constrained by the case's tools (a lazy tool-call grammar,
+                         tool_choice auto, in the template's call format) */
 };
 struct tern_eval_local_params tern_eval_local_default_params(void);
 typedef void (*tern_eval_progress_fn)(int done, int total, void *user);

@@ -6,7 +6,10 @@
  * One generator serves every case, so a case that shares its beginning with the previous one
  * (the same system prompt and tools) decodes only what differs. TTFA is measured from the start
  * of the case (render, tokenize, prefill included) to the generated piece that completes the
- * first valid call, in tokens generated and milliseconds. */
+ * first valid call, in tokens generated and milliseconds. With `constrained`, a case's tools
+ * become a lazy tool-call grammar (tool_choice auto, the template's call format): free text
+ * stays free, and once the model opens a call the call is a tool's name and arguments valid
+ * for its parameters. Consecutive cases with the same tools share one compiled grammar. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +20,8 @@
 
 struct tern_eval_local_params tern_eval_local_default_params(void)
 {
-    struct tern_eval_local_params p = {.n_ctx = 0, .n_threads = 0, .max_tokens = 512};
+    struct tern_eval_local_params p = {.n_ctx = 0, .n_threads = 0, .max_tokens = 512,
+                                       .constrained = false};
     return p;
 }
 
@@ -38,6 +42,9 @@ struct local {
     enum tern_toolcall_format fmt;
     int32_t *ids;
     size_t cap_ids;
+    struct tern_grammar_vocab *gv;  /* constrained: the vocabulary's grammar view */
+    struct tern_grammar *grammar;   /* the last case's tools grammar */
+    char *grammar_tools;            /* ... and the tools text it was compiled from */
 };
 
 struct case_run {
@@ -70,6 +77,9 @@ static int on_piece(const char *text, size_t len, void *user)
 
 static void local_free(struct local *l)
 {
+    tern_grammar_free(l->grammar);
+    free(l->grammar_tools);
+    tern_grammar_vocab_free(l->gv);
     tern_generator_free(l->gen);
     tern_sampler_free(l->smp);
     tern_context_free(l->ctx);
@@ -127,6 +137,28 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     struct tern_gen_params gp = tern_gen_default_params();
     gp.max_tokens = p->max_tokens;
     gp.on_token = on_token;
+    if (p->constrained && cs->tools_json && cs->tools && cs->tools->child) {
+        if (!l->grammar_tools || strcmp(l->grammar_tools, cs->tools_json)) {
+            tern_grammar_free(l->grammar);
+            free(l->grammar_tools);
+            l->grammar = NULL;
+            l->grammar_tools = NULL;
+            struct tern_tool_grammar_params tg = tern_tool_grammar_default_params();
+            tg.format = (int)l->fmt;
+            tg.choice = TERN_TOOL_CHOICE_AUTO;
+            tg.schema.lenient = true;
+            tg.schema.ws = TERN_GRAMMAR_WS_FLEXIBLE;
+            if (tern_grammar_from_tools(l->gv, cs->tools_json, strlen(cs->tools_json), &tg, &l->grammar)) {
+                snprintf(err, sizeof err, "tools grammar: %s", tern_last_error());
+                goto record;
+            }
+            if (!(l->grammar_tools = strdup(cs->tools_json))) {
+                st = tern_fail(TERN_ERR_NOMEM, "eval: out of memory");
+                goto out;
+            }
+        }
+        gp.grammar = l->grammar;
+    }
     struct tern_gen_stats gs;
     st = tern_generate(l->gen, l->smp, l->ids, (int)n, &gp, on_piece, &c, &gs);
     if (!st && c.feed_status) st = c.feed_status;
@@ -182,6 +214,7 @@ tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
     }
     if (!st) st = tern_generator_create(l.ctx, l.tok, &l.gen);
     if (!st) l.fmt = tern_toolcall_detect(tern_chat_template_source(l.tmpl));
+    if (!st && p->constrained) st = tern_grammar_vocab_create(l.tok, &l.gv);
     for (int k = 0; !st && k < n_which; k++) {
         const int i = which ? which[k] : k;
         st = answer(&l, r, i, p);

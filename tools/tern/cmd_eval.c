@@ -45,6 +45,8 @@ static void usage(void)
            "  --json FILE          write the report as JSON\n"
            "  --outputs FILE       write every answer (content, tool calls, tokens, ms) as JSON lines\n"
            "  --max-tokens N       tokens per answer at most (default 512)\n"
+           "  --constrained        (-m) constrain tool calls by the case's tools: free text stays\n"
+           "                       free, an opened call is a tool's name and valid arguments\n"
            "  -c, --ctx-size N     context (default: the model's, at most 4096)\n"
            "  -t, --threads N      threads (default: all)\n"
            "cases: one case per assistant message of a corpus file (tern corpus toolcalls).\n");
@@ -130,12 +132,15 @@ int cmd_eval(int argc, char **argv)
     const char *endpoint = NULL, *api_key = getenv("TERN_API_KEY"), *model_name = NULL;
     long long shard_i = 0, shard_n = 1, limit = 0, threads = 0, n_ctx = 0, max_tokens = 512;
     long long concurrency = 1, timeout_s = 120;
+    bool constrained = false;
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--constrained")) {
+            constrained = true;
         } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             data = v;
@@ -181,6 +186,9 @@ int cmd_eval(int argc, char **argv)
     }
     if (!data || (!model == !endpoint))
         return cli_usage_error("eval", "need --data CASES.jsonl and one of -m MODEL or --endpoint URL");
+    if (constrained && endpoint)
+        return cli_usage_error("eval", "--constrained is for -m (an endpoint constrains by its own "
+                               "tool_choice)");
     if (endpoint && strncmp(endpoint, "http://", 7) && strncmp(endpoint, "https://", 8))
         return cli_usage_error("eval", "--endpoint '%s' is not an http:// or https:// URL", endpoint);
     struct tern_eval_set *s = NULL;
@@ -202,6 +210,7 @@ int cmd_eval(int argc, char **argv)
         lp.n_ctx = (int)n_ctx;
         lp.n_threads = (int)threads;
         lp.max_tokens = (int)max_tokens;
+        lp.constrained = constrained;
         st = tern_eval_local(r, model, &lp, which, n_which, progress, NULL);
     } else if (!st) {
         struct tern_eval_http_params hp = tern_eval_http_default_params();
