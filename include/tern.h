@@ -751,6 +751,18 @@ void tern_prefix_cache_free(struct tern_prefix_cache *pc);
  * last token's logits are tern_context_logits(ctx, n - 1 - *n_reused). */
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
                                       const int32_t *tokens, int n, int *n_reused);
+/* The two halves of prefill for a context of several sequences (a batcher's slots, whose
+ * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
+ * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into
+ * sequence seq, discarding what it held, decoding nothing (*n_restored tokens; the sequence then
+ * holds positions 0 .. *n_restored-1); otherwise leave the sequence alone (*n_restored = 0).
+ * Counted as a lookup either way (a hit when something was restored). Store: every full block
+ * of tokens[0..n) that the cache lacks, from sequence seq, which must hold positions 0..n-1
+ * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). */
+tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                      const int32_t *tokens, int n, int more_than, int *n_restored);
+tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                    const int32_t *tokens, int n);
 /* Tokens of the longest block-aligned cached prefix of tokens[0..n) (no side effects). */
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
 /* Write every block not yet on disk to dir (one file per block, tmp + fsync + rename).
@@ -1011,9 +1023,12 @@ struct tern_batch_request {
     int n_prompt;            /* 1 .. n_ctx - 1 */
     struct tern_sampler *sampler; /* required, not owned; reset and fed the prompt at add; used
                                      only inside steps until done */
-    struct tern_grammar_matcher *matcher; /* optional, not owned: masks every sampled token
-                                     (tern_grammar_matcher_apply) and stops the request when the
-                                     grammar is done; must outlive the request */
+    const struct tern_grammar *grammar; /* optional, not owned: constrains the answer exactly as
+                                     tern_gen_params.grammar does in tern_generate (masks, forced
+                                     tokens decoded in the slot's next pass, stop "done", the
+                                     grammar_* stats); compiled against this model's tokenizer
+                                     (else TERN_ERR_ARG at add); must outlive the request. The
+                                     slot's matcher is made at add and freed when it leaves */
     int max_tokens;          /* tokens to sample at most (the end-of-generation token counts) */
     bool ignore_eog;         /* end-of-generation tokens do not stop (nor show): fixed-length
                                 runs for measurements (llama-server's ignore_eos) */
@@ -1042,7 +1057,8 @@ void tern_batcher_cancel(struct tern_batcher *b, int slot);
 
 struct tern_batcher_step_info {
     int n_tokens;        /* tokens in the forward pass (0: nothing to do) */
-    int n_decode;        /* of those, generating slots' next tokens */
+    int n_decode;        /* of those, generating slots' next tokens (a sampled one and the
+                            grammar's forced tokens after it) */
     int n_prefill;       /* prompt tokens */
     int n_finished;      /* requests that finished in this step */
     double forward_ms;   /* the forward pass */
@@ -1055,6 +1071,13 @@ struct tern_batcher_step_info {
 tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info);
 int tern_batcher_n_active(const struct tern_batcher *b);
 int tern_batcher_n_slots(const struct tern_batcher *b);
+/* Share prompts across slots and time through a prefix cache made for the context's model
+ * (NULL: stop). At add, a prompt is restored from it (tern_prefix_cache_restore) when it holds a
+ * longer prefix than any slot; a prompt's blocks are stored when its prefill completes and the
+ * whole record (prompt and answer) when the request leaves. stats->n_reused counts restored
+ * tokens like slot-kept ones. Not owned; used only inside add / step / cancel (the batcher's
+ * thread), and must outlive its use. */
+void tern_batcher_set_prefix_cache(struct tern_batcher *b, struct tern_prefix_cache *pc);
 
 /* ===================================================================== tokenizer */
 /*
@@ -1545,6 +1568,13 @@ struct tern_server_params {
     size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
     int max_connections;      /* open connections at once; 0 = 256 */
     bool quiet;               /* no per-request log line on stderr */
+    const char *chat_template_file; /* a Jinja chat template used instead of the model's own
+                                 (its tool-call format is detected from it); NULL = the model's */
+    uint64_t cache_bytes;     /* a prefix cache shared by all slots (tern_batcher_set_prefix_cache)
+                                 holding up to this many KV bytes; 0 = none, unless
+                                 prompt_cache_dir is set (then 256 MiB) */
+    const char *prompt_cache_dir; /* load the prefix cache's files from here at start and save
+                                 new blocks there when the server stops; NULL = memory only */
 };
 struct tern_server_params tern_server_default_params(void);
 

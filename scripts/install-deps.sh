@@ -6,6 +6,8 @@
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
+# nginx is the load balancer of tests/server/scale_out.sh (deploy/nginx-tern.conf), which runs it
+# unprivileged from a temporary folder; the package's own service is not wanted (see below).
 # python3-torch is the reference of test_train_torch (tern train against PyTorch) and of
 # bench/train_side_by_side.sh; libopenblas0-pthread gives it (and numpy) an optimized BLAS
 # instead of the reference one, so the side-by-side is fair.
@@ -19,6 +21,18 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
     python3-torch libopenblas0-pthread chromium >/dev/null
+# nginx: the test needs only the binary. If this step installed it, keep its system service from
+# running (Debian starts and enables it on install where an init system allows); an nginx that
+# was already installed is left as it was.
+had_nginx=$(dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -c "ok installed" || true)
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null
+if [ "$had_nginx" = 0 ]; then
+    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+        $SUDO systemctl disable --now nginx >/dev/null 2>&1 || true
+    else
+        $SUDO service nginx stop >/dev/null 2>&1 || true
+    fi
+fi
 # node and the official openai client for tests/server (ctest skips those tests without them);
 # a node that is already installed (any source) is kept.
 command -v node >/dev/null 2>&1 || $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

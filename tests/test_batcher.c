@@ -1,11 +1,13 @@
 /* test_batcher.c — continuous batching (src/gen/batcher.c) against the one-sequence generator:
  * requests that join at different steps, share prefixes, are prefilled in small chunks beside a
- * generating request, or are grammar-constrained each produce at temperature 0 the tokens
- * tern_generate produces for the same prompt alone (bit-identical logits where the model's
- * kernels are batch-invariant, tern_model_batch_invariant: a Q4_0 tiny model on AVX-512 or the
- * scalar path; elsewhere the comparison is skipped with a message and the structural checks
- * still run). Also: a shared prefix is reused (kept in its slot or copied from another), a
- * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE. */
+ * generating request, or are grammar-constrained (JSON schema; tool calls in the hermes, llama3
+ * and mistral formats, with forced tokens) each produce at temperature 0 the tokens
+ * tern_generate produces for the same prompt alone, with the same grammar (bit-identical logits
+ * where the model's kernels are batch-invariant, tern_model_batch_invariant: a Q4_0 tiny model
+ * on AVX-512 or the scalar path; elsewhere the token comparison is skipped with a message and
+ * the structural checks still run). Also: a shared prefix is reused (kept in its slot or copied from another), a
+ * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE, and a prefix
+ * cache shared by the slots brings back a prompt no slot holds any more. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
@@ -71,7 +73,8 @@ static void prompt_of(int which, int n, int32_t *p)
     for (int i = 0; i < n; i++) p[i] = (int32_t)(32 + (which * 53 + i * 29) % 90);
 }
 
-/* What tern_generate gives for the prompt alone (greedy, max_tokens). */
+/* What tern_generate gives for the prompt alone (greedy, max_tokens; with a grammar as
+ * tern_gen_params.grammar, stopping at end-of-generation as the batched request does). */
 static void reference(const int32_t *p, int n, int max_tokens, struct tern_grammar *g, struct out *o)
 {
     struct tern_context_params cp = tern_context_default_params();
@@ -79,43 +82,21 @@ static void reference(const int32_t *p, int n, int max_tokens, struct tern_gramm
     cp.n_threads = 2;
     struct tern_context *ctx;
     assert_tern_ok(tern_context_create(model, &cp, &ctx));
-    /* the same batch shapes as the batcher: the prompt in one batch, then one token a step; a
-     * grammar is applied through the batcher itself (one slot) */
-    struct tern_batcher *b;
-    assert_tern_ok(tern_batcher_create(ctx, tok, NULL, &b));
     struct tern_sampler_params sp = tern_sampler_default_params();
     struct tern_sampler *s;
     assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &s));
     memset(o, 0, sizeof *o);
-    struct tern_grammar_matcher *m = NULL;
-    if (g) assert_tern_ok(tern_grammar_matcher_create(g, &m));
-    if (!g) {
-        struct tern_generator *gen;
-        assert_tern_ok(tern_generator_create(ctx, tok, &gen));
-        struct tern_gen_params gp = tern_gen_default_params();
-        gp.max_tokens = max_tokens;
-        gp.on_token = on_token;
-        gp.ignore_eog = true;
-        assert_tern_ok(tern_generate(gen, s, p, n, &gp, on_piece, o, &o->st));
-        o->done = true;
-        tern_generator_free(gen);
-    } else {
-        struct tern_batch_request r = tern_batch_request_default();
-        r.prompt = p;
-        r.n_prompt = n;
-        r.sampler = s;
-        r.matcher = m;
-        r.max_tokens = max_tokens;
-        r.on_piece = on_piece;
-        r.on_token = on_token;
-        r.on_done = on_done;
-        r.user = o;
-        assert_tern_ok(tern_batcher_add(b, &r, NULL));
-        while (tern_batcher_n_active(b)) assert_tern_ok(tern_batcher_step(b, NULL));
-    }
-    tern_grammar_matcher_free(m);
+    struct tern_generator *gen;
+    assert_tern_ok(tern_generator_create(ctx, tok, &gen));
+    struct tern_gen_params gp = tern_gen_default_params();
+    gp.max_tokens = max_tokens;
+    gp.on_token = on_token;
+    gp.ignore_eog = !g;
+    gp.grammar = g;
+    assert_tern_ok(tern_generate(gen, s, p, n, &gp, on_piece, o, &o->st));
+    o->done = true;
+    tern_generator_free(gen);
     tern_sampler_free(s);
-    tern_batcher_free(b);
     tern_context_free(ctx);
 }
 
@@ -320,8 +301,40 @@ static void test_cancel(void **state)
     rig_close(&g);
 }
 
+/* A constrained request as the batcher runs it (grammar g, greedy, stops at end-of-generation). */
+static void add_constrained(struct rig *g, int k, const int32_t *p, int n, struct tern_grammar *gr,
+                            struct out *o)
+{
+    memset(o, 0, sizeof *o);
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p;
+    r.n_prompt = n;
+    r.sampler = g->s[k];
+    r.grammar = gr;
+    r.max_tokens = 200;
+    r.on_piece = on_piece;
+    r.on_token = on_token;
+    r.on_done = on_done;
+    r.user = o;
+    assert_tern_ok(tern_batcher_add(g->b, &r, NULL));
+}
+
+/* The batched constrained answer is tern_generate's with the same grammar: the same tokens (where
+ * the kernels allow the comparison), text, stop reason and grammar counters (masks, forced). */
+static void same_constrained(const struct out *o, const struct out *ref, const char *what)
+{
+    same_tokens(o, ref, what);
+    assert_int_equal(o->len, ref->len);
+    assert_memory_equal(o->text, ref->text, o->len);
+    assert_int_equal(o->st.stop, ref->st.stop);
+    assert_int_equal(o->st.n_generated, ref->st.n_generated);
+    assert_int_equal(o->st.grammar_forced, ref->st.grammar_forced);
+    assert_int_equal(o->st.grammar_masks, ref->st.grammar_masks);
+    assert_int_equal(o->st.incomplete, ref->st.incomplete);
+}
+
 /* A JSON-schema grammar: the answer parses and has the required key; a grammar-constrained
- * request beside a free one gives what it gives alone. */
+ * request beside a free one gives what tern_generate gives it alone. */
 static void test_grammar(void **state)
 {
     (void)state;
@@ -339,36 +352,141 @@ static void test_grammar(void **state)
     prompt_of(11, 30, p);
     prompt_of(12, 12, q);
     struct out o, o2, ref;
-    struct tern_grammar_matcher *m;
-    assert_tern_ok(tern_grammar_matcher_create(gr, &m));
     add(&g, 0, q, 12, MAXGEN, &o2);
-    memset(&o, 0, sizeof o);
-    struct tern_batch_request r = tern_batch_request_default();
-    r.prompt = p;
-    r.n_prompt = 30;
-    r.sampler = g.s[1];
-    r.matcher = m;
-    r.max_tokens = 200;
-    r.on_piece = on_piece;
-    r.on_token = on_token;
-    r.on_done = on_done;
-    r.user = &o;
-    o.n = 0;
-    assert_tern_ok(tern_batcher_add(g.b, &r, NULL));
+    add_constrained(&g, 1, p, 30, gr, &o);
     while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
     o.text[o.len] = 0;
     cJSON *j = cJSON_Parse(o.text);
     if (!j) fail_msg("grammar output is not JSON: %s", o.text);
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
     cJSON_Delete(j);
-    assert_int_equal(o.st.stop, TERN_GEN_STOP_EOG);
+    assert_true(o.st.stop == TERN_GEN_STOP_EOG || o.st.stop == TERN_GEN_STOP_DONE);
+    assert_true(o.st.grammar_forced > 0); /* {"n": is forced */
+    assert_true(o.st.grammar_masks > 0);
+    assert_false(o.st.incomplete);
     reference(p, 30, 200, gr, &ref);
-    assert_int_equal(o.len, ref.len);
-    assert_memory_equal(o.text, ref.text, o.len);
-    tern_grammar_matcher_free(m);
+    same_constrained(&o, &ref, "json schema");
+    reference(q, 12, MAXGEN, NULL, &ref);
+    same_tokens(&o2, &ref, "free request beside it");
     rig_close(&g);
     tern_grammar_free(gr);
     tern_grammar_vocab_free(v);
+}
+
+/* Tool calls in the three call formats, tool_choice required, four constrained requests at once
+ * (their forced runs decoded in the same passes as the others' sampled tokens): each is the
+ * answer tern_generate gives alone, and it parses as a call of a declared tool. A grammar
+ * compiled without a vocabulary is refused at add. */
+static void test_tool_grammars(void **state)
+{
+    (void)state;
+    struct tern_grammar_vocab *v;
+    assert_tern_ok(tern_grammar_vocab_create(tok, &v));
+    const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+                        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"maxLength\": 8}, "
+                        "\"unit\": {\"enum\": [\"c\", \"f\"]}}, \"required\": [\"city\", \"unit\"]}}}, "
+                        "{\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}]";
+    const int fmts[4] = {TERN_TOOLCALL_HERMES, TERN_TOOLCALL_LLAMA3, TERN_TOOLCALL_MISTRAL, TERN_TOOLCALL_HERMES};
+    struct tern_grammar *gr[4];
+    for (int k = 0; k < 4; k++) {
+        struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
+        tp.format = fmts[k];
+        tp.choice = k == 3 ? TERN_TOOL_CHOICE_NAMED : TERN_TOOL_CHOICE_REQUIRED;
+        tp.name = k == 3 ? "get_time" : NULL;
+        tp.parallel = false;
+        tp.schema.strict_properties = true;
+        assert_tern_ok(tern_grammar_from_tools(v, tools, strlen(tools), &tp, &gr[k]));
+    }
+    struct rig g;
+    rig_open(&g, 4, 0);
+    int32_t p[4][40];
+    struct out o[4], ref;
+    for (int k = 0; k < 4; k++) {
+        prompt_of(20 + k, 20 + 5 * k, p[k]);
+        add_constrained(&g, k, p[k], 20 + 5 * k, gr[k], &o[k]);
+    }
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    static const char *const names[4] = {"hermes", "llama3", "mistral", "hermes named"};
+    for (int k = 0; k < 4; k++) {
+        assert_true(o[k].done);
+        assert_false(o[k].st.incomplete);
+        assert_true(o[k].st.grammar_forced > 0);
+        o[k].text[o[k].len] = 0;
+        struct tern_toolcall_parser *tp;
+        assert_tern_ok(tern_toolcall_parser_create((enum tern_toolcall_format)fmts[k], &tp));
+        assert_tern_ok(tern_toolcall_feed(tp, o[k].text, o[k].len, NULL));
+        assert_tern_ok(tern_toolcall_finish(tp, NULL));
+        if (tern_toolcall_count(tp) != 1) fail_msg("%s: not one call: %s", names[k], o[k].text);
+        const char *name = tern_toolcall_get(tp, 0)->name;
+        assert_true(!strcmp(name, "get_time") || (k < 3 && !strcmp(name, "get_weather")));
+        tern_toolcall_parser_free(tp);
+        reference(p[k], 20 + 5 * k, 200, gr[k], &ref);
+        same_constrained(&o[k], &ref, names[k]);
+    }
+    struct tern_grammar *bytes_only;
+    assert_tern_ok(tern_grammar_from_tools(NULL, tools, strlen(tools), NULL, &bytes_only));
+    struct out x;
+    memset(&x, 0, sizeof x);
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p[0];
+    r.n_prompt = 5;
+    r.sampler = g.s[0];
+    r.grammar = bytes_only;
+    r.on_done = on_done;
+    r.user = &x;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "vocabulary"));
+    assert_int_equal(tern_batcher_n_active(g.b), 0);
+    tern_grammar_free(bytes_only);
+    rig_close(&g);
+    for (int k = 0; k < 4; k++) tern_grammar_free(gr[k]);
+    tern_grammar_vocab_free(v);
+}
+
+/* A prefix cache across slots: a prompt whose slot was overwritten since is restored from the
+ * cache (block-aligned), and its answer is still the request-alone answer; a prompt a slot holds
+ * more of than the cache keeps the slot's KV. */
+static void test_prefix_cache(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, 2, 16);
+    struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+    pp.block_tokens = 16;
+    struct tern_prefix_cache *pc;
+    assert_tern_ok(tern_prefix_cache_create(model, &pp, &pc));
+    tern_batcher_set_prefix_cache(g.b, pc);
+    int32_t a[90], c[60], d[60];
+    prompt_of(30, 90, a);
+    prompt_of(31, 60, c);
+    prompt_of(32, 60, d);
+    struct out o1, o2, o3, o4, o5, ref;
+    add(&g, 0, a, 70, 5, &o1);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    struct tern_prefix_cache_stats cs;
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.n_blocks, 4); /* 70 prompt tokens + 4 generated in the KV: 4 blocks of 16 */
+    /* two unrelated prompts take both slots: nothing of `a` is left in any slot */
+    add(&g, 0, c, 60, 3, &o2);
+    add(&g, 1, d, 60, 3, &o3);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    /* `a` longer: its first 64 tokens come back from the cache (the prompt's first 70 match) */
+    add(&g, 0, a, 90, 6, &o4);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o4.st.n_reused, 64);
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.hits, 1);
+    assert_int_equal(cs.hit_tokens, 64);
+    reference(a, 90, 6, NULL, &ref);
+    same_tokens(&o4, &ref, "restored from the cache");
+    /* the slot that ran `a` holds 89 of its tokens: more than the cache's 80; it is kept */
+    add(&g, 1, a, 90, 2, &o5);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(o5.st.n_reused, 89);
+    tern_prefix_cache_get_stats(pc, &cs);
+    assert_int_equal(cs.hits, 1);
+    rig_close(&g);
+    tern_prefix_cache_free(pc);
 }
 
 static void test_bad_requests(void **state)
@@ -401,7 +519,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_join_and_match), cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill), cmocka_unit_test(test_cancel),
-        cmocka_unit_test(test_grammar), cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_grammar), cmocka_unit_test(test_tool_grammars),
+        cmocka_unit_test(test_prefix_cache), cmocka_unit_test(test_bad_requests),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

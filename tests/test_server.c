@@ -10,9 +10,11 @@
  * still serving after them), chat answers whole and streamed (same text at temperature 0; SSE
  * framing, role chunk, usage chunk, [DONE]), a repeated prompt served from the slot's KV
  * (usage.prompt_tokens_details.cached_tokens), tool calls in OpenAI's shape (tool_choice
- * required / named, streamed as deltas), tool results in the conversation, response_format
+ * required / named, streamed as deltas; also in the Llama 3 and Mistral formats with those
+ * templates), tool results in the conversation, response_format
  * json_schema, stop strings, /v1/completions, concurrent streams sharing forward passes, a
- * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, and
+ * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, the
+ * prompt cache across slots and restarts (--cache-mb, --prompt-cache), and
  * tern_server_stop draining a running stream to its end. */
 #include "test_support.h"
 
@@ -45,14 +47,15 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-static void srv_start(struct srv *v, int parallel, int max_queue, size_t max_body)
+static void srv_start_tmpl(struct srv *v, int parallel, int max_queue, size_t max_body, const char *tmpl)
 {
     struct tern_server_params p = tern_server_default_params();
+    p.chat_template_file = tmpl;
     p.model_path = model_path;
     p.port = 0;
     p.api_key = KEY;
     p.n_parallel = parallel;
-    p.n_ctx = 512;
+    p.n_ctx = tmpl ? 2048 : 512; /* Llama 3.1's template spells the tools out at length */
     p.n_threads = 1;
     p.max_queue = max_queue;
     p.max_body = max_body;
@@ -61,6 +64,11 @@ static void srv_start(struct srv *v, int parallel, int max_queue, size_t max_bod
     v->port = tern_server_port(v->s);
     assert_true(v->port > 0);
     assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
+}
+
+static void srv_start(struct srv *v, int parallel, int max_queue, size_t max_body)
+{
+    srv_start_tmpl(v, parallel, max_queue, max_body, NULL);
 }
 
 static void srv_stop(struct srv *v)
@@ -588,6 +596,150 @@ static void test_tool_calls(void **state)
     cJSON_Delete(a);
 }
 
+/* The Llama 3 and Mistral call formats (a server started with those templates over the same
+ * model): tool_choice required and named give calls in OpenAI's shape that the format's parser
+ * read from the constrained output, whole and streamed; Mistral's auto (its opener is plain text
+ * in this vocabulary, so the lazy grammar applies) answers too. A missing template file is an
+ * error naming it. */
+static void test_tool_formats(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    static const char *const tmpls[2] = {"fixtures/templates/meta-llama-Llama-3.1-8B-Instruct.jinja",
+                                         "fixtures/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja"};
+    for (int t = 0; t < 2; t++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", test_shared_path(tmpls[t]));
+        struct srv v;
+        srv_start_tmpl(&v, 2, 4, 64 * 1024, path);
+        char body[4096];
+        snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}], "
+                 "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0}", TOOLS);
+        cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
+        if (!jstr(a, "choices.0.finish_reason") || strcmp(jstr(a, "choices.0.finish_reason"), "tool_calls")) {
+            char *txt = cJSON_Print(a);
+            fail_msg("%s: no tool call: %s", tmpls[t], txt);
+        }
+        const cJSON *calls = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls");
+        assert_int_equal(cJSON_GetArraySize(calls), 1);
+        const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+        assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
+        check_call(cJSON_GetArrayItem(calls, 0), name);
+        cJSON_Delete(a);
+
+        snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Time?\"}], %s, "
+                 "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}, "
+                 "\"stream\": true, \"temperature\": 0.8, \"seed\": 3}", TOOLS);
+        struct resp r;
+        req(v.port, "POST", "/v1/chat/completions", AUTH, body, &r);
+        assert_int_equal(r.status, 200);
+        cJSON *ev = parse_sse(r.body);
+        cJSON *call = cJSON_CreateObject(), *fn = cJSON_AddObjectToObject(call, "function");
+        char args[2048] = "";
+        const char *finish = NULL;
+        for (const cJSON *e = ev->child; e; e = e->next) {
+            const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0);
+            const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
+            if (cJSON_IsString(fr)) finish = fr->valuestring;
+            const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "delta"), "tool_calls"), 0);
+            if (!tc) continue;
+            if (jstr(tc, "id")) {
+                cJSON_AddStringToObject(call, "id", jstr(tc, "id"));
+                cJSON_AddStringToObject(call, "type", jstr(tc, "type"));
+                cJSON_AddStringToObject(fn, "name", jstr(tc, "function.name"));
+            }
+            const char *ap = jstr(tc, "function.arguments");
+            if (ap) strncat(args, ap, sizeof args - strlen(args) - 1);
+        }
+        cJSON_AddStringToObject(fn, "arguments", args);
+        if (!finish || strcmp(finish, "tool_calls")) fail_msg("%s: streamed: %s", tmpls[t], r.body);
+        check_call(call, "get_time");
+        cJSON_Delete(call);
+        cJSON_Delete(ev);
+        free(r.body);
+
+        snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, "
+                 "\"max_tokens\": 6, \"temperature\": 0}", TOOLS);
+        a = post_json(v.port, "/v1/chat/completions", body, 200);
+        assert_non_null(jstr(a, "choices.0.finish_reason"));
+        cJSON_Delete(a);
+        srv_stop(&v);
+    }
+    struct tern_server_params p = tern_server_default_params();
+    p.model_path = model_path;
+    p.port = 0;
+    p.chat_template_file = "/nonexistent/tmpl.jinja";
+    struct tern_server *s = NULL;
+    assert_int_equal(tern_server_create(&p, &s), TERN_ERR_IO);
+    assert_non_null(strstr(tern_last_error(), "/nonexistent/tmpl.jinja"));
+}
+
+/* --cache-mb / --prompt-cache: with two slots, a conversation whose slot two other requests took
+ * since is restored from the prompt cache (cached_tokens, block-aligned), /metrics says so, and
+ * after a restart (SIGTERM-like stop saves the cache to its folder) the first request of the
+ * same conversation is served from the files. */
+static void start_cached(struct srv *v, const char *dir)
+{
+    struct tern_server_params p = tern_server_default_params();
+    p.model_path = model_path;
+    p.port = 0;
+    p.n_parallel = 2;
+    p.n_ctx = 512;
+    p.n_threads = 1;
+    p.quiet = true;
+    p.cache_bytes = 16u << 20;
+    p.prompt_cache_dir = dir;
+    assert_tern_ok(tern_server_create(&p, &v->s));
+    v->port = tern_server_port(v->s);
+    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
+}
+
+static void test_prompt_cache(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/serve-prompt-cache", test_tmpdir());
+    tern_cache_dir_clear(dir, NULL);
+    const char *conv = "{\"messages\": [{\"role\": \"system\", \"content\": \"You are the archivist of the northern "
+                       "library. You answer questions about old maps, ship logs and weather records, citing the shelf "
+                       "number of every source you use, and you never guess.\"}, {\"role\": \"user\", \"content\": "
+                       "\"Which shelf holds the 1903 ship logs?\"}], \"temperature\": 0, \"max_tokens\": 4}";
+    struct srv v;
+    start_cached(&v, dir);
+    cJSON *a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    const int n1 = (int)jnum(a, "usage.prompt_tokens");
+    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), 0);
+    cJSON_Delete(a);
+    for (int i = 0; i < 2; i++) { /* both slots now hold something else */
+        char other[256];
+        snprintf(other, sizeof other, "{\"messages\": [{\"role\": \"user\", \"content\": \"Unrelated question %d about "
+                 "gardening\"}], \"temperature\": 0, \"max_tokens\": 3}", i);
+        cJSON_Delete(post_json(v.port, "/v1/chat/completions", other, 200));
+    }
+    a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    const int c2 = (int)jnum(a, "usage.prompt_tokens_details.cached_tokens");
+    cJSON_Delete(a);
+    /* blocks of 32: everything but the last, partial one */
+    if (c2 < (n1 - 1) / 32 * 32 || c2 % 32) fail_msg("restored %d of %d prompt tokens", c2, n1);
+    assert_true(metric(v.port, "tern_prompt_cache_hits_total") >= 1);
+    assert_true(metric(v.port, "tern_prompt_cache_restored_tokens_total") >= c2);
+    srv_stop(&v);
+    struct tern_cache_file_info *files;
+    int nf = 0;
+    assert_tern_ok(tern_cache_dir_list(dir, &files, &nf));
+    free(files);
+    assert_true(nf >= (n1 - 1) / 32);
+    /* a new process (here: server) finds the conversation in the files */
+    start_cached(&v, dir);
+    a = post_json(v.port, "/v1/chat/completions", conv, 200);
+    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), c2);
+    cJSON_Delete(a);
+    srv_stop(&v);
+    tern_cache_dir_clear(dir, NULL);
+}
+
 static void test_response_format_and_stop(void **state)
 {
     (void)state;
@@ -794,7 +946,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
-        cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_response_format_and_stop),
+        cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_tool_formats),
+        cmocka_unit_test(test_prompt_cache),       cmocka_unit_test(test_response_format_and_stop),
         cmocka_unit_test(test_concurrent_batching), cmocka_unit_test(test_disconnect),
         cmocka_unit_test(test_queue_full),         cmocka_unit_test(test_drain),
     };

@@ -2,20 +2,27 @@
  * "batched generation"); the scheduler core the server (src/server) drives.
  *
  * Each sequence of the context is a slot. A slot's record toks[0..n_toks) is the token ids its
- * sequence's KV holds, plus, while it generates, the one sampled token still waiting to be
- * decoded (`pending`, always toks[n_toks-1]). A free slot's record equals its KV exactly, so a
- * later prompt can reuse whatever prefix it shares with it. One step builds one batch: the
- * pending token of every generating slot first (they must not wait), then prompt chunks of the
- * prefilling slots in the order they were added, within the step's prefill budget; logits are
- * asked only for rows that will be sampled (a generating slot's token, or the last prompt token
- * of a prompt completed in this step).
+ * sequence's KV holds, plus, while it generates, the tokens chosen but not yet decoded (the last
+ * n_pending of the record: one sampled token, and the grammar's forced tokens after it). A free
+ * slot's record equals its KV exactly, so a later prompt can reuse whatever prefix it shares
+ * with it. One step builds one batch: the pending tokens of every generating slot first (they
+ * must not wait), then prompt chunks of the prefilling slots in the order they were added,
+ * within the step's prefill budget; logits are asked only for rows that will be sampled (a
+ * generating slot's last pending token, or the last token of a prompt completed in this step).
  *
- * Everything is allocated in tern_batcher_create; a step calls only tern_decode_batch, the
- * samplers, the matchers, the detokenizers and the callbacks. */
+ * What a slot does with its logits is the generator's own code (gen_out.c: masks through the
+ * grammar, forced tokens, the stop rules; gen_grammar.c: the matcher), so a request gets the
+ * tokens tern_generate gives it alone, constrained or not. With a prefix cache
+ * (tern_batcher_set_prefix_cache) a prompt is restored from it when it holds more than any slot,
+ * and every prompt (when its prefill completes) and answer (when it leaves) is stored in it.
+ * Everything is allocated in tern_batcher_create and tern_batcher_add (a constrained request's
+ * matcher); a step calls only tern_decode_batch, the samplers, the matchers, the detokenizers,
+ * the callbacks and, with a prefix cache, its store (new blocks only, once per prompt). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "gen/gen_out.h"
 #include "tern.h"
 #include "util/error.h"
 
@@ -24,11 +31,14 @@ struct slot {
     int32_t *toks;               /* (n_ctx) record, see above */
     int n_toks;
     int n_prompt;
-    bool has_pending;            /* toks[n_toks-1] is sampled, not yet decoded */
+    int n_pending;               /* toks[n_toks - n_pending ..) chosen, not yet decoded */
     struct tern_batch_request r; /* the request (prompt pointer not used after add) */
     struct tern_detokenizer *detok;
+    struct gen_grammar gram;     /* r.grammar's matcher (created at add, freed when it leaves) */
+    struct spec_verifier ver;    /* masks through gram; masked is the batcher's scratch */
+    struct gen_out out;          /* the request's output state (gen_out.h) */
     struct tern_gen_stats st;
-    double t0, t_prompt, t_first;
+    double t_prompt;
     uint64_t admitted;           /* add order: prompts are prefilled first come, first served */
     uint64_t last_used;          /* when it last finished: the least recently used free slot
                                     is overwritten first */
@@ -40,19 +50,27 @@ struct tern_batcher {
     const struct tern_tokenizer *tok;
     struct tern_batcher_params p;
     int n_slots, n_ctx, n_batch, n_vocab, n_active;
+    int pend_cap;                /* most pending tokens per slot: all slots' fit one batch */
     struct slot *slots;          /* (n_slots) */
     int32_t *b_tok, *b_seq;      /* (n_batch) the step's batch */
     bool *b_logits;              /* (n_batch) */
     int *order;                  /* (n_slots) prefilling slots in add order */
-    float *masked;               /* (n_vocab) logits after a grammar mask */
+    float *masked;               /* (n_vocab) logits after a grammar mask (slots sample in turn) */
+    int32_t pend[GEN_MAX_PENDING]; /* the tokens a slot chose in this step */
+    struct tern_prefix_cache *pc;  /* optional, not owned (tern_batcher_set_prefix_cache) */
     uint64_t tick;
 };
 
-static double now_ms(void)
+void tern_batcher_set_prefix_cache(struct tern_batcher *b, struct tern_prefix_cache *pc)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    b->pc = pc;
+}
+
+/* Give the cache the blocks of slot i's first n record tokens (its KV holds them). Best effort:
+ * a full budget or no memory only means less reuse later. */
+static void cache_store(struct tern_batcher *b, int i, int n)
+{
+    if (b->pc && n > 0) (void)tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].toks, n);
 }
 
 struct tern_batcher_params tern_batcher_default_params(void)
@@ -71,6 +89,9 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (!ctx || !tok || !out) return tern_fail(TERN_ERR_ARG, "batcher: context, tokenizer and out are required");
     struct tern_batcher_params bp = p ? *p : tern_batcher_default_params();
     if (bp.n_prefill < 0) return tern_fail(TERN_ERR_ARG, "batcher: n_prefill %d is negative", bp.n_prefill);
+    if (tern_context_n_batch(ctx) < tern_context_n_seq(ctx))
+        return tern_fail(TERN_ERR_ARG, "batcher: the context's batch (%d tokens) cannot hold one token "
+                         "of each of its %d sequences", tern_context_n_batch(ctx), tern_context_n_seq(ctx));
     struct tern_batcher *b = calloc(1, sizeof *b);
     if (!b) return tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     b->ctx = ctx;
@@ -82,6 +103,7 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     b->n_vocab = tern_model_n_vocab(tern_context_model(ctx));
     if (b->p.n_prefill == 0) b->p.n_prefill = 256;
     if (b->p.n_prefill > b->n_batch) b->p.n_prefill = b->n_batch;
+    b->pend_cap = b->n_batch / b->n_slots < GEN_MAX_PENDING ? b->n_batch / b->n_slots : GEN_MAX_PENDING;
     b->slots = calloc((size_t)b->n_slots, sizeof *b->slots);
     b->b_tok = malloc(sizeof(int32_t) * (size_t)b->n_batch);
     b->b_seq = malloc(sizeof(int32_t) * (size_t)b->n_batch);
@@ -94,6 +116,7 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     for (int i = 0; !st && i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
+        s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked};
         if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
             st = tern_fail(TERN_ERR_NOMEM, "batcher: out of memory for %d x %d token ids",
                            b->n_slots, b->n_ctx);
@@ -116,6 +139,7 @@ void tern_batcher_free(struct tern_batcher *b)
     for (int i = 0; b->slots && i < b->n_slots; i++) {
         free(b->slots[i].toks);
         tern_detokenizer_free(b->slots[i].detok);
+        gen_grammar_free(&b->slots[i].gram);
     }
     free(b->slots);
     free(b->b_tok);
@@ -136,7 +160,7 @@ static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
     return i;
 }
 
-/* Positions of slot i's KV that hold its record (a generating slot's pending token is not). */
+/* Positions of slot i's KV that hold its record (a generating slot's pending tokens are not). */
 static int slot_kv(const struct tern_batcher *b, int i)
 {
     const int kv = tern_kv_seq_n_pos(b->ctx, i);
@@ -155,6 +179,13 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         if (r->prompt[i] < 0 || r->prompt[i] >= b->n_vocab)
             return tern_fail(TERN_ERR_ARG, "batcher: prompt token %d at index %d is outside the "
                              "vocabulary (0..%d)", r->prompt[i], i, b->n_vocab - 1);
+    if (r->grammar) {
+        struct tern_grammar_info gi;
+        tern_grammar_get_info(r->grammar, &gi);
+        if (gi.n_vocab != tern_tokenizer_n_vocab(b->tok))
+            return tern_fail(TERN_ERR_ARG, "batcher: the grammar was compiled for a vocabulary of %d "
+                             "tokens, the model's tokenizer has %d", gi.n_vocab, tern_tokenizer_n_vocab(b->tok));
+    }
     /* The free slot sharing the longest prefix (its KV is reused in place), else the least
      * recently used one. At most n_prompt - 1 tokens are reused: the last one is decoded for
      * its logits. */
@@ -170,6 +201,10 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         }
     }
     if (best < 0) return tern_fail(TERN_ERR_RANGE, "batcher: all %d slots are busy", b->n_slots);
+    struct slot *s = &b->slots[best];
+    /* the matcher first: nothing has changed yet if it cannot be made */
+    tern_status st = gen_grammar_begin(&s->gram, r->grammar);
+    if (st) return tern_fail_prefix(st, "batcher: ");
     /* Another slot (busy or free) may hold more of the prompt: copy its KV over. */
     int src = -1, src_lcp = best_lcp;
     for (int i = 0; b->p.share_prefix && i < b->n_slots; i++) {
@@ -180,16 +215,23 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
             src_lcp = l;
         }
     }
-    struct slot *s = &b->slots[best];
-    int reused = best_lcp;
-    tern_status st;
-    if (src >= 0 && (st = tern_kv_seq_copy(b->ctx, src, best, src_lcp)) == TERN_OK) reused = src_lcp;
-    else if ((st = tern_kv_seq_truncate(b->ctx, best, best_lcp)))
+    /* The process-wide prefix cache may know more of it than any slot (a conversation whose
+     * slot was reused since, or one seen before a restart): restore from it. */
+    int reused = best_lcp, restored = 0;
+    if (b->pc && tern_prefix_cache_restore(b->pc, b->ctx, best, r->prompt, r->n_prompt,
+                                           src_lcp > best_lcp ? src_lcp : best_lcp, &restored) == TERN_OK &&
+        restored > 0) {
+        reused = restored;
+    } else if (src >= 0 && (st = tern_kv_seq_copy(b->ctx, src, best, src_lcp)) == TERN_OK) {
+        reused = src_lcp;
+    } else if ((st = tern_kv_seq_truncate(b->ctx, best, best_lcp))) {
+        gen_grammar_free(&s->gram);
         return tern_fail_prefix(st, "batcher: ");
+    }
     memcpy(s->toks, r->prompt, sizeof(int32_t) * (size_t)r->n_prompt);
     s->n_toks = r->n_prompt;
     s->n_prompt = r->n_prompt;
-    s->has_pending = false;
+    s->n_pending = 0;
     s->r = *r;
     s->r.prompt = NULL;
     s->row = -1;
@@ -198,8 +240,13 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->st.n_prompt = r->n_prompt;
     s->st.n_reused = reused;
     s->st.n_prompt_decoded = r->n_prompt - reused;
-    s->t0 = now_ms();
-    s->t_prompt = s->t_first = 0;
+    s->st.stop = TERN_GEN_STOP_MAX_TOKENS;
+    s->ver.gr = r->grammar ? &s->gram : NULL;
+    s->out = (struct gen_out){.tok = b->tok, .ver = &s->ver, .sampler = r->sampler, .d = s->detok,
+                              .on_token = r->on_token, .on_piece = r->on_piece, .user = r->user,
+                              .ignore_eog = r->ignore_eog, .max_tokens = r->max_tokens,
+                              .n_ctx = b->n_ctx, .st = &s->st, .t0 = gen_now_ms()};
+    s->t_prompt = 0;
     tern_detokenizer_reset(s->detok);
     tern_sampler_reset(r->sampler);
     for (int i = 0; i < r->n_prompt; i++) tern_sampler_accept(r->sampler, r->prompt[i]);
@@ -210,27 +257,37 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
 }
 
 /* Leave the slot: release held-back text, make the record match the KV, tell the caller. */
-static void finish(struct tern_batcher *b, int i, enum tern_gen_stop stop)
+static void finish(struct tern_batcher *b, int i, tern_status rc)
 {
     struct slot *s = &b->slots[i];
     if (!s->active) return;
     const char *text;
     size_t len;
-    if (tern_detokenizer_flush(s->detok, &text, &len) == TERN_OK && len > 0 && s->r.on_piece)
+    /* as tern_generate: held-back text goes out unless a callback asked to stop */
+    if (!rc && !s->out.stop && tern_detokenizer_flush(s->detok, &text, &len) == TERN_OK && len > 0 &&
+        s->r.on_piece)
         s->r.on_piece(text, len, s->r.user);
-    const double t = now_ms();
-    s->st.stop = stop;
+    if (s->ver.gr && s->gram.failed) rc = s->gram.fail_status;
+    if (rc) s->st.stop = TERN_GEN_STOP_CALLBACK;
+    const double t = gen_now_ms();
     if (s->t_prompt > 0) {
-        s->st.prompt_ms = s->t_prompt - s->t0;
+        s->st.prompt_ms = s->t_prompt - s->out.t0;
         s->st.gen_ms = t - s->t_prompt;
     } else {
-        s->st.prompt_ms = t - s->t0;
+        s->st.prompt_ms = t - s->out.t0;
     }
-    if (s->st.n_generated >= 2 && t > s->t_first)
-        s->st.gen_tps = (s->st.n_generated - 1) / ((t - s->t_first) / 1e3);
+    if (s->st.n_generated >= 2 && t > s->out.t_first)
+        s->st.gen_tps = (s->st.n_generated - 1) / ((t - s->out.t_first) / 1e3);
+    if (s->ver.gr) {
+        gen_out_grammar_stats(&s->gram, &s->st);
+        /* the grammar need not outlive the request: neither does its matcher */
+        gen_grammar_free(&s->gram);
+        s->ver.gr = NULL;
+    }
     const int kv = tern_kv_seq_n_pos(b->ctx, i);
     if (s->n_toks > kv) s->n_toks = kv;
-    s->has_pending = false;
+    cache_store(b, i, s->n_toks); /* the answer too: the next turn's prompt repeats it */
+    s->n_pending = 0;
     s->active = false;
     s->last_used = ++b->tick;
     b->n_active--;
@@ -239,35 +296,10 @@ static void finish(struct tern_batcher *b, int i, enum tern_gen_stop stop)
 
 void tern_batcher_cancel(struct tern_batcher *b, int slot)
 {
-    if (slot >= 0 && slot < b->n_slots) finish(b, slot, TERN_GEN_STOP_CALLBACK);
-}
-
-/* Hand over one sampled token; returns the stop reason, or -1 to keep generating. */
-static int deliver(struct tern_batcher *b, int i, int32_t tok)
-{
-    struct slot *s = &b->slots[i];
-    if (s->st.n_generated++ == 0) {
-        s->t_first = now_ms();
-        s->st.ttft_ms = s->t_first - s->t0;
-    }
-    if (s->r.on_token && s->r.on_token(tok, s->r.user) != 0) return TERN_GEN_STOP_CALLBACK;
-    if (s->r.matcher && tern_grammar_matcher_accept(s->r.matcher, tok, NULL) != TERN_OK)
-        return TERN_GEN_STOP_CALLBACK; /* cannot happen: the token was sampled under its mask */
-    if (!s->r.ignore_eog && tern_token_is_eog(b->tok, tok)) return TERN_GEN_STOP_EOG;
-    if (s->n_toks < b->n_ctx) {
-        s->toks[s->n_toks++] = tok;
-        s->has_pending = true;
-    }
-    const char *text;
-    size_t len;
-    if (tern_detokenizer_push(s->detok, tok, &text, &len) == TERN_OK && len > 0 && s->r.on_piece &&
-        s->r.on_piece(text, len, s->r.user) != 0)
-        return TERN_GEN_STOP_CALLBACK;
-    if (s->r.matcher && tern_grammar_matcher_is_done(s->r.matcher)) return TERN_GEN_STOP_EOG;
-    if (s->st.n_generated >= s->r.max_tokens) return TERN_GEN_STOP_MAX_TOKENS;
-    /* decoding the token needs position n_toks - 1 < n_ctx, and a record entry for it */
-    if (!s->has_pending || tern_kv_seq_n_pos(b->ctx, i) >= b->n_ctx) return TERN_GEN_STOP_CONTEXT_FULL;
-    return -1;
+    if (slot < 0 || slot >= b->n_slots || !b->slots[slot].active) return;
+    b->slots[slot].st.stop = TERN_GEN_STOP_CALLBACK;
+    b->slots[slot].out.stop = true; /* nothing more to say: no held-back text either */
+    finish(b, slot, TERN_OK);
 }
 
 tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info)
@@ -277,18 +309,21 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
-        if (!s->active || !s->has_pending) continue;
-        s->row = n;
-        b->b_tok[n] = s->toks[s->n_toks - 1];
-        b->b_seq[n] = i;
-        b->b_logits[n] = true;
-        n++;
+        if (!s->active || s->n_pending == 0) continue;
+        for (int j = s->n_toks - s->n_pending; j < s->n_toks; j++) {
+            b->b_tok[n] = s->toks[j];
+            b->b_seq[n] = i;
+            b->b_logits[n] = false;
+            n++;
+        }
+        b->b_logits[n - 1] = true;
+        s->row = n - 1;
+        in.n_decode += s->n_pending;
     }
-    in.n_decode = n;
     /* prefilling slots, first come first served */
     int n_order = 0;
     for (int i = 0; i < b->n_slots; i++)
-        if (b->slots[i].active && !b->slots[i].has_pending) b->order[n_order++] = i;
+        if (b->slots[i].active && b->slots[i].n_pending == 0) b->order[n_order++] = i;
     for (int a = 1; a < n_order; a++)
         for (int c = a; c > 0 && b->slots[b->order[c]].admitted < b->slots[b->order[c - 1]].admitted; c--) {
             int t = b->order[c];
@@ -320,45 +355,49 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         if (info) *info = in;
         return TERN_OK;
     }
-    const double t0 = now_ms();
+    const double t0 = gen_now_ms();
     const struct tern_batch batch = {.n = n, .tokens = b->b_tok, .seq = b->b_seq, .logits = b->b_logits};
     tern_status st = tern_decode_batch(b->ctx, &batch);
-    const double t1 = now_ms();
+    const double t1 = gen_now_ms();
     in.forward_ms = t1 - t0;
     if (st) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tern_last_error());
         for (int i = 0; i < b->n_slots; i++)
             if (b->slots[i].active) {
-                finish(b, i, TERN_GEN_STOP_CALLBACK);
+                finish(b, i, st);
                 in.n_finished++;
             }
         if (info) *info = in;
-        return st;
+        return tern_fail(st, "%s", msg);
     }
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->active || s->row < 0) continue;
-        if (!s->has_pending) s->t_prompt = t1; /* its prompt just completed */
-        s->has_pending = false;
+        if (s->n_pending == 0) {
+            s->t_prompt = t1; /* its prompt just completed: the cache gets its blocks now, so */
+            cache_store(b, i, s->n_prompt); /* a request sharing them need not wait for the end */
+        }
+        s->n_pending = 0;
         const float *logits = tern_context_logits(b->ctx, s->row);
-        int stop = -1;
-        if (!logits) {
-            stop = TERN_GEN_STOP_CALLBACK; /* cannot happen: the row asked for logits */
-        } else if (s->r.matcher) {
-            memcpy(b->masked, logits, sizeof(float) * (size_t)b->n_vocab);
-            const double tm = now_ms();
-            const int allowed = tern_grammar_matcher_apply(s->r.matcher, b->masked);
-            in.mask_ms += now_ms() - tm;
-            if (allowed == 0) stop = TERN_GEN_STOP_EOG;
-            else stop = deliver(b, i, tern_sampler_sample(s->r.sampler, b->masked));
-        } else {
-            stop = deliver(b, i, tern_sampler_sample(s->r.sampler, logits));
+        tern_status rc = TERN_OK;
+        int np = 0;
+        const double m0 = s->gram.mask_ms;
+        /* the next token sits at position n_toks; chosen tokens stay within the record (n_ctx)
+         * because gen_out ends a request before a token that could not be decoded */
+        bool ended = !logits ||
+                     gen_out_choose(&s->out, logits, b->pend, &np, s->n_toks, b->pend_cap, &rc);
+        in.mask_ms += s->gram.mask_ms - m0;
+        if (!ended && !rc && !(s->ver.gr && s->gram.failed)) {
+            memcpy(s->toks + s->n_toks, b->pend, sizeof(int32_t) * (size_t)np);
+            s->n_toks += np;
+            s->n_pending = np;
+            continue;
         }
-        if (stop >= 0) {
-            finish(b, i, (enum tern_gen_stop)stop);
-            in.n_finished++;
-        }
+        finish(b, i, logits ? rc : TERN_ERR_ARG); /* no logits cannot happen: the row asked for them */
+        in.n_finished++;
     }
-    in.sample_ms = now_ms() - t1;
+    in.sample_ms = gen_now_ms() - t1;
     if (info) *info = in;
     return TERN_OK;
 }

@@ -19,16 +19,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gen/gen_hook.h"
+#include "gen/gen_out.h"
 #include "gen/spec.h"
 #include "tern.h"
 #include "util/error.h"
-
-/* Tokens chosen but not yet in the KV cache at the start of a pass: the sampled one and the
- * forced tokens after it (one forward pass takes them all). */
-#define GEN_MAX_PENDING 64
 
 struct tern_generator {
     struct tern_context *ctx;
@@ -53,13 +49,6 @@ struct tern_generator {
 void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefix_cache *pc)
 {
     g->pc = pc;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 struct tern_gen_params tern_gen_default_params(void)
@@ -184,110 +173,6 @@ static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
     return fn && len > 0 && fn(text, len, user) != 0;
 }
 
-/* What one tern_generate call is doing with its tokens. */
-struct gen_run {
-    struct tern_generator *g;
-    const struct tern_gen_params *prm;
-    tern_piece_fn on_piece;
-    void *user;
-    struct tern_detokenizer *d;
-    struct tern_gen_stats *st;
-    struct tern_sampler *prm_sampler;
-    double t0, t_first;
-    bool stop;           /* a callback asked to stop (st->stop says which) */
-};
-
-/* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,
- * end-of-generation, text, a finished grammar document (`last`: the grammar matcher holds no
- * token beyond this one; forced tokens are accepted as a run and handed over one by one).
- * Returns true when generation ends with this token (it then stays out of the KV cache); *rc
- * set on a detokenizer failure. The order of the checks is the plain loop's, so a speculative
- * run stops on the same token. */
-static bool deliver_at(struct gen_run *r, int32_t tok, int pos, bool last, tern_status *rc)
-{
-    struct tern_gen_stats *st = r->st;
-    if (st->n_generated++ == 0) {
-        r->t_first = now_ms();
-        st->ttft_ms = r->t_first - r->t0;
-    }
-    if (r->prm->on_token && r->prm->on_token(tok, r->user) != 0) {
-        st->stop = TERN_GEN_STOP_CALLBACK;
-        r->stop = true;
-    }
-    if (!r->prm->ignore_eog && tern_token_is_eog(r->g->tok, tok)) {
-        if (!r->stop) st->stop = TERN_GEN_STOP_EOG;
-        return true;
-    }
-    const char *text;
-    size_t len;
-    if ((*rc = tern_detokenizer_push(r->d, tok, &text, &len))) return true;
-    if (!r->stop && emit(r->on_piece, r->user, text, len)) {
-        st->stop = TERN_GEN_STOP_CALLBACK;
-        r->stop = true;
-    }
-    /* the document is complete and nothing can follow (or an end-of-generation token was kept
-     * with ignore_eog): sampling on could only produce what the grammar refuses */
-    if (last && r->prm->grammar && tern_grammar_matcher_is_done(r->g->gram.m)) {
-        if (!r->stop) st->stop = TERN_GEN_STOP_DONE;
-        return true;
-    }
-    if (st->n_generated == r->prm->max_tokens) return true;
-    /* The token goes into the cache so the next turn can reuse it; a full cache ends here. */
-    if (pos >= r->g->n_ctx) {
-        if (!r->stop) st->stop = TERN_GEN_STOP_CONTEXT_FULL;
-        return true;
-    }
-    return r->stop;
-}
-
-static bool deliver(struct gen_run *r, int32_t tok, int pos, tern_status *rc)
-{
-    return deliver_at(r, tok, pos, true, rc);
-}
-
-/* Hand over n forced tokens waiting at pend[*np..*np+n) (already in the matcher; positions
- * pos0 + *np ..), moving *np past them. Returns true when one of them ends generation; the
- * forced tokens after that one are taken back out of the matcher, so it holds the output. */
-static bool hand_forced(struct gen_run *r, int32_t *pend, int *np, int pos0, int n, tern_status *rc)
-{
-    struct gen_grammar *gr = &r->g->gram;
-    for (int i = 0; i < n; i++) {
-        const int32_t t = pend[(*np)++];
-        tern_sampler_accept(r->prm_sampler, t); /* repetition history, as if sampled */
-        if (deliver_at(r, t, pos0 + *np - 1, i == n - 1, rc)) {
-            gen_grammar_rollback(gr, n - i - 1);
-            gr->forced -= n - i - 1;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Append the grammar's forced tokens at this point of the output to pend[*np..) (pend holds at
- * most cap) and hand them over. */
-static bool add_forced(struct gen_run *r, int32_t *pend, int *np, int pos0, int cap, tern_status *rc)
-{
-    if (!r->prm->grammar || *np >= cap) return false;
-    const int n = gen_grammar_forced(&r->g->gram, pend + *np, cap - *np);
-    return hand_forced(r, pend, np, pos0, n, rc);
-}
-
-/* The output's next tokens from position pos on, whose distribution is `logits`: the grammar's
- * forced tokens if it forces any here (no sampling); else one chosen token followed by whatever
- * the grammar forces after it. Handed over into pend[0..*np), which one target pass then
- * decodes. Plain steps and speculative rounds decide every position this way, so they agree.
- * Returns true when generation ends. */
-static bool choose(struct gen_run *r, const float *logits, int32_t *pend, int *np, int pos, int cap,
-                   tern_status *rc)
-{
-    *np = 0;
-    if (add_forced(r, pend, np, pos, cap, rc)) return true;
-    if (*np > 0) return false;
-    pend[(*np)++] = spec_sample(&r->g->ver, r->prm_sampler, logits);
-    if (deliver(r, pend[0], pos, rc)) return true;
-    return add_forced(r, pend, np, pos, cap, rc);
-}
-
 /* Percentile q (0..1) of the per-round rollback shares, from the histogram. */
 static double hist_percentile(const int *h, int rounds, double q)
 {
@@ -326,7 +211,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                              gi.n_vocab, n_vocab);
     }
     struct tern_gen_stats st = {.n_prompt = n, .stop = TERN_GEN_STOP_MAX_TOKENS};
-    double t0 = now_ms();
+    double t0 = gen_now_ms();
 
     /* Reconcile the record with the cache, then find the reusable prefix. The last prompt
      * token is always decoded: its logits are what we sample from. */
@@ -358,19 +243,20 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     g->n_hist = n;
     st.n_reused = common;
     st.n_prompt_decoded = n - common;
-    double t1 = now_ms();
+    double t1 = gen_now_ms();
     st.prompt_ms = t1 - t0;
 
     tern_sampler_reset(s);
     for (int i = 0; i < n; i++) tern_sampler_accept(s, prompt[i]);
     struct tern_detokenizer *d = prm.show_special ? g->detok_special : g->detok;
     tern_detokenizer_reset(d);
-    struct gen_run r = {.g = g, .prm = &prm, .on_piece = on_piece, .user = user, .d = d,
-                        .st = &st, .prm_sampler = s, .t0 = t0, .t_first = t1};
     if (prm.grammar && !g->ver.masked && !(g->ver.masked = malloc(sizeof(float) * (size_t)g->n_vocab)))
         return tern_fail(TERN_ERR_NOMEM, "generate: out of memory for the mask scratch");
     if ((rc = gen_grammar_begin(&g->gram, prm.grammar))) return rc;
     g->ver.gr = prm.grammar ? &g->gram : NULL;
+    struct gen_out r = {.tok = g->tok, .ver = &g->ver, .sampler = s, .d = d, .on_token = prm.on_token,
+                        .on_piece = on_piece, .user = user, .ignore_eog = prm.ignore_eog,
+                        .max_tokens = prm.max_tokens, .n_ctx = g->n_ctx, .st = &st, .t0 = t0, .t_first = t1};
 
     /* Speculation set-up: greedy verification must give one-token bits, so where the kernels
      * are not batch-invariant the verify passes run with exact batches. Passes of several tokens
@@ -399,13 +285,13 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     if (!rc && !ended) {
         const float *logits = tern_context_logits(g->ctx, n - common - 1);
         if (!logits) rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1);
-        else ended = choose(&r, logits, pend, &np, g->n_hist, pend_cap, &rc);
+        else ended = gen_out_choose(&r, logits, pend, &np, g->n_hist, pend_cap, &rc);
     }
     /* Each iteration: one target pass puts the pending tokens in the cache together with k
      * drafted ones (k = 0: a plain step) and yields the next choice. */
     while (!rc && !ended) {
         int k = 0, cls = 0;
-        double t_draft = 0, ta = now_ms();
+        double t_draft = 0, ta = gen_now_ms();
         if (dr) {
             int k_cap = prm.max_tokens - st.n_generated;    /* every draft could be shown */
             if (k_cap > g->n_ctx - g->n_hist - np) k_cap = g->n_ctx - g->n_hist - np;
@@ -432,10 +318,10 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                 /* drafts the grammar refuses would only be rejected after costing the pass */
                 if (prm.grammar && k > 0) k = gen_grammar_check_drafts(&g->gram, pend + np, k);
                 if (k < dr->n_min) k = 0;
-                t_draft = (now_ms() - ta) / 1e3;
+                t_draft = (gen_now_ms() - ta) / 1e3;
             }
         }
-        const double tb = now_ms();
+        const double tb = gen_now_ms();
         const int nb = np + k;
         const bool exact = nb > 1 && exact_needed;
         if (exact) tern_context_set_exact_batches(g->ctx, true);
@@ -450,8 +336,8 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         g->n_hist += np;
         if (k == 0) {
             const int done = np;
-            ended = choose(&r, tern_context_logits(g->ctx, np - 1), pend, &np, g->n_hist, pend_cap, &rc);
-            const double tc = now_ms();
+            ended = gen_out_choose(&r, tern_context_logits(g->ctx, np - 1), pend, &np, g->n_hist, pend_cap, &rc);
+            const double tc = gen_now_ms();
             plain_ms += tc - tb;
             plain_tokens += done;
             if (dr) {
@@ -463,8 +349,8 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         /* Verify row by row (row np-1+i holds the distribution at draft i's position), handing
          * each kept draft over at once, so a draft that ends generation is the last token anyone
          * (caller, grammar, sampler) hears of, as in plain decoding. A position where the grammar
-         * forces tokens is decided as choose() decides it: the forced tokens become the pending
-         * ones and the round ends there. */
+         * forces tokens is decided as gen_out_choose() decides it: the forced tokens become the
+         * pending ones and the round ends there. */
         const int32_t *drafts = pend + np;
         const int r0 = np - 1;
         const float *q = dr->src->q_valid ? dr->src->q : NULL;
@@ -482,20 +368,21 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                 break;
             }
             a++;
-            ended = deliver(&r, dt, g->n_hist, &rc); /* the draft is in the cache already */
+            ended = gen_out_deliver(&r, dt, g->n_hist, true, &rc); /* the draft is in the cache already */
             if (ended) break;
             g->hist[g->n_hist++] = dt;
         }
         np = 0;
         if (nf > 0) {
             memcpy(pend, g->forced, (size_t)nf * sizeof *pend);
-            ended = hand_forced(&r, pend, &np, g->n_hist, nf, &rc);
+            ended = gen_out_hand_forced(&r, pend, &np, g->n_hist, nf, &rc);
         } else if (!ended) {
             if (!rejected) next = spec_sample(&g->ver, s, tern_context_logits(g->ctx, r0 + k));
             pend[np++] = next;
-            ended = deliver(&r, next, g->n_hist, &rc) || add_forced(&r, pend, &np, g->n_hist, pend_cap, &rc);
+            ended = gen_out_deliver(&r, next, g->n_hist, true, &rc) ||
+                    gen_out_add_forced(&r, pend, &np, g->n_hist, pend_cap, &rc);
         }
-        const double tc = now_ms();
+        const double tc = gen_now_ms();
         st.spec_rounds++;
         st.spec_drafted += k;
         st.spec_accepted += a;
@@ -516,7 +403,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     size_t len;
     if (!rc && tern_detokenizer_flush(d, &text, &len) == TERN_OK && !r.stop)
         emit(on_piece, user, text, len);
-    double t2 = now_ms();
+    double t2 = gen_now_ms();
     st.gen_ms = t2 - t1;
     if (st.n_generated > 1 && t2 > r.t_first) st.gen_tps = (st.n_generated - 1) / ((t2 - r.t_first) / 1e3);
     if (dr) {
@@ -528,15 +415,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         st.spec_off_periods = g->ctl.n_off;
         st.spec_exact = greedy && (exact_needed || tern_model_batch_invariant(tern_context_model(g->ctx)));
     }
-    if (prm.grammar) {
-        st.grammar_masks = g->gram.masks;
-        st.grammar_mask_ms = g->gram.mask_ms;
-        st.grammar_ms = g->gram.ms;
-        st.grammar_forced = g->gram.forced;
-        st.grammar_draft_refused = g->gram.draft_refused;
-        st.incomplete = st.stop != TERN_GEN_STOP_EOG && st.stop != TERN_GEN_STOP_DONE &&
-                        !tern_grammar_matcher_is_complete(g->gram.m);
-    }
+    if (prm.grammar) gen_out_grammar_stats(&g->gram, &st);
     if (stats) *stats = st;
     return rc;
 }

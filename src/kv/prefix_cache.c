@@ -331,9 +331,10 @@ int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *t
     return walk(pc, tokens, n, NULL, NULL) * pc->B;
 }
 
-/* Copy block d of the context into a new table entry (after making room). Returns false when
- * the budget cannot take it (then no later block of this prompt is stored either). */
-static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
+/* Copy block d of sequence seq of the context into a new table entry (after making room).
+ * Returns false when the budget cannot take it (then no later block of this prompt is stored
+ * either). */
+static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq,
                         const int32_t *tokens, int d, uint64_t parent, uint64_t key)
 {
     if (pc_find(pc, key)) return false; /* a colliding key: leave the resident block alone */
@@ -352,8 +353,8 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
     b->depth = d;
     b->last_used = ++pc->tick;
     memcpy(b->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens);
-    TERN_ASSERT(d >= 0 && (long long)(d + 1) * pc->B <= kv->seq_pos[0]); /* decoded already */
-    kv_copy_out(kv, d * pc->B, pc->B, b->kv);
+    TERN_ASSERT(d >= 0 && (long long)(d + 1) * pc->B <= kv->seq_pos[seq]); /* decoded already */
+    kv_copy_out_seq(kv, seq, d * pc->B, pc->B, b->kv);
     if (pc_insert(pc, b)) {
         pc_block_free(b);
         return false;
@@ -367,65 +368,128 @@ int pc_min_suffix(const struct tern_prefix_cache *pc)
     return kv_model_min_exact_suffix(pc->model);
 }
 
-tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
-                                      const int32_t *tokens, int n, int *n_reused)
+static tern_status check_args(const struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                              const int32_t *tokens, int n, const char *what)
 {
-    if (!tokens || n <= 0) return tern_fail(TERN_ERR_ARG, "prefix cache prefill: empty prompt");
+    if (!tokens || n <= 0) return tern_fail(TERN_ERR_ARG, "prefix cache %s: empty prompt", what);
     if (kv_context_model(ctx) != pc->model)
-        return tern_fail(TERN_ERR_ARG, "prefix cache prefill: the context belongs to another "
-                         "model than the cache");
-    struct kv_cache *kv = kv_of_context(ctx);
+        return tern_fail(TERN_ERR_ARG, "prefix cache %s: the context belongs to another "
+                         "model than the cache", what);
+    const struct kv_cache *kv = kv_of_context(ctx);
+    if (seq < 0 || seq >= kv->n_seq)
+        return tern_fail(TERN_ERR_ARG, "prefix cache %s: sequence %d of a context of %d", what, seq, kv->n_seq);
     if (n > kv->n_ctx)
-        return tern_fail(TERN_ERR_RANGE, "prefix cache prefill: %d prompt tokens exceed the "
-                         "context size %d", n, kv->n_ctx);
+        return tern_fail(TERN_ERR_RANGE, "prefix cache %s: %d prompt tokens exceed the "
+                         "context size %d", what, n, kv->n_ctx);
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= pc->n_vocab)
-            return tern_fail(TERN_ERR_ARG, "prefix cache prefill: token %d at index %d is "
-                             "outside the vocabulary (0..%d)", tokens[i], i, pc->n_vocab - 1);
+            return tern_fail(TERN_ERR_ARG, "prefix cache %s: token %d at index %d is "
+                             "outside the vocabulary (0..%d)", what, tokens[i], i, pc->n_vocab - 1);
+    return TERN_OK;
+}
 
+/* Restore the longest cached prefix of tokens[0..n) into sequence seq (the limit below) if it
+ * is longer than more_than tokens (else the sequence is left alone and 0 returned); *key_out:
+ * the key of its last block (0: none). Returns the tokens restored. */
+static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                   const int32_t *tokens, int n, int more_than, uint64_t *key_out, tern_status *st)
+{
     /* Restore at most n - min_suffix tokens: the last token must be decoded for its logits.
      * When the layer matmuls are batch-invariant (kv_model_min_exact_suffix; norms, RoPE, activation
      * quantization and attention are per token already) any suffix gets the cold run's bits and
      * min_suffix is 1. Otherwise the rest is one batch of >= KV_MIN_BATCHED_SUFFIX tokens, which every
      * matmul kernel computes as inside the cold run's longer batch (very small batches take
      * kernels that sum in another order on some paths): at most one block of recompute. */
+    struct kv_cache *kv = kv_of_context(ctx);
     const int min_suffix = pc_min_suffix(pc);
     const int max_blocks = n > min_suffix ? (n - min_suffix) / pc->B : 0;
     struct pc_block *stackbuf[64];
     struct pc_block **found = max_blocks <= 64 ? stackbuf : malloc((size_t)max_blocks * sizeof *found);
-    if (!found) return tern_fail(TERN_ERR_NOMEM, "prefix cache prefill: out of memory");
+    *st = TERN_OK;
+    if (!found) {
+        *st = tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory");
+        return 0;
+    }
     uint64_t key;
-    const int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
+    int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
     TERN_ASSERT(nb >= 0 && nb <= max_blocks);
+    pc->st.lookups++;
+    if (nb * pc->B <= more_than) {
+        if (found != stackbuf) free(found);
+        pc->st.misses++;
+        *key_out = 0;
+        return 0;
+    }
     for (int d = 0; d < nb; d++) {
         /* block d holds positions d*B .. d*B+B-1, all inside the prompt, so inside n_ctx */
         TERN_ASSERT(found[d]->depth == d && (long long)(d + 1) * pc->B <= n && n <= kv->n_ctx);
-        kv_copy_in(kv, d * pc->B, pc->B, found[d]->kv);
+        kv_copy_in_seq(kv, seq, d * pc->B, pc->B, found[d]->kv);
         found[d]->last_used = ++pc->tick;
     }
     if (found != stackbuf) free(found);
     const int reused = nb * pc->B;
-    kv_context_set_n_pos(ctx, reused);
-    pc->st.lookups++;
+    kv_context_set_seq_n_pos(ctx, seq, reused);
     if (nb) pc->st.hits++; else pc->st.misses++;
     pc->st.hit_tokens += (uint64_t)reused;
     pc->st.miss_tokens += (uint64_t)(n - reused);
+    *key_out = key;
+    return reused;
+}
 
-    tern_status st = tern_decode(ctx, tokens + reused, n - reused, reused, TERN_LOGITS_LAST);
-    if (st) return st;
-
-    /* Store the blocks this prompt completed that the cache did not have. */
-    for (int d = nb; (long long)(d + 1) * pc->B <= n; d++) {
+/* Store the blocks of tokens[0..n) after depth d0 (key: the chain key of block d0 - 1) that
+ * sequence seq holds and the cache does not. */
+static void store_from(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq,
+                       const int32_t *tokens, int n, int d0, uint64_t key)
+{
+    for (int d = d0; (long long)(d + 1) * pc->B <= n; d++) {
         uint64_t k = pc_chain_key(key, tokens + (size_t)d * pc->B, pc->B);
         struct pc_block *have = pc_find(pc, k);
         if (have && have->parent == key && have->depth == d &&
             !memcmp(have->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens)) {
             have->last_used = ++pc->tick; /* the last token's block when n is block-aligned */
-        } else if (!store_block(pc, kv, tokens, d, key, k)) {
+        } else if (!store_block(pc, kv, seq, tokens, d, key, k)) {
             break;
         }
         key = k;
     }
+}
+
+tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
+                                      const int32_t *tokens, int n, int *n_reused)
+{
+    tern_status st = check_args(pc, ctx, 0, tokens, n, "prefill");
+    if (st) return st;
+    uint64_t key;
+    const int reused = restore(pc, ctx, 0, tokens, n, -1, &key, &st);
+    if (st) return st;
+    st = tern_decode(ctx, tokens + reused, n - reused, reused, TERN_LOGITS_LAST);
+    if (st) return st;
+    /* Store the blocks this prompt completed that the cache did not have. */
+    store_from(pc, kv_of_context(ctx), 0, tokens, n, reused / pc->B, key);
     if (n_reused) *n_reused = reused;
+    return TERN_OK;
+}
+
+tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                      const int32_t *tokens, int n, int more_than, int *n_restored)
+{
+    tern_status st = check_args(pc, ctx, seq, tokens, n, "restore");
+    if (st) return st;
+    uint64_t key;
+    const int reused = restore(pc, ctx, seq, tokens, n, more_than, &key, &st);
+    if (!st && n_restored) *n_restored = reused;
+    return st;
+}
+
+tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                    const int32_t *tokens, int n)
+{
+    tern_status st = check_args(pc, ctx, seq, tokens, n, "store");
+    if (st) return st;
+    const struct kv_cache *kv = kv_of_context(ctx);
+    if (n > kv->seq_pos[seq])
+        return tern_fail(TERN_ERR_ARG, "prefix cache store: %d tokens, but sequence %d holds %d positions",
+                         n, seq, kv->seq_pos[seq]);
+    store_from(pc, kv, seq, tokens, n, 0, 0);
     return TERN_OK;
 }

@@ -14,11 +14,17 @@ struct kv_cache *kv_of_context(struct tern_context *ctx) { return &ctx->kv; }
 const struct kv_cache *kv_of_context_const(const struct tern_context *ctx) { return &ctx->kv; }
 const struct tern_model *kv_context_model(const struct tern_context *ctx) { return ctx->model; }
 
+void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos)
+{
+    TERN_ASSERT(seq >= 0 && seq < ctx->kv.n_seq);
+    TERN_ASSERT(n_pos >= 0 && n_pos <= ctx->kv.n_ctx); /* callers wrote those positions */
+    ctx->kv.seq_pos[seq] = n_pos;
+    ctx->n_logits = 0; /* logits belonged to the old contents */
+}
+
 void kv_context_set_n_pos(struct tern_context *ctx, int n_pos)
 {
-    TERN_ASSERT(n_pos >= 0 && n_pos <= ctx->kv.n_ctx); /* callers wrote those positions */
-    ctx->kv.seq_pos[0] = n_pos;
-    ctx->n_logits = 0; /* logits belonged to the old contents */
+    kv_context_set_seq_n_pos(ctx, 0, n_pos);
 }
 
 int kv_model_min_exact_suffix(const struct tern_model *m)

@@ -14,6 +14,8 @@ struct kv_cache *kv_of_context(struct tern_context *ctx);
 const struct kv_cache *kv_of_context_const(const struct tern_context *ctx);
 const struct tern_model *kv_context_model(const struct tern_context *ctx);
 void kv_context_set_n_pos(struct tern_context *ctx, int n_pos);
+/* The same for sequence seq (0 .. n_seq-1) of a multi-sequence context. */
+void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos);
 
 /* Tokens that tern_decode runs as one batch through the prefill kernels at the least: a prompt
  * is cut into equal sub-batches, never leaving a last one shorter than this. */

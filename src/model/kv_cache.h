@@ -55,9 +55,13 @@ static inline uint16_t *kv_v_row(const struct kv_cache *kv, int il, int h, int p
 }
 
 /* Packed runs of positions of sequence 0 (kv_copy.c): K rows then V rows, each (n_layer, n_head_kv, n,
- * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx (asserted). */
+ * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx (asserted). The
+ * _seq variants read and write sequence seq (the same packed layout: a run moves between
+ * sequences). */
 size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n);
 void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst);
 void kv_copy_in(struct kv_cache *kv, int pos0, int n, const void *src);
+void kv_copy_out_seq(const struct kv_cache *kv, int seq, int pos0, int n, void *dst);
+void kv_copy_in_seq(struct kv_cache *kv, int seq, int pos0, int n, const void *src);
 
 #endif

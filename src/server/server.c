@@ -2,6 +2,7 @@
  * multi-sequence context, batcher, engine thread, listening socket), run (wait for
  * tern_server_stop, then drain: stop accepting, let admitted requests finish), free.
  * Read server.h for the threads and locks. */
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void tern_server_free(struct tern_server *s)
         srv_job_release(j);
     }
     tern_batcher_free(s->batcher);
+    tern_prefix_cache_free(s->pc);
     tern_context_free(s->ctx);
     tern_grammar_vocab_free(s->gvocab);
     tern_chat_template_free(s->tmpl);
@@ -42,6 +44,40 @@ void tern_server_free(struct tern_server *s)
     pthread_cond_destroy(&s->wake);
     srv_metrics_free(&s->metrics);
     free(s);
+}
+
+/* A Jinja chat template from a file (llama-server's --chat-template-file), replacing the
+ * model's own. */
+static tern_status template_from_file(const char *path, struct tern_chat_template **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tern_fail(TERN_ERR_IO, "serve: chat template %s: %s", path, strerror(errno));
+    struct sbuf b = {0};
+    char buf[8192];
+    size_t n;
+    bool ok = true;
+    while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = sbuf_add(&b, buf, n);
+    const bool err = ferror(f);
+    fclose(f);
+    tern_status st;
+    if (!ok) st = tern_fail(TERN_ERR_NOMEM, "serve: out of memory reading %s", path);
+    else if (err) st = tern_fail(TERN_ERR_IO, "serve: chat template %s: read error", path);
+    else if (!b.len) st = tern_fail(TERN_ERR_FORMAT, "serve: chat template %s is empty", path);
+    else if ((st = tern_chat_template_create(b.p, b.len, out))) st = tern_fail_prefix(st, "serve: chat template %s: ", path);
+    sbuf_free(&b);
+    return st;
+}
+
+/* Is the opener of the template's tool calls a control token of this vocabulary (one token
+ * when special tokens are parsed)? */
+static bool opener_is_control(struct tern_tokenizer *tok, enum tern_toolcall_format fmt)
+{
+    const char *op = fmt == TERN_TOOLCALL_HERMES ? "<tool_call>" : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]"
+                   : fmt == TERN_TOOLCALL_LLAMA3 ? "<|python_tag|>" : NULL;
+    int32_t ids[32];
+    size_t n = 0;
+    if (!op || tern_tokenize(tok, op, strlen(op), TERN_TOK_PARSE_SPECIAL, ids, 32, &n)) return false;
+    return n == 1 && tern_token_is_control(tok, ids[0]);
 }
 
 tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
@@ -79,11 +115,13 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     const struct tern_gguf *g = s->model ? tern_model_gguf(s->model) : NULL;
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok);
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok_http);
-    if (!st) st = tern_chat_template_from_gguf(g, &s->tmpl);
+    if (!st) st = p->chat_template_file ? template_from_file(p->chat_template_file, &s->tmpl)
+                                        : tern_chat_template_from_gguf(g, &s->tmpl);
     if (!st) {
         const char *w = tern_chat_template_warning(s->tmpl);
         if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
         s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        s->opener_control = opener_is_control(s->tok, s->fmt);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */
         if (tern_grammar_vocab_create(s->tok, &s->gvocab)) {
@@ -101,6 +139,28 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         struct tern_batcher_params bp = tern_batcher_default_params();
         bp.n_prefill = s->p.n_prefill;
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
+    }
+    if (!st && (p->cache_bytes || p->prompt_cache_dir)) {
+        struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
+        pp.budget_bytes = p->cache_bytes;
+        pp.dir = p->prompt_cache_dir;
+        st = tern_prefix_cache_create(s->model, &pp, &s->pc);
+        if (st) {
+            st = tern_fail_prefix(st, "serve: prompt cache: ");
+        } else {
+            tern_batcher_set_prefix_cache(s->batcher, s->pc);
+            struct tern_prefix_cache_stats cs;
+            tern_prefix_cache_get_stats(s->pc, &cs);
+            s->metrics.pc = cs;
+            s->metrics.has_pc = true;
+            if (tern_prefix_cache_warning(s->pc))
+                fprintf(stderr, "tern serve: prompt cache: warning: %s\n", tern_prefix_cache_warning(s->pc));
+            if (!s->p.quiet)
+                fprintf(stderr, "tern serve: prompt cache: %.0f MiB budget, %llu blocks (%llu tokens) loaded%s%s\n",
+                        cs.budget_bytes / 1048576.0, (unsigned long long)cs.loaded_blocks,
+                        (unsigned long long)cs.loaded_blocks * (unsigned long long)cs.block_tokens,
+                        p->prompt_cache_dir ? " from " : "", p->prompt_cache_dir ? p->prompt_cache_dir : "");
+        }
     }
     if (!st && !srv_engine_start(s)) st = tern_fail(TERN_ERR_NOMEM, "serve: cannot start the engine thread");
     if (!st) st = srv_http_start(s);
@@ -129,6 +189,20 @@ tern_status tern_server_run(struct tern_server *s)
     if (!s->p.quiet && waiting)
         fprintf(stderr, "tern serve: stopping: finishing %d request%s\n", waiting, waiting == 1 ? "" : "s");
     srv_engine_drain(s);
+    tern_status st = TERN_OK;
+    if (s->pc && s->p.prompt_cache_dir) {
+        /* the engine has stopped: the cache is this thread's now */
+        struct tern_prefix_cache_stats a, b;
+        tern_prefix_cache_get_stats(s->pc, &a);
+        st = tern_prefix_cache_save(s->pc);
+        tern_prefix_cache_get_stats(s->pc, &b);
+        if (st) fprintf(stderr, "tern serve: saving the prompt cache to %s failed: %s\n", s->p.prompt_cache_dir, tern_last_error());
+        else if (!s->p.quiet)
+            fprintf(stderr, "tern serve: prompt cache: %llu new blocks saved to %s (%llu held, %llu tokens restored "
+                    "from it in %llu of %llu lookups)\n", (unsigned long long)(b.saved_blocks - a.saved_blocks),
+                    s->p.prompt_cache_dir, (unsigned long long)b.n_blocks, (unsigned long long)b.hit_tokens,
+                    (unsigned long long)b.hits, (unsigned long long)b.lookups);
+    }
     /* every job is done; let the connections send their last bytes (bounded: 30 s) */
     for (int i = 0; i < 300; i++) {
         pthread_mutex_lock(&s->mu);
@@ -138,5 +212,5 @@ tern_status tern_server_run(struct tern_server *s)
         nanosleep(&tick, NULL);
     }
     srv_http_stop(s);
-    return TERN_OK;
+    return st;
 }

@@ -63,6 +63,8 @@ struct srv_metrics {
     uint64_t steps, step_tokens;
     double forward_s, mask_s;
     uint64_t rejected_full, cancelled;
+    struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */
+    bool has_pc;
     double tps_window_start;   /* tokens/s over a sliding ~10 s window */
     uint64_t tps_window_tokens;
     double tps_last;
@@ -113,8 +115,7 @@ struct job {
     char id[48];
     long long created;
     struct tern_sampler *sampler;
-    struct tern_grammar *grammar;
-    struct tern_grammar_matcher *matcher;
+    struct tern_grammar *grammar;  /* tools / response_format constraint, or NULL */
     double t_queued, t_admitted, t_last_token;
 
     /* engine-side output state (engine thread only; srv_output.c) */
@@ -158,9 +159,11 @@ struct tern_server {
     pthread_mutex_t tok_mu;
     struct tern_chat_template *tmpl;
     enum tern_toolcall_format fmt;
+    bool opener_control;               /* the format's call opener is a control token here */
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;
     struct tern_batcher *batcher;
+    struct tern_prefix_cache *pc;      /* or NULL; engine thread only (and run/free after it) */
     int n_ctx;
     void *daemon;                      /* struct MHD_Daemon */
     int port;

@@ -3,8 +3,9 @@
  * drain at shutdown. Read server.h first (who owns what, which lock guards what).
  *
  * The engine thread is the only one that touches the context, the batcher, the engine
- * tokenizer and the jobs' samplers/matchers/parsers. It sleeps on srv->wake when there is
- * nothing to do, so an idle server uses no CPU. */
+ * tokenizer and the jobs' samplers and tool-call parsers (the batcher holds the matchers of
+ * their grammars). It sleeps on srv->wake when there is nothing to do, so an idle server uses
+ * no CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,6 @@ static void job_free(struct job *j)
 {
     srv_req_free(&j->req);
     tern_sampler_free(j->sampler);
-    tern_grammar_matcher_free(j->matcher);
     tern_grammar_free(j->grammar);
     tern_toolcall_parser_free(j->tp);
     sbuf_free(&j->hold);
@@ -48,6 +48,22 @@ static void job_free(struct job *j)
 void srv_job_release(struct job *j)
 {
     if (--j->refs == 0) job_free(j);
+}
+
+/* Whether a request's tool calls get a grammar (tern_grammar_from_tools, in the template's call
+ * format). Not when response_format asks for JSON and the model may answer without a call (that
+ * schema wins); not for Llama 3 with tool_choice auto (a call opens with a bare '{' or the
+ * control token <|python_tag|>, which no lazy grammar can wait for: parsed, unconstrained); and
+ * not for auto when the vocabulary has the opener as a control token (Mistral's [TOOL_CALLS]):
+ * grammars never allow control tokens, so a lazy grammar would forbid the very token that opens
+ * a call. required / named spell the opener as text, which the parser reads the same way. */
+static bool tools_constrained(const struct tern_server *s, const struct srv_req *r)
+{
+    const bool fmt_ok = s->fmt == TERN_TOOLCALL_HERMES || s->fmt == TERN_TOOLCALL_LLAMA3 ||
+                        s->fmt == TERN_TOOLCALL_MISTRAL;
+    if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
+    if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
+    return s->fmt != TERN_TOOLCALL_LLAMA3 && !s->opener_control;
 }
 
 /* Sampler, constraint and tool-call parser of a job (connection thread, before it is queued:
@@ -66,10 +82,11 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
         st = tern_toolcall_parser_create(s->fmt, &j->tp);
     if (!st && r->kind == JOB_CHAT && s->gvocab) {
         const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
-        if (r->tools && s->fmt == TERN_TOOLCALL_HERMES && !(r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) {
+        if (r->tools && tools_constrained(s, r)) {
             /* tool calls that always parse: constrained from the first token (required, named)
              * or from the moment the model opens a call (auto) */
             struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
+            tp.format = s->fmt;
             tp.choice = r->tool_choice;
             tp.name = r->tool_name;
             tp.parallel = r->parallel_tool_calls;
@@ -90,7 +107,6 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
             st = txt ? tern_grammar_from_json_schema(s->gvocab, txt, strlen(txt), &gp, &j->grammar) : TERN_ERR_NOMEM;
             free(txt);
         }
-        if (!st && j->grammar) st = tern_grammar_matcher_create(j->grammar, &j->matcher);
     }
     if (st) {
         srv_err_set(e, st == TERN_ERR_NOMEM ? 500 : 400,
@@ -164,7 +180,7 @@ static void admit(struct tern_server *s, struct job *j)
     r.prompt = j->req.prompt;
     r.n_prompt = j->req.n_prompt;
     r.sampler = j->sampler;
-    r.matcher = j->matcher;
+    r.grammar = j->grammar;
     r.max_tokens = j->req.max_tokens > 0 ? j->req.max_tokens : s->n_ctx;
     r.ignore_eog = j->req.ignore_eos;
     r.on_piece = srv_job_on_piece;
@@ -255,6 +271,7 @@ static void *engine_main(void *arg)
         s->metrics.step_tokens += (uint64_t)si.n_tokens;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
+        if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);
         const double t = srv_now();
         s->metrics.tps_window_tokens += (uint64_t)si.n_decode;
         if (t - s->metrics.tps_window_start >= 5.0) {

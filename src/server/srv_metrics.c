@@ -94,11 +94,20 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_forward_passes_total", "counter", "Batched forward passes (engine steps).", (double)m->steps);
     scalar(&b, "tern_forward_tokens_total", "counter", "Tokens over all forward passes (prompt + generated).", (double)m->step_tokens);
     scalar(&b, "tern_forward_seconds_total", "counter", "Wall time in forward passes.", m->forward_s);
-    scalar(&b, "tern_grammar_mask_seconds_total", "counter", "Wall time computing grammar token masks.", m->mask_s);
+    scalar(&b, "tern_grammar_mask_seconds_total", "counter", "CPU time (engine thread) computing and applying grammar token masks.", m->mask_s);
     scalar(&b, "tern_generation_tokens_per_second", "gauge",
            "Generated tokens per second over all sequences, last ~5 s window.", m->tps_last);
     scalar(&b, "tern_requests_rejected_total", "counter", "Requests refused with 503 because the queue was full.", (double)m->rejected_full);
     scalar(&b, "tern_requests_cancelled_total", "counter", "Running requests ended because their client disconnected.", (double)m->cancelled);
+    if (m->has_pc) {
+        const struct tern_prefix_cache_stats *c = &m->pc;
+        scalar(&b, "tern_prompt_cache_lookups_total", "counter", "Prompts looked up in the prompt cache (--cache-mb).", (double)c->lookups);
+        scalar(&b, "tern_prompt_cache_hits_total", "counter", "Prompts restored (partly) from the prompt cache.", (double)c->hits);
+        scalar(&b, "tern_prompt_cache_restored_tokens_total", "counter", "Prompt tokens restored from the prompt cache.", (double)c->hit_tokens);
+        scalar(&b, "tern_prompt_cache_bytes", "gauge", "KV bytes the prompt cache holds.", (double)c->bytes);
+        scalar(&b, "tern_prompt_cache_budget_bytes", "gauge", "The prompt cache's budget.", (double)c->budget_bytes);
+        scalar(&b, "tern_prompt_cache_evicted_blocks_total", "counter", "Blocks evicted (least recently used).", (double)c->evicted_blocks);
+    }
     pthread_mutex_unlock(&m->mu);
     scalar(&b, "tern_queue_depth", "gauge", "Requests waiting for a slot.", q);
     scalar(&b, "tern_active_sequences", "gauge", "Requests holding a slot (prefilling or generating).", active);

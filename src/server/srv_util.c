@@ -33,6 +33,18 @@ void sbuf_free(struct sbuf *b)
     b->len = b->cap = 0;
 }
 
+/* A field cut to its buffer may end inside a UTF-8 character (a long key or value from the
+ * request): drop that partial character, so the error body stays valid UTF-8. */
+static void utf8_cut(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--; /* continuation bytes */
+    if (i == 0) return;
+    const unsigned char lead = (unsigned char)s[i - 1];
+    const size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - (i - 1) < want) s[i - 1] = 0;
+}
+
 void srv_err_set(struct srv_err *e, int status, const char *type, const char *param,
                  const char *code, const char *fmt, ...)
 {
@@ -44,6 +56,8 @@ void srv_err_set(struct srv_err *e, int status, const char *type, const char *pa
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    utf8_cut(e->param);
+    utf8_cut(e->message);
 }
 
 char *srv_err_body(const struct srv_err *e)

@@ -27,6 +27,15 @@ static void help(void)
            "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1 (default: the\n"
            "                         TERN_API_KEY environment variable, else no key)\n"
            "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
+           "  --cache-mb M           a prompt cache of M MiB of KV shared by all slots: a prompt\n"
+           "                         whose prefix was computed before (another conversation's\n"
+           "                         system prompt, a turn whose slot was reused since) is restored\n"
+           "                         instead of recomputed (default: none; the slots' own KV is\n"
+           "                         always reused)\n"
+           "  --prompt-cache DIR     keep the prompt cache in DIR across restarts: loaded at start,\n"
+           "                         new blocks saved on SIGTERM (default --cache-mb 256)\n"
+           "  --chat-template-file FILE  a Jinja chat template instead of the model's own (its\n"
+           "                         tool-call format, hermes / llama3 / mistral, is detected)\n"
            "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
            "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
            "                         the KV cache holds parallel x ctx positions\n"
@@ -81,6 +90,15 @@ int cmd_serve(int argc, char **argv)
         } else if (OPT("--alias", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             p.model_alias = val;
+        } else if (OPT("--cache-mb", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--cache-mb", val, 1, 1 << 20, &v)) return CLI_EXIT_USAGE;
+            p.cache_bytes = (uint64_t)v << 20;
+        } else if (OPT("--prompt-cache", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.prompt_cache_dir = val;
+        } else if (OPT("--chat-template-file", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.chat_template_file = val;
         } else if (OPT("-np", "--parallel")) {
             if (r < 0 || !cli_flag_int("serve", "--parallel", val, 1, 256, &v)) return CLI_EXIT_USAGE;
             p.n_parallel = (int)v;

@@ -1,0 +1,102 @@
+/* gen_out.c — handing a sequence's tokens over and choosing the next ones (gen_out.h): the stop
+ * rules and the grammar's forced tokens, shared by the generator and the batcher.
+ *
+ * Read gen_out.h first. The order of the checks in gen_out_deliver is the plain loop's, so a
+ * speculative run (generate.c verifying drafts) and a batched one stop on the same token as a
+ * plain one. */
+#include <time.h>
+
+#include "gen/gen_out.h"
+
+double gen_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
+{
+    return fn && len > 0 && fn(text, len, user) != 0;
+}
+
+bool gen_out_deliver(struct gen_out *o, int32_t tok, int pos, bool last, tern_status *rc)
+{
+    struct tern_gen_stats *st = o->st;
+    if (st->n_generated++ == 0) {
+        o->t_first = gen_now_ms();
+        st->ttft_ms = o->t_first - o->t0;
+    }
+    if (o->on_token && o->on_token(tok, o->user) != 0) {
+        st->stop = TERN_GEN_STOP_CALLBACK;
+        o->stop = true;
+    }
+    if (!o->ignore_eog && tern_token_is_eog(o->tok, tok)) {
+        if (!o->stop) st->stop = TERN_GEN_STOP_EOG;
+        return true;
+    }
+    const char *text;
+    size_t len;
+    if ((*rc = tern_detokenizer_push(o->d, tok, &text, &len))) return true;
+    if (!o->stop && emit(o->on_piece, o->user, text, len)) {
+        st->stop = TERN_GEN_STOP_CALLBACK;
+        o->stop = true;
+    }
+    /* the document is complete and nothing can follow (or an end-of-generation token was kept
+     * with ignore_eog): sampling on could only produce what the grammar refuses */
+    if (last && o->ver->gr && tern_grammar_matcher_is_done(o->ver->gr->m)) {
+        if (!o->stop) st->stop = TERN_GEN_STOP_DONE;
+        return true;
+    }
+    if (st->n_generated == o->max_tokens) return true;
+    /* The token goes into the cache so the next turn can reuse it; a full cache ends here. */
+    if (pos >= o->n_ctx) {
+        if (!o->stop) st->stop = TERN_GEN_STOP_CONTEXT_FULL;
+        return true;
+    }
+    return o->stop;
+}
+
+bool gen_out_hand_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int n, tern_status *rc)
+{
+    struct gen_grammar *gr = o->ver->gr;
+    for (int i = 0; i < n; i++) {
+        const int32_t t = pend[(*np)++];
+        tern_sampler_accept(o->sampler, t); /* repetition history, as if sampled */
+        if (gen_out_deliver(o, t, pos0 + *np - 1, i == n - 1, rc)) {
+            gen_grammar_rollback(gr, n - i - 1);
+            gr->forced -= n - i - 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool gen_out_add_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int cap, tern_status *rc)
+{
+    if (!o->ver->gr || *np >= cap) return false;
+    const int n = gen_grammar_forced(o->ver->gr, pend + *np, cap - *np);
+    return gen_out_hand_forced(o, pend, np, pos0, n, rc);
+}
+
+bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *np, int pos, int cap,
+                    tern_status *rc)
+{
+    *np = 0;
+    if (gen_out_add_forced(o, pend, np, pos, cap, rc)) return true;
+    if (*np > 0) return false;
+    pend[(*np)++] = spec_sample(o->ver, o->sampler, logits);
+    if (gen_out_deliver(o, pend[0], pos, true, rc)) return true;
+    return gen_out_add_forced(o, pend, np, pos, cap, rc);
+}
+
+void gen_out_grammar_stats(const struct gen_grammar *gr, struct tern_gen_stats *st)
+{
+    st->grammar_masks = gr->masks;
+    st->grammar_mask_ms = gr->mask_ms;
+    st->grammar_ms = gr->ms;
+    st->grammar_forced = gr->forced;
+    st->grammar_draft_refused = gr->draft_refused;
+    st->incomplete = st->stop != TERN_GEN_STOP_EOG && st->stop != TERN_GEN_STOP_DONE &&
+                     !tern_grammar_matcher_is_complete(gr->m);
+}

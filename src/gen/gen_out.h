@@ -1,0 +1,63 @@
+/* gen_out.h — one sequence's output, token by token: choosing the next tokens (sampling through
+ * the grammar's mask, forced tokens) and handing them over (callbacks, detokenizer, the stop
+ * rules). The one implementation that the generator (generate.c, one sequence, speculation)
+ * and the batcher (batcher.c, one gen_out per slot) share, so a request stops on the same token
+ * and gets the same constrained output whichever drives it.
+ *
+ * Read spec.h first (struct spec_verifier masks a position through the grammar; struct
+ * gen_grammar is the matcher and its counters). The caller owns the KV cache: gen_out only says
+ * which tokens go into it next (pend[0..np), positions pos..pos+np-1), one forward pass for all
+ * of them, and that the logits of the last one decide the next choice. Nothing here allocates. */
+#ifndef TERN_GEN_GEN_OUT_H
+#define TERN_GEN_GEN_OUT_H
+
+#include "gen/spec.h"
+
+/* Tokens chosen but not yet in the KV cache at the start of a pass: the sampled one and the
+ * forced tokens after it (one forward pass takes them all). */
+#define GEN_MAX_PENDING 64
+
+struct gen_out {
+    const struct tern_tokenizer *tok;  /* end-of-generation tokens */
+    struct spec_verifier *ver;         /* masks; ver->gr: the grammar's matcher (NULL: none) */
+    struct tern_sampler *sampler;
+    struct tern_detokenizer *d;
+    tern_token_fn on_token;            /* may be NULL */
+    tern_piece_fn on_piece;            /* may be NULL */
+    void *user;
+    bool ignore_eog;
+    int max_tokens;
+    int n_ctx;                         /* positions: a token at pos >= n_ctx cannot be decoded */
+    struct tern_gen_stats *st;         /* n_generated, ttft_ms, stop (start it at MAX_TOKENS) */
+    double t0;                         /* ms (CLOCK_MONOTONIC) the request started: TTFT */
+    double t_first;                    /* set at the first token */
+    bool stop;                         /* a callback asked to stop (st->stop says which) */
+};
+
+double gen_now_ms(void);
+
+/* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,
+ * end-of-generation, text, a finished grammar document (`last`: the matcher holds no token
+ * beyond this one). Returns true when generation ends with this token (it then stays out of the
+ * KV cache; st->stop says why, MAX_TOKENS left as set); *rc set on a detokenizer failure. */
+bool gen_out_deliver(struct gen_out *o, int32_t tok, int pos, bool last, tern_status *rc);
+
+/* Hand over n forced tokens waiting at pend[*np..*np+n) (already in the matcher; positions
+ * pos0 + *np ..), moving *np past them. True when one of them ends generation; the forced
+ * tokens after it are taken back out of the matcher, so it holds the output. */
+bool gen_out_hand_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int n, tern_status *rc);
+
+/* Append the grammar's forced tokens at this point to pend[*np..cap) and hand them over. */
+bool gen_out_add_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int cap, tern_status *rc);
+
+/* The output's next tokens from position pos on, whose distribution is `logits`: the grammar's
+ * forced tokens if it forces any here (no sampling); else one chosen token (through the mask)
+ * followed by whatever the grammar forces after it. Handed over into pend[0..*np) (cap >= 1
+ * entries), which one forward pass then decodes. True when generation ends. */
+bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *np, int pos, int cap,
+                    tern_status *rc);
+
+/* The grammar's counters into st (and st->incomplete) at the end of a constrained request. */
+void gen_out_grammar_stats(const struct gen_grammar *gr, struct tern_gen_stats *st);
+
+#endif

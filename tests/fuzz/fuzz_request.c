@@ -1,0 +1,204 @@
+/* fuzz_request.c — fuzz target for what `tern serve` does with a request body before it is
+ * queued (scripts/fuzz.sh; replayed by ctest): srv_req_parse (UTF-8, JSON, OpenAI's fields,
+ * rendering with the chat template, tokenizing, the context limit) and srv_job_prepare (sampler,
+ * the tools' grammar in the template's call format, response_format schemas).
+ *
+ * Input: one selector byte, then the body. 'p': POST /v1/completions; 'l': chat with Llama
+ * 3.1's template (llama3 calls); 'm': chat with Mistral Nemo's (mistral calls); anything else:
+ * chat with the model's own (Qwen2.5: hermes calls). Seeds (tests/fuzz/corpus/request) are
+ * valid requests of every kind the server answers, so mutations stay close to the real thing.
+ * Promises checked (a broken one aborts, so the fuzzer reports it):
+ * - a refusal is an OpenAI error: status 4xx (500 only for running out of memory, type
+ *   server_error), a non-empty type and message, and srv_err_body gives valid UTF-8 JSON
+ *   {"error": {"message": string, "type": string, "param": string|null, "code": string|null}};
+ * - an accepted request has a prompt of 1 .. n_ctx-1 token ids inside the vocabulary, at most
+ *   four non-empty stop strings, sampling parameters in OpenAI's ranges, and a job that either
+ *   prepares (sampler, grammar when asked) or is refused as above;
+ * - nothing leaks (the job is released), nothing crashes (ASan, UBSan).
+ * The model is ../shared/fixtures/models/qwen2-tiny-q8_0.gguf (TERN_SHARED overrides ../shared),
+ * loaded once per process with a server's pieces but no socket and no engine thread; without it
+ * the target exits 77 with a message (ctest: skipped; fuzz.sh: a failed run). */
+#include "server/server.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#ifndef TERN_SHARED_DIR
+#define TERN_SHARED_DIR "../shared"
+#endif
+
+#define CHECK(cond, ...)                                                                       \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "fuzz_request: %s:%d: broken promise: %s: ", __FILE__, __LINE__,    \
+                    #cond);                                                                    \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fprintf(stderr, "\n");                                                             \
+            abort();                                                                           \
+        }                                                                                      \
+    } while (0)
+
+/* Three servers' worth of request handling over one model: the model's template, Llama 3.1's
+ * and Mistral Nemo's. */
+static struct tern_server srv[3];
+static struct tern_model *model;
+static struct tern_tokenizer *tok;
+static struct tern_grammar_vocab *gvocab;
+
+static void need(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "fuzz_request: ERROR: fixture %s not found; the target needs "
+                        "../shared/fixtures (set TERN_SHARED to its parent folder). Nothing was "
+                        "tested.\n", path);
+        exit(77);
+    }
+    fclose(f);
+}
+
+static char *read_all(const char *path, size_t *n)
+{
+    need(path);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)len + 1);
+    CHECK(b && fread(b, 1, (size_t)len, f) == (size_t)len, "reading %s", path);
+    fclose(f);
+    b[len] = 0;
+    *n = (size_t)len;
+    return b;
+}
+
+static void init(void)
+{
+    const char *root = getenv("TERN_SHARED");
+    if (!root || !*root) root = TERN_SHARED_DIR;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fixtures/models/qwen2-tiny-q8_0.gguf", root);
+    need(path);
+    CHECK(tern_model_load(path, NULL, &model) == TERN_OK, "%s", tern_last_error());
+    CHECK(tern_tokenizer_from_gguf(tern_model_gguf(model), &tok) == TERN_OK, "%s", tern_last_error());
+    CHECK(tern_grammar_vocab_create(tok, &gvocab) == TERN_OK, "%s", tern_last_error());
+    static const char *const tmpl[3] = {NULL, "fixtures/templates/meta-llama-Llama-3.1-8B-Instruct.jinja",
+                                        "fixtures/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja"};
+    for (int i = 0; i < 3; i++) {
+        struct tern_server *s = &srv[i];
+        s->p = tern_server_default_params();
+        s->model = model;
+        s->tok = s->tok_http = tok;
+        s->gvocab = gvocab;
+        s->n_ctx = 2048; /* Llama 3.1's template spells tools out at length */
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_mutex_init(&s->tok_mu, NULL);
+        atomic_init(&s->seq, 1);
+        tern_status st;
+        if (!tmpl[i]) {
+            st = tern_chat_template_from_gguf(tern_model_gguf(model), &s->tmpl);
+        } else {
+            snprintf(path, sizeof path, "%s/%s", root, tmpl[i]);
+            size_t n;
+            char *src = read_all(path, &n);
+            st = tern_chat_template_create(src, n, &s->tmpl);
+            free(src);
+        }
+        CHECK(st == TERN_OK, "%s", tern_last_error());
+        s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+    }
+    CHECK(srv[0].fmt == TERN_TOOLCALL_HERMES && srv[1].fmt == TERN_TOOLCALL_LLAMA3 &&
+              srv[2].fmt == TERN_TOOLCALL_MISTRAL, "formats %d %d %d", srv[0].fmt, srv[1].fmt, srv[2].fmt);
+}
+
+static bool utf8_valid(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) return false;
+        i += (size_t)k;
+    }
+    return true;
+}
+
+/* FUZZ_REQUEST_LOG=1: one line per input saying what became of it (reading a replay). */
+static bool log_on(void)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("FUZZ_REQUEST_LOG") != NULL;
+    return on;
+}
+
+static void check_refusal(const struct srv_err *e, const char *where)
+{
+    if (log_on()) fprintf(stderr, "%s: %d %s: %s\n", where, e->status, e->param, e->message);
+    const bool oom = e->status == 500 && !strcmp(e->type, "server_error") && strstr(e->message, "out of memory");
+    CHECK((e->status >= 400 && e->status <= 499) || oom, "%s: status %d (%s): %s", where, e->status,
+          e->type, e->message);
+    CHECK(e->type[0] && e->message[0], "%s: empty type or message", where);
+    char *body = srv_err_body(e);
+    CHECK(body, "%s: no error body", where);
+    CHECK(utf8_valid(body, strlen(body)), "%s: error body is not UTF-8: %s", where, body);
+    cJSON *j = cJSON_Parse(body);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "error");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "message"), *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "param"), *c = cJSON_GetObjectItemCaseSensitive(o, "code");
+    CHECK(cJSON_IsString(m) && cJSON_IsString(t) && (cJSON_IsString(p) || cJSON_IsNull(p)) &&
+              (cJSON_IsString(c) || cJSON_IsNull(c)), "%s: not an OpenAI error body: %s", where, body);
+    cJSON_Delete(j);
+    free(body);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!model) init();
+    if (size == 0) return 0;
+    const char sel = (char)data[0];
+    struct tern_server *s = &srv[sel == 'l' ? 1 : sel == 'm' ? 2 : 0];
+    const enum job_kind kind = sel == 'p' ? JOB_COMPLETION : JOB_CHAT;
+    /* an exact-size copy: a read past the body shows */
+    const size_t n = size - 1;
+    char *body = malloc(n ? n : 1);
+    if (!body) return 0;
+    memcpy(body, data + 1, n);
+    struct srv_req r;
+    struct srv_err e;
+    memset(&e, 0, sizeof e);
+    if (!srv_req_parse(s, kind, body, n, &r, &e)) {
+        check_refusal(&e, "parse");
+        srv_req_free(&r);
+        free(body);
+        return 0;
+    }
+    const int n_vocab = tern_model_n_vocab(model);
+    CHECK(r.n_prompt >= 1 && r.n_prompt < s->n_ctx, "prompt of %d tokens", r.n_prompt);
+    for (int i = 0; i < r.n_prompt; i++)
+        CHECK(r.prompt[i] >= 0 && r.prompt[i] < n_vocab, "prompt[%d] = %d", i, r.prompt[i]);
+    CHECK(r.n_stop >= 0 && r.n_stop <= 4, "%d stop strings", r.n_stop);
+    for (int i = 0; i < r.n_stop; i++) CHECK(r.stop[i] && r.stop[i][0], "stop[%d] empty", i);
+    CHECK(r.max_tokens >= 0, "max_tokens %d", r.max_tokens);
+    CHECK(r.sp.temperature >= 0 && r.sp.temperature <= 2 && r.sp.top_p >= 0 && r.sp.top_p <= 1,
+          "temperature %g top_p %g", r.sp.temperature, r.sp.top_p);
+    CHECK(kind == JOB_CHAT || !r.tools, "tools on a completion");
+    struct job *j = srv_job_new(s, &r);
+    CHECK(j, "out of memory for a job");
+    memset(&e, 0, sizeof e);
+    if (!srv_job_prepare(j, &e)) {
+        check_refusal(&e, "prepare");
+    } else {
+        CHECK(j->sampler, "a prepared job without a sampler");
+        if (log_on())
+            fprintf(stderr, "accepted: %s, %d prompt tokens, %s%s\n", kind == JOB_CHAT ? "chat" : "completion",
+                    j->req.n_prompt, j->grammar ? "constrained" : "free", j->tp ? ", tool-call parser" : "");
+    }
+    srv_job_release(j);
+    free(body);
+    return 0;
+}
