@@ -317,12 +317,7 @@ int cmd_eval(int argc, char **argv)
     }
     if (!st) st = tern_eval_report_json(r, &report);
     bool reported = false; /* write failures are reported here, library errors by cli_report */
-    if (!st && json) {
-        FILE *f = fopen(json, "w");
-        if (!f || fputs(report, f) < 0 || fputc('\n', f) == EOF) st = TERN_ERR_IO;
-        if (f && fclose(f) != 0) st = TERN_ERR_IO;
-        if (st) fprintf(stderr, "tern eval: cannot write %s\n", json), reported = true;
-    }
+    if (!st && write_report(json, report) != CLI_EXIT_OK) st = TERN_ERR_IO, reported = true;
     if (!st && outputs) {
         FILE *f = fopen(outputs, "w");
         if (!f) {
