@@ -10,16 +10,6 @@
 #include <sys/wait.h>
 
 /* Run a shell command; capture stdout (and stderr if merge) into buf; return the exit code. */
-static int run_cmd(const char *cmd, char *buf, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void greedy_matches_reference(const char *name)
 {
     char rel[256], model[4096], ref[4096];
@@ -53,7 +43,7 @@ static void greedy_matches_reference(const char *name)
             cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "tokens"))
                 m += snprintf(expect + m, sizeof expect - m, "%s%d", k++ ? "," : "", e->valueint);
             snprintf(expect + m, sizeof expect - m, "\n");
-            assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+            assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
             print_message("%s seq %d: %s", name, seq, out);
             assert_string_equal(out, expect);
             seq++;
@@ -81,8 +71,9 @@ static void test_run_greedy_qwen2_f16(void **state)
 static void expect_failure(const char *args, int code, const char *needle)
 {
     char cmd[8192], out[8192];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_tern_bin(), args);
-    int rc = run_cmd(cmd, out, sizeof out);
+    if (snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_tern_bin(), args) >= (int)sizeof cmd)
+        fail_msg("command too long for the test's buffer: %s", args);
+    int rc = test_run_cmd(cmd, out, sizeof out);
     print_message("tern %s -> %d: %s", args, rc, out);
     assert_int_equal(rc, code);
     assert_non_null(strstr(out, needle));
@@ -199,14 +190,14 @@ static void test_template_now(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s --now %s 2>&1",
                  test_tern_bin(), tmpl, msgs, cases[i][0]);
-        assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
         assert_string_equal(out, cases[i][1]);
     }
     snprintf(cmd, sizeof cmd, "template --template %s --messages %s --now 253402300800", tmpl, msgs);
     expect_failure(cmd, 2, "--now: 253402300800 is out of range -62135596800..253402300799");
     /* without --now: the clock (this year, not 1970) */
     snprintf(cmd, sizeof cmd, "%s template --template %s --messages %s 2>&1", test_tern_bin(), tmpl, msgs);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     assert_true(strncmp(out, "1970", 4) != 0 && strlen(out) == 19);
 }
 
@@ -216,9 +207,9 @@ static void test_synth_check_run(void **state)
     char cmd[8192], out[16384], path[4096];
     snprintf(path, sizeof path, "%s/tiny.gguf", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s synth tiny:q4_k_m -o %s 2>&1", test_tern_bin(), path);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "%s check -m %s --json", test_tern_bin(), path);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     cJSON *j = cJSON_Parse(out);
     assert_non_null(j);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "arch")), "llama");
@@ -232,7 +223,7 @@ static void test_synth_check_run(void **state)
     cJSON_Delete(j);
     snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 256,72,101 -n 12 --ignore-eos --json 2>&1",
              test_tern_bin(), path);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     j = cJSON_Parse(out);
     assert_non_null(j);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tokens")), 12);
@@ -248,7 +239,7 @@ static void test_quantize(void **state)
     char cmd[16384], out[4096], path[4096], ref[4096];
     snprintf(path, sizeof path, "%s/q8.gguf", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), src, path);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     TEST_SHARED_OR_SKIP(r, "fixtures/reference/llama-spm-tiny-q8_0.jsonl");
     snprintf(ref, sizeof ref, "%s", r);
     struct tern_model *m;
@@ -261,10 +252,10 @@ static void test_quantize(void **state)
     tern_model_free(m);
     /* wrong type, same file, missing input */
     snprintf(cmd, sizeof cmd, "%s quantize %s %s/x.gguf q4_1 2>&1", test_tern_bin(), src, test_tmpdir());
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "q4_1"));
     snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), path, path);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
 }
 
 int main(void)

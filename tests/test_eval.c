@@ -282,16 +282,6 @@ static void test_cases_from_corpus(void **state)
     tern_eval_set_free(s);
 }
 
-static int run_cmd(const char *cmd, char *buf, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void test_cli_local(void **state)
 {
     (void)state;
@@ -304,7 +294,7 @@ static void test_cli_local(void **state)
     snprintf(outs, sizeof outs, "%s/outs.jsonl", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --max-tokens 8 -t 1 --shard 1/2 --json %s --outputs %s 2>&1",
              test_tern_bin(), cases, model, rep, outs);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "slice"));
     char *text = test_read_file(rep, NULL);
     cJSON *r = cJSON_Parse(text);
@@ -321,12 +311,12 @@ static void test_cli_local(void **state)
     free(text);
     /* usage errors */
     snprintf(cmd, sizeof cmd, "%s eval --data %s 2>&1", test_tern_bin(), cases);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --shard 2/2 2>&1", test_tern_bin(), cases, model);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--shard"));
     snprintf(cmd, sizeof cmd, "%s eval --data /nonexistent.jsonl -m %s 2>&1", test_tern_bin(), model);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "/nonexistent.jsonl"));
 }
 
@@ -419,12 +409,12 @@ static void test_merge_shards(void **state)
         snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --max-tokens 6 -t 1 --shard %s --outputs %s %s%s 2>&1",
                  test_tern_bin(), cases, model, shard[k], o[k], k == 2 ? "--json " : "",
                  k == 2 ? (snprintf(rep[0], sizeof rep[0], "%s/full.json", test_tmpdir()), rep[0]) : "");
-        assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     }
     snprintf(rep[1], sizeof rep[1], "%s/merged.json", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s --against %s --json %s 2>&1", test_tern_bin(),
              cases, o[0], o[1], o[2], rep[1]);
-    if (run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
     assert_non_null(strstr(out, "equal"));
     /* the merged report's scores are the unsharded run's (times aside) */
     char *a = test_read_file(rep[0], NULL), *b = test_read_file(rep[1], NULL);
@@ -435,16 +425,16 @@ static void test_merge_shards(void **state)
     cJSON_Delete(ja), cJSON_Delete(jb), free(a), free(b);
     /* a shard missing, a shard given twice, a foreign case */
     snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s 2>&1", test_tern_bin(), cases, o[0]);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "2 of 4 cases have no answer"));
     snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s %s 2>&1", test_tern_bin(), cases, o[0], o[1], o[0]);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "was already answered"));
     char bad[700];
     snprintf(bad, sizeof bad, "%s/foreign.jsonl", test_tmpdir());
     write_text(bad, "{\"id\": \"zz\", \"content\": \"\", \"tool_calls\": []}\n");
     snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s 2>&1", test_tern_bin(), cases, bad);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "foreign.jsonl:1: case 'zz' is not in"));
     /* --against a run that answered differently */
     char *full = test_read_file(o[2], NULL);
@@ -455,7 +445,7 @@ static void test_merge_shards(void **state)
     write_text(bad, full);
     free(full);
     snprintf(cmd, sizeof cmd, "%s eval merge --data %s %s %s --against %s 2>&1", test_tern_bin(), cases, o[0], o[1], bad);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "differs between the merged shards"));
 }
 
@@ -506,7 +496,7 @@ static void test_endpoint_stub(void **state)
     snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint http://127.0.0.1:%d/v1 --concurrency 3 --json %s --outputs %s 2>&1",
              test_tern_bin(), cases, port, rep, outs);
     /* case 'e' ("x") gets an HTTP 500: reported, and the run fails (no retries) */
-    const int rc = run_cmd(cmd, out, sizeof out);
+    const int rc = test_run_cmd(cmd, out, sizeof out);
     if (rc != 1) fail_msg("exit %d: %s", rc, out);
     assert_non_null(strstr(out, "1 of 4 requests failed"));
     char *text = test_read_file(rep, NULL);
@@ -539,12 +529,12 @@ static void test_endpoint_stub(void **state)
     /* a server that is not there: every case fails with the transport's message */
     snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint http://127.0.0.1:1/v1 --limit 1 --outputs %s 2>&1",
              test_tern_bin(), cases, outs);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     text = test_read_file(outs, NULL);
     assert_non_null(strstr(text, "\"error\":"));
     free(text);
     snprintf(cmd, sizeof cmd, "%s eval --data %s --endpoint ftp://x 2>&1", test_tern_bin(), cases);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     close(fd);
     waitpid(pid, NULL, 0);
 }

@@ -21,16 +21,6 @@ static bool have_tools;
         }                                                                                      \
     } while (0)
 
-static int run_cmd(const char *cmd, char *buf, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void write_exec(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -86,14 +76,14 @@ static void test_table(void **state)
     snprintf(cmd, sizeof cmd, "rm -f %s/calls; bash %s --llama-bench %s/fake-llama --tern %s/fake-tern "
              "--no-roofline --quiet-wait 0 --retries 0 --max-other 1000 -r 3 -t 2 "
              "%s/good.gguf 2>/dev/null", dir, script, dir, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     print_message("%s", out);
     assert_non_null(strstr(out, "| pp512 tern | pp512 llama.cpp | ratio | tg128 tern | tg128 llama.cpp | ratio |"));
     assert_non_null(strstr(out, "| good | 2.0 MiB | 2 | 250.0 (200.0-300.0) | 100.0 (100.0-100.0) | 2.50x |"
                                 " 20.0 (20.0-20.0) | 10.0 (10.0-10.0) | 2.00x |"));
     char calls[4096];
     snprintf(cmd, sizeof cmd, "tr '\\n' ' ' < %s/calls", dir);
-    assert_int_equal(run_cmd(cmd, calls, sizeof calls), 0);
+    assert_int_equal(test_run_cmd(cmd, calls, sizeof calls), 0);
     assert_string_equal(calls, "tern llama llama tern tern llama ");
 }
 
@@ -105,7 +95,7 @@ static void test_failure_and_threads(void **state)
     snprintf(cmd, sizeof cmd, "rm -f %s/calls; bash %s --llama-bench %s/fake-llama --tern %s/fake-tern "
              "--no-roofline --quiet-wait 0 --retries 0 --max-other 1000 -r 1 -t 2,1 -n 0 "
              "%s/bad.gguf 2>/dev/null", dir, script, dir, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     print_message("%s", out);
     assert_null(strstr(out, "tg0"));
     assert_non_null(strstr(out, "| bad | 2.0 MiB | 2 | failed: tern bench: unsupported: tensor type Q9_9 | "
@@ -119,15 +109,15 @@ static void test_bad_arguments(void **state)
     NEED_TOOLS();
     static char cmd[16384], out[16384];
     snprintf(cmd, sizeof cmd, "bash %s %s/good.gguf 2>&1", script, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--llama-bench PATH is required"));
     snprintf(cmd, sizeof cmd, "bash %s --llama-bench %s/fake-llama --tern %s/fake-tern -t 2,x %s/good.gguf 2>&1",
              script, dir, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "-t '2,x'"));
     snprintf(cmd, sizeof cmd, "bash %s --llama-bench %s/fake-llama --tern %s/fake-tern %s/absent.gguf 2>&1",
              script, dir, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "absent.gguf' is not a readable file"));
 }
 

@@ -15,16 +15,6 @@
 
 #include "tern.h"
 
-static int run_cmd(const char *cmd, char *buf, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static char dir[512], tok[600], data[600], cfg[600];
 
 static void write_text(const char *path, const char *text)
@@ -70,7 +60,7 @@ static void test_run_json_quantize(void **state)
     char cmd[8192], out[65536];
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/a.gguf --json 2>&1",
              test_tern_bin(), cfg, data, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     int lines = 0;
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
         assert_non_null(strstr(l, "\"step\":"));
@@ -82,7 +72,7 @@ static void test_run_json_quantize(void **state)
     }
     assert_int_equal(lines, 6);
     snprintf(cmd, sizeof cmd, "%s quantize %s/a.gguf %s/a.q8.gguf q8_0 2>&1", test_tern_bin(), dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     char q8[700];
     snprintf(q8, sizeof q8, "%s/a.q8.gguf", dir);
     struct tern_model *m;
@@ -92,7 +82,7 @@ static void test_run_json_quantize(void **state)
     /* the terminal form names step, loss, lr, tokens/s and ETA */
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/b.gguf --until 1 2>&1",
              test_tern_bin(), cfg, data, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "step 1/6  loss "));
     assert_non_null(strstr(out, "tok/s  ETA "));
 }
@@ -104,13 +94,13 @@ static void test_split_run_identical(void **state)
     char cmd[8192], out[65536];
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/full.gguf --json >/dev/null 2>&1",
              test_tern_bin(), cfg, data, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/half.gguf --checkpoint-dir "
              "%s/split.ckpt --until 3 --json >/dev/null 2>&1", test_tern_bin(), cfg, data, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/resumed.gguf --resume "
              "%s/split.ckpt --json 2>&1", test_tern_bin(), cfg, data, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"step\":4,"));
     assert_null(strstr(out, "\"step\":3,"));
     char a[700], b[700];
@@ -135,11 +125,11 @@ static void test_bad_config(void **state)
     write_text(path, "{\"n_embd\": 64, \"n_vocab\": 100, \"warmpu\": 10}");
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/x.gguf 2>&1", test_tern_bin(),
              path, data, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "unknown key 'warmpu'"));
     write_text(path, "{\"n_embd\": 8192, \"n_layer\": 400, \"n_head\": 64, \"n_ff\": 32768, "
                      "\"n_vocab\": 100000, \"n_ctx\": 4096}");
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "needs"));
     assert_non_null(strstr(out, "GiB"));
 }
@@ -159,7 +149,7 @@ static void test_nan_stops_run(void **state)
     char cmd[8192], out[65536];
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/n.gguf --checkpoint-dir "
              "%s/nan.ckpt --until 2 --json >/dev/null 2>&1", test_tern_bin(), cfg, data, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     /* poison one weight (the first float after the header: token_embd[0][0]) and re-seal */
     char path[700];
     snprintf(path, sizeof path, "%s/nan.ckpt/checkpoint.bin", dir);
@@ -177,7 +167,7 @@ static void test_nan_stops_run(void **state)
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/n2.gguf --resume %s/nan.ckpt 2>&1",
              test_tern_bin(), cfg, data, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "step 3: the loss is NaN"));
     assert_non_null(strstr(out, "last good checkpoint (step 2)"));
     size_t n2;

@@ -303,16 +303,6 @@ static void test_eval(void **state)
     tern_train_data_free(d);
 }
 
-static int run_cmd(const char *cmd, char *buf, size_t cap)
-{
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(buf, 1, cap - 1, p);
-    buf[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void test_cli(void **state)
 {
     (void)state;
@@ -324,7 +314,7 @@ static void test_cli(void **state)
     write_text(cfg, json);
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s --val %s/val.jsonl --val-every 1 -o %s/m.gguf --json 2>%s/err.txt",
              test_tern_bin(), cfg, train_path, corpus, dir, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     int vals = 0;
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
         cJSON *j = cJSON_Parse(l);
@@ -344,11 +334,11 @@ static void test_cli(void **state)
     free(err);
     /* the model runs with its own tokenizer and template */
     snprintf(cmd, sizeof cmd, "%s run -m %s/m.gguf -p hello -n 4 --temp 0 2>&1", test_tern_bin(), dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 0);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     /* conversations without a tokenizer to render them */
     write_text(cfg, "{\"n_embd\": 32, \"n_layer\": 1, \"n_head\": 2, \"n_ff\": 64, \"n_vocab\": 1024}");
     snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/x.gguf 2>&1", test_tern_bin(), cfg, train_path, dir);
-    assert_int_equal(run_cmd(cmd, out, sizeof out), 2);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "need \"tokenizer\""));
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char *test_shared_path(const char *rel)
@@ -64,4 +65,14 @@ int test_exit_status(int n_failed)
         return TEST_EXIT_SKIPPED;
     }
     return 0;
+}
+
+int test_run_cmd(const char *cmd, char *buf, size_t cap)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("popen failed: %s", cmd);
+    size_t n = fread(buf, 1, cap - 1, p);
+    buf[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -47,6 +47,9 @@ const char *test_tmpdir(void);
 
 /* Whole file into malloc'ed NUL-terminated memory (NULL if unreadable). */
 char *test_read_file(const char *path, size_t *len);
+/* Run a shell command; its stdout (up to cap - 1 bytes, NUL-terminated) into buf. Returns the
+ * exit status, or 128 + the signal that killed it. */
+int test_run_cmd(const char *cmd, char *buf, size_t cap);
 
 /* Assert a tern call succeeded, printing tern_last_error() if not. */
 #define assert_tern_ok(expr)                                                                   \
