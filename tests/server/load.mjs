@@ -77,7 +77,8 @@ try {
   assert.ok(stats.completed > CLIENTS, "too few requests completed");
   assert.equal(summary.active_after, 0);
   assert.equal(summary.queue_after, 0);
-  assert.ok(rss1 - rss0 < 32 * 1024, `server RSS grew by ${rss1 - rss0} KiB`);
+  if (process.env.TERN_SANITIZED) console.log("RSS check skipped: ASan's quarantine grows RSS; LeakSanitizer checks leaks");
+  else assert.ok(rss1 - rss0 < 32 * 1024, `server RSS grew by ${rss1 - rss0} KiB`);
   assert.ok(stats.cached_tokens > 0, "the shared system prompt was never reused");
 } catch (e) {
   failed = 1;
