@@ -1422,7 +1422,10 @@ struct tern_train_config {
     float weight_decay;      /* AdamW, on matrices only (not norms, biases) */
     float beta1, beta2, adam_eps;
     float clip;              /* global gradient norm limit; 0 = off */
-    float init_std;          /* weights ~ N(0, init_std); output projections / sqrt(2 n_layer) */
+    float init_std;          /* weights ~ N(0, init_std) */
+    float init_std_proj;     /* attn_output and ffn_down ~ N(0, init_std_proj); < 0 = init_std.
+                              * GPT-2's init_std / sqrt(2 n_layer) delays copying (induction
+                              * heads) by hundreds of steps on tool-call data: README "Training" */
     uint64_t seed;
     int threads;             /* 0 = online CPUs */
     int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */

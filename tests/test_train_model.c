@@ -83,6 +83,9 @@ static struct tern_train_config small_config(enum tern_arch arch)
 static void parity_case(enum tern_arch arch)
 {
     struct tern_train_config c = small_config(arch);
+    /* the weights the tolerances below were measured on (GPT-2's projection scaling): with
+     * larger projections one F16 rounding of q/k/v can land on the other side (llama: 4.5e-5) */
+    c.init_std_proj = c.init_std / sqrtf(2.0f * (float)c.n_layer);
     struct tern_train_data *d;
     assert_tern_ok(tern_train_data_open(write_data("parity.tdat", 40, 30, 1), &d));
     struct tern_trainer *t;
@@ -466,6 +469,58 @@ static void test_config(void **state)
     assert_true(fabs(tern_train_lr(&c, 110) - 0.1) < 1e-6);
 }
 
+/* ---------------------------------------------------------------- init */
+
+/* Sample standard deviation of the tensors whose names contain `part` (mean taken as 0). */
+static double tensor_std(struct tern_trainer *t, const char *part)
+{
+    size_t nf;
+    const float *w = tern_trainer_weights(t, &nf);
+    double ss = 0.0;
+    size_t n = 0;
+    for (int i = 0; i < tern_trainer_n_tensors(t); i++) {
+        size_t off;
+        int64_t ne[2];
+        const char *name = tern_trainer_tensor(t, i, &off, ne);
+        if (!strstr(name, part)) continue;
+        for (int64_t j = 0; j < ne[0] * ne[1]; j++) ss += (double)w[off + j] * w[off + j];
+        n += (size_t)(ne[0] * ne[1]);
+    }
+    assert_true(n > 0);
+    return sqrt(ss / (double)n);
+}
+
+/* init_std for every matrix, init_std_proj for attn_output and ffn_down when set (the GPT-2
+ * scaling init_std / sqrt(2 n_layer) is a choice, not the default: it delays copying). */
+static void test_init_std(void **state)
+{
+    (void)state;
+    struct tern_train_config c = small_config(TERN_ARCH_LLAMA);
+    c.n_embd = 128, c.n_ff = 256, c.init_std = 0.03f;
+    const float proj[2] = {-1.0f, 0.004f};
+    for (int k = 0; k < 2; k++) {
+        c.init_std_proj = proj[k];
+        struct tern_trainer *t;
+        assert_tern_ok(tern_trainer_create(&c, &t));
+        assert_tern_ok(tern_trainer_init(t));
+        const double want = proj[k] < 0 ? 0.03 : 0.004;
+        const double e = tensor_std(t, "token_embd"), q = tensor_std(t, "attn_q");
+        const double o = tensor_std(t, "attn_output"), dn = tensor_std(t, "ffn_down");
+        print_message("init_std_proj %g: token_embd %.4f attn_q %.4f attn_output %.4f ffn_down %.4f\n",
+                      proj[k], e, q, o, dn);
+        assert_true(fabs(e - 0.03) < 0.002 && fabs(q - 0.03) < 0.002);
+        assert_true(fabs(o - want) < 0.06 * want && fabs(dn - want) < 0.06 * want);
+        assert_true(fabs(tensor_std(t, "attn_norm") - 1.0) < 1e-6);
+        tern_trainer_free(t);
+    }
+    char json[1024];
+    snprintf(json, sizeof json, "{\"tokenizer\": \"%s\", \"init_std_proj\": 0.005}", tokenizer());
+    assert_tern_ok(tern_train_config_parse(json, strlen(json), &c));
+    assert_true(fabsf(c.init_std_proj - 0.005f) < 1e-9f);
+    assert_true(tern_train_config_default().init_std_proj < 0.0f);
+    expect_config_error("{\"init_std_proj\": -0.1, \"n_vocab\": 10}", "'init_std_proj'");
+}
+
 /* ---------------------------------------------------------------- learning */
 
 static void test_loss_decreases(void **state)
@@ -499,7 +554,8 @@ int main(void)
         cmocka_unit_test(test_parity_llama),  cmocka_unit_test(test_parity_qwen2),
         cmocka_unit_test(test_resume_bit_identical), cmocka_unit_test(test_nan_stops),
         cmocka_unit_test(test_packing),       cmocka_unit_test(test_bad_data),
-        cmocka_unit_test(test_config),        cmocka_unit_test(test_loss_decreases),
+        cmocka_unit_test(test_config),        cmocka_unit_test(test_init_std),
+        cmocka_unit_test(test_loss_decreases),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -44,6 +44,7 @@ static const struct key_def keys[] = {
     {"adam_eps", K_FLOAT, OFF(adam_eps), 0, 1},
     {"clip", K_FLOAT, OFF(clip), 0, 1e9},
     {"init_std", K_FLOAT, OFF(init_std), 0, 10},
+    {"init_std_proj", K_FLOAT, OFF(init_std_proj), 0, 10},
     {"seed", K_U64, OFF(seed), 0, 9007199254740992.0},
     {"threads", K_INT, OFF(threads), 0, 1024},
     {"ckpt_every", K_INT, OFF(ckpt_every), 0, 1e9},

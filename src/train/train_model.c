@@ -101,7 +101,7 @@ void train_init_weights(struct tern_trainer *t)
 {
     uint64_t s = t->c.seed ^ 0x747261696e696e67ull; /* "training" */
     memset(t->w, 0, t->n_params * sizeof *t->w);
-    const float std_out = t->c.init_std / sqrtf(2.0f * (float)t->L);
+    const float std_out = t->c.init_std_proj >= 0.0f ? t->c.init_std_proj : t->c.init_std;
     for (int i = 0; i < t->n_tensors; i++) {
         const struct train_tensor *x = &t->tensors[i];
         float *p = t->w + x->off;

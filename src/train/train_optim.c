@@ -45,6 +45,7 @@ struct tern_train_config tern_train_config_default(void)
     c.adam_eps = 1e-8f;
     c.clip = 1.0f;
     c.init_std = 0.02f;
+    c.init_std_proj = -1.0f; /* = init_std */
     c.seed = 1;
     c.threads = 0;
     c.ckpt_every = 0;
