@@ -1145,6 +1145,10 @@ int32_t tern_token_lookup(const struct tern_tokenizer *t, const char *text, size
  * once the tokenizer has seen an input at least as long (scratch is kept and reused). */
 tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t *out, size_t cap, size_t *n_out);
+/* tern_tokenize into the malloc'ed buffer *ids of *cap ids, grown with realloc when the text
+ * needs more (*ids may start NULL with *cap 0). The caller frees *ids. */
+tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                               int32_t **ids, size_t *cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
  * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL. Same RANGE rule as above. */
@@ -1262,6 +1266,9 @@ const char *tern_chat_template_warning(const struct tern_chat_template *t);
  * once. */
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len);
+/* Tokenizer flags for a prompt tern_chat_render wrote: control tokens parsed, and the BOS added
+ * as the metadata says unless the template already wrote the BOS text itself (most do). */
+unsigned tern_chat_prompt_flags(const struct tern_tokenizer *tok, const char *prompt, size_t len);
 
 /* --- tool calls in model output (src/chat/toolcall.c) ---
  * A streaming parser: feed generated text in pieces split anywhere (mid-tag, mid-UTF-8); it

@@ -333,7 +333,53 @@ static void test_range_errors(void **state)
     int32_t bad = 1 << 30;
     assert_int_equal(tern_detokenize(t, &bad, 1, 0, small, sizeof small, &m), TERN_ERR_ARG);
     assert_int_equal(tern_tokenize(t, s, 3, 0x80, ids, 4, &n), TERN_ERR_ARG);
+    /* tern_tokenize_grow: from no buffer, from a small one, and a buffer already big enough
+     * (kept, not reallocated); the ids equal tern_tokenize's */
+    int32_t *grown = NULL;
+    size_t cap = 0, ng = 0;
+    assert_tern_ok(tern_tokenize_grow(t, s, strlen(s), 0, &grown, &cap, &ng));
+    assert_int_equal(ng, n2);
+    assert_int_equal(cap, n2);
+    assert_memory_equal(grown, all, n2 * sizeof *all);
+    const int32_t *kept = grown;
+    assert_tern_ok(tern_tokenize_grow(t, s, 10, 0, &grown, &cap, &ng));
+    assert_ptr_equal(grown, kept);
+    assert_int_equal(cap, n2);
+    free(grown);
+    grown = malloc(2 * sizeof *grown);
+    cap = 2;
+    assert_tern_ok(tern_tokenize_grow(t, s, strlen(s), 0, &grown, &cap, &ng));
+    assert_memory_equal(grown, all, n2 * sizeof *all);
+    assert_int_equal(tern_tokenize_grow(t, s, 3, 0x80, &grown, &cap, &ng), TERN_ERR_ARG);
+    assert_int_equal(tern_tokenize_grow(t, s, 3, 0, NULL, &cap, &ng), TERN_ERR_ARG);
+    free(grown);
     free(all);
+    tern_tokenizer_free(t);
+}
+
+/* --- a rendered chat prompt gets exactly one BOS, whether or not its template wrote it --- */
+static void test_chat_prompt_flags(void **state)
+{
+    (void)state;
+    LOAD_OR_SKIP(t, "llama-spm"); /* add_bos true, bos "<s>" */
+    const char *with = "<s>[INST] hi [/INST]", *without = "[INST] hi [/INST]";
+    assert_int_equal(tern_chat_prompt_flags(t, with, strlen(with)), TERN_TOK_PARSE_SPECIAL);
+    assert_int_equal(tern_chat_prompt_flags(t, without, strlen(without)),
+                     TERN_TOK_PARSE_SPECIAL | TERN_TOK_ADD_SPECIAL);
+    assert_int_equal(tern_chat_prompt_flags(t, "<s", 2), TERN_TOK_PARSE_SPECIAL | TERN_TOK_ADD_SPECIAL);
+    const char *texts[2] = {with, without};
+    for (int k = 0; k < 2; k++) {
+        int32_t *ids = NULL;
+        size_t cap = 0, n = 0;
+        const size_t len = strlen(texts[k]);
+        assert_tern_ok(tern_tokenize_grow(t, texts[k], len, tern_chat_prompt_flags(t, texts[k], len),
+                                          &ids, &cap, &n));
+        int bos = 0;
+        for (size_t i = 0; i < n; i++) bos += ids[i] == tern_token_bos(t);
+        assert_int_equal(bos, 1);
+        assert_int_equal(ids[0], tern_token_bos(t));
+        free(ids);
+    }
     tern_tokenizer_free(t);
 }
 
@@ -457,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_fuzz_random_bytes),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_range_errors),
+        cmocka_unit_test(test_chat_prompt_flags),
         cmocka_unit_test(test_stream_detokenizer),
         cmocka_unit_test(test_long_words),
         cmocka_unit_test(test_bytelevel_map),

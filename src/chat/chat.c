@@ -426,3 +426,14 @@ done:
     tmpl_arena_free(&arena);
     return st;
 }
+
+unsigned tern_chat_prompt_flags(const struct tern_tokenizer *tok, const char *prompt, size_t len)
+{
+    unsigned flags = TERN_TOK_PARSE_SPECIAL;
+    const int32_t bos = tok ? tern_token_bos(tok) : -1;
+    size_t bos_len = 0;
+    const char *bos_text = bos >= 0 ? tern_token_text(tok, bos, &bos_len) : NULL;
+    if (!bos_text || bos_len == 0 || len < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
+        flags |= TERN_TOK_ADD_SPECIAL;
+    return flags;
+}

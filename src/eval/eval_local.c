@@ -91,21 +91,8 @@ static void local_free(struct local *l)
 
 static tern_status tokenize_prompt(struct local *l, const char *prompt, size_t plen, size_t *n)
 {
-    /* templates that write the BOS text themselves get no second one */
-    unsigned flags = TERN_TOK_PARSE_SPECIAL;
-    const int32_t bos = tern_token_bos(l->tok);
-    size_t bos_len = 0;
-    const char *bos_text = bos >= 0 ? tern_token_text(l->tok, bos, &bos_len) : NULL;
-    if (!bos_text || bos_len == 0 || plen < bos_len || memcmp(prompt, bos_text, bos_len))
-        flags |= TERN_TOK_ADD_SPECIAL;
-    for (;;) {
-        tern_status st = tern_tokenize(l->tok, prompt, plen, flags, l->ids, l->cap_ids, n);
-        if (st != TERN_ERR_RANGE || *n <= l->cap_ids) return st;
-        int32_t *grown = realloc(l->ids, *n * sizeof *grown);
-        if (!grown) return tern_fail(TERN_ERR_NOMEM, "eval: out of memory");
-        l->ids = grown;
-        l->cap_ids = *n;
-    }
+    return tern_tokenize_grow(l->tok, prompt, plen, tern_chat_prompt_flags(l->tok, prompt, plen),
+                              &l->ids, &l->cap_ids, n);
 }
 
 /* Answer case i into r; a failure of this case alone (a render error, a prompt over the

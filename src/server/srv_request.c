@@ -351,15 +351,7 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
                     NULL, "%s", msg);
         return false;
     }
-    /* Templates usually write the bos token themselves; add it only if this one did not
-     * (as tern chat does). */
-    unsigned flags = TERN_TOK_PARSE_SPECIAL;
-    int32_t bos = tern_token_bos(s->tok_http);
-    size_t bos_len = 0;
-    const char *bos_text = bos >= 0 ? tern_token_text(s->tok_http, bos, &bos_len) : NULL;
-    if (!bos_text || bos_len == 0 || plen < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
-        flags |= TERN_TOK_ADD_SPECIAL;
-    bool ok = tokenize(s, prompt, plen, flags, r, e);
+    bool ok = tokenize(s, prompt, plen, tern_chat_prompt_flags(s->tok_http, prompt, plen), r, e);
     free(prompt);
     return ok && fits_context(s, r, "messages", e);
 }

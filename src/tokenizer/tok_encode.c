@@ -7,7 +7,9 @@
  * overlap in the input, which real vocabularies do not produce.) The raw text between matches
  * goes to the model's encoder (tok_bpe.c or tok_spm.c); SentencePiece puts its leading space in
  * front of every raw segment, since each one starts the text or follows a special token.
- * Tokens with the lstrip/rstrip attribute swallow the ASCII blanks before/after them. */
+ * Tokens with the lstrip/rstrip attribute swallow the ASCII blanks before/after them.
+ * tern_tokenize_grow wraps it for callers that keep one growing id buffer. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
@@ -94,4 +96,18 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
     if (o.n > cap)
         return tern_fail(TERN_ERR_RANGE, "tokenize: output of %zu ids, needs %zu", cap, o.n);
     return TERN_OK;
+}
+
+tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                               int32_t **ids, size_t *cap, size_t *n_out)
+{
+    if (!ids || !cap) return tern_fail(TERN_ERR_ARG, "tern_tokenize_grow: NULL argument");
+    for (;;) {
+        tern_status st = tern_tokenize(t, text, len, flags, *ids, *cap, n_out);
+        if (st != TERN_ERR_RANGE || *n_out <= *cap) return st;
+        int32_t *grown = realloc(*ids, *n_out * sizeof *grown);
+        if (!grown) return tern_fail(TERN_ERR_NOMEM, "tokenize: out of memory for %zu ids", *n_out);
+        *ids = grown;
+        *cap = *n_out;
+    }
 }

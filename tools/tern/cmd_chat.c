@@ -205,22 +205,9 @@ static int answer(struct chat *c)
         fwrite(prompt, 1, plen, stderr);
         fprintf(stderr, "\ntern chat: end of prompt\n");
     }
-    /* Templates usually write the bos token themselves; add it only if this one did not. */
-    unsigned flags = TERN_TOK_PARSE_SPECIAL;
-    int32_t bos = tern_token_bos(c->tok);
-    size_t bos_len = 0;
-    const char *bos_text = bos >= 0 ? tern_token_text(c->tok, bos, &bos_len) : NULL;
-    if (!bos_text || bos_len == 0 || plen < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
-        flags |= TERN_TOK_ADD_SPECIAL;
     size_t n = 0;
-    for (;;) {
-        st = tern_tokenize(c->tok, prompt, plen, flags, c->ids, c->cap_ids, &n);
-        if (st != TERN_ERR_RANGE || n <= c->cap_ids) break;
-        int32_t *grown = realloc(c->ids, n * sizeof *grown);
-        if (!grown) { st = TERN_ERR_NOMEM; break; }
-        c->ids = grown;
-        c->cap_ids = n;
-    }
+    st = tern_tokenize_grow(c->tok, prompt, plen, tern_chat_prompt_flags(c->tok, prompt, plen),
+                            &c->ids, &c->cap_ids, &n);
     int rc = CLI_EXIT_OK;
     cJSON *turn_json = NULL;
     if (st) { rc = cli_report("chat", st); goto out; }
