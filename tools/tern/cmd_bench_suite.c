@@ -1,0 +1,165 @@
+/* cmd_bench_suite.c — `tern bench --suite FILE -m MODEL [--json report.json] [--html page.html]`:
+ * the suite run of README "Speed governance" (src/bench/bench_run.c does the measuring). The
+ * summary goes to stdout; the full report to --json, the page to --html (both written
+ * atomically). Tool calls are judged valid by tern eval's validator (tern_eval_call_valid), the
+ * same rule as the eval's "invalid calls". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "cli_gov.h"
+
+static void help(void)
+{
+    printf("usage: tern bench --suite SUITE.jsonl -m MODEL [options]\n"
+           "       tern bench --hardware [--profiles FILE]\n"
+           "\n"
+           "  --suite FILE         prompts, one {\"messages\": [...], \"tools\": [...]} per line\n"
+           "                       (tern ships bench/suites/toolcalls.jsonl)\n"
+           "  -m, --model FILE     the model\n"
+           "  --json FILE          write the report (schema: README \"Speed governance\")\n"
+           "  --html FILE          write the report as one self-contained HTML page\n"
+           "  -t, --threads N      threads (default: all CPUs; fixed for the run)\n"
+           "  -n, --n-gen N        tokens generated per prompt, end-of-generation ignored (default 32)\n"
+           "  -r, --repetitions N  timed repetitions of every prompt, interleaved (default 3, >= 2)\n"
+           "  --profiles FILE      hardware profiles (default configs/hardware_profiles.yaml)\n"
+           "  --hardware           print this machine's hardware and matched profile as JSON\n"
+           "\n"
+           "Timed per prompt from an empty KV cache: template_ms + tokenizer_ms + prefill_ms +\n"
+           "first_step_ms = ttft_ms; tps after the first token; TTFA (tokens, ms) to the first valid\n"
+           "tool call. Greedy (temperature 0, top-p 1); repetitions must give identical tokens.\n");
+}
+
+static bool call_valid(const char *tools_json, const char *name, const char *args, void *user)
+{
+    (void)user;
+    return tern_eval_call_valid(tools_json, name, args, NULL, 0);
+}
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(v, b) : v;
+}
+
+static void print_summary(const char *json)
+{
+    cJSON *r = cJSON_Parse(json);
+    if (!r) return;
+    const cJSON *set = at(r, "settings", NULL);
+    printf("suite %s: %d prompts x %d repetitions, %d tokens each, %d threads\n",
+           cJSON_GetStringValue(at(r, "suite", "path")), (int)at(r, "suite", "prompts")->valuedouble,
+           (int)at(set, "repetitions", NULL)->valuedouble, (int)at(set, "n_gen", NULL)->valuedouble,
+           (int)at(set, "threads", NULL)->valuedouble);
+    printf("hardware profile %s; %s; kernels %s\n", cJSON_GetStringValue(at(at(r, "hardware", "profile"), "key", NULL)),
+           cJSON_GetStringValue(at(r, "hardware", "cpu_model")), cJSON_GetStringValue(at(r, "build", "kernel_path")));
+    printf("| metric | p50 | p90 | p95 | p99 |\n| --- | ---: | ---: | ---: | ---: |\n");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, at(r, "metrics", NULL)) {
+        printf("| %s |", m->string);
+        static const char *const pk[] = {"p50", "p90", "p95", "p99"};
+        for (int k = 0; k < 4; k++) {
+            const cJSON *v = at(m, pk[k], NULL);
+            if (cJSON_IsNumber(v)) printf(" %.2f |", v->valuedouble);
+            else printf(" - |");
+        }
+        printf("\n");
+    }
+    const cJSON *b;
+    printf("per bucket (prompt tokens): ");
+    cJSON_ArrayForEach(b, at(r, "buckets", NULL)) {
+        if (at(b, "prompts", NULL)->valuedouble == 0) continue;
+        printf("%s: %d prompts, TTFT p50 %.1f ms, %.1f tok/s; ", cJSON_GetStringValue(at(b, "bucket", NULL)),
+               (int)at(b, "prompts", NULL)->valuedouble, at(at(b, "ttft_ms", NULL), "p50", NULL)->valuedouble,
+               at(at(b, "tps", NULL), "p50", NULL)->valuedouble);
+    }
+    printf("\nTTFA: %d of %d prompts with tools made a valid call (%d invalid calls)\n",
+           (int)at(r, "ttfa", "prompts_with_valid_call")->valuedouble, (int)at(r, "ttfa", "prompts_with_tools")->valuedouble,
+           (int)at(r, "ttfa", "invalid_calls")->valuedouble);
+    printf("KV cache %s\n", cJSON_GetStringValue(at(r, "kv_cache", "log")));
+    printf("fast-path residency %.1f %% of forward time, %d scalar fallbacks\n",
+           at(r, "residency", "share")->valuedouble * 100, (int)at(r, "residency", "scalar_fallbacks")->valuedouble);
+    const cJSON *e = at(r, "energy", "joules_per_100_tokens");
+    if (cJSON_IsNumber(e)) printf("energy %.2f J per 100 tokens\n", e->valuedouble);
+    else printf("energy: unavailable (%s)\n", cJSON_GetStringValue(at(r, "energy", "reason")));
+    printf("determinism: %s\n", cJSON_IsTrue(at(r, "determinism", "identical_tokens"))
+           ? "identical tokens in every repetition" : "REPETITIONS DIFFER (see determinism.differing_prompt_lines)");
+    printf("noise: TTFT p50 moved %.1f %%, TPS p50 %.1f %% between rounds; per-prompt spread (rel. MAD) %.1f %% / %.1f %%\n",
+           at(at(r, "noise", "ttft_ms"), "round_spread", NULL)->valuedouble * 100,
+           at(at(r, "noise", "tps"), "round_spread", NULL)->valuedouble * 100,
+           at(at(r, "noise", "ttft_ms"), "rel_mad", NULL)->valuedouble * 100,
+           at(at(r, "noise", "tps"), "rel_mad", NULL)->valuedouble * 100);
+    cJSON_Delete(r);
+}
+
+int cli_bench_suite(int argc, char **argv)
+{
+    const char *suite = NULL, *model = NULL, *json = NULL, *html = NULL, *profiles = NULL, *v;
+    struct tern_bench_suite_params p = tern_bench_suite_default_params();
+    bool hardware = false;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        long long x;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
+        if (!strcmp(argv[i], "--hardware")) { hardware = true; continue; }
+#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
+        if (OPT("--suite", NULL)) { if (r < 0) return CLI_EXIT_USAGE; suite = v; }
+        else if (OPT("-m", "--model")) { if (r < 0) return CLI_EXIT_USAGE; model = v; }
+        else if (OPT("--json", NULL)) { if (r < 0) return CLI_EXIT_USAGE; json = v; }
+        else if (OPT("--html", NULL)) { if (r < 0) return CLI_EXIT_USAGE; html = v; }
+        else if (OPT("--profiles", NULL)) { if (r < 0) return CLI_EXIT_USAGE; profiles = v; }
+        else if (OPT("-t", "--threads")) {
+            if (r < 0 || !cli_flag_int("bench", "-t", v, 1, 512, &x)) return CLI_EXIT_USAGE;
+            p.n_threads = (int)x;
+        } else if (OPT("-n", "--n-gen")) {
+            if (r < 0 || !cli_flag_int("bench", "-n", v, 2, 65536, &x)) return CLI_EXIT_USAGE;
+            p.n_gen = (int)x;
+        } else if (OPT("-r", "--repetitions")) {
+            if (r < 0 || !cli_flag_int("bench", "-r", v, 2, 1000, &x)) return CLI_EXIT_USAGE;
+            p.reps = (int)x;
+        } else return cli_usage_error("bench", "unknown option '%s' with --suite (see tern bench --suite --help)", argv[i]);
+#undef OPT
+    }
+    const char *prof = cli_profiles_path("bench", profiles);
+    if (!prof) return CLI_EXIT_USAGE;
+    if (hardware) {
+        char *out;
+        tern_status st = tern_bench_hardware_json(prof, true, &out);
+        if (st) return cli_report("bench", st);
+        printf("%s\n", out);
+        free(out);
+        return CLI_EXIT_OK;
+    }
+    if (!suite || !model) return cli_usage_error("bench", "--suite needs -m MODEL");
+    struct tern_bench_suite *s;
+    tern_status st = tern_bench_suite_load(suite, &s);
+    if (st) return cli_report("bench", st);
+    p.profiles_path = prof;
+    p.runner_path = "/proc/self/exe";
+    p.call_valid = call_valid;
+    p.log = stderr;
+    char *report = NULL;
+    st = tern_bench_suite_run(model, s, &p, &report);
+    tern_bench_suite_free(s);
+    if (st) return cli_report("bench", st);
+    int rc = CLI_EXIT_OK;
+    if (json) rc = cli_write_atomic("bench", json, report);
+    if (!rc && html) {
+        char *page;
+        if ((st = tern_bench_report_html(report, json ? json : "the report", &page))) rc = cli_report("bench", st);
+        else {
+            rc = cli_write_atomic("bench", html, page);
+            free(page);
+        }
+    }
+    if (!rc) {
+        print_summary(report);
+        if (json) printf("report: %s\n", json);
+        if (html) printf("page: %s\n", html);
+    }
+    free(report);
+    return rc;
+}
