@@ -244,6 +244,30 @@ tern_status tern_bench_hardware_json(const char *profiles_path, bool measure_ban
 /* Check a hardware profile file (every profile; FILE:LINE on errors). */
 tern_status tern_bench_profiles_check(const char *path, int *n_profiles);
 
+/* Batch policy (tern bench --batch-policy): decode tokens/s and p95 step time for 1..4
+ * sequences at once through the batcher; offline = the batch of 2..4 with the most tokens/s
+ * among those with tokens/s >= (1 + min_tps_gain) x batch 1's and a p95 step time < (1 +
+ * max_p95_penalty) x batch 1's (the matched profile's thresholds), else 1. Interactive is 1. */
+struct tern_bench_batch_point {
+    int batch;
+    double tps, p95_step_ms;     /* medians over the repetitions */
+    double tps_gain, p95_penalty; /* relative to batch 1 */
+    bool qualifies;
+};
+struct tern_bench_batch_policy {
+    struct tern_bench_batch_point points[4];
+    int offline;
+    int n_threads;
+    double min_tps_gain, max_p95_penalty;
+    char profile_name[64];
+    char profile_source[512];    /* FILE:LINE of the matched profile */
+};
+tern_status tern_bench_batch_policy(const char *model_path, const char *profiles_path, int n_threads,
+                                    int n_gen, int reps, struct tern_bench_batch_policy *out);
+/* Record offline in the profile at source (FILE:LINE, as tern_bench_batch_policy gives it): its
+ * batch_policy.offline line is rewritten in place, the file re-read before it replaces the old. */
+tern_status tern_bench_profile_set_offline(const char *source, int offline);
+
 enum tern_gate_verdict {
     TERN_GATE_PASS = 0,         /* no metric past its limit */
     TERN_GATE_FAIL = 1,         /* a regression past a limit */

@@ -187,7 +187,9 @@ static void test_fingerprints(void **state)
     cJSON_Delete(r);
 }
 
-/* Gate a copy of the report edited by edit(cur) against the report itself. */
+/* Gate a copy of the report edited by edit(cur) against the report itself (edited by base_edit
+ * when set). */
+static void (*base_edit)(cJSON *);
 static int gate_edited(void (*edit)(cJSON *), const char *extra)
 {
     char cur[600];
@@ -201,7 +203,14 @@ static int gate_edited(void (*edit)(cJSON *), const char *extra)
         cJSON_SetNumberValue(at(j, "metrics", "ttft_ms", pk[k]), 100.0 * (k + 1));
         cJSON_SetNumberValue(at(j, "metrics", "tps", pk[k]), 50.0 + 10 * k);
     }
-    save(base, j);
+    if (base_edit) {
+        cJSON *b = cJSON_Duplicate(j, true);
+        base_edit(b);
+        save(base, b);
+        cJSON_Delete(b);
+    } else {
+        save(base, j);
+    }
     if (edit) edit(j);
     save(cur, j);
     cJSON_Delete(j);
@@ -250,6 +259,12 @@ static void test_gate_verdicts(void **state)
     ttfa_p95_value = 25; assert_int_equal(gate_edited(ttfa, ""), 0);
     ttfa_p95_value = 26; assert_int_equal(gate_edited(ttfa, ""), 1);
     assert_non_null(strstr(out, "ttfa_tokens p95"));
+    /* the baseline called a tool by token 10, the current run never does */
+    ttfa_p95_value = 10;
+    base_edit = ttfa;
+    assert_int_equal(gate_edited(NULL, ""), 1);
+    assert_non_null(strstr(out, "no call"));
+    base_edit = NULL;
     residency_drop = 0.09; assert_int_equal(gate_edited(residency, ""), 0);
     residency_drop = 0.11; assert_int_equal(gate_edited(residency, ""), 1);
     assert_int_equal(gate_edited(not_identical, ""), 1);
@@ -314,6 +329,35 @@ static void test_bless(void **state)
     assert_int_equal(run("cd %s && %s bless %s -o x.json 2>&1", dir, test_tern_bin(), cur), 2);
     assert_non_null(strstr(out, "identical"));
     assert_int_equal(run("cd %s && %s bless %s -o y.json 2>&1 && test -f y.json", dir, test_tern_bin(), report), 0);
+}
+
+/* --batch-policy on the synth model: a row per batch size, an offline choice, recorded in a copy
+ * of the profile file in place (the rest of the file unchanged). */
+static void test_batch_policy(void **state)
+{
+    (void)state;
+    char prof[600], orig[600];
+    snprintf(prof, sizeof prof, "%s/profiles.yaml", test_tmpdir());
+    snprintf(orig, sizeof orig, "%s/configs/hardware_profiles.yaml", test_source_dir());
+    assert_int_equal(run("cp %s %s", orig, prof), 0);
+    assert_int_equal(run("%s bench --batch-policy -m %s -t 1 -n 8 -r 1 --profiles %s --write-profile 2>&1",
+                         test_tern_bin(), model, prof), 0);
+    for (const char *const *k = (const char *const[]){"| 1 |", "| 2 |", "| 3 |", "| 4 |", "offline: ", "recorded offline", NULL}; *k; k++)
+        if (!strstr(out, *k)) fail_msg("want '%s' in:\n%s", *k, out);
+    /* record 3 in the profile that matched, then check that only that line changed */
+    const char *src = strstr(out, "recorded offline: ");
+    assert_non_null(src);
+    char where[600];
+    assert_int_equal(sscanf(strstr(src, " in ") + 4, "%599s", where), 1);
+    assert_tern_ok(tern_bench_profile_set_offline(where, 3));
+    assert_int_equal(run("diff %s %s | grep -c '^[<>]'", orig, prof), 0);
+    int changed = atoi(out);
+    assert_true(changed == 0 || changed == 2);
+    assert_int_equal(run("grep -c 'offline: 3' %s", prof), 0);
+    assert_int_equal(atoi(out), 1);
+    int n = 0;
+    assert_tern_ok(tern_bench_profiles_check(prof, &n));
+    assert_int_equal(n, 4);
 }
 
 static void test_profile_errors(void **state)
@@ -435,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_gate_verdicts),
         cmocka_unit_test(test_gate_malformed),
         cmocka_unit_test(test_bless),
+        cmocka_unit_test(test_batch_policy),
         cmocka_unit_test(test_profile_errors),
         cmocka_unit_test(test_suite_errors),
         cmocka_unit_test(test_html_page),

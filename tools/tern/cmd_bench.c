@@ -42,6 +42,7 @@ static void help(void)
            "  --json                  JSON array, one object per test (llama-bench field names)\n"
            "  --suite FILE            instead of pp/tg: time a suite of chat prompts and write the\n"
            "                          governance report (see tern bench --suite --help)\n"
+           "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
            "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
@@ -195,7 +196,8 @@ int cmd_bench(int argc, char **argv)
     double layer_scale = 0;
     /* the suite run (README "Speed governance") has its own options: --json takes a file there */
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware")) return cli_bench_suite(argc, argv);
+        if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
+            return cli_bench_suite(argc, argv);
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }

@@ -16,6 +16,7 @@ static void help(void)
 {
     printf("usage: tern bench --suite SUITE.jsonl -m MODEL [options]\n"
            "       tern bench --hardware [--profiles FILE]\n"
+           "       tern bench --batch-policy -m MODEL [-t N] [-n N] [-r N] [--write-profile]\n"
            "\n"
            "  --suite FILE         prompts, one {\"messages\": [...], \"tools\": [...]} per line\n"
            "                       (tern ships bench/suites/toolcalls.jsonl)\n"
@@ -27,6 +28,11 @@ static void help(void)
            "  -r, --repetitions N  timed repetitions of every prompt, interleaved (default 3, >= 2)\n"
            "  --profiles FILE      hardware profiles (default configs/hardware_profiles.yaml)\n"
            "  --hardware           print this machine's hardware and matched profile as JSON\n"
+           "  --batch-policy       decode 1..4 sequences at once (batcher), -n tokens each (default\n"
+           "                       64), -r rounds (default 3): tokens/s and p95 step time; offline =\n"
+           "                       the batch of 2..4 that raises tokens/s >= 10 %% with < 10 %% p95\n"
+           "                       step penalty (the profile's thresholds), else 1\n"
+           "  --write-profile      with --batch-policy: record offline in the matched profile\n"
            "\n"
            "Timed per prompt from an empty KV cache: template_ms + tokenizer_ms + prefill_ms +\n"
            "first_step_ms = ttft_ms; tps after the first token; TTFA (tokens, ms) to the first valid\n"
@@ -95,16 +101,41 @@ static void print_summary(const char *json)
     cJSON_Delete(r);
 }
 
+static int batch_policy_run(const char *model, const char *prof, int threads, int n_gen, int reps, bool write)
+{
+    struct tern_bench_batch_policy bp;
+    tern_status st = tern_bench_batch_policy(model, prof, threads, n_gen, reps, &bp);
+    if (st) return cli_report("bench", st);
+    printf("batch policy on profile %s (%s), %d threads, %d tokens per sequence, median of %d rounds\n",
+           bp.profile_name, bp.profile_source, bp.n_threads, n_gen, reps);
+    printf("| batch | tok/s | p95 step ms | tok/s gain | p95 penalty | qualifies |\n"
+           "| ---: | ---: | ---: | ---: | ---: | --- |\n");
+    for (int k = 0; k < 4; k++) {
+        const struct tern_bench_batch_point *q = &bp.points[k];
+        printf("| %d | %.1f | %.2f | %+.1f %% | %+.1f %% | %s |\n", q->batch, q->tps, q->p95_step_ms, q->tps_gain * 100,
+               q->p95_penalty * 100, k == 0 ? "(reference)" : q->qualifies ? "yes" : "no");
+    }
+    printf("interactive: 1; offline: %d (needs tok/s >= +%.0f %% with p95 < +%.0f %%)\n", bp.offline,
+           bp.min_tps_gain * 100, bp.max_p95_penalty * 100);
+    if (write) {
+        if ((st = tern_bench_profile_set_offline(bp.profile_source, bp.offline))) return cli_report("bench", st);
+        printf("recorded offline: %d in %s\n", bp.offline, bp.profile_source);
+    }
+    return CLI_EXIT_OK;
+}
+
 int cli_bench_suite(int argc, char **argv)
 {
     const char *suite = NULL, *model = NULL, *json = NULL, *html = NULL, *profiles = NULL, *v;
     struct tern_bench_suite_params p = tern_bench_suite_default_params();
-    bool hardware = false;
+    bool hardware = false, batch_policy = false, write_profile = false, n_set = false, r_set = false;
     for (int i = 1; i < argc; i++) {
         int r;
         long long x;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
         if (!strcmp(argv[i], "--hardware")) { hardware = true; continue; }
+        if (!strcmp(argv[i], "--batch-policy")) { batch_policy = true; continue; }
+        if (!strcmp(argv[i], "--write-profile")) { write_profile = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if (OPT("--suite", NULL)) { if (r < 0) return CLI_EXIT_USAGE; suite = v; }
         else if (OPT("-m", "--model")) { if (r < 0) return CLI_EXIT_USAGE; model = v; }
@@ -117,9 +148,11 @@ int cli_bench_suite(int argc, char **argv)
         } else if (OPT("-n", "--n-gen")) {
             if (r < 0 || !cli_flag_int("bench", "-n", v, 2, 65536, &x)) return CLI_EXIT_USAGE;
             p.n_gen = (int)x;
+            n_set = true;
         } else if (OPT("-r", "--repetitions")) {
             if (r < 0 || !cli_flag_int("bench", "-r", v, 2, 1000, &x)) return CLI_EXIT_USAGE;
             p.reps = (int)x;
+            r_set = true;
         } else return cli_usage_error("bench", "unknown option '%s' with --suite (see tern bench --suite --help)", argv[i]);
 #undef OPT
     }
@@ -133,6 +166,11 @@ int cli_bench_suite(int argc, char **argv)
         free(out);
         return CLI_EXIT_OK;
     }
+    if (batch_policy) {
+        if (!model) return cli_usage_error("bench", "--batch-policy needs -m MODEL");
+        return batch_policy_run(model, prof, p.n_threads, n_set ? p.n_gen : 64, r_set ? p.reps : 3, write_profile);
+    }
+    if (write_profile) return cli_usage_error("bench", "--write-profile goes with --batch-policy");
     if (!suite || !model) return cli_usage_error("bench", "--suite needs -m MODEL");
     struct tern_bench_suite *s;
     tern_status st = tern_bench_suite_load(suite, &s);
