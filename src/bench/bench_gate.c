@@ -34,8 +34,9 @@ static void row(struct table *t, const char *metric, const cJSON *base, const cJ
 {
     if (!t->out) return;
     char b[32] = "null", c[32] = "null";
-    if (cJSON_IsNumber(base)) snprintf(b, sizeof b, "%.4g", base->valuedouble);
-    if (cJSON_IsNumber(cur)) snprintf(c, sizeof c, "%.4g", cur->valuedouble);
+    /* 4 significant digits, never an exponent for the magnitudes a report holds */
+    if (cJSON_IsNumber(base)) snprintf(b, sizeof b, fabs(base->valuedouble) >= 1000 ? "%.0f" : "%.4g", base->valuedouble);
+    if (cJSON_IsNumber(cur)) snprintf(c, sizeof c, fabs(cur->valuedouble) >= 1000 ? "%.0f" : "%.4g", cur->valuedouble);
     fprintf(t->out, "| %-22s | %10s | %10s | %9s | %-12s | %-7s |\n", metric, b, c, change, limit, verdict);
 }
 

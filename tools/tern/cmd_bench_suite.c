@@ -150,7 +150,7 @@ int cli_bench_suite(int argc, char **argv)
             p.n_gen = (int)x;
             n_set = true;
         } else if (OPT("-r", "--repetitions")) {
-            if (r < 0 || !cli_flag_int("bench", "-r", v, 2, 1000, &x)) return CLI_EXIT_USAGE;
+            if (r < 0 || !cli_flag_int("bench", "-r", v, 1, 1000, &x)) return CLI_EXIT_USAGE;
             p.reps = (int)x;
             r_set = true;
         } else return cli_usage_error("bench", "unknown option '%s' with --suite (see tern bench --suite --help)", argv[i]);
@@ -172,16 +172,20 @@ int cli_bench_suite(int argc, char **argv)
     }
     if (write_profile) return cli_usage_error("bench", "--write-profile goes with --batch-policy");
     if (!suite || !model) return cli_usage_error("bench", "--suite needs -m MODEL");
+    if (p.reps < 2) return cli_usage_error("bench", "-r %d: a suite needs 2 or more repetitions (determinism compares them)", p.reps);
     struct tern_bench_suite *s;
     tern_status st = tern_bench_suite_load(suite, &s);
     if (st) return cli_report("bench", st);
     p.profiles_path = prof;
-    p.runner_path = "/proc/self/exe";
+    /* the binary itself: its SHA-256 is the runner fingerprint (named by its real path) */
+    char *exe = realpath("/proc/self/exe", NULL);
+    p.runner_path = exe ? exe : "/proc/self/exe";
     p.call_valid = call_valid;
     p.log = stderr;
     char *report = NULL;
     st = tern_bench_suite_run(model, s, &p, &report);
     tern_bench_suite_free(s);
+    free(exe);
     if (st) return cli_report("bench", st);
     int rc = CLI_EXIT_OK;
     if (json) rc = cli_write_atomic("bench", json, report);
