@@ -88,12 +88,13 @@ static void histogram(struct sb *s, const char *id, const char *title, const cha
     for (int q = 0; q < 2; q++) {
         if (!isfinite(qs[q])) continue;
         double xp = ML + (qs[q] - lo) / (hi - lo) * pw;
+        bool right = xp > W - MR - 90; /* label left of the line near the right edge */
         put(s, "<line class=\"marker\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/>"
-            "<text x=\"%.1f\" y=\"%d\" fill=\"%s\" font-size=\"11\">%s %.3g</text>\n", xp, MT, xp, H - MB, colors[q],
-            xp + 3, MT + 10 + 12 * q, colors[q], names[q], qs[q]);
+            "<text x=\"%.1f\" y=\"%d\" fill=\"%s\" font-size=\"11\" text-anchor=\"%s\">%s %.4g</text>\n", xp, MT, xp,
+            H - MB, colors[q], right ? xp - 3 : xp + 3, MT + 10 + 12 * q, colors[q], right ? "end" : "start", names[q], qs[q]);
     }
-    put(s, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%.3g</text><text x=\"%d\" y=\"%d\" font-size=\"11\" "
-        "text-anchor=\"end\">%.3g %s</text><text x=\"4\" y=\"%d\" font-size=\"11\">%d</text>"
+    put(s, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%.4g</text><text x=\"%d\" y=\"%d\" font-size=\"11\" "
+        "text-anchor=\"end\">%.4g %s</text><text x=\"4\" y=\"%d\" font-size=\"11\">%d</text>"
         "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">%s (%d samples)</text></svg>\n",
         ML, H - MB + 14, lo, W - MR, H - MB + 14, hi, unit, MT + 8, top, W / 2, H - 6, unit, n);
 }
@@ -200,7 +201,7 @@ tern_status tern_bench_report_html(const char *report_json, const char *name, ch
     const cJSON *met = get(r, "metrics"), *hw = get(r, "hardware");
     put(&s, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tern bench report</title>\n"
         "<style>body{font:14px sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:.5em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:12px}th{background:#f4f4f4}"
+        "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:12px;overflow-wrap:anywhere}th{background:#f4f4f4}"
         "svg.chart{background:#fafafa;border:1px solid #ddd}</style></head><body>\n<h1>tern bench report</h1>\n<p>");
     esc(&s, cJSON_GetStringValue(get(get(r, "model"), "path")));
     put(&s, " on ");
@@ -223,7 +224,7 @@ tern_status tern_bench_report_html(const char *report_json, const char *name, ch
         static const char *const pk[] = {"p50", "p90", "p95", "p99"};
         for (int k = 0; k < 4; k++) {
             double v = num(m, pk[k]);
-            if (isfinite(v)) put(&s, "<td>%.4g</td>", v);
+            if (isfinite(v)) put(&s, fabs(v) >= 1000 ? "<td>%.0f</td>" : "<td>%.4g</td>", v);
             else put(&s, "<td>-</td>");
         }
         put(&s, "</tr>\n");
