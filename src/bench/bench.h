@@ -146,6 +146,8 @@ struct bench_results {
     struct bench_prompt_run *runs;  /* [suite->n] */
     struct tern_profile_entry prof[TERN_PROF_COUNT];
     double wall_s;                /* the timed phase */
+    double cpu_s;                 /* process CPU time in the timed phase (all threads) */
+    double load_start, load_end;  /* 1-minute load average before and after it */
     int64_t tokens_generated, tokens_prompt; /* over the timed phase */
     double energy_j;              /* -1 = unavailable */
     char energy_reason[256];

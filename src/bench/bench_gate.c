@@ -179,6 +179,15 @@ tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
                     cJSON_IsNumber(nb) ? nb->valuedouble * 100 : NAN, cJSON_IsNumber(nc) ? nc->valuedouble * 100 : NAN,
                     worst > lim / 2 ? "  <-- noisy: above half the limit; use more repetitions or a quieter machine" : "");
         }
+        for (int i = 0; i < 2; i++) {
+            const cJSON *rep = i ? cur : base;
+            const cJSON *share = at(rep, "noise", "cpu_share", NULL), *la = at(rep, "noise", "loadavg_end", NULL);
+            const cJSON *nc = at(rep, "noise", "cpus_online", NULL);
+            if (!cJSON_IsNumber(share) || !cJSON_IsNumber(la) || !cJSON_IsNumber(nc)) continue;
+            fprintf(out, "machine during the %s run: load average %.1f on %g CPUs, the run got %.0f %% of its threads' CPU%s\n",
+                    i ? "current" : "baseline", la->valuedouble, nc->valuedouble, share->valuedouble * 100,
+                    la->valuedouble > nc->valuedouble ? "  <-- busy machine" : "");
+        }
         static const char *const fk[] = {"model_tensors", "tokenizer", "chat_template", "tool_registry", "runner"};
         fprintf(out, "fingerprints:");
         for (int i = 0; i < 5; i++) {

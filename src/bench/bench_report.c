@@ -68,6 +68,16 @@ static cJSON *noise_json(const struct bench_results *r)
                             "over prompts of (median absolute deviation / median) of its repetitions; "
                             "round_spread = (max - min) / median of each round's p50 over prompts");
     cJSON_AddNumberToObject(o, "repetitions", reps);
+    /* how busy the machine was: a load average above the CPU count means runnable threads
+     * waited for a CPU (ours included). cpu_share is informative only: a small model's threads
+     * also wait on each other, so it is low on a quiet machine too */
+    cJSON_AddNumberToObject(o, "cpu_s", r->cpu_s);
+    cJSON_AddNumberToObject(o, "cpu_share", r->wall_s > 0 ? r->cpu_s / (r->wall_s * r->n_threads) : 0);
+    if (r->load_start >= 0) cJSON_AddNumberToObject(o, "loadavg_start", r->load_start);
+    else cJSON_AddNullToObject(o, "loadavg_start");
+    if (r->load_end >= 0) cJSON_AddNumberToObject(o, "loadavg_end", r->load_end);
+    else cJSON_AddNullToObject(o, "loadavg_end");
+    cJSON_AddNumberToObject(o, "cpus_online", r->hw.cpus_online);
     static const int ms[] = {BENCH_M_TTFT, BENCH_M_TPS, BENCH_M_PREFILL};
     for (size_t q = 0; q < sizeof ms / sizeof ms[0]; q++) {
         int m = ms[q];

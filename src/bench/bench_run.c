@@ -39,6 +39,24 @@ struct tern_bench_suite_params tern_bench_suite_default_params(void)
     return (struct tern_bench_suite_params){.n_gen = 32, .reps = 3, .html_samples = true};
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double loadavg1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -329,7 +347,8 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     if (!st) st = run_prompt(&rn, &s->prompts[0], NULL, -1, &res); /* warm-up */
     struct bench_energy en;
     bench_energy_start(&en);
-    double t0 = now_ms();
+    res.load_start = loadavg1();
+    double t0 = now_ms(), c0 = cpu_s();
     if (!st) {
         tern_context_set_profile(rn.ctx, true);
         tern_context_profile_reset(rn.ctx);
@@ -342,6 +361,8 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
         if (!st && p->log) fprintf(p->log, "bench: round %d/%d done (%.1f s)\n", r + 1, p->reps, (now_ms() - t0) / 1e3);
     }
     res.wall_s = (now_ms() - t0) / 1e3;
+    res.cpu_s = cpu_s() - c0;
+    res.load_end = loadavg1();
     if (!st) {
         tern_context_profile(rn.ctx, res.prof);
         res.energy_j = bench_energy_joules(&en);

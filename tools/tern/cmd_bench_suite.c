@@ -98,6 +98,12 @@ static void print_summary(const char *json)
            at(at(r, "noise", "tps"), "round_spread", NULL)->valuedouble * 100,
            at(at(r, "noise", "ttft_ms"), "rel_mad", NULL)->valuedouble * 100,
            at(at(r, "noise", "tps"), "rel_mad", NULL)->valuedouble * 100);
+    const cJSON *la = at(r, "noise", "loadavg_end"), *share = at(r, "noise", "cpu_share");
+    if (cJSON_IsNumber(la) && cJSON_IsNumber(share))
+        printf("machine: load average %.1f on %d CPUs; the run got %.0f %% of its threads' CPU%s\n", la->valuedouble,
+               (int)at(r, "noise", "cpus_online")->valuedouble, share->valuedouble * 100,
+               la->valuedouble > at(r, "noise", "cpus_online")->valuedouble
+                   ? " (busy: treat the timings as measured under load)" : "");
     cJSON_Delete(r);
 }
 
