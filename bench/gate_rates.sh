@@ -3,6 +3,7 @@
 #
 # usage: bench/gate_rates.sh -m MODEL [-N TRIALS] [--suite FILE] [-r REPS] [-n N_GEN] [-t THREADS]
 #                            [--slow-threads T | --slow-model FILE | --slow-env VAR=VALUE] [--keep DIR]
+#                            [--bench-args "MORE"]   (e.g. "--max-repetitions 15", for every run)
 #
 # Each trial makes three suite reports in rotated order (so neither variant always runs first):
 # A and B of the same build and model, and S of the slower variant. `tern gate --baseline A B`
@@ -16,7 +17,7 @@
 set -e
 BIN=${TERN_BIN:-build/bin/tern}
 MODEL= TRIALS=20 SUITE=bench/suites/toolcalls.jsonl REPS=3 NGEN=32 THREADS=
-SLOW_THREADS= SLOW_MODEL= SLOW_ENV= KEEP=
+SLOW_THREADS= SLOW_MODEL= SLOW_ENV= KEEP= MORE=
 while [ $# -gt 0 ]; do
     case $1 in
     -m) MODEL=$2; shift 2 ;;
@@ -29,7 +30,8 @@ while [ $# -gt 0 ]; do
     --slow-model) SLOW_MODEL=$2; shift 2 ;;
     --slow-env) SLOW_ENV=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --bench-args) MORE=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "gate_rates.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -45,14 +47,14 @@ if [ -z "$SLOW_THREADS$SLOW_MODEL$SLOW_ENV" ]; then
 fi
 DIR=${KEEP:-$(mktemp -d)}
 mkdir -p "$DIR"
-base_args="--suite $SUITE -r $REPS -n $NGEN"
+base_args="--suite $SUITE -r $REPS -n $NGEN $MORE"
 run_base() { $BIN bench $base_args -m "$MODEL" -t "$THREADS" --json "$1" > /dev/null 2>&1; }
 run_slow() {
     if [ -n "$SLOW_ENV" ]; then env "$SLOW_ENV" $BIN bench $base_args -m "$MODEL" -t "$THREADS" --json "$1" > /dev/null 2>&1
     else $BIN bench $base_args -m "${SLOW_MODEL:-$MODEL}" -t "${SLOW_THREADS:-$THREADS}" --json "$1" > /dev/null 2>&1
     fi
 }
-echo "gate_rates: $TRIALS trials of $SUITE (-r $REPS -n $NGEN -t $THREADS) on $MODEL; slower variant:" \
+echo "gate_rates: $TRIALS trials of $SUITE (-r $REPS -n $NGEN -t $THREADS $MORE) on $MODEL; slower variant:" \
      "${SLOW_THREADS:+-t $SLOW_THREADS}${SLOW_MODEL:+$SLOW_MODEL}${SLOW_ENV:+$SLOW_ENV}; load $(cut -d' ' -f1-3 /proc/loadavg)"
 fa=0 det=0
 : > "$DIR/ratios"

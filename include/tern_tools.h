@@ -216,6 +216,10 @@ struct tern_bench_suite_params {
                                    every run decodes as many); default 32 */
     int reps;                   /* timed repetitions of every prompt, interleaved; >= 2 (the
                                    determinism check compares them); default 3 */
+    int max_reps;               /* > reps: keep adding rounds (up to max_reps) until the
+                                   estimated relative standard error of every prompt's TTFT and
+                                   TPS median is <= noise_target; 0 = reps (fixed count) */
+    double noise_target;        /* with max_reps; default 0.01 (1 %) */
     const char *profiles_path;  /* configs/hardware_profiles.yaml (required) */
     const char *runner_path;    /* the program running the suite: its SHA-256 is the runner
                                    fingerprint (required; "/proc/self/exe" works) */

@@ -159,6 +159,38 @@ static void test_report_schema(void **state)
     cJSON_Delete(r);
 }
 
+/* Adaptive repetitions: rounds past -r only until the noise target is met, never past the cap;
+ * the report says how many ran and whether the target was met, consistently with its estimate. */
+static void test_noise_target(void **state)
+{
+    (void)state;
+    char rep[600];
+    snprintf(rep, sizeof rep, "%s/adaptive.json", test_tmpdir());
+    static const char *const targets[] = {"0.01", "50"};
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(run("%s bench --suite %s -m %s -t 1 -n 4 -r 2 --max-repetitions 4 --noise-target %s --json %s 2>&1",
+                             test_tern_bin(), suite, model, targets[t], rep), 0);
+        cJSON *r = load(rep);
+        int done = (int)at(r, "noise", "repetitions", NULL)->valuedouble;
+        bool met = cJSON_IsTrue(at(r, "noise", "target_met", NULL));
+        double worst = fmax(at(r, "noise", "ttft_ms", "worst_rel_se")->valuedouble, at(r, "noise", "tps", "worst_rel_se")->valuedouble);
+        double target = at(r, "noise", "target_rel_se", NULL)->valuedouble;
+        assert_int_equal(at(r, "noise", "max_repetitions", NULL)->valuedouble, 4);
+        assert_true(done >= 2 && done <= 4);
+        assert_int_equal(met, worst <= target);
+        if (!met) assert_int_equal(done, 4);   /* not met: every allowed round ran */
+        if (met && done > 2) assert_true(done <= 4);
+        assert_int_equal(at(r, "determinism", "runs_compared", NULL)->valuedouble, done);
+        cJSON *p;
+        cJSON_ArrayForEach(p, at(r, "prompts", NULL, NULL))
+            assert_int_equal(cJSON_GetArraySize(at(p, "samples", "ttft_ms", NULL)), done);
+        if (t == 0) assert_false(met); /* 0.0001 of relative SE is out of reach in 4 rounds */
+        cJSON_Delete(r);
+    }
+    assert_int_equal(run("%s bench --suite %s -m %s -r 3 --max-repetitions 2 2>&1", test_tern_bin(), suite, model), 2);
+    assert_non_null(strstr(out, "--max-repetitions 2 is below -r 3"));
+}
+
 /* Fingerprints against coreutils: the model's tensor data section, the suite file, the runner. */
 static void test_fingerprints(void **state)
 {
@@ -476,6 +508,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_schema),
         cmocka_unit_test(test_fingerprints),
+        cmocka_unit_test(test_noise_target),
         cmocka_unit_test(test_gate_verdicts),
         cmocka_unit_test(test_gate_malformed),
         cmocka_unit_test(test_bless),

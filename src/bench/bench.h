@@ -34,6 +34,9 @@ double bench_median(double *x, int n);
 /* Median absolute deviation over the median: the relative spread of repetitions (0 if n < 2
  * or the median is 0). x is not modified. */
 double bench_rel_mad(const double *x, int n);
+/* Estimated relative standard error of the median of x[0..n): 1.25 x 1.4826 x rel. MAD /
+ * sqrt(n) (the normal-theory SE of a median, the MAD as a robust sigma). */
+double bench_rel_se_median(const double *x, int n);
 /* {"p50", "p90", "p95", "p99", "mean", "n"} of x[0..n) (sorted in place); the percentiles are
  * null when n == 0. */
 cJSON *bench_pct_json(double *x, int n);
@@ -149,6 +152,9 @@ struct bench_results {
     double cpu_s;                 /* process CPU time in the timed phase (all threads) */
     double load_start, load_end;  /* 1-minute load average before and after it */
     int64_t tokens_generated, tokens_prompt; /* over the timed phase */
+    int reps_done;                /* rounds run (params.reps .. max_reps) */
+    bool stable;                  /* the noise target was met (always true without max_reps) */
+    double rel_se[BENCH_M_COUNT]; /* the estimate when the run stopped (TTFT, TPS) */
     double energy_j;              /* -1 = unavailable */
     char energy_reason[256];
 };

@@ -68,6 +68,10 @@ static cJSON *noise_json(const struct bench_results *r)
                             "over prompts of (median absolute deviation / median) of its repetitions; "
                             "round_spread = (max - min) / median of each round's p50 over prompts");
     cJSON_AddNumberToObject(o, "repetitions", reps);
+    cJSON_AddNumberToObject(o, "max_repetitions", r->params.max_reps > reps ? r->params.max_reps : reps);
+    if (r->params.max_reps > 0) cJSON_AddNumberToObject(o, "target_rel_se", r->params.noise_target);
+    else cJSON_AddNullToObject(o, "target_rel_se");
+    cJSON_AddBoolToObject(o, "target_met", r->stable);
     /* how busy the machine was: a load average above the CPU count means runnable threads
      * waited for a CPU (ours included). cpu_share is informative only: a small model's threads
      * also wait on each other, so it is low on a quiet machine too */
@@ -95,6 +99,7 @@ static cJSON *noise_json(const struct bench_results *r)
         cJSON *e = cJSON_AddObjectToObject(o, metric_key[m]);
         cJSON_AddNumberToObject(e, "rel_mad", bench_median(mads, n));
         cJSON_AddNumberToObject(e, "round_spread", med > 0 ? (hi - lo) / med : 0);
+        if (m != BENCH_M_PREFILL) cJSON_AddNumberToObject(e, "worst_rel_se", r->rel_se[m]);
         free(mads);
         free(rounds);
         free(col);

@@ -21,7 +21,10 @@
  * Noise: repetitions are interleaved (round r runs every prompt, in reverse order on odd
  * rounds, so a slow drift of the machine spreads over all prompts), per-prompt medians feed the
  * percentiles, and the report carries the spread (bench_report.c). One untimed run of the first
- * prompt precedes the timed rounds. Forward time per op class (tern_context_profile) is
+ * prompt precedes the timed rounds. With max_reps, rounds continue past reps until every
+ * prompt's TTFT and TPS medians have an estimated relative standard error <= noise_target
+ * (bench_rel_se_median), so a noisy machine pays with time instead of with false alarms; with
+ * two runs each at 1 % the 5 % gate sits 3.5 standard errors of their difference away. Forward time per op class (tern_context_profile) is
  * collected over the timed rounds for the residency figures. */
 #include <fnmatch.h>
 #include <stdio.h>
@@ -36,7 +39,7 @@
 
 struct tern_bench_suite_params tern_bench_suite_default_params(void)
 {
-    return (struct tern_bench_suite_params){.n_gen = 32, .reps = 3, .html_samples = true};
+    return (struct tern_bench_suite_params){.n_gen = 32, .reps = 3, .noise_target = 0.01, .html_samples = true};
 }
 
 static double cpu_s(void)
@@ -284,7 +287,7 @@ static tern_status prepare(struct runner *rn, const char *model_path, const stru
     for (int i = 0; i < s->n; i++) {
         struct bench_prompt_run *pr = &res->runs[i];
         for (int m = 0; m < BENCH_M_COUNT; m++)
-            if (!(pr->samples[m] = calloc((size_t)rn->p->reps, sizeof(double))))
+            if (!(pr->samples[m] = calloc((size_t)(rn->p->max_reps > rn->p->reps ? rn->p->max_reps : rn->p->reps), sizeof(double))))
                 return tern_fail(TERN_ERR_NOMEM, "bench: out of memory");
         char *prompt;
         size_t plen, n;
@@ -326,6 +329,10 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     if (!p->profiles_path) return tern_fail(TERN_ERR_ARG, "bench: no hardware profile file given");
     if (!p->runner_path) return tern_fail(TERN_ERR_ARG, "bench: no runner path given (its SHA-256 is a fingerprint)");
     if (p->reps < 2 || p->reps > 1000) return tern_fail(TERN_ERR_ARG, "bench: reps %d: need 2..1000 (determinism compares two runs)", p->reps);
+    if (p->max_reps && (p->max_reps < p->reps || p->max_reps > 1000))
+        return tern_fail(TERN_ERR_ARG, "bench: max_reps %d: need reps (%d) .. 1000", p->max_reps, p->reps);
+    if (p->max_reps > p->reps && !(p->noise_target > 0 && p->noise_target < 1))
+        return tern_fail(TERN_ERR_ARG, "bench: noise target %g: need 0 < target < 1", p->noise_target);
     if (p->n_gen < 2 || p->n_gen > 1 << 16) return tern_fail(TERN_ERR_ARG, "bench: n_gen %d: need 2..65536 (steady-state tokens/s needs two)", p->n_gen);
     bool any_tools = false;
     for (int i = 0; i < s->n; i++) any_tools |= s->prompts[i].tools_json != NULL;
@@ -353,13 +360,35 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
         tern_context_set_profile(rn.ctx, true);
         tern_context_profile_reset(rn.ctx);
     }
-    for (int r = 0; !st && r < p->reps; r++) {
+    const int max_reps = p->max_reps > p->reps ? p->max_reps : p->reps;
+    res.stable = max_reps == p->reps;
+    for (int r = 0; !st && r < max_reps; r++) {
         for (int k = 0; !st && k < s->n; k++) {
             int i = r % 2 ? s->n - 1 - k : k;
             st = run_prompt(&rn, &s->prompts[i], &res.runs[i], r, &res);
         }
-        if (!st && p->log) fprintf(p->log, "bench: round %d/%d done (%.1f s)\n", r + 1, p->reps, (now_ms() - t0) / 1e3);
+        res.reps_done = r + 1;
+        /* the worst prompt's estimate, per metric */
+        static const int watched[] = {BENCH_M_TTFT, BENCH_M_TPS};
+        bool ok = true;
+        for (int q = 0; !st && q < 2; q++) {
+            double worst = 0;
+            for (int i = 0; i < s->n; i++) {
+                double se = bench_rel_se_median(res.runs[i].samples[watched[q]], r + 1);
+                if (se > worst) worst = se;
+            }
+            res.rel_se[watched[q]] = worst;
+            if (worst > p->noise_target) ok = false;
+        }
+        if (!st && p->log)
+            fprintf(p->log, "bench: round %d/%d done (%.1f s; worst relative SE of a median: TTFT %.1f %%, TPS %.1f %%)\n",
+                    r + 1, max_reps, (now_ms() - t0) / 1e3, res.rel_se[BENCH_M_TTFT] * 100, res.rel_se[BENCH_M_TPS] * 100);
+        if (max_reps > p->reps && r + 1 >= p->reps && ok) {
+            res.stable = true;
+            break;
+        }
     }
+    res.params.reps = res.reps_done;
     res.wall_s = (now_ms() - t0) / 1e3;
     res.cpu_s = cpu_s() - c0;
     res.load_end = loadavg1();

@@ -40,6 +40,11 @@ double bench_rel_mad(const double *x, int n)
     return med != 0 ? mad / fabs(med) : 0;
 }
 
+double bench_rel_se_median(const double *x, int n)
+{
+    return n < 2 ? 1.0 : 1.25 * 1.4826 * bench_rel_mad(x, n) / sqrt((double)n);
+}
+
 cJSON *bench_pct_json(double *x, int n)
 {
     cJSON *o = cJSON_CreateObject();

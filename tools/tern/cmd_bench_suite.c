@@ -26,6 +26,9 @@ static void help(void)
            "  -t, --threads N      threads (default: all CPUs; fixed for the run)\n"
            "  -n, --n-gen N        tokens generated per prompt, end-of-generation ignored (default 32)\n"
            "  -r, --repetitions N  timed repetitions of every prompt, interleaved (default 3, >= 2)\n"
+           "  --max-repetitions M  keep adding rounds, up to M, until every prompt's TTFT and TPS\n"
+           "                       median has an estimated relative standard error <= the target\n"
+           "  --noise-target PCT   that target in percent (default 1)\n"
            "  --profiles FILE      hardware profiles (default configs/hardware_profiles.yaml)\n"
            "  --hardware           print this machine's hardware and matched profile as JSON\n"
            "  --batch-policy       decode 1..4 sequences at once (batcher), -n tokens each (default\n"
@@ -93,6 +96,13 @@ static void print_summary(const char *json)
     else printf("energy: unavailable (%s)\n", cJSON_GetStringValue(at(r, "energy", "reason")));
     printf("determinism: %s\n", cJSON_IsTrue(at(r, "determinism", "identical_tokens"))
            ? "identical tokens in every repetition" : "REPETITIONS DIFFER (see determinism.differing_prompt_lines)");
+    const cJSON *nz = at(r, "noise", NULL);
+    if (cJSON_IsNumber(at(nz, "target_rel_se", NULL)))
+        printf("repetitions: %d of at most %d; noise target (relative SE of every median <= %.1f %%) %s: worst TTFT %.1f %%, TPS %.1f %%\n",
+               (int)at(nz, "repetitions", NULL)->valuedouble, (int)at(nz, "max_repetitions", NULL)->valuedouble,
+               at(nz, "target_rel_se", NULL)->valuedouble * 100, cJSON_IsTrue(at(nz, "target_met", NULL)) ? "met" : "NOT met",
+               at(at(nz, "ttft_ms", NULL), "worst_rel_se", NULL)->valuedouble * 100,
+               at(at(nz, "tps", NULL), "worst_rel_se", NULL)->valuedouble * 100);
     printf("noise: TTFT p50 moved %.1f %%, TPS p50 %.1f %% between rounds; per-prompt spread (rel. MAD) %.1f %% / %.1f %%\n",
            at(at(r, "noise", "ttft_ms"), "round_spread", NULL)->valuedouble * 100,
            at(at(r, "noise", "tps"), "round_spread", NULL)->valuedouble * 100,
@@ -155,6 +165,13 @@ int cli_bench_suite(int argc, char **argv)
             if (r < 0 || !cli_flag_int("bench", "-n", v, 2, 65536, &x)) return CLI_EXIT_USAGE;
             p.n_gen = (int)x;
             n_set = true;
+        } else if (OPT("--max-repetitions", NULL)) {
+            if (r < 0 || !cli_flag_int("bench", "--max-repetitions", v, 2, 1000, &x)) return CLI_EXIT_USAGE;
+            p.max_reps = (int)x;
+        } else if (OPT("--noise-target", NULL)) {
+            double pct;
+            if (r < 0 || !cli_flag_float("bench", "--noise-target", v, 0.01, 50, &pct)) return CLI_EXIT_USAGE;
+            p.noise_target = pct / 100;
         } else if (OPT("-r", "--repetitions")) {
             if (r < 0 || !cli_flag_int("bench", "-r", v, 1, 1000, &x)) return CLI_EXIT_USAGE;
             p.reps = (int)x;
@@ -179,6 +196,8 @@ int cli_bench_suite(int argc, char **argv)
     if (write_profile) return cli_usage_error("bench", "--write-profile goes with --batch-policy");
     if (!suite || !model) return cli_usage_error("bench", "--suite needs -m MODEL");
     if (p.reps < 2) return cli_usage_error("bench", "-r %d: a suite needs 2 or more repetitions (determinism compares them)", p.reps);
+    if (p.max_reps && p.max_reps < p.reps)
+        return cli_usage_error("bench", "--max-repetitions %d is below -r %d", p.max_reps, p.reps);
     struct tern_bench_suite *s;
     tern_status st = tern_bench_suite_load(suite, &s);
     if (st) return cli_report("bench", st);
