@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --slow-env) SLOW_ENV=$2; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --bench-args) MORE=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "gate_rates.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
