@@ -402,6 +402,7 @@ static void test_profile_errors(void **state)
         {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any}\n    gate: {tps_regress_pct: fast}\n",
          "bad.yaml:5: tps_regress_pct must be a number"},
         {"version: 2\nprofiles: []\n", "bad.yaml:1: version = 2 is outside 1..1"},
+        {"colour: blue\nversion: 1\nprofiles: []\n", "bad.yaml:1: unknown top-level key 'colour'"},
         {"version: 1\nprofiles:\n  - match: {arch: any}\n", "bad.yaml:3: a profile needs a name"},
         {"version: 1\nprofiles:\n  - name: a\n    match: {arch: sparc}\n", "none of its 1 profiles matches"},
     };

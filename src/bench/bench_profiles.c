@@ -92,6 +92,7 @@ static tern_status parse_pair(struct yp *y, yaml_node_t *n, const char *key, dou
     return TERN_OK;
 }
 
+/* Every key/value pair of a mapping node. Two nested loops: leave them with return, not break. */
 #define FOR_PAIRS(map, k, v)                                                                   \
     for (yaml_node_pair_t *p_ = (map)->data.mapping.pairs.start; p_ < (map)->data.mapping.pairs.top; p_++) \
         for (yaml_node_t *k = yaml_document_get_node(&y->doc, p_->key),                       \
@@ -229,13 +230,15 @@ static tern_status load(const char *path, const struct bench_hw *hw, struct benc
     if (!root) st = tern_fail(TERN_ERR_FORMAT, "%s:1: the file is empty", path);
     else if (root->type != YAML_MAPPING_NODE) st = BAD(root, "the top level must be a mapping (version, profiles)");
     double version = 0;
-    if (!st) FOR_PAIRS(root, k, v) {
+    /* a plain loop: FOR_PAIRS is two nested loops, and a break must end both */
+    for (yaml_node_pair_t *pp = st ? NULL : root->data.mapping.pairs.start;
+         pp && pp < root->data.mapping.pairs.top && !st; pp++) {
+        yaml_node_t *k = yaml_document_get_node(&y->doc, pp->key), *v = yaml_document_get_node(&y->doc, pp->value);
         const char *key = scalar(k);
         if (!key) st = BAD(k, "keys must be plain values");
         else if (!strcmp(key, "version")) st = get_num(y, v, "version", 1, 1, &version);
         else if (!strcmp(key, "profiles")) list = v;
         else st = BAD(k, "unknown top-level key '%s' (version, profiles)", key);
-        if (st) break;
     }
     if (!st && version != 1) st = BAD(root, "version: 1 is required (this tern reads version 1)");
     if (!st && (!list || list->type != YAML_SEQUENCE_NODE)) st = BAD(list ? list : root, "profiles must be a list");
