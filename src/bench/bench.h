@@ -8,7 +8,8 @@
  * (powercap/RAPL), bench_profiles.c (configs/hardware_profiles.yaml through libyaml),
  * bench_suite.c (the suite file), bench_run.c (timing the suite's prompts), bench_report.c (the
  * report's JSON), bench_check.c (reading a report back: every required key, named when absent),
- * bench_gate.c (baseline vs current), bench_html.c (the self-contained HTML page).
+ * bench_gate.c (baseline vs current), bench_html.c (the self-contained HTML page),
+ * bench_batch_policy.c (batch 1..4 through the batcher, the offline choice written into a profile).
  *
  * Everything that reaches a report is built with cJSON; a report is an instrument, so a missing
  * piece is an error (a fingerprint that cannot be computed fails the run), never a silent gap. */

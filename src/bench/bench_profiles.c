@@ -7,7 +7,6 @@
  * silently fall back to a default), a value of the wrong kind. */
 #include <errno.h>
 #include <stdarg.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -26,7 +26,6 @@
  * (bench_rel_se_median), so a noisy machine pays with time instead of with false alarms; with
  * two runs each at 1 % the 5 % gate sits 3.5 standard errors of their difference away. Forward time per op class (tern_context_profile) is
  * collected over the timed rounds for the residency figures. */
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
