@@ -183,6 +183,109 @@ tern_status tern_eval_http(struct tern_eval_run *r, const struct tern_eval_http_
                            const int *which, int n_which, tern_eval_progress_fn progress,
                            void *user, int *n_failed);
 
+/* Does arguments (JSON text) validate against the parameters schema of the tool named name in
+ * tools_json (a tools array as a request carries it)? The validator of the scores below ("invalid
+ * calls"); why (may be NULL) gets the reason when not. */
+bool tern_eval_call_valid(const char *tools_json, const char *name, const char *arguments,
+                          char *why, size_t why_len);
+
+/* ===================================================================== speed governance */
+/* tern bench --suite / tern gate / tern bless (src/bench; README "Speed governance" documents
+ * the report schema, configs/hardware_profiles.yaml and the gate).
+ *
+ *     struct tern_bench_suite *s;
+ *     tern_bench_suite_load("bench/suites/toolcalls.jsonl", &s);   // bad lines: FILE:LINE
+ *     struct tern_bench_suite_params p = tern_bench_suite_default_params();
+ *     p.profiles_path = "configs/hardware_profiles.yaml"; p.runner_path = "/proc/self/exe";
+ *     p.call_valid = my_validator;                  // e.g. around tern_eval_call_valid
+ *     char *report; tern_bench_suite_run("model.gguf", s, &p, &report);    // JSON text
+ *     tern_bench_gate("blessed.json", "current.json", &gp, &verdict);
+ *
+ * A report is an instrument: every fingerprint is computed or the run fails. */
+struct tern_bench_suite;
+tern_status tern_bench_suite_load(const char *path, struct tern_bench_suite **out);
+void tern_bench_suite_free(struct tern_bench_suite *s);
+int tern_bench_suite_count(const struct tern_bench_suite *s);
+
+/* Is a completed tool call valid for the prompt's tools? (TTFA counts the first valid one.) */
+typedef bool (*tern_bench_call_valid_fn)(const char *tools_json, const char *name,
+                                         const char *arguments, void *user);
+struct tern_bench_suite_params {
+    int n_threads;              /* 0 = online CPUs; one fixed count for the whole run */
+    int n_gen;                  /* tokens generated per prompt (end-of-generation ignored, so
+                                   every run decodes as many); default 32 */
+    int reps;                   /* timed repetitions of every prompt, interleaved; >= 2 (the
+                                   determinism check compares them); default 3 */
+    int max_reps;               /* > reps: keep adding rounds (up to max_reps) until the
+                                   estimated relative standard error of every prompt's TTFT and
+                                   TPS median is <= noise_target; 0 = reps (fixed count) */
+    double noise_target;        /* with max_reps; default 0.01 (1 %) */
+    const char *profiles_path;  /* configs/hardware_profiles.yaml (required) */
+    const char *runner_path;    /* the program running the suite: its SHA-256 is the runner
+                                   fingerprint (required; "/proc/self/exe" works) */
+    tern_bench_call_valid_fn call_valid; /* required when any prompt offers tools */
+    void *call_valid_user;
+    bool html_samples;          /* keep every repetition's sample in the report (default true) */
+    FILE *log;                  /* progress lines, or NULL */
+};
+struct tern_bench_suite_params tern_bench_suite_default_params(void);
+/* Run the suite on the model at model_path (greedy: temperature 0, top-p 1) and write the report
+ * as JSON text into *report_json (malloc'ed; caller frees). */
+tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench_suite *s,
+                                 const struct tern_bench_suite_params *p, char **report_json);
+
+/* Read a report file and check it against the schema (schema_version, hardware.profile,
+ * fingerprints, determinism, p50 <= p90 <= p95 <= p99 per metric ...): errors name the file and
+ * the key. */
+tern_status tern_bench_report_check_file(const char *path);
+/* A report (JSON text, checked like a file; name is used in errors) as one self-contained HTML
+ * page (inline SVG, no network): TTFT and TPS distributions, per-bucket charts, residency.
+ * *html malloc'ed; caller frees. */
+tern_status tern_bench_report_html(const char *report_json, const char *name, char **html);
+/* The machine as a report's "hardware" object, matched against the profile file (JSON text,
+ * malloc'ed). */
+tern_status tern_bench_hardware_json(const char *profiles_path, bool measure_bandwidth, char **json);
+/* Check a hardware profile file (every profile; FILE:LINE on errors). */
+tern_status tern_bench_profiles_check(const char *path, int *n_profiles);
+
+/* Batch policy (tern bench --batch-policy): decode tokens/s and p95 step time for 1..4
+ * sequences at once through the batcher; offline = the batch of 2..4 with the most tokens/s
+ * among those with tokens/s >= (1 + min_tps_gain) x batch 1's and a p95 step time < (1 +
+ * max_p95_penalty) x batch 1's (the matched profile's thresholds), else 1. Interactive is 1. */
+struct tern_bench_batch_point {
+    int batch;
+    double tps, p95_step_ms;     /* medians over the repetitions */
+    double tps_gain, p95_penalty; /* relative to batch 1 */
+    bool qualifies;
+};
+struct tern_bench_batch_policy {
+    struct tern_bench_batch_point points[4];
+    int offline;
+    int n_threads;
+    double min_tps_gain, max_p95_penalty;
+    char profile_name[64];
+    char profile_source[512];    /* FILE:LINE of the matched profile */
+};
+tern_status tern_bench_batch_policy(const char *model_path, const char *profiles_path, int n_threads,
+                                    int n_gen, int reps, struct tern_bench_batch_policy *out);
+/* Record offline in the profile at source (FILE:LINE, as tern_bench_batch_policy gives it): its
+ * batch_policy.offline line is rewritten in place, the file re-read before it replaces the old. */
+tern_status tern_bench_profile_set_offline(const char *source, int offline);
+
+enum tern_gate_verdict {
+    TERN_GATE_PASS = 0,         /* no metric past its limit */
+    TERN_GATE_FAIL = 1,         /* a regression past a limit */
+    TERN_GATE_REFUSED = 2,      /* different hardware profiles (or suites): not comparable */
+};
+struct tern_bench_gate_params {
+    bool allow_cross_hw;        /* compare across hardware profiles anyway (flagged in the table) */
+    FILE *out;                  /* the table of every metric, its change and its limit; or NULL */
+};
+/* Compare current against baseline with the baseline's limits (its hardware profile's gate).
+ * A malformed report is an error naming the file and key; a refusal is a verdict, not an error. */
+tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
+                            const struct tern_bench_gate_params *p, enum tern_gate_verdict *verdict);
+
 #ifdef __cplusplus
 }
 #endif

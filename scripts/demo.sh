@@ -1,16 +1,35 @@
 #!/bin/sh
 # `make demo`: tern's main job on an embedded default, no download. Writes a random-weight model
 # with the exact shape of Qwen2.5-0.5B (Q8_0) using tern's own GGUF writer and quantizer,
-# validates it, generates from a text prompt, and prints the speed table.
+# validates it, generates from a text prompt, prints the speed table, and governs speed: a suite
+# report is made and blessed as the baseline at the start, and the demo ends with the same suite
+# measured again and gated against that baseline (README "Speed governance").
 set -e
 BIN=build/bin/tern
 DIR=${TERN_SYNTH_DIR:-${TMPDIR:-/tmp}/tern-synth}
-mkdir -p "$DIR"
+OUT=${TERN_DEMO_DIR:-$DIR/demo}
+mkdir -p "$DIR" "$OUT"
 MODEL="$DIR/qwen2.5-0.5b-q8_0.gguf"
+# a file written before synthetic models carried a tool-calling template cannot run the suite
+if [ -f "$MODEL" ] && [ "$($BIN template -m "$MODEL" --messages /dev/stdin --tool-format 2>/dev/null \
+        <<MSG
+[{"role": "user", "content": "hi"}]
+MSG
+)" != hermes ]; then
+    echo "== $MODEL predates tool-calling templates: writing it again"
+    rm -f "$MODEL"
+fi
 if [ ! -f "$MODEL" ]; then
     echo "== tern synth qwen2.5-0.5b:q8_0 -o $MODEL"
     $BIN synth qwen2.5-0.5b:q8_0 -o "$MODEL"
 fi
+# -r 2 -n 16 keeps the demo short; the suite's default is -r 3 -n 32
+SUITE_ARGS="--suite bench/suites/toolcalls.jsonl -m $MODEL -r 2 -n 16"
+echo "== tern bench $SUITE_ARGS --json $OUT/baseline.json   (the baseline, made first)"
+$BIN bench $SUITE_ARGS --json "$OUT/baseline.json" > /dev/null
+echo "== tern bless $OUT/baseline.json -o $OUT/blessed.json"
+$BIN bless "$OUT/baseline.json" -o "$OUT/blessed.json"
+echo
 echo "== tern check -m $MODEL"
 $BIN check -m "$MODEL"
 echo
@@ -22,3 +41,16 @@ $BIN run -m "$MODEL" -p "Hello" -n 32 --ignore-eos --json
 echo
 echo "== tern bench -m $MODEL -p 512 -n 128 -r 3"
 TERN_SYNTH_DIR="$DIR" $BIN bench -m "$MODEL" -p 512 -n 128 -r 3
+echo
+echo "== tern bench $SUITE_ARGS --json $OUT/current.json --html $OUT/report.html"
+$BIN bench $SUITE_ARGS --json "$OUT/current.json" --html "$OUT/report.html"
+echo
+echo "== tern gate --baseline $OUT/blessed.json $OUT/current.json"
+rc=0
+$BIN gate --baseline "$OUT/blessed.json" "$OUT/current.json" || rc=$?
+case $rc in
+0) echo "gate: PASS (exit 0)" ;;
+1) echo "gate: FAIL (exit 1): a metric moved past its limit; on a busy machine this can be noise" \
+        "(see the noise lines above)" ;;
+*) echo "gate: exit $rc" ;;
+esac

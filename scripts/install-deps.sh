@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs the Debian 12 packages tern needs to build and test. Run as root (or via sudo).
 # libcurl is the HTTP client of tern eval --endpoint.
+# libyaml reads configs/hardware_profiles.yaml (tern bench --suite); nettle's SHA-256 makes the
+# report's fingerprints.
 # libmicrohttpd is the HTTP server of tern serve (src/server); curl is for trying it by hand;
 # chromium (headless) drives its chat page in tests/server/page.sh.
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
@@ -17,7 +19,7 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libcurl4-openssl-dev libmicrohttpd-dev jq curl \
+    libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libyaml-dev libcurl4-openssl-dev libmicrohttpd-dev jq curl \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
     python3-torch libopenblas0-pthread chromium >/dev/null

@@ -257,3 +257,21 @@ bool eval_call_valid(const cJSON *tools, const char *name, const char *args, cha
     cJSON_Delete(x);
     return ok;
 }
+
+bool tern_eval_call_valid(const char *tools_json, const char *name, const char *arguments,
+                          char *why, size_t why_len)
+{
+    char scratch[8];
+    if (!why) {
+        why = scratch;
+        why_len = sizeof scratch;
+    }
+    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    if (tools_json && !tools) {
+        snprintf(why, why_len, "the tools are not JSON");
+        return false;
+    }
+    bool ok = eval_call_valid(tools, name, arguments, why, why_len);
+    cJSON_Delete(tools);
+    return ok;
+}

@@ -19,6 +19,7 @@
 #include "cli_draft.h"
 #include "cli_grammar.h"
 #include "cli_json.h"
+#include "cli_gov.h"
 
 #define MAX_LIST 16
 
@@ -39,6 +40,9 @@ static void help(void)
            "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
            "                          (default 0; filled once per test, untimed)\n"
            "  --json                  JSON array, one object per test (llama-bench field names)\n"
+           "  --suite FILE            instead of pp/tg: time a suite of chat prompts and write the\n"
+           "                          governance report (see tern bench --suite --help)\n"
+           "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
            "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
@@ -190,6 +194,10 @@ int cmd_bench(int argc, char **argv)
     int n_files = 0;
     struct tern_sampler_params dsp = tern_sampler_default_params();
     double layer_scale = 0;
+    /* the suite run (README "Speed governance") has its own options: --json takes a file there */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
+            return cli_bench_suite(argc, argv);
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
