@@ -216,11 +216,20 @@ tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, const char *path)
 
 /* ===================================================================== model */
 
-enum tern_arch { TERN_ARCH_LLAMA = 0, TERN_ARCH_QWEN2 = 1 };
+/* The architectures tern runs (README "Architectures"): the general.architecture names of
+ * llama.cpp's converters. Append-only. */
+enum tern_arch {
+    TERN_ARCH_LLAMA = 0,
+    TERN_ARCH_QWEN2 = 1,
+    TERN_ARCH_QWEN3 = 2,   /* per-head RMSNorm on q and k, no q/k/v biases */
+    TERN_ARCH_SMOLLM3 = 3, /* llama with every 4th layer unrotated (NoPE) */
+    TERN_ARCH_PHI3 = 4,    /* fused qkv and gate|up, partial rotary, long-RoPE factors */
+    TERN_ARCH_GEMMA3 = 5,  /* scaled embeddings, GELU, post-norms, q/k norms, sliding window */
+};
 
 struct tern_model_info {
     enum tern_arch arch;
-    const char *arch_name;   /* "llama", "qwen2" */
+    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3" */
     int n_vocab;
     int n_embd;
     int n_layer;
@@ -239,6 +248,21 @@ struct tern_model_info {
     bool has_qkv_bias;
     uint64_t weight_bytes;   /* bytes of all tensors in the file */
     uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
+    /* Beyond llama / qwen2 (each at its neutral value for those two): */
+    bool has_qk_norm;        /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
+    bool has_post_norms;     /* RMSNorm of the attention and FFN outputs before the residual add (gemma3) */
+    bool ffn_gelu;           /* FFN is down(gelu(gate) * up) (gemma3), else down(silu(gate) * up) */
+    bool fused_qkv;          /* q, k, v come from one attn_qkv matrix, gate and up from one ffn_up (phi3) */
+    float embd_scale;        /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); 1 = none */
+    float attn_scale;        /* the q.k scale (1/sqrt(head_dim) unless the architecture says otherwise) */
+    int nope_every;          /* every nope_every-th layer (1-based) applies no RoPE (smollm3: 4); 0 = none */
+    int n_swa;               /* sliding window of the SWA layers (a query sees its last n_swa positions); 0 = none */
+    int n_layer_swa;         /* layers that use the sliding window */
+    float rope_freq_base_swa;/* RoPE base of the SWA layers (gemma3: 10000) */
+    float rope_attn_factor;  /* long-RoPE magnitude: cos and sin are multiplied by it (phi3); 1 = none */
+    bool has_rope_long;      /* long/short RoPE factor tensors (phi3 128k): long ones are used when
+                                the context is longer than n_ctx_orig */
+    int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
 };
 
 struct tern_model_params {
@@ -637,7 +661,10 @@ void tern_grammar_matcher_get_stats(const struct tern_grammar_matcher *m,
 
 /* Write a random-weight model with the exact shape of a real one (shape names: see
  * tern_synth_shape_names(): "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
- * "llama-3.2-1b", "llama-3.2-3b") in weight type `type_name`: a plain type (f32, f16, bf16,
+ * "llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "smollm3-3b", "phi-4-mini", "gemma-3-1b",
+ * and the tiny parity-test shapes "qwen3-tiny", "smollm3-tiny", "phi4-tiny", "gemma3-tiny"),
+ * with the keys and tensor names llama.cpp's converters write for its architecture, in
+ * weight type `type_name`: a plain type (f32, f16, bf16,
  * q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k: every 2-D weight gets it, as llama-quantize --pure)
  * or a mix (q4_k_m / q5_k_m: llama-quantize's per-tensor rule, Q6_K for the output matrix and
  * some attn_v / ffn_down layers). A tensor whose rows the type's block does not divide falls

@@ -1,4 +1,4 @@
-/* test_vexp.c — vexp (model/vexp.h): the SIMD exp-and-sum and SiLU kernels give exactly the
+/* test_vexp.c — vexp (model/vexp.h): the SIMD exp-and-sum, SiLU and GELU kernels give exactly the
  * scalar vexp_f32's bits (a stride through every float bit pattern, plus the special cases:
  * +-0, +-inf, NaN, the overflow and underflow thresholds, subnormal results), and vexp_f32 is
  * within one ulp of libm's expf everywhere (on glibc with FMA it is the same function, so the
@@ -33,7 +33,17 @@ static float *inputs(int *n_out)
     return x;
 }
 
-static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_silu_mul_fn silu_fn)
+/* gelu(x) * u as vexp.h defines it, one element */
+static float gelu_ref(float x, float u)
+{
+    const float arg = fmaf(x, VEXP_GELU_C1 * x, 1.0f) * (VEXP_GELU_C2 * x);
+    if (arg > 30.0f) return x * u;
+    const float e = vexp_f32(arg);
+    return x * (e / (e + 1.0f)) * u;
+}
+
+static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_silu_mul_fn silu_fn,
+                       vexp_gelu_mul_fn gelu_fn)
 {
     int n;
     float *x = inputs(&n);
@@ -63,7 +73,13 @@ static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_silu_mul_fn si
     for (int i0 = 0; i0 < n; i0 += 4093) silu_fn(y + i0, u + i0, n - i0 < 4093 ? n - i0 : 4093);
     for (int i = 0; i < n; i++) bad += !same(y[i], x[i] / (1.0f + vexp_f32(-x[i])) * u[i]);
     assert_int_equal(bad, 0);
-    print_message("%s: exp, ordered sum and silu bit-identical to vexp_f32 on %d inputs\n", name, n);
+    /* gelu(g) * u, rows of odd lengths so the SIMD tails run */
+    memcpy(y, x, sizeof(float) * (size_t)n);
+    for (int i0 = 0; i0 < n; i0 += 4093) gelu_fn(y + i0, u + i0, n - i0 < 4093 ? n - i0 : 4093);
+    for (int i = 0; i < n; i++) bad += !same(y[i], gelu_ref(x[i], u[i]));
+    assert_int_equal(bad, 0);
+    print_message("%s: exp, ordered sum, silu and gelu bit-identical to vexp_f32 on %d inputs\n",
+                  name, n);
     free(x);
     free(y);
     free(u);
@@ -72,12 +88,12 @@ static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_silu_mul_fn si
 static void test_simd_bit_identical(void **state)
 {
     (void)state;
-    check_path("scalar", vexp_sum_scalar, vexp_silu_mul_scalar);
+    check_path("scalar", vexp_sum_scalar, vexp_silu_mul_scalar, vexp_gelu_mul_scalar);
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        check_path("avx2", vexp_sum_avx2, vexp_silu_mul_avx2);
+        check_path("avx2", vexp_sum_avx2, vexp_silu_mul_avx2, vexp_gelu_mul_avx2);
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
-        check_path("avx512", vexp_sum_avx512, vexp_silu_mul_avx512);
+        check_path("avx512", vexp_sum_avx512, vexp_silu_mul_avx512, vexp_gelu_mul_avx512);
 #endif
 }
 

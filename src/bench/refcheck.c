@@ -68,7 +68,9 @@ static bool parse_int_array(const cJSON *arr, int n, int32_t *out)
 }
 
 /* Load the whole .jsonl; on success *seqs (caller frees with seq_free + free) and *n_seqs. */
-static tern_status load_ref(const char *path, int n_vocab, struct ref_seq **seqs, int *n_seqs)
+/* *ref_ctx gets the header's n_ctx (0 if absent): the context the reference ran in. */
+static tern_status load_ref(const char *path, int n_vocab, struct ref_seq **seqs, int *n_seqs,
+                            int *ref_ctx)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return tern_fail(TERN_ERR_IO, "cannot open reference '%s'", path);
@@ -93,6 +95,9 @@ static tern_status load_ref(const char *path, int n_vocab, struct ref_seq **seqs
                                path, (int)nv->valuedouble, n_vocab);
             else
                 k = (int)tk->valuedouble;
+            const cJSON *nc = cJSON_GetObjectItem(j, "n_ctx");
+            if (cJSON_IsNumber(nc) && nc->valuedouble >= 1 && nc->valuedouble <= (1 << 22))
+                *ref_ctx = (int)nc->valuedouble;
         } else if (!strcmp(type, "seq")) {
             const cJSON *n = cJSON_GetObjectItem(j, "n");
             struct ref_seq *nsv = realloc(sv, (size_t)(ns + 1) * sizeof *sv);
@@ -277,13 +282,17 @@ tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_th
     const int nv = m->info.n_vocab;
     struct ref_seq *seqs = NULL;
     int ns = 0;
-    tern_status st = load_ref(ref_jsonl, nv, &seqs, &ns);
+    int ref_ctx = 0;
+    tern_status st = load_ref(ref_jsonl, nv, &seqs, &ns, &ref_ctx);
     if (st) return st;
     struct tern_ref_report r = {.tol = tol > 0 ? tol : default_tol(m), .greedy_first_diverge = -1};
     int max_len = 0;
     for (int i = 0; i < ns; i++)
         if (seqs[i].n + seqs[i].n_greedy > max_len) max_len = seqs[i].n + seqs[i].n_greedy;
-    struct tern_context_params cp = {.n_ctx = max_len + 1, .n_batch = max_len + 1, .n_threads = n_threads};
+    /* The reference's context size where it holds the sequences: it can matter (phi3's long
+     * RoPE factors are chosen by the context size, in llama.cpp and in tern). */
+    struct tern_context_params cp = {.n_ctx = ref_ctx > max_len ? ref_ctx : max_len + 1,
+                                     .n_batch = max_len + 1, .n_threads = n_threads};
     struct tern_context *ctx = NULL;
     st = tern_context_create(m, &cp, &ctx);
     double sum_top = 0.0;

@@ -20,27 +20,84 @@
 #include "quant/quant.h"
 #include "util/error.h"
 
+/* One shape: the real model's configuration (HF config.json) as llama.cpp's converter writes it,
+ * or a tiny one of the same architecture (the parity tests' models). */
 struct synth_shape {
     const char *name;
-    const char *arch;    /* "llama" | "qwen2" */
+    const char *arch;    /* general.architecture */
     const char *pre;     /* tokenizer.ggml.pre */
     int n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, rms_eps;
     bool tied, qkv_bias;
+    int head_dim;        /* attention.key_length = value_length; 0 = n_embd / n_head, no key */
+    int n_rot;           /* rope.dimension_count; 0 = head_dim */
+    int n_swa;           /* attention.sliding_window; 0 = no key */
+    int n_ctx_orig;      /* phi3 long RoPE: original context; 0 = no factors */
 };
 
+#define QWEN2(nm, e, l, h, kv, ff) \
+    {.name = nm, .arch = "qwen2", .pre = "qwen2", .n_embd = e, .n_layer = l, .n_head = h, \
+     .n_head_kv = kv, .n_ff = ff, .n_vocab = 151936, .n_ctx = 32768, .rope_base = 1e6f, \
+     .rms_eps = 1e-6f, .tied = true, .qkv_bias = true}
+#define LLAMA3(nm, e, l, h, kv, ff) \
+    {.name = nm, .arch = "llama", .pre = "llama-bpe", .n_embd = e, .n_layer = l, .n_head = h, \
+     .n_head_kv = kv, .n_ff = ff, .n_vocab = 128256, .n_ctx = 131072, .rope_base = 500000.0f, \
+     .rms_eps = 1e-5f, .tied = true}
+
 static const struct synth_shape shapes[] = {
-    {"tiny", "llama", "gpt-2", 256, 4, 8, 4, 768, 512, 2048, 10000.0f, 1e-5f, false, false},
-    {"qwen2.5-0.5b", "qwen2", "qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1e6f, 1e-6f, true, true},
-    {"qwen2.5-1.5b", "qwen2", "qwen2", 1536, 28, 12, 2, 8960, 151936, 32768, 1e6f, 1e-6f, true, true},
-    {"qwen2.5-3b", "qwen2", "qwen2", 2048, 36, 16, 2, 11008, 151936, 32768, 1e6f, 1e-6f, true, true},
-    {"llama-3.2-1b", "llama", "llama-bpe", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, false},
-    {"llama-3.2-3b", "llama", "llama-bpe", 3072, 28, 24, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, false},
+    {.name = "tiny", .arch = "llama", .pre = "gpt-2", .n_embd = 256, .n_layer = 4, .n_head = 8,
+     .n_head_kv = 4, .n_ff = 768, .n_vocab = 512, .n_ctx = 2048, .rope_base = 10000.0f,
+     .rms_eps = 1e-5f},
+    QWEN2("qwen2.5-0.5b", 896, 24, 14, 2, 4864),
+    QWEN2("qwen2.5-1.5b", 1536, 28, 12, 2, 8960),
+    QWEN2("qwen2.5-3b", 2048, 36, 16, 2, 11008),
+    LLAMA3("llama-3.2-1b", 2048, 16, 32, 8, 8192),
+    LLAMA3("llama-3.2-3b", 3072, 28, 24, 8, 8192),
+    /* Qwen3-0.6B: head_dim 128 with 16 heads over 1024 (q is wider than the residual) */
+    {.name = "qwen3-0.6b", .arch = "qwen3", .pre = "qwen2", .n_embd = 1024, .n_layer = 28,
+     .n_head = 16, .n_head_kv = 8, .n_ff = 3072, .n_vocab = 151936, .n_ctx = 40960,
+     .rope_base = 1e6f, .rms_eps = 1e-6f, .tied = true, .head_dim = 128},
+    /* SmolLM3-3B: Llama-3 vocabulary, every 4th layer without RoPE (fixed by the architecture) */
+    {.name = "smollm3-3b", .arch = "smollm3", .pre = "llama-bpe", .n_embd = 2048, .n_layer = 36,
+     .n_head = 16, .n_head_kv = 4, .n_ff = 11008, .n_vocab = 128256, .n_ctx = 65536,
+     .rope_base = 5e6f, .rms_eps = 1e-6f, .tied = true, .head_dim = 128},
+    /* Phi-4-mini: partial rotary 0.75 (96 of 128 dims), long RoPE from 4096 to 131072, window
+     * 262144 (never reached). The real model ties its output to the embeddings; ik_llama.cpp's
+     * phi3 loader requires output.weight, so the synthetic file carries one (same shape). */
+    {.name = "phi-4-mini", .arch = "phi3", .pre = "gpt-2", .n_embd = 3072, .n_layer = 32,
+     .n_head = 24, .n_head_kv = 8, .n_ff = 8192, .n_vocab = 200064, .n_ctx = 131072,
+     .rope_base = 10000.0f, .rms_eps = 1e-5f, .n_rot = 96, .n_swa = 262144, .n_ctx_orig = 4096},
+    /* Gemma-3-1B: head_dim 256, 1 KV head, window 512 on 5 of every 6 layers */
+    {.name = "gemma-3-1b", .arch = "gemma3", .pre = "gpt-2", .n_embd = 1152, .n_layer = 26,
+     .n_head = 4, .n_head_kv = 1, .n_ff = 6912, .n_vocab = 262144, .n_ctx = 32768,
+     .rope_base = 1e6f, .rms_eps = 1e-6f, .tied = true, .head_dim = 256, .n_swa = 512},
+    /* Tiny shapes of the new architectures (the parity tests' models, under 1 MB in F16): each
+     * takes its family's paths (a wider q than the residual, a NoPE layer, partial rotary with
+     * long factors and a window reached by the test sequences, a global layer among windowed
+     * ones). */
+    {.name = "qwen3-tiny", .arch = "qwen3", .pre = "gpt-2", .n_embd = 128, .n_layer = 2,
+     .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e6f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 64},
+    {.name = "smollm3-tiny", .arch = "smollm3", .pre = "gpt-2", .n_embd = 128, .n_layer = 4,
+     .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048,
+     .rope_base = 5e6f, .rms_eps = 1e-6f},
+    /* (not "phi3-..": llama.cpp gives models whose general.name says phi3 special tokens this
+     * byte-level vocabulary does not have) */
+    {.name = "phi4-tiny", .arch = "phi3", .pre = "gpt-2", .n_embd = 128, .n_layer = 2,
+     .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 1024,
+     .rope_base = 10000.0f, .rms_eps = 1e-5f, .n_rot = 24, .n_swa = 96, .n_ctx_orig = 256},
+    {.name = "gemma3-tiny", .arch = "gemma3", .pre = "gpt-2", .n_embd = 128, .n_layer = 6,
+     .n_head = 4, .n_head_kv = 1, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e6f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_swa = 32},
 };
+#undef QWEN2
+#undef LLAMA3
 
 const char *tern_synth_shape_names(void)
 {
-    return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b";
+    return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b, "
+           "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, qwen3-tiny, smollm3-tiny, phi4-tiny, "
+           "gemma3-tiny";
 }
 
 /* ---------------------------------------------------------------- random numbers */
@@ -280,9 +337,13 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     struct synth_state st = {.rng = seed * 0x2545F4914F6CDD1Dull + 1};
     tern_status s = tern_gguf_writer_create(32, &st.w);
     if (s) return s;
-    const int64_t d = sh->n_embd, hd = d / sh->n_head;
+    const int64_t d = sh->n_embd, hd = sh->head_dim ? sh->head_dim : d / sh->n_head;
     const int64_t qd = sh->n_head * hd, kvd = sh->n_head_kv * hd;
+    const int64_t n_rot = sh->n_rot ? sh->n_rot : hd;
+    const bool phi3 = !strcmp(sh->arch, "phi3"), gemma3 = !strcmp(sh->arch, "gemma3");
+    const bool qk_norm = gemma3 || !strcmp(sh->arch, "qwen3");
     int64_t maxc = d > sh->n_ff ? d : sh->n_ff;
+    if (qd > maxc) maxc = qd;
     st.rowbuf = malloc((size_t)maxc * sizeof(float));
     if (!st.rowbuf) s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
     char key[96];
@@ -299,9 +360,20 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("feed_forward_length"), (uint32_t)sh->n_ff);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count"), (uint32_t)sh->n_head);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
-    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("rope.dimension_count"), (uint32_t)hd);
+    if (!s && sh->head_dim) s = tern_gguf_writer_set_u32(st.w, KEY("attention.key_length"), (uint32_t)hd);
+    if (!s && sh->head_dim) s = tern_gguf_writer_set_u32(st.w, KEY("attention.value_length"), (uint32_t)hd);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("rope.dimension_count"), (uint32_t)n_rot);
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.freq_base"), sh->rope_base);
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
+    if (!s && sh->n_swa) s = tern_gguf_writer_set_u32(st.w, KEY("attention.sliding_window"), (uint32_t)sh->n_swa);
+    if (!s && sh->n_ctx_orig) {
+        /* llama.cpp's converter: attn_factor = sqrt(1 + ln(scale) / ln(original context)) */
+        const double scale = (double)sh->n_ctx / sh->n_ctx_orig;
+        s = tern_gguf_writer_set_u32(st.w, KEY("rope.scaling.original_context_length"),
+                                     (uint32_t)sh->n_ctx_orig);
+        if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.scaling.attn_factor"),
+                                             (float)sqrt(1.0 + log(scale) / log((double)sh->n_ctx_orig)));
+    }
 #undef KEY
     if (!s) s = vocab_path ? add_vocab_file(&st, sh, vocab_path) : add_vocab(&st, sh);
 
@@ -309,22 +381,66 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     int fb = 0;
     if (!s) s = add_matrix(&st, "token_embd.weight",
                            type_plan_pick(&plan, "token_embd", 0, n_layer, d, &fb), d, sh->n_vocab, 0.02f);
+    if (!s && sh->n_ctx_orig) {
+        /* Long / short factors, smooth like the real ones (short near 1, long growing to about
+         * the context ratio). head_dim/2 of them, of which the first n_rot/2 are used:
+         * ik_llama.cpp's phi3 loader asks for head_dim/2, tern accepts that and n_rot/2. */
+        const int nf = (int)(hd / 2);
+        float lf[512], sf[512];
+        for (int i = 0; i < nf && i < 512; i++) {
+            const double x = (double)i / (nf > 1 ? nf - 1 : 1);
+            sf[i] = (float)(1.0 + 0.25 * x * x);
+            lf[i] = (float)(1.0 + ((double)sh->n_ctx / sh->n_ctx_orig - 1.0) * x * x * x);
+        }
+        int64_t ne[1] = {nf};
+        s = tern_gguf_writer_add_tensor(st.w, "rope_factors_long.weight", TERN_TYPE_F32, 1, ne, lf);
+        if (!s) s = tern_gguf_writer_add_tensor(st.w, "rope_factors_short.weight", TERN_TYPE_F32, 1, ne, sf);
+    }
     for (int il = 0; il < n_layer && !s; il++) {
         char nm[64];
 #define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
 #define WT(kind, cols) type_plan_pick(&plan, kind, il, n_layer, cols, &fb)
         s = add_vector(&st, T("attn_norm.weight"), d, 1.0f, 0.05f);
-        if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, qd, 0.08f);
-        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_q.bias"), qd, 0.0f, 0.2f);
-        if (!s) s = add_matrix(&st, T("attn_k.weight"), WT("attn_k", d), d, kvd, 0.08f);
-        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_k.bias"), kvd, 0.0f, 0.2f);
-        if (!s) s = add_matrix(&st, T("attn_v.weight"), WT("attn_v", d), d, kvd, 0.02f);
-        if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_v.bias"), kvd, 0.0f, 0.2f);
+        if (phi3) {
+            /* one q|k|v matrix, drawn as three: q and k rows at 0.08, v rows at 0.02 */
+            const int type = WT("attn_qkv", d);
+            const struct quant_traits *tr = quant_traits_get(type);
+            const size_t rb = quant_row_bytes(type, d);
+            void *q = malloc(rb * (size_t)(qd + 2 * kvd));
+            if (!q || !tr) {
+                free(q);
+                s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory for attn_qkv");
+                break;
+            }
+            for (int64_t r = 0; r < qd + 2 * kvd; r++) {
+                fill_normal(&st.rng, st.rowbuf, d, 0.0f, r < qd + kvd ? 0.08f : 0.02f);
+                tr->from_float_ref(st.rowbuf, (char *)q + (size_t)r * rb, d);
+            }
+            int64_t ne[2] = {d, qd + 2 * kvd};
+            s = tern_gguf_writer_add_tensor(st.w, T("attn_qkv.weight"), type, 2, ne, q);
+            free(q);
+        } else {
+            if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, qd, 0.08f);
+            if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_q.bias"), qd, 0.0f, 0.2f);
+            if (!s) s = add_matrix(&st, T("attn_k.weight"), WT("attn_k", d), d, kvd, 0.08f);
+            if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_k.bias"), kvd, 0.0f, 0.2f);
+            if (!s) s = add_matrix(&st, T("attn_v.weight"), WT("attn_v", d), d, kvd, 0.02f);
+            if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_v.bias"), kvd, 0.0f, 0.2f);
+        }
+        if (!s && qk_norm) s = add_vector(&st, T("attn_q_norm.weight"), hd, 1.0f, 0.05f);
+        if (!s && qk_norm) s = add_vector(&st, T("attn_k_norm.weight"), hd, 1.0f, 0.05f);
         if (!s) s = add_matrix(&st, T("attn_output.weight"), WT("attn_output", qd), qd, d, 0.02f);
+        if (!s && gemma3) s = add_vector(&st, T("post_attention_norm.weight"), d, 1.0f, 0.05f);
         if (!s) s = add_vector(&st, T("ffn_norm.weight"), d, 1.0f, 0.05f);
-        if (!s) s = add_matrix(&st, T("ffn_gate.weight"), WT("ffn_gate", d), d, sh->n_ff, 0.02f);
-        if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, sh->n_ff, 0.02f);
+        if (phi3) {
+            /* gate rows then up rows in one ffn_up (llama.cpp's fused layout) */
+            if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, 2 * sh->n_ff, 0.02f);
+        } else {
+            if (!s) s = add_matrix(&st, T("ffn_gate.weight"), WT("ffn_gate", d), d, sh->n_ff, 0.02f);
+            if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, sh->n_ff, 0.02f);
+        }
         if (!s) s = add_matrix(&st, T("ffn_down.weight"), WT("ffn_down", sh->n_ff), sh->n_ff, d, 0.02f);
+        if (!s && gemma3) s = add_vector(&st, T("post_ffw_norm.weight"), d, 1.0f, 0.05f);
 #undef T
 #undef WT
     }

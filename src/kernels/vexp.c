@@ -60,13 +60,28 @@ void vexp_silu_mul_scalar(float *g, const float *u, int n)
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * u[i];
 }
 
+void vexp_gelu_mul_scalar(float *g, const float *u, int n)
+{
+    const float c1 = VEXP_GELU_C1, c2 = VEXP_GELU_C2;
+    for (int i = 0; i < n; i++) {
+        const float x = g[i];
+        const float arg = fmaf(x, c1 * x, 1.0f) * (c2 * x);
+        float y = x;
+        if (!(arg > 30.0f)) {
+            const float e = vexp_f32(arg);
+            y = x * (e / (e + 1.0f));
+        }
+        g[i] = y * u[i];
+    }
+}
+
 struct vexp_kernels vexp_select(void)
 {
     const char *isa = kern_isa_name();
 #if defined(__x86_64__)
-    if (!strcmp(isa, "avx512")) return (struct vexp_kernels){vexp_sum_avx512, vexp_silu_mul_avx512, "avx512"};
-    if (!strcmp(isa, "avx2")) return (struct vexp_kernels){vexp_sum_avx2, vexp_silu_mul_avx2, "avx2"};
+    if (!strcmp(isa, "avx512")) return (struct vexp_kernels){vexp_sum_avx512, vexp_silu_mul_avx512, vexp_gelu_mul_avx512, "avx512"};
+    if (!strcmp(isa, "avx2")) return (struct vexp_kernels){vexp_sum_avx2, vexp_silu_mul_avx2, vexp_gelu_mul_avx2, "avx2"};
 #endif
     (void)isa;
-    return (struct vexp_kernels){vexp_sum_scalar, vexp_silu_mul_scalar, "scalar"};
+    return (struct vexp_kernels){vexp_sum_scalar, vexp_silu_mul_scalar, vexp_gelu_mul_scalar, "scalar"};
 }

@@ -1,5 +1,5 @@
-/* vexp.h — expf with the same bits on every path, scalar and SIMD, for the two places the
- * forward pass needs it in bulk: the softmax exponentials (attn*.c) and SiLU(gate) * up.
+/* vexp.h — expf with the same bits on every path, scalar and SIMD, for the places the forward
+ * pass needs it in bulk: the softmax exponentials (attn*.c), SiLU(gate) * up and GELU(gate) * up.
  *
  * vexp_f32 is the ARM optimized-routines expf algorithm (the one glibc and musl ship, MIT
  * licensed): x * 32/ln2 split into k + r, 2^(k/32) from a 32-entry table, a cubic in r, all in
@@ -34,9 +34,17 @@ typedef double (*vexp_sum_fn)(float *s, int n, float mx);
  * reference writes it. */
 typedef void (*vexp_silu_mul_fn)(float *g, const float *u, int n);
 
+/* g[i] = gelu(g[i]) * u[i] (gemma3's FFN) with GELU's tanh form evaluated as llama.cpp's AVX-512
+ * path does: 0.5 (1 + tanh(a)) = e^2a / (e^2a + 1) with 2a = fma(x, C1 x, 1) * (C2 x), and
+ * gelu(x) = x where 2a > 30. Same signature as SiLU's. */
+typedef vexp_silu_mul_fn vexp_gelu_mul_fn;
+#define VEXP_GELU_C1 0.044715f
+#define VEXP_GELU_C2 (2.0f * 0.79788456080286535587989211986876f)
+
 struct vexp_kernels {
     vexp_sum_fn exp_sum;
     vexp_silu_mul_fn silu_mul;
+    vexp_gelu_mul_fn gelu_mul;
     const char *name;
 };
 
@@ -45,9 +53,12 @@ struct vexp_kernels vexp_select(void);
 
 double vexp_sum_scalar(float *s, int n, float mx);
 void vexp_silu_mul_scalar(float *g, const float *u, int n);
+void vexp_gelu_mul_scalar(float *g, const float *u, int n);
 double vexp_sum_avx2(float *s, int n, float mx);
 void vexp_silu_mul_avx2(float *g, const float *u, int n);
+void vexp_gelu_mul_avx2(float *g, const float *u, int n);
 double vexp_sum_avx512(float *s, int n, float mx);
 void vexp_silu_mul_avx512(float *g, const float *u, int n);
+void vexp_gelu_mul_avx512(float *g, const float *u, int n);
 
 #endif

@@ -79,3 +79,29 @@ void vexp_silu_mul_avx2(float *g, const float *u, int n)
     }
     for (; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * u[i];
 }
+
+void vexp_gelu_mul_avx2(float *g, const float *u, int n)
+{
+    const __m256 one = _mm256_set1_ps(1.0f), c1 = _mm256_set1_ps(VEXP_GELU_C1);
+    const __m256 c2 = _mm256_set1_ps(VEXP_GELU_C2), cap = _mm256_set1_ps(30.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 arg = _mm256_mul_ps(_mm256_fmadd_ps(x, _mm256_mul_ps(c1, x), one),
+                                         _mm256_mul_ps(c2, x));
+        __m256 e = exp8(arg);
+        const int sp = special8(arg);
+        if (sp) {
+            float tmp[8], a[8];
+            _mm256_storeu_ps(tmp, e);
+            _mm256_storeu_ps(a, arg);
+            for (int l = 0; l < 8; l++)
+                if (sp >> l & 1) tmp[l] = vexp_f32(a[l]);
+            e = _mm256_loadu_ps(tmp);
+        }
+        const __m256 y = _mm256_mul_ps(x, _mm256_div_ps(e, _mm256_add_ps(e, one)));
+        const __m256 big = _mm256_cmp_ps(arg, cap, _CMP_GT_OQ);
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_blendv_ps(y, x, big), _mm256_loadu_ps(u + i)));
+    }
+    if (i < n) vexp_gelu_mul_scalar(g + i, u + i, n - i);
+}

@@ -87,3 +87,30 @@ void vexp_silu_mul_avx512(float *g, const float *u, int n)
         _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
     }
 }
+
+void vexp_gelu_mul_avx512(float *g, const float *u, int n)
+{
+    __m512i tab[4];
+    load_tab(tab);
+    const __m512 one = _mm512_set1_ps(1.0f), c1 = _mm512_set1_ps(VEXP_GELU_C1);
+    const __m512 c2 = _mm512_set1_ps(VEXP_GELU_C2), cap = _mm512_set1_ps(30.0f);
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+        const __m512 arg = _mm512_mul_ps(_mm512_fmadd_ps(x, _mm512_mul_ps(c1, x), one),
+                                         _mm512_mul_ps(c2, x));
+        __m512 e = exp16(arg, tab);
+        __mmask16 sp = special16(arg) & m;
+        if (sp) {
+            float tmp[16], a[16];
+            _mm512_storeu_ps(tmp, e);
+            _mm512_storeu_ps(a, arg);
+            for (int l = 0; l < 16; l++)
+                if (sp >> l & 1) tmp[l] = vexp_f32(a[l]);
+            e = _mm512_loadu_ps(tmp);
+        }
+        __m512 y = _mm512_mul_ps(x, _mm512_div_ps(e, _mm512_add_ps(e, one)));
+        y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(arg, cap, _CMP_GT_OQ), y, x);
+        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+    }
+}

@@ -76,6 +76,13 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
     ctx->proj = alloc_floats(ctx, nb * d, &st);
     ctx->rope_cs = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
+    if (m->rope_swa_own) ctx->rope_cs_swa = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
+    /* Long-RoPE (phi3): the long factors when a sequence may outgrow the original context, as
+     * llama.cpp chooses them (by the context size, not the current length). */
+    if (in->has_rope_freqs)
+        ctx->rope_ff = m->rope_freqs.data;
+    else if (in->has_rope_long)
+        ctx->rope_ff = cp.n_ctx > in->n_ctx_orig ? m->rope_long.data : m->rope_short.data;
     /* Attention blocks: a KV head's query heads (in subgroups of at most attn_rows), times as
      * many consecutive tokens as fit in attn_rows queries; attn_rows score rows of n_ctx floats
      * fit in ATTN_SCORE_BYTES (attn.h). Per-thread rows start on their own cache lines (no

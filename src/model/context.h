@@ -33,6 +33,9 @@ struct tern_context {
     const float *act_src; /* which float buffer `act` currently holds, and in which format */
     int act_type;
     float *rope_cs;  /* (n_batch, n_rot) interleaved cos, sin for each token's position */
+    float *rope_cs_swa; /* (n_batch, n_rot) the same with the SWA layers' base (model->rope_swa_own), else NULL */
+    const float *rope_ff; /* (n_rot/2) RoPE frequency factors in use (rope_freqs, or phi3's long /
+                             short factors chosen by n_ctx), or NULL */
     /* Attention blocks (forward.c, attn.h): up to attn_T consecutive tokens of one sequence times
      * attn_gsz query heads of one KV head, at most attn_rows (<= ATTN_BLOCK_MAX) queries;
      * attn_units_per_blk units per token block. */

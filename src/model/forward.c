@@ -1,4 +1,8 @@
-/* forward.c — the transformer forward pass for llama and qwen2, over a batch of tokens.
+/* forward.c — the transformer forward pass (llama, qwen2, qwen3, smollm3, phi3, gemma3) over a
+ * batch of tokens. What the architectures beyond llama add is decided per layer or per model,
+ * outside the inner loops: q/k norms, NoPE layers and the phi3 query prescale in the RoPE step,
+ * the sliding window in the attention step (forward reads only the window's keys), gemma3's
+ * embedding scale, post-norms (a norm-and-add step after wo / ffn_down) and GELU.
  *
  * Data flow per layer, as in llama.cpp (whose numerics we reproduce so logits match its
  * reference dumps): x -> RMSNorm*w -> q,k,v projections (+bias) -> RoPE -> K,V appended to the
@@ -35,17 +39,18 @@ static void rms_norm_row(const float *x, const float *w, float *y, int n, float 
 }
 
 /* cos/sin pairs for one position: theta_i = pos * base^(-2i/n_rot) built by repeated
- * multiplication in float (ggml's rope cache does the same, and the rounding shows in logits). */
-static void rope_cache_row(const struct tern_model *m, int pos, float *cs)
+ * multiplication in float (ggml's rope cache does the same, and the rounding shows in logits),
+ * divided by the frequency factor ff[i] if any (Llama-3 rope_freqs, Phi-3 long-RoPE factors),
+ * times the linear scale; cos and sin are multiplied by mscale (long-RoPE magnitude, else 1). */
+static void rope_cache_row(int n_rot, float base, float freq_scale, const float *ff, float mscale,
+                           int pos, float *cs)
 {
-    const struct tern_model_info *in = &m->info;
-    const float theta_scale = powf(in->rope_freq_base, -2.0f / (float)in->n_rot);
-    const float *ff = in->has_rope_freqs ? (const float *)m->rope_freqs.data : NULL;
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
     float theta = (float)pos;
-    for (int i = 0; i < in->n_rot / 2; i++) {
-        const float t = in->rope_freq_scale * (ff ? theta / ff[i] : theta);
-        cs[2 * i] = cosf(t);
-        cs[2 * i + 1] = sinf(t);
+    for (int i = 0; i < n_rot / 2; i++) {
+        const float t = freq_scale * (ff ? theta / ff[i] : theta);
+        cs[2 * i] = cosf(t) * mscale;
+        cs[2 * i + 1] = sinf(t) * mscale;
         theta *= theta_scale;
     }
 }
@@ -212,6 +217,38 @@ static void step_matmul_residual(void *arg, int chunk, int n_chunks, int tid)
     }
 }
 
+/* x += rmsnorm(proj) * norm_w, per token (gemma3's post-attention and post-FFN norms). */
+static void step_norm_add(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    long long lo, hi;
+    tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
+    for (long long t = lo; t < hi; t++) {
+        float *p = ctx->proj + (size_t)t * s->cols, *x = ctx->x + (size_t)t * s->cols;
+        rms_norm_row(p, s->norm_w, p, s->cols, ctx->model->info.rms_eps);
+        for (int i = 0; i < s->cols; i++) x[i] += p[i];
+    }
+}
+
+/* x += W . act, or with a post-norm x += rmsnorm(W . act) * post (gemma3). */
+static void matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
+                            const struct model_weight *post)
+{
+    if (!post->data) {
+        s->w[0] = w;
+        tp_run(ctx->pool, step_matmul_residual, s, matmul_chunks(ctx, w->rows));
+        return;
+    }
+    struct step mm = {.ctx = ctx, .n = s->n, .il = s->il};
+    mm.w[0] = w;
+    mm.out[0] = ctx->proj;
+    tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, w->rows));
+    struct step na = {.ctx = ctx, .n = s->n, .il = s->il, .norm_w = post->data, .cols = (int)w->rows};
+    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, chunks_for(ctx, s->n, 4));
+}
+
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
 static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
 {
@@ -226,34 +263,47 @@ static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
     matmul_slice(ctx, tid, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
     const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
+    const vexp_silu_mul_fn act = ctx->model->info.ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
     for (int t = 0; t < s->n; t++)
-        ctx->vexp_k.silu_mul(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo,
-                             (int)(hi - lo));
+        act(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo, (int)(hi - lo));
     if (timed) {
         ctx->prof_ns[TERN_PROF_FFN_ACT] += prof_now_ns() - t0;
         ctx->prof_calls[TERN_PROF_FFN_ACT]++;
     }
 }
 
-/* RoPE on q and k, then append k and v (as F16) to the cache; split by token. */
+/* Per token: the per-head q/k RMSNorm if the model has one (qwen3, gemma3), RoPE on q and k
+ * unless the layer has none (smollm3), the phi3 query prescale; then append k and v (as F16) to
+ * the cache. Split by token. */
 static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)tid;
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
-    const struct tern_model_info *in = &ctx->model->info;
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    const struct model_layer *L = &m->layers[s->il];
     const int hd = in->head_dim, qd = in->n_head * hd, kvd = in->n_head_kv * hd;
+    const float *qn = L->q_norm.data, *kn = L->k_norm.data;
+    const float *cs_all = L->swa && m->rope_swa_own ? ctx->rope_cs_swa : ctx->rope_cs;
     long long lo, hi;
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         const int pos = ctx->bpos[t], seq = ctx->bseq[t];
-        const float *cs = ctx->rope_cs + (size_t)t * in->n_rot;
+        const float *cs = cs_all + (size_t)t * in->n_rot;
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
         const float *v = ctx->v + (size_t)t * kvd;
-        for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
+        if (qn) {
+            for (int h = 0; h < in->n_head; h++) rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
+            for (int h = 0; h < in->n_head_kv; h++) rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
+        }
+        if (L->rope)
+            for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
+        if (m->q_prescale)
+            for (int j = 0; j < qd; j++) q[j] *= in->attn_scale;
         for (int h = 0; h < in->n_head_kv; h++) {
-            rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
+            if (L->rope) rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
             uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
             uint16_t *vr = kv_v_row_seq(&ctx->kv, s->il, seq, h, pos);
             for (int j = 0; j < hd; j++) {
@@ -277,7 +327,9 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
     const int hd = in->head_dim, qd = in->n_head * hd;
     const int group = in->n_head / in->n_head_kv, gsz = ctx->attn_gsz;
     const int n_sub = (group + gsz - 1) / gsz;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const struct model_layer *L = &ctx->model->layers[s->il];
+    const float scale = ctx->model->q_prescale ? 1.0f : in->attn_scale;
+    const int win = L->swa ? in->n_swa : 0; /* a query at p sees keys p-win+1 .. p (0: all) */
     const size_t ss = ctx->score_stride;
     float *sc = ctx->scores + (size_t)tid * ctx->attn_rows * ss;
     float *qb = ctx->qr + (size_t)tid * ctx->qr_stride;
@@ -308,10 +360,30 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
                 outp[nq] = ctx->attn + (size_t)t * qd + (size_t)h * hd;
             }
         /* positions rise through a block: its last token sees the most keys */
-        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
+        if (!win) {
+            ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
+                                scale, sc, ss, tile);
+            for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
+            ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
+            continue;
+        }
+        /* Sliding window: scores from about the first key any query of the block sees (k0); each
+         * query takes the softmax over its own window (summed in key order from its own first
+         * key), and the keys before it get weight 0. A query's bits must not depend on the block
+         * it landed in (batch = one-token decoding; a restored prefix continues as the cold run):
+         * leading zero weights add exact zeros, and with k0 a multiple of 8 every key meets the
+         * same accumulator of the weighted sum (the kernels interleave keys by offset from k0, at
+         * most 8 ways) whatever block started where. test_arch_parity checks it bit for bit. */
+        const int k0 = (ctx->bpos[t0] + 1 > win ? ctx->bpos[t0] + 1 - win : 0) & ~7;
+        for (int i = 0; i < nq; i++) nk[i] -= k0;
+        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, k0), nk[nq - 1], hd,
                             scale, sc, ss, tile);
-        for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
-        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
+        for (int i = 0; i < nq; i++) {
+            const int skip = nk[i] > win ? nk[i] - win : 0;
+            ctx->attn_k.softmax(sc + i * ss + skip, nk[i] - skip);
+            for (int p = 0; p < skip; p++) sc[i * ss + p] = 0.0f;
+        }
+        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, k0), hd, outp);
     }
 }
 
@@ -373,7 +445,16 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     for (int t = 0; t < n; t++)
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                      ctx->x + (size_t)t * d, d);
-    for (int t = 0; t < n; t++) rope_cache_row(m, ctx->bpos[t], ctx->rope_cs + (size_t)t * in->n_rot);
+    if (in->embd_scale != 1.0f) /* gemma: inputs scaled by sqrt(n_embd), in float as ggml_scale */
+        for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= in->embd_scale;
+    for (int t = 0; t < n; t++)
+        rope_cache_row(in->n_rot, in->rope_freq_base, in->rope_freq_scale, ctx->rope_ff,
+                       in->rope_attn_factor, ctx->bpos[t], ctx->rope_cs + (size_t)t * in->n_rot);
+    if (m->rope_swa_own)
+        for (int t = 0; t < n; t++)
+            rope_cache_row(in->n_rot, in->rope_freq_base_swa, m->rope_scale_swa, ctx->rope_ff,
+                           in->rope_attn_factor, ctx->bpos[t],
+                           ctx->rope_cs_swa + (size_t)t * in->n_rot);
     attention_blocks(ctx, n);
     if (ctx->profile) {
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
@@ -409,8 +490,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
                  chunks_for(ctx, (long long)ctx->n_ablk * ctx->attn_units_per_blk, 16));
         ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
-        s.w[0] = &L->wo;
-        tp_run(ctx->pool, step_matmul_residual, &s, matmul_chunks(ctx, s.w[0]->rows));
+        matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
         /* feed-forward block */
         norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
@@ -425,16 +505,15 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             g1.w[0] = &L->ffn_up;
             g1.out[0] = ctx->up;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
+            const vexp_silu_mul_fn act = in->ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
             for (int t = 0; t < n; t++)
-                ctx->vexp_k.silu_mul(ctx->gate + (size_t)t * in->n_ff, ctx->up + (size_t)t * in->n_ff,
-                                     in->n_ff);
+                act(ctx->gate + (size_t)t * in->n_ff, ctx->up + (size_t)t * in->n_ff, in->n_ff);
         } else {
             tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
         ctx->act_src = NULL;
         ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
-        s.w[0] = &L->ffn_down;
-        tp_run(ctx->pool, step_matmul_residual, &s, matmul_chunks(ctx, s.w[0]->rows));
+        matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
         ctx->act_src = NULL;
     }
 

@@ -18,13 +18,21 @@ struct model_weight {
     char name[48];     /* tensor name, for messages */
 };
 
+/* Fused matrices (phi3's attn_qkv, ffn_up = gate|up) are bound as row ranges: wq, wk, wv (and
+ * ffn_gate, ffn_up) then point at consecutive rows of the one tensor, so the forward pass never
+ * knows the difference. */
 struct model_layer {
     struct model_weight attn_norm;              /* (n_embd) F32 */
     struct model_weight wq, wk, wv, wo;         /* (n_embd -> n_head*hd), (n_embd -> kv*hd) x2, (n_head*hd -> n_embd) */
     struct model_weight bq, bk, bv;             /* optional biases (qwen2), data NULL if absent */
+    struct model_weight q_norm, k_norm;         /* (head_dim) per-head RMSNorm weights (qwen3, gemma3), or NULL */
+    struct model_weight attn_post_norm;         /* (n_embd) norm of the attention output (gemma3), or NULL */
     struct model_weight ffn_norm;               /* (n_embd) F32 */
     struct model_weight ffn_gate, ffn_up;       /* (n_embd -> n_ff) */
     struct model_weight ffn_down;               /* (n_ff -> n_embd) */
+    struct model_weight ffn_post_norm;          /* (n_embd) norm of the FFN output (gemma3), or NULL */
+    bool swa;                                   /* sliding-window layer (own RoPE base, windowed keys) */
+    bool rope;                                  /* q and k are rotated (false: smollm3's NoPE layers) */
 };
 
 struct tern_model {
@@ -34,7 +42,12 @@ struct tern_model {
     struct model_weight output_norm;            /* (n_embd) */
     struct model_weight output;                 /* (n_vocab rows of n_embd); == tok_embd if tied */
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
+    struct model_weight rope_long, rope_short;  /* optional phi3 long-RoPE factors (>= n_rot/2) */
     struct model_layer *layers;                 /* (n_layer) */
+    float rope_scale_swa;                       /* linear RoPE scale of the SWA layers */
+    bool rope_swa_own;                          /* SWA layers rotate with their own base / scale */
+    bool q_prescale;                            /* q is multiplied by attn_scale after RoPE, q.k
+                                                   then unscaled (phi3, as llama.cpp computes it) */
     char arch_name[16];
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
 };

@@ -98,6 +98,11 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->output_norm = src->output_norm;
     m->output = src->output;
     m->rope_freqs = src->rope_freqs;
+    m->rope_long = src->rope_long;
+    m->rope_short = src->rope_short;
+    m->rope_scale_swa = src->rope_scale_swa;
+    m->rope_swa_own = src->rope_swa_own;
+    m->q_prescale = src->q_prescale;
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
     const int max_w = 7 * src->info.n_layer + 2;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);

@@ -2,8 +2,9 @@
  * name and checked for shape and type before anything runs.
  *
  * Nothing here is specific to one model: every number comes from `<arch>.*` keys (llama.cpp's
- * names), so Llama-2/3.x, TinyLlama, SmolLM, Mistral (arch "llama") and Qwen2/2.5 (arch "qwen2")
- * load through the same path. Anything unusable (unknown architecture, unsupported tensor type,
+ * names), so Llama-2/3.x, TinyLlama, SmolLM, Mistral (arch "llama"), Qwen2/2.5 ("qwen2"), Qwen3,
+ * SmolLM3, Phi-3/Phi-4-mini ("phi3") and Gemma 3 load through the same path; read_arch_hparams
+ * has what each architecture adds (and the few constants llama.cpp fixes in code). Anything unusable (unknown architecture, unsupported tensor type,
  * wrong shape) is refused here with the tensor or key named, never discovered mid-forward. */
 #include "model/model.h"
 
@@ -86,6 +87,120 @@ static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const
     return TERN_OK;
 }
 
+/* What the architectures beyond llama / qwen2 add, from their keys, and the refusals of variants
+ * tern does not run (mixture of experts, unequal key / value head sizes). Where llama.cpp fixes a
+ * value in code rather than reading a key (smollm3's NoPE step, gemma3's window pattern and the
+ * 27B attention scale) tern fixes the same value: those are the files' meaning as the
+ * converters write them. */
+static tern_status read_arch_hparams(const struct tern_gguf *g, struct tern_model *m,
+                                     uint32_t key_len)
+{
+    struct tern_model_info *in = &m->info;
+    const char *a = m->arch_name;
+    uint32_t n_expert = 0, val_len = 0, n_swa = 0, n_ctx_orig = 0;
+    tern_status st;
+    if ((st = get_u32_opt(g, a, "expert_count", &n_expert)) ||
+        (st = get_u32_opt(g, a, "attention.value_length", &val_len)))
+        return st;
+    if (n_expert > 0)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "%s.expert_count is %u: mixture-of-experts models "
+                         "are not supported", a, n_expert);
+    if (val_len && val_len != key_len)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "%s.attention.value_length %u differs from the "
+                         "key length %u: not supported", a, val_len, key_len);
+    in->embd_scale = 1.0f;
+    in->attn_scale = 1.0f / sqrtf((float)key_len);
+    in->rope_freq_base_swa = in->rope_freq_base;
+    in->rope_attn_factor = 1.0f;
+    switch (in->arch) {
+    case TERN_ARCH_LLAMA:
+    case TERN_ARCH_QWEN2:
+        break;
+    case TERN_ARCH_QWEN3:
+        in->has_qk_norm = true;
+        break;
+    case TERN_ARCH_SMOLLM3:
+        in->nope_every = 4; /* HF no_rope_layer_interval; llama.cpp: n_no_rope_layer_step = 4 */
+        break;
+    case TERN_ARCH_PHI3:
+        /* Phi-3 applies its window (if any) on every layer, with the one RoPE base. */
+        in->fused_qkv = true;
+        if ((st = get_u32_opt(g, a, "attention.sliding_window", &n_swa)) ||
+            (st = get_f32_opt(g, a, "rope.scaling.attn_factor", &in->rope_attn_factor)) ||
+            (st = get_u32_opt(g, a, "rope.scaling.original_context_length", &n_ctx_orig)))
+            return st;
+        if (!(in->rope_attn_factor > 0.0f) || !isfinite(in->rope_attn_factor))
+            return tern_fail(TERN_ERR_FORMAT, "%s.rope.scaling.attn_factor %g must be positive", a,
+                             (double)in->rope_attn_factor);
+        in->n_swa = (int)(n_swa > (1u << 30) ? 1u << 30 : n_swa);
+        in->n_layer_swa = in->n_swa ? in->n_layer : 0;
+        break;
+    case TERN_ARCH_GEMMA3: {
+        /* Five sliding-window layers, then one global one; the window layers rotate with base
+         * 10000 unscaled (rope.freq_base and any linear scaling are the global layers'). The
+         * converter stores the norms as 1 + w, so they are plain RMSNorm weights here. */
+        in->has_qk_norm = true;
+        in->has_post_norms = true;
+        in->ffn_gelu = true;
+        in->embd_scale = sqrtf((float)in->n_embd);
+        if ((st = get_u32_req(g, a, "attention.sliding_window", &n_swa))) return st;
+        if (n_swa == 0)
+            return tern_fail(TERN_ERR_FORMAT, "%s.attention.sliding_window must be positive", a);
+        in->n_swa = (int)(n_swa > (1u << 30) ? 1u << 30 : n_swa);
+        in->rope_freq_base_swa = 10000.0f;
+        if ((st = get_f32_opt(g, a, "rope.freq_base_swa", &in->rope_freq_base_swa))) return st;
+        if (!(in->rope_freq_base_swa > 0.0f) || !isfinite(in->rope_freq_base_swa))
+            return tern_fail(TERN_ERR_FORMAT, "%s.rope.freq_base_swa must be positive", a);
+        for (int il = 0; il < in->n_layer; il++) in->n_layer_swa += (il + 1) % 6 != 0;
+        /* Gemma-3-27B scales queries by 1/sqrt(n_embd / n_head), not 1/sqrt(head_dim) (HF
+         * query_pre_attn_scalar); llama.cpp recognizes it by its 62 layers. */
+        if (in->n_layer == 62) in->attn_scale = 1.0f / sqrtf((float)(in->n_embd / in->n_head));
+        break;
+    }
+    }
+    in->n_ctx_orig = (int)(n_ctx_orig ? n_ctx_orig : (uint32_t)in->n_ctx_train);
+    m->rope_scale_swa = in->arch == TERN_ARCH_GEMMA3 ? 1.0f : in->rope_freq_scale;
+    m->rope_swa_own = in->n_layer_swa > 0 && (in->rope_freq_base_swa != in->rope_freq_base ||
+                                              m->rope_scale_swa != in->rope_freq_scale);
+    /* llama.cpp scales phi3's rotated queries before the F16 q.k product (then scale 1) */
+    m->q_prescale = in->arch == TERN_ARCH_PHI3;
+    return TERN_OK;
+}
+
+/* The architectures tern runs, with llama.cpp's RoPE convention for each (llama_model_rope_type:
+ * NORM rotates pairs (2i, 2i+1), NEOX pairs (i, i + n_rot/2)). */
+static const struct {
+    const char *name;
+    enum tern_arch arch;
+    bool neox;
+} archs[] = {
+    {"llama", TERN_ARCH_LLAMA, false}, {"qwen2", TERN_ARCH_QWEN2, true},
+    {"qwen3", TERN_ARCH_QWEN3, true},  {"smollm3", TERN_ARCH_SMOLLM3, false},
+    {"phi3", TERN_ARCH_PHI3, true},    {"gemma3", TERN_ARCH_GEMMA3, true},
+};
+
+/* Architectures people will try that tern does not run, with what they are: the refusal names
+ * the variant instead of a bare "unsupported". */
+static const struct {
+    const char *name, *what;
+} refused[] = {
+    {"qwen2moe", "the Qwen2 mixture-of-experts variant"},
+    {"qwen3moe", "the Qwen3 mixture-of-experts variant (Qwen3-30B-A3B, ...)"},
+    {"qwen3next", "Qwen3-Next (hybrid linear attention, mixture of experts)"},
+    {"qwen35", "Qwen3.5 (hybrid Gated DeltaNet layers)"},
+    {"qwen35moe", "the Qwen3.5 mixture-of-experts variant"},
+    {"qwen2vl", "a Qwen2-VL vision-language model"},
+    {"qwen3vl", "a Qwen3-VL vision-language model"},
+    {"qwen3vlmoe", "a Qwen3-VL mixture-of-experts vision-language model"},
+    {"gemma", "Gemma 1"},
+    {"gemma2", "Gemma 2 (soft-capped attention)"},
+    {"gemma3n", "Gemma 3n (per-layer embeddings, AltUp)"},
+    {"gemma4", "Gemma 4"},
+    {"phimoe", "the Phi-3.5 mixture-of-experts variant"},
+    {"phi2", "Phi-2"},
+    {"clip", "a vision projector (mmproj) file, not a language model"},
+};
+
 static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
 {
     struct tern_model_info *in = &m->info;
@@ -94,17 +209,24 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
     if (st == TERN_ERR_NOT_FOUND)
         return tern_fail(st, "key 'general.architecture' is missing (is this a model file?)");
     if (st) return st;
-    if (arch.len == 5 && !memcmp(arch.ptr, "llama", 5)) {
-        in->arch = TERN_ARCH_LLAMA;
-        in->rope_neox = false;
-    } else if (arch.len == 5 && !memcmp(arch.ptr, "qwen2", 5)) {
-        in->arch = TERN_ARCH_QWEN2;
-        in->rope_neox = true;
-    } else {
+    int ai = -1;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (arch.len == strlen(archs[i].name) && !memcmp(arch.ptr, archs[i].name, arch.len))
+            ai = (int)i;
+    const int alen = (int)(arch.len > 64 ? 64 : arch.len);
+    if (ai < 0) {
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+            if (arch.len == strlen(refused[i].name) && !memcmp(arch.ptr, refused[i].name, arch.len))
+                return tern_fail(TERN_ERR_UNSUPPORTED,
+                                 "architecture '%.*s' (%s) is not supported (supported: llama, "
+                                 "qwen2, qwen3, smollm3, phi3, gemma3)", alen, arch.ptr,
+                                 refused[i].what);
         return tern_fail(TERN_ERR_UNSUPPORTED,
-                         "architecture '%.*s' is not supported (supported: llama, qwen2)",
-                         (int)(arch.len > 64 ? 64 : arch.len), arch.ptr);
+                         "architecture '%.*s' is not supported (supported: llama, qwen2, qwen3, "
+                         "smollm3, phi3, gemma3)", alen, arch.ptr);
     }
+    in->arch = archs[ai].arch;
+    in->rope_neox = archs[ai].neox;
     snprintf(m->arch_name, sizeof m->arch_name, "%.*s", (int)arch.len, arch.ptr);
     in->arch_name = m->arch_name;
     const char *a = m->arch_name;
@@ -177,7 +299,28 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
     if (!(in->rope_freq_base > 0.0f) || !isfinite(in->rope_freq_base) || !(in->rms_eps > 0.0f))
         return tern_fail(TERN_ERR_FORMAT, "rope.freq_base %g / rms epsilon %g must be positive",
                          (double)in->rope_freq_base, (double)in->rms_eps);
-    return TERN_OK;
+    return read_arch_hparams(g, m, key_len);
+}
+
+/* Rows [row0, row0 + rows) of a bound matrix as a matrix of its own (a part of a fused tensor). */
+static void bind_rows(const struct model_weight *full, struct model_weight *w, int64_t row0,
+                      int64_t rows, const char *part)
+{
+    *w = *full;
+    w->data = (const char *)full->data + (size_t)row0 * full->row_bytes;
+    w->rows = rows;
+    snprintf(w->name, sizeof w->name, "%.38s[%s]", full->name, part);
+}
+
+/* Long-RoPE factors: n_rot/2 values (llama.cpp's converter) or head_dim/2 (what ik_llama.cpp's
+ * phi3 loader asks for; only the first n_rot/2 are used, by it and by tern). */
+static tern_status bind_factors(const struct tern_gguf *g, struct model_weight *w, const char *name,
+                                const struct tern_model_info *in)
+{
+    const struct tern_gguf_tensor *t = tern_gguf_find_tensor(g, name);
+    int64_t n = in->n_rot / 2;
+    if (t && t->n_dims == 1 && t->ne[0] == in->head_dim / 2) n = in->head_dim / 2;
+    return bind(g, w, name, n, 1, true);
 }
 
 static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
@@ -188,7 +331,7 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1 << 24))
         return tern_fail(TERN_ERR_FORMAT, "tensor 'token_embd.weight' has an implausible shape");
     in->n_vocab = (int)te->ne[1];
-    const int64_t d = in->n_embd, hd = in->head_dim;
+    const int64_t d = in->n_embd, hd = in->head_dim, n_ff = in->n_ff;
     const int64_t q_dim = in->n_head * hd, kv_dim = in->n_head_kv * hd;
     tern_status st;
     if ((st = bind(g, &m->tok_embd, "token_embd.weight", d, in->n_vocab, false)) ||
@@ -199,36 +342,72 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     in->tied_output = m->output.data == NULL;
     if (in->tied_output) m->output = m->tok_embd;
     in->has_rope_freqs = m->rope_freqs.data != NULL;
+    if (in->arch == TERN_ARCH_PHI3) {
+        if ((st = bind_factors(g, &m->rope_long, "rope_factors_long.weight", in)) ||
+            (st = bind_factors(g, &m->rope_short, "rope_factors_short.weight", in)))
+            return st;
+        if ((m->rope_long.data != NULL) != (m->rope_short.data != NULL))
+            return tern_fail(TERN_ERR_FORMAT, "rope_factors_long and rope_factors_short must be "
+                             "both present or both absent");
+        in->has_rope_long = m->rope_long.data != NULL;
+        if (in->has_rope_freqs && in->has_rope_long)
+            return tern_fail(TERN_ERR_FORMAT, "both rope_freqs and rope_factors_long/short are "
+                             "present: which factors apply is ambiguous");
+    }
 
     m->layers = calloc((size_t)in->n_layer, sizeof *m->layers);
     if (!m->layers) return tern_fail(TERN_ERR_NOMEM, "out of memory for %d layers", in->n_layer);
     for (int il = 0; il < in->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
-        char n[13][48];
-        static const char *suffix[13] = {
+        enum { ATTN_NORM, Q, K, V, O, BQ, BK, BV, FFN_NORM, GATE, UP, DOWN, QKV, Q_NORM, K_NORM,
+               POST_ATTN, POST_FFW, N_NAMES };
+        static const char *suffix[N_NAMES] = {
             "attn_norm.weight", "attn_q.weight",  "attn_k.weight",  "attn_v.weight",
             "attn_output.weight", "attn_q.bias",  "attn_k.bias",    "attn_v.bias",
             "ffn_norm.weight",  "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
-            "rope_freqs.weight"};
-        for (int i = 0; i < 13; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s", il, suffix[i]);
-        if ((st = bind(g, &L->attn_norm, n[0], d, 1, false)) ||
-            (st = bind(g, &L->wq, n[1], d, q_dim, false)) ||
-            (st = bind(g, &L->wk, n[2], d, kv_dim, false)) ||
-            (st = bind(g, &L->wv, n[3], d, kv_dim, false)) ||
-            (st = bind(g, &L->wo, n[4], q_dim, d, false)) ||
-            (st = bind(g, &L->bq, n[5], q_dim, 1, true)) ||
-            (st = bind(g, &L->bk, n[6], kv_dim, 1, true)) ||
-            (st = bind(g, &L->bv, n[7], kv_dim, 1, true)) ||
-            (st = bind(g, &L->ffn_norm, n[8], d, 1, false)) ||
-            (st = bind(g, &L->ffn_gate, n[9], d, in->n_ff, false)) ||
-            (st = bind(g, &L->ffn_up, n[10], d, in->n_ff, false)) ||
-            (st = bind(g, &L->ffn_down, n[11], in->n_ff, d, false)))
+            "attn_qkv.weight", "attn_q_norm.weight", "attn_k_norm.weight",
+            "post_attention_norm.weight", "post_ffw_norm.weight"};
+        char n[N_NAMES][48];
+        for (int i = 0; i < N_NAMES; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s", il, suffix[i]);
+        if ((st = bind(g, &L->attn_norm, n[ATTN_NORM], d, 1, false)) ||
+            (st = bind(g, &L->wo, n[O], q_dim, d, false)) ||
+            (st = bind(g, &L->ffn_norm, n[FFN_NORM], d, 1, false)) ||
+            (st = bind(g, &L->ffn_down, n[DOWN], n_ff, d, false)))
+            return st;
+        if (in->fused_qkv) {
+            /* attn_qkv holds q, k, v rows in that order; ffn_up holds gate rows, then up rows */
+            struct model_weight qkv, gu;
+            if ((st = bind(g, &qkv, n[QKV], d, q_dim + 2 * kv_dim, false)) ||
+                (st = bind(g, &gu, n[UP], d, 2 * n_ff, false)))
+                return st;
+            bind_rows(&qkv, &L->wq, 0, q_dim, "q");
+            bind_rows(&qkv, &L->wk, q_dim, kv_dim, "k");
+            bind_rows(&qkv, &L->wv, q_dim + kv_dim, kv_dim, "v");
+            bind_rows(&gu, &L->ffn_gate, 0, n_ff, "gate");
+            bind_rows(&gu, &L->ffn_up, n_ff, n_ff, "up");
+        } else if ((st = bind(g, &L->wq, n[Q], d, q_dim, false)) ||
+                   (st = bind(g, &L->wk, n[K], d, kv_dim, false)) ||
+                   (st = bind(g, &L->wv, n[V], d, kv_dim, false)) ||
+                   (st = bind(g, &L->bq, n[BQ], q_dim, 1, true)) ||
+                   (st = bind(g, &L->bk, n[BK], kv_dim, 1, true)) ||
+                   (st = bind(g, &L->bv, n[BV], kv_dim, 1, true)) ||
+                   (st = bind(g, &L->ffn_gate, n[GATE], d, n_ff, false)) ||
+                   (st = bind(g, &L->ffn_up, n[UP], d, n_ff, false))) {
+            return st;
+        }
+        if (in->has_qk_norm && ((st = bind(g, &L->q_norm, n[Q_NORM], hd, 1, false)) ||
+                                (st = bind(g, &L->k_norm, n[K_NORM], hd, 1, false))))
+            return st;
+        if (in->has_post_norms && ((st = bind(g, &L->attn_post_norm, n[POST_ATTN], d, 1, false)) ||
+                                   (st = bind(g, &L->ffn_post_norm, n[POST_FFW], d, 1, false))))
             return st;
         if (il == 0) in->has_qkv_bias = L->bq.data != NULL;
         if ((L->bq.data != NULL) != in->has_qkv_bias || (L->bk.data != NULL) != in->has_qkv_bias ||
             (L->bv.data != NULL) != in->has_qkv_bias)
             return tern_fail(TERN_ERR_FORMAT, "layer %d: q/k/v biases must be all present or all "
                              "absent, as in layer 0", il);
+        L->swa = in->n_swa > 0 && (in->arch != TERN_ARCH_GEMMA3 || (il + 1) % 6 != 0);
+        L->rope = in->nope_every == 0 || (il + 1) % in->nope_every != 0;
     }
     for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++)
         in->weight_bytes += tern_gguf_tensor(g, i)->nbytes;

@@ -68,6 +68,19 @@ int cmd_check(int argc, char **argv)
         cli_json_f32(j, "rms_eps", in->rms_eps);
         cli_json_bool(j, "tied_output", in->tied_output);
         cli_json_bool(j, "qkv_bias", in->has_qkv_bias);
+        cli_json_bool(j, "qk_norm", in->has_qk_norm);
+        cli_json_bool(j, "post_norms", in->has_post_norms);
+        cli_json_bool(j, "fused_qkv", in->fused_qkv);
+        cli_json_str(j, "ffn_act", in->ffn_gelu ? "gelu" : "silu");
+        cli_json_f32(j, "embd_scale", in->embd_scale);
+        cli_json_f32(j, "attn_scale", in->attn_scale);
+        cli_json_int(j, "nope_every", in->nope_every);
+        cli_json_int(j, "n_swa", in->n_swa);
+        cli_json_int(j, "n_layer_swa", in->n_layer_swa);
+        cli_json_f32(j, "rope_freq_base_swa", in->rope_freq_base_swa);
+        cli_json_bool(j, "rope_long", in->has_rope_long);
+        cli_json_f32(j, "rope_attn_factor", in->rope_attn_factor);
+        cli_json_int(j, "n_ctx_orig", in->n_ctx_orig);
         cli_json_uint(j, "params", params);
         cli_json_uint(j, "weight_bytes", in->weight_bytes);
         cli_json_uint(j, "file_bytes", tern_gguf_file_size(g));
@@ -106,6 +119,19 @@ int cmd_check(int argc, char **argv)
         printf("rms epsilon:   %g\n", (double)in->rms_eps);
         printf("output:        %s\n", in->tied_output ? "tied to token_embd" : "separate output.weight");
         printf("q/k/v biases:  %s\n", in->has_qkv_bias ? "yes" : "no");
+        if (in->has_qk_norm) printf("q/k norms:     per-head RMSNorm before RoPE\n");
+        if (in->fused_qkv) printf("fused:         attn_qkv (q|k|v), ffn_up (gate|up)\n");
+        if (in->has_post_norms) printf("post-norms:    attention and FFN outputs\n");
+        if (in->ffn_gelu) printf("ffn:           gelu(gate) * up\n");
+        if (in->embd_scale != 1.0f) printf("embd scale:    %g\n", (double)in->embd_scale);
+        if (in->nope_every)
+            printf("no RoPE:       every %d%s layer\n", in->nope_every, in->nope_every == 4 ? "th" : "-th");
+        if (in->n_swa)
+            printf("sliding window: %d positions on %d of %d layers (rope base %g there)\n",
+                   in->n_swa, in->n_layer_swa, in->n_layer, (double)in->rope_freq_base_swa);
+        if (in->has_rope_long)
+            printf("long rope:     factors long/short (long above %d positions), magnitude %g\n",
+                   in->n_ctx_orig, (double)in->rope_attn_factor);
         printf("tensors:       %lld (%llu bytes)\n", (long long)tern_gguf_n_tensors(g),
                (unsigned long long)in->weight_bytes);
         for (int t = 0; t < TERN_TYPE_COUNT_; t++)
