@@ -550,6 +550,9 @@ struct tern_grammar_info {
     size_t table_bytes;      /* automaton tables */
     size_t cls_bytes;        /* token classifications filled in so far (grows on first use) */
     uint32_t n_rules, n_nodes, n_classified;
+    uint32_t n_derived;      /* of n_classified: started from a position alike up to h bytes,
+                                only the longer tokens walked */
+    uint32_t n_shared;       /* positions given an equivalent position's classification (no walk) */
     bool lazy;
     const char *trigger;     /* lazy grammars: the text that opens the constrained part */
     int32_t n_vocab;         /* the vocabulary it was compiled against; 0: none (bytes only) */
