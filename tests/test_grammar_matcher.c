@@ -142,9 +142,11 @@ static struct tern_grammar_info brute_walk(struct tern_grammar *g, const char *d
 
 /* The shapes whose positions are counted (length bounds, {m,n}, formats' labels, item counts):
  * a position alike to an earlier one up to h bytes copies its short tokens and walks only the
- * longer ones, and the end of a string item whose callers are too many to follow still refuses
- * what no caller takes next. Masks must stay exact, near the bounds too (a 63-character
- * hostname label, a 40-character user name, a note of exactly maxLength). */
+ * longer ones, the end of a string item whose callers are too many to follow still refuses
+ * what no caller takes next, and an unanchored search (`ne+dle`) that takes any character in
+ * every state accepts every plain-text token without walking it. Masks must stay exact, near
+ * the bounds too (a 63-character hostname label, a 40-character user name, a note of exactly
+ * maxLength). */
 static const char *COUNTED =
     "{\"type\": \"object\", \"properties\": {"
     "\"host\": {\"type\": \"string\", \"format\": \"hostname\"},"
@@ -152,6 +154,8 @@ static const char *COUNTED =
     "\"user\": {\"type\": \"string\", \"pattern\": \"^[a-z0-9_-]{3,40}$\"},"
     "\"phone\": {\"type\": \"string\", \"pattern\": \"^\\\\+[1-9][0-9]{6,14}$\"},"
     "\"title\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 200},"
+    "\"tag\": {\"type\": \"string\", \"pattern\": \"ne+dle\"},"
+    "\"words\": {\"type\": \"string\", \"pattern\": \"^[^ ]+( [^ ]+)*$\"},"
     "\"notes\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 30}, \"maxItems\": 40},"
     "\"fields\": {\"type\": \"array\", \"items\": {\"enum\": [\"name\", \"email\", \"phone\"]}, \"uniqueItems\": true}},"
     "\"additionalProperties\": false}";
@@ -180,7 +184,8 @@ static void test_mask_brute_force_counted(void **state)
     struct tern_grammar_info info = brute_walk(
         g, "{\"host\": \"a-very-long-label-with-many-characters-to-walk-near-its-bound-x.example.org\", "
            "\"email\": \"first.last+tag@mail.example-host.com\", \"user\": \"some_user-name_0123456789_abcdefghijklm\", "
-           "\"phone\": \"+441234567890\", \"title\": \"A title: with words, \\\"quotes\\\" and \\u00e9 \u00fc\", "
+           "\"phone\": \"+441234567890\", \"title\": \"A title: with words, \\\"quotes\\\" and \\u00e9 \u00fc\", \"tag\": \"hay, neat needles \\\"here\\\" \u00e9\", "
+           "\"words\": \"two w\u00f6rds, no double spaces\", "
            "\"notes\": [\"short\", \"a string of exactly thirty chr\", \"\", \"x\\\"y\"], \"fields\": [\"phone\", \"name\"]}");
     if (info.n_derived == 0) fail_msg("no position started from an alike one (%u classified)", info.n_classified);
     tern_grammar_free(g);

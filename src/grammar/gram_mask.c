@@ -210,6 +210,35 @@ static int32_t cap_plus1(int32_t v)
     return v + 1 < TCAP_INF ? v + 1 : TCAP_INF;
 }
 
+/* Every slice character is taken, inside the rule, from every node slice characters lead to
+ * from n (an unanchored search such as `needle` moves between a few nodes that each take any
+ * character): then every slice token stays inside the rule from n, an unbounded text node. */
+#define CLOSED_MAX 64
+static bool slice_closed(const struct tern_grammar *g, uint32_t n)
+{
+    uint32_t q[CLOSED_MAX];
+    uint32_t nq = 0;
+    q[nq++] = n;
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t t;
+        struct gram_bset exc;
+        if (!det_plain(g, q[i]) || !slice_info(g, q[i], &t, &exc) || t == GRAM_NONE) return false;
+        for (unsigned b = 0x1F; b < 0x7F; b++) {
+            uint32_t to = t; /* 0x1F stands for the multi-byte characters and the rest */
+            if (b >= 0x20) {
+                if (!gram_bset_has(&exc, b)) continue;
+                if ((to = delta(g, q[i], b)) == GRAM_NONE) return false; /* a character refused */
+            }
+            bool seen = false;
+            for (uint32_t k = 0; k < nq && !seen; k++) seen = q[k] == to;
+            if (seen) continue;
+            if (nq == CLOSED_MAX) return false;
+            q[nq++] = to;
+        }
+    }
+    return true;
+}
+
 static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
 {
     int32_t known = atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
@@ -227,8 +256,8 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
         uint32_t t = GRAM_NONE;
         struct gram_bset exc;
         if (!det_plain(g, cur) || !slice_info(g, cur, &t, &exc) || !gram_bset_empty(&exc)) {
-            atomic_store_explicit(&g->cache->tcap[cur], TCAP_NONE, memory_order_relaxed);
-            v = TCAP_NONE;
+            v = slice_closed(g, cur) ? TCAP_INF : TCAP_NONE;
+            atomic_store_explicit(&g->cache->tcap[cur], v, memory_order_relaxed);
             break;
         }
         if (len == chain_cap) {
