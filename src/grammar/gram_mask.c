@@ -24,7 +24,14 @@
  * a deterministic chain, back to itself (capacity unbounded) or to a node of capacity c-1
  * (strings with maxLength), and from which nothing else is reached without a non-slice byte,
  * accepts exactly the slice tokens of at most c characters: those are added from the
- * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens. */
+ * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens.
+ *
+ * Positions alike (end of file): a position equivalent to another shares its classification;
+ * one that agrees with an already classified position on every string of up to h bytes (the
+ * counts of `{0,61}` far from the bound) copies that one's verdicts for tokens of at most h
+ * bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
+ * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
+ * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
 #include <stdlib.h>
 #include <string.h>
 
