@@ -427,6 +427,13 @@ tern_status tern_sampler_create(const struct tern_sampler_params *p, int n_vocab
 void tern_sampler_free(struct tern_sampler *s);
 /* Pick a token from logits[n_vocab] (not modified). Remembers it for the repetition penalty. */
 int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits);
+/* The same choice as tern_sampler_sample on logits where every token not in allow is -inf,
+ * without writing them: allow is a bitset (token i allowed iff bit i % 32 of allow[i / 32]; the
+ * grammar's mask, tern_grammar_matcher_fill_mask), ids >= n_allow are refused (padding rows).
+ * Only the allowed tokens are read, so a narrow mask costs its words, not the vocabulary. If
+ * nothing is allowed it samples logits unmasked (the caller's matcher then refuses the token). */
+int32_t tern_sampler_sample_masked(struct tern_sampler *s, const float *logits, const uint32_t *allow,
+                                   int n_allow);
 /* Tell the sampler about tokens it did not pick (the prompt), for the repetition penalty. */
 void tern_sampler_accept(struct tern_sampler *s, int32_t token);
 void tern_sampler_reset(struct tern_sampler *s);
@@ -574,6 +581,9 @@ struct tern_grammar_info {
     size_t table_bytes;      /* automaton tables */
     size_t cls_bytes;        /* token classifications filled in so far (grows on first use) */
     uint32_t n_rules, n_nodes, n_classified;
+    uint32_t n_derived;      /* of n_classified: started from a position alike up to h bytes,
+                                only the longer tokens walked */
+    uint32_t n_shared;       /* positions given an equivalent position's classification (no walk) */
     bool lazy;
     const char *trigger;     /* lazy grammars: the text that opens the constrained part */
     int32_t n_vocab;         /* the vocabulary it was compiled against; 0: none (bytes only) */

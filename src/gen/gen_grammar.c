@@ -9,6 +9,7 @@
  * ended among them) are rolled back too. Work is timed in CPU time of the calling thread, the
  * thread that computes masks, so the figures hold on a machine that is busy with other work. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "gen/spec.h"
@@ -27,11 +28,14 @@ tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar 
      * follow a freed grammar whose address a new one happens to reuse (it did, in
      * test_gen_grammar: a crash in classification, Release build only). */
     tern_grammar_matcher_free(gr->m);
+    free(gr->allow);
     *gr = (struct gen_grammar){0};
     if (!g) return TERN_OK;
     struct tern_grammar_info gi;
     tern_grammar_get_info(g, &gi);
     gr->n_tok = gi.n_vocab;
+    gr->allow = malloc(((size_t)gi.n_vocab + 31) / 32 * sizeof *gr->allow);
+    if (!gr->allow) return tern_fail(TERN_ERR_NOMEM, "generate: grammar: out of memory for the mask");
     tern_status st = tern_grammar_matcher_create(g, &gr->m);
     if (st) return tern_fail_prefix(st, "generate: grammar: ");
     gr->of = g;
@@ -43,6 +47,8 @@ void gen_grammar_free(struct gen_grammar *gr)
     tern_grammar_matcher_free(gr->m);
     gr->m = NULL;
     gr->of = NULL;
+    free(gr->allow);
+    gr->allow = NULL;
 }
 
 /* A matcher call that should not fail did (out of memory, or a bug): keep the first message

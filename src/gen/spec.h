@@ -140,10 +140,12 @@ struct gen_grammar {
     struct tern_grammar_matcher *m;  /* NULL: unconstrained */
     const struct tern_grammar *of;   /* the grammar m was created for (this call's) */
     int n_tok;                       /* its vocabulary's size: logits past it (padding) are masked */
+    uint32_t *allow;                 /* ((n_tok + 31) / 32) the mask of the position being sampled */
     int masks;                       /* masks computed and applied */
     int forced;                      /* tokens appended without sampling */
     int draft_refused;               /* drafted tokens the grammar refused before verification */
-    double mask_ms;                  /* CPU ms computing and applying masks */
+    double mask_ms;                  /* CPU ms computing masks and sampling under them (the
+                                        sampler reads the bitset) or applying them to logits */
     double ms;                       /* CPU ms in all grammar work (masks, accepts, forced, drafts) */
     bool failed;                     /* a matcher call failed (out of memory; or a token its own
                                         mask allowed was refused: a bug) */

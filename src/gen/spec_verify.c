@@ -58,8 +58,31 @@ static int32_t forced(struct spec_verifier *v, struct tern_sampler *s, int32_t t
     return t;
 }
 
+/* spec_sample with the grammar alone: the sampler reads the mask's bits (only the allowed
+ * tokens are looked at; no copy of the logits, no -inf written), the same choice as sampling
+ * the masked logits. */
+static int32_t sample_in_mask(struct spec_verifier *v, struct tern_sampler *s, const float *logits)
+{
+    struct gen_grammar *gr = v->gr;
+    const double t0 = gen_cpu_ms();
+    const int allowed = tern_grammar_matcher_fill_mask(gr->m, gr->allow);
+    int32_t only = -1;
+    if (allowed == 1)
+        for (int w = 0; w < (gr->n_tok + 31) / 32 && only < 0; w++)
+            if (gr->allow[w]) only = w * 32 + __builtin_ctz(gr->allow[w]);
+    const int32_t t = only >= 0 ? only : tern_sampler_sample_masked(s, logits, gr->allow, gr->n_tok);
+    const double dt = gen_cpu_ms() - t0;
+    gr->masks++;
+    gr->mask_ms += dt;
+    gr->ms += dt;
+    if (only >= 0) return forced(v, s, only);
+    kept(v, t);
+    return t;
+}
+
 int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float *logits)
 {
+    if (v->gr && v->gr->m && !(v->hook && v->hook->mask)) return sample_in_mask(v, s, logits);
     int32_t only;
     const float *l = view(v, logits, &only);
     if (only >= 0) return forced(v, s, only);

@@ -121,6 +121,8 @@ void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_inf
     out->table_bytes = g->table_bytes;
     out->cls_bytes = atomic_load(&g->cache->bytes);
     out->n_classified = atomic_load(&g->cache->count);
+    out->n_derived = atomic_load(&g->cache->n_derived);
+    out->n_shared = atomic_load(&g->cache->n_shared);
     out->n_rules = g->n_rules;
     out->n_nodes = g->n_nodes;
     out->lazy = g->lazy;

@@ -1205,6 +1205,7 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
         }
     }
     free(comp);
+    for (uint32_t r = 0; r < g->n_rules; r++) g->rules[r].nullable = nullable[r];
     char msg[512];
     if (find_left_recursion(g, nullable, msg, sizeof msg)) {
         st = tern_fail(TERN_ERR_UNSUPPORTED, "grammar: %s", msg);

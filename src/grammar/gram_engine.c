@@ -242,7 +242,10 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
             if (lvl + 1 < GRAM_VLEVELS && r->fol_n <= GRAM_VFOLLOW_MAX) {
                 for (uint32_t i = 0; i < r->fol_n; i++) work_push(e, g->follow[r->fol_off + i], lvl + 1);
             } else if (r->fol_n) {
-                emit(e, out, n, GRAM_OVERFLOW, 0);
+                /* not followed: the next few bytes must still be ones some caller can take
+                 * there (an array item's end is followed by ", " or "]", not by ");") */
+                if (gram_follow_bytes(g, nd->rule)) emit(e, out, n, GRAM_FOLBYTES, nd->rule * GRAM_FOLLOW_BYTES);
+                else emit(e, out, n, GRAM_OVERFLOW, 0);
             }
         }
     }
@@ -295,6 +298,14 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
     e->n_work = 0;
     for (uint32_t i = 0; i < n_in; i++) {
         uint32_t node = in[i].node;
+        if (node == GRAM_FOLBYTES) { /* classification: k bytes past an unfollowed rule end */
+            uint32_t k = in[i].frame % GRAM_FOLLOW_BYTES;
+            const struct gram_bset *fb = gram_follow_bytes(g, in[i].frame / GRAM_FOLLOW_BYTES);
+            if (!fb || gram_bset_has(&fb[k], byte))
+                emit(e, out, &n, k + 1 < GRAM_FOLLOW_BYTES && fb ? GRAM_FOLBYTES : GRAM_OVERFLOW,
+                     k + 1 < GRAM_FOLLOW_BYTES && fb ? in[i].frame + 1 : 0);
+            continue;
+        }
         if (gram_is_marker(node)) continue;
         TERN_ASSERT(node < g->n_nodes && in[i].frame < e->fr.n);
         const struct gram_node *nd = &g->nodes[node];
@@ -339,4 +350,64 @@ uint64_t gram_state_hash(const struct gram_stack *s, uint32_t n)
     uint64_t h = 0x84222325CBF29CE4ull ^ n;
     for (uint32_t i = 0; i < n; i++) h = mix64(h ^ (((uint64_t)s[i].node << 32) | s[i].frame));
     return h;
+}
+
+/* ---------------------------------------------------------------- bytes after a rule's end */
+
+/* fb[k] = every byte that can come k bytes after the rule ends, over all its follow nodes
+ * together (their stacks merged level by level: a superset, which is what a rejection needs).
+ * Where a follow node's own rule can end, its caller is unknown: every byte from there on. */
+static bool follow_bytes_of(const struct tern_grammar *g, uint32_t rule, struct gram_bset *fb)
+{
+    const uint32_t cap = 4 * GRAM_MAX_STACKS;
+    struct gram_engine e;
+    if (gram_engine_init(&e, g, false)) return false;
+    struct gram_stack *cur = malloc((cap + GRAM_MAX_STACKS + 8) * sizeof *cur);
+    struct gram_stack *nxt = malloc((cap + GRAM_MAX_STACKS + 8) * sizeof *nxt);
+    if (!cur || !nxt) { free(cur); free(nxt); gram_engine_free(&e); return false; }
+    const struct gram_rule *r = &g->rules[rule];
+    uint32_t n = 0;
+    bool any = false; /* every byte from here on */
+    for (uint32_t i = 0; i < r->fol_n && !any; i++) {
+        n += gram_engine_start(&e, g->follow[r->fol_off + i], 0, cur + n);
+        if (e.overflow || n > cap) any = true;
+    }
+    n = any ? 0 : sort_unique(cur, n);
+    for (int k = 0; k < GRAM_FOLLOW_BYTES; k++) {
+        if (!any && gram_state_accepting(cur, n)) any = true;
+        if (any) { memset(&fb[k], 0xFF, sizeof fb[k]); continue; }
+        gram_engine_next_bytes(g, cur, n, &fb[k]);
+        if (k + 1 == GRAM_FOLLOW_BYTES) break;
+        uint32_t m = 0;
+        for (unsigned b = 0; b < 256 && !any; b++) {
+            if (!gram_bset_has(&fb[k], b)) continue;
+            m += gram_engine_step(&e, cur, n, (uint8_t)b, nxt + m);
+            if (e.overflow || m > cap) any = true;
+            else m = sort_unique(nxt, m);
+        }
+        struct gram_stack *t = cur;
+        cur = nxt;
+        nxt = t;
+        n = any ? 0 : m;
+    }
+    free(cur);
+    free(nxt);
+    gram_engine_free(&e);
+    return true;
+}
+
+const struct gram_bset *gram_follow_bytes(const struct tern_grammar *g, uint32_t rule)
+{
+    struct gram_bset *fb = atomic_load_explicit(&g->cache->folb[rule], memory_order_acquire);
+    if (fb) return fb;
+    fb = malloc(GRAM_FOLLOW_BYTES * sizeof *fb);
+    if (!fb) return NULL;
+    if (!follow_bytes_of(g, rule, fb)) { free(fb); return NULL; }
+    struct gram_bset *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&g->cache->folb[rule], &expected, fb, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        free(fb); /* another thread's is the same */
+        return expected;
+    }
+    return fb;
 }

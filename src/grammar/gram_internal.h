@@ -235,6 +235,12 @@ struct gram_trie {
  * most its remaining character capacity without walking them; only the other tokens (the
  * `rest` trie) are walked. */
 #define GRAM_SLICE_MAX_CHARS 255
+
+/* Token horizons (bytes): two positions of a rule that no string of up to h bytes tells apart
+ * classify every token of up to h bytes alike, so the second classification copies those from
+ * the first and walks only the longer tokens (gram_mask.c). Ascending. */
+#define GRAM_NH 8
+static const uint16_t gram_horizon[GRAM_NH] = {6, 8, 12, 16, 24, 32, 48, 64};
 #define GRAM_SLICE_SMALL 16
 
 struct tern_grammar_vocab {
@@ -251,6 +257,7 @@ struct tern_grammar_vocab {
     uint32_t slice_off[GRAM_SLICE_MAX_CHARS + 2]; /* tokens of c chars: [slice_off[c], slice_off[c+1]) */
     uint32_t n_slice, slice_max;
     uint32_t *slice_upto;   /* [GRAM_SLICE_SMALL][n_words]: slice tokens of at most c characters */
+    uint32_t *short_bits;   /* [GRAM_NH][n_words]: text tokens of at most gram_horizon[k] bytes */
     uint32_t max_len;
     int32_t *eog;           /* end-of-generation ids */
     int n_eog;
@@ -288,11 +295,14 @@ struct gram_rule {
     uint32_t start;
     uint32_t fol_off, fol_n;  /* follow[...]: return nodes that can come after the rule ends */
     bool doc_end;             /* the rule's end can be the document's end */
+    bool nullable;            /* the rule can match the empty string (a call may consume nothing) */
 };
 
 /* Lazily computed classification of the tokens at one node (gram_mask.c). */
 #define GRAM_CAP_INF UINT32_MAX
 struct gram_cls {
+    bool almost;             /* acc_bits also holds slice tokens (a key that may still become a
+                                declared name, gram_mask.c) */
     bool text;               /* a text node: the text slice up to text_cap characters is also
                                 accepted (not listed; the walk skipped it) */
     uint32_t text_cap;       /* characters (GRAM_CAP_INF: unbounded) */
@@ -309,6 +319,12 @@ struct gram_cls {
 struct gram_cache {
     _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
     _Atomic(uint32_t *) *rep;            /* [n_rules] per rule: each node's representative */
+    atomic_uint *recent;                 /* [n_rules][GRAM_RECENT] last classified nodes + 1 */
+    atomic_uint *recent_n;               /* [n_rules] classifications recorded */
+    atomic_uint n_shared;                /* positions given another's classification (alike) */
+    atomic_uint n_derived;               /* classifications that walked only the long tokens */
+    _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
+                                            can come k bytes after its end (gram_engine.c) */
     atomic_uint *rule_cls;               /* [n_rules] classifications asked for (gram_mask.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
     atomic_size_t bytes;
@@ -360,6 +376,10 @@ tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool
 #define GRAM_POPPED 0xFFFFFFF1u   /* classification: the node's rule ended here */
 #define GRAM_VPOPPED 0xFFFFFFF2u  /* classification: a virtual caller ended here */
 #define GRAM_OVERFLOW 0xFFFFFFF3u /* classification: ran out of virtual levels */
+#define GRAM_FOLBYTES 0xFFFFFFF4u /* classification: past a rule's end whose callers are not
+                                     followed; frame = rule * GRAM_FOLLOW_BYTES + bytes taken since:
+                                     the next byte must be one some caller can take there */
+#define GRAM_FOLLOW_BYTES 4
 static inline bool gram_is_marker(uint32_t node) { return node >= GRAM_ACCEPT; }
 
 struct gram_stack {
@@ -402,6 +422,9 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
 void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
                             struct gram_bset *out);
 bool gram_state_accepting(const struct gram_stack *s, uint32_t n);
+/* The bytes that can come 0 .. GRAM_FOLLOW_BYTES-1 bytes after rule's end, in any context
+ * (computed on first use and kept in the grammar's cache); NULL on OOM. */
+const struct gram_bset *gram_follow_bytes(const struct tern_grammar *g, uint32_t rule);
 uint64_t gram_state_hash(const struct gram_stack *s, uint32_t n);
 
 /* ---------------------------------------------------------------- masks (gram_mask.c) */
@@ -432,7 +455,17 @@ struct gram_cls_scratch {
     int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take
                                         (-2 not computed, GRAM_CLASS_INF a loop) */
     uint32_t n_dtab;
+    uint32_t min_depth;              /* the walk records only tokens longer than this */
+    /* pairs of nodes compared for agreement (gram_mask.c, agree_depth; allocated on first use) */
+    struct gram_stack *pcur, *pnext; /* [GRAM_MAX_PAIRS] this level's and the next's (x, y) */
+    uint32_t n_pcur, n_pnext;
+    uint64_t *pset;                  /* [GRAM_PAIR_MASK + 1] pairs met, UINT64_MAX = empty */
+    uint32_t *pused;                 /* [GRAM_MAX_PAIRS] its used slots */
+    uint32_t n_pused;
 };
+#define GRAM_RECENT 4                /* classified positions per rule kept as bases */
+#define GRAM_MAX_PAIRS 4096
+#define GRAM_PAIR_MASK 8191
 #define GRAM_DENSE_TABLES 64
 #define GRAM_CLASS_INF 32767
 tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);

@@ -24,7 +24,14 @@
  * a deterministic chain, back to itself (capacity unbounded) or to a node of capacity c-1
  * (strings with maxLength), and from which nothing else is reached without a non-slice byte,
  * accepts exactly the slice tokens of at most c characters: those are added from the
- * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens. */
+ * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens.
+ *
+ * Positions alike (end of file): a position equivalent to another shares its classification;
+ * one that agrees with an already classified position on every string of up to h bytes (the
+ * counts of `{0,61}` far from the bound) copies that one's verdicts for tokens of at most h
+ * bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
+ * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
+ * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,10 +52,17 @@ tern_status gram_cache_create(struct tern_grammar *g)
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
     g->cache->rep = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rep);
     g->cache->rule_cls = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rule_cls);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep || !g->cache->rule_cls) {
+    g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
+    g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
+    g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep || !g->cache->rule_cls || !g->cache->recent ||
+        !g->cache->recent_n || !g->cache->folb) {
+        free(g->cache->folb);
         free(g->cache->slot);
         free(g->cache->tcap);
         free(g->cache->rep);
+        free(g->cache->recent);
+        free(g->cache->recent_n);
         free(g->cache->rule_cls);
         free(g->cache);
         g->cache = NULL;
@@ -61,7 +75,12 @@ tern_status gram_cache_create(struct tern_grammar *g)
     for (uint32_t r = 0; r < g->n_rules; r++) {
         atomic_init(&g->cache->rep[r], NULL);
         atomic_init(&g->cache->rule_cls[r], 0);
+        atomic_init(&g->cache->recent_n[r], 0);
+        atomic_init(&g->cache->folb[r], NULL);
+        for (int k = 0; k < GRAM_RECENT; k++) atomic_init(&g->cache->recent[(size_t)r * GRAM_RECENT + k], 0);
     }
+    atomic_init(&g->cache->n_shared, 0);
+    atomic_init(&g->cache->n_derived, 0);
     atomic_init(&g->cache->bytes, 0);
     atomic_init(&g->cache->count, 0);
     return TERN_OK;
@@ -101,6 +120,10 @@ void gram_cache_free(struct tern_grammar *g)
     }
     for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->rep[r]));
     free(g->cache->rep);
+    free(g->cache->recent);
+    free(g->cache->recent_n);
+    for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->folb[r]));
+    free(g->cache->folb);
     free(g->cache->rule_cls);
     free(g->cache->slot);
     free(g->cache->tcap);
@@ -194,6 +217,35 @@ static int32_t cap_plus1(int32_t v)
     return v + 1 < TCAP_INF ? v + 1 : TCAP_INF;
 }
 
+/* Every slice character is taken, inside the rule, from every node slice characters lead to
+ * from n (an unanchored search such as `needle` moves between a few nodes that each take any
+ * character): then every slice token stays inside the rule from n, an unbounded text node. */
+#define CLOSED_MAX 64
+static bool slice_closed(const struct tern_grammar *g, uint32_t n)
+{
+    uint32_t q[CLOSED_MAX];
+    uint32_t nq = 0;
+    q[nq++] = n;
+    for (uint32_t i = 0; i < nq; i++) {
+        uint32_t t;
+        struct gram_bset exc;
+        if (!det_plain(g, q[i]) || !slice_info(g, q[i], &t, &exc) || t == GRAM_NONE) return false;
+        for (unsigned b = 0x1F; b < 0x7F; b++) {
+            uint32_t to = t; /* 0x1F stands for the multi-byte characters and the rest */
+            if (b >= 0x20) {
+                if (!gram_bset_has(&exc, b)) continue;
+                if ((to = delta(g, q[i], b)) == GRAM_NONE) return false; /* a character refused */
+            }
+            bool seen = false;
+            for (uint32_t k = 0; k < nq && !seen; k++) seen = q[k] == to;
+            if (seen) continue;
+            if (nq == CLOSED_MAX) return false;
+            q[nq++] = to;
+        }
+    }
+    return true;
+}
+
 static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
 {
     int32_t known = atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
@@ -211,8 +263,8 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
         uint32_t t = GRAM_NONE;
         struct gram_bset exc;
         if (!det_plain(g, cur) || !slice_info(g, cur, &t, &exc) || !gram_bset_empty(&exc)) {
-            atomic_store_explicit(&g->cache->tcap[cur], TCAP_NONE, memory_order_relaxed);
-            v = TCAP_NONE;
+            v = slice_closed(g, cur) ? TCAP_INF : TCAP_NONE;
+            atomic_store_explicit(&g->cache->tcap[cur], v, memory_order_relaxed);
             break;
         }
         if (len == chain_cap) {
@@ -280,6 +332,10 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->dnode);
     free(s->dclass);
     free(s->dcap);
+    free(s->pcur);
+    free(s->pnext);
+    free(s->pset);
+    free(s->pused);
     memset(s, 0, sizeof *s);
 }
 
@@ -424,6 +480,7 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
 {
     const struct gram_trie_node *tn = &tr->node[i];
     if (tn->end == i + 1 || tr->below_other[i]) return 0;
+    uint32_t min_d = s->min_depth;
     if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
     uint64_t k[2];
     int cap;
@@ -432,7 +489,7 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
     if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
     const struct tern_grammar_vocab *v = g->vocab;
     for (uint32_t j = i + 1; j < tn->end; j++) {
-        if (tr->node[j].token < 0) continue;
+        if (tr->node[j].token < 0 || tr->node[j].depth <= min_d) continue;
         bool ok = virt ? push_tokens(v, tr->node[j].token, &s->unc, &s->n_unc, &s->cap_unc)
                        : push_tokens(v, tr->node[j].token, &s->acc, &s->n_acc, &s->cap_acc);
         if (!ok) return -1;
@@ -460,10 +517,15 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
     struct gram_depth *at = s->at;
     at[0] = (struct gram_depth){node, 0, GRAM_TAB_LAZY, 0, 1, 0, 0};
     const struct gram_trie_node *trie = tr->node;
+    /* min_d > 0: the tokens of at most min_d bytes are known already (classify): subtrees
+     * without a longer token are skipped, and only longer tokens are recorded */
+    const uint32_t min_d = s->min_depth;
     for (uint32_t i = 0; i < tr->n;) {
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
+        if (tr->below_depth[i] <= min_d) { i = tn->end; continue; }
+        const int32_t tok = d > min_d ? tn->token : -1;
         TERN_ASSERT(d >= 1 && d <= v->max_len);
         struct gram_depth *pa = &at[d - 1], *ca = &at[d];
         uint8_t ovf = pa->ovf;
@@ -479,9 +541,9 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                     ca->simple = 1;
                     ca->virt = pa->virt;
                     ca->ovf = ovf;
-                    if (tn->token >= 0) {
-                        bool ok = ca->virt ? push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)
-                                           : push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc);
+                    if (tok >= 0) {
+                        bool ok = ca->virt ? push_tokens(v, tok, &s->unc, &s->n_unc, &s->cap_unc)
+                                           : push_tokens(v, tok, &s->acc, &s->n_acc, &s->cap_acc);
                         if (!ok) return false;
                     }
                     if (tn->end > i + 1 && !ovf) {
@@ -495,7 +557,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                 if (to == DENSE_NONE) { /* dead prefix */
                     if (ovf)
                         for (uint32_t j = i; j < tn->end; j++)
-                            if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                            if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
                                 return false;
                     i = tn->end;
                     continue;
@@ -534,6 +596,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             if (nd == GRAM_POPPED) popped = true;
             else if (nd == GRAM_VPOPPED) vpopped = true;
             else if (nd == GRAM_OVERFLOW) ovf = 1;
+            else if (nd == GRAM_FOLBYTES) live_virt = true; /* a caller may go on: walk on */
             else if (level[out[k].frame] == 0) live_real = true;
             else live_virt = true;
         }
@@ -549,17 +612,17 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             ca->simple = 0;
             ca->off_next = off + n;
         }
-        if (tn->token >= 0) {
+        if (tok >= 0) {
             if (live_real || popped) {
-                if (!push_tokens(v, tn->token, &s->acc, &s->n_acc, &s->cap_acc)) return false;
+                if (!push_tokens(v, tok, &s->acc, &s->n_acc, &s->cap_acc)) return false;
             } else if (live_virt || vpopped || ovf) {
-                if (!push_tokens(v, tn->token, &s->unc, &s->n_unc, &s->cap_unc)) return false;
+                if (!push_tokens(v, tok, &s->unc, &s->n_unc, &s->cap_unc)) return false;
             }
         }
         if (!live_real && !live_virt) {
             if (ovf) /* no context we know rules these out: the matcher decides */
                 for (uint32_t j = i + 1; j < tn->end; j++)
-                    if (trie[j].token >= 0 && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                    if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
                         return false;
             i = tn->end;
             continue;
@@ -569,8 +632,16 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
     return true;
 }
 
-/* The classification of node. Returns NULL on OOM. */
-static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s)
+static inline uint32_t tok_len(const struct tern_grammar_vocab *v, int32_t id)
+{
+    return v->off[id + 1] - v->off[id];
+}
+
+/* The classification of node. Returns NULL on OOM. base (may be NULL): the classification of
+ * a position no string of up to gram_horizon[hk] bytes tells apart from node; the tokens of
+ * at most that many bytes are then taken from it and only the longer ones are walked. */
+static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s,
+                                 const struct gram_cls *base, int hk)
 {
     const struct tern_grammar_vocab *v = g->vocab;
     s->n_acc = s->n_unc = 0;
@@ -588,6 +659,10 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
         tcap = text_cap(g, tnode);
         almost = tcap != TCAP_NONE;
     }
+    /* a base of another kind walked another trie (text nodes: only the non-slice tokens) */
+    if (base && (base->almost || almost || base->text != (cap != TCAP_NONE))) base = NULL;
+    const uint32_t h = base ? gram_horizon[hk] : 0;
+    s->min_depth = h;
     bool ok;
     if (cap != TCAP_NONE) {
         ok = walk(g, s, node, &v->rest, NULL);
@@ -602,10 +677,22 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     } else {
         ok = walk(g, s, node, &v->all, NULL);
     }
+    s->min_depth = 0;
     if (!ok) return NULL;
+    /* the base's short tokens: uncertain ones always as ids, accepted ids too (a bitset is
+     * masked below) */
+    if (base) {
+        for (uint32_t k = 0; k < base->n_unc; k++)
+            if (tok_len(v, base->unc[k]) <= h && !push_id(&s->unc, &s->n_unc, &s->cap_unc, base->unc[k])) return NULL;
+        if (!base->acc_bits)
+            for (uint32_t k = 0; k < base->n_acc; k++)
+                if (tok_len(v, base->acc_ids[k]) <= h && !push_id(&s->acc, &s->n_acc, &s->cap_acc, base->acc_ids[k]))
+                    return NULL;
+    }
     uint32_t n_acc = s->n_acc, n_unc = s->n_unc;
     struct gram_cls *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->almost = almost;
     c->text = cap != TCAP_NONE;
     c->text_cap = cap == TCAP_INF ? GRAM_CAP_INF : (uint32_t)(cap < 0 ? 0 : cap);
     c->n_acc = n_acc;
@@ -624,6 +711,16 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
             c->n_acc++;
         }
         for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        c->bytes += (size_t)v->n_words * 4;
+    } else if (base && base->acc_bits) {
+        const uint32_t *sb = v->short_bits + (size_t)hk * v->n_words;
+        c->acc_bits = malloc((size_t)v->n_words * sizeof *c->acc_bits);
+        if (!c->acc_bits) { free(c); return NULL; }
+        for (uint32_t w = 0; w < v->n_words; w++) c->acc_bits[w] = base->acc_bits[w] & sb[w];
+        for (uint32_t k = 0; k < n_acc; k++) c->acc_bits[s->acc[k] >> 5] |= 1u << (s->acc[k] & 31);
+        uint32_t cnt = 0;
+        for (uint32_t w = 0; w < v->n_words; w++) cnt += (uint32_t)__builtin_popcount(c->acc_bits[w]);
+        c->n_acc = cnt;
         c->bytes += (size_t)v->n_words * 4;
     } else if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
         c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
@@ -655,7 +752,10 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
  * from what a node does by itself (final, calls), then split by where each byte leads, one
  * round per byte of horizon, stopping early once nothing splits. Signatures are 128-bit hashes
  * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
- * nondeterministic nodes, are left alone (each node its own class). */
+ * nondeterministic nodes, are left alone (each node its own class). A round follows one byte
+ * or one call; a call of a rule that may match nothing consumes no byte, so in a rule with
+ * such calls the rounds do not bound bytes and only a refinement that settled (a true
+ * equivalence) is used. */
 #define REP_MAX_NODES 4096
 #define REP_AFTER 12 /* classifications of a rule before its equivalences are computed */
 
@@ -679,6 +779,10 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
     if (!rep) return NULL;
     for (uint32_t i = 0; i < n; i++) rep[i] = lo + i;
     if (n < 2 || n > REP_MAX_NODES || !g->vocab) return rep;
+    bool calls_nullable = false;
+    for (uint32_t i = lo; i < hi && !calls_nullable; i++)
+        for (uint32_t k = 0; k < g->nodes[i].c_n; k++)
+            if (g->rules[g->calls[g->nodes[i].c_off + k].rule].nullable) calls_nullable = true;
     uint32_t *cls = malloc(n * sizeof *cls), *nxt = malloc(n * sizeof *nxt);
     struct sigent *e = malloc(n * sizeof *e);
     uint32_t hmask = 1;
@@ -688,8 +792,8 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
     /* a node outside the rule (a bug, or never) or nondeterministic: its own class forever */
 #define CLS_OF(t) ((t) >= lo && (t) < hi ? (uint64_t)cls[(t) - lo] : 0x100000000ull + (t))
     uint32_t n_cls = 0;
-    for (uint32_t round = 0; round <= g->vocab->max_len + 1; round++) {
-        for (uint32_t i = 0; i < n; i++) {
+    bool settled = false;
+    for (uint32_t round = 0; round <= g->vocab->max_len + 1; round++) {        for (uint32_t i = 0; i < n; i++) {
             const struct gram_node *nd = &g->nodes[lo + i];
             uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
             if (nd->flags & GN_NONDET) { h1 = mixh(h1, 0xABCDull << 32 | i); h2 = mixh(h2, i); }
@@ -739,16 +843,18 @@ static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
             }
         }
         memcpy(cls, nxt, n * sizeof *cls);
-        if (c == n_cls) break; /* stable: a true equivalence */
+        if (c == n_cls) { settled = true; break; } /* stable: a true equivalence */
         n_cls = c;
     }
 #undef CLS_OF
     /* representative: the smallest node of each class */
-    uint32_t *first = nxt;
-    for (uint32_t i = 0; i < n; i++) first[i] = GRAM_NONE;
-    for (uint32_t i = 0; i < n; i++) {
-        if (first[cls[i]] == GRAM_NONE) first[cls[i]] = lo + i;
-        rep[i] = first[cls[i]];
+    if (settled || !calls_nullable) {
+        uint32_t *first = nxt;
+        for (uint32_t i = 0; i < n; i++) first[i] = GRAM_NONE;
+        for (uint32_t i = 0; i < n; i++) {
+            if (first[cls[i]] == GRAM_NONE) first[cls[i]] = lo + i;
+            rep[i] = first[cls[i]];
+        }
     }
     free(cls);
     free(nxt);
@@ -776,6 +882,142 @@ static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
     return reps[node - g->rules[r].start];
 }
 
+/* ---------------------------------------------------------------- positions alike up to h bytes */
+
+/* Two positions of one rule that no string of up to h bytes tells apart classify every token
+ * of at most h bytes alike. Counters make such pairs common and the refinement above does not
+ * join them: the positions of `[a-z0-9-]{0,61}` all differ (by a string running to the bound),
+ * but those more than h from the bound agree up to h. So a new position is compared with the
+ * rule's last few classified ones, a breadth-first walk over the pairs of nodes the same string
+ * leads to (one level per byte) until they differ; with the best, the new position copies the
+ * tokens of at most h bytes and walks only the longer ones (the vocabulary trie has 7 % of its
+ * nodes on paths to tokens longer than 16 bytes, 1 % beyond 32 on Qwen2). A pair that does not
+ * differ within the longest token's length is a full equivalence: the classification is
+ * shared. */
+#define AGREE_ALL UINT32_MAX
+
+static void pairs_clear(struct gram_cls_scratch *s)
+{
+    for (uint32_t i = 0; i < s->n_pused; i++) s->pset[s->pused[i]] = UINT64_MAX;
+    s->n_pused = 0;
+}
+
+/* Queue the pair (x, y) on the current level (same) or the next. false when the pair budget is
+ * spent. */
+static bool pair_add(struct gram_cls_scratch *s, uint32_t x, uint32_t y, bool same)
+{
+    if (x == y) return true; /* a node agrees with itself */
+    uint64_t key = ((uint64_t)x << 32) | y;
+    uint32_t k = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & GRAM_PAIR_MASK;
+    while (s->pset[k] != UINT64_MAX) {
+        if (s->pset[k] == key) return true; /* met on an earlier (or this) level */
+        k = (k + 1) & GRAM_PAIR_MASK;
+    }
+    if (s->n_pused == GRAM_MAX_PAIRS) return false;
+    s->pset[k] = key;
+    s->pused[s->n_pused++] = k;
+    if (same) s->pcur[s->n_pcur++] = (struct gram_stack){x, y};
+    else s->pnext[s->n_pnext++] = (struct gram_stack){x, y};
+    return true;
+}
+
+/* The largest h (bytes) such that a and b (one rule) agree on every string of up to h bytes:
+ * the same bytes can be taken, the rule can end at the same places, the same rules are called
+ * (so tokens of up to h bytes classify alike). AGREE_ALL when no string tells them apart (the
+ * pairs ran out), or none of up to the longest token's length. The walk stops past the longest
+ * horizon: proving more costs more pairs than walking the few longer tokens does. */
+static uint32_t agree_depth(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t a, uint32_t b)
+{
+    if (!s->pset) {
+        s->pcur = malloc(GRAM_MAX_PAIRS * sizeof *s->pcur);
+        s->pnext = malloc(GRAM_MAX_PAIRS * sizeof *s->pnext);
+        s->pused = malloc(GRAM_MAX_PAIRS * sizeof *s->pused);
+        s->pset = malloc(((size_t)GRAM_PAIR_MASK + 1) * sizeof *s->pset);
+        if (!s->pcur || !s->pnext || !s->pused || !s->pset) {
+            free(s->pcur); free(s->pnext); free(s->pused); free(s->pset);
+            s->pcur = s->pnext = NULL;
+            s->pused = NULL;
+            s->pset = NULL;
+            return 0; /* no base: a full classification */
+        }
+        memset(s->pset, 0xFF, ((size_t)GRAM_PAIR_MASK + 1) * sizeof *s->pset);
+    }
+    const uint32_t max_h = gram_horizon[GRAM_NH - 1];
+    const uint32_t limit = g->vocab->max_len;
+    uint32_t res = AGREE_ALL;
+    s->n_pcur = s->n_pnext = 0;
+    pair_add(s, a, b, true);
+    uint32_t j = 0;
+    for (; s->n_pcur && j <= limit && res == AGREE_ALL; j++) {
+        if (j > max_h) { res = max_h; break; }
+        /* level j: the pairs j bytes lead to; a differing finality or call shows in tokens of j
+         * bytes (the rule may end there), differing bytes in tokens of j + 1 */
+        const uint32_t before = j ? j - 1 : 0;
+        for (uint32_t i = 0; i < s->n_pcur; i++) { /* n_pcur grows with same-level pairs */
+            const struct gram_node *nx = &g->nodes[s->pcur[i].node], *ny = &g->nodes[s->pcur[i].frame];
+            if (((nx->flags | ny->flags) & GN_NONDET) || ((nx->flags ^ ny->flags) & GN_FINAL) || nx->c_n != ny->c_n) {
+                res = before;
+                break;
+            }
+            for (uint32_t k = 0; k < nx->c_n && res == AGREE_ALL; k++) {
+                const struct gram_call *cx = &g->calls[nx->c_off + k], *cy = &g->calls[ny->c_off + k];
+                if (cx->rule != cy->rule) { res = before; break; }
+                /* the callee consumes at least one byte before the return, unless nullable */
+                if (!pair_add(s, cx->ret, cy->ret, g->rules[cx->rule].nullable)) res = before;
+            }
+            if (res != AGREE_ALL) break;
+            const struct gram_range *rx = g->ranges + nx->r_off, *ry = g->ranges + ny->r_off;
+            uint32_t p = 0, q = 0;
+            unsigned lx = nx->r_n ? rx[0].lo : 0, ly = ny->r_n ? ry[0].lo : 0;
+            while (p < nx->r_n && q < ny->r_n) {
+                if (lx != ly) break;
+                unsigned end = rx[p].hi < ry[q].hi ? rx[p].hi : ry[q].hi;
+                if (!pair_add(s, rx[p].to, ry[q].to, false)) { res = before; break; }
+                if (rx[p].hi == end) { if (++p < nx->r_n) lx = rx[p].lo; } else lx = end + 1;
+                if (ry[q].hi == end) { if (++q < ny->r_n) ly = ry[q].lo; } else ly = end + 1;
+            }
+            if (res != AGREE_ALL) break;
+            if (p < nx->r_n || q < ny->r_n) { res = j; break; }
+        }
+        struct gram_stack *t = s->pcur;
+        s->pcur = s->pnext;
+        s->pnext = t;
+        s->n_pcur = s->n_pnext;
+        s->n_pnext = 0;
+    }
+    pairs_clear(s);
+    return res;
+}
+
+/* Remember node as one of its rule's recent classifications (a base for the next). */
+static void recent_add(const struct tern_grammar *g, uint32_t node)
+{
+    uint32_t r = g->nodes[node].rule;
+    unsigned k = atomic_fetch_add_explicit(&g->cache->recent_n[r], 1, memory_order_relaxed) % GRAM_RECENT;
+    atomic_store_explicit(&g->cache->recent[(size_t)r * GRAM_RECENT + k], node + 1, memory_order_release);
+}
+
+/* The best base among the rule's recent classifications: *depth = how far it agrees with node. */
+static const struct gram_cls *best_base(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
+                                        uint32_t *depth)
+{
+    uint32_t r = g->nodes[node].rule;
+    const struct gram_cls *best = NULL;
+    *depth = 0;
+    unsigned last = atomic_load_explicit(&g->cache->recent_n[r], memory_order_relaxed);
+    for (unsigned i = 0; i < GRAM_RECENT && i < last; i++) { /* newest first */
+        unsigned o = atomic_load_explicit(&g->cache->recent[(size_t)r * GRAM_RECENT + (last - 1 - i) % GRAM_RECENT],
+                                          memory_order_acquire);
+        if (!o || o - 1 == node) continue;
+        const struct gram_cls *c = atomic_load_explicit(&g->cache->slot[o - 1], memory_order_acquire);
+        if (!c) continue;
+        uint32_t d = agree_depth(g, s, o - 1, node);
+        if (!best || d > *depth) { best = c; *depth = d; }
+        if (d >= gram_horizon[GRAM_NH - 1]) break; /* as good as it gets for what it costs */
+    }
+    return best;
+}
+
 const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
                                      struct gram_cls_scratch *s, bool *fresh)
 {
@@ -783,15 +1025,26 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
     if (c) return c;
     uint32_t rep = node_rep(g, node);
-    if (rep != node) { /* share the representative's classification */
-        const struct gram_cls *rc = gram_node_cls(g, rep, s, fresh);
-        if (!rc) return NULL;
-        struct gram_cls *expected = NULL;
-        atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, (struct gram_cls *)rc,
-                                                memory_order_acq_rel, memory_order_acquire);
-        return rc;
+    const struct gram_cls *share = NULL;
+    if (rep != node) { /* the representative's classification */
+        share = gram_node_cls(g, rep, s, fresh);
+        if (!share) return NULL;
     }
-    c = classify(g, node, s);
+    uint32_t depth = 0;
+    const struct gram_cls *base = share ? NULL : best_base(g, s, node, &depth);
+    if (base && depth == AGREE_ALL) share = base;
+    if (share) {
+        struct gram_cls *expected = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, (struct gram_cls *)share,
+                                                     memory_order_acq_rel, memory_order_acquire))
+            return expected;
+        atomic_fetch_add_explicit(&g->cache->n_shared, 1, memory_order_relaxed);
+        return share;
+    }
+    int hk = -1;
+    for (int k = 0; k < GRAM_NH; k++)
+        if (gram_horizon[k] <= depth) hk = k;
+    c = classify(g, node, s, hk >= 0 ? base : NULL, hk);
     if (!c) return NULL;
     struct gram_cls *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, c,
@@ -799,6 +1052,8 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
         gram_cls_free(c); /* another thread published first: use theirs */
         return expected;
     }
+    recent_add(g, node);
+    if (hk >= 0) atomic_fetch_add_explicit(&g->cache->n_derived, 1, memory_order_relaxed);
     atomic_fetch_add(&g->cache->bytes, c->bytes);
     atomic_fetch_add(&g->cache->count, 1);
     *fresh = true;

@@ -50,6 +50,7 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     free(v->slice_bits);
     free(v->slice_sorted);
     free(v->slice_upto);
+    free(v->short_bits);
     free(v->eog);
     free(v);
 }
@@ -218,6 +219,17 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
         for (uint32_t k = 0; k < v->slice_off[c + 1]; k++) bits[v->slice_sorted[k] >> 5] |= 1u << (v->slice_sorted[k] & 31);
     }
 
+    /* tokens of at most h bytes, per horizon: the part of a classification a position
+     * equivalent up to h shares (gram_mask.c) */
+    v->short_bits = calloc((size_t)GRAM_NH * v->n_words, sizeof *v->short_bits);
+    if (!v->short_bits) goto oom;
+    for (int32_t id = 0; id < n; id++) {
+        if (v->kind[id] != GRAM_TOK_TEXT) continue;
+        uint32_t len = v->off[id + 1] - v->off[id];
+        for (int k = 0; k < GRAM_NH; k++)
+            if (len <= gram_horizon[k]) v->short_bits[(size_t)k * v->n_words + (id >> 5)] |= 1u << (id & 31);
+    }
+
     /* sort the text tokens by bytes, then lay the tries out depth first */
     uint32_t n_text = 0;
     ents = malloc((size_t)n * sizeof *ents);
@@ -233,7 +245,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     if (!build_trie(v, ents, m, &v->rest)) goto oom;
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
-                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
+                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
     *out = v;
     return TERN_OK;
 oom:

@@ -154,23 +154,38 @@ static void select_top(struct cand *c, int n, int k)
     }
 }
 
-/* The steps shared by sample and probs: candidates c[0..*n_out) with their final logits
- * (penalized, divided by the temperature, filtered) and their maximum *mx. Temperature 0 ends
- * after the penalty with the greedy choice alone (*n_out = 1). */
-static void prepare(struct tern_sampler *s, const float *logits, int *n_out, float *mx_out)
+/* The index of token id among the candidates c[0..n) (ascending ids), or -1. */
+static int find_id(const struct cand *c, int n, int32_t id)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (c[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && c[lo].id == id ? lo : -1;
+}
+
+/* The steps shared by sample and probs, from candidates c[0..n) in ascending id order (every
+ * token, c[i].id == i, when n == n_vocab; else the allowed ones of a mask): their final logits
+ * (penalized, divided by the temperature, filtered) in c[0..*n_out) and their maximum *mx.
+ * Temperature 0 ends after the penalty with the greedy choice alone (*n_out = 1). Leaving the
+ * refused tokens out gives what their -inf logits would: no weight, never the greedy pick, never
+ * past a filter that keeps a finite one. */
+static void prepare_cands(struct tern_sampler *s, const float *logits, int n, int *n_out, float *mx_out)
 {
     const struct tern_sampler_params *p = &s->p;
     struct cand *c = s->cands;
-    int n = s->n_vocab;
-    for (int i = 0; i < n; i++) c[i] = (struct cand){logits[i], i};
 
     /* repetition penalty (CTRL style, as llama.cpp): divide positive logits, multiply negative */
     if (p->repeat_penalty != 1.0f) {
         for (int i = 0; i < s->n_recent; i++) {
             int32_t id = s->recent[i];
-            if (id < 0 || id >= n) continue;
+            if (id < 0 || id >= s->n_vocab) continue;
+            int at = n == s->n_vocab ? id : find_id(c, n, id);
+            if (at < 0) continue;
             float l = logits[id];
-            c[id].logit = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+            c[at].logit = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
         }
     }
 
@@ -188,17 +203,22 @@ static void prepare(struct tern_sampler *s, const float *logits, int *n_out, flo
         c[i].logit /= p->temperature;
         if (c[i].logit > mx) mx = c[i].logit;
     }
+    /* n_all: the count with the refused tokens (-inf) still in, until a filter drops them; the
+     * filters decide on it as the unmasked path would, so the order of the survivors, and so
+     * the token a seed draws, is the same either way */
+    int n_all = s->n_vocab;
     /* min-p: keep tokens with prob >= min_p * p_max, i.e. logit >= max + log(min_p) */
     if (p->min_p > 0.0f) {
         const float cut = mx + logf(p->min_p);
         int m = 0;
         for (int i = 0; i < n; i++)
             if (c[i].logit >= cut) c[m++] = c[i];
-        n = m;
+        n = n_all = m;
     }
-    if (p->top_k > 0 && p->top_k < n) {
-        select_top(c, n, p->top_k);
-        n = p->top_k;
+    if (p->top_k > 0 && p->top_k < n_all) {
+        const int k = p->top_k < n ? p->top_k : n;
+        select_top(c, n, k);
+        n = k;
     }
     if (p->top_p < 1.0f) {
         /* Sum of exp over all remaining candidates, then grow a sorted prefix until it
@@ -223,11 +243,16 @@ static void prepare(struct tern_sampler *s, const float *logits, int *n_out, flo
     *mx_out = mx;
 }
 
-int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
+static void prepare(struct tern_sampler *s, const float *logits, int *n_out, float *mx_out)
 {
-    int n;
-    float mx;
-    prepare(s, logits, &n, &mx);
+    struct cand *c = s->cands;
+    for (int i = 0; i < s->n_vocab; i++) c[i] = (struct cand){logits[i], i};
+    prepare_cands(s, logits, s->n_vocab, n_out, mx_out);
+}
+
+/* Draw from the prepared candidates c[0..n) and remember the choice. */
+static int32_t draw_prepared(struct tern_sampler *s, int n, float mx)
+{
     const struct cand *c = s->cands;
     int32_t chosen = c[0].id;
     if (s->p.temperature != 0.0f) {
@@ -242,6 +267,65 @@ int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
     }
     tern_sampler_accept(s, chosen);
     return chosen;
+}
+
+int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
+{
+    int n;
+    float mx;
+    prepare(s, logits, &n, &mx);
+    return draw_prepared(s, n, mx);
+}
+
+int32_t tern_sampler_sample_masked(struct tern_sampler *s, const float *logits, const uint32_t *allow,
+                                   int n_allow)
+{
+    struct cand *c = s->cands;
+    const int lim = n_allow < s->n_vocab ? n_allow : s->n_vocab;
+    if (s->p.temperature == 0.0f && (s->p.repeat_penalty == 1.0f || s->n_recent == 0)) {
+        /* greedy without a penalty: the best allowed logit, lowest id on ties, read in place */
+        int32_t best = -1;
+        float bl = 0.0f;
+        for (int w = 0; w < (lim + 31) / 32; w++) {
+            uint32_t x = allow[w];
+            const int base = w * 32;
+            if (x == 0xFFFFFFFFu && base + 32 <= lim) { /* a whole word: its max first */
+                const float *l = logits + base;
+                float m = l[0];
+                for (int b = 1; b < 32; b++) m = l[b] > m ? l[b] : m;
+                if (best >= 0 && !(m > bl)) continue;
+                for (int b = 0; b < 32; b++)
+                    if (l[b] == m) { best = base + b; bl = m; break; }
+                continue;
+            }
+            while (x) {
+                const int id = base + __builtin_ctz(x);
+                x &= x - 1;
+                if (id >= lim) break;
+                if (best < 0 || logits[id] > bl) { best = id; bl = logits[id]; }
+            }
+        }
+        if (best >= 0) {
+            tern_sampler_accept(s, best);
+            return best;
+        }
+        return tern_sampler_sample(s, logits);
+    }
+    int n = 0;
+    /* a word at a time: a narrow mask is mostly zero words */
+    for (int w = 0; w < (lim + 31) / 32; w++) {
+        uint32_t x = allow[w];
+        while (x) {
+            const int id = w * 32 + __builtin_ctz(x);
+            x &= x - 1;
+            if (id >= lim) break;
+            c[n++] = (struct cand){logits[id], id};
+        }
+    }
+    if (n == 0) return tern_sampler_sample(s, logits);
+    float mx;
+    prepare_cands(s, logits, n, &n, &mx);
+    return draw_prepared(s, n, mx);
 }
 
 void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs)

@@ -48,8 +48,12 @@ static void help(void)
            "  --n-docs N             bench: documents to generate when --docs is absent (64)\n"
            "  --seed N               bench: generator seed (1)\n"
            "  --reps N               bench: compiles to time (20)\n"
-           "  --cpu-clock            bench: time masks with this thread's CPU clock (excludes time\n"
-           "                         the scheduler gave to other processes: use on a busy machine)\n"
+           "  --cpu-clock            bench: time compiles and masks with this thread's CPU clock\n"
+           "                         (excludes time the scheduler gave to other processes: use on a\n"
+           "                         busy machine)\n"
+           "  --profile N            bench: also print the N slowest masks (to stderr) with what\n"
+           "                         each did: positions classified, uncertain tokens checked, state\n"
+           "                         cache hit, and what the grammar expected there\n"
            "  --json                 check: accepted for symmetry (output is JSON lines already);\n"
            "                         bench: print one JSON object\n");
 }
@@ -58,7 +62,7 @@ struct gopts {
     const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input;
     struct tern_grammar_params gp;
     bool json, json_lines, cpu_clock;
-    long long n_docs, seed, reps;
+    long long n_docs, seed, reps, profile;
 };
 
 static double now_ms(void)
@@ -113,6 +117,10 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
         }
         if ((r = cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
             if (r < 0 || !cli_flag_int(cmd, "--seed", v, 0, INT64_MAX, &o->seed)) return 2;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "--profile", NULL, &v))) {
+            if (r < 0 || !cli_flag_int(cmd, "--profile", v, 1, 1000000, &o->profile)) return 2;
             continue;
         }
         if ((r = cli_opt(argc, argv, &i, "--reps", NULL, &v))) {
@@ -397,6 +405,53 @@ static double pct(const double *v, size_t n, double p)
     return v[k - 1];
 }
 
+/* One timed mask, for --profile: where it was and what it did. */
+struct mprof {
+    double us;
+    uint32_t doc, tok;
+    uint32_t classified; /* grammar positions classified by this mask (first visits) */
+    uint32_t checked;    /* uncertain tokens run against the stack */
+    bool hit;            /* the uncertain tokens' verdicts came from the state cache */
+};
+
+static int cmp_prof(const void *a, const void *b)
+{
+    double x = ((const struct mprof *)a)->us, y = ((const struct mprof *)b)->us;
+    return x > y ? -1 : x < y;
+}
+
+/* --profile: the slowest masks, each with the state it was taken in (the document is replayed
+ * up to that token, so the walk itself is timed without the description's cost), and how much
+ * of the time went to masks that classified a position for the first time. */
+static void print_profile(struct mprof *p, size_t n, long long top, struct tern_grammar_matcher *m,
+                          struct tern_tokenizer *tok, char **docs, const size_t *lens)
+{
+    double all = 0, first = 0;
+    size_t n_first = 0, n_hit = 0;
+    for (size_t i = 0; i < n; i++) {
+        all += p[i].us;
+        if (p[i].classified) { first += p[i].us; n_first++; }
+        if (p[i].hit) n_hit++;
+    }
+    fprintf(stderr, "profile: %zu masks, %.0f us; %zu classified a position (%.0f us, %.0f%%), %zu state-cache hits\n", n,
+            all, n_first, first, all > 0 ? 100.0 * first / all : 0.0, n_hit);
+    qsort(p, n, sizeof *p, cmp_prof);
+    int32_t *ids = NULL;
+    size_t cap = 0, n_ids = 0;
+    for (size_t k = 0; k < n && k < (size_t)top; k++) {
+        char exp[160] = "?";
+        if (!encode(tok, docs[p[k].doc], lens[p[k].doc], &ids, &cap, &n_ids)) {
+            tern_grammar_matcher_reset(m);
+            for (uint32_t i = 0; i < p[k].tok && i < n_ids; i++)
+                if (tern_grammar_matcher_accept(m, ids[i], NULL)) break;
+            tern_grammar_matcher_expected(m, exp, sizeof exp);
+        }
+        fprintf(stderr, "  %9.2f us  doc %u token %u: %u classified, %u checked%s; expects %s\n", p[k].us,
+                p[k].doc + 1, p[k].tok, p[k].classified, p[k].checked, p[k].hit ? ", cache hit" : "", exp);
+    }
+    free(ids);
+}
+
 static int grammar_bench(int argc, char **argv)
 {
     struct gopts o;
@@ -413,13 +468,15 @@ static int grammar_bench(int argc, char **argv)
     uint32_t *mask = malloc(tern_grammar_mask_words(l.v) * sizeof *mask);
     double *cms = malloc((size_t)o.reps * sizeof *cms), *t = NULL;
     size_t n_t = 0, cap_t = 4096;
+    struct mprof *prof = NULL;
     tern_status st;
+    double (*clk)(void) = o.cpu_clock ? cpu_ms : now_ms;
     /* compile time: fresh compiles, median */
     for (long long r = 0; r < o.reps; r++) {
         struct tern_grammar *tg;
-        double t0 = now_ms();
+        double t0 = clk();
         st = compile(&o, &l, &tg);
-        cms[r] = now_ms() - t0;
+        cms[r] = clk() - t0;
         if (st) { rc = cli_report("grammar bench", st); goto done; }
         tern_grammar_free(tg);
     }
@@ -454,20 +511,32 @@ static int grammar_bench(int argc, char **argv)
     }
     rc = CLI_EXIT_OK;
     t = malloc(cap_t * sizeof *t);
-    if (!t) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+    if (o.profile) prof = malloc(cap_t * sizeof *prof);
+    if (!t || (o.profile && !prof)) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
     size_t n_skipped = 0;
     for (size_t d = 0; d < n_docs; d++) {
         if ((st = encode(l.tok, docs[d], lens[d], &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar bench", st); goto done; }
         tern_grammar_matcher_reset(m);
-        double (*clk)(void) = o.cpu_clock ? cpu_ms : now_ms;
         for (size_t i = 0; i <= n_ids; i++) {
+            struct tern_grammar_stats s0, s1;
+            if (prof) tern_grammar_matcher_get_stats(m, &s0);
             double t0 = clk();
             tern_grammar_matcher_fill_mask(m, mask);
             double dt = clk() - t0;
             if (n_t == cap_t) {
-                double *nt = realloc(t, (cap_t *= 2) * sizeof *nt);
-                if (!nt) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
-                t = nt;
+                cap_t *= 2;
+                double *nt = realloc(t, cap_t * sizeof *nt);
+                if (nt) t = nt;
+                struct mprof *np = prof ? realloc(prof, cap_t * sizeof *np) : NULL;
+                if (np) prof = np;
+                if (!nt || (prof && !np)) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
+            }
+            if (prof) {
+                tern_grammar_matcher_get_stats(m, &s1);
+                prof[n_t] = (struct mprof){dt * 1000.0, (uint32_t)d, (uint32_t)i,
+                                           (uint32_t)(s1.classified_nodes - s0.classified_nodes),
+                                           (uint32_t)(s1.checked_tokens - s0.checked_tokens),
+                                           s1.mask_cache_hits > s0.mask_cache_hits};
             }
             t[n_t++] = dt * 1000.0;
             if (i == n_ids) break;
@@ -482,9 +551,10 @@ static int grammar_bench(int argc, char **argv)
     }
     double sum = 0;
     for (size_t i = 0; i < n_t; i++) sum += t[i];
-    qsort(t, n_t, sizeof *t, cmp_d);
     struct tern_grammar_stats gs;
     tern_grammar_matcher_get_stats(m, &gs);
+    if (prof) print_profile(prof, n_t, o.profile, m, l.tok, docs, lens);
+    qsort(t, n_t, sizeof *t, cmp_d);
     tern_grammar_get_info(g, &info);
     size_t gbytes = info.table_bytes + info.cls_bytes;
     if (o.json) {
@@ -492,17 +562,19 @@ static int grammar_bench(int argc, char **argv)
                "\"mask_us_p50\": %.2f, \"mask_us_p90\": %.2f, \"mask_us_p99\": %.2f, \"mask_us_max\": %.2f, "
                "\"mask_us_mean\": %.2f, \"n_tokens\": %zu, \"n_docs\": %zu, \"docs\": \"%s\", \"skipped_docs\": %zu, "
                "\"grammar_bytes\": %zu, \"table_bytes\": %zu, \"cls_bytes\": %zu, \"n_nodes\": %u, "
-               "\"classified_nodes\": %u, \"mask_cache_hits\": %llu, \"checked_tokens\": %llu, \"clock\": \"%s\"}\n",
+               "\"classified_nodes\": %u, \"derived_nodes\": %u, \"shared_nodes\": %u, \"mask_cache_hits\": %llu, \"checked_tokens\": %llu, \"clock\": \"%s\"}\n",
                pct(cms, (size_t)o.reps, 0.5), cms[0], o.reps, l.vocab_ms, pct(t, n_t, 0.5), pct(t, n_t, 0.9),
                pct(t, n_t, 0.99), n_t ? t[n_t - 1] : 0.0, n_t ? sum / (double)n_t : 0.0, n_t, n_docs,
                o.docs ? "file" : "generated", n_skipped, gbytes, info.table_bytes, info.cls_bytes, info.n_nodes,
-               info.n_classified, (unsigned long long)gs.mask_cache_hits, (unsigned long long)gs.checked_tokens,
+               info.n_classified, info.n_derived, info.n_shared, (unsigned long long)gs.mask_cache_hits, (unsigned long long)gs.checked_tokens,
                o.cpu_clock ? "thread-cpu" : "wall");
     } else {
         printf("vocabulary:   %d tokens, prepared in %.1f ms (once per tokenizer)\n", tern_tokenizer_n_vocab(l.tok), l.vocab_ms);
         printf("compile:      %.3f ms median, %.3f ms min (%lld compiles)\n", pct(cms, (size_t)o.reps, 0.5), cms[0], o.reps);
         printf("grammar:      %u nodes, %zu bytes (tables %zu + token classes %zu for %u positions)\n", info.n_nodes,
                gbytes, info.table_bytes, info.cls_bytes, info.n_classified);
+        printf("positions:    %u classified (%u from an alike position, only tokens past the horizon walked), "
+               "%u shared with an equivalent one\n", info.n_classified, info.n_derived, info.n_shared);
         printf("mask/token:   p50 %.2f us  p90 %.2f us  p99 %.2f us  max %.2f us  (%zu masks, %zu %s documents%s, %s clock)\n",
                pct(t, n_t, 0.5), pct(t, n_t, 0.9), pct(t, n_t, 0.99), n_t ? t[n_t - 1] : 0.0, n_t, n_docs,
                o.docs ? "given" : "generated", n_skipped ? ", some skipped" : "", o.cpu_clock ? "thread CPU" : "wall");
@@ -515,6 +587,7 @@ done:
     free(mask);
     free(cms);
     free(t);
+    free(prof);
     tern_grammar_matcher_free(m);
     tern_grammar_free(g);
     unload(&l);
