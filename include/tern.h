@@ -824,6 +824,24 @@ typedef int (*tern_piece_fn)(const char *text, size_t len, void *user);
  * text goes to on_piece. Return non-zero to stop generating. */
 typedef int (*tern_token_fn)(int32_t id, void *user);
 
+/* A generated token's log-probability (tern_batch_request.on_logprob): the natural log of its
+ * probability under the model at its position, the log-softmax of the raw logits (temperature
+ * 1, before grammar masks, repetition penalties and top-k / top-p / min-p), and the n_top most
+ * likely tokens there with theirs, best first (equal logits: lower id first). This is the
+ * model's own distribution whatever the sampler did with it; at temperature 0 the token is the
+ * most likely one the grammar allows. */
+#define TERN_MAX_TOP_LOGPROBS 20
+struct tern_token_logprob {
+    int32_t token;
+    float logprob;
+    int n_top;                               /* 0 .. TERN_MAX_TOP_LOGPROBS */
+    int32_t top[TERN_MAX_TOP_LOGPROBS];      /* (n_top) */
+    float top_logprob[TERN_MAX_TOP_LOGPROBS];
+};
+/* Receives one token's log-probabilities, before that token's on_token and text; valid only
+ * during the call. Return non-zero to stop generating. */
+typedef int (*tern_logprob_fn)(const struct tern_token_logprob *lp, void *user);
+
 struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
@@ -1034,6 +1052,12 @@ struct tern_batch_request {
                                 runs for measurements (llama-server's ignore_eos) */
     tern_piece_fn on_piece;  /* complete UTF-8 pieces of the answer; non-zero = stop now */
     tern_token_fn on_token;  /* each sampled id before its text; non-zero = stop now; may be NULL */
+    tern_logprob_fn on_logprob; /* each sampled token's log-probabilities, before on_token; may
+                                   be NULL. When set, the grammar's forced tokens are not taken
+                                   several per pass: each is sampled through the mask in a pass of
+                                   its own like any token, so every token of the answer comes with
+                                   the model's distribution at its position */
+    int n_top_logprobs;      /* 0 .. TERN_MAX_TOP_LOGPROBS alternatives for on_logprob */
     tern_batch_done_fn on_done; /* required */
     void *user;
 };

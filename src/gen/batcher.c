@@ -175,6 +175,9 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         return tern_fail(TERN_ERR_ARG, "batcher: prompt of %d tokens leaves no room to generate "
                          "in a context of %d", r->n_prompt, b->n_ctx);
     if (r->max_tokens <= 0) return tern_fail(TERN_ERR_ARG, "batcher: max_tokens %d", r->max_tokens);
+    if (r->n_top_logprobs < 0 || r->n_top_logprobs > TERN_MAX_TOP_LOGPROBS)
+        return tern_fail(TERN_ERR_ARG, "batcher: n_top_logprobs %d is outside 0..%d", r->n_top_logprobs,
+                         TERN_MAX_TOP_LOGPROBS);
     for (int i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= b->n_vocab)
             return tern_fail(TERN_ERR_ARG, "batcher: prompt token %d at index %d is outside the "
@@ -244,6 +247,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->ver.gr = r->grammar ? &s->gram : NULL;
     s->out = (struct gen_out){.tok = b->tok, .ver = &s->ver, .sampler = r->sampler, .d = s->detok,
                               .on_token = r->on_token, .on_piece = r->on_piece, .user = r->user,
+                              .on_logprob = r->on_logprob, .n_top_logprobs = r->n_top_logprobs,
                               .ignore_eog = r->ignore_eog, .max_tokens = r->max_tokens,
                               .n_ctx = b->n_ctx, .st = &s->st, .t0 = gen_now_ms()};
     s->t_prompt = 0;

@@ -41,6 +41,7 @@ static void job_free(struct job *j)
     sbuf_free(&j->hold);
     sbuf_free(&j->text);
     sbuf_free(&j->out);
+    cJSON_Delete(j->lp);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
@@ -185,6 +186,10 @@ static void admit(struct tern_server *s, struct job *j)
     r.ignore_eog = j->req.ignore_eos;
     r.on_piece = srv_job_on_piece;
     r.on_token = on_token;
+    if (j->req.logprobs >= 0) {
+        r.on_logprob = srv_job_on_logprob;
+        r.n_top_logprobs = j->req.logprobs;
+    }
     r.on_done = on_done;
     r.user = j;
     int slot = -1;
