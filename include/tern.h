@@ -1028,6 +1028,17 @@ struct tern_batcher_params {
                         chunk); 0 = 256; capped by the context's n_batch */
     bool share_prefix; /* reuse KV of other slots (default true; false: every prompt is decoded
                           from position 0, for measurements) */
+    int n_draft;     /* speculative decoding by n-gram lookup (the "ngram" source of tern_draft:
+                        the continuation of the most recent earlier occurrence of the last 1..4
+                        tokens of the slot's own prompt and answer): up to n_draft tokens per
+                        generating slot and step, checked in the same forward pass as everything
+                        else (rows for the pending token and its drafts, logits for each), kept
+                        while the target agrees (temperature 0: its own choice; sampling: with
+                        probability p, the standard rule for a point-mass draft), the rest rolled
+                        out of the slot's KV. 0 (default) = off; at most 64 and n_batch / n_seq - 1.
+                        Not for requests with a grammar or on_logprob (they decode plainly).
+                        Greedy output is the undrafted output token for token where the kernels
+                        are batch-invariant (tern_model_batch_invariant), as every batched row is */
 };
 struct tern_batcher_params tern_batcher_default_params(void);
 
@@ -1088,6 +1099,8 @@ struct tern_batcher_step_info {
     double forward_ms;   /* the forward pass */
     double sample_ms;    /* masking, sampling and the callbacks */
     double mask_ms;      /* of that, grammar masks (tern_grammar_matcher_apply) */
+    int n_drafted;       /* drafted tokens checked in this pass (tern_batcher_params.n_draft) */
+    int n_accepted;      /* of those, kept */
 };
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
@@ -1602,6 +1615,10 @@ struct tern_server_params {
                                  prompt_cache_dir is set (then 256 MiB) */
     const char *prompt_cache_dir; /* load the prefix cache's files from here at start and save
                                  new blocks there when the server stops; NULL = memory only */
+    const char *draft;        /* speculative decoding: "ngram" (n-gram lookup in each request's
+                                 own prompt and answer, tern_batcher_params.n_draft); NULL = none.
+                                 Drafter models are not run by the batcher (TERN_ERR_ARG) */
+    int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
 };
 struct tern_server_params tern_server_default_params(void);
 

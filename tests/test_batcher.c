@@ -646,6 +646,79 @@ static void test_logprobs(void **state)
     tern_grammar_vocab_free(v);
 }
 
+/* Drafting by n-gram lookup (tern_batcher_params.n_draft): three greedy requests whose prompts
+ * repeat themselves (so the lookup finds continuations) and a plain one, batched together, give
+ * tern_generate's undrafted tokens; drafts were checked and some kept; a sampled request with
+ * drafts finishes with its full length. */
+static void test_draft(void **state)
+{
+    (void)state;
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cp.n_seq = 4;
+    struct rig g;
+    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
+    struct tern_batcher_params bp = tern_batcher_default_params();
+    bp.n_draft = 5;
+    assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));
+    int32_t p[3][40], q[10];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 40; i++) p[k][i] = (int32_t)(40 + k * 7 + (i % (3 + k)) * 11);
+    prompt_of(5, 10, q);
+    struct out o[4], ref;
+    for (int k = 0; k < 3; k++) add(&g, k, p[k], 40, MAXGEN, &o[k]);
+    add(&g, 3, q, 10, MAXGEN, &o[3]);
+    int drafted = 0, accepted = 0;
+    while (tern_batcher_n_active(g.b)) {
+        struct tern_batcher_step_info si;
+        assert_tern_ok(tern_batcher_step(g.b, &si));
+        drafted += si.n_drafted;
+        accepted += si.n_accepted;
+    }
+    print_message("drafted %d, kept %d\n", drafted, accepted);
+    assert_true(drafted > 0 && accepted > 0 && accepted <= drafted);
+    int st_drafted = 0, st_accepted = 0;
+    for (int k = 0; k < 4; k++) {
+        assert_true(o[k].done);
+        if (o[k].st.n_generated != MAXGEN)
+            fail_msg("request %d: %d tokens, stop %d: %s", k, o[k].st.n_generated, (int)o[k].st.stop, tern_last_error());
+        st_drafted += o[k].st.spec_drafted;
+        st_accepted += o[k].st.spec_accepted;
+        reference(k < 3 ? p[k] : q, k < 3 ? 40 : 10, MAXGEN, NULL, &ref);
+        same_tokens(&o[k], &ref, k < 3 ? "drafted request" : "plain request beside them");
+    }
+    assert_int_equal(st_drafted, drafted);
+    assert_int_equal(st_accepted, accepted);
+    /* the slots' KV holds exactly their records: a repeat of a finished request reuses all but
+     * its last prompt token and gives the same answer again */
+    struct out again;
+    add(&g, 4, p[0], 40, MAXGEN, &again);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(again.st.n_reused, 39);
+    same_tokens(&again, &o[0], "repeated drafted request");
+    /* sampling with drafts: full length, a sane count */
+    struct tern_sampler_params sp2 = tern_sampler_default_params();
+    sp2.temperature = 0.8f;
+    sp2.seed = 7;
+    tern_sampler_free(g.s[5]);
+    assert_tern_ok(tern_sampler_create(&sp2, tern_model_n_vocab(model), &g.s[5]));
+    struct out smp;
+    add(&g, 5, p[1], 40, MAXGEN, &smp);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(smp.n, MAXGEN);
+    assert_true(smp.st.spec_accepted <= smp.st.spec_drafted);
+    rig_close(&g);
+    /* out of range */
+    bp.n_draft = 65;
+    struct tern_batcher *bad;
+    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
+    assert_int_equal(tern_batcher_create(g.ctx, tok, &bp, &bad), TERN_ERR_ARG);
+    tern_context_free(g.ctx);
+}
+
 static void test_bad_requests(void **state)
 {
     (void)state;
@@ -678,7 +751,7 @@ int main(void)
         cmocka_unit_test(test_chunked_prefill), cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_grammar), cmocka_unit_test(test_tool_grammars),
         cmocka_unit_test(test_prefix_cache), cmocka_unit_test(test_bad_requests),
-        cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_logprobs), cmocka_unit_test(test_draft),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

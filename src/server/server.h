@@ -61,6 +61,7 @@ struct srv_metrics {
     struct srv_hist ttft, itl, queue_wait;
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t steps, step_tokens;
+    uint64_t drafted, accepted;  /* speculative decoding (--draft) */
     double forward_s, mask_s;
     uint64_t rejected_full, cancelled;
     struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */

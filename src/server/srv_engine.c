@@ -274,6 +274,8 @@ static void *engine_main(void *arg)
         pthread_mutex_lock(&s->metrics.mu);
         s->metrics.steps++;
         s->metrics.step_tokens += (uint64_t)si.n_tokens;
+        s->metrics.drafted += (uint64_t)si.n_drafted;
+        s->metrics.accepted += (uint64_t)si.n_accepted;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
         if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);
