@@ -4,10 +4,21 @@
 // system prompt, cold, then a second request sharing that system prompt (different question).
 // Timed: from sending the request to the first content chunk (TTFT) and to [DONE] (tokens/s =
 // sum of completion tokens / wall time of the whole group). Not timed: model load.
-// usage: node bench/serve_bench.mjs BASE_URL [T=64] [N=1,2,4,8] [REPS=2] [SYSTEM_CHARS=1000]
-// (SYSTEM_CHARS: length of the shared system prompt; ~1000 tokens with a byte-level vocabulary)
-const [base = "http://127.0.0.1:8080", tArg = "64", nArg = "1,2,4,8", repArg = "2", sysArg = "1000"] = process.argv.slice(2);
+// usage: node bench/serve_bench.mjs BASE_URL [T=64] [N=1,2,4,8] [REPS=2] [SYSTEM_CHARS=1000] [PID]
+// (SYSTEM_CHARS: length of the shared system prompt; ~1000 tokens with a byte-level vocabulary;
+// 0 skips the TTFT part.) With PID (the server's process id, Linux) each group also reports the
+// server's CPU time per generated token (utime + stime from /proc/PID/stat over the group, all
+// its threads): a figure a loaded machine does not inflate the way it inflates wall time.
+import { readFileSync } from "node:fs";
+const [base = "http://127.0.0.1:8080", tArg = "64", nArg = "1,2,4,8", repArg = "2", sysArg = "1000", pidArg] = process.argv.slice(2);
 const T = Number(tArg), NS = nArg.split(",").map(Number), REPS = Number(repArg), SYS = Number(sysArg);
+const PID = pidArg ? Number(pidArg) : null;
+// CPU seconds of process PID so far (clock ticks of 1/100 s, the Linux USER_HZ)
+function cpuSeconds() {
+  const stat = readFileSync(`/proc/${PID}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // fields from 3 (state) on
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
 
 async function stream(body) {
   const t0 = performance.now();
@@ -34,21 +45,28 @@ async function stream(body) {
 
 const results = { tokens_per_stream: T, throughput: [], ttft: [] };
 for (const n of NS) {
-  let best = 0;
+  let best = 0, cpuTok = Infinity;
   for (let rep = 0; rep < REPS; rep++) {
-    const t0 = performance.now();
+    const t0 = performance.now(), c0 = PID ? cpuSeconds() : 0;
     const rs = await Promise.all(Array.from({ length: n }, (_, i) => stream({
       messages: [{ role: "user", content: `Stream ${i} rep ${rep} of ${n}.` }], max_tokens: T, ignore_eos: true, temperature: 0 })));
     const wall = (performance.now() - t0) / 1000;
     const tok = rs.reduce((a, r) => a + r.usage.completion_tokens, 0);
     best = Math.max(best, tok / wall);
+    if (PID) cpuTok = Math.min(cpuTok, (cpuSeconds() - c0) / tok);
   }
-  results.throughput.push({ streams: n, tokens_per_s: +best.toFixed(1) });
-  console.error(`${n} stream(s): ${best.toFixed(1)} tokens/s aggregate (best of ${REPS})`);
+  const row = { streams: n, tokens_per_s: +best.toFixed(1) };
+  if (PID) row.cpu_ms_per_token = +(cpuTok * 1e3).toFixed(1);
+  results.throughput.push(row);
+  console.error(`${n} stream(s): ${best.toFixed(1)} tokens/s aggregate (best of ${REPS})` +
+    (PID ? `, server CPU ${(cpuTok * 1e3).toFixed(1)} ms per token (least of ${REPS})` : ""));
 }
 const one = results.throughput.find((x) => x.streams === 1);
-if (one) for (const x of results.throughput) x.vs_one = +(x.tokens_per_s / one.tokens_per_s).toFixed(2);
-for (let rep = 0; rep < REPS; rep++) {
+if (one) for (const x of results.throughput) {
+  x.vs_one = +(x.tokens_per_s / one.tokens_per_s).toFixed(2);
+  if (PID) x.cpu_vs_one = +(one.cpu_ms_per_token / x.cpu_ms_per_token).toFixed(2);
+}
+for (let rep = 0; rep < (SYS > 0 ? REPS : 0); rep++) {
   const system = (`Session ${rep} ${Date.now()}. ` + "You are a careful assistant that answers questions about the weather. ".repeat(1 + SYS / 70)).slice(0, SYS);
   const cold = await stream({ messages: [{ role: "system", content: system }, { role: "user", content: "First question?" }], max_tokens: 4, ignore_eos: true, temperature: 0 });
   const warm = await stream({ messages: [{ role: "system", content: system }, { role: "user", content: "Another one?" }], max_tokens: 4, ignore_eos: true, temperature: 0 });

@@ -861,6 +861,24 @@ typedef int (*tern_piece_fn)(const char *text, size_t len, void *user);
  * text goes to on_piece. Return non-zero to stop generating. */
 typedef int (*tern_token_fn)(int32_t id, void *user);
 
+/* A generated token's log-probability (tern_batch_request.on_logprob): the natural log of its
+ * probability under the model at its position, the log-softmax of the raw logits (temperature
+ * 1, before grammar masks, repetition penalties and top-k / top-p / min-p), and the n_top most
+ * likely tokens there with theirs, best first (equal logits: lower id first). This is the
+ * model's own distribution whatever the sampler did with it; at temperature 0 the token is the
+ * most likely one the grammar allows. */
+#define TERN_MAX_TOP_LOGPROBS 20
+struct tern_token_logprob {
+    int32_t token;
+    float logprob;
+    int n_top;                               /* 0 .. TERN_MAX_TOP_LOGPROBS */
+    int32_t top[TERN_MAX_TOP_LOGPROBS];      /* (n_top) */
+    float top_logprob[TERN_MAX_TOP_LOGPROBS];
+};
+/* Receives one token's log-probabilities, before that token's on_token and text; valid only
+ * during the call. Return non-zero to stop generating. */
+typedef int (*tern_logprob_fn)(const struct tern_token_logprob *lp, void *user);
+
 struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
@@ -1047,6 +1065,17 @@ struct tern_batcher_params {
                         chunk); 0 = 256; capped by the context's n_batch */
     bool share_prefix; /* reuse KV of other slots (default true; false: every prompt is decoded
                           from position 0, for measurements) */
+    int n_draft;     /* speculative decoding by n-gram lookup (the "ngram" source of tern_draft:
+                        the continuation of the most recent earlier occurrence of the last 1..4
+                        tokens of the slot's own prompt and answer): up to n_draft tokens per
+                        generating slot and step, checked in the same forward pass as everything
+                        else (rows for the pending token and its drafts, logits for each), kept
+                        while the target agrees (temperature 0: its own choice; sampling: with
+                        probability p, the standard rule for a point-mass draft), the rest rolled
+                        out of the slot's KV. 0 (default) = off; at most 64 and n_batch / n_seq - 1.
+                        Not for requests with a grammar or on_logprob (they decode plainly).
+                        Greedy output is the undrafted output token for token where the kernels
+                        are batch-invariant (tern_model_batch_invariant), as every batched row is */
 };
 struct tern_batcher_params tern_batcher_default_params(void);
 
@@ -1071,6 +1100,12 @@ struct tern_batch_request {
                                 runs for measurements (llama-server's ignore_eos) */
     tern_piece_fn on_piece;  /* complete UTF-8 pieces of the answer; non-zero = stop now */
     tern_token_fn on_token;  /* each sampled id before its text; non-zero = stop now; may be NULL */
+    tern_logprob_fn on_logprob; /* each sampled token's log-probabilities, before on_token; may
+                                   be NULL. When set, the grammar's forced tokens are not taken
+                                   several per pass: each is sampled through the mask in a pass of
+                                   its own like any token, so every token of the answer comes with
+                                   the model's distribution at its position */
+    int n_top_logprobs;      /* 0 .. TERN_MAX_TOP_LOGPROBS alternatives for on_logprob */
     tern_batch_done_fn on_done; /* required */
     void *user;
 };
@@ -1101,6 +1136,8 @@ struct tern_batcher_step_info {
     double forward_ms;   /* the forward pass */
     double sample_ms;    /* masking, sampling and the callbacks */
     double mask_ms;      /* of that, grammar masks (tern_grammar_matcher_apply) */
+    int n_drafted;       /* drafted tokens checked in this pass (tern_batcher_params.n_draft) */
+    int n_accepted;      /* of those, kept */
 };
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
@@ -1622,6 +1659,10 @@ struct tern_server_params {
                                  prompt_cache_dir is set (then 256 MiB) */
     const char *prompt_cache_dir; /* load the prefix cache's files from here at start and save
                                  new blocks there when the server stops; NULL = memory only */
+    const char *draft;        /* speculative decoding: "ngram" (n-gram lookup in each request's
+                                 own prompt and answer, tern_batcher_params.n_draft); NULL = none.
+                                 Drafter models are not run by the batcher (TERN_ERR_ARG) */
+    int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
 };
 struct tern_server_params tern_server_default_params(void);
 

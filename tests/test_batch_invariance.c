@@ -4,9 +4,10 @@
  * Q8_0), a batch of 64 tokens is the reference and every sub-batch of n_tok = 1..20 tokens,
  * taken from several offsets inside it (so a token sits in another lane of another tile), must
  * reproduce its rows with memcmp — also over odd row ranges (another 16-row grouping) and for k
- * past one segment of the decode kernel (256 sub-blocks). Between n_tok = 5 and 6 the AVX-512
- * path switches from the decode kernel to the prefill panels, so this is what proves the two sum
- * in the same order. The AVX-512 Q4_K / Q6_K decode kernels (built, not routed: see
+ * past one segment of the decode kernel (256 sub-blocks). The AVX-512 path switches from the
+ * decode kernel to the panels at n_tok = 2 (Q8_0) and 3 (Q4_0), and the panels pack a full
+ * 16-row panel by transposes but a partial one row by row, so this is what proves the three
+ * sum in the same order. The AVX-512 Q4_K / Q6_K decode kernels (built, not routed: see
  * kern_avx512_decode_kquant) are held to the same bits against the panels directly. The types
  * the query denies are not checked here (test_kernels holds them to a tolerance). Also: the
  * query's answers per path. */

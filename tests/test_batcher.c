@@ -7,10 +7,12 @@
  * on AVX-512 or the scalar path; elsewhere the token comparison is skipped with a message and
  * the structural checks still run). Also: a shared prefix is reused (kept in its slot or copied from another), a
  * cancel frees the slot with on_done, a full batcher refuses with TERN_ERR_RANGE, and a prefix
- * cache shared by the slots brings back a prompt no slot holds any more. */
+ * cache shared by the slots brings back a prompt no slot holds any more; log-probabilities
+ * (on_logprob) match the logits of a separate context, log-softmax computed in the test. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -489,6 +491,234 @@ static void test_prefix_cache(void **state)
     tern_prefix_cache_free(pc);
 }
 
+/* ---- log-probabilities (tern_batch_request.on_logprob) */
+struct lpout {
+    struct out o;
+    struct tern_token_logprob lp[256];
+    int n;
+    bool order_ok; /* every on_token came right after its token's on_logprob */
+};
+static int lp_on_logprob(const struct tern_token_logprob *lp, void *u)
+{
+    struct lpout *l = u;
+    if (l->n < 256) l->lp[l->n++] = *lp;
+    return 0;
+}
+static int lp_on_token(int32_t id, void *u)
+{
+    struct lpout *l = u;
+    if (l->n != l->o.n + 1 || l->lp[l->n - 1].token != id) l->order_ok = false;
+    return on_token(id, &l->o);
+}
+static int lp_on_piece(const char *t, size_t n, void *u) { return on_piece(t, n, &((struct lpout *)u)->o); }
+static void lp_on_done(const struct tern_gen_stats *st, void *u) { on_done(st, &((struct lpout *)u)->o); }
+
+static void add_logprobs(struct rig *g, int k, const int32_t *p, int n, struct tern_grammar *gr,
+                         int n_top, struct lpout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->order_ok = true;
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = p;
+    r.n_prompt = n;
+    r.sampler = g->s[k];
+    r.grammar = gr;
+    r.max_tokens = gr ? 200 : MAXGEN;
+    r.ignore_eog = !gr;
+    r.on_piece = lp_on_piece;
+    r.on_token = lp_on_token;
+    r.on_logprob = lp_on_logprob;
+    r.n_top_logprobs = n_top;
+    r.on_done = lp_on_done;
+    r.user = l;
+    assert_tern_ok(tern_batcher_add(g->b, &r, NULL));
+}
+
+/* Every reported log-prob against the logits of a separate one-sequence context that decodes the
+ * prompt and the answer in one batch, log-softmax computed here in double: the token, its
+ * log-prob and the top list (ids in order, values). tol: 1e-5 where the kernels are
+ * batch-invariant (the same logits bits; float rounding of the log-prob only), else 2e-2. */
+static void check_logprobs(const int32_t *p, int n, const struct lpout *l, int n_top)
+{
+    const double tol = tern_model_batch_invariant(model) ? 1e-5 : 2e-2;
+    assert_int_equal(l->n, l->o.n);
+    assert_true(l->order_ok);
+    const int nt = n + l->n;
+    int32_t *ids = malloc(sizeof *ids * (size_t)nt);
+    bool *want = malloc(sizeof *want * (size_t)nt);
+    memcpy(ids, p, sizeof *ids * (size_t)n);
+    for (int i = 0; i < l->n; i++) ids[n + i] = l->o.ids[i];
+    for (int i = 0; i < nt; i++) want[i] = i >= n - 1;
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(model, &cp, &ctx));
+    const struct tern_batch b = {.n = nt, .tokens = ids, .logits = want};
+    assert_tern_ok(tern_decode_batch(ctx, &b));
+    const int nv = tern_model_n_vocab(model);
+    for (int i = 0; i < l->n; i++) {
+        const float *lg = tern_context_logits(ctx, n - 1 + i);
+        assert_non_null(lg);
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < nv; v++) mx = lg[v] > mx ? lg[v] : mx;
+        for (int v = 0; v < nv; v++) sum += exp(lg[v] - mx);
+        const double lse = mx + log(sum);
+        const struct tern_token_logprob *x = &l->lp[i];
+        assert_int_equal(x->token, l->o.ids[i]);
+        if (fabs(x->logprob - (lg[x->token] - lse)) > tol)
+            fail_msg("token %d (id %d): log-prob %.7f, reference %.7f", i, x->token, x->logprob,
+                     lg[x->token] - lse);
+        assert_int_equal(x->n_top, n_top);
+        for (int k = 0; k < x->n_top; k++) {
+            if (fabs(x->top_logprob[k] - (lg[x->top[k]] - lse)) > tol)
+                fail_msg("token %d top %d (id %d): %.7f, reference %.7f", i, k, x->top[k],
+                         x->top_logprob[k], lg[x->top[k]] - lse);
+            /* no token outside the list is more likely than its last entry (beyond tol) */
+            if (k + 1 < x->n_top) assert_true(x->top_logprob[k] >= x->top_logprob[k + 1]);
+        }
+        if (x->n_top > 0)
+            for (int v = 0; v < nv; v++) {
+                bool listed = false;
+                for (int k = 0; k < x->n_top; k++) listed |= x->top[k] == v;
+                if (!listed && lg[v] - lse > x->top_logprob[x->n_top - 1] + tol)
+                    fail_msg("token %d: id %d (%.6f) is missing from the top %d", i, v, lg[v] - lse, x->n_top);
+            }
+    }
+    tern_context_free(ctx);
+    free(ids);
+    free(want);
+}
+
+/* A free request (top 5) and a JSON-schema request (top 3) batched together report for every
+ * token the model's log-probabilities at its position; greedy tokens are the top of their list;
+ * the constrained one takes its forced tokens one per pass, each with its entry, and still
+ * gives a document of its schema. A top count outside 0..20 is refused. */
+static void test_logprobs(void **state)
+{
+    (void)state;
+    struct tern_grammar_vocab *v;
+    assert_tern_ok(tern_grammar_vocab_create(tok, &v));
+    const char *schema = "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", "
+                         "\"minimum\": 0, \"maximum\": 99}}, \"required\": [\"n\"], "
+                         "\"additionalProperties\": false}";
+    struct tern_grammar_params gp = tern_grammar_default_params();
+    struct tern_grammar *gr;
+    assert_tern_ok(tern_grammar_from_json_schema(v, schema, strlen(schema), &gp, &gr));
+    struct rig g;
+    rig_open(&g, 2, 0);
+    int32_t p[30], q[12];
+    prompt_of(11, 30, p);
+    prompt_of(12, 12, q);
+    static struct lpout a, c;
+    add_logprobs(&g, 0, q, 12, NULL, 5, &a);
+    add_logprobs(&g, 1, p, 30, gr, 3, &c);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_true(a.o.done && c.o.done);
+    assert_int_equal(a.n, MAXGEN);
+    check_logprobs(q, 12, &a, 5);
+    for (int i = 0; i < a.n; i++) { /* temperature 0: the most likely token */
+        assert_int_equal(a.lp[i].top[0], a.lp[i].token);
+        assert_true(a.lp[i].top_logprob[0] == a.lp[i].logprob);
+    }
+    check_logprobs(p, 30, &c, 3); /* every token, the forced ones too, has its entry */
+    assert_int_equal(c.n, c.o.st.n_generated);
+    c.o.text[c.o.len] = 0;
+    cJSON *j = cJSON_Parse(c.o.text);
+    if (!j) fail_msg("grammar output is not JSON: %s", c.o.text);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
+    cJSON_Delete(j);
+    /* without logprobs the free request's tokens are the same */
+    struct out ref;
+    reference(q, 12, MAXGEN, NULL, &ref);
+    same_tokens(&a.o, &ref, "free request with logprobs");
+    struct tern_batch_request r = tern_batch_request_default();
+    r.prompt = q;
+    r.n_prompt = 12;
+    r.sampler = g.s[2];
+    r.on_done = on_done;
+    r.user = &ref;
+    r.n_top_logprobs = TERN_MAX_TOP_LOGPROBS + 1;
+    assert_int_equal(tern_batcher_add(g.b, &r, NULL), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "n_top_logprobs"));
+    rig_close(&g);
+    tern_grammar_free(gr);
+    tern_grammar_vocab_free(v);
+}
+
+/* Drafting by n-gram lookup (tern_batcher_params.n_draft): three greedy requests whose prompts
+ * repeat themselves (so the lookup finds continuations) and a plain one, batched together, give
+ * tern_generate's undrafted tokens; drafts were checked and some kept; a sampled request with
+ * drafts finishes with its full length. */
+static void test_draft(void **state)
+{
+    (void)state;
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cp.n_seq = 4;
+    struct rig g;
+    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
+    struct tern_batcher_params bp = tern_batcher_default_params();
+    bp.n_draft = 5;
+    assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));
+    int32_t p[3][40], q[10];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 40; i++) p[k][i] = (int32_t)(40 + k * 7 + (i % (3 + k)) * 11);
+    prompt_of(5, 10, q);
+    struct out o[4], ref;
+    for (int k = 0; k < 3; k++) add(&g, k, p[k], 40, MAXGEN, &o[k]);
+    add(&g, 3, q, 10, MAXGEN, &o[3]);
+    int drafted = 0, accepted = 0;
+    while (tern_batcher_n_active(g.b)) {
+        struct tern_batcher_step_info si;
+        assert_tern_ok(tern_batcher_step(g.b, &si));
+        drafted += si.n_drafted;
+        accepted += si.n_accepted;
+    }
+    print_message("drafted %d, kept %d\n", drafted, accepted);
+    assert_true(drafted > 0 && accepted > 0 && accepted <= drafted);
+    int st_drafted = 0, st_accepted = 0;
+    for (int k = 0; k < 4; k++) {
+        assert_true(o[k].done);
+        if (o[k].st.n_generated != MAXGEN)
+            fail_msg("request %d: %d tokens, stop %d: %s", k, o[k].st.n_generated, (int)o[k].st.stop, tern_last_error());
+        st_drafted += o[k].st.spec_drafted;
+        st_accepted += o[k].st.spec_accepted;
+        reference(k < 3 ? p[k] : q, k < 3 ? 40 : 10, MAXGEN, NULL, &ref);
+        same_tokens(&o[k], &ref, k < 3 ? "drafted request" : "plain request beside them");
+    }
+    assert_int_equal(st_drafted, drafted);
+    assert_int_equal(st_accepted, accepted);
+    /* the slots' KV holds exactly their records: a repeat of a finished request reuses all but
+     * its last prompt token and gives the same answer again */
+    struct out again;
+    add(&g, 4, p[0], 40, MAXGEN, &again);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(again.st.n_reused, 39);
+    same_tokens(&again, &o[0], "repeated drafted request");
+    /* sampling with drafts: full length, a sane count */
+    struct tern_sampler_params sp2 = tern_sampler_default_params();
+    sp2.temperature = 0.8f;
+    sp2.seed = 7;
+    tern_sampler_free(g.s[5]);
+    assert_tern_ok(tern_sampler_create(&sp2, tern_model_n_vocab(model), &g.s[5]));
+    struct out smp;
+    add(&g, 5, p[1], 40, MAXGEN, &smp);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(smp.n, MAXGEN);
+    assert_true(smp.st.spec_accepted <= smp.st.spec_drafted);
+    rig_close(&g);
+    /* out of range */
+    bp.n_draft = 65;
+    struct tern_batcher *bad;
+    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
+    assert_int_equal(tern_batcher_create(g.ctx, tok, &bp, &bad), TERN_ERR_ARG);
+    tern_context_free(g.ctx);
+}
+
 static void test_bad_requests(void **state)
 {
     (void)state;
@@ -521,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_chunked_prefill), cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_grammar), cmocka_unit_test(test_tool_grammars),
         cmocka_unit_test(test_prefix_cache), cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_logprobs), cmocka_unit_test(test_draft),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

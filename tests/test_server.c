@@ -359,7 +359,9 @@ static void test_errors(void **state)
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"type\": \"function\"}]}", "tools", "tools[0]"},
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"response_format\": {\"type\": \"yaml\"}}", "response_format", "yaml"},
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"nonsense\"}}}}}}", "response_format", "nonsense"},
-        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"logprobs\": true}", "logprobs", "not supported"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"top_logprobs\": 3}", "top_logprobs", "requires 'logprobs'"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"logprobs\": true, \"top_logprobs\": 21}", "top_logprobs", "between 0 and 20"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"logprobs\": 2}", "logprobs", "boolean"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct resp r;

@@ -24,6 +24,7 @@
 
 #include "gen/gen_out.h"
 #include "tern.h"
+#include "util/check.h"
 #include "util/error.h"
 
 struct slot {
@@ -43,6 +44,12 @@ struct slot {
     uint64_t last_used;          /* when it last finished: the least recently used free slot
                                     is overwritten first */
     int row;                     /* batch row sampled for it in this step, -1 = none */
+    struct spec_source *src;     /* n-gram draft source (tern_batcher_params.n_draft), or NULL */
+    int32_t draft[SPEC_MAX_DRAFT]; /* this step's drafts: rows row + 1 .. row + n_draft */
+    int n_draft;
+    int kv_keep;                 /* after this step's sampling, truncate the KV to this (-1: no):
+                                    truncating drops the context's logits, so it waits for every
+                                    slot to have read its rows */
 };
 
 struct tern_batcher {
@@ -56,6 +63,7 @@ struct tern_batcher {
     bool *b_logits;              /* (n_batch) */
     int *order;                  /* (n_slots) prefilling slots in add order */
     float *masked;               /* (n_vocab) logits after a grammar mask (slots sample in turn) */
+    float *pdist;                /* (n_vocab) the verifier's distribution scratch (drafting) */
     int32_t pend[GEN_MAX_PENDING]; /* the tokens a slot chose in this step */
     struct tern_prefix_cache *pc;  /* optional, not owned (tern_batcher_set_prefix_cache) */
     uint64_t tick;
@@ -89,6 +97,8 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (!ctx || !tok || !out) return tern_fail(TERN_ERR_ARG, "batcher: context, tokenizer and out are required");
     struct tern_batcher_params bp = p ? *p : tern_batcher_default_params();
     if (bp.n_prefill < 0) return tern_fail(TERN_ERR_ARG, "batcher: n_prefill %d is negative", bp.n_prefill);
+    if (bp.n_draft < 0 || bp.n_draft > SPEC_MAX_DRAFT)
+        return tern_fail(TERN_ERR_ARG, "batcher: n_draft %d is outside 0..%d", bp.n_draft, SPEC_MAX_DRAFT);
     if (tern_context_n_batch(ctx) < tern_context_n_seq(ctx))
         return tern_fail(TERN_ERR_ARG, "batcher: the context's batch (%d tokens) cannot hold one token "
                          "of each of its %d sequences", tern_context_n_batch(ctx), tern_context_n_seq(ctx));
@@ -104,20 +114,25 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (b->p.n_prefill == 0) b->p.n_prefill = 256;
     if (b->p.n_prefill > b->n_batch) b->p.n_prefill = b->n_batch;
     b->pend_cap = b->n_batch / b->n_slots < GEN_MAX_PENDING ? b->n_batch / b->n_slots : GEN_MAX_PENDING;
+    if (b->p.n_draft > b->pend_cap - 1) b->p.n_draft = b->pend_cap - 1; /* t and its drafts share a slot's rows */
     b->slots = calloc((size_t)b->n_slots, sizeof *b->slots);
     b->b_tok = malloc(sizeof(int32_t) * (size_t)b->n_batch);
     b->b_seq = malloc(sizeof(int32_t) * (size_t)b->n_batch);
     b->b_logits = malloc(sizeof(bool) * (size_t)b->n_batch);
     b->order = malloc(sizeof(int) * (size_t)b->n_slots);
     b->masked = malloc(sizeof(float) * (size_t)b->n_vocab);
-    tern_status st = (b->slots && b->b_tok && b->b_seq && b->b_logits && b->order && b->masked)
+    if (b->p.n_draft > 0) b->pdist = malloc(sizeof(float) * (size_t)b->n_vocab);
+    tern_status st = (b->slots && b->b_tok && b->b_seq && b->b_logits && b->order && b->masked &&
+                      (b->p.n_draft == 0 || b->pdist))
                          ? TERN_OK
                          : tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     for (int i = 0; !st && i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
-        s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked};
-        if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
+        s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked, .p = b->pdist};
+        if (b->p.n_draft > 0 && (st = spec_ngram_create(1, 4, b->n_vocab, &s->src)))
+            st = tern_fail_prefix(st, "batcher: ");
+        else if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
             st = tern_fail(TERN_ERR_NOMEM, "batcher: out of memory for %d x %d token ids",
                            b->n_slots, b->n_ctx);
         else if ((st = tern_detokenizer_create(tok, 0, &s->detok)))
@@ -140,6 +155,7 @@ void tern_batcher_free(struct tern_batcher *b)
         free(b->slots[i].toks);
         tern_detokenizer_free(b->slots[i].detok);
         gen_grammar_free(&b->slots[i].gram);
+        if (b->slots[i].src) b->slots[i].src->ops->free(b->slots[i].src);
     }
     free(b->slots);
     free(b->b_tok);
@@ -147,6 +163,7 @@ void tern_batcher_free(struct tern_batcher *b)
     free(b->b_logits);
     free(b->order);
     free(b->masked);
+    free(b->pdist);
     free(b);
 }
 
@@ -175,6 +192,9 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         return tern_fail(TERN_ERR_ARG, "batcher: prompt of %d tokens leaves no room to generate "
                          "in a context of %d", r->n_prompt, b->n_ctx);
     if (r->max_tokens <= 0) return tern_fail(TERN_ERR_ARG, "batcher: max_tokens %d", r->max_tokens);
+    if (r->n_top_logprobs < 0 || r->n_top_logprobs > TERN_MAX_TOP_LOGPROBS)
+        return tern_fail(TERN_ERR_ARG, "batcher: n_top_logprobs %d is outside 0..%d", r->n_top_logprobs,
+                         TERN_MAX_TOP_LOGPROBS);
     for (int i = 0; i < r->n_prompt; i++)
         if (r->prompt[i] < 0 || r->prompt[i] >= b->n_vocab)
             return tern_fail(TERN_ERR_ARG, "batcher: prompt token %d at index %d is outside the "
@@ -244,6 +264,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->ver.gr = r->grammar ? &s->gram : NULL;
     s->out = (struct gen_out){.tok = b->tok, .ver = &s->ver, .sampler = r->sampler, .d = s->detok,
                               .on_token = r->on_token, .on_piece = r->on_piece, .user = r->user,
+                              .on_logprob = r->on_logprob, .n_top_logprobs = r->n_top_logprobs,
                               .ignore_eog = r->ignore_eog, .max_tokens = r->max_tokens,
                               .n_ctx = b->n_ctx, .st = &s->st, .t0 = gen_now_ms()};
     s->t_prompt = 0;
@@ -302,6 +323,68 @@ void tern_batcher_cancel(struct tern_batcher *b, int slot)
     finish(b, slot, TERN_OK);
 }
 
+/* ---------------------------------------------------------------- drafting
+ * A generating slot whose only pending token is t (the sampled one: no forced tokens, no
+ * grammar, no log-probs asked) may add drafts d0..dk-1 after it: the pass then decodes t at
+ * position n_toks - 1 and d_i at n_toks + i, with logits at each, and verify() walks them as
+ * tern_generate's speculation does (spec_check: the target's choice at temperature 0, p(d) when
+ * sampling), handing over each kept draft and then the target's own token, and rolls the
+ * rejected drafts out of the slot's KV. */
+
+/* Drafts for slot s after its pending token (into s->draft), or 0. */
+static int propose(struct tern_batcher *b, struct slot *s)
+{
+    if (!s->src || s->n_pending != 1 || s->ver.gr || s->r.on_logprob) return 0;
+    int k = b->p.n_draft;
+    const int room = b->n_ctx - s->n_toks;                        /* positions left */
+    const int left = s->r.max_tokens - s->st.n_generated - 1;     /* tokens after t's successor */
+    if (k > room) k = room;
+    if (k > left) k = left;
+    if (k <= 0) return 0;
+    int got = 0, cls = 0;
+    if (s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls)) return 0;
+    s->st.spec_drafted += got;
+    if (got > 0) s->st.spec_rounds++;
+    return got;
+}
+
+/* Slot i's drafts against the pass's logits (rows s->row .. s->row + n_draft). Returns true if
+ * the request finished; *acc = drafts kept. */
+static bool verify(struct tern_batcher *b, int i, int *acc)
+{
+    struct slot *s = &b->slots[i];
+    const int base = s->n_toks; /* t sits at base - 1, draft j at base + j */
+    tern_status rc = TERN_OK;
+    int a = 0;
+    bool ended = false;
+    int32_t next = -1;
+    for (; a < s->n_draft; a++) {
+        const float *l = tern_context_logits(b->ctx, s->row + a);
+        if (!spec_check(&s->ver, s->r.sampler, l, s->draft[a], NULL, &next)) break;
+        s->toks[base + a] = s->draft[a];
+        if (gen_out_deliver(&s->out, s->draft[a], base + a, true, &rc)) {
+            ended = true; /* the ending token stays out of the KV and the record */
+            break;
+        }
+    }
+    *acc = a + (ended ? 1 : 0);
+    s->st.spec_accepted += *acc;
+    s->n_toks = base + a; /* t and the drafts kept before the last one handed over */
+    if (!ended) {
+        if (a == s->n_draft) next = spec_sample(&s->ver, s->r.sampler, tern_context_logits(b->ctx, s->row + a));
+        ended = gen_out_deliver(&s->out, next, base + a, true, &rc);
+    }
+    /* the KV holds t and every draft: it keeps what the record holds, once all slots sampled */
+    s->kv_keep = s->n_toks;
+    if (ended || rc) {
+        finish(b, i, rc);
+        return true;
+    }
+    s->toks[s->n_toks++] = next;
+    s->n_pending = 1;
+    return false;
+}
+
 tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info)
 {
     struct tern_batcher_step_info in = {0};
@@ -309,6 +392,8 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
+        s->n_draft = 0;
+        s->kv_keep = -1;
         if (!s->active || s->n_pending == 0) continue;
         for (int j = s->n_toks - s->n_pending; j < s->n_toks; j++) {
             b->b_tok[n] = s->toks[j];
@@ -319,6 +404,14 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         b->b_logits[n - 1] = true;
         s->row = n - 1;
         in.n_decode += s->n_pending;
+        s->n_draft = propose(b, s);
+        for (int d = 0; d < s->n_draft; d++) { /* each draft's row gives the next position's logits */
+            b->b_tok[n] = s->draft[d];
+            b->b_seq[n] = i;
+            b->b_logits[n] = true;
+            n++;
+        }
+        in.n_drafted += s->n_draft;
     }
     /* prefilling slots, first come first served */
     int n_order = 0;
@@ -379,6 +472,12 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             cache_store(b, i, s->n_prompt); /* a request sharing them need not wait for the end */
         }
         s->n_pending = 0;
+        if (s->n_draft > 0) {
+            int acc = 0;
+            if (verify(b, i, &acc)) in.n_finished++;
+            in.n_accepted += acc;
+            continue;
+        }
         const float *logits = tern_context_logits(b->ctx, s->row);
         tern_status rc = TERN_OK;
         int np = 0;
@@ -397,6 +496,13 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         finish(b, i, logits ? rc : TERN_ERR_ARG); /* no logits cannot happen: the row asked for them */
         in.n_finished++;
     }
+    for (int i = 0; i < b->n_slots; i++)
+        if (b->slots[i].kv_keep >= 0) {
+            /* cannot fail: the slot's KV holds at least its record */
+            tern_status ts = tern_kv_seq_truncate(b->ctx, i, b->slots[i].kv_keep);
+            TERN_ASSERT(ts == TERN_OK);
+            (void)ts;
+        }
     in.sample_ms = gen_now_ms() - t1;
     if (info) *info = in;
     return TERN_OK;

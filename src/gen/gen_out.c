@@ -83,9 +83,19 @@ bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *
                     tern_status *rc)
 {
     *np = 0;
-    if (gen_out_add_forced(o, pend, np, pos, cap, rc)) return true;
-    if (*np > 0) return false;
+    if (!o->on_logprob) {
+        if (gen_out_add_forced(o, pend, np, pos, cap, rc)) return true;
+        if (*np > 0) return false;
+    }
     pend[(*np)++] = spec_sample(o->ver, o->sampler, logits);
+    if (o->on_logprob) {
+        gen_logprob_compute(logits, o->ver->n_vocab, pend[0], o->n_top_logprobs, &o->lp);
+        if (o->on_logprob(&o->lp, o->user) != 0) { /* as on_token asking to stop */
+            o->st->stop = TERN_GEN_STOP_CALLBACK;
+            o->stop = true;
+        }
+        return gen_out_deliver(o, pend[0], pos, true, rc);
+    }
     if (gen_out_deliver(o, pend[0], pos, true, rc)) return true;
     return gen_out_add_forced(o, pend, np, pos, cap, rc);
 }

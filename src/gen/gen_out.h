@@ -23,6 +23,9 @@ struct gen_out {
     struct tern_sampler *sampler;
     struct tern_detokenizer *d;
     tern_token_fn on_token;            /* may be NULL */
+    tern_logprob_fn on_logprob;        /* may be NULL; when set, no forced tokens (gen_out_choose) */
+    int n_top_logprobs;                /* 0 .. TERN_MAX_TOP_LOGPROBS */
+    struct tern_token_logprob lp;      /* on_logprob's argument */
     tern_piece_fn on_piece;            /* may be NULL */
     void *user;
     bool ignore_eog;
@@ -52,10 +55,17 @@ bool gen_out_add_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int
 
 /* The output's next tokens from position pos on, whose distribution is `logits`: the grammar's
  * forced tokens if it forces any here (no sampling); else one chosen token (through the mask)
- * followed by whatever the grammar forces after it. Handed over into pend[0..*np) (cap >= 1
+ * followed by whatever the grammar forces after it. With on_logprob, always the one chosen
+ * token (reported to on_logprob first): a forced token has no distribution of its own until it
+ * gets a pass. Handed over into pend[0..*np) (cap >= 1
  * entries), which one forward pass then decodes. True when generation ends. */
 bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *np, int pos, int cap,
                     tern_status *rc);
+
+/* out = the log-probability of tok under logits[0..n_vocab) and the n_top most likely tokens
+ * (struct tern_token_logprob, tern.h). */
+void gen_logprob_compute(const float *logits, int n_vocab, int32_t tok, int n_top,
+                         struct tern_token_logprob *out);
 
 /* The grammar's counters into st (and st->incomplete) at the end of a constrained request. */
 void gen_out_grammar_stats(const struct gen_grammar *gr, struct tern_gen_stats *st);

@@ -87,6 +87,12 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0)
         return tern_fail(TERN_ERR_ARG, "serve: parameters out of range (parallel %d, ctx %d, "
                          "queue %d, port %d)", p->n_parallel, p->n_ctx, p->max_queue, p->port);
+    if (p->draft && strcmp(p->draft, "ngram") != 0)
+        return tern_fail(TERN_ERR_ARG, "serve: --draft %s: the server drafts by n-gram lookup only "
+                         "('ngram'); a drafter model ('self:TYPE' or a GGUF) runs beside one generator "
+                         "(tern run / tern chat --draft), not yet beside the batcher's slots", p->draft);
+    if (p->draft_max < 0 || p->draft_max > 64)
+        return tern_fail(TERN_ERR_ARG, "serve: --draft-max %d is outside 1..64", p->draft_max);
     struct tern_server *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     s->p = *p;
@@ -138,6 +144,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         s->n_ctx = tern_context_n_ctx(s->ctx);
         struct tern_batcher_params bp = tern_batcher_default_params();
         bp.n_prefill = s->p.n_prefill;
+        if (s->p.draft) bp.n_draft = s->p.draft_max ? s->p.draft_max : 8;
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
     }
     if (!st && (p->cache_bytes || p->prompt_cache_dir)) {

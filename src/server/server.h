@@ -61,6 +61,7 @@ struct srv_metrics {
     struct srv_hist ttft, itl, queue_wait;
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t steps, step_tokens;
+    uint64_t drafted, accepted;  /* speculative decoding (--draft) */
     double forward_s, mask_s;
     uint64_t rejected_full, cancelled;
     struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */
@@ -88,6 +89,8 @@ struct srv_req {
     bool stream, include_usage;
     struct tern_sampler_params sp;
     int max_tokens;              /* 0 = until the context is full */
+    int logprobs;                /* -1 = none; else log-probs with this many alternatives
+                                    (chat: top_logprobs 0..20; completions: logprobs 0..5) */
     bool ignore_eos;
     char *stop[4];               /* owned */
     int n_stop;
@@ -126,6 +129,9 @@ struct job {
     struct sbuf text;            /* the answer's content so far (non-stream bodies) */
     bool stop_hit;
     bool role_sent;
+    cJSON *lp;                   /* logprobs entries (chat's shape) not yet sent: a stream's
+                                    next chunk takes them, a whole answer all of them */
+    size_t lp_offset;            /* bytes of the tokens' text so far (completions' text_offset) */
     int slot;
     struct tern_gen_stats st;
 
@@ -140,6 +146,7 @@ struct job {
 
 /* srv_output.c: engine callbacks and the bodies they produce. */
 int srv_job_on_piece(const char *text, size_t len, void *user);
+int srv_job_on_logprob(const struct tern_token_logprob *lp, void *user);
 void srv_job_on_done(const struct tern_gen_stats *st, void *user);
 /* The stream's opening chunk (role), appended to out at enqueue. */
 void srv_job_open_stream(struct job *j);

@@ -41,6 +41,7 @@ static void job_free(struct job *j)
     sbuf_free(&j->hold);
     sbuf_free(&j->text);
     sbuf_free(&j->out);
+    cJSON_Delete(j->lp);
     pthread_cond_destroy(&j->cv);
     free(j);
 }
@@ -185,6 +186,10 @@ static void admit(struct tern_server *s, struct job *j)
     r.ignore_eog = j->req.ignore_eos;
     r.on_piece = srv_job_on_piece;
     r.on_token = on_token;
+    if (j->req.logprobs >= 0) {
+        r.on_logprob = srv_job_on_logprob;
+        r.n_top_logprobs = j->req.logprobs;
+    }
     r.on_done = on_done;
     r.user = j;
     int slot = -1;
@@ -269,6 +274,8 @@ static void *engine_main(void *arg)
         pthread_mutex_lock(&s->metrics.mu);
         s->metrics.steps++;
         s->metrics.step_tokens += (uint64_t)si.n_tokens;
+        s->metrics.drafted += (uint64_t)si.n_drafted;
+        s->metrics.accepted += (uint64_t)si.n_accepted;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
         if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "server/server.h"
 
 static const char *model_id(const struct job *j) { return j->srv->model_id; }
@@ -60,8 +62,105 @@ static void push_event(struct job *j, cJSON *o)
     free(txt);
 }
 
-/* A chunk with one choice holding delta (chat) or text (completions). */
-static cJSON *chunk(const struct job *j, cJSON *delta, const char *text, const char *finish)
+/* ---------------------------------------------------------------- log-probabilities
+ * Each sampled token's entry is kept in chat's shape {token, logprob, bytes, top_logprobs:
+ * [{token, logprob, bytes}]} (plus its text offset, "_offset", for completions) until the next
+ * chunk of a stream (content, a tool call's delta or the last one) or the whole answer takes
+ * it; the legacy completions shape {tokens, token_logprobs, top_logprobs: [{token: logprob}],
+ * text_offset} is made from the same entries. */
+
+/* token and bytes of id: its piece (control tokens as their text), the token string with any
+ * invalid or incomplete UTF-8 replaced by U+FFFD (JSON strings must be UTF-8), the bytes exact */
+static void lp_token(const struct job *j, int32_t id, cJSON *o, size_t *n_bytes)
+{
+    char piece[256];
+    size_t n = 0;
+    if (tern_token_to_piece(j->srv->tok, id, TERN_PIECE_SPECIAL, piece, sizeof piece, &n)) n = 0;
+    if (n > sizeof piece) n = sizeof piece; /* a longer piece is cut (none is in practice) */
+    char txt[3 * sizeof piece + 1];
+    size_t t = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)piece + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) {
+            memcpy(txt + t, "\xEF\xBF\xBD", 3);
+            t += 3;
+            i++;
+        } else {
+            memcpy(txt + t, piece + i, (size_t)k);
+            t += (size_t)k;
+            i += (size_t)k;
+        }
+    }
+    txt[t] = 0;
+    cJSON_AddStringToObject(o, "token", txt);
+    cJSON *b = cJSON_AddArrayToObject(o, "bytes");
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[i]));
+    if (n_bytes) *n_bytes = n;
+}
+
+int srv_job_on_logprob(const struct tern_token_logprob *lp, void *user)
+{
+    struct job *j = user;
+    /* the end-of-generation token that ends the answer is not part of it */
+    if (!j->req.ignore_eos && tern_token_is_eog(j->srv->tok, lp->token)) return 0;
+    if (!j->lp && !(j->lp = cJSON_CreateArray())) return 0;
+    cJSON *e = cJSON_CreateObject();
+    size_t n = 0;
+    lp_token(j, lp->token, e, &n);
+    cJSON_AddNumberToObject(e, "logprob", lp->logprob);
+    cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+    for (int k = 0; k < lp->n_top; k++) {
+        cJSON *t = cJSON_CreateObject();
+        lp_token(j, lp->top[k], t, NULL);
+        cJSON_AddNumberToObject(t, "logprob", lp->top_logprob[k]);
+        cJSON_AddItemToArray(top, t);
+    }
+    cJSON_AddNumberToObject(e, "_offset", (double)j->lp_offset);
+    j->lp_offset += n;
+    cJSON_AddItemToArray(j->lp, e);
+    return 0;
+}
+
+/* The logprobs object of the entries waiting (they are cleared), or null (none asked, or a
+ * stream chunk with none). */
+static cJSON *take_logprobs(struct job *j)
+{
+    /* a stream's chunk without tokens of its own (the role, the last one) has none */
+    if (j->req.logprobs < 0 || (j->req.stream && !(j->lp && j->lp->child))) return cJSON_CreateNull();
+    cJSON *entries = j->lp ? j->lp : cJSON_CreateArray();
+    j->lp = NULL;
+    if (j->req.kind == JOB_CHAT) {
+        for (cJSON *e = entries->child; e; e = e->next) cJSON_DeleteItemFromObject(e, "_offset");
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "content", entries);
+        cJSON_AddNullToObject(o, "refusal");
+        return o;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
+    for (const cJSON *e = entries->child; e; e = e->next) {
+        cJSON_AddItemToArray(toks, cJSON_CreateString(cJSON_GetObjectItem(e, "token")->valuestring));
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(cJSON_GetObjectItem(e, "logprob")->valuedouble));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber(cJSON_GetObjectItem(e, "_offset")->valuedouble));
+        cJSON *t = cJSON_CreateObject();
+        for (const cJSON *a = cJSON_GetObjectItem(e, "top_logprobs")->child; a; a = a->next) {
+            const char *key = cJSON_GetObjectItem(a, "token")->valuestring;
+            /* two alternatives with the same text (a byte token and a merged one): the likelier,
+             * which comes first, keeps the key */
+            if (!cJSON_GetObjectItemCaseSensitive(t, key))
+                cJSON_AddNumberToObject(t, key, cJSON_GetObjectItem(a, "logprob")->valuedouble);
+        }
+        cJSON_AddItemToArray(tops, t);
+    }
+    cJSON_Delete(entries);
+    return o;
+}
+
+/* A chunk with one choice holding delta (chat) or text (completions); it takes the log-prob
+ * entries waiting. */
+static cJSON *chunk(struct job *j, cJSON *delta, const char *text, const char *finish)
 {
     const bool chat = j->req.kind == JOB_CHAT;
     cJSON *o = envelope(j, chat ? "chat.completion.chunk" : "text_completion");
@@ -70,7 +169,7 @@ static cJSON *chunk(const struct job *j, cJSON *delta, const char *text, const c
     cJSON_AddNumberToObject(c, "index", 0);
     if (chat) cJSON_AddItemToObject(c, "delta", delta ? delta : cJSON_CreateObject());
     else cJSON_AddStringToObject(c, "text", text ? text : "");
-    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddItemToObject(c, "logprobs", take_logprobs(j));
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     if (j->req.include_usage) cJSON_AddNullToObject(o, "usage");
@@ -267,7 +366,7 @@ static char *final_body(struct job *j)
     } else {
         cJSON_AddStringToObject(c, "text", content);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddItemToObject(c, "logprobs", take_logprobs(j));
     cJSON_AddStringToObject(c, "finish_reason", finish_reason(j));
     cJSON_AddItemToObject(o, "usage", usage_json(j));
     char *txt = cJSON_PrintUnformatted(o);

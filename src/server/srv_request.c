@@ -4,8 +4,8 @@
  * an object, unknown fields (OpenAI refuses them: "Unrecognized request argument supplied"),
  * each field's type and range, then rendering with the model's chat template (messages and
  * tools: the chat room's checks name the JSON path) and the prompt's length against the
- * context. Fields tern accepts but cannot honour yet (logprobs, penalties) are refused with a
- * message saying so rather than silently ignored. */
+ * context. Fields tern accepts but cannot honour yet (penalties, logit_bias, echo) are refused
+ * with a message saying so rather than silently ignored. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,9 +253,11 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
         return false;
     r->max_tokens = (int)(mct ? mct : mt);
     bool lp = false;
-    long long tlp = 0;
+    long long tlp = -1;
     if (!bool_field(b, "logprobs", &lp, e) || !int_field(b, "top_logprobs", 0, 20, &tlp, e)) return false;
-    if (lp || tlp) BAD(lp ? "logprobs" : "top_logprobs", "'logprobs' is not supported by tern yet");
+    /* OpenAI: top_logprobs needs logprobs */
+    if (tlp >= 0 && !lp) BAD("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+    r->logprobs = lp ? (tlp > 0 ? (int)tlp : 0) : -1;
     const cJSON *tools = cJSON_GetObjectItemCaseSensitive(b, "tools");
     bool has_tools = false;
     if (tools && !cJSON_IsNull(tools)) {
@@ -365,8 +367,9 @@ static bool completion_fields(struct tern_server *s, struct srv_req *r, struct s
     bool echo = false;
     if (!bool_field(b, "echo", &echo, e)) return false;
     if (echo) BAD("echo", "'echo' is not supported by tern");
-    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(b, "logprobs");
-    if (lp && !cJSON_IsNull(lp)) BAD("logprobs", "'logprobs' is not supported by tern yet");
+    long long lp = -1; /* the legacy endpoint: an integer 0..5, the alternatives per token */
+    if (!int_field(b, "logprobs", 0, 5, &lp, e)) return false;
+    r->logprobs = (int)lp;
     const cJSON *sfx = cJSON_GetObjectItemCaseSensitive(b, "suffix");
     if (sfx && !cJSON_IsNull(sfx)) BAD("suffix", "'suffix' is not supported by tern");
     long long best_of = 1;
@@ -400,6 +403,7 @@ bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, 
                    struct srv_req *r, struct srv_err *e)
 {
     memset(r, 0, sizeof *r);
+    r->logprobs = -1;
     r->kind = kind;
     r->raw = body;
     r->raw_len = len;

@@ -42,6 +42,11 @@ static void help(void)
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
            "                         (default 256): lower keeps running streams smoother\n"
+           "  --draft ngram          speculative decoding by n-gram lookup: each request drafts\n"
+           "                         from its own prompt and answer, checked in the shared forward\n"
+           "                         pass (greedy output unchanged where the kernels are\n"
+           "                         batch-invariant: Q8_0/Q4_0 on AVX-512, scalar)\n"
+           "  --draft-max N          tokens drafted per request and step, 1..64 (default 8)\n"
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
            "  --quiet                no log line per request\n"
@@ -111,6 +116,15 @@ int cmd_serve(int argc, char **argv)
         } else if (OPT("--chunk", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--chunk", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
             p.n_prefill = (int)v;
+        } else if (OPT("--draft", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (strcmp(val, "ngram") != 0)
+                return cli_usage_error("serve", "--draft %s: the server drafts by n-gram lookup only "
+                                       "(--draft ngram); drafter models run with tern run / tern chat", val);
+            p.draft = val;
+        } else if (OPT("--draft-max", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--draft-max", val, 1, 64, &v)) return CLI_EXIT_USAGE;
+            p.draft_max = (int)v;
         } else if (OPT("--max-queue", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
             p.max_queue = (int)v;

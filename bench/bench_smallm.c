@@ -1,0 +1,131 @@
+/* bench_smallm.c — CPU time of kern_matmul for a few tokens (the batched decode step of the
+ * server: 1..16 sequences, one token each), per weight format, on DRAM-resident weights.
+ *
+ * What is timed: one kern_matmul over a weight matrix of about 256 MB (k columns, rows to fill
+ * it; k = 896 like q/k/v/o/gate/up and the output projection of Qwen2.5-0.5B, k = 4864 like
+ * ffn_down), on the calling thread, with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), so a
+ * loaded machine does not inflate it the way it inflates wall time. Activations are quantized
+ * beforehand, not timed. Each figure is the median of the repetitions. Reported: ms per call and
+ * the ratio to n_tok = 1 (the number the server's "8 streams >= 3x one" target needs <= ~3).
+ * Besides the routed kernel (what the forward pass runs), `-a` also times the AVX-512 panel and
+ * decode kernels directly, for every n_tok, to show where the route's thresholds belong.
+ *
+ * Usage: bench_smallm [-a] [reps] (default 5) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+#include "tern.h"
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+}
+
+enum { K_ROUTE, K_PANEL, K_DECODE };
+static const char *const kname[] = {"routed", "panel", "decode"};
+
+static double time_one(int which, int type, const void *W, size_t ws, const void *A, size_t as,
+                       int n_tok, int64_t k, int64_t rows, float *Y, int reps, double *times)
+{
+    for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
+        const double t0 = cpu_s();
+        if (which == K_ROUTE)
+            kern_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows);
+#if defined(__x86_64__)
+        else if (which == K_PANEL)
+            kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, 0, rows, Y, rows);
+        else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows) &&
+                 !kern_avx512_decode_kquant(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows))
+            return -1;
+#endif
+        if (i >= 0) times[i] = (cpu_s() - t0) * 1e3;
+    }
+    qsort(times, (size_t)reps, sizeof *times, cmp_d);
+    return times[reps / 2];
+}
+
+int main(int argc, char **argv)
+{
+    int all = 0, argi = 1;
+    if (argi < argc && !strcmp(argv[argi], "-a")) all = 1, argi++;
+    const int reps = argi < argc ? atoi(argv[argi]) : 5;
+    if (reps < 1) {
+        fprintf(stderr, "usage: bench_smallm [-a] [reps >= 1]\n");
+        return 2;
+    }
+    kern_init();
+    const int avx512 = !strcmp(kern_isa_name(), "avx512");
+    printf("kernel path: %s, 1 thread, thread CPU time, median of %d\n", kern_isa_name(), reps);
+    const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+    const int64_t ks[] = {896, 4864};
+    const int ntoks[] = {1, 2, 3, 4, 6, 8, 12, 16};
+    const int n_nt = (int)(sizeof ntoks / sizeof ntoks[0]), max_tok = 16;
+    double *times = malloc((size_t)reps * sizeof *times);
+    for (size_t ki = 0; ki < 2; ki++) {
+        const int64_t k = ks[ki];
+        float *act = malloc((size_t)(max_tok * k) * sizeof *act);
+        float *xf = malloc((size_t)(256 * k) * sizeof *xf);
+        for (int64_t i = 0; i < max_tok * k; i++) act[i] = rnd();
+        for (int64_t i = 0; i < 256 * k; i++) xf[i] = rnd() * 0.05f;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const struct quant_traits *tr = quant_traits_get(types[ti]);
+            const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
+            const size_t ws = quant_row_bytes(types[ti], k), as = quant_row_bytes(at->type, k);
+            const int64_t rows = (int64_t)((256u << 20) / ws) & ~255ll;
+            uint8_t *W = malloc(ws * (size_t)rows), *A = malloc(as * max_tok);
+            float *Y = malloc((size_t)rows * max_tok * sizeof *Y);
+            if (!W || !A || !Y) {
+                fprintf(stderr, "out of memory\n");
+                return 1;
+            }
+            for (int64_t r = 0; r < 256; r++) tr->from_float_ref(xf + r * k, W + r * ws, k);
+            for (int64_t r = 256; r < rows; r += 256) memcpy(W + r * ws, W, ws * 256);
+            for (int t = 0; t < max_tok; t++) kern_quantize_act(at->type, act + t * k, A + t * as, k);
+            for (int which = 0; which < (all && avx512 ? 3 : 1); which++) {
+                printf("%-5s k=%-5lld %-6s %5lld MB |", tr->name, (long long)k, kname[which],
+                       (long long)(ws * (size_t)rows >> 20));
+                double one = 0;
+                for (int i = 0; i < n_nt; i++) {
+                    const double ms = time_one(which, types[ti], W, ws, A, as, ntoks[i], k, rows,
+                                               Y, reps, times);
+                    if (ms < 0) {
+                        printf("  (none)");
+                        break;
+                    }
+                    if (i == 0) one = ms;
+                    printf(" %d:%.1f(%.2fx)", ntoks[i], ms, ms / one);
+                    fflush(stdout);
+                }
+                printf("\n");
+            }
+            free(W);
+            free(A);
+            free(Y);
+        }
+        free(act);
+        free(xf);
+    }
+    free(times);
+    return 0;
+}
