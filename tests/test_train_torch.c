@@ -59,6 +59,8 @@ static void torch_case(enum tern_arch arch, bool tied)
     c.lr = 2e-3f, c.lr_min = 2e-4f, c.warmup = 2, c.steps = 6;
     c.batch_tokens = 64, c.accum = 2, c.threads = 2, c.seed = 77, c.clip = 0.5f;
     c.weight_decay = 0.1f;
+    /* the weights the bounds below were measured on (GPT-2's projection scaling) */
+    c.init_std_proj = c.init_std / sqrtf(2.0f * (float)c.n_layer);
     const int run_steps = 5;
 
     /* documents of varied length, a loss mask on their second half */
