@@ -102,16 +102,18 @@ KS_INLINE __m512 kz_fma_f(__m512 acc, __m512 w, __m512 a) { return _mm512_fmadd_
 
 KZ_FLOAT_TILE(f16z, kz_load_f16, kz_fma_f, 16)
 
-/* Panel thresholds (KS_ROUTE): Q8_0 and Q4_0 from bench_smallm (256 MB of weights, k = 896
- * and 4864, one thread, CPU time): with the panels' whole-panel packing the panels beat the
- * decode kernel from 2 tokens on for Q8_0 (k = 896: 12.8 against 13.6 ms; k = 4864: even) and
- * from 3 for Q4_0 (19.9 against 25.0 ms). Q4_K and Q6_K: 896 x 4864 weights (bench_kernels).
+/* Panel thresholds (KS_ROUTE), from bench_smallm (256 MB of weights, k = 896 and 4864, one
+ * thread, CPU time): with the panels' whole-panel packing the panels beat the decode kernel
+ * from 2 tokens on for Q8_0 (k = 896: 12.8 against 13.6 ms; k = 4864: even) and from 3 for
+ * Q4_0 (19.9 against 25.0 ms), and the 256-bit tiles from 2 for Q4_K (17.8 / 19.4 against
+ * 21.9 / 21.2 ms). Q6_K's whole-panel packing is dearer: at 4 tokens the tiles still win at
+ * k = 896 (28.0 against 33.5 ms) and lose at k = 4864 (53.0 against 30.6), so 5.
  * Q4_K and Q6_K have no decode kernel on the route: kern_avx512_decode_kquant (kernels.h) loses
  * bandwidth to these tiles on DRAM-resident weights. */
 KS_ROUTE(q8_0, TERN_TYPE_Q8_0, 2, kern_avx512_decode_matmul)
 KS_ROUTE(q4_0, TERN_TYPE_Q4_0, 3, kern_avx512_decode_matmul)
-KS_ROUTE(q4_K, TERN_TYPE_Q4_K, 12, NULL)
-KS_ROUTE(q6_K, TERN_TYPE_Q6_K, 6, NULL)
+KS_ROUTE(q4_K, TERN_TYPE_Q4_K, 2, NULL)
+KS_ROUTE(q6_K, TERN_TYPE_Q6_K, 5, NULL)
 
 kern_matmul_fn kern_avx512_matmul(int wtype)
 {

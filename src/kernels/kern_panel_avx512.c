@@ -250,15 +250,21 @@ typedef void (*pn_pack_fn)(struct pn_panel *, const uint8_t *, int, int64_t, int
  * groups G0..G0+3), become the panel's groups G0..G0+3 (lane i = row i). Two rounds of
  * in-lane unpacks: lane j of the result's dword q is lane j of z[q], i.e. row q + 4j at
  * element 4j + q. */
-PN_INLINE void pn_t4_store(struct pn_panel *P, int G0, __m512i z0, __m512i z1, __m512i z2,
-                           __m512i z3)
+PN_INLINE void pn_t4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i out[4])
 {
     const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
     const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
-    _mm512_store_si512((void *)P->q[G0 + 0], _mm512_unpacklo_epi64(a0, a2));
-    _mm512_store_si512((void *)P->q[G0 + 1], _mm512_unpackhi_epi64(a0, a2));
-    _mm512_store_si512((void *)P->q[G0 + 2], _mm512_unpacklo_epi64(a1, a3));
-    _mm512_store_si512((void *)P->q[G0 + 3], _mm512_unpackhi_epi64(a1, a3));
+    out[0] = _mm512_unpacklo_epi64(a0, a2);
+    out[1] = _mm512_unpackhi_epi64(a0, a2);
+    out[2] = _mm512_unpacklo_epi64(a1, a3);
+    out[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+PN_INLINE void pn_t4_store(struct pn_panel *P, int G0, __m512i z0, __m512i z1, __m512i z2,
+                           __m512i z3)
+{
+    __m512i t[4];
+    pn_t4(z0, z1, z2, z3, t);
+    for (int q = 0; q < 4; q++) _mm512_store_si512((void *)P->q[G0 + q], t[q]);
 }
 
 /* The 16 bytes at p + off of rows m, m + 4, m + 8, m + 12 (rows ws bytes apart) in one zmm. */
@@ -332,6 +338,104 @@ static void pn_pack16_q4_0(struct pn_panel *P, const uint8_t *w, size_t ws, int6
                     _mm512_and_si512(_mm512_srli_epi16(z[1], 4), m4),
                     _mm512_and_si512(_mm512_srli_epi16(z[2], 4), m4),
                     _mm512_and_si512(_mm512_srli_epi16(z[3], 4), m4));
+    }
+}
+
+/* Q4_K, 16 rows. The block's first 16 bytes (d, dmin, the 12 scale bytes) of the 16 rows,
+ * transposed like the codes, give lane = row words: the six-bit scales and mins come out of
+ * them four at a time as kern_q4k_scales takes them out of one row (same values, so the same
+ * d * (float)sc products as pn_pack_q4_K). Codes: chunk c's 32 bytes, 16 at a time: low nibbles
+ * are elements 64c + 16h.., high ones 64c + 32 + 16h.. */
+static void pn_pack16_q4_K(struct pn_panel *P, const uint8_t *w, size_t ws, int64_t b0, int nbc)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), k3f = _mm512_set1_epi32(0x3f3f3f3f);
+    const __m512i k0f = _mm512_set1_epi32(0x0f0f0f0f), k30 = _mm512_set1_epi32(0x30303030);
+    const __m512i kff = _mm512_set1_epi32(0xff);
+    const size_t bs = sizeof(struct quant_block_q4_K), off = offsetof(struct quant_block_q4_K, qs);
+    for (int b = 0; b < nbc; b++) {
+        const uint8_t *blk = w + (size_t)(b0 + b) * bs;
+        for (size_t o = 0; o < bs; o += 64) pn_prefetch_next(blk + o, ws);
+        __m512i h[4]; /* d | dmin << 16, scale bytes 0-3, 4-7, 8-11 */
+        pn_t4(pn_ld4(blk, ws, 0, 0), pn_ld4(blk, ws, 1, 0), pn_ld4(blk, ws, 2, 0), pn_ld4(blk, ws, 3, 0), h);
+        const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
+        const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h[0], 16)));
+        const __m512i sc[2] = {_mm512_and_si512(h[1], k3f),
+                               _mm512_or_si512(_mm512_and_si512(h[3], k0f),
+                                               _mm512_and_si512(_mm512_srli_epi32(h[1], 2), k30))};
+        const __m512i mn[2] = {_mm512_and_si512(h[2], k3f),
+                               _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(h[3], 4), k0f),
+                                               _mm512_and_si512(_mm512_srli_epi32(h[2], 2), k30))};
+        for (int q = 0; q < 2; q++) {
+            const __m512i s4[4] = {sc[q], _mm512_srli_epi32(sc[q], 8), _mm512_srli_epi32(sc[q], 16),
+                                   _mm512_srli_epi32(sc[q], 24)};
+            const __m512i m4s[4] = {mn[q], _mm512_srli_epi32(mn[q], 8), _mm512_srli_epi32(mn[q], 16),
+                                    _mm512_srli_epi32(mn[q], 24)};
+            for (int t = 0; t < 4; t++) {
+                const int j = 8 * b + 4 * q + t;
+                _mm512_store_ps(P->d[j], _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(s4[t], kff))));
+                _mm512_store_ps(P->m[j], _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(m4s[t], kff))));
+            }
+        }
+        for (int c = 0; c < 4; c++)
+            for (int hh = 0; hh < 2; hh++) {
+                const size_t o = off + 32 * (size_t)c + 16 * (size_t)hh;
+                __m512i z[4];
+                for (int m = 0; m < 4; m++) z[m] = pn_ld4(blk, ws, m, o);
+                const int G = 64 * b + 16 * c + 4 * hh;
+                pn_t4_store(P, G, _mm512_and_si512(z[0], m4), _mm512_and_si512(z[1], m4),
+                            _mm512_and_si512(z[2], m4), _mm512_and_si512(z[3], m4));
+                pn_t4_store(P, G + 8, _mm512_and_si512(_mm512_srli_epi16(z[0], 4), m4),
+                            _mm512_and_si512(_mm512_srli_epi16(z[1], 4), m4),
+                            _mm512_and_si512(_mm512_srli_epi16(z[2], 4), m4),
+                            _mm512_and_si512(_mm512_srli_epi16(z[3], 4), m4));
+            }
+    }
+}
+
+/* Q6_K, 16 rows: the 16 signed scales transposed to lane = row words (sign-extended out of
+ * them), d by inserts; codes as pn_pack_q6_K builds them, 16 bytes of ql and qh at a time. */
+static void pn_pack16_q6_K(struct pn_panel *P, const uint8_t *w, size_t ws, int64_t b0, int nbc)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3);
+    const size_t bs = sizeof(struct quant_block_q6_K);
+    const size_t o_ql = offsetof(struct quant_block_q6_K, ql), o_qh = offsetof(struct quant_block_q6_K, qh);
+    for (int b = 0; b < nbc; b++) {
+        const uint8_t *blk = w + (size_t)(b0 + b) * bs;
+        for (size_t o = 0; o < bs; o += 64) pn_prefetch_next(blk + o, ws);
+        const __m512 d = pn_d16(blk + offsetof(struct quant_block_q6_K, d), ws);
+        __m512i h[4];
+        const size_t o_sc = offsetof(struct quant_block_q6_K, scales);
+        pn_t4(pn_ld4(blk, ws, 0, o_sc), pn_ld4(blk, ws, 1, o_sc), pn_ld4(blk, ws, 2, o_sc), pn_ld4(blk, ws, 3, o_sc), h);
+        for (int q = 0; q < 4; q++) {
+            const __m512i v[4] = {_mm512_srai_epi32(_mm512_slli_epi32(h[q], 24), 24),
+                                  _mm512_srai_epi32(_mm512_slli_epi32(h[q], 16), 24),
+                                  _mm512_srai_epi32(_mm512_slli_epi32(h[q], 8), 24),
+                                  _mm512_srai_epi32(h[q], 24)};
+            for (int t = 0; t < 4; t++)
+                _mm512_store_ps(P->d[16 * b + 4 * q + t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(v[t])));
+        }
+        for (int hf = 0; hf < 2; hf++)
+            for (int q = 0; q < 2; q++) {
+                __m512i l0[4], l1[4], hb[4];
+                for (int m = 0; m < 4; m++) {
+                    l0[m] = pn_ld4(blk, ws, m, o_ql + 64 * (size_t)hf + 16 * (size_t)q);
+                    l1[m] = pn_ld4(blk, ws, m, o_ql + 64 * (size_t)hf + 32 + 16 * (size_t)q);
+                    hb[m] = pn_ld4(blk, ws, m, o_qh + 32 * (size_t)hf + 16 * (size_t)q);
+                }
+                __m512i o[4][4]; /* [quarter][m]: elements 32 * quarter + 16q .. of this half */
+                for (int m = 0; m < 4; m++) {
+                    o[0][m] = _mm512_or_si512(_mm512_and_si512(l0[m], m4),
+                                              _mm512_slli_epi16(_mm512_and_si512(hb[m], m3), 4));
+                    o[1][m] = _mm512_or_si512(_mm512_and_si512(l1[m], m4),
+                                              _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[m], 2), m3), 4));
+                    o[2][m] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0[m], 4), m4),
+                                              _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[m], 4), m3), 4));
+                    o[3][m] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1[m], 4), m4),
+                                              _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[m], 6), m3), 4));
+                }
+                for (int k = 0; k < 4; k++)
+                    pn_t4_store(P, 64 * b + 32 * hf + 8 * k + 4 * q, o[k][0], o[k][1], o[k][2], o[k][3]);
+            }
     }
 }
 
@@ -523,9 +627,9 @@ PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0, pn_pack16_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0, pn_pack16_q4_0)
 PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0, NULL)
 PN_DEFINE(pn_q5_1, PN_Q5_1, pn_pack_q5_1, NULL)
-PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K, NULL)
+PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K, pn_pack16_q4_K)
 PN_DEFINE(pn_q5_K, PN_Q5_K, pn_pack_q5_K, NULL)
-PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K, NULL)
+PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K, pn_pack16_q6_K)
 
 kern_matmul_fn kern_avx512_panel_matmul(int wtype)
 {
