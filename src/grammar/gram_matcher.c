@@ -187,7 +187,7 @@ static const struct gram_stack *cur_state(const struct tern_grammar_matcher *m, 
 {
     const struct mstep *s = &m->steps[m->n_steps - 1];
     *n = s->n;
-    return m->hs + s->off;
+    return s->n ? m->hs + s->off : m->hs; /* an empty state (free text) may have no history yet */
 }
 
 /* Append a position to the history. */
