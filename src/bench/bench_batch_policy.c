@@ -17,13 +17,7 @@
 
 #include "bench/bench.h"
 #include "util/error.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "util/clock.h"
 
 static void on_done(const struct tern_gen_stats *s, void *user)
 {
@@ -67,9 +61,9 @@ static tern_status measure(struct tern_model *m, const struct tern_tokenizer *to
     double decode_ms = 0;
     while (!st && tern_batcher_n_active(b) > 0) {
         struct tern_batcher_step_info info;
-        double t0 = now_ms();
+        double t0 = util_now_ms();
         if ((st = tern_batcher_step(b, &info))) break;
-        double t = now_ms() - t0;
+        double t = util_now_ms() - t0;
         /* prefill steps (and the step sampling each first token from them) are not decode */
         if (info.n_prefill > 0 || info.n_decode == 0) continue;
         decode_ms += t;

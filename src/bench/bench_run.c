@@ -35,6 +35,7 @@
 
 #include "bench/bench.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct tern_bench_suite_params tern_bench_suite_default_params(void)
 {
@@ -57,13 +58,6 @@ static double loadavg1(void)
         fclose(f);
     }
     return l;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 struct runner {
@@ -104,7 +98,7 @@ static void check_calls(struct one_run *o)
         else o->invalid++;
         if (ok && o->ttfa_tokens < 0) {
             o->ttfa_tokens = o->n_tokens;
-            o->ttfa_ms = now_ms() - o->t0;
+            o->ttfa_ms = util_now_ms() - o->t0;
         }
     }
 }
@@ -112,7 +106,7 @@ static void check_calls(struct one_run *o)
 static int on_token(int32_t id, void *user)
 {
     struct one_run *o = user;
-    if (o->n_tokens++ == 0) o->t_first = now_ms();
+    if (o->n_tokens++ == 0) o->t_first = util_now_ms();
     uint8_t b[4] = {(uint8_t)id, (uint8_t)(id >> 8), (uint8_t)(id >> 16), (uint8_t)(id >> 24)};
     sha256_update(&o->h, 4, b);
     if (!o->eog && tern_token_is_eog(o->rn->tok, id)) {
@@ -161,11 +155,11 @@ static tern_status run_prompt(struct runner *rn, const struct bench_prompt *bp,
     sha256_init(&o.h);
     char *prompt = NULL;
     size_t plen = 0, n = 0;
-    o.t0 = now_ms();
+    o.t0 = util_now_ms();
     tern_status st = render(rn, bp, &prompt, &plen);
-    double t1 = now_ms();
+    double t1 = util_now_ms();
     if (!st) st = tokenize(rn, prompt, plen, &n);
-    double t2 = now_ms();
+    double t2 = util_now_ms();
     free(prompt);
     if (st) return st;
     if (bp->tools_json && (st = tern_toolcall_parser_create(rn->fmt, &o.tp))) return st;
@@ -175,7 +169,7 @@ static tern_status run_prompt(struct runner *rn, const struct bench_prompt *bp,
     gp.ignore_eog = true;
     gp.on_token = on_token;
     struct tern_gen_stats gs;
-    double t3 = now_ms();
+    double t3 = util_now_ms();
     st = tern_generate(rn->gen, rn->smp, rn->ids, (int)n, &gp, on_piece, &o, &gs);
     if (!st && o.st) st = o.st;
     if (!st && o.tp && !o.eog && !(st = tern_toolcall_finish(o.tp, NULL))) check_calls(&o);
@@ -354,7 +348,7 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     struct bench_energy en;
     bench_energy_start(&en);
     res.load_start = loadavg1();
-    double t0 = now_ms(), c0 = cpu_s();
+    double t0 = util_now_ms(), c0 = cpu_s();
     if (!st) {
         tern_context_set_profile(rn.ctx, true);
         tern_context_profile_reset(rn.ctx);
@@ -381,14 +375,14 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
         }
         if (!st && p->log)
             fprintf(p->log, "bench: round %d/%d done (%.1f s; worst relative SE of a median: TTFT %.1f %%, TPS %.1f %%)\n",
-                    r + 1, max_reps, (now_ms() - t0) / 1e3, res.rel_se[BENCH_M_TTFT] * 100, res.rel_se[BENCH_M_TPS] * 100);
+                    r + 1, max_reps, (util_now_ms() - t0) / 1e3, res.rel_se[BENCH_M_TTFT] * 100, res.rel_se[BENCH_M_TPS] * 100);
         if (max_reps > p->reps && r + 1 >= p->reps && ok) {
             res.stable = true;
             break;
         }
     }
     res.params.reps = res.reps_done;
-    res.wall_s = (now_ms() - t0) / 1e3;
+    res.wall_s = (util_now_ms() - t0) / 1e3;
     res.cpu_s = cpu_s() - c0;
     res.load_end = loadavg1();
     if (!st) {

@@ -29,17 +29,11 @@
 
 #include "kv/prefix_cache.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void)
 {
     return (struct tern_prompt_cache_bench_params){0};
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 static uint64_t rnd(uint64_t *s)
@@ -117,11 +111,11 @@ static tern_status bench_ttft(struct bench *b, struct tern_prompt_cache_bench_re
     int first = -1;
     for (int i = 0; i < b->reps && !st; i++) {
         if ((st = tern_kv_truncate(b->ctx, 0))) break;
-        double t0 = now_ms();
+        double t0 = util_now_ms();
         if ((st = tern_decode(b->ctx, c, P + U, 0, TERN_LOGITS_LAST))) break;
         const float *lg = tern_context_logits(b->ctx, P + U - 1);
         first = argmax(lg, b->n_vocab);
-        cold[i] = now_ms() - t0;
+        cold[i] = util_now_ms() - t0;
         memcpy(b->ref, lg, (size_t)b->n_vocab * sizeof(float));
     }
     struct tern_prefix_cache_params pp = {.block_tokens = b->B, .budget_bytes = 1ull << 30};
@@ -130,11 +124,11 @@ static tern_status bench_ttft(struct bench *b, struct tern_prompt_cache_bench_re
     if (!st) st = tern_prefix_cache_prefill(pc, b->ctx, a, P + U, &reused); /* other turn */
     r->warm_identical = true;
     for (int i = 0; i < b->reps && !st; i++) {
-        double t0 = now_ms();
+        double t0 = util_now_ms();
         if ((st = tern_prefix_cache_prefill(pc, b->ctx, c, P + U, &reused))) break;
         const float *lg = tern_context_logits(b->ctx, P + U - 1 - reused);
         int tok = argmax(lg, b->n_vocab);
-        warm[i] = now_ms() - t0;
+        warm[i] = util_now_ms() - t0;
         if (tok != first || memcmp(lg, b->ref, (size_t)b->n_vocab * sizeof(float)))
             r->warm_identical = false;
         if (reused != P) r->warm_identical = false; /* must have reused the whole prefix */
@@ -226,9 +220,9 @@ static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_ro
     fill(t, N, &seed, b->n_vocab);
     for (int i = 0; i < b->reps && !st; i++) {
         if ((st = tern_kv_truncate(b->ctx, 0))) break;
-        double t0 = now_ms();
+        double t0 = util_now_ms();
         if ((st = tern_decode(b->ctx, t, N, 0, TERN_LOGITS_LAST))) break;
-        rec[i] = now_ms() - t0;
+        rec[i] = util_now_ms() - t0;
         memcpy(b->ref, tern_context_logits(b->ctx, N - 1), (size_t)b->n_vocab * sizeof(float));
     }
     struct tern_prefix_cache_params pp = {.block_tokens = b->B, .budget_bytes = 1ull << 31, .dir = dir};
@@ -241,10 +235,10 @@ static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_ro
     r->disk_identical = true;
     for (int i = 0; i < b->reps && !st; i++) {
         drop_page_cache(dir);
-        double t0 = now_ms();
+        double t0 = util_now_ms();
         if ((st = tern_prefix_cache_create(b->m, &pp, &pc))) break;
         if ((st = tern_prefix_cache_prefill(pc, b->ctx, t, N, &reused))) break;
-        load[i] = now_ms() - t0;
+        load[i] = util_now_ms() - t0;
         if (reused != D || memcmp(tern_context_logits(b->ctx, N - 1 - reused), b->ref,
                                   (size_t)b->n_vocab * sizeof(float)))
             r->disk_identical = false;

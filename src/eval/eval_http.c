@@ -22,19 +22,13 @@
 
 #include "eval/eval.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct tern_eval_http_params tern_eval_http_default_params(void)
 {
     struct tern_eval_http_params p = {.endpoint = NULL, .api_key = NULL, .model = NULL,
                                       .concurrency = 1, .timeout_s = 120, .max_tokens = 512};
     return p;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 struct sbuf {
@@ -81,7 +75,7 @@ static void first_call_complete(struct stream *s)
 {
     if (s->ttfa_tokens >= 0 || s->n_calls == 0) return;
     s->ttfa_tokens = s->chunks;
-    s->ttfa_ms = now_ms() - s->t0;
+    s->ttfa_ms = util_now_ms() - s->t0;
 }
 
 static bool args_parse(const struct sbuf *a)
@@ -247,7 +241,7 @@ static void answer(struct pool *pl, CURL *curl, int i)
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)pl->p->timeout_s);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, curl_err);
-    s.t0 = now_ms();
+    s.t0 = util_now_ms();
     CURLcode rc = curl_easy_perform(curl);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -265,7 +259,7 @@ static void answer(struct pool *pl, CURL *curl, int i)
     }
 record:;
     struct tern_eval_call_in calls[MAX_CALLS];
-    struct tern_eval_answer a = {.ttfa_tokens = -1, .ms = now_ms() - s.t0};
+    struct tern_eval_answer a = {.ttfa_tokens = -1, .ms = util_now_ms() - s.t0};
     if (!err[0]) {
         for (int k = 0; k < s.n_calls; k++) {
             calls[k].name = s.names[k].p ? s.names[k].p : "";

@@ -17,19 +17,13 @@
 
 #include "eval/eval.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct tern_eval_local_params tern_eval_local_default_params(void)
 {
     struct tern_eval_local_params p = {.n_ctx = 0, .n_threads = 0, .max_tokens = 512,
                                        .constrained = false};
     return p;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
 struct local {
@@ -70,7 +64,7 @@ static int on_piece(const char *text, size_t len, void *user)
     if ((c->feed_status = tern_toolcall_feed(c->tp, text, len, &done))) return 1;
     if (c->ttfa_tokens < 0 && tern_toolcall_count(c->tp) > 0) {
         c->ttfa_tokens = c->n_tokens;
-        c->ttfa_ms = now_ms() - c->t0;
+        c->ttfa_ms = util_now_ms() - c->t0;
     }
     return 0;
 }
@@ -102,7 +96,7 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
 {
     const struct eval_case *cs = &r->set->cases[i];
     struct tern_eval_answer a = {.ttfa_tokens = -1};
-    struct case_run c = {.t0 = now_ms(), .ttfa_tokens = -1};
+    struct case_run c = {.t0 = util_now_ms(), .ttfa_tokens = -1};
     char err[512] = "";
     char *prompt = NULL;
     size_t plen = 0, n = 0;
@@ -152,7 +146,7 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     if (!st) st = tern_toolcall_finish(c.tp, NULL);
     if (!st && c.ttfa_tokens < 0 && tern_toolcall_count(c.tp) > 0) { /* completed at the end */
         c.ttfa_tokens = c.n_tokens;
-        c.ttfa_ms = now_ms() - c.t0;
+        c.ttfa_ms = util_now_ms() - c.t0;
     }
     if (st) goto out;
     size_t clen;
@@ -171,7 +165,7 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     a.ttfa_tokens = c.ttfa_tokens;
     a.ttfa_ms = c.ttfa_ms;
 record:
-    a.ms = now_ms() - c.t0;
+    a.ms = util_now_ms() - c.t0;
     if (err[0]) a.error = err;
     st = tern_eval_record(r, i, &a);
 out:

@@ -7,13 +7,9 @@
 #include <time.h>
 
 #include "gen/gen_out.h"
+#include "util/clock.h"
 
-double gen_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+double gen_now_ms(void) { return util_now_ms(); }
 
 static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
 {

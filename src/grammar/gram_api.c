@@ -6,6 +6,7 @@
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct tern_grammar_params tern_grammar_default_params(void)
 {
@@ -18,13 +19,6 @@ struct tern_grammar_params tern_grammar_default_params(void)
 size_t tern_grammar_mask_words(const struct tern_grammar_vocab *v)
 {
     return v ? v->n_words : 0;
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 void tern_grammar_free(struct tern_grammar *g)
@@ -62,7 +56,7 @@ tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, 
     g->table_bytes = sizeof *g + (size_t)g->n_nodes * (sizeof *g->nodes + sizeof *g->cache->slot) +
                      (size_t)g->n_ranges * sizeof *g->ranges + (size_t)g->n_calls * sizeof *g->calls +
                      (size_t)g->n_rules * sizeof *g->rules + (size_t)g->n_follow * 4;
-    g->compile_ms = now_ms() - t0;
+    g->compile_ms = util_now_ms() - t0;
     *out = g;
     return TERN_OK;
 }
@@ -71,7 +65,7 @@ tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const cha
                                    const struct tern_grammar_params *p, struct tern_grammar **out)
 {
     if (!gbnf || !out) return tern_fail(TERN_ERR_ARG, "gbnf: text and out are required");
-    double t0 = now_ms();
+    double t0 = util_now_ms();
     struct tern_grammar_params dp = tern_grammar_default_params();
     if (!p) p = &dp;
     struct gram_ir ir;
@@ -88,7 +82,7 @@ tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, co
                                           struct tern_grammar **out)
 {
     if (!schema || !out) return tern_fail(TERN_ERR_ARG, "json schema: text and out are required");
-    double t0 = now_ms();
+    double t0 = util_now_ms();
     struct tern_grammar_params dp = tern_grammar_default_params();
     if (!p) p = &dp;
     if ((unsigned)p->ws > TERN_GRAMMAR_WS_FLEXIBLE) return tern_fail(TERN_ERR_ARG, "json schema: unknown whitespace policy %d", (int)p->ws);

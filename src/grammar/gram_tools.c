@@ -23,6 +23,7 @@
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 
 struct tern_tool_grammar_params tern_tool_grammar_default_params(void)
@@ -47,13 +48,6 @@ tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_param
     return TERN_OK;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* separators of the envelope in the whitespace policy */
 static uint32_t sep(struct gram_ir *ir, int ws, char ch)
 {
@@ -75,7 +69,7 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
                                     const struct tern_tool_grammar_params *p, struct tern_grammar **out)
 {
     if (!tools || !out) return tern_fail(TERN_ERR_ARG, "tools: text and out are required");
-    double t0 = now_ms();
+    double t0 = util_now_ms();
     struct tern_tool_grammar_params dp = tern_tool_grammar_default_params();
     if (!p) p = &dp;
     const int fmt = p->format;
