@@ -156,12 +156,20 @@ static void test_pathological(void **state)
         free(s);
     }
     /* regexes whose DFA would explode or that backtracking engines choke on */
+#define X10 "xxxxxxxxxx"
+#define X600 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 \
+    X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 \
+    X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10 X10
     static const struct { const char *re, *yes, *no; } res[] = {
         {"^(a|b)*a(a|b){18}$", "\"abbbbbbbbbbbbbbbbbb\"", "\"bbbbbbbbbbbbbbbbbbb\""},
         {"^(a+)+$", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaab\""},
         {"^(x+x+)+y$", "\"xxxxy\"", "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\""},
         {"^.{0,5000}$", "\"short\"", "\"\\n\""},
         {"(ab|a)*c", "\"zzabac!\"", "\"zzabab\""},
+        /* unanchored counted repetitions: the subset construction gives up on its work budget
+         * (closures of hundreds of members) and the rule is kept as an NFA */
+        {"a.{600}b", "\"xa" X600 "bx\"", "\"a" X600 "xb\""},
+        {"(.|..){0,100}x", "\"x\"", "\"yy\""},
     };
     for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
         char s[256];
@@ -175,6 +183,20 @@ static void test_pathological(void **state)
         if (!accepts(g, res[i].yes)) fail_msg("%s refuses %s: %s", res[i].re, res[i].yes, tern_last_error());
         if (accepts(g, res[i].no)) fail_msg("%s accepts %s", res[i].re, res[i].no);
         tern_grammar_free(g);
+    }
+    /* ... and ones too ambiguous even for an NFA of bounded size: refused, quickly, by name
+     * (a nested counted repetition; an unanchored one ending in a long count) */
+    static const char *const refused[] = {"(.{0,30}){0,30}z", "x.{0,4000}", "(.|..){0,500}x"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char s[256];
+        snprintf(s, sizeof s, "{\"type\": \"string\", \"pattern\": \"%s\"}", refused[i]);
+        struct tern_grammar *g = NULL;
+        double t0 = now_ms();
+        tern_status st = tern_grammar_from_json_schema(NULL, s, strlen(s), NULL, &g);
+        print_message("pattern %s: %.0f ms (refused)\n", refused[i], now_ms() - t0);
+        if (st != TERN_ERR_RANGE) fail_msg("%s: status %d, expected a refusal", refused[i], (int)st);
+        if (!strstr(tern_last_error(), "too ambiguous") || !strstr(tern_last_error(), "anchor the pattern"))
+            fail_msg("%s: %s", refused[i], tern_last_error());
     }
 }
 

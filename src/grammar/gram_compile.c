@@ -443,15 +443,29 @@ struct subset_ctx {
     VEC(uint32_t) soff;       /* [dfa state] offset into pool, and soff[n] = end */
     uint32_t *hslot;          /* hash -> dfa state */
     uint32_t hmask;
+    uint8_t *imp;             /* [n_states] 1 = a byte or call edge leaves (mark_important) */
+    uint64_t work;            /* states and edges visited by this rule's construction */
+    bool too_ambiguous;       /* nfa_rule: more than GRAM_MAX_NFA_RANGES edges */
     bool oom;
 };
 
-static bool important(const struct subset_ctx *s, uint32_t st)
+/* A state is important when a byte or a call leaves it, or it is the rule's accept state:
+ * only those go into member lists (closures walk through the rest). The edge half is
+ * computed once per grammar, since closures ask for every state they visit. */
+static uint8_t *mark_important(const struct nfa *a)
 {
-    if (st == s->accept) return true;
-    for (uint32_t e = s->a->head[st]; e != GRAM_NONE; e = s->a->e[e].next)
-        if (s->a->e[e].kind != NE_EPS) return true;
-    return false;
+    uint8_t *imp = calloc(a->n_states ? a->n_states : 1, 1);
+    if (!imp) return NULL;
+    for (uint32_t st = 0; st < a->n_states; st++)
+        for (uint32_t e = a->head[st]; e != GRAM_NONE; e = a->e[e].next)
+            if (a->e[e].kind != NE_EPS) { imp[st] = 1; break; }
+    return imp;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* Epsilon closure of seeds[0..n) (only important states kept), sorted, appended to pool.
@@ -467,17 +481,25 @@ static uint32_t closure(struct subset_ctx *s, const uint32_t *seeds, uint32_t n)
     }
     while (sp) {
         uint32_t st = s->dfs[--sp];
-        if (important(s, st)) VEC_PUSH(s->pool, st, oom);
+        s->work++;
+        if (s->imp[st] || st == s->accept) VEC_PUSH(s->pool, st, oom);
         for (uint32_t e = s->a->head[st]; e != GRAM_NONE; e = s->a->e[e].next) {
             const struct nfa_edge *ed = &s->a->e[e];
+            s->work++;
             if (ed->kind != NE_EPS || s->stamp[ed->to] == s->cur_stamp) continue;
             s->stamp[ed->to] = s->cur_stamp;
             s->dfs[sp++] = ed->to;
         }
     }
     uint32_t m = s->pool.n - start;
-    /* insertion sort: member lists are short */
+    /* insertion sort while member lists are short (the common case); a nested counted
+     * repetition has hundreds of members, and quadratic sorting would dominate its budget */
     uint32_t *v = s->pool.v + start;
+    if (m > 32) {
+        qsort(v, m, sizeof *v, cmp_u32);
+        s->work += m * (uint64_t)(32 - __builtin_clz(m));
+        return m;
+    }
     for (uint32_t i = 1; i < m; i++) {
         uint32_t x = v[i], j = i;
         while (j && v[j - 1] > x) { v[j] = v[j - 1]; j--; }
@@ -553,6 +575,7 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
                         bool *too_many)
 {
     *too_many = false;
+    s->work = 0;
     s->pool.n = 0;
     s->soff.n = 0;
     if (s->hslot) memset(s->hslot, 0xFF, (size_t)(s->hmask + 1) * sizeof *s->hslot);
@@ -571,10 +594,10 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
     for (uint32_t c = 0; c < 256; c++) cls_to[c] = GRAM_NONE;
     /* work budget as well as a state limit: a regex whose subsets explode (an unanchored
      * counted class) has large member sets, so it gives up early; a long counted string has
-     * many small ones and determinizes */
-    uint64_t work = 0;
+     * many small ones and determinizes. Closures count too (s->work): their epsilon walks are
+     * where an unanchored `A.{60}` spends its time. */
     for (uint32_t d = 0; d < s->soff.n - 1; d++) {
-        if (s->soff.n - 1 > GRAM_MAX_DFA_PER_RULE || work > GRAM_SUBSET_WORK) { *too_many = true; break; }
+        if (s->soff.n - 1 > GRAM_MAX_DFA_PER_RULE || s->work > GRAM_SUBSET_WORK) { *too_many = true; break; }
         /* members of d are copied out: the pool grows while we intern targets */
         uint32_t a = s->soff.v[d], b = s->soff.v[d + 1];
         pairs.n = 0;
@@ -597,14 +620,14 @@ static bool subset_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start,
                             struct pair p = {c, ed->to};
                             VEC_PUSH(pairs, p, oom_local);
                         }
-                    work += s->cls->n;
+                    s->work += s->cls->n;
                 } else if (ed->kind == NE_CALL) {
                     struct pair p = {0x10000u + ed->arg, ed->to};
                     VEC_PUSH(pairs, p, oom_local);
                 }
             }
         }
-        work += (b - a) + 2 * (uint64_t)pairs.n; /* members, then grouping the pairs */
+        s->work += (b - a) + 2 * (uint64_t)pairs.n; /* members, then grouping the pairs */
         if (pairs.n > 1) {
             /* group by key: classes (< 256) with a stable counting sort (targets keep member
              * order, which is all the grouping below needs), calls after them by rule */
@@ -751,7 +774,14 @@ static bool nfa_rule(struct subset_ctx *s, uint32_t rule, uint32_t nfa_start, ui
     if (!order) { free(id); s->oom = true; return false; }
     for (uint32_t i = 0; i < n; i++)
         if (id[i] != GRAM_NONE) order[id[i]] = nfa_lo + i;
+    uint32_t ranges0 = o->ranges.n;
     for (uint32_t k = 0; k < cnt; k++) {
+        if (o->ranges.n - ranges0 > GRAM_MAX_NFA_RANGES) { /* every step would try them all */
+            s->too_ambiguous = true;
+            free(id);
+            free(order);
+            return false;
+        }
         s->pool.n = 0;
         uint32_t m = closure(s, &order[k], 1);
         if (s->oom) goto oom;
@@ -958,12 +988,6 @@ static tern_status prune(struct tern_grammar *g, const struct gram_bset *avail, 
     return TERN_OK;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* follow sets: the return nodes that can be on top when a rule ends (through tail calls). */
 static tern_status follow_sets(struct tern_grammar *g)
 {
@@ -1131,7 +1155,8 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     s.pool.cap = s.soff.cap = 64;
     s.stamp = calloc(a.n_states ? a.n_states : 1, sizeof *s.stamp);
     s.dfs = malloc(((size_t)a.n_states + 1) * sizeof *s.dfs);
-    if (!s.stamp || !s.dfs) goto oom;
+    s.imp = mark_important(&a);
+    if (!s.stamp || !s.dfs || !s.imp) goto oom;
     uint32_t *rule_base = malloc((size_t)ir->n_rules * sizeof *rule_base);
     if (!rule_base) goto oom;
     for (uint32_t r = 0; r < ir->n_rules; r++) {
@@ -1144,8 +1169,13 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
             if (!nfa_rule(&s, r, nfa_start[r], lo, hi, &o)) {
                 free(rule_base);
                 if (s.oom) goto oom;
-                st = tern_fail(TERN_ERR_RANGE, "grammar: too large: rule '%s' needs more than %u automaton nodes",
-                               ir->rules[r].name, GRAM_MAX_NODES);
+                if (s.too_ambiguous)
+                    st = tern_fail(TERN_ERR_RANGE, "grammar: too ambiguous: rule '%s' neither determinizes nor fits in %u byte edges as an NFA "
+                                   "(typically an unanchored pattern ending in a counted repetition, or a counted repetition inside another); "
+                                   "anchor the pattern with ^...$ or lower the counts", ir->rules[r].name, GRAM_MAX_NFA_RANGES);
+                else
+                    st = tern_fail(TERN_ERR_RANGE, "grammar: too large: rule '%s' needs more than %u automaton nodes",
+                                   ir->rules[r].name, GRAM_MAX_NODES);
                 goto fail;
             }
         }
@@ -1157,6 +1187,7 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     }
     free(s.stamp); s.stamp = NULL;
     free(s.dfs); s.dfs = NULL;
+    free(s.imp); s.imp = NULL;
     free(s.set_cls); s.set_cls = NULL;
     free(s.pool.v); s.pool.v = NULL;
     free(s.soff.v); s.soff.v = NULL;
@@ -1254,6 +1285,7 @@ fail:
     free(a.e);
     free(s.stamp);
     free(s.dfs);
+    free(s.imp);
     free(s.set_cls);
     free(s.pool.v);
     free(s.soff.v);

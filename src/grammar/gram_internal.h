@@ -38,7 +38,8 @@
 #define GRAM_MAX_RULES (1u << 20)
 #define GRAM_MAX_NFA_STATES (1u << 21)  /* Thompson states per grammar (repetition expands) */
 #define GRAM_MAX_DFA_PER_RULE (1u << 19) /* subset construction gives up beyond (NFA kept) */
-#define GRAM_SUBSET_WORK 12000000ull    /* ... or beyond this much work (members + transitions) */
+#define GRAM_SUBSET_WORK 24000000ull    /* ... or beyond this much work (closure walks, members, transitions) */
+#define GRAM_MAX_NFA_RANGES (1u << 20)  /* byte edges of a rule kept as an NFA (each step may try all) */
 #define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
 #define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
