@@ -286,6 +286,17 @@ struct tern_bench_gate_params {
 tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
                             const struct tern_bench_gate_params *p, enum tern_gate_verdict *verdict);
 
+/* The quality half of the gate (src/eval/eval_gate.c): two `tern eval --json` reports of the
+ * same dataset; FAIL when strict F1 drops by more than f1_drop_max or leaked / failed cases grow,
+ * REFUSED for different datasets or case counts. Prints its table to out (may be NULL). */
+struct tern_eval_gate_params {
+    double f1_drop_max; /* default 0.01 */
+    FILE *out;
+};
+struct tern_eval_gate_params tern_eval_gate_default_params(void);
+tern_status tern_eval_gate(const char *baseline_path, const char *current_path,
+                           const struct tern_eval_gate_params *p, enum tern_gate_verdict *verdict);
+
 #ifdef __cplusplus
 }
 #endif

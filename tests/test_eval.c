@@ -212,6 +212,117 @@ static void expect_load_error(const char *content, const char *needle)
     assert_null(s);
 }
 
+/* One run of the 4-case set written to a report file: GV_GOOD answers every case exactly (4 of 4
+ * expected calls matched, strict F1 1, no leak, no failure); each other variant changes one
+ * thing: a wrong argument, a leaked secret, a failed request. */
+enum gate_variant { GV_GOOD, GV_WRONG_CITY, GV_LEAK, GV_FAIL_W };
+
+static void gate_report(const struct tern_eval_set *s, enum gate_variant v, const char *path)
+{
+    struct tern_eval_run *r;
+    assert_tern_ok(tern_eval_run_create(s, &r));
+    struct tern_eval_call_in w[] = {{"get_weather", "{\"city\":\"Paris\",\"days\":2}"}};
+    struct tern_eval_call_in p[] = {{"get_time", "{\"zone\":\"UTC\"}"},
+                                    {"get_weather", v == GV_WRONG_CITY ? "{\"city\":\"Bergen\"}" : "{\"city\":\"Oslo\"}"}};
+    if (v == GV_FAIL_W)
+        assert_tern_ok(tern_eval_record(r, 0, &(struct tern_eval_answer){.error = "timeout", .ttfa_tokens = -1}));
+    else
+        assert_tern_ok(tern_eval_record(r, 0, &(struct tern_eval_answer){.calls = w, .n_calls = 1, .n_tokens = 20,
+                       .ms = 100, .ttfa_tokens = 18, .ttfa_ms = 90}));
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = p, .n_calls = 2, .n_tokens = 40,
+                   .ms = 300, .ttfa_tokens = 12, .ttfa_ms = 50}));
+    assert_tern_ok(tern_eval_record(r, 2, &(struct tern_eval_answer){.content = v == GV_LEAK ? "the key is SECRET-123" : "hello",
+                   .n_tokens = 5, .ms = 30, .ttfa_tokens = -1}));
+    struct tern_eval_call_in e[] = {{"get_time", "{\"zone\":\"CET\"}"}};
+    assert_tern_ok(tern_eval_record(r, 3, &(struct tern_eval_answer){.calls = e, .n_calls = 1, .n_tokens = 9,
+                   .ms = 40, .ttfa_tokens = 8, .ttfa_ms = 30}));
+    char *json;
+    assert_tern_ok(tern_eval_report_json(r, &json));
+    write_text(path, json);
+    free(json);
+    tern_eval_run_free(r);
+}
+
+/* The co-gate: tern gate --eval-baseline/--eval fails a drop in strict F1 past the limit and any
+ * new leak or failed case, refuses reports of different data, and names a malformed report's key. */
+static void test_eval_gate(void **state)
+{
+    (void)state;
+    char cases[600], rep[5][600], cmd[4096], out[8192];
+    snprintf(cases, sizeof cases, "%s/gate-cases.jsonl", test_tmpdir());
+    write_cases(cases);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(cases, &s));
+    static const char *const names[] = {"good", "wrong-city", "leak", "fail-w"};
+    for (int v = 0; v < 4; v++) {
+        snprintf(rep[v], sizeof rep[v], "%s/gate-%s.json", test_tmpdir(), names[v]);
+        gate_report(s, (enum gate_variant)v, rep[v]);
+    }
+    tern_eval_set_free(s);
+    /* the report's data fingerprint is the file's SHA-256 as sha256sum computes it */
+    char *text = test_read_file(rep[0], NULL);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "sha256sum %s", cases);
+    if (test_run_cmd(cmd, out, sizeof out) == 0)
+        assert_memory_equal(out, obj(j, "data_sha256")->valuestring, 64);
+    cJSON_Delete(j);
+
+    /* same answers: pass */
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s 2>&1", test_tern_bin(), rep[0], rep[0]);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    assert_non_null(strstr(out, "quality verdict: PASS"));
+    /* one of 4 matched calls lost: strict F1 1 -> 0.75 (precision 3/4, recall 3/4), a FAIL ... */
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s 2>&1", test_tern_bin(), rep[0], rep[1]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "-0.2500"));
+    assert_non_null(strstr(out, "quality verdict: FAIL (1 metric"));
+    /* ... that a looser limit lets through; the other direction is an improvement */
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s --f1-drop 0.3 2>&1", test_tern_bin(), rep[0], rep[1]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s 2>&1", test_tern_bin(), rep[1], rep[0]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    /* a new leak fails with F1 unchanged; so does a failed case */
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s --f1-drop 1 2>&1", test_tern_bin(), rep[0], rep[2]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "| leaked cases"));
+    assert_non_null(strstr(out, "+1"));
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s --f1-drop 1 2>&1", test_tern_bin(), rep[0], rep[3]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "| failed cases"));
+    /* another dataset: refused (exit 2) */
+    text = test_read_file(rep[0], NULL);
+    j = cJSON_Parse(text);
+    free(text);
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "data_sha256", cJSON_CreateString("0123"));
+    text = cJSON_Print(j);
+    snprintf(rep[4], sizeof rep[4], "%s/gate-other.json", test_tmpdir());
+    write_text(rep[4], text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s 2>&1", test_tern_bin(), rep[0], rep[4]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "REFUSED: the reports scored different datasets"));
+    /* not an eval report: the key it lacks is named */
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "overall"), "leaked_cases");
+    text = cJSON_Print(j);
+    write_text(rep[4], text);
+    free(text);
+    cJSON_Delete(j);
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s 2>&1", test_tern_bin(), rep[0], rep[4]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "overall.leaked_cases is missing"));
+    /* usage: the pair goes together; a bad limit is named */
+    snprintf(cmd, sizeof cmd, "%s gate --eval %s 2>&1", test_tern_bin(), rep[0]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--eval-baseline and --eval go together"));
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval %s --f1-drop x 2>&1", test_tern_bin(), rep[0], rep[0]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--f1-drop"));
+    snprintf(cmd, sizeof cmd, "%s gate --eval-baseline %s --eval /nonexistent.json 2>&1", test_tern_bin(), rep[0]);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "/nonexistent.json"));
+}
+
 static void test_dataset_errors(void **state)
 {
     (void)state;
@@ -546,7 +657,7 @@ int main(void)
         cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
         cmocka_unit_test(test_endpoint_stub), cmocka_unit_test(test_merge_shards),
-        cmocka_unit_test(test_against_tern_serve),
+        cmocka_unit_test(test_against_tern_serve), cmocka_unit_test(test_eval_gate),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -168,7 +168,9 @@ cJSON *bench_report_build(const struct bench_results *r);
 tern_status bench_report_check(const cJSON *r, const char *path);
 /* Parse and check report text (path names it in errors); *out owned by the caller. */
 tern_status bench_report_parse(const char *text, size_t len, const char *path, cJSON **out);
-/* Parse and check a report file; *out owned by the caller (cJSON_Delete). */
+/* Parse and check a report file; *out owned by the caller (cJSON_Delete). Reports are a few
+ * KiB; a file past BENCH_REPORT_MAX_BYTES is refused as not one. */
+#define BENCH_REPORT_MAX_BYTES (64u << 20)
 tern_status bench_report_load(const char *path, cJSON **out);
 
 #endif

@@ -3,13 +3,13 @@
  * ("current.json: fingerprints.tokenizer is missing"), so a hand-edited or truncated baseline is
  * caught before it is compared. */
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/bench.h"
 #include "util/error.h"
+#include "util/file.h"
 
 static const char *const fingerprint_keys[] = {"model_tensors", "tokenizer", "chat_template",
                                                 "suite", "tool_registry", "runner"};
@@ -112,23 +112,11 @@ tern_status bench_report_parse(const char *text, size_t len, const char *path, c
 tern_status bench_report_load(const char *path, cJSON **out)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tern_fail(TERN_ERR_IO, "cannot open report %s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 > cap) {
-            char *g = realloc(buf, cap = (len + 65536) * 2);
-            if (!g) { free(buf); fclose(f); return tern_fail(TERN_ERR_NOMEM, "report: out of memory"); }
-            buf = g;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    tern_status st = bench_report_parse(buf, len, path, out);
+    char *buf;
+    size_t len;
+    tern_status st = util_read_file(path, BENCH_REPORT_MAX_BYTES, "report", &buf, &len);
+    if (st) return st;
+    st = bench_report_parse(buf, len, path, out);
     free(buf);
     return st;
 }

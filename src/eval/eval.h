@@ -7,8 +7,9 @@
  * scoring reads only the set and the answers, so the rules are checked exactly with answers a
  * test writes by hand. Files: eval_cases.c (dataset and the corpus conversion), eval_json.c
  * (strict and lax comparison of arguments), eval_schema.c (validation against the tool's
- * schema), eval_score.c (scores and the
- * report), eval_local.c (the local runner). */
+ * schema), eval_score.c (scores and the report), eval_local.c (the local runner), eval_http.c
+ * (an OpenAI-compatible endpoint), eval_merge.c (shards), eval_gate.c (two reports compared:
+ * the quality half of `tern gate`). */
 #ifndef TERN_EVAL_EVAL_H
 #define TERN_EVAL_EVAL_H
 
@@ -41,6 +42,7 @@ struct tern_eval_set {
     struct eval_case *cases;
     int n;
     char *path;
+    char sha256[65];      /* of the dataset file: reports of different data are not compared */
 };
 
 struct eval_answer {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "eval/eval.h"
 #include "util/error.h"
 
@@ -212,6 +213,10 @@ tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
     if (!f) return tern_fail(TERN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     tern_status st = eval_set_read(f, path, out);
     fclose(f);
+    if (!st && (st = bench_sha256_file(path, 0, -1, (*out)->sha256))) {
+        tern_eval_set_free(*out);
+        *out = NULL;
+    }
     return st;
 }
 

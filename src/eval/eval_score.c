@@ -298,6 +298,7 @@ tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out)
     }
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "data", s->path);
+    cJSON_AddStringToObject(root, "data_sha256", s->sha256);
     cJSON_AddItemToObject(root, "overall", tally_json(&all));
     cJSON *sl = cJSON_AddObjectToObject(root, "slices");
     for (int k = 0; k < n_slices; k++) cJSON_AddItemToObject(sl, names[k], tally_json(&per[k]));
