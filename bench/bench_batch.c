@@ -17,25 +17,19 @@
 #include <time.h>
 
 #include "tern.h"
+#include "bench_util.h"
 
 #define MAX_N 16
-
-static double cpu_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 /* CPU seconds per step of `steps` decode steps of batch b; 3 untimed steps first. */
 static double time_steps(struct tern_context *ctx, const struct tern_batch *b, int steps)
 {
     for (int w = 0; w < 3; w++)
         if (tern_decode_batch(ctx, b)) return -1;
-    const double c0 = cpu_s();
+    const double c0 = process_cpu_s();
     for (int s = 0; s < steps; s++)
         if (tern_decode_batch(ctx, b)) return -1;
-    return (cpu_s() - c0) / steps;
+    return (process_cpu_s() - c0) / steps;
 }
 
 int main(int argc, char **argv)

@@ -21,28 +21,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static float rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
-}
+#include "bench_util.h"
 
 struct stats { double med, min, max; };
 static struct stats summarize(double *v, int n)

@@ -19,28 +19,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t rng = 88172645463325252ull;
-static float rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
-}
+#include "bench_util.h"
 
 enum { K_ROUTE, K_PANEL, K_DECODE };
 static const char *const kname[] = {"routed", "panel", "decode"};
@@ -49,7 +28,7 @@ static double time_one(int which, int type, const void *W, size_t ws, const void
                        int n_tok, int64_t k, int64_t rows, float *Y, int reps, double *times)
 {
     for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
-        const double t0 = cpu_s();
+        const double t0 = thread_cpu_s();
         if (which == K_ROUTE)
             kern_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows);
 #if defined(__x86_64__)
@@ -59,7 +38,7 @@ static double time_one(int which, int type, const void *W, size_t ws, const void
                  !kern_avx512_decode_kquant(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows))
             return -1;
 #endif
-        if (i >= 0) times[i] = (cpu_s() - t0) * 1e3;
+        if (i >= 0) times[i] = (thread_cpu_s() - t0) * 1e3;
     }
     qsort(times, (size_t)reps, sizeof *times, cmp_d);
     return times[reps / 2];

@@ -25,13 +25,7 @@
 #include <time.h>
 
 #include "tern.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 struct buf {
     char *p;
@@ -130,12 +124,6 @@ static void gen_cjk(struct buf *b, size_t limit)
         puts_(b, lang == 2 ? ". " : next() % 2 ? "。" : "，");
         if (next() % 5 == 0) puts_(b, "\n");
     }
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
