@@ -12,6 +12,7 @@
 
 #include "bench/bench.h"
 #include "kernels/kernels.h"
+#include "util/clock.h"
 
 /* The features that decide tern's kernel paths (and a few that would), in this order. */
 static const char *const wanted_isa[] = {
@@ -132,13 +133,6 @@ static void read_os(struct bench_hw *hw)
     if (f) fclose(f);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* One thread summing 128 MiB (past any L3 this code will meet), best of 3 passes. The sum is
  * kept so the compiler cannot drop the reads. */
 static double measure_bandwidth(void)
@@ -150,7 +144,7 @@ static double measure_bandwidth(void)
     double best = 0;
     volatile uint64_t sink = 0;
     for (int pass = 0; pass < 3; pass++) {
-        double t0 = now_s();
+        double t0 = util_now_s();
         uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
         for (size_t i = 0; i < n; i += 4) {
             s0 += buf[i];
@@ -158,7 +152,7 @@ static double measure_bandwidth(void)
             s2 += buf[i + 2];
             s3 += buf[i + 3];
         }
-        double t = now_s() - t0;
+        double t = util_now_s() - t0;
         sink += s0 + s1 + s2 + s3;
         if (t > 0 && bytes / t / 1e9 > best) best = bytes / t / 1e9;
     }

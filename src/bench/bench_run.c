@@ -42,13 +42,6 @@ struct tern_bench_suite_params tern_bench_suite_default_params(void)
     return (struct tern_bench_suite_params){.n_gen = 32, .reps = 3, .noise_target = 0.01, .html_samples = true};
 }
 
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static double loadavg1(void)
 {
     double l = -1;
@@ -348,7 +341,7 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     struct bench_energy en;
     bench_energy_start(&en);
     res.load_start = loadavg1();
-    double t0 = util_now_ms(), c0 = cpu_s();
+    double t0 = util_now_ms(), c0 = util_process_cpu_ms() / 1e3;
     if (!st) {
         tern_context_set_profile(rn.ctx, true);
         tern_context_profile_reset(rn.ctx);
@@ -383,7 +376,7 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     }
     res.params.reps = res.reps_done;
     res.wall_s = (util_now_ms() - t0) / 1e3;
-    res.cpu_s = cpu_s() - c0;
+    res.cpu_s = util_process_cpu_ms() / 1e3 - c0;
     res.load_end = loadavg1();
     if (!st) {
         tern_context_profile(rn.ctx, res.prof);

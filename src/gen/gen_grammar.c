@@ -14,13 +14,9 @@
 
 #include "gen/spec.h"
 #include "util/error.h"
+#include "util/clock.h"
 
-double gen_cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+double gen_cpu_ms(void) { return util_thread_cpu_ms(); }
 
 tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g)
 {

@@ -19,6 +19,7 @@
 
 #include "gen/spec.h"
 #include "util/error.h"
+#include "util/clock.h"
 
 struct model_source {
     struct spec_source base;
@@ -35,13 +36,6 @@ struct model_source {
     int n_rec, n_ctx;
     int off;                        /* history index of the drafter's position 0 */
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static tern_status model_begin(struct spec_source *src, const struct tern_sampler_params *sp)
 {
@@ -131,7 +125,7 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     /* drafts i < k-1 are decoded at positions (n - off) .. (n - off) + k - 2 */
     if (k > ms->n_ctx - (n - ms->off) + 1) k = ms->n_ctx - (n - ms->off) + 1;
     if (k <= 0) return TERN_OK;
-    const double t0 = now_s();
+    const double t0 = util_now_s();
     const int m0 = n - ms->off; /* positions the drafter needs before drafting */
     tern_status st = tern_kv_truncate(ms->ctx, common);
     if (!st) st = tern_decode(ms->ctx, hist + ms->off + common, m0 - common, common, TERN_LOGITS_LAST);
@@ -142,7 +136,7 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     }
     memcpy(ms->rec + common, hist + ms->off + common, sizeof(int32_t) * (size_t)(m0 - common));
     ms->n_rec = m0;
-    src->t_sync = now_s() - t0;
+    src->t_sync = util_now_s() - t0;
     src->n_sync = m0 - common;
     const float *logits = tern_context_logits(ms->ctx, m0 - common - 1);
     int m = 0;

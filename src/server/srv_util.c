@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "server/server.h"
+#include "util/clock.h"
 
 bool sbuf_add(struct sbuf *b, const char *s, size_t n)
 {
@@ -75,11 +76,6 @@ char *srv_err_body(const struct srv_err *e)
     return txt;
 }
 
-double srv_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+double srv_now(void) { return util_now_s(); }
 
 long long srv_unix_time(void) { return (long long)time(NULL); }

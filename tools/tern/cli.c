@@ -259,3 +259,10 @@ int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
     }
     return 0;
 }
+
+double cli_clock_ms(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}

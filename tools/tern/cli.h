@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "tern.h"
 #include "tern_tools.h"
@@ -18,6 +19,13 @@
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
 /* Print "tern <cmd>: <status name>: <tern_last_error()>" to stderr; returns CLI_EXIT_FAIL. */
+/* Clocks in milliseconds: cli_clock_ms(CLOCK_MONOTONIC) for wall time, CLOCK_THREAD_CPUTIME_ID
+ * or CLOCK_PROCESS_CPUTIME_ID for CPU time (what other processes do not inflate). */
+double cli_clock_ms(clockid_t clock);
+static inline double cli_now_ms(void) { return cli_clock_ms(CLOCK_MONOTONIC); }
+static inline double cli_now_s(void) { return cli_clock_ms(CLOCK_MONOTONIC) / 1e3; }
+static inline double cli_thread_cpu_ms(void) { return cli_clock_ms(CLOCK_THREAD_CPUTIME_ID); }
+
 int cli_report(const char *cmd, tern_status st);
 /* Print "tern <cmd>: <message>" and a hint to see --help; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -46,17 +46,10 @@ void cli_draft_help(FILE *f)
                "                         length and keeps speculation on (reproducible sampling)\n");
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int cli_draft_create(const char *cmd, const struct cli_draft_opts *o, const struct tern_model *target,
                      int n_ctx, int threads, FILE *log, struct tern_draft **out)
 {
-    const double t0 = now_ms();
+    const double t0 = cli_now_ms();
     struct tern_draft_params dp = tern_draft_default_params();
     dp.source = o->source;
     if (o->n_max) dp.n_max = (int)o->n_max;
@@ -70,7 +63,7 @@ int cli_draft_create(const char *cmd, const struct cli_draft_opts *o, const stru
     const struct tern_model *dm = tern_draft_model(*out);
     if (log && dm)
         fprintf(log, "tern %s: draft %s ready in %.0f ms (%s, %.1f MiB of weights read per token%s)\n",
-                cmd, o->source, now_ms() - t0, tern_draft_kind(*out),
+                cmd, o->source, cli_now_ms() - t0, tern_draft_kind(*out),
                 tern_model_get_info(dm)->weight_bytes / 1048576.0,
                 tern_model_get_info(dm)->repacked_bytes ? ", converted in memory" : "");
     return 0;

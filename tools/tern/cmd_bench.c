@@ -68,13 +68,6 @@ static void help(void)
            tern_synth_shape_names());
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static bool parse_list(const char *s, long long lo, long long hi, long long *out, int *n)
 {
     int32_t *ids;
@@ -153,7 +146,7 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
                        int n_prompt, int n_gen, int depth, int32_t *buf)
 {
     tern_kv_truncate(ctx, depth);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     tern_status st = TERN_OK;
     if (n_prompt > 0) {
         for (int i = 0; i < n_prompt; i++) buf[i] = token_for(i, n_vocab);
@@ -163,13 +156,13 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
         for (int i = 0; i < n_gen && !st; i++) {
             st = tern_decode(ctx, &tok, 1, depth + i, TERN_LOGITS_LAST);
             if (!st) {
-                double ts = now_s();
+                double ts = cli_now_s();
                 tok = tern_sampler_sample(smp, tern_context_logits(ctx, 0));
-                sample_seconds += now_s() - ts;
+                sample_seconds += cli_now_s() - ts;
             }
         }
     }
-    double t = now_s() - t0;
+    double t = cli_now_s() - t0;
     if (st) {
         cli_report("bench", st);
         return -1;

@@ -113,13 +113,6 @@ static int32_t *bd_tool_prompt(const struct tern_model *m, struct tern_tokenizer
     return ids;
 }
 
-static double bd_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Median time of one target pass over b tokens after `depth` cached ones, logits for every row
  * (what a verify pass computes), with or without exact batches. */
 static double bd_pass_ms(struct tern_context *ctx, const int32_t *toks, int depth, int b, bool exact,
@@ -130,9 +123,9 @@ static double bd_pass_ms(struct tern_context *ctx, const int32_t *toks, int dept
     tern_context_set_exact_batches(ctx, exact);
     for (int r = 0; r <= reps; r++) { /* run 0 is the warm-up */
         tern_kv_truncate(ctx, depth);
-        const double t0 = bd_now_ms();
+        const double t0 = cli_now_ms();
         tern_status st = tern_decode(ctx, toks + depth, b, depth, b > 1 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
-        t[r] = st ? -1 : bd_now_ms() - t0;
+        t[r] = st ? -1 : cli_now_ms() - t0;
     }
     tern_context_set_exact_batches(ctx, false);
     qsort(t + 1, (size_t)reps, sizeof(double), cmp_double);

@@ -17,13 +17,6 @@
 #include "cli.h"
 #include "cli_grammar.h"
 
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 struct gb_acc {
     double gen_ms, cpu_ms, mask_ms, grammar_ms;
     long tokens, forced, masks;
@@ -45,9 +38,9 @@ static tern_status one(struct tern_generator *gen, struct tern_sampler *smp, con
     gp.ignore_eog = g == NULL;
     gp.on_token = count_pass;
     tern_generator_reset(gen);
-    double c0 = cpu_ms();
+    double c0 = cli_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     tern_status rc = tern_generate(gen, smp, prompt, n, &gp, NULL, NULL, st);
-    *cpu = cpu_ms() - c0; /* includes the prompt: subtracted below in proportion (small prompt) */
+    *cpu = cli_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0; /* includes the prompt: subtracted below in proportion (small prompt) */
     return rc;
 }
 

@@ -65,20 +65,6 @@ struct gopts {
     long long n_docs, seed, reps, profile;
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Parse options shared by check and bench. Returns -1 on success, else an exit code. */
 static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
 {
@@ -176,9 +162,9 @@ static int load(const char *cmd, const struct gopts *o, struct loaded *l)
     }
     tern_status st = tern_tokenizer_load(o->model, &l->tok);
     if (st) return cli_report(cmd, st);
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     st = tern_grammar_vocab_create(l->tok, &l->v);
-    l->vocab_ms = now_ms() - t0;
+    l->vocab_ms = cli_now_ms() - t0;
     if (st) return cli_report(cmd, st);
     return -1;
 }
@@ -470,7 +456,7 @@ static int grammar_bench(int argc, char **argv)
     size_t n_t = 0, cap_t = 4096;
     struct mprof *prof = NULL;
     tern_status st;
-    double (*clk)(void) = o.cpu_clock ? cpu_ms : now_ms;
+    double (*clk)(void) = o.cpu_clock ? cli_thread_cpu_ms : cli_now_ms;
     /* compile time: fresh compiles, median */
     for (long long r = 0; r < o.reps; r++) {
         struct tern_grammar *tg;

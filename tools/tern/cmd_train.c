@@ -15,13 +15,6 @@
 
 #include "cli.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void usage(void)
 {
     printf("usage: tern train --config model.json --data DATA.jsonl|.tdat -o model.gguf [options]\n"
@@ -98,7 +91,7 @@ static tern_status load_data(const char *path, const struct tern_train_config *c
     rp.max_tokens = c->n_ctx;
     rp.strict = strict;
     rp.loss_on_prompt = loss_on_prompt;
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     tern_status st = tern_tokenizer_load(c->tokenizer, &tok);
     if (!st) st = tern_gguf_open(c->tokenizer, &g);
     if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
@@ -109,7 +102,7 @@ static tern_status load_data(const char *path, const struct tern_train_config *c
         fprintf(stderr, "tern train: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
                 "trained on) in %.1f s", path, (long long)rep.lines, (long long)rep.docs,
                 (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
-                now_s() - t0);
+                cli_now_s() - t0);
         if (rep.malformed || rep.no_assistant || rep.too_long)
             fprintf(stderr, "; skipped %lld malformed, %lld without an assistant turn, %lld longer "
                     "than n_ctx %d (first: %s)", (long long)rep.malformed, (long long)rep.no_assistant,
@@ -166,10 +159,10 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
     if (!st) st = tern_trainer_init(t);
     struct tern_train_step_info si;
     if (!st) st = tern_trainer_step(t, d, &si); /* warm-up: page faults, thread start */
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     double first_loss = si.loss;
     for (int i = 0; !st && i < steps; i++) st = tern_trainer_step(t, d, &si);
-    const double dt = now_s() - t0;
+    const double dt = cli_now_s() - t0;
     unlink(path);
     if (st) {
         tern_trainer_free(t);
@@ -302,7 +295,7 @@ int cmd_train(int argc, char **argv)
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
                 c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
                 (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
-    const double t0 = now_s();
+    const double t0 = cli_now_s();
     long long tokens = 0;
     int saved_step = start;
     struct tern_train_step_info si;
@@ -310,7 +303,7 @@ int cmd_train(int argc, char **argv)
         st = tern_trainer_step(t, d, &si);
         if (st) break;
         tokens += si.tokens;
-        const double el = now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
+        const double el = cli_now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
         const double eta = (double)(last - si.step) * si.tokens / (tps > 0 ? tps : 1);
         if (json) {
             printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%lld,"
