@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 struct seg {
     const char *key; /* NULL: array index */
@@ -109,23 +110,6 @@ static int hex4(const char *s)
         v = v * 16 + h;
     }
     return v;
-}
-
-static size_t put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 /* Length of the well-formed UTF-8 sequence at s[0..n), or 0 (overlong forms, surrogates and
@@ -223,7 +207,7 @@ static bool parse_string(struct jp *p, const char **out, size_t *out_n)
                 p->i += 6;
             } else if (cp >= 0xDC00 && cp <= 0xDFFF)
                 return fail(p, esc, "lone surrogate \\u%04x (UTF-8 cannot hold it)", u);
-            k += put_utf8(o + k, cp);
+            k += (size_t)util_utf8_encode(cp, o + k);
             break;
         }
         default: return fail(p, esc, "invalid escape '\\%c'", e >= 0x20 && e < 0x7f ? e : '?');

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 struct lexer {
     struct tmpl_arena *a;
@@ -126,23 +127,6 @@ static int hexval(char c)
     return -1;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
-{
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* String literal at p (quote char at s[p]); Python unicode-escape rules. Returns the offset
  * after the closing quote, or 0 on error. */
 static size_t lex_string(struct lexer *lx, size_t p, struct tmpl_token *t)
@@ -185,7 +169,7 @@ static size_t lex_string(struct lexer *lx, size_t p, struct tmpl_token *t)
             }
             if (!ok || cp > 0x10FFFF) return 0;
             /* a \u escape can produce at most 4 bytes from >= 6 source bytes: fits */
-            k += put_utf8(o + k, cp);
+            k += (size_t)util_utf8_encode(cp, o + k);
             i += (size_t)nd;
             break;
         }
@@ -199,7 +183,7 @@ static size_t lex_string(struct lexer *lx, size_t p, struct tmpl_token *t)
                     d++;
                 }
                 i--;
-                k += put_utf8(o + k, cp);
+                k += (size_t)util_utf8_encode(cp, o + k);
             } else { /* unknown escape: kept verbatim, as Python does */
                 o[k++] = '\\';
                 o[k++] = e;

@@ -15,6 +15,7 @@
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #define GBNF_MAX_NEST 256
 
@@ -146,7 +147,7 @@ static uint32_t parse_literal(struct gp *p)
             if (!nb) { free(buf); p->ir->oom = true; return GRAM_NONE; }
             buf = nb;
         }
-        n += (size_t)gram_utf8_encode(cp, buf + n);
+        n += (size_t)util_utf8_encode(cp, buf + n);
     }
     uint32_t x = gir_lit(p->ir, buf, n);
     free(buf);

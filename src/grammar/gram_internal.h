@@ -168,7 +168,6 @@ bool gdfa_xedge(struct gram_dfa *d, uint32_t from, uint32_t ex, uint32_t to);
 
 /* UTF-8 */
 int gram_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp); /* 0 if invalid */
-int gram_utf8_encode(uint32_t cp, char out[4]);
 
 /* ---------------------------------------------------------------- front ends */
 struct gram_schema_opts {

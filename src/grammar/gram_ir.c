@@ -12,6 +12,7 @@
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 void gir_init(struct gram_ir *ir)
 {
@@ -256,27 +257,6 @@ bool gdfa_xedge(struct gram_dfa *d, uint32_t from, uint32_t ex, uint32_t to)
 
 /* ---------------------------------------------------------------- UTF-8 */
 
-int gram_utf8_encode(uint32_t cp, char out[4])
-{
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 int gram_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 {
     if (n == 0) return 0;
@@ -315,8 +295,8 @@ static int cmp_cprange(const void *a, const void *b)
 static uint32_t utf8_piece(struct gram_ir *ir, uint32_t lo, uint32_t hi)
 {
     char a[4], b[4];
-    int n = gram_utf8_encode(lo, a);
-    gram_utf8_encode(hi, b);
+    int n = util_utf8_encode(lo, a);
+    util_utf8_encode(hi, b);
     uint32_t xs[4];
     for (int i = 0; i < n; i++) xs[i] = gir_byte_range(ir, (uint8_t)a[i], (uint8_t)b[i]);
     return gir_seq(ir, xs, (uint32_t)n);

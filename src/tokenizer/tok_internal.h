@@ -72,7 +72,6 @@ uint8_t tok_cpt_class(uint32_t cpt);
 int tok_utf8_decode(const unsigned char *s, size_t n, uint32_t *cpt);
 /* Length a lead byte announces (1 for ASCII and stray continuation bytes). */
 int tok_utf8_len(unsigned char c);
-int tok_utf8_encode(uint32_t cpt, char *out);
 /* GPT-2 bytes_to_unicode: the code point standing for byte b, and the inverse (-1 if none). */
 uint32_t tok_byte_to_cpt(uint8_t b);
 int tok_cpt_to_byte(uint32_t cpt);

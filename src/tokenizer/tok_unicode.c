@@ -12,6 +12,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer/tok_internal.h"
+#include "util/utf8.h"
 
 static uint8_t cls_bmp[65536];
 static pthread_once_t cls_once = PTHREAD_ONCE_INIT;
@@ -92,31 +93,6 @@ int tok_utf8_decode(const unsigned char *s, size_t n, uint32_t *cpt)
 invalid:
     *cpt = TOK_CPT_INVALID | c;
     return 1;
-}
-
-int tok_utf8_encode(uint32_t cpt, char *out)
-{
-    unsigned char *o = (unsigned char *)out;
-    if (cpt < 0x80) {
-        o[0] = (unsigned char)cpt;
-        return 1;
-    }
-    if (cpt < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (cpt >> 6));
-        o[1] = (unsigned char)(0x80 | (cpt & 0x3F));
-        return 2;
-    }
-    if (cpt < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (cpt >> 12));
-        o[1] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cpt & 0x3F));
-        return 3;
-    }
-    o[0] = (unsigned char)(0xF0 | ((cpt >> 18) & 0x07));
-    o[1] = (unsigned char)(0x80 | ((cpt >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((cpt >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cpt & 0x3F));
-    return 4;
 }
 
 /* GPT-2: printable Latin-1 bytes stand for themselves; the other 68 bytes are mapped, in byte

@@ -27,6 +27,7 @@
 #include "train/corpus.h"
 #include "util/check.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #define N_DEFAULT_SPECIAL 7
 static const char *const default_specials[N_DEFAULT_SPECIAL] = {
@@ -645,10 +646,12 @@ static tern_status learn(struct bpe_trainer *t, struct merge_state *m, int max_m
 /* GPT-2 byte-level text of raw bytes. */
 static bool bytelevel(const char *s, uint32_t n, char **out)
 {
-    char *o = malloc((size_t)n * 2 + 1);
+    /* GPT-2's byte code points are below 0x800 (2 bytes each); room for the encoder's 4 keeps
+     * that a fact the compiler need not take on trust */
+    char *o = malloc((size_t)n * 2 + 3);
     if (!o) return false;
     size_t k = 0;
-    for (uint32_t i = 0; i < n; i++) k += (size_t)tok_utf8_encode(tok_byte_to_cpt((uint8_t)s[i]), o + k);
+    for (uint32_t i = 0; i < n; i++) k += (size_t)util_utf8_encode(tok_byte_to_cpt((uint8_t)s[i]), o + k);
     o[k] = '\0';
     *out = o;
     return true;
