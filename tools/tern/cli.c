@@ -259,3 +259,15 @@ int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
     }
     return 0;
 }
+
+int cli_check_template_vars(const char *cmd, const char *text)
+{
+    struct tern_chat_params p = tern_chat_default_params();
+    p.messages_json = "[]";
+    p.extra_vars_json = text;
+    if (tern_chat_validate(&p) == TERN_OK) return CLI_EXIT_OK;
+    /* the library names the document "extra_vars"; the user wrote a flag */
+    const char *msg = tern_last_error();
+    if (!strncmp(msg, "extra_vars: ", 12)) msg += 12;
+    return cli_usage_error(cmd, "--template-vars: %s", msg);
+}
