@@ -127,6 +127,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         const char *w = tern_chat_template_warning(s->tmpl);
         if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
         s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        s->rfmt = tern_reasoning_detect(tern_chat_template_source(s->tmpl));
         s->opener_control = opener_is_control(s->tok, s->fmt);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */
