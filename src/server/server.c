@@ -72,7 +72,8 @@ static tern_status template_from_file(const char *path, struct tern_chat_templat
  * when special tokens are parsed)? */
 static bool opener_is_control(struct tern_tokenizer *tok, enum tern_toolcall_format fmt)
 {
-    const char *op = fmt == TERN_TOOLCALL_HERMES ? "<tool_call>" : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]"
+    const char *op = fmt == TERN_TOOLCALL_HERMES || fmt == TERN_TOOLCALL_QWEN_XML ? "<tool_call>"
+                   : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]" : fmt == TERN_TOOLCALL_GRANITE ? "<|tool_call|>"
                    : fmt == TERN_TOOLCALL_LLAMA3 ? "<|python_tag|>" : NULL;
     int32_t ids[32];
     size_t n = 0;

@@ -61,7 +61,8 @@ void srv_job_release(struct job *j)
 static bool tools_constrained(const struct tern_server *s, const struct srv_req *r)
 {
     const bool fmt_ok = s->fmt == TERN_TOOLCALL_HERMES || s->fmt == TERN_TOOLCALL_LLAMA3 ||
-                        s->fmt == TERN_TOOLCALL_MISTRAL;
+                        s->fmt == TERN_TOOLCALL_MISTRAL || s->fmt == TERN_TOOLCALL_QWEN_XML ||
+                        s->fmt == TERN_TOOLCALL_GRANITE;
     if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
     if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
     return s->fmt != TERN_TOOLCALL_LLAMA3 && !s->opener_control;
