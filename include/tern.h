@@ -1365,10 +1365,34 @@ enum tern_toolcall_format {
     TERN_TOOLCALL_LLAMA3,   /* Llama 3.x: {"name": .., "parameters"|"arguments": {..}} at the start of the
                              * reply or after <|python_tag|>; several may follow separated by ';' */
     TERN_TOOLCALL_MISTRAL,  /* Mistral: [TOOL_CALLS][{"name": .., "arguments": {..}, "id": ..}, ...] */
+    TERN_TOOLCALL_QWEN_XML, /* Qwen3.5 / Qwen3-Coder: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE
+                             * \n</parameter>\n ... </function>\n</tool_call>; VALUE is raw text for string
+                             * parameters, JSON for the others (tern_toolcall_set_tools gives the types) */
+    TERN_TOOLCALL_GEMMA4,   /* Gemma 4: <|tool_call>call:NAME{key:value,...}<tool_call|>, strings written
+                             * <|"|>text<|"|>, keys bare, numbers/true/false/null/[..]/{..} as in JSON */
+    TERN_TOOLCALL_GRANITE,  /* Granite 3.x: <|tool_call|>[{"name": .., "arguments": {..}}, ...] */
 };
 /* Guess the format a template teaches its model (NONE if it shows no tool-call syntax). */
 enum tern_toolcall_format tern_toolcall_detect(const char *template_source);
 const char *tern_toolcall_format_name(enum tern_toolcall_format f); /* "hermes", ... */
+
+/* Reasoning ("thinking") the model writes before its answer. The parser can take it apart from
+ * the content (tern_toolcall_set_reasoning): it then comes back through tern_toolcall_reasoning,
+ * with the surrounding whitespace and the tags removed, and the tool-call parser never sees it
+ * (a <tool_call> inside the reasoning is not a call). A reply that ends inside the reasoning
+ * (out of tokens) gives the reasoning and empty content. */
+enum tern_reasoning_format {
+    TERN_REASONING_NONE = 0, /* no reasoning markup: everything is content */
+    TERN_REASONING_THINK,    /* <think>...</think> at the start of the reply (Qwen3, Qwen3.5, SmolLM3,
+                              * DeepSeek R1, QwQ): llama.cpp's --reasoning-format deepseek */
+    TERN_REASONING_GEMMA4,   /* Gemma 4: <|channel>thought\n...<channel|>, anywhere in the reply */
+};
+/* The reasoning markup a template shows (NONE if none). */
+enum tern_reasoning_format tern_reasoning_detect(const char *template_source);
+const char *tern_reasoning_format_name(enum tern_reasoning_format f); /* "none", "think", "gemma4" */
+/* True when the rendered prompt[0..len) ends inside an opened reasoning block (Qwen3.5's and
+ * DeepSeek R1's generation prompts end with "<think>\n"): the reply then starts as reasoning. */
+bool tern_reasoning_open_at_end(enum tern_reasoning_format f, const char *prompt, size_t len);
 
 struct tern_toolcall {
     const char *name;      /* NUL-terminated, owned by the parser */
@@ -1380,6 +1404,16 @@ struct tern_toolcall_parser;
 /* Caller frees with tern_toolcall_parser_free(). */
 tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out);
 void tern_toolcall_parser_free(struct tern_toolcall_parser *p);
+/* Before the first feed: take reasoning in format f apart from the content; starts_open = the
+ * prompt left the block open (tern_reasoning_open_at_end). TERN_ERR_ARG after a feed. */
+tern_status tern_toolcall_set_reasoning(struct tern_toolcall_parser *p, enum tern_reasoning_format f,
+                                        bool starts_open);
+/* Before the first feed, optional: the OpenAI tools array (JSON text) the calls are made against.
+ * Formats that write parameter values without JSON types (TERN_TOOLCALL_QWEN_XML) use the
+ * parameters' schemas to type them: "42" stays a string for a string parameter and becomes 42
+ * for an integer one (without a schema a value that reads as JSON is JSON). Bad JSON gives
+ * TERN_ERR_FORMAT; tools it cannot use are ignored. */
+tern_status tern_toolcall_set_tools(struct tern_toolcall_parser *p, const char *tools_json, size_t len);
 /* Feed n bytes. *n_completed (may be NULL) = calls completed by this piece. Fails only on
  * TERN_ERR_NOMEM or after finish. */
 tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n,
@@ -1390,6 +1424,9 @@ tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_complete
 /* All content (non-call text) so far, NUL-terminated; text that might still turn into a call
  * is held back until it is decided. Valid until the next feed/finish. */
 const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len);
+/* The reasoning so far (tern_toolcall_set_reasoning), NUL-terminated, "" if none; grows as text
+ * is decided (whitespace that may end it is held back). Valid until the next feed/finish. */
+const char *tern_toolcall_reasoning(const struct tern_toolcall_parser *p, size_t *len);
 int tern_toolcall_count(const struct tern_toolcall_parser *p);
 const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser *p, int i);
 /* Malformed calls seen so far, each with a message naming the problem and its byte offset in

@@ -546,6 +546,48 @@ static void test_tools_none_required_named(void **state)
     assert_true(walk(m, "Let me check. [TOOL_CALLS][{\"name\": \"pong\"") > 0);
     tern_grammar_matcher_free(m);
     tern_grammar_free(bg);
+    /* Granite: Mistral's list after <|tool_call|> */
+    p = tern_tool_grammar_default_params();
+    p.format = TERN_TOOLCALL_GRANITE;
+    assert_tern_ok(tern_grammar_from_tools(voc, TOOLS, strlen(TOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "Sure. <|tool_call|>[{\"name\": \"ping\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}] ok"), -1);
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "<|tool_call|>{\"name\"") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* Qwen XML: text values up to \n</parameter>, typed values as JSON, required parameters
+     * present, parameters in the schema's order, unknown ones refused */
+    static const char XTOOLS[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"search\", \"parameters\": {\"type\": \"object\", "
+        "\"properties\": {\"query\": {\"type\": \"string\"}, \"unit\": {\"enum\": [\"c\", \"f\"]}, \"n\": {\"type\": "
+        "\"integer\", \"minimum\": 1, \"maximum\": 9}, \"exact\": {\"type\": \"boolean\"}}, \"required\": [\"query\"]}}}, "
+        "{\"type\": \"function\", \"function\": {\"name\": \"ping\"}}]";
+    p = tern_tool_grammar_default_params();
+    p.format = TERN_TOOLCALL_QWEN_XML;
+    assert_tern_ok(tern_grammar_from_tools(voc, XTOOLS, strlen(XTOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "Let me look.\n\n<tool_call>\n<function=search>\n<parameter=query>\nfjord <tides> </param\n"
+                             "two lines\n</parameter>\n<parameter=n>\n3\n</parameter>\n<parameter=exact>\nfalse\n</parameter>\n"
+                             "</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>"), -1);
+    assert_false(tern_grammar_matcher_is_constrained(m));
+    static const char *const refused[] = {
+        "<tool_call>\n<function=search>\n</function>",                                       /* query required */
+        "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=n>\n12", /* maximum */
+        "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=unit>\nk", /* enum */
+        "<tool_call>\n<function=search>\n<parameter=query>\nx\n</parameter>\n<parameter=other>",   /* unknown */
+        "<tool_call>\n<function=nosuch>",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        tern_grammar_matcher_reset(m);
+        if (walk(m, refused[i]) <= 0) fail_msg("qwen-xml grammar accepted %s", refused[i]);
+    }
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* Gemma 4 has no grammar yet: a clear refusal */
+    p.format = TERN_TOOLCALL_GEMMA4;
+    assert_int_equal(tern_grammar_from_tools(voc, XTOOLS, strlen(XTOOLS), &p, &bg), TERN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tern_last_error(), "gemma4"));
 }
 
 /* several matchers of one grammar on several threads: same masks as one thread */

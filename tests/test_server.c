@@ -677,6 +677,77 @@ static void test_tool_formats(void **state)
     assert_non_null(strstr(tern_last_error(), "/nonexistent/tmpl.jinja"));
 }
 
+/* Reasoning (llama.cpp's --reasoning-format deepseek): a server with Qwen3.5's template, whose
+ * generation prompt opens "<think>\n"; response_format makes the random model write the known
+ * reply "x</think>y" (with its JSON quotes). The part before </think> comes back as
+ * reasoning_content, whole and as streamed deltas; chat_template_kwargs enable_thinking=false
+ * closes the block in the prompt, so all of it is content; max_tokens inside the reasoning gives
+ * the reasoning, empty content and finish_reason "length"; a non-object kwargs is a 400. */
+static void test_reasoning(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/template/families/Qwen3.5-4B.jinja", test_source_dir());
+    struct srv v;
+    srv_start_tmpl(&v, 2, 4, 64 * 1024, path);
+    static const char RF[] = "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"r\", "
+                             "\"schema\": {\"type\": \"string\", \"const\": \"x</think>y\"}}}";
+    char body[4096];
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0}", RF);
+    cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
+    assert_string_equal(jstr(a, "choices.0.message.reasoning_content"), "\"x");
+    assert_string_equal(jstr(a, "choices.0.message.content"), "y\"");
+    assert_string_equal(jstr(a, "choices.0.finish_reason"), "stop");
+    cJSON_Delete(a);
+
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
+             "\"stream\": true}", RF);
+    struct resp r;
+    req(v.port, "POST", "/v1/chat/completions", AUTH, body, &r);
+    assert_int_equal(r.status, 200);
+    cJSON *ev = parse_sse(r.body);
+    char reasoning[256] = "", content[256] = "";
+    const char *finish = NULL;
+    for (const cJSON *e = ev->child; e; e = e->next) {
+        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0);
+        const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
+        if (cJSON_IsString(fr)) finish = fr->valuestring;
+        const char *rc = jstr(ch, "delta.reasoning_content"), *cc = jstr(ch, "delta.content");
+        if (rc) strncat(reasoning, rc, sizeof reasoning - strlen(reasoning) - 1);
+        if (cc) strncat(content, cc, sizeof content - strlen(content) - 1);
+    }
+    assert_string_equal(reasoning, "\"x");
+    assert_string_equal(content, "y\"");
+    assert_non_null(finish);
+    assert_string_equal(finish, "stop");
+    cJSON_Delete(ev);
+    free(r.body);
+
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
+             "\"chat_template_kwargs\": {\"enable_thinking\": false}}", RF);
+    a = post_json(v.port, "/v1/chat/completions", body, 200);
+    assert_null(jstr(a, "choices.0.message.reasoning_content"));
+    assert_string_equal(jstr(a, "choices.0.message.content"), "\"x</think>y\"");
+    cJSON_Delete(a);
+
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
+             "\"max_tokens\": 1}", RF);
+    a = post_json(v.port, "/v1/chat/completions", body, 200);
+    assert_string_equal(jstr(a, "choices.0.message.reasoning_content"), "\"");
+    assert_string_equal(jstr(a, "choices.0.message.content"), "");
+    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
+    cJSON_Delete(a);
+
+    a = post_json(v.port, "/v1/chat/completions",
+                  "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"chat_template_kwargs\": 5}", 400);
+    char *txt = cJSON_PrintUnformatted(a);
+    check_error_body(txt, "chat_template_kwargs", "must be an object");
+    free(txt);
+    cJSON_Delete(a);
+    srv_stop(&v);
+}
+
 /* --cache-mb / --prompt-cache: with two slots, a conversation whose slot two other requests took
  * since is restored from the prompt cache (cached_tokens, block-aligned), /metrics says so, and
  * after a restart (SIGTERM-like stop saves the cache to its folder) the first request of the
@@ -949,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
         cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_tool_formats),
+        cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_prompt_cache),       cmocka_unit_test(test_response_format_and_stop),
         cmocka_unit_test(test_concurrent_batching), cmocka_unit_test(test_disconnect),
         cmocka_unit_test(test_queue_full),         cmocka_unit_test(test_drain),

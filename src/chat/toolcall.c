@@ -1,18 +1,20 @@
-/* toolcall.c — streaming extraction of tool calls from generated text (Hermes/Qwen, Llama 3.x
- * JSON, Mistral), see include/tern.h "tool calls in model output" and toolcall.h.
+/* toolcall.c — streaming extraction of tool calls from generated text (Hermes/Qwen, Qwen XML,
+ * Gemma 4, Llama 3.x JSON, Mistral, Granite), see include/tern.h "tool calls in model output"
+ * and toolcall.h. Reasoning is taken out before any of this (toolcall_reason.c).
  *
  * The parser is a small state machine over the undecided bytes in `pending`:
  *   TEXT        content; watches for the format's opening tag. A tail that could be the start
  *               of that tag (or of a UTF-8 character) is held back, the rest is released.
- *   HERMES      after "<tool_call>": waits for "</tool_call>", then decodes the body. The call
- *               is complete when the closing tag arrives.
+ *   TAGGED      after "<tool_call>" (Hermes, Qwen XML) or "<|tool_call>" (Gemma 4): waits for
+ *               the closing tag, then decodes the body (JSON, or <function=...> XML, or Gemma's
+ *               call:NAME{...}). The call is complete when the closing tag arrives.
  *   L3_START    Llama 3 reply start: a leading '{' (or <|python_tag|>) means a JSON call.
  *   JSON        an incremental bracket/string scanner finds where the object ends; the call is
  *               complete the moment its closing '}' arrives. (Mistral elements use it too.)
  *   L3_AFTER    after a Llama 3 call: ';' / whitespace, then maybe another call, else text.
  *   L3_TAG      after <|python_tag|>: a JSON object must follow. The tag (and separators)
  *               stay in pending as `markup` until the call is decided.
- *   MIS_OPEN / MIS_ELEM / MIS_SEP   "[TOOL_CALLS]" '[' {obj} (',' {obj})* ']'. The whole list
+ *   MIS_OPEN / MIS_ELEM / MIS_SEP   "[TOOL_CALLS]" (Granite: "<|tool_call|>") '[' {obj} (',' {obj})* ']'. The whole list
  *               stays in pending until it ends (calls are still reported as each object closes).
  * Whenever a region cannot be a valid call (bad JSON, wrong shape, unexpected byte, stream
  * ended inside it), its raw bytes, markup included, are appended to the content and an error is
@@ -29,12 +31,18 @@
 
 #include "util/error.h"
 
-enum { S_TEXT, S_HERMES, S_L3_START, S_L3_TAG, S_JSON, S_L3_AFTER, S_MIS_OPEN, S_MIS_ELEM, S_MIS_SEP };
+enum { S_TEXT, S_TAGGED, S_L3_START, S_L3_TAG, S_JSON, S_L3_AFTER, S_MIS_OPEN, S_MIS_ELEM, S_MIS_SEP };
 
 static const char TAG_HERMES_OPEN[] = "<tool_call>";
 static const char TAG_HERMES_CLOSE[] = "</tool_call>";
 static const char TAG_PYTHON[] = "<|python_tag|>";
 static const char TAG_MISTRAL[] = "[TOOL_CALLS]";
+static const char TAG_GEMMA_OPEN[] = "<|tool_call>";
+static const char TAG_GEMMA_CLOSE[] = "<tool_call|>";
+static const char TAG_GRANITE[] = "<|tool_call|>";
+
+/* formats whose calls are a JSON list after a tag */
+static bool is_list(enum tern_toolcall_format f) { return f == TERN_TOOLCALL_MISTRAL || f == TERN_TOOLCALL_GRANITE; }
 
 /* ------------------------------------------------------------------ detection */
 
@@ -42,7 +50,10 @@ enum tern_toolcall_format tern_toolcall_detect(const char *src)
 {
     if (!src) return TERN_TOOLCALL_NONE;
     if (strstr(src, TAG_MISTRAL)) return TERN_TOOLCALL_MISTRAL;
+    if (strstr(src, "<|tool_call>call:")) return TERN_TOOLCALL_GEMMA4;
+    if (strstr(src, TAG_HERMES_OPEN) && strstr(src, "<function=")) return TERN_TOOLCALL_QWEN_XML;
     if (strstr(src, TAG_HERMES_OPEN)) return TERN_TOOLCALL_HERMES;
+    if (strstr(src, TAG_GRANITE) && strstr(src, "<|start_of_role|>")) return TERN_TOOLCALL_GRANITE;
     if (strstr(src, TAG_PYTHON) || (strstr(src, "<|start_header_id|>") && strstr(src, "\"parameters\"")))
         return TERN_TOOLCALL_LLAMA3;
     return TERN_TOOLCALL_NONE;
@@ -55,13 +66,16 @@ const char *tern_toolcall_format_name(enum tern_toolcall_format f)
     case TERN_TOOLCALL_HERMES: return "hermes";
     case TERN_TOOLCALL_LLAMA3: return "llama3";
     case TERN_TOOLCALL_MISTRAL: return "mistral";
+    case TERN_TOOLCALL_QWEN_XML: return "qwen-xml";
+    case TERN_TOOLCALL_GEMMA4: return "gemma4";
+    case TERN_TOOLCALL_GRANITE: return "granite";
     }
     return "unknown";
 }
 
 /* ------------------------------------------------------------------ buffers */
 
-static bool buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, const char *s, size_t n)
+bool toolcall_buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, const char *s, size_t n)
 {
     if (p->oom) return false;
     if (b->n + n + 1 > b->cap) {
@@ -80,6 +94,8 @@ static bool buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, cons
     b->p[b->n] = '\0';
     return true;
 }
+
+#define buf_add toolcall_buf_add
 
 /* pending[0..k) leaves the window (emit_text copies it first) */
 static void advance(struct tern_toolcall_parser *p, size_t k)
@@ -400,8 +416,28 @@ static const char *open_tag(enum tern_toolcall_format f)
     case TERN_TOOLCALL_HERMES: return TAG_HERMES_OPEN;
     case TERN_TOOLCALL_LLAMA3: return TAG_PYTHON;
     case TERN_TOOLCALL_MISTRAL: return TAG_MISTRAL;
+    case TERN_TOOLCALL_QWEN_XML: return TAG_HERMES_OPEN;
+    case TERN_TOOLCALL_GEMMA4: return TAG_GEMMA_OPEN;
+    case TERN_TOOLCALL_GRANITE: return TAG_GRANITE;
     default: return NULL;
     }
+}
+
+static const char *close_tag(enum tern_toolcall_format f)
+{
+    return f == TERN_TOOLCALL_GEMMA4 ? TAG_GEMMA_CLOSE : TAG_HERMES_CLOSE;
+}
+
+/* The body between a call's tags: Gemma 4's own syntax; XML when it starts with <function=
+ * (Qwen3.5 / Qwen3-Coder; a Hermes model writing it is read the same), else JSON. */
+static enum toolcall_verdict decode_body(const struct tern_toolcall_parser *p, const char *b, size_t n,
+                                         struct tern_toolcall *c, char *why, size_t why_n)
+{
+    if (p->fmt == TERN_TOOLCALL_GEMMA4) return toolcall_decode_gemma4(b, n, c, why, why_n);
+    size_t i = 0;
+    while (i < n && is_ws(b[i])) i++;
+    if (n - i >= 10 && !memcmp(b + i, "<function=", 10)) return toolcall_decode_xml(b, n, p->tools, c, why, why_n);
+    return toolcall_decode(b, n, c, why, why_n);
 }
 
 static void run(struct tern_toolcall_parser *p, bool eof)
@@ -417,10 +453,11 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 size_t k = (size_t)(hit - s);
                 emit_text(p, k);
                 size_t tl = strlen(tag);
-                if (p->fmt == TERN_TOOLCALL_HERMES) {
+                if (p->fmt == TERN_TOOLCALL_HERMES || p->fmt == TERN_TOOLCALL_QWEN_XML ||
+                    p->fmt == TERN_TOOLCALL_GEMMA4) {
                     p->scan = tl;
-                    p->state = S_HERMES;
-                } else if (p->fmt == TERN_TOOLCALL_MISTRAL) {
+                    p->state = S_TAGGED;
+                } else if (is_list(p->fmt)) {
                     p->scan = tl;
                     p->state = S_MIS_OPEN;
                 } else {
@@ -438,17 +475,27 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             emit_text(p, n - hold);
             return;
         }
-        case S_HERMES: {
-            const char *hit = find(s + p->scan, n - p->scan, TAG_HERMES_CLOSE);
-            size_t ol = strlen(TAG_HERMES_OPEN);
-            if (hit) {
-                size_t k = (size_t)(hit - s), e = k + strlen(TAG_HERMES_CLOSE);
+        case S_TAGGED: {
+            const char *otag = open_tag(p->fmt), *ctag = close_tag(p->fmt);
+            const char *hit = find(s + p->scan, n - p->scan, ctag);
+            size_t ol = strlen(otag), cl = strlen(ctag);
+            if (hit || eof) {
+                size_t k = hit ? (size_t)(hit - s) : n, e = hit ? k + cl : n;
                 p->json_start = ol;
                 struct tern_toolcall c;
                 char why[256];
-                enum toolcall_verdict v = toolcall_decode(s + ol, k - ol, &c, why, sizeof why);
+                enum toolcall_verdict v = decode_body(p, s + ol, k - ol, &c, why, sizeof why);
                 if (v == TC_CALL && add_call(p, &c)) consume(p, e);
-                else {
+                else if (!hit) {
+                    /* a call whose body is complete but whose closing tag never came (the
+                     * model stopped at it) is accepted above; anything else is text */
+                    if (v == TC_CALL) emit_text(p, e);
+                    else {
+                        char msg[300];
+                        snprintf(msg, sizeof msg, "output ended inside %s (no %s)", otag, ctag);
+                        reject(p, n, msg);
+                    }
+                } else {
                     if (v != TC_CALL) add_error(p, ol, "%s", why);
                     emit_text(p, e);
                 }
@@ -456,22 +503,13 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 continue;
             }
             if (n > TOOLCALL_MAX_BYTES) {
-                reject(p, n, "call longer than the limit without </tool_call>");
-                continue;
-            }
-            if (eof) {
-                struct tern_toolcall c;
-                char why[256];
-                if (toolcall_decode(s + ol, n - ol, &c, why, sizeof why) == TC_CALL) {
-                    /* complete JSON, model stopped before </tool_call> */
-                    if (add_call(p, &c)) consume(p, n);
-                    else emit_text(p, n);
-                    p->state = S_TEXT;
-                } else reject(p, n, "output ended inside <tool_call> (no </tool_call>)");
+                char msg[300];
+                snprintf(msg, sizeof msg, "call longer than the limit without %s", ctag);
+                reject(p, n, msg);
                 continue;
             }
             /* keep scanning from where a closing tag could still start */
-            p->scan = n > strlen(TAG_HERMES_CLOSE) ? n - strlen(TAG_HERMES_CLOSE) : p->scan;
+            p->scan = n > cl ? n - cl : p->scan;
             if (p->scan < ol) p->scan = ol;
             return;
         }
@@ -517,7 +555,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
         case S_JSON: {
             size_t e;
             int r = json_scan(p, &e);
-            bool mistral = p->fmt == TERN_TOOLCALL_MISTRAL;
+            bool mistral = is_list(p->fmt);
             if (r == 1) {
                 if (mistral) {
                     group_entry(p, e);
@@ -548,8 +586,8 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             size_t i = skip_ws(p, p->scan);
             if (i == n || n > TOOLCALL_MAX_GROUP || p->n_segs + p->group_valid >= TOOLCALL_MAX_CALLS) {
                 if (i < n || eof || n > TOOLCALL_MAX_GROUP) {
-                    add_error(p, 0, i < n || n > TOOLCALL_MAX_GROUP ? "[TOOL_CALLS] list longer than the limit"
-                                                                  : "output ended inside [TOOL_CALLS]");
+                    add_error(p, 0, "%s %s", open_tag(p->fmt), i < n || n > TOOLCALL_MAX_GROUP ? "list longer than the limit"
+                                                                               : "list: the output ended inside it");
                     group_end(p, i < n ? i : n);
                     continue;
                 }
@@ -560,7 +598,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
              * read as text again. */
             if (p->state == S_MIS_OPEN) {
                 if (c != '[') {
-                    add_error(p, 0, "expected '[' after [TOOL_CALLS]");
+                    add_error(p, 0, "expected '[' after %s", open_tag(p->fmt));
                     group_end(p, i);
                     continue;
                 }
@@ -572,7 +610,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                     json_reset(p, i);
                     p->state = S_JSON;
                 } else {
-                    add_error(p, i, "expected a call object in [TOOL_CALLS]");
+                    add_error(p, i, "expected a call object in the %s list", open_tag(p->fmt));
                     group_end(p, i);
                 }
             } else {
@@ -581,7 +619,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                     p->state = S_MIS_ELEM;
                 } else if (c == ']') group_end(p, i + 1);
                 else {
-                    add_error(p, i, "expected ',' or ']' between [TOOL_CALLS] entries");
+                    add_error(p, i, "expected ',' or ']' between %s entries", open_tag(p->fmt));
                     group_end(p, i);
                 }
             }
@@ -597,7 +635,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
 tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out)
 {
     if (!out) return tern_fail(TERN_ERR_ARG, "tern_toolcall_parser_create: NULL out");
-    if ((int)f < TERN_TOOLCALL_NONE || f > TERN_TOOLCALL_MISTRAL)
+    if ((int)f < TERN_TOOLCALL_NONE || f > TERN_TOOLCALL_GRANITE)
         return tern_fail(TERN_ERR_ARG, "unknown tool-call format %d", (int)f);
     struct tern_toolcall_parser *p = calloc(1, sizeof *p);
     if (!p) return tern_fail(TERN_ERR_NOMEM, "out of memory creating a tool-call parser");
@@ -625,7 +663,22 @@ void tern_toolcall_parser_free(struct tern_toolcall_parser *p)
     free(p->segs);
     free(p->pending.p);
     free(p->text.p);
+    free(p->rs.hold.p);
+    free(p->rs.text.p);
+    cJSON_Delete(p->tools);
     free(p);
+}
+
+tern_status tern_toolcall_set_tools(struct tern_toolcall_parser *p, const char *tools_json, size_t len)
+{
+    if (!p || !tools_json) return tern_fail(TERN_ERR_ARG, "tern_toolcall_set_tools: NULL argument");
+    if (p->fed) return tern_fail(TERN_ERR_ARG, "tern_toolcall_set_tools: call it before the first feed");
+    if (!len) len = strlen(tools_json);
+    cJSON *t = cJSON_ParseWithLength(tools_json, len);
+    if (!t) return tern_fail(TERN_ERR_FORMAT, "tern_toolcall_set_tools: the tools are not valid JSON");
+    cJSON_Delete(p->tools);
+    p->tools = t;
+    return TERN_OK;
 }
 
 tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n, int *n_completed)
@@ -634,7 +687,8 @@ tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece
     if (!p || (!piece && n)) return tern_fail(TERN_ERR_ARG, "tern_toolcall_feed: NULL argument");
     if (p->finished) return tern_fail(TERN_ERR_ARG, "tern_toolcall_feed: the parser was already finished");
     p->completed = 0;
-    buf_add(p, &p->pending, piece, n);
+    p->fed = true;
+    toolcall_reason_feed(p, piece, n, false);
     run(p, false);
     if (p->oom) return tern_fail(TERN_ERR_NOMEM, "out of memory in the tool-call parser");
     if (n_completed) *n_completed = p->completed;
@@ -647,6 +701,8 @@ tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_complete
     if (!p) return tern_fail(TERN_ERR_ARG, "tern_toolcall_finish: NULL parser");
     if (p->finished) return TERN_OK;
     p->completed = 0;
+    p->fed = true;
+    toolcall_reason_feed(p, NULL, 0, true);
     run(p, true);
     if (p->pending.n) emit_text(p, p->pending.n); /* defensive: nothing stays undecided */
     p->finished = true;

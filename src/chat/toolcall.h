@@ -30,8 +30,21 @@ struct toolcall_seg {
     size_t start, end;
 };
 
+/* The reasoning stage in front of the tool-call machine (toolcall_reason.c): it sees every
+ * byte fed, keeps reasoning in `text` and passes the rest on as content. */
+struct toolcall_reason {
+    int fmt;                  /* enum tern_reasoning_format; NONE = the stage is off */
+    int state;                /* RS_* in toolcall_reason.c */
+    struct toolcall_buf hold; /* undecided bytes: a possible tag, whitespace, a split character */
+    struct toolcall_buf text; /* the reasoning */
+    bool join;                /* a later block opened: "\n" goes before its first text */
+};
+
 struct tern_toolcall_parser {
     enum tern_toolcall_format fmt;
+    bool fed;                    /* a feed happened: options can no longer change */
+    struct toolcall_reason rs;
+    struct cJSON *tools;         /* tern_toolcall_set_tools, or NULL */
     int state;
     bool finished;
     bool oom;
@@ -61,10 +74,22 @@ struct tern_toolcall_parser {
     int n_segs, cap_segs;
 };
 
+bool toolcall_buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, const char *s, size_t n);
+/* Reasoning stage: take piece[0..n) (eof: the end), append what is content to p->pending. */
+void toolcall_reason_feed(struct tern_toolcall_parser *p, const char *piece, size_t n, bool eof);
+
 /* The result of checking one call's JSON text. */
 enum toolcall_verdict { TC_CALL, TC_NOT_A_CALL, TC_BAD };
 /* Parse json[0..n) into *call (strings malloc'ed) or explain in why[why_n]. */
 enum toolcall_verdict toolcall_decode(const char *json, size_t n, struct tern_toolcall *call,
                                       char *why, size_t why_n);
+
+/* Bodies of the formats that are not JSON (toolcall_formats.c), same contract as
+ * toolcall_decode: body[0..n) is what stands between the call's opening and closing markup.
+ * tools (may be NULL) types Qwen XML parameter values. */
+enum toolcall_verdict toolcall_decode_xml(const char *body, size_t n, const struct cJSON *tools,
+                                          struct tern_toolcall *call, char *why, size_t why_n);
+enum toolcall_verdict toolcall_decode_gemma4(const char *body, size_t n, struct tern_toolcall *call,
+                                             char *why, size_t why_n);
 
 #endif

@@ -5,7 +5,12 @@
  *   mistral  [TOOL_CALLS][{"name": ..., "arguments": ...}, ...] (the list holds parallel calls);
  *   llama3   {"name": ..., "parameters": ...} as the whole reply (tool_choice required / NAME
  *            only: its opener is a leading '{' or the control token <|python_tag|>, neither of
- *            which a text trigger can wait for).
+ *            which a text trigger can wait for);
+ *   granite  <|tool_call|>[{"name": ..., "arguments": ...}, ...] (Mistral's list, Granite's tag);
+ *   qwen-xml <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
+ *            \n</tool_call> (Qwen3.5): parameters in the schema's order, the required ones
+ *            always, the others optionally; string values are any text up to "\n</parameter>"
+ *            (or one of their enum), the others JSON for their schema.
  * The JSON follows the chosen whitespace policy. tool_choice:
  *   auto      a lazy grammar: free text until the model writes the opener (<tool_call>,
  *             [TOOL_CALLS]), then the rest of the call is constrained, then free text again
@@ -65,6 +70,107 @@ static uint32_t sep(struct gram_ir *ir, int ws, char ch)
     return gir_str(ir, t);
 }
 
+/* Any bytes up to and including the first occurrence of `end` (a KMP automaton: state k = the
+ * longest prefix of `end` the text read so far ends with; the last state, the whole of it, is
+ * final and has no way out). NUL never occurs in model text and is left out. */
+static uint32_t until_incl(struct gram_ir *ir, const char *end)
+{
+    size_t len = strlen(end);
+    struct gram_dfa d;
+    gdfa_init(&d);
+    uint32_t st[64];
+    if (len == 0 || len >= 64) return GRAM_NONE;
+    for (size_t k = 0; k <= len; k++) st[k] = gdfa_state(&d, k == len);
+    d.start = st[0];
+    bool ok = true;
+    for (size_t k = 0; k < len && ok; k++) {
+        /* next state for byte b: the longest prefix of end that end[0..k) + b ends with */
+        uint32_t prev = GRAM_NONE;
+        unsigned lo = 1;
+        for (unsigned b = 1; b <= 256; b++) {
+            uint32_t to = GRAM_NONE;
+            if (b < 256) {
+                size_t m = k + 1;
+                for (; m > 0; m--) {
+                    /* does end[0..m) equal the last m bytes of end[0..k) + b? */
+                    if ((unsigned char)end[m - 1] != b) continue;
+                    if (m - 1 <= k && !memcmp(end, end + k - (m - 1), m - 1)) break;
+                }
+                to = st[m];
+            }
+            if (b > 1 && to != prev) {
+                ok = ok && gdfa_edge(&d, st[k], (uint8_t)lo, (uint8_t)(b - 1), prev);
+                lo = b;
+            }
+            prev = to;
+        }
+    }
+    if (!ok) {
+        gdfa_free(&d);
+        ir->oom = true;
+        return GRAM_NONE;
+    }
+    return gir_dfa(ir, &d);
+}
+
+/* A parameter's schema asks for a string written as raw text (Qwen XML): type "string", or no
+ * type and a string enum / const. */
+static bool text_param(const cJSON *ps)
+{
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(ps, "type");
+    if (cJSON_IsString(ty)) return !strcmp(ty->valuestring, "string");
+    if (ty) return false;
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(ps, "enum");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(ps, "const");
+    return (e && cJSON_IsString(e->child)) || cJSON_IsString(c);
+}
+
+/* <function=NAME>\n (<parameter=KEY>\nVALUE\n</parameter>\n)* </function> for one tool */
+static tern_status xml_call(struct gram_ir *ir, const cJSON *params, const char *name, const char *where,
+                            const struct gram_schema_opts *o, char **warn, uint32_t *out)
+{
+    char head[320];
+    snprintf(head, sizeof head, "<function=%s>\n", name);
+    uint32_t seq = gir_str(ir, head);
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+    const cJSON *ps;
+    cJSON_ArrayForEach(ps, props) {
+        bool required = false;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, req) if (cJSON_IsString(r) && !strcmp(r->valuestring, ps->string)) required = true;
+        char ph[320];
+        snprintf(ph, sizeof ph, "<parameter=%s>\n", ps->string);
+        uint32_t value;
+        if (text_param(ps)) {
+            const cJSON *e = cJSON_GetObjectItemCaseSensitive(ps, "enum"), *c = cJSON_GetObjectItemCaseSensitive(ps, "const");
+            if (cJSON_IsString(c) || (e && cJSON_IsArray(e) && e->child)) {
+                uint32_t alts[256];
+                uint32_t na = 0;
+                if (cJSON_IsString(c)) alts[na++] = gir_str(ir, c->valuestring);
+                else {
+                    const cJSON *x;
+                    cJSON_ArrayForEach(x, e) if (cJSON_IsString(x) && na < 256) alts[na++] = gir_str(ir, x->valuestring);
+                }
+                value = gir_seq2(ir, gir_alt(ir, alts, na), gir_str(ir, "\n</parameter>"));
+            } else {
+                value = until_incl(ir, "\n</parameter>");
+            }
+        } else {
+            char path[400];
+            snprintf(path, sizeof path, "%s.parameters.properties.%.100s", where, ps->string);
+            uint32_t rr;
+            tern_status st = gram_schema_json_to_ir(ps, path, o, ir, &rr, warn);
+            if (st) return st;
+            value = gir_seq2(ir, gir_ref(ir, rr), gir_str(ir, "\n</parameter>"));
+        }
+        uint32_t one = gir_seq3(ir, gir_str(ir, ph), value, gir_byte(ir, '\n'));
+        seq = gir_seq2(ir, seq, required ? one : gir_opt(ir, one));
+    }
+    *out = gir_seq2(ir, seq, gir_str(ir, "</function>"));
+    return TERN_OK;
+}
+
 tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
                                     const struct tern_tool_grammar_params *p, struct tern_grammar **out)
 {
@@ -74,8 +180,10 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     if (!p) p = &dp;
     const int fmt = p->format;
     const bool lazy = p->choice == TERN_TOOL_CHOICE_AUTO || p->choice == TERN_TOOL_CHOICE_NONE;
-    if (fmt != TERN_TOOLCALL_HERMES && fmt != TERN_TOOLCALL_LLAMA3 && fmt != TERN_TOOLCALL_MISTRAL)
-        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: no tool-call grammar for format %s (hermes, llama3 and mistral have one)",
+    if (fmt != TERN_TOOLCALL_HERMES && fmt != TERN_TOOLCALL_LLAMA3 && fmt != TERN_TOOLCALL_MISTRAL &&
+        fmt != TERN_TOOLCALL_GRANITE && fmt != TERN_TOOLCALL_QWEN_XML)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "tools: no tool-call grammar for format %s (hermes, qwen-xml, llama3, "
+                         "mistral and granite have one)",
                          tern_toolcall_format_name((enum tern_toolcall_format)fmt));
     /* A Llama 3 call opens with a leading '{' (or the control token <|python_tag|>, which no
      * text trigger can see): only tool_choice required / NAME, which constrain from the first
@@ -134,6 +242,15 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
         if (p->choice == TERN_TOOL_CHOICE_NAMED && strcmp(name->valuestring, p->name)) continue;
         found = true;
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (fmt == TERN_TOOLCALL_QWEN_XML) {
+            uint32_t body;
+            if ((st = xml_call(&ir, params, name->valuestring, where, &o, &warn, &body))) goto done;
+            uint32_t r = gir_rule_new(&ir, "call:%.60s", name->valuestring);
+            gir_rule_set(&ir, r, body);
+            if (r != GRAM_NONE) ir.rules[r].shared = true;
+            calls[n_calls++] = gir_ref(&ir, r);
+            continue;
+        }
         uint32_t args;
         if (params) {
             char path[96];
@@ -169,7 +286,7 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     uint32_t call = gir_alt(&ir, calls, (uint32_t)n_calls);
     uint32_t root = gir_rule_new(&ir, "tool_call");
     const char *trigger = NULL;
-    if (fmt == TERN_TOOLCALL_HERMES) {
+    if (fmt == TERN_TOOLCALL_HERMES || fmt == TERN_TOOLCALL_QWEN_XML) {
         trigger = "<tool_call>";
         if (lazy) {
             /* after the trigger "<tool_call>" */
@@ -183,9 +300,9 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
             }
             gir_rule_set(&ir, root, one);
         }
-    } else if (fmt == TERN_TOOLCALL_MISTRAL) {
+    } else if (fmt == TERN_TOOLCALL_MISTRAL || fmt == TERN_TOOLCALL_GRANITE) {
         /* [TOOL_CALLS][{call}, {call}] — the list is the format's way to call in parallel */
-        trigger = "[TOOL_CALLS]";
+        trigger = fmt == TERN_TOOLCALL_GRANITE ? "<|tool_call|>" : "[TOOL_CALLS]";
         uint32_t list = call;
         if (p->parallel) {
             uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);

@@ -72,7 +72,8 @@ static tern_status template_from_file(const char *path, struct tern_chat_templat
  * when special tokens are parsed)? */
 static bool opener_is_control(struct tern_tokenizer *tok, enum tern_toolcall_format fmt)
 {
-    const char *op = fmt == TERN_TOOLCALL_HERMES ? "<tool_call>" : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]"
+    const char *op = fmt == TERN_TOOLCALL_HERMES || fmt == TERN_TOOLCALL_QWEN_XML ? "<tool_call>"
+                   : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]" : fmt == TERN_TOOLCALL_GRANITE ? "<|tool_call|>"
                    : fmt == TERN_TOOLCALL_LLAMA3 ? "<|python_tag|>" : NULL;
     int32_t ids[32];
     size_t n = 0;
@@ -127,6 +128,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         const char *w = tern_chat_template_warning(s->tmpl);
         if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
         s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        s->rfmt = tern_reasoning_detect(tern_chat_template_source(s->tmpl));
         s->opener_control = opener_is_control(s->tok, s->fmt);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */

@@ -102,6 +102,7 @@ struct srv_req {
                                     from body or owned_schema) */
     cJSON *owned_schema;
     bool schema_strict;
+    bool reasoning_open;         /* the rendered prompt ends inside a reasoning block */
     int32_t *prompt;             /* owned */
     int n_prompt;
 };
@@ -124,6 +125,7 @@ struct job {
     /* engine-side output state (engine thread only; srv_output.c) */
     struct tern_toolcall_parser *tp;
     size_t content_sent;         /* bytes of the parser's content already emitted */
+    size_t reasoning_sent;       /* bytes of its reasoning already emitted */
     int calls_sent;
     struct sbuf hold;            /* text held back because it may begin a stop string */
     struct sbuf text;            /* the answer's content so far (non-stream bodies) */
@@ -166,6 +168,7 @@ struct tern_server {
     pthread_mutex_t tok_mu;
     struct tern_chat_template *tmpl;
     enum tern_toolcall_format fmt;
+    enum tern_reasoning_format rfmt;   /* the template's reasoning markup, taken apart from content */
     bool opener_control;               /* the format's call opener is a control token here */
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;

@@ -61,7 +61,8 @@ void srv_job_release(struct job *j)
 static bool tools_constrained(const struct tern_server *s, const struct srv_req *r)
 {
     const bool fmt_ok = s->fmt == TERN_TOOLCALL_HERMES || s->fmt == TERN_TOOLCALL_LLAMA3 ||
-                        s->fmt == TERN_TOOLCALL_MISTRAL;
+                        s->fmt == TERN_TOOLCALL_MISTRAL || s->fmt == TERN_TOOLCALL_QWEN_XML ||
+                        s->fmt == TERN_TOOLCALL_GRANITE;
     if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
     if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
     return s->fmt != TERN_TOOLCALL_LLAMA3 && !s->opener_control;
@@ -79,8 +80,17 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
     }
     tern_status st = TERN_OK;
     const char *param = NULL;
-    if (r->kind == JOB_CHAT && r->tools && s->fmt != TERN_TOOLCALL_NONE)
-        st = tern_toolcall_parser_create(s->fmt, &j->tp);
+    /* the reply parser: tool calls when the request offers tools, reasoning apart from the
+     * content when the template has reasoning markup (llama.cpp's --reasoning-format deepseek) */
+    const bool calls = r->tools && s->fmt != TERN_TOOLCALL_NONE;
+    if (r->kind == JOB_CHAT && (calls || s->rfmt != TERN_REASONING_NONE)) {
+        st = tern_toolcall_parser_create(calls ? s->fmt : TERN_TOOLCALL_NONE, &j->tp);
+        if (!st) st = tern_toolcall_set_reasoning(j->tp, s->rfmt, r->reasoning_open);
+        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
+        char *txt = calls ? cJSON_PrintUnformatted(tools) : NULL;
+        if (!st && txt) st = tern_toolcall_set_tools(j->tp, txt, 0);
+        free(txt);
+    }
     if (!st && r->kind == JOB_CHAT && s->gvocab) {
         const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
         if (r->tools && tools_constrained(s, r)) {

@@ -259,6 +259,7 @@ static char *models_json(struct tern_server *s)
     cJSON_AddNumberToObject(meta, "n_ctx", s->n_ctx);
     cJSON_AddNumberToObject(meta, "n_parallel", s->p.n_parallel);
     cJSON_AddStringToObject(meta, "tool_call_format", tern_toolcall_format_name(s->fmt));
+    cJSON_AddStringToObject(meta, "reasoning_format", tern_reasoning_format_name(s->rfmt));
     char *t = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return t;

@@ -257,7 +257,24 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
     if (n) tern_toolcall_feed(j->tp, t, n, NULL);
     if (final) tern_toolcall_finish(j->tp, NULL);
     size_t len;
-    const char *all = tern_toolcall_text(j->tp, &len);
+    const char *all = tern_toolcall_reasoning(j->tp, &len);
+    if (len > j->reasoning_sent) {
+        if (j->req.stream) {
+            cJSON *d = cJSON_CreateObject();
+            char *s = malloc(len - j->reasoning_sent + 1);
+            if (d && s) {
+                memcpy(s, all + j->reasoning_sent, len - j->reasoning_sent);
+                s[len - j->reasoning_sent] = 0;
+                cJSON_AddStringToObject(d, "reasoning_content", s);
+                push_event(j, chunk(j, d, NULL, NULL));
+            } else {
+                cJSON_Delete(d);
+            }
+            free(s);
+        }
+        j->reasoning_sent = len;
+    }
+    all = tern_toolcall_text(j->tp, &len);
     if (len > j->content_sent) {
         size_t k = len - j->content_sent;
         /* the parser's text is the content alone: keep the final body from it, not from here */
@@ -347,6 +364,9 @@ static char *final_body(struct job *j)
         const int nc = j->tp ? tern_toolcall_count(j->tp) : 0;
         if (nc > 0 && clen == 0) cJSON_AddNullToObject(m, "content");
         else cJSON_AddStringToObject(m, "content", content);
+        size_t rlen = 0;
+        const char *reasoning = j->tp ? tern_toolcall_reasoning(j->tp, &rlen) : "";
+        if (rlen) cJSON_AddStringToObject(m, "reasoning_content", reasoning);
         cJSON_AddNullToObject(m, "refusal");
         if (nc > 0) {
             cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls");

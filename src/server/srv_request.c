@@ -61,7 +61,7 @@ static const char *const CHAT_KEYS[] = {
     "max_completion_tokens", "stop", "n", "logprobs", "top_logprobs", "frequency_penalty",
     "presence_penalty", "logit_bias", "user", "metadata", "store", "service_tier",
     /* llama-server extensions */
-    "top_k", "min_p", "repeat_penalty", "ignore_eos", NULL};
+    "top_k", "min_p", "repeat_penalty", "ignore_eos", "chat_template_kwargs", NULL};
 static const char *const COMPLETION_KEYS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
     "stream_options", "n", "echo", "logprobs", "best_of", "suffix", "frequency_penalty",
@@ -343,9 +343,19 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     struct tern_chat_params cp = tern_chat_default_params();
     cp.messages_json = r->raw;
     cp.messages_len = r->raw_len;
+    /* llama.cpp's server: extra template variables ({"enable_thinking": false}) */
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(b, "chat_template_kwargs");
+    char *kw_txt = NULL;
+    if (kw && !cJSON_IsNull(kw)) {
+        if (!cJSON_IsObject(kw))
+            BAD("chat_template_kwargs", "'chat_template_kwargs' must be an object, got %s", jtype(kw));
+        if (!(kw_txt = cJSON_PrintUnformatted(kw))) BAD("chat_template_kwargs", "out of memory");
+        cp.extra_vars_json = kw_txt;
+    }
     char *prompt = NULL;
     size_t plen = 0;
     tern_status st = tern_chat_render(s->tmpl, &cp, &prompt, &plen);
+    free(kw_txt);
     if (st) {
         const char *msg = tern_last_error();
         srv_err_set(e, 400, "invalid_request_error",
@@ -353,6 +363,9 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
                     NULL, "%s", msg);
         return false;
     }
+    /* a generation prompt that opens the reasoning (Qwen3.5: "<think>\n") makes the reply
+     * start inside it */
+    r->reasoning_open = tern_reasoning_open_at_end(s->rfmt, prompt, plen);
     bool ok = tokenize(s, prompt, plen, tern_chat_prompt_flags(s->tok_http, prompt, plen), r, e);
     free(prompt);
     return ok && fits_context(s, r, "messages", e);

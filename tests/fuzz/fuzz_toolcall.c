@@ -1,13 +1,15 @@
 /* fuzz_toolcall.c — fuzz target for the streaming tool-call parser (scripts/fuzz.sh; replayed by
  * ctest).
  *
- * Input: byte 0 picks the format (its low 2 bits: none, hermes, llama3, mistral) and seeds the
- * split points; the rest is generated text. It is fed whole, one byte at a time (inputs up to
+ * Input: byte 0 picks the format (its low 3 bits: none, hermes, llama3, mistral, qwen-xml,
+ * gemma4, granite, none) and the reasoning stage (bits 3-4: off, <think>, <think> opened by the
+ * prompt, Gemma 4 channels) and seeds the split points; the rest is generated text. It is fed whole, one byte at a time (inputs up to
  * 4 KB), and cut at pseudo-random points, and each run must give the same content, calls and
  * errors (the parser promises any split gives the same result). Then the parser's promises on
- * the bytes themselves (toolcall.h): nothing is lost or duplicated (content + the markup and
- * JSON of valid calls = the input, counted by the parser's own `dropped`), content is the input
- * with spans removed (a subsequence), with no valid call the content is the input exactly, and
+ * the bytes themselves (toolcall.h): nothing is lost or duplicated (content + reasoning + the
+ * markup and JSON of valid calls = the input, counted by the parser's own `dropped`), content
+ * is the input with spans removed (a subsequence), with no valid call and no reasoning stage
+ * the content is the input exactly, and
  * every call has a non-empty name and a JSON-object argument text. Any broken promise aborts.
  * Seeds: tests/fuzz/corpus/toolcall (the test_toolcall cases and rendered template calls). */
 #include "chat/toolcall.h"
@@ -29,11 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     } while (0)
 
 /* Feed text cut at cuts[0..n_cuts) and finish; NULL only on out-of-memory. */
+static int g_reasoning; /* 0 off, 1 think, 2 think opened by the prompt, 3 gemma4 */
+
 static struct tern_toolcall_parser *run(enum tern_toolcall_format f, const char *text, size_t n,
                                         const size_t *cuts, int n_cuts)
 {
     struct tern_toolcall_parser *p;
     if (tern_toolcall_parser_create(f, &p) != TERN_OK) return NULL;
+    static const enum tern_reasoning_format rf[] = {TERN_REASONING_NONE, TERN_REASONING_THINK,
+                                                    TERN_REASONING_THINK, TERN_REASONING_GEMMA4};
+    CHECK(tern_toolcall_set_reasoning(p, rf[g_reasoning], g_reasoning == 2) == TERN_OK);
     size_t prev = 0;
     int seen = 0;
     for (int i = 0; i <= n_cuts; i++) {
@@ -63,6 +70,9 @@ static void check_same(const struct tern_toolcall_parser *a, const struct tern_t
     size_t la, lb;
     const char *ta = tern_toolcall_text(a, &la), *tb = tern_toolcall_text(b, &lb);
     CHECK(la == lb && !memcmp(ta, tb, la));
+    ta = tern_toolcall_reasoning(a, &la);
+    tb = tern_toolcall_reasoning(b, &lb);
+    CHECK(la == lb && !memcmp(ta, tb, la));
     CHECK(tern_toolcall_count(a) == tern_toolcall_count(b));
     for (int i = 0; i < tern_toolcall_count(a); i++) {
         const struct tern_toolcall *x = tern_toolcall_get(a, i), *y = tern_toolcall_get(b, i);
@@ -78,12 +88,16 @@ static void check_promises(const struct tern_toolcall_parser *p, const char *in,
     size_t tl;
     const char *t = tern_toolcall_text(p, &tl);
     CHECK(t[tl] == '\0');
-    CHECK(tl + p->dropped == n); /* conservation: no byte lost, none duplicated */
+    size_t rl;
+    const char *r = tern_toolcall_reasoning(p, &rl);
+    CHECK(r[rl] == '\0');
+    CHECK(g_reasoning || rl == 0);
+    CHECK(tl + rl + p->dropped == n); /* conservation: no byte lost, none duplicated */
     size_t j = 0;                /* content is the input with spans removed */
     for (size_t i = 0; i < n && j < tl; i++)
         if (in[i] == t[j]) j++;
     CHECK(j == tl);
-    if (tern_toolcall_count(p) == 0) CHECK(tl == n && !memcmp(t, in, n));
+    if (tern_toolcall_count(p) == 0 && !g_reasoning) CHECK(tl == n && !memcmp(t, in, n));
     for (int i = 0; i < tern_toolcall_count(p); i++) {
         const struct tern_toolcall *c = tern_toolcall_get(p, i);
         CHECK(c->name && c->name[0] && c->arguments);
@@ -100,7 +114,8 @@ static void check_promises(const struct tern_toolcall_parser *p, const char *in,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
-    enum tern_toolcall_format f = (enum tern_toolcall_format)(data[0] & 3);
+    enum tern_toolcall_format f = (enum tern_toolcall_format)((data[0] & 7) == 7 ? 0 : data[0] & 7);
+    g_reasoning = (data[0] >> 3) & 3;
     uint64_t x = 0x9e3779b97f4a7c15ull ^ data[0];
     const char *text = (const char *)data + 1;
     size_t n = size - 1;

@@ -266,3 +266,15 @@ double cli_clock_ms(clockid_t clock)
     clock_gettime(clock, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+int cli_check_template_vars(const char *cmd, const char *text)
+{
+    struct tern_chat_params p = tern_chat_default_params();
+    p.messages_json = "[]";
+    p.extra_vars_json = text;
+    if (tern_chat_validate(&p) == TERN_OK) return CLI_EXIT_OK;
+    /* the library names the document "extra_vars"; the user wrote a flag */
+    const char *msg = tern_last_error();
+    if (!strncmp(msg, "extra_vars: ", 12)) msg += 12;
+    return cli_usage_error(cmd, "--template-vars: %s", msg);
+}

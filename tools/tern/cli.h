@@ -45,6 +45,12 @@ bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index);
 /* Whole file into a malloc'ed, NUL-terminated buffer; NULL with errno on failure. */
 char *cli_read_file(const char *path, size_t *len);
 
+/* --template-vars TEXT (tern template, tern chat): a JSON object of extra chat-template
+ * variables ({"enable_thinking": false}), checked as tern_chat_render will read it. Bad JSON (with
+ * byte and line:col) or a non-object prints "tern CMD: --template-vars: ..." and gives
+ * CLI_EXIT_USAGE; CLI_EXIT_OK otherwise. */
+int cli_check_template_vars(const char *cmd, const char *text);
+
 /* Bounds of -n and -c (the KV cache of 4M positions is already tens of GiB for small models). */
 #define CLI_MAX_N_PREDICT (1 << 24)
 #define CLI_MAX_N_CTX (1 << 22)

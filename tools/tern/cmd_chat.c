@@ -5,9 +5,10 @@
  * call as `tern template`, so --show-prompt output can be checked against it), tokenizes it with
  * control tokens parsed, and hands it to tern_generate (include/tern.h "generation"), which
  * decodes only the part not already in the KV cache. The answer streams through the tool-call
- * parser: content goes to stdout as it is decided, completed calls come out as JSON lines the
- * moment their closing markup arrives, and both end up in the assistant message appended to the
- * history. */
+ * parser: reasoning (<think>..., when the template shows such markup) goes apart to stderr,
+ * content to stdout as it is decided, completed calls come out as JSON lines the moment their
+ * closing markup arrives, and all end up in the assistant message appended to the history
+ * (reasoning as "reasoning_content", which the reasoning templates read back). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +38,10 @@ static void help(void)
            "                         message or tool results, the model answers them first\n"
            "  --tools FILE           an array of OpenAI function tools for the template; the calls\n"
            "                         the model makes are constrained (see --tool-choice)\n"
+           "  --chat-template-file FILE  a Jinja chat template instead of the model's own (as\n"
+           "                         `tern serve`; bos_token/eos_token are \"\")\n"
+           "  --template-vars JSON   extra chat-template variables, a JSON object, e.g.\n"
+           "                         '{\"enable_thinking\": false}' (Qwen3, Qwen3.5, SmolLM3, Gemma 4)\n"
            "  --tool-choice C        auto (default with tools: free text stays free; once the model\n"
            "                         opens a call in its template's format, the call is constrained:\n"
            "                         a tool's name, arguments valid for its parameters), none (no\n"
@@ -60,13 +65,17 @@ static void help(void)
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
            "                         call completes and one {\"turn\": .., \"content\": .., \"stats\": ..}\n"
-           "                         per answer (with --draft, stats holds a \"spec\" object)\n");
+           "                         per answer (\"reasoning_content\" too when the template has\n"
+           "                         reasoning markup; with --draft, stats holds a \"spec\" object)\n");
     cli_draft_help(stdout);
     cli_grammar_help(stdout);
     printf("  (--ws, --strict-properties and --schema-lenient also apply to the tools' parameters)\n"
            "\n"
-           "Tool calls (format detected from the template: hermes, llama3, mistral) are printed as\n"
-           "JSON lines on stderr (stdout with --json) and stored in the assistant message.\n"
+           "Tool calls (format detected from the template: hermes, qwen-xml, gemma4, llama3, mistral,\n"
+           "granite) are printed as JSON lines on stderr (stdout with --json) and stored in the\n"
+           "assistant message. Reasoning (<think>...</think>, Gemma 4's thought channel) is kept\n"
+           "apart from the answer: streamed to stderr (\"reasoning_content\" with --json) and stored\n"
+           "as the message's \"reasoning_content\"; a tool call inside it is not a call.\n"
            "\n"
            "If stdout is closed by its reader (tern chat ... | head -1), the answer stops there, the\n"
            "conversation ends, the prompt cache and --save-messages are still saved and the exit\n"
@@ -85,6 +94,8 @@ struct chat {
     struct tern_grammar_vocab *gvoc;
     struct tern_gen_params gp;
     enum tern_toolcall_format fmt;
+    enum tern_reasoning_format rfmt;
+    const char *vars;   /* --template-vars JSON, or NULL */
     cJSON *messages;    /* the history (owned) */
     cJSON *tools;       /* or NULL (owned) */
     int32_t *ids;
@@ -94,6 +105,7 @@ struct chat {
     /* per turn */
     struct tern_toolcall_parser *tp;
     size_t shown;       /* content bytes already written to stdout */
+    size_t shown_r;     /* reasoning bytes already written to stderr */
     int reported;       /* tool calls already printed */
     int write_errno;    /* first failed write to stdout, or 0; EPIPE = the reader went away */
     bool closed;        /* stdout's reader went away: end the conversation (exit 0) */
@@ -160,6 +172,14 @@ static void drain(struct chat *c)
 {
     size_t len;
     const char *text = tern_toolcall_text(c->tp, &len);
+    size_t rlen;
+    const char *r = tern_toolcall_reasoning(c->tp, &rlen);
+    if (!c->json && rlen > c->shown_r) {
+        if (c->shown_r == 0) fputs("tern chat: reasoning: ", stderr);
+        fwrite(r + c->shown_r, 1, rlen - c->shown_r, stderr);
+        fflush(stderr);
+    }
+    c->shown_r = rlen;
     if (!c->json && len > c->shown) put(c, stdout, text + c->shown, len - c->shown);
     c->shown = len;
     for (; c->reported < tern_toolcall_count(c->tp); c->reported++) {
@@ -190,6 +210,7 @@ static int answer(struct chat *c)
     size_t plen;
     p.messages_json = msgs_txt;
     p.tools_json = tools_txt;
+    p.extra_vars_json = c->vars;
     if (!msgs_txt || (c->tools && !tools_txt)) {
         free(msgs_txt);
         free(tools_txt);
@@ -198,8 +219,10 @@ static int answer(struct chat *c)
     }
     tern_status st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
     free(msgs_txt);
-    free(tools_txt);
-    if (st) return cli_report("chat", st);
+    if (st) {
+        free(tools_txt);
+        return cli_report("chat", st);
+    }
     if (c->show_prompt && !c->json) {
         fprintf(stderr, "tern chat: prompt of turn %d (%zu bytes):\n", c->turn, plen);
         fwrite(prompt, 1, plen, stderr);
@@ -218,23 +241,32 @@ static int answer(struct chat *c)
         goto out;
     }
 
-    if ((st = tern_toolcall_parser_create(c->fmt, &c->tp))) { rc = cli_report("chat", st); goto out; }
+    if ((st = tern_toolcall_parser_create(c->fmt, &c->tp)) ||
+        (st = tern_toolcall_set_reasoning(c->tp, c->rfmt, tern_reasoning_open_at_end(c->rfmt, prompt, plen))) ||
+        (tools_txt && (st = tern_toolcall_set_tools(c->tp, tools_txt, 0)))) {
+        rc = cli_report("chat", st);
+        goto out;
+    }
     c->shown = 0;
+    c->shown_r = 0;
     c->reported = 0;
     struct tern_gen_stats gs;
     st = tern_generate(c->gen, c->smp, c->ids, (int)n, &c->gp, on_piece, c, &gs);
     if (st) { rc = cli_report("chat", st); goto out; }
     if ((st = tern_toolcall_finish(c->tp, NULL))) { rc = cli_report("chat", st); goto out; }
     drain(c);
+    if (!c->json && c->shown_r) fputs("\n", stderr);
     if (!c->json && !c->write_errno) put(c, stdout, "\n", 1);
     for (int i = 0; i < tern_toolcall_n_errors(c->tp); i++)
         fprintf(stderr, "tern chat: warning: malformed tool call kept as text: %s\n", tern_toolcall_error(c->tp, i));
 
-    size_t clen;
+    size_t clen, rlen;
     const char *content = tern_toolcall_text(c->tp, &clen);
+    const char *reasoning = tern_toolcall_reasoning(c->tp, &rlen);
     cJSON *msg = cJSON_CreateObject();
     cJSON_AddStringToObject(msg, "role", "assistant");
     cJSON_AddStringToObject(msg, "content", content);
+    if (rlen) cJSON_AddStringToObject(msg, "reasoning_content", reasoning);
     cJSON *calls = NULL;
     if (tern_toolcall_count(c->tp) > 0) {
         calls = cJSON_AddArrayToObject(msg, "tool_calls");
@@ -247,6 +279,7 @@ static int answer(struct chat *c)
         turn_json = cJSON_CreateObject();
         cJSON_AddNumberToObject(turn_json, "turn", c->turn);
         cJSON_AddStringToObject(turn_json, "content", content);
+        if (c->rfmt != TERN_REASONING_NONE) cJSON_AddStringToObject(turn_json, "reasoning_content", reasoning);
         cJSON_AddItemToObject(turn_json, "tool_calls", calls ? cJSON_Duplicate(calls, true) : cJSON_CreateArray());
         if (c->show_prompt) cJSON_AddStringToObject(turn_json, "prompt", prompt);
         cJSON *sj = cJSON_AddObjectToObject(turn_json, "stats");
@@ -287,6 +320,7 @@ out:
     tern_toolcall_parser_free(c->tp);
     c->tp = NULL;
     free(prompt);
+    free(tools_txt);
     return rc;
 }
 
@@ -375,7 +409,7 @@ static int save_messages(const struct chat *c, struct save_target *sv)
 int cmd_chat(int argc, char **argv)
 {
     const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
-    const char *tool_choice = NULL;
+    const char *tool_choice = NULL, *tmpl_path = NULL;
     struct cli_grammar_opts gro;
     cli_grammar_opts_init(&gro);
     struct cli_gen_opts go = cli_gen_opts_default(256);
@@ -395,6 +429,8 @@ int cmd_chat(int argc, char **argv)
         else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
         else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
         else if (OPT("--tool-choice", NULL)) { if (r < 0) return 2; tool_choice = v; }
+        else if (OPT("--template-vars", NULL)) { if (r < 0) return 2; c.vars = v; }
+        else if (OPT("--chat-template-file", NULL)) { if (r < 0) return 2; tmpl_path = v; }
         else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_grammar_opt("chat", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
@@ -407,6 +443,7 @@ int cmd_chat(int argc, char **argv)
         return cli_usage_error("chat", "--tool-choice constrains the tools' calls; it cannot be combined with "
                                "--json-schema or --grammar");
     if (tool_choice && !*tool_choice) return cli_usage_error("chat", "--tool-choice: empty");
+    if (c.vars && cli_check_template_vars("chat", c.vars)) return CLI_EXIT_USAGE;
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
     c.gp.max_tokens = (int)go.n_predict;
@@ -479,12 +516,30 @@ int cmd_chat(int argc, char **argv)
     tern_status st = cli_load_model(model, &c.model);
     if (st) { rc = cli_report("chat", st); goto done; }
     const struct tern_gguf *g = tern_model_gguf(c.model);
-    if ((st = tern_tokenizer_from_gguf(g, &c.tok)) || (st = tern_chat_template_from_gguf(g, &c.tmpl))) {
+    if ((st = tern_tokenizer_from_gguf(g, &c.tok))) {
+        rc = cli_report("chat", st);
+        goto done;
+    }
+    if (tmpl_path) {
+        size_t tl;
+        char *src = cli_read_file(tmpl_path, &tl);
+        if (!src) {
+            fprintf(stderr, "tern chat: cannot read --chat-template-file %s: %s\n", tmpl_path, strerror(errno));
+            goto done;
+        }
+        st = tern_chat_template_create(src, tl, &c.tmpl);
+        free(src);
+        if (st) {
+            fprintf(stderr, "tern chat: --chat-template-file %s: %s\n", tmpl_path, tern_last_error());
+            goto done;
+        }
+    } else if ((st = tern_chat_template_from_gguf(g, &c.tmpl))) {
         rc = cli_report("chat", st);
         goto done;
     }
     if (tern_chat_template_warning(c.tmpl)) fprintf(stderr, "tern chat: warning: %s\n", tern_chat_template_warning(c.tmpl));
     c.fmt = tern_toolcall_detect(tern_chat_template_source(c.tmpl));
+    c.rfmt = tern_reasoning_detect(tern_chat_template_source(c.tmpl));
     if (gro.src) {
         if ((rc = cli_grammar_build("chat", &gro, c.tok, &c.gvoc, &c.gram))) goto done;
         rc = CLI_EXIT_FAIL;

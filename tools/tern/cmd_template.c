@@ -23,6 +23,9 @@ static void help(void)
            "  --messages FILE         the conversation (required)\n"
            "  --tools FILE            an array of OpenAI function tools (not with a \"tools\" key in\n"
            "                          the messages file)\n"
+           "  --template-vars JSON    a JSON object of extra template variables, e.g.\n"
+           "                          '{\"enable_thinking\": false}' (Qwen3, SmolLM3, Gemma 4) or\n"
+           "                          '{\"reasoning_effort\": \"low\"}' (gpt-oss)\n"
            "  --no-generation-prompt  add_generation_prompt = false (default true)\n"
            "  --now UNIX_SECONDS      the time strftime_now() formats, in UTC (default: the clock)\n"
            "  --tool-format           print the detected tool-call format instead of rendering\n");
@@ -39,7 +42,7 @@ static char *load_text(const char *what, const char *path, size_t *len)
 int cmd_template(int argc, char **argv)
 {
     const char *model = NULL, *tmpl_path = NULL, *bos = NULL, *eos = NULL, *msgs_path = NULL,
-               *tools_path = NULL, *now_s = NULL, *v;
+               *tools_path = NULL, *now_s = NULL, *vars = NULL, *v;
     bool gen_prompt = true, gen_prompt_set = false, show_format = false;
     for (int i = 1; i < argc; i++) {
         int r;
@@ -63,6 +66,7 @@ int cmd_template(int argc, char **argv)
         if ((r = cli_opt(argc, argv, &i, "--messages", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; msgs_path = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--tools", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; tools_path = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--now", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; now_s = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--template-vars", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; vars = v; continue; }
         return cli_usage_error("template", "unknown option '%s'", argv[i]);
     }
     if (!!model == !!tmpl_path) return cli_usage_error("template", "give exactly one of -m MODEL or --template FILE");
@@ -71,6 +75,7 @@ int cmd_template(int argc, char **argv)
     long long now = TERN_CHAT_NOW_CLOCK;
     if (now_s && !cli_flag_int("template", "--now", now_s, -62135596800LL, 253402300799LL, &now))
         return CLI_EXIT_USAGE;
+    if (vars && cli_check_template_vars("template", vars)) return CLI_EXIT_USAGE;
 
     struct tern_chat_template *t = NULL;
     tern_status st;
@@ -119,6 +124,7 @@ int cmd_template(int argc, char **argv)
     p.bos_token = bos;
     p.eos_token = eos;
     p.now_unix = now;
+    p.extra_vars_json = vars;
     char *prompt;
     size_t n;
     st = tern_chat_render(t, &p, &prompt, &n);
