@@ -158,6 +158,12 @@ static const struct tc_case cases[] = {
     {"gemma4 bad number", TERN_TOOLCALL_GEMMA4, "<|tool_call>call:f{a:1.2.3}<tool_call|>",
      "<|tool_call>call:f{a:1.2.3}<tool_call|>", 0, {{0}}, 1, {0}},
 
+    {"gemma4 control byte in the name", TERN_TOOLCALL_GEMMA4, "<|tool_call>call:\x01" "f{}<tool_call|>",
+     "<|tool_call>call:\x01" "f{}<tool_call|>", 0, {{0}}, 1, {0}},
+    {"qwen-xml control byte in a key", TERN_TOOLCALL_QWEN_XML,
+     "<tool_call><function=f><parameter=a\x02>1</parameter></function></tool_call>",
+     "<tool_call><function=f><parameter=a\x02>1</parameter></function></tool_call>", 0, {{0}}, 1, {0}},
+
     /* Granite 3.x */
     {"granite two calls", TERN_TOOLCALL_GRANITE,
      "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo\"}}, {\"name\": \"f\", \"arguments\": {}}]",

@@ -25,6 +25,15 @@
 
 static bool ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+/* A name or key must be text: a control byte (NUL above all, which would cut a C string short
+ * and silently change the name) makes the call malformed. */
+static bool has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) return true;
+    return false;
+}
+
 static const char *memfind(const char *h, size_t hn, const char *t)
 {
     size_t tl = strlen(t);
@@ -136,6 +145,10 @@ enum toolcall_verdict toolcall_decode_xml(const char *b, size_t n, const cJSON *
     }
     const char *name = b + i;
     size_t namelen = (size_t)(gt - name);
+    if (has_control(name, namelen)) {
+        snprintf(why, why_n, "a control byte in the function name");
+        return TC_BAD;
+    }
     i = (size_t)(gt - b) + 1;
     cJSON *args = cJSON_CreateObject();
     if (!args) {
@@ -161,6 +174,10 @@ enum toolcall_verdict toolcall_decode_xml(const char *b, size_t n, const cJSON *
         }
         const char *key = b + i;
         size_t kl = (size_t)(kg - key);
+        if (has_control(key, kl)) {
+            snprintf(why, why_n, "a control byte in a parameter name at offset %zu of the call", i);
+            goto bad;
+        }
         i = (size_t)(kg - b) + 1;
         const char *endp = memfind(b + i, n - i, "</parameter>");
         if (!endp) {
@@ -252,9 +269,9 @@ static cJSON *gdict(struct gscan *g, int depth)
             g->i++;
         size_t ke = g->i;
         while (ke > ks && ws(g->s[ke - 1])) ke--;
-        if (ke == ks || !glit(g, ":")) {
+        if (ke == ks || !glit(g, ":") || has_control(g->s + ks, ke - ks)) {
             cJSON_Delete(o);
-            return gfail(g, "expected KEY: in an argument list");
+            return gfail(g, "expected KEY: (text, no control bytes) in an argument list");
         }
         /* a key written as a Gemma string (escape_keys) is read without its marks */
         if (ke - ks > 10 && !memcmp(g->s + ks, GEMMA_QUOTE, 5) && !memcmp(g->s + ke - 5, GEMMA_QUOTE, 5)) {
@@ -361,8 +378,9 @@ enum toolcall_verdict toolcall_decode_gemma4(const char *b, size_t n, struct ter
     while (g.i < n && b[g.i] != '{' && !ws(b[g.i])) g.i++;
     size_t ne = g.i;
     gskip(&g);
-    if (ne == ns || !glit(&g, "{")) {
-        snprintf(why, why_n, "expected call:NAME{...}: %s", ne == ns ? "no name" : "no '{' after the name");
+    if (ne == ns || has_control(b + ns, ne - ns) || !glit(&g, "{")) {
+        snprintf(why, why_n, "expected call:NAME{...}: %s", ne == ns ? "no name"
+                 : has_control(b + ns, ne - ns) ? "a control byte in the name" : "no '{' after the name");
         return TC_BAD;
     }
     cJSON *args = gdict(&g, 0);

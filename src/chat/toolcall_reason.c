@@ -152,7 +152,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 r->state = RS_IN;
                 continue;
             }
-            if (!eof && (rem == 0 || !memcmp(s + i, ot, rem))) return; /* may still open */
+            if (!eof && (rem == 0 || (rem < tl && !memcmp(s + i, ot, rem)))) return; /* may still open */
             r->state = RS_TEXT;
             continue;
         }
