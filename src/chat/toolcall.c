@@ -343,7 +343,7 @@ static const char *find(const char *h, size_t hn, const char *n)
 }
 
 /* Longest tail of s[0..n) that is a proper prefix of tag (could grow into the tag). */
-static size_t tag_prefix_tail(const char *s, size_t n, const char *tag)
+size_t toolcall_tag_prefix_tail(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
     for (size_t k = tl - 1 < n ? tl - 1 : n; k > 0; k--)
@@ -352,7 +352,7 @@ static size_t tag_prefix_tail(const char *s, size_t n, const char *tag)
 }
 
 /* Bytes at the end of s[0..n) forming an unfinished UTF-8 character. */
-static size_t utf8_tail(const char *s, size_t n)
+size_t toolcall_utf8_tail(const char *s, size_t n)
 {
     for (size_t k = 1; k <= 3 && k <= n; k++) {
         unsigned char c = (unsigned char)s[n - k];
@@ -468,8 +468,8 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             }
             size_t hold = 0;
             if (!eof) {
-                hold = tag ? tag_prefix_tail(s, n, tag) : 0;
-                size_t u = utf8_tail(s, n);
+                hold = tag ? toolcall_tag_prefix_tail(s, n, tag) : 0;
+                size_t u = toolcall_utf8_tail(s, n);
                 if (u > hold) hold = u;
             }
             emit_text(p, n - hold);

@@ -92,4 +92,10 @@ enum toolcall_verdict toolcall_decode_xml(const char *body, size_t n, const stru
 enum toolcall_verdict toolcall_decode_gemma4(const char *body, size_t n, struct tern_toolcall *call,
                                              char *why, size_t why_n);
 
+/* What a streaming stage holds back at the end of s[0..n): the longest tail that is a proper
+ * prefix of tag (it could grow into the tag), and the bytes of an unfinished UTF-8 character.
+ * Shared by the tool-call machine (toolcall.c) and the reasoning stage (toolcall_reason.c). */
+size_t toolcall_tag_prefix_tail(const char *s, size_t n, const char *tag);
+size_t toolcall_utf8_tail(const char *s, size_t n);
+
 #endif

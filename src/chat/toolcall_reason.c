@@ -106,27 +106,6 @@ static void to_reasoning(struct tern_toolcall_parser *p, size_t k)
     shift(&p->rs, k - i);
 }
 
-/* Longest tail of s[0..n) that is a proper prefix of tag. */
-static size_t tag_tail(const char *s, size_t n, const char *tag)
-{
-    size_t tl = strlen(tag);
-    for (size_t k = tl - 1 < n ? tl - 1 : n; k > 0; k--)
-        if (!memcmp(s + n - k, tag, k)) return k;
-    return 0;
-}
-
-/* Bytes at the end of s[0..n) forming an unfinished UTF-8 character. */
-static size_t utf8_tail(const char *s, size_t n)
-{
-    for (size_t k = 1; k <= 3 && k <= n; k++) {
-        unsigned char c = (unsigned char)s[n - k];
-        if ((c & 0xC0) == 0x80) continue;
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        return need > k ? k : 0;
-    }
-    return 0;
-}
-
 static const char *find(const char *h, size_t hn, const char *t)
 {
     size_t tl = strlen(t);
@@ -168,8 +147,8 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             }
             size_t keep = 0;
             if (!eof) {
-                keep = tag_tail(s, n, ct);
-                size_t u = utf8_tail(s, n);
+                keep = toolcall_tag_prefix_tail(s, n, ct);
+                size_t u = toolcall_utf8_tail(s, n);
                 if (u > keep) keep = u;
             }
             size_t e = n - keep;
@@ -198,7 +177,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                     r->state = RS_IN;
                     continue;
                 }
-                size_t keep = eof ? 0 : tag_tail(s, n, ot);
+                size_t keep = eof ? 0 : toolcall_tag_prefix_tail(s, n, ot);
                 to_content(p, n - keep);
                 return;
             }
