@@ -42,6 +42,17 @@ for t in $targets; do
     corp=$(ls "$work" | wc -l)
     if [ $rc -eq 0 ]; then res=ok; else res="FAILED (exit $rc, log $log)"; fail=1; fi
     printf '%-12s %10s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${edges:-?}" "$corp" "$res"
-    if [ $rc -ne 0 ]; then grep -m5 -E 'ERROR|runtime error|SUMMARY|Test unit written' "$log" >&2 || true; fi
+    if [ $rc -ne 0 ]; then
+        # what broke (a sanitizer report, a fuzz target's broken promise, an internal check) and
+        # the input itself, so a failure seen only on another machine (CI) can be replayed here:
+        # base64 -d > tests/fuzz/regress/<name>/<file>
+        grep -m12 -E 'ERROR|runtime error|SUMMARY|Test unit written|broken promise|internal check failed|#[0-9]+ 0x' "$log" >&2 || true
+        for c in $(sed -n "s/^.*Test unit written to //p" "$log"); do
+            if [ -f "$c" ] && [ "$(wc -c <"$c")" -le 16384 ]; then
+                echo "--- $c (base64):" >&2
+                base64 -w 120 "$c" >&2
+            fi
+        done
+    fi
 done
 exit $fail

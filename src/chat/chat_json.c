@@ -57,9 +57,11 @@ static void path_str(const struct jp *p, char *out, size_t cap)
             ident = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (j && c >= '0' && c <= '9');
         }
         if (ident) k += (size_t)snprintf(out + k, cap - k, "%s%.*s", k ? "." : "", (int)g->key_n, g->key);
-        else k += (size_t)snprintf(out + k, cap - k, "[\"%.*s%s\"]", (int)(g->key_n > 40 ? 40 : g->key_n),
+        else k += (size_t)snprintf(out + k, cap - k, "[\"%.*s%s\"]", (int)util_utf8_prefix(g->key, g->key_n, 40),
                                    g->key, g->key_n > 40 ? "..." : "");
     }
+    /* a path longer than out was cut: not inside a character (the message must stay UTF-8) */
+    out[util_utf8_whole(out, strlen(out))] = 0;
 }
 
 __attribute__((format(printf, 3, 4))) static bool fail(struct jp *p, size_t at, const char *fmt, ...)

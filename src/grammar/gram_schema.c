@@ -26,6 +26,7 @@
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 #define SC_MAX_DEPTH 256
 #define SC_MAX_ENUM 10000
@@ -83,14 +84,17 @@ static size_t path_key(struct sc *c, const char *k)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$'))
             ident = false;
     if (ident) return path_push(c, ".%s", k);
-    return path_push(c, "[\"%.100s\"]", k);
+    return path_push(c, "[\"%.*s\"]", (int)util_utf8_prefix(k, strlen(k), 100), k);
 }
 
 /* The current path for a message: long ones (deep nesting) keep their start and end. */
 static const char *path_text(const struct sc *c, char buf[200])
 {
     if (c->plen < 190) return c->path;
-    snprintf(buf, 200, "%.60s ... %s", c->path, c->path + c->plen - 120);
+    /* cut on character boundaries: messages quote keys, which may be any UTF-8 */
+    size_t tail = c->plen - 120;
+    while (tail < c->plen && ((unsigned char)c->path[tail] & 0xC0) == 0x80) tail++;
+    snprintf(buf, 200, "%.*s ... %s", (int)util_utf8_prefix(c->path, c->plen, 60), c->path, c->path + tail);
     return buf;
 }
 

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <utf8proc.h>
+
 #include "server/server.h"
 #include "util/clock.h"
 
@@ -34,16 +36,21 @@ void sbuf_free(struct sbuf *b)
     b->len = b->cap = 0;
 }
 
-/* A field cut to its buffer may end inside a UTF-8 character (a long key or value from the
- * request): drop that partial character, so the error body stays valid UTF-8. */
-static void utf8_cut(char *s)
+/* An error body must be valid UTF-8 whatever the message quotes: a field cut to its buffer may
+ * end inside a character (a long key or value from the request), and a message built deeper
+ * down may have cut one in its middle. Invalid bytes are dropped, in place. */
+static void utf8_scrub(char *s)
 {
-    size_t n = strlen(s), i = n;
-    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--; /* continuation bytes */
-    if (i == 0) return;
-    const unsigned char lead = (unsigned char)s[i - 1];
-    const size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - (i - 1) < want) s[i - 1] = 0;
+    size_t n = strlen(s), o = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0) { i++; continue; }
+        memmove(s + o, s + i, (size_t)k);
+        o += (size_t)k;
+        i += (size_t)k;
+    }
+    s[o] = 0;
 }
 
 void srv_err_set(struct srv_err *e, int status, const char *type, const char *param,
@@ -57,8 +64,8 @@ void srv_err_set(struct srv_err *e, int status, const char *type, const char *pa
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
-    utf8_cut(e->param);
-    utf8_cut(e->message);
+    utf8_scrub(e->param);
+    utf8_scrub(e->message);
 }
 
 char *srv_err_body(const struct srv_err *e)
