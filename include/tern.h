@@ -1100,6 +1100,11 @@ struct tern_batcher_params {
                         controller here). Marked in use until tern_batcher_free; must outlive b.
                         A sampling request's q rows (n_draft x n_vocab floats) are allocated when
                         its slot first serves one, and kept */
+    float draft_p_min;  /* drafter models: a slot stops drafting at the first position where the
+                        drafter's largest probability is below this (greedy: its softmax at
+                        temperature 1; sampling: q), so an unsure drafter costs fewer passes
+                        (llama.cpp's --draft-p-min). Decided before the draw: the output stays
+                        exact. 0..1; 0 (default) = always n_draft */
 };
 struct tern_batcher_params tern_batcher_default_params(void);
 
@@ -1693,6 +1698,9 @@ struct tern_server_params {
                                  drafter GGUF with the same tokenizer (else TERN_ERR_ARG naming
                                  both fingerprints); NULL = none */
     int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
+    float draft_p_min;        /* drafter models: stop a request's drafts where the drafter's top
+                                 probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
+                                 tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
 };
 struct tern_server_params tern_server_default_params(void);
 

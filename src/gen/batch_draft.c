@@ -22,6 +22,7 @@
 
 #include "gen/batch_draft.h"
 #include "gen/gen_out.h"
+#include "kernels/vexp.h"
 #include "util/check.h"
 #include "util/error.h"
 
@@ -44,10 +45,13 @@ struct batch_draft {
     int32_t *b_tok, *b_seq;         /* (n_batch) a pass */
     bool *b_logits;                 /* (n_batch) */
     float *dq;                      /* (n_vocab_d) the drafter's distribution scratch */
+    float p_min;                    /* a slot stops drafting where the drafter's top probability
+                                       falls below this (0: never) */
+    vexp_sum_fn exp_sum;            /* the softmax sum of a greedy slot's confidence */
 };
 
 tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int n_vocab_t, int n_max,
-                               struct batch_draft **out)
+                               float p_min, struct batch_draft **out)
 {
     struct spec_model_view v;
     if (!d || !spec_model_view(d->src, &v))
@@ -70,6 +74,8 @@ tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int
     bd->n_vocab_t = n_vocab_t;
     bd->n_vocab_d = v.n_vocab_d;
     bd->n_ok = v.n_ok;
+    bd->p_min = p_min;
+    bd->exp_sum = vexp_select().exp_sum;
     bd->slots = calloc((size_t)n_slots, sizeof *bd->slots);
     bd->b_tok = malloc(sizeof(int32_t) * (size_t)bd->n_batch);
     bd->b_seq = malloc(sizeof(int32_t) * (size_t)bd->n_batch);
@@ -171,16 +177,33 @@ tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *p
     return TERN_OK;
 }
 
-/* The slot's next draft from its logits row (drafts[j], q row j); false: none (an id the target
- * does not have). */
+/* The slot's next draft from its logits row (drafts[j], q row j); false: none (the drafter is
+ * not confident enough, or its choice is an id the target does not have).
+ *
+ * Confidence is the largest probability of the distribution the draft comes from: greedy, the
+ * drafter's softmax at temperature 1; sampling, q itself (under the request's temperature and
+ * filters). It is decided before the draw, from the distribution alone, so a draft that is made
+ * is still a draw from q (the verifier's rule stays exact), and a position not drafted is
+ * sampled by the target as usual. */
 static bool pick(struct batch_draft *bd, int i, int j, int32_t *out)
 {
     struct bd_slot *s = &bd->slots[i];
     const float *logits = tern_context_logits(bd->ctx, s->row);
     if (!logits) return false;
-    float *qrow = s->greedy ? NULL : s->q + (size_t)j * (size_t)bd->n_vocab_t;
-    const int32_t t = spec_model_pick(s->greedy ? NULL : s->smp, logits, bd->n_vocab_d, bd->n_ok,
-                                      bd->n_vocab_t, bd->dq, qrow);
+    int32_t t;
+    if (s->greedy) {
+        t = spec_model_pick(NULL, logits, bd->n_vocab_d, bd->n_ok, bd->n_vocab_t, NULL, NULL);
+        if (bd->p_min > 0.0f) {
+            memcpy(bd->dq, logits, sizeof(float) * (size_t)bd->n_vocab_d);
+            const double sum = bd->exp_sum(bd->dq, bd->n_vocab_d, logits[t]);
+            if (!(sum > 0.0) || 1.0 / sum < bd->p_min) return false;
+        }
+    } else {
+        float *qrow = s->q + (size_t)j * (size_t)bd->n_vocab_t;
+        const double top = spec_model_q(s->smp, logits, bd->n_vocab_d, bd->n_ok, bd->n_vocab_t, bd->dq, qrow);
+        if (!(top > 0.0) || top < bd->p_min) return false;
+        t = spec_model_draw(s->smp, qrow, bd->n_ok);
+    }
     if (t < 0 || t >= bd->n_ok) return false;
     *out = t;
     return true;

@@ -17,9 +17,10 @@ struct batch_draft;
 
 /* A drafter for n_slots slots of n_ctx positions from d (a model source whose context has at
  * least n_slots sequences and n_ctx positions; TERN_ERR_ARG otherwise), drafting up to n_max
- * tokens (<= d's n_max) for a target of n_vocab_t tokens. Marks d in use. */
+ * tokens (<= d's n_max) for a target of n_vocab_t tokens, and stopping a slot's drafts where
+ * the drafter's top probability is below p_min (0: never). Marks d in use. */
 tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int n_vocab_t, int n_max,
-                               struct batch_draft **out);
+                               float p_min, struct batch_draft **out);
 /* Frees bd's own state; d is released (not freed) and its sequence 0 forgotten. */
 void batch_draft_free(struct batch_draft *bd);
 
@@ -39,8 +40,9 @@ struct batch_draft_req {
                             KV), drafts continue after it; prefilling: the prompt's length */
     int k;               /* drafts wanted, 1..n_max; 0 = only catch up with toks[0..n) */
     int32_t *out;        /* (k) the drafts */
-    int n_out;           /* set: drafts made (0 when the drafter was too far behind to catch up
-                            in this step, or its first choice is an id the target lacks) */
+    int n_out;           /* set: drafts made (fewer than k where the drafter's confidence fell
+                            below p_min or it chose an id the target lacks; 0 also when it was too
+                            far behind to catch up in this step) */
 };
 struct batch_draft_info {
     double ms;           /* wall time of the passes */

@@ -107,6 +107,8 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (!ctx || !tok || !out) return tern_fail(TERN_ERR_ARG, "batcher: context, tokenizer and out are required");
     struct tern_batcher_params bp = p ? *p : tern_batcher_default_params();
     if (bp.n_prefill < 0) return tern_fail(TERN_ERR_ARG, "batcher: n_prefill %d is negative", bp.n_prefill);
+    if (!(bp.draft_p_min >= 0.0f && bp.draft_p_min <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "batcher: draft_p_min %g is outside 0..1", (double)bp.draft_p_min);
     if (bp.n_draft < 0 || bp.n_draft > SPEC_MAX_DRAFT)
         return tern_fail(TERN_ERR_ARG, "batcher: n_draft %d is outside 0..%d", bp.n_draft, SPEC_MAX_DRAFT);
     if (tern_context_n_batch(ctx) < tern_context_n_seq(ctx))
@@ -143,7 +145,7 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
                          ? TERN_OK
                          : tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     if (!st && model_draft && b->p.n_draft > 0)
-        st = batch_draft_create(dr, b->n_slots, b->n_ctx, b->n_vocab, b->p.n_draft, &b->bd);
+        st = batch_draft_create(dr, b->n_slots, b->n_ctx, b->n_vocab, b->p.n_draft, b->p.draft_p_min, &b->bd);
     for (int i = 0; !st && i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;

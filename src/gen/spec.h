@@ -82,6 +82,11 @@ void spec_model_forget(struct spec_source *src);
  * floats, the target's width, zero past n_ok). -1 when no id < n_ok has mass. */
 int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
                         int n_vocab_t, float *dq, float *qrow);
+/* The two halves of a sampled pick: q into qrow (as above; returns q's largest entry, 0 when
+ * nothing has mass), then a draw from it. */
+double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,
+                    float *dq, float *qrow);
+int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok);
 
 struct tern_draft {
     const struct tern_model *target;

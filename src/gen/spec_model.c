@@ -59,24 +59,26 @@ static tern_status model_begin(struct spec_source *src, const struct tern_sample
     return TERN_OK;
 }
 
-int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
-                        int n_vocab_t, float *dq, float *qrow)
+double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,
+                    float *dq, float *qrow)
 {
-    if (!smp) {
-        int best = 0;
-        for (int i = 1; i < n_vocab_d; i++)
-            if (logits[i] > logits[best]) best = i;
-        return best;
-    }
     tern_sampler_probs(smp, logits, dq);
     double kept = 0.0;
     for (int i = 0; i < n_vocab_t; i++) {
         qrow[i] = i < n_ok ? dq[i] : 0.0f;
         kept += qrow[i];
     }
-    if (!(kept > 0.0)) return -1;
+    if (!(kept > 0.0)) return 0.0;
     if (n_ok < n_vocab_d) /* mass on ids the target lacks: draw from the rest */
         for (int i = 0; i < n_ok; i++) qrow[i] = (float)(qrow[i] / kept);
+    float top = 0.0f;
+    for (int i = 0; i < n_ok; i++)
+        if (qrow[i] > top) top = qrow[i];
+    return top;
+}
+
+int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok)
+{
     double r = tern_sampler_uniform(smp), acc = 0.0;
     int32_t last = -1;
     for (int i = 0; i < n_ok; i++) {
@@ -86,6 +88,19 @@ int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_voc
         if (r < acc) return i;
     }
     return last;
+}
+
+int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
+                        int n_vocab_t, float *dq, float *qrow)
+{
+    if (!smp) {
+        int best = 0;
+        for (int i = 1; i < n_vocab_d; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    if (!(spec_model_q(smp, logits, n_vocab_d, n_ok, n_vocab_t, dq, qrow) > 0.0)) return -1;
+    return spec_model_draw(smp, qrow, n_ok);
 }
 
 /* The drafter's next token from logits; q row (target width) filled when sampling. */

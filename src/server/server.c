@@ -14,7 +14,7 @@
 
 struct tern_server_params tern_server_default_params(void)
 {
-    return (struct tern_server_params){.port = 8080};
+    return (struct tern_server_params){.port = 8080, .draft_p_min = 0.75f};
 }
 
 void tern_server_free(struct tern_server *s)
@@ -92,6 +92,8 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         return tern_fail(TERN_ERR_ARG, "serve: --draft is empty (give 'ngram', 'self:TYPE' or a GGUF path)");
     if (p->draft_max < 0 || p->draft_max > 64)
         return tern_fail(TERN_ERR_ARG, "serve: --draft-max %d is outside 1..64", p->draft_max);
+    if (!(p->draft_p_min >= 0.0f && p->draft_p_min <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "serve: --draft-p-min %g is outside 0..1", (double)p->draft_p_min);
     struct tern_server *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     s->p = *p;
@@ -166,6 +168,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         if (s->draft) {
             bp.draft = s->draft;
             bp.n_draft = s->p.draft_max ? s->p.draft_max : 8;
+            bp.draft_p_min = s->p.draft_p_min;
         }
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
     }

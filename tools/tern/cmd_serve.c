@@ -54,6 +54,9 @@ static void help(void)
            "                         distribution. Requests with a grammar (tools, response_format)\n"
            "                         or log-probs are not drafted\n"
            "  --draft-max N          tokens drafted per request and step, 1..64 (default 8)\n"
+           "  --draft-p-min P        drafter models: a request stops drafting where the drafter's\n"
+           "                         top probability is below P, 0..1 (default 0.75; 0 = always\n"
+           "                         --draft-max)\n"
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
            "  --quiet                no log line per request\n"
@@ -131,6 +134,10 @@ int cmd_serve(int argc, char **argv)
         } else if (OPT("--draft-max", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--draft-max", val, 1, 64, &v)) return CLI_EXIT_USAGE;
             p.draft_max = (int)v;
+        } else if (OPT("--draft-p-min", NULL)) {
+            double pm;
+            if (r < 0 || !cli_flag_float("serve", "--draft-p-min", val, 0, 1, &pm)) return CLI_EXIT_USAGE;
+            p.draft_p_min = (float)pm;
         } else if (OPT("--max-queue", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
             p.max_queue = (int)v;
