@@ -1096,8 +1096,11 @@ struct tern_batcher_params {
                         min(1, p/q) (q the drafter's distribution under the request's
                         temperature and filters), the first rejection drawn from
                         normalize(max(0, p - q)), so the output distribution is the target's.
-                        Rejected drafts leave both KVs. The draft length is fixed (no adaptive
-                        controller here). Marked in use until tern_batcher_free; must outlive b.
+                        Rejected drafts leave both KVs. Up to n_draft per step (cut by
+                        draft_p_min); a request whose round gave nothing (no confident draft,
+                        none kept) is left undrafted for 1, 2, 4 .. 64 steps (its sequence
+                        catches up when drafting resumes); no timing-based controller as in
+                        tern_generate. Marked in use until tern_batcher_free; must outlive b.
                         A sampling request's q rows (n_draft x n_vocab floats) are allocated when
                         its slot first serves one, and kept */
     float draft_p_min;  /* drafter models: a slot stops drafting at the first position where the

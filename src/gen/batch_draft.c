@@ -240,6 +240,7 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         struct batch_draft_req *q = &rq[r];
         struct bd_slot *s = &bd->slots[q->slot];
         q->n_out = 0;
+        q->looked = false;
         s->row = -1;
         s->take = 0;
         if (q->k > bd->n_max) q->k = bd->n_max;
@@ -265,6 +266,7 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         }
         s->take = take;
         if (q->k > 0 && take == need) {
+            q->looked = true;
             bd->b_logits[n - 1] = true;
             s->row = n - 1;
             if (q->k > k_max) k_max = q->k;
@@ -313,7 +315,10 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         }
     }
     if (st)
-        for (int r = 0; r < n_rq; r++) rq[r].n_out = 0;
+        for (int r = 0; r < n_rq; r++) {
+            rq[r].n_out = 0;
+            rq[r].looked = false;
+        }
     if (info) *info = in;
     return st;
 }

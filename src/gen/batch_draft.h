@@ -40,6 +40,8 @@ struct batch_draft_req {
                             KV), drafts continue after it; prefilling: the prompt's length */
     int k;               /* drafts wanted, 1..n_max; 0 = only catch up with toks[0..n) */
     int32_t *out;        /* (k) the drafts */
+    bool looked;         /* set: the sequence caught up and the drafter's distribution after
+                            the pending token was looked at (n_out 0 then means: not sure) */
     int n_out;           /* set: drafts made (fewer than k where the drafter's confidence fell
                             below p_min or it chose an id the target lacks; 0 also when it was too
                             far behind to catch up in this step) */

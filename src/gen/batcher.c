@@ -53,6 +53,10 @@ struct slot {
     struct spec_source *src;     /* n-gram draft source (tern_batcher_params.n_draft), or NULL */
     bool model_drafts;           /* the drafter model serves this request (no grammar, no
                                     log-probs: they decode plainly) */
+    int draft_skip;              /* steps the drafter leaves this request alone (backing off) */
+    int draft_backoff;           /* the next such pause: doubles with every round that gave
+                                    nothing (no confident draft, or none kept), up to 64 steps;
+                                    1 after a round that kept a draft */
     int32_t draft[SPEC_MAX_DRAFT]; /* this step's drafts: rows row + 1 .. row + n_draft */
     int n_draft;
     int kv_keep;                 /* after this step's sampling, truncate the KV to this (-1: no):
@@ -286,6 +290,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->n_prompt = r->n_prompt;
     s->n_pending = 0;
     s->model_drafts = model_drafts;
+    s->draft_skip = 0;
+    s->draft_backoff = 1;
     s->r = *r;
     s->r.prompt = NULL;
     s->row = -1;
@@ -378,6 +384,21 @@ static int draft_room(const struct tern_batcher *b, const struct slot *s)
     return k > 0 ? k : 0;
 }
 
+/* After a drafter round for s: one that gave nothing (no draft confident enough, or none kept)
+ * pauses the drafter for this request, for twice as long each time in a row, so a drafter the
+ * model does not agree with stops costing passes; a round that kept a draft ends the backoff.
+ * While paused the request's sequence falls behind and catches up in one pass when it drafts
+ * again. Decided from counts only: a seed still fixes the tokens. */
+static void draft_outcome(struct slot *s, bool useful)
+{
+    if (useful) {
+        s->draft_backoff = 1;
+        return;
+    }
+    s->draft_skip = s->draft_backoff;
+    if (s->draft_backoff < 64) s->draft_backoff *= 2;
+}
+
 /* Lookup drafts for slot s after its pending token (into s->draft), or 0. */
 static int propose(struct tern_batcher *b, struct slot *s)
 {
@@ -415,7 +436,10 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     *acc = a + (ended ? 1 : 0);
     s->st.spec_accepted += *acc;
     s->n_toks = base + a; /* t and the drafts kept before the last one handed over */
-    if (s->model_drafts) batch_draft_keep(b->bd, i, s->n_toks); /* the drafter forgets the rejected */
+    if (s->model_drafts) {
+        batch_draft_keep(b->bd, i, s->n_toks); /* the drafter forgets the rejected */
+        draft_outcome(s, a > 0);
+    }
     if (!ended) {
         if (a == s->n_draft) next = spec_sample(&s->ver, s->r.sampler, tern_context_logits(b->ctx, s->row + a));
         ended = gen_out_deliver(&s->out, next, base + a, true, &rc);
@@ -441,6 +465,10 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->active || !s->model_drafts || s->n_pending != 1) continue;
+        if (s->draft_skip > 0) {
+            s->draft_skip--;
+            continue;
+        }
         const int k = draft_room(b, s);
         if (k > 0)
             b->dreq[n++] = (struct batch_draft_req){.slot = i, .toks = s->toks, .n = s->n_toks, .k = k,
@@ -464,6 +492,7 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern
         s->n_draft = b->dreq[r].n_out;
         s->st.spec_drafted += s->n_draft;
         if (s->n_draft > 0) s->st.spec_rounds++;
+        else if (b->dreq[r].looked) draft_outcome(s, false); /* caught up, nothing sure enough */
     }
     return st;
 }
