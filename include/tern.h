@@ -1016,6 +1016,9 @@ struct tern_draft_params {
     int n_ctx;            /* model drafters: context positions (at least the target's); 0 = 4096 */
     int n_threads;        /* model drafters: threads (also for the self conversion); 0 = all CPUs */
     int ngram_min, ngram_max; /* ngram: lengths of the looked-up suffix; 0 = 1 and 4 */
+    int n_seq;            /* model drafters: sequences of the drafter's context, 1..256; 0 = 1.
+                             A generator drafts in one; a batcher needs one per slot (its
+                             context's n_seq: tern_batcher_params.draft) */
 };
 struct tern_draft_params tern_draft_default_params(void);
 
@@ -1033,7 +1036,7 @@ const char *tern_draft_kind(const struct tern_draft *d);
 /* The drafter model (self copy or file), or NULL for ngram; owned by d. */
 const struct tern_model *tern_draft_model(const struct tern_draft *d);
 /* Speculate in g's generations with d (NULL: stop). d must have been made for g's model
- * (TERN_ERR_ARG otherwise); one draft serves one generator at a time. Allocates g's verify
+ * (TERN_ERR_ARG otherwise); one draft serves one generator (or batcher) at a time. Allocates g's verify
  * scratch (n_max + 1 tokens, one distribution) here, not per token. */
 tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
 
@@ -1075,7 +1078,36 @@ struct tern_batcher_params {
                         out of the slot's KV. 0 (default) = off; at most 64 and n_batch / n_seq - 1.
                         Not for requests with a grammar or on_logprob (they decode plainly).
                         Greedy output is the undrafted output token for token where the kernels
-                        are batch-invariant (tern_model_batch_invariant), as every batched row is */
+                        are batch-invariant (tern_model_batch_invariant), as every batched row is.
+                        With draft set: the most tokens drafted per slot and step; 0 = the
+                        draft's n_max (and never more than it) */
+    struct tern_draft *draft; /* optional, not owned; the source of drafts instead of the built-in
+                        lookup. An "ngram" draft is the lookup above. A drafter model ("self:TYPE"
+                        or a GGUF; tern_draft_params.n_seq >= the context's n_seq, n_ctx >= its
+                        n_ctx) keeps one sequence of its own context per slot, in step with the
+                        slot's record: it is prefilled with the slot's prompt alongside the
+                        target (reusing the prefix its sequence, or another slot's, shares with
+                        the prompt, as the slot's KV does; a prompt restored from the prefix
+                        cache is computed by the drafter), and each step, before the target's
+                        pass, it drafts for every generating slot in batched passes of its own
+                        (one per drafted position: the catch-up and first draft, then one token
+                        per slot). The target keeps drafts as tern_generate's speculation does:
+                        greedy, while they are its own choice; sampling, with probability
+                        min(1, p/q) (q the drafter's distribution under the request's
+                        temperature and filters), the first rejection drawn from
+                        normalize(max(0, p - q)), so the output distribution is the target's.
+                        Rejected drafts leave both KVs. Up to n_draft per step (cut by
+                        draft_p_min); a request whose round gave nothing (no confident draft,
+                        none kept) is left undrafted for 1, 2, 4 .. 64 steps (its sequence
+                        catches up when drafting resumes); no timing-based controller as in
+                        tern_generate. Marked in use until tern_batcher_free; must outlive b.
+                        A sampling request's q rows (n_draft x n_vocab floats) are allocated when
+                        its slot first serves one, and kept */
+    float draft_p_min;  /* drafter models: a slot stops drafting at the first position where the
+                        drafter's largest probability is below this (greedy: its softmax at
+                        temperature 1; sampling: q), so an unsure drafter costs fewer passes
+                        (llama.cpp's --draft-p-min). Decided before the draw: the output stays
+                        exact. 0..1; 0 (default) = always n_draft */
 };
 struct tern_batcher_params tern_batcher_default_params(void);
 
@@ -1138,6 +1170,10 @@ struct tern_batcher_step_info {
     double mask_ms;      /* of that, grammar masks (tern_grammar_matcher_apply) */
     int n_drafted;       /* drafted tokens checked in this pass (tern_batcher_params.n_draft) */
     int n_accepted;      /* of those, kept */
+    double draft_ms;     /* a drafter model's passes before the target's (drafts, catch-up and
+                            prefill of its sequences) */
+    int n_draft_passes;  /* those passes */
+    int n_draft_tokens;  /* tokens over those passes */
 };
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
@@ -1696,10 +1732,15 @@ struct tern_server_params {
                                  prompt_cache_dir is set (then 256 MiB) */
     const char *prompt_cache_dir; /* load the prefix cache's files from here at start and save
                                  new blocks there when the server stops; NULL = memory only */
-    const char *draft;        /* speculative decoding: "ngram" (n-gram lookup in each request's
-                                 own prompt and answer, tern_batcher_params.n_draft); NULL = none.
-                                 Drafter models are not run by the batcher (TERN_ERR_ARG) */
+    const char *draft;        /* speculative decoding (tern_batcher_params.draft): "ngram" (n-gram
+                                 lookup in each request's own prompt and answer), "self:TYPE" (the
+                                 model's weights converted to TYPE at load) or the path of a
+                                 drafter GGUF with the same tokenizer (else TERN_ERR_ARG naming
+                                 both fingerprints); NULL = none */
     int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
+    float draft_p_min;        /* drafter models: stop a request's drafts where the drafter's top
+                                 probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
+                                 tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
 };
 struct tern_server_params tern_server_default_params(void);
 

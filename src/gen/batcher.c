@@ -17,11 +17,17 @@
  * and every prompt (when its prefill completes) and answer (when it leaves) is stored in it.
  * Everything is allocated in tern_batcher_create and tern_batcher_add (a constrained request's
  * matcher); a step calls only tern_decode_batch, the samplers, the matchers, the detokenizers,
- * the callbacks and, with a prefix cache, its store (new blocks only, once per prompt). */
+ * the callbacks and, with a prefix cache, its store (new blocks only, once per prompt).
+ *
+ * Speculative decoding: drafts of a generating slot ride in the same pass after its pending
+ * token, from the slot's n-gram lookup or from a drafter model (batch_draft.c: a sequence of
+ * the drafter's context per slot, drafting for all slots before the target's pass), and are
+ * verified as tern_generate verifies them (see "drafting" below). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/batch_draft.h"
 #include "gen/gen_out.h"
 #include "tern.h"
 #include "util/check.h"
@@ -45,6 +51,12 @@ struct slot {
                                     is overwritten first */
     int row;                     /* batch row sampled for it in this step, -1 = none */
     struct spec_source *src;     /* n-gram draft source (tern_batcher_params.n_draft), or NULL */
+    bool model_drafts;           /* the drafter model serves this request (no grammar, no
+                                    log-probs: they decode plainly) */
+    int draft_skip;              /* steps the drafter leaves this request alone (backing off) */
+    int draft_backoff;           /* the next such pause: doubles with every round that gave
+                                    nothing (no confident draft, or none kept), up to 64 steps;
+                                    1 after a round that kept a draft */
     int32_t draft[SPEC_MAX_DRAFT]; /* this step's drafts: rows row + 1 .. row + n_draft */
     int n_draft;
     int kv_keep;                 /* after this step's sampling, truncate the KV to this (-1: no):
@@ -66,6 +78,8 @@ struct tern_batcher {
     float *pdist;                /* (n_vocab) the verifier's distribution scratch (drafting) */
     int32_t pend[GEN_MAX_PENDING]; /* the tokens a slot chose in this step */
     struct tern_prefix_cache *pc;  /* optional, not owned (tern_batcher_set_prefix_cache) */
+    struct batch_draft *bd;        /* a drafter model's sequences (tern_batcher_params.draft), or NULL */
+    struct batch_draft_req *dreq;  /* (n_slots) its work in a step */
     uint64_t tick;
 };
 
@@ -97,11 +111,15 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (!ctx || !tok || !out) return tern_fail(TERN_ERR_ARG, "batcher: context, tokenizer and out are required");
     struct tern_batcher_params bp = p ? *p : tern_batcher_default_params();
     if (bp.n_prefill < 0) return tern_fail(TERN_ERR_ARG, "batcher: n_prefill %d is negative", bp.n_prefill);
+    if (!(bp.draft_p_min >= 0.0f && bp.draft_p_min <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "batcher: draft_p_min %g is outside 0..1", (double)bp.draft_p_min);
     if (bp.n_draft < 0 || bp.n_draft > SPEC_MAX_DRAFT)
         return tern_fail(TERN_ERR_ARG, "batcher: n_draft %d is outside 0..%d", bp.n_draft, SPEC_MAX_DRAFT);
     if (tern_context_n_batch(ctx) < tern_context_n_seq(ctx))
         return tern_fail(TERN_ERR_ARG, "batcher: the context's batch (%d tokens) cannot hold one token "
                          "of each of its %d sequences", tern_context_n_batch(ctx), tern_context_n_seq(ctx));
+    if (bp.draft && bp.draft->target != tern_context_model(ctx))
+        return tern_fail(TERN_ERR_ARG, "batcher: the draft was made for another model than the context's");
     struct tern_batcher *b = calloc(1, sizeof *b);
     if (!b) return tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     b->ctx = ctx;
@@ -114,7 +132,10 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (b->p.n_prefill == 0) b->p.n_prefill = 256;
     if (b->p.n_prefill > b->n_batch) b->p.n_prefill = b->n_batch;
     b->pend_cap = b->n_batch / b->n_slots < GEN_MAX_PENDING ? b->n_batch / b->n_slots : GEN_MAX_PENDING;
+    struct tern_draft *dr = b->p.draft;
+    if (dr && (b->p.n_draft == 0 || b->p.n_draft > dr->n_max)) b->p.n_draft = dr->n_max;
     if (b->p.n_draft > b->pend_cap - 1) b->p.n_draft = b->pend_cap - 1; /* t and its drafts share a slot's rows */
+    const bool model_draft = dr && tern_draft_model(dr) != NULL;
     b->slots = calloc((size_t)b->n_slots, sizeof *b->slots);
     b->b_tok = malloc(sizeof(int32_t) * (size_t)b->n_batch);
     b->b_seq = malloc(sizeof(int32_t) * (size_t)b->n_batch);
@@ -122,15 +143,18 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     b->order = malloc(sizeof(int) * (size_t)b->n_slots);
     b->masked = malloc(sizeof(float) * (size_t)b->n_vocab);
     if (b->p.n_draft > 0) b->pdist = malloc(sizeof(float) * (size_t)b->n_vocab);
+    if (model_draft) b->dreq = malloc(sizeof *b->dreq * (size_t)b->n_slots);
     tern_status st = (b->slots && b->b_tok && b->b_seq && b->b_logits && b->order && b->masked &&
-                      (b->p.n_draft == 0 || b->pdist))
+                      (b->p.n_draft == 0 || b->pdist) && (!model_draft || b->dreq))
                          ? TERN_OK
                          : tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
+    if (!st && model_draft && b->p.n_draft > 0)
+        st = batch_draft_create(dr, b->n_slots, b->n_ctx, b->n_vocab, b->p.n_draft, b->p.draft_p_min, &b->bd);
     for (int i = 0; !st && i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
         s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked, .p = b->pdist};
-        if (b->p.n_draft > 0 && (st = spec_ngram_create(1, 4, b->n_vocab, &s->src)))
+        if (b->p.n_draft > 0 && !model_draft && (st = spec_ngram_create(1, 4, b->n_vocab, &s->src)))
             st = tern_fail_prefix(st, "batcher: ");
         else if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
             st = tern_fail(TERN_ERR_NOMEM, "batcher: out of memory for %d x %d token ids",
@@ -157,6 +181,8 @@ void tern_batcher_free(struct tern_batcher *b)
         gen_grammar_free(&b->slots[i].gram);
         if (b->slots[i].src) b->slots[i].src->ops->free(b->slots[i].src);
     }
+    batch_draft_free(b->bd);
+    free(b->dreq);
     free(b->slots);
     free(b->b_tok);
     free(b->b_seq);
@@ -168,6 +194,7 @@ void tern_batcher_free(struct tern_batcher *b)
 }
 
 int tern_batcher_n_active(const struct tern_batcher *b) { return b->n_active; }
+struct batch_draft *batcher_draft(const struct tern_batcher *b) { return b->bd; }
 int tern_batcher_n_slots(const struct tern_batcher *b) { return b->n_slots; }
 
 static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
@@ -225,6 +252,16 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     /* the matcher first: nothing has changed yet if it cannot be made */
     tern_status st = gen_grammar_begin(&s->gram, r->grammar);
     if (st) return tern_fail_prefix(st, "batcher: ");
+    /* the drafter's sequence too (before anything else changes: its only failure is memory) */
+    const bool model_drafts = b->bd && !r->grammar && !r->on_logprob;
+    if (model_drafts) {
+        struct tern_sampler_params sp;
+        tern_sampler_get_params(r->sampler, &sp);
+        if ((st = batch_draft_admit(b->bd, best, r->prompt, r->n_prompt, &sp, b->p.share_prefix, NULL))) {
+            gen_grammar_free(&s->gram);
+            return st;
+        }
+    }
     /* Another slot (busy or free) may hold more of the prompt: copy its KV over. */
     int src = -1, src_lcp = best_lcp;
     for (int i = 0; b->p.share_prefix && i < b->n_slots; i++) {
@@ -252,6 +289,9 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->n_toks = r->n_prompt;
     s->n_prompt = r->n_prompt;
     s->n_pending = 0;
+    s->model_drafts = model_drafts;
+    s->draft_skip = 0;
+    s->draft_backoff = 1;
     s->r = *r;
     s->r.prompt = NULL;
     s->row = -1;
@@ -327,19 +367,43 @@ void tern_batcher_cancel(struct tern_batcher *b, int slot)
  * A generating slot whose only pending token is t (the sampled one: no forced tokens, no
  * grammar, no log-probs asked) may add drafts d0..dk-1 after it: the pass then decodes t at
  * position n_toks - 1 and d_i at n_toks + i, with logits at each, and verify() walks them as
- * tern_generate's speculation does (spec_check: the target's choice at temperature 0, p(d) when
- * sampling), handing over each kept draft and then the target's own token, and rolls the
- * rejected drafts out of the slot's KV. */
+ * tern_generate's speculation does (spec_check: the target's choice at temperature 0; sampling,
+ * min(1, p(d)/q(d)) with q the drafter model's distribution, or p(d) for a lookup's point mass),
+ * handing over each kept draft and then the target's own token, and rolls the rejected drafts
+ * out of the slot's KV and the drafter's sequence. */
 
-/* Drafts for slot s after its pending token (into s->draft), or 0. */
-static int propose(struct tern_batcher *b, struct slot *s)
+/* How many drafts slot s may have after its pending token t: the positions left in the context
+ * and the tokens left to sample after t's successor. */
+static int draft_room(const struct tern_batcher *b, const struct slot *s)
 {
-    if (!s->src || s->n_pending != 1 || s->ver.gr || s->r.on_logprob) return 0;
     int k = b->p.n_draft;
     const int room = b->n_ctx - s->n_toks;                        /* positions left */
     const int left = s->r.max_tokens - s->st.n_generated - 1;     /* tokens after t's successor */
     if (k > room) k = room;
     if (k > left) k = left;
+    return k > 0 ? k : 0;
+}
+
+/* After a drafter round for s: one that gave nothing (no draft confident enough, or none kept)
+ * pauses the drafter for this request, for twice as long each time in a row, so a drafter the
+ * model does not agree with stops costing passes; a round that kept a draft ends the backoff.
+ * While paused the request's sequence falls behind and catches up in one pass when it drafts
+ * again. Decided from counts only: a seed still fixes the tokens. */
+static void draft_outcome(struct slot *s, bool useful)
+{
+    if (useful) {
+        s->draft_backoff = 1;
+        return;
+    }
+    s->draft_skip = s->draft_backoff;
+    if (s->draft_backoff < 64) s->draft_backoff *= 2;
+}
+
+/* Lookup drafts for slot s after its pending token (into s->draft), or 0. */
+static int propose(struct tern_batcher *b, struct slot *s)
+{
+    if (!s->src || s->n_pending != 1 || s->ver.gr || s->r.on_logprob) return 0;
+    const int k = draft_room(b, s);
     if (k <= 0) return 0;
     int got = 0, cls = 0;
     if (s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls)) return 0;
@@ -358,9 +422,11 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     int a = 0;
     bool ended = false;
     int32_t next = -1;
+    const float *q = s->model_drafts ? batch_draft_q(b->bd, i) : NULL; /* NULL: point masses */
     for (; a < s->n_draft; a++) {
         const float *l = tern_context_logits(b->ctx, s->row + a);
-        if (!spec_check(&s->ver, s->r.sampler, l, s->draft[a], NULL, &next)) break;
+        if (!spec_check(&s->ver, s->r.sampler, l, s->draft[a], q ? q + (size_t)a * b->n_vocab : NULL, &next))
+            break;
         s->toks[base + a] = s->draft[a];
         if (gen_out_deliver(&s->out, s->draft[a], base + a, true, &rc)) {
             ended = true; /* the ending token stays out of the KV and the record */
@@ -370,6 +436,10 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     *acc = a + (ended ? 1 : 0);
     s->st.spec_accepted += *acc;
     s->n_toks = base + a; /* t and the drafts kept before the last one handed over */
+    if (s->model_drafts) {
+        batch_draft_keep(b->bd, i, s->n_toks); /* the drafter forgets the rejected */
+        draft_outcome(s, a > 0);
+    }
     if (!ended) {
         if (a == s->n_draft) next = spec_sample(&s->ver, s->r.sampler, tern_context_logits(b->ctx, s->row + a));
         ended = gen_out_deliver(&s->out, next, base + a, true, &rc);
@@ -385,15 +455,90 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     return false;
 }
 
+/* The drafter model's work for this step, before the target's pass: drafts for every generating
+ * slot it serves (into s->draft, s->n_draft) and the next prompt chunk of every prefilling one
+ * (order[0..n_order): first come, first served), so its sequences are ready when they start
+ * generating. */
+static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern_batcher_step_info *in)
+{
+    int n = 0;
+    for (int i = 0; i < b->n_slots; i++) {
+        struct slot *s = &b->slots[i];
+        if (!s->active || !s->model_drafts || s->n_pending != 1) continue;
+        if (s->draft_skip > 0) {
+            s->draft_skip--;
+            continue;
+        }
+        const int k = draft_room(b, s);
+        if (k > 0)
+            b->dreq[n++] = (struct batch_draft_req){.slot = i, .toks = s->toks, .n = s->n_toks, .k = k,
+                                                    .out = s->draft};
+    }
+    for (int o = 0; o < n_order; o++) {
+        struct slot *s = &b->slots[b->order[o]];
+        if (s->model_drafts)
+            b->dreq[n++] = (struct batch_draft_req){.slot = b->order[o], .toks = s->toks, .n = s->n_prompt,
+                                                    .k = 0, .out = s->draft};
+    }
+    if (n == 0) return TERN_OK;
+    struct batch_draft_info di;
+    const tern_status st = batch_draft_run(b->bd, b->dreq, n, b->p.n_prefill, &di);
+    in->draft_ms += di.ms;
+    in->n_draft_passes += di.passes;
+    in->n_draft_tokens += di.tokens;
+    for (int r = 0; !st && r < n; r++) {
+        struct slot *s = &b->slots[b->dreq[r].slot];
+        if (b->dreq[r].k == 0) continue;
+        s->n_draft = b->dreq[r].n_out;
+        s->st.spec_drafted += s->n_draft;
+        if (s->n_draft > 0) s->st.spec_rounds++;
+        else if (b->dreq[r].looked) draft_outcome(s, false); /* caught up, nothing sure enough */
+    }
+    return st;
+}
+
+/* A failed pass (the target's or the drafter's) ends every active request with its status. */
+static tern_status fail_all(struct tern_batcher *b, tern_status st, struct tern_batcher_step_info *in)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tern_last_error());
+    for (int i = 0; i < b->n_slots; i++)
+        if (b->slots[i].active) {
+            finish(b, i, st);
+            in->n_finished++;
+        }
+    return tern_fail(st, "%s", msg);
+}
+
 tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info)
 {
     struct tern_batcher_step_info in = {0};
     int n = 0;
+    /* prefilling slots, first come first served */
+    int n_order = 0;
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
         s->n_draft = 0;
         s->kv_keep = -1;
+        if (s->active && s->n_pending == 0) b->order[n_order++] = i;
+    }
+    for (int a = 1; a < n_order; a++)
+        for (int c = a; c > 0 && b->slots[b->order[c]].admitted < b->slots[b->order[c - 1]].admitted; c--) {
+            int t = b->order[c];
+            b->order[c] = b->order[c - 1];
+            b->order[c - 1] = t;
+        }
+    if (b->bd) {
+        tern_status st = model_drafts(b, n_order, &in);
+        if (st) {
+            st = fail_all(b, st, &in);
+            if (info) *info = in;
+            return st;
+        }
+    }
+    for (int i = 0; i < b->n_slots; i++) {
+        struct slot *s = &b->slots[i];
         if (!s->active || s->n_pending == 0) continue;
         for (int j = s->n_toks - s->n_pending; j < s->n_toks; j++) {
             b->b_tok[n] = s->toks[j];
@@ -404,7 +549,7 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         b->b_logits[n - 1] = true;
         s->row = n - 1;
         in.n_decode += s->n_pending;
-        s->n_draft = propose(b, s);
+        if (!b->bd) s->n_draft = propose(b, s);
         for (int d = 0; d < s->n_draft; d++) { /* each draft's row gives the next position's logits */
             b->b_tok[n] = s->draft[d];
             b->b_seq[n] = i;
@@ -413,16 +558,6 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         }
         in.n_drafted += s->n_draft;
     }
-    /* prefilling slots, first come first served */
-    int n_order = 0;
-    for (int i = 0; i < b->n_slots; i++)
-        if (b->slots[i].active && b->slots[i].n_pending == 0) b->order[n_order++] = i;
-    for (int a = 1; a < n_order; a++)
-        for (int c = a; c > 0 && b->slots[b->order[c]].admitted < b->slots[b->order[c - 1]].admitted; c--) {
-            int t = b->order[c];
-            b->order[c] = b->order[c - 1];
-            b->order[c - 1] = t;
-        }
     int budget = b->p.n_prefill < b->n_batch - n ? b->p.n_prefill : b->n_batch - n;
     for (int k = 0; k < n_order && budget > 0; k++) {
         const int i = b->order[k];
@@ -454,15 +589,9 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     const double t1 = gen_now_ms();
     in.forward_ms = t1 - t0;
     if (st) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tern_last_error());
-        for (int i = 0; i < b->n_slots; i++)
-            if (b->slots[i].active) {
-                finish(b, i, st);
-                in.n_finished++;
-            }
+        st = fail_all(b, st, &in);
         if (info) *info = in;
-        return tern_fail(st, "%s", msg);
+        return st;
     }
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];

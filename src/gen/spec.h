@@ -62,17 +62,39 @@ struct spec_source {
 
 /* ngram: prompt lookup over the history (spec_ngram.c). */
 tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct spec_source **out);
-/* A drafter model with its own context (spec_model.c); owns model if own_model. */
+/* A drafter model with its own context of n_seq sequences (spec_model.c; a generator drafts in
+ * sequence 0, a batcher in one per slot: batch_draft.c); owns model if own_model. */
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
-                              int n_vocab_target, int n_ctx, int n_threads, int n_max,
+                              int n_vocab_target, int n_ctx, int n_seq, int n_threads, int n_max,
                               struct spec_source **out);
+/* What drafting from a model source's context needs (batch_draft.c); false for ngram. */
+struct spec_model_view {
+    struct tern_context *ctx; /* the drafter's context (n_seq sequences) */
+    int n_vocab_d;            /* the drafter's logits width */
+    int n_ok;                 /* ids usable as drafts: min(drafter, target vocabulary) */
+};
+bool spec_model_view(struct spec_source *src, struct spec_model_view *out);
+/* Someone else (a batcher) used the context: forget what sequence 0 held. */
+void spec_model_forget(struct spec_source *src);
+/* The drafter's next token from its logits (n_vocab_d wide): smp NULL = greedy (the highest
+ * logit, lowest id on ties); else a draw from q = smp's distribution (tern_sampler_probs into dq,
+ * n_vocab_d floats) restricted to ids < n_ok and renormalized, written into qrow (n_vocab_t
+ * floats, the target's width, zero past n_ok). -1 when no id < n_ok has mass. */
+int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
+                        int n_vocab_t, float *dq, float *qrow);
+/* The two halves of a sampled pick: q into qrow (as above; returns q's largest entry, 0 when
+ * nothing has mass), then a draw from it. */
+double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,
+                    float *dq, float *qrow);
+int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok);
 
 struct tern_draft {
     const struct tern_model *target;
     struct spec_source *src;
     const struct tern_model *drafter; /* or NULL */
     int n_max, n_min;
-    bool in_use;                       /* attached to a generator */
+    int n_ctx, n_seq;                  /* model drafters: the context's positions and sequences */
+    bool in_use;                       /* attached to a generator or a batcher */
 };
 
 /* ---------------------------------------------------------------- controller */

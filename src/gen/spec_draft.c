@@ -17,7 +17,7 @@
 struct tern_draft_params tern_draft_default_params(void)
 {
     return (struct tern_draft_params){.source = NULL, .n_max = 8, .n_min = 1, .n_ctx = 0,
-                                      .n_threads = 0, .ngram_min = 1, .ngram_max = 4};
+                                      .n_threads = 0, .ngram_min = 1, .ngram_max = 4, .n_seq = 0};
 }
 
 /* "gpt2 (pre qwen2), 151936 tokens" for messages. */
@@ -43,12 +43,17 @@ static tern_status check_pair(const struct tern_model *target, const struct tern
     if (!st) st = tern_tokenizer_fingerprint(drafter, fd);
     if (st) return tern_fail_prefix(st, "draft %s: ", path);
     if (memcmp(ft, fd, 32) != 0) {
-        char a[128], b[128];
+        char a[128], b[128], ha[17], hb[17];
         describe_tokenizer(target, a, sizeof a);
         describe_tokenizer(drafter, b, sizeof b);
+        for (int i = 0; i < 8; i++) { /* the fingerprints' first 8 bytes name them well enough */
+            snprintf(ha + 2 * i, 3, "%02x", ft[i]);
+            snprintf(hb + 2 * i, 3, "%02x", fd[i]);
+        }
         return tern_fail(TERN_ERR_ARG, "draft %s: its tokenizer differs from the target's (target: "
-                         "%s; drafter: %s; the tokenizer.ggml.* metadata fingerprints differ): a "
-                         "drafter must use the same tokenizer", path, a, b);
+                         "%s, fingerprint %s...; drafter: %s, fingerprint %s...; the fingerprints "
+                         "hash every tokenizer.ggml.* entry): a drafter must use the same tokenizer",
+                         path, a, ha, b, hb);
     }
     return TERN_OK;
 }
@@ -70,14 +75,18 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         return tern_fail(TERN_ERR_ARG, "draft: n_max %d is out of range 1..%d", dp.n_max, SPEC_MAX_DRAFT);
     if (dp.n_min < 1 || dp.n_min > dp.n_max)
         return tern_fail(TERN_ERR_ARG, "draft: n_min %d is out of range 1..n_max (%d)", dp.n_min, dp.n_max);
+    if (dp.n_seq == 0) dp.n_seq = 1;
     if (dp.n_ctx < 1 || dp.n_threads < 0)
         return tern_fail(TERN_ERR_ARG, "draft: n_ctx %d / n_threads %d out of range", dp.n_ctx, dp.n_threads);
+    if (dp.n_seq < 1 || dp.n_seq > 256)
+        return tern_fail(TERN_ERR_ARG, "draft: n_seq %d is out of range 1..256", dp.n_seq);
 
     struct tern_draft *d = calloc(1, sizeof *d);
     if (!d) return tern_fail(TERN_ERR_NOMEM, "draft: out of memory");
     d->target = target;
     d->n_max = dp.n_max;
     d->n_min = dp.n_min;
+    d->n_seq = dp.n_seq;
     const int nv = tern_model_n_vocab(target);
     tern_status st;
     if (!strcmp(dp.source, "ngram")) {
@@ -88,7 +97,8 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         if (st) st = tern_fail_prefix(st, "draft %s: ", dp.source);
         else {
             d->drafter = copy;
-            st = spec_model_create(copy, true, "self", nv, dp.n_ctx, dp.n_threads, dp.n_max, &d->src);
+            st = spec_model_create(copy, true, "self", nv, dp.n_ctx, dp.n_seq, dp.n_threads, dp.n_max,
+                                   &d->src);
         }
     } else {
         struct tern_model *m = NULL;
@@ -97,13 +107,16 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         else if ((st = check_pair(target, m, dp.source))) tern_model_free(m);
         else {
             d->drafter = m;
-            st = spec_model_create(m, true, "model", nv, dp.n_ctx, dp.n_threads, dp.n_max, &d->src);
+            st = spec_model_create(m, true, "model", nv, dp.n_ctx, dp.n_seq, dp.n_threads, dp.n_max,
+                                   &d->src);
         }
     }
     if (st) {
         free(d);
         return st;
     }
+    struct spec_model_view v;
+    d->n_ctx = spec_model_view(d->src, &v) ? tern_context_n_ctx(v.ctx) : 0;
     *out = d;
     return TERN_OK;
 }

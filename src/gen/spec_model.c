@@ -12,7 +12,10 @@
  * At temperature 0 drafts are the drafter's greedy choices (point masses for the verifier).
  * When sampling, drafts are drawn from q = the drafter's distribution under the target's
  * temperature and filters (no repetition penalty: any q keeps the output exact, a similar one
- * keeps acceptance high), restricted to the ids the target has; q goes to the verifier. */
+ * keeps acceptance high), restricted to the ids the target has; q goes to the verifier.
+ *
+ * A generator drafts in sequence 0 of the context; a batcher (batch_draft.c) drafts for all its
+ * slots at once, one sequence each, through spec_model_view and spec_model_pick. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,34 +59,55 @@ static tern_status model_begin(struct spec_source *src, const struct tern_sample
     return TERN_OK;
 }
 
-/* The drafter's next token from logits; q row (target width) filled when sampling. */
-static int32_t model_pick(struct model_source *ms, const float *logits, float *qrow)
+double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,
+                    float *dq, float *qrow)
 {
-    if (ms->greedy) {
-        int best = 0;
-        for (int i = 1; i < ms->n_vocab_d; i++)
-            if (logits[i] > logits[best]) best = i;
-        return best;
-    }
-    tern_sampler_probs(ms->smp, logits, ms->dq);
+    tern_sampler_probs(smp, logits, dq);
     double kept = 0.0;
-    const int nvt = ms->base.n_vocab;
-    for (int i = 0; i < nvt; i++) {
-        qrow[i] = i < ms->n_ok ? ms->dq[i] : 0.0f;
+    for (int i = 0; i < n_vocab_t; i++) {
+        qrow[i] = i < n_ok ? dq[i] : 0.0f;
         kept += qrow[i];
     }
-    if (!(kept > 0.0)) return -1;
-    if (ms->n_ok < ms->n_vocab_d) /* mass on ids the target lacks: draw from the rest */
-        for (int i = 0; i < ms->n_ok; i++) qrow[i] = (float)(qrow[i] / kept);
-    double r = tern_sampler_uniform(ms->smp), acc = 0.0;
+    if (!(kept > 0.0)) return 0.0;
+    if (n_ok < n_vocab_d) /* mass on ids the target lacks: draw from the rest */
+        for (int i = 0; i < n_ok; i++) qrow[i] = (float)(qrow[i] / kept);
+    float top = 0.0f;
+    for (int i = 0; i < n_ok; i++)
+        if (qrow[i] > top) top = qrow[i];
+    return top;
+}
+
+int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok)
+{
+    double r = tern_sampler_uniform(smp), acc = 0.0;
     int32_t last = -1;
-    for (int i = 0; i < ms->n_ok; i++) {
+    for (int i = 0; i < n_ok; i++) {
         if (qrow[i] <= 0.0f) continue;
         acc += qrow[i];
         last = i;
         if (r < acc) return i;
     }
     return last;
+}
+
+int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
+                        int n_vocab_t, float *dq, float *qrow)
+{
+    if (!smp) {
+        int best = 0;
+        for (int i = 1; i < n_vocab_d; i++)
+            if (logits[i] > logits[best]) best = i;
+        return best;
+    }
+    if (!(spec_model_q(smp, logits, n_vocab_d, n_ok, n_vocab_t, dq, qrow) > 0.0)) return -1;
+    return spec_model_draw(smp, qrow, n_ok);
+}
+
+/* The drafter's next token from logits; q row (target width) filled when sampling. */
+static int32_t model_pick(struct model_source *ms, const float *logits, float *qrow)
+{
+    return spec_model_pick(ms->greedy ? NULL : ms->smp, logits, ms->n_vocab_d, ms->n_ok,
+                           ms->base.n_vocab, ms->dq, qrow);
 }
 
 /* Of hist[off..n), how many leading tokens the drafter's KV holds (never the last one: its
@@ -190,8 +214,26 @@ static const struct spec_source_ops file_ops = {
     .lag = model_lag, .free = model_free,
 };
 
+bool spec_model_view(struct spec_source *src, struct spec_model_view *out)
+{
+    if (src->ops != &self_ops && src->ops != &file_ops) return false;
+    const struct model_source *ms = (const struct model_source *)src;
+    *out = (struct spec_model_view){.ctx = ms->ctx, .n_vocab_d = ms->n_vocab_d, .n_ok = ms->n_ok};
+    return true;
+}
+
+void spec_model_forget(struct spec_source *src)
+{
+    struct spec_model_view v;
+    if (!spec_model_view(src, &v)) return;
+    struct model_source *ms = (struct model_source *)src;
+    ms->n_rec = 0;
+    ms->off = 0;
+    (void)tern_kv_truncate(ms->ctx, 0);
+}
+
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
-                              int n_vocab_target, int n_ctx, int n_threads, int n_max,
+                              int n_vocab_target, int n_ctx, int n_seq, int n_threads, int n_max,
                               struct spec_source **out)
 {
     struct model_source *ms = calloc(1, sizeof *ms);
@@ -209,6 +251,7 @@ tern_status spec_model_create(struct tern_model *model, bool own_model, const ch
     struct tern_context_params cp = tern_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads;
+    cp.n_seq = n_seq;
     tern_status st = tern_context_create(model, &cp, &ms->ctx);
     if (st) {
         model_free(&ms->base);

@@ -14,7 +14,7 @@
 
 struct tern_server_params tern_server_default_params(void)
 {
-    return (struct tern_server_params){.port = 8080};
+    return (struct tern_server_params){.port = 8080, .draft_p_min = 0.75f};
 }
 
 void tern_server_free(struct tern_server *s)
@@ -29,6 +29,7 @@ void tern_server_free(struct tern_server *s)
         srv_job_release(j);
     }
     tern_batcher_free(s->batcher);
+    tern_draft_free(s->draft);
     tern_prefix_cache_free(s->pc);
     tern_context_free(s->ctx);
     tern_grammar_vocab_free(s->gvocab);
@@ -88,12 +89,12 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0)
         return tern_fail(TERN_ERR_ARG, "serve: parameters out of range (parallel %d, ctx %d, "
                          "queue %d, port %d)", p->n_parallel, p->n_ctx, p->max_queue, p->port);
-    if (p->draft && strcmp(p->draft, "ngram") != 0)
-        return tern_fail(TERN_ERR_ARG, "serve: --draft %s: the server drafts by n-gram lookup only "
-                         "('ngram'); a drafter model ('self:TYPE' or a GGUF) runs beside one generator "
-                         "(tern run / tern chat --draft), not yet beside the batcher's slots", p->draft);
+    if (p->draft && !p->draft[0])
+        return tern_fail(TERN_ERR_ARG, "serve: --draft is empty (give 'ngram', 'self:TYPE' or a GGUF path)");
     if (p->draft_max < 0 || p->draft_max > 64)
         return tern_fail(TERN_ERR_ARG, "serve: --draft-max %d is outside 1..64", p->draft_max);
+    if (!(p->draft_p_min >= 0.0f && p->draft_p_min <= 1.0f))
+        return tern_fail(TERN_ERR_ARG, "serve: --draft-p-min %g is outside 0..1", (double)p->draft_p_min);
     struct tern_server *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     s->p = *p;
@@ -142,11 +143,35 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         cp.n_seq = s->p.n_parallel;
         st = tern_context_create(s->model, &cp, &s->ctx);
     }
+    if (!st) s->n_ctx = tern_context_n_ctx(s->ctx);
+    if (!st && s->p.draft) {
+        /* a drafter model gets a context of its own with a sequence per slot (the same tokenizer
+         * is checked here, by fingerprint) */
+        const double t0 = srv_now();
+        struct tern_draft_params dp = tern_draft_default_params();
+        dp.source = s->p.draft;
+        dp.n_max = s->p.draft_max ? s->p.draft_max : 8;
+        dp.n_min = 1;
+        dp.n_ctx = s->n_ctx;
+        dp.n_seq = s->p.n_parallel;
+        dp.n_threads = s->p.n_threads;
+        st = tern_draft_create(s->model, &dp, &s->draft);
+        if (st) st = tern_fail_prefix(st, "serve: --draft: ");
+        else if (!s->p.quiet && tern_draft_model(s->draft))
+            fprintf(stderr, "tern serve: draft %s ready in %.0f ms (%s, %.1f MiB of weights read per pass%s, "
+                    "%d sequences of %d positions)\n", s->p.draft, (srv_now() - t0) * 1e3, tern_draft_kind(s->draft),
+                    tern_model_get_info(tern_draft_model(s->draft))->weight_bytes / 1048576.0,
+                    tern_model_get_info(tern_draft_model(s->draft))->repacked_bytes ? ", converted in memory" : "",
+                    dp.n_seq, s->n_ctx);
+    }
     if (!st) {
-        s->n_ctx = tern_context_n_ctx(s->ctx);
         struct tern_batcher_params bp = tern_batcher_default_params();
         bp.n_prefill = s->p.n_prefill;
-        if (s->p.draft) bp.n_draft = s->p.draft_max ? s->p.draft_max : 8;
+        if (s->draft) {
+            bp.draft = s->draft;
+            bp.n_draft = s->p.draft_max ? s->p.draft_max : 8;
+            bp.draft_p_min = s->p.draft_p_min;
+        }
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
     }
     if (!st && (p->cache_bytes || p->prompt_cache_dir)) {

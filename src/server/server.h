@@ -62,7 +62,8 @@ struct srv_metrics {
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t steps, step_tokens;
     uint64_t drafted, accepted;  /* speculative decoding (--draft) */
-    double forward_s, mask_s;
+    uint64_t draft_passes, draft_tokens; /* a drafter model's passes (--draft self:TYPE / GGUF) */
+    double forward_s, mask_s, draft_s;
     uint64_t rejected_full, cancelled;
     struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */
     bool has_pc;
@@ -173,6 +174,8 @@ struct tern_server {
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;
     struct tern_batcher *batcher;
+    struct tern_draft *draft;          /* --draft (ngram, or a drafter model with a sequence per
+                                          slot), or NULL; the batcher's, freed after it */
     struct tern_prefix_cache *pc;      /* or NULL; engine thread only (and run/free after it) */
     int n_ctx;
     void *daemon;                      /* struct MHD_Daemon */

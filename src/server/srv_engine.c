@@ -286,6 +286,9 @@ static void *engine_main(void *arg)
         s->metrics.step_tokens += (uint64_t)si.n_tokens;
         s->metrics.drafted += (uint64_t)si.n_drafted;
         s->metrics.accepted += (uint64_t)si.n_accepted;
+        s->metrics.draft_passes += (uint64_t)si.n_draft_passes;
+        s->metrics.draft_tokens += (uint64_t)si.n_draft_tokens;
+        s->metrics.draft_s += si.draft_ms / 1e3;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
         if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);

@@ -94,8 +94,11 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_forward_passes_total", "counter", "Batched forward passes (engine steps).", (double)m->steps);
     scalar(&b, "tern_forward_tokens_total", "counter", "Tokens over all forward passes (prompt + generated).", (double)m->step_tokens);
     scalar(&b, "tern_forward_seconds_total", "counter", "Wall time in forward passes.", m->forward_s);
-    scalar(&b, "tern_draft_tokens_total", "counter", "Drafted tokens checked (--draft ngram).", (double)m->drafted);
+    scalar(&b, "tern_draft_tokens_total", "counter", "Drafted tokens checked in the target's passes (--draft).", (double)m->drafted);
     scalar(&b, "tern_draft_accepted_tokens_total", "counter", "Drafted tokens kept.", (double)m->accepted);
+    scalar(&b, "tern_draft_passes_total", "counter", "Drafter model passes (drafts, catch-up, its prompt prefill).", (double)m->draft_passes);
+    scalar(&b, "tern_draft_pass_tokens_total", "counter", "Tokens over the drafter model's passes.", (double)m->draft_tokens);
+    scalar(&b, "tern_draft_seconds_total", "counter", "Wall time in the drafter model's passes.", m->draft_s);
     scalar(&b, "tern_grammar_mask_seconds_total", "counter", "CPU time (engine thread) computing and applying grammar token masks.", m->mask_s);
     scalar(&b, "tern_generation_tokens_per_second", "gauge",
            "Generated tokens per second over all sequences, last ~5 s window.", m->tps_last);

@@ -42,16 +42,27 @@ static void help(void)
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
            "                         (default 256): lower keeps running streams smoother\n"
-           "  --draft ngram          speculative decoding by n-gram lookup: each request drafts\n"
-           "                         from its own prompt and answer, checked in the shared forward\n"
-           "                         pass (greedy output unchanged where the kernels are\n"
-           "                         batch-invariant: Q8_0/Q4_0 on AVX-512, scalar)\n"
+           "  --draft SRC            speculative decoding, drafts checked in the shared forward pass:\n"
+           "                         'ngram' (each request drafts by lookup in its own prompt and\n"
+           "                         answer), 'self:q4_0' (a q4_0 copy of the model's weights made at\n"
+           "                         load; any weight type) or a drafter GGUF with the same tokenizer\n"
+           "                         (refused at start otherwise): a drafter model has a context of\n"
+           "                         its own with a sequence per slot and drafts for every request\n"
+           "                         in batched passes before each step's. Greedy output is\n"
+           "                         unchanged where the kernels are batch-invariant (Q8_0/Q4_0 on\n"
+           "                         AVX-512, scalar); sampled output keeps the model's\n"
+           "                         distribution. Requests with a grammar (tools, response_format)\n"
+           "                         or log-probs are not drafted\n"
            "  --draft-max N          tokens drafted per request and step, 1..64 (default 8)\n"
+           "  --draft-p-min P        drafter models: a request stops drafting where the drafter's\n"
+           "                         top probability is below P, 0..1 (default 0.75; 0 = always\n"
+           "                         --draft-max)\n"
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
            "  --quiet                no log line per request\n"
            "\n"
-           "Exit status 1: the model could not be loaded or the port not bound (message on stderr);\n"
+           "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
+           "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
            "2: a usage error.\n");
 }
 
@@ -118,13 +129,15 @@ int cmd_serve(int argc, char **argv)
             p.n_prefill = (int)v;
         } else if (OPT("--draft", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
-            if (strcmp(val, "ngram") != 0)
-                return cli_usage_error("serve", "--draft %s: the server drafts by n-gram lookup only "
-                                       "(--draft ngram); drafter models run with tern run / tern chat", val);
+            if (!val[0]) return cli_usage_error("serve", "--draft needs 'ngram', 'self:TYPE' or a GGUF path");
             p.draft = val;
         } else if (OPT("--draft-max", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--draft-max", val, 1, 64, &v)) return CLI_EXIT_USAGE;
             p.draft_max = (int)v;
+        } else if (OPT("--draft-p-min", NULL)) {
+            double pm;
+            if (r < 0 || !cli_flag_float("serve", "--draft-p-min", val, 0, 1, &pm)) return CLI_EXIT_USAGE;
+            p.draft_p_min = (float)pm;
         } else if (OPT("--max-queue", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
             p.max_queue = (int)v;
@@ -137,6 +150,7 @@ int cmd_serve(int argc, char **argv)
 #undef OPT
     }
     if (!p.model_path) return cli_usage_error("serve", "a model is required (-m MODEL)");
+    if (p.draft_max && !p.draft) return cli_usage_error("serve", "--draft-max needs --draft SRC");
     if (p.api_key && !p.api_key[0]) p.api_key = NULL;
 
     struct tern_server *s;
