@@ -26,6 +26,7 @@
 #include <nettle/sha2.h>
 
 #include "train/distill.h"
+#include "train/train_internal.h"
 #include "util/error.h"
 
 /* ---------------------------------------------------------------- shared rule */
@@ -55,8 +56,6 @@ struct tdat_view { /* the fields of struct tern_train_data this file reads (trai
     const int32_t *tok;
     const uint8_t *mask;
 };
-void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
-                     const uint64_t **off, const int32_t **tok, const uint8_t **mask);
 
 static struct tdat_view view_of(const struct tern_train_data *d)
 {
@@ -193,8 +192,21 @@ tern_status tern_distill_cache_build(struct tern_model *teacher, const struct te
     sha256_init(&w.h);
     if (!st && !(w.f = fopen(tmp, "wb")))
         st = tern_fail(TERN_ERR_IO, "distill cache: cannot create %s: %s", tmp, strerror(errno));
+    /* the checksum covers the header's first 104 bytes (all known now) and the body */
     unsigned char head[KD_HEADER];
     memset(head, 0, sizeof head);
+    memcpy(head, KD_MAGIC, 4);
+    const uint32_t ver = KD_VERSION, uk = (uint32_t)k, uv = (uint32_t)V, ut = (uint32_t)T;
+    memcpy(head + 4, &ver, 4);
+    memcpy(head + 8, &uk, 4);
+    memcpy(head + 12, &uv, 4);
+    memcpy(head + 16, &p->temperature, 4);
+    memcpy(head + 20, &ut, 4);
+    memcpy(head + 24, &v.n_docs, 8);
+    memcpy(head + 32, &n_entries, 8);
+    memcpy(head + 40, tfp, 32);
+    memcpy(head + 72, dfp, 32);
+    sha256_update(&w.h, 104, head);
     if (!st && fwrite(head, 1, sizeof head, w.f) != sizeof head) w.failed = true;
     if (!st) wr(&w, first, (v.n_docs + 1) * sizeof *first);
     for (uint64_t doc = 0; !st && !w.failed && doc < v.n_docs; doc++) {
@@ -233,19 +245,8 @@ tern_status tern_distill_cache_build(struct tern_model *teacher, const struct te
     free(first), free(ids), free(val), free(logp), free(want);
     if (!st && w.failed)
         st = tern_fail(TERN_ERR_IO, "distill cache: write to %s failed: %s", tmp, strerror(errno));
-    if (!st) { /* the header last: it holds the body's checksum */
-        memcpy(head, KD_MAGIC, 4);
-        const uint32_t ver = KD_VERSION, uk = (uint32_t)k, uv = (uint32_t)V, ut = (uint32_t)T;
-        memcpy(head + 4, &ver, 4);
-        memcpy(head + 8, &uk, 4);
-        memcpy(head + 12, &uv, 4);
-        memcpy(head + 16, &p->temperature, 4);
-        memcpy(head + 20, &ut, 4);
-        memcpy(head + 24, &v.n_docs, 8);
-        memcpy(head + 32, &n_entries, 8);
-        memcpy(head + 40, tfp, 32);
-        memcpy(head + 72, dfp, 32);
-        sha256_digest(&w.h, 32, head + 104);
+    if (!st) sha256_digest(&w.h, 32, head + 104); /* the header last: it holds the checksum */
+    if (!st) {
         if (fseek(w.f, 0, SEEK_SET) != 0 || fwrite(head, 1, sizeof head, w.f) != sizeof head ||
             fflush(w.f) != 0 || fsync(fileno(w.f)) != 0)
             st = tern_fail(TERN_ERR_IO, "distill cache: write to %s failed: %s", tmp, strerror(errno));
@@ -295,11 +296,9 @@ static tern_status parse(struct tern_distill_cache *c)
                    (unsigned long long)c->n_docs, c->size);
     const uint64_t body = rest - (c->n_docs + 1) * 8;
     if (c->n_entries > body / c->entry_bytes || c->n_entries * c->entry_bytes != body)
-        return BAD(32, "%llu entries of %zu bytes need %llu bytes after the document table, the "
-                   "file has %llu (truncated or damaged cache)", (unsigned long long)c->n_entries,
-                   c->entry_bytes,
-                   (unsigned long long)(c->n_entries <= body / c->entry_bytes
-                                            ? c->n_entries * c->entry_bytes : UINT64_MAX),
+        return BAD(32, "%llu entries of %zu bytes %s the %llu bytes after the document table "
+                   "(truncated or damaged cache)", (unsigned long long)c->n_entries,
+                   c->entry_bytes, c->n_entries > body / c->entry_bytes ? "do not fit in" : "do not fill",
                    (unsigned long long)body);
     c->doc_first = (const uint64_t *)(b + KD_HEADER);
     c->entries = b + KD_HEADER + (c->n_docs + 1) * 8;
@@ -347,11 +346,12 @@ static tern_status parse(struct tern_distill_cache *c)
     uint8_t sum[32];
     struct sha256_ctx h;
     sha256_init(&h);
+    sha256_update(&h, 104, b);
     sha256_update(&h, c->size - KD_HEADER, b + KD_HEADER);
     sha256_digest(&h, 32, sum);
     if (memcmp(sum, c->sum, 32))
-        return BAD(104, "checksum mismatch: the body does not hash to the header's SHA-256 (the "
-                   "file is damaged; delete it to rebuild)");
+        return BAD(104, "checksum mismatch: the file does not hash to its header's SHA-256 (it is "
+                   "damaged; delete it to rebuild)");
     return TERN_OK;
 }
 

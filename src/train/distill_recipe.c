@@ -70,8 +70,8 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof r->qat_type)
             return tern_fail(TERN_ERR_FORMAT, "recipe: key 'qat_type' must be a type name such as "
                              "\"q8_0\"");
-        if ((st = type_plan_parse(it->valuestring, &plan)))
-            return tern_fail_prefix(st, "recipe: key 'qat_type': ");
+        if (type_plan_parse(it->valuestring, &plan))
+            return tern_fail_prefix(TERN_ERR_FORMAT, "recipe: key 'qat_type': ");
         snprintf(r->qat_type, sizeof r->qat_type, "%s", it->valuestring);
     } else {
         for (size_t i = 0; i < sizeof train_keys / sizeof train_keys[0]; i++)

@@ -473,8 +473,6 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
 }
 
 void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
-                     const uint64_t **off, const int32_t **tok, const uint8_t **mask);
-void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
                      const uint64_t **off, const int32_t **tok, const uint8_t **mask)
 {
     *n_docs = d->n_docs;

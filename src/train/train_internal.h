@@ -135,6 +135,9 @@ struct cJSON;
 tern_status train_config_set_key(struct tern_train_config *c, const struct cJSON *it);
 
 /* train_data.c */
+/* The arrays of d (read only): documents' offsets (n_docs + 1), tokens and masks (n_tok). */
+void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
+                     const uint64_t **off, const int32_t **tok, const uint8_t **mask);
 tern_status train_batch_alloc(struct train_batch *b, int N);
 void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
