@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """distill_torch_ref.py -- tern distill's per-row loss in PyTorch, for tests/test_distill_torch.c.
 
-  check DIR   reads DIR/case.json (V, k, rows, tau, w_kd, w_ce, scale) and DIR/case.bin (float32
+  check DIR...  for each DIR, reads DIR/case.json (V, k, rows, tau, w_kd, w_ce, scale) and DIR/case.bin (float32
               logits (rows, V), int32 target (rows), float32 weight (rows), int32 ids (rows, k),
               float32 logp (rows, k), float32 tail (rows)); writes DIR/torch.bin: float64 grad
               (rows, V), kl (rows), ce (rows), from autograd of
@@ -67,7 +67,8 @@ def check(d):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "check":
         torch.set_num_threads(1)
-        check(sys.argv[2])
+        for d in sys.argv[2:]:  # one process for every case: importing torch is the slow part
+            check(d)
     else:
-        sys.stderr.write("usage: distill_torch_ref.py check DIR\n")
+        sys.stderr.write("usage: distill_torch_ref.py check DIR...\n")
         sys.exit(2)

@@ -76,12 +76,16 @@ struct kcase {
     double s_scale, t_scale; /* spread of student and teacher logits */
 };
 
-static void run_case(const struct kcase *kc)
+struct kresult {
+    char dir[600];
+    float *grad;   /* (rows, V) tern's gradient */
+    double *kl, *ce;
+    float *tail;
+};
+
+/* Write the case for the script and compute tern's answer. */
+static void prepare_case(const struct kcase *kc, struct kresult *res)
 {
-    if (!python) python = find_python();
-    if (!python)
-        TEST_SKIP("python3 -c 'import torch' fails: install python3-torch (scripts/install-deps.sh) "
-                  "to compare the distillation loss with PyTorch\n");
     const int V = kc->V, k = kc->k, R = kc->rows;
     float *logits = malloc((size_t)R * V * 4), *weight = malloc((size_t)R * 4);
     float *logp = malloc((size_t)R * k * 4), *tail = malloc((size_t)R * 4);
@@ -96,8 +100,8 @@ static void run_case(const struct kcase *kc)
         weight[r] = r % 3 == 2 ? 0.5f : 1.0f;
         teacher_entry(z, V, k, kc->tau, ids + (size_t)r * k, logp + (size_t)r * k, &tail[r]);
     }
-    char dir[600], path[700], cmd[2048];
-    snprintf(dir, sizeof dir, "%s/kd-%s", test_tmpdir(), kc->name);
+    char *dir = res->dir, path[4600], cmd[4700];
+    snprintf(res->dir, sizeof res->dir, "%s/kd-%s", test_tmpdir(), kc->name);
     snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
     assert_int_equal(system(cmd), 0);
     const double scale = 1.0 / R;
@@ -129,11 +133,20 @@ static void run_case(const struct kcase *kc)
         ce[r] = o.ce;
     }
 
-    snprintf(cmd, sizeof cmd, "%s %s/tests/distill_torch_ref.py check %s 2>&1", python,
-             test_source_dir(), dir);
-    char out[4096];
-    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s failed:\n%s", cmd, out);
-    snprintf(path, sizeof path, "%s/torch.bin", dir);
+    res->grad = logits;
+    res->kl = kl;
+    res->ce = ce;
+    res->tail = tail;
+    free(weight), free(logp), free(target), free(ids), free(z), free(scratch);
+}
+
+static void verify_case(const struct kcase *kc, struct kresult *res)
+{
+    const int V = kc->V, k = kc->k, R = kc->rows;
+    const float *logits = res->grad, *tail = res->tail;
+    const double *kl = res->kl, *ce = res->ce;
+    char path[4600];
+    snprintf(path, sizeof path, "%s/torch.bin", res->dir);
     size_t nb;
     double *ref = (double *)test_read_file(path, &nb);
     assert_non_null(ref);
@@ -157,8 +170,7 @@ static void run_case(const struct kcase *kc)
     assert_true(gerr <= 1e-5 * gmax);
     assert_true(klerr < 1e-5);
     assert_true(ceerr < 1e-5);
-    free(ref), free(logits), free(weight), free(logp), free(tail), free(target), free(ids), free(z);
-    free(scratch), free(kl), free(ce);
+    free(ref), free(res->grad), free(res->kl), free(res->ce), free(res->tail);
 }
 
 static void test_cases(void **state)
@@ -173,7 +185,23 @@ static void test_cases(void **state)
         {"peaked", 64, 8, 6, 1.0f, 1.0f, 0.5f, 12.0, 3.0},
         {"flat_t", 200, 4, 6, 1.0f, 1.0f, 0.5f, 1.0, 0.2},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    enum { N = sizeof cases / sizeof cases[0] };
+    if (!python) python = find_python();
+    if (!python)
+        TEST_SKIP("python3 -c 'import torch' fails: install python3-torch (scripts/install-deps.sh) "
+                  "to compare the distillation loss with PyTorch\n");
+    static struct kresult res[N];
+    char cmd[8192];
+    int at = snprintf(cmd, sizeof cmd, "%s %s/tests/distill_torch_ref.py check", python,
+                      test_source_dir());
+    for (int i = 0; i < N; i++) {
+        prepare_case(&cases[i], &res[i]);
+        at += snprintf(cmd + at, sizeof cmd - (size_t)at, " %s", res[i].dir);
+    }
+    snprintf(cmd + at, sizeof cmd - (size_t)at, " 2>&1");
+    char out[4096];
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s failed:\n%s", cmd, out);
+    for (int i = 0; i < N; i++) verify_case(&cases[i], &res[i]);
 }
 
 int main(void)

@@ -123,7 +123,7 @@ int cli_train_loop(const struct cli_train_run *r)
                    "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f",
                    si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
             if (r->kd)
-                printf(",\"kl\":%.6f,\"ce\":%.6f,\"agree\":%.6f,\"qat\":%s", si.kl, si.ce, si.agree,
+                printf(",\"kl\":%.6g,\"ce\":%.6g,\"agree\":%.6f,\"qat\":%s", si.kl, si.ce, si.agree,
                        si.qat ? "true" : "false");
             printf("}\n");
             fflush(stdout);
