@@ -1566,6 +1566,17 @@ tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
 float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
 int tern_trainer_n_tensors(const struct tern_trainer *t);
 const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *offset, int64_t ne[2]);
+/* Data parallelism (tern train / tern distill under mpirun): `size` processes run the same
+ * trainer on the same data; each fills every micro-batch of a step (the order is the same
+ * everywhere) but runs forward and backward only on micro-batches i with i % size == rank.
+ * allreduce must sum n values (float when is_double is false, else double) in place across all
+ * processes and return false on failure; it is called with the gradient and with the step's
+ * loss sums, so every process takes the same AdamW step a single process computing all
+ * micro-batches would, up to the order of the float additions. accum should be a multiple of
+ * size (otherwise some processes idle). */
+typedef bool (*tern_allreduce_fn)(void *user, void *buf, size_t n, bool is_double);
+tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
+                                      tern_allreduce_fn allreduce, void *user);
 /* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
 

@@ -110,6 +110,10 @@ struct tern_trainer {
     struct { const struct tern_distill_cache *kd; const struct tern_train_data *d; }
         kd_checked[2];          /* the last (cache, data) pairs tern_distill_cache_check passed */
     double kd_acc[3];           /* KL, CE, top-1 agreements summed by the forward (weighted rows) */
+    /* data parallelism (tern_trainer_set_parallel): this process's share of the micro-batches */
+    int par_rank, par_size;     /* 0, 1 without it */
+    tern_allreduce_fn allreduce;
+    void *allreduce_user;
 };
 
 /* Fixed chunking of reductions over rows: results do not depend on the thread count. */

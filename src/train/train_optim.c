@@ -194,6 +194,7 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     t->m = falloc(P, &fail);
     t->v = falloc(P, &fail);
     t->wf = t->w;
+    t->par_size = 1;
     t->act = calloc((size_t)t->L, sizeof *t->act);
     fail |= !t->act;
     for (int l = 0; !fail && l < t->L; l++) {
@@ -296,6 +297,19 @@ tern_status tern_trainer_init(struct tern_trainer *t)
 }
 
 int tern_trainer_step_index(const struct tern_trainer *t) { return t->step; }
+
+tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
+                                      tern_allreduce_fn allreduce, void *user)
+{
+    if (size < 1 || rank < 0 || rank >= size || (size > 1 && !allreduce))
+        return tern_fail(TERN_ERR_ARG, "train: process %d of %d (and an allreduce when more than "
+                         "one) is not a valid data-parallel setting", rank, size);
+    t->par_rank = rank;
+    t->par_size = size;
+    t->allreduce = size > 1 ? allreduce : NULL;
+    t->allreduce_user = user;
+    return TERN_OK;
+}
 const char *tern_trainer_kernel(const struct tern_trainer *t) { return kern_gemm_path_name(t->path); }
 
 float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats)
@@ -395,10 +409,22 @@ static tern_status step_impl(struct tern_trainer *t, const struct tern_train_dat
     memset(t->kd_acc, 0, sizeof t->kd_acc);
     const double scale = n_loss > 0 ? 1.0 / (double)n_loss : 0.0;
     double loss = 0.0;
-    for (int i = 0; i < t->c.accum; i++) loss += train_forward_backward(t, &t->batch[i], scale);
-    loss *= scale;
+    for (int i = 0; i < t->c.accum; i++)
+        if (i % t->par_size == t->par_rank) loss += train_forward_backward(t, &t->batch[i], scale);
     t->wf = t->w;
     t->kd = NULL;
+    if (t->allreduce) { /* the other processes' micro-batches: sum gradients and loss sums */
+        double sums[4] = {loss, t->kd_acc[0], t->kd_acc[1], t->kd_acc[2]};
+        if (!t->allreduce(t->allreduce_user, t->g, t->n_params, false) ||
+            !t->allreduce(t->allreduce_user, sums, 4, true)) {
+            t->dpos = saved;
+            return tern_fail(TERN_ERR_IO, "train: step %d: the allreduce across %d processes "
+                             "failed", t->step + 1, t->par_size);
+        }
+        loss = sums[0];
+        memcpy(t->kd_acc, sums + 1, sizeof t->kd_acc);
+    }
+    loss *= scale;
     struct sq_job sj = {t->g, t->n_params, {0}};
     train_par(t, sq_chunk, &sj, TRAIN_RED_CHUNKS);
     double sq = 0.0;

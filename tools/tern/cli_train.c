@@ -106,7 +106,8 @@ int cli_train_loop(const struct cli_train_run *r)
     struct tern_trainer *t = r->t;
     const char *cmd = r->cmd;
     const int start = tern_trainer_step_index(t);
-    const bool tty = !r->json && isatty(STDERR_FILENO);
+    const bool quiet = r->rank != 0; /* the other processes of a data-parallel run */
+    const bool tty = !r->json && !quiet && isatty(STDERR_FILENO);
     const double t0 = now_s();
     long long tokens = 0;
     int saved_step = start;
@@ -118,7 +119,8 @@ int cli_train_loop(const struct cli_train_run *r)
         tokens += si.tokens;
         const double el = now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
         const double eta = (double)(r->last - si.step) * si.tokens / (tps > 0 ? tps : 1);
-        if (r->json) {
+        if (quiet) {
+        } else if (r->json) {
             printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%lld,"
                    "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f",
                    si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
@@ -137,15 +139,16 @@ int cli_train_loop(const struct cli_train_run *r)
                     tty ? "\r" : "", si.step, r->c->steps, si.loss, kd, si.lr, tps, e,
                     tty ? "   " : "\n");
         }
-        if (r->vd && (si.step % r->val_every == 0 || si.step == r->last) &&
+        if (!quiet && r->vd && (si.step % r->val_every == 0 || si.step == r->last) &&
             (st = validate(r, si.step, tty)))
             break;
-        if (r->c->ckpt_every > 0 && si.step % r->c->ckpt_every == 0 && si.step < r->last) {
+        if (!quiet && r->c->ckpt_every > 0 && si.step % r->c->ckpt_every == 0 && si.step < r->last) {
             st = tern_trainer_checkpoint_save(t, r->ckdir);
             if (!st) saved_step = si.step;
         }
     }
     if (tty) fputc('\n', stderr);
+    if (st && quiet) return CLI_EXIT_FAIL;
     if (st) {
         if (saved_step > 0 || r->resumed)
             fprintf(stderr, "tern %s: stopped; the last good checkpoint (step %d) is in %s; "
@@ -154,6 +157,7 @@ int cli_train_loop(const struct cli_train_run *r)
             fprintf(stderr, "tern %s: stopped before the first checkpoint\n", cmd);
         return cli_report(cmd, st);
     }
+    if (quiet) return CLI_EXIT_OK;
     st = tern_trainer_checkpoint_save(t, r->ckdir);
     if (!st) st = tern_trainer_export(t, r->out);
     if (!st && !r->json)

@@ -49,7 +49,10 @@ static void usage(void)
            "  -t, --threads N      trainer and teacher threads\n"
            "  --strict             a malformed .jsonl line is fatal\n"
            "  --loss-on-prompt     .jsonl: train on every token, not only the assistant's turns\n"
-           "  --json               one JSON object per step on stdout\n");
+           "  --json               one JSON object per step on stdout\n\n"
+           "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
+           "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
+           "process 0 runs the teacher, prints, validates, checkpoints and exports.\n");
 }
 
 static void hex(const uint8_t d[32], char out[65])
@@ -103,7 +106,8 @@ static void progress(void *user, uint64_t done, uint64_t n)
 static tern_status teacher_signal(struct tern_model *teacher, const struct tern_train_data *d,
                                   const struct tern_train_config *c,
                                   const struct tern_distill_recipe *r, const char *path,
-                                  bool rebuild, const char *what, struct tern_distill_cache **out)
+                                  bool rebuild, const char *what, bool quiet,
+                                  struct tern_distill_cache **out)
 {
     struct tern_distill_cache_params p = tern_distill_cache_default_params();
     p.top_k = r->top_k;
@@ -111,11 +115,11 @@ static tern_status teacher_signal(struct tern_model *teacher, const struct tern_
     p.n_ctx = c->n_ctx;
     p.n_vocab = c->n_vocab;
     p.n_threads = c->threads;
-    p.progress = progress;
+    p.progress = quiet ? NULL : progress;
     p.user = (void *)what;
     bool built = false;
     tern_status st = tern_distill_cache_ensure(teacher, d, &p, path, rebuild, out, &built);
-    if (!st)
+    if (!st && !quiet)
         fprintf(stderr, "tern distill: teacher signal on %s: %s %s (%llu positions, top-%d at "
                 "temperature %g)\n", what, built ? "computed into" : "read from", path,
                 (unsigned long long)tern_distill_cache_n_entries(*out), r->top_k, r->temperature);
@@ -193,6 +197,9 @@ int cmd_distill(int argc, char **argv)
     if (!teacher_path || !data || !out || (!student == !student_cfg))
         return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
                                "--data and -o");
+    struct cli_par par;
+    int rc = cli_par_init("distill", &par);
+    if (rc) return rc;
 
     /* the student's config, then the recipe over it */
     struct tern_train_config c = tern_train_config_default();
@@ -232,7 +239,7 @@ int cmd_distill(int argc, char **argv)
     struct tern_model *teacher = NULL;
     struct tern_model_params mp = {0};
     if ((st = tern_model_load(teacher_path, &mp, &teacher))) return cli_report("distill", st);
-    int rc = check_tokenizers(teacher, teacher_path, c.tokenizer);
+    rc = check_tokenizers(teacher, teacher_path, c.tokenizer);
     if (rc) {
         tern_model_free(teacher);
         return rc;
@@ -264,14 +271,32 @@ int cmd_distill(int argc, char **argv)
     if (!st) st = tern_trainer_set_distill(t, &recipe);
     if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
     if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, &vd);
-    if (!st) st = teacher_signal(teacher, d, &c, &recipe, kd_path, rebuild, data, &kd);
-    if (!st && vd) st = teacher_signal(teacher, vd, &c, &recipe, vkd_path, rebuild, val, &vkd);
+    if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
+    bool peer_failed = false;
+    /* the teacher runs once: in process 0, while the others wait, then read its files */
+    for (int pass = 0; pass < 2; pass++) {
+        const bool mine = pass == 0 ? par.rank == 0 : par.rank != 0;
+        if (!st && mine) {
+            st = teacher_signal(teacher, d, &c, &recipe, kd_path, rebuild && par.rank == 0, data,
+                                par.rank != 0, &kd);
+            if (!st && vd)
+                st = teacher_signal(teacher, vd, &c, &recipe, vkd_path, rebuild && par.rank == 0,
+                                    val, par.rank != 0, &vkd);
+        }
+        if (pass == 0 && par.size > 1 && !cli_par_all_ok(&par, !st) && !st) {
+            fprintf(stderr, "tern distill: process %d: another process failed before training\n",
+                    par.rank);
+            st = TERN_ERR_ARG;
+            peer_failed = true;
+        }
+        if (par.size == 1) break;
+    }
     tern_model_free(teacher); /* its signal is on disk now */
     if (!st) {
         const int start = tern_trainer_step_index(t);
         int last = until && until < c.steps ? (int)until : c.steps;
         if (last < start) last = start;
-        if (!json)
+        if (!json && par.rank == 0)
             fprintf(stderr, "tern distill: student %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, "
                     "vocab %d, n_ctx %d; loss %g * tau^2 KL (top-%d, tau %g) + %g * CE; QAT %s; "
                     "steps %d..%d\n", c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd,
@@ -281,15 +306,17 @@ int cmd_distill(int argc, char **argv)
         const struct cli_train_run run = {.cmd = "distill", .t = t, .c = &c, .d = d, .vd = vd,
                                           .kd = kd, .vkd = vkd, .ckdir = ckdir, .out = out,
                                           .json = json, .resumed = resume != NULL, .last = last,
-                                          .val_every = val_every};
+                                          .val_every = val_every, .rank = par.rank};
         rc = cli_train_loop(&run);
     } else {
-        rc = cli_report("distill", st);
+        rc = peer_failed ? CLI_EXIT_FAIL : cli_report("distill", st);
     }
     tern_distill_cache_free(kd);
     tern_distill_cache_free(vkd);
     tern_trainer_free(t);
     tern_train_data_free(d);
     tern_train_data_free(vd);
+    /* a failed process exits without MPI_Finalize: mpirun then stops the others */
+    if (rc == 0) cli_par_finish();
     return rc;
 }

@@ -208,6 +208,9 @@ int cmd_train(int argc, char **argv)
         return run_bench(&c, (int)bench_steps, json);
     }
     if (!config || !data || !out) return cli_usage_error("train", "need --config, --data and -o");
+    struct cli_par par;
+    int prc = cli_par_init("train", &par);
+    if (prc) return prc;
     if (load_config(config, &c)) return CLI_EXIT_FAIL;
     if (threads) c.threads = (int)threads;
     char ckbuf[4096];
@@ -239,17 +242,20 @@ int cmd_train(int argc, char **argv)
     const int start = tern_trainer_step_index(t);
     int last = until && until < c.steps ? (int)until : c.steps;
     if (last < start) last = start;
-    if (!json && d)
+    if (!json && d && par.rank == 0)
         fprintf(stderr, "tern train: %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, vocab %d, "
                 "n_ctx %d; %llu documents, %llu tokens; %s GEMM; steps %d..%d\n",
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
                 c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
                 (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
+    if (par.size > 1 && (st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL)))
+        return cli_report("train", st);
     const struct cli_train_run run = {.cmd = "train", .t = t, .c = &c, .d = d, .vd = vd,
                                       .ckdir = ckdir, .out = out, .json = json,
                                       .resumed = resume != NULL, .last = last,
-                                      .val_every = val_every};
+                                      .val_every = val_every, .rank = par.rank};
     const int rc = cli_train_loop(&run);
+    if (rc == 0) cli_par_finish(); /* a failed process exits without it: mpirun stops the others */
     tern_trainer_free(t);
     tern_train_data_free(d);
     tern_train_data_free(vd);
