@@ -1577,6 +1577,9 @@ const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *off
 typedef bool (*tern_allreduce_fn)(void *user, void *buf, size_t n, bool is_double);
 tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
                                       tern_allreduce_fn allreduce, void *user);
+/* A string metadata entry the export writes (key and value copied; setting a key again replaces
+ * it). tern distill records its run this way: "tern.distill.*" fingerprints and recipe. */
+tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
 /* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
 

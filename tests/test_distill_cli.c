@@ -112,6 +112,27 @@ static void test_run_json(void **state)
     struct tern_model *m;
     assert_tern_ok(tern_model_load(path, NULL, &m));
     tern_model_free(m);
+    /* the student records its making: the teacher's fingerprint (as tern computes it), the
+     * data's, the recipe */
+    struct tern_model *tm;
+    assert_tern_ok(tern_model_load(teacher, NULL, &tm));
+    uint8_t fp[32];
+    assert_tern_ok(tern_model_fingerprint(tm, fp));
+    tern_model_free(tm);
+    char hx[65];
+    for (int i = 0; i < 32; i++) snprintf(hx + 2 * i, 3, "%02x", fp[i]);
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(path, &g));
+    struct tern_str v;
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.teacher_fingerprint", &v));
+    assert_int_equal(v.len, 64);
+    assert_memory_equal(v.ptr, hx, 64);
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.data_fingerprint", &v));
+    assert_int_equal(v.len, 64);
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.recipe", &v));
+    assert_non_null(memmem(v.ptr, v.len, "\"top_k\":8", 9));
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.binary", &v));
+    tern_gguf_close(g);
 }
 
 static void test_split_run_identical(void **state)

@@ -309,8 +309,8 @@ static tern_status parse(struct tern_distill_cache *c)
         if (c->doc_first[i + 1] < c->doc_first[i])
             return BAD(KD_HEADER + (i + 1) * 8, "document %llu ends before it starts",
                        (unsigned long long)i);
-    uint32_t *stamp = calloc(c->V, sizeof *stamp);
-    if (!stamp) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory", c->name);
+    uint32_t *stamp = c->n_entries ? calloc(c->V, sizeof *stamp) : NULL;
+    if (c->n_entries && !stamp) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory", c->name);
     tern_status st = TERN_OK;
     for (uint64_t e = 0; !st && e < c->n_entries; e++) {
         const uint64_t at = (uint64_t)(c->entries - b) + e * c->entry_bytes;

@@ -112,6 +112,8 @@ struct tern_trainer {
     double kd_acc[3];           /* KL, CE, top-1 agreements summed by the forward (weighted rows) */
     /* data parallelism (tern_trainer_set_parallel): this process's share of the micro-batches */
     int par_rank, par_size;     /* 0, 1 without it */
+    char **meta;                /* (2 n_meta) key, value pairs the export writes */
+    int n_meta;
     tern_allreduce_fn allreduce;
     void *allreduce_user;
 };

@@ -281,6 +281,8 @@ void tern_trainer_free(struct tern_trainer *t)
     free(t->wq);
     free(t->qtype);
     free(t->qbuf);
+    for (int i = 0; i < 2 * t->n_meta; i++) free(t->meta[i]);
+    free(t->meta);
     free(t->tensors);
     free(t->layer);
     free(t);

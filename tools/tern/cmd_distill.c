@@ -85,6 +85,38 @@ static int check_tokenizers(const struct tern_model *teacher, const char *teache
     return CLI_EXIT_OK;
 }
 
+/* What the exported student records of its making: the fingerprints of teacher, tokenizer and
+ * data (SHA-256, hex), the effective recipe (with the training keys) and the binary. */
+static tern_status record_run(struct tern_trainer *t, const struct tern_model *teacher,
+                              const struct tern_train_data *d, const struct tern_train_config *c,
+                              const struct tern_distill_recipe *r, const char *student)
+{
+    uint8_t fp[32];
+    char h[65], json[1024];
+    tern_status st = tern_model_fingerprint(teacher, fp);
+    if (!st) hex(fp, h), st = tern_trainer_set_export_str(t, "tern.distill.teacher_fingerprint", h);
+    if (!st) st = tern_tokenizer_fingerprint(teacher, fp);
+    if (!st) hex(fp, h), st = tern_trainer_set_export_str(t, "tern.distill.tokenizer_fingerprint", h);
+    if (!st) {
+        tern_train_data_fingerprint(d, fp);
+        hex(fp, h);
+        st = tern_trainer_set_export_str(t, "tern.distill.data_fingerprint", h);
+    }
+    snprintf(json, sizeof json,
+             "{\"top_k\":%d,\"temperature\":%.9g,\"kd_weight\":%.9g,\"ce_weight\":%.9g,"
+             "\"qat_start\":%.9g,\"qat_type\":\"%s\",\"qat_lr_scale\":%.9g,\"lr\":%.9g,"
+             "\"lr_min\":%.9g,\"warmup\":%d,\"steps\":%d,\"batch_tokens\":%d,\"accum\":%d,"
+             "\"weight_decay\":%.9g,\"clip\":%.9g,\"seed\":%llu,\"threads\":%d,\"n_ctx\":%d}",
+             r->top_k, r->temperature, r->kd_weight, r->ce_weight, r->qat_start, r->qat_type,
+             r->qat_lr_scale, c->lr, c->lr_min, c->warmup, c->steps,
+             c->batch_tokens ? c->batch_tokens : c->n_ctx, c->accum, c->weight_decay, c->clip,
+             (unsigned long long)c->seed, c->threads, c->n_ctx);
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.recipe", json);
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.student_init", student ? student : "config");
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.binary", tern_version());
+    return st;
+}
+
 static int read_json(const char *what, const char *path, char **text, size_t *len)
 {
     if (!(*text = cli_read_file(path, len))) {
@@ -271,6 +303,7 @@ int cmd_distill(int argc, char **argv)
     if (!st) st = tern_trainer_set_distill(t, &recipe);
     if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
     if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, &vd);
+    if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
     if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
     bool peer_failed = false;
     /* the teacher runs once: in process 0, while the others wait, then read its files */
