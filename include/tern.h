@@ -1683,7 +1683,8 @@ bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, co
  * loss scratch. */
 tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
 /* One optimizer step of the distillation loss on d with its teacher signal kd (checked against
- * d and the recipe first). info's kl/ce/agree are filled. QAT and its learning-rate scale apply
+ * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
+ * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply
  * from step floor(qat_start * steps) + 1 on. Failure as tern_trainer_step. */
 tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
                                       const struct tern_distill_cache *kd,

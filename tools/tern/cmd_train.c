@@ -55,7 +55,10 @@ static void usage(void)
            "  --json               one JSON object per step on stdout\n"
            "  --bench              time training steps on random tokens (default config: n_embd\n"
            "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
-           "                       --steps N timed steps after one warm-up step\n");
+           "                       --steps N timed steps after one warm-up step\n\n"
+           "Data parallelism: mpirun -np N tern train ... splits each step's micro-batches (accum,\n"
+           "a multiple of N) over N processes and sums their gradients (Open MPI); process 0\n"
+           "prints, validates, checkpoints and exports (README \"Distillation\").\n");
 }
 
 static int load_config(const char *path, struct tern_train_config *c)
