@@ -730,6 +730,8 @@ uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx);
 tern_status tern_model_fingerprint(const struct tern_model *m, uint8_t out[32]);
 /* SHA-256 over the raw bytes of every tokenizer.ggml.* metadata entry, in file order. */
 tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[32]);
+/* The same of any GGUF (a vocabulary-only tokenizer file too). */
+tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t out[32]);
 
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
@@ -1598,6 +1600,11 @@ struct tern_train_step_info {
     double grad_norm;        /* global norm before clipping */
     long long tokens;        /* tokens in the step (padding included) */
     long long loss_tokens;   /* tokens the loss was taken on */
+    /* distillation steps (tern_trainer_step_distill) only; 0 otherwise: */
+    double kl;               /* mean KL(teacher top-k at tau || student at tau) */
+    double ce;               /* mean cross-entropy on the data */
+    double agree;            /* share of trained tokens where the student's argmax is the teacher's top-1 */
+    bool qat;                /* the forward pass fake-quantized the weights */
 };
 /* Bytes the trainer will allocate for config c (weights, gradients, AdamW moments,
  * activations of one micro-batch, scratch). */
@@ -1632,8 +1639,152 @@ tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
 float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
 int tern_trainer_n_tensors(const struct tern_trainer *t);
 const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *offset, int64_t ne[2]);
+/* Data parallelism (tern train / tern distill under mpirun): `size` processes run the same
+ * trainer on the same data; each fills every micro-batch of a step (the order is the same
+ * everywhere) but runs forward and backward only on micro-batches i with i % size == rank.
+ * allreduce must sum n values (float when is_double is false, else double) in place across all
+ * processes and return false on failure; it is called with the gradient and with the step's
+ * loss sums, so every process takes the same AdamW step a single process computing all
+ * micro-batches would, up to the order of the float additions. accum should be a multiple of
+ * size (otherwise some processes idle). */
+typedef bool (*tern_allreduce_fn)(void *user, void *buf, size_t n, bool is_double);
+tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
+                                      tern_allreduce_fn allreduce, void *user);
+/* A string metadata entry the export writes (key and value copied; setting a key again replaces
+ * it). tern distill records its run this way: "tern.distill.*" fingerprints and recipe. */
+tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
 /* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
+
+/* ===================================================================== distillation */
+/*
+ * tern distill: a student trained to match a teacher (any GGUF tern runs) on top of tern's
+ * trainer. The teacher's signal is computed once by tern's own inference and cached on disk:
+ *
+ *     struct tern_distill_recipe r = tern_distill_recipe_default();   // or _parse(json, ...)
+ *     struct tern_distill_cache_params cp = tern_distill_cache_default_params();
+ *     cp.top_k = r.top_k; cp.temperature = r.temperature; cp.n_ctx = c.n_ctx; cp.n_vocab = c.n_vocab;
+ *     struct tern_distill_cache *kd;
+ *     tern_distill_cache_ensure(teacher, data, &cp, "train.kd", false, &kd, NULL);
+ *     tern_trainer_set_distill(t, &r);
+ *     tern_trainer_step_distill(t, data, kd, &si);      // KL to the teacher + CE on the data
+ *
+ * Teacher signal: for every position of the data whose next token is trained on (the loss mask,
+ * after cutting documents into n_ctx pieces exactly as the trainer does), the teacher's
+ * distribution at temperature tau over the student's vocabulary, kept as its top_k token ids
+ * (by descending probability, ties to the lower id) with their log-probabilities and the mass
+ * of all other tokens (the tail). Loss per trained token, averaged over the step's trained
+ * tokens: kd_weight * tau^2 * KL(q || p_tau) + ce_weight * CE(target), where q is the teacher's
+ * top-k distribution with the tail as one more outcome and p_tau the student's softmax at tau
+ * bucketed the same way (its tail = its mass outside the teacher's top-k ids).
+ *
+ * Cache file (.kd, little-endian): "TKDC", u32 version 1, u32 top_k, u32 n_vocab, f32
+ * temperature, u32 n_ctx, u64 n_docs, u64 n_entries, u8[32] teacher fingerprint
+ * (tern_model_fingerprint), u8[32] data fingerprint (tern_train_data_fingerprint), u8[32]
+ * SHA-256 of the rest of the file; then u64 doc_first[n_docs + 1] (first entry of each
+ * document), then n_entries entries of {i32 id[top_k], f32 logp[top_k], f32 tail}.
+ */
+struct tern_distill_recipe {
+    int top_k;              /* "top_k": teacher ids kept per position (default 32) */
+    float temperature;      /* "temperature": tau of the KL term (default 1) */
+    float kd_weight;        /* "kd_weight": weight of tau^2 * KL (default 1) */
+    float ce_weight;        /* "ce_weight": weight of the data's cross-entropy (default 0.5) */
+    float qat_start;        /* "qat_start": fraction of the steps after which the forward pass
+                               fake-quantizes the weights (default 1 = no QAT) */
+    char qat_type[16];      /* "qat_type": the export format the forward pass rounds to: "q8_0"
+                               (default), "q4_0", or any type of tern quantize (per-tensor types
+                               and fallbacks as tern quantize picks them) */
+    float qat_lr_scale;     /* "qat_lr_scale": the learning rate is multiplied by this during QAT
+                               (default 0.1) */
+};
+struct tern_distill_recipe tern_distill_recipe_default(void);
+/* Parse a recipe: one flat JSON object with the keys above plus the training keys of
+ * tern_train_config that are not the model's shape (lr, lr_min, warmup, steps, batch_tokens,
+ * accum, weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, n_ctx), which are
+ * applied over *train (may be NULL: then training keys are refused). Unknown keys, wrong types
+ * and bad values fail naming the key. */
+tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_distill_recipe *out,
+                                      struct tern_train_config *train);
+
+/* SHA-256 of the documents of d (their offsets, tokens and loss masks): what the teacher saw. */
+void tern_train_data_fingerprint(const struct tern_train_data *d, uint8_t out[32]);
+
+struct tern_distill_cache_params {
+    int top_k;              /* 1 .. 1024 */
+    float temperature;      /* > 0 */
+    int n_ctx;              /* the student's n_ctx: documents are cut into pieces this long */
+    int n_vocab;            /* the student's vocabulary: the teacher's distribution is taken over
+                               ids < n_vocab (a teacher with a padded, larger output is fine) */
+    int n_threads;          /* teacher inference threads (0 = online CPUs) */
+    void (*progress)(void *user, uint64_t docs_done, uint64_t n_docs); /* may be NULL */
+    void *user;
+};
+struct tern_distill_cache_params tern_distill_cache_default_params(void);
+
+struct tern_distill_cache;
+/* Run the teacher over every document of d (each n_ctx piece decoded from position 0, as the
+ * student sees it) and write the cache to path (path.tmp, fsync, rename). A teacher logit that
+ * is not finite fails naming the document and position. */
+tern_status tern_distill_cache_build(struct tern_model *teacher, const struct tern_train_data *d,
+                                     const struct tern_distill_cache_params *p, const char *path);
+/* Map and validate a cache file: every refusal (truncated, damaged, out-of-range values,
+ * checksum) is TERN_ERR_FORMAT naming the file and byte offset. Caller frees with
+ * tern_distill_cache_free(). */
+tern_status tern_distill_cache_open(const char *path, struct tern_distill_cache **out);
+/* The same over size bytes at data (copied). */
+tern_status tern_distill_cache_open_memory(const void *data, size_t size,
+                                           struct tern_distill_cache **out);
+void tern_distill_cache_free(struct tern_distill_cache *c);
+/* Is c the teacher signal of (teacher_fp, d, p)? TERN_ERR_ARG naming what differs (teacher or
+ * data fingerprint, top_k, temperature, n_ctx, n_vocab, a document's position count). */
+tern_status tern_distill_cache_check(const struct tern_distill_cache *c, const uint8_t teacher_fp[32],
+                                     const struct tern_train_data *d,
+                                     const struct tern_distill_cache_params *p);
+/* Open path when it holds this teacher's signal for d and p; build it when absent (or, with
+ * rebuild, when it does not match); a mismatching cache without rebuild is refused naming what
+ * differs. *built (may be NULL) says whether the teacher ran. */
+tern_status tern_distill_cache_ensure(struct tern_model *teacher, const struct tern_train_data *d,
+                                      const struct tern_distill_cache_params *p, const char *path,
+                                      bool rebuild, struct tern_distill_cache **out, bool *built);
+uint64_t tern_distill_cache_n_entries(const struct tern_distill_cache *c);
+/* Entry i: top_k ids and log-probabilities (descending) and the tail mass. false if i is out of
+ * range. Pointers into the cache. */
+bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, const int32_t **ids,
+                              const float **logp, float *tail);
+
+/* Make t a distillation trainer with recipe r (loss weights, temperature, QAT). Allocates the
+ * loss scratch. */
+tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
+/* One optimizer step of the distillation loss on d with its teacher signal kd (checked against
+ * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
+ * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply
+ * from step floor(qat_start * steps) + 1 on. Failure as tern_trainer_step. */
+tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
+                                      const struct tern_distill_cache *kd,
+                                      struct tern_train_step_info *info);
+struct tern_distill_eval {
+    double loss;             /* the recipe's loss */
+    double kl;               /* mean KL(teacher top-k at tau || student at tau), nats */
+    double ce;               /* mean cross-entropy on the data's next tokens */
+    double agree;            /* share of tokens whose student argmax is the teacher's top-1 */
+    long long tokens;
+};
+/* Forward only over every document of d in file order (weights, optimizer and data position
+ * untouched); during QAT steps the forward is the fake-quantized one, as in training. */
+tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
+                                      const struct tern_distill_cache *kd,
+                                      struct tern_distill_eval *out);
+/* Is step s (1-based) of t's run a QAT step? */
+bool tern_trainer_qat_step(const struct tern_trainer *t, int s);
+
+/* A student from a GGUF: *c gets the shape and hyperparameters of the llama/qwen2 model at path
+ * (arch, n_embd, n_layer, heads, n_ff, n_vocab, rope_base, rms_eps, tied_output; n_ctx from
+ * context_length, capped at 4096; tokenizer = path) over tern_train_config_default()'s training
+ * keys. Architectures or tensors the trainer does not model are refused, naming them. */
+tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *c);
+/* Load the weights of the GGUF at path (any weight type tern reads; dequantized to F32) into t,
+ * whose config came from tern_train_config_from_gguf; optimizer state zeroed, step 0. */
+tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path);
 
 /* ===================================================================== training data */
 /* (section owned by src/train/corpus_*.c and bpe_train*.c) A synthetic tool-calling corpus and a

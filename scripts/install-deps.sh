@@ -13,6 +13,8 @@
 # python3-torch is the reference of test_train_torch (tern train against PyTorch) and of
 # bench/train_side_by_side.sh; libopenblas0-pthread gives it (and numpy) an optimized BLAS
 # instead of the reference one, so the side-by-side is fair.
+# libopenmpi-dev and openmpi-bin: data-parallel tern train / tern distill under mpirun
+# (tools/tern/cli_par.c; test_distill_mpi).
 set -e
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -22,7 +24,7 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
     libcmocka-dev libcjson-dev libutf8proc-dev nettle-dev libyaml-dev libcurl4-openssl-dev libmicrohttpd-dev jq curl \
     gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
     clang libclang-rt-14-dev \
-    python3-torch libopenblas0-pthread chromium >/dev/null
+    python3-torch libopenblas0-pthread chromium libopenmpi-dev openmpi-bin >/dev/null
 # nginx: the test needs only the binary. If this step installed it, keep its system service from
 # running (Debian starts and enables it on install where an init system allows); an nginx that
 # was already installed is left as it was.

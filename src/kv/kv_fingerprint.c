@@ -52,6 +52,11 @@ tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[3
 {
     const struct tern_gguf *g = tern_model_gguf(m);
     if (!g) return tern_fail(TERN_ERR_ARG, "tokenizer fingerprint: the model has no GGUF file");
+    return tern_gguf_tokenizer_fingerprint(g, out);
+}
+
+tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t out[32])
+{
     const uint8_t *base = tern_gguf_file_data(g);
     const int64_t n = tern_gguf_n_kv(g);
     uint64_t table = tern_gguf_data_offset(g);

@@ -51,7 +51,7 @@ static const struct key_def keys[] = {
 };
 #undef OFF
 
-static tern_status set_key(struct tern_train_config *c, const cJSON *it)
+tern_status train_config_set_key(struct tern_train_config *c, const cJSON *it)
 {
     const char *k = it->string;
     if (!strcmp(k, "arch")) {
@@ -109,7 +109,7 @@ tern_status tern_train_config_parse(const char *json, size_t len, struct tern_tr
     if (!cJSON_IsObject(root)) st = tern_fail(TERN_ERR_FORMAT, "train config: not a JSON object");
     bool kv_given = false, vocab_given = false;
     for (const cJSON *it = root->child; !st && it; it = it->next) {
-        st = set_key(&c, it);
+        st = train_config_set_key(&c, it);
         kv_given |= !strcmp(it->string, "n_head_kv");
         vocab_given |= !strcmp(it->string, "n_vocab");
     }

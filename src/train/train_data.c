@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/distill.h"
 #include "train/train_internal.h"
 #include "util/error.h"
 
@@ -271,7 +272,8 @@ tern_status train_batch_alloc(struct train_batch *b, int N)
     b->start = calloc((size_t)N, sizeof *b->start);
     b->target = calloc((size_t)N, sizeof *b->target);
     b->weight = calloc((size_t)N, sizeof *b->weight);
-    if (!b->tok || !b->pos || !b->start || !b->target || !b->weight) {
+    b->sig = calloc((size_t)N, sizeof *b->sig);
+    if (!b->tok || !b->pos || !b->start || !b->target || !b->weight || !b->sig) {
         train_batch_free(b);
         return tern_fail(TERN_ERR_NOMEM, "train: out of memory for a batch of %d rows", N);
     }
@@ -285,12 +287,14 @@ void train_batch_free(struct train_batch *b)
     free(b->start);
     free(b->target);
     free(b->weight);
+    free(b->sig);
     memset(b, 0, sizeof *b);
 }
 
-/* Lay one piece (n tokens) at rows [row, row + n) of the sequence starting at row s0. */
+/* Lay one piece (n tokens) at rows [row, row + n) of the sequence starting at row s0. sig0: the
+ * teacher-signal entry of the piece's first trained row (distillation), or -1. */
 static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
-                      const uint8_t *mask, int n)
+                      const uint8_t *mask, int n, int64_t sig0)
 {
     for (int i = 0; i < n; i++) {
         const int r = s0 + row + i;
@@ -300,6 +304,7 @@ static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok
         const bool has = i + 1 < n;
         b->target[r] = has ? tok[i + 1] : 0;
         b->weight[r] = has && mask[i + 1] ? 1.0f : 0.0f;
+        b->sig[r] = sig0 >= 0 && b->weight[r] > 0.0f ? sig0++ : -1;
         b->n_loss += b->weight[r] > 0.0f;
     }
 }
@@ -312,6 +317,7 @@ static void pad_rows(struct train_batch *b, int s0, int row, int T)
         b->start[s0 + r] = r;
         b->target[s0 + r] = 0;
         b->weight[s0 + r] = 0.0f;
+        b->sig[s0 + r] = -1;
     }
 }
 
@@ -322,10 +328,20 @@ void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *t
     b->n_loss = 0;
     for (int i = 0; i < n_docs && row < T; i++) {
         const int n = len[i] < T - row ? len[i] : T - row;
-        put_piece(b, 0, row, tok[i], mask[i], n);
+        put_piece(b, 0, row, tok[i], mask[i], n, -1);
         row += n;
     }
     pad_rows(b, 0, row, T);
+}
+
+/* The teacher-signal entry of the first trained row of document doc's piece at `first`, or -1
+ * without a teacher signal (distill.h: entries follow the data order). */
+static int64_t kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
+                        uint64_t first)
+{
+    if (!t->kd) return -1;
+    const uint64_t a = d->off[doc], len = d->off[doc + 1] - a;
+    return (int64_t)(t->kd->doc_first[doc] + train_kd_rows_before(d->mask + a, len, first, t->T));
 }
 
 static uint64_t mix64(uint64_t x)
@@ -405,7 +421,8 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
                                      "is outside the vocabulary (%d tokens)",
                                      (unsigned long long)doc, (unsigned long long)(first + i),
                                      d->tok[a + first + i], t->V);
-            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n);
+            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
+                      kd_first(t, d, doc, first));
             row += n;
             p->piece++;
             if (row == T) break;
@@ -443,7 +460,8 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
             }
             const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
             if (n > T - row) break;
-            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n);
+            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
+                      kd_first(t, d, *doc, first));
             row += n;
             ++*piece;
             any = true;
@@ -452,4 +470,14 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
         pad_rows(b, s0, row, T);
     }
     return any;
+}
+
+void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
+                     const uint64_t **off, const int32_t **tok, const uint8_t **mask)
+{
+    *n_docs = d->n_docs;
+    *n_tok = d->n_tok;
+    *off = d->off;
+    *tok = d->tok;
+    *mask = d->mask;
 }

@@ -4,6 +4,7 @@
  * the tensors under llama.cpp's names (no output.weight when the output is tied). tern quantize
  * turns the file into Q8_0, Q4_K and the rest. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train/train_internal.h"
@@ -30,6 +31,8 @@ tern_status tern_trainer_export(const struct tern_trainer *t, const char *path)
     if (!st) st = tern_gguf_writer_set_f32(w, KEY("rope.freq_base"), t->c.rope_base);
     if (!st) st = tern_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), t->c.rms_eps);
 #undef KEY
+    for (int i = 0; !st && i < t->n_meta; i++)
+        st = tern_gguf_writer_set_str(w, t->meta[2 * i], t->meta[2 * i + 1]);
     if (t->tok_gguf)
         for (int64_t i = 0; !st && i < tern_gguf_n_kv(t->tok_gguf); i++) {
             struct tern_str k = tern_gguf_key(t->tok_gguf, i);
@@ -44,4 +47,31 @@ tern_status tern_trainer_export(const struct tern_trainer *t, const char *path)
     tern_gguf_writer_free(w);
     if (st) tern_fail_prefix(st, "export %s: ", path);
     return st;
+}
+
+tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value)
+{
+    if (!strncmp(key, "general.", 8) || !strncmp(key, "tokenizer.", 10) || !strncmp(key, "llama.", 6) ||
+        !strncmp(key, "qwen2.", 6))
+        return tern_fail(TERN_ERR_ARG, "export: key '%s' is written by the export itself", key);
+    char *v = strdup(value);
+    if (!v) return tern_fail(TERN_ERR_NOMEM, "export: out of memory");
+    for (int i = 0; i < t->n_meta; i++)
+        if (!strcmp(t->meta[2 * i], key)) {
+            free(t->meta[2 * i + 1]);
+            t->meta[2 * i + 1] = v;
+            return TERN_OK;
+        }
+    char *k = strdup(key);
+    char **m = realloc(t->meta, (size_t)(t->n_meta + 1) * 2 * sizeof *m);
+    if (!k || !m) {
+        free(k), free(v);
+        if (m) t->meta = m;
+        return tern_fail(TERN_ERR_NOMEM, "export: out of memory");
+    }
+    t->meta = m;
+    m[2 * t->n_meta] = k;
+    m[2 * t->n_meta + 1] = v;
+    t->n_meta++;
+    return TERN_OK;
 }

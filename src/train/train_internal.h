@@ -52,6 +52,7 @@ struct train_batch {
     int32_t *start;   /* (N) first row of its document, relative to its sequence */
     int32_t *target;  /* (N) next token of the same document (0 when none) */
     float *weight;    /* (N) 1 when the target is trained on, else 0 */
+    int64_t *sig;     /* (N) the row's teacher-signal entry (distillation), or -1 */
     long long n_loss; /* rows with weight > 0 */
 };
 
@@ -96,6 +97,25 @@ struct tern_trainer {
     bool infer_numerics;        /* forward rounds q, k, v and probabilities to F16 as tern's
                                    inference does (train_forward_logits' parity check only) */
     struct tern_gguf *tok_gguf; /* the tokenizer GGUF (export copies its keys), or NULL */
+    /* distillation (src/train/distill_*.c, distill.h) */
+    bool distill;               /* tern_trainer_set_distill was called */
+    struct tern_distill_recipe recipe;
+    const struct tern_distill_cache *kd; /* set during a distillation step or evaluation */
+    float *kd_scratch;          /* (n_threads, V) */
+    const float *wf;            /* the weights forward and backward read: w, or wq in QAT steps */
+    float *wq;                  /* (n_params) fake-quantized weights (QAT), or NULL */
+    int *qtype;                 /* (n_tensors) the type each tensor rounds to in QAT */
+    unsigned char *qbuf;        /* (n_threads, qbuf_bytes) one quantized row per thread */
+    size_t qbuf_bytes;
+    struct { const struct tern_distill_cache *kd; const struct tern_train_data *d; }
+        kd_checked[2];          /* the last (cache, data) pairs tern_distill_cache_check passed */
+    double kd_acc[3];           /* KL, CE, top-1 agreements summed by the forward (weighted rows) */
+    /* data parallelism (tern_trainer_set_parallel): this process's share of the micro-batches */
+    int par_rank, par_size;     /* 0, 1 without it */
+    char **meta;                /* (2 n_meta) key, value pairs the export writes */
+    int n_meta;
+    tern_allreduce_fn allreduce;
+    void *allreduce_user;
 };
 
 /* Fixed chunking of reductions over rows: results do not depend on the thread count. */
@@ -116,7 +136,14 @@ void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, f
 /* Run fn over n_chunks chunks on the trainer's pool. */
 void train_par(struct tern_trainer *t, tp_fn fn, void *arg, int n_chunks);
 
+/* train_config.c: one key of a config object (cJSON item) onto c; unknown keys fail naming it */
+struct cJSON;
+tern_status train_config_set_key(struct tern_train_config *c, const struct cJSON *it);
+
 /* train_data.c */
+/* The arrays of d (read only): documents' offsets (n_docs + 1), tokens and masks (n_tok). */
+void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
+                     const uint64_t **off, const int32_t **tok, const uint8_t **mask);
 tern_status train_batch_alloc(struct train_batch *b, int N);
 void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/distill.h"
 #include "train/train_internal.h"
 #include "train/train_ops.h"
 #include "util/error.h"
@@ -331,7 +332,7 @@ static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l
 {
     const struct train_layer *y = &t->layer[l];
     struct train_layer_act *a = &t->act[l];
-    const float *w = t->w;
+    const float *w = t->wf;
     const int N = t->N, D = t->D;
     norm_fwd(t, a->x, w + y->attn_norm, a->xn1, a->rstd1);
     linear_fwd(t, a->xn1, N, D, w + y->wq, t->Dq, a->q, false);
@@ -369,7 +370,7 @@ static void layer_bwd(struct tern_trainer *t, const struct train_batch *b, int l
 {
     const struct train_layer *y = &t->layer[l];
     struct train_layer_act *a = &t->act[l];
-    const float *w = t->w;
+    const float *w = t->wf;
     float *g = t->g;
     const int N = t->N, D = t->D, F = t->F;
     /* FFN: x' = xmid + h . Wd^T */
@@ -401,7 +402,7 @@ static const float *forward_layers(struct tern_trainer *t, const struct train_ba
 {
     const int D = t->D;
     for (int r = 0; r < t->N; r++)
-        memcpy(t->act[0].x + (size_t)r * D, t->w + t->tok_embd + (size_t)b->tok[r] * D,
+        memcpy(t->act[0].x + (size_t)r * D, t->wf + t->tok_embd + (size_t)b->tok[r] * D,
                (size_t)D * sizeof(float));
     for (int l = 0; l < t->L; l++)
         layer_fwd(t, b, l, l + 1 < t->L ? t->act[l + 1].x : t->xL);
@@ -414,29 +415,65 @@ struct xent_job {
     int n;
     double scale;
     double part[TRAIN_RED_CHUNKS];
+    /* distillation: KL, CE and top-1 agreements of each chunk */
+    double kl[TRAIN_RED_CHUNKS], ce[TRAIN_RED_CHUNKS], agree[TRAIN_RED_CHUNKS];
 };
 
+/* The loss of the gathered rows [lo, hi): cross-entropy, or with a teacher signal (t->kd) the
+ * recipe's distillation loss (distill_loss.c). Logits become their gradient. */
 static void xent_chunk(void *arg, int chunk, int n_chunks, int tid)
 {
-    (void)tid;
     struct xent_job *j = arg;
     struct tern_trainer *t = j->t;
     long long lo, hi;
     tp_split(j->n, chunk, n_chunks, 1, &lo, &hi);
-    double s = 0.0;
+    double s = 0.0, kl = 0.0, ce = 0.0, agree = 0.0;
+    const struct tern_distill_cache *kd = t->kd;
+    const struct tern_distill_recipe *rc = &t->recipe;
     for (long long i = lo; i < hi; i++) {
         const int r = t->rows[i];
-        s += train_xent(t->logits + (size_t)i * t->V, &j->b->target[r], &j->b->weight[r], 1, t->V,
-                        j->scale);
+        float *l = t->logits + (size_t)i * t->V;
+        if (!kd) {
+            s += train_xent(l, &j->b->target[r], &j->b->weight[r], 1, t->V, j->scale);
+            continue;
+        }
+        const uint64_t e = (uint64_t)j->b->sig[r];
+        struct kd_row o;
+        const float w = j->b->weight[r];
+        train_kd_row(l, t->V, j->b->target[r], w, kd_ids(kd, e), kd_logp(kd, e), kd_tail(kd, e),
+                     (int)kd->k, kd->tau, rc->kd_weight, rc->ce_weight, j->scale,
+                     t->kd_scratch + (size_t)tid * t->V, &o);
+        const double tau2 = (double)kd->tau * kd->tau;
+        s += w * (rc->kd_weight * tau2 * o.kl + rc->ce_weight * o.ce);
+        kl += w * o.kl;
+        ce += w * o.ce;
+        agree += w * o.agree;
     }
     j->part[chunk] = s;
+    j->kl[chunk] = kl;
+    j->ce[chunk] = ce;
+    j->agree[chunk] = agree;
 }
 
+/* Sum the chunks' losses in chunk order; distillation's KL, CE and agreements go to kd_acc. */
+static double xent_total(struct tern_trainer *t, const struct xent_job *j)
+{
+    double loss = 0.0;
+    for (int c = 0; c < TRAIN_RED_CHUNKS; c++) {
+        loss += j->part[c];
+        if (t->kd) {
+            t->kd_acc[0] += j->kl[c];
+            t->kd_acc[1] += j->ce[c];
+            t->kd_acc[2] += j->agree[c];
+        }
+    }
+    return loss;
+}
 double train_forward_backward(struct tern_trainer *t, const struct train_batch *b, double scale)
 {
     const int D = t->D, N = t->N;
     float *xL = (float *)forward_layers(t, b);
-    norm_fwd(t, xL, t->w + t->output_norm, t->xf, t->rstdf);
+    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
     int n = 0;
     for (int r = 0; r < N; r++)
         if (b->weight[r] > 0.0f) t->rows[n++] = r;
@@ -445,12 +482,12 @@ double train_forward_backward(struct tern_trainer *t, const struct train_batch *
     double loss = 0.0;
     memset(t->dx, 0, (size_t)N * D * sizeof(float));
     if (n > 0) {
-        linear_fwd(t, t->xc, n, D, t->w + t->output, t->V, t->logits, false);
+        linear_fwd(t, t->xc, n, D, t->wf + t->output, t->V, t->logits, false);
         struct xent_job xj = {.t = t, .b = b, .n = n, .scale = scale};
         train_par(t, xent_chunk, &xj, TRAIN_RED_CHUNKS);
-        for (int c = 0; c < TRAIN_RED_CHUNKS; c++) loss += xj.part[c];
+        loss = xent_total(t, &xj);
         /* dxc = dlogits . Wout (into dxn, gathered), dWout += dlogits^T . xc */
-        linear_bwd(t, t->xc, t->logits, n, D, t->w + t->output, t->g + t->output, t->V, t->dxn,
+        linear_bwd(t, t->xc, t->logits, n, D, t->wf + t->output, t->g + t->output, t->V, t->dxn,
                    false);
     }
     /* scatter the gathered rows' gradient into a full (N, D) dxf (xf is no longer needed) */
@@ -458,7 +495,7 @@ double train_forward_backward(struct tern_trainer *t, const struct train_batch *
     memset(dxf, 0, (size_t)N * D * sizeof(float));
     for (int i = 0; i < n; i++)
         memcpy(dxf + (size_t)t->rows[i] * D, t->dxn + (size_t)i * D, (size_t)D * sizeof(float));
-    norm_bwd(t, xL, t->w + t->output_norm, t->rstdf, dxf, t->dx, t->g + t->output_norm);
+    norm_bwd(t, xL, t->wf + t->output_norm, t->rstdf, dxf, t->dx, t->g + t->output_norm);
     for (int l = t->L - 1; l >= 0; l--) layer_bwd(t, b, l);
     /* embedding: scatter-add in row order (deterministic) */
     for (int r = 0; r < N; r++) {
@@ -473,19 +510,17 @@ double train_forward_loss(struct tern_trainer *t, const struct train_batch *b)
 {
     const int D = t->D, N = t->N;
     const float *xL = forward_layers(t, b);
-    norm_fwd(t, xL, t->w + t->output_norm, t->xf, t->rstdf);
+    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
     int n = 0;
     for (int r = 0; r < N; r++)
         if (b->weight[r] > 0.0f) t->rows[n++] = r;
     if (n == 0) return 0.0;
     for (int i = 0; i < n; i++)
         memcpy(t->xc + (size_t)i * D, t->xf + (size_t)t->rows[i] * D, (size_t)D * sizeof(float));
-    linear_fwd(t, t->xc, n, D, t->w + t->output, t->V, t->logits, false);
+    linear_fwd(t, t->xc, n, D, t->wf + t->output, t->V, t->logits, false);
     struct xent_job xj = {.t = t, .b = b, .n = n, .scale = 0.0};
     train_par(t, xent_chunk, &xj, TRAIN_RED_CHUNKS);
-    double loss = 0.0;
-    for (int c = 0; c < TRAIN_RED_CHUNKS; c++) loss += xj.part[c];
-    return loss;
+    return xent_total(t, &xj);
 }
 
 void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16)
@@ -494,6 +529,6 @@ void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, f
     t->infer_numerics = f16;
     float *xL = (float *)forward_layers(t, b);
     t->infer_numerics = false;
-    norm_fwd(t, xL, t->w + t->output_norm, t->xf, t->rstdf);
-    linear_fwd(t, t->xf, t->T, D, t->w + t->output, t->V, out, false);
+    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
+    linear_fwd(t, t->xf, t->T, D, t->wf + t->output, t->V, out, false);
 }

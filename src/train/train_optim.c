@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/distill.h"
 #include "train/train_internal.h"
 #include "train/train_ops.h"
 #include "util/error.h"
@@ -192,6 +193,8 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     t->g = falloc(P, &fail);
     t->m = falloc(P, &fail);
     t->v = falloc(P, &fail);
+    t->wf = t->w;
+    t->par_size = 1;
     t->act = calloc((size_t)t->L, sizeof *t->act);
     fail |= !t->act;
     for (int l = 0; !fail && l < t->L; l++) {
@@ -274,6 +277,12 @@ void tern_trainer_free(struct tern_trainer *t)
         for (int i = 0; i < t->c.accum; i++) train_batch_free(&t->batch[i]);
     free(t->batch);
     free(t->perm);
+    free(t->kd_scratch);
+    free(t->wq);
+    free(t->qtype);
+    free(t->qbuf);
+    for (int i = 0; i < 2 * t->n_meta; i++) free(t->meta[i]);
+    free(t->meta);
     free(t->tensors);
     free(t->layer);
     free(t);
@@ -290,6 +299,19 @@ tern_status tern_trainer_init(struct tern_trainer *t)
 }
 
 int tern_trainer_step_index(const struct tern_trainer *t) { return t->step; }
+
+tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
+                                      tern_allreduce_fn allreduce, void *user)
+{
+    if (size < 1 || rank < 0 || rank >= size || (size > 1 && !allreduce))
+        return tern_fail(TERN_ERR_ARG, "train: process %d of %d (and an allreduce when more than "
+                         "one) is not a valid data-parallel setting", rank, size);
+    t->par_rank = rank;
+    t->par_size = size;
+    t->allreduce = size > 1 ? allreduce : NULL;
+    t->allreduce_user = user;
+    return TERN_OK;
+}
 const char *tern_trainer_kernel(const struct tern_trainer *t) { return kern_gemm_path_name(t->path); }
 
 float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats)
@@ -356,30 +378,60 @@ static void adam_chunk(void *arg, int chunk, int n_chunks, int tid)
     }
 }
 
-tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
-                              struct tern_train_step_info *info)
+bool tern_trainer_qat_step(const struct tern_trainer *t, int s)
+{
+    return t->distill && t->recipe.qat_start < 1.0f &&
+           s > (int)((double)t->recipe.qat_start * t->c.steps);
+}
+
+/* One step on d; with kd the distillation loss, with QAT (a distillation step past qat_start)
+ * the forward reads the fake-quantized weights and the learning rate is scaled. */
+static tern_status step_impl(struct tern_trainer *t, const struct tern_train_data *d,
+                             const struct tern_distill_cache *kd, struct tern_train_step_info *info)
 {
     const struct train_data_pos saved = t->dpos;
+    t->kd = kd;
     long long n_loss = 0;
     for (int i = 0; i < t->c.accum; i++) {
         tern_status st = train_batch_fill(t, d, &t->batch[i]);
         if (st) {
             t->dpos = saved;
+            t->kd = NULL;
             return st;
         }
         n_loss += t->batch[i].n_loss;
     }
+    const int step = t->step + 1;
+    const bool qat = kd && tern_trainer_qat_step(t, step);
+    if (qat) {
+        train_qat_apply(t);
+        t->wf = t->wq;
+    }
     memset(t->g, 0, t->n_params * sizeof *t->g);
+    memset(t->kd_acc, 0, sizeof t->kd_acc);
     const double scale = n_loss > 0 ? 1.0 / (double)n_loss : 0.0;
     double loss = 0.0;
-    for (int i = 0; i < t->c.accum; i++) loss += train_forward_backward(t, &t->batch[i], scale);
+    for (int i = 0; i < t->c.accum; i++)
+        if (i % t->par_size == t->par_rank) loss += train_forward_backward(t, &t->batch[i], scale);
+    t->wf = t->w;
+    t->kd = NULL;
+    if (t->allreduce) { /* the other processes' micro-batches: sum gradients and loss sums */
+        double sums[4] = {loss, t->kd_acc[0], t->kd_acc[1], t->kd_acc[2]};
+        if (!t->allreduce(t->allreduce_user, t->g, t->n_params, false) ||
+            !t->allreduce(t->allreduce_user, sums, 4, true)) {
+            t->dpos = saved;
+            return tern_fail(TERN_ERR_IO, "train: step %d: the allreduce across %d processes "
+                             "failed", t->step + 1, t->par_size);
+        }
+        loss = sums[0];
+        memcpy(t->kd_acc, sums + 1, sizeof t->kd_acc);
+    }
     loss *= scale;
     struct sq_job sj = {t->g, t->n_params, {0}};
     train_par(t, sq_chunk, &sj, TRAIN_RED_CHUNKS);
     double sq = 0.0;
     for (int c = 0; c < TRAIN_RED_CHUNKS; c++) sq += sj.part[c];
     const double norm = sqrt(sq);
-    const int step = t->step + 1;
     if (!isfinite(loss) || !isfinite(norm)) {
         t->dpos = saved;
         return tern_fail(TERN_ERR_RANGE, "train: step %d: the %s is %s; the weights and optimizer "
@@ -387,7 +439,8 @@ tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_da
                          isfinite(loss) ? "gradient norm" : "loss",
                          isnan(isfinite(loss) ? norm : loss) ? "NaN" : "infinite", t->step);
     }
-    const double lr = tern_train_lr(&t->c, step);
+    double lr = tern_train_lr(&t->c, step);
+    if (qat) lr *= t->recipe.qat_lr_scale;
     struct adam_job aj = {t, (float)lr, 1.0f, 0, 0};
     if (t->c.clip > 0.0f && norm > t->c.clip) aj.gscale = (float)(t->c.clip / norm);
     aj.b1c = (float)(1.0 - pow(t->c.beta1, step));
@@ -395,13 +448,109 @@ tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_da
     train_par(t, adam_chunk, &aj, t->n_tensors);
     t->step = step;
     if (info) {
+        memset(info, 0, sizeof *info);
         info->step = step;
         info->loss = loss;
         info->lr = lr;
         info->grad_norm = norm;
         info->tokens = (long long)t->N * t->c.accum;
         info->loss_tokens = n_loss;
+        if (kd) {
+            info->kl = t->kd_acc[0] * scale;
+            info->ce = t->kd_acc[1] * scale;
+            info->agree = t->kd_acc[2] * scale;
+            info->qat = qat;
+        }
     }
+    return TERN_OK;
+}
+
+tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct tern_train_step_info *info)
+{
+    return step_impl(t, d, NULL, info);
+}
+
+/* The cache must be d's teacher signal at this trainer's shape and recipe (the fingerprints were
+ * checked when it was opened; the counts are checked again here so no row can index past it). */
+static tern_status kd_check(struct tern_trainer *t, const struct tern_train_data *d,
+                            const struct tern_distill_cache *kd)
+{
+    if (!t->distill)
+        return tern_fail(TERN_ERR_ARG, "train: tern_trainer_set_distill was not called");
+    /* the check hashes the data: once per (cache, data) pair, not every step */
+    for (int i = 0; i < 2; i++)
+        if (t->kd_checked[i].kd == kd && t->kd_checked[i].d == d) return TERN_OK;
+    struct tern_distill_cache_params p = tern_distill_cache_default_params();
+    p.top_k = t->recipe.top_k;
+    p.temperature = t->recipe.temperature;
+    p.n_ctx = t->T;
+    p.n_vocab = t->V;
+    tern_status st = tern_distill_cache_check(kd, NULL, d, &p);
+    if (st) return st;
+    t->kd_checked[1] = t->kd_checked[0];
+    t->kd_checked[0].kd = kd;
+    t->kd_checked[0].d = d;
+    return TERN_OK;
+}
+
+tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r)
+{
+    if (r->top_k < 1 || r->top_k > t->V || !(r->temperature > 0.0f))
+        return tern_fail(TERN_ERR_ARG, "distill: top_k %d must be in 1..%d and the temperature %g "
+                         "> 0", r->top_k, t->V, r->temperature);
+    t->recipe = *r;
+    free(t->kd_scratch);
+    t->kd_scratch = malloc((size_t)t->n_threads * (size_t)t->V * sizeof(float));
+    if (!t->kd_scratch) return tern_fail(TERN_ERR_NOMEM, "distill: out of memory");
+    tern_status st = TERN_OK;
+    if (r->qat_start < 1.0f && (st = train_qat_prepare(t, r->qat_type))) return st;
+    t->distill = true;
+    return TERN_OK;
+}
+
+tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
+                                      const struct tern_distill_cache *kd,
+                                      struct tern_train_step_info *info)
+{
+    tern_status st = kd_check(t, d, kd);
+    if (st) return st;
+    return step_impl(t, d, kd, info);
+}
+
+tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
+                                      const struct tern_distill_cache *kd,
+                                      struct tern_distill_eval *out)
+{
+    tern_status st = kd_check(t, d, kd);
+    if (!st) st = train_data_check_vocab(d, t->V);
+    if (st) return st;
+    const bool qat = tern_trainer_qat_step(t, t->step);
+    if (qat) {
+        train_qat_apply(t);
+        t->wf = t->wq;
+    }
+    t->kd = kd;
+    memset(t->kd_acc, 0, sizeof t->kd_acc);
+    struct train_batch *b = &t->batch[0]; /* refilled by the next step */
+    uint64_t doc = 0, piece = 0;
+    double sum = 0.0;
+    long long n = 0;
+    while (train_batch_fill_ordered(t, d, b, &doc, &piece)) {
+        if (b->n_loss == 0) continue;
+        sum += train_forward_loss(t, b);
+        n += b->n_loss;
+    }
+    t->kd = NULL;
+    t->wf = t->w;
+    if (!isfinite(sum))
+        return tern_fail(TERN_ERR_RANGE, "distill: the evaluation loss is not finite");
+    const double inv = n ? 1.0 / (double)n : 0.0;
+    out->loss = sum * inv;
+    out->kl = t->kd_acc[0] * inv;
+    out->ce = t->kd_acc[1] * inv;
+    out->agree = t->kd_acc[2] * inv;
+    out->tokens = n;
     return TERN_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_train.h"
 
 static void usage(void)
 {
@@ -47,7 +48,10 @@ static void usage(void)
            "  --json               one JSON object per step on stdout\n"
            "  --bench              time training steps on random tokens (default config: n_embd\n"
            "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
-           "                       --steps N timed steps after one warm-up step\n");
+           "                       --steps N timed steps after one warm-up step\n\n"
+           "Data parallelism: mpirun -np N tern train ... splits each step's micro-batches (accum,\n"
+           "a multiple of N) over N processes and sums their gradients (Open MPI); process 0\n"
+           "prints, validates, checkpoints and exports (README \"Distillation\").\n");
 }
 
 static int load_config(const char *path, struct tern_train_config *c)
@@ -65,63 +69,6 @@ static int load_config(const char *path, struct tern_train_config *c)
         return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    const size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
-/* Training or validation data: a .jsonl of conversations is rendered with the config's
- * tokenizer GGUF (its tokenizer and chat template); anything else is read as .tdat.
- * Conversations longer than n_ctx are skipped (the trainer would cut them into pieces that
- * lose their beginning), and every skip is counted on stderr. */
-static tern_status load_data(const char *path, const struct tern_train_config *c, bool strict,
-                             bool loss_on_prompt, struct tern_train_data **out)
-{
-    if (!ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
-    struct tern_tokenizer *tok = NULL;
-    struct tern_gguf *g = NULL;
-    struct tern_chat_template *tmpl = NULL;
-    struct tern_train_data_writer *w = NULL;
-    struct tern_train_render_report rep;
-    memset(&rep, 0, sizeof rep);
-    struct tern_train_render_params rp = tern_train_render_default_params();
-    rp.max_tokens = c->n_ctx;
-    rp.strict = strict;
-    rp.loss_on_prompt = loss_on_prompt;
-    const double t0 = cli_now_s();
-    tern_status st = tern_tokenizer_load(c->tokenizer, &tok);
-    if (!st) st = tern_gguf_open(c->tokenizer, &g);
-    if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
-    if (!st) st = tern_train_data_writer_create(&w);
-    if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
-    if (!st) st = tern_train_data_from_writer(w, out);
-    if (!st) { /* stderr also with --json: stdout carries only the steps */
-        fprintf(stderr, "tern train: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
-                "trained on) in %.1f s", path, (long long)rep.lines, (long long)rep.docs,
-                (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
-                cli_now_s() - t0);
-        if (rep.malformed || rep.no_assistant || rep.too_long)
-            fprintf(stderr, "; skipped %lld malformed, %lld without an assistant turn, %lld longer "
-                    "than n_ctx %d (first: %s)", (long long)rep.malformed, (long long)rep.no_assistant,
-                    (long long)rep.too_long, c->n_ctx, rep.first_problem);
-        fputc('\n', stderr);
-    }
-    tern_train_data_writer_free(w);
-    tern_chat_template_free(tmpl);
-    tern_gguf_close(g);
-    tern_tokenizer_free(tok);
-    return st;
-}
-
-static void fmt_eta(double s, char *buf, size_t n)
-{
-    if (!isfinite(s) || s < 0) s = 0;
-    const long x = (long)(s + 0.5);
-    if (x >= 3600) snprintf(buf, n, "%ldh%02ldm", x / 3600, x / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", x / 60, x % 60);
 }
 
 /* Random tokens (every one trained on) for --bench: throughput does not depend on the values. */
@@ -257,6 +204,9 @@ int cmd_train(int argc, char **argv)
         return run_bench(&c, (int)bench_steps, json);
     }
     if (!config || !data || !out) return cli_usage_error("train", "need --config, --data and -o");
+    struct cli_par par;
+    int prc = cli_par_init("train", &par);
+    if (prc) return prc;
     if (load_config(config, &c)) return CLI_EXIT_FAIL;
     if (threads) c.threads = (int)threads;
     char ckbuf[4096];
@@ -267,7 +217,7 @@ int cmd_train(int argc, char **argv)
             ckdir = ckbuf;
         }
     }
-    if (!c.tokenizer[0] && (ends_with(data, ".jsonl") || (val && ends_with(val, ".jsonl"))))
+    if (!c.tokenizer[0] && (cli_ends_with(data, ".jsonl") || (val && cli_ends_with(val, ".jsonl"))))
         return cli_usage_error("train", "conversations (.jsonl) need \"tokenizer\" in the config: "
                                "a GGUF whose tokenizer and chat template render them");
     if (!val_every) val_every = c.ckpt_every > 0 ? c.ckpt_every : 100;
@@ -277,8 +227,8 @@ int cmd_train(int argc, char **argv)
     tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
     const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
-    if (!st && !export_only) st = load_data(data, &c, strict, loss_on_prompt, &d);
-    if (!st && val && !export_only) st = load_data(val, &c, strict, false, &vd);
+    if (!st && !export_only) st = cli_train_load_data("train", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
+    if (!st && val && !export_only) st = cli_train_load_data("train", val, c.tokenizer, c.n_ctx, strict, false, &vd);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
@@ -288,70 +238,22 @@ int cmd_train(int argc, char **argv)
     const int start = tern_trainer_step_index(t);
     int last = until && until < c.steps ? (int)until : c.steps;
     if (last < start) last = start;
-    const bool tty = !json && isatty(STDERR_FILENO);
-    if (!json && d)
+    if (!json && d && par.rank == 0)
         fprintf(stderr, "tern train: %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, vocab %d, "
                 "n_ctx %d; %llu documents, %llu tokens; %s GEMM; steps %d..%d\n",
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
                 c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
                 (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
-    const double t0 = cli_now_s();
-    long long tokens = 0;
-    int saved_step = start;
-    struct tern_train_step_info si;
-    while (!st && tern_trainer_step_index(t) < last) {
-        st = tern_trainer_step(t, d, &si);
-        if (st) break;
-        tokens += si.tokens;
-        const double el = cli_now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
-        const double eta = (double)(last - si.step) * si.tokens / (tps > 0 ? tps : 1);
-        if (json) {
-            printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%lld,"
-                   "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f}\n",
-                   si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
-            fflush(stdout);
-        } else {
-            char e[32];
-            fmt_eta(eta, e, sizeof e);
-            fprintf(stderr, "%sstep %d/%d  loss %.4f  lr %.2e  %.0f tok/s  ETA %s%s", tty ? "\r" : "",
-                    si.step, c.steps, si.loss, si.lr, tps, e, tty ? "   " : "\n");
-        }
-        if (vd && (si.step % val_every == 0 || si.step == last)) {
-            double vl = 0;
-            long long vn = 0;
-            if ((st = tern_trainer_eval(t, vd, &vl, &vn))) break;
-            if (json) {
-                printf("{\"step\":%d,\"val_loss\":%.6f,\"val_tokens\":%lld}\n", si.step, vl, vn);
-                fflush(stdout);
-            } else {
-                fprintf(stderr, "%sstep %d/%d  val loss %.4f (%lld tokens)%s\n", tty ? "\r" : "",
-                        si.step, c.steps, vl, vn, tty ? "                    " : "");
-            }
-        }
-        if (c.ckpt_every > 0 && si.step % c.ckpt_every == 0 && si.step < last) {
-            st = tern_trainer_checkpoint_save(t, ckdir);
-            if (!st) saved_step = si.step;
-        }
-    }
-    if (tty) fputc('\n', stderr);
-    if (st) {
-        if (saved_step > 0 || resume)
-            fprintf(stderr, "tern train: stopped; the last good checkpoint (step %d) is in %s; "
-                    "--resume %s continues from it\n", saved_step, ckdir, ckdir);
-        else
-            fprintf(stderr, "tern train: stopped before the first checkpoint\n");
-        tern_trainer_free(t);
-        tern_train_data_free(d);
-        tern_train_data_free(vd);
+    if (par.size > 1 && (st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL)))
         return cli_report("train", st);
-    }
-    st = tern_trainer_checkpoint_save(t, ckdir);
-    if (!st) st = tern_trainer_export(t, out);
-    if (!st && !json)
-        fprintf(stderr, "tern train: wrote %s (F32) and checkpoint %s (step %d)\n", out, ckdir,
-                tern_trainer_step_index(t));
+    const struct cli_train_run run = {.cmd = "train", .t = t, .c = &c, .d = d, .vd = vd,
+                                      .ckdir = ckdir, .out = out, .json = json,
+                                      .resumed = resume != NULL, .last = last,
+                                      .val_every = val_every, .rank = par.rank};
+    const int rc = cli_train_loop(&run);
+    if (rc == 0) cli_par_finish(); /* a failed process exits without it: mpirun stops the others */
     tern_trainer_free(t);
     tern_train_data_free(d);
     tern_train_data_free(vd);
-    return st ? cli_report("train", st) : CLI_EXIT_OK;
+    return rc;
 }

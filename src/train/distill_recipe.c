@@ -1,0 +1,119 @@
+/* distill_recipe.c — tern distill's recipe: one flat JSON object with the distillation keys of
+ * struct tern_distill_recipe (tern.h) and the training keys of tern train's config that do not
+ * define the model's shape. The shape comes from the student (its GGUF or its config), so a
+ * recipe naming n_embd is refused like a typo: every unknown key fails, naming it. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "convert/type_plan.h"
+#include "train/distill.h"
+#include "train/train_internal.h"
+#include "util/error.h"
+
+struct tern_distill_recipe tern_distill_recipe_default(void)
+{
+    struct tern_distill_recipe r;
+    memset(&r, 0, sizeof r);
+    r.top_k = 32;
+    r.temperature = 1.0f;
+    r.kd_weight = 1.0f;
+    r.ce_weight = 0.5f;
+    r.qat_start = 1.0f;
+    snprintf(r.qat_type, sizeof r.qat_type, "q8_0");
+    r.qat_lr_scale = 0.1f;
+    return r;
+}
+
+static const char *const train_keys[] = {"lr", "lr_min", "warmup", "steps", "batch_tokens",
+                                         "accum", "weight_decay", "beta1", "beta2", "adam_eps",
+                                         "clip", "seed", "threads", "ckpt_every", "n_ctx"};
+
+static tern_status num(const cJSON *it, double lo, double hi, bool integer, double *v)
+{
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+        return tern_fail(TERN_ERR_FORMAT, "recipe: key '%s' must be a number", it->string);
+    *v = it->valuedouble;
+    if (integer && *v != floor(*v))
+        return tern_fail(TERN_ERR_FORMAT, "recipe: key '%s' must be an integer (got %g)", it->string, *v);
+    if (!(*v >= lo && *v <= hi))
+        return tern_fail(TERN_ERR_FORMAT, "recipe: key '%s' = %g is outside [%g, %g]", it->string, *v,
+                         lo, hi);
+    return TERN_OK;
+}
+
+static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_config *train,
+                           const cJSON *it)
+{
+    const char *k = it->string;
+    double v;
+    tern_status st;
+    if (!strcmp(k, "top_k")) {
+        if ((st = num(it, 1, KD_MAX_K, true, &v))) return st;
+        r->top_k = (int)v;
+    } else if (!strcmp(k, "temperature")) {
+        if ((st = num(it, 0.05, 100, false, &v))) return st;
+        r->temperature = (float)v;
+    } else if (!strcmp(k, "kd_weight") || !strcmp(k, "ce_weight")) {
+        if ((st = num(it, 0, 1000, false, &v))) return st;
+        *(k[0] == 'k' ? &r->kd_weight : &r->ce_weight) = (float)v;
+    } else if (!strcmp(k, "qat_start")) {
+        if ((st = num(it, 0, 1, false, &v))) return st;
+        r->qat_start = (float)v;
+    } else if (!strcmp(k, "qat_lr_scale")) {
+        if ((st = num(it, 1e-6, 1, false, &v))) return st;
+        r->qat_lr_scale = (float)v;
+    } else if (!strcmp(k, "qat_type")) {
+        struct type_plan plan;
+        if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof r->qat_type)
+            return tern_fail(TERN_ERR_FORMAT, "recipe: key 'qat_type' must be a type name such as "
+                             "\"q8_0\"");
+        if (type_plan_parse(it->valuestring, &plan))
+            return tern_fail_prefix(TERN_ERR_FORMAT, "recipe: key 'qat_type': ");
+        snprintf(r->qat_type, sizeof r->qat_type, "%s", it->valuestring);
+    } else {
+        for (size_t i = 0; i < sizeof train_keys / sizeof train_keys[0]; i++)
+            if (!strcmp(k, train_keys[i])) {
+                if (!train)
+                    return tern_fail(TERN_ERR_FORMAT, "recipe: key '%s' is a training key, not "
+                                     "allowed here", k);
+                if ((st = train_config_set_key(train, it)))
+                    return tern_fail_prefix(st, "recipe: ");
+                return TERN_OK;
+            }
+        return tern_fail(TERN_ERR_FORMAT, "recipe: unknown key '%s' (distillation keys: top_k, "
+                         "temperature, kd_weight, ce_weight, qat_start, qat_type, qat_lr_scale; "
+                         "training keys: lr, lr_min, warmup, steps, batch_tokens, accum, "
+                         "weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, "
+                         "n_ctx)", k);
+    }
+    return TERN_OK;
+}
+
+tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_distill_recipe *out,
+                                      struct tern_train_config *train)
+{
+    struct tern_distill_recipe r = tern_distill_recipe_default();
+    struct tern_train_config c;
+    if (train) c = *train;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
+    if (!root) {
+        const size_t at = end && end >= json ? (size_t)(end - json) : 0;
+        return tern_fail(TERN_ERR_FORMAT, "recipe: malformed JSON at byte %zu", at);
+    }
+    tern_status st = TERN_OK;
+    if (!cJSON_IsObject(root)) st = tern_fail(TERN_ERR_FORMAT, "recipe: not a JSON object");
+    for (const cJSON *it = root->child; !st && it; it = it->next)
+        st = set_key(&r, train ? &c : NULL, it);
+    cJSON_Delete(root);
+    if (st) return st;
+    if (train && c.lr_min > c.lr)
+        return tern_fail(TERN_ERR_FORMAT, "recipe: key 'lr_min' = %g exceeds 'lr' = %g", c.lr_min,
+                         c.lr);
+    *out = r;
+    if (train) *train = c;
+    return TERN_OK;
+}

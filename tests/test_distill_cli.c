@@ -1,0 +1,304 @@
+/* test_distill_cli.c — `tern distill` as a user runs it (build/bin/tern), with a tiny teacher
+ * made by `tern train` on documents of a Markov chain (tokens 260..299 of the tiny synthetic
+ * vocabulary):
+ * - a run prints one JSON line per step with kl, ce, agree and qat (true in the recipe's last
+ *   half), validation lines with val_kl / val_agree, and writes an F32 GGUF that loads;
+ * - the same run split with --until + --resume writes a byte-identical student, and the resumed
+ *   half reads the teacher's signal from its cache instead of running the teacher;
+ * - a student started from the teacher's own Q8_0 file (--student S.gguf: import of quantized
+ *   weights) agrees with the teacher from the first step (KL near 0);
+ * - refused with a message naming what is wrong: a student tokenizer other than the teacher's
+ *   (both fingerprints printed), an unknown recipe key, a student architecture the trainer does
+ *   not model;
+ * - a run resumed from a checkpoint whose weights hold a NaN stops at the next step, naming it
+ *   and the last good checkpoint, which is left as it was. */
+#include "test_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char dir[512], tok[600], data[600], val[600], scfg[600], recipe[600], teacher[600];
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void markov(const char *path, uint64_t s, int n_docs)
+{
+    struct tern_train_data_writer *w;
+    assert_tern_ok(tern_train_data_writer_create(&w));
+    for (int d = 0; d < n_docs; d++) {
+        int32_t t[48];
+        uint8_t m[48];
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const int len = 8 + (int)((s >> 33) % 40);
+        int x = (int)((s >> 40) % 40);
+        for (int i = 0; i < len; i++) {
+            t[i] = 260 + x, m[i] = i >= 2;
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x = (s >> 33) % 10 < 8 ? (3 * x + 7) % 40 : (int)((s >> 40) % 40);
+        }
+        assert_tern_ok(tern_train_data_add(w, t, m, len));
+    }
+    assert_tern_ok(tern_train_data_write(w, path));
+    tern_train_data_writer_free(w);
+}
+
+static void setup_files(void)
+{
+    if (dir[0]) return;
+    snprintf(dir, sizeof dir, "%s", test_tmpdir());
+    snprintf(tok, sizeof tok, "%s/tok.gguf", dir);
+    assert_tern_ok(tern_synth_model_write("tiny", "f32", 3, tok, NULL));
+    snprintf(data, sizeof data, "%s/d.tdat", dir);
+    snprintf(val, sizeof val, "%s/v.tdat", dir);
+    markov(data, 1, 200);
+    markov(val, 2, 20);
+    char tcfg[700], json[2048], cmd[8192], out[65536];
+    snprintf(tcfg, sizeof tcfg, "%s/teacher.json", dir);
+    snprintf(json, sizeof json,
+             "{\"arch\": \"llama\", \"n_embd\": 48, \"n_layer\": 2, \"n_head\": 4, \"n_head_kv\": 2,"
+             " \"n_ff\": 96, \"n_ctx\": 32, \"tokenizer\": \"%s\", \"lr\": 0.003, \"warmup\": 10,"
+             " \"steps\": 80, \"batch_tokens\": 256, \"seed\": 5, \"threads\": 2}", tok);
+    write_text(tcfg, json);
+    snprintf(teacher, sizeof teacher, "%s/teacher.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s --json >/dev/null 2>&1",
+             test_tern_bin(), tcfg, data, teacher);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(scfg, sizeof scfg, "%s/student.json", dir);
+    snprintf(json, sizeof json,
+             "{\"arch\": \"llama\", \"n_embd\": 32, \"n_layer\": 1, \"n_head\": 2, \"n_ff\": 64,"
+             " \"n_ctx\": 32, \"tokenizer\": \"%s\", \"lr\": 0.003, \"warmup\": 2, \"steps\": 8,"
+             " \"batch_tokens\": 128, \"seed\": 7, \"threads\": 2, \"ckpt_every\": 2}", tok);
+    write_text(scfg, json);
+    snprintf(recipe, sizeof recipe, "%s/recipe.json", dir);
+    write_text(recipe, "{\"top_k\": 8, \"temperature\": 2, \"kd_weight\": 1, \"ce_weight\": 0.2,"
+                       " \"qat_start\": 0.5, \"qat_type\": \"q8_0\"}");
+}
+
+static void test_run_json(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536];
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "--val %s --val-every 4 -o %s/a.gguf --json 2>/dev/null", test_tern_bin(), teacher,
+             scfg, recipe, data, val, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    int steps = 0, vals = 0, qat = 0;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        if (strstr(l, "\"val_kl\":")) {
+            assert_non_null(strstr(l, "\"val_agree\":"));
+            assert_non_null(strstr(l, "\"val_ce\":"));
+            vals++;
+            continue;
+        }
+        assert_non_null(strstr(l, "\"kl\":"));
+        assert_non_null(strstr(l, "\"ce\":"));
+        assert_non_null(strstr(l, "\"agree\":"));
+        qat += strstr(l, "\"qat\":true") != NULL;
+        steps++;
+    }
+    assert_int_equal(steps, 8);
+    assert_int_equal(vals, 2);
+    assert_int_equal(qat, 4);
+    char path[700];
+    snprintf(path, sizeof path, "%s/a.gguf", dir);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    tern_model_free(m);
+    /* the student records its making: the teacher's fingerprint (as tern computes it), the
+     * data's, the recipe */
+    struct tern_model *tm;
+    assert_tern_ok(tern_model_load(teacher, NULL, &tm));
+    uint8_t fp[32];
+    assert_tern_ok(tern_model_fingerprint(tm, fp));
+    tern_model_free(tm);
+    char hx[65];
+    for (int i = 0; i < 32; i++) snprintf(hx + 2 * i, 3, "%02x", fp[i]);
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(path, &g));
+    struct tern_str v;
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.teacher_fingerprint", &v));
+    assert_int_equal(v.len, 64);
+    assert_memory_equal(v.ptr, hx, 64);
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.data_fingerprint", &v));
+    assert_int_equal(v.len, 64);
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.recipe", &v));
+    assert_non_null(memmem(v.ptr, v.len, "\"top_k\":8", 9));
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.binary", &v));
+    tern_gguf_close(g);
+}
+
+static void test_split_run_identical(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536];
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/full.gguf --json >/dev/null 2>&1", test_tern_bin(), teacher, scfg, recipe, data,
+             dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/half.gguf --checkpoint-dir %s/split.ckpt --until 5 --json >/dev/null 2>&1",
+             test_tern_bin(), teacher, scfg, recipe, data, dir, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/resumed.gguf --resume %s/split.ckpt --json 2>&1", test_tern_bin(), teacher, scfg,
+             recipe, data, dir, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "read from"));     /* the teacher did not run again */
+    assert_null(strstr(out, "computed into"));
+    assert_non_null(strstr(out, "\"step\":6,"));
+    assert_null(strstr(out, "\"step\":5,"));
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/full.gguf", dir);
+    snprintf(b, sizeof b, "%s/resumed.gguf", dir);
+    size_t na, nb;
+    char *fa = test_read_file(a, &na), *fb = test_read_file(b, &nb);
+    assert_non_null(fa);
+    assert_non_null(fb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(fa, fb, na);
+    free(fa);
+    free(fb);
+}
+
+static void test_student_from_gguf(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536], q8[700];
+    snprintf(q8, sizeof q8, "%s/teacher-q8.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), teacher, q8);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    char r[700];
+    snprintf(r, sizeof r, "%s/r-gguf.json", dir);
+    write_text(r, "{\"top_k\": 8, \"steps\": 2, \"lr\": 0.0001, \"n_ctx\": 32, \"batch_tokens\": 128}");
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --recipe %s --data %s -o %s/g.gguf "
+             "--json 2>/dev/null", test_tern_bin(), teacher, q8, r, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    const char *kl = strstr(out, "\"kl\":");
+    assert_non_null(kl);
+    const double v = strtod(kl + 5, NULL);
+    const char *ag = strstr(out, "\"agree\":");
+    assert_non_null(ag);
+    const double agree = strtod(ag + 8, NULL);
+    print_message("student = the teacher's Q8_0 file: step 1 KL %.2e, top-1 agreement %.3f\n", v, agree);
+    assert_true(v < 1e-3);
+    assert_true(agree > 0.97);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536], path[700], other[700], cfg2[700], json[2048];
+    /* another tokenizer */
+    snprintf(path, sizeof path, "%s/t.txt", dir);
+    write_text(path, "the quick brown fox jumps over the lazy dog\nthe lazy dog sleeps\n");
+    snprintf(other, sizeof other, "%s/other.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s tokenizer train --data %s --vocab-size 300 -o %s 2>&1",
+             test_tern_bin(), path, other);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cfg2, sizeof cfg2, "%s/student-other.json", dir);
+    snprintf(json, sizeof json, "{\"n_embd\": 32, \"n_layer\": 1, \"n_head\": 2, \"n_ff\": 64, "
+             "\"n_ctx\": 32, \"tokenizer\": \"%s\"}", other);
+    write_text(cfg2, json);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --data %s -o %s/x.gguf 2>&1",
+             test_tern_bin(), teacher, cfg2, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    print_message("%s", out);
+    assert_non_null(strstr(out, "different tokenizers"));
+    assert_non_null(strstr(out, teacher));
+    assert_non_null(strstr(out, other));
+    int hex64 = 0; /* both fingerprints, in full */
+    for (const char *p = out; *p; p++) {
+        int n = 0;
+        while (strchr("0123456789abcdef", p[n]) && p[n]) n++;
+        if (n == 64) hex64++;
+        p += n ? n - 1 : 0;
+    }
+    assert_int_equal(hex64, 2);
+    /* a recipe with a typo */
+    snprintf(path, sizeof path, "%s/typo.json", dir);
+    write_text(path, "{\"top_k\": 8, \"temprature\": 2}");
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/x.gguf 2>&1", test_tern_bin(), teacher, scfg, path, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "unknown key 'temprature'"));
+    /* a student the trainer cannot model */
+    snprintf(path, sizeof path, "%s/q3.gguf", dir);
+    assert_tern_ok(tern_synth_model_write("qwen3-tiny", "f32", 1, path, NULL));
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s -o %s/x.gguf 2>&1",
+             test_tern_bin(), teacher, path, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "qwen3"));
+    /* flags */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --data %s -o %s/x.gguf 2>&1", test_tern_bin(),
+             teacher, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+}
+
+/* FNV-1a 64, as the checkpoint's trailer */
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void test_nan_stops_run(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536];
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/n.gguf --checkpoint-dir %s/nan.ckpt --until 2 --json >/dev/null 2>&1",
+             test_tern_bin(), teacher, scfg, recipe, data, dir, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    /* poison token_embd[0][0] (the tied output's row 0: every logit row) and re-seal */
+    char path[700];
+    snprintf(path, sizeof path, "%s/nan.ckpt/checkpoint.bin", dir);
+    size_t n;
+    unsigned char *buf = (unsigned char *)test_read_file(path, &n);
+    assert_non_null(buf);
+    const size_t head = 4 + 4 + 9 * 4 + 4 + 8 + 4 * 8 + 8;
+    const float nan = __builtin_nanf("");
+    memcpy(buf + head, &nan, 4);
+    const uint64_t h = fnv(buf, n - 8);
+    memcpy(buf + n - 8, &h, 8);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/n2.gguf --resume %s/nan.ckpt 2>&1", test_tern_bin(), teacher, scfg, recipe, data,
+             dir, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "step 3: the loss is NaN"));
+    assert_non_null(strstr(out, "last good checkpoint (step 2)"));
+    size_t n2;
+    unsigned char *after = (unsigned char *)test_read_file(path, &n2);
+    assert_int_equal(n, n2);
+    assert_memory_equal(buf, after, n);
+    free(buf);
+    free(after);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_json),
+        cmocka_unit_test(test_split_run_identical),
+        cmocka_unit_test(test_student_from_gguf),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_nan_stops_run),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}

@@ -1,0 +1,160 @@
+/* cli_train.c — the training loop of tern train and tern distill (read cli_train.h). One loop
+ * for both, so a distillation run logs, validates, checkpoints, resumes and stops on NaN exactly
+ * as a training run does; with a teacher signal each line adds the KL, CE and top-1 agreement
+ * (and whether the step was a QAT step). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_train.h"
+
+bool cli_ends_with(const char *s, const char *suffix)
+{
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
+                                bool strict, bool loss_on_prompt, struct tern_train_data **out)
+{
+    if (!cli_ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
+    struct tern_tokenizer *tok = NULL;
+    struct tern_gguf *g = NULL;
+    struct tern_chat_template *tmpl = NULL;
+    struct tern_train_data_writer *w = NULL;
+    struct tern_train_render_report rep;
+    memset(&rep, 0, sizeof rep);
+    struct tern_train_render_params rp = tern_train_render_default_params();
+    rp.max_tokens = n_ctx;
+    rp.strict = strict;
+    rp.loss_on_prompt = loss_on_prompt;
+    const double t0 = cli_now_s();
+    tern_status st = tern_tokenizer_load(tokenizer, &tok);
+    if (!st) st = tern_gguf_open(tokenizer, &g);
+    if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
+    if (!st) st = tern_train_data_writer_create(&w);
+    if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
+    if (!st) st = tern_train_data_from_writer(w, out);
+    if (!st) { /* stderr also with --json: stdout carries only the steps */
+        fprintf(stderr, "tern %s: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
+                "trained on) in %.1f s", cmd, path, (long long)rep.lines, (long long)rep.docs,
+                (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
+                cli_now_s() - t0);
+        if (rep.malformed || rep.no_assistant || rep.too_long)
+            fprintf(stderr, "; skipped %lld malformed, %lld without an assistant turn, %lld longer "
+                    "than n_ctx %d (first: %s)", (long long)rep.malformed, (long long)rep.no_assistant,
+                    (long long)rep.too_long, n_ctx, rep.first_problem);
+        fputc('\n', stderr);
+    }
+    tern_train_data_writer_free(w);
+    tern_chat_template_free(tmpl);
+    tern_gguf_close(g);
+    tern_tokenizer_free(tok);
+    return st;
+}
+
+static void fmt_eta(double s, char *buf, size_t n)
+{
+    if (!isfinite(s) || s < 0) s = 0;
+    const long x = (long)(s + 0.5);
+    if (x >= 3600) snprintf(buf, n, "%ldh%02ldm", x / 3600, x / 60 % 60);
+    else snprintf(buf, n, "%ldm%02lds", x / 60, x % 60);
+}
+
+static tern_status validate(const struct cli_train_run *r, int step, bool tty)
+{
+    if (r->kd) {
+        struct tern_distill_eval e;
+        tern_status st = tern_trainer_eval_distill(r->t, r->vd, r->vkd, &e);
+        if (st) return st;
+        if (r->json)
+            printf("{\"step\":%d,\"val_loss\":%.6f,\"val_kl\":%.6f,\"val_ce\":%.6f,"
+                   "\"val_agree\":%.6f,\"val_tokens\":%lld}\n", step, e.loss, e.kl, e.ce, e.agree,
+                   e.tokens);
+        else
+            fprintf(stderr, "%sstep %d/%d  val loss %.4f  KL %.4f  CE %.4f  top-1 agreement %.2f %% "
+                    "(%lld tokens)%s\n", tty ? "\r" : "", step, r->c->steps, e.loss, e.kl, e.ce,
+                    100.0 * e.agree, e.tokens, tty ? "          " : "");
+    } else {
+        double vl = 0;
+        long long vn = 0;
+        tern_status st = tern_trainer_eval(r->t, r->vd, &vl, &vn);
+        if (st) return st;
+        if (r->json)
+            printf("{\"step\":%d,\"val_loss\":%.6f,\"val_tokens\":%lld}\n", step, vl, vn);
+        else
+            fprintf(stderr, "%sstep %d/%d  val loss %.4f (%lld tokens)%s\n", tty ? "\r" : "", step,
+                    r->c->steps, vl, vn, tty ? "                    " : "");
+    }
+    if (r->json) fflush(stdout);
+    return TERN_OK;
+}
+
+int cli_train_loop(const struct cli_train_run *r)
+{
+    struct tern_trainer *t = r->t;
+    const char *cmd = r->cmd;
+    const int start = tern_trainer_step_index(t);
+    const bool quiet = r->rank != 0; /* the other processes of a data-parallel run */
+    const bool tty = !r->json && !quiet && isatty(STDERR_FILENO);
+    const double t0 = cli_now_s();
+    long long tokens = 0;
+    int saved_step = start;
+    tern_status st = TERN_OK;
+    struct tern_train_step_info si;
+    while (!st && tern_trainer_step_index(t) < r->last) {
+        st = r->kd ? tern_trainer_step_distill(t, r->d, r->kd, &si) : tern_trainer_step(t, r->d, &si);
+        if (st) break;
+        tokens += si.tokens;
+        const double el = cli_now_s() - t0, tps = tokens / (el > 0 ? el : 1e-9);
+        const double eta = (double)(r->last - si.step) * si.tokens / (tps > 0 ? tps : 1);
+        if (quiet) {
+        } else if (r->json) {
+            printf("{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens\":%lld,"
+                   "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f",
+                   si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
+            if (r->kd)
+                printf(",\"kl\":%.6g,\"ce\":%.6g,\"agree\":%.6f,\"qat\":%s", si.kl, si.ce, si.agree,
+                       si.qat ? "true" : "false");
+            printf("}\n");
+            fflush(stdout);
+        } else {
+            char e[32], kd[96] = "";
+            fmt_eta(eta, e, sizeof e);
+            if (r->kd)
+                snprintf(kd, sizeof kd, " (KL %.4f CE %.4f agree %.0f %%%s)", si.kl, si.ce,
+                         100.0 * si.agree, si.qat ? " QAT" : "");
+            fprintf(stderr, "%sstep %d/%d  loss %.4f%s  lr %.2e  %.0f tok/s  ETA %s%s",
+                    tty ? "\r" : "", si.step, r->c->steps, si.loss, kd, si.lr, tps, e,
+                    tty ? "   " : "\n");
+        }
+        if (!quiet && r->vd && (si.step % r->val_every == 0 || si.step == r->last) &&
+            (st = validate(r, si.step, tty)))
+            break;
+        if (!quiet && r->c->ckpt_every > 0 && si.step % r->c->ckpt_every == 0 && si.step < r->last) {
+            st = tern_trainer_checkpoint_save(t, r->ckdir);
+            if (!st) saved_step = si.step;
+        }
+    }
+    if (tty) fputc('\n', stderr);
+    if (st && quiet) return CLI_EXIT_FAIL;
+    if (st) {
+        if (saved_step > 0 || r->resumed)
+            fprintf(stderr, "tern %s: stopped; the last good checkpoint (step %d) is in %s; "
+                    "--resume %s continues from it\n", cmd, saved_step, r->ckdir, r->ckdir);
+        else
+            fprintf(stderr, "tern %s: stopped before the first checkpoint\n", cmd);
+        return cli_report(cmd, st);
+    }
+    if (quiet) return CLI_EXIT_OK;
+    st = tern_trainer_checkpoint_save(t, r->ckdir);
+    if (!st) st = tern_trainer_export(t, r->out);
+    if (!st && !r->json)
+        fprintf(stderr, "tern %s: wrote %s (F32) and checkpoint %s (step %d)\n", cmd, r->out,
+                r->ckdir, tern_trainer_step_index(t));
+    return st ? cli_report(cmd, st) : CLI_EXIT_OK;
+}

@@ -1,0 +1,43 @@
+/* cli_train.h — what tern train and tern distill share: reading training data (conversations
+ * rendered with a tokenizer GGUF's template, or .tdat documents) and the training loop (steps,
+ * progress lines or --json, validation, checkpoints, the stop on NaN/Inf, export). */
+#ifndef TERN_CLI_TRAIN_H
+#define TERN_CLI_TRAIN_H
+
+#include <stdbool.h>
+
+#include "tern.h"
+
+/* A .jsonl of conversations rendered with the GGUF `tokenizer`'s tokenizer and chat template
+ * (conversations longer than n_ctx skipped and counted on stderr), or a .tdat file. */
+tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
+                                bool strict, bool loss_on_prompt, struct tern_train_data **out);
+bool cli_ends_with(const char *s, const char *suffix);
+
+/* Data parallelism under mpirun (cli_par.c). Outside an MPI launch: rank 0 of 1. */
+struct cli_par {
+    int rank, size;
+};
+int cli_par_init(const char *cmd, struct cli_par *p); /* an exit code: 0 = ok */
+void cli_par_finish(void);
+bool cli_par_allreduce(void *user, void *buf, size_t n, bool is_double); /* tern_allreduce_fn */
+/* true when ok is true in every process (a barrier too) */
+bool cli_par_all_ok(const struct cli_par *p, bool ok);
+
+struct cli_train_run {
+    const char *cmd;                         /* "train" or "distill" (messages) */
+    struct tern_trainer *t;
+    const struct tern_train_config *c;
+    const struct tern_train_data *d, *vd;    /* vd may be NULL */
+    const struct tern_distill_cache *kd, *vkd; /* distillation (kd != NULL), else NULL */
+    const char *ckdir, *out;
+    bool json, resumed;
+    int last;                                /* run steps until this one */
+    long long val_every;
+    int rank;                                /* data parallelism: only rank 0 prints and writes */
+};
+/* Run the steps, validate every val_every steps and at the end, checkpoint every ckpt_every
+ * steps and at the end, export to out. Returns the process exit code. */
+int cli_train_loop(const struct cli_train_run *r);
+
+#endif

@@ -1,0 +1,355 @@
+/* cmd_distill.c — `tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json)
+ * --data train.jsonl [--val val.jsonl] -o student.gguf [--recipe recipe.json]`: train a student
+ * to match a teacher (tern.h "distillation"; README "Distillation: `tern distill`").
+ *
+ * Order of work: the student's config (from its GGUF or its config file) with the recipe's
+ * training keys over it; the tokenizer check (teacher and student must share a tokenizer, by
+ * fingerprint); the data, rendered once with the student's template; the teacher's signal,
+ * read from its cache or computed by tern's inference and cached (in the checkpoint directory
+ * unless --teacher-cache says otherwise), so epochs and --resume never run the teacher again;
+ * then tern train's loop (cli_train.c): progress, validation (KL, CE, top-1 agreement),
+ * checkpoints, the stop on NaN/Inf naming the step and the last good checkpoint, export. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_train.h"
+
+static void usage(void)
+{
+    printf("usage: tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json)\n"
+           "                    --data DATA.jsonl|.tdat -o student.gguf [options]\n\n"
+           "Trains a student (llama or qwen2, F32 on the CPU) to match a teacher (any GGUF tern\n"
+           "runs) that shares its tokenizer: KL to the teacher's top-k distribution at temperature\n"
+           "tau plus cross-entropy on the data, weighted by the recipe; optional QAT at the end.\n\n"
+           "options:\n"
+           "  --teacher FILE       the teacher model (GGUF)\n"
+           "  --student FILE       start from this model (llama/qwen2 GGUF, any weight type)\n"
+           "  --student-config F   or from scratch: a tern train config (with \"tokenizer\")\n"
+           "  --data FILE          training data (.jsonl conversations or .tdat documents)\n"
+           "  --val FILE           validation data: loss, KL, CE and top-1 agreement with the\n"
+           "                       teacher every --val-every steps and at the end\n"
+           "  --recipe FILE        JSON: top_k (32), temperature (1), kd_weight (1), ce_weight\n"
+           "                       (0.5), qat_start (1 = no QAT), qat_type (q8_0), qat_lr_scale\n"
+           "                       (0.1), and the training keys lr, lr_min, warmup, steps,\n"
+           "                       batch_tokens, accum, weight_decay, beta1, beta2, adam_eps,\n"
+           "                       clip, seed, threads, ckpt_every, n_ctx (over the student's)\n"
+           "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
+           "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
+           "  --val-cache FILE     the same on --val (default CKPT/teacher-val.kd)\n"
+           "  --rebuild-cache      recompute a cache that does not match (default: refuse it)\n"
+           "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
+           "  --resume DIR         continue the run saved in DIR\n"
+           "  --until STEP         stop after this step (checkpoint + export)\n"
+           "  --val-every N        steps between validations (default ckpt_every, else 100)\n"
+           "  -t, --threads N      trainer and teacher threads\n"
+           "  --strict             a malformed .jsonl line is fatal\n"
+           "  --loss-on-prompt     .jsonl: train on every token, not only the assistant's turns\n"
+           "  --json               one JSON object per step on stdout\n\n"
+           "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
+           "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
+           "process 0 runs the teacher, prints, validates, checkpoints and exports.\n");
+}
+
+static void hex(const uint8_t d[32], char out[65])
+{
+    static const char x[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) out[2 * i] = x[d[i] >> 4], out[2 * i + 1] = x[d[i] & 15];
+    out[64] = 0;
+}
+
+/* The student's tokenizer (its GGUF, or its config's "tokenizer") against the teacher's. */
+static int check_tokenizers(const struct tern_model *teacher, const char *teacher_path,
+                            const char *student_tok)
+{
+    uint8_t a[32], b[32];
+    struct tern_gguf *g = NULL;
+    tern_status st = tern_tokenizer_fingerprint(teacher, a);
+    if (!st) st = tern_gguf_open(student_tok, &g);
+    if (!st) st = tern_gguf_tokenizer_fingerprint(g, b);
+    tern_gguf_close(g);
+    if (st) return cli_report("distill", st);
+    if (memcmp(a, b, 32)) {
+        char ha[65], hb[65];
+        hex(a, ha);
+        hex(b, hb);
+        fprintf(stderr, "tern distill: the teacher and the student have different tokenizers: "
+                "teacher %s has tokenizer fingerprint %s, student tokenizer %s has %s; a student "
+                "must share its teacher's vocabulary\n", teacher_path, ha, student_tok, hb);
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* What the exported student records of its making: the fingerprints of teacher, tokenizer and
+ * data (SHA-256, hex), the effective recipe (with the training keys) and the binary. */
+static tern_status record_run(struct tern_trainer *t, const struct tern_model *teacher,
+                              const struct tern_train_data *d, const struct tern_train_config *c,
+                              const struct tern_distill_recipe *r, const char *student)
+{
+    uint8_t fp[32];
+    char h[65], json[1024];
+    tern_status st = tern_model_fingerprint(teacher, fp);
+    if (!st) hex(fp, h), st = tern_trainer_set_export_str(t, "tern.distill.teacher_fingerprint", h);
+    if (!st) st = tern_tokenizer_fingerprint(teacher, fp);
+    if (!st) hex(fp, h), st = tern_trainer_set_export_str(t, "tern.distill.tokenizer_fingerprint", h);
+    if (!st) {
+        tern_train_data_fingerprint(d, fp);
+        hex(fp, h);
+        st = tern_trainer_set_export_str(t, "tern.distill.data_fingerprint", h);
+    }
+    snprintf(json, sizeof json,
+             "{\"top_k\":%d,\"temperature\":%.9g,\"kd_weight\":%.9g,\"ce_weight\":%.9g,"
+             "\"qat_start\":%.9g,\"qat_type\":\"%s\",\"qat_lr_scale\":%.9g,\"lr\":%.9g,"
+             "\"lr_min\":%.9g,\"warmup\":%d,\"steps\":%d,\"batch_tokens\":%d,\"accum\":%d,"
+             "\"weight_decay\":%.9g,\"clip\":%.9g,\"seed\":%llu,\"threads\":%d,\"n_ctx\":%d}",
+             r->top_k, r->temperature, r->kd_weight, r->ce_weight, r->qat_start, r->qat_type,
+             r->qat_lr_scale, c->lr, c->lr_min, c->warmup, c->steps,
+             c->batch_tokens ? c->batch_tokens : c->n_ctx, c->accum, c->weight_decay, c->clip,
+             (unsigned long long)c->seed, c->threads, c->n_ctx);
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.recipe", json);
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.student_init", student ? student : "config");
+    if (!st) st = tern_trainer_set_export_str(t, "tern.distill.binary", tern_version());
+    return st;
+}
+
+static int read_json(const char *what, const char *path, char **text, size_t *len)
+{
+    if (!(*text = cli_read_file(path, len))) {
+        fprintf(stderr, "tern distill: cannot read %s %s: %s\n", what, path, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+static void progress(void *user, uint64_t done, uint64_t n)
+{
+    const char *what = user;
+    if (done == n || (done % 256 == 0 && isatty(STDERR_FILENO)))
+        fprintf(stderr, "\rtern distill: teacher on %s: %llu/%llu documents%s", what,
+                (unsigned long long)done, (unsigned long long)n, done == n ? "\n" : "");
+}
+
+/* The teacher's signal on d: opened from path when it matches, else computed (see tern.h). */
+static tern_status teacher_signal(struct tern_model *teacher, const struct tern_train_data *d,
+                                  const struct tern_train_config *c,
+                                  const struct tern_distill_recipe *r, const char *path,
+                                  bool rebuild, const char *what, bool quiet,
+                                  struct tern_distill_cache **out)
+{
+    struct tern_distill_cache_params p = tern_distill_cache_default_params();
+    p.top_k = r->top_k;
+    p.temperature = r->temperature;
+    p.n_ctx = c->n_ctx;
+    p.n_vocab = c->n_vocab;
+    p.n_threads = c->threads;
+    p.progress = quiet ? NULL : progress;
+    p.user = (void *)what;
+    bool built = false;
+    tern_status st = tern_distill_cache_ensure(teacher, d, &p, path, rebuild, out, &built);
+    if (!st && !quiet)
+        fprintf(stderr, "tern distill: teacher signal on %s: %s %s (%llu positions, top-%d at "
+                "temperature %g)\n", what, built ? "computed into" : "read from", path,
+                (unsigned long long)tern_distill_cache_n_entries(*out), r->top_k, r->temperature);
+    return st;
+}
+
+int cmd_distill(int argc, char **argv)
+{
+    const char *teacher_path = NULL, *student = NULL, *student_cfg = NULL, *data = NULL, *val = NULL,
+               *out = NULL, *recipe_path = NULL, *kd_path = NULL, *vkd_path = NULL, *ckdir = NULL,
+               *resume = NULL, *v;
+    bool json = false, strict = false, loss_on_prompt = false, rebuild = false;
+    long long threads = 0, until = 0, val_every = 0;
+    for (int i = 1; i < argc; i++) {
+        int r;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage();
+            return CLI_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--strict")) {
+            strict = true;
+        } else if (!strcmp(a, "--loss-on-prompt")) {
+            loss_on_prompt = true;
+        } else if (!strcmp(a, "--rebuild-cache")) {
+            rebuild = true;
+        } else if ((r = cli_opt(argc, argv, &i, "--teacher", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            teacher_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--student", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            student = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--student-config", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            student_cfg = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            data = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--val", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            val = v;
+        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            out = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--recipe", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            recipe_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--teacher-cache", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            kd_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--val-cache", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            vkd_path = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--checkpoint-dir", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            ckdir = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--resume", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            resume = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--until", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_flag_int("distill", "--until", v, 1, 1000000000, &until)) return CLI_EXIT_USAGE;
+        } else if ((r = cli_opt(argc, argv, &i, "--val-every", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_flag_int("distill", "--val-every", v, 1, 1000000000, &val_every))
+                return CLI_EXIT_USAGE;
+        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_flag_int("distill", "-t", v, 1, 1024, &threads)) return CLI_EXIT_USAGE;
+        } else {
+            return cli_usage_error("distill", "unknown option '%s'", a);
+        }
+    }
+    if (!teacher_path || !data || !out || (!student == !student_cfg))
+        return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
+                               "--data and -o");
+    struct cli_par par;
+    int rc = cli_par_init("distill", &par);
+    if (rc) return rc;
+
+    /* the student's config, then the recipe over it */
+    struct tern_train_config c = tern_train_config_default();
+    tern_status st = TERN_OK;
+    char *text = NULL;
+    size_t len = 0;
+    if (student) {
+        if ((st = tern_train_config_from_gguf(student, &c))) return cli_report("distill", st);
+    } else {
+        if (read_json("student config", student_cfg, &text, &len)) return CLI_EXIT_FAIL;
+        st = tern_train_config_parse(text, len, &c);
+        free(text);
+        if (st) {
+            fprintf(stderr, "tern distill: %s: %s\n", student_cfg, tern_last_error());
+            return CLI_EXIT_FAIL;
+        }
+        if (!c.tokenizer[0])
+            return cli_usage_error("distill", "%s: the student config needs \"tokenizer\" (the GGUF "
+                                   "whose vocabulary the student shares with the teacher)",
+                                   student_cfg);
+    }
+    struct tern_distill_recipe recipe = tern_distill_recipe_default();
+    if (recipe_path) {
+        if (read_json("recipe", recipe_path, &text, &len)) return CLI_EXIT_FAIL;
+        st = tern_distill_recipe_parse(text, len, &recipe, &c);
+        free(text);
+        if (st) {
+            fprintf(stderr, "tern distill: %s: %s\n", recipe_path, tern_last_error());
+            return CLI_EXIT_FAIL;
+        }
+    }
+    if (threads) c.threads = (int)threads;
+    if (recipe.top_k > c.n_vocab)
+        return cli_usage_error("distill", "top_k %d exceeds the vocabulary (%d)", recipe.top_k,
+                               c.n_vocab);
+
+    struct tern_model *teacher = NULL;
+    struct tern_model_params mp = {0};
+    if ((st = tern_model_load(teacher_path, &mp, &teacher))) return cli_report("distill", st);
+    rc = check_tokenizers(teacher, teacher_path, c.tokenizer);
+    if (rc) {
+        tern_model_free(teacher);
+        return rc;
+    }
+
+    char ckbuf[4096], kdbuf[4200], vkdbuf[4200];
+    if (!ckdir) {
+        if (resume) ckdir = resume;
+        else {
+            snprintf(ckbuf, sizeof ckbuf, "%s.ckpt", out);
+            ckdir = ckbuf;
+        }
+    }
+    if (mkdir(ckdir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tern distill: cannot create %s: %s\n", ckdir, strerror(errno));
+        tern_model_free(teacher);
+        return CLI_EXIT_FAIL;
+    }
+    if (!kd_path) snprintf(kdbuf, sizeof kdbuf, "%s/teacher.kd", ckdir), kd_path = kdbuf;
+    if (!vkd_path) snprintf(vkdbuf, sizeof vkdbuf, "%s/teacher-val.kd", ckdir), vkd_path = vkdbuf;
+    if (!val_every) val_every = c.ckpt_every > 0 ? c.ckpt_every : 100;
+
+    struct tern_trainer *t = NULL;
+    struct tern_train_data *d = NULL, *vd = NULL;
+    struct tern_distill_cache *kd = NULL, *vkd = NULL;
+    st = tern_trainer_create(&c, &t);
+    if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume)
+                         : student ? tern_trainer_load_gguf(t, student) : tern_trainer_init(t);
+    if (!st) st = tern_trainer_set_distill(t, &recipe);
+    if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
+    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, &vd);
+    if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
+    if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
+    bool peer_failed = false;
+    /* the teacher runs once: in process 0, while the others wait, then read its files */
+    for (int pass = 0; pass < 2; pass++) {
+        const bool mine = pass == 0 ? par.rank == 0 : par.rank != 0;
+        if (!st && mine) {
+            st = teacher_signal(teacher, d, &c, &recipe, kd_path, rebuild && par.rank == 0, data,
+                                par.rank != 0, &kd);
+            if (!st && vd)
+                st = teacher_signal(teacher, vd, &c, &recipe, vkd_path, rebuild && par.rank == 0,
+                                    val, par.rank != 0, &vkd);
+        }
+        if (pass == 0 && par.size > 1 && !cli_par_all_ok(&par, !st) && !st) {
+            fprintf(stderr, "tern distill: process %d: another process failed before training\n",
+                    par.rank);
+            st = TERN_ERR_ARG;
+            peer_failed = true;
+        }
+        if (par.size == 1) break;
+    }
+    tern_model_free(teacher); /* its signal is on disk now */
+    if (!st) {
+        const int start = tern_trainer_step_index(t);
+        int last = until && until < c.steps ? (int)until : c.steps;
+        if (last < start) last = start;
+        if (!json && par.rank == 0)
+            fprintf(stderr, "tern distill: student %s, n_embd %d, %d layers, %d/%d heads, n_ff %d, "
+                    "vocab %d, n_ctx %d; loss %g * tau^2 KL (top-%d, tau %g) + %g * CE; QAT %s; "
+                    "steps %d..%d\n", c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd,
+                    c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, recipe.kd_weight,
+                    recipe.top_k, recipe.temperature, recipe.ce_weight,
+                    recipe.qat_start < 1.0f ? recipe.qat_type : "off", start + 1, last);
+        const struct cli_train_run run = {.cmd = "distill", .t = t, .c = &c, .d = d, .vd = vd,
+                                          .kd = kd, .vkd = vkd, .ckdir = ckdir, .out = out,
+                                          .json = json, .resumed = resume != NULL, .last = last,
+                                          .val_every = val_every, .rank = par.rank};
+        rc = cli_train_loop(&run);
+    } else {
+        rc = peer_failed ? CLI_EXIT_FAIL : cli_report("distill", st);
+    }
+    tern_distill_cache_free(kd);
+    tern_distill_cache_free(vkd);
+    tern_trainer_free(t);
+    tern_train_data_free(d);
+    tern_train_data_free(vd);
+    /* a failed process exits without MPI_Finalize: mpirun then stops the others */
+    if (rc == 0) cli_par_finish();
+    return rc;
+}
