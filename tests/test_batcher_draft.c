@@ -598,6 +598,7 @@ static void test_refusals(void **state)
     /* in use by a generator */
     dp.n_seq = 3;
     assert_tern_ok(tern_draft_create(model, &dp, &d));
+    bp.draft = d; /* the one-sequence draft above is freed */
     struct tern_context *c1;
     struct tern_context_params cp1 = {.n_ctx = NCTX, .n_threads = 2};
     assert_tern_ok(tern_context_create(model, &cp1, &c1));
@@ -621,6 +622,7 @@ static void test_refusals(void **state)
     assert_tern_ok(tern_model_load(far_path, NULL, &other));
     dp.source = "self:q8_0";
     assert_tern_ok(tern_draft_create(other, &dp, &d));
+    bp.draft = d;
     assert_int_equal(tern_batcher_create(ctx, tok, &bp, &b), TERN_ERR_ARG);
     assert_non_null(strstr(tern_last_error(), "another model"));
     tern_draft_free(d);
