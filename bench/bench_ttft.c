@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     double *wall = malloc(sizeof(double) * (size_t)n), *lib = malloc(sizeof(double) * (size_t)n);
     int32_t *ids = malloc(sizeof(int32_t) * 2048);
     if (!wall || !lib || !ids) { fprintf(stderr, "bench_ttft: out of memory\n"); return 1; }
-    int n_prompt = 0;
+    int n_prompt = 0, n_reused = 0;
     for (int i = -1; i < n; i++) { /* i = -1: warm-up */
         char msg[256];
         snprintf(msg, sizeof msg, "[{\"role\": \"user\", \"content\": \"Request %d: what is the weather in "
@@ -75,10 +75,11 @@ int main(int argc, char **argv)
         wall[i] = t1 - t0;
         lib[i] = st.ttft_ms;
         n_prompt = (int)k;
+        n_reused = st.n_reused;
     }
     const double p50 = pct(wall, n, 0.5), p10 = pct(wall, n, 0.1), p90 = pct(wall, n, 0.9);
-    printf("{\"requests\": %d, \"prompt_tokens\": %d, \"threads\": %d, \"ttft_ms_p50\": %.3f, \"ttft_ms_p10\": %.3f, "
-           "\"ttft_ms_p90\": %.3f, \"generate_ttft_ms_p50\": %.3f}\n", n, n_prompt, threads, p50, p10, p90,
+    printf("{\"requests\": %d, \"prompt_tokens\": %d, \"reused_tokens\": %d, \"threads\": %d, \"ttft_ms_p50\": %.3f, \"ttft_ms_p10\": %.3f, "
+           "\"ttft_ms_p90\": %.3f, \"generate_ttft_ms_p50\": %.3f}\n", n, n_prompt, n_reused, threads, p50, p10, p90,
            pct(lib, n, 0.5));
     free(wall);
     free(lib);
