@@ -198,6 +198,30 @@ static void test_pathological(void **state)
         if (!strstr(tern_last_error(), "too ambiguous") || !strstr(tern_last_error(), "anchor the pattern"))
             fail_msg("%s: %s", refused[i], tern_last_error());
     }
+    /* a grammar that compiles but keeps thousands of parse stacks alive (sentences whose body
+     * can hold the separator and the end mark, 652 of them): the matcher still judges text, and
+     * tern_grammar_generate gives up within its budget instead of stepping for a minute
+     * (fuzz_gbnf found it; tests/fuzz/regress/gbnf/ambiguous-sentences-generate) */
+    static const char ambiguous[] = "root ::= sentence ( \" \" sentence ){651}\n"
+                                    "sentence ::= [A-Z] body [.!?]\n"
+                                    "body ::= [a-zA-Z0-9 ,;=!'\"()-]{1,300}\n";
+    struct tern_grammar *g = NULL;
+    assert_tern_ok(tern_grammar_from_gbnf(NULL, ambiguous, strlen(ambiguous), NULL, &g));
+    assert_true(accepts(g, "A b. C d!") == false); /* 2 of 652 sentences: a prefix, not a document */
+    char *doc = malloc(4096);
+    size_t n = 0;
+    for (int i = 0; i < 652; i++) n += (size_t)sprintf(doc + n, "%sA b%c", i ? " " : "", i % 2 ? '!' : '.');
+    assert_true(accepts(g, doc));
+    doc[n - 1] = ',';
+    assert_false(accepts(g, doc));
+    n = 0;
+    double t0 = now_ms();
+    tern_status st = tern_grammar_generate(g, 1, 24, doc, 4096, &n);
+    print_message("generate from an ambiguous grammar: %.0f ms, %s\n", now_ms() - t0, st ? tern_last_error() : "ok");
+    assert_int_equal(st, TERN_ERR_RANGE);
+    assert_non_null(strstr(tern_last_error(), "too ambiguous"));
+    free(doc);
+    tern_grammar_free(g);
 }
 
 /* semantics that are easy to get wrong, at the byte level */

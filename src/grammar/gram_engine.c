@@ -252,26 +252,58 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
     visit_clear(e);
 }
 
-static int cmp_stack(const void *a, const void *b)
+/* Stacks sort by (node, frame): one 64-bit key. A highly ambiguous grammar keeps thousands of
+ * stacks alive and sorts them after every byte, so the sort is inline (glibc's qsort, a merge
+ * sort through a comparison callback, took 60 % of such a matcher's time). */
+static inline uint64_t stack_key(const struct gram_stack *s) { return (uint64_t)s->node << 32 | s->frame; }
+
+static void insertion_sort(struct gram_stack *s, uint32_t n)
 {
-    const struct gram_stack *x = a, *y = b;
-    if (x->node != y->node) return x->node < y->node ? -1 : 1;
-    return x->frame < y->frame ? -1 : x->frame > y->frame;
+    for (uint32_t i = 1; i < n; i++) {
+        struct gram_stack x = s[i];
+        const uint64_t kx = stack_key(&x);
+        uint32_t j = i;
+        while (j && stack_key(&s[j - 1]) > kx) { s[j] = s[j - 1]; j--; }
+        s[j] = x;
+    }
+}
+
+/* Quicksort (median of three, Hoare partition), recursing into the smaller part so the depth
+ * stays under log2(n); short runs by insertion. */
+static void sort_stacks(struct gram_stack *s, uint32_t n)
+{
+    while (n > 16) {
+        const uint64_t a = stack_key(&s[0]), b = stack_key(&s[n / 2]), c = stack_key(&s[n - 1]);
+        const uint64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        uint32_t i = 0, j = n - 1;
+        for (;;) {
+            while (stack_key(&s[i]) < pivot) i++;
+            while (stack_key(&s[j]) > pivot) j--;
+            if (i >= j) break;
+            struct gram_stack t = s[i];
+            s[i] = s[j];
+            s[j] = t;
+            i++;
+            j--;
+        }
+        /* [0, j] <= pivot <= [j + 1, n) */
+        const uint32_t left = j + 1, right = n - left;
+        if (left < right) {
+            sort_stacks(s, left);
+            s += left;
+            n = right;
+        } else {
+            sort_stacks(s + left, right);
+            n = left;
+        }
+    }
+    insertion_sort(s, n);
 }
 
 static uint32_t sort_unique(struct gram_stack *s, uint32_t n)
 {
     if (n < 2) return n;
-    if (n <= 16) {
-        for (uint32_t i = 1; i < n; i++) {
-            struct gram_stack x = s[i];
-            uint32_t j = i;
-            while (j && cmp_stack(&s[j - 1], &x) > 0) { s[j] = s[j - 1]; j--; }
-            s[j] = x;
-        }
-    } else {
-        qsort(s, n, sizeof *s, cmp_stack);
-    }
+    sort_stacks(s, n);
     uint32_t m = 1;
     for (uint32_t i = 1; i < n; i++)
         if (s[i].node != s[m - 1].node || s[i].frame != s[m - 1].frame) s[m++] = s[i];

@@ -878,8 +878,14 @@ tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, s
     struct gram_stack *bufs[2] = {m->ta, m->tb};
     int which = 0;
     size_t k = 0;
+    uint64_t work = 0; /* parse stacks stepped: a highly ambiguous grammar keeps thousands alive */
     st = TERN_OK;
     for (;;) {
+        if (work > GRAM_GENERATE_WORK) {
+            st = tern_fail(TERN_ERR_RANGE, "grammar generate: gave up after %zu bytes: the grammar is too ambiguous "
+                           "(%u parse stacks alive) to finish a document within the work budget", k, nc);
+            break;
+        }
         bool acc = gram_state_accepting(cur, nc);
         struct gram_bset set;
         gram_engine_next_bytes(g, cur, nc, &set);
@@ -904,12 +910,14 @@ tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, s
             for (int b = 0; b < 256; b++) {
                 if (!gram_bset_has(&set, (unsigned)b)) continue;
                 uint32_t nn = gram_engine_step(&m->eng, cur, nc, (uint8_t)b, bufs[which]);
+                work += nc + nn;
                 uint64_t c = nn ? state_cost(m, d, bufs[which], nn) : UINT64_MAX;
                 if (c < best) { best = c; pick = b; }
             }
         }
         if (pick < 0) { st = tern_fail(TERN_ERR_RANGE, "grammar generate: stuck"); break; }
         uint32_t nn = gram_engine_step(&m->eng, cur, nc, (uint8_t)pick, bufs[which]);
+        work += nc + nn;
         if (!nn) { st = tern_fail(TERN_ERR_RANGE, "grammar generate: stuck"); break; }
         cur = bufs[which];
         which ^= 1;
