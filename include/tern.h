@@ -485,9 +485,12 @@ struct tern_grammar_matcher;
 struct tern_tokenizer; /* declared in the tokenizer section below */
 
 /* The vocabulary as grammars see it: every token's bytes (tern_token_to_piece without
- * TERN_PIECE_SPECIAL), a byte trie, the end-of-generation ids. Control tokens other than those
- * are never allowed by a grammar. tok may be freed afterwards. Caller frees with
- * tern_grammar_vocab_free(); grammars made from it must be freed first. */
+ * TERN_PIECE_SPECIAL), a byte trie, the end-of-generation ids, the texts of the control tokens.
+ * A control token is allowed only where a grammar names it as a token (tool grammars do, for a
+ * format's markup that is one: tern_grammar_info.control_tokens), else never; text tokens
+ * holding the byte 0xFF (byte tokens: never valid UTF-8) are never allowed either. tok may be
+ * freed afterwards. Caller frees with tern_grammar_vocab_free(); grammars made from it must be
+ * freed first. */
 tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok,
                                       struct tern_grammar_vocab **out);
 void tern_grammar_vocab_free(struct tern_grammar_vocab *v);
@@ -541,11 +544,17 @@ tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const cha
  * {"name", "parameters": {JSON Schema}}}, ...]) in a chat template's call format:
  * TERN_TOOLCALL_HERMES: <tool_call>\n{"name": "<one of the tools>", "arguments": <that tool's
  * parameters>}\n</tool_call>, calls separated by "\n" when parallel; TERN_TOOLCALL_MISTRAL:
- * [TOOL_CALLS][{"name": .., "arguments": ..}, ...]; TERN_TOOLCALL_LLAMA3: {"name": ..,
- * "parameters": ..} as the whole reply, for tool_choice required / NAME only (auto and none are
- * TERN_ERR_UNSUPPORTED: the format opens a call with a leading '{' or the control token
- * <|python_tag|>, which a lazy grammar's text trigger cannot wait for). A lazy grammar's opener
- * is matched as text, so a vocabulary where it is a control token never arms it. */
+ * [TOOL_CALLS][{"name": .., "arguments": ..}, ...]; TERN_TOOLCALL_GRANITE: the same list after
+ * <|tool_call|>; TERN_TOOLCALL_QWEN_XML (README); TERN_TOOLCALL_LLAMA3: {"name": ..,
+ * "parameters": ..} as the whole reply, for tool_choice required / NAME; auto and none only
+ * where <|python_tag|> is a control token of the vocabulary (the call after that token; else
+ * TERN_ERR_UNSUPPORTED: a call opening with a bare '{' is nothing a lazy grammar can wait for).
+ * Markup that is a control token of v (tern_token_control_id: Mistral's [TOOL_CALLS] in tekken
+ * vocabularies, Granite's <|tool_call|>, <|python_tag|>) is that token, never its spelling: a
+ * lazy grammar arms when the model samples it, none masks it, required / named force it (one
+ * forced token, as the model was trained), and tern_grammar_info.control_tokens lists it so the
+ * generator shows its text to the tool-call parser. Where the markup is plain text (Qwen2.5's
+ * <tool_call>, any vocabulary without the token), it is matched as text. */
 enum tern_tool_choice {
     TERN_TOOL_CHOICE_AUTO = 0, /* free text; once the model opens a call, the call is constrained
                                   (lazy grammar armed by the opener); re-arms after each call */
@@ -585,7 +594,15 @@ struct tern_grammar_info {
                                 only the longer tokens walked */
     uint32_t n_shared;       /* positions given an equivalent position's classification (no walk) */
     bool lazy;
-    const char *trigger;     /* lazy grammars: the text that opens the constrained part */
+    const char *trigger;     /* lazy grammars: the text that opens the constrained part (a
+                                control token's text when trigger_token >= 0) */
+    int32_t trigger_token;   /* the control token that opens it (arms on that token only), or -1 */
+    /* Control tokens the grammar produces as tokens (a tool-call format's markup that is a
+     * control token of the vocabulary): allowed exactly where the grammar names them, never
+     * spelled out as text. Their text must be shown to whoever reads the output: tern_generate
+     * and the batcher add them to the detokenizer's preserved tokens. Owned by the grammar. */
+    const int32_t *control_tokens;
+    int n_control_tokens;
     int32_t n_vocab;         /* the vocabulary it was compiled against; 0: none (bytes only) */
 };
 void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
@@ -886,6 +903,15 @@ struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
     bool show_special;    /* pass control tokens' text to on_piece (TERN_PIECE_SPECIAL) */
+    /* Preserved tokens (llama-server's): control tokens whose text on_piece shows although
+     * show_special is false, preserve[0..n_preserve); for tool calls, the format's markup
+     * (tern_toolcall_preserved_tokens), so the parser sees [TOOL_CALLS] or <|python_tag|> where
+     * the vocabulary makes it a control token. The grammar's control tokens
+     * (tern_grammar_info.control_tokens) are shown as well, without being listed. At most
+     * TERN_MAX_PRESERVED together; read during the call only. Default none: every control
+     * token stays hidden. */
+    const int32_t *preserve;
+    int n_preserve;
     tern_token_fn on_token; /* or NULL (the default); called with tern_generate's user pointer */
     /* Constrained decoding (see "grammar" above), or NULL (the default). Every position is
      * masked before sampling (temperature 0: the best allowed token), so the output stays a
@@ -1133,6 +1159,9 @@ struct tern_batch_request {
     int max_tokens;          /* tokens to sample at most (the end-of-generation token counts) */
     bool ignore_eog;         /* end-of-generation tokens do not stop (nor show): fixed-length
                                 runs for measurements (llama-server's ignore_eos) */
+    const int32_t *preserve; /* preserved tokens, as tern_gen_params.preserve (the grammar's
+                                control tokens are added); copied at add */
+    int n_preserve;
     tern_piece_fn on_piece;  /* complete UTF-8 pieces of the answer; non-zero = stop now */
     tern_token_fn on_token;  /* each sampled id before its text; non-zero = stop now; may be NULL */
     tern_logprob_fn on_logprob; /* each sampled token's log-probabilities, before on_token; may
@@ -1252,6 +1281,11 @@ bool tern_token_is_control(const struct tern_tokenizer *t, int32_t id);
 const char *tern_token_text(const struct tern_tokenizer *t, int32_t id, size_t *len);
 /* Id of a token whose stored text is exactly text[0..len), or -1. */
 int32_t tern_token_lookup(const struct tern_tokenizer *t, const char *text, size_t len);
+/* The control token text[0..len) is: the id when tern_tokenize with TERN_TOK_PARSE_SPECIAL gives
+ * exactly one token for it and that token is a control token ("[TOOL_CALLS]" in a tekken
+ * vocabulary), else -1 (several tokens, or a normal / user-defined one, whose text is shown
+ * anyway). No allocation; const. */
+int32_t tern_token_control_id(const struct tern_tokenizer *t, const char *text, size_t len);
 
 /* Text -> ids into out[0..cap). On success *n_out = count. If cap is too small: TERN_ERR_RANGE
  * with "needs N" in the message, *n_out = N and out holds the first cap ids. No allocation
@@ -1264,7 +1298,8 @@ tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_
                                int32_t **ids, size_t *cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
- * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL. Same RANGE rule as above. */
+ * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL (to show some control tokens
+ * only, pass it for those ids: tern_detokenizer_preserve's rule). Same RANGE rule as above. */
 tern_status tern_token_to_piece(const struct tern_tokenizer *t, int32_t id, unsigned flags,
                                 char *buf, size_t cap, size_t *n_out);
 /* All pieces of ids concatenated (raw bytes, not validated). SPM: the space the encoder put
@@ -1279,6 +1314,16 @@ tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, 
 tern_status tern_detokenizer_create(const struct tern_tokenizer *t, unsigned flags,
                                     struct tern_detokenizer **out);
 void tern_detokenizer_free(struct tern_detokenizer *d);
+/* Preserved tokens (llama-server's "preserved_tokens"): the control tokens ids[0..n) are shown
+ * as their text although d was created without TERN_PIECE_SPECIAL; other control tokens stay
+ * empty. For a tool-call format whose markup is a control token of the vocabulary
+ * (tern_toolcall_preserved_tokens: Mistral's [TOOL_CALLS], Llama 3.1's <|python_tag|>), so the
+ * tool-call parser sees it. Replaces the previous set (n = 0 clears it); reset does not clear
+ * it. At most TERN_MAX_PRESERVED ids (else TERN_ERR_RANGE), each inside the vocabulary (else
+ * TERN_ERR_ARG; nothing changes on an error). Ids that are not control tokens are shown anyway.
+ * Copied into d: no allocation here or per token. */
+#define TERN_MAX_PRESERVED 16
+tern_status tern_detokenizer_preserve(struct tern_detokenizer *d, const int32_t *ids, size_t n);
 void tern_detokenizer_reset(struct tern_detokenizer *d);
 /* *text points into d (valid until the next call on d); *len may be 0. No allocation. */
 tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const char **text,
@@ -1411,6 +1456,15 @@ enum tern_toolcall_format {
                              * <|"|>text<|"|>, keys bare, numbers/true/false/null/[..]/{..} as in JSON */
     TERN_TOOLCALL_GRANITE,  /* Granite 3.x: <|tool_call|>[{"name": .., "arguments": {..}}, ...] */
 };
+/* The control tokens a format's markup is made of in tok's vocabulary (llama-server's
+ * "preserved tokens"): each tag the parser reads (HERMES / QWEN_XML <tool_call> </tool_call>,
+ * LLAMA3 <|python_tag|>, MISTRAL [TOOL_CALLS], GEMMA4 <|tool_call> <tool_call|> <|"|>, GRANITE
+ * <|tool_call|>) that tern_token_control_id finds as one control token. A detokenizer must
+ * show them (tern_detokenizer_preserve, tern_gen_params.preserve) or the parser never sees
+ * those calls. Writes up to cap ids and returns how many there are (at most 3); 0 when every
+ * tag is plain text (Qwen2.5's <tool_call> is a user-defined token: shown already). */
+int tern_toolcall_preserved_tokens(const struct tern_tokenizer *tok, enum tern_toolcall_format f,
+                                   int32_t *ids, int cap);
 /* Guess the format a template teaches its model (NONE if it shows no tool-call syntax). */
 enum tern_toolcall_format tern_toolcall_detect(const char *template_source);
 const char *tern_toolcall_format_name(enum tern_toolcall_format f); /* "hermes", ... */

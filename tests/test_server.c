@@ -11,12 +11,14 @@
  * framing, role chunk, usage chunk, [DONE]), a repeated prompt served from the slot's KV
  * (usage.prompt_tokens_details.cached_tokens), tool calls in OpenAI's shape (tool_choice
  * required / named, streamed as deltas; also in the Llama 3 and Mistral formats with those
- * templates), tool results in the conversation, response_format
+ * templates, and Mistral in a vocabulary where [TOOL_CALLS] is a control token), tool results
+ * in the conversation, response_format
  * json_schema, stop strings, /v1/completions, concurrent streams sharing forward passes, a
  * client that disconnects freeing its slot, a full queue answering 503 with Retry-After, the
  * prompt cache across slots and restarts (--cache-mb, --prompt-cache), and
  * tern_server_stop draining a running stream to its end. */
 #include "test_support.h"
+#include "ctl_model.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -677,6 +679,78 @@ static void test_tool_formats(void **state)
     assert_non_null(strstr(tern_last_error(), "/nonexistent/tmpl.jinja"));
 }
 
+/* A vocabulary where Mistral's [TOOL_CALLS] is a control token (tests/ctl_model.h, as tekken
+ * vocabularies have it) with Mistral Nemo's template: the server preserves the token for
+ * requests with tools, so tool_choice required / named (the grammar forces the token) come back
+ * as OpenAI tool_calls, whole and streamed, instead of content holding the call's JSON without
+ * its opener; auto (the lazy grammar arms on the token) answers. */
+static void test_control_opener(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    char vocab[4200], model[4200], tmpl[4096];
+    snprintf(vocab, sizeof vocab, "%s/ctl-vocab.gguf", test_tmpdir());
+    snprintf(model, sizeof model, "%s/ctl-tiny.gguf", test_tmpdir());
+    snprintf(tmpl, sizeof tmpl, "%s", test_shared_path("fixtures/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja"));
+    ctl_model_write(vocab, model, NULL);
+    const char *keep = model_path;
+    model_path = model;
+    struct srv v;
+    srv_start_tmpl(&v, 2, 4, 64 * 1024, tmpl);
+    model_path = keep;
+    char body[4096];
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}], "
+             "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0, "
+             "\"logprobs\": true}", TOOLS);
+    cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
+    if (!jstr(a, "choices.0.finish_reason") || strcmp(jstr(a, "choices.0.finish_reason"), "tool_calls"))
+        fail_msg("no tool call: %s", cJSON_Print(a));
+    /* the first token is the control token itself (forced), not its spelling "[" "T" ... */
+    assert_string_equal(jstr(a, "choices.0.logprobs.content.0.token"), "[TOOL_CALLS]");
+    assert_string_equal(jstr(a, "choices.0.logprobs.content.1.token"), "[");
+    const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message");
+    const cJSON *calls = cJSON_GetObjectItem(msg, "tool_calls");
+    assert_int_equal(cJSON_GetArraySize(calls), 1);
+    const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+    assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
+    check_call(cJSON_GetArrayItem(calls, 0), name);
+    const cJSON *content = cJSON_GetObjectItem(msg, "content");
+    assert_true(cJSON_IsNull(content) || (cJSON_IsString(content) && !content->valuestring[0]));
+    cJSON_Delete(a);
+
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Time?\"}], %s, "
+             "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_time\"}}, "
+             "\"stream\": true, \"temperature\": 0}", TOOLS);
+    struct resp r;
+    req(v.port, "POST", "/v1/chat/completions", AUTH, body, &r);
+    assert_int_equal(r.status, 200);
+    assert_null(strstr(r.body, "TOOL_CALLS")); /* the opener is markup, never content */
+    cJSON *ev = parse_sse(r.body);
+    const char *finish = NULL;
+    int n_calls = 0;
+    for (const cJSON *e = ev->child; e; e = e->next) {
+        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0);
+        const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
+        if (cJSON_IsString(fr)) finish = fr->valuestring;
+        const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "delta"), "tool_calls"), 0);
+        if (tc && jstr(tc, "function.name")) {
+            assert_string_equal(jstr(tc, "function.name"), "get_time");
+            n_calls++;
+        }
+    }
+    if (!finish || strcmp(finish, "tool_calls") || n_calls < 1) /* parallel: the list may hold several */
+        fail_msg("streamed (%d calls, finish %s): %s", n_calls, finish ? finish : "none", r.body + (strlen(r.body) > 600 ? strlen(r.body) - 600 : 0));
+    cJSON_Delete(ev);
+    free(r.body);
+
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, "
+             "\"max_tokens\": 6, \"temperature\": 0}", TOOLS);
+    a = post_json(v.port, "/v1/chat/completions", body, 200);
+    assert_non_null(jstr(a, "choices.0.finish_reason"));
+    cJSON_Delete(a);
+    srv_stop(&v);
+}
+
 /* Reasoning (llama.cpp's --reasoning-format deepseek): a server with Qwen3.5's template, whose
  * generation prompt opens "<think>\n"; response_format makes the random model write the known
  * reply "x</think>y" (with its JSON quotes). The part before </think> comes back as
@@ -1020,6 +1094,7 @@ int main(void)
         cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
         cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_tool_formats),
+        cmocka_unit_test(test_control_opener),
         cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_prompt_cache),       cmocka_unit_test(test_response_format_and_stop),
         cmocka_unit_test(test_concurrent_batching), cmocka_unit_test(test_disconnect),

@@ -161,6 +161,11 @@ static tern_status run_prompt(struct runner *rn, const struct bench_prompt *bp,
     gp.max_tokens = rn->p->n_gen;
     gp.ignore_eog = true;
     gp.on_token = on_token;
+    int32_t keep[4]; /* tool prompts: the format's control-token markup reaches the parser (TTFA) */
+    if (bp->tools_json) {
+        gp.n_preserve = tern_toolcall_preserved_tokens(rn->tok, rn->fmt, keep, 4);
+        gp.preserve = keep;
+    }
     struct tern_gen_stats gs;
     double t3 = util_now_ms();
     st = tern_generate(rn->gen, rn->smp, rn->ids, (int)n, &gp, on_piece, &o, &gs);

@@ -73,6 +73,33 @@ const char *tern_toolcall_format_name(enum tern_toolcall_format f)
     return "unknown";
 }
 
+/* ------------------------------------------------------------------ preserved tokens */
+
+int tern_toolcall_preserved_tokens(const struct tern_tokenizer *tok, enum tern_toolcall_format f,
+                                   int32_t *ids, int cap)
+{
+    /* every piece of markup the parser reads as a unit: openers, closers, Gemma's string mark */
+    static const char GEMMA_STR[] = "<|\"|>";
+    const char *tags[3] = {NULL, NULL, NULL};
+    switch (f) {
+    case TERN_TOOLCALL_HERMES:
+    case TERN_TOOLCALL_QWEN_XML: tags[0] = TAG_HERMES_OPEN; tags[1] = TAG_HERMES_CLOSE; break;
+    case TERN_TOOLCALL_LLAMA3: tags[0] = TAG_PYTHON; break;
+    case TERN_TOOLCALL_MISTRAL: tags[0] = TAG_MISTRAL; break;
+    case TERN_TOOLCALL_GEMMA4: tags[0] = TAG_GEMMA_OPEN; tags[1] = TAG_GEMMA_CLOSE; tags[2] = GEMMA_STR; break;
+    case TERN_TOOLCALL_GRANITE: tags[0] = TAG_GRANITE; break;
+    default: break;
+    }
+    int n = 0;
+    for (int i = 0; i < 3 && tags[i] && tok; i++) {
+        int32_t id = tern_token_control_id(tok, tags[i], strlen(tags[i]));
+        if (id < 0) continue; /* plain text in this vocabulary: shown anyway */
+        if (n < cap && ids) ids[n] = id;
+        n++;
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------ buffers */
 
 bool toolcall_buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, const char *s, size_t n)

@@ -118,6 +118,11 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     struct tern_gen_params gp = tern_gen_default_params();
     gp.max_tokens = p->max_tokens;
     gp.on_token = on_token;
+    int32_t keep[4]; /* the format's control-token markup is shown to the parser (preserved) */
+    if (cs->tools_json) {
+        gp.n_preserve = tern_toolcall_preserved_tokens(l->tok, l->fmt, keep, 4);
+        gp.preserve = keep;
+    }
     if (p->constrained && cs->tools_json && cs->tools && cs->tools->child) {
         if (!l->grammar_tools || strcmp(l->grammar_tools, cs->tools_json)) {
             tern_grammar_free(l->grammar);

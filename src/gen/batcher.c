@@ -233,6 +233,14 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
             return tern_fail(TERN_ERR_ARG, "batcher: the grammar was compiled for a vocabulary of %d "
                              "tokens, the model's tokenizer has %d", gi.n_vocab, tern_tokenizer_n_vocab(b->tok));
     }
+    /* preserved tokens: the ids are checked before anything changes (the slot's detokenizer
+     * takes them once the slot is chosen) */
+    if (r->n_preserve < 0 || (r->n_preserve > 0 && !r->preserve))
+        return tern_fail(TERN_ERR_ARG, "batcher: preserve: %d ids%s", r->n_preserve, r->n_preserve > 0 ? ", NULL array" : "");
+    for (int i = 0; i < r->n_preserve; i++)
+        if (r->preserve[i] < 0 || r->preserve[i] >= b->n_vocab)
+            return tern_fail(TERN_ERR_ARG, "batcher: preserved token %d: id %d outside the vocabulary (0..%d)", i,
+                             r->preserve[i], b->n_vocab - 1);
     /* The free slot sharing the longest prefix (its KV is reused in place), else the least
      * recently used one. At most n_prompt - 1 tokens are reused: the last one is decoded for
      * its logits. */
@@ -249,8 +257,12 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     }
     if (best < 0) return tern_fail(TERN_ERR_RANGE, "batcher: all %d slots are busy", b->n_slots);
     struct slot *s = &b->slots[best];
+    /* the free slot's detokenizer shows the request's preserved tokens (its only failure, too
+     * many of them, leaves a free slot's set, which the next add replaces) */
+    tern_status st = gen_out_preserve(s->detok, r->preserve, r->n_preserve, r->grammar, "batcher");
+    if (st) return st;
     /* the matcher first: nothing has changed yet if it cannot be made */
-    tern_status st = gen_grammar_begin(&s->gram, r->grammar);
+    st = gen_grammar_begin(&s->gram, r->grammar);
     if (st) return tern_fail_prefix(st, "batcher: ");
     /* the drafter's sequence too (before anything else changes: its only failure is memory) */
     const bool model_drafts = b->bd && !r->grammar && !r->on_logprob;

@@ -8,8 +8,37 @@
 
 #include "gen/gen_out.h"
 #include "util/clock.h"
+#include "util/error.h"
 
 double gen_now_ms(void) { return util_now_ms(); }
+
+tern_status gen_out_preserve(struct tern_detokenizer *d, const int32_t *ids, int n,
+                             const struct tern_grammar *g, const char *who)
+{
+    if (n < 0 || (n > 0 && !ids)) return tern_fail(TERN_ERR_ARG, "%s: preserve: %d ids%s", who, n, n > 0 ? ", NULL array" : "");
+    int32_t set[TERN_MAX_PRESERVED];
+    int k = 0;
+    const int32_t *gids = NULL;
+    int gn = 0;
+    if (g) {
+        struct tern_grammar_info gi;
+        tern_grammar_get_info(g, &gi);
+        gids = gi.control_tokens;
+        gn = gi.n_control_tokens;
+    }
+    for (int i = 0; i < n + gn; i++) {
+        int32_t id = i < n ? ids[i] : gids[i - n];
+        bool seen = false;
+        for (int j = 0; j < k && !seen; j++) seen = set[j] == id;
+        if (seen) continue;
+        if (k == TERN_MAX_PRESERVED)
+            return tern_fail(TERN_ERR_RANGE, "%s: more than %d preserved tokens (the request's and its grammar's)",
+                             who, TERN_MAX_PRESERVED);
+        set[k++] = id;
+    }
+    tern_status st = tern_detokenizer_preserve(d, set, (size_t)k);
+    return st ? tern_fail_prefix(st, "%s: ", who) : TERN_OK;
+}
 
 static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
 {

@@ -39,6 +39,13 @@ struct gen_out {
 
 double gen_now_ms(void);
 
+/* Set d's preserved tokens for a request (tern_gen_params.preserve, tern_batch_request.preserve):
+ * ids[0..n) and the control tokens grammar g (may be NULL) produces, which the output must show
+ * since the grammar counts their text. TERN_ERR_ARG / TERN_ERR_RANGE name the bad id or the
+ * count; `who` prefixes the message ("generate", "batcher"). */
+tern_status gen_out_preserve(struct tern_detokenizer *d, const int32_t *ids, int n,
+                             const struct tern_grammar *g, const char *who);
+
 /* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,
  * end-of-generation, text, a finished grammar document (`last`: the matcher holds no token
  * beyond this one). Returns true when generation ends with this token (it then stays out of the

@@ -250,6 +250,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     for (int i = 0; i < n; i++) tern_sampler_accept(s, prompt[i]);
     struct tern_detokenizer *d = prm.show_special ? g->detok_special : g->detok;
     tern_detokenizer_reset(d);
+    if ((rc = gen_out_preserve(d, prm.preserve, prm.n_preserve, prm.grammar, "generate"))) return rc;
     if (prm.grammar && !g->ver.masked && !(g->ver.masked = malloc(sizeof(float) * (size_t)g->n_vocab)))
         return tern_fail(TERN_ERR_NOMEM, "generate: out of memory for the mask scratch");
     if ((rc = gen_grammar_begin(&g->gram, prm.grammar))) return rc;

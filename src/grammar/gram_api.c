@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 #include "util/clock.h"
 
@@ -32,21 +33,43 @@ void tern_grammar_free(struct tern_grammar *g)
     free(g->n_trig_tokens);
     free(g->kmp);
     free(g->trigger);
+    free(g->ctl);
     free(g->warnings);
     free(g);
 }
 
 /* IR -> grammar, with the trigger set up when p asks for one. Takes ownership of warn. */
 tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, uint32_t root,
-                        const char *trigger, bool forbid, char *warn, double t0,
-                        struct tern_grammar **out)
+                        const char *trigger, bool forbid, const int32_t *ctl, uint32_t n_ctl,
+                        char *warn, double t0, struct tern_grammar **out)
 {
     struct tern_grammar *g = calloc(1, sizeof *g);
     if (!g) { free(warn); return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory"); }
     g->vocab = v;
     g->warnings = warn;
+    g->trigger_token = -1;
     if (trigger) g->lazy = true; /* the compiler's classification needs to know */
-    tern_status st = gram_compile(ir, root, v, g);
+    tern_status st = TERN_OK;
+    if (n_ctl) {
+        /* sorted and unique, each a control token of v (gir_token was given only those) */
+        if (!(g->ctl = malloc(n_ctl * sizeof *g->ctl))) st = tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+        for (uint32_t i = 0; i < n_ctl && !st; i++) {
+            int32_t id = ctl[i];
+            TERN_ASSERT(v && id >= 0 && id < v->n_vocab && v->kind[id] == GRAM_TOK_CONTROL);
+            uint32_t k = g->n_ctl;
+            while (k > 0 && g->ctl[k - 1] > id) k--;
+            if (k > 0 && g->ctl[k - 1] == id) continue;
+            memmove(g->ctl + k + 1, g->ctl + k, (g->n_ctl - k) * sizeof *g->ctl);
+            g->ctl[k] = id;
+            g->n_ctl++;
+        }
+    }
+    if (trigger && strlen(trigger) == GRAM_CTL_LEN) { /* a control token's literal (gram_tools) */
+        int32_t id = gram_ctl_decode((const uint8_t *)trigger, GRAM_CTL_LEN);
+        for (uint32_t i = 0; i < g->n_ctl; i++)
+            if (g->ctl[i] == id) g->trigger_token = id;
+    }
+    if (!st) st = gram_compile(ir, root, v, g);
     if (!st) st = gram_cache_create(g);
     if (!st && trigger) st = gram_setup_trigger(g, trigger, forbid, true);
     if (st) {
@@ -72,7 +95,7 @@ tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const cha
     gir_init(&ir);
     uint32_t root;
     tern_status st = gram_gbnf_to_ir(gbnf, len, p->root, &ir, &root);
-    if (!st) st = gram_finish(v, &ir, root, p->trigger, false, NULL, t0, out);
+    if (!st) st = gram_finish(v, &ir, root, p->trigger, false, NULL, 0, NULL, t0, out);
     gir_free(&ir);
     return st;
 }
@@ -93,7 +116,7 @@ tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, co
     char *warn = NULL;
     tern_status st = gram_schema_to_ir(schema, len, &o, &ir, &root, &warn);
     if (!st) {
-        st = gram_finish(v, &ir, root, p->trigger, false, warn, t0, out);
+        st = gram_finish(v, &ir, root, p->trigger, false, NULL, 0, warn, t0, out);
         warn = NULL;
     }
     free(warn);
@@ -120,7 +143,10 @@ void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_inf
     out->n_rules = g->n_rules;
     out->n_nodes = g->n_nodes;
     out->lazy = g->lazy;
-    out->trigger = g->trigger;
+    out->trigger_token = g->trigger_token;
+    out->trigger = g->trigger_token >= 0 ? gram_vocab_control_text(g->vocab, g->trigger_token) : g->trigger;
+    out->control_tokens = g->ctl;
+    out->n_control_tokens = (int)g->n_ctl;
     out->n_vocab = g->vocab ? g->vocab->n_vocab : 0;
 }
 

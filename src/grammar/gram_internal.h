@@ -142,6 +142,7 @@ uint32_t gir_byte(struct gram_ir *ir, uint8_t b);
 uint32_t gir_byte_range(struct gram_ir *ir, uint8_t lo, uint8_t hi);
 uint32_t gir_lit(struct gram_ir *ir, const char *s, size_t n);
 uint32_t gir_str(struct gram_ir *ir, const char *s); /* NUL-terminated literal */
+uint32_t gir_token(struct gram_ir *ir, int32_t id);   /* control token id (GRAM_CTL_LEAD literal) */
 uint32_t gir_seq(struct gram_ir *ir, const uint32_t *xs, uint32_t n);
 uint32_t gir_seq2(struct gram_ir *ir, uint32_t a, uint32_t b);
 uint32_t gir_seq3(struct gram_ir *ir, uint32_t a, uint32_t b, uint32_t c);
@@ -266,9 +267,38 @@ struct tern_grammar_vocab {
     int n_eog;
     struct gram_bset avail; /* bytes that occur in some token */
     uint32_t n_words;       /* mask words: (n_vocab + 31) / 32 */
+    /* control tokens with a text (not end of generation): their texts, NUL-terminated, in
+     * ctl_text[ctl_off[k] ..], for finding a tool-call format's markup by text */
+    int32_t *ctl;           /* [n_ctl] ids, ascending */
+    uint32_t n_ctl;
+    uint32_t *ctl_off;      /* [n_ctl] */
+    char *ctl_text;
     size_t mem_bytes;
 };
-enum { GRAM_TOK_TEXT = 0, GRAM_TOK_EOG = 1, GRAM_TOK_NEVER = 2 /* control or empty */ };
+enum {
+    GRAM_TOK_TEXT = 0,
+    GRAM_TOK_EOG = 1,
+    GRAM_TOK_NEVER = 2,   /* empty, or text holding the byte GRAM_CTL_LEAD */
+    GRAM_TOK_CONTROL = 3, /* a control token: its bytes are its literal (below), allowed only
+                             where a grammar names the token (gir_token) */
+};
+
+/* Control tokens as grammar literals. A grammar that must produce a control token itself
+ * (a tool-call opener that is one, such as Mistral's [TOOL_CALLS] in tekken vocabularies) names
+ * it with gir_token: the GRAM_CTL_LEN bytes GRAM_CTL_LEAD and the id in four 6-bit digits
+ * (0x80 | bits, most significant first), which are also the token's bytes in the vocabulary.
+ * 0xFF never occurs in UTF-8 and no other grammar construct produces it (code point classes are
+ * valid UTF-8, gram_tools' "any text" excludes it), and text tokens holding it are
+ * GRAM_TOK_NEVER, so only that token can follow the literal: it is a token, not its text. */
+#define GRAM_CTL_LEAD 0xFF
+#define GRAM_CTL_LEN 5
+void gram_ctl_encode(int32_t id, uint8_t out[GRAM_CTL_LEN]);
+/* The id a literal at b[0..n) encodes, or -1 (not a whole literal). */
+int32_t gram_ctl_decode(const uint8_t *b, size_t n);
+/* The control token whose text is exactly text[0..len) (v may be NULL), or -1. */
+int32_t gram_vocab_control(const struct tern_grammar_vocab *v, const char *text, size_t len);
+/* Its text (NUL-terminated), or NULL if id is not a control token of v. */
+const char *gram_vocab_control_text(const struct tern_grammar_vocab *v, int32_t id);
 
 /* ---------------------------------------------------------------- compiled grammar */
 struct gram_range {
@@ -348,6 +378,11 @@ struct tern_grammar {
     uint32_t n_follow;
     uint32_t root;                       /* root rule */
     struct gram_cache *cache;            /* token classifications, filled on first use */
+    /* control tokens the grammar names (gir_token), ascending; the matcher feeds their literal
+     * bytes and checks them at every mask (they are not in the tries) */
+    int32_t *ctl;
+    uint32_t n_ctl;
+    int32_t trigger_token;                /* the trigger is that control token's literal, or -1 */
     /* lazy (triggered) mode: free text until `trigger`, then the grammar, then free again */
     char *trigger;
     uint32_t trigger_len;
@@ -362,10 +397,11 @@ struct tern_grammar {
 };
 
 /* IR -> a finished grammar (compile, classification cache, trigger) with compile_ms measured
- * from t0; takes ownership of warn (gram_api.c). */
+ * from t0; takes ownership of warn (gram_api.c). ctl[0..n_ctl): the control tokens the IR
+ * names (gir_token); a trigger may be one's literal. */
 tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, uint32_t root,
-                        const char *trigger, bool forbid, char *warn, double t0,
-                        struct tern_grammar **out);
+                        const char *trigger, bool forbid, const int32_t *ctl, uint32_t n_ctl,
+                        char *warn, double t0, struct tern_grammar **out);
 /* IR -> automata into g (vocab may be NULL). */
 tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
                          const struct tern_grammar_vocab *vocab, struct tern_grammar *g);

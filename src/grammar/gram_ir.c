@@ -136,6 +136,13 @@ uint32_t gir_lit(struct gram_ir *ir, const char *s, size_t n)
 
 uint32_t gir_str(struct gram_ir *ir, const char *s) { return gir_lit(ir, s, strlen(s)); }
 
+uint32_t gir_token(struct gram_ir *ir, int32_t id)
+{
+    uint8_t b[GRAM_CTL_LEN];
+    gram_ctl_encode(id, b);
+    return gir_lit(ir, (const char *)b, sizeof b);
+}
+
 uint32_t gir_rep(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max)
 {
     if (x == GRAM_NONE) return GRAM_NONE;

@@ -10,7 +10,12 @@
  * (feed() below, which also handles leaving the call mid-token in lazy mode). The tokens that
  * pass are cached per state (a small direct-mapped cache keyed by the state's hash and checked
  * for equality), since generation revisits states constantly (inside a string, every token
- * that does not close it leads back to the same state). */
+ * that does not close it leads back to the same state).
+ *
+ * Control tokens the grammar names (g->ctl, gram_internal.h "control tokens as grammar
+ * literals") are fed as their literal bytes like text, and checked against the state at every
+ * mask with the uncertain tokens (they are in no trie); a lazy grammar whose trigger is one arms
+ * when that token is accepted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +66,14 @@ struct tern_grammar_matcher {
 
 /* ---------------------------------------------------------------- trigger tables */
 
+/* Is id a control token g names (fed as its literal)? */
+static bool listed(const struct tern_grammar *g, int32_t id)
+{
+    for (uint32_t i = 0; i < g->n_ctl; i++)
+        if (g->ctl[i] == id) return true;
+    return false;
+}
+
 static uint32_t kmp_step(const struct tern_grammar *g, uint32_t k, uint8_t b)
 {
     while (k > 0 && (uint8_t)g->trigger[k] != b) k = g->kmp[k];
@@ -96,7 +109,7 @@ tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool
     uint32_t *cap = calloc(len, sizeof *cap);
     if (!cap) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     for (int32_t id = 0; id < v->n_vocab; id++) {
-        if (v->kind[id] != GRAM_TOK_TEXT) continue;
+        if (v->kind[id] != GRAM_TOK_TEXT && !(v->kind[id] == GRAM_TOK_CONTROL && listed(g, id))) continue;
         const uint8_t *b = v->bytes + v->off[id];
         uint32_t n = v->off[id + 1] - v->off[id];
         if (!memchr(b, last, n)) continue; /* cannot complete the trigger */
@@ -303,6 +316,13 @@ static void describe_expected(const struct tern_grammar *g, const struct gram_st
     struct gram_bset set;
     gram_engine_next_bytes(g, s, n, &set);
     int shown = 0;
+    if (gram_bset_has(&set, GRAM_CTL_LEAD)) { /* a control token's literal: name the token(s) */
+        set.w[GRAM_CTL_LEAD >> 6] &= ~(1ull << (GRAM_CTL_LEAD & 63));
+        for (uint32_t i = 0; i < g->n_ctl && k < cap; i++, shown++) {
+            const char *t = gram_vocab_control_text(g->vocab, g->ctl[i]);
+            k += (size_t)snprintf(buf + k, cap - k, "%scontrol token %d %s", shown ? " or " : "", g->ctl[i], t ? t : "");
+        }
+    }
     for (unsigned b = 0; b < 256 && shown < 12;) {
         if (!gram_bset_has(&set, b)) { b++; continue; }
         unsigned e = b;
@@ -350,7 +370,7 @@ tern_status tern_grammar_matcher_accept(struct tern_grammar_matcher *m, int32_t 
         m->stats.accepted_tokens++;
         return push_step(m, MODE_EOG, 0, NULL, 0, pos.bytes);
     }
-    if (v->kind[token] == GRAM_TOK_NEVER) {
+    if (v->kind[token] == GRAM_TOK_NEVER || (v->kind[token] == GRAM_TOK_CONTROL && !listed(m->g, token))) {
         if (pos.mode == MODE_FREE) {
             m->stats.accepted_tokens++;
             return push_step(m, pos.mode, pos.kmp, NULL, 0, pos.bytes);
@@ -369,7 +389,8 @@ tern_status tern_grammar_matcher_accept(struct tern_grammar_matcher *m, int32_t 
     if (k < len) {
         m->stats.refused_tokens++;
         if (refused_at) *refused_at = k;
-        if (mode == MODE_FREE) snprintf(exp, sizeof exp, "anything but the rest of the trigger \"%s\"", m->g->trigger);
+        if (mode == MODE_FREE) snprintf(exp, sizeof exp, "anything but the rest of the trigger \"%s\"",
+                                         m->g->trigger_token >= 0 ? gram_vocab_control_text(v, m->g->trigger_token) : m->g->trigger);
         else describe_expected(m->g, res, nres, mode, exp, sizeof exp);
         char shown[8];
         size_t sk = 0;
@@ -602,6 +623,24 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 m->cls.unc[n_pass++] = id;
             }
         }
+        /* the control tokens the grammar names: in no trie, so checked here */
+        for (uint32_t k = 0; k < g->n_ctl; k++) {
+            int32_t id = g->ctl[k];
+            for (uint32_t i = 0; i < n && !get_bit(mask, id); i++) {
+                if (gram_is_marker(st[i].node)) continue;
+                m->stats.checked_tokens++;
+                if (!check_token(m, &st[i], id)) continue;
+                set_bit(mask, id);
+                if (n_pass == m->cls.cap_unc) {
+                    uint32_t nc = m->cls.cap_unc ? m->cls.cap_unc * 2 : 1024;
+                    int32_t *p = realloc(m->cls.unc, nc * sizeof *p);
+                    if (!p) goto fail;
+                    m->cls.unc = p;
+                    m->cls.cap_unc = nc;
+                }
+                m->cls.unc[n_pass++] = id;
+            }
+        }
         cache_store(e, h, st, n, m->cls.unc, n_pass);
         extra = n_pass;
     }
@@ -724,7 +763,7 @@ size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *b
                 cnt++;
             }
         }
-        if (cnt != 1) break;
+        if (cnt != 1 || only == GRAM_CTL_LEAD) break; /* a control token is not text */
         uint32_t nn = gram_engine_step(&m->eng, cur, n, (uint8_t)only, bufs[which]);
         if (!nn) break;
         cur = bufs[which];
@@ -739,6 +778,12 @@ size_t tern_grammar_matcher_forced_bytes(struct tern_grammar_matcher *m, char *b
  * id (0 if none). Children of node i are i+1 .. node[i].end-1, siblings linked through end. */
 static size_t longest_token(const struct tern_grammar_vocab *v, const uint8_t *b, size_t n, int32_t *tok)
 {
+    if (n && b[0] == GRAM_CTL_LEAD) { /* a control token's literal: that token, whole */
+        int32_t id = gram_ctl_decode(b, n);
+        if (id < 0 || id >= v->n_vocab || v->kind[id] != GRAM_TOK_CONTROL) return 0;
+        *tok = id;
+        return GRAM_CTL_LEN;
+    }
     const struct gram_trie *t = &v->all;
     uint32_t j = 0, lim = t->n;
     size_t best = 0;
@@ -925,6 +970,37 @@ tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, s
         buf[k++] = (char)pick;
     }
 #undef RND
+    /* control tokens the document holds come out as their text (what a detokenizer that
+     * preserves them shows; tokenized with TERN_TOK_PARSE_SPECIAL they are those tokens again) */
+    if (!st && g->n_ctl) {
+        size_t total = k;
+        for (size_t i = 0; i < k; i++)
+            if ((uint8_t)buf[i] == GRAM_CTL_LEAD) {
+                const char *t = gram_vocab_control_text(g->vocab, gram_ctl_decode((const uint8_t *)buf + i, k - i));
+                total += (t ? strlen(t) : GRAM_CTL_LEN) - GRAM_CTL_LEN;
+            }
+        if (total > cap) {
+            st = tern_fail(TERN_ERR_RANGE, "grammar generate: no complete document within %zu bytes", cap);
+        } else {
+            /* expand from the back so nothing is overwritten before it is moved */
+            size_t w = total, i = k;
+            while (i > 0) {
+                if (i >= GRAM_CTL_LEN && (uint8_t)buf[i - GRAM_CTL_LEN] == GRAM_CTL_LEAD &&
+                    gram_ctl_decode((const uint8_t *)buf + i - GRAM_CTL_LEN, GRAM_CTL_LEN) >= 0) {
+                    const char *t = gram_vocab_control_text(g->vocab, gram_ctl_decode((const uint8_t *)buf + i - GRAM_CTL_LEN, GRAM_CTL_LEN));
+                    size_t tl = t ? strlen(t) : 0;
+                    if (t) {
+                        memmove(buf + w - tl, t, tl);
+                        w -= tl;
+                        i -= GRAM_CTL_LEN;
+                        continue;
+                    }
+                }
+                buf[--w] = buf[--i];
+            }
+            k = total;
+        }
+    }
     free(d);
     tern_grammar_matcher_free(m);
     if (!st) *n = k;

@@ -3,9 +3,9 @@
  *   hermes   <tool_call>\n{"name": "<tool>", "arguments": <that tool's parameters>}\n</tool_call>,
  *            parallel calls separated by "\n" (what Qwen2.5's template renders);
  *   mistral  [TOOL_CALLS][{"name": ..., "arguments": ...}, ...] (the list holds parallel calls);
- *   llama3   {"name": ..., "parameters": ...} as the whole reply (tool_choice required / NAME
- *            only: its opener is a leading '{' or the control token <|python_tag|>, neither of
- *            which a text trigger can wait for);
+ *   llama3   {"name": ..., "parameters": ...} as the whole reply (tool_choice required / NAME);
+ *            with auto only where <|python_tag|> is a control token (below): the call after it
+ *            (a reply that opens with a bare '{' is not constrained: no trigger can wait for it);
  *   granite  <|tool_call|>[{"name": ..., "arguments": ...}, ...] (Mistral's list, Granite's tag);
  *   qwen-xml <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
  *            \n</tool_call> (Qwen3.5): parameters in the schema's order, the required ones
@@ -14,12 +14,18 @@
  * The JSON follows the chosen whitespace policy. tool_choice:
  *   auto      a lazy grammar: free text until the model writes the opener (<tool_call>,
  *             [TOOL_CALLS]), then the rest of the call is constrained, then free text again
- *             (re-armed for the next call). The opener is matched as text: a vocabulary where it
- *             is a control token (Mistral's own) never arms it;
+ *             (re-armed for the next call);
  *   none      free text in which the opener can never be completed;
  *   required  constrained from the first token: one call, or several when parallel;
  *   NAME      like required, with that tool only.
- * A tool without `parameters` takes none: its arguments must be {}. */
+ * A tool without `parameters` takes none: its arguments must be {}.
+ *
+ * Markup that is a control token of the vocabulary (Mistral's [TOOL_CALLS] in tekken
+ * vocabularies, Granite's <|tool_call|>, Llama 3.1's <|python_tag|>, a Hermes model's
+ * <tool_call> / </tool_call>) is that token in the grammar (gir_token), not its text: required /
+ * named calls produce the token the model was trained on (forced, as the first token), a lazy
+ * grammar arms on that token, none forbids it, and no text spelling of it is accepted. The
+ * grammar lists those tokens (tern_grammar_info.control_tokens) so the generator shows them. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +76,32 @@ static uint32_t sep(struct gram_ir *ir, int ws, char ch)
     return gir_str(ir, t);
 }
 
+/* The format's markup `text`: the control token of v whose text it is (recorded in ctl[], at
+ * most 4), or the text itself. */
+struct ctl_set {
+    int32_t id[4];
+    uint32_t n;
+};
+static int32_t markup_token(const struct tern_grammar_vocab *v, const char *text, struct ctl_set *cs)
+{
+    int32_t id = gram_vocab_control(v, text, strlen(text));
+    if (id >= 0 && cs->n < 4) {
+        bool seen = false;
+        for (uint32_t i = 0; i < cs->n; i++) seen = seen || cs->id[i] == id;
+        if (!seen) cs->id[cs->n++] = id;
+    }
+    return id;
+}
+static uint32_t markup(struct gram_ir *ir, const struct tern_grammar_vocab *v, const char *text, struct ctl_set *cs)
+{
+    int32_t id = markup_token(v, text, cs);
+    return id >= 0 ? gir_token(ir, id) : gir_str(ir, text);
+}
+
 /* Any bytes up to and including the first occurrence of `end` (a KMP automaton: state k = the
  * longest prefix of `end` the text read so far ends with; the last state, the whole of it, is
- * final and has no way out). NUL never occurs in model text and is left out. */
+ * final and has no way out). NUL never occurs in model text and is left out, and so is 0xFF
+ * (never UTF-8; the lead of a control token's literal, which text must not contain). */
 static uint32_t until_incl(struct gram_ir *ir, const char *end)
 {
     size_t len = strlen(end);
@@ -89,7 +118,7 @@ static uint32_t until_incl(struct gram_ir *ir, const char *end)
         unsigned lo = 1;
         for (unsigned b = 1; b <= 256; b++) {
             uint32_t to = GRAM_NONE;
-            if (b < 256) {
+            if (b < 256 && b != GRAM_CTL_LEAD) {
                 size_t m = k + 1;
                 for (; m > 0; m--) {
                     /* does end[0..m) equal the last m bytes of end[0..k) + b? */
@@ -185,13 +214,13 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
         return tern_fail(TERN_ERR_UNSUPPORTED, "tools: no tool-call grammar for format %s (hermes, qwen-xml, llama3, "
                          "mistral and granite have one)",
                          tern_toolcall_format_name((enum tern_toolcall_format)fmt));
-    /* A Llama 3 call opens with a leading '{' (or the control token <|python_tag|>, which no
-     * text trigger can see): only tool_choice required / NAME, which constrain from the first
-     * token, have a grammar. */
-    if (fmt == TERN_TOOLCALL_LLAMA3 && lazy)
+    /* A Llama 3 call opens with a leading '{' (no trigger can wait for that) or <|python_tag|>:
+     * auto / none have a grammar only where the tag is a control token, armed by it. */
+    if (fmt == TERN_TOOLCALL_LLAMA3 && lazy && gram_vocab_control(v, "<|python_tag|>", 14) < 0)
         return tern_fail(TERN_ERR_UNSUPPORTED, "tools: the llama3 tool-call format has a grammar for tool_choice "
-                         "required or a tool name only (its calls open with a leading '{' or <|python_tag|>, "
-                         "which a lazy grammar cannot wait for); auto/none stay unconstrained");
+                         "required or a tool name only, unless <|python_tag|> is a control token of the "
+                         "vocabulary (its calls open with a leading '{' or that tag; a lazy grammar can wait "
+                         "for the token only); auto/none stay unconstrained");
     if (p->choice == TERN_TOOL_CHOICE_NAMED && (!p->name || !*p->name))
         return tern_fail(TERN_ERR_ARG, "tools: tool_choice names no tool");
     const char *end = NULL;
@@ -286,16 +315,22 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     uint32_t call = gir_alt(&ir, calls, (uint32_t)n_calls);
     uint32_t root = gir_rule_new(&ir, "tool_call");
     const char *trigger = NULL;
+    struct ctl_set cs = {{0}, 0};
+    int32_t opener = -1; /* the opener's control token, or -1 (text) */
     if (fmt == TERN_TOOLCALL_HERMES || fmt == TERN_TOOLCALL_QWEN_XML) {
         trigger = "<tool_call>";
+        opener = markup_token(v, trigger, &cs);
+        uint32_t close = gir_seq2(&ir, gir_byte(&ir, '\n'), markup(&ir, v, "</tool_call>", &cs));
         if (lazy) {
             /* after the trigger "<tool_call>" */
-            gir_rule_set(&ir, root, gir_seq3(&ir, gir_byte(&ir, '\n'), call, gir_str(&ir, "\n</tool_call>")));
+            gir_rule_set(&ir, root, gir_seq3(&ir, gir_byte(&ir, '\n'), call, close));
         } else {
-            uint32_t one = gir_seq3(&ir, gir_str(&ir, "<tool_call>\n"), call, gir_str(&ir, "\n</tool_call>"));
+            uint32_t one = gir_seq3(&ir, gir_seq2(&ir, markup(&ir, v, trigger, &cs), gir_byte(&ir, '\n')), call, close);
             if (p->parallel) {
                 uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
-                uint32_t more = gir_seq3(&ir, gir_str(&ir, "\n<tool_call>\n"), call2, gir_str(&ir, "\n</tool_call>"));
+                uint32_t open2 = gir_seq3(&ir, gir_byte(&ir, '\n'), markup(&ir, v, trigger, &cs), gir_byte(&ir, '\n'));
+                uint32_t close2 = gir_seq2(&ir, gir_byte(&ir, '\n'), markup(&ir, v, "</tool_call>", &cs));
+                uint32_t more = gir_seq3(&ir, open2, call2, close2);
                 one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
             }
             gir_rule_set(&ir, root, one);
@@ -303,18 +338,32 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     } else if (fmt == TERN_TOOLCALL_MISTRAL || fmt == TERN_TOOLCALL_GRANITE) {
         /* [TOOL_CALLS][{call}, {call}] — the list is the format's way to call in parallel */
         trigger = fmt == TERN_TOOLCALL_GRANITE ? "<|tool_call|>" : "[TOOL_CALLS]";
+        opener = markup_token(v, trigger, &cs);
         uint32_t list = call;
         if (p->parallel) {
             uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
             list = gir_seq2(&ir, call, gir_rep(&ir, gir_seq2(&ir, sep(&ir, (int)p->schema.ws, ','), call2), 0, GRAM_INF));
         }
         uint32_t body = gir_seq3(&ir, gir_byte(&ir, '['), list, gir_byte(&ir, ']'));
-        gir_rule_set(&ir, root, lazy ? body : gir_seq2(&ir, gir_str(&ir, trigger), body));
+        gir_rule_set(&ir, root, lazy ? body : gir_seq2(&ir, markup(&ir, v, trigger, &cs), body));
     } else {
-        /* Llama 3: one JSON call is the whole reply (the template allows no parallel calls) */
+        /* Llama 3: one JSON call is the whole reply (the template allows no parallel calls);
+         * lazy: the call after the control token <|python_tag|> (checked above) */
+        if (lazy) {
+            trigger = "<|python_tag|>";
+            opener = markup_token(v, trigger, &cs);
+        }
         gir_rule_set(&ir, root, call);
-    }    if ((st = gir_status(&ir, "tools"))) goto done;
-    st = gram_finish(v, &ir, root, lazy ? trigger : NULL, p->choice == TERN_TOOL_CHOICE_NONE, warn, t0, out);
+    }
+    /* a lazy grammar whose opener is a control token arms on that token (its literal) */
+    char lit[GRAM_CTL_LEN + 1];
+    if (lazy && opener >= 0) {
+        gram_ctl_encode(opener, (uint8_t *)lit);
+        lit[GRAM_CTL_LEN] = 0;
+        trigger = lit;
+    }
+    if ((st = gir_status(&ir, "tools"))) goto done;
+    st = gram_finish(v, &ir, root, lazy ? trigger : NULL, p->choice == TERN_TOOL_CHOICE_NONE, cs.id, cs.n, warn, t0, out);
     warn = NULL;
 done:
     free(warn);

@@ -7,7 +7,12 @@
  * i .. end-1, so a walk that finds a prefix impossible skips all tokens under it in one jump.
  * Tokens with identical bytes share a trie node and are chained through `same`. Two tries:
  * all text tokens, and those outside the text slice (gram_internal.h), with the slice itself
- * kept as a bitset and as a list ordered by character count. */
+ * kept as a bitset and as a list ordered by character count.
+ *
+ * Control tokens (not end of generation) keep their text aside (ctl_text) so a tool grammar can
+ * find its format's markup, and get the literal bytes of gram_internal.h ("control tokens as
+ * grammar literals") as their bytes; text tokens holding the literal's lead byte 0xFF (byte
+ * tokens) become GRAM_TOK_NEVER, so no text can spell a literal. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +57,50 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     free(v->slice_upto);
     free(v->short_bits);
     free(v->eog);
+    free(v->ctl);
+    free(v->ctl_off);
+    free(v->ctl_text);
     free(v);
+}
+
+void gram_ctl_encode(int32_t id, uint8_t out[GRAM_CTL_LEN])
+{
+    uint32_t u = (uint32_t)id;
+    out[0] = GRAM_CTL_LEAD;
+    for (int i = 0; i < 4; i++) out[1 + i] = (uint8_t)(0x80 | ((u >> (6 * (3 - i))) & 63));
+}
+
+int32_t gram_ctl_decode(const uint8_t *b, size_t n)
+{
+    if (n < GRAM_CTL_LEN || b[0] != GRAM_CTL_LEAD) return -1;
+    uint32_t u = 0;
+    for (int i = 0; i < 4; i++) {
+        if ((b[1 + i] & 0xC0) != 0x80) return -1;
+        u = u << 6 | (b[1 + i] & 63);
+    }
+    return (int32_t)u;
+}
+
+int32_t gram_vocab_control(const struct tern_grammar_vocab *v, const char *text, size_t len)
+{
+    if (!v || !text) return -1;
+    for (uint32_t k = 0; k < v->n_ctl; k++) {
+        const char *t = v->ctl_text + v->ctl_off[k];
+        if (!strncmp(t, text, len) && t[len] == 0) return v->ctl[k];
+    }
+    return -1;
+}
+
+const char *gram_vocab_control_text(const struct tern_grammar_vocab *v, int32_t id)
+{
+    if (!v || id < 0 || id >= v->n_vocab || v->kind[id] != GRAM_TOK_CONTROL) return NULL;
+    uint32_t lo = 0, hi = v->n_ctl;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (v->ctl[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < v->n_ctl && v->ctl[lo] == id ? v->ctl_text + v->ctl_off[lo] : NULL;
 }
 
 /* Characters of a slice token (whole UTF-8 characters, none of them a control, '"', '\\' or
@@ -156,7 +204,8 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     v->slice_chars = calloc((size_t)n, 1);
     v->slice_bits = calloc(v->n_words, sizeof *v->slice_bits);
     v->slice_sorted = malloc((size_t)n * sizeof *v->slice_sorted);
-    size_t cap = 1 << 20, used = 0;
+    size_t cap = 1 << 20, used = 0, ctext_cap = 0, ctext_used = 0;
+    uint32_t ctl_cap = 0;
     v->bytes = malloc(cap);
     struct sort_ent *ents = NULL;
     char *buf = malloc(GRAM_MAX_TOKEN_BYTES);
@@ -173,9 +222,45 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
             continue;
         }
         size_t len = 0;
-        if (tern_token_is_control(tok, id) ||
-            tern_token_to_piece(tok, id, 0, buf, GRAM_MAX_TOKEN_BYTES, &len) != TERN_OK || len == 0) {
+        if (tern_token_is_control(tok, id)) {
             v->kind[id] = GRAM_TOK_NEVER;
+            if (tern_token_to_piece(tok, id, TERN_PIECE_SPECIAL, buf, GRAM_MAX_TOKEN_BYTES, &len) != TERN_OK ||
+                len == 0 || memchr(buf, 0, len))
+                continue;
+            /* its text aside, its literal as its bytes */
+            if (v->n_ctl == ctl_cap) {
+                ctl_cap = ctl_cap ? ctl_cap * 2 : 64;
+                int32_t *a = realloc(v->ctl, ctl_cap * sizeof *a);
+                uint32_t *o = a ? realloc(v->ctl_off, ctl_cap * sizeof *o) : NULL;
+                if (a) v->ctl = a;
+                if (o) v->ctl_off = o;
+                if (!a || !o) goto oom;
+            }
+            if (ctext_used + len + 1 > ctext_cap) {
+                while (ctext_used + len + 1 > ctext_cap) ctext_cap = ctext_cap ? ctext_cap * 2 : 4096;
+                char *t = realloc(v->ctl_text, ctext_cap);
+                if (!t) goto oom;
+                v->ctl_text = t;
+            }
+            memcpy(v->ctl_text + ctext_used, buf, len);
+            v->ctl_text[ctext_used + len] = 0;
+            v->ctl_off[v->n_ctl] = (uint32_t)ctext_used;
+            v->ctl[v->n_ctl++] = id;
+            ctext_used += len + 1;
+            if (used + GRAM_CTL_LEN > cap) {
+                while (used + GRAM_CTL_LEN > cap) cap *= 2;
+                uint8_t *nb = realloc(v->bytes, cap);
+                if (!nb) goto oom;
+                v->bytes = nb;
+            }
+            gram_ctl_encode(id, v->bytes + used);
+            used += GRAM_CTL_LEN;
+            v->kind[id] = GRAM_TOK_CONTROL;
+            continue;
+        }
+        if (tern_token_to_piece(tok, id, 0, buf, GRAM_MAX_TOKEN_BYTES, &len) != TERN_OK || len == 0 ||
+            memchr(buf, GRAM_CTL_LEAD, len)) {
+            v->kind[id] = GRAM_TOK_NEVER; /* 0xFF: never valid UTF-8, and a literal's lead */
             continue;
         }
         v->kind[id] = GRAM_TOK_TEXT;
@@ -199,6 +284,10 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
         }
     }
     v->off[n] = (uint32_t)used;
+    if (v->n_ctl) { /* the literals' bytes (digits 0x80..0xBF) */
+        gram_bset_add(&v->avail, GRAM_CTL_LEAD);
+        gram_bset_add_range(&v->avail, 0x80, 0xBF);
+    }
     free(buf);
     buf = NULL;
     /* slice ordered by character count (counting sort) */
@@ -245,7 +334,8 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     if (!build_trie(v, ents, m, &v->rest)) goto oom;
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
-                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2);
+                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2) +
+                   (size_t)v->n_ctl * 8 + ctext_cap;
     *out = v;
     return TERN_OK;
 oom:

@@ -69,19 +69,6 @@ static tern_status template_from_file(const char *path, struct tern_chat_templat
     return st;
 }
 
-/* Is the opener of the template's tool calls a control token of this vocabulary (one token
- * when special tokens are parsed)? */
-static bool opener_is_control(struct tern_tokenizer *tok, enum tern_toolcall_format fmt)
-{
-    const char *op = fmt == TERN_TOOLCALL_HERMES || fmt == TERN_TOOLCALL_QWEN_XML ? "<tool_call>"
-                   : fmt == TERN_TOOLCALL_MISTRAL ? "[TOOL_CALLS]" : fmt == TERN_TOOLCALL_GRANITE ? "<|tool_call|>"
-                   : fmt == TERN_TOOLCALL_LLAMA3 ? "<|python_tag|>" : NULL;
-    int32_t ids[32];
-    size_t n = 0;
-    if (!op || tern_tokenize(tok, op, strlen(op), TERN_TOK_PARSE_SPECIAL, ids, 32, &n)) return false;
-    return n == 1 && tern_token_is_control(tok, ids[0]);
-}
-
 tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
 {
     if (!p || !p->model_path || !out) return tern_fail(TERN_ERR_ARG, "serve: a model path is required");
@@ -130,7 +117,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
         s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
         s->rfmt = tern_reasoning_detect(tern_chat_template_source(s->tmpl));
-        s->opener_control = opener_is_control(s->tok, s->fmt);
+        s->n_preserve = tern_toolcall_preserved_tokens(s->tok, s->fmt, s->preserve, 4);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */
         if (tern_grammar_vocab_create(s->tok, &s->gvocab)) {

@@ -170,7 +170,10 @@ struct tern_server {
     struct tern_chat_template *tmpl;
     enum tern_toolcall_format fmt;
     enum tern_reasoning_format rfmt;   /* the template's reasoning markup, taken apart from content */
-    bool opener_control;               /* the format's call opener is a control token here */
+    int32_t preserve[4];               /* the format's markup that is a control token here
+                                          (tern_toolcall_preserved_tokens): shown to the parser
+                                          of requests with tools, as llama-server's preserved tokens */
+    int n_preserve;
     struct tern_grammar_vocab *gvocab;
     struct tern_context *ctx;
     struct tern_batcher *batcher;

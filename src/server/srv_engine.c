@@ -53,11 +53,11 @@ void srv_job_release(struct job *j)
 
 /* Whether a request's tool calls get a grammar (tern_grammar_from_tools, in the template's call
  * format). Not when response_format asks for JSON and the model may answer without a call (that
- * schema wins); not for Llama 3 with tool_choice auto (a call opens with a bare '{' or the
- * control token <|python_tag|>, which no lazy grammar can wait for: parsed, unconstrained); and
- * not for auto when the vocabulary has the opener as a control token (Mistral's [TOOL_CALLS]):
- * grammars never allow control tokens, so a lazy grammar would forbid the very token that opens
- * a call. required / named spell the opener as text, which the parser reads the same way. */
+ * schema wins); not for Llama 3 with tool_choice auto unless <|python_tag|> is a control token
+ * (a call opens with a bare '{', which no lazy grammar can wait for, or that token, which one
+ * can: parsed, unconstrained otherwise). An opener that is a control token (Mistral's
+ * [TOOL_CALLS] in tekken vocabularies) is that token in the grammar: auto arms on it,
+ * required / named force it. */
 static bool tools_constrained(const struct tern_server *s, const struct srv_req *r)
 {
     const bool fmt_ok = s->fmt == TERN_TOOLCALL_HERMES || s->fmt == TERN_TOOLCALL_LLAMA3 ||
@@ -65,7 +65,7 @@ static bool tools_constrained(const struct tern_server *s, const struct srv_req 
                         s->fmt == TERN_TOOLCALL_GRANITE;
     if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
     if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
-    return s->fmt != TERN_TOOLCALL_LLAMA3 && !s->opener_control;
+    return s->fmt != TERN_TOOLCALL_LLAMA3 || s->n_preserve > 0; /* llama3's one tag: <|python_tag|> */
 }
 
 /* Sampler, constraint and tool-call parser of a job (connection thread, before it is queued:
@@ -194,6 +194,12 @@ static void admit(struct tern_server *s, struct job *j)
     r.grammar = j->grammar;
     r.max_tokens = j->req.max_tokens > 0 ? j->req.max_tokens : s->n_ctx;
     r.ignore_eog = j->req.ignore_eos;
+    /* with tools, the format's control-token markup is shown so the parser sees the calls
+     * (llama-server's preserved tokens); without, every control token stays hidden */
+    if (j->req.kind == JOB_CHAT && j->req.tools && s->fmt != TERN_TOOLCALL_NONE) {
+        r.preserve = s->preserve;
+        r.n_preserve = s->n_preserve;
+    }
     r.on_piece = srv_job_on_piece;
     r.on_token = on_token;
     if (j->req.logprobs >= 0) {

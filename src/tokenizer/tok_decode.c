@@ -4,7 +4,9 @@
  * Pieces are computed once at load (tok_build_pieces) as llama.cpp's token_to_piece renders
  * them: SPM normal tokens with ▁ turned into spaces, <0xNN> byte tokens as their byte, BPE
  * normal tokens with GPT-2's byte map undone; control / user-defined / unknown tokens as their
- * text. Control tokens are empty unless TERN_PIECE_SPECIAL is given.
+ * text. Control tokens are empty unless TERN_PIECE_SPECIAL is given, or (streaming
+ * detokenizer) unless they are in its preserved set (tern_detokenizer_preserve: a tool-call
+ * format's markup, shown so the tool-call parser sees it; llama-server's preserved tokens).
  *
  * The streaming detokenizer only ever returns valid UTF-8: a multi-byte sequence cut between
  * tokens (byte tokens, or BPE tokens splitting a character) is held back until complete; a
@@ -72,11 +74,14 @@ tern_status tok_build_pieces(struct tern_tokenizer *t)
     return TERN_OK;
 }
 
-static bool piece(const struct tern_tokenizer *t, int32_t id, unsigned flags, const char **p,
-                  size_t *n)
+/* keep[0..n_keep): control tokens shown although flags lack TERN_PIECE_SPECIAL */
+static bool piece(const struct tern_tokenizer *t, int32_t id, unsigned flags, const int32_t *keep,
+                  int n_keep, const char **p, size_t *n)
 {
     if (id < 0 || id >= t->n_vocab) return false;
-    if ((t->attr[id] & TOK_ATTR_CONTROL) && !(flags & TERN_PIECE_SPECIAL)) {
+    bool shown = !(t->attr[id] & TOK_ATTR_CONTROL) || (flags & TERN_PIECE_SPECIAL);
+    for (int i = 0; i < n_keep && !shown; i++) shown = keep[i] == id;
+    if (!shown) {
         *p = "";
         *n = 0;
         return true;
@@ -92,7 +97,7 @@ tern_status tern_token_to_piece(const struct tern_tokenizer *t, int32_t id, unsi
     const char *p;
     size_t n;
     if (!t || !n_out) return tern_fail(TERN_ERR_ARG, "tern_token_to_piece: NULL argument");
-    if (!piece(t, id, flags, &p, &n))
+    if (!piece(t, id, flags, NULL, 0, &p, &n))
         return tern_fail(TERN_ERR_ARG, "token_to_piece: id %d outside vocabulary of %d", id,
                          t->n_vocab);
     *n_out = n;
@@ -111,7 +116,7 @@ tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, 
     for (size_t i = 0; i < n; i++) {
         const char *p;
         size_t pn;
-        if (!piece(t, ids[i], flags, &p, &pn))
+        if (!piece(t, ids[i], flags, NULL, 0, &p, &pn))
             return tern_fail(TERN_ERR_ARG, "detokenize: token %zu: id %d outside vocabulary of %d",
                              i, ids[i], t->n_vocab);
         if (pn && strip) {
@@ -137,6 +142,8 @@ tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, 
 struct tern_detokenizer {
     const struct tern_tokenizer *t;
     unsigned flags;
+    int32_t keep[TERN_MAX_PRESERVED]; /* control tokens shown (tern_detokenizer_preserve) */
+    int n_keep;
     bool strip;              /* SPM: leading space of the first piece still to remove */
     unsigned char pend[4];   /* incomplete sequence held back */
     int npend;
@@ -175,6 +182,22 @@ void tern_detokenizer_free(struct tern_detokenizer *d)
     free(d->out);
     free(d->in);
     free(d);
+}
+
+tern_status tern_detokenizer_preserve(struct tern_detokenizer *d, const int32_t *ids, size_t n)
+{
+    if (!d || (n && !ids)) return tern_fail(TERN_ERR_ARG, "tern_detokenizer_preserve: NULL argument");
+    if (n > TERN_MAX_PRESERVED)
+        return tern_fail(TERN_ERR_RANGE, "detokenizer: %zu preserved tokens, at most %d", n, TERN_MAX_PRESERVED);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= d->t->n_vocab)
+            return tern_fail(TERN_ERR_ARG, "detokenizer: preserved token %zu: id %d outside vocabulary of %d", i,
+                             ids[i], d->t->n_vocab);
+    /* a control token's text is at most max_piece bytes (its piece is its text), so push's
+     * buffers, sized at creation, hold it */
+    if (n) memcpy(d->keep, ids, n * sizeof *ids);
+    d->n_keep = (int)n;
+    return TERN_OK;
 }
 
 void tern_detokenizer_reset(struct tern_detokenizer *d)
@@ -262,7 +285,7 @@ tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const 
     const char *p;
     size_t pn;
     if (!d || !text || !len) return tern_fail(TERN_ERR_ARG, "tern_detokenizer_push: NULL argument");
-    if (!piece(d->t, id, d->flags, &p, &pn))
+    if (!piece(d->t, id, d->flags, d->keep, d->n_keep, &p, &pn))
         return tern_fail(TERN_ERR_ARG, "detokenizer: id %d outside vocabulary of %d", id,
                          d->t->n_vocab);
     if (pn && d->strip) {

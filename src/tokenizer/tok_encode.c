@@ -111,3 +111,14 @@ tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_
         *cap = *n_out;
     }
 }
+
+int32_t tern_token_control_id(const struct tern_tokenizer *t, const char *text, size_t len)
+{
+    if (!t || !text || !len || !t->n_specials) return -1;
+    /* what the partition step of tern_tokenize(..., TERN_TOK_PARSE_SPECIAL) takes at text[0]:
+     * one token exactly when that special spans the whole text */
+    int k = match_special(t, text, 0, len, true);
+    if (k < 0) return -1;
+    int32_t id = t->specials[k].id;
+    return t->text_len[id] == len && (t->attr[id] & TOK_ATTR_CONTROL) ? id : -1;
+}

@@ -37,7 +37,10 @@ static void help(void)
            "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
            "                         message or tool results, the model answers them first\n"
            "  --tools FILE           an array of OpenAI function tools for the template; the calls\n"
-           "                         the model makes are constrained (see --tool-choice)\n"
+           "                         the model makes are constrained (see --tool-choice); markup\n"
+           "                         of the template's call format that is a control token of the\n"
+           "                         vocabulary ([TOOL_CALLS], <|python_tag|>) is shown, so the calls\n"
+           "                         are read (llama-server's preserved tokens)\n"
            "  --chat-template-file FILE  a Jinja chat template instead of the model's own (as\n"
            "                         `tern serve`; bos_token/eos_token are \"\")\n"
            "  --template-vars JSON   extra chat-template variables, a JSON object, e.g.\n"
@@ -93,6 +96,7 @@ struct chat {
     struct tern_grammar *gram;  /* --json-schema / --grammar / the tools' calls, or NULL */
     struct tern_grammar_vocab *gvoc;
     struct tern_gen_params gp;
+    int32_t preserve[4];  /* with tools: the format's control-token markup, shown to the parser */
     enum tern_toolcall_format fmt;
     enum tern_reasoning_format rfmt;
     const char *vars;   /* --template-vars JSON, or NULL */
@@ -568,6 +572,10 @@ int cmd_chat(int argc, char **argv)
         }
     }
     c.gp.grammar = c.gram;
+    if (c.tools) { /* as llama-server: the calls' markup is shown although it is a control token */
+        c.gp.n_preserve = tern_toolcall_preserved_tokens(c.tok, c.fmt, c.preserve, 4);
+        c.gp.preserve = c.preserve;
+    }
     struct tern_context_params cp = {.n_ctx = (int)go.n_ctx, .n_threads = (int)go.threads};
     struct tern_sampler_params sp = go.sampler;
     if ((st = tern_context_create(c.model, &cp, &c.ctx)) ||

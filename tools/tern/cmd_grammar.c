@@ -176,17 +176,27 @@ static void unload(struct loaded *l)
     free(l->src);
 }
 
-/* Tokenize s (no BOS, no special tokens) into *ids (grown). */
-static tern_status encode(struct tern_tokenizer *t, const char *s, size_t len, int32_t **ids, size_t *cap,
-                          size_t *n)
+/* How documents for g are tokenized: no BOS; control tokens parsed only when g produces some
+ * (a tool grammar whose [TOOL_CALLS] is a control token: the document's "[TOOL_CALLS]" is that
+ * token, as a preserving detokenizer shows it), else all text. */
+static unsigned doc_flags(const struct tern_grammar *g)
 {
-    tern_status st = tern_tokenize(t, s, len, 0, *ids, *cap, n);
+    struct tern_grammar_info gi;
+    tern_grammar_get_info(g, &gi);
+    return gi.n_control_tokens ? TERN_TOK_PARSE_SPECIAL : 0;
+}
+
+/* Tokenize s into *ids (grown); flags: doc_flags. */
+static tern_status encode(struct tern_tokenizer *t, const char *s, size_t len, unsigned flags, int32_t **ids,
+                          size_t *cap, size_t *n)
+{
+    tern_status st = tern_tokenize(t, s, len, flags, *ids, *cap, n);
     if (st == TERN_ERR_RANGE) {
         int32_t *p = realloc(*ids, (*n + 1) * sizeof *p);
         if (!p) return TERN_ERR_NOMEM;
         *ids = p;
         *cap = *n + 1;
-        st = tern_tokenize(t, s, len, 0, *ids, *cap, n);
+        st = tern_tokenize(t, s, len, flags, *ids, *cap, n);
     }
     return st;
 }
@@ -321,7 +331,7 @@ static int grammar_check(int argc, char **argv)
     int32_t eog = first_eog(l.tok);
     size_t n_ok = 0, n_bad = 0, n_internal = 0;
     for (size_t d = 0; d < n_docs; d++) {
-        if ((st = encode(l.tok, docs[d], lens[d], &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar check", st); goto done; }
+        if ((st = encode(l.tok, docs[d], lens[d], doc_flags(g), &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar check", st); goto done; }
         tern_grammar_matcher_reset(m);
         size_t off = 0;
         bool refused = false;
@@ -410,7 +420,7 @@ static int cmp_prof(const void *a, const void *b)
  * up to that token, so the walk itself is timed without the description's cost), and how much
  * of the time went to masks that classified a position for the first time. */
 static void print_profile(struct mprof *p, size_t n, long long top, struct tern_grammar_matcher *m,
-                          struct tern_tokenizer *tok, char **docs, const size_t *lens)
+                          struct tern_tokenizer *tok, unsigned flags, char **docs, const size_t *lens)
 {
     double all = 0, first = 0;
     size_t n_first = 0, n_hit = 0;
@@ -426,7 +436,7 @@ static void print_profile(struct mprof *p, size_t n, long long top, struct tern_
     size_t cap = 0, n_ids = 0;
     for (size_t k = 0; k < n && k < (size_t)top; k++) {
         char exp[160] = "?";
-        if (!encode(tok, docs[p[k].doc], lens[p[k].doc], &ids, &cap, &n_ids)) {
+        if (!encode(tok, docs[p[k].doc], lens[p[k].doc], flags, &ids, &cap, &n_ids)) {
             tern_grammar_matcher_reset(m);
             for (uint32_t i = 0; i < p[k].tok && i < n_ids; i++)
                 if (tern_grammar_matcher_accept(m, ids[i], NULL)) break;
@@ -501,7 +511,7 @@ static int grammar_bench(int argc, char **argv)
     if (!t || (o.profile && !prof)) { rc = cli_report("grammar bench", TERN_ERR_NOMEM); goto done; }
     size_t n_skipped = 0;
     for (size_t d = 0; d < n_docs; d++) {
-        if ((st = encode(l.tok, docs[d], lens[d], &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar bench", st); goto done; }
+        if ((st = encode(l.tok, docs[d], lens[d], doc_flags(g), &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar bench", st); goto done; }
         tern_grammar_matcher_reset(m);
         for (size_t i = 0; i <= n_ids; i++) {
             struct tern_grammar_stats s0, s1;
@@ -539,7 +549,7 @@ static int grammar_bench(int argc, char **argv)
     for (size_t i = 0; i < n_t; i++) sum += t[i];
     struct tern_grammar_stats gs;
     tern_grammar_matcher_get_stats(m, &gs);
-    if (prof) print_profile(prof, n_t, o.profile, m, l.tok, docs, lens);
+    if (prof) print_profile(prof, n_t, o.profile, m, l.tok, doc_flags(g), docs, lens);
     qsort(t, n_t, sizeof *t, cmp_d);
     tern_grammar_get_info(g, &info);
     size_t gbytes = info.table_bytes + info.cls_bytes;
