@@ -4,7 +4,7 @@
 # libyaml reads configs/hardware_profiles.yaml (tern bench --suite); nettle's SHA-256 makes the
 # report's fingerprints.
 # libmicrohttpd is the HTTP server of tern serve (src/server); curl is for trying it by hand;
-# chromium (headless) drives its chat page in tests/server/page.sh.
+# chromium (headless) shows its chat page to tests/server/page.mjs (npm's playwright-core drives it).
 # jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.

@@ -2,7 +2,7 @@
  * (no CDN, no build step). It streams answers from /v1/chat/completions with fetch and a
  * server-sent-event reader, keeps the conversation (tool calls included) in the page, takes an
  * optional API key (kept in localStorage) and an optional "tools" array, and shows each
- * answer's finish reason and usage (cached prompt tokens too). tests/server/page.sh drives it
+ * answer's finish reason and usage (cached prompt tokens too). tests/server/page.mjs drives it
  * in headless Chromium. */
 #include "server/server.h"
 
@@ -127,7 +127,7 @@ const char srv_page_html[] =
     "  $(\"send\").disabled = false;\n"
     "  document.body.dataset.answers = String((Number(document.body.dataset.answers) || 0) + 1);\n"
     "};\n"
-    "// ?q=TEXT types TEXT and sends it once the page is loaded (tests/server/page.sh, bookmarks)\n"
+    "// ?q=TEXT types TEXT and sends it once the page is loaded (bookmarks, scripted browsers)\n"
     "const q = new URLSearchParams(location.search).get(\"q\");\n"
     "if (q) { $(\"text\").value = q; $(\"f\").requestSubmit(); }\n"
     "</script>\n"
