@@ -669,7 +669,7 @@ int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
  * bytes are written, the shortest way to a complete document is taken. Lazy grammars produce
  * the constrained part only. Writes up to cap bytes to buf; *n = length. TERN_ERR_RANGE if no
  * complete document fit in cap, or if the grammar is so ambiguous that finishing one would take
- * more than a fixed work budget (about a quarter of a second). Deterministic for a seed. */
+ * more than a fixed work budget (about 0.1 s). Deterministic for a seed. */
 tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
                                   char *buf, size_t cap, size_t *n);
 

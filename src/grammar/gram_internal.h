@@ -43,9 +43,10 @@
 #define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
 #define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
-/* tern_grammar_generate's budget in parse stacks stepped (about 10 ns each): a grammar that keeps
- * thousands of stacks alive over thousands of bytes is refused instead of taking minutes */
-#define GRAM_GENERATE_WORK (24ull << 20)
+/* tern_grammar_generate's budget in parse stacks stepped (about 10 ns each: 80 ms): a grammar
+ * that keeps thousands of stacks alive over thousands of bytes is refused instead of taking
+ * minutes (a grammar test that generates from a real schema would fail if it ever hit it) */
+#define GRAM_GENERATE_WORK (8ull << 20)
 #define GRAM_MAX_FRAMES (1u << 22)      /* interned frames per matcher (nesting) */
 #define GRAM_VLEVELS 4                  /* virtual caller levels in token classification */
 #define GRAM_VFOLLOW_MAX 24             /* follow sets larger than this are not expanded */
