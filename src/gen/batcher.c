@@ -510,7 +510,10 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern
 }
 
 /* A failed pass (the target's or the drafter's) ends every active request with its status. */
-static tern_status fail_all(struct tern_batcher *b, tern_status st, struct tern_batcher_step_info *in)
+/* A failed pass ends every active request with st; the step's info (counted so far, plus the
+ * requests ended here) goes to the caller's info when it asked for one. */
+static tern_status fail_all(struct tern_batcher *b, tern_status st, struct tern_batcher_step_info *in,
+                            struct tern_batcher_step_info *info)
 {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", tern_last_error());
@@ -519,6 +522,7 @@ static tern_status fail_all(struct tern_batcher *b, tern_status st, struct tern_
             finish(b, i, st);
             in->n_finished++;
         }
+    if (info) *info = *in;
     return tern_fail(st, "%s", msg);
 }
 
@@ -543,11 +547,7 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         }
     if (b->bd) {
         tern_status st = model_drafts(b, n_order, &in);
-        if (st) {
-            st = fail_all(b, st, &in);
-            if (info) *info = in;
-            return st;
-        }
+        if (st) return fail_all(b, st, &in, info);
     }
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
@@ -600,11 +600,7 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     tern_status st = tern_decode_batch(b->ctx, &batch);
     const double t1 = gen_now_ms();
     in.forward_ms = t1 - t0;
-    if (st) {
-        st = fail_all(b, st, &in);
-        if (info) *info = in;
-        return st;
-    }
+    if (st) return fail_all(b, st, &in, info);
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->active || s->row < 0) continue;

@@ -458,6 +458,21 @@ static bool same_state(const struct mcache_ent *e, const struct gram_stack *s, u
     return e->n_st == n && (!n || !memcmp(e->st, s, n * sizeof *s));
 }
 
+/* Appends id to the tokens a mask let through (the classification scratch's unc buffer, grown
+ * by doubling); false when out of memory. */
+static bool pass_add(struct tern_grammar_matcher *m, uint32_t *n_pass, int32_t id)
+{
+    if (*n_pass == m->cls.cap_unc) {
+        uint32_t nc = m->cls.cap_unc ? m->cls.cap_unc * 2 : 1024;
+        int32_t *p = realloc(m->cls.unc, nc * sizeof *p);
+        if (!p) return false;
+        m->cls.unc = p;
+        m->cls.cap_unc = nc;
+    }
+    m->cls.unc[(*n_pass)++] = id;
+    return true;
+}
+
 static bool cache_store(struct mcache_ent *e, uint64_t h, const struct gram_stack *s, uint32_t n,
                         const int32_t *ids, uint32_t n_ids)
 {
@@ -613,14 +628,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 m->stats.checked_tokens++;
                 if (!check_token(m, &st[i], id)) continue;
                 set_bit(mask, id);
-                if (n_pass == m->cls.cap_unc) {
-                    uint32_t nc = m->cls.cap_unc ? m->cls.cap_unc * 2 : 1024;
-                    int32_t *p = realloc(m->cls.unc, nc * sizeof *p);
-                    if (!p) goto fail;
-                    m->cls.unc = p;
-                    m->cls.cap_unc = nc;
-                }
-                m->cls.unc[n_pass++] = id;
+                if (!pass_add(m, &n_pass, id)) goto fail;
             }
         }
         /* the control tokens the grammar names: in no trie, so checked here */
@@ -631,14 +639,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 m->stats.checked_tokens++;
                 if (!check_token(m, &st[i], id)) continue;
                 set_bit(mask, id);
-                if (n_pass == m->cls.cap_unc) {
-                    uint32_t nc = m->cls.cap_unc ? m->cls.cap_unc * 2 : 1024;
-                    int32_t *p = realloc(m->cls.unc, nc * sizeof *p);
-                    if (!p) goto fail;
-                    m->cls.unc = p;
-                    m->cls.cap_unc = nc;
-                }
-                m->cls.unc[n_pass++] = id;
+                if (!pass_add(m, &n_pass, id)) goto fail;
             }
         }
         cache_store(e, h, st, n, m->cls.unc, n_pass);
