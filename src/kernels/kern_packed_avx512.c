@@ -119,6 +119,10 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
 
 /* ---------------------------------------------------------------- matmul over the copy */
 
+#ifndef PK_AHEAD
+#define PK_AHEAD 2
+#endif
+
 #define PK_DEFINE(name, fmt)                                                                   \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
     static void name##_matmul(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, \
@@ -145,8 +149,13 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
                         const int64_t hi = r1 - p * PN_ROWS < PN_ROWS ? r1 - p * PN_ROWS : PN_ROWS; \
                         const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1)); \
                         const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;       \
+                        /* the chunk PK_AHEAD steps on (panels, then the next chunk) */        \
+                        const int64_t ahead = (p - pb) + PK_AHEAD;                             \
+                        const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes +  \
+                                              (size_t)(c + ahead / (pe - pb)) * cfull;         \
                         for (int tt = fused ? 0 : t, uu = 0; tt <= t; tt += PN_NT, uu++)       \
-                            name##_run(src, nbc, (const uint8_t *)A + (size_t)tt * as, as, b0, \
+                            name##_run(src, tt == t ? next : NULL, nbc,                        \
+                                       (const uint8_t *)A + (size_t)tt * as, as, b0,           \
                                        &S[fused ? uu : 0],                                     \
                                        n_tok - tt < PN_NT ? n_tok - tt : PN_NT,                \
                                        Y + (size_t)tt * ldy + p * PN_ROWS, ldy, m, b0 == 0);   \

@@ -44,6 +44,8 @@ static void help(void)
            "                          governance report (see tern bench --suite --help)\n"
            "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
+           "  --no-repack             keep the weights mmap-only (no copy repacked at load; the\n"
+           "                          bytes repacked are printed to stderr otherwise)\n"
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
            "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
            "                          vs recompute of a 2048-token prefix); first -t value used\n"
@@ -179,7 +181,7 @@ int cmd_bench(int argc, char **argv)
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, dp[MAX_LIST] = {0};
     long long reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
-    bool json = false, profile = false, prompt_cache = false, reps_set = false;
+    bool json = false, profile = false, prompt_cache = false, reps_set = false, no_repack = false;
     struct cli_draft_opts dro = {0};
     struct cli_grammar_opts gro;
     cli_grammar_opts_init(&gro);
@@ -196,6 +198,7 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
+        if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
         if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
@@ -309,9 +312,11 @@ int cmd_bench(int argc, char **argv)
     int rc = CLI_EXIT_OK;
     for (int mi = 0; mi < n_models && rc == 0; mi++) {
         struct tern_model *m;
-        tern_status st = tern_model_load(models[mi], &(struct tern_model_params){.prefault = true}, &m);
+        tern_status st = tern_model_load(
+            models[mi], &(struct tern_model_params){.prefault = true, .no_repack = no_repack}, &m);
         if (st) { rc = cli_report("bench", st); break; }
         const struct tern_model_info *in = tern_model_get_info(m);
+        cli_note_repack("bench", models[mi], in);
         uint64_t params = 0;
         const struct tern_gguf *g = tern_model_gguf(m);
         for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
