@@ -16,7 +16,7 @@
  * Buffers are filled and touched before timing (first touch of fresh memory is slow on this
  * VM). Each figure is the median of the repetitions, with min and max.
  *
- * Usage: bench_kernels [reps]   (default 7) */
+ * Usage: bench_kernels [-t TYPE] [reps]   (default 7; -t: only that weight type, e.g. q8_0) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +37,17 @@ static struct stats summarize(double *v, int n)
 
 int main(int argc, char **argv)
 {
-    const int reps = argc > 1 ? atoi(argv[1]) : 7;
+    int argi = 1, only = -1;
+    if (argi + 1 < argc && !strcmp(argv[argi], "-t")) {
+        if (tern_type_from_name(argv[argi + 1], &only) != TERN_OK) {
+            fprintf(stderr, "bench_kernels: unknown type '%s'\n", argv[argi + 1]);
+            return 2;
+        }
+        argi += 2;
+    }
+    const int reps = argi < argc ? atoi(argv[argi]) : 7;
     if (reps < 1) {
-        fprintf(stderr, "usage: bench_kernels [reps >= 1]\n");
+        fprintf(stderr, "usage: bench_kernels [-t TYPE] [reps >= 1]\n");
         return 2;
     }
     kern_init();
@@ -58,6 +66,7 @@ int main(int argc, char **argv)
     printf("%-5s | %-28s | %-30s\n", "type", "decode n_tok=1, GB/s weights",
            "prefill n_tok=512 896x4864, GFLOP/s");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        if (only >= 0 && types[ti] != only) continue;
         const struct quant_traits *tr = quant_traits_get(types[ti]);
         const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
         const size_t row_bytes = quant_row_bytes(types[ti], k);

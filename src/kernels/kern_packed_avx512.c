@@ -123,22 +123,33 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
 #define PK_AHEAD 2
 #endif
 
+/* The driver: row blocks of PN_MB panels; per k chunk, up to 16 tokens run every token tile on
+ * a panel at once (the fused order of the on-the-fly panels: each chunk comes from memory once);
+ * more tokens take the tiles one after the other over the row block's chunks, which stay in L2.
+ * Prefetches run one pass ahead of the reads (PK_AHEAD panel chunks on), in the pass that first
+ * reads a chunk. Q4_K's scales are unpacked once per chunk when many tiles read them. */
 #define PK_DEFINE(name, fmt)                                                                   \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
     static void name##_matmul(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, \
                               int64_t r0, int64_t r1, float *Y, int64_t ldy)                   \
     {                                                                                          \
         struct pn_act S[PN_FUSE_TILES];                                                        \
+        float xs[PN_MB][2 * PN_NS * PN_ROWS] __attribute__((aligned(64)));                     \
         const int bpc = PN_KC / PN_BLK(fmt);                                                   \
         const int64_t nb = k / PN_BLK(fmt);                                                    \
         const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
         const int fused = n_tok <= PN_FUSE_TILES * PN_NT; /* all token tiles per panel */      \
+        const int expand = !fused && fmt == PN_Q4_K;                                           \
         const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;                    \
         for (int64_t pb = p0; pb < p1; pb += PN_MB) {                                          \
             const int64_t pe = pb + PN_MB < p1 ? pb + PN_MB : p1;                              \
             int64_t c = 0;                                                                     \
             for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {                                    \
                 const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                          \
+                if (expand)                                                                    \
+                    for (int64_t p = pb; p < pe; p++)                                          \
+                        pn_st_scales(fmt, P + (size_t)p * pbytes + (size_t)c * cfull, nbc,     \
+                                     xs[p - pb]);                                              \
                 for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++) {                           \
                     const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;                      \
                     const uint8_t *At = (const uint8_t *)A + (size_t)t * as;                   \
@@ -154,7 +165,8 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
                         const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes +  \
                                               (size_t)(c + ahead / (pe - pb)) * cfull;         \
                         for (int tt = fused ? 0 : t, uu = 0; tt <= t; tt += PN_NT, uu++)       \
-                            name##_run(src, tt == t ? next : NULL, nbc,                        \
+                            name##_run(src, expand ? xs[p - pb] : NULL,                        \
+                                       tt == t && (fused || t == 0) ? next : NULL, nbc,        \
                                        (const uint8_t *)A + (size_t)tt * as, as, b0,           \
                                        &S[fused ? uu : 0],                                     \
                                        n_tok - tt < PN_NT ? n_tok - tt : PN_NT,                \

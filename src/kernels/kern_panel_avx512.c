@@ -414,7 +414,7 @@ static void pn_pack(pn_pack_fn pack, pn_pack16_fn pack16, int fmt, struct pn_pan
                         pn_pack(packer, packer16, fmt, &panels[0], (const uint8_t *)W, ws, r,  \
                                 nrow, b0, nbc);                                                \
                         for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++)                     \
-                            name##_run((const uint8_t *)&panels[0], NULL, nbc, (const uint8_t *)A + (size_t)t * as,   \
+                            name##_run((const uint8_t *)&panels[0], NULL, NULL, nbc, (const uint8_t *)A + (size_t)t * as,   \
                                        as, b0, &S[u], n_tok - t < PN_NT ? n_tok - t : PN_NT,   \
                                        Y + (size_t)t * ldy + r, ldy,                           \
                                        (__mmask16)((1u << nrow) - 1), b0 == 0);                \
@@ -433,7 +433,7 @@ static void pn_pack(pn_pack_fn pack, pn_pack16_fn pack16, int fmt, struct pn_pan
                     for (int p = 0; p < np; p++) {                                             \
                         const int64_t r = rb + (int64_t)p * PN_ROWS;                           \
                         const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;   \
-                        name##_run((const uint8_t *)&panels[p], NULL, nbc, At, as, b0, &S[0], nt,                     \
+                        name##_run((const uint8_t *)&panels[p], NULL, NULL, nbc, At, as, b0, &S[0], nt,                     \
                                    Y + (size_t)t * ldy + r, ldy,                               \
                                    (__mmask16)((1u << nrow) - 1), b0 == 0);                    \
                     }                                                                          \

@@ -212,9 +212,11 @@ PN_INLINE __m512 pn_k4_scale(const uint8_t *hdr, int j, int mins)
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(v));
 }
 
-/* the 16 rows' scale (mins = 0) or min scale (mins = 1) of sub-block s; nbc: blocks in the chunk */
-PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, int nbc, int s, int mins)
+/* the 16 rows' scale (mins = 0) or min scale (mins = 1) of sub-block s; nbc: blocks in the chunk;
+ * xs: NULL, or those of the stored chunk src already as floats (pn_st_scales) */
+PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int nbc, int s, int mins)
 {
+    if (st && xs) return _mm512_load_ps(xs + PN_ROWS * (s + (mins ? PN_NS : 0)));
     if (!st) {
         const struct pn_panel *P = (const struct pn_panel *)src;
         return _mm512_load_ps(mins ? P->m[s] : P->d[s]);
@@ -224,14 +226,25 @@ PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, int nbc, int s, int 
     return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + 32 * s)));
 }
 
+/* The scales and mins of every sub-block of stored chunk src as pn_ws gives them, into xs
+ * (2 * PN_NS * PN_ROWS floats, 64-byte aligned): for Q4_K, whose scales cost some fifteen
+ * instructions a sub-block to unpack, once per chunk instead of once per token tile. */
+PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
+{
+    for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
+        _mm512_store_ps(xs + PN_ROWS * s, pn_ws(fmt, 1, src, NULL, nbc, s, 0));
+        if (PN_MINS(fmt)) _mm512_store_ps(xs + PN_ROWS * (PN_NS + s), pn_ws(fmt, 1, src, NULL, nbc, s, 1));
+    }
+}
+
 /* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt, st and nt
  * are constants after inlining. next (stored layout only, else NULL): the chunk the caller runs
  * next, prefetched a block's share at a time. The hardware prefetchers stop at every 4 KB page
  * and each chunk is a new stream; without this the copy was slower than repacking on the fly
  * with its prefetches (bench_smallm, 8-16 tokens). */
-PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const uint8_t *next, int nbc,
-                       const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int nt,
-                       __m512 acc[PN_NT])
+PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
+                       int nbc, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
+                       int nt, __m512 acc[PN_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     const int nl = st ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
@@ -261,12 +274,12 @@ PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const uint8_t *next,
                         x[j] = pn_dot_bcast(x[j], w, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g));
                 }
             }
-            const __m512 dw = pn_ws(fmt, st, src, nbc, s, 0);
+            const __m512 dw = pn_ws(fmt, st, src, xs, nbc, s, 0);
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
                                          _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
             if (PN_MINS(fmt) || fmt == PN_Q5_1) {
-                const __m512 dm = pn_ws(fmt, st, src, nbc, s, 1);
+                const __m512 dm = pn_ws(fmt, st, src, xs, nbc, s, 1);
                 for (int j = 0; j < nt; j++)
                     acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
             }
@@ -276,33 +289,34 @@ PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const uint8_t *next,
 
 /* One panel x nt tokens x one chunk, accumulated into Y (first chunk: stored); m: the rows of
  * the panel to write. */
-PN_INLINE void pn_panel_tokens(int fmt, int st, const uint8_t *src, const uint8_t *next, int nbc,
-                               const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
-                               int nt, float *Y, int64_t ldy, __mmask16 m, int first)
+PN_INLINE void pn_panel_tokens(int fmt, int st, const uint8_t *src, const float *xs,
+                               const uint8_t *next, int nbc, const uint8_t *A, size_t as,
+                               int64_t b0, const struct pn_act *S, int nt, float *Y, int64_t ldy,
+                               __mmask16 m, int first)
 {
     __m512 acc[PN_NT];
     for (int j = 0; j < nt; j++)
         acc[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, Y + j * ldy);
-    pn_tile(fmt, st, src, next, nbc, A, as, b0, S, nt, acc);
+    pn_tile(fmt, st, src, xs, next, nbc, A, as, b0, S, nt, acc);
     for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(Y + j * ldy, m, acc[j]);
 }
 
 /* name##_run: pn_panel_tokens for fmt and layout st, one copy per tile width (the token loops
  * fully unrolled). */
 #define PN_DEFINE_RUN(name, fmt, st)                                                           \
-    static void name##_run(const uint8_t *src, const uint8_t *next, int nbc, const uint8_t *A, \
-                           size_t as, int64_t b0, const struct pn_act *S, int nt, float *Y,    \
-                           int64_t ldy, __mmask16 m, int first)                                \
+    static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,  \
+                           const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,    \
+                           int nt, float *Y, int64_t ldy, __mmask16 m, int first)              \
     {                                                                                          \
         switch (nt) {                                                                          \
-        case 8: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 8, Y, ldy, m, first); break; \
-        case 7: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 7, Y, ldy, m, first); break; \
-        case 6: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 6, Y, ldy, m, first); break; \
-        case 5: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 5, Y, ldy, m, first); break; \
-        case 4: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 4, Y, ldy, m, first); break; \
-        case 3: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 3, Y, ldy, m, first); break; \
-        case 2: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 2, Y, ldy, m, first); break; \
-        default: pn_panel_tokens(fmt, st, src, next, nbc, A, as, b0, S, 1, Y, ldy, m, first); break;\
+        case 8: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 8, Y, ldy, m, first); break; \
+        case 7: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 7, Y, ldy, m, first); break; \
+        case 6: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 6, Y, ldy, m, first); break; \
+        case 5: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 5, Y, ldy, m, first); break; \
+        case 4: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 4, Y, ldy, m, first); break; \
+        case 3: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 3, Y, ldy, m, first); break; \
+        case 2: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 2, Y, ldy, m, first); break; \
+        default: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 1, Y, ldy, m, first); break;\
         }                                                                                      \
     }
 
