@@ -119,30 +119,79 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
 
 /* ---------------------------------------------------------------- matmul over the copy */
 
+#ifndef PK_MB
+#define PK_MB 8
+#endif
+#ifndef PK_SEG
+#define PK_SEG 16 /* chunks per segment of the few-token driver (8192 elements of k) */
+#endif
 #ifndef PK_AHEAD
 #define PK_AHEAD 2
 #endif
 
-/* The driver: row blocks of PN_MB panels; per k chunk, up to 16 tokens run every token tile on
- * a panel at once (the fused order of the on-the-fly panels: each chunk comes from memory once);
- * more tokens take the tiles one after the other over the row block's chunks, which stay in L2.
- * Prefetches run one pass ahead of the reads (PK_AHEAD panel chunks on), in the pass that first
- * reads a chunk. Q4_K's scales are unpacked once per chunk when many tiles read them. */
+/* The driver. Up to 16 tokens (decode and the server's batched steps, where the copy streams
+ * from DRAM once per call): k is cut into segments of PK_SEG chunks whose activations are
+ * prepared once per call, and each panel's chunks of a segment are read in memory order, every
+ * token tile on each chunk at once — for k up to PK_SEG chunks one sequential stream through
+ * the copy. Prefetches run PK_AHEAD chunks ahead of the reads in that order (the hardware
+ * prefetchers drop a stream at every 4 KB page). More tokens (prefill): row blocks of PK_MB
+ * panels, whose chunks stay in L2 while the token tiles take them one after the other, as the
+ * on-the-fly panels do; Q4_K's scales are unpacked once per chunk there. */
 #define PK_DEFINE(name, fmt)                                                                   \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
+    static void name##_few(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k,   \
+                           int64_t r0, int64_t r1, float *Y, int64_t ldy)                      \
+    {                                                                                          \
+        struct pn_act S[PK_SEG][PN_FUSE_TILES];                                                \
+        const int bpc = PN_KC / PN_BLK(fmt);                                                   \
+        const int64_t nb = k / PN_BLK(fmt), nch = (nb + bpc - 1) / bpc;                        \
+        const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
+        const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;                    \
+        for (int64_t cs = 0; cs < nch; cs += PK_SEG) {                                         \
+            const int nseg = nch - cs < PK_SEG ? (int)(nch - cs) : PK_SEG;                     \
+            for (int ci = 0; ci < nseg; ci++) {                                                \
+                const int64_t b0 = (cs + ci) * bpc;                                            \
+                const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                          \
+                for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++)                             \
+                    pn_act_prepare(fmt, (const uint8_t *)A + (size_t)t * as, as,               \
+                                   n_tok - t < PN_NT ? n_tok - t : PN_NT, b0, nbc, &S[ci][u]); \
+            }                                                                                  \
+            for (int64_t p = p0; p < p1; p++) {                                                \
+                const int64_t lo = r0 > p * PN_ROWS ? r0 - p * PN_ROWS : 0;                     \
+                const int64_t hi = r1 - p * PN_ROWS < PN_ROWS ? r1 - p * PN_ROWS : PN_ROWS;     \
+                const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));         \
+                for (int ci = 0; ci < nseg; ci++) {                                            \
+                    const int64_t c = cs + ci, b0 = c * bpc;                                   \
+                    const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                      \
+                    const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;           \
+                    const int64_t ahead = (p - p0) * nseg + ci + PK_AHEAD;                     \
+                    const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes +           \
+                                          (size_t)(cs + ahead % nseg) * cfull;                 \
+                    for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++)                         \
+                        name##_run(src, NULL, t == 0 ? next : NULL, nbc,                       \
+                                   (const uint8_t *)A + (size_t)t * as, as, b0, &S[ci][u],     \
+                                   n_tok - t < PN_NT ? n_tok - t : PN_NT,                      \
+                                   Y + (size_t)t * ldy + p * PN_ROWS, ldy, m, c == 0);         \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
     static void name##_matmul(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, \
                               int64_t r0, int64_t r1, float *Y, int64_t ldy)                   \
     {                                                                                          \
-        struct pn_act S[PN_FUSE_TILES];                                                        \
-        float xs[PN_MB][2 * PN_NS * PN_ROWS] __attribute__((aligned(64)));                     \
+        if (n_tok <= PN_FUSE_TILES * PN_NT) {                                                  \
+            name##_few(P, A, as, n_tok, k, r0, r1, Y, ldy);                                    \
+            return;                                                                            \
+        }                                                                                      \
+        struct pn_act S;                                                                       \
+        float xs[PK_MB][2 * PN_NS * PN_ROWS] __attribute__((aligned(64)));                     \
         const int bpc = PN_KC / PN_BLK(fmt);                                                   \
         const int64_t nb = k / PN_BLK(fmt);                                                    \
         const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
-        const int fused = n_tok <= PN_FUSE_TILES * PN_NT; /* all token tiles per panel */      \
-        const int expand = !fused && fmt == PN_Q4_K;                                           \
+        const int expand = fmt == PN_Q4_K;                                                     \
         const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;                    \
-        for (int64_t pb = p0; pb < p1; pb += PN_MB) {                                          \
-            const int64_t pe = pb + PN_MB < p1 ? pb + PN_MB : p1;                              \
+        for (int64_t pb = p0; pb < p1; pb += PK_MB) {                                          \
+            const int64_t pe = pb + PK_MB < p1 ? pb + PK_MB : p1;                              \
             int64_t c = 0;                                                                     \
             for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {                                    \
                 const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                          \
@@ -150,27 +199,23 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
                     for (int64_t p = pb; p < pe; p++)                                          \
                         pn_st_scales(fmt, P + (size_t)p * pbytes + (size_t)c * cfull, nbc,     \
                                      xs[p - pb]);                                              \
-                for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++) {                           \
+                for (int t = 0; t < n_tok; t += PN_NT) {                                       \
                     const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;                      \
                     const uint8_t *At = (const uint8_t *)A + (size_t)t * as;                   \
-                    pn_act_prepare(fmt, At, as, nt, b0, nbc, &S[fused ? u : 0]);               \
-                    if (fused && t + PN_NT < n_tok) continue; /* prepare the next tile too */  \
+                    pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);                              \
                     for (int64_t p = pb; p < pe; p++) {                                        \
                         const int64_t lo = r0 > p * PN_ROWS ? r0 - p * PN_ROWS : 0;             \
                         const int64_t hi = r1 - p * PN_ROWS < PN_ROWS ? r1 - p * PN_ROWS : PN_ROWS; \
                         const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1)); \
                         const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;       \
-                        /* the chunk PK_AHEAD steps on (panels, then the next chunk) */        \
+                        /* the chunk PK_AHEAD steps on (panels, then the next chunk), fetched  \
+                         * by the first tile: the later ones find the row block in L2 */       \
                         const int64_t ahead = (p - pb) + PK_AHEAD;                             \
                         const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes +  \
                                               (size_t)(c + ahead / (pe - pb)) * cfull;         \
-                        for (int tt = fused ? 0 : t, uu = 0; tt <= t; tt += PN_NT, uu++)       \
-                            name##_run(src, expand ? xs[p - pb] : NULL,                        \
-                                       tt == t && (fused || t == 0) ? next : NULL, nbc,        \
-                                       (const uint8_t *)A + (size_t)tt * as, as, b0,           \
-                                       &S[fused ? uu : 0],                                     \
-                                       n_tok - tt < PN_NT ? n_tok - tt : PN_NT,                \
-                                       Y + (size_t)tt * ldy + p * PN_ROWS, ldy, m, b0 == 0);   \
+                        name##_run(src, expand ? xs[p - pb] : NULL, t == 0 ? next : NULL, nbc, \
+                                   At, as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS, ldy, \
+                                   m, b0 == 0);                                                \
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \

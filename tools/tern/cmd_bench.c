@@ -23,6 +23,14 @@
 
 #define MAX_LIST 16
 
+/* CPU seconds used by the whole process so far. */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void help(void)
 {
     printf("usage: tern bench (-m MODEL | --synthetic SHAPE:TYPE)... [options]\n"
@@ -39,7 +47,8 @@ static void help(void)
            "  -b, --batch-size N      prompt batch size (default 512)\n"
            "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
            "                          (default 0; filled once per test, untimed)\n"
-           "  --json                  JSON array, one object per test (llama-bench field names)\n"
+           "  --json                  JSON array, one object per test (llama-bench field names,\n"
+           "                          plus avg_cpu_ms: process CPU time per run)\n"
            "  --suite FILE            instead of pp/tg: time a suite of chat prompts and write the\n"
            "                          governance report (see tern bench --suite --help)\n"
            "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
@@ -364,6 +373,7 @@ int cmd_bench(int argc, char **argv)
                     tern_context_profile_reset(ctx);
                     sample_seconds = 0;
                     double sum = 0, sq = 0, total_s = 0;
+                    const double cpu0 = process_cpu_s();
                     for (int r = 0; r < reps; r++) {
                         double t = run_once(ctx, smp, in->n_vocab, np, ng, depth, buf);
                         if (t < 0) { rc = 1; break; }
@@ -372,6 +382,7 @@ int cmd_bench(int argc, char **argv)
                         sum += res.samples[r];
                     }
                     if (rc) break;
+                    const double cpu_s = (process_cpu_s() - cpu0) / reps; /* per run */
                     res.avg = sum / reps;
                     for (int r = 0; r < reps; r++) sq += (res.samples[r] - res.avg) * (res.samples[r] - res.avg);
                     res.sd = reps > 1 ? sqrt(sq / (reps - 1)) : 0.0;
@@ -396,6 +407,9 @@ int cmd_bench(int argc, char **argv)
                         cJSON *samples = cli_json_arr(o, "samples_ts");
                         for (int r = 0; r < reps; r++) cli_json_num(samples, NULL, res.samples[r]);
                         cli_json_str(o, "timed", "forward passes + greedy sampling; tokenization excluded");
+                        /* the process's CPU time per run (all threads, spinning included): a
+                         * measure that load from other processes inflates far less than wall time */
+                        cli_json_num(o, "avg_cpu_ms", cpu_s * 1e3);
                         if (profile) {
                             cJSON *pa = cli_json_arr(o, "profile");
                             for (int k = 0; k < TERN_PROF_COUNT; k++) {
