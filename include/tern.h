@@ -309,7 +309,8 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
                                       int n_threads, struct tern_model **out);
 /* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
  * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
- * Q4_0 / Q8_0). Then a batch's logits equal one-token decoding's without exact batches. */
+ * Q4_0 / Q8_0, and Q4_K matrices repacked at load). Then a batch's logits equal one-token
+ * decoding's without exact batches. */
 bool tern_model_batch_invariant(const struct tern_model *m);
 
 /* ===================================================================== context */
