@@ -12,6 +12,8 @@
  *   runs the 256-bit tiles mmap-only, so there the two agree within float summation order.
  * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K too
  *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q8_0, Q4_0 only).
+ * - a model repacked on avx512 and then run on the scalar path (kern_force_isa) reads its
+ *   released file rows again and gives the mmap-only model's bits there.
  * - TERN_REPACK=0 in the environment turns it off like no_repack. */
 #include "test_support.h"
 
@@ -89,6 +91,14 @@ static void check_model(const char *name, bool invariant_unpacked, bool pure)
         else
             assert_true(maxd <= 1e-4 * maxv);
         if (avx512 && pure) assert_true(tern_model_batch_invariant(mr));
+        if (avx512 && kern_force_isa("scalar")) {
+            /* another path forced after loading reads the released file rows again */
+            float *c = run(mr, &nv), *d = run(mm, &nv);
+            assert_memory_equal(c, d, (size_t)(N_PROMPT + N_GEN) * nv * sizeof *c);
+            free(c);
+            free(d);
+            assert_true(kern_force_isa("avx512"));
+        }
         free(a);
         free(b);
         tern_model_free(mr);

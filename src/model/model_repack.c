@@ -8,7 +8,8 @@
  * formats and the kernel path that have a layout (today: Q8_0, Q4_0, Q4_K on avx512); the rest
  * keep reading the mapping. The copies share one buffer the model owns (model->packed_buf), in
  * transparent huge pages where the kernel gives them (fewer TLB misses when decode streams the
- * whole copy), and are reported in tern_model_info.repacked_bytes.
+ * whole copy), and are reported in tern_model_info.repacked_bytes (0 also when the buffer or
+ * the packing threads could not be had: the model then simply runs mmap-only).
  *
  * When the kernel path reads the copy for every batch size (kern_packed_replaces), the matmuls
  * never read the original rows again, so their pages are handed back (madvise MADV_DONTNEED on
@@ -107,16 +108,14 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
         void *buf = NULL;
         if (posix_memalign(&buf, REPACK_ALIGN, size) != 0) buf = NULL;
         if (!buf) {
-            st = tern_fail(TERN_ERR_NOMEM, "out of memory for %zu bytes of repacked weights "
-                           "(load with repacking off: tern_model_params.no_repack, --no-repack)",
-                           total);
+            /* not fatal: the model runs mmap-only, and repacked_bytes = 0 says so */
         } else {
             madvise(buf, size, MADV_HUGEPAGE); /* a hint: fine if refused */
             for (int i = 0; i < n; i++) dst[i] = (char *)buf + (uintptr_t)dst[i];
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);
             struct tp *pool = NULL;
-            if ((st = tp_create(cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus, &pool))) {
-                free(buf);
+            if (tp_create(cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus, &pool) != TERN_OK) {
+                free(buf); /* likewise: mmap-only */
             } else {
                 struct pack_job job = {.w = todo, .dst = dst, .n = n, .total_panels = panels};
                 tp_run(pool, pack_chunk, &job, (int)(panels < 64 ? panels : 64));
