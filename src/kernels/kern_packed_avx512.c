@@ -120,7 +120,9 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
 /* ---------------------------------------------------------------- matmul over the copy */
 
 #ifndef PK_MB
-#define PK_MB 8
+#define PK_MB 32 /* panels per row block with many tokens: a 512-row block's chunk, 278 KB of
+                  * Q8_0, stays in L2 while the token tiles take it; 8 (as the on-the-fly panels)
+                  * gave 531-569 GFLOP/s in bench_kernels where 32 gave 558-632 (same minutes) */
 #endif
 #ifndef PK_SEG
 #define PK_SEG 16 /* chunks per segment of the few-token driver (8192 elements of k) */
@@ -184,7 +186,8 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
             return;                                                                            \
         }                                                                                      \
         struct pn_act S;                                                                       \
-        float xs[PK_MB][2 * PN_NS * PN_ROWS] __attribute__((aligned(64)));                     \
+        /* Q4_K's unpacked scales (64 KB); one row for the others */                           \
+        float xs[fmt == PN_Q4_K ? PK_MB : 1][2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(64))); \
         const int bpc = PN_KC / PN_BLK(fmt);                                                   \
         const int64_t nb = k / PN_BLK(fmt);                                                    \
         const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \

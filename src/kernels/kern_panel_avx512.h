@@ -161,6 +161,7 @@ static inline void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, 
  * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
 #define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : 2048) /* per block */
 #define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
+#define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
 
 /* Bytes of one stored chunk of nbc blocks. */
 PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
@@ -216,7 +217,7 @@ PN_INLINE __m512 pn_k4_scale(const uint8_t *hdr, int j, int mins)
  * xs: NULL, or those of the stored chunk src already as floats (pn_st_scales) */
 PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int nbc, int s, int mins)
 {
-    if (st && xs) return _mm512_load_ps(xs + PN_ROWS * (s + (mins ? PN_NS : 0)));
+    if (st && xs) return _mm512_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)));
     if (!st) {
         const struct pn_panel *P = (const struct pn_panel *)src;
         return _mm512_load_ps(mins ? P->m[s] : P->d[s]);
@@ -227,13 +228,13 @@ PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int
 }
 
 /* The scales and mins of every sub-block of stored chunk src as pn_ws gives them, into xs
- * (2 * PN_NS * PN_ROWS floats, 64-byte aligned): for Q4_K, whose scales cost some fifteen
+ * (2 * PN_ST_NS * PN_ROWS floats, 64-byte aligned): for Q4_K, whose scales cost some fifteen
  * instructions a sub-block to unpack, once per chunk instead of once per token tile. */
 PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
 {
     for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
         _mm512_store_ps(xs + PN_ROWS * s, pn_ws(fmt, 1, src, NULL, nbc, s, 0));
-        if (PN_MINS(fmt)) _mm512_store_ps(xs + PN_ROWS * (PN_NS + s), pn_ws(fmt, 1, src, NULL, nbc, s, 1));
+        if (PN_MINS(fmt)) _mm512_store_ps(xs + PN_ROWS * (PN_ST_NS + s), pn_ws(fmt, 1, src, NULL, nbc, s, 1));
     }
 }
 

@@ -162,6 +162,7 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     }
     m->info.weight_bytes = src->info.weight_bytes - before + after;
     m->info.repacked_bytes = total;
+    m->info.released_bytes = 0; /* src's copies it shares are src's to report */
     free(w);
     free(sw);
     *out = m;
