@@ -9,15 +9,20 @@
  * - prefill: n_tok = 512 tokens against one 896 x 4864 matrix (ffn_down-shaped), reported as
  *   GFLOP/s counting 2*rows*k*n_tok. Activations are quantized beforehand, not timed.
  * - activation quantization: kern_quantize_act of 512 rows of 4864, in GB/s of F32 input.
+ * - packed (Q8_0, Q4_0, Q4_K on avx512): the same two over a copy repacked beforehand
+ *   (kern_packed.h: what a model loaded with repacking runs; packing not timed).
+ * Timed with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID): a machine shared with other work
+ * inflates wall time by up to 2x and CPU time much less (it still shares caches and DRAM).
  * Buffers are filled and touched before timing (first touch of fresh memory is slow on this
  * VM). Each figure is the median of the repetitions, with min and max.
  *
- * Usage: bench_kernels [reps]   (default 7) */
+ * Usage: bench_kernels [-t TYPE] [reps]   (default 7; -t: only that weight type, e.g. q8_0) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
@@ -32,14 +37,22 @@ static struct stats summarize(double *v, int n)
 
 int main(int argc, char **argv)
 {
-    const int reps = argc > 1 ? atoi(argv[1]) : 7;
+    int argi = 1, only = -1;
+    if (argi + 1 < argc && !strcmp(argv[argi], "-t")) {
+        if (tern_type_from_name(argv[argi + 1], &only) != TERN_OK) {
+            fprintf(stderr, "bench_kernels: unknown type '%s'\n", argv[argi + 1]);
+            return 2;
+        }
+        argi += 2;
+    }
+    const int reps = argi < argc ? atoi(argv[argi]) : 7;
     if (reps < 1) {
-        fprintf(stderr, "usage: bench_kernels [reps >= 1]\n");
+        fprintf(stderr, "usage: bench_kernels [-t TYPE] [reps >= 1]\n");
         return 2;
     }
     kern_init();
-    printf("kernel path: %s, 1 thread, %d repetitions (median [min .. max])\n", kern_isa_name(),
-           reps);
+    printf("kernel path: %s, 1 thread, thread CPU time, %d repetitions (median [min .. max])\n",
+           kern_isa_name(), reps);
     const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
                          TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
                          TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
@@ -53,6 +66,7 @@ int main(int argc, char **argv)
     printf("%-5s | %-28s | %-30s\n", "type", "decode n_tok=1, GB/s weights",
            "prefill n_tok=512 896x4864, GFLOP/s");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        if (only >= 0 && types[ti] != only) continue;
         const struct quant_traits *tr = quant_traits_get(types[ti]);
         const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
         const size_t row_bytes = quant_row_bytes(types[ti], k);
@@ -71,27 +85,37 @@ int main(int argc, char **argv)
         for (int c = 1; c < copies; c++) memcpy(W + (size_t)c * base_bytes, W, base_bytes);
         for (int64_t t = 0; t < n_tok; t++) kern_quantize_act(at->type, act + t * k, A + t * a_row, k);
 
-        /* decode: one pass over all rows, warm-up pass first */
-        kern_matmul(types[ti], W, row_bytes, A, a_row, 1, k, 0, rows, Y, rows);
-        for (int i = 0; i < reps; i++) {
-            const double t0 = now_s();
-            kern_matmul(types[ti], W, row_bytes, A, a_row, 1, k, 0, rows, Y, rows);
-            times[i] = (double)(row_bytes * (size_t)rows) / (now_s() - t0) * 1e-9;
-        }
-        const struct stats dec = summarize(times, reps);
+        /* the matmul over W (P == NULL) or over its packed copy P */
+        const size_t pn = kern_packed_size(types[ti], rows, k);
+        void *P = pn ? aligned_alloc(64, pn) : NULL;
+        if (P) kern_pack(types[ti], W, row_bytes, rows, k, 0, rows, P);
+        for (int pk = 0; pk < (P ? 2 : 1); pk++) {
+            const void *Pk = pk ? P : NULL;
+            /* decode: one pass over all rows, warm-up pass first */
+            kern_matmul_packed(types[ti], W, row_bytes, Pk, A, a_row, 1, k, 0, rows, Y, rows);
+            for (int i = 0; i < reps; i++) {
+                const double t0 = thread_cpu_s();
+                kern_matmul_packed(types[ti], W, row_bytes, Pk, A, a_row, 1, k, 0, rows, Y, rows);
+                times[i] = (double)(row_bytes * (size_t)rows) / (thread_cpu_s() - t0) * 1e-9;
+            }
+            const struct stats dec = summarize(times, reps);
 
-        /* prefill: 512 tokens against the first 896 rows */
-        kern_matmul(types[ti], W, row_bytes, A, a_row, (int)n_tok, k, 0, base_rows, Y, base_rows);
-        for (int i = 0; i < reps; i++) {
-            const double t0 = now_s();
-            kern_matmul(types[ti], W, row_bytes, A, a_row, (int)n_tok, k, 0, base_rows, Y,
-                        base_rows);
-            times[i] = 2.0 * (double)base_rows * (double)k * (double)n_tok / (now_s() - t0) * 1e-9;
+            /* prefill: 512 tokens against the first 896 rows */
+            kern_matmul_packed(types[ti], W, row_bytes, Pk, A, a_row, (int)n_tok, k, 0, base_rows,
+                               Y, base_rows);
+            for (int i = 0; i < reps; i++) {
+                const double t0 = thread_cpu_s();
+                kern_matmul_packed(types[ti], W, row_bytes, Pk, A, a_row, (int)n_tok, k, 0,
+                                   base_rows, Y, base_rows);
+                times[i] = 2.0 * (double)base_rows * (double)k * (double)n_tok /
+                           (thread_cpu_s() - t0) * 1e-9;
+            }
+            const struct stats pre = summarize(times, reps);
+            printf("%-5s%s | %6.2f [%6.2f .. %6.2f] %4d MB | %7.2f [%7.2f .. %7.2f]\n", tr->name,
+                   pk ? " packed" : "", dec.med, dec.min, dec.max,
+                   (int)(row_bytes * (size_t)rows >> 20), pre.med, pre.min, pre.max);
         }
-        const struct stats pre = summarize(times, reps);
-        printf("%-5s | %6.2f [%6.2f .. %6.2f] %4d MB | %7.2f [%7.2f .. %7.2f]\n", tr->name,
-               dec.med, dec.min, dec.max, (int)(row_bytes * (size_t)rows >> 20), pre.med, pre.min,
-               pre.max);
+        free(P);
         fflush(stdout);
         free(W);
         free(A);
@@ -103,10 +127,10 @@ int main(int argc, char **argv)
     for (size_t ai = 0; ai < sizeof act_types / sizeof act_types[0]; ai++) {
         const size_t a_row = quant_row_bytes(act_types[ai], k);
         for (int i = 0; i < reps; i++) {
-            const double t0 = now_s();
+            const double t0 = thread_cpu_s();
             for (int64_t t = 0; t < n_tok; t++)
                 kern_quantize_act(act_types[ai], act + t * k, out + t * a_row, k);
-            times[i] = (double)(n_tok * k * 4) / (now_s() - t0) * 1e-9;
+            times[i] = (double)(n_tok * k * 4) / (thread_cpu_s() - t0) * 1e-9;
         }
         const struct stats q = summarize(times, reps);
         printf("quantize_act %-5s: %6.2f [%6.2f .. %6.2f] GB/s of F32 input\n",

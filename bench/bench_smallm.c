@@ -7,31 +7,38 @@
  * loaded machine does not inflate it the way it inflates wall time. Activations are quantized
  * beforehand, not timed. Each figure is the median of the repetitions. Reported: ms per call and
  * the ratio to n_tok = 1 (the number the server's "8 streams >= 3x one" target needs <= ~3).
- * Besides the routed kernel (what the forward pass runs), `-a` also times the AVX-512 panel and
- * decode kernels directly, for every n_tok, to show where the route's thresholds belong.
+ * Besides the routed kernel (what the forward pass runs on weights not repacked), `-a` also
+ * times the AVX-512 panel and decode kernels directly, for every n_tok, to show where the
+ * route's thresholds belong, and the matmul over a copy repacked beforehand (kern_packed.h,
+ * what a model loaded with repacking runs; packing not timed) for the formats that have one.
  *
- * Usage: bench_smallm [-a] [reps] (default 5) */
+ * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [reps] (default 5; -k: only that kernel of -a,
+ * e.g. packed; -t: only that weight type, e.g. q8_0) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
 #include "bench_util.h"
 
-enum { K_ROUTE, K_PANEL, K_DECODE };
-static const char *const kname[] = {"routed", "panel", "decode"};
+enum { K_ROUTE, K_PANEL, K_DECODE, K_PACKED };
+static const char *const kname[] = {"routed", "panel", "decode", "packed"};
 
-static double time_one(int which, int type, const void *W, size_t ws, const void *A, size_t as,
-                       int n_tok, int64_t k, int64_t rows, float *Y, int reps, double *times)
+static double time_one(int which, int type, const void *W, size_t ws, const void *P,
+                       const void *A, size_t as, int n_tok, int64_t k, int64_t rows, float *Y,
+                       int reps, double *times)
 {
     for (int i = -1; i < reps; i++) { /* i = -1: warm-up */
         const double t0 = thread_cpu_s();
         if (which == K_ROUTE)
             kern_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows);
 #if defined(__x86_64__)
+        else if (which == K_PACKED)
+            kern_avx512_packed_run(type, P, A, as, n_tok, k, 0, rows, Y, rows);
         else if (which == K_PANEL)
             kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, 0, rows, Y, rows);
         else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows) &&
@@ -46,11 +53,29 @@ static double time_one(int which, int type, const void *W, size_t ws, const void
 
 int main(int argc, char **argv)
 {
-    int all = 0, argi = 1;
+    int all = 0, argi = 1, only = -1, kern_only = -1;
     if (argi < argc && !strcmp(argv[argi], "-a")) all = 1, argi++;
+    if (argi + 1 < argc && !strcmp(argv[argi], "-k")) {
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(argv[argi + 1], kname[i])) kern_only = i;
+        if (kern_only < 0) {
+            fprintf(stderr, "bench_smallm: unknown kernel '%s' (routed, panel, decode, packed)\n",
+                    argv[argi + 1]);
+            return 2;
+        }
+        all = 1;
+        argi += 2;
+    }
+    if (argi + 1 < argc && !strcmp(argv[argi], "-t")) {
+        if (tern_type_from_name(argv[argi + 1], &only) != TERN_OK) {
+            fprintf(stderr, "bench_smallm: unknown type '%s'\n", argv[argi + 1]);
+            return 2;
+        }
+        argi += 2;
+    }
     const int reps = argi < argc ? atoi(argv[argi]) : 5;
     if (reps < 1) {
-        fprintf(stderr, "usage: bench_smallm [-a] [reps >= 1]\n");
+        fprintf(stderr, "usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [reps >= 1]\n");
         return 2;
     }
     kern_init();
@@ -68,6 +93,7 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < max_tok * k; i++) act[i] = rnd();
         for (int64_t i = 0; i < 256 * k; i++) xf[i] = rnd() * 0.05f;
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            if (only >= 0 && types[ti] != only) continue;
             const struct quant_traits *tr = quant_traits_get(types[ti]);
             const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
             const size_t ws = quant_row_bytes(types[ti], k), as = quant_row_bytes(at->type, k);
@@ -81,13 +107,17 @@ int main(int argc, char **argv)
             for (int64_t r = 0; r < 256; r++) tr->from_float_ref(xf + r * k, W + r * ws, k);
             for (int64_t r = 256; r < rows; r += 256) memcpy(W + r * ws, W, ws * 256);
             for (int t = 0; t < max_tok; t++) kern_quantize_act(at->type, act + t * k, A + t * as, k);
-            for (int which = 0; which < (all && avx512 ? 3 : 1); which++) {
+            const size_t pn = kern_packed_size(types[ti], rows, k);
+            void *P = pn && all ? aligned_alloc(64, pn) : NULL;
+            if (P) kern_pack(types[ti], W, ws, rows, k, 0, rows, P);
+            for (int which = 0; which < (all && avx512 ? 4 : 1); which++) {
+                if ((which == K_PACKED && !P) || (kern_only >= 0 && which != kern_only)) continue;
                 printf("%-5s k=%-5lld %-6s %5lld MB |", tr->name, (long long)k, kname[which],
                        (long long)(ws * (size_t)rows >> 20));
                 double one = 0;
                 for (int i = 0; i < n_nt; i++) {
-                    const double ms = time_one(which, types[ti], W, ws, A, as, ntoks[i], k, rows,
-                                               Y, reps, times);
+                    const double ms = time_one(which, types[ti], W, ws, P, A, as, ntoks[i], k,
+                                               rows, Y, reps, times);
                     if (ms < 0) {
                         printf("  (none)");
                         break;
@@ -98,6 +128,7 @@ int main(int argc, char **argv)
                 }
                 printf("\n");
             }
+            free(P);
             free(W);
             free(A);
             free(Y);

@@ -263,10 +263,17 @@ struct tern_model_info {
     bool has_rope_long;      /* long/short RoPE factor tensors (phi3 128k): long ones are used when
                                 the context is longer than n_ctx_orig */
     int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
+    uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
+                                repacking at load (the kernels read only the copies; 0 = none) */
 };
 
 struct tern_model_params {
     bool prefault;           /* touch every weight page at load (warm start) */
+    bool no_repack;          /* keep the weights mmap-only: no copy in the kernels' packed layout
+                                (by default Q8_0, Q4_0 and Q4_K matrices are repacked once on
+                                AVX-512, and the file pages they replace are released; README
+                                "Tensor formats and kernels"). TERN_REPACK=0 in the environment
+                                turns repacking off for every load as well. */
 };
 
 struct tern_model;
@@ -282,6 +289,9 @@ tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
+/* The kernel path the matmuls run on this CPU ("avx512", "avx2", "scalar", "neon"; the
+ * environment variable TERN_KERNELS forces one), which decides what repacking does. */
+const char *tern_kernels_name(void);
 int tern_model_n_vocab(const struct tern_model *m);
 /* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);
@@ -299,7 +309,8 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
                                       int n_threads, struct tern_model **out);
 /* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
  * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
- * Q4_0 / Q8_0). Then a batch's logits equal one-token decoding's without exact batches. */
+ * Q4_0 / Q8_0, and Q4_K matrices repacked at load). Then a batch's logits equal one-token
+ * decoding's without exact batches. */
 bool tern_model_batch_invariant(const struct tern_model *m);
 
 /* ===================================================================== context */
@@ -1947,6 +1958,7 @@ struct tern_server_params {
     float draft_p_min;        /* drafter models: stop a request's drafts where the drafter's top
                                  probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
                                  tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
+    bool no_repack;           /* keep the weights mmap-only (tern_model_params.no_repack) */
 };
 struct tern_server_params tern_server_default_params(void);
 

@@ -8,7 +8,8 @@
  * decode kernel to the panels at n_tok = 2 (Q8_0) and 3 (Q4_0), and the panels pack a full
  * 16-row panel by transposes but a partial one row by row, so this is what proves the three
  * sum in the same order. The AVX-512 Q4_K / Q6_K decode kernels (built, not routed: see
- * kern_avx512_decode_kquant) are held to the same bits against the panels directly. The types
+ * kern_avx512_decode_kquant) are held to the same bits against the panels directly, and so is
+ * the matmul over weights repacked at load (kern_matmul_packed: Q8_0, Q4_0, Q4_K). The types
  * the query denies are not checked here (test_kernels holds them to a tolerance). Also: the
  * query's answers per path. */
 #include "test_support.h"
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/kern_invariant.h"
+#include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 
@@ -70,12 +72,30 @@ static void kq_decode(const void *W, size_t ws, const void *A, size_t as, int n_
     assert_true(kern_avx512_decode_kquant(kq_type, W, ws, A, as, n_tok, k, r0, r1, Y, ldy));
 }
 
+/* kern_matmul_packed over pk_P, a packed copy of the W check_type gives it (data_make draws
+ * the same W again for the same type and shape: check_packed packs it first). */
+static int pk_type;
+static void *pk_P;
+static void pk_sub(const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                   int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    kern_matmul_packed(pk_type, W, ws, pk_P, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
 /* Sub-batches of the 64 (through `sub`, or kern_matmul when NULL) against the full batch
  * through kern_matmul; returns the number of comparisons. */
 static int check_type(const char *path, int wtype, int64_t rows, int64_t k, kern_matmul_fn sub)
 {
     struct data d;
     data_make(&d, wtype, rows, k);
+    if (sub == pk_sub) { /* pack this W */
+        const size_t n = kern_packed_size(wtype, rows, k);
+        assert_true(n > 0);
+        pk_type = wtype;
+        pk_P = aligned_alloc(64, (n + 63) & ~(size_t)63);
+        assert_non_null(pk_P);
+        kern_pack(wtype, d.W, d.ws, rows, k, 0, rows, pk_P);
+    }
     const int64_t ldy = rows + 3;
     float *ref = malloc((size_t)(BATCH * ldy) * sizeof *ref);
     float *Y = malloc((size_t)(BATCH * ldy) * sizeof *Y);
@@ -113,6 +133,10 @@ static int check_type(const char *path, int wtype, int64_t rows, int64_t k, kern
     free(ref);
     free(Y);
     data_free(&d);
+    if (sub == pk_sub) {
+        free(pk_P);
+        pk_P = NULL;
+    }
     return n_cmp;
 }
 
@@ -157,8 +181,21 @@ static void test_avx512(void **state)
             print_message("avx512 %s decode kernel: %d cases bit-identical to the panels' batch of %d\n",
                           tern_type_name(kq[i]), n, BATCH);
         }
+        /* Weights repacked at load (kern_packed.h): every n_tok reads the copy, whose tile is
+         * the panels' one; the batch of 64 runs the on-the-fly panels. Rows past one 128-row
+         * block and ranges cut inside a panel (r0 = 5, 17; r1 = rows - 2). */
+        static const int pk[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K};
+        for (int i = 0; i < 3; i++) {
+            const bool kb = pk[i] == TERN_TYPE_Q4_K;
+            const int n = check_type("avx512-packed", pk[i], 37, kb ? 256 * 3 : 32 * 27, pk_sub) +
+                          check_type("avx512-packed", pk[i], 301, kb ? 256 * 5 : 32 * 51, pk_sub) +
+                          check_type("avx512-packed", pk[i], 37, kb ? 256 * 33 : 32 * 301, pk_sub);
+            print_message("avx512 %s packed copy: %d cases bit-identical to the panels' batch of %d\n",
+                          tern_type_name(pk[i]), n, BATCH);
+        }
     }
     assert_true(kern_force_isa("scalar"));
+    assert_int_equal(kern_packed_size(TERN_TYPE_Q8_0, 37, 32 * 27), 0); /* no layout off avx512 */
 }
 
 /* What the query says per path: the claims test_avx512 checks, and no claim for the tiles. */

@@ -16,6 +16,7 @@
 #include <cpuid.h>
 #endif
 
+#include "kernels/kern_packed.h"
 #include "tern.h"
 #if defined(__aarch64__)
 #include "kernels/kern_neon.h"
@@ -154,4 +155,53 @@ void kern_quantize_act(int act_type, const float *x, void *y, int64_t k)
         fn(x, y, k);
     else
         kern_quantize_act_scalar(act_type, x, y, k);
+}
+
+/* ---------------------------------------------------------------- packed copies (kern_packed.h)
+ * Only the avx512 path has a layout; the copy is read only while that path is active. */
+
+size_t kern_packed_size(int wtype, int64_t rows, int64_t k)
+{
+    kern_init();
+#if defined(__x86_64__)
+    if (active == ISA_AVX512) return kern_avx512_packed_size(wtype, rows, k);
+#endif
+    (void)wtype, (void)rows, (void)k;
+    return 0;
+}
+
+void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
+               int64_t r1, void *P)
+{
+#if defined(__x86_64__)
+    kern_avx512_pack(wtype, W, ws, rows, k, r0, r1, P);
+#else
+    (void)wtype, (void)W, (void)ws, (void)rows, (void)k, (void)r0, (void)r1, (void)P;
+#endif
+}
+
+bool kern_packed_replaces(int wtype)
+{
+    kern_init();
+#if defined(__x86_64__)
+    return active == ISA_AVX512 && kern_avx512_packed_size(wtype, 1, 256) > 0 &&
+           kern_avx512_packed_min_tok(wtype) <= 1;
+#else
+    (void)wtype;
+    return false;
+#endif
+}
+
+void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, const void *A,
+                        size_t as, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
+                        int64_t ldy)
+{
+    kern_init();
+#if defined(__x86_64__)
+    if (P && active == ISA_AVX512 && n_tok >= kern_avx512_packed_min_tok(wtype)) {
+        kern_avx512_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+        return;
+    }
+#endif
+    kern_matmul(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }

@@ -28,67 +28,22 @@
  *   k chunk    512 elements (128 groups of 4)      — one panel chunk is 8 KB (+ scales)
  *   token tile PN_NT tokens (8)                    — 8 zmm float accumulators + 8 int32 dots
  * Y accumulates over k chunks (the first chunk stores). Rows past r1 in the last panel are
- * packed as zeros (scale 0) and masked out of the stores. */
+ * packed as zeros (scale 0) and masked out of the stores.
+ *
+ * Q8_0, Q4_0 and Q4_K models loaded with repacking (the default) do not come here: their
+ * matrices were repacked once at load and kern_packed_avx512.c runs the same token tile
+ * (kern_panel_avx512.h) over that copy. This file serves the other formats, mmap-only loads
+ * (--no-repack) and direct kern_matmul callers. */
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_panel_avx512.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
 
-#define PN_ROWS 16
-#define PN_KC 512                 /* elements per k chunk */
-#define PN_NG (PN_KC / 4)         /* groups of 4 bytes per chunk */
-#define PN_NS 32                  /* max sub-blocks per chunk (Q6_K: 512 / 16) */
-#define PN_MB 8
-#define PN_NT 8
-#define PN_FUSE_TILES 2           /* up to 16 tokens: pack a panel, use it at once */
-
-/* One panel (16 rows) x one k chunk: q[G][4*i + c] = byte c of group G of row i (unsigned),
- * d[s][i] = row i's scale of sub-block s (d, or d*sc), m[s][i] = its min scale (Q4_K:
- * dmin*m). */
-struct pn_panel {
-    uint8_t q[PN_NG][64];
-    float d[PN_NS][PN_ROWS];
-    float m[PN_NS][PN_ROWS];
-};
-
-/* Per token of the tile and sub-block of the chunk: the dot's start value, the activation
- * scale, and (Q4_K) the activation scale times the sub-block sum. */
-struct pn_act {
-    int32_t init[PN_NT][PN_NS];
-    float da[PN_NT][PN_NS];
-    float am[PN_NT][PN_NS];
-};
-
-/* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
- * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
-#define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
-#define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
-#define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
-/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
- * P->m = -m and am = s */
-#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
-                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
-                                                   : (int)sizeof(struct quant_block_q8_0))
-#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
-                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
-                                                 : (int)offsetof(struct quant_block_q8_0, qs))
-#define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
-
-#define PN_INLINE static inline __attribute__((always_inline))
-
-/* acc + u8 x s8 4-byte dots of w (16 rows) with the 4 bytes at p broadcast to every lane.
- * Inline asm: gcc 12 surrounds the intrinsic with register copies and does not fold the
- * broadcast load into it (see ../shared/anchors/machine.md §2). */
-PN_INLINE __m512i pn_dot_bcast(__m512i acc, __m512i w, const void *p)
-{
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)p));
-    return acc;
-}
 
 /* ---------------------------------------------------------------- packing
  * Each packer fills the panel for rows [r, r + nrow) (nrow <= 16), blocks [b0, b0 + nbc) of
@@ -246,35 +201,12 @@ typedef void (*pn_pack_fn)(struct pn_panel *, const uint8_t *, int, int64_t, int
  * fill a full panel (16 rows) at once with in-register transposes, so the bytes go from the
  * weight rows to the panel as whole zmm stores; the panel's contents are the same bytes. */
 
-/* Four zmm, each holding four rows' 16 bytes (128-bit lane j of z[m] = row m + 4j, dwords =
- * groups G0..G0+3), become the panel's groups G0..G0+3 (lane i = row i). Two rounds of
- * in-lane unpacks: lane j of the result's dword q is lane j of z[q], i.e. row q + 4j at
- * element 4j + q. */
-PN_INLINE void pn_t4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i out[4])
-{
-    const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
-    const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
-    out[0] = _mm512_unpacklo_epi64(a0, a2);
-    out[1] = _mm512_unpackhi_epi64(a0, a2);
-    out[2] = _mm512_unpacklo_epi64(a1, a3);
-    out[3] = _mm512_unpackhi_epi64(a1, a3);
-}
 PN_INLINE void pn_t4_store(struct pn_panel *P, int G0, __m512i z0, __m512i z1, __m512i z2,
                            __m512i z3)
 {
     __m512i t[4];
     pn_t4(z0, z1, z2, z3, t);
     for (int q = 0; q < 4; q++) _mm512_store_si512((void *)P->q[G0 + q], t[q]);
-}
-
-/* The 16 bytes at p + off of rows m, m + 4, m + 8, m + 12 (rows ws bytes apart) in one zmm. */
-PN_INLINE __m512i pn_ld4(const uint8_t *p, size_t ws, int m, size_t off)
-{
-    const uint8_t *q = p + (size_t)m * ws + off;
-    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q));
-    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 4 * ws)), 1);
-    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 8 * ws)), 2);
-    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 12 * ws)), 3);
 }
 
 /* The fp16 scales at p of 16 rows (ws bytes apart), as floats, lane i = row i. */
@@ -459,118 +391,10 @@ static void pn_pack(pn_pack_fn pack, pn_pack16_fn pack16, int fmt, struct pn_pan
     }
 }
 
-/* ---------------------------------------------------------------- activations */
-
-/* sum of the 32 signed bytes at p */
-PN_INLINE int pn_sum32(const int8_t *p)
-{
-    const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8((char)0x80));
-    const __m256i s = _mm256_sad_epu8(x, _mm256_setzero_si256()); /* of a + 128 */
-    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-}
-
-static void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t b0, int nbc,
-                           struct pn_act *S)
-{
-    for (int j = 0; j < nt; j++) {
-        const uint8_t *row = A + (size_t)j * as;
-        if (fmt == PN_Q8_0 || fmt == PN_Q4_0 || fmt == PN_Q5_0) {
-            const int off = fmt == PN_Q8_0 ? 128 : fmt == PN_Q5_0 ? 16 : 8;
-            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                S->init[j][b] = -off * pn_sum32(ab[b].qs);
-                S->da[j][b] = _cvtsh_ss(ab[b].d);
-            }
-        } else if (fmt == PN_Q5_1) {
-            const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                S->init[j][b] = 0; /* codes carry no offset */
-                S->da[j][b] = _cvtsh_ss(ab[b].d);
-                S->am[j][b] = _cvtsh_ss(ab[b].s);
-            }
-        } else {
-            const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                if (PN_MINS(fmt))
-                    for (int s = 0; s < 8; s++) {
-                        S->init[j][8 * b + s] = 0;
-                        S->da[j][8 * b + s] = ab[b].d;
-                        S->am[j][8 * b + s] = ab[b].d * (float)(ab[b].bsums[2 * s] + ab[b].bsums[2 * s + 1]);
-                    }
-                else
-                    for (int s = 0; s < 16; s++) {
-                        S->init[j][16 * b + s] = -32 * ab[b].bsums[s];
-                        S->da[j][16 * b + s] = ab[b].d;
-                    }
-            }
-        }
-    }
-}
-
-/* ---------------------------------------------------------------- token tile */
-
-/* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt and nt are
- * constants after inlining. */
-PN_INLINE void pn_tile(int fmt, const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,
-                       int64_t b0, const struct pn_act *S, int nt, __m512 acc[PN_NT])
-{
-    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const uint8_t *a[PN_NT];
-    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
-    for (int b = 0; b < nbc; b++) {
-        for (int sb = 0; sb < SPB; sb++) {
-            const int s = b * SPB + sb;
-            __m512i x[PN_NT];
-            for (int j = 0; j < nt; j++) x[j] = _mm512_set1_epi32(S->init[j][s]);
-            for (int g = 0; g < GS; g++) {
-                const __m512i w = _mm512_load_si512((const void *)P->q[s * GS + g]);
-                for (int j = 0; j < nt; j++)
-                    x[j] = pn_dot_bcast(x[j], w, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g));
-            }
-            const __m512 dw = _mm512_load_ps(P->d[s]);
-            for (int j = 0; j < nt; j++)
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
-                                         _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
-            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
-                const __m512 dm = _mm512_load_ps(P->m[s]);
-                for (int j = 0; j < nt; j++)
-                    acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
-            }
-        }
-    }
-}
-
-/* One panel x nt tokens x one chunk, accumulated into Y (first chunk: stored). */
-PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const uint8_t *A,
-                               size_t as, int64_t b0, const struct pn_act *S, int nt, float *Y,
-                               int64_t ldy, __mmask16 m, int first)
-{
-    __m512 acc[PN_NT];
-    for (int j = 0; j < nt; j++)
-        acc[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, Y + j * ldy);
-    pn_tile(fmt, P, nbc, A, as, b0, S, nt, acc);
-    for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(Y + j * ldy, m, acc[j]);
-}
-
 /* ---------------------------------------------------------------- driver */
 
 #define PN_DEFINE(name, fmt, packer, packer16)                                                 \
-    static void name##_run(const struct pn_panel *P, int nbc, const uint8_t *A, size_t as,     \
-                           int64_t b0, const struct pn_act *S, int nt, float *Y, int64_t ldy,  \
-                           __mmask16 m, int first)                                             \
-    {                                                                                          \
-        switch (nt) { /* one copy per tile width: the token loops fully unrolled */            \
-        case 8: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 8, Y, ldy, m, first); break;        \
-        case 7: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 7, Y, ldy, m, first); break;        \
-        case 6: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 6, Y, ldy, m, first); break;        \
-        case 5: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 5, Y, ldy, m, first); break;        \
-        case 4: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 4, Y, ldy, m, first); break;        \
-        case 3: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 3, Y, ldy, m, first); break;        \
-        case 2: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 2, Y, ldy, m, first); break;        \
-        default: pn_panel_tokens(fmt, P, nbc, A, as, b0, S, 1, Y, ldy, m, first); break;       \
-        }                                                                                      \
-    }                                                                                          \
+    PN_DEFINE_RUN(name, fmt, 0)                                                                \
     static void name##_matmul(const void *W, size_t ws, const void *A, size_t as, int n_tok,   \
                               int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)        \
     {                                                                                          \
@@ -595,7 +419,7 @@ PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const
                         pn_pack(packer, packer16, fmt, &panels[0], (const uint8_t *)W, ws, r,  \
                                 nrow, b0, nbc);                                                \
                         for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++)                     \
-                            name##_run(&panels[0], nbc, (const uint8_t *)A + (size_t)t * as,   \
+                            name##_run((const uint8_t *)&panels[0], NULL, NULL, nbc, (const uint8_t *)A + (size_t)t * as,   \
                                        as, b0, &S[u], n_tok - t < PN_NT ? n_tok - t : PN_NT,   \
                                        Y + (size_t)t * ldy + r, ldy,                           \
                                        (__mmask16)((1u << nrow) - 1), b0 == 0);                \
@@ -614,7 +438,7 @@ PN_INLINE void pn_panel_tokens(int fmt, const struct pn_panel *P, int nbc, const
                     for (int p = 0; p < np; p++) {                                             \
                         const int64_t r = rb + (int64_t)p * PN_ROWS;                           \
                         const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;   \
-                        name##_run(&panels[p], nbc, At, as, b0, &S[0], nt,                     \
+                        name##_run((const uint8_t *)&panels[p], NULL, NULL, nbc, At, as, b0, &S[0], nt,                     \
                                    Y + (size_t)t * ldy + r, ldy,                               \
                                    (__mmask16)((1u << nrow) - 1), b0 == 0);                    \
                     }                                                                          \

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kernels/kern_invariant.h"
+#include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "model/context.h"
 #include "quant/quant.h"
@@ -106,7 +107,7 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
 {
     const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
-    if (ctx->exact_batches && n_tok > 1 && !kern_batch_invariant(w->type)) {
+    if (ctx->exact_batches && n_tok > 1 && !model_weight_batch_invariant(w)) {
         /* Exact batches: each token through the one-token kernel, so it gets the bits it gets
          * decoded alone. Rows go in blocks of about 128 KiB (a multiple of 16 rows, as the
          * slices are), so every token after the first finds the block in L2 and the weights
@@ -116,12 +117,13 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
         for (long long r = lo; r < hi; r += blk) {
             const long long e = r + blk < hi ? r + blk : hi;
             for (int t = 0; t < n_tok; t++)
-                kern_matmul(w->type, w->data, w->row_bytes, (const char *)act + (size_t)t * ctx->act_stride,
-                            ctx->act_stride, 1, w->cols, r, e, out + (size_t)t * w->rows, w->rows);
+                kern_matmul_packed(w->type, w->data, w->row_bytes, w->packed,
+                                   (const char *)act + (size_t)t * ctx->act_stride, ctx->act_stride,
+                                   1, w->cols, r, e, out + (size_t)t * w->rows, w->rows);
         }
     } else {
-        kern_matmul(w->type, w->data, w->row_bytes, act, ctx->act_stride, n_tok, w->cols, lo, hi,
-                    out, w->rows);
+        kern_matmul_packed(w->type, w->data, w->row_bytes, w->packed, act, ctx->act_stride, n_tok,
+                           w->cols, lo, hi, out, w->rows);
     }
     if (timed) {
         const int op = prof_matmul_op(w->type);

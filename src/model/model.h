@@ -15,6 +15,8 @@ struct model_weight {
     int64_t cols;      /* ne[0]: elements per row */
     int64_t rows;      /* ne[1] (1 for vectors) */
     size_t row_bytes;
+    const void *packed;/* the same matrix in the kernels' packed layout (kern_packed.h), made at
+                          load by model_repack.c, or NULL */
     char name[48];     /* tensor name, for messages */
 };
 
@@ -50,6 +52,16 @@ struct tern_model {
                                                    then unscaled (phi3, as llama.cpp computes it) */
     char arch_name[16];
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
+    void *packed_buf;/* the packed copies of model_repack.c, or NULL: freed with the model */
 };
+
+/* Copy the matrices the forward pass multiplies into the kernels' packed layout where the active
+ * kernel path has one (model_repack.c); file_mapped: the weights are tern_gguf_open's read-only
+ * file mapping, whose pages may be handed back once nothing reads them. */
+tern_status model_repack(struct tern_model *m, bool file_mapped);
+
+/* Does w give a token the same bits whatever batch it is in (kern_batch_invariant, or a packed
+ * copy that every batch size reads)? */
+bool model_weight_batch_invariant(const struct model_weight *w);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/kern_invariant.h"
+#include "kernels/kern_packed.h"
 #include "quant/quant.h"
 #include "util/error.h"
 #include "util/threadpool.h"
@@ -145,6 +146,7 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
                                .scratch = scratch, .max_cols = max_cols};
         tp_run(pool, copy_rows, &job, (int)(sw[i]->rows < 4 * n_threads ? sw[i]->rows : 4 * n_threads));
         w[i]->data = job.dst;
+        w[i]->packed = NULL; /* src's copy is of the unconverted rows */
         w[i]->type = dtype;
         w[i]->row_bytes = job.dst_row_bytes;
         off += (job.dst_row_bytes * (size_t)sw[i]->rows + 63) & ~(size_t)63;
@@ -160,6 +162,7 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     }
     m->info.weight_bytes = src->info.weight_bytes - before + after;
     m->info.repacked_bytes = total;
+    m->info.released_bytes = 0; /* src's copies it shares are src's to report */
     free(w);
     free(sw);
     *out = m;
@@ -171,15 +174,20 @@ fail:
     return st;
 }
 
+bool model_weight_batch_invariant(const struct model_weight *w)
+{
+    return kern_batch_invariant(w->type) || (w->packed && kern_packed_replaces(w->type));
+}
+
 bool tern_model_batch_invariant(const struct tern_model *m)
 {
-    if (!kern_batch_invariant(m->output.type)) return false;
+    if (!model_weight_batch_invariant(&m->output)) return false;
     for (int l = 0; l < m->info.n_layer; l++) {
         const struct model_layer *L = &m->layers[l];
         const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
                                           &L->ffn_gate, &L->ffn_up, &L->ffn_down};
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            if (!kern_batch_invariant(w[i]->type)) return false;
+            if (!model_weight_batch_invariant(w[i])) return false;
     }
     return true;
 }

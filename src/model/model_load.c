@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "util/error.h"
 
@@ -414,8 +415,9 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     return TERN_OK;
 }
 
-/* Bind a model to an opened GGUF (taking it over) and warm its pages if asked. */
-static tern_status model_from_gguf(struct tern_gguf *g, const char *name,
+/* Bind a model to an opened GGUF (taking it over), warm its pages if asked, repack its matrices
+ * unless asked not to. file_mapped: g is tern_gguf_open's mapping of a file. */
+static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool file_mapped,
                                    const struct tern_model_params *params, struct tern_model **out)
 {
     struct tern_model *m = calloc(1, sizeof *m);
@@ -441,6 +443,13 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name,
         for (size_t off = 0; off < size; off += 4096) sink ^= p[off];
         (void)sink;
     }
+    const char *env = getenv("TERN_REPACK");
+    const bool repack = !(params && params->no_repack) && !(env && !strcmp(env, "0"));
+    if (repack && (st = model_repack(m, file_mapped))) {
+        tern_fail_prefix(st, "%s: ", name);
+        tern_model_free(m);
+        return st;
+    }
     *out = m;
     return TERN_OK;
 }
@@ -450,7 +459,7 @@ tern_status tern_model_load(const char *path, const struct tern_model_params *pa
 {
     struct tern_gguf *g;
     tern_status st = tern_gguf_open(path, &g); /* its messages name the file already */
-    return st ? st : model_from_gguf(g, path, params, out);
+    return st ? st : model_from_gguf(g, path, true, params, out);
 }
 
 tern_status tern_model_load_memory(const void *data, size_t size,
@@ -458,19 +467,21 @@ tern_status tern_model_load_memory(const void *data, size_t size,
 {
     struct tern_gguf *g;
     tern_status st = tern_gguf_open_memory(data, size, &g);
-    return st ? st : model_from_gguf(g, "<memory>", params, out);
+    return st ? st : model_from_gguf(g, "<memory>", false, params, out);
 }
 
 void tern_model_free(struct tern_model *m)
 {
     if (!m) return;
     free(m->owned);
+    free(m->packed_buf);
     free(m->layers);
     tern_gguf_close(m->gguf);
     free(m);
 }
 
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m) { return &m->info; }
+const char *tern_kernels_name(void) { return kern_isa_name(); }
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
 

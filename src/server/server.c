@@ -106,7 +106,13 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         free(tmp);
     }
     tern_status st = s->queue && s->active && s->model_id ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
-    if (!st) st = tern_model_load(p->model_path, NULL, &s->model);
+    if (!st) st = tern_model_load(p->model_path, &(struct tern_model_params){.no_repack = p->no_repack},
+                                  &s->model);
+    if (!st && !p->quiet && tern_model_get_info(s->model)->repacked_bytes)
+        fprintf(stderr, "tern serve: %.1f MiB of weights repacked at load for the %s kernels (%.1f MiB "
+                "of file rows released; --no-repack keeps them mmap-only)\n",
+                tern_model_get_info(s->model)->repacked_bytes / 1048576.0, tern_kernels_name(),
+                tern_model_get_info(s->model)->released_bytes / 1048576.0);
     const struct tern_gguf *g = s->model ? tern_model_gguf(s->model) : NULL;
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok);
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok_http);

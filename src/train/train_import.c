@@ -16,7 +16,7 @@
 tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *out)
 {
     struct tern_model *m;
-    struct tern_model_params mp = {0};
+    struct tern_model_params mp = {.no_repack = true}; /* only the metadata is read */
     tern_status st = tern_model_load(path, &mp, &m);
     if (st) return tern_fail_prefix(st, "student %s: ", path);
     const struct tern_model_info *i = tern_model_get_info(m);

@@ -5,6 +5,8 @@
  * The embedded image lives in the program's read-only data, aligned to 64 bytes, and is used
  * in place (tern_model_load_memory), so a default run costs no file and no copy. */
 
+#include <stdio.h>
+
 #include "cli.h"
 
 #ifdef TERN_HAVE_EMBEDDED_MODEL
@@ -38,4 +40,12 @@ tern_status cli_load_model(const char *path, struct tern_model **out)
 #else
     return TERN_ERR_ARG; /* callers check first (cli_need_model) */
 #endif
+}
+
+void cli_note_repack(const char *cmd, const char *model, const struct tern_model_info *in)
+{
+    if (!in->repacked_bytes) return;
+    fprintf(stderr, "tern %s: %s: %.1f MiB of weights repacked at load for the %s kernels, %.1f MiB "
+            "of file rows released (--no-repack: mmap-only)\n", cmd, model,
+            in->repacked_bytes / 1048576.0, tern_kernels_name(), in->released_bytes / 1048576.0);
 }

@@ -23,6 +23,14 @@
 
 #define MAX_LIST 16
 
+/* CPU seconds used by the whole process so far. */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void help(void)
 {
     printf("usage: tern bench (-m MODEL | --synthetic SHAPE:TYPE)... [options]\n"
@@ -39,11 +47,14 @@ static void help(void)
            "  -b, --batch-size N      prompt batch size (default 512)\n"
            "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
            "                          (default 0; filled once per test, untimed)\n"
-           "  --json                  JSON array, one object per test (llama-bench field names)\n"
+           "  --json                  JSON array, one object per test (llama-bench field names,\n"
+           "                          plus avg_cpu_ms: process CPU time per run)\n"
            "  --suite FILE            instead of pp/tg: time a suite of chat prompts and write the\n"
            "                          governance report (see tern bench --suite --help)\n"
            "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
            "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
+           "  --no-repack             keep the weights mmap-only (no copy repacked at load; the\n"
+           "                          bytes repacked are printed to stderr otherwise)\n"
            "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
            "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
            "                          vs recompute of a 2048-token prefix); first -t value used\n"
@@ -179,7 +190,7 @@ int cmd_bench(int argc, char **argv)
     long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, dp[MAX_LIST] = {0};
     long long reps = 5, n_batch = 512;
     int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
-    bool json = false, profile = false, prompt_cache = false, reps_set = false;
+    bool json = false, profile = false, prompt_cache = false, reps_set = false, no_repack = false;
     struct cli_draft_opts dro = {0};
     struct cli_grammar_opts gro;
     cli_grammar_opts_init(&gro);
@@ -196,6 +207,7 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
+        if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
         if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
@@ -309,9 +321,11 @@ int cmd_bench(int argc, char **argv)
     int rc = CLI_EXIT_OK;
     for (int mi = 0; mi < n_models && rc == 0; mi++) {
         struct tern_model *m;
-        tern_status st = tern_model_load(models[mi], &(struct tern_model_params){.prefault = true}, &m);
+        tern_status st = tern_model_load(
+            models[mi], &(struct tern_model_params){.prefault = true, .no_repack = no_repack}, &m);
         if (st) { rc = cli_report("bench", st); break; }
         const struct tern_model_info *in = tern_model_get_info(m);
+        cli_note_repack("bench", models[mi], in);
         uint64_t params = 0;
         const struct tern_gguf *g = tern_model_gguf(m);
         for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
@@ -359,6 +373,7 @@ int cmd_bench(int argc, char **argv)
                     tern_context_profile_reset(ctx);
                     sample_seconds = 0;
                     double sum = 0, sq = 0, total_s = 0;
+                    const double cpu0 = process_cpu_s();
                     for (int r = 0; r < reps; r++) {
                         double t = run_once(ctx, smp, in->n_vocab, np, ng, depth, buf);
                         if (t < 0) { rc = 1; break; }
@@ -367,6 +382,7 @@ int cmd_bench(int argc, char **argv)
                         sum += res.samples[r];
                     }
                     if (rc) break;
+                    const double cpu_s = (process_cpu_s() - cpu0) / reps; /* per run */
                     res.avg = sum / reps;
                     for (int r = 0; r < reps; r++) sq += (res.samples[r] - res.avg) * (res.samples[r] - res.avg);
                     res.sd = reps > 1 ? sqrt(sq / (reps - 1)) : 0.0;
@@ -391,6 +407,9 @@ int cmd_bench(int argc, char **argv)
                         cJSON *samples = cli_json_arr(o, "samples_ts");
                         for (int r = 0; r < reps; r++) cli_json_num(samples, NULL, res.samples[r]);
                         cli_json_str(o, "timed", "forward passes + greedy sampling; tokenization excluded");
+                        /* the process's CPU time per run (all threads, spinning included): a
+                         * measure that load from other processes inflates far less than wall time */
+                        cli_json_num(o, "avg_cpu_ms", cpu_s * 1e3);
                         if (profile) {
                             cJSON *pa = cli_json_arr(o, "profile");
                             for (int k = 0; k < TERN_PROF_COUNT; k++) {

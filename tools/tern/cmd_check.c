@@ -8,29 +8,32 @@
 
 static void help(void)
 {
-    printf("usage: tern check -m MODEL [--json]\n"
+    printf("usage: tern check -m MODEL [--json] [--no-repack]\n"
            "\n"
            "Loads the model (validating every tensor's type and shape) and prints its\n"
            "architecture, hyperparameters, tensor types with counts and bytes, and the KV cache\n"
-           "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes.\n"
+           "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes,\n"
+           "and the bytes of weights repacked at load on this CPU's kernel path (none with\n"
+           "--no-repack: the weights then stay mmap-only).\n"
            "Exits 1 with the reason if tern cannot run the model.\n");
 }
 
 int cmd_check(int argc, char **argv)
 {
     const char *model = NULL, *v;
-    bool json = false;
+    bool json = false, no_repack = false;
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
         if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; model = v; continue; }
         if (!model && argv[i][0] != '-') { model = argv[i]; continue; }
         return cli_usage_error("check", "unknown option '%s'", argv[i]);
     }
     if (!model) return cli_usage_error("check", "missing -m MODEL");
     struct tern_model *m;
-    tern_status st = tern_model_load(model, NULL, &m);
+    tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack}, &m);
     if (st) return cli_report("check", st);
     const struct tern_model_info *in = tern_model_get_info(m);
     const struct tern_gguf *g = tern_model_gguf(m);
@@ -84,6 +87,9 @@ int cmd_check(int argc, char **argv)
         cli_json_uint(j, "params", params);
         cli_json_uint(j, "weight_bytes", in->weight_bytes);
         cli_json_uint(j, "file_bytes", tern_gguf_file_size(g));
+        cli_json_str(j, "kernels", tern_kernels_name());
+        cli_json_uint(j, "repacked_bytes", in->repacked_bytes);
+        cli_json_uint(j, "released_bytes", in->released_bytes);
         cJSON *types = cli_json_obj(j, "tensor_types");
         for (int t = 0; t < TERN_TYPE_COUNT_; t++)
             if (count[t]) {
@@ -138,6 +144,12 @@ int cmd_check(int argc, char **argv)
             if (count[t])
                 printf("  %-6s %5lld tensors %14llu bytes\n", tern_type_name(t), (long long)count[t],
                        (unsigned long long)bytes[t]);
+        printf("repacked:      %llu bytes at load for the %s kernels", (unsigned long long)in->repacked_bytes,
+               tern_kernels_name());
+        if (in->released_bytes)
+            printf("; the %llu bytes of file rows they replace are released",
+                   (unsigned long long)in->released_bytes);
+        printf("\n");
         printf("KV cache (F16 K+V):\n");
         for (int i = 0; i < 4; i++)
             printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer, in->n_head_kv, in->head_dim,

@@ -60,6 +60,7 @@ static void help(void)
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
            "  --quiet                no log line per request\n"
+           "  --no-repack            keep the weights mmap-only (no copy repacked at load)\n"
            "\n"
            "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
            "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
@@ -88,6 +89,10 @@ int cmd_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--quiet")) {
             p.quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-repack")) {
+            p.no_repack = true;
             continue;
         }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &val)) != 0)

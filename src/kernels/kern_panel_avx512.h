@@ -1,0 +1,324 @@
+/* kern_panel_avx512.h — what the AVX-512 panel kernels share: the panel layout's constants, the
+ * formats' shapes, the activation side of a token tile and the token tile itself. Two files
+ * include it: kern_panel_avx512.c (weights repacked on the fly, per call, into struct pn_panel on
+ * the stack) and kern_packed_avx512.c (weights repacked once, at model load, into a stored layout
+ * that keeps each format's bytes: README "Tensor formats and kernels").
+ *
+ * Read kern_panel_avx512.c's opening comment first: it explains the panels. Everything here is
+ * static inline, for files compiled with the AVX-512 flags only. The tile reads its weights
+ * through pn_src, so both layouts run the same float operations in the same order, which is
+ * what keeps a token's result the same bits whatever the batch (README "Batch-invariant sums"). */
+#ifndef TERN_KERN_PANEL_AVX512_H
+#define TERN_KERN_PANEL_AVX512_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quant/quant.h"
+
+#define PN_ROWS 16
+#define PN_KC 512                 /* elements per k chunk */
+#define PN_NG (PN_KC / 4)         /* groups of 4 bytes per chunk */
+#define PN_NS 32                  /* max sub-blocks per chunk (Q6_K: 512 / 16) */
+#define PN_MB 8
+#define PN_NT 8
+#define PN_FUSE_TILES 2           /* up to 16 tokens: pack a panel, use it at once */
+
+/* One panel (16 rows) x one k chunk: q[G][4*i + c] = byte c of group G of row i (unsigned),
+ * d[s][i] = row i's scale of sub-block s (d, or d*sc), m[s][i] = its min scale (Q4_K:
+ * dmin*m). */
+struct pn_panel {
+    uint8_t q[PN_NG][64];
+    float d[PN_NS][PN_ROWS];
+    float m[PN_NS][PN_ROWS];
+};
+
+/* Per token of the tile and sub-block of the chunk: the dot's start value, the activation
+ * scale, and (Q4_K) the activation scale times the sub-block sum. */
+struct pn_act {
+    int32_t init[PN_NT][PN_NS];
+    float da[PN_NT][PN_NS];
+    float am[PN_NT][PN_NS];
+};
+
+/* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
+ * and the offset of its bytes. */
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
+#define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
+#define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
+#define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
+/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
+ * P->m = -m and am = s */
+#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
+                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
+                                                   : (int)sizeof(struct quant_block_q8_0))
+#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
+                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
+                                                 : (int)offsetof(struct quant_block_q8_0, qs))
+#define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
+
+#define PN_INLINE static inline __attribute__((always_inline))
+
+/* acc + u8 x s8 4-byte dots of w (16 rows) with the 4 bytes at p broadcast to every lane.
+ * Inline asm: gcc 12 surrounds the intrinsic with register copies and does not fold the
+ * broadcast load into it (see ../shared/anchors/machine.md §2). */
+PN_INLINE __m512i pn_dot_bcast(__m512i acc, __m512i w, const void *p)
+{
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)p));
+    return acc;
+}
+
+/* Four zmm, each holding four rows' 16 bytes (128-bit lane j of z[m] = row m + 4j, dwords =
+ * groups G0..G0+3), become the panel's groups G0..G0+3 (lane i = row i). Two rounds of
+ * in-lane unpacks: lane j of the result's dword q is lane j of z[q], i.e. row q + 4j at
+ * element 4j + q. */
+PN_INLINE void pn_t4(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i out[4])
+{
+    const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
+    const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
+    out[0] = _mm512_unpacklo_epi64(a0, a2);
+    out[1] = _mm512_unpackhi_epi64(a0, a2);
+    out[2] = _mm512_unpacklo_epi64(a1, a3);
+    out[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+/* The 16 bytes at p + off of rows m, m + 4, m + 8, m + 12 (rows ws bytes apart) in one zmm. */
+PN_INLINE __m512i pn_ld4(const uint8_t *p, size_t ws, int m, size_t off)
+{
+    const uint8_t *q = p + (size_t)m * ws + off;
+    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)q));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 4 * ws)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 8 * ws)), 2);
+    return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 12 * ws)), 3);
+}
+
+/* ---------------------------------------------------------------- activations */
+
+/* sum of the 32 signed bytes at p */
+PN_INLINE int pn_sum32(const int8_t *p)
+{
+    const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8((char)0x80));
+    const __m256i s = _mm256_sad_epu8(x, _mm256_setzero_si256()); /* of a + 128 */
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+}
+
+static inline void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t b0, int nbc,
+                                  struct pn_act *S)
+{
+    for (int j = 0; j < nt; j++) {
+        const uint8_t *row = A + (size_t)j * as;
+        if (fmt == PN_Q8_0 || fmt == PN_Q4_0 || fmt == PN_Q5_0) {
+            const int off = fmt == PN_Q8_0 ? 128 : fmt == PN_Q5_0 ? 16 : 8;
+            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                S->init[j][b] = -off * pn_sum32(ab[b].qs);
+                S->da[j][b] = _cvtsh_ss(ab[b].d);
+            }
+        } else if (fmt == PN_Q5_1) {
+            const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                S->init[j][b] = 0; /* codes carry no offset */
+                S->da[j][b] = _cvtsh_ss(ab[b].d);
+                S->am[j][b] = _cvtsh_ss(ab[b].s);
+            }
+        } else {
+            const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
+            for (int b = 0; b < nbc; b++) {
+                if (PN_MINS(fmt))
+                    for (int s = 0; s < 8; s++) {
+                        S->init[j][8 * b + s] = 0;
+                        S->da[j][8 * b + s] = ab[b].d;
+                        S->am[j][8 * b + s] = ab[b].d * (float)(ab[b].bsums[2 * s] + ab[b].bsums[2 * s + 1]);
+                    }
+                else
+                    for (int s = 0; s < 16; s++) {
+                        S->init[j][16 * b + s] = -32 * ab[b].bsums[s];
+                        S->da[j][16 * b + s] = ab[b].d;
+                    }
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- stored layout
+ * The layout kern_packed_avx512.c stores at load time (st = 1 below), for Q8_0, Q4_0 and Q4_K:
+ * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
+ * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
+ * 64-byte line is one group (or two, as nibbles) of 16 rows:
+ *   Q8_0 codes  block b, group g at 64 (8b + g): w + 128, lane = row      (512 B per block)
+ *        scales the 16 rows' fp16 d at 32 b                              (32 B per block)
+ *   Q4_0 codes  block b at 256 b: line h (0..3) holds groups h (low nibbles) and h + 4 (high
+ *               ones): the raw code bytes 4h..4h+3 of the 16 rows       (256 B per block)
+ *        scales as Q8_0                                                   (32 B per block)
+ *   Q4_K codes  super-block b at 2048 b: line 8c + g holds group g of sub-blocks 2c (low
+ *               nibbles) and 2c + 1 (high ones): raw bytes 32c + 4g.. of qs (2048 B per block)
+ *        scales the first 16 bytes of each row's block (d, dmin, 12 scale bytes) as four lines
+ *               of lane = row words: d | dmin << 16, scale bytes 0-3, 4-7, 8-11 (256 B per block)
+ * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
+ * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
+#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : 2048) /* per block */
+#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
+#define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
+
+/* Bytes of one stored chunk of nbc blocks. */
+PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
+{
+    return ((size_t)nbc * (PN_ST_CODES(fmt) + PN_ST_SCALES(fmt)) + 63) & ~(size_t)63;
+}
+
+/* ---------------------------------------------------------------- token tile
+ * src is a struct pn_panel (st = 0) or a stored chunk (st = 1); these read it. */
+
+/* the 16 rows' unsigned codes of sub-block s, group g */
+PN_INLINE __m512i pn_w(int fmt, int st, const uint8_t *src, int s, int g)
+{
+    if (!st) return _mm512_load_si512((const void *)((const struct pn_panel *)src)->q[s * PN_GS(fmt) + g]);
+    if (fmt == PN_Q8_0) return _mm512_load_si512((const void *)(src + 64 * (8 * s + g)));
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    int line, high;
+    if (fmt == PN_Q4_0) {
+        line = 4 * s + (g & 3);
+        high = g >= 4;
+    } else { /* Q4_K: s = 8b + j */
+        line = 32 * (s >> 3) + 8 * ((s & 7) >> 1) + g;
+        high = s & 1;
+    }
+    const __m512i raw = _mm512_load_si512((const void *)(src + 64 * line));
+    return _mm512_and_si512(high ? _mm512_srli_epi16(raw, 4) : raw, m4);
+}
+
+/* Q4_K stored: sub-block s's six-bit scale (mins = 0) or min (mins = 1) of the 16 rows, times d
+ * (dmin): the same products as pn_pack16_q4_K (kern_panel_avx512.c) makes. */
+PN_INLINE __m512 pn_k4_scale(const uint8_t *hdr, int j, int mins)
+{
+    const __m512i k3f = _mm512_set1_epi32(0x3f3f3f3f), k0f = _mm512_set1_epi32(0x0f0f0f0f);
+    const __m512i k30 = _mm512_set1_epi32(0x30303030), kff = _mm512_set1_epi32(0xff);
+    const __m512i h0 = _mm512_load_si512((const void *)hdr);
+    const __m512i h1 = _mm512_load_si512((const void *)(hdr + 64));
+    const __m512i h2 = _mm512_load_si512((const void *)(hdr + 128));
+    const __m512i h3 = _mm512_load_si512((const void *)(hdr + 192));
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(mins ? _mm512_srli_epi32(h0, 16) : h0));
+    __m512i v;
+    if (!mins)
+        v = j < 4 ? _mm512_and_si512(h1, k3f)
+                  : _mm512_or_si512(_mm512_and_si512(h3, k0f), _mm512_and_si512(_mm512_srli_epi32(h1, 2), k30));
+    else
+        v = j < 4 ? _mm512_and_si512(h2, k3f)
+                  : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(h3, 4), k0f),
+                                    _mm512_and_si512(_mm512_srli_epi32(h2, 2), k30));
+    v = _mm512_and_si512(_mm512_srli_epi32(v, 8 * (j & 3)), kff);
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(v));
+}
+
+/* the 16 rows' scale (mins = 0) or min scale (mins = 1) of sub-block s; nbc: blocks in the chunk;
+ * xs: NULL, or those of the stored chunk src already as floats (pn_st_scales) */
+PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int nbc, int s, int mins)
+{
+    if (st && xs) return _mm512_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)));
+    if (!st) {
+        const struct pn_panel *P = (const struct pn_panel *)src;
+        return _mm512_load_ps(mins ? P->m[s] : P->d[s]);
+    }
+    const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
+    if (fmt == PN_Q4_K) return pn_k4_scale(sc + 256 * (s >> 3), s & 7, mins);
+    return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + 32 * s)));
+}
+
+/* The scales and mins of every sub-block of stored chunk src as pn_ws gives them, into xs
+ * (2 * PN_ST_NS * PN_ROWS floats, 64-byte aligned): for Q4_K, whose scales cost some fifteen
+ * instructions a sub-block to unpack, once per chunk instead of once per token tile. */
+PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
+{
+    for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
+        _mm512_store_ps(xs + PN_ROWS * s, pn_ws(fmt, 1, src, NULL, nbc, s, 0));
+        if (PN_MINS(fmt)) _mm512_store_ps(xs + PN_ROWS * (PN_ST_NS + s), pn_ws(fmt, 1, src, NULL, nbc, s, 1));
+    }
+}
+
+/* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt, st and nt
+ * are constants after inlining. next (stored layout only, else NULL): the chunk the caller runs
+ * next, prefetched a block's share at a time. The hardware prefetchers stop at every 4 KB page
+ * and each chunk is a new stream; without this the copy was slower than repacking on the fly
+ * with its prefetches (bench_smallm, 8-16 tokens). */
+PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
+                       int nbc, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
+                       int nt, __m512 acc[PN_NT])
+{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
+    const int nl = st ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
+    const uint8_t *a[PN_NT];
+    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    for (int b = 0; b < nbc; b++) {
+        if (st && next)
+            for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
+                _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            __m512i x[PN_NT];
+            for (int j = 0; j < nt; j++) x[j] = _mm512_set1_epi32(S->init[j][s]);
+            if (nt == 1) { /* two chains of vpdpbusd, not one, for latency (integer sums are exact):
+                            * bench_smallm Q4_0, 1 token, 256 MB: 10.6-12.5 -> 9.6-11.6 ms */
+                __m512i x1 = _mm512_setzero_si512();
+                for (int g = 0; g < GS; g += 2) {
+                    const uint8_t *ap = a[0] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g);
+                    x[0] = pn_dot_bcast(x[0], pn_w(fmt, st, src, s, g), ap);
+                    x1 = pn_dot_bcast(x1, pn_w(fmt, st, src, s, g + 1), ap + 4);
+                }
+                x[0] = _mm512_add_epi32(x[0], x1);
+            } else {
+                for (int g = 0; g < GS; g++) {
+                    const __m512i w = pn_w(fmt, st, src, s, g);
+                    for (int j = 0; j < nt; j++)
+                        x[j] = pn_dot_bcast(x[j], w, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g));
+                }
+            }
+            const __m512 dw = pn_ws(fmt, st, src, xs, nbc, s, 0);
+            for (int j = 0; j < nt; j++)
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
+                                         _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
+            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+                const __m512 dm = pn_ws(fmt, st, src, xs, nbc, s, 1);
+                for (int j = 0; j < nt; j++)
+                    acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
+            }
+        }
+    }
+}
+
+/* One panel x nt tokens x one chunk, accumulated into Y (first chunk: stored); m: the rows of
+ * the panel to write. */
+PN_INLINE void pn_panel_tokens(int fmt, int st, const uint8_t *src, const float *xs,
+                               const uint8_t *next, int nbc, const uint8_t *A, size_t as,
+                               int64_t b0, const struct pn_act *S, int nt, float *Y, int64_t ldy,
+                               __mmask16 m, int first)
+{
+    __m512 acc[PN_NT];
+    for (int j = 0; j < nt; j++)
+        acc[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, Y + j * ldy);
+    pn_tile(fmt, st, src, xs, next, nbc, A, as, b0, S, nt, acc);
+    for (int j = 0; j < nt; j++) _mm512_mask_storeu_ps(Y + j * ldy, m, acc[j]);
+}
+
+/* name##_run: pn_panel_tokens for fmt and layout st, one copy per tile width (the token loops
+ * fully unrolled). */
+#define PN_DEFINE_RUN(name, fmt, st)                                                           \
+    static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,  \
+                           const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,    \
+                           int nt, float *Y, int64_t ldy, __mmask16 m, int first)              \
+    {                                                                                          \
+        switch (nt) {                                                                          \
+        case 8: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 8, Y, ldy, m, first); break; \
+        case 7: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 7, Y, ldy, m, first); break; \
+        case 6: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 6, Y, ldy, m, first); break; \
+        case 5: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 5, Y, ldy, m, first); break; \
+        case 4: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 4, Y, ldy, m, first); break; \
+        case 3: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 3, Y, ldy, m, first); break; \
+        case 2: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 2, Y, ldy, m, first); break; \
+        default: pn_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, 1, Y, ldy, m, first); break;\
+        }                                                                                      \
+    }
+
+#endif

@@ -1,0 +1,151 @@
+/* test_repack.c — weights repacked at load (src/model/model_repack.c, kern_packed.h) change
+ * nothing but speed and memory.
+ *
+ * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_K_M's Q4_K ones),
+ * loaded twice — repacked (the default) and mmap-only (no_repack) — on every kernel path this
+ * CPU runs:
+ * - what is reported: on avx512 some bytes repacked, no more than the file holds, and for files
+ *   whose matrices are all packed and released the file rows handed back; elsewhere nothing.
+ * - a 29-token prompt in one batch (the panels) gives the same logits bit for bit, and so do
+ *   four tokens decoded one at a time wherever the mmap-only kernels are batch-invariant
+ *   (Q8_0, Q4_0: the decode kernel sums as the panels do); the Q4_K_M file's one-token decode
+ *   runs the 256-bit tiles mmap-only, so there the two agree within float summation order.
+ * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K too
+ *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q8_0, Q4_0 only).
+ * - a model repacked on avx512 and then run on the scalar path (kern_force_isa) reads its
+ *   released file rows again and gives the mmap-only model's bits there.
+ * - TERN_REPACK=0 in the environment turns it off like no_repack. */
+#include "test_support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+#define N_PROMPT 29
+#define N_GEN 4
+
+/* Logits of a 29-token prompt (all rows) and of 4 single-token steps after it. */
+static float *run(struct tern_model *m, int *n_vocab)
+{
+    const int nv = tern_model_n_vocab(m);
+    *n_vocab = nv;
+    struct tern_context_params cp = {.n_ctx = 64, .n_batch = 32, .n_threads = 2, .no_warmup = true};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    float *out = malloc((size_t)(N_PROMPT + N_GEN) * (size_t)nv * sizeof *out);
+    assert_non_null(out);
+    int32_t toks[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) toks[i] = 1 + (i * 37) % (nv - 1);
+    assert_tern_ok(tern_decode(ctx, toks, N_PROMPT, 0, TERN_LOGITS_ALL));
+    for (int i = 0; i < N_PROMPT; i++)
+        memcpy(out + (size_t)i * nv, tern_context_logits(ctx, i), (size_t)nv * sizeof *out);
+    for (int i = 0; i < N_GEN; i++) {
+        const int32_t t = 3 + i * 11;
+        assert_tern_ok(tern_decode(ctx, &t, 1, N_PROMPT + i, TERN_LOGITS_LAST));
+        memcpy(out + (size_t)(N_PROMPT + i) * nv, tern_context_logits(ctx, 0), (size_t)nv * sizeof *out);
+    }
+    tern_context_free(ctx);
+    return out;
+}
+
+static void check_model(const char *name, bool invariant_unpacked, bool pure)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "fixtures/models/%s.gguf", name);
+    TEST_SHARED_OR_SKIP(path, rel);
+    const char *orig = kern_isa_name();
+    static const char *const paths[] = {"avx512", "avx2", "scalar"};
+    for (int pi = 0; pi < 3; pi++) {
+        if (!kern_force_isa(paths[pi])) continue;
+        struct tern_model *mr, *mm;
+        assert_tern_ok(tern_model_load(path, NULL, &mr));
+        assert_tern_ok(tern_model_load(path, &(struct tern_model_params){.no_repack = true}, &mm));
+        const struct tern_model_info *ir = tern_model_get_info(mr), *im = tern_model_get_info(mm);
+        assert_int_equal(im->repacked_bytes, 0);
+        assert_int_equal(im->released_bytes, 0);
+        const bool avx512 = !strcmp(paths[pi], "avx512");
+        if (!avx512) {
+            assert_int_equal(ir->repacked_bytes, 0);
+        } else {
+            assert_true(ir->repacked_bytes > 0);
+            assert_true(ir->repacked_bytes <= ir->weight_bytes);
+            assert_true(ir->released_bytes <= ir->repacked_bytes);
+            if (pure && !ir->tied_output) assert_true(ir->released_bytes > 0);
+        }
+        int nv;
+        float *a = run(mr, &nv), *b = run(mm, &nv);
+        assert_memory_equal(a, b, (size_t)N_PROMPT * nv * sizeof *a);
+        double maxd = 0, maxv = 0;
+        for (size_t i = (size_t)N_PROMPT * nv; i < (size_t)(N_PROMPT + N_GEN) * nv; i++) {
+            maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+            maxv = fmax(maxv, fabs((double)b[i]));
+        }
+        print_message("%-22s %-6s repacked %llu bytes (released %llu); prompt logits identical, "
+                      "decode max |d| %.3g of max |logit| %.3g\n", name, paths[pi],
+                      (unsigned long long)ir->repacked_bytes, (unsigned long long)ir->released_bytes,
+                      maxd, maxv);
+        if (invariant_unpacked || !avx512)
+            assert_true(maxd == 0);
+        else
+            assert_true(maxd <= 1e-4 * maxv);
+        if (avx512 && pure) assert_true(tern_model_batch_invariant(mr));
+        if (avx512 && kern_force_isa("scalar")) {
+            /* another path forced after loading reads the released file rows again */
+            float *c = run(mr, &nv), *d = run(mm, &nv);
+            assert_memory_equal(c, d, (size_t)(N_PROMPT + N_GEN) * nv * sizeof *c);
+            free(c);
+            free(d);
+            assert_true(kern_force_isa("avx512"));
+        }
+        free(a);
+        free(b);
+        tern_model_free(mr);
+        tern_model_free(mm);
+    }
+    assert_true(kern_force_isa(orig));
+}
+
+static void test_q8_0(void **state)
+{
+    (void)state;
+    check_model("qwen2-tiny-q8_0", true, true);
+    check_model("llama-spm-tiny-q8_0", true, true);
+}
+
+static void test_q4_0(void **state)
+{
+    (void)state;
+    check_model("qwen2-tiny-q4_0", true, false); /* its output matrix is Q6_K/Q8_0 (llama-quantize) */
+    check_model("llama-spm-tiny-q4_0", true, false);
+}
+
+static void test_q4_k_m(void **state)
+{
+    (void)state;
+    check_model("llama-spm-tiny-q4_k_m", false, false);
+}
+
+static void test_env(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    setenv("TERN_REPACK", "0", 1);
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    assert_int_equal(tern_model_get_info(m)->repacked_bytes, 0);
+    tern_model_free(m);
+    unsetenv("TERN_REPACK");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_k_m),
+        cmocka_unit_test(test_env),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
