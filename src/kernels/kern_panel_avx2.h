@@ -74,49 +74,45 @@ PN_INLINE __m256 p2_lo16_ps(__m256i v)
     return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0))));
 }
 
-/* Q4_K: sub-block j's six-bit scale (mins = 0) or min (mins = 1) of the half's 8 rows times d
- * (dmin), the products pn_k4_scale makes (kern_panel_avx512.h) */
-PN_INLINE __m256 p2_k4_scale(const uint8_t *hdr, int h, int j, int mins)
-{
-    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
-    const __m256i k30 = _mm256_set1_epi32(0x30303030), kff = _mm256_set1_epi32(0xff);
-    const __m256i h0 = _mm256_load_si256((const __m256i *)(hdr + 32 * h));
-    const __m256i h1 = _mm256_load_si256((const __m256i *)(hdr + 64 + 32 * h));
-    const __m256i h2 = _mm256_load_si256((const __m256i *)(hdr + 128 + 32 * h));
-    const __m256i h3 = _mm256_load_si256((const __m256i *)(hdr + 192 + 32 * h));
-    const __m256 d = p2_lo16_ps(mins ? _mm256_srli_epi32(h0, 16) : h0);
-    __m256i v;
-    if (!mins)
-        v = j < 4 ? _mm256_and_si256(h1, k3f)
-                  : _mm256_or_si256(_mm256_and_si256(h3, k0f), _mm256_and_si256(_mm256_srli_epi32(h1, 2), k30));
-    else
-        v = j < 4 ? _mm256_and_si256(h2, k3f)
-                  : _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(h3, 4), k0f),
-                                    _mm256_and_si256(_mm256_srli_epi32(h2, 2), k30));
-    v = _mm256_and_si256(_mm256_srli_epi32(v, 8 * (j & 3)), kff);
-    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
-}
-
 /* the half's 8 rows' scale (mins = 0) or min scale (mins = 1) of sub-block s of the stored chunk
- * src of nbc blocks; xs: NULL, or the chunk's scales already as floats (p2_st_scales) */
+ * src of nbc blocks: Q4_K's from xs, the chunk's scales already as floats (p2_st_scales), the
+ * others' fp16 d straight from the chunk (xs NULL) */
 PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, int h, int s, int mins)
 {
-    if (xs) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
+    if (fmt == PN_Q4_K) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
-    if (fmt == PN_Q4_K) return p2_k4_scale(sc + 256 * (s >> 3), h, s & 7, mins);
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
 }
 
 /* Q4_K: the scales and mins of every sub-block of a stored chunk, both halves, as floats into xs
- * (2 * PN_ST_NS * PN_ROWS floats, 32-byte aligned; the layout pn_st_scales fills): once per
- * chunk instead of once per token tile and half. */
-PN_INLINE void p2_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
+ * (2 * PN_ST_NS * PN_ROWS floats, 32-byte aligned; the layout pn_st_scales fills), each the
+ * product pn_k4_scale makes (kern_panel_avx512.h: d x six-bit scale, dmin x six-bit min), with
+ * the header words read and split once per super-block and half: once per chunk for all the
+ * token tiles and both halves. */
+PN_INLINE void p2_st_scales(const uint8_t *src, int nbc, float *xs)
 {
-    for (int s = 0; s < nbc * PN_SPB(fmt); s++)
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k30 = _mm256_set1_epi32(0x30303030), kff = _mm256_set1_epi32(0xff);
+    for (int b = 0; b < nbc; b++)
         for (int h = 0; h < 2; h++) {
-            _mm256_store_ps(xs + PN_ROWS * s + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
-            if (PN_MINS(fmt))
-                _mm256_store_ps(xs + PN_ROWS * (PN_ST_NS + s) + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 1));
+            const uint8_t *hdr = src + (size_t)nbc * PN_ST_CODES(PN_Q4_K) + 256 * b + 32 * h;
+            const __m256i h0 = _mm256_load_si256((const __m256i *)hdr);
+            const __m256i h1 = _mm256_load_si256((const __m256i *)(hdr + 64));
+            const __m256i h2 = _mm256_load_si256((const __m256i *)(hdr + 128));
+            const __m256i h3 = _mm256_load_si256((const __m256i *)(hdr + 192));
+            const __m256 d = p2_lo16_ps(h0), dmin = p2_lo16_ps(_mm256_srli_epi32(h0, 16));
+            const __m256i v[2][2] = {
+                {_mm256_and_si256(h1, k3f),
+                 _mm256_or_si256(_mm256_and_si256(h3, k0f), _mm256_and_si256(_mm256_srli_epi32(h1, 2), k30))},
+                {_mm256_and_si256(h2, k3f),
+                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(h3, 4), k0f),
+                                 _mm256_and_si256(_mm256_srli_epi32(h2, 2), k30))}};
+            for (int j = 0; j < 8; j++)
+                for (int mins = 0; mins < 2; mins++) {
+                    const __m256i q = _mm256_and_si256(_mm256_srli_epi32(v[mins][j >> 2], 8 * (j & 3)), kff);
+                    _mm256_store_ps(xs + PN_ROWS * (8 * b + j + (mins ? PN_ST_NS : 0)) + P2_ROWS * h,
+                                    _mm256_mul_ps(mins ? dmin : d, _mm256_cvtepi32_ps(q)));
+                }
         }
 }
 
@@ -213,6 +209,55 @@ PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8
     }
 }
 
+/* One token, both halves of the panel in one pass (decode: the chunk is read once, and four
+ * dependency chains of dots run instead of two): acc[h] += half h's dots, each lane the same
+ * float operations as p2_tile's. */
+PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                        const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
+{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
+    const uint8_t *a = A + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    for (int b = 0; b < nbc; b++) {
+        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            const uint8_t *ap = a + (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
+            __m256i x[2], y[2];
+            for (int h = 0; h < 2; h++) {
+                x[h] = _mm256_set1_epi32(P2_VNNI || fmt != PN_Q8_0 ? S->init[0][s] : 0);
+                y[h] = _mm256_setzero_si256();
+            }
+            for (int g = 0; g < GS; g += 2)
+                for (int h = 0; h < 2; h++) {
+                    const __m256i w0 = p2_w(fmt, src, h, s, g), w1 = p2_w(fmt, src, h, s, g + 1);
+                    if (P2_VNNI) {
+                        x[h] = p2_dot_vnni(x[h], w0, ap + 4 * g);
+                        y[h] = p2_dot_vnni(y[h], w1, ap + 4 * g + 4);
+                    } else if (fmt == PN_Q8_0) {
+                        const __m256i s0 = _mm256_xor_si256(w0, _mm256_set1_epi8((char)0x80));
+                        const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
+                        x[h] = p2_dot_sign(x[h], _mm256_abs_epi8(s0), s0, ap + 4 * g);
+                        y[h] = p2_dot_sign(y[h], _mm256_abs_epi8(s1), s1, ap + 4 * g + 4);
+                    } else {
+                        y[h] = p2_dot16(y[h], w0, ap + 4 * g); /* int16 sums, widened below */
+                        y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
+                    }
+                }
+            for (int h = 0; h < 2; h++) {
+                const __m256i xs32 = !P2_VNNI && fmt != PN_Q8_0
+                                         ? _mm256_add_epi32(x[h], _mm256_madd_epi16(y[h], _mm256_set1_epi16(1)))
+                                         : _mm256_add_epi32(x[h], y[h]);
+                const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
+                if (PN_MINS(fmt))
+                    acc[h] = _mm256_fnmadd_ps(p2_ws(fmt, src, xs, nbc, h, s, 1), _mm256_set1_ps(S->am[0][s]), acc[h]);
+            }
+        }
+    }
+}
+
 /* Lanes [lo, hi) of 8 as a maskload / maskstore mask. */
 PN_INLINE __m256i p2_mask(int lo, int hi)
 {
@@ -239,6 +284,30 @@ PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, cons
             _mm256_storeu_ps(Y + j * ldy, acc[j]);
         else
             _mm256_maskstore_ps(Y + j * ldy, m, acc[j]);
+    }
+}
+
+/* One token, the whole panel (both halves) of one stored chunk, accumulated into Y (first chunk:
+ * stored): Y points at the panel's first row; rows [lo, hi) of its 16 are written. */
+PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+                             int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S,
+                             float *Y, int lo, int hi, int first)
+{
+    __m256 acc[2];
+    for (int h = 0; h < 2; h++) {
+        const int l = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h, e = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
+        acc[h] = first || l >= e ? _mm256_setzero_ps()
+                 : l == 0 && e == P2_ROWS ? _mm256_loadu_ps(Y + P2_ROWS * h)
+                                           : _mm256_maskload_ps(Y + P2_ROWS * h, p2_mask(l, e));
+    }
+    p2_tile1(fmt, src, xs, next, nbc, A, b0, S, acc);
+    for (int h = 0; h < 2; h++) {
+        const int l = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h, e = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
+        if (l >= e) continue;
+        if (l == 0 && e == P2_ROWS)
+            _mm256_storeu_ps(Y + P2_ROWS * h, acc[h]);
+        else
+            _mm256_maskstore_ps(Y + P2_ROWS * h, p2_mask(l, e), acc[h]);
     }
 }
 
@@ -277,6 +346,21 @@ PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, cons
 #define P2_TILES ((P2_FEW + P2_NT - 1) / P2_NT)
 
 P2_DEFINE_RUN(p2_q8_0, PN_Q8_0)
+static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q8_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
+static void p2_q4_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q4_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
+static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q4_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K)
 
@@ -302,6 +386,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct pn_act S[P2_SEG][P2_TILES];
+    float xs[2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(32))); /* Q4_K's scales of one chunk */
     const int bpc = PN_KC / PN_BLK(fmt);
     const int64_t nb = k / PN_BLK(fmt), nch = (nb + bpc - 1) / bpc;
     const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
@@ -322,11 +407,22 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                 const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;
                 const int64_t ahead = (p - p0) * nseg + ci + P2_AHEAD;
                 const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes + (size_t)(cs + ahead % nseg) * cfull;
+                if (fmt == PN_Q4_K) p2_st_scales(src, nbc, xs);
+                if (n_tok == 1) {
+                    const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
+                    const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
+                    float *Yp = Y + p * PN_ROWS;
+                    const float *xq = fmt == PN_Q4_K ? xs : NULL;
+                    if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    continue;
+                }
                 for (int h = 0; h < 2; h++) {
                     int lo, hi;
                     if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
                     for (int t = 0, u = 0; t < n_tok; t += P2_NT, u++)
-                        p2_run(fmt, src, NULL, t == 0 && h == 0 ? next : NULL, nbc, h, A + (size_t)t * as, as,
+                        p2_run(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 && h == 0 ? next : NULL, nbc, h, A + (size_t)t * as, as,
                                b0, &S[ci][u], n_tok - t < P2_NT ? n_tok - t : P2_NT,
                                Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi, c == 0);
                 }
@@ -352,7 +448,7 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
         for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {
             const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
             if (expand)
-                for (int64_t p = pb; p < pe; p++) p2_st_scales(fmt, P + (size_t)p * pbytes + (size_t)c * cfull, nbc, xs[p - pb]);
+                for (int64_t p = pb; p < pe; p++) p2_st_scales(P + (size_t)p * pbytes + (size_t)c * cfull, nbc, xs[p - pb]);
             for (int t = 0; t < n_tok; t += P2_NT) {
                 const int nt = n_tok - t < P2_NT ? n_tok - t : P2_NT;
                 const uint8_t *At = A + (size_t)t * as;
