@@ -289,8 +289,9 @@ tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
-/* The kernel path the matmuls run on this CPU ("avx512", "avx2", "scalar", "neon"; the
- * environment variable TERN_KERNELS forces one), which decides what repacking does. */
+/* The kernel path the matmuls run on this CPU ("avx512", "avx2+avxvnni", "avx2", "scalar",
+ * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
+ * AVX-VNNI tile off), which decides what repacking does. */
 const char *tern_kernels_name(void);
 int tern_model_n_vocab(const struct tern_model *m);
 /* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */

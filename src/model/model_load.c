@@ -481,7 +481,7 @@ void tern_model_free(struct tern_model *m)
 }
 
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m) { return &m->info; }
-const char *tern_kernels_name(void) { return kern_isa_name(); }
+const char *tern_kernels_name(void) { return kern_path_name(); }
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
 
