@@ -225,11 +225,13 @@ enum tern_arch {
     TERN_ARCH_SMOLLM3 = 3, /* llama with every 4th layer unrotated (NoPE) */
     TERN_ARCH_PHI3 = 4,    /* fused qkv and gate|up, partial rotary, long-RoPE factors */
     TERN_ARCH_GEMMA3 = 5,  /* scaled embeddings, GELU, post-norms, q/k norms, sliding window */
+    TERN_ARCH_GEMMA4 = 6,  /* gemma3 plus per-layer-type head sizes, v norm, shared KV,
+                              per-layer embeddings, layer scales, final soft-capping */
 };
 
 struct tern_model_info {
     enum tern_arch arch;
-    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3" */
+    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4" */
     int n_vocab;
     int n_embd;
     int n_layer;
@@ -265,6 +267,16 @@ struct tern_model_info {
     int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
+    /* Per-layer shapes (gemma4; elsewhere equal to the fields above): n_head_kv, head_dim and
+     * n_rot are the global (full-attention) layers' values, these the SWA layers'. */
+    int n_head_kv_swa;
+    int head_dim_swa;
+    int n_rot_swa;
+    int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
+    int n_layer_kv;          /* layers that store their own KV (the rest read an earlier layer's) */
+    int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
+    bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
+    float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
 };
 
 struct tern_model_params {

@@ -303,7 +303,7 @@ cJSON *bench_report_build(const struct bench_results *r)
 
     const struct tern_model_info *in = r->info;
     cJSON *kv = cJSON_AddObjectToObject(o, "kv_cache");
-    uint64_t kvb = tern_kv_bytes(in->n_layer, in->n_head_kv, in->head_dim, r->n_ctx);
+    uint64_t kvb = r->kv_bytes_per_pos * (uint64_t)r->n_ctx;
     cJSON_AddNumberToObject(kv, "layers", in->n_layer);
     cJSON_AddNumberToObject(kv, "kv_heads", in->n_head_kv);
     cJSON_AddNumberToObject(kv, "head_dim", in->head_dim);

@@ -247,7 +247,8 @@ tern_status tern_prefix_cache_create(const struct tern_model *m,
     pc->head_dim = in->head_dim;
     pc->n_vocab = in->n_vocab;
     pc->B = pp.block_tokens ? pp.block_tokens : PC_DEFAULT_BLOCK;
-    pc->block_bytes = kv_run_bytes(in->n_layer, in->n_head_kv, in->head_dim, pc->B);
+    pc->pos_elems = kv_model_pos_elems(m);
+    pc->block_bytes = 2 * sizeof(uint16_t) * pc->pos_elems * (size_t)pc->B;
     pc->budget = pp.budget_bytes ? pp.budget_bytes : PC_DEFAULT_BUDGET;
     pc->st.budget_bytes = pc->budget;
     pc->st.block_tokens = pc->B;

@@ -42,6 +42,7 @@ struct tern_prefix_cache {
     uint8_t model_fp[32], tok_fp[32];
     int n_layer, n_head_kv, head_dim, n_vocab;
     int B;                      /* tokens per block */
+    size_t pos_elems;           /* K halves per position (kv_model_pos_elems) */
     size_t block_bytes;         /* KV bytes of one block */
     uint64_t budget;
     char *dir;                  /* NULL: memory only */

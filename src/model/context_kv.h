@@ -17,6 +17,10 @@ void kv_context_set_n_pos(struct tern_context *ctx, int n_pos);
 /* The same for sequence seq (0 .. n_seq-1) of a multi-sequence context. */
 void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos);
 
+/* K halves per position of one sequence over m's layers that store KV: a packed run of n
+ * positions (kv_copy.c) is 2 x this x n halves, whatever context holds it. */
+size_t kv_model_pos_elems(const struct tern_model *m);
+
 /* Tokens that tern_decode runs as one batch through the prefill kernels at the least: a prompt
  * is cut into equal sub-batches, never leaving a last one shorter than this. */
 #define KV_MIN_BATCHED_SUFFIX 16

@@ -35,6 +35,16 @@ struct model_layer {
     struct model_weight ffn_post_norm;          /* (n_embd) norm of the FFN output (gemma3), or NULL */
     bool swa;                                   /* sliding-window layer (own RoPE base, windowed keys) */
     bool rope;                                  /* q and k are rotated (false: smollm3's NoPE layers) */
+    /* This layer's shape (gemma4 sizes SWA and global layers differently; elsewhere the model's) */
+    int hd, n_kv, n_ff, n_rot;                  /* head size, KV heads, FFN width, rotated dims */
+    int kv_src;                                 /* layer whose KV this one reads: il, or an earlier
+                                                   layer of the same kind (gemma4 shared KV) */
+    bool v_is_k;                                /* no attn_v: v is k's projection (gemma4 31B) */
+    float out_scale;                            /* the layer's output is multiplied by it (gemma4
+                                                   layer_output_scale); 1 = none */
+    struct model_weight ple_gate;               /* (n_embd -> n_pl) per-layer embedding gate (gemma4), or NULL */
+    struct model_weight ple_proj;               /* (n_pl -> n_embd) */
+    struct model_weight ple_post_norm;          /* (n_embd) */
 };
 
 struct tern_model {
@@ -46,8 +56,13 @@ struct tern_model {
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
     struct model_weight rope_long, rope_short;  /* optional phi3 long-RoPE factors (>= n_rot/2) */
     struct model_layer *layers;                 /* (n_layer) */
+    struct model_weight ple_embd;               /* (n_vocab rows of n_pl * n_layer) per-layer token
+                                                   embeddings (gemma4 E2B/E4B), or NULL */
+    struct model_weight ple_model_proj;         /* (n_embd -> n_pl * n_layer) */
+    struct model_weight ple_proj_norm;          /* (n_pl) */
     float rope_scale_swa;                       /* linear RoPE scale of the SWA layers */
     bool rope_swa_own;                          /* SWA layers rotate with their own base / scale */
+    bool rope_ff_global_only;                   /* rope_freqs apply to the global layers only (gemma4) */
     bool q_prescale;                            /* q is multiplied by attn_scale after RoPE, q.k
                                                    then unscaled (phi3, as llama.cpp computes it) */
     char arch_name[16];

@@ -18,21 +18,23 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 
-/* The 2-D weights of m, in a fixed order: per layer wq wk wv wo gate up down, then tok_embd and
- * (when untied) output. Returns the count written to w (room for 7 * n_layer + 2). */
+/* The 2-D weights of m, in a fixed order: per layer wq wk wv wo gate up down and the
+ * per-layer-embedding gate and projection (those present; a v that is k's matrix is k's and
+ * fixed up after), then the per-layer-embedding matrices, tok_embd and (when untied) output.
+ * Returns the count written to w (room for 10 * n_layer + 4). */
 static int model_matrices(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
     for (int l = 0; l < m->info.n_layer; l++) {
         struct model_layer *L = &m->layers[l];
-        w[n++] = &L->wq;
-        w[n++] = &L->wk;
-        w[n++] = &L->wv;
-        w[n++] = &L->wo;
-        w[n++] = &L->ffn_gate;
-        w[n++] = &L->ffn_up;
-        w[n++] = &L->ffn_down;
+        struct model_weight *lw[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
+                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
+                                     &L->ple_gate, &L->ple_proj};
+        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++)
+            if (lw[i] && lw[i]->data) w[n++] = lw[i];
     }
+    if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
+    if (m->ple_embd.data) w[n++] = &m->ple_embd;
     w[n++] = &m->tok_embd;
     if (!m->info.tied_output) w[n++] = &m->output;
     return n;
@@ -104,8 +106,12 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->rope_scale_swa = src->rope_scale_swa;
     m->rope_swa_own = src->rope_swa_own;
     m->q_prescale = src->q_prescale;
+    m->rope_ff_global_only = src->rope_ff_global_only;
+    m->ple_embd = src->ple_embd;
+    m->ple_model_proj = src->ple_model_proj;
+    m->ple_proj_norm = src->ple_proj_norm;
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
-    const int max_w = 7 * src->info.n_layer + 2;
+    const int max_w = 10 * src->info.n_layer + 4;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     struct tern_model *srcm = (struct tern_model *)src; /* model_matrices only reads it here */
     struct model_weight **sw = malloc((size_t)max_w * sizeof *sw);
@@ -154,6 +160,8 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     tp_free(pool);
     free(scratch);
     if (m->info.tied_output) m->output = m->tok_embd;
+    for (int l = 0; l < m->info.n_layer; l++)
+        if (m->layers[l].v_is_k) m->layers[l].wv = m->layers[l].wk;
     /* What a token's forward pass reads now: the converted matrices plus every other tensor. */
     uint64_t before = 0, after = 0;
     for (int i = 0; i < nw; i++) {
@@ -182,12 +190,14 @@ bool model_weight_batch_invariant(const struct model_weight *w)
 bool tern_model_batch_invariant(const struct tern_model *m)
 {
     if (!model_weight_batch_invariant(&m->output)) return false;
+    if (m->ple_model_proj.data && !model_weight_batch_invariant(&m->ple_model_proj)) return false;
     for (int l = 0; l < m->info.n_layer; l++) {
         const struct model_layer *L = &m->layers[l];
         const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
+                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down,
+                                          &L->ple_gate, &L->ple_proj};
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            if (!model_weight_batch_invariant(w[i])) return false;
+            if (w[i]->data && !model_weight_batch_invariant(w[i])) return false;
     }
     return true;
 }

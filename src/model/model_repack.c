@@ -28,16 +28,21 @@
 
 #define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
-/* The matrices to consider, in a fixed order; returns the count (room for 7 * n_layer + 1). */
+/* The matrices to consider, in a fixed order; returns the count (room for 10 * n_layer + 2).
+ * Absent ones (a shared-KV layer's k and v) are left out, and so is a v that is k's matrix
+ * (it gets k's packed copy afterwards). */
 static int repack_targets(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
     for (int l = 0; l < m->info.n_layer; l++) {
         struct model_layer *L = &m->layers[l];
-        struct model_weight *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++) w[n++] = lw[i];
+        struct model_weight *lw[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
+                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
+                                     &L->ple_gate, &L->ple_proj};
+        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++)
+            if (lw[i] && lw[i]->data) w[n++] = lw[i];
     }
+    if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
     w[n++] = &m->output;
     return n;
 }
@@ -80,7 +85,7 @@ static void release_pages(const void *p, size_t n)
 
 tern_status model_repack(struct tern_model *m, bool file_mapped)
 {
-    const int max_w = 7 * m->info.n_layer + 1;
+    const int max_w = 10 * m->info.n_layer + 2;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     void **dst = malloc((size_t)max_w * sizeof *dst);
     struct model_weight **todo = malloc((size_t)max_w * sizeof *todo);
@@ -135,6 +140,8 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
             }
         }
     }
+    for (int l = 0; l < m->info.n_layer; l++)
+        if (m->layers[l].v_is_k) m->layers[l].wv.packed = m->layers[l].wk.packed;
     free(w);
     free(dst);
     free(todo);
