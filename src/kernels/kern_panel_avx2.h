@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <assert.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/kern_panel_act.h"
 #include "kernels/kern_panel_layout.h"
@@ -118,11 +119,20 @@ PN_INLINE void p2_st_scales(const uint8_t *src, int nbc, float *xs)
 
 /* ---------------------------------------------------------------- the dots */
 
+/* The 4 activation bytes at p as one int32: p is any byte offset into a row of quantized
+ * activations, so the load goes through memcpy (one unaligned mov) rather than a cast. */
+PN_INLINE int32_t p2_load4(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 /* acc + 4-byte dots of the 8 rows' unsigned codes w with the 4 activation bytes at p (VNNI). */
 PN_INLINE __m256i p2_dot_vnni(__m256i acc, __m256i w, const void *p)
 {
 #if P2_VNNI
-    const __m256i a = _mm256_set1_epi32(*(const int32_t *)p);
+    const __m256i a = _mm256_set1_epi32(p2_load4(p));
     /* inline asm, as on AVX-512: gcc 12 wraps the intrinsic in register copies */
     __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(a));
     return acc;
@@ -135,13 +145,13 @@ PN_INLINE __m256i p2_dot_vnni(__m256i acc, __m256i w, const void *p)
 /* int16 pair sums of the 8 rows' codes u (0..15) with the 4 bytes at p, added into acc16 */
 PN_INLINE __m256i p2_dot16(__m256i acc16, __m256i u, const void *p)
 {
-    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, _mm256_set1_epi32(*(const int32_t *)p)));
+    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, _mm256_set1_epi32(p2_load4(p))));
 }
 
 /* acc + 4-byte dots of the signed codes w (|w| in aw) with the 4 bytes at p (Q8_0, no VNNI) */
 PN_INLINE __m256i p2_dot_sign(__m256i acc, __m256i aw, __m256i w, const void *p)
 {
-    const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(*(const int32_t *)p), w);
+    const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(p2_load4(p)), w);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, s), _mm256_set1_epi16(1)));
 }
 
