@@ -16,7 +16,7 @@
 #include "kernels/gemm_f32_micro.h"
 #include "kernels/kernels.h"
 
-#define GEMM_KC 256
+#define GEMM_KC 512  /* the deepest K slice; a call cuts K into equal slices no deeper */
 #define GEMM_MC 96   /* a multiple of every MR (12, 6, 4) */
 #define GEMM_NC 512  /* a multiple of every NR (32, 16, 8) */
 #define GEMM_MR_MAX 12
@@ -160,6 +160,17 @@ static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, in
 
 /* ---------------------------------------------------------------- driver */
 
+/* The depth of the K slices: K cut into as few slices as GEMM_KC allows, of equal depth (a
+ * multiple of 8), so that no thin last slice costs a whole extra pass over C (K = 384 in one
+ * slice, not 256 + 128). Depends on K only, which keeps the summation order independent of
+ * the tiling. */
+static int gemm_kc(int K)
+{
+    const int n = (K + GEMM_KC - 1) / GEMM_KC;
+    const int kc = ((K + n - 1) / n + 7) / 8 * 8;
+    return kc < GEMM_KC ? kc : GEMM_KC;
+}
+
 /* C rows [i0, i1) x cols [j0, j1) of the product. A is read in place when one of its strides
  * is 1 (every layout the trainer uses), so only B is packed, once per KC x NC block; A is packed
  * only for the last rows of a block when they do not fill an MR tile, or when neither of its
@@ -178,10 +189,11 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
                                                  (size_t)(j1 - j0) * sizeof(float));
         return;
     }
+    const int kc_max = gemm_kc(g->K);
     for (int jc = j0; jc < j1; jc += GEMM_NC) {
         const int nc = j1 - jc < GEMM_NC ? j1 - jc : GEMM_NC;
-        for (int pc = 0; pc < g->K; pc += GEMM_KC) {
-            const int kc = g->K - pc < GEMM_KC ? g->K - pc : GEMM_KC;
+        for (int pc = 0; pc < g->K; pc += kc_max) {
+            const int kc = g->K - pc < kc_max ? g->K - pc : kc_max;
             const bool acc = g->accumulate || pc > 0;
             pack_b(g, pc, kc, jc, nc, nr, bpack);
             for (int ic = i0; ic < i1; ic += GEMM_MC) {
@@ -251,28 +263,39 @@ static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
     gemm_block(t->g, t->um, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
 }
 
+/* The tile shape (tm x tn) of a threaded call: at least `want` tiles (two per thread, so a
+ * thread that the machine's load delays leaves some of its share to the others), of the shape
+ * that reads the least: each tile reads its tm rows of A and packs its tn columns of B over the
+ * whole K, so the traffic is (tm + tn) * K per tile, and long thin tiles (all M rows by 64
+ * columns, which re-read a 6144-row A six times) lose to blocks of rows that span all columns.
+ * Rows are cut in multiples of 48 (every MR), columns in multiples of 32 (every NR). */
+static void gemm_tiles(int M, int N, int want, int *tm_out, int *tn_out)
+{
+    double best = -1;
+    long long best_tiles = 0;
+    *tm_out = M, *tn_out = N;
+    for (int pn = 1; pn <= (N + 31) / 32 && pn <= want; pn++) {
+        const int pm = (want + pn - 1) / pn;
+        int tn = ((N + pn - 1) / pn + 31) / 32 * 32, tm = ((M + pm - 1) / pm + 47) / 48 * 48;
+        if (tn > N) tn = N;
+        if (tm > M) tm = M;
+        const long long tiles = (long long)((M + tm - 1) / tm) * ((N + tn - 1) / tn);
+        const double cost = (double)tiles * (tm + tn);
+        /* enough tiles first (a small product may have fewer: then the most), then traffic */
+        const bool better = best < 0 ||
+                            (tiles >= want ? best_tiles < want || cost < best : tiles > best_tiles);
+        if (better) best = cost, best_tiles = tiles, *tm_out = tm, *tn_out = tn;
+    }
+}
+
 void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float *ws,
                       struct tp *tp)
 {
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
-    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, GEMM_NC, 0};
-    /* Tiles span all rows when the columns give enough of them (about 3 per thread, so a late
-     * thread leaves little for the others): then B is packed once in all. Columns are cut in
-     * multiples of 32 (every NR), rows in multiples of 48 (every MR). */
-    const int want = 3 * nth;
-    int tn = (g->N + want - 1) / want;
-    tn = (tn + 31) / 32 * 32;
-    if (tn > GEMM_NC) tn = GEMM_NC;
-    t.tn = tn;
-    const int n_tn = (g->N + tn - 1) / tn;
-    if (n_tn < want) {
-        const int parts = (want + n_tn - 1) / n_tn;
-        int tm = (g->M + parts - 1) / parts;
-        tm = (tm + 47) / 48 * 48;
-        t.tm = tm < g->M ? tm : g->M;
-    }
+    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, g->N, 1};
+    gemm_tiles(g->M, g->N, 2 * nth, &t.tm, &t.tn);
     t.n_tn = (g->N + t.tn - 1) / t.tn;
     const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
     if (nth == 1 || n_tiles == 1) {

@@ -28,6 +28,15 @@
     _mm512_storeu_ps(c + (r) * ldc, x0);                                                           \
     _mm512_storeu_ps(c + (r) * ldc + 16, x1);
 
+/* C's tile is read (acc) and written once, after kc iterations: fetch its 24 lines now, so
+ * that the stores at the end do not wait for L2/L3 (C of a weight gradient is re-read once per
+ * K slice and often no longer in L1) */
+#define PREFETCH_C                                                                                 \
+    for (int r = 0; r < 12; r++) {                                                                 \
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                                    \
+        _mm_prefetch((const char *)(c + r * ldc + 16), _MM_HINT_T0);                               \
+    }
+
 #define STORE_ALL                                                                                  \
     OUT(0, c00, c01) OUT(1, c10, c11) OUT(2, c20, c21) OUT(3, c30, c31)                            \
     OUT(4, c40, c41) OUT(5, c50, c51) OUT(6, c60, c61) OUT(7, c70, c71)                            \
@@ -37,6 +46,7 @@ void gemm_micro_avx512_t(int kc, const float *ap, ptrdiff_t ask, const float *bp
                          ptrdiff_t ldc, bool acc)
 {
     ACC_DECL
+    PREFETCH_C
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
         __m512 a;
@@ -53,6 +63,7 @@ void gemm_micro_avx512_r(int kc, const float *ap, ptrdiff_t asr, const float *bp
                          ptrdiff_t ldc, bool acc)
 {
     ACC_DECL
+    PREFETCH_C
     /* three row groups of four: p + {0,1,2,3} * asr, addressed as base + index * scale */
     const float *p0 = ap, *p1 = ap + 4 * asr, *p2 = ap + 8 * asr;
     const ptrdiff_t s1 = asr, s2 = 2 * asr, s3 = 3 * asr;
