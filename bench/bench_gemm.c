@@ -90,6 +90,7 @@ struct pathname {
 };
 static const struct pathname path_names[] = {
     {"scalar", KERN_GEMM_SCALAR}, {"avx2", KERN_GEMM_AVX2}, {"avx512", KERN_GEMM_AVX512},
+    {"bf16", KERN_GEMM_BF16_AVX512}, {"bf16-scalar", KERN_GEMM_BF16_SCALAR},
 };
 
 static int parse_list(const char *s, int *out, int max)
@@ -180,7 +181,10 @@ int main(int argc, char **argv)
     }
     if (reps < 1 || reps > 64 || M < 1 || nk < 1 || secs <= 0 || n_threads < 1) goto usage;
     kern_init();
-    if (n_paths == 0) paths[n_paths++] = kern_gemm_best();
+    if (n_paths == 0) {
+        paths[n_paths++] = kern_gemm_best();
+        if (kern_gemm_path_ok(KERN_GEMM_BF16_AVX512)) paths[n_paths++] = KERN_GEMM_BF16_AVX512;
+    }
     make_shapes(M, nk);
 
     int max_th = 1;
@@ -213,14 +217,14 @@ int main(int argc, char **argv)
     printf("1 thread: thread CPU time; %s: process CPU time (GFLOP/s per core) and wall (loaded machine)\n",
            n_threads > 1 ? "more threads" : "-");
     printf("peaks per core: F32 %.0f, BF16 %.0f GFLOP/s\n\n", peak_f32, peak_bf16);
-    printf("%-24s %5s %5s %5s  %-7s", "shape", "M", "N", "K", "path");
+    printf("%-24s %5s %5s %5s  %-11s", "shape", "M", "N", "K", "path");
     for (int t = 0; t < n_threads; t++)
         printf(" | %dT GFLOP/s/core %%peak%s", threads[t], threads[t] > 1 ? "   wall" : "");
     printf("\n");
 
     for (int p = 0; p < n_paths; p++) {
         const enum kern_gemm_path path = paths[p];
-        const double peak = peak_f32;
+        const double peak = kern_gemm_path_bf16(path) ? peak_bf16 : peak_f32;
         double mb_flops = 0, mb_cpu_s[4] = {0};
         for (int i = 0; i < n_shapes; i++) {
             const struct shape *s = &shapes[i];
@@ -228,7 +232,7 @@ int main(int argc, char **argv)
             const bool attn = !strncmp(s->name, "attn", 4);
             struct kern_gemm g = {s->M, s->N, s->K, A, s->ars, s->acs, B, s->brs, s->bcs, C, s->ldc,
                                   s->acc};
-            printf("%-24s %5d %5d %5d  %-7s", s->name, s->M, s->N, s->K, kern_gemm_path_name(path));
+            printf("%-24s %5d %5d %5d  %-11s", s->name, s->M, s->N, s->K, kern_gemm_path_name(path));
             fflush(stdout);
             const double flops = 2.0 * s->M * s->N * (double)s->K;
             for (int t = 0; t < n_threads; t++) {
@@ -253,7 +257,7 @@ int main(int argc, char **argv)
             printf("\n");
         }
         if (mb_flops > 0) {
-            printf("%-42s", "per micro-batch (linear products)");
+            printf("%-46s", "per micro-batch (linear products)");
             for (int t = 0; t < n_threads; t++)
                 printf(" | %6.1f CPU s %5.1f%%%s", mb_cpu_s[t], 100.0 * mb_flops / mb_cpu_s[t] / 1e9 / peak,
                        threads[t] > 1 ? "       " : "");
@@ -261,7 +265,6 @@ int main(int argc, char **argv)
                    mb_flops / 1e9, M);
         }
     }
-    (void)peak_bf16;
     free(A), free(B), free(C), free(ws);
     return 0;
 usage:

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/gemm_bf16.h"
 #include "kernels/gemm_f32_micro.h"
 #include "kernels/kernels.h"
 
@@ -80,7 +81,12 @@ bool kern_gemm_path_ok(enum kern_gemm_path p)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case KERN_GEMM_AVX512:
         return __builtin_cpu_supports("avx512f");
+    case KERN_GEMM_BF16_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512bf16") && !strcmp(kern_isa_name(), "avx512");
 #endif
+    case KERN_GEMM_BF16_SCALAR:
+        return true;
     default:
         return false;
     }
@@ -99,7 +105,18 @@ enum kern_gemm_path kern_gemm_best(void)
 const char *kern_gemm_path_name(enum kern_gemm_path p)
 {
     if (p == KERN_GEMM_AUTO) p = kern_gemm_best();
-    return p == KERN_GEMM_AVX512 ? "avx512" : p == KERN_GEMM_AVX2 ? "avx2" : "scalar";
+    switch (p) {
+    case KERN_GEMM_AVX512: return "avx512";
+    case KERN_GEMM_AVX2: return "avx2";
+    case KERN_GEMM_BF16_AVX512: return "avx512-bf16";
+    case KERN_GEMM_BF16_SCALAR: return "scalar-bf16";
+    default: return "scalar";
+    }
+}
+
+bool kern_gemm_path_bf16(enum kern_gemm_path p)
+{
+    return p == KERN_GEMM_BF16_AVX512 || p == KERN_GEMM_BF16_SCALAR;
 }
 
 size_t kern_gemm_ws_floats(void)
@@ -107,7 +124,8 @@ size_t kern_gemm_ws_floats(void)
     /* A block + B block + one edge tile, each rounded to a cache line */
     size_t a = (size_t)GEMM_MC * GEMM_KC, b = (size_t)GEMM_KC * GEMM_NC;
     size_t t = GEMM_MR_MAX * GEMM_NR_MAX;
-    return a + b + t + 48;
+    const size_t f32 = a + b + t + 48, bf16 = gemm_bf16_ws_floats();
+    return f32 > bf16 ? f32 : bf16;
 }
 
 /* ---------------------------------------------------------------- packing */
@@ -236,16 +254,24 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
     }
 }
 
+/* C rows [i0, i1) x cols [j0, j1) on path p (resolved) */
+static void gemm_tile(const struct kern_gemm *g, enum kern_gemm_path p, float *ws, int i0, int i1,
+                      int j0, int j1)
+{
+    if (kern_gemm_path_bf16(p)) gemm_bf16_block(g, p == KERN_GEMM_BF16_AVX512, ws, i0, i1, j0, j1);
+    else gemm_block(g, micro_for(p), ws, i0, i1, j0, j1);
+}
+
 void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *ws)
 {
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
-    gemm_block(g, micro_for(path), ws, 0, g->M, 0, g->N);
+    gemm_tile(g, path, ws, 0, g->M, 0, g->N);
 }
 
 struct gemm_mt {
     const struct kern_gemm *g;
-    struct gemm_micro um;
+    enum kern_gemm_path path;
     float *ws;
     size_t ws_floats;
     int tm, tn;      /* tile size */
@@ -260,7 +286,7 @@ static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
     const int i0 = bi * t->tm, j0 = bj * t->tn;
     const int i1 = i0 + t->tm < t->g->M ? i0 + t->tm : t->g->M;
     const int j1 = j0 + t->tn < t->g->N ? j0 + t->tn : t->g->N;
-    gemm_block(t->g, t->um, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+    gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
 }
 
 /* The tile shape (tm x tn) of a threaded call: at least `want` tiles (two per thread, so a
@@ -294,12 +320,12 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
-    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, g->N, 1};
+    struct gemm_mt t = {g, path, ws, kern_gemm_ws_floats(), g->M, g->N, 1};
     gemm_tiles(g->M, g->N, 2 * nth, &t.tm, &t.tn);
     t.n_tn = (g->N + t.tn - 1) / t.tn;
     const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
     if (nth == 1 || n_tiles == 1) {
-        gemm_block(g, t.um, ws, 0, g->M, 0, g->N);
+        gemm_tile(g, path, ws, 0, g->M, 0, g->N);
         return;
     }
     tp_run(tp, gemm_mt_chunk, &t, n_tiles);
