@@ -142,6 +142,9 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
                 const float *s = g->A + (ptrdiff_t)(i0 + p + r) * g->ars + k0;
                 for (int k = 0; k < kc; k++) d[k * mr + r] = s[k];
             }
+        } else if (g->ars == 1) {
+            for (int k = 0; k < kc; k++)
+                memcpy(d + k * mr, g->A + (ptrdiff_t)(k0 + k) * g->acs + i0 + p, (size_t)rows * sizeof *d);
         } else {
             for (int k = 0; k < kc; k++) {
                 const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + (ptrdiff_t)(i0 + p) * g->ars;
