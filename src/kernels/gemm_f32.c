@@ -1,4 +1,5 @@
-/* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading) and its plain-C paths.
+/* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading), its plain-C paths, and
+ * the dispatch and threading of every path (the BF16 ones' driver is gemm_bf16.c).
  *
  * Read gemm_f32.h first. Loop order per call (BLIS): for each NC block of columns, for each KC
  * slice of K: pack B (KC x NC, NR-wide panels, so a KC x NR micro-panel stays in L1); for each
