@@ -40,35 +40,6 @@ static inline __m512i run32(__m512 first, __m512 second)
     return (__m512i)_mm512_cvtne2ps_pbh(second, first);
 }
 
-/* r[i] lane j -> r[j] lane i, 16 x 16 words: pairs within 128-bit lanes, then quads, then the
- * lanes across registers */
-static inline void transpose16(__m512i r[16])
-{
-    __m512i t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    /* u[4i + e], lane L: rows 4i..4i+3 of column 4L + e */
-    __m512i u[16];
-    for (int i = 0; i < 4; i++) {
-        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int e = 0; e < 4; e++) {
-        const __m512i ab_lo = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88);
-        const __m512i ab_hi = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xDD);
-        const __m512i cd_lo = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88);
-        const __m512i cd_hi = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xDD);
-        r[e] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0x88);
-        r[8 + e] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0xDD);
-        r[4 + e] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0x88);
-        r[12 + e] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0xDD);
-    }
-}
-
 void gemm_bf16_pack_b_avx512(const struct kern_gemm *g, int k0, int kc, int j0, int nc,
                              uint32_t *dst)
 {
@@ -110,7 +81,7 @@ void gemm_bf16_pack_b_avx512(const struct kern_gemm *g, int k0, int kc, int j0, 
                         const float *c = s + (ptrdiff_t)j * g->bcs + kk;
                         r[j] = run32(_mm512_maskz_loadu_ps(m0, c), _mm512_maskz_loadu_ps(m1, c + 16));
                     }
-                    transpose16(r);
+                    gemm_transpose16(r);
                     const int np = kcp - kk / 2 < 16 ? kcp - kk / 2 : 16;
                     uint32_t *dp = d + (size_t)(kk / 2) * NR + h;
                     for (int i = 0; i < np; i++) _mm512_storeu_si512(dp + (size_t)i * NR, r[i]);

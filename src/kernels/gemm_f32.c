@@ -160,6 +160,12 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
 /* B k [k0, k0+kc) x cols [j0, j0+nc) into NR-wide panels (zero past nc). */
 static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, int nr, float *dst)
 {
+#if defined(__x86_64__)
+    if (nr == 32 && g->brs == 1 && g->bcs != 1) { /* the AVX-512 path's transposed B */
+        gemm_pack_bt_avx512(g->B + (ptrdiff_t)j0 * g->bcs + k0, g->bcs, kc, nc, dst);
+        return;
+    }
+#endif
     for (int p = 0; p < nc; p += nr) {
         const int cols = nc - p < nr ? nc - p : nr;
         float *d = dst + (size_t)p * kc;

@@ -47,3 +47,23 @@ void gemm_micro_avx512_r(int kc, const float *ap, ptrdiff_t asr, const float *bp
     }
     STORE_ALL
 }
+
+void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *dst)
+{
+    for (int q = 0; q < nc; q += 32) {
+        float *d = dst + (size_t)q * kc;
+        for (int h = 0; h < 32; h += 16) {
+            const int cols = nc - q - h < 16 ? nc - q - h : 16;
+            for (int kk = 0; kk < kc; kk += 16) {
+                const __mmask16 m = kc - kk >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (kc - kk)) - 1);
+                __m512i r[16];
+                for (int j = 0; j < 16; j++)
+                    r[j] = j < cols ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, B + (ptrdiff_t)(q + h + j) * bcs + kk))
+                                    : _mm512_setzero_si512();
+                gemm_transpose16(r);
+                const int nk = kc - kk < 16 ? kc - kk : 16;
+                for (int i = 0; i < nk; i++) _mm512_storeu_si512(d + (size_t)(kk + i) * 32 + h, r[i]);
+            }
+        }
+    }
+}

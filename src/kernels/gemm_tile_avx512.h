@@ -1,6 +1,7 @@
 /* gemm_tile_avx512.h — the 12 x 32 accumulator tile the AVX-512 GEMM microkernels share (F32
  * in gemm_f32_avx512.c, BF16 in gemm_bf16_avx512.c): 24 zmm sums c<row><half>, their prefetch
- * and their store to C (c, ldc, acc in scope). Include only from files compiled for AVX-512. */
+ * and their store to C (c, ldc, acc in scope); and the 16 x 16 transpose of 32-bit lanes their
+ * packers use. Include only from files compiled for AVX-512. */
 #ifndef TERN_KERNELS_GEMM_TILE_AVX512_H
 #define TERN_KERNELS_GEMM_TILE_AVX512_H
 
@@ -37,5 +38,34 @@
     OUT(0, c00, c01) OUT(1, c10, c11) OUT(2, c20, c21) OUT(3, c30, c31)                            \
     OUT(4, c40, c41) OUT(5, c50, c51) OUT(6, c60, c61) OUT(7, c70, c71)                            \
     OUT(8, c80, c81) OUT(9, c90, c91) OUT(10, ca0, ca1) OUT(11, cb0, cb1)
+
+/* r[i] lane j -> r[j] lane i, 16 x 16 words: pairs within 128-bit lanes, then quads, then the
+ * lanes across registers */
+static inline void gemm_transpose16(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    /* u[4i + e], lane L: rows 4i..4i+3 of column 4L + e */
+    __m512i u[16];
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int e = 0; e < 4; e++) {
+        const __m512i ab_lo = _mm512_shuffle_i32x4(u[e], u[4 + e], 0x88);
+        const __m512i ab_hi = _mm512_shuffle_i32x4(u[e], u[4 + e], 0xDD);
+        const __m512i cd_lo = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0x88);
+        const __m512i cd_hi = _mm512_shuffle_i32x4(u[8 + e], u[12 + e], 0xDD);
+        r[e] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0x88);
+        r[8 + e] = _mm512_shuffle_i32x4(ab_lo, cd_lo, 0xDD);
+        r[4 + e] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0x88);
+        r[12 + e] = _mm512_shuffle_i32x4(ab_hi, cd_hi, 0xDD);
+    }
+}
 
 #endif
