@@ -1664,6 +1664,10 @@ struct tern_train_config {
     uint64_t seed;
     int threads;             /* 0 = online CPUs */
     int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */
+    bool matmul_bf16;        /* "matmul": "bf16": every matrix product (linear layers, attention)
+                              * rounds its operands to BF16 and sums in F32 (vdpbf16ps, about 1.5x
+                              * the F32 GEMM; needs AVX512-BF16); weights, gradients, optimizer,
+                              * norms, softmax and loss stay F32. Default "f32". README "Training" */
 };
 struct tern_train_config tern_train_config_default(void);
 /* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
@@ -1732,7 +1736,7 @@ tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size
 /* A string metadata entry the export writes (key and value copied; setting a key again replaces
  * it). tern distill records its run this way: "tern.distill.*" fingerprints and recipe. */
 tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
-/* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar"). */
+/* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar", "avx512-bf16"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
 
 /* ===================================================================== distillation */

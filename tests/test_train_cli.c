@@ -1,7 +1,8 @@
 /* test_train_cli.c — `tern train` as a user runs it (build/bin/tern):
  * - a run prints one JSON line per step (step, loss, lr, tokens/s, ETA) with --json and writes
  *   an F32 GGUF that tern quantize turns into a Q8_0 model that loads;
- * - the same run split with --until + --resume writes a byte-identical model;
+ * - the same run split with --until + --resume writes a byte-identical model, in F32 and (on
+ *   CPUs with AVX512-BF16) with --matmul bf16;
  * - a malformed config is refused naming the key; a model too big for memory is refused before
  *   training, saying how much it needs;
  * - a run resumed from a checkpoint whose weights hold a NaN stops at the first step, naming it,
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "kernels/gemm_f32.h"
 #include "tern.h"
 
 static char dir[512], tok[600], data[600], cfg[600];
@@ -87,25 +89,27 @@ static void test_run_json_quantize(void **state)
     assert_non_null(strstr(out, "tok/s  ETA "));
 }
 
-static void test_split_run_identical(void **state)
+/* The run split with --until + --resume writes the same bytes as the whole run, with the
+ * matrix products in precision mm ("f32", "bf16") */
+static void split_case(const char *mm)
 {
-    (void)state;
     setup_files();
     char cmd[8192], out[65536];
-    snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/full.gguf --json >/dev/null 2>&1",
-             test_tern_bin(), cfg, data, dir);
+    snprintf(cmd, sizeof cmd, "%s train --config %s --matmul %s --data %s -o %s/full-%s.gguf --json "
+             ">/dev/null 2>&1", test_tern_bin(), cfg, mm, data, dir, mm);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/half.gguf --checkpoint-dir "
-             "%s/split.ckpt --until 3 --json >/dev/null 2>&1", test_tern_bin(), cfg, data, dir, dir);
+    snprintf(cmd, sizeof cmd, "%s train --config %s --matmul %s --data %s -o %s/half-%s.gguf "
+             "--checkpoint-dir %s/split-%s.ckpt --until 3 --json >/dev/null 2>&1", test_tern_bin(), cfg,
+             mm, data, dir, mm, dir, mm);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "%s train --config %s --data %s -o %s/resumed.gguf --resume "
-             "%s/split.ckpt --json 2>&1", test_tern_bin(), cfg, data, dir, dir);
+    snprintf(cmd, sizeof cmd, "%s train --config %s --matmul %s --data %s -o %s/resumed-%s.gguf "
+             "--resume %s/split-%s.ckpt --json 2>&1", test_tern_bin(), cfg, mm, data, dir, mm, dir, mm);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     assert_non_null(strstr(out, "\"step\":4,"));
     assert_null(strstr(out, "\"step\":3,"));
     char a[700], b[700];
-    snprintf(a, sizeof a, "%s/full.gguf", dir);
-    snprintf(b, sizeof b, "%s/resumed.gguf", dir);
+    snprintf(a, sizeof a, "%s/full-%s.gguf", dir, mm);
+    snprintf(b, sizeof b, "%s/resumed-%s.gguf", dir, mm);
     size_t na, nb;
     char *fa = test_read_file(a, &na), *fb = test_read_file(b, &nb);
     assert_non_null(fa);
@@ -114,6 +118,14 @@ static void test_split_run_identical(void **state)
     assert_memory_equal(fa, fb, na);
     free(fa);
     free(fb);
+}
+
+static void test_split_run_identical(void **state)
+{
+    (void)state;
+    split_case("f32");
+    if (kern_gemm_path_ok(KERN_GEMM_BF16_AVX512)) split_case("bf16");
+    else print_message("bf16: no AVX512-BF16 on this CPU, its split run skipped\n");
 }
 
 static void test_bad_config(void **state)
@@ -132,6 +144,10 @@ static void test_bad_config(void **state)
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "needs"));
     assert_non_null(strstr(out, "GiB"));
+    snprintf(cmd, sizeof cmd, "%s train --config %s --matmul fp8 --data %s -o %s/x.gguf 2>&1",
+             test_tern_bin(), cfg, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--matmul 'fp8'"));
 }
 
 /* FNV-1a 64, as the checkpoint's trailer */

@@ -1,4 +1,5 @@
-/* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading) and its plain-C paths.
+/* gemm_f32.c — the blocked F32 GEMM driver (packing, loops, threading), its plain-C paths, and
+ * the dispatch and threading of every path (the BF16 ones' driver is gemm_bf16.c).
  *
  * Read gemm_f32.h first. Loop order per call (BLIS): for each NC block of columns, for each KC
  * slice of K: pack B (KC x NC, NR-wide panels, so a KC x NR micro-panel stays in L1); for each
@@ -13,10 +14,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/gemm_bf16.h"
 #include "kernels/gemm_f32_micro.h"
 #include "kernels/kernels.h"
 
-#define GEMM_KC 256
+#define GEMM_KC 512  /* the deepest K slice; a call cuts K into equal slices no deeper */
 #define GEMM_MC 96   /* a multiple of every MR (12, 6, 4) */
 #define GEMM_NC 512  /* a multiple of every NR (32, 16, 8) */
 #define GEMM_MR_MAX 12
@@ -80,7 +82,12 @@ bool kern_gemm_path_ok(enum kern_gemm_path p)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case KERN_GEMM_AVX512:
         return __builtin_cpu_supports("avx512f");
+    case KERN_GEMM_BF16_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512bf16") && !strcmp(kern_isa_name(), "avx512");
 #endif
+    case KERN_GEMM_BF16_SCALAR:
+        return true;
     default:
         return false;
     }
@@ -99,7 +106,18 @@ enum kern_gemm_path kern_gemm_best(void)
 const char *kern_gemm_path_name(enum kern_gemm_path p)
 {
     if (p == KERN_GEMM_AUTO) p = kern_gemm_best();
-    return p == KERN_GEMM_AVX512 ? "avx512" : p == KERN_GEMM_AVX2 ? "avx2" : "scalar";
+    switch (p) {
+    case KERN_GEMM_AVX512: return "avx512";
+    case KERN_GEMM_AVX2: return "avx2";
+    case KERN_GEMM_BF16_AVX512: return "avx512-bf16";
+    case KERN_GEMM_BF16_SCALAR: return "scalar-bf16";
+    default: return "scalar";
+    }
+}
+
+bool kern_gemm_path_bf16(enum kern_gemm_path p)
+{
+    return p == KERN_GEMM_BF16_AVX512 || p == KERN_GEMM_BF16_SCALAR;
 }
 
 size_t kern_gemm_ws_floats(void)
@@ -107,7 +125,8 @@ size_t kern_gemm_ws_floats(void)
     /* A block + B block + one edge tile, each rounded to a cache line */
     size_t a = (size_t)GEMM_MC * GEMM_KC, b = (size_t)GEMM_KC * GEMM_NC;
     size_t t = GEMM_MR_MAX * GEMM_NR_MAX;
-    return a + b + t + 48;
+    const size_t f32 = a + b + t + 48, bf16 = gemm_bf16_ws_floats();
+    return f32 > bf16 ? f32 : bf16;
 }
 
 /* ---------------------------------------------------------------- packing */
@@ -124,6 +143,9 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
                 const float *s = g->A + (ptrdiff_t)(i0 + p + r) * g->ars + k0;
                 for (int k = 0; k < kc; k++) d[k * mr + r] = s[k];
             }
+        } else if (g->ars == 1) {
+            for (int k = 0; k < kc; k++)
+                memcpy(d + k * mr, g->A + (ptrdiff_t)(k0 + k) * g->acs + i0 + p, (size_t)rows * sizeof *d);
         } else {
             for (int k = 0; k < kc; k++) {
                 const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + (ptrdiff_t)(i0 + p) * g->ars;
@@ -138,6 +160,12 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
 /* B k [k0, k0+kc) x cols [j0, j0+nc) into NR-wide panels (zero past nc). */
 static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, int nr, float *dst)
 {
+#if defined(__x86_64__)
+    if (nr == 32 && g->brs == 1 && g->bcs != 1) { /* the AVX-512 path's transposed B */
+        gemm_pack_bt_avx512(g->B + (ptrdiff_t)j0 * g->bcs + k0, g->bcs, kc, nc, dst);
+        return;
+    }
+#endif
     for (int p = 0; p < nc; p += nr) {
         const int cols = nc - p < nr ? nc - p : nr;
         float *d = dst + (size_t)p * kc;
@@ -160,6 +188,17 @@ static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, in
 
 /* ---------------------------------------------------------------- driver */
 
+/* The depth of the K slices: K cut into as few slices as GEMM_KC allows, of equal depth (a
+ * multiple of 8), so that no thin last slice costs a whole extra pass over C (K = 384 in one
+ * slice, not 256 + 128). Depends on K only, which keeps the summation order independent of
+ * the tiling. */
+static int gemm_kc(int K)
+{
+    const int n = (K + GEMM_KC - 1) / GEMM_KC;
+    const int kc = ((K + n - 1) / n + 7) / 8 * 8;
+    return kc < GEMM_KC ? kc : GEMM_KC;
+}
+
 /* C rows [i0, i1) x cols [j0, j1) of the product. A is read in place when one of its strides
  * is 1 (every layout the trainer uses), so only B is packed, once per KC x NC block; A is packed
  * only for the last rows of a block when they do not fill an MR tile, or when neither of its
@@ -178,10 +217,11 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
                                                  (size_t)(j1 - j0) * sizeof(float));
         return;
     }
+    const int kc_max = gemm_kc(g->K);
     for (int jc = j0; jc < j1; jc += GEMM_NC) {
         const int nc = j1 - jc < GEMM_NC ? j1 - jc : GEMM_NC;
-        for (int pc = 0; pc < g->K; pc += GEMM_KC) {
-            const int kc = g->K - pc < GEMM_KC ? g->K - pc : GEMM_KC;
+        for (int pc = 0; pc < g->K; pc += kc_max) {
+            const int kc = g->K - pc < kc_max ? g->K - pc : kc_max;
             const bool acc = g->accumulate || pc > 0;
             pack_b(g, pc, kc, jc, nc, nr, bpack);
             for (int ic = i0; ic < i1; ic += GEMM_MC) {
@@ -224,16 +264,24 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
     }
 }
 
+/* C rows [i0, i1) x cols [j0, j1) on path p (resolved) */
+static void gemm_tile(const struct kern_gemm *g, enum kern_gemm_path p, float *ws, int i0, int i1,
+                      int j0, int j1)
+{
+    if (kern_gemm_path_bf16(p)) gemm_bf16_block(g, p == KERN_GEMM_BF16_AVX512, ws, i0, i1, j0, j1);
+    else gemm_block(g, micro_for(p), ws, i0, i1, j0, j1);
+}
+
 void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *ws)
 {
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
-    gemm_block(g, micro_for(path), ws, 0, g->M, 0, g->N);
+    gemm_tile(g, path, ws, 0, g->M, 0, g->N);
 }
 
 struct gemm_mt {
     const struct kern_gemm *g;
-    struct gemm_micro um;
+    enum kern_gemm_path path;
     float *ws;
     size_t ws_floats;
     int tm, tn;      /* tile size */
@@ -248,7 +296,32 @@ static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
     const int i0 = bi * t->tm, j0 = bj * t->tn;
     const int i1 = i0 + t->tm < t->g->M ? i0 + t->tm : t->g->M;
     const int j1 = j0 + t->tn < t->g->N ? j0 + t->tn : t->g->N;
-    gemm_block(t->g, t->um, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+    gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+}
+
+/* The tile shape (tm x tn) of a threaded call: at least `want` tiles (two per thread, so a
+ * thread that the machine's load delays leaves some of its share to the others), of the shape
+ * that reads the least: each tile reads its tm rows of A and packs its tn columns of B over the
+ * whole K, so the traffic is (tm + tn) * K per tile, and long thin tiles (all M rows by 64
+ * columns, which re-read a 6144-row A six times) lose to blocks of rows that span all columns.
+ * Rows are cut in multiples of 48 (every MR), columns in multiples of 32 (every NR). */
+static void gemm_tiles(int M, int N, int want, int *tm_out, int *tn_out)
+{
+    double best = -1;
+    long long best_tiles = 0;
+    *tm_out = M, *tn_out = N;
+    for (int pn = 1; pn <= (N + 31) / 32 && pn <= want; pn++) {
+        const int pm = (want + pn - 1) / pn;
+        int tn = ((N + pn - 1) / pn + 31) / 32 * 32, tm = ((M + pm - 1) / pm + 47) / 48 * 48;
+        if (tn > N) tn = N;
+        if (tm > M) tm = M;
+        const long long tiles = (long long)((M + tm - 1) / tm) * ((N + tn - 1) / tn);
+        const double cost = (double)tiles * (tm + tn);
+        /* enough tiles first (a small product may have fewer: then the most), then traffic */
+        const bool better = best < 0 ||
+                            (tiles >= want ? best_tiles < want || cost < best : tiles > best_tiles);
+        if (better) best = cost, best_tiles = tiles, *tm_out = tm, *tn_out = tn;
+    }
 }
 
 void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float *ws,
@@ -257,26 +330,12 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
-    struct gemm_mt t = {g, micro_for(path), ws, kern_gemm_ws_floats(), g->M, GEMM_NC, 0};
-    /* Tiles span all rows when the columns give enough of them (about 3 per thread, so a late
-     * thread leaves little for the others): then B is packed once in all. Columns are cut in
-     * multiples of 32 (every NR), rows in multiples of 48 (every MR). */
-    const int want = 3 * nth;
-    int tn = (g->N + want - 1) / want;
-    tn = (tn + 31) / 32 * 32;
-    if (tn > GEMM_NC) tn = GEMM_NC;
-    t.tn = tn;
-    const int n_tn = (g->N + tn - 1) / tn;
-    if (n_tn < want) {
-        const int parts = (want + n_tn - 1) / n_tn;
-        int tm = (g->M + parts - 1) / parts;
-        tm = (tm + 47) / 48 * 48;
-        t.tm = tm < g->M ? tm : g->M;
-    }
+    struct gemm_mt t = {g, path, ws, kern_gemm_ws_floats(), g->M, g->N, 1};
+    gemm_tiles(g->M, g->N, 2 * nth, &t.tm, &t.tn);
     t.n_tn = (g->N + t.tn - 1) / t.tn;
     const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
     if (nth == 1 || n_tiles == 1) {
-        gemm_block(g, t.um, ws, 0, g->M, 0, g->N);
+        gemm_tile(g, path, ws, 0, g->M, 0, g->N);
         return;
     }
     tp_run(tp, gemm_mt_chunk, &t, n_tiles);

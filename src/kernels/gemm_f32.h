@@ -11,6 +11,12 @@
  * microkernel: AVX-512 12x32, AVX2 6x16, or a plain-C one. kern_gemm_f32_ref is the triple loop
  * (double accumulation) that tests compare against.
  *
+ * The BF16 paths (gemm_bf16.c) compute the same product with both operands rounded to BF16
+ * (round to nearest even) as they are packed and the products summed in F32: vdpbf16ps on CPUs
+ * with AVX512-BF16 (about twice the F32 FMA rate), and a plain-C path with the same packing and
+ * summation for tests. Their error is that of the rounding, |C - AB| <= (2^-7 + 2^-16 + K 2^-24)
+ * sum_k |A(i,k) B(k,j)| about, not F32's: callers choose them (the trainer's "matmul": "bf16").
+ *
  * Summation order depends only on K and the path (not on threads or tiling of M/N), so results
  * are identical for any thread count. */
 #ifndef TERN_KERNELS_GEMM_F32_H
@@ -26,6 +32,8 @@ enum kern_gemm_path {
     KERN_GEMM_SCALAR,    /* blocked driver, plain-C microkernel */
     KERN_GEMM_AVX2,
     KERN_GEMM_AVX512,
+    KERN_GEMM_BF16_SCALAR, /* operands rounded to BF16, F32 sums: plain C (tests) */
+    KERN_GEMM_BF16_AVX512, /* the same with vdpbf16ps (AVX512-BF16) */
 };
 
 struct kern_gemm {
@@ -41,9 +49,12 @@ struct kern_gemm {
 
 /* Floats of packing workspace one thread needs (any shape). */
 size_t kern_gemm_ws_floats(void);
-/* The path AUTO resolves to, and its name ("avx512", "avx2", "scalar"). */
+/* The path AUTO resolves to (always F32), and a path's name ("avx512", "avx2", "scalar",
+ * "avx512-bf16", "scalar-bf16"). */
 enum kern_gemm_path kern_gemm_best(void);
 const char *kern_gemm_path_name(enum kern_gemm_path p);
+/* true for the BF16 paths */
+bool kern_gemm_path_bf16(enum kern_gemm_path p);
 /* false if this CPU cannot run path p. */
 bool kern_gemm_path_ok(enum kern_gemm_path p);
 

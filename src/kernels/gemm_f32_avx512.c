@@ -4,39 +4,18 @@
 #include <immintrin.h>
 
 #include "kernels/gemm_f32_micro.h"
-
-#define ACC_DECL                                                                                   \
-    __m512 c00 = _mm512_setzero_ps(), c01 = _mm512_setzero_ps(), c10 = _mm512_setzero_ps(),        \
-           c11 = _mm512_setzero_ps(), c20 = _mm512_setzero_ps(), c21 = _mm512_setzero_ps(),        \
-           c30 = _mm512_setzero_ps(), c31 = _mm512_setzero_ps(), c40 = _mm512_setzero_ps(),        \
-           c41 = _mm512_setzero_ps(), c50 = _mm512_setzero_ps(), c51 = _mm512_setzero_ps(),        \
-           c60 = _mm512_setzero_ps(), c61 = _mm512_setzero_ps(), c70 = _mm512_setzero_ps(),        \
-           c71 = _mm512_setzero_ps(), c80 = _mm512_setzero_ps(), c81 = _mm512_setzero_ps(),        \
-           c90 = _mm512_setzero_ps(), c91 = _mm512_setzero_ps(), ca0 = _mm512_setzero_ps(),        \
-           ca1 = _mm512_setzero_ps(), cb0 = _mm512_setzero_ps(), cb1 = _mm512_setzero_ps();
+#include "kernels/gemm_tile_avx512.h"
 
 #define ROW(x0, x1, val)                                                                           \
     a = _mm512_set1_ps(val);                                                                       \
     x0 = _mm512_fmadd_ps(a, b0, x0);                                                               \
     x1 = _mm512_fmadd_ps(a, b1, x1);
 
-#define OUT(r, x0, x1)                                                                             \
-    if (acc) {                                                                                     \
-        x0 = _mm512_add_ps(_mm512_loadu_ps(c + (r) * ldc), x0);                                    \
-        x1 = _mm512_add_ps(_mm512_loadu_ps(c + (r) * ldc + 16), x1);                               \
-    }                                                                                              \
-    _mm512_storeu_ps(c + (r) * ldc, x0);                                                           \
-    _mm512_storeu_ps(c + (r) * ldc + 16, x1);
-
-#define STORE_ALL                                                                                  \
-    OUT(0, c00, c01) OUT(1, c10, c11) OUT(2, c20, c21) OUT(3, c30, c31)                            \
-    OUT(4, c40, c41) OUT(5, c50, c51) OUT(6, c60, c61) OUT(7, c70, c71)                            \
-    OUT(8, c80, c81) OUT(9, c90, c91) OUT(10, ca0, ca1) OUT(11, cb0, cb1)
-
 void gemm_micro_avx512_t(int kc, const float *ap, ptrdiff_t ask, const float *bp, float *c,
                          ptrdiff_t ldc, bool acc)
 {
     ACC_DECL
+    PREFETCH_C
     for (int k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
         __m512 a;
@@ -53,6 +32,7 @@ void gemm_micro_avx512_r(int kc, const float *ap, ptrdiff_t asr, const float *bp
                          ptrdiff_t ldc, bool acc)
 {
     ACC_DECL
+    PREFETCH_C
     /* three row groups of four: p + {0,1,2,3} * asr, addressed as base + index * scale */
     const float *p0 = ap, *p1 = ap + 4 * asr, *p2 = ap + 8 * asr;
     const ptrdiff_t s1 = asr, s2 = 2 * asr, s3 = 3 * asr;
@@ -66,4 +46,24 @@ void gemm_micro_avx512_r(int kc, const float *ap, ptrdiff_t asr, const float *bp
         bp += 32;
     }
     STORE_ALL
+}
+
+void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *dst)
+{
+    for (int q = 0; q < nc; q += 32) {
+        float *d = dst + (size_t)q * kc;
+        for (int h = 0; h < 32; h += 16) {
+            const int cols = nc - q - h < 16 ? nc - q - h : 16;
+            for (int kk = 0; kk < kc; kk += 16) {
+                const __mmask16 m = kc - kk >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (kc - kk)) - 1);
+                __m512i r[16];
+                for (int j = 0; j < 16; j++)
+                    r[j] = j < cols ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, B + (ptrdiff_t)(q + h + j) * bcs + kk))
+                                    : _mm512_setzero_si512();
+                gemm_transpose16(r);
+                const int nk = kc - kk < 16 ? kc - kk : 16;
+                for (int i = 0; i < nk; i++) _mm512_storeu_si512(d + (size_t)(kk + i) * 32 + h, r[i]);
+            }
+        }
+    }
 }

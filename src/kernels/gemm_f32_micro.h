@@ -20,6 +20,9 @@ typedef void (*gemm_micro_fn)(int kc, const float *a, ptrdiff_t as, const float 
 /* 12 x 32 */
 void gemm_micro_avx512_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c, ptrdiff_t ldc, bool acc);
 void gemm_micro_avx512_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c, ptrdiff_t ldc, bool acc);
+/* B (k, j) = B[j*bcs + k] (unit row stride: W^T, K^T, V^T), k < kc, j < nc, into 32-wide panels
+ * (zero past nc), as gemm_f32.c's pack_b lays them out; 16 x 16 transposes */
+void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *dst);
 /* 6 x 16 */
 void gemm_micro_avx2_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c, ptrdiff_t ldc, bool acc);
 void gemm_micro_avx2_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c, ptrdiff_t ldc, bool acc);

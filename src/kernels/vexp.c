@@ -55,6 +55,11 @@ double vexp_sum_scalar(float *s, int n, float mx)
     return sum;
 }
 
+void vexp_sub_scalar(float *s, int n, float mx)
+{
+    for (int i = 0; i < n; i++) s[i] = vexp_f32(s[i] - mx);
+}
+
 void vexp_silu_mul_scalar(float *g, const float *u, int n)
 {
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * u[i];
@@ -79,9 +84,9 @@ struct vexp_kernels vexp_select(void)
 {
     const char *isa = kern_isa_name();
 #if defined(__x86_64__)
-    if (!strcmp(isa, "avx512")) return (struct vexp_kernels){vexp_sum_avx512, vexp_silu_mul_avx512, vexp_gelu_mul_avx512, "avx512"};
-    if (!strcmp(isa, "avx2")) return (struct vexp_kernels){vexp_sum_avx2, vexp_silu_mul_avx2, vexp_gelu_mul_avx2, "avx2"};
+    if (!strcmp(isa, "avx512")) return (struct vexp_kernels){vexp_sum_avx512, vexp_sub_avx512, vexp_silu_mul_avx512, vexp_gelu_mul_avx512, "avx512"};
+    if (!strcmp(isa, "avx2")) return (struct vexp_kernels){vexp_sum_avx2, vexp_sub_avx2, vexp_silu_mul_avx2, vexp_gelu_mul_avx2, "avx2"};
 #endif
     (void)isa;
-    return (struct vexp_kernels){vexp_sum_scalar, vexp_silu_mul_scalar, vexp_gelu_mul_scalar, "scalar"};
+    return (struct vexp_kernels){vexp_sum_scalar, vexp_sub_scalar, vexp_silu_mul_scalar, vexp_gelu_mul_scalar, "scalar"};
 }

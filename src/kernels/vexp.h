@@ -30,6 +30,10 @@ float vexp_f32(float x);
 /* s[i] = vexp_f32(s[i] - mx) for i < n, and their sum in double, added in index order (the
  * softmax of attn.h; the order of the sum is part of its numerics). */
 typedef double (*vexp_sum_fn)(float *s, int n, float mx);
+/* The same exponentials without the sum (the attention backward recomputes probabilities from
+ * the saved log-sum-exp and needs no sum): the sum's serial double additions cost about as much
+ * as the exponentials. */
+typedef void (*vexp_sub_fn)(float *s, int n, float mx);
 /* g[i] = g[i] / (1 + vexp_f32(-g[i])) * u[i]: SiLU(gate) * up, in float, as llama.cpp's
  * reference writes it. */
 typedef void (*vexp_silu_mul_fn)(float *g, const float *u, int n);
@@ -43,6 +47,7 @@ typedef vexp_silu_mul_fn vexp_gelu_mul_fn;
 
 struct vexp_kernels {
     vexp_sum_fn exp_sum;
+    vexp_sub_fn exp_sub;
     vexp_silu_mul_fn silu_mul;
     vexp_gelu_mul_fn gelu_mul;
     const char *name;
@@ -52,12 +57,15 @@ struct vexp_kernels {
 struct vexp_kernels vexp_select(void);
 
 double vexp_sum_scalar(float *s, int n, float mx);
+void vexp_sub_scalar(float *s, int n, float mx);
 void vexp_silu_mul_scalar(float *g, const float *u, int n);
 void vexp_gelu_mul_scalar(float *g, const float *u, int n);
 double vexp_sum_avx2(float *s, int n, float mx);
+void vexp_sub_avx2(float *s, int n, float mx);
 void vexp_silu_mul_avx2(float *g, const float *u, int n);
 void vexp_gelu_mul_avx2(float *g, const float *u, int n);
 double vexp_sum_avx512(float *s, int n, float mx);
+void vexp_sub_avx512(float *s, int n, float mx);
 void vexp_silu_mul_avx512(float *g, const float *u, int n);
 void vexp_gelu_mul_avx512(float *g, const float *u, int n);
 

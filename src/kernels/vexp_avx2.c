@@ -58,6 +58,21 @@ double vexp_sum_avx2(float *s, int n, float mx)
     return sum;
 }
 
+void vexp_sub_avx2(float *s, int n, float mx)
+{
+    const __m256 vm = _mm256_set1_ps(mx);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float v[8];
+        _mm256_storeu_ps(v, _mm256_sub_ps(_mm256_loadu_ps(s + i), vm));
+        const __m256 x = _mm256_loadu_ps(v);
+        _mm256_storeu_ps(s + i, exp8(x));
+        for (int sp = special8(x), l = 0; sp; l++, sp >>= 1)
+            if (sp & 1) s[i + l] = vexp_f32(v[l]);
+    }
+    for (; i < n; i++) s[i] = vexp_f32(s[i] - mx);
+}
+
 void vexp_silu_mul_avx2(float *g, const float *u, int n)
 {
     const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);

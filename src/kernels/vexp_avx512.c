@@ -65,6 +65,26 @@ double vexp_sum_avx512(float *s, int n, float mx)
     return sum;
 }
 
+void vexp_sub_avx512(float *s, int n, float mx)
+{
+    __m512i tab[4];
+    load_tab(tab);
+    const __m512 vm = _mm512_set1_ps(mx);
+    for (int i = 0; i < n; i += 16) {
+        const int nl = n - i < 16 ? n - i : 16;
+        const __mmask16 m = nl == 16 ? 0xffff : (__mmask16)((1u << nl) - 1);
+        const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vm);
+        __mmask16 sp = special16(v) & m;
+        _mm512_mask_storeu_ps(s + i, m, exp16(v, tab));
+        if (sp) {
+            float x[16];
+            _mm512_storeu_ps(x, v);
+            for (int l = 0; sp; l++, sp >>= 1)
+                if (sp & 1) s[i + l] = vexp_f32(x[l]);
+        }
+    }
+}
+
 void vexp_silu_mul_avx512(float *g, const float *u, int n)
 {
     __m512i tab[4];

@@ -64,6 +64,12 @@ tern_status train_config_set_key(struct tern_train_config *c, const cJSON *it)
                              it->valuestring);
         return TERN_OK;
     }
+    if (!strcmp(k, "matmul")) {
+        if (!cJSON_IsString(it) || (strcmp(it->valuestring, "f32") && strcmp(it->valuestring, "bf16")))
+            return tern_fail(TERN_ERR_FORMAT, "train config: key 'matmul' must be \"f32\" or \"bf16\"");
+        c->matmul_bf16 = !strcmp(it->valuestring, "bf16");
+        return TERN_OK;
+    }
     if (!strcmp(k, "tokenizer")) {
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof c->tokenizer)
             return tern_fail(TERN_ERR_FORMAT, "train config: key 'tokenizer' must be a path string");

@@ -106,11 +106,21 @@ void train_swiglu_fwd(const float *g, const float *u, float *h, size_t n)
 void train_swiglu_bwd(const float *g, const float *u, const float *dh, float *dg, float *du,
                       size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        const float sg = 1.0f / (1.0f + expf(-g[i]));
-        const float silu = g[i] * sg;
-        du[i] += dh[i] * silu;
-        dg[i] += dh[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
+    /* exp(-g) in blocks with the SIMD exponential (the bits of vexp_f32, which are glibc's expf
+     * on x86-64), not one libm call per element */
+    const struct vexp_kernels vx = vexp_select();
+    float e[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        const int m = n - i0 < 256 ? (int)(n - i0) : 256;
+        for (int i = 0; i < m; i++) e[i] = -g[i0 + i];
+        vx.exp_sub(e, m, 0.0f);
+        for (int k = 0; k < m; k++) {
+            const size_t i = i0 + (size_t)k;
+            const float sg = 1.0f / (1.0f + e[k]);
+            const float silu = g[i] * sg;
+            du[i] += dh[i] * silu;
+            dg[i] += dh[i] * u[i] * sg * (1.0f + g[i] * (1.0f - sg));
+        }
     }
 }
 
@@ -198,7 +208,7 @@ void train_attn_bwd(const struct train_attn *a, const float *do_, float *dq, flo
             const float l = a->lse[(size_t)i * a->ldl];
             float *s = S + (size_t)r * nk, *dp = dP + (size_t)r * nk;
             for (int j = lo; j <= hi; j++) s[j] *= a->scale;
-            (void)vx.exp_sum(s + lo, hi - lo + 1, l); /* P = exp(S - lse) */
+            vx.exp_sub(s + lo, hi - lo + 1, l); /* P = exp(S - lse) */
             for (int j = 0; j < lo; j++) s[j] = dp[j] = 0.0f;
             for (int j = hi + 1; j < nk; j++) s[j] = dp[j] = 0.0f;
             for (int j = lo; j <= hi; j++) dp[j] = s[j] * (dp[j] - dd) * a->scale; /* dS, scaled */

@@ -179,6 +179,15 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     t->n_threads = c->threads > 0 ? c->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (t->n_threads < 1) t->n_threads = 1;
     t->path = kern_gemm_best();
+    if (c->matmul_bf16) {
+        if (!kern_gemm_path_ok(KERN_GEMM_BF16_AVX512)) {
+            tern_trainer_free(t);
+            return tern_fail(TERN_ERR_ARG, "train config: \"matmul\": \"bf16\" needs a CPU with "
+                             "AVX512-BF16 (this one runs the %s GEMM; TERN_KERNELS may have capped "
+                             "it); use \"f32\"", kern_gemm_path_name(t->path));
+        }
+        t->path = KERN_GEMM_BF16_AVX512;
+    }
     if ((st = train_layout(t)) || (st = tp_create(t->n_threads, &t->pool))) {
         tern_trainer_free(t);
         return st;

@@ -29,7 +29,7 @@ static void usage(void)
            "                       or n_vocab; lr, lr_min, warmup, steps, batch_tokens (tokens per\n"
            "                       micro-batch, a multiple of n_ctx), accum, weight_decay, beta1,\n"
            "                       beta2, adam_eps, clip, init_std, init_std_proj, seed, threads,\n"
-           "                       ckpt_every\n"
+           "                       ckpt_every, matmul (\"f32\" | \"bf16\")\n"
            "  --data FILE          training data: conversations (.jsonl, one {\"messages\", \"tools\"}\n"
            "                       per line, rendered with the tokenizer GGUF's chat template, loss\n"
            "                       on the assistant's turns) or documents of (token ids, loss mask)\n"
@@ -45,6 +45,9 @@ static void usage(void)
            "  --resume DIR         continue the run saved in DIR (checkpoints keep going there)\n"
            "  --until STEP         stop after this step (checkpoint + export), e.g. to split a run\n"
            "  -t, --threads N      override the config's threads\n"
+           "  --matmul f32|bf16    override the config's matmul: bf16 rounds the operands of every\n"
+           "                       matrix product to BF16 and sums in F32 (AVX512-BF16 CPUs only;\n"
+           "                       weights, optimizer, norms and loss stay F32)\n"
            "  --json               one JSON object per step on stdout\n"
            "  --bench              time training steps on random tokens (default config: n_embd\n"
            "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
@@ -106,10 +109,16 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
     if (!st) st = tern_trainer_init(t);
     struct tern_train_step_info si;
     if (!st) st = tern_trainer_step(t, d, &si); /* warm-up: page faults, thread start */
+    /* the process's CPU time too: on a loaded machine wall time says little, CPU seconds per
+     * step (all threads, waiting included) stay comparable */
+    struct timespec c0, c1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     const double t0 = cli_now_s();
     double first_loss = si.loss;
     for (int i = 0; !st && i < steps; i++) st = tern_trainer_step(t, d, &si);
     const double dt = cli_now_s() - t0;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    const double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
     unlink(path);
     if (st) {
         tern_trainer_free(t);
@@ -121,17 +130,18 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
     if (json)
         printf("{\"bench\":\"train\",\"n_embd\":%d,\"n_layer\":%d,\"n_head\":%d,\"n_ff\":%d,"
                "\"n_vocab\":%d,\"n_ctx\":%d,\"batch_tokens\":%d,\"threads\":%d,\"kernel\":\"%s\","
-               "\"steps\":%d,\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"loss_first\":%.4f,"
-               "\"loss_last\":%.4f}\n",
+               "\"steps\":%d,\"seconds\":%.3f,\"tokens_per_s\":%.1f,\"cpu_s_per_step\":%.3f,"
+               "\"tokens_per_cpu_s\":%.1f,\"loss_first\":%.4f,\"loss_last\":%.4f}\n",
                c->n_embd, c->n_layer, c->n_head, c->n_ff, c->n_vocab, c->n_ctx,
                c->batch_tokens ? c->batch_tokens : c->n_ctx, nth, tern_trainer_kernel(t), steps, dt,
-               tok / dt, first_loss, si.loss);
+               tok / dt, cpu / steps, tok / cpu, first_loss, si.loss);
     else
         printf("tern train --bench: n_embd %d, %d layers, %d heads, n_ff %d, vocab %d, n_ctx %d, "
                "%d threads, %s GEMM\n  %d steps of %lld tokens in %.2f s: %.0f tokens/s "
-               "(forward + backward + AdamW; data preparation included, the warm-up step not)\n",
+               "(forward + backward + AdamW; data preparation included, the warm-up step not)\n"
+               "  CPU time (all threads): %.2f s per step, %.0f tokens per CPU second\n",
                c->n_embd, c->n_layer, c->n_head, c->n_ff, c->n_vocab, c->n_ctx, nth,
-               tern_trainer_kernel(t), steps, si.tokens, dt, tok / dt);
+               tern_trainer_kernel(t), steps, si.tokens, dt, tok / dt, cpu / steps, tok / cpu);
     tern_trainer_free(t);
     tern_train_data_free(d);
     return CLI_EXIT_OK;
@@ -140,7 +150,7 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
 int cmd_train(int argc, char **argv)
 {
     const char *config = NULL, *data = NULL, *val = NULL, *out = NULL, *ckdir = NULL,
-               *resume = NULL, *v;
+               *resume = NULL, *matmul = NULL, *v;
     bool json = false, bench = false, strict = false, loss_on_prompt = false;
     long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
     for (int i = 1; i < argc; i++) {
@@ -187,6 +197,11 @@ int cmd_train(int argc, char **argv)
             if (r < 0) return CLI_EXIT_USAGE;
             if (!cli_parse_int(v, 1, 1000000, &bench_steps))
                 return cli_usage_error("train", "--steps '%s' is not valid", v);
+        } else if ((r = cli_opt(argc, argv, &i, "--matmul", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (strcmp(v, "f32") && strcmp(v, "bf16"))
+                return cli_usage_error("train", "--matmul '%s' is not f32 or bf16", v);
+            matmul = v;
         } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             if (!cli_parse_int(v, 1, 1024, &threads))
@@ -201,6 +216,7 @@ int cmd_train(int argc, char **argv)
         c.n_vocab = 8192, c.n_ctx = 1024, c.batch_tokens = 1024, c.warmup = 0;
         if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
         if (threads) c.threads = (int)threads;
+        if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
         return run_bench(&c, (int)bench_steps, json);
     }
     if (!config || !data || !out) return cli_usage_error("train", "need --config, --data and -o");
@@ -209,6 +225,7 @@ int cmd_train(int argc, char **argv)
     if (prc) return prc;
     if (load_config(config, &c)) return CLI_EXIT_FAIL;
     if (threads) c.threads = (int)threads;
+    if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
     char ckbuf[4096];
     if (!ckdir) {
         if (resume) ckdir = resume;
