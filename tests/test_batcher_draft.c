@@ -138,6 +138,7 @@ struct rig {
     long drafted, accepted;
 };
 
+static bool rig_adaptive; /* rig_open: the controller chooses the draft length */
 static void rig_open(struct rig *g, const char *source, int n_seq, int n_draft, int n_prefill, float p_min)
 {
     memset(g, 0, sizeof *g);
@@ -157,6 +158,8 @@ static void rig_open(struct rig *g, const char *source, int n_seq, int n_draft, 
     bp.draft = g->d;
     bp.n_prefill = n_prefill;
     bp.draft_p_min = p_min;
+    /* a fixed length (no timing-driven controller): the counts below are reproducible */
+    bp.n_draft_min = rig_adaptive ? 0 : n_draft;
     assert_tern_ok(tern_batcher_create(g->ctx, tok, &bp, &g->b));
     assert_non_null(batcher_draft(g->b));
     struct tern_sampler_params sp = tern_sampler_default_params();
