@@ -283,7 +283,10 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         }
     }
     tern_status st = TERN_OK;
-    if (n > 0) st = pass(bd, n, &in);
+    if (n > 0) {
+        st = pass(bd, n, &in);
+        in.first_cost_ms = in.cost_ms;
+    }
     for (int r = 0; !st && r < n_rq; r++) { /* the records follow their sequences */
         struct bd_slot *s = &bd->slots[rq[r].slot];
         if (s->take > 0) {

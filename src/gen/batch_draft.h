@@ -51,6 +51,7 @@ struct batch_draft_info {
     double cost_ms;      /* the same passes as the batcher's controller counts them: CPU time of
                             the process (a loaded machine does not inflate it), or the cost
                             model's (batch_draft_set_cost) */
+    double first_cost_ms; /* of that, pass 0's (the catch-up and the first drafts) */
     int passes, tokens;  /* drafter passes and the tokens in them */
 };
 /* Catch every request's sequence up with its record and draft: one pass holding every slot's

@@ -37,7 +37,7 @@
 /* The draft controller's allowance (see "the controller"): each step size starts with 3 % of
  * CTL_START plain steps of credit, earns 3 % of every step it runs, and holds at most 3 % of
  * CTL_CAP; a request's acceptance forgets at CTL_FORGET per round, as spec_ctl's. */
-enum { CTL_START = 128, CTL_CAP = 1024 };
+enum { CTL_START = 256, CTL_CAP = 1024 };
 #define CTL_FORGET 0.9
 
 struct slot {
@@ -94,6 +94,7 @@ struct tern_batcher {
                                       m generating requests at [m - 1] (see "the controller") */
     double acc_all, tested_all;    /* acceptance over every request: a new one's prior */
     int last_k;                    /* the controller's last decision: steps with prompts follow it */
+    bool ever_off;                 /* the controller has held drafting off at least once */
     batch_cost_fn cost;            /* test hook: modelled pass costs instead of CPU time */
     void *cost_user;
     uint64_t tick;
@@ -522,21 +523,29 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
  * (order[0..n_order): first come, first served), so its sequences are ready when they start
  * generating. */
 static tern_status model_drafts(struct tern_batcher *b, int n_order, int k_ctl, double *cost_ms,
-                                struct tern_batcher_step_info *in)
+                                double *first_ms, struct tern_batcher_step_info *in)
 {
     int n = 0;
+    /* until drafting has been tried once, plain steps keep the drafter's sequences in step (a
+     * catch-up pass, charged to the credit) while the target alone is measured, so the first
+     * probe need not first catch up on what was generated meanwhile */
+    int m = 0;
+    for (int i = 0; i < b->n_slots; i++) m += b->slots[i].active && b->slots[i].n_pending > 0;
+    const bool keep_up = k_ctl == 0 && !b->ever_off && b->tested_all == 0 && m > 0 && !b->ctl[m - 1].fixed &&
+                         b->ctl[m - 1].t_plain.n < 3;
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->could_draft || !s->model_drafts) continue;
         int k = draft_room(b, s);
         if (k > k_ctl) k = k_ctl;
-        if (k > 0)
+        if (k > 0 || keep_up)
             b->dreq[n++] = (struct batch_draft_req){.slot = i, .toks = s->toks, .n = s->n_toks, .k = k,
                                                     .out = s->draft};
     }
-    /* prompts go to the drafter alongside the target while drafting is on; while it is off the
-     * drafter costs nothing, and a request catches up (n_prefill tokens per step) when it is on */
-    const bool on = b->ctl[0].fixed || b->last_k > 0;
+    /* prompts go to the drafter alongside the target while drafting is on (or not yet found not
+     * to pay); while it is off the drafter costs nothing, and a request catches up (n_prefill
+     * tokens per step, paid from the controller's credit) when drafting resumes */
+    const bool on = b->ctl[0].fixed || b->last_k > 0 || !b->ever_off;
     for (int o = 0; o < n_order && on; o++) {
         struct slot *s = &b->slots[b->order[o]];
         if (s->model_drafts)
@@ -548,6 +557,7 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, int k_ctl, 
     const tern_status st = batch_draft_run(b->bd, b->dreq, n, b->p.n_prefill, &di);
     in->draft_ms += di.ms;
     *cost_ms += di.cost_ms;
+    *first_ms = di.first_cost_ms;
     in->n_draft_passes += di.passes;
     in->n_draft_tokens += di.tokens;
     for (int r = 0; !st && r < n; r++) {
@@ -586,10 +596,24 @@ static double slot_accept(const struct tern_batcher *b, const struct slot *s)
     return (s->acc + prior) / (s->tested + 1.0);
 }
 
-/* Before the step: which generating requests may draft (could_draft), and how many drafts each
- * may have (0: none); *m = generating requests. pure: no prompt tokens in this step. */
-static int ctl_choose(struct tern_batcher *b, bool pure, int *m, struct tern_batcher_step_info *in)
+/* Tokens the drafter must decode for slot s before drafting beyond the usual one or two (what
+ * was generated while drafting was off, a prompt it did not prefill). */
+static int drafter_lag(const struct tern_batcher *b, int i)
 {
+    const struct slot *s = &b->slots[i];
+    if (!s->model_drafts) return 0;
+    int n_rec;
+    const int32_t *rec = batch_draft_record(b->bd, i, &n_rec);
+    const int behind = s->n_toks - 1 - common_prefix(rec, n_rec, s->toks, s->n_toks - 1);
+    return behind > 2 ? behind : 0;
+}
+
+/* Before the step: which generating requests may draft (could_draft), and how many drafts each
+ * may have (0: none); *m = generating requests, *lag = tokens the drafter must catch up on first.
+ * pure: no prompt tokens in this step. */
+static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struct tern_batcher_step_info *in)
+{
+    *lag = 0;
     int k_cap = 0, n = 0;
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
@@ -604,6 +628,7 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, struct tern_bat
         const int room = draft_room(b, s);
         s->could_draft = room > 0;
         if (room > k_cap) k_cap = room;
+        if (room > 0) *lag += drafter_lag(b, i);
     }
     *m = n;
     if (k_cap == 0) return 0;
@@ -628,13 +653,18 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, struct tern_bat
             }
         }
         const int off = c->n_off;
+        /* a drafter far behind (drafting was off) catches up first: a one-off the credit must
+         * cover whole (the batcher cannot start a sequence afresh at a later token) */
         int lag_max;
-        k = spec_ctl_choose_e(c, k_cap, b->tested_all >= 1 ? e : NULL, 1, &lag_max);
+        const int lag_req = (*lag + n - 1) / n; /* per request: the controller's unit */
+        k = spec_ctl_choose_e(c, k_cap, b->tested_all >= 1 ? e : NULL, lag_req > 0 ? lag_req : 1, &lag_max);
+        if (k > 0 && lag_max < lag_req) k = 0;
         b->last_k = k;
         if (c->n_off > off)
             for (int i = 0; i < b->n_slots; i++)
                 if (b->slots[i].could_draft) b->slots[i].st.spec_off_periods++;
         in->draft_off_period = c->n_off > off;
+        if (c->n_off > off) b->ever_off = true;
     }
     for (int i = 0; k == 0 && i < b->n_slots; i++)
         if (b->slots[i].could_draft) {
@@ -646,11 +676,13 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, struct tern_bat
 }
 
 /* After a step without prompt tokens of m generating requests: what it gave and cost (ms). */
-static void ctl_account(struct tern_batcher *b, int m, int k, int kept, double t_draft, double t_verify)
+static void ctl_account(struct tern_batcher *b, int m, int k, int kept, double t_draft, double t_sync,
+                        int n_sync, double t_verify)
 {
     struct spec_ctl *c = &b->ctl[m - 1];
     if (c->fixed) return;
-    spec_ctl_account(c, k, (double)kept / m, t_draft / 1e3, 0, 0, t_verify / 1e3);
+    spec_ctl_account(c, k, (double)kept / m, k ? t_draft / 1e3 : 0, t_sync / 1e3, n_sync, t_verify / 1e3);
+    if (k == 0 && t_draft > 0) spec_ctl_charge(c, t_draft / 1e3); /* a plain step's catch-up */
     spec_ctl_earn(c, 1.0, CTL_CAP);
 }
 
@@ -690,12 +722,12 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             b->order[c] = b->order[c - 1];
             b->order[c - 1] = t;
         }
-    int m = 0;
+    int m = 0, lag = 0;
     const bool pure = n_order == 0;
-    double t_draft = 0; /* the controller's cost of this step's drafting (ms) */
-    const int k_ctl = b->ctl ? ctl_choose(b, pure, &m, &in) : 0;
+    double t_draft = 0, t_first = 0; /* the controller's cost of this step's drafting (ms) */
+    const int k_ctl = b->ctl ? ctl_choose(b, pure, &m, &lag, &in) : 0;
     if (b->bd) {
-        tern_status st = model_drafts(b, n_order, k_ctl, &t_draft, &in);
+        tern_status st = model_drafts(b, n_order, k_ctl, &t_draft, &t_first, &in);
         if (st) return fail_all(b, st, &in, info);
     }
     for (int i = 0; i < b->n_slots; i++) {
@@ -797,8 +829,12 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
     in.sample_ms = gen_now_ms() - t1;
     if (b->ctl && pure && m > 0) {
         if (!b->cost) t_verify = util_process_cpu_ms() - c1; /* the pass, verifying, sampling */
-        ctl_account(b, m, in.n_drafted > 0 || t_draft > 0 ? (k_ctl > 0 ? k_ctl : 1) : 0, in.n_accepted, t_draft,
-                    t_verify);
+        /* catching up: pass 0's share of rows that were catch-up, not drafting */
+        int n_could = 0;
+        for (int i = 0; i < b->n_slots; i++) n_could += b->slots[i].could_draft;
+        const double t_sync = lag > 0 && k_ctl > 0 ? t_first * lag / (lag + 2.0 * n_could) : 0;
+        ctl_account(b, m, k_ctl > 0 && (in.n_drafted > 0 || t_draft > 0) ? k_ctl : 0, in.n_accepted, t_draft,
+                    t_sync, (lag + m - 1) / m, t_verify);
     }
     if (info) *info = in;
     return TERN_OK;

@@ -152,6 +152,9 @@ void spec_ctl_account(struct spec_ctl *c, int k, double a, double t_draft, doubl
  * earning 3 % of them as credit, which is capped at 3 % of cap_steps (won rounds included), so
  * what speculation may lose stays within 3 % of any long stretch. */
 void spec_ctl_earn(struct spec_ctl *c, double steps, double cap_steps);
+/* t seconds spent on speculation outside a round (a drafter kept in step during plain steps):
+ * taken from the credit. */
+void spec_ctl_charge(struct spec_ctl *c, double t);
 
 /* ---------------------------------------------------------------- verifier */
 

@@ -238,6 +238,11 @@ void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, 
     spec_ctl_account(c, k, a, t_draft, t_sync, n_sync, t_verify);
 }
 
+void spec_ctl_charge(struct spec_ctl *c, double t)
+{
+    if (c->t_plain.n) c->credit -= t / est_get(&c->t_plain);
+}
+
 void spec_ctl_earn(struct spec_ctl *c, double steps, double cap_steps)
 {
     c->credit += CTL_MARGIN * steps;
