@@ -978,7 +978,8 @@ struct tern_gen_stats {
     int spec_drafted;        /* drafted tokens the target checked */
     int spec_accepted;       /* of those, accepted */
     int spec_rounds;
-    int spec_plain_steps;
+    int spec_plain_steps;    /* (a batcher's request: steps it could have drafted in but the
+                                controller held drafting off) */
     double spec_accept_rate; /* spec_accepted / spec_drafted (0 if none drafted) */
     double spec_mean_accepted; /* accepted drafted tokens per round (each round also yields the
                                   target's own next token) */
@@ -1152,8 +1153,8 @@ struct tern_batcher_params {
                         Rejected drafts leave both KVs. Up to n_draft per step (cut by
                         draft_p_min); a request whose round gave nothing (no confident draft,
                         none kept) is left undrafted for 1, 2, 4 .. 64 steps (its sequence
-                        catches up when drafting resumes); no timing-based controller as in
-                        tern_generate. Marked in use until tern_batcher_free; must outlive b.
+                        catches up when drafting resumes). Marked in use until
+                        tern_batcher_free; must outlive b.
                         A sampling request's q rows (n_draft x n_vocab floats) are allocated when
                         its slot first serves one, and kept */
     float draft_p_min;  /* drafter models: a slot stops drafting at the first position where the
@@ -1161,6 +1162,15 @@ struct tern_batcher_params {
                         temperature 1; sampling: q), so an unsure drafter costs fewer passes
                         (llama.cpp's --draft-p-min). Decided before the draw: the output stays
                         exact. 0..1; 0 (default) = always n_draft */
+    int n_draft_min;    /* the draft length is chosen per step for the whole batch, from measured
+                        cost (CPU time of the draft passes and of the target's pass by its rows)
+                        and each request's acceptance, between n_draft_min and n_draft, or
+                        drafting held off when it does not pay (re-probed now and then, losing
+                        at most about 3 % against undrafted steps: tern_generate's controller,
+                        src/gen/spec_ctl.c, over the batch); 0 = 1; n_draft_min >= n_draft
+                        fixes the length at n_draft and never holds off (reproducible sampling:
+                        otherwise which tokens are drawn depends on timing; their distribution
+                        does not) */
 };
 struct tern_batcher_params tern_batcher_default_params(void);
 
@@ -1230,6 +1240,9 @@ struct tern_batcher_step_info {
                             prefill of its sequences) */
     int n_draft_passes;  /* those passes */
     int n_draft_tokens;  /* tokens over those passes */
+    int draft_k;         /* drafts per request the controller allowed in this step (0: none) */
+    int n_draft_held;    /* requests that could have drafted but the controller held off */
+    bool draft_off_period; /* the controller switched drafting off in this step (it did not pay) */
 };
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
@@ -1972,6 +1985,9 @@ struct tern_server_params {
                                  drafter GGUF with the same tokenizer (else TERN_ERR_ARG naming
                                  both fingerprints); NULL = none */
     int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
+    int draft_min;            /* the fewest the controller drafts when it drafts
+                                 (tern_batcher_params.n_draft_min); 0 = 1; >= draft_max: always
+                                 draft_max, never held off */
     float draft_p_min;        /* drafter models: stop a request's drafts where the drafter's top
                                  probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
                                  tern_server_default_params: 0.75, as llama.cpp; 0 = never) */

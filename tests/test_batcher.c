@@ -661,6 +661,7 @@ static void test_draft(void **state)
     assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
     struct tern_batcher_params bp = tern_batcher_default_params();
     bp.n_draft = 5;
+    bp.n_draft_min = 5; /* fixed: no timing-driven controller, so the counts are reproducible */
     assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
     struct tern_sampler_params sp = tern_sampler_default_params();
     for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));

@@ -24,6 +24,7 @@
 #include "gen/gen_out.h"
 #include "kernels/vexp.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 struct bd_slot {
@@ -48,7 +49,15 @@ struct batch_draft {
     float p_min;                    /* a slot stops drafting where the drafter's top probability
                                        falls below this (0: never) */
     vexp_sum_fn exp_sum;            /* the softmax sum of a greedy slot's confidence */
+    batch_cost_fn cost;             /* test hook: modelled pass costs instead of CPU time */
+    void *cost_user;
 };
+
+void batch_draft_set_cost(struct batch_draft *bd, batch_cost_fn fn, void *user)
+{
+    bd->cost = fn;
+    bd->cost_user = user;
+}
 
 tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int n_vocab_t, int n_max,
                                float p_min, struct batch_draft **out)
@@ -213,10 +222,11 @@ static bool pick(struct batch_draft *bd, int i, int j, int32_t *out)
  * the cache, but the records were rewound for it and no longer say what it would have added). */
 static tern_status pass(struct batch_draft *bd, int n, struct batch_draft_info *in)
 {
-    const double t0 = gen_now_ms();
+    const double t0 = gen_now_ms(), c0 = util_process_cpu_ms();
     const struct tern_batch b = {.n = n, .tokens = bd->b_tok, .seq = bd->b_seq, .logits = bd->b_logits};
     tern_status st = tern_decode_batch(bd->ctx, &b);
     in->ms += gen_now_ms() - t0;
+    in->cost_ms += bd->cost ? bd->cost(bd->cost_user, 1, n) : util_process_cpu_ms() - c0;
     in->passes++;
     in->tokens += n;
     if (st) {
@@ -273,7 +283,10 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         }
     }
     tern_status st = TERN_OK;
-    if (n > 0) st = pass(bd, n, &in);
+    if (n > 0) {
+        st = pass(bd, n, &in);
+        in.first_cost_ms = in.cost_ms;
+    }
     for (int r = 0; !st && r < n_rq; r++) { /* the records follow their sequences */
         struct bd_slot *s = &bd->slots[rq[r].slot];
         if (s->take > 0) {

@@ -48,6 +48,10 @@ struct batch_draft_req {
 };
 struct batch_draft_info {
     double ms;           /* wall time of the passes */
+    double cost_ms;      /* the same passes as the batcher's controller counts them: CPU time of
+                            the process (a loaded machine does not inflate it), or the cost
+                            model's (batch_draft_set_cost) */
+    double first_cost_ms; /* of that, pass 0's (the catch-up and the first drafts) */
     int passes, tokens;  /* drafter passes and the tokens in them */
 };
 /* Catch every request's sequence up with its record and draft: one pass holding every slot's
@@ -65,11 +69,18 @@ void batch_draft_keep(struct batch_draft *bd, int slot, int n);
  * when it drafts greedily (point masses). */
 const float *batch_draft_q(const struct batch_draft *bd, int slot);
 
+/* Test hook: the cost of a forward pass in ms (who: 0 the target's, 1 the drafter's; n_rows
+ * tokens in it), instead of the CPU time measured; the controller's decisions then follow the
+ * model's costs, deterministically. NULL: measure. */
+typedef double (*batch_cost_fn)(void *user, int who, int n_rows);
+void batch_draft_set_cost(struct batch_draft *bd, batch_cost_fn fn, void *user);
+struct tern_batcher;
+void batcher_set_cost(struct tern_batcher *b, batch_cost_fn fn, void *user);
+
 /* For tests and checkers: the tokens slot's sequence holds (*n of them), the drafter's context,
  * and the batcher's drafter (NULL without one). */
 const int32_t *batch_draft_record(const struct batch_draft *bd, int slot, int *n);
 struct tern_context *batch_draft_context(const struct batch_draft *bd);
-struct tern_batcher;
 struct batch_draft *batcher_draft(const struct tern_batcher *b);
 
 #endif

@@ -31,7 +31,14 @@
 #include "gen/gen_out.h"
 #include "tern.h"
 #include "util/check.h"
+#include "util/clock.h"
 #include "util/error.h"
+
+/* The draft controller's allowance (see "the controller"): each step size starts with 3 % of
+ * CTL_START plain steps of credit, earns 3 % of every step it runs, and holds at most 3 % of
+ * CTL_CAP; a request's acceptance forgets at CTL_FORGET per round, as spec_ctl's. */
+enum { CTL_START = 256, CTL_CAP = 1024 };
+#define CTL_FORGET 0.9
 
 struct slot {
     bool active;
@@ -57,6 +64,9 @@ struct slot {
     int draft_backoff;           /* the next such pause: doubles with every round that gave
                                     nothing (no confident draft, or none kept), up to 64 steps;
                                     1 after a round that kept a draft */
+    double acc, tested;          /* drafts kept / tested in its rounds, forgetting 0.9 per round:
+                                    the acceptance the controller expects of it */
+    bool could_draft;            /* this step: it may draft (see ctl_step) */
     int32_t draft[SPEC_MAX_DRAFT]; /* this step's drafts: rows row + 1 .. row + n_draft */
     int n_draft;
     int kv_keep;                 /* after this step's sampling, truncate the KV to this (-1: no):
@@ -80,6 +90,13 @@ struct tern_batcher {
     struct tern_prefix_cache *pc;  /* optional, not owned (tern_batcher_set_prefix_cache) */
     struct batch_draft *bd;        /* a drafter model's sequences (tern_batcher_params.draft), or NULL */
     struct batch_draft_req *dreq;  /* (n_slots) its work in a step */
+    struct spec_ctl *ctl;          /* (n_slots) with drafting: the draft controller of steps with
+                                      m generating requests at [m - 1] (see "the controller") */
+    double acc_all, tested_all;    /* acceptance over every request: a new one's prior */
+    int last_k;                    /* the controller's last decision: steps with prompts follow it */
+    bool ever_off;                 /* the controller has held drafting off at least once */
+    batch_cost_fn cost;            /* test hook: modelled pass costs instead of CPU time */
+    void *cost_user;
     uint64_t tick;
 };
 
@@ -135,6 +152,10 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     struct tern_draft *dr = b->p.draft;
     if (dr && (b->p.n_draft == 0 || b->p.n_draft > dr->n_max)) b->p.n_draft = dr->n_max;
     if (b->p.n_draft > b->pend_cap - 1) b->p.n_draft = b->pend_cap - 1; /* t and its drafts share a slot's rows */
+    if (bp.n_draft_min < 0) {
+        free(b);
+        return tern_fail(TERN_ERR_ARG, "batcher: n_draft_min %d is negative", bp.n_draft_min);
+    }
     const bool model_draft = dr && tern_draft_model(dr) != NULL;
     b->slots = calloc((size_t)b->n_slots, sizeof *b->slots);
     b->b_tok = malloc(sizeof(int32_t) * (size_t)b->n_batch);
@@ -144,8 +165,20 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     b->masked = malloc(sizeof(float) * (size_t)b->n_vocab);
     if (b->p.n_draft > 0) b->pdist = malloc(sizeof(float) * (size_t)b->n_vocab);
     if (model_draft) b->dreq = malloc(sizeof *b->dreq * (size_t)b->n_slots);
+    if (b->p.n_draft > 0 && (b->ctl = malloc(sizeof *b->ctl * (size_t)b->n_slots))) {
+        /* before anything is measured, a drafter's pass is guessed from its share of the bytes */
+        const double ratio = model_draft ? (double)tern_model_get_info(tern_draft_model(dr))->weight_bytes /
+                                               (double)tern_model_get_info(tern_context_model(ctx))->weight_bytes
+                                         : 0;
+        int n_min = b->p.n_draft_min > 0 ? b->p.n_draft_min : 1;
+        if (n_min > b->p.n_draft) n_min = b->p.n_draft;
+        for (int m = 0; m < b->n_slots; m++) {
+            spec_ctl_init(&b->ctl[m], n_min, b->p.n_draft, model_draft, ratio);
+            spec_ctl_begin(&b->ctl[m], CTL_START);
+        }
+    }
     tern_status st = (b->slots && b->b_tok && b->b_seq && b->b_logits && b->order && b->masked &&
-                      (b->p.n_draft == 0 || b->pdist) && (!model_draft || b->dreq))
+                      (b->p.n_draft == 0 || (b->pdist && b->ctl)) && (!model_draft || b->dreq))
                          ? TERN_OK
                          : tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     if (!st && model_draft && b->p.n_draft > 0)
@@ -183,6 +216,7 @@ void tern_batcher_free(struct tern_batcher *b)
     }
     batch_draft_free(b->bd);
     free(b->dreq);
+    free(b->ctl);
     free(b->slots);
     free(b->b_tok);
     free(b->b_seq);
@@ -195,6 +229,13 @@ void tern_batcher_free(struct tern_batcher *b)
 
 int tern_batcher_n_active(const struct tern_batcher *b) { return b->n_active; }
 struct batch_draft *batcher_draft(const struct tern_batcher *b) { return b->bd; }
+
+void batcher_set_cost(struct tern_batcher *b, batch_cost_fn fn, void *user)
+{
+    b->cost = fn;
+    b->cost_user = user;
+    if (b->bd) batch_draft_set_cost(b->bd, fn, user);
+}
 int tern_batcher_n_slots(const struct tern_batcher *b) { return b->n_slots; }
 
 static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
@@ -304,6 +345,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     s->model_drafts = model_drafts;
     s->draft_skip = 0;
     s->draft_backoff = 1;
+    s->acc = s->tested = 0;
     s->r = *r;
     s->r.prompt = NULL;
     s->row = -1;
@@ -349,6 +391,8 @@ static void finish(struct tern_batcher *b, int i, tern_status rc)
     } else {
         s->st.prompt_ms = t - s->out.t0;
     }
+    if (s->st.spec_drafted > 0) s->st.spec_accept_rate = (double)s->st.spec_accepted / s->st.spec_drafted;
+    if (s->st.spec_rounds > 0) s->st.spec_mean_accepted = (double)s->st.spec_accepted / s->st.spec_rounds;
     if (s->st.n_generated >= 2 && t > s->out.t_first)
         s->st.gen_tps = (s->st.n_generated - 1) / ((t - s->out.t_first) / 1e3);
     if (s->ver.gr) {
@@ -412,10 +456,11 @@ static void draft_outcome(struct slot *s, bool useful)
 }
 
 /* Lookup drafts for slot s after its pending token (into s->draft), or 0. */
-static int propose(struct tern_batcher *b, struct slot *s)
+static int propose(struct tern_batcher *b, struct slot *s, int k_ctl)
 {
-    if (!s->src || s->n_pending != 1 || s->ver.gr || s->r.on_logprob) return 0;
-    const int k = draft_room(b, s);
+    if (!s->could_draft || !s->src) return 0;
+    int k = draft_room(b, s);
+    if (k > k_ctl) k = k_ctl;
     if (k <= 0) return 0;
     int got = 0, cls = 0;
     if (s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls)) return 0;
@@ -447,6 +492,12 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     }
     *acc = a + (ended ? 1 : 0);
     s->st.spec_accepted += *acc;
+    /* tested: the kept drafts, plus the one rejected (later ones never were) */
+    const double tested = *acc + (*acc < s->n_draft ? 1 : 0);
+    s->acc = CTL_FORGET * s->acc + *acc;
+    s->tested = CTL_FORGET * s->tested + tested;
+    b->acc_all = CTL_FORGET * b->acc_all + *acc;
+    b->tested_all = CTL_FORGET * b->tested_all + tested;
     s->n_toks = base + a; /* t and the drafts kept before the last one handed over */
     if (s->model_drafts) {
         batch_draft_keep(b->bd, i, s->n_toks); /* the drafter forgets the rejected */
@@ -471,22 +522,31 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
  * slot it serves (into s->draft, s->n_draft) and the next prompt chunk of every prefilling one
  * (order[0..n_order): first come, first served), so its sequences are ready when they start
  * generating. */
-static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern_batcher_step_info *in)
+static tern_status model_drafts(struct tern_batcher *b, int n_order, int k_ctl, double *cost_ms,
+                                double *first_ms, struct tern_batcher_step_info *in)
 {
     int n = 0;
+    /* until drafting has been tried once, plain steps keep the drafter's sequences in step (a
+     * catch-up pass, charged to the credit) while the target alone is measured, so the first
+     * probe need not first catch up on what was generated meanwhile */
+    int m = 0;
+    for (int i = 0; i < b->n_slots; i++) m += b->slots[i].active && b->slots[i].n_pending > 0;
+    const bool keep_up = k_ctl == 0 && !b->ever_off && b->tested_all == 0 && m > 0 && !b->ctl[m - 1].fixed &&
+                         b->ctl[m - 1].t_plain.n < 3;
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
-        if (!s->active || !s->model_drafts || s->n_pending != 1) continue;
-        if (s->draft_skip > 0) {
-            s->draft_skip--;
-            continue;
-        }
-        const int k = draft_room(b, s);
-        if (k > 0)
+        if (!s->could_draft || !s->model_drafts) continue;
+        int k = draft_room(b, s);
+        if (k > k_ctl) k = k_ctl;
+        if (k > 0 || keep_up)
             b->dreq[n++] = (struct batch_draft_req){.slot = i, .toks = s->toks, .n = s->n_toks, .k = k,
                                                     .out = s->draft};
     }
-    for (int o = 0; o < n_order; o++) {
+    /* prompts go to the drafter alongside the target while drafting is on (or not yet found not
+     * to pay); while it is off the drafter costs nothing, and a request catches up (n_prefill
+     * tokens per step, paid from the controller's credit) when drafting resumes */
+    const bool on = b->ctl[0].fixed || b->last_k > 0 || !b->ever_off;
+    for (int o = 0; o < n_order && on; o++) {
         struct slot *s = &b->slots[b->order[o]];
         if (s->model_drafts)
             b->dreq[n++] = (struct batch_draft_req){.slot = b->order[o], .toks = s->toks, .n = s->n_prompt,
@@ -496,6 +556,8 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern
     struct batch_draft_info di;
     const tern_status st = batch_draft_run(b->bd, b->dreq, n, b->p.n_prefill, &di);
     in->draft_ms += di.ms;
+    *cost_ms += di.cost_ms;
+    *first_ms = di.first_cost_ms;
     in->n_draft_passes += di.passes;
     in->n_draft_tokens += di.tokens;
     for (int r = 0; !st && r < n; r++) {
@@ -507,6 +569,121 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, struct tern
         else if (b->dreq[r].looked) draft_outcome(s, false); /* caught up, nothing sure enough */
     }
     return st;
+}
+
+/* ---------------------------------------------------------------- the controller
+ * Whether drafting pays is decided for the whole batch, from measured cost, as tern_generate's
+ * spec_ctl decides it for one sequence, and by the same code: a batch step of m generating
+ * requests is the unit. A plain step gives each of them one token and costs t_plain(m); a
+ * round of k drafts per request gives 1 + (its kept drafts) each and costs the drafter's k
+ * passes plus a target pass of m (k + 1) rows. So spec_ctl, fed per-request averages (expected
+ * tokens e(k) = 1 + mean over the m requests of a_i + ... + a_i^k, a_i each request's own
+ * acceptance and 0 for one that cannot draft; the round's kept drafts over m) and the step's
+ * times, picks the k with the best tokens per second of the whole batch, or none, and bounds
+ * what finding out costs by its credit (3 % of the steps run). Times, estimates and credit are
+ * kept per m (one spec_ctl each: a pass's cost depends on its rows). Times are CPU time of the
+ * process (a loaded machine does not inflate them; a cost model in tests), and only steps
+ * without prompt tokens are measured: steps with prompts follow the last decision unmeasured,
+ * and the drafter prefills prompts only while drafting is on. The decision is a length for
+ * every request alike, made before any draw: the output's distribution does not depend on it
+ * (greedy output: not at all). n_draft_min == n_draft fixes the length (no controller). */
+
+/* The acceptance the controller expects of s: its rounds, with the batch's as a prior of
+ * weight 1. */
+static double slot_accept(const struct tern_batcher *b, const struct slot *s)
+{
+    const double prior = (b->acc_all + 0.5) / (b->tested_all + 1.0);
+    return (s->acc + prior) / (s->tested + 1.0);
+}
+
+/* Tokens the drafter must decode for slot s before drafting beyond the usual one or two (what
+ * was generated while drafting was off, a prompt it did not prefill). */
+static int drafter_lag(const struct tern_batcher *b, int i)
+{
+    const struct slot *s = &b->slots[i];
+    if (!s->model_drafts) return 0;
+    int n_rec;
+    const int32_t *rec = batch_draft_record(b->bd, i, &n_rec);
+    const int behind = s->n_toks - 1 - common_prefix(rec, n_rec, s->toks, s->n_toks - 1);
+    return behind > 2 ? behind : 0;
+}
+
+/* Before the step: which generating requests may draft (could_draft), and how many drafts each
+ * may have (0: none); *m = generating requests, *lag = tokens the drafter must catch up on first.
+ * pure: no prompt tokens in this step. */
+static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struct tern_batcher_step_info *in)
+{
+    *lag = 0;
+    int k_cap = 0, n = 0;
+    for (int i = 0; i < b->n_slots; i++) {
+        struct slot *s = &b->slots[i];
+        s->could_draft = false;
+        if (!s->active || s->n_pending == 0) continue;
+        n++;
+        if (s->n_pending != 1 || s->ver.gr || s->r.on_logprob || !(s->src || s->model_drafts)) continue;
+        if (s->model_drafts && s->draft_skip > 0) { /* backing off (draft_outcome) */
+            s->draft_skip--;
+            continue;
+        }
+        const int room = draft_room(b, s);
+        s->could_draft = room > 0;
+        if (room > k_cap) k_cap = room;
+        if (room > 0) *lag += drafter_lag(b, i);
+    }
+    *m = n;
+    if (k_cap == 0) return 0;
+    struct spec_ctl *c = &b->ctl[n - 1];
+    if (c->fixed) return k_cap;
+    int k = b->last_k < k_cap ? b->last_k : k_cap;
+    if (pure) {
+        double e[SPEC_MAX_DRAFT + 1];
+        for (int j = 0; j <= k_cap; j++) e[j] = 1.0;
+        for (int i = 0; i < b->n_slots; i++) {
+            const struct slot *s = &b->slots[i];
+            if (!s->could_draft) continue;
+            const double a = slot_accept(b, s);
+            const int room = draft_room(b, s);
+            double ak = 1.0, sum = 0.0;
+            for (int j = 1; j <= k_cap; j++) {
+                if (j <= room) {
+                    ak *= a;
+                    sum += ak;
+                }
+                e[j] += sum / n;
+            }
+        }
+        const int off = c->n_off;
+        /* a drafter far behind (drafting was off) catches up first: a one-off the credit must
+         * cover whole (the batcher cannot start a sequence afresh at a later token) */
+        int lag_max;
+        const int lag_req = (*lag + n - 1) / n; /* per request: the controller's unit */
+        k = spec_ctl_choose_e(c, k_cap, b->tested_all >= 1 ? e : NULL, lag_req > 0 ? lag_req : 1, &lag_max);
+        if (k > 0 && lag_max < lag_req) k = 0;
+        b->last_k = k;
+        if (c->n_off > off)
+            for (int i = 0; i < b->n_slots; i++)
+                if (b->slots[i].could_draft) b->slots[i].st.spec_off_periods++;
+        in->draft_off_period = c->n_off > off;
+        if (c->n_off > off) b->ever_off = true;
+    }
+    for (int i = 0; k == 0 && i < b->n_slots; i++)
+        if (b->slots[i].could_draft) {
+            b->slots[i].st.spec_plain_steps++;
+            in->n_draft_held++;
+        }
+    in->draft_k = k;
+    return k;
+}
+
+/* After a step without prompt tokens of m generating requests: what it gave and cost (ms). */
+static void ctl_account(struct tern_batcher *b, int m, int k, int kept, double t_draft, double t_sync,
+                        int n_sync, double t_verify)
+{
+    struct spec_ctl *c = &b->ctl[m - 1];
+    if (c->fixed) return;
+    spec_ctl_account(c, k, (double)kept / m, k ? t_draft / 1e3 : 0, t_sync / 1e3, n_sync, t_verify / 1e3);
+    if (k == 0 && t_draft > 0) spec_ctl_charge(c, t_draft / 1e3); /* a plain step's catch-up */
+    spec_ctl_earn(c, 1.0, CTL_CAP);
 }
 
 /* A failed pass (the target's or the drafter's) ends every active request with its status. */
@@ -545,8 +722,12 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             b->order[c] = b->order[c - 1];
             b->order[c - 1] = t;
         }
+    int m = 0, lag = 0;
+    const bool pure = n_order == 0;
+    double t_draft = 0, t_first = 0; /* the controller's cost of this step's drafting (ms) */
+    const int k_ctl = b->ctl ? ctl_choose(b, pure, &m, &lag, &in) : 0;
     if (b->bd) {
-        tern_status st = model_drafts(b, n_order, &in);
+        tern_status st = model_drafts(b, n_order, k_ctl, &t_draft, &t_first, &in);
         if (st) return fail_all(b, st, &in, info);
     }
     for (int i = 0; i < b->n_slots; i++) {
@@ -561,7 +742,11 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         b->b_logits[n - 1] = true;
         s->row = n - 1;
         in.n_decode += s->n_pending;
-        if (!b->bd) s->n_draft = propose(b, s);
+        if (!b->bd && k_ctl > 0) {
+            const double p0 = util_process_cpu_ms();
+            s->n_draft = propose(b, s, k_ctl);
+            if (!b->cost) t_draft += util_process_cpu_ms() - p0;
+        }
         for (int d = 0; d < s->n_draft; d++) { /* each draft's row gives the next position's logits */
             b->b_tok[n] = s->draft[d];
             b->b_seq[n] = i;
@@ -595,10 +780,11 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         if (info) *info = in;
         return TERN_OK;
     }
-    const double t0 = gen_now_ms();
+    const double t0 = gen_now_ms(), c1 = util_process_cpu_ms();
     const struct tern_batch batch = {.n = n, .tokens = b->b_tok, .seq = b->b_seq, .logits = b->b_logits};
     tern_status st = tern_decode_batch(b->ctx, &batch);
     const double t1 = gen_now_ms();
+    double t_verify = b->cost ? b->cost(b->cost_user, 0, n) : util_process_cpu_ms() - c1;
     in.forward_ms = t1 - t0;
     if (st) return fail_all(b, st, &in, info);
     for (int i = 0; i < b->n_slots; i++) {
@@ -641,6 +827,15 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             (void)ts;
         }
     in.sample_ms = gen_now_ms() - t1;
+    if (b->ctl && pure && m > 0) {
+        if (!b->cost) t_verify = util_process_cpu_ms() - c1; /* the pass, verifying, sampling */
+        /* catching up: pass 0's share of rows that were catch-up, not drafting */
+        int n_could = 0;
+        for (int i = 0; i < b->n_slots; i++) n_could += b->slots[i].could_draft;
+        const double t_sync = lag > 0 && k_ctl > 0 ? t_first * lag / (lag + 2.0 * n_could) : 0;
+        ctl_account(b, m, k_ctl > 0 && (in.n_drafted > 0 || t_draft > 0) ? k_ctl : 0, in.n_accepted, t_draft,
+                    t_sync, (lag + m - 1) / m, t_verify);
+    }
     if (info) *info = in;
     return TERN_OK;
 }

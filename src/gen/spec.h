@@ -141,6 +141,20 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_ma
  * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
                      int n_sync, double t_verify);
+/* The same for a caller that keeps the acceptance itself (the batcher: per request). Choose from
+ * e[0..k_cap], e[k] = the expected tokens of a round of k drafts, in the units of a plain step
+ * (a batch: per generating request); e NULL = nothing known yet (a probe). Account a round of
+ * k drafts (0: a plain step) that gained a drafted tokens on top of the plain step's one. */
+int spec_ctl_choose_e(struct spec_ctl *c, int k_cap, const double *e, int lag, int *lag_max);
+void spec_ctl_account(struct spec_ctl *c, int k, double a, double t_draft, double t_sync, int n_sync,
+                      double t_verify);
+/* A controller without generations (a server's batcher): steps plain steps' worth of time ran,
+ * earning 3 % of them as credit, which is capped at 3 % of cap_steps (won rounds included), so
+ * what speculation may lose stays within 3 % of any long stretch. */
+void spec_ctl_earn(struct spec_ctl *c, double steps, double cap_steps);
+/* t seconds spent on speculation outside a round (a drafter kept in step during plain steps):
+ * taken from the credit. */
+void spec_ctl_charge(struct spec_ctl *c, double t);
 
 /* ---------------------------------------------------------------- verifier */
 

@@ -128,7 +128,9 @@ static bool affordable(const struct spec_ctl *c, int k, int lag, double t_plain,
     return true;
 }
 
-int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max)
+/* The choice itself, from e[k] = expected tokens of a round of k drafts (e NULL: nothing known
+ * about the acceptance yet: the cheapest probe, when the credit pays for it). */
+static int choose(struct spec_ctl *c, int k_cap, const double *e, int lag, int *lag_max)
 {
     *lag_max = lag;
     if (k_cap > c->n_max) k_cap = c->n_max;
@@ -140,22 +142,18 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_ma
         return 0;
     }
     const double t_plain = est_get(&c->t_plain);
-    if (c->tested[cls] < 1) {
+    if (!e) {
         /* nothing known about this class yet: the cheapest probe, as soon as the credit pays */
         const int k = c->n_min < k_cap ? c->n_min : k_cap;
         return affordable(c, k, lag, t_plain, lag_max) ? k : 0;
     }
-    const double a = (c->acc[cls] + 0.5) / (c->tested[cls] + 1.0); /* prior 1/2, weight 1 */
     /* what pays in steady speculation (a drafter catching up on a token or two per round); a
      * long catch-up is a one-off paid from the credit below */
     const int steady = lag < 2 ? lag : 2;
     int best = 0;
-    double best_rate = 1.0 / t_plain, e = 1.0, ak = 1.0;
-    for (int k = 1; k <= k_cap; k++) {
-        ak *= a;
-        e += ak;
-        if (k < c->n_min) continue;
-        const double r = e / round_cost(c, k, steady, t_plain, false);
+    double best_rate = 1.0 / t_plain;
+    for (int k = c->n_min > 1 ? c->n_min : 1; k <= k_cap; k++) {
+        const double r = e[k] / round_cost(c, k, steady, t_plain, false);
         if (r > best_rate) {
             best_rate = r;
             best = k;
@@ -184,30 +182,69 @@ int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_ma
     return best;
 }
 
-void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
-                     int n_sync, double t_verify)
+int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max)
+{
+    if (k_cap > c->n_max) k_cap = c->n_max;
+    if (c->tested[cls] < 1) return choose(c, k_cap, NULL, lag, lag_max);
+    /* one acceptance a for every position: E(k) = 1 + a + ... + a^k */
+    const double a = (c->acc[cls] + 0.5) / (c->tested[cls] + 1.0); /* prior 1/2, weight 1 */
+    double e[SPEC_MAX_DRAFT + 1], ak = 1.0;
+    e[0] = 1.0;
+    for (int k = 1; k <= k_cap; k++) {
+        ak *= a;
+        e[k] = e[k - 1] + ak;
+    }
+    return choose(c, k_cap, e, lag, lag_max);
+}
+
+int spec_ctl_choose_e(struct spec_ctl *c, int k_cap, const double *e, int lag, int *lag_max)
+{
+    return choose(c, k_cap, e, lag, lag_max);
+}
+
+void spec_ctl_account(struct spec_ctl *c, int k, double a, double t_draft, double t_sync, int n_sync,
+                      double t_verify)
 {
     c->since_plain++;
     if (k == 0) {
         est_add(&c->t_plain, t_verify);
         c->since_plain = 0;
+        return;
+    }
+    if (k + 1 <= SPEC_MAX_DRAFT + 1) est_add(&c->t_ver[k + 1], t_verify);
+    if (c->t_plain.n) {
+        const double t_plain = est_get(&c->t_plain);
+        const double extra = (t_verify - t_plain) / k;
+        est_add(&c->t_extra, extra > 0 ? extra : 0);
+        c->credit += (a + 1) - (t_draft + t_verify) / t_plain; /* won (+) or lost (-) */
+    }
+    if (c->costly) {
+        est_add(&c->t_draft_tok, (t_draft - t_sync) / k);
+        if (n_sync > 2) est_add(&c->t_catch_tok, t_sync / n_sync);
     } else {
+        est_add(&c->t_draft_round, t_draft);
+    }
+    if (a > 0) c->off_len = CTL_OFF_MIN;
+}
+
+void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
+                     int n_sync, double t_verify)
+{
+    if (k > 0) {
         /* tokens tested: the kept ones, plus the one that was rejected (later ones never were) */
         c->acc[cls] = CTL_FORGET * c->acc[cls] + a;
         c->tested[cls] = CTL_FORGET * c->tested[cls] + a + (a < k ? 1 : 0);
-        if (k + 1 <= SPEC_MAX_DRAFT + 1) est_add(&c->t_ver[k + 1], t_verify);
-        if (c->t_plain.n) {
-            const double t_plain = est_get(&c->t_plain);
-            const double extra = (t_verify - t_plain) / k;
-            est_add(&c->t_extra, extra > 0 ? extra : 0);
-            c->credit += (a + 1) - (t_draft + t_verify) / t_plain; /* won (+) or lost (-) */
-        }
-        if (c->costly) {
-            est_add(&c->t_draft_tok, (t_draft - t_sync) / k);
-            if (n_sync > 2) est_add(&c->t_catch_tok, t_sync / n_sync);
-        } else {
-            est_add(&c->t_draft_round, t_draft);
-        }
-        if (a > 0) c->off_len = CTL_OFF_MIN;
     }
+    spec_ctl_account(c, k, a, t_draft, t_sync, n_sync, t_verify);
+}
+
+void spec_ctl_charge(struct spec_ctl *c, double t)
+{
+    if (c->t_plain.n) c->credit -= t / est_get(&c->t_plain);
+}
+
+void spec_ctl_earn(struct spec_ctl *c, double steps, double cap_steps)
+{
+    c->credit += CTL_MARGIN * steps;
+    if (c->credit > CTL_MARGIN * cap_steps) c->credit = CTL_MARGIN * cap_steps;
 }

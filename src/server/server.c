@@ -80,6 +80,8 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         return tern_fail(TERN_ERR_ARG, "serve: --draft is empty (give 'ngram', 'self:TYPE' or a GGUF path)");
     if (p->draft_max < 0 || p->draft_max > 64)
         return tern_fail(TERN_ERR_ARG, "serve: --draft-max %d is outside 1..64", p->draft_max);
+    if (p->draft_min < 0 || p->draft_min > 64)
+        return tern_fail(TERN_ERR_ARG, "serve: --draft-min %d is outside 1..64", p->draft_min);
     if (!(p->draft_p_min >= 0.0f && p->draft_p_min <= 1.0f))
         return tern_fail(TERN_ERR_ARG, "serve: --draft-p-min %g is outside 0..1", (double)p->draft_p_min);
     struct tern_server *s = calloc(1, sizeof *s);
@@ -164,6 +166,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
             bp.draft = s->draft;
             bp.n_draft = s->p.draft_max ? s->p.draft_max : 8;
             bp.draft_p_min = s->p.draft_p_min;
+            bp.n_draft_min = s->p.draft_min;
         }
         st = tern_batcher_create(s->ctx, s->tok, &bp, &s->batcher);
     }

@@ -63,6 +63,9 @@ struct srv_metrics {
     uint64_t steps, step_tokens;
     uint64_t drafted, accepted;  /* speculative decoding (--draft) */
     uint64_t draft_passes, draft_tokens; /* a drafter model's passes (--draft self:TYPE / GGUF) */
+    uint64_t draft_on_steps;    /* steps the draft controller drafted in */
+    uint64_t draft_held_steps;  /* steps requests could have drafted in but it held off */
+    uint64_t draft_off_periods; /* times it switched drafting off (it did not pay) */
     double forward_s, mask_s, draft_s;
     uint64_t rejected_full, cancelled;
     struct tern_prefix_cache_stats pc; /* copied by the engine thread after each step */

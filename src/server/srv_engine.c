@@ -295,6 +295,9 @@ static void *engine_main(void *arg)
         s->metrics.draft_passes += (uint64_t)si.n_draft_passes;
         s->metrics.draft_tokens += (uint64_t)si.n_draft_tokens;
         s->metrics.draft_s += si.draft_ms / 1e3;
+        if (si.draft_k > 0) s->metrics.draft_on_steps++;
+        else if (si.n_draft_held > 0) s->metrics.draft_held_steps++;
+        if (si.draft_off_period) s->metrics.draft_off_periods++;
         s->metrics.forward_s += si.forward_ms / 1e3;
         s->metrics.mask_s += si.mask_ms / 1e3;
         if (s->pc) tern_prefix_cache_get_stats(s->pc, &s->metrics.pc);

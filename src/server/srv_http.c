@@ -43,9 +43,14 @@ static void log_line(struct tern_server *s, const char *method, const char *url,
 {
     if (s->p.quiet) return;
     const double ms = (srv_now() - t0) * 1e3;
+    char spec[128] = "";
+    if (j && s->draft && (j->st.spec_drafted || j->st.spec_plain_steps))
+        /* what drafting did for it: drafts checked and kept, steps the controller held it off */
+        snprintf(spec, sizeof spec, " drafted %d kept %d held off %d steps", j->st.spec_drafted,
+                 j->st.spec_accepted, j->st.spec_plain_steps);
     if (j)
-        fprintf(stderr, "tern serve: %s %s %d %.1f ms prompt %d (cached %d) generated %d%s\n",
-                method, url, status, ms, j->req.n_prompt, j->st.n_reused, j->st.n_generated,
+        fprintf(stderr, "tern serve: %s %s %d %.1f ms prompt %d (cached %d) generated %d%s%s\n",
+                method, url, status, ms, j->req.n_prompt, j->st.n_reused, j->st.n_generated, spec,
                 j->cancelled && !j->done ? " (client left)" : "");
     else
         fprintf(stderr, "tern serve: %s %s %d %.1f ms\n", method, url, status, ms);

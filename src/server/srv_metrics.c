@@ -99,6 +99,12 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_draft_passes_total", "counter", "Drafter model passes (drafts, catch-up, its prompt prefill).", (double)m->draft_passes);
     scalar(&b, "tern_draft_pass_tokens_total", "counter", "Tokens over the drafter model's passes.", (double)m->draft_tokens);
     scalar(&b, "tern_draft_seconds_total", "counter", "Wall time in the drafter model's passes.", m->draft_s);
+    scalar(&b, "tern_draft_on_steps_total", "counter", "Steps the draft controller drafted in.", (double)m->draft_on_steps);
+    scalar(&b, "tern_draft_held_steps_total", "counter",
+           "Steps requests could have drafted in but the draft controller held off (drafting did not pay).",
+           (double)m->draft_held_steps);
+    scalar(&b, "tern_draft_off_periods_total", "counter", "Times the draft controller switched drafting off.",
+           (double)m->draft_off_periods);
     scalar(&b, "tern_grammar_mask_seconds_total", "counter", "CPU time (engine thread) computing and applying grammar token masks.", m->mask_s);
     scalar(&b, "tern_generation_tokens_per_second", "gauge",
            "Generated tokens per second over all sequences, last ~5 s window.", m->tps_last);

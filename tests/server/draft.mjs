@@ -51,9 +51,11 @@ try {
 
   // --draft-p-min 0: the random-weight fixture's drafter is never 75 % sure of a token (the
   // default cut), though the model keeps repeating one
-  const drafters = [["ngram", "--draft-max", "6"],
-                    [join(models, "qwen2-tiny-q4_0.gguf"), "--draft-max", "4", "--draft-p-min", "0"],
-                    ["self:q4_0", "--draft-max", "5", "--draft-p-min", "0"]];
+  // --draft-min = --draft-max: a fixed length (the timing-driven controller would hold drafting
+  // off on a pair where it does not pay, and these checks need drafts)
+  const drafters = [["ngram", "--draft-max", "6", "--draft-min", "6"],
+                    [join(models, "qwen2-tiny-q4_0.gguf"), "--draft-max", "4", "--draft-min", "4", "--draft-p-min", "0"],
+                    ["self:q4_0", "--draft-max", "5", "--draft-min", "5", "--draft-p-min", "0"]];
   for (const [source, ...more] of drafters) {
     const srv = await startServer(bin, model, ["--parallel", "3", "--draft", source, ...more]);
     servers.push(srv);
@@ -69,6 +71,9 @@ try {
     const passes = metric(m, "tern_draft_passes_total");
     console.log(`${source}: drafted ${drafted}, kept ${kept}, drafter passes ${passes}`);
     assert.ok(drafted > 0 && kept > 0 && kept <= drafted);
+    // a fixed length: the controller drafts in every step it can and never holds off
+    assert.ok(metric(m, "tern_draft_on_steps_total") > 0);
+    assert.equal(metric(m, "tern_draft_held_steps_total"), 0);
     if (source === "ngram") assert.equal(passes, 0);
     else assert.ok(passes > 0 && metric(m, "tern_draft_seconds_total") > 0);
     if (source === "ngram") continue;
