@@ -633,7 +633,7 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struc
     *m = n;
     if (k_cap == 0) return 0;
     struct spec_ctl *c = &b->ctl[n - 1];
-    if (c->fixed) return k_cap;
+    if (c->fixed) return in->draft_k = k_cap; /* --draft-min = --draft-max: always the whole length */
     int k = b->last_k < k_cap ? b->last_k : k_cap;
     if (pure) {
         double e[SPEC_MAX_DRAFT + 1];
