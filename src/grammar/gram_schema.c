@@ -882,6 +882,31 @@ done:
     return c->failed ? GRAM_NONE : out;
 }
 
+/* Compiles each regex constraint of ks alone (pattern first when has_pat, then format), so an
+ * error names its keyword before the constraints are intersected. false: one failed, and *out is
+ * what string_expr returns (a plain string when unsupported keywords are allowed, else none). */
+static bool regexes_compile(struct sc *c, const struct strcon *ks, int n, bool has_pat, bool anchored,
+                            uint32_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (ks[i].kind != 0) continue;
+        struct gram_ir tmp;
+        gir_init(&tmp);
+        uint32_t x;
+        tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), anchored, &tmp, &x);
+        gir_free(&tmp);
+        if (!st) continue;
+        size_t old = path_push(c, (has_pat && i == 0) ? ".pattern" : ".format");
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", tern_last_error());
+        bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
+        path_pop(c, old);
+        *out = go ? rule_string(c) : st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
+        return false;
+    }
+    return true;
+}
+
 static uint32_t string_expr(struct sc *c, const cJSON *s)
 {
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(s, "pattern");
@@ -917,23 +942,8 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
                 return rule_string(c);
             return GRAM_NONE;
         }
-        for (int i = 0; i < n; i++) {
-            if (ks[i].kind != 0) continue;
-            struct gram_ir tmp;
-            gir_init(&tmp);
-            uint32_t x;
-            tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), false, &tmp, &x);
-            gir_free(&tmp);
-            if (st) {
-                size_t old = path_push(c, (pat && i == 0) ? ".pattern" : ".format");
-                char msg[400];
-                snprintf(msg, sizeof msg, "%s", tern_last_error());
-                bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
-                path_pop(c, old);
-                if (!go) return st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
-                return rule_string(c);
-            }
-        }
+        uint32_t bad;
+        if (!regexes_compile(c, ks, n, pat != NULL, false, &bad)) return bad;
         ks[n++] = (struct strcon){2, NULL, 0, 0};
         return intersect(c, ks, n);
     }
@@ -956,23 +966,8 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
         return gir_ref(c->ir, r);
     }
     /* several: check each alone first (errors then name the keyword), then intersect */
-    for (int i = 0; i < n; i++) {
-        if (ks[i].kind != 0) continue;
-        struct gram_ir tmp;
-        gir_init(&tmp);
-        uint32_t x;
-        tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), true, &tmp, &x);
-        gir_free(&tmp);
-        if (st) {
-            size_t old = path_push(c, (pat && i == 0) ? ".pattern" : ".format");
-            char msg[400];
-            snprintf(msg, sizeof msg, "%s", tern_last_error());
-            bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
-            path_pop(c, old);
-            if (!go) return st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
-            return rule_string(c);
-        }
-    }
+    uint32_t bad;
+    if (!regexes_compile(c, ks, n, pat != NULL, true, &bad)) return bad;
     return intersect(c, ks, n);
 }
 
