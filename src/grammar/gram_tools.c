@@ -207,6 +207,22 @@ static tern_status xml_call(struct gram_ir *ir, const cJSON *params, const char 
     return TERN_OK;
 }
 
+/* The arguments of one tool: its "parameters" schema in the format's dialect, or "{}" without. */
+static tern_status args_rule(struct gram_ir *ir, const cJSON *params, const char *where,
+                             const struct gram_schema_opts *o, char **warn, uint32_t *out)
+{
+    if (!params) {
+        *out = gir_str(ir, "{}");
+        return TERN_OK;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "%s.parameters", where);
+    uint32_t r;
+    tern_status st = gram_schema_json_to_ir(params, path, o, ir, &r, warn);
+    if (!st) *out = gir_ref(ir, r);
+    return st;
+}
+
 tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
                                     const struct tern_tool_grammar_params *p, struct tern_grammar **out)
 {
@@ -290,15 +306,7 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
                     goto done;
                 }
             uint32_t args;
-            if (params) {
-                char path[96];
-                snprintf(path, sizeof path, "%s.parameters", where);
-                uint32_t r;
-                if ((st = gram_schema_json_to_ir(params, path, &o, &ir, &r, &warn))) goto done;
-                args = gir_ref(&ir, r);
-            } else {
-                args = gir_str(&ir, "{}");
-            }
+            if ((st = args_rule(&ir, params, where, &o, &warn, &args))) goto done;
             char head[320];
             snprintf(head, sizeof head, "call:%s", name->valuestring);
             uint32_t r = gir_rule_new(&ir, "call:%.60s", name->valuestring);
@@ -317,15 +325,7 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
             continue;
         }
         uint32_t args;
-        if (params) {
-            char path[96];
-            snprintf(path, sizeof path, "%s.parameters", where);
-            uint32_t r;
-            if ((st = gram_schema_json_to_ir(params, path, &o, &ir, &r, &warn))) goto done;
-            args = gir_ref(&ir, r);
-        } else {
-            args = gir_str(&ir, "{}");
-        }
+        if ((st = args_rule(&ir, params, where, &o, &warn, &args))) goto done;
         /* {"name": "<name>", "arguments": <args>} */
         cJSON *nm = cJSON_CreateString(name->valuestring);
         char *enc = nm ? cJSON_PrintUnformatted(nm) : NULL;
