@@ -198,7 +198,9 @@ void kern_quantize_act(int act_type, const float *x, void *y, int64_t k)
 /* ---------------------------------------------------------------- packed copies (kern_packed.h)
  * avx512 and avx2 share the layout (kern_pack.c); the copy is read while either is active. */
 
+#if defined(__x86_64__)
 static bool packed_path(void) { return active == ISA_AVX512 || active == ISA_AVX2; }
+#endif
 
 size_t kern_packed_size(int wtype, int64_t rows, int64_t k)
 {
@@ -249,6 +251,8 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
             kern_avx2_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
         return;
     }
+#else
+    (void)P; /* no packed copies off x86: kern_packed_size is 0 there */
 #endif
     kern_matmul(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
