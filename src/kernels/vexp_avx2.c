@@ -37,18 +37,25 @@ static inline int special8(__m256 x)
     return _mm256_movemask_ps(_mm256_castsi256_ps(ge));
 }
 
+/* s[0..8) = exp(s - mx) (vm = mx in every lane); lanes outside the fast path's range are
+ * redone by the scalar vexp_f32. */
+static inline void exp_sub8(float *s, __m256 vm)
+{
+    float v[8];
+    _mm256_storeu_ps(v, _mm256_sub_ps(_mm256_loadu_ps(s), vm));
+    const __m256 x = _mm256_loadu_ps(v);
+    _mm256_storeu_ps(s, exp8(x));
+    for (int sp = special8(x), l = 0; sp; l++, sp >>= 1)
+        if (sp & 1) s[l] = vexp_f32(v[l]);
+}
+
 double vexp_sum_avx2(float *s, int n, float mx)
 {
     const __m256 vm = _mm256_set1_ps(mx);
     double sum = 0.0;
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-        float v[8];
-        _mm256_storeu_ps(v, _mm256_sub_ps(_mm256_loadu_ps(s + i), vm));
-        const __m256 x = _mm256_loadu_ps(v);
-        _mm256_storeu_ps(s + i, exp8(x));
-        for (int sp = special8(x), l = 0; sp; l++, sp >>= 1)
-            if (sp & 1) s[i + l] = vexp_f32(v[l]);
+        exp_sub8(s + i, vm);
         for (int l = 0; l < 8; l++) sum += (double)s[i + l];
     }
     for (; i < n; i++) {
@@ -62,14 +69,7 @@ void vexp_sub_avx2(float *s, int n, float mx)
 {
     const __m256 vm = _mm256_set1_ps(mx);
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float v[8];
-        _mm256_storeu_ps(v, _mm256_sub_ps(_mm256_loadu_ps(s + i), vm));
-        const __m256 x = _mm256_loadu_ps(v);
-        _mm256_storeu_ps(s + i, exp8(x));
-        for (int sp = special8(x), l = 0; sp; l++, sp >>= 1)
-            if (sp & 1) s[i + l] = vexp_f32(v[l]);
-    }
+    for (; i + 8 <= n; i += 8) exp_sub8(s + i, vm);
     for (; i < n; i++) s[i] = vexp_f32(s[i] - mx);
 }
 

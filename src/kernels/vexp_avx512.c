@@ -42,6 +42,22 @@ static inline void load_tab(__m512i *tab)
     for (int i = 0; i < 4; i++) tab[i] = _mm512_loadu_si512(vexp_tab + 8 * i);
 }
 
+/* s[0..nl) = exp(s - mx) for one block of up to 16 lanes (vm = mx in every lane); lanes
+ * outside the fast path's range are redone by the scalar vexp_f32. */
+static inline void exp_sub16(float *s, int nl, __m512 vm, const __m512i *tab)
+{
+    const __mmask16 m = nl == 16 ? 0xffff : (__mmask16)((1u << nl) - 1);
+    const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, s), vm);
+    __mmask16 sp = special16(v) & m;
+    _mm512_mask_storeu_ps(s, m, exp16(v, tab));
+    if (sp) {
+        float x[16];
+        _mm512_storeu_ps(x, v);
+        for (int l = 0; sp; l++, sp >>= 1)
+            if (sp & 1) s[l] = vexp_f32(x[l]);
+    }
+}
+
 double vexp_sum_avx512(float *s, int n, float mx)
 {
     __m512i tab[4];
@@ -50,16 +66,7 @@ double vexp_sum_avx512(float *s, int n, float mx)
     double sum = 0.0;
     for (int i = 0; i < n; i += 16) {
         const int nl = n - i < 16 ? n - i : 16;
-        const __mmask16 m = nl == 16 ? 0xffff : (__mmask16)((1u << nl) - 1);
-        const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vm);
-        __mmask16 sp = special16(v) & m;
-        _mm512_mask_storeu_ps(s + i, m, exp16(v, tab));
-        if (sp) {
-            float x[16];
-            _mm512_storeu_ps(x, v);
-            for (int l = 0; sp; l++, sp >>= 1)
-                if (sp & 1) s[i + l] = vexp_f32(x[l]);
-        }
+        exp_sub16(s + i, nl, vm, tab);
         for (int l = 0; l < nl; l++) sum += (double)s[i + l];
     }
     return sum;
@@ -70,19 +77,7 @@ void vexp_sub_avx512(float *s, int n, float mx)
     __m512i tab[4];
     load_tab(tab);
     const __m512 vm = _mm512_set1_ps(mx);
-    for (int i = 0; i < n; i += 16) {
-        const int nl = n - i < 16 ? n - i : 16;
-        const __mmask16 m = nl == 16 ? 0xffff : (__mmask16)((1u << nl) - 1);
-        const __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vm);
-        __mmask16 sp = special16(v) & m;
-        _mm512_mask_storeu_ps(s + i, m, exp16(v, tab));
-        if (sp) {
-            float x[16];
-            _mm512_storeu_ps(x, v);
-            for (int l = 0; sp; l++, sp >>= 1)
-                if (sp & 1) s[i + l] = vexp_f32(x[l]);
-        }
-    }
+    for (int i = 0; i < n; i += 16) exp_sub16(s + i, n - i < 16 ? n - i : 16, vm, tab);
 }
 
 void vexp_silu_mul_avx512(float *g, const float *u, int n)
