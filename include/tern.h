@@ -225,6 +225,7 @@ enum tern_arch {
     TERN_ARCH_SMOLLM3 = 3, /* llama with every 4th layer unrotated (NoPE) */
     TERN_ARCH_PHI3 = 4,    /* fused qkv and gate|up, partial rotary, long-RoPE factors */
     TERN_ARCH_GEMMA3 = 5,  /* scaled embeddings, GELU, post-norms, q/k norms, sliding window */
+    TERN_ARCH_QWEN35 = 6,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
 };
 
 struct tern_model_info {
@@ -265,6 +266,20 @@ struct tern_model_info {
     int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
+    /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
+    int n_layer_kv;          /* layers with a KV cache (full attention): n_layer unless recurrent
+                                layers are mixed in */
+    int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
+    int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
+    int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
+    int ssm_n_k_heads;       /* key / query heads of the DeltaNet (ssm.group_count) */
+    int ssm_n_v_heads;       /* value heads, one state matrix each (ssm.time_step_rank) */
+    int ssm_head_k;          /* key head size (ssm.state_size) */
+    int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
+    bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
+                                per head with the q rows of attn_q (qwen35) */
+    int n_nextn;             /* multi-token-prediction layers at the end of the file, not run */
+    uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
 };
 
 struct tern_model_params {
@@ -373,10 +388,17 @@ tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch 
 int tern_context_n_seq(const struct tern_context *ctx);
 /* Positions held by sequence seq (-1 if it does not exist). */
 int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
-/* Forget positions >= n_pos of sequence seq. */
+/* Forget positions >= n_pos of sequence seq. A model with recurrent layers (qwen35) keeps one
+ * state per sequence, not one per position: it can go back to 0, to where the last decode call
+ * that held the sequence started, and to any position inside that call (replayed from what the
+ * call recorded, bit for bit), but not further back (TERN_ERR_UNSUPPORTED; ask first with
+ * tern_kv_seq_can_truncate). Attention-only models can truncate anywhere. */
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
+/* Can sequence seq be truncated to n_pos (0 <= n_pos <= its positions)? */
+bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos);
 /* Make sequence dst hold a copy of the first n_pos positions of src (a shared prompt, decoded
- * once, then continued differently). */
+ * once, then continued differently). With recurrent layers, n_pos must be one src can be
+ * truncated to (tern_kv_seq_can_truncate): the state at n_pos is copied with the KV. */
 tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos);
 
 /* Logits of batch row i of the last tern_decode (i = n-1 for TERN_LOGITS_LAST); n_vocab
@@ -797,6 +819,7 @@ struct tern_prefix_cache_stats {
     uint64_t n_blocks, bytes;  /* currently held */
     uint64_t budget_bytes;
     int block_tokens;
+    uint64_t n_states;         /* blocks that also hold the recurrent state at their end (qwen35) */
 };
 
 struct tern_prefix_cache;

@@ -22,6 +22,7 @@
 #include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "model/context.h"
+#include "model/forward.h"
 #include "quant/quant.h"
 #include "util/check.h"
 #include "util/error.h"
@@ -30,7 +31,7 @@
 /* ---------------------------------------------------------------- per-token helpers */
 
 /* y = x / rms(x) * w over n elements; sum of squares in double like ggml_rms_norm. */
-static void rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
+void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
 {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
@@ -75,7 +76,7 @@ static void rope_apply(float *x, const float *cs, int n_rot, bool neox)
 
 /* How many chunks to cut a step of `units` independent pieces into: a few per thread, so a
  * thread that is late (descheduled) leaves little for the others to wait on. */
-static int chunks_for(const struct tern_context *ctx, long long units, int per_thread)
+int fwd_chunks_for(const struct tern_context *ctx, long long units, int per_thread)
 {
     const long long c = (long long)ctx->n_threads * per_thread;
     if (units < 1) return 1;
@@ -85,11 +86,11 @@ static int chunks_for(const struct tern_context *ctx, long long units, int per_t
 /* Chunks for a matmul step over matrices with `rows` output rows (split in multiples of 16). */
 static int matmul_chunks(const struct tern_context *ctx, int64_t rows)
 {
-    return chunks_for(ctx, (rows + 15) / 16, 4);
+    return fwd_chunks_for(ctx, (rows + 15) / 16, 4);
 }
 
 /* tp_run, timed into op class `op` when the context profiles. */
-static void run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg, int n_chunks)
+void fwd_run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg, int n_chunks)
 {
     if (!ctx->profile) {
         tp_run(ctx->pool, fn, arg, n_chunks);
@@ -136,20 +137,6 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
 
 /* ---------------------------------------------------------------- parallel steps */
 
-struct step {
-    struct tern_context *ctx;
-    int n;                          /* tokens in the batch */
-    int il;                         /* layer */
-    const struct model_weight *w[3];/* matrices of a matmul step (unused entries NULL) */
-    float *out[3];                  /* their outputs, (n, rows) */
-    const struct model_weight *bias[3];
-    const float *src;               /* input rows (n, cols) for norm/quantize steps */
-    const float *norm_w;
-    int cols;
-    int act_type;
-    int row0;                       /* first batch row to process (logits of the last token) */
-};
-
 /* Quantize rows [row0, n) of src (cols wide) into ctx->act as act_type; rows split by thread. */
 static void step_quantize(void *arg, int chunk, int n_chunks, int tid)
 {
@@ -173,7 +160,7 @@ static void step_norm_quantize(void *arg, int chunk, int n_chunks, int tid)
     tp_split(s->n - s->row0, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = s->row0 + lo; t < s->row0 + hi; t++) {
         float *y = ctx->xn + (size_t)t * s->cols;
-        rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
+        fwd_rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
         kern_quantize_act(s->act_type, y, (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
     }
 }
@@ -229,13 +216,13 @@ static void step_norm_add(void *arg, int chunk, int n_chunks, int tid)
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         float *p = ctx->proj + (size_t)t * s->cols, *x = ctx->x + (size_t)t * s->cols;
-        rms_norm_row(p, s->norm_w, p, s->cols, ctx->model->info.rms_eps);
+        fwd_rms_norm_row(p, s->norm_w, p, s->cols, ctx->model->info.rms_eps);
         for (int i = 0; i < s->cols; i++) x[i] += p[i];
     }
 }
 
 /* x += W . act, or with a post-norm x += rmsnorm(W . act) * post (gemma3). */
-static void matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
+void fwd_matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
                             const struct model_weight *post)
 {
     if (!post->data) {
@@ -248,7 +235,7 @@ static void matmul_residual(struct tern_context *ctx, struct step *s, const stru
     mm.out[0] = ctx->proj;
     tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, w->rows));
     struct step na = {.ctx = ctx, .n = s->n, .il = s->il, .norm_w = post->data, .cols = (int)w->rows};
-    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, chunks_for(ctx, s->n, 4));
+    fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, fwd_chunks_for(ctx, s->n, 4));
 }
 
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
@@ -296,9 +283,18 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
         const float *v = ctx->v + (size_t)t * kvd;
+        if (in->attn_gate) {
+            /* attn_q's rows alternate per head: q of head h, then its output gate */
+            const float *qa = ctx->qaux + (size_t)t * 2 * qd;
+            float *ga = ctx->agate + (size_t)t * qd;
+            for (int h = 0; h < in->n_head; h++) {
+                memcpy(q + h * hd, qa + 2 * h * hd, sizeof(float) * (size_t)hd);
+                memcpy(ga + h * hd, qa + (2 * h + 1) * hd, sizeof(float) * (size_t)hd);
+            }
+        }
         if (qn) {
-            for (int h = 0; h < in->n_head; h++) rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
-            for (int h = 0; h < in->n_head_kv; h++) rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
+            for (int h = 0; h < in->n_head; h++) fwd_rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
+            for (int h = 0; h < in->n_head_kv; h++) fwd_rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
         }
         if (L->rope)
             for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
@@ -306,14 +302,28 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
             for (int j = 0; j < qd; j++) q[j] *= in->attn_scale;
         for (int h = 0; h < in->n_head_kv; h++) {
             if (L->rope) rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
-            uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
-            uint16_t *vr = kv_v_row_seq(&ctx->kv, s->il, seq, h, pos);
+            uint16_t *kr = kv_k_row_seq(&ctx->kv, L->kv_index, seq, h, pos);
+            uint16_t *vr = kv_v_row_seq(&ctx->kv, L->kv_index, seq, h, pos);
             for (int j = 0; j < hd; j++) {
                 kr[j] = fp16_from_f32(k[h * hd + j]);
                 vr[j] = fp16_from_f32(v[h * hd + j]);
             }
         }
     }
+}
+
+/* attn *= sigmoid(gate), per token (qwen35's gated attention output, as ggml_sigmoid then
+ * ggml_mul). */
+static void step_attn_gate(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const size_t qd = (size_t)ctx->model->info.n_head * ctx->model->info.head_dim;
+    long long lo, hi;
+    tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
+    for (size_t i = (size_t)lo * qd; i < (size_t)hi * qd; i++)
+        ctx->attn[i] *= 1.0f / (1.0f + expf(-ctx->agate[i]));
 }
 
 /* Causal attention in blocks. A unit is (token block, KV head, subgroup of its query heads):
@@ -363,10 +373,10 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
             }
         /* positions rise through a block: its last token sees the most keys */
         if (!win) {
-            ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
+            ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, L->kv_index, seq, kvh, 0), nk[nq - 1], hd,
                                 scale, sc, ss, tile);
             for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
-            ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
+            ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, L->kv_index, seq, kvh, 0), hd, outp);
             continue;
         }
         /* Sliding window: scores from about the first key any query of the block sees (k0); each
@@ -378,14 +388,14 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
          * most 8 ways) whatever block started where. test_arch_parity checks it bit for bit. */
         const int k0 = (ctx->bpos[t0] + 1 > win ? ctx->bpos[t0] + 1 - win : 0) & ~7;
         for (int i = 0; i < nq; i++) nk[i] -= k0;
-        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, k0), nk[nq - 1], hd,
+        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, L->kv_index, seq, kvh, k0), nk[nq - 1], hd,
                             scale, sc, ss, tile);
         for (int i = 0; i < nq; i++) {
             const int skip = nk[i] > win ? nk[i] - win : 0;
             ctx->attn_k.softmax(sc + i * ss + skip, nk[i] - skip);
             for (int p = 0; p < skip; p++) sc[i * ss + p] = 0.0f;
         }
-        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, k0), hd, outp);
+        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, L->kv_index, seq, kvh, k0), hd, outp);
     }
 }
 
@@ -411,26 +421,46 @@ static int act_type_of(const struct model_weight *w)
 }
 
 /* Quantize src rows [row0, n) for weight w unless ctx->act already holds exactly that. */
-static void ensure_act(struct tern_context *ctx, const float *src, int cols, int n, int row0,
+void fwd_ensure_act(struct tern_context *ctx, const float *src, int cols, int n, int row0,
                        const struct model_weight *w)
 {
     const int at = act_type_of(w);
     if (ctx->act_src == src && ctx->act_type == at) return;
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, chunks_for(ctx, n - row0, 4));
+    fwd_run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
     ctx->act_src = src;
     ctx->act_type = at;
 }
 
-static void norm_and_quantize(struct tern_context *ctx, const float *src, const float *norm_w,
+void fwd_norm_and_quantize(struct tern_context *ctx, const float *src, const float *norm_w,
                               int cols, int n, int row0, const struct model_weight *w)
 {
     const int at = act_type_of(w);
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
                      .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, chunks_for(ctx, n - row0, 4));
+    fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
     ctx->act_src = ctx->xn;
     ctx->act_type = at;
+}
+
+void fwd_matmuls(struct tern_context *ctx, int il, const float *src, int cols, int n,
+                 const struct model_weight *const *w, float *const *out,
+                 const struct model_weight *const *bias, int cnt)
+{
+    for (int j = 0; j < cnt;) {
+        /* matrices usually share an activation format; group the ones that do, 3 at a time */
+        struct step mm = {.ctx = ctx, .n = n, .il = il};
+        int at = act_type_of(w[j]), g = 0;
+        fwd_ensure_act(ctx, src, cols, n, 0, w[j]);
+        while (j < cnt && g < 3 && act_type_of(w[j]) == at) {
+            mm.w[g] = w[j];
+            mm.out[g] = out[j];
+            mm.bias[g] = bias ? bias[j] : NULL;
+            g++;
+            j++;
+        }
+        tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, mm.w[g - 1]->rows));
+    }
 }
 
 tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
@@ -457,45 +487,48 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             rope_cache_row(in->n_rot, in->rope_freq_base_swa, m->rope_scale_swa, ctx->rope_ff,
                            in->rope_attn_factor, ctx->bpos[t],
                            ctx->rope_cs_swa + (size_t)t * in->n_rot);
+    if (m->has_rope_still) /* qwen35's 4th M-RoPE section: position 0 for text, no rotation */
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < in->n_rot / 2; i++)
+                if (m->rope_still[i]) {
+                    ctx->rope_cs[(size_t)t * in->n_rot + 2 * i] = in->rope_attn_factor;
+                    ctx->rope_cs[(size_t)t * in->n_rot + 2 * i + 1] = 0.0f;
+                }
     attention_blocks(ctx, n);
     if (ctx->profile) {
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
         ctx->prof_calls[TERN_PROF_EMBED]++;
     }
 
+    if (in->n_layer_rec) rec_batch_begin(ctx, n);
     for (int il = 0; il < in->n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
         struct step s = {.ctx = ctx, .n = n, .il = il};
         ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
 
-        /* attention block */
-        norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
-        const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
-        float *outs[3] = {ctx->q, ctx->k, ctx->v};
-        const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
-        for (int j = 0; j < 3;) {
-            /* q, k, v usually share an activation format; group the ones that do */
-            struct step mm = s;
-            int at = act_type_of(qkv[j]), g = 0;
-            ensure_act(ctx, ctx->xn, d, n, 0, qkv[j]);
-            while (j < 3 && act_type_of(qkv[j]) == at) {
-                TERN_ASSERT(g < (int)(sizeof mm.w / sizeof mm.w[0]));
-                mm.w[g] = qkv[j];
-                mm.out[g] = outs[j];
-                mm.bias[g] = bias[j];
-                g++;
-                j++;
-            }
-            tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, mm.w[g - 1]->rows));
+        if (L->recurrent) {
+            delta_layer(ctx, il, n);
+            goto ffn;
         }
-        run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, chunks_for(ctx, n, 4));
-        run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
-                 chunks_for(ctx, (long long)ctx->n_ablk * ctx->attn_units_per_blk, 16));
-        ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
-        matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
+        /* attention block (qwen35: wq gives q and the output gate, interleaved per head) */
+        fwd_norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
+        {
+            const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *outs[3] = {in->attn_gate ? ctx->qaux : ctx->q, ctx->k, ctx->v};
+            const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
+            fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, 3);
+        }
+        fwd_run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, fwd_chunks_for(ctx, n, 4));
+        fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
+                 fwd_chunks_for(ctx, (long long)ctx->n_ablk * ctx->attn_units_per_blk, 16));
+        if (in->attn_gate)
+            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
+        fwd_ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
+        fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
+    ffn:
         /* feed-forward block */
-        norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
+        fwd_norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
         if (act_type_of(&L->ffn_up) != ctx->act_type) {
             /* rare mixed-format pair: fall back to two separate quantizations */
             struct step g1 = s;
@@ -503,7 +536,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             g1.out[0] = ctx->gate;
             g1.w[1] = NULL;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
-            ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
+            fwd_ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
             g1.w[0] = &L->ffn_up;
             g1.out[0] = ctx->up;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
@@ -514,11 +547,12 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
         ctx->act_src = NULL;
-        ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
-        matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
+        fwd_ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
+        fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
         ctx->act_src = NULL;
     }
 
+    if (in->n_layer_rec) rec_batch_end(ctx);
     ctx->n_logits = 0;
     /* Logits only for the rows asked for (ctx->out_list): gather them into contiguous rows
      * (proj is free by now) unless they already are the tail of the batch. */
@@ -535,7 +569,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         row0 = 0;
     }
     const int rows_end = row0 + ctx->n_out;
-    norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
+    fwd_norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
     struct step so = {.ctx = ctx, .n = rows_end, .row0 = row0};
     so.w[0] = &m->output;
     so.out[0] = ctx->logits; /* logits row k is out_list[k] */

@@ -35,7 +35,25 @@ struct model_layer {
     struct model_weight ffn_post_norm;          /* (n_embd) norm of the FFN output (gemma3), or NULL */
     bool swa;                                   /* sliding-window layer (own RoPE base, windowed keys) */
     bool rope;                                  /* q and k are rotated (false: smollm3's NoPE layers) */
+    /* Gated DeltaNet layer (qwen35; wq..wo unbound then). conv_dim = 2 * n_k_heads * head_k +
+     * n_v_heads * head_v, value_dim = n_v_heads * head_v. */
+    bool recurrent;
+    int kv_index;                               /* this layer's slot in the KV cache, or -1 */
+    int rec_index;                              /* its slot in the recurrent state, or -1 */
+    struct model_weight ssm_qkv;                /* attn_qkv (n_embd -> conv_dim): q, k, v rows */
+    struct model_weight ssm_z;                  /* attn_gate (n_embd -> value_dim): output gate */
+    struct model_weight ssm_beta, ssm_alpha;    /* (n_embd -> n_v_heads) */
+    struct model_weight ssm_conv1d;             /* (conv_dim rows of d_conv) F32 */
+    struct model_weight ssm_dt;                 /* (n_v_heads) F32 bias added before softplus */
+    struct model_weight ssm_a;                  /* (n_v_heads) F32, -exp(A_log) */
+    struct model_weight ssm_norm;               /* (head_v) F32 RMSNorm of each head's output */
+    struct model_weight ssm_out;                /* (value_dim -> n_embd) */
 };
+
+/* The matrices of a layer the forward pass multiplies (bound ones only, a fixed order); out has
+ * room for MODEL_LAYER_MAX_MATRICES. Returns the count. */
+#define MODEL_LAYER_MAX_MATRICES 12
+int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
 struct tern_model {
     struct tern_gguf *gguf;
@@ -50,6 +68,10 @@ struct tern_model {
     bool rope_swa_own;                          /* SWA layers rotate with their own base / scale */
     bool q_prescale;                            /* q is multiplied by attn_scale after RoPE, q.k
                                                    then unscaled (phi3, as llama.cpp computes it) */
+    bool has_rope_still;
+    unsigned char rope_still[512];              /* (n_rot/2) 1 where qwen35's interleaved M-RoPE
+                                                   gives a pair no text position (its 4th section
+                                                   is position 0 for text: no rotation) */
     char arch_name[16];
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
     void *packed_buf;/* the packed copies of model_repack.c, or NULL: freed with the model */

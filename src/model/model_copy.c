@@ -18,21 +18,13 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 
-/* The 2-D weights of m, in a fixed order: per layer wq wk wv wo gate up down, then tok_embd and
- * (when untied) output. Returns the count written to w (room for 7 * n_layer + 2). */
+/* The 2-D weights of m, in a fixed order: per layer model_layer_matrices, then tok_embd and
+ * (when untied) output. Returns the count written to w (room for MODEL_LAYER_MAX_MATRICES *
+ * n_layer + 2). */
 static int model_matrices(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        struct model_layer *L = &m->layers[l];
-        w[n++] = &L->wq;
-        w[n++] = &L->wk;
-        w[n++] = &L->wv;
-        w[n++] = &L->wo;
-        w[n++] = &L->ffn_gate;
-        w[n++] = &L->ffn_up;
-        w[n++] = &L->ffn_down;
-    }
+    for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
     w[n++] = &m->tok_embd;
     if (!m->info.tied_output) w[n++] = &m->output;
     return n;
@@ -104,8 +96,10 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->rope_scale_swa = src->rope_scale_swa;
     m->rope_swa_own = src->rope_swa_own;
     m->q_prescale = src->q_prescale;
+    m->has_rope_still = src->has_rope_still;
+    memcpy(m->rope_still, src->rope_still, sizeof m->rope_still);
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
-    const int max_w = 7 * src->info.n_layer + 2;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 2;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     struct tern_model *srcm = (struct tern_model *)src; /* model_matrices only reads it here */
     struct model_weight **sw = malloc((size_t)max_w * sizeof *sw);
@@ -183,10 +177,9 @@ bool tern_model_batch_invariant(const struct tern_model *m)
 {
     if (!model_weight_batch_invariant(&m->output)) return false;
     for (int l = 0; l < m->info.n_layer; l++) {
-        const struct model_layer *L = &m->layers[l];
-        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        struct model_weight *w[MODEL_LAYER_MAX_MATRICES];
+        const int n = model_layer_matrices(&m->layers[l], w);
+        for (int i = 0; i < n; i++)
             if (!model_weight_batch_invariant(w[i])) return false;
     }
     return true;

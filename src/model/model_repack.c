@@ -28,16 +28,12 @@
 
 #define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
-/* The matrices to consider, in a fixed order; returns the count (room for 7 * n_layer + 1). */
+/* The matrices to consider, in a fixed order; returns the count (room for
+ * MODEL_LAYER_MAX_MATRICES * n_layer + 1). */
 static int repack_targets(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        struct model_layer *L = &m->layers[l];
-        struct model_weight *lw[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down};
-        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++) w[n++] = lw[i];
-    }
+    for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
     w[n++] = &m->output;
     return n;
 }
@@ -80,7 +76,7 @@ static void release_pages(const void *p, size_t n)
 
 tern_status model_repack(struct tern_model *m, bool file_mapped)
 {
-    const int max_w = 7 * m->info.n_layer + 1;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * m->info.n_layer + 1;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     void **dst = malloc((size_t)max_w * sizeof *dst);
     struct model_weight **todo = malloc((size_t)max_w * sizeof *todo);
