@@ -96,10 +96,8 @@ static const struct synth_shape shapes[] = {
     /* Qwen3.5-0.8B (text; HF text_config): 24 layers, every 4th full attention (8 heads of 256,
      * 2 KV heads, q and an output gate per head, partial rotary 64, interleaved M-RoPE
      * [11, 11, 10]), the others Gated DeltaNet (16 key and 16 value heads of 128, conv 4), and
-     * the one multi-token-prediction layer llama.cpp's converter appends (block_count 25). The
-     * real file's pre-tokenizer is "qwen35", which tern's tokenizer does not know yet; the
-     * synthetic byte-level vocabulary splits as "qwen2". */
-    {.name = "qwen3.5-0.8b", .arch = "qwen35", .pre = "qwen2", .n_embd = 1024, .n_layer = 24,
+     * the one multi-token-prediction layer llama.cpp's converter appends (block_count 25) */
+    {.name = "qwen3.5-0.8b", .arch = "qwen35", .pre = "qwen35", .n_embd = 1024, .n_layer = 24,
      .n_head = 8, .n_head_kv = 2, .n_ff = 3584, .n_vocab = 248320, .n_ctx = 262144,
      .rope_base = 1e7f, .rms_eps = 1e-6f, .tied = true, .head_dim = 256, .n_rot = 64,
      .ssm_conv = 4, .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 16, .full_interval = 4,
