@@ -110,6 +110,13 @@ static const struct synth_shape shapes[] = {
      .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_rot = 16, .ssm_conv = 4,
      .ssm_state = 64, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_interval = 4, .nextn = 1,
      .sections = {2, 2, 1, 1}},
+    /* Qwen3.5-0.8B's per-head shapes (DeltaNet heads of 128, attention heads of 256, M-RoPE
+     * [11, 11, 10]) in 4 layers with a 512-token vocabulary: a real-shape parity run in seconds */
+    {.name = "qwen35-mid", .arch = "qwen35", .pre = "gpt-2", .n_embd = 1024, .n_layer = 4,
+     .n_head = 8, .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e7f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 256, .n_rot = 64, .ssm_conv = 4,
+     .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 16, .full_interval = 4, .nextn = 0,
+     .sections = {11, 11, 10, 0}},
 };
 #undef QWEN2
 #undef LLAMA3
@@ -118,7 +125,7 @@ const char *tern_synth_shape_names(void)
 {
     return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b, "
            "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, qwen3.5-0.8b, qwen3-tiny, "
-           "smollm3-tiny, phi4-tiny, gemma3-tiny, qwen35-tiny";
+           "smollm3-tiny, phi4-tiny, gemma3-tiny, qwen35-tiny, qwen35-mid";
 }
 
 /* ---------------------------------------------------------------- random numbers */
