@@ -286,7 +286,8 @@ static void run_gen(struct tern_generator *g, struct tern_sampler *smp, struct t
     gp.ignore_eog = true;
     gp.on_token = on_tok;
     o->n = 0;
-    assert_tern_ok(tern_generate(g, smp, p, n, &gp, NULL, o, st));
+    struct tern_gen_stats local;
+    assert_tern_ok(tern_generate(g, smp, p, n, &gp, NULL, o, st ? st : &local));
     assert_tern_ok(tern_generator_set_draft(g, NULL));
 }
 
@@ -365,6 +366,89 @@ static void test_speculative_decoding(void **state)
     tern_tokenizer_free(tk);
 }
 
+/* The batcher: three requests at once (one sequence each, prefilled in chunks, n-gram drafts
+ * verified and rolled back per slot in the shared passes), then the first prompt again (its slot
+ * holds a longer history the state cannot go back into): every answer is the one tern_generate
+ * gives alone. */
+static int n_done;
+static void on_done(const struct tern_gen_stats *st, void *user)
+{
+    (void)st;
+    (void)user; /* the request's gout */
+    n_done++;
+}
+
+static void test_batcher_requests(void **state)
+{
+    (void)state;
+    struct tern_tokenizer *tk;
+    assert_tern_ok(tern_tokenizer_from_gguf(tern_model_gguf(model), &tk));
+    struct tern_context *ctx = new_ctx(3, true), *solo = new_ctx(1, true);
+    struct tern_batcher_params bp = tern_batcher_default_params();
+    bp.n_draft = 4;
+    bp.n_prefill = 40;
+    struct tern_batcher *b;
+    assert_tern_ok(tern_batcher_create(ctx, tk, &bp, &b));
+    struct tern_generator *g;
+    assert_tern_ok(tern_generator_create(solo, tk, &g));
+    enum { NR = 4 };
+    int32_t prompts[NR][100];
+    int np[NR];
+    for (int r = 0; r < 3; r++) {
+        np[r] = 50 + 17 * r;
+        for (int i = 0; i < np[r]; i++) prompts[r][i] = i < 5 ? (int32_t)(60 + 41 * i + r) : prompts[r][i - 5];
+    }
+    memcpy(prompts[3], prompts[0], sizeof prompts[0]);
+    np[3] = np[0];
+    struct gout got[NR], want[NR];
+    struct tern_sampler *smp[NR];
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    long drafted = 0;
+    n_done = 0;
+    for (int r = 0; r < NR; r++) {
+        assert_tern_ok(tern_sampler_create(&sp, nv, &smp[r]));
+        if (r == 3) /* after the others finished: a slot with a longer history of this prompt */
+            while (tern_batcher_n_active(b) > 0) {
+                struct tern_batcher_step_info in;
+                assert_tern_ok(tern_batcher_step(b, &in));
+                drafted += in.n_drafted;
+            }
+        struct tern_batch_request rq = tern_batch_request_default();
+        rq.prompt = prompts[r];
+        rq.n_prompt = np[r];
+        rq.sampler = smp[r];
+        rq.max_tokens = 30;
+        rq.ignore_eog = true;
+        rq.on_token = on_tok;
+        rq.on_done = on_done;
+        got[r].n = 0;
+        rq.user = &got[r];
+        int slot;
+        assert_tern_ok(tern_batcher_add(b, &rq, &slot));
+    }
+    while (tern_batcher_n_active(b) > 0) {
+        struct tern_batcher_step_info in;
+        assert_tern_ok(tern_batcher_step(b, &in));
+        drafted += in.n_drafted;
+    }
+    assert_int_equal(n_done, NR);
+    for (int r = 0; r < NR; r++) {
+        tern_generator_reset(g);
+        run_gen(g, smp[r], NULL, prompts[r], np[r], &want[r], NULL);
+        print_message("request %d: batcher %d tokens, alone %d\n", r, got[r].n, want[r].n < 30 ? want[r].n : 30);
+        assert_true(got[r].n == 30);
+        assert_memory_equal(got[r].tok, want[r].tok, 30 * sizeof(int32_t));
+    }
+    print_message("%ld tokens drafted in the shared passes\n", drafted);
+    assert_true(drafted > 0);
+    for (int r = 0; r < NR; r++) tern_sampler_free(smp[r]);
+    tern_generator_free(g);
+    tern_batcher_free(b);
+    tern_context_free(ctx);
+    tern_context_free(solo);
+    tern_tokenizer_free(tk);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_prefix_cache_restores_the_state),
         cmocka_unit_test(test_sequences_in_one_batch),
         cmocka_unit_test(test_speculative_decoding),
+        cmocka_unit_test(test_batcher_requests),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }
