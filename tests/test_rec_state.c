@@ -13,9 +13,14 @@
  * batches make every token's matmuls independent of the batch, so comparisons are bitwise. */
 #include "test_support.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "kernels/delta.h"
+#include "kernels/kernels.h"
 
 static struct tern_model *model;
 static int nv;
@@ -449,6 +454,61 @@ static void test_batcher_requests(void **state)
     tern_tokenizer_free(tk);
 }
 
+/* The DeltaNet head's SIMD paths against the scalar reference (kernels/delta.h): the same sums
+ * in the same order with fused multiply-adds, so within float rounding of the values' size. */
+static void test_delta_kernels_match_scalar(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    const char *isa = kern_isa_name();
+    const bool has512 = !strcmp(isa, "avx512"), has2 = has512 || !strcmp(isa, "avx2");
+    if (!has2) {
+        print_message("no AVX2 kernels on this CPU (%s): nothing to compare\n", isa);
+        return;
+    }
+    static const int dims[][2] = {{128, 128}, {64, 64}, {64, 48}, {32, 80}};
+    uint64_t x = 12345;
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int hk = dims[di][0], hv = dims[di][1];
+        float *S0 = malloc(sizeof(float) * (size_t)hk * hv), *Sr = malloc(sizeof(float) * (size_t)hk * hv);
+        float *Ss = malloc(sizeof(float) * (size_t)hk * hv);
+        float q[128], k[128], v[128], outr[128], outs[128];
+        for (int i = 0; i < hk * hv; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            S0[i] = (float)((int)(x >> 40) % 2001 - 1000) / 500.0f;
+        }
+        for (int i = 0; i < 128; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            q[i] = (float)((int)(x >> 40) % 201 - 100) / 900.0f;
+            k[i] = (float)((int)(x >> 48) % 201 - 100) / 900.0f;
+            v[i] = (float)((int)(x >> 33) % 201 - 100) / 50.0f;
+        }
+        for (int path = 0; path < 2; path++) {
+            if (path == 1 && !has512) continue;
+            if (path == 1 && hv % 16) continue;
+            if (path == 0 && hv % 8) continue;
+            for (int zero = 0; zero < 2; zero++) {
+                const float *src = zero ? NULL : S0;
+                delta_head_scalar(src, Sr, q, k, v, 0.6f, 0.6f * 0.9f, 0.9f, 0.01f, 0.08f, outr, hk, hv);
+                (path ? delta_head_avx512 : delta_head_avx2)(src, Ss, q, k, v, 0.6f, 0.6f * 0.9f, 0.9f,
+                                                           0.01f, 0.08f, outs, hk, hv);
+                double ds = 0, dout = 0;
+                for (int i = 0; i < hk * hv; i++) ds = fmax(ds, fabs((double)Sr[i] - Ss[i]));
+                for (int i = 0; i < hv; i++) dout = fmax(dout, fabs((double)outr[i] - outs[i]));
+                print_message("%s hk %d hv %d%s: max |d| state %.2g, out %.2g\n", path ? "avx512" : "avx2",
+                              hk, hv, zero ? " (zero state)" : "", ds, dout);
+                assert_true(ds <= 1e-5 && dout <= 1e-5);
+            }
+        }
+        free(S0);
+        free(Sr);
+        free(Ss);
+    }
+#else
+    print_message("no x86 SIMD paths on this target\n");
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_sequences_in_one_batch),
         cmocka_unit_test(test_speculative_decoding),
         cmocka_unit_test(test_batcher_requests),
+        cmocka_unit_test(test_delta_kernels_match_scalar),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

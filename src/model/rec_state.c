@@ -40,6 +40,7 @@ tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int 
     r->layer_floats = r->conv_floats + r->ssm_floats;
     r->seq_floats = (size_t)r->n_layer * r->layer_floats;
     r->rec_cap = rec_cap;
+    r->dk = delta_select(r->hv);
     r->rec_floats = (size_t)r->conv_dim + 2 * (size_t)r->n_v;
     r->buf = calloc((size_t)n_seq * 2 * r->seq_floats, sizeof(float));
     r->rec = malloc((size_t)n_seq * rec_cap * r->n_layer * r->rec_floats * sizeof(float));
@@ -108,40 +109,14 @@ void rec_delta_token(const struct rec_state *r, const float *qkv, const float *b
     const int hk = r->hk, hv = r->hv;
     const float scale = 1.0f / sqrtf((float)hk);
     const float *qall = qkv, *kall = qkv + (size_t)r->n_k * hk, *vall = qkv + 2 * (size_t)r->n_k * hk;
-    float vp[1024], ov[1024], u[1024]; /* hv <= 1024 (model_load) */
     for (int h = h0; h < h1; h++) {
         const int hq = h % r->n_k;
         const float *q = qall + (size_t)hq * hk, *k = kall + (size_t)hq * hk, *v = vall + (size_t)h * hv;
-        const float *S0 = src ? src + (size_t)h * hk * hv : NULL;
-        float *S = dst + (size_t)h * hk * hv;
         float kq = 0.0f;
         for (int i = 0; i < hk; i++) kq += k[i] * q[i];
         const float beta = 1.0f / (1.0f + expf(-beta_g[h]));
         const float decay = expf(fminf(beta_g[r->n_v + h], 50.0f));
-        const float attn = kq * scale, bd = beta * decay, ds = decay * scale;
-        for (int j = 0; j < hv; j++) vp[j] = ov[j] = 0.0f;
-        if (S0)
-            for (int c = 0; c < hk; c++) {
-                const float kc = k[c], qc = q[c];
-                const float *row = S0 + (size_t)c * hv;
-                for (int j = 0; j < hv; j++) {
-                    vp[j] += row[j] * kc;
-                    ov[j] += row[j] * qc;
-                }
-            }
-        float *o = out + (size_t)h * hv;
-        for (int j = 0; j < hv; j++) {
-            u[j] = v[j] * beta - vp[j] * bd;
-            o[j] = u[j] * attn + ov[j] * ds;
-        }
-        for (int c = 0; c < hk; c++) {
-            const float kc = k[c];
-            const float *row0 = S0 ? S0 + (size_t)c * hv : NULL;
-            float *row = S + (size_t)c * hv;
-            for (int j = 0; j < hv; j++) {
-                const float x = (row0 ? row0[j] * decay : 0.0f) + u[j] * kc;
-                row[j] = fminf(fmaxf(x, -1e6f), 1e6f);
-            }
-        }
+        r->dk.head(src ? src + (size_t)h * hk * hv : NULL, dst + (size_t)h * hk * hv, q, k, v, beta,
+                   beta * decay, decay, kq * scale, decay * scale, out + (size_t)h * hv, hk, hv);
     }
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/delta.h"
 #include "tern.h"
 
 struct rec_state {
@@ -37,6 +38,8 @@ struct rec_state {
     int *cap_pos;                /* (n_seq) keep the state at this many positions; -1: none */
     bool *cap_done;              /* (n_seq) cap holds it */
     float *cap;                  /* (n_seq, seq_floats), allocated at the first capture request */
+    struct delta_kernels dk;     /* the DeltaNet head's inner loops for this CPU (kernels/delta.h):
+                                    one path for every pass and every replay */
 };
 
 tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
