@@ -787,7 +787,8 @@ tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t o
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
  * tern_kv_snapshot_free(). The snapshot does not reference ctx; its model
- * must outlive it. */
+ * must outlive it. A model with recurrent layers (qwen35) also needs its state at n: n must be
+ * 0, the end, or where the last decode call started (else TERN_ERR_UNSUPPORTED). */
 tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
                                     struct tern_kv_snapshot **out);
 /* Replace ctx's KV contents with the snapshot: afterwards tern_kv_n_pos(ctx) == its n and
@@ -842,6 +843,10 @@ void tern_prefix_cache_free(struct tern_prefix_cache *pc);
  * last token's logits are tern_context_logits(ctx, n - 1 - *n_reused). */
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
                                       const int32_t *tokens, int n, int *n_reused);
+/* Models with recurrent layers (qwen35): a block may also hold the state after it; prefill keeps
+ * the state at the prompt's deepest usable block boundary and stores it with that block, and a
+ * restore stops at the deepest matching block that has one. Such a cache is memory-only
+ * (params->dir refused with TERN_ERR_UNSUPPORTED). */
 /* The two halves of prefill for a context of several sequences (a batcher's slots, whose
  * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
  * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into
