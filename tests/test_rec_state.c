@@ -255,14 +255,27 @@ static void test_sequences_in_one_batch(void **state)
     assert_tern_ok(tern_decode_batch(ctx, &bt));
     assert_int_equal(n_diff(tern_context_logits(ctx, 2 * N - 2), wa), 0);
     assert_int_equal(n_diff(tern_context_logits(ctx, 2 * N - 1), wb), 0);
+    /* a copy of the first N/2 positions of sequence 0 (inside its last call: replayed into
+     * sequence 2) continues as a cold run of those tokens */
+    assert_tern_ok(tern_kv_seq_copy(ctx, 0, 2, N / 2));
+    int32_t half[N / 2 + 1];
+    memcpy(half, a, sizeof(int32_t) * (N / 2));
+    half[N / 2] = 9;
+    cold_logits(half, N / 2 + 1, wa, true);
+    const int32_t h9 = 9, s2 = 2;
+    const bool l1 = true;
+    const struct tern_batch bh = {.n = 1, .tokens = &h9, .seq = &s2, .logits = &l1};
+    assert_tern_ok(tern_decode_batch(ctx, &bh));
+    assert_int_equal(n_diff(tern_context_logits(ctx, 0), wa), 0);
     /* copy sequence 0 to 2 and continue both: same logits */
     assert_tern_ok(tern_kv_seq_copy(ctx, 0, 2, N));
-    assert_int_equal(tern_kv_seq_copy(ctx, 0, 2, N / 2), TERN_ERR_UNSUPPORTED);
     const int32_t nt[2] = {5, 5}, ns[2] = {0, 2};
     const bool nl[2] = {true, true};
     const struct tern_batch b2 = {.n = 2, .tokens = nt, .seq = ns, .logits = nl};
     assert_tern_ok(tern_decode_batch(ctx, &b2));
     assert_int_equal(n_diff(tern_context_logits(ctx, 0), tern_context_logits(ctx, 1)), 0);
+    /* sequence 0's last call started at N: N/2 is out of reach now */
+    assert_int_equal(tern_kv_seq_copy(ctx, 0, 2, N / 2), TERN_ERR_UNSUPPORTED);
     tern_context_free(ctx);
     free(wa);
     free(wb);

@@ -281,6 +281,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     for (int i = 0; b->p.share_prefix && i < b->n_slots; i++) {
         if (i == best) continue;
         int l = common_prefix(b->slots[i].toks, slot_kv(b, i), r->prompt, cap);
+        if (!tern_kv_seq_can_truncate(b->ctx, i, l)) l = 0; /* as above: copyable positions only */
         if (l > src_lcp) {
             src = i;
             src_lcp = l;

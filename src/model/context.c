@@ -220,31 +220,21 @@ bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos
            (r->base[seq] >= 0 && n_pos >= r->base[seq]);
 }
 
-/* Bring sequence s's recurrent state back to position n (tern_kv_seq_can_truncate said yes):
- * the base buffer as it is, or the recurrence replayed from it over the recorded inputs of
- * positions base .. n-1, into the current buffer (the same code as the forward pass, so the
- * same bits). Scratch: the first rows of dn_qkv and dn_out. */
-static void rec_rewind(struct tern_context *ctx, int s, int n)
+/* The recurrence of sequence s replayed from its rollback base over the inputs recorded for
+ * positions base .. n-1 (base < n <= base + rec_cap), into the current buffer of sequence dst
+ * (s itself, or another one being given s's state at n): the same code as the forward pass on
+ * the same numbers, so the same bits. Scratch: the first rows of dn_qkv and dn_out. */
+static void rec_replay(struct tern_context *ctx, int s, int n, int dst_seq)
 {
     struct rec_state *r = &ctx->rec;
-    const int end = ctx->kv.seq_pos[s], base = r->base[s];
-    if (n == end) return;
-    if (n == 0) {
-        r->base[s] = -1; /* a decode at position 0 reads zeros */
-        return;
-    }
-    TERN_ASSERT(base >= 0 && n >= base && n - base <= r->rec_cap);
-    if (n == base) {
-        r->cur[s] ^= 1;
-        r->base[s] = -1;
-        return;
-    }
+    const int base = r->base[s];
+    TERN_ASSERT(base >= 0 && n > base && n - base <= r->rec_cap);
     const struct tern_model *m = ctx->model;
     for (int il = 0; il < m->info.n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
         if (!L->recurrent) continue;
         const int l = L->rec_index;
-        float *dst = rec_layer(r, s, r->cur[s], l);
+        float *dst = rec_layer(r, dst_seq, r->cur[dst_seq], l);
         const float *src = base == 0 ? NULL : rec_layer(r, s, r->cur[s] ^ 1, l);
         for (int i = 0; i < n - base; i++, src = dst) {
             const float *in = rec_record(r, s, i, l);
@@ -254,6 +244,24 @@ static void rec_rewind(struct tern_context *ctx, int s, int n)
                             dst + r->conv_floats, ctx->dn_out, 0, r->n_v);
         }
     }
+}
+
+/* Bring sequence s's recurrent state back to position n (tern_kv_seq_can_truncate said yes). */
+static void rec_rewind(struct tern_context *ctx, int s, int n)
+{
+    struct rec_state *r = &ctx->rec;
+    const int end = ctx->kv.seq_pos[s];
+    if (n == end) return;
+    if (n == 0) {
+        r->base[s] = -1; /* a decode at position 0 reads zeros */
+        return;
+    }
+    if (n == r->base[s]) {
+        r->cur[s] ^= 1;
+        r->base[s] = -1;
+        return;
+    }
+    rec_replay(ctx, s, n, s);
 }
 
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
@@ -294,17 +302,19 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
                          n_pos, src, kv->seq_pos[src]);
     struct rec_state *r = &ctx->rec;
     if (r->n_layer) {
-        /* the state at n_pos: the current one, the base, or zeros */
+        /* the state at n_pos: the current one, the base, replayed from the base, or zeros */
+        if (!tern_kv_seq_can_truncate(ctx, src, n_pos))
+            return tern_fail(TERN_ERR_UNSUPPORTED, "cannot copy %d positions of sequence %d: its "
+                             "recurrent state goes back only to 0 or to %d..%d", n_pos, src,
+                             r->base[src], kv->seq_pos[src]);
         int b = -1;
         if (n_pos == kv->seq_pos[src]) b = r->cur[src];
         else if (n_pos == r->base[src]) b = r->cur[src] ^ 1;
-        else if (n_pos != 0)
-            return tern_fail(TERN_ERR_UNSUPPORTED, "cannot copy %d positions of sequence %d: its "
-                             "recurrent state is kept at 0, %d and %d only", n_pos, src,
-                             r->base[src], kv->seq_pos[src]);
         if (b >= 0)
             memcpy(rec_layer(r, dst, r->cur[dst], 0), rec_layer(r, src, b, 0),
                    r->seq_floats * sizeof(float));
+        else if (n_pos > 0)
+            rec_replay(ctx, src, n_pos, dst);
         r->base[dst] = -1;
         r->cap_done[dst] = false;
     }
