@@ -1,5 +1,6 @@
 /* bench_kernels.c — single-thread speed of kern_matmul per weight format, on the path the
- * dispatcher picks (TERN_KERNELS=scalar|avx2|avx512 to force one).
+ * dispatcher picks (TERN_KERNELS=scalar|avx2|avx512 to force one; TERN_AVXVNNI=0 takes the avx2
+ * path's vpmaddubsw panel tile on a CPU with AVX-VNNI).
  *
  * What is timed, and what is not:
  * - decode: n_tok = 1 over a weight matrix of ~256 MB (k = 4864 columns, rows to fill it), far
@@ -9,7 +10,7 @@
  * - prefill: n_tok = 512 tokens against one 896 x 4864 matrix (ffn_down-shaped), reported as
  *   GFLOP/s counting 2*rows*k*n_tok. Activations are quantized beforehand, not timed.
  * - activation quantization: kern_quantize_act of 512 rows of 4864, in GB/s of F32 input.
- * - packed (Q8_0, Q4_0, Q4_K on avx512): the same two over a copy repacked beforehand
+ * - packed (Q8_0, Q4_0, Q4_K on avx512 and avx2): the same two over a copy repacked beforehand
  *   (kern_packed.h: what a model loaded with repacking runs; packing not timed).
  * Timed with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID): a machine shared with other work
  * inflates wall time by up to 2x and CPU time much less (it still shares caches and DRAM).
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
     }
     kern_init();
     printf("kernel path: %s, 1 thread, thread CPU time, %d repetitions (median [min .. max])\n",
-           kern_isa_name(), reps);
+           kern_path_name(), reps);
     const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
                          TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
                          TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};

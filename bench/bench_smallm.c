@@ -10,7 +10,8 @@
  * Besides the routed kernel (what the forward pass runs on weights not repacked), `-a` also
  * times the AVX-512 panel and decode kernels directly, for every n_tok, to show where the
  * route's thresholds belong, and the matmul over a copy repacked beforehand (kern_packed.h,
- * what a model loaded with repacking runs; packing not timed) for the formats that have one.
+ * what a model loaded with repacking runs; packing not timed) for the formats that have one
+ * (on avx512 and avx2; TERN_AVXVNNI=0 for the avx2 tile without AVX-VNNI).
  *
  * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [reps] (default 5; -k: only that kernel of -a,
  * e.g. packed; -t: only that weight type, e.g. q8_0) */
@@ -38,7 +39,7 @@ static double time_one(int which, int type, const void *W, size_t ws, const void
             kern_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows);
 #if defined(__x86_64__)
         else if (which == K_PACKED)
-            kern_avx512_packed_run(type, P, A, as, n_tok, k, 0, rows, Y, rows);
+            kern_matmul_packed(type, W, ws, P, A, as, n_tok, k, 0, rows, Y, rows);
         else if (which == K_PANEL)
             kern_avx512_panel_matmul(type)(W, ws, A, as, n_tok, k, 0, rows, Y, rows);
         else if (!kern_avx512_decode_matmul(type, W, ws, A, as, n_tok, k, 0, rows, Y, rows) &&
@@ -80,7 +81,7 @@ int main(int argc, char **argv)
     }
     kern_init();
     const int avx512 = !strcmp(kern_isa_name(), "avx512");
-    printf("kernel path: %s, 1 thread, thread CPU time, median of %d\n", kern_isa_name(), reps);
+    printf("kernel path: %s, 1 thread, thread CPU time, median of %d\n", kern_path_name(), reps);
     const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
     const int64_t ks[] = {896, 4864};
     const int ntoks[] = {1, 2, 3, 4, 6, 8, 12, 16};
@@ -110,8 +111,9 @@ int main(int argc, char **argv)
             const size_t pn = kern_packed_size(types[ti], rows, k);
             void *P = pn && all ? aligned_alloc(64, pn) : NULL;
             if (P) kern_pack(types[ti], W, ws, rows, k, 0, rows, P);
-            for (int which = 0; which < (all && avx512 ? 4 : 1); which++) {
+            for (int which = 0; which < (all ? 4 : 1); which++) {
                 if ((which == K_PACKED && !P) || (kern_only >= 0 && which != kern_only)) continue;
+                if ((which == K_PANEL || which == K_DECODE) && !avx512) continue; /* AVX-512 only */
                 printf("%-5s k=%-5lld %-6s %5lld MB |", tr->name, (long long)k, kname[which],
                        (long long)(ws * (size_t)rows >> 20));
                 double one = 0;

@@ -225,12 +225,15 @@ enum tern_arch {
     TERN_ARCH_SMOLLM3 = 3, /* llama with every 4th layer unrotated (NoPE) */
     TERN_ARCH_PHI3 = 4,    /* fused qkv and gate|up, partial rotary, long-RoPE factors */
     TERN_ARCH_GEMMA3 = 5,  /* scaled embeddings, GELU, post-norms, q/k norms, sliding window */
-    TERN_ARCH_QWEN35 = 6,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
+    TERN_ARCH_GEMMA4 = 6,  /* gemma3 plus per-layer-type head sizes, v norm, shared KV,
+                              per-layer embeddings, layer scales, final soft-capping */
+    TERN_ARCH_QWEN35 = 7,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
 };
 
 struct tern_model_info {
     enum tern_arch arch;
-    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3" */
+    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4",
+                                "qwen35" */
     int n_vocab;
     int n_embd;
     int n_layer;
@@ -266,9 +269,19 @@ struct tern_model_info {
     int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
+    /* Per-layer shapes (gemma4; elsewhere equal to the fields above): n_head_kv, head_dim and
+     * n_rot are the global (full-attention) layers' values, these the SWA layers'. */
+    int n_head_kv_swa;
+    int head_dim_swa;
+    int n_rot_swa;
+    int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
+    int n_layer_kv;          /* layers that store their own KV: n_layer, but for gemma4's shared-KV
+                                layers (they read an earlier layer's) and qwen35's Gated DeltaNet
+                                layers (they keep a recurrent state instead) */
+    int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
+    bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
+    float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
     /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
-    int n_layer_kv;          /* layers with a KV cache (full attention): n_layer unless recurrent
-                                layers are mixed in */
     int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
     int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
     int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
@@ -304,8 +317,9 @@ tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
-/* The kernel path the matmuls run on this CPU ("avx512", "avx2", "scalar", "neon"; the
- * environment variable TERN_KERNELS forces one), which decides what repacking does. */
+/* The kernel path the matmuls run on this CPU ("avx512", "avx2+avxvnni", "avx2", "scalar",
+ * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
+ * AVX-VNNI tile off), which decides what repacking does. */
 const char *tern_kernels_name(void);
 int tern_model_n_vocab(const struct tern_model *m);
 /* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */

@@ -30,7 +30,7 @@ fi
 
 CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -fno-math-errno -Iinclude -Isrc -Itests/support"
 NEON_FLAGS="-march=armv8.2-a+dotprod+fp16"
-SOURCES="$(ls src/quant/*.c) $(ls src/kernels/*.c | grep -v -e '_avx2\.c$' -e '_avx512\.c$')
+SOURCES="$(ls src/quant/*.c) $(ls src/kernels/*.c | grep -v -e '_avx2\.c$' -e '_avx512\.c$' -e '_avxvnni\.c$')
 src/util/error.c src/util/threadpool.c tests/neon/test_kernels_neon.c"
 
 rm -rf "$OUT"

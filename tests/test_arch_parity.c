@@ -1,4 +1,4 @@
-/* test_arch_parity.c — the architectures beyond llama / qwen2 (qwen3, smollm3, phi3, gemma3)
+/* test_arch_parity.c — the architectures beyond llama / qwen2 (qwen3, smollm3, phi3, gemma3, gemma4)
  * against ik_llama.cpp: tiny random-weight models written by tern synth, reference logits and
  * greedy continuations dumped by ik_llama.cpp from those very files (tests/data/arch, README.md
  * there says how). The model files are not stored: synth writes them again here and the test
@@ -134,8 +134,8 @@ static float *run_chunks(struct tern_model *m, const int32_t *tok, int n, int ch
 static void test_windowed_layers_exact_in_any_batch(void **state)
 {
     (void)state;
-    static const char *shapes[] = {"gemma3-tiny", "phi4-tiny", "smollm3-tiny", "qwen3-tiny",
-                                   "qwen35-tiny"};
+    static const char *shapes[] = {"gemma3-tiny", "gemma4-tiny", "phi4-tiny", "smollm3-tiny",
+                                   "qwen3-tiny", "qwen35-tiny"};
     enum { N = 150 };
     int32_t tok[N];
     for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919 + 13) % 500);
@@ -161,6 +161,50 @@ static void test_windowed_layers_exact_in_any_batch(void **state)
         tern_model_free(m);
         remove(path);
     }
+}
+
+/* Gemma 4's KV is laid out per layer (two head sizes, KV heads per kind, shared layers that
+ * store nothing): a snapshot of a prefix restored into a fresh context continues exactly as the
+ * cold run (exact batches: both give one-token decoding's bits), and its size is the per-layer
+ * one, not layers x heads x head_dim. */
+static void test_gemma4_snapshot_restores_cold_run(void **state)
+{
+    (void)state;
+    enum { N = 100, P = 60 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/arch-snap-gemma4.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("gemma4-tiny", "f16", 5, path, NULL));
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    int32_t tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 31 + 7) % 500);
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 2;
+    struct tern_context *cold, *warm;
+    assert_tern_ok(tern_context_create(m, &cp, &cold));
+    assert_tern_ok(tern_context_create(m, &cp, &warm));
+    tern_context_set_exact_batches(cold, true);
+    tern_context_set_exact_batches(warm, true);
+    assert_tern_ok(tern_decode(cold, tok, N, 0, TERN_LOGITS_LAST));
+    const int nv = tern_model_n_vocab(m);
+    float *want = malloc((size_t)nv * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, tern_context_logits(cold, N - 1), (size_t)nv * sizeof *want);
+    /* layers 0-2: 2 heads x 32, layer 3: 1 x 64, layers 4-5 share: 256 halves per position */
+    assert_int_equal(tern_model_kv_bytes(m, 1), 2 * 256 * 2);
+    struct tern_kv_snapshot *snap;
+    assert_tern_ok(tern_kv_snapshot_create(cold, P, &snap));
+    assert_int_equal(tern_kv_snapshot_bytes(snap), (uint64_t)P * 2 * 256 * 2);
+    assert_tern_ok(tern_kv_snapshot_restore(warm, snap));
+    assert_tern_ok(tern_decode(warm, tok + P, N - P, P, TERN_LOGITS_LAST));
+    assert_memory_equal(tern_context_logits(warm, N - P - 1), want, (size_t)nv * sizeof *want);
+    tern_kv_snapshot_free(snap);
+    free(want);
+    tern_context_free(cold);
+    tern_context_free(warm);
+    tern_model_free(m);
+    remove(path);
 }
 
 /* A metadata-only GGUF with general.architecture = arch (and expert_count when > 0). */
@@ -205,12 +249,15 @@ static void test_refusals_name_the_variant(void **state)
     (void)state;
     expect_refusal("qwen3moe", 0, "mixture-of-experts");
     expect_refusal("qwen35moe", 0, "Qwen3.5 mixture-of-experts");
-    expect_refusal("gemma4", 0, "Gemma 4");
+    expect_refusal("gemma4_mtp", 0, "Gemma 4 multi-token-prediction");
+    expect_refusal("gemma4-assistant", 0, "Gemma 4 assistant");
+    expect_refusal("gemma3n", 0, "Gemma 3n");
     expect_refusal("clip", 0, "vision projector");
     expect_refusal("qwen3vl", 0, "vision-language");
-    expect_refusal("mamba", 0, "supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, qwen35");
+    expect_refusal("mamba", 0, "supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma4, qwen35");
     /* a dense architecture name with experts in its keys is still a MoE file */
     expect_refusal("qwen3", 8, "expert_count is 8: mixture-of-experts");
+    expect_refusal("gemma4", 128, "expert_count is 128: mixture-of-experts");
 }
 
 int main(void)
@@ -219,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_all_1_thread),
         cmocka_unit_test(test_all_2_threads),
         cmocka_unit_test(test_windowed_layers_exact_in_any_batch),
+        cmocka_unit_test(test_gemma4_snapshot_restores_cold_run),
         cmocka_unit_test(test_refusals_name_the_variant),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

@@ -82,8 +82,14 @@ static void pk_sub(const void *W, size_t ws, const void *A, size_t as, int n_tok
     kern_matmul_packed(pk_type, W, ws, pk_P, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
+/* The reference batch of check_type: kern_matmul, or (ref_packed) the packed matmul itself. */
+static bool ref_packed;
+/* NULL, or the path the sub-batches run on (the reference runs on the path active at the call;
+ * the avx2 tile's AVX-VNNI setting is left as it is) */
+static const char *cross_isa;
+
 /* Sub-batches of the 64 (through `sub`, or kern_matmul when NULL) against the full batch
- * through kern_matmul; returns the number of comparisons. */
+ * through kern_matmul (or `sub`, when ref_packed); returns the number of comparisons. */
 static int check_type(const char *path, int wtype, int64_t rows, int64_t k, kern_matmul_fn sub)
 {
     struct data d;
@@ -99,8 +105,12 @@ static int check_type(const char *path, int wtype, int64_t rows, int64_t k, kern
     const int64_t ldy = rows + 3;
     float *ref = malloc((size_t)(BATCH * ldy) * sizeof *ref);
     float *Y = malloc((size_t)(BATCH * ldy) * sizeof *Y);
-    kern_matmul(wtype, d.W, d.ws, d.A, d.as, BATCH, k, 0, rows, ref, ldy);
+    if (ref_packed)
+        sub(d.W, d.ws, d.A, d.as, BATCH, k, 0, rows, ref, ldy);
+    else
+        kern_matmul(wtype, d.W, d.ws, d.A, d.as, BATCH, k, 0, rows, ref, ldy);
     int n_cmp = 0;
+    if (cross_isa) assert_true(kern_force_isa(cross_isa));
     const int64_t ranges[][2] = {{0, rows}, {5, rows - 2}, {17, 18}};
     for (int n = 1; n <= 20; n++) {
         const int offsets[] = {0, 3, BATCH - n};
@@ -195,7 +205,57 @@ static void test_avx512(void **state)
         }
     }
     assert_true(kern_force_isa("scalar"));
-    assert_int_equal(kern_packed_size(TERN_TYPE_Q8_0, 37, 32 * 27), 0); /* no layout off avx512 */
+    assert_int_equal(kern_packed_size(TERN_TYPE_Q8_0, 37, 32 * 27), 0); /* no layout on scalar */
+}
+
+/* The avx2 path's 256-bit tile over weights repacked at load, with AVX-VNNI's vpdpbusd (where
+ * the CPU has it) and with vpmaddubsw: every n_tok 1..20 gives a token the bits of the 64-token
+ * batch through the same tile, and where this CPU also runs avx512, the bits of the AVX-512
+ * panels' batch (the same float operations per lane): one result on every path. */
+static void test_avx2_packed(void **state)
+{
+    (void)state;
+    if (!kern_force_isa("avx2")) {
+        print_message("SKIP: this CPU cannot run the avx2 path\n");
+        return;
+    }
+    static const int pk[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K};
+    int variants = 0;
+    for (int vnni = 1; vnni >= 0; vnni--) {
+        assert_true(kern_force_isa("avx2"));
+        if (!kern_force_avxvnni(vnni)) {
+            print_message("SKIP avx2+avxvnni: this CPU has no AVX-VNNI\n");
+            continue;
+        }
+        const char *name = vnni ? "avx2+avxvnni-packed" : "avx2-packed";
+        variants++;
+        for (int i = 0; i < 3; i++) {
+            const bool kb = pk[i] == TERN_TYPE_Q4_K;
+            const int64_t shapes[][2] = {{37, kb ? 256 * 3 : 32 * 27}, {301, kb ? 256 * 5 : 32 * 51},
+                                         {37, kb ? 256 * 33 : 32 * 301}};
+            int n = 0;
+            ref_packed = true;
+            for (int si = 0; si < 3; si++) n += check_type(name, pk[i], shapes[si][0], shapes[si][1], pk_sub);
+            ref_packed = false;
+            print_message("%s %s: %d cases bit-identical to its own batch of %d\n", name,
+                          tern_type_name(pk[i]), n, BATCH);
+            if (!kern_force_isa("avx512")) continue;
+            /* the same sub-batches, on avx2, against the AVX-512 panels' batch */
+            n = 0;
+            for (int si = 0; si < 3; si++) {
+                assert_true(kern_force_isa("avx512"));
+                cross_isa = "avx2";
+                n += check_type(name, pk[i], shapes[si][0], shapes[si][1], pk_sub);
+                cross_isa = NULL;
+            }
+            print_message("%s %s: %d cases bit-identical to the avx512 panels' batch of %d\n", name,
+                          tern_type_name(pk[i]), n, BATCH);
+            assert_true(kern_force_isa("avx2"));
+        }
+    }
+    assert_true(variants > 0);
+    kern_force_avxvnni(true);
+    assert_true(kern_force_isa("scalar"));
 }
 
 /* What the query says per path: the claims test_avx512 checks, and no claim for the tiles. */
@@ -225,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_query),
         cmocka_unit_test(test_scalar),
         cmocka_unit_test(test_avx512),
+        cmocka_unit_test(test_avx2_packed),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

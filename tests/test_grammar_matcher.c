@@ -445,6 +445,8 @@ static void test_tools_auto(void **state)
     tern_grammar_free(g);
 }
 
+static void gemma4_tools(void);
+
 static void test_tools_none_required_named(void **state)
 {
     (void)state;
@@ -584,10 +586,158 @@ static void test_tools_none_required_named(void **state)
     }
     tern_grammar_matcher_free(m);
     tern_grammar_free(bg);
-    /* Gemma 4 has no grammar yet: a clear refusal */
+    gemma4_tools();
+}
+
+/* Gemma 4: <|tool_call>call:NAME{key:value,...}<tool_call|>, arguments in Gemma's value syntax
+ * (strings between <|"|> marks, raw; bare keys in dictsort order; no whitespace). The tools'
+ * properties are declared out of order: the grammar sorts them as the template does. */
+static const char GTOOLS[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"search\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": {\"query\": {\"type\": \"string\"}, \"unit\": {\"enum\": [\"c\", \"f\"]}, "
+    "\"n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 9}, \"Exact\": {\"type\": \"boolean\"}, "
+    "\"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 5}, \"maxItems\": 3}, "
+    "\"where\": {\"type\": \"object\", \"properties\": {\"zip\": {\"type\": \"string\", \"pattern\": \"^[0-9]{4}$\"}, "
+    "\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"], \"additionalProperties\": false}}, "
+    "\"required\": [\"query\"], \"additionalProperties\": false}}}, "
+    "{\"type\": \"function\", \"function\": {\"name\": \"ping\"}}, "
+    "{\"type\": \"function\", \"function\": {\"name\": \"note\", \"parameters\": {\"type\": \"object\", "
+    "\"properties\": {\"meta\": {\"type\": \"object\"}}}}}]";
+
+/* The same parameters in JSON Schema with keys in dictsort order, to check parsed arguments. */
+static const char GSEARCH[] =
+    "{\"type\": \"object\", \"properties\": {\"Exact\": {\"type\": \"boolean\"}, "
+    "\"n\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 9}, \"query\": {\"type\": \"string\"}, "
+    "\"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 5}, \"maxItems\": 3}, "
+    "\"unit\": {\"enum\": [\"c\", \"f\"]}, \"where\": {\"type\": \"object\", \"properties\": "
+    "{\"city\": {\"type\": \"string\"}, \"zip\": {\"type\": \"string\", \"pattern\": \"^[0-9]{4}$\"}}, "
+    "\"required\": [\"city\"], \"additionalProperties\": false}}, \"required\": [\"query\"], "
+    "\"additionalProperties\": false}";
+
+#define GQ "<|\"|>"
+static void gemma4_tools(void)
+{
+    struct tern_tool_grammar_params p = tern_tool_grammar_default_params();
     p.format = TERN_TOOLCALL_GEMMA4;
-    assert_int_equal(tern_grammar_from_tools(voc, XTOOLS, strlen(XTOOLS), &p, &bg), TERN_ERR_UNSUPPORTED);
-    assert_non_null(strstr(tern_last_error(), "gemma4"));
+    struct tern_grammar *bg;
+    struct tern_grammar_matcher *m;
+    assert_tern_ok(tern_tool_choice_parse("required", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, GTOOLS, strlen(GTOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    static const char *const accepted[] = {
+        "<|tool_call>call:search{Exact:false,n:3,query:" GQ "fjord \"tides\" {x:1}, <b>\n" GQ ",tags:[" GQ "a" GQ
+        "," GQ "bb" GQ "],unit:" GQ "c" GQ ",where:{city:" GQ "Oslo" GQ ",zip:" GQ "0150" GQ "}}<tool_call|>"
+        "<|tool_call>call:ping{}<tool_call|>",
+        "<|tool_call>call:search{query:" GQ GQ "}<tool_call|>",
+        "<|tool_call>call:note{meta:{a:[1,-2.5e3,null,true],b:" GQ "x" GQ ",c:{}}}<tool_call|>",
+        "<|tool_call>call:note{}<tool_call|>",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        tern_grammar_matcher_reset(m);
+        if (walk(m, accepted[i]) != -1 || !tern_grammar_matcher_is_complete(m))
+            fail_msg("gemma4 grammar refused %s", accepted[i]);
+    }
+    static const char *const refused[] = {
+        "<|tool_call>call:search{n:3}",                                  /* query required */
+        "<|tool_call>call:search{query:" GQ "x" GQ ",n:3",               /* n sorts before query */
+        "<|tool_call>call:search{\"query\"",                            /* JSON keys */
+        "<|tool_call>call:search{query:\"x\"",                           /* JSON strings */
+        "<|tool_call>call:search{n:12",                                  /* maximum */
+        "<|tool_call>call:search{query:" GQ "x" GQ ",unit:" GQ "k",       /* enum */
+        "<|tool_call>call:search{query:" GQ "x" GQ ",tags:[" GQ "abcdef", /* maxLength */
+        "<|tool_call>call:search{query:" GQ "x" GQ ",where:{city:" GQ "a" GQ ",zip:" GQ "12a", /* pattern */
+        "<|tool_call>call:search{query:" GQ "x" GQ ",zzz:",              /* additionalProperties false */
+        "<|tool_call>call:search{ query",                                /* whitespace */
+        "<|tool_call>call:nosuch",
+        "<|tool_call>call:note{meta:{a b:",                              /* a space in a bare key */
+        "<|tool_call>call:ping{}<tool_call|> ",                          /* text after the calls */
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        tern_grammar_matcher_reset(m);
+        if (walk(m, refused[i]) <= 0) fail_msg("gemma4 grammar accepted %s", refused[i]);
+    }
+    /* Round trip: calls the grammar generates read back through the Gemma 4 parser, and their
+     * arguments (JSON now) satisfy the tool's JSON Schema. */
+    struct tern_grammar_params jp = tern_grammar_default_params();
+    jp.ws = TERN_GRAMMAR_WS_MINIFIED; /* the parser's arguments are compact JSON */
+    struct tern_grammar *js;
+    assert_tern_ok(tern_grammar_from_json_schema(voc, GSEARCH, strlen(GSEARCH), &jp, &js));
+    struct tern_grammar_matcher *jm;
+    assert_tern_ok(tern_grammar_matcher_create(js, &jm));
+    int n_search = 0, n_calls = 0;
+    char doc[4096];
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        size_t n;
+        assert_tern_ok(tern_grammar_generate(bg, seed, 200, doc, sizeof doc - 1, &n));
+        doc[n] = 0;
+        tern_grammar_matcher_reset(m);
+        if (walk(m, doc) != -1) fail_msg("generated call not accepted: %.*s", (int)n, doc);
+        struct tern_toolcall_parser *tp;
+        assert_tern_ok(tern_toolcall_parser_create(TERN_TOOLCALL_GEMMA4, &tp));
+        int done = 0;
+        assert_tern_ok(tern_toolcall_feed(tp, doc, n, &done));
+        assert_tern_ok(tern_toolcall_finish(tp, &done));
+        if (tern_toolcall_n_errors(tp) || tern_toolcall_count(tp) < 1)
+            fail_msg("parser: %s in %.*s", tern_toolcall_n_errors(tp) ? tern_toolcall_error(tp, 0) : "no call",
+                     (int)n, doc);
+        size_t tl;
+        tern_toolcall_text(tp, &tl);
+        assert_int_equal(tl, 0);
+        for (int i = 0; i < tern_toolcall_count(tp); i++) {
+            const struct tern_toolcall *c = tern_toolcall_get(tp, i);
+            n_calls++;
+            if (strcmp(c->name, "search")) continue;
+            n_search++;
+            tern_grammar_matcher_reset(jm);
+            if (tern_grammar_matcher_accept_bytes(jm, c->arguments, strlen(c->arguments), NULL) ||
+                !tern_grammar_matcher_is_complete(jm))
+                fail_msg("arguments %s (from %.*s) do not satisfy the schema", c->arguments, (int)n, doc);
+        }
+        tern_toolcall_parser_free(tp);
+    }
+    print_message("gemma4 round trip: %d generated calls parsed back, %d search calls' arguments "
+                  "checked against the JSON Schema\n", n_calls, n_search);
+    assert_true(n_search >= 10);
+    tern_grammar_matcher_free(jm);
+    tern_grammar_free(js);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* auto: free text, then the call after <|tool_call>, then free text again */
+    assert_tern_ok(tern_tool_choice_parse("auto", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, GTOOLS, strlen(GTOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "Let me check. <|tool_call>call:ping{}<tool_call|> done"), -1);
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "Let me check. <|tool_call>call:pong") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* none: the opener can never be completed */
+    assert_tern_ok(tern_tool_choice_parse("none", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, GTOOLS, strlen(GTOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_true(walk(m, "fine <|tool_call>") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* a tool name: that tool only */
+    assert_tern_ok(tern_tool_choice_parse("ping", &p));
+    assert_tern_ok(tern_grammar_from_tools(voc, GTOOLS, strlen(GTOOLS), &p, &bg));
+    assert_tern_ok(tern_grammar_matcher_create(bg, &m));
+    assert_int_equal(walk(m, "<|tool_call>call:ping{}<tool_call|>"), -1);
+    tern_grammar_matcher_reset(m);
+    assert_true(walk(m, "<|tool_call>call:search") > 0);
+    tern_grammar_matcher_free(m);
+    tern_grammar_free(bg);
+    /* what the syntax cannot write is refused by name */
+    static const char BADKEY[] = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": "
+                                 "{\"a:b\": {\"type\": \"string\"}}}}]";
+    assert_int_equal(tern_grammar_from_tools(voc, BADKEY, strlen(BADKEY), &p, &bg), TERN_ERR_ARG);
+    assert_tern_ok(tern_tool_choice_parse("required", &p));
+    assert_int_equal(tern_grammar_from_tools(voc, BADKEY, strlen(BADKEY), &p, &bg), TERN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tern_last_error(), "a:b"));
+    static const char BADCONST[] = "[{\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": "
+                                   "{\"a\": {\"const\": \"x<|\\\"|>y\"}}}}]";
+    assert_int_equal(tern_grammar_from_tools(voc, BADCONST, strlen(BADCONST), &p, &bg), TERN_ERR_UNSUPPORTED);
+    assert_non_null(strstr(tern_last_error(), "Gemma"));
 }
 
 /* several matchers of one grammar on several threads: same masks as one thread */

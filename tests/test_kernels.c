@@ -12,6 +12,9 @@
  *    multiple of 16, k past one chunk and not a multiple of it, n_tok not a multiple of the
  *    tile; called through kern_matmul and directly (so small n_tok reach them too). Also the
  *    AVX-512 decode kernels (n_tok < 6): odd block counts, token groups, k past their buffer.
+ * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q4_K) on every path
+ *    with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as 2b,
+ *    against scalar: the few-token driver (n_tok <= 16) and the row-block one, partial panels.
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 
@@ -227,6 +231,59 @@ static void test_blocked_prefill(void **state)
     print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
 }
 
+static void test_packed_vs_scalar(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {/* rows, k / 32, n_tok */
+                                    {150, 37, 9}, {40, 17, 17}, {131, 16, 6}, {33, 3, 3},
+                                    {16, 33, 1}, {272, 8, 8}, {37, 301, 5}, {20, 801, 2},
+                                    {530, 20, 40}};
+    static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K};
+    const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
+    static const char *const variants[] = {"avx512", "avx2+avxvnni", "avx2"};
+    int checked = 0;
+    for (int vi = 0; vi < 3; vi++) {
+        const bool avx2 = vi > 0;
+        if (!kern_force_isa(avx2 ? "avx2" : "avx512") || (avx2 && !kern_force_avxvnni(vi == 1))) {
+            print_message("SKIP %s: this CPU cannot run it\n", variants[vi]);
+            continue;
+        }
+        for (int ti = 0; ti < 3; ti++) {
+            const int64_t bs = quant_traits_get(types[ti])->block_size;
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                struct problem p;
+                const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
+                problem_make(&p, types[ti], shapes[si][0], k, shapes[si][2]);
+                const size_t pn = kern_packed_size(p.wtype, p.rows, p.k);
+                assert_true(pn > 0);
+                void *P = aligned_alloc(64, (pn + 63) & ~(size_t)63);
+                assert_non_null(P);
+                kern_pack(p.wtype, p.W, p.w_stride, p.rows, p.k, 0, p.rows, P);
+                const int64_t ldy = p.rows + 5;
+                const size_t ny = (size_t)(ldy * p.n_tok);
+                float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R);
+                for (int ri = 0; ri < 3; ri++) {
+                    const int64_t r0 = ranges[ri][0], r1 = p.rows + 1 + ranges[ri][1];
+                    for (size_t i = 0; i < ny; i++) Y[i] = R[i] = -7.0f;
+                    kern_matmul_packed(p.wtype, p.W, p.w_stride, P, p.A, p.a_stride, p.n_tok, p.k, r0,
+                                       r1, Y, ldy);
+                    kern_matmul_scalar(p.wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
+                                       R, ldy);
+                    check_close(&p, Y, R, r0, r1, ldy, variants[vi]);
+                    checked++;
+                }
+                free(Y);
+                free(R);
+                free(P);
+                problem_free(&p);
+            }
+        }
+    }
+    kern_force_avxvnni(true);
+    assert_true(kern_force_isa("scalar"));
+    print_message("packed copies: %d (path, type, shape, range) cases against scalar\n", checked);
+}
+
 /* Float formats take any k: odd k reaches the masked tails of the SIMD float tiles. */
 static void test_float_odd_k(void **state)
 {
@@ -331,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_simd_matmul),
         cmocka_unit_test(test_blocked_prefill),
+        cmocka_unit_test(test_packed_vs_scalar),
         cmocka_unit_test(test_float_odd_k),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

@@ -4,11 +4,15 @@
  * is decisive. Tolerances: 5e-3 for F16 files (the fixture README's suggestion); for quantized
  * files tern reproduces llama.cpp's activation quantization, so we demand half the README's
  * suggested bound (0.05 llama-spm-tiny, 0.015 qwen2-tiny; logit scales differ) and a mean
- * |diff| over full vectors 5x below its suggestion. */
+ * |diff| over full vectors 5x below its suggestion. The models run on the path this CPU picks;
+ * the Q8_0, Q4_0 and Q4_K_M ones also on the avx2 path, repacked at load for its 256-bit panel
+ * tile, with AVX-VNNI (where the CPU has it) and without. */
 #include "test_support.h"
 
 #include <stdio.h>
 #include <string.h>
+
+#include "kernels/kernels.h"
 
 struct parity_case {
     const char *name;
@@ -23,6 +27,8 @@ static const struct parity_case cases[] = {
     {"qwen2-tiny-q8_0", 0.015, 6e-4},     {"qwen2-tiny-q4_0", 0.015, 6e-4},
 };
 
+static bool expect_packed; /* the model must load with some matrices repacked */
+
 static void check_model(const struct parity_case *c, int threads)
 {
     char rel[256];
@@ -36,6 +42,7 @@ static void check_model(const struct parity_case *c, int threads)
 
     struct tern_model *m;
     assert_tern_ok(tern_model_load(model_path, NULL, &m));
+    if (expect_packed) assert_true(tern_model_get_info(m)->repacked_bytes > 0);
     struct tern_ref_report rep;
     assert_tern_ok(tern_ref_check(m, ref_path, threads, c->tol, NULL, &rep));
     print_message("%-22s t=%d: top-20 %d/%d within %.3g, max |d| %.3g (mean %.3g); full vectors "
@@ -70,11 +77,36 @@ static void test_f16_models_2_threads(void **state)
     check_model(&cases[5], 2);
 }
 
+/* The packed formats on the avx2 path, both variants of its panel tile, repacked at load. */
+static void test_avx2_packed(void **state)
+{
+    (void)state;
+    const char *orig = kern_isa_name();
+    if (!kern_force_isa("avx2")) {
+        print_message("SKIP: this CPU cannot run the avx2 path\n");
+        return;
+    }
+    int variants = 0;
+    for (int vnni = 1; vnni >= 0; vnni--) {
+        if (!kern_force_avxvnni(vnni)) continue;
+        variants++;
+        print_message("path %s\n", kern_path_name());
+        expect_packed = true;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            if (!strstr(cases[i].name, "f16") && !strstr(cases[i].name, "q6_k")) check_model(&cases[i], 1);
+    }
+    expect_packed = false;
+    assert_true(variants > 0);
+    kern_force_avxvnni(true);
+    assert_true(kern_force_isa(orig));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_models_1_thread),
         cmocka_unit_test(test_f16_models_2_threads),
+        cmocka_unit_test(test_avx2_packed),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -4,16 +4,21 @@
  * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_K_M's Q4_K ones),
  * loaded twice — repacked (the default) and mmap-only (no_repack) — on every kernel path this
  * CPU runs:
- * - what is reported: on avx512 some bytes repacked, no more than the file holds, and for files
- *   whose matrices are all packed and released the file rows handed back; elsewhere nothing.
- * - a 29-token prompt in one batch (the panels) gives the same logits bit for bit, and so do
- *   four tokens decoded one at a time wherever the mmap-only kernels are batch-invariant
+ * - what is reported: on avx512 and avx2 (both variants of its tile: with AVX-VNNI and without)
+ *   some bytes repacked, no more than the file holds, and for files whose matrices are all
+ *   packed and released the file rows handed back; elsewhere nothing.
+ * - on avx2 the repacked model gives the avx512 repacked model's logits: bit for bit where every
+ *   matrix is packed (the 256-bit tile's float operations are the AVX-512 tile's, lane for lane).
+ * - on avx512 a 29-token prompt in one batch (the panels) gives the same logits bit for bit, and
+ *   so do four tokens decoded one at a time wherever the mmap-only kernels are batch-invariant
  *   (Q8_0, Q4_0: the decode kernel sums as the panels do); the Q4_K_M file's one-token decode
- *   runs the 256-bit tiles mmap-only, so there the two agree within float summation order.
+ *   runs the 256-bit tiles mmap-only, so there the two agree within float summation order. On
+ *   avx2 mmap-only runs the row x token tiles: prompt and decode agree within that order, whose
+ *   effect the next layer's 8-bit activations amplify (tolerance below).
  * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K too
  *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q8_0, Q4_0 only).
- * - a model repacked on avx512 and then run on the scalar path (kern_force_isa) reads its
- *   released file rows again and gives the mmap-only model's bits there.
+ * - a model repacked on avx512 or avx2 and then run on the scalar path (kern_force_isa) reads
+ *   its released file rows again and gives the mmap-only model's bits there.
  * - TERN_REPACK=0 in the environment turns it off like no_repack. */
 #include "test_support.h"
 
@@ -56,17 +61,20 @@ static void check_model(const char *name, bool invariant_unpacked, bool pure)
     snprintf(rel, sizeof rel, "fixtures/models/%s.gguf", name);
     TEST_SHARED_OR_SKIP(path, rel);
     const char *orig = kern_isa_name();
-    static const char *const paths[] = {"avx512", "avx2", "scalar"};
-    for (int pi = 0; pi < 3; pi++) {
-        if (!kern_force_isa(paths[pi])) continue;
+    float *a512 = NULL; /* the avx512 path's repacked logits, when it ran */
+    static const char *const paths[] = {"avx512", "avx2+avxvnni", "avx2", "scalar"};
+    for (int pi = 0; pi < 4; pi++) {
+        const bool avx2 = !strncmp(paths[pi], "avx2", 4);
+        if (!kern_force_isa(avx2 ? "avx2" : paths[pi])) continue;
+        if (avx2 && !kern_force_avxvnni(pi == 1)) continue;
         struct tern_model *mr, *mm;
         assert_tern_ok(tern_model_load(path, NULL, &mr));
         assert_tern_ok(tern_model_load(path, &(struct tern_model_params){.no_repack = true}, &mm));
         const struct tern_model_info *ir = tern_model_get_info(mr), *im = tern_model_get_info(mm);
         assert_int_equal(im->repacked_bytes, 0);
         assert_int_equal(im->released_bytes, 0);
-        const bool avx512 = !strcmp(paths[pi], "avx512");
-        if (!avx512) {
+        const bool avx512 = !strcmp(paths[pi], "avx512"), packs = avx512 || avx2;
+        if (!packs) {
             assert_int_equal(ir->repacked_bytes, 0);
         } else {
             assert_true(ir->repacked_bytes > 0);
@@ -76,34 +84,54 @@ static void check_model(const char *name, bool invariant_unpacked, bool pure)
         }
         int nv;
         float *a = run(mr, &nv), *b = run(mm, &nv);
-        assert_memory_equal(a, b, (size_t)N_PROMPT * nv * sizeof *a);
-        double maxd = 0, maxv = 0;
-        for (size_t i = (size_t)N_PROMPT * nv; i < (size_t)(N_PROMPT + N_GEN) * nv; i++) {
-            maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+        double maxp = 0, maxd = 0, maxv = 0;
+        for (size_t i = 0; i < (size_t)(N_PROMPT + N_GEN) * nv; i++) {
+            const double d = fabs((double)a[i] - b[i]);
+            if (i < (size_t)N_PROMPT * nv) maxp = fmax(maxp, d);
+            else maxd = fmax(maxd, d);
             maxv = fmax(maxv, fabs((double)b[i]));
         }
-        print_message("%-22s %-6s repacked %llu bytes (released %llu); prompt logits identical, "
+        print_message("%-22s %-12s repacked %llu bytes (released %llu); prompt max |d| %.3g, "
                       "decode max |d| %.3g of max |logit| %.3g\n", name, paths[pi],
                       (unsigned long long)ir->repacked_bytes, (unsigned long long)ir->released_bytes,
-                      maxd, maxv);
-        if (invariant_unpacked || !avx512)
+                      maxp, maxd, maxv);
+        /* avx2: the mmap-only tiles sum in another order, and a last-bit difference in a matmul
+         * output can move an activation across a rounding boundary when the next layer
+         * quantizes it to 8 bits, which moves logits by ~1 % of their range (measured up to
+         * 1.1 %); test_parity holds both against llama.cpp, and the avx512 check below is exact */
+        const double tol = avx2 ? 2e-2 * maxv : 1e-4 * maxv;
+        if (!avx2) assert_true(maxp == 0);
+        else assert_true(maxp <= tol);
+        if (!packs || (avx512 && invariant_unpacked))
             assert_true(maxd == 0);
         else
-            assert_true(maxd <= 1e-4 * maxv);
-        if (avx512 && pure) assert_true(tern_model_batch_invariant(mr));
-        if (avx512 && kern_force_isa("scalar")) {
+            assert_true(maxd <= tol);
+        if (avx2 && a512) {
+            /* the 256-bit tile's bits are the AVX-512 tile's: the whole model agrees exactly where
+             * every matrix is packed; else the unpacked ones (Q6_K, Q5_0) run either path's tiles */
+            double x = 0;
+            for (size_t i = 0; i < (size_t)(N_PROMPT + N_GEN) * nv; i++) x = fmax(x, fabs((double)a[i] - a512[i]));
+            print_message("%-22s %-12s vs avx512 repacked: max |d| %.3g\n", name, paths[pi], x);
+            if (pure) assert_true(x == 0);
+            else assert_true(x <= 1e-5 * maxv);
+        }
+        if (packs && pure) assert_true(tern_model_batch_invariant(mr));
+        if (packs && kern_force_isa("scalar")) {
             /* another path forced after loading reads the released file rows again */
             float *c = run(mr, &nv), *d = run(mm, &nv);
             assert_memory_equal(c, d, (size_t)(N_PROMPT + N_GEN) * nv * sizeof *c);
             free(c);
             free(d);
-            assert_true(kern_force_isa("avx512"));
+            assert_true(kern_force_isa(avx512 ? "avx512" : "avx2"));
         }
-        free(a);
+        if (avx512) a512 = a;
+        else free(a);
         free(b);
         tern_model_free(mr);
         tern_model_free(mm);
     }
+    free(a512);
+    kern_force_avxvnni(true);
     assert_true(kern_force_isa(orig));
 }
 

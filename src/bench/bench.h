@@ -141,6 +141,7 @@ struct bench_results {
     int n_threads, n_ctx;
     const char *model_path;
     const struct tern_model_info *info;
+    uint64_t kv_bytes_per_pos;    /* tern_model_kv_bytes(model, 1): layers may differ (gemma4) */
     struct bench_hw hw;
     struct bench_profile profile;
     char profile_key[256];

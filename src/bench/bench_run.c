@@ -273,6 +273,7 @@ static tern_status prepare(struct runner *rn, const char *model_path, const stru
     if (st) return st;
     rn->fmt = tern_toolcall_detect(tern_chat_template_source(rn->tmpl));
     res->info = tern_model_get_info(rn->model);
+    res->kv_bytes_per_pos = tern_model_kv_bytes(rn->model, 1);
     if (!(res->runs = calloc((size_t)s->n, sizeof *res->runs))) return tern_fail(TERN_ERR_NOMEM, "bench: out of memory");
     int longest = 0;
     for (int i = 0; i < s->n; i++) {

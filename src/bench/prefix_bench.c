@@ -166,8 +166,7 @@ static tern_status bench_hit_rate(struct bench *b, int n_ctx_max, struct tern_pr
         else fill(sys[i], len[i], &seed, b->n_vocab);
         sys_blocks += (uint64_t)len[i] / b->B + 1;
     }
-    const struct tern_model_info *in = tern_model_get_info(b->m);
-    const uint64_t block_bytes = tern_kv_bytes(in->n_layer_kv, in->n_head_kv, in->head_dim, b->B);
+    const uint64_t block_bytes = tern_model_kv_bytes(b->m, b->B);
     struct tern_prefix_cache_params pp = {.block_tokens = b->B,
                                           .budget_bytes = (sys_blocks + 64) * block_bytes};
     if (!st) st = tern_prefix_cache_create(b->m, &pp, &pc);

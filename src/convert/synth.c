@@ -37,6 +37,14 @@ struct synth_shape {
      * multi-token-prediction layers appended to block_count */
     int ssm_conv, ssm_state, ssm_k_heads, ssm_v_heads, full_interval, nextn;
     int sections[4];
+    /* gemma4 (as its converter writes them): head_dim/n_head_kv above are the global layers' */
+    const char *pattern; /* layer kinds, repeated: 'S' sliding, 'G' global */
+    int hd_swa, n_head_kv_swa; /* the sliding layers' head size and KV heads */
+    int n_shared;        /* the last n_shared layers read an earlier layer's KV */
+    bool double_wide;    /* those layers' FFN is 2 x n_ff (use_double_wide_mlp) */
+    int n_pl;            /* per-layer embedding width (hidden_size_per_layer_input) */
+    float partial_rot;   /* share of the global head that rotates (proportional RoPE factors) */
+    bool k_eq_v;         /* global layers have no attn_v (attention_k_eq_v) */
 };
 
 #define QWEN2(nm, e, l, h, kv, ff) \
@@ -93,6 +101,23 @@ static const struct synth_shape shapes[] = {
     {.name = "gemma3-tiny", .arch = "gemma3", .pre = "gpt-2", .n_embd = 128, .n_layer = 6,
      .n_head = 4, .n_head_kv = 1, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e6f,
      .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_swa = 32},
+    /* Gemma-4-E2B (text): 4 sliding layers then a global one, 35 layers; sliding heads 256,
+     * global 512 rotating a quarter (proportional RoPE); the last 20 layers share the KV of
+     * layers 13 / 14 and have a double-wide FFN; per-layer embeddings of 256. */
+    {.name = "gemma-4-e2b", .arch = "gemma4", .pre = "gpt-2", .n_embd = 1536, .n_layer = 35,
+     .n_head = 8, .n_head_kv = 1, .n_ff = 6144, .n_vocab = 262144, .n_ctx = 131072,
+     .rope_base = 1e6f, .rms_eps = 1e-6f, .tied = true, .head_dim = 512, .n_swa = 512,
+     .pattern = "SSSSG", .hd_swa = 256, .n_head_kv_swa = 1, .n_shared = 20, .double_wide = true,
+     .n_pl = 256, .partial_rot = 0.25f},
+    /* every Gemma 4 path at once: sliding and global layers of different head sizes and KV
+     * heads, a window the test sequences pass, a global layer without attn_v (k = v, as the 31B
+     * model), two shared-KV layers (one of each kind) with double-wide FFNs, per-layer
+     * embeddings, proportional RoPE on the global layers, layer output scales */
+    {.name = "gemma4-tiny", .arch = "gemma4", .pre = "gpt-2", .n_embd = 128, .n_layer = 6,
+     .n_head = 4, .n_head_kv = 1, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e6f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_swa = 32, .pattern = "SSSGSG",
+     .hd_swa = 32, .n_head_kv_swa = 2, .n_shared = 2, .double_wide = true, .n_pl = 32,
+     .partial_rot = 0.25f, .k_eq_v = true},
     /* Qwen3.5-0.8B (text; HF text_config): 24 layers, every 4th full attention (8 heads of 256,
      * 2 KV heads, q and an output gate per head, partial rotary 64, interleaved M-RoPE
      * [11, 11, 10]), the others Gated DeltaNet (16 key and 16 value heads of 128, conv 4), and
@@ -124,8 +149,8 @@ static const struct synth_shape shapes[] = {
 const char *tern_synth_shape_names(void)
 {
     return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b, "
-           "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, qwen3.5-0.8b, qwen3-tiny, "
-           "smollm3-tiny, phi4-tiny, gemma3-tiny, qwen35-tiny, qwen35-mid";
+           "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, gemma-4-e2b, qwen3.5-0.8b, qwen3-tiny, "
+           "smollm3-tiny, phi4-tiny, gemma3-tiny, gemma4-tiny, qwen35-tiny, qwen35-mid";
 }
 
 /* ---------------------------------------------------------------- random numbers */
@@ -438,12 +463,23 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     const int64_t d = sh->n_embd, hd = sh->head_dim ? sh->head_dim : d / sh->n_head;
     const int64_t qd = sh->n_head * hd, kvd = sh->n_head_kv * hd;
     const int64_t n_rot = sh->n_rot ? sh->n_rot : hd;
-    const bool phi3 = !strcmp(sh->arch, "phi3"), gemma3 = !strcmp(sh->arch, "gemma3");
+    const bool phi3 = !strcmp(sh->arch, "phi3"), gemma4 = !strcmp(sh->arch, "gemma4");
+    const bool gemma3 = !strcmp(sh->arch, "gemma3") || gemma4; /* gemma4 has all of gemma3's */
     const bool qk_norm = gemma3 || !strcmp(sh->arch, "qwen3");
-    int64_t maxc = d > sh->n_ff ? d : sh->n_ff;
+    int64_t maxc = d > 2 * sh->n_ff ? d : 2 * sh->n_ff;
     if (qd > maxc) maxc = qd;
     if (2 * d > maxc) maxc = 2 * d; /* qwen35's nextn.eh_proj */
     if ((int64_t)sh->ssm_state * sh->ssm_v_heads > maxc) maxc = (int64_t)sh->ssm_state * sh->ssm_v_heads;
+    if ((int64_t)sh->n_pl * sh->n_layer > maxc) maxc = (int64_t)sh->n_pl * sh->n_layer;
+    /* gemma4's per-layer shapes: layer kind, own KV, FFN width */
+    int32_t lkv[64], lff[64];
+    bool lswa[64];
+    if (sh->n_layer > 64) return tern_fail(TERN_ERR_ARG, "synth: more than 64 layers");
+    for (int il = 0; il < sh->n_layer; il++) {
+        lswa[il] = gemma4 ? sh->pattern[il % strlen(sh->pattern)] == 'S' : false;
+        lkv[il] = lswa[il] ? sh->n_head_kv_swa : sh->n_head_kv;
+        lff[il] = sh->double_wide && il >= sh->n_layer - sh->n_shared ? 2 * sh->n_ff : sh->n_ff;
+    }
     st.rowbuf = malloc((size_t)maxc * sizeof(float));
     if (!st.rowbuf) s = tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
     char key[96];
@@ -457,15 +493,33 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("context_length"), (uint32_t)sh->n_ctx);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("embedding_length"), (uint32_t)d);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("block_count"), (uint32_t)(sh->n_layer + sh->nextn));
-    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("feed_forward_length"), (uint32_t)sh->n_ff);
+    if (!s && sh->double_wide)
+        s = tern_gguf_writer_set_arr(st.w, KEY("feed_forward_length"), TERN_GGUF_INT32, lff, (uint64_t)sh->n_layer);
+    else if (!s)
+        s = tern_gguf_writer_set_u32(st.w, KEY("feed_forward_length"), (uint32_t)sh->n_ff);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count"), (uint32_t)sh->n_head);
-    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
+    if (!s && gemma4)
+        s = tern_gguf_writer_set_arr(st.w, KEY("attention.head_count_kv"), TERN_GGUF_INT32, lkv, (uint64_t)sh->n_layer);
+    else if (!s)
+        s = tern_gguf_writer_set_u32(st.w, KEY("attention.head_count_kv"), (uint32_t)sh->n_head_kv);
     if (!s && sh->head_dim) s = tern_gguf_writer_set_u32(st.w, KEY("attention.key_length"), (uint32_t)hd);
     if (!s && sh->head_dim) s = tern_gguf_writer_set_u32(st.w, KEY("attention.value_length"), (uint32_t)hd);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("rope.dimension_count"), (uint32_t)n_rot);
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.freq_base"), sh->rope_base);
     if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("attention.layer_norm_rms_epsilon"), sh->rms_eps);
     if (!s && sh->n_swa) s = tern_gguf_writer_set_u32(st.w, KEY("attention.sliding_window"), (uint32_t)sh->n_swa);
+    if (!s && gemma4) {
+        /* the keys Gemma4Model.set_gguf_parameters writes beyond the common ones */
+        uint8_t pat[64];
+        for (int il = 0; il < sh->n_layer; il++) pat[il] = lswa[il];
+        s = tern_gguf_writer_set_arr(st.w, KEY("attention.sliding_window_pattern"), TERN_GGUF_BOOL, pat, (uint64_t)sh->n_layer);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.shared_kv_layers"), (uint32_t)sh->n_shared);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("embedding_length_per_layer_input"), (uint32_t)sh->n_pl);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.key_length_swa"), (uint32_t)sh->hd_swa);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("attention.value_length_swa"), (uint32_t)sh->hd_swa);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("rope.dimension_count_swa"), (uint32_t)sh->hd_swa);
+        if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.freq_base_swa"), 10000.0f);
+    }
     if (!s && sh->n_ctx_orig) {
         /* llama.cpp's converter: attn_factor = sqrt(1 + ln(scale) / ln(original context)) */
         const double scale = (double)sh->n_ctx / sh->n_ctx_orig;
@@ -494,6 +548,23 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     int fb = 0;
     if (!s) s = add_matrix(&st, "token_embd.weight",
                            type_plan_pick(&plan, "token_embd", 0, n_layer, d, &fb), d, sh->n_vocab, 0.02f);
+    if (!s && gemma4) {
+        /* proportional RoPE (generate_extra_tensors): factor 1 on the rotated quarter, 1e30
+         * (no rotation) on the rest of the global head */
+        const int nf = (int)(hd / 2), n_rot_full = (int)((float)hd * sh->partial_rot / 2);
+        float f[512];
+        for (int i = 0; i < nf && i < 512; i++) f[i] = i < n_rot_full ? 1.0f : 1e30f;
+        int64_t ne[1] = {nf};
+        s = tern_gguf_writer_add_tensor(st.w, "rope_freqs.weight", TERN_TYPE_F32, 1, ne, f);
+    }
+    if (!s && gemma4 && sh->n_pl) {
+        const int64_t pl = (int64_t)sh->n_pl * n_layer;
+        s = add_matrix(&st, "per_layer_token_embd.weight",
+                       type_plan_pick(&plan, "per_layer_token_embd", 0, n_layer, pl, &fb), pl, sh->n_vocab, 0.02f);
+        if (!s) s = add_matrix(&st, "per_layer_model_proj.weight",
+                               type_plan_pick(&plan, "per_layer_model_proj", 0, n_layer, d, &fb), d, pl, 0.02f);
+        if (!s) s = add_vector(&st, "per_layer_proj_norm.weight", sh->n_pl, 1.0f, 0.05f);
+    }
     if (!s && sh->n_ctx_orig) {
         /* Long / short factors, smooth like the real ones (short near 1, long growing to about
          * the context ratio). head_dim/2 of them, of which the first n_rot/2 are used:
@@ -515,6 +586,10 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
         char nm[64];
 #define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
 #define WT(kind, cols) type_plan_pick(&plan, kind, il, n_layer, cols, &fb)
+        /* this layer's shape (gemma4's differ by kind; elsewhere the model's) */
+        const int64_t lhd = gemma4 && lswa[il] ? sh->hd_swa : hd;
+        const int64_t lqd = sh->n_head * lhd, lkvd = (gemma4 ? lkv[il] : sh->n_head_kv) * lhd;
+        const bool own = !gemma4 || il < n_layer - sh->n_shared;
         s = add_vector(&st, T("attn_norm.weight"), d, 1.0f, 0.05f);
         if (phi3) {
             /* one q|k|v matrix, drawn as three: q and k rows at 0.08, v rows at 0.02 */
@@ -535,27 +610,37 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
             s = tern_gguf_writer_add_tensor(st.w, T("attn_qkv.weight"), type, 2, ne, q);
             free(q);
         } else {
-            if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, qd, 0.08f);
+            if (!s) s = add_matrix(&st, T("attn_q.weight"), WT("attn_q", d), d, lqd, 0.08f);
             if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_q.bias"), qd, 0.0f, 0.2f);
-            if (!s) s = add_matrix(&st, T("attn_k.weight"), WT("attn_k", d), d, kvd, 0.08f);
+            if (!s && own) s = add_matrix(&st, T("attn_k.weight"), WT("attn_k", d), d, lkvd, 0.08f);
             if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_k.bias"), kvd, 0.0f, 0.2f);
-            if (!s) s = add_matrix(&st, T("attn_v.weight"), WT("attn_v", d), d, kvd, 0.02f);
+            if (!s && own && !(sh->k_eq_v && !lswa[il]))
+                s = add_matrix(&st, T("attn_v.weight"), WT("attn_v", d), d, lkvd, 0.02f);
             if (!s && sh->qkv_bias) s = add_vector(&st, T("attn_v.bias"), kvd, 0.0f, 0.2f);
         }
-        if (!s && qk_norm) s = add_vector(&st, T("attn_q_norm.weight"), hd, 1.0f, 0.05f);
-        if (!s && qk_norm) s = add_vector(&st, T("attn_k_norm.weight"), hd, 1.0f, 0.05f);
-        if (!s) s = add_matrix(&st, T("attn_output.weight"), WT("attn_output", qd), qd, d, 0.02f);
+        /* Gemma 4 scores q.k unscaled: its trained q/k norm weights carry the scale. Here they
+         * are hd^-1/4 each, so a score has the spread 1/sqrt(hd) gives the other families. */
+        const float qk_w = gemma4 ? powf((float)lhd, -0.25f) : 1.0f;
+        if (!s && qk_norm) s = add_vector(&st, T("attn_q_norm.weight"), lhd, qk_w, 0.05f * qk_w);
+        if (!s && qk_norm && own) s = add_vector(&st, T("attn_k_norm.weight"), lhd, qk_w, 0.05f * qk_w);
+        if (!s) s = add_matrix(&st, T("attn_output.weight"), WT("attn_output", lqd), lqd, d, 0.02f);
         if (!s && gemma3) s = add_vector(&st, T("post_attention_norm.weight"), d, 1.0f, 0.05f);
         if (!s) s = add_vector(&st, T("ffn_norm.weight"), d, 1.0f, 0.05f);
         if (phi3) {
             /* gate rows then up rows in one ffn_up (llama.cpp's fused layout) */
             if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, 2 * sh->n_ff, 0.02f);
         } else {
-            if (!s) s = add_matrix(&st, T("ffn_gate.weight"), WT("ffn_gate", d), d, sh->n_ff, 0.02f);
-            if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, sh->n_ff, 0.02f);
+            if (!s) s = add_matrix(&st, T("ffn_gate.weight"), WT("ffn_gate", d), d, lff[il], 0.02f);
+            if (!s) s = add_matrix(&st, T("ffn_up.weight"), WT("ffn_up", d), d, lff[il], 0.02f);
         }
-        if (!s) s = add_matrix(&st, T("ffn_down.weight"), WT("ffn_down", sh->n_ff), sh->n_ff, d, 0.02f);
+        if (!s) s = add_matrix(&st, T("ffn_down.weight"), WT("ffn_down", lff[il]), lff[il], d, 0.02f);
         if (!s && gemma3) s = add_vector(&st, T("post_ffw_norm.weight"), d, 1.0f, 0.05f);
+        if (!s && gemma4) s = add_vector(&st, T("layer_output_scale.weight"), 1, 0.8f, 0.1f);
+        if (!s && gemma4 && sh->n_pl) {
+            s = add_matrix(&st, T("inp_gate.weight"), WT("inp_gate", d), d, sh->n_pl, 0.02f);
+            if (!s) s = add_matrix(&st, T("proj.weight"), WT("proj", sh->n_pl), sh->n_pl, d, 0.02f);
+            if (!s) s = add_vector(&st, T("post_norm.weight"), d, 1.0f, 0.05f);
+        }
 #undef T
 #undef WT
     }

@@ -179,7 +179,13 @@ struct gram_schema_opts {
     bool lenient;
     int ws;                 /* enum tern_grammar_ws */
     bool strict_props;      /* absent additionalProperties means false */
+    bool gemma;             /* Gemma 4's value syntax instead of JSON (gram_schema.c): strings
+                               between <|"|> marks, raw, no escapes; object keys bare, in
+                               dictsort order; no whitespace */
 };
+/* Any bytes up to and including the first occurrence of `end` (incl), or any bytes in which
+ * `end` never occurs (!incl: every state final); NUL and GRAM_CTL_LEAD never (gram_tools.c). */
+uint32_t gram_until(struct gram_ir *ir, const char *end, bool incl);
 /* JSON Schema text -> IR with its root rule in *root. Warnings (lenient) appended to *warn
  * (malloc'ed, newline-separated; caller frees). */
 tern_status gram_schema_to_ir(const char *text, size_t len, const struct gram_schema_opts *o,

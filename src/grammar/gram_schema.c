@@ -16,13 +16,23 @@
  * both match (disjoint types, or a required property with disjoint const/enum values, or a
  * required property the other branch forbids) — otherwise tern could accept a document that
  * matches two branches, so it refuses the schema. enum/const values are filtered by the rest
- * of their schema (checked with a byte-level match of the value's text). */
+ * of their schema (checked with a byte-level match of the value's text).
+ *
+ * The same schema can come out in Gemma 4's value syntax instead of JSON (opts->gemma: what its
+ * template's format_argument writes inside <|tool_call>call:NAME{...}<tool_call|>, and what
+ * src/chat/toolcall_formats.c reads back): a string is <|"|>raw text<|"|> (no escapes, so its
+ * content is any text without that mark: every string language is intersected with "no mark");
+ * an object is {key:value,...} with bare keys, in Jinja dictsort order (case-insensitive);
+ * numbers, true, false, null and lists as in JSON; no whitespace. A property name or constant
+ * that syntax cannot write (a name with ':' ',' '{' '}', control bytes or edge spaces, a string
+ * holding the mark) is refused with its path. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "grammar/gram_internal.h"
 #include "util/error.h"
@@ -202,6 +212,22 @@ static uint32_t colon(struct sc *c) { return sep_tok(c, ':'); }
 
 /* ---------------------------------------------------------------- JSON text of values */
 
+#define GEMMA_MARK "<|\"|>"
+
+/* A string's opening / closing quote: '"' in JSON, the <|"|> mark in Gemma 4's syntax. */
+static uint32_t quote(struct sc *c) { return c->o->gemma ? gir_str(c->ir, GEMMA_MARK) : gir_byte(c->ir, '"'); }
+
+/* Can Gemma 4's syntax write this property name bare (the parser reads a key up to ':', '}',
+ * ',' or '{' and trims spaces)? */
+static bool gemma_key_ok(const char *k)
+{
+    size_t n = strlen(k);
+    if (!n || k[0] == ' ' || k[n - 1] == ' ' || !strncmp(k, GEMMA_MARK, 5)) return false;
+    for (const unsigned char *p = (const unsigned char *)k; *p; p++)
+        if (*p < 0x20 || *p == 0x7F || strchr(":,{}", *p)) return false;
+    return true;
+}
+
 /* Append the JSON encoding of string s (as json.dumps with ensure_ascii=False). */
 static void enc_str(char **buf, size_t *n, size_t *cap, const char *s)
 {
@@ -232,6 +258,31 @@ static void enc_str(char **buf, size_t *n, size_t *cap, const char *s)
     }
     *o++ = '"';
     *n = (size_t)(o - *buf);
+}
+
+/* Append string s as a value in the syntax of c (JSON encoding, or Gemma's marks around the raw
+ * text); false when Gemma's syntax cannot hold it (the mark inside) or out of memory. */
+static bool enc_value_str(bool gemma, char **buf, size_t *n, size_t *cap, const char *s)
+{
+    if (!gemma) {
+        enc_str(buf, n, cap, s);
+        return *buf != NULL;
+    }
+    if (strstr(s, GEMMA_MARK)) return false;
+    size_t l = strlen(s), need = *n + l + 11;
+    if (need > *cap) {
+        size_t nc = *cap ? *cap : 64;
+        while (nc < need) nc *= 2;
+        char *p = realloc(*buf, nc);
+        if (!p) return false;
+        *buf = p;
+        *cap = nc;
+    }
+    memcpy(*buf + *n, GEMMA_MARK, 5);
+    memcpy(*buf + *n + 5, s, l);
+    memcpy(*buf + *n + 5 + l, GEMMA_MARK, 5);
+    *n += l + 10;
+    return true;
 }
 
 /* Shortest decimal text that reads back as d ("1", "0.25", "1e-07"). */
@@ -276,8 +327,13 @@ static uint32_t lit_value(struct sc *c, const cJSON *v, int depth)
         if (!valid_utf8(v->valuestring)) return sfail(c, TERN_ERR_FORMAT, "string constant is not valid UTF-8");
         char *b = NULL;
         size_t n = 0, cap = 0;
-        enc_str(&b, &n, &cap, v->valuestring);
-        if (!b) { c->ir->oom = true; return GRAM_NONE; }
+        if (!enc_value_str(c->o->gemma, &b, &n, &cap, v->valuestring)) {
+            free(b);
+            if (c->o->gemma && strstr(v->valuestring, GEMMA_MARK))
+                return sfail(c, TERN_ERR_UNSUPPORTED, "string constant holds <|\"|>, which Gemma 4's syntax cannot write");
+            c->ir->oom = true;
+            return GRAM_NONE;
+        }
         uint32_t x = gir_lit(c->ir, b, n);
         free(b);
         return x;
@@ -298,12 +354,18 @@ static uint32_t lit_value(struct sc *c, const cJSON *v, int depth)
         if (!first) xs[n++] = comma(c);
         first = false;
         if (!arr) {
-            char *b = NULL;
-            size_t bn = 0, bc = 0;
-            enc_str(&b, &bn, &bc, e->string ? e->string : "");
-            if (!b) { free(xs); c->ir->oom = true; return GRAM_NONE; }
-            xs[n++] = gir_lit(c->ir, b, bn);
-            free(b);
+            const char *k = e->string ? e->string : "";
+            if (c->o->gemma) {
+                if (!gemma_key_ok(k)) { free(xs); return sfail(c, TERN_ERR_UNSUPPORTED, "constant's key \"%.60s\" cannot be written bare in Gemma 4's syntax", k); }
+                xs[n++] = gir_str(c->ir, k);
+            } else {
+                char *b = NULL;
+                size_t bn = 0, bc = 0;
+                enc_str(&b, &bn, &bc, k);
+                if (!b) { free(xs); c->ir->oom = true; return GRAM_NONE; }
+                xs[n++] = gir_lit(c->ir, b, bn);
+                free(b);
+            }
             xs[n++] = colon(c);
         }
         xs[n++] = lit_value(c, e, depth + 1);
@@ -314,13 +376,17 @@ static uint32_t lit_value(struct sc *c, const cJSON *v, int depth)
     return x;
 }
 
-/* Canonical text of a constant (the form lit_value's grammar accepts in compact style). */
-static char *value_text(const cJSON *v, size_t *len)
+/* Canonical text of a constant (the form lit_value's grammar accepts in compact style; Gemma's
+ * syntax: no spaces, bare keys). */
+static char *value_text(const cJSON *v, size_t *len, bool gemma)
 {
     char *b = NULL;
     size_t n = 0, cap = 0;
     if (cJSON_IsString(v)) {
-        enc_str(&b, &n, &cap, v->valuestring);
+        if (!enc_value_str(gemma, &b, &n, &cap, v->valuestring)) {
+            free(b);
+            return NULL;
+        }
     } else if (cJSON_IsNumber(v)) {
         b = malloc(40);
         if (b) { num_text(v->valuedouble, b); n = strlen(b); }
@@ -332,10 +398,15 @@ static char *value_text(const cJSON *v, size_t *len)
         b[n++] = arr ? '[' : '{';
         for (const cJSON *e = v->child; e; e = e->next) {
             size_t en;
-            char *et = value_text(e, &en);
+            char *et = value_text(e, &en, gemma);
             char *kt = NULL;
             size_t kn = 0, kc = 0;
-            if (!arr) enc_str(&kt, &kn, &kc, e->string ? e->string : "");
+            if (!arr && gemma) {
+                kt = strdup(e->string ? e->string : "");
+                kn = kt ? strlen(kt) : 0;
+            } else if (!arr) {
+                enc_str(&kt, &kn, &kc, e->string ? e->string : "");
+            }
             if (!et || (!arr && !kt)) { free(et); free(kt); free(b); return NULL; }
             size_t need = n + en + kn + 8;
             if (need > cap) {
@@ -344,8 +415,8 @@ static char *value_text(const cJSON *v, size_t *len)
                 if (!nb) { free(et); free(kt); free(b); return NULL; }
                 b = nb;
             }
-            if (e != v->child) { b[n++] = ','; b[n++] = ' '; }
-            if (!arr) { memcpy(b + n, kt, kn); n += kn; b[n++] = ':'; b[n++] = ' '; }
+            if (e != v->child) { b[n++] = ','; if (!gemma) b[n++] = ' '; }
+            if (!arr) { memcpy(b + n, kt, kn); n += kn; b[n++] = ':'; if (!gemma) b[n++] = ' '; }
             memcpy(b + n, et, en);
             n += en;
             free(et);
@@ -373,10 +444,15 @@ static int value_types(const cJSON *v)
 
 /* ---------------------------------------------------------------- shared value rules */
 
-/* One JSON string character, any escape included (surrogates only as a proper pair). */
+/* One JSON string character, any escape included (surrogates only as a proper pair); in Gemma's
+ * syntax one raw character (any but NUL: the mark is kept out by the no-mark intersection). */
 static uint32_t json_char(struct sc *c)
 {
     struct gram_ir *ir = c->ir;
+    if (c->o->gemma) {
+        uint32_t any_r[] = {0x01, 0x10FFFF};
+        return gir_cpclass(ir, any_r, 1, false);
+    }
     uint32_t plain_r[] = {0x20, 0x21, 0x23, 0x5B, 0x5D, 0x10FFFF};
     uint32_t plain = gir_cpclass(ir, plain_r, 3, false);
     struct gram_bset hex = {{0}}, hex_nd = {{0}}, hi8b = {{0}}, lo_cf = {{0}}, simple = {{0}};
@@ -410,13 +486,26 @@ static uint32_t json_char(struct sc *c)
     return gir_alt2(ir, plain, esc);
 }
 
+/* String constraints that each describe the content (between the quotes) of a JSON string,
+ * built into a private IR so they can be intersected. */
+struct strcon {
+    int kind;            /* 0 regex, 1 length, 2 no <|"|> (Gemma) */
+    const char *re;
+    uint32_t lo, hi;
+};
+static uint32_t intersect(struct sc *c, const struct strcon *ks, int n);
+
 static uint32_t rule_string(struct sc *c)
 {
     if (c->r_string == GRAM_NONE) {
         c->r_string = gir_rule_new(c->ir, "string");
         if (c->r_string != GRAM_NONE) c->ir->rules[c->r_string].shared = true; /* one classification for every string */
-        gir_rule_set(c->ir, c->r_string,
-                     gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), 0, GRAM_INF), gir_byte(c->ir, '"')));
+        if (c->o->gemma) { /* any UTF-8 text without the mark, between marks */
+            const struct strcon ks[2] = {{1, NULL, 0, GRAM_INF}, {2, NULL, 0, 0}};
+            gir_rule_set(c->ir, c->r_string, intersect(c, ks, 2));
+        } else
+            gir_rule_set(c->ir, c->r_string,
+                         gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), 0, GRAM_INF), gir_byte(c->ir, '"')));
     }
     return gir_ref(c->ir, c->r_string);
 }
@@ -435,6 +524,8 @@ static uint32_t rule_number(struct sc *c, bool is_int)
     return gir_ref(c->ir, *r);
 }
 
+static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n);
+
 /* Any JSON value (schemas `true`, `{}`, items without a schema ...). */
 static uint32_t rule_value(struct sc *c)
 {
@@ -444,8 +535,11 @@ static uint32_t rule_value(struct sc *c)
     if (c->r_value != GRAM_NONE) ir->rules[c->r_value].shared = true;
     uint32_t r_obj = gir_rule_new(ir, "object"), r_arr = gir_rule_new(ir, "array");
     uint32_t val = gir_ref(ir, c->r_value);
-    uint32_t member = gir_seq3(ir, rule_string(c), colon(c), val);
-    uint32_t members = gir_opt(ir, gir_seq2(ir, member, gir_rep(ir, gir_seq2(ir, comma(c), gir_seq3(ir, rule_string(c), colon(c), gir_ref(ir, c->r_value))), 0, GRAM_INF)));
+    /* a member's key: a JSON string, or in Gemma's syntax any bare key */
+    uint32_t k1 = c->o->gemma ? key_excluding(c, NULL, 0) : rule_string(c);
+    uint32_t k2 = c->o->gemma ? key_excluding(c, NULL, 0) : rule_string(c);
+    uint32_t member = gir_seq3(ir, k1, colon(c), val);
+    uint32_t members = gir_opt(ir, gir_seq2(ir, member, gir_rep(ir, gir_seq2(ir, comma(c), gir_seq3(ir, k2, colon(c), gir_ref(ir, c->r_value))), 0, GRAM_INF)));
     uint32_t ox[] = {gir_byte(ir, '{'), wsi(c), members, wsi(c), gir_byte(ir, '}')};
     gir_rule_set(ir, r_obj, gir_seq(ir, ox, 5));
     uint32_t items = gir_opt(ir, gir_seq2(ir, gir_ref(ir, c->r_value), gir_rep(ir, gir_seq2(ir, comma(c), gir_ref(ir, c->r_value)), 0, GRAM_INF)));
@@ -616,21 +710,16 @@ static uint32_t regex_string(struct sc *c, const char *re, const char *what)
     return gir_seq3(c->ir, gir_byte(c->ir, '"'), x, gir_byte(c->ir, '"'));
 }
 
-/* String constraints that each describe the content (between the quotes) of a JSON string,
- * built into a private IR so they can be intersected. */
-struct strcon {
-    int kind;            /* 0 regex, 1 length */
-    const char *re;
-    uint32_t lo, hi;
-};
 
 static uint32_t content_expr(struct sc *c, struct gram_ir *ir, const struct strcon *k)
 {
     if (k->kind == 0) {
         uint32_t x;
-        tern_status st = gram_regex_to_ir(k->re, strlen(k->re), true, ir, &x);
+        tern_status st = gram_regex_to_ir(k->re, strlen(k->re), !c->o->gemma, ir, &x);
         return st ? GRAM_NONE : x;
     }
+    if (k->kind == 2) /* Gemma: text without the closing mark */
+        return gram_until(ir, GEMMA_MARK, false);
     struct gram_ir *keep = c->ir;
     c->ir = ir;
     uint32_t x = gir_rep(ir, json_char(c), k->lo, k->hi); /* one rule: the product needs it */
@@ -779,7 +868,7 @@ static uint32_t intersect(struct sc *c, const struct strcon *ks, int n)
 #undef KEYOF
         if (!ok) { c->ir->oom = true; goto done; }
         d.start = 0;
-        out = gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_dfa(c->ir, &d), gir_byte(c->ir, '"'));
+        out = gir_seq3(c->ir, quote(c), gir_dfa(c->ir, &d), quote(c));
     }
 done:
     gdfa_free(&d);
@@ -821,6 +910,33 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
     if (fre) ks[n++] = (struct strcon){0, fre, 0, 0};
     if (has_lo || has_hi) ks[n++] = (struct strcon){1, NULL, lo, hi};
     if (n == 0) return rule_string(c);
+    if (c->o->gemma) {
+        /* Gemma: every constrained content also keeps the closing mark out */
+        if (n == 3) {
+            if (unsupported(c, "pattern, format and length together: too many string constraints for Gemma 4's syntax"))
+                return rule_string(c);
+            return GRAM_NONE;
+        }
+        for (int i = 0; i < n; i++) {
+            if (ks[i].kind != 0) continue;
+            struct gram_ir tmp;
+            gir_init(&tmp);
+            uint32_t x;
+            tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), false, &tmp, &x);
+            gir_free(&tmp);
+            if (st) {
+                size_t old = path_push(c, (pat && i == 0) ? ".pattern" : ".format");
+                char msg[400];
+                snprintf(msg, sizeof msg, "%s", tern_last_error());
+                bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
+                path_pop(c, old);
+                if (!go) return st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
+                return rule_string(c);
+            }
+        }
+        ks[n++] = (struct strcon){2, NULL, 0, 0};
+        return intersect(c, ks, n);
+    }
     if (n == 1 && ks[0].kind == 0) {
         size_t old = path_push(c, pat ? ".pattern" : ".format");
         uint32_t x = regex_string(c, ks[0].re, pat ? "pattern" : "format");
@@ -928,9 +1044,12 @@ static uint32_t number_expr(struct sc *c, const cJSON *s, bool is_int)
 
 /* ---------------------------------------------------------------- objects */
 
-/* A JSON string of plain characters (no escapes) that is none of names[0..n). */
+/* A JSON string of plain characters (no escapes) that is none of names[0..n); in Gemma's syntax
+ * a bare key (printable characters but space : , { } < " , or non-ASCII ones) that is none of
+ * them. */
 static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n)
 {
+    const bool gm = c->o->gemma;
     /* trie of the names (plain ones only: a name needing escapes can never equal a plain key) */
     struct tnode { uint32_t child[256]; bool end; };
     uint32_t cap = 64, nt = 1;
@@ -972,9 +1091,9 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
     memset(id, 0xFF, n_prod * sizeof *id);
     uint32_t qh = 0, qt = 0;
     uint32_t start = gdfa_state(&d, false);
-    uint32_t accept = gdfa_state(&d, true);
-    uint32_t body0 = gdfa_state(&d, false);
-    gdfa_edge(&d, start, '"', '"', body0);
+    uint32_t accept = gm ? GRAM_NONE : gdfa_state(&d, true);
+    uint32_t body0 = gm ? start : gdfa_state(&d, false);
+    if (!gm) gdfa_edge(&d, start, '"', '"', body0);
     id[U_START * (nt + 1) + 0] = body0;
     queue[qt++] = U_START * (nt + 1) + 0;
     bool ok = true;
@@ -982,12 +1101,14 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
         uint32_t key = queue[qh++];
         uint32_t u = key / (nt + 1), tn = key % (nt + 1);
         uint32_t from = id[key];
-        if (u == U_START && (tn == FREE || !t[tn].end)) ok &= gdfa_edge(&d, from, '"', '"', accept);
+        if (!gm && u == U_START && (tn == FREE || !t[tn].end)) ok &= gdfa_edge(&d, from, '"', '"', accept);
         for (unsigned b = 0; b < 256 && ok; b++) {
             uint32_t nu;
             switch (u) {
             case U_START:
-                if (b >= 0x20 && b < 0x80 && b != '"' && b != '\\' && b != 0x7F) nu = U_START;
+                if (gm ? b > 0x20 && b < 0x7F && !strchr(":,{}<\"", (int)b)
+                       : b >= 0x20 && b < 0x80 && b != '"' && b != '\\' && b != 0x7F)
+                    nu = U_START;
                 else if (b >= 0xC2 && b <= 0xDF) nu = U_C1;
                 else if (b == 0xE0) nu = U_E0;
                 else if (b == 0xED) nu = U_ED;
@@ -1008,7 +1129,9 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
             uint32_t ntn = tn == FREE ? FREE : (t[tn].child[b] == GRAM_NONE ? FREE : t[tn].child[b]);
             uint32_t k2 = nu * (nt + 1) + ntn;
             if (id[k2] == GRAM_NONE) {
-                id[k2] = gdfa_state(&d, false);
+                /* Gemma: a key may end (the ':' follows) wherever a character ends and it is no
+                 * declared name */
+                id[k2] = gdfa_state(&d, gm && nu == U_START && (ntn == FREE || !t[ntn].end));
                 if (id[k2] == GRAM_NONE) { ok = false; break; }
                 queue[qt++] = k2;
             }
@@ -1075,9 +1198,21 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
         }
         p[i].required = true;
     }
+    if (c->o->gemma) /* the template writes a mapping in dictsort order (case-insensitive, stable) */
+        for (uint32_t i = 1; i < n; i++)
+            for (uint32_t j = i; j > 0 && strcasecmp(p[j - 1].name, p[j].name) > 0; j--) {
+                struct prop t = p[j];
+                p[j] = p[j - 1];
+                p[j - 1] = t;
+            }
     for (uint32_t i = 0; i < n; i++) {
         names[i] = p[i].name;
         if (!valid_utf8(p[i].name)) { sfail(c, TERN_ERR_FORMAT, "property name is not valid UTF-8"); goto done; }
+        if (c->o->gemma && !gemma_key_ok(p[i].name)) {
+            sfail(c, TERN_ERR_UNSUPPORTED, "property name \"%.60s\" cannot be written bare in Gemma 4's syntax "
+                  "(':', ',', '{', '}', control bytes or edge spaces)", p[i].name);
+            goto done;
+        }
     }
     /* values and keys */
     for (uint32_t i = 0; i <= n; i++) {
@@ -1093,7 +1228,9 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
         else val[i] = vs ? sch(c, vs) : rule_value(c);
         path_pop(c, old);
         if (c->failed) goto done;
-        if (i < n) {
+        if (i < n && c->o->gemma) {
+            key[i] = gir_str(c->ir, p[i].name);
+        } else if (i < n) {
             char *b = NULL;
             size_t bn = 0, bc = 0;
             enc_str(&b, &bn, &bc, p[i].name);
@@ -1176,7 +1313,7 @@ static bool value_satisfies(struct sc *c, const cJSON *s, const cJSON *v, bool *
     struct gram_ir ir;
     gir_init(&ir);
     struct gram_schema_opts o = *c->o;
-    o.ws = TERN_GRAMMAR_WS_COMPACT;
+    o.ws = c->o->gemma ? TERN_GRAMMAR_WS_MINIFIED : TERN_GRAMMAR_WS_COMPACT; /* value_text's form */
     struct sc sub = *c;
     sub.ir = &ir;
     sub.o = &o;
@@ -1198,7 +1335,7 @@ static bool value_satisfies(struct sc *c, const cJSON *s, const cJSON *v, bool *
         if (g && !gram_compile(&ir, root, NULL, g) && !gram_cache_create(g)) {
             struct tern_grammar_matcher *m;
             size_t len;
-            char *t = value_text(v, &len);
+            char *t = value_text(v, &len, c->o->gemma);
             if (t && !tern_grammar_matcher_create(g, &m)) {
                 result = !tern_grammar_matcher_accept_bytes(m, t, len, NULL) && tern_grammar_matcher_is_complete(m);
                 tern_grammar_matcher_free(m);

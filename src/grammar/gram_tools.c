@@ -10,7 +10,10 @@
  *   qwen-xml <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>
  *            \n</tool_call> (Qwen3.5): parameters in the schema's order, the required ones
  *            always, the others optionally; string values are any text up to "\n</parameter>"
- *            (or one of their enum), the others JSON for their schema.
+ *            (or one of their enum), the others JSON for their schema;
+ *   gemma4   <|tool_call>call:NAME{key:value,...}<tool_call|> (Gemma 4): the arguments follow
+ *            the tool's schema in Gemma's own value syntax (gram_schema.c: <|"|>raw strings<|"|>,
+ *            bare keys in dictsort order, no whitespace), parallel calls back to back.
  * The JSON follows the chosen whitespace policy. tool_choice:
  *   auto      a lazy grammar: free text until the model writes the opener (<tool_call>,
  *             [TOOL_CALLS]), then the rest of the call is constrained, then free text again
@@ -100,16 +103,18 @@ static uint32_t markup(struct gram_ir *ir, const struct tern_grammar_vocab *v, c
 
 /* Any bytes up to and including the first occurrence of `end` (a KMP automaton: state k = the
  * longest prefix of `end` the text read so far ends with; the last state, the whole of it, is
- * final and has no way out). NUL never occurs in model text and is left out, and so is 0xFF
- * (never UTF-8; the lead of a control token's literal, which text must not contain). */
-static uint32_t until_incl(struct gram_ir *ir, const char *end)
+ * final and has no way out), or with incl false any bytes without `end` (the states short of it
+ * are all final, the last one is never reached). NUL never occurs in model text and is left
+ * out, and so is 0xFF (never UTF-8; the lead of a control token's literal, which text must not
+ * contain). */
+uint32_t gram_until(struct gram_ir *ir, const char *end, bool incl)
 {
     size_t len = strlen(end);
     struct gram_dfa d;
     gdfa_init(&d);
     uint32_t st[64];
     if (len == 0 || len >= 64) return GRAM_NONE;
-    for (size_t k = 0; k <= len; k++) st[k] = gdfa_state(&d, k == len);
+    for (size_t k = 0; k <= len; k++) st[k] = gdfa_state(&d, incl ? k == len : k < len);
     d.start = st[0];
     bool ok = true;
     for (size_t k = 0; k < len && ok; k++) {
@@ -125,10 +130,10 @@ static uint32_t until_incl(struct gram_ir *ir, const char *end)
                     if ((unsigned char)end[m - 1] != b) continue;
                     if (m - 1 <= k && !memcmp(end, end + k - (m - 1), m - 1)) break;
                 }
-                to = st[m];
+                to = !incl && m == len ? GRAM_NONE : st[m];
             }
             if (b > 1 && to != prev) {
-                ok = ok && gdfa_edge(&d, st[k], (uint8_t)lo, (uint8_t)(b - 1), prev);
+                if (prev != GRAM_NONE) ok = ok && gdfa_edge(&d, st[k], (uint8_t)lo, (uint8_t)(b - 1), prev);
                 lo = b;
             }
             prev = to;
@@ -141,6 +146,8 @@ static uint32_t until_incl(struct gram_ir *ir, const char *end)
     }
     return gir_dfa(ir, &d);
 }
+
+static uint32_t until_incl(struct gram_ir *ir, const char *end) { return gram_until(ir, end, true); }
 
 /* A parameter's schema asks for a string written as raw text (Qwen XML): type "string", or no
  * type and a string enum / const. */
@@ -210,9 +217,9 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     const int fmt = p->format;
     const bool lazy = p->choice == TERN_TOOL_CHOICE_AUTO || p->choice == TERN_TOOL_CHOICE_NONE;
     if (fmt != TERN_TOOLCALL_HERMES && fmt != TERN_TOOLCALL_LLAMA3 && fmt != TERN_TOOLCALL_MISTRAL &&
-        fmt != TERN_TOOLCALL_GRANITE && fmt != TERN_TOOLCALL_QWEN_XML)
+        fmt != TERN_TOOLCALL_GRANITE && fmt != TERN_TOOLCALL_QWEN_XML && fmt != TERN_TOOLCALL_GEMMA4)
         return tern_fail(TERN_ERR_UNSUPPORTED, "tools: no tool-call grammar for format %s (hermes, qwen-xml, llama3, "
-                         "mistral and granite have one)",
+                         "mistral, granite and gemma4 have one)",
                          tern_toolcall_format_name((enum tern_toolcall_format)fmt));
     /* A Llama 3 call opens with a leading '{' (no trigger can wait for that) or <|python_tag|>:
      * auto / none have a grammar only where the tag is a control token, armed by it. */
@@ -247,7 +254,10 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
     int n_tools = cJSON_GetArraySize(j);
     calls = malloc((size_t)n_tools * sizeof *calls);
     if (!calls) { st = tern_fail(TERN_ERR_NOMEM, "tools: out of memory"); goto done; }
-    struct gram_schema_opts o = {p->schema.lenient, (int)p->schema.ws, p->schema.strict_properties};
+    /* Gemma 4 writes its own value syntax with no whitespace, whatever the policy asks */
+    const bool gemma = fmt == TERN_TOOLCALL_GEMMA4;
+    struct gram_schema_opts o = {p->schema.lenient, gemma ? TERN_GRAMMAR_WS_MINIFIED : (int)p->schema.ws,
+                                 p->schema.strict_properties, gemma};
     int n_calls = 0, i = 0;
     bool found = false;
     for (const cJSON *t = j->child; t; t = t->next, i++) {
@@ -271,6 +281,32 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
         if (p->choice == TERN_TOOL_CHOICE_NAMED && strcmp(name->valuestring, p->name)) continue;
         found = true;
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (gemma) {
+            /* call:NAME{...}: the parser reads the name up to '{' or a space */
+            for (const unsigned char *q = (const unsigned char *)name->valuestring; *q; q++)
+                if (*q <= 0x20 || *q == 0x7F || *q == '{') {
+                    st = tern_fail(TERN_ERR_FORMAT, "tools: %s: tool name \"%.60s\" has a space, '{' or control "
+                                   "byte, which Gemma 4's call:NAME{...} cannot write", where, name->valuestring);
+                    goto done;
+                }
+            uint32_t args;
+            if (params) {
+                char path[96];
+                snprintf(path, sizeof path, "%s.parameters", where);
+                uint32_t r;
+                if ((st = gram_schema_json_to_ir(params, path, &o, &ir, &r, &warn))) goto done;
+                args = gir_ref(&ir, r);
+            } else {
+                args = gir_str(&ir, "{}");
+            }
+            char head[320];
+            snprintf(head, sizeof head, "call:%s", name->valuestring);
+            uint32_t r = gir_rule_new(&ir, "call:%.60s", name->valuestring);
+            gir_rule_set(&ir, r, gir_seq2(&ir, gir_str(&ir, head), args));
+            if (r != GRAM_NONE) ir.rules[r].shared = true;
+            calls[n_calls++] = gir_ref(&ir, r);
+            continue;
+        }
         if (fmt == TERN_TOOLCALL_QWEN_XML) {
             uint32_t body;
             if ((st = xml_call(&ir, params, name->valuestring, where, &o, &warn, &body))) goto done;
@@ -331,6 +367,23 @@ tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const ch
                 uint32_t open2 = gir_seq3(&ir, gir_byte(&ir, '\n'), markup(&ir, v, trigger, &cs), gir_byte(&ir, '\n'));
                 uint32_t close2 = gir_seq2(&ir, gir_byte(&ir, '\n'), markup(&ir, v, "</tool_call>", &cs));
                 uint32_t more = gir_seq3(&ir, open2, call2, close2);
+                one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
+            }
+            gir_rule_set(&ir, root, one);
+        }
+    } else if (gemma) {
+        /* <|tool_call>call:NAME{...}<tool_call|>, parallel calls back to back (the template
+         * writes no separator) */
+        trigger = "<|tool_call>";
+        opener = markup_token(v, trigger, &cs);
+        uint32_t close = markup(&ir, v, "<tool_call|>", &cs);
+        if (lazy) {
+            gir_rule_set(&ir, root, gir_seq2(&ir, call, close));
+        } else {
+            uint32_t one = gir_seq3(&ir, markup(&ir, v, trigger, &cs), call, close);
+            if (p->parallel) {
+                uint32_t call2 = gir_alt(&ir, calls, (uint32_t)n_calls);
+                uint32_t more = gir_seq3(&ir, markup(&ir, v, trigger, &cs), call2, markup(&ir, v, "<tool_call|>", &cs));
                 one = gir_seq2(&ir, one, gir_rep(&ir, more, 0, GRAM_INF));
             }
             gir_rule_set(&ir, root, one);

@@ -5,7 +5,9 @@
  * hot calls only read it. TERN_KERNELS=scalar|avx2|avx512|neon overrides detection (a path
  * this CPU cannot run falls back, with a warning on stderr). On AArch64 the "neon" path is
  * chosen; whether its integer kernels use the dot-product instruction is decided inside it
- * (kern_neon.h). */
+ * (kern_neon.h). Likewise the avx2 path's panel tile over weights repacked at load uses AVX-VNNI's
+ * vpdpbusd when CPUID has the avxvnni flag, and vpmaddubsw otherwise; TERN_AVXVNNI=0 (or
+ * kern_force_avxvnni) takes the vpmaddubsw tile on a CPU that has both, so both are testable. */
 #include "kernels/kernels.h"
 
 #include <pthread.h>
@@ -32,6 +34,7 @@ struct kern_path {
 
 static struct kern_path paths[ISA_COUNT_];
 static enum kern_isa active = ISA_SCALAR;
+static bool avx2_vnni; /* the avx2 path's panel tile uses AVX-VNNI */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
@@ -40,6 +43,13 @@ static bool x86_has_f16c(void)
 {
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
+/* AVX-VNNI (CPUID leaf 7 subleaf 1, EAX bit 4): VEX-encoded vpdpbusd on ymm, no AVX-512 needed */
+static bool x86_has_avxvnni(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
 }
 #endif
 
@@ -114,6 +124,10 @@ static void init_impl(void)
             best = (enum kern_isa)want;
     }
     active = best;
+#if defined(__x86_64__)
+    const char *vn = getenv("TERN_AVXVNNI");
+    avx2_vnni = x86_has_avxvnni() && !(vn && strcmp(vn, "0") == 0);
+#endif
 }
 
 void kern_init(void) { pthread_once(&init_once, init_impl); }
@@ -131,6 +145,30 @@ bool kern_force_isa(const char *name)
     if (want < 0 || !cpu_has((enum kern_isa)want)) return false;
     active = (enum kern_isa)want;
     return true;
+}
+
+bool kern_avx2_vnni(void)
+{
+    kern_init();
+    return avx2_vnni;
+}
+
+bool kern_force_avxvnni(bool on)
+{
+    kern_init();
+#if defined(__x86_64__)
+    if (on && !x86_has_avxvnni()) return false;
+    avx2_vnni = on;
+    return true;
+#else
+    return !on;
+#endif
+}
+
+const char *kern_path_name(void)
+{
+    kern_init();
+    return active == ISA_AVX2 && avx2_vnni ? "avx2+avxvnni" : isa_names[active];
 }
 
 void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_t a_stride,
@@ -158,13 +196,15 @@ void kern_quantize_act(int act_type, const float *x, void *y, int64_t k)
 }
 
 /* ---------------------------------------------------------------- packed copies (kern_packed.h)
- * Only the avx512 path has a layout; the copy is read only while that path is active. */
+ * avx512 and avx2 share the layout (kern_pack.c); the copy is read while either is active. */
+
+static bool packed_path(void) { return active == ISA_AVX512 || active == ISA_AVX2; }
 
 size_t kern_packed_size(int wtype, int64_t rows, int64_t k)
 {
     kern_init();
 #if defined(__x86_64__)
-    if (active == ISA_AVX512) return kern_avx512_packed_size(wtype, rows, k);
+    if (packed_path()) return kern_panel_packed_size(wtype, rows, k);
 #endif
     (void)wtype, (void)rows, (void)k;
     return 0;
@@ -174,17 +214,19 @@ void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int
                int64_t r1, void *P)
 {
 #if defined(__x86_64__)
-    kern_avx512_pack(wtype, W, ws, rows, k, r0, r1, P);
+    kern_panel_pack(wtype, W, ws, rows, k, r0, r1, P);
 #else
     (void)wtype, (void)W, (void)ws, (void)rows, (void)k, (void)r0, (void)r1, (void)P;
 #endif
 }
 
+/* Both tiles read the copy from 1 token on (kern_avx512_packed_min_tok; the 256-bit tile's
+ * decode figures are in the README, "Weights repacked at load"). */
 bool kern_packed_replaces(int wtype)
 {
     kern_init();
 #if defined(__x86_64__)
-    return active == ISA_AVX512 && kern_avx512_packed_size(wtype, 1, 256) > 0 &&
+    return packed_path() && kern_panel_packed_size(wtype, 1, 256) > 0 &&
            kern_avx512_packed_min_tok(wtype) <= 1;
 #else
     (void)wtype;
@@ -198,8 +240,13 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
 {
     kern_init();
 #if defined(__x86_64__)
-    if (P && active == ISA_AVX512 && n_tok >= kern_avx512_packed_min_tok(wtype)) {
-        kern_avx512_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+    if (P && packed_path() && n_tok >= kern_avx512_packed_min_tok(wtype)) {
+        if (active == ISA_AVX512)
+            kern_avx512_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+        else if (avx2_vnni)
+            kern_avxvnni_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+        else
+            kern_avx2_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
         return;
     }
 #endif

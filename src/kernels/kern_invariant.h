@@ -17,7 +17,9 @@
  * scalar: every type (one reference dot per output); avx512: Q4_0, Q8_0 (decode and prefill
  * kernels share one float order). False otherwise — the AVX2/NEON tiles and the float formats
  * pick their accumulator count from the tile shape, which depends on n_tok; Q4_K/Q6_K decode on
- * AVX-512 still takes those tiles (see kern_avx512_decode_kquant in kernels.h for why). */
+ * AVX-512 still takes those tiles (see kern_avx512_decode_kquant in kernels.h for why). Weights
+ * repacked at load (kern_packed.h) are read by one tile at every batch size, on avx512 and avx2:
+ * model_weight_batch_invariant counts those, this query only answers for kern_matmul. */
 bool kern_batch_invariant(int wtype);
 
 #endif

@@ -2,10 +2,12 @@
  * the active path read fastest, and the matmul that uses such a copy.
  *
  * Read first: kernels.h (kern_matmul's contract, which kern_matmul_packed keeps). The kernels
- * room owns the layout (kern_panel_avx512.h, "stored layout"); the model room decides what to
- * repack (src/model/model_repack.c). Today only the avx512 path has a layout, for Q8_0, Q4_0
- * and Q4_K: a permutation of the rows' own bytes, so the copy is as large as the matrix (plus
- * up to 15 padding rows and 63 bytes per panel). On any other path, type or shape
+ * room owns the layout (kern_panel_layout.h, "stored layout"; kern_pack.c writes it); the model
+ * room decides what to repack (src/model/model_repack.c). The avx512 and avx2 paths share one
+ * layout, for Q8_0, Q4_0 and Q4_K: a permutation of the rows' own bytes, so the copy is as large
+ * as the matrix (plus up to 15 padding rows and 63 bytes per panel). avx512 reads it with its
+ * 16-row tile (kern_packed_avx512.c), avx2 with a 256-bit one (kern_panel_avx2.h: AVX-VNNI's
+ * vpdpbusd where the CPU has it, vpmaddubsw otherwise). On any other path, type or shape
  * kern_packed_size is 0 and the caller keeps using kern_matmul. */
 #ifndef TERN_KERN_PACKED_H
 #define TERN_KERN_PACKED_H
@@ -26,9 +28,10 @@ void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int
                int64_t r1, void *P);
 
 /* kern_matmul(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy), reading P (a packed copy of W, or
- * NULL) where the active path's route prefers it. W stays the fallback: another path forced
- * after packing (kern_force_isa, TERN_KERNELS) reads W, so keep it mapped. Same results, bit
- * for bit, as kern_matmul on the avx512 path (the same tile; README "Batch-invariant sums"). */
+ * NULL) where the active path's route prefers it. W stays the fallback: a path without a panel
+ * tile forced after packing (kern_force_isa: scalar) reads W, so keep it mapped. Same results,
+ * bit for bit, as kern_matmul on the avx512 path (the same tile; README "Batch-invariant sums"),
+ * and the same bits on avx2 (the 256-bit tile runs the same float operations per lane). */
 void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, const void *A,
                         size_t as, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
                         int64_t ldy);
@@ -37,13 +40,20 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
  * caller may let the kernel drop W's pages after packing. */
 bool kern_packed_replaces(int wtype);
 
-/* ---- internal: the avx512 implementation (kern_packed_avx512.c) ---- */
-size_t kern_avx512_packed_size(int wtype, int64_t rows, int64_t k);
-void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
-                      int64_t r1, void *P);
-/* The matmul over P for any n_tok (no route): bench_smallm and the tests call it directly. */
+/* ---- internal: the implementations ---- */
+/* The stored layout (kern_pack.c), whichever path reads it. */
+size_t kern_panel_packed_size(int wtype, int64_t rows, int64_t k);
+void kern_panel_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
+                     int64_t r1, void *P);
+/* The matmuls over P for any n_tok (no route): bench_smallm and the tests call them directly.
+ * avx512: kern_packed_avx512.c; avx2 with AVX-VNNI: kern_packed_avxvnni.c; avx2 without:
+ * kern_packed_avx2.c (runs on any AVX2 CPU, so tests can hold it against the others). */
 void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+void kern_avxvnni_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
+                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+void kern_avx2_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
+                          int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 /* Fewest tokens from which kern_matmul_packed reads P for wtype on avx512. */
 int kern_avx512_packed_min_tok(int wtype);
 

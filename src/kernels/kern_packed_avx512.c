@@ -1,9 +1,10 @@
-/* kern_packed_avx512.c — Q8_0, Q4_0 and Q4_K weights repacked once (at model load) into the
- * layout the AVX-512 panels read, and the matmul over that stored copy. Compiled with the
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0 and Q4_K weights repacked once (at model
+ * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
  * Read first: kern_panel_avx512.c (the panels, which repack on every call) and
- * kern_panel_avx512.h (the stored layout, "stored layout", and the token tile both share).
+ * kern_panel_layout.h (the stored layout, "stored layout", which kern_pack.c writes) and
+ * kern_panel_avx512.h (the token tile both share).
  *
  * Why: a panel call repacks every weight row it reads, and that was paid on every prefill and
  * every batched decode step (perf, 22-token prefill, Qwen2.5-0.5B shape Q8_0: pn_pack16_q8_0 30 %
@@ -28,94 +29,6 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
-
-/* The stored formats: PN_* format, or -1. */
-static int pk_fmt(int wtype)
-{
-    switch (wtype) {
-    case TERN_TYPE_Q8_0: return PN_Q8_0;
-    case TERN_TYPE_Q4_0: return PN_Q4_0;
-    case TERN_TYPE_Q4_K: return PN_Q4_K;
-    default: return -1;
-    }
-}
-
-/* Bytes of one stored panel (16 rows x k). */
-static size_t pk_panel_bytes(int fmt, int64_t k)
-{
-    const int bpc = PN_KC / PN_BLK(fmt);
-    const int64_t nb = k / PN_BLK(fmt);
-    return (size_t)(nb / bpc) * pn_st_chunk_bytes(fmt, bpc) + pn_st_chunk_bytes(fmt, (int)(nb % bpc));
-}
-
-size_t kern_avx512_packed_size(int wtype, int64_t rows, int64_t k)
-{
-    const int fmt = pk_fmt(wtype);
-    if (fmt < 0 || rows < 1 || k < 1 || k % PN_BLK(fmt)) return 0;
-    return (size_t)((rows + PN_ROWS - 1) / PN_ROWS) * pk_panel_bytes(fmt, k);
-}
-
-/* ---------------------------------------------------------------- packing (load time)
- * Plain 4-byte moves: this runs once per matrix, at a few GB/s; what matters is that the bytes
- * land where pn_w / pn_ws (kern_panel_avx512.h) read them. row[i]: the panel's 16 row pointers
- * (padding rows past the matrix). */
-
-static inline uint32_t pk_u32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* One chunk (blocks [b0, b0 + nbc)) of one panel into out. */
-static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int nbc, uint8_t *out)
-{
-    memset(out, 0, pn_st_chunk_bytes(fmt, nbc));
-    uint8_t *sc = out + (size_t)nbc * PN_ST_CODES(fmt);
-    for (int b = 0; b < nbc; b++)
-        for (int i = 0; i < PN_ROWS; i++) {
-            if (fmt == PN_Q8_0) {
-                const struct quant_block_q8_0 *x = (const struct quant_block_q8_0 *)row[i] + b0 + b;
-                for (int g = 0; g < 8; g++) {
-                    const uint32_t v = pk_u32((const uint8_t *)x->qs + 4 * g) ^ 0x80808080u; /* w + 128 */
-                    memcpy(out + 64 * (8 * b + g) + 4 * i, &v, 4);
-                }
-                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
-            } else if (fmt == PN_Q4_0) {
-                const struct quant_block_q4_0 *x = (const struct quant_block_q4_0 *)row[i] + b0 + b;
-                for (int h = 0; h < 4; h++) memcpy(out + 64 * (4 * b + h) + 4 * i, x->qs + 4 * h, 4);
-                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
-            } else {
-                const uint8_t *x = row[i] + (size_t)(b0 + b) * sizeof(struct quant_block_q4_K);
-                const uint8_t *qs = x + offsetof(struct quant_block_q4_K, qs);
-                for (int c = 0; c < 4; c++)
-                    for (int g = 0; g < 8; g++)
-                        memcpy(out + 2048 * (size_t)b + 64 * (8 * c + g) + 4 * i, qs + 32 * c + 4 * g, 4);
-                for (int q = 0; q < 4; q++) /* d | dmin << 16, then the 12 scale bytes */
-                    memcpy(sc + 256 * (size_t)b + 64 * q + 4 * i, x + 4 * q, 4);
-            }
-        }
-}
-
-void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
-                      int64_t r1, void *P)
-{
-    const int fmt = pk_fmt(wtype);
-    const int bpc = PN_KC / PN_BLK(fmt);
-    const int64_t nb = k / PN_BLK(fmt);
-    const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
-    for (int64_t p = r0 / PN_ROWS; p < (r1 + PN_ROWS - 1) / PN_ROWS; p++) {
-        /* rows past the matrix repeat the panel's first row: their lanes are never stored */
-        const uint8_t *row[PN_ROWS];
-        for (int i = 0; i < PN_ROWS; i++) {
-            const int64_t r = p * PN_ROWS + i < rows ? p * PN_ROWS + i : p * PN_ROWS;
-            row[i] = (const uint8_t *)W + (size_t)r * ws;
-        }
-        uint8_t *dst = (uint8_t *)P + (size_t)p * pbytes;
-        for (int64_t b0 = 0; b0 < nb; b0 += bpc, dst += cfull)
-            pk_chunk(fmt, row, b0, nb - b0 < bpc ? (int)(nb - b0) : bpc, dst);
-    }
-}
 
 /* ---------------------------------------------------------------- matmul over the copy */
 
@@ -147,7 +60,7 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
         struct pn_act S[PK_SEG][PN_FUSE_TILES];                                                \
         const int bpc = PN_KC / PN_BLK(fmt);                                                   \
         const int64_t nb = k / PN_BLK(fmt), nch = (nb + bpc - 1) / bpc;                        \
-        const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
+        const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
         const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;                    \
         for (int64_t cs = 0; cs < nch; cs += PK_SEG) {                                         \
             const int nseg = nch - cs < PK_SEG ? (int)(nch - cs) : PK_SEG;                     \
@@ -190,7 +103,7 @@ void kern_avx512_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t
         float xs[fmt == PN_Q4_K ? PK_MB : 1][2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(64))); \
         const int bpc = PN_KC / PN_BLK(fmt);                                                   \
         const int64_t nb = k / PN_BLK(fmt);                                                    \
-        const size_t pbytes = pk_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
+        const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);     \
         const int expand = fmt == PN_Q4_K;                                                     \
         const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;                    \
         for (int64_t pb = p0; pb < p1; pb += PK_MB) {                                          \

@@ -1,5 +1,6 @@
-/* kern_panel_avx512.h — what the AVX-512 panel kernels share: the panel layout's constants, the
- * formats' shapes, the activation side of a token tile and the token tile itself. Two files
+/* kern_panel_avx512.h — what the AVX-512 panel kernels share: the in-register transposes of the
+ * on-the-fly packing and the token tile itself (the panel layout's constants, the formats'
+ * shapes and the activation side are ISA-neutral: kern_panel_layout.h, kern_panel_act.h). Two files
  * include it: kern_panel_avx512.c (weights repacked on the fly, per call, into struct pn_panel on
  * the stack) and kern_packed_avx512.c (weights repacked once, at model load, into a stored layout
  * that keeps each format's bytes: README "Tensor formats and kernels").
@@ -16,50 +17,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_panel_act.h"
+#include "kernels/kern_panel_layout.h"
 #include "quant/quant.h"
-
-#define PN_ROWS 16
-#define PN_KC 512                 /* elements per k chunk */
-#define PN_NG (PN_KC / 4)         /* groups of 4 bytes per chunk */
-#define PN_NS 32                  /* max sub-blocks per chunk (Q6_K: 512 / 16) */
-#define PN_MB 8
-#define PN_NT 8
-#define PN_FUSE_TILES 2           /* up to 16 tokens: pack a panel, use it at once */
-
-/* One panel (16 rows) x one k chunk: q[G][4*i + c] = byte c of group G of row i (unsigned),
- * d[s][i] = row i's scale of sub-block s (d, or d*sc), m[s][i] = its min scale (Q4_K:
- * dmin*m). */
-struct pn_panel {
-    uint8_t q[PN_NG][64];
-    float d[PN_NS][PN_ROWS];
-    float m[PN_NS][PN_ROWS];
-};
-
-/* Per token of the tile and sub-block of the chunk: the dot's start value, the activation
- * scale, and (Q4_K) the activation scale times the sub-block sum. */
-struct pn_act {
-    int32_t init[PN_NT][PN_NS];
-    float da[PN_NT][PN_NS];
-    float am[PN_NT][PN_NS];
-};
-
-/* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
- * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
-#define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
-#define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
-#define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
-/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
- * P->m = -m and am = s */
-#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
-                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
-                                                   : (int)sizeof(struct quant_block_q8_0))
-#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
-                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
-                                                 : (int)offsetof(struct quant_block_q8_0, qs))
-#define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
-
-#define PN_INLINE static inline __attribute__((always_inline))
 
 /* acc + u8 x s8 4-byte dots of w (16 rows) with the 4 bytes at p broadcast to every lane.
  * Inline asm: gcc 12 surrounds the intrinsic with register copies and does not fold the
@@ -92,81 +52,6 @@ PN_INLINE __m512i pn_ld4(const uint8_t *p, size_t ws, int m, size_t off)
     z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 4 * ws)), 1);
     z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 8 * ws)), 2);
     return _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i *)(q + 12 * ws)), 3);
-}
-
-/* ---------------------------------------------------------------- activations */
-
-/* sum of the 32 signed bytes at p */
-PN_INLINE int pn_sum32(const int8_t *p)
-{
-    const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), _mm256_set1_epi8((char)0x80));
-    const __m256i s = _mm256_sad_epu8(x, _mm256_setzero_si256()); /* of a + 128 */
-    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    return (int)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-}
-
-static inline void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, int64_t b0, int nbc,
-                                  struct pn_act *S)
-{
-    for (int j = 0; j < nt; j++) {
-        const uint8_t *row = A + (size_t)j * as;
-        if (fmt == PN_Q8_0 || fmt == PN_Q4_0 || fmt == PN_Q5_0) {
-            const int off = fmt == PN_Q8_0 ? 128 : fmt == PN_Q5_0 ? 16 : 8;
-            const struct quant_block_q8_0 *ab = (const struct quant_block_q8_0 *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                S->init[j][b] = -off * pn_sum32(ab[b].qs);
-                S->da[j][b] = _cvtsh_ss(ab[b].d);
-            }
-        } else if (fmt == PN_Q5_1) {
-            const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                S->init[j][b] = 0; /* codes carry no offset */
-                S->da[j][b] = _cvtsh_ss(ab[b].d);
-                S->am[j][b] = _cvtsh_ss(ab[b].s);
-            }
-        } else {
-            const struct quant_block_q8_K *ab = (const struct quant_block_q8_K *)row + b0;
-            for (int b = 0; b < nbc; b++) {
-                if (PN_MINS(fmt))
-                    for (int s = 0; s < 8; s++) {
-                        S->init[j][8 * b + s] = 0;
-                        S->da[j][8 * b + s] = ab[b].d;
-                        S->am[j][8 * b + s] = ab[b].d * (float)(ab[b].bsums[2 * s] + ab[b].bsums[2 * s + 1]);
-                    }
-                else
-                    for (int s = 0; s < 16; s++) {
-                        S->init[j][16 * b + s] = -32 * ab[b].bsums[s];
-                        S->da[j][16 * b + s] = ab[b].d;
-                    }
-            }
-        }
-    }
-}
-
-/* ---------------------------------------------------------------- stored layout
- * The layout kern_packed_avx512.c stores at load time (st = 1 below), for Q8_0, Q4_0 and Q4_K:
- * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
- * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
- * 64-byte line is one group (or two, as nibbles) of 16 rows:
- *   Q8_0 codes  block b, group g at 64 (8b + g): w + 128, lane = row      (512 B per block)
- *        scales the 16 rows' fp16 d at 32 b                              (32 B per block)
- *   Q4_0 codes  block b at 256 b: line h (0..3) holds groups h (low nibbles) and h + 4 (high
- *               ones): the raw code bytes 4h..4h+3 of the 16 rows       (256 B per block)
- *        scales as Q8_0                                                   (32 B per block)
- *   Q4_K codes  super-block b at 2048 b: line 8c + g holds group g of sub-blocks 2c (low
- *               nibbles) and 2c + 1 (high ones): raw bytes 32c + 4g.. of qs (2048 B per block)
- *        scales the first 16 bytes of each row's block (d, dmin, 12 scale bytes) as four lines
- *               of lane = row words: d | dmin << 16, scale bytes 0-3, 4-7, 8-11 (256 B per block)
- * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
- * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
-#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : 2048) /* per block */
-#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
-#define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
-
-/* Bytes of one stored chunk of nbc blocks. */
-PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
-{
-    return ((size_t)nbc * (PN_ST_CODES(fmt) + PN_ST_SCALES(fmt)) + 63) & ~(size_t)63;
 }
 
 /* ---------------------------------------------------------------- token tile

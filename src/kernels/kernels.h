@@ -31,6 +31,14 @@ void kern_init(void);
 /* Force a path for tests: returns false if the CPU cannot run it (the path is then unchanged).
  * Not for use while other threads run kernels. */
 bool kern_force_isa(const char *name);
+/* Whether the avx2 path's panel tile (weights repacked at load, kern_packed.h) uses AVX-VNNI's
+ * vpdpbusd: detected once (CPUID avxvnni), off with TERN_AVXVNNI=0 in the environment.
+ * kern_force_avxvnni sets it for tests (false: the CPU lacks AVX-VNNI, nothing changed). */
+bool kern_avx2_vnni(void);
+bool kern_force_avxvnni(bool on);
+/* kern_isa_name, with "+avxvnni" on the avx2 path when its panel tile uses AVX-VNNI: what
+ * tern_kernels_name reports (tern check, bench and serve). */
+const char *kern_path_name(void);
 
 /* ---- internal: what each ISA file provides (kern_dispatch.c assembles them) ---- */
 typedef void (*kern_matmul_fn)(const void *W, size_t w_stride, const void *A, size_t a_stride,

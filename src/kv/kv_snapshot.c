@@ -16,6 +16,8 @@
 struct tern_kv_snapshot {
     const struct tern_model *model;
     int n_layer, n_head_kv, head_dim;
+    size_t pos_elems;  /* K halves per position (per-layer shapes differ in gemma4; qwen35's
+                          DeltaNet layers hold none) */
     int n;             /* positions 0..n-1 */
     size_t bytes;
     void *data;        /* packed run (kv_copy.c), then the recurrent state at n (state_bytes) */
@@ -25,7 +27,8 @@ struct tern_kv_snapshot {
 uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx)
 {
     if (n_layer <= 0 || n_head_kv <= 0 || head_dim <= 0 || n_ctx <= 0) return 0;
-    return (uint64_t)kv_run_bytes(n_layer, n_head_kv, head_dim, n_ctx);
+    return 2ull * (uint64_t)n_layer * (uint64_t)n_head_kv * (uint64_t)head_dim *
+           (uint64_t)n_ctx * sizeof(uint16_t);
 }
 
 tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
@@ -41,15 +44,17 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
     s->n_layer = kv->n_layer;
     s->n_head_kv = kv->n_head_kv;
     s->head_dim = kv->head_dim;
+    s->pos_elems = kv->pos_elems;
     s->n = n;
     s->state_bytes = kv_context_state_bytes(ctx);
-    const size_t kvb = kv_run_bytes(kv->n_layer, kv->n_head_kv, kv->head_dim, n);
+    const size_t kvb = kv_run_bytes(kv, n);
     s->bytes = kvb + s->state_bytes;
     s->data = malloc(s->bytes ? s->bytes : 1);
     if (!s->data) {
+        const size_t bytes = s->bytes;
         free(s);
         return tern_fail(TERN_ERR_NOMEM, "KV snapshot of %d positions: out of memory (%zu bytes)",
-                         n, (size_t)kv_run_bytes(kv->n_layer, kv->n_head_kv, kv->head_dim, n));
+                         n, bytes);
     }
     if (n) kv_copy_out(kv, 0, n, s->data);
     tern_status st = s->state_bytes ? kv_context_state_out(ctx, 0, n, (char *)s->data + kvb) : TERN_OK;
@@ -64,7 +69,8 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
 tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern_kv_snapshot *s)
 {
     struct kv_cache *kv = kv_of_context(ctx);
-    if (kv->n_layer != s->n_layer || kv->n_head_kv != s->n_head_kv || kv->head_dim != s->head_dim)
+    if (kv->n_layer != s->n_layer || kv->n_head_kv != s->n_head_kv || kv->head_dim != s->head_dim ||
+        kv->pos_elems != s->pos_elems)
         return tern_fail(TERN_ERR_ARG, "KV snapshot layout (layers %d, kv_heads %d, head_dim %d) "
                          "does not match the context's (%d, %d, %d)", s->n_layer, s->n_head_kv,
                          s->head_dim, kv->n_layer, kv->n_head_kv, kv->head_dim);
@@ -87,8 +93,7 @@ tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern
     if (s->n) kv_copy_in(kv, 0, s->n, s->data);
     kv_context_set_n_pos(ctx, s->n);
     if (s->state_bytes)
-        kv_context_state_in(ctx, 0, (const char *)s->data +
-                                    kv_run_bytes(kv->n_layer, kv->n_head_kv, kv->head_dim, s->n));
+        kv_context_state_in(ctx, 0, (const char *)s->data + kv_run_bytes(kv, s->n));
     return TERN_OK;
 }
 

@@ -251,12 +251,13 @@ tern_status tern_prefix_cache_create(const struct tern_model *m,
     struct tern_prefix_cache *pc = calloc(1, sizeof *pc);
     if (!pc) return tern_fail(TERN_ERR_NOMEM, "prefix cache: out of memory");
     pc->model = m;
-    pc->n_layer = in->n_layer_kv;
+    pc->n_layer = in->n_layer;
     pc->n_head_kv = in->n_head_kv;
     pc->head_dim = in->head_dim;
     pc->n_vocab = in->n_vocab;
     pc->B = pp.block_tokens ? pp.block_tokens : PC_DEFAULT_BLOCK;
-    pc->block_bytes = kv_run_bytes(in->n_layer_kv, in->n_head_kv, in->head_dim, pc->B);
+    pc->pos_elems = kv_model_pos_elems(m);
+    pc->block_bytes = 2 * sizeof(uint16_t) * pc->pos_elems * (size_t)pc->B;
     pc->state_bytes = (size_t)in->state_bytes;
     if (pc->state_bytes && pp.dir) {
         free(pc);

@@ -52,6 +52,7 @@ struct tern_prefix_cache {
     uint8_t model_fp[32], tok_fp[32];
     int n_layer, n_head_kv, head_dim, n_vocab;
     int B;                      /* tokens per block */
+    size_t pos_elems;           /* K halves per position (kv_model_pos_elems) */
     size_t block_bytes;         /* KV bytes of one block */
     size_t state_bytes;         /* recurrent state of one sequence (0: attention-only model) */
     uint64_t budget;

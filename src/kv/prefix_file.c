@@ -11,7 +11,9 @@
  *   112     4  block tokens B        116   4  depth (block index)
  *   120     8  key                   128   8  parent key
  *   136     8  payload bytes         144  32  SHA-256 of header (this field zeroed) + payload
- *   176    80  zero
+ *   176     4  K halves per position over the layers that store KV, when the layers differ
+ *              (gemma4); 0 = n_layer x n_head_kv x head_dim (every other model)
+ *   180    76  zero
  *   payload: B int32 token ids, then the packed KV run (kv_copy.c).
  * All integers little-endian. A file is used only if every field matches this cache and the
  * checksum holds; anything else is refused with the reason and left for the next save to
@@ -49,6 +51,7 @@ struct hdr {
     uint8_t model_fp[32], tok_fp[32];
     char isa[17];
     uint32_t n_layer, n_head_kv, head_dim, kv_type, B, depth;
+    uint64_t pos_elems; /* K halves per position (offset 176, or its default) */
     uint64_t key, parent, payload;
     uint8_t sum[32];
 };
@@ -92,6 +95,7 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
     h->parent = get64(p + 128);
     h->payload = get64(p + 136);
     memcpy(h->sum, p + 144, 32);
+    h->pos_elems = get32(p + 176);
     if (h->kv_type != TERN_TYPE_F16 || !h->n_layer || !h->n_head_kv || !h->head_dim || !h->B ||
         h->n_layer > 4096 || h->n_head_kv > 4096 || h->head_dim > 4096 || h->B > 65536)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
@@ -101,8 +105,8 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
     if ((uint64_t)h->depth * h->B + h->B - 1 > INT32_MAX)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd depth %u at offset 116 (block "
                          "%u: positions beyond %d)", name, h->depth, h->B, INT32_MAX);
-    uint64_t want = (uint64_t)h->B * 4 + kv_run_bytes((int)h->n_layer, (int)h->n_head_kv,
-                                                      (int)h->head_dim, (int)h->B);
+    if (!h->pos_elems) h->pos_elems = (uint64_t)h->n_layer * h->n_head_kv * h->head_dim;
+    uint64_t want = (uint64_t)h->B * 4 + 2 * sizeof(uint16_t) * h->pos_elems * h->B;
     if (h->payload != want)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: payload size %llu at offset 136 does "
                          "not match its layout (%llu)", name, (unsigned long long)h->payload,
@@ -196,7 +200,7 @@ static tern_status match_header(const struct tern_prefix_cache *pc, const struct
         return tern_fail(TERN_ERR_FORMAT, "cache file %s was made with another tokenizer "
                          "(tokenizer fingerprint differs); not used", name);
     if ((int)h->n_layer != pc->n_layer || (int)h->n_head_kv != pc->n_head_kv ||
-        (int)h->head_dim != pc->head_dim || (int)h->B != pc->B)
+        (int)h->head_dim != pc->head_dim || (int)h->B != pc->B || h->pos_elems != pc->pos_elems)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: KV layout (layers %u, kv_heads %u, "
                          "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
                          "used", name, h->n_layer, h->n_head_kv, h->head_dim, h->B, pc->n_layer,
@@ -398,6 +402,8 @@ tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
     put32(h + 108, TERN_TYPE_F16);
     put32(h + 112, (uint32_t)pc->B);
     put32(h + 116, (uint32_t)b->depth);
+    if (pc->pos_elems != (size_t)pc->n_layer * pc->n_head_kv * pc->head_dim)
+        put32(h + 176, (uint32_t)pc->pos_elems);
     put64(h + 120, b->key);
     put64(h + 128, b->parent);
     const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes;

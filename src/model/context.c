@@ -58,8 +58,33 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->n_batch = cp.n_batch;
     ctx->n_threads = cp.n_threads;
     ctx->n_seq = cp.n_seq;
-    tern_status st = tp_create(cp.n_threads, &ctx->pool);
-    if (!st) st = kv_init(&ctx->kv, in->n_layer_kv, in->n_head_kv, in->head_dim, cp.n_ctx, cp.n_seq);
+    /* Per-layer shapes (gemma4's sliding and global layers differ): buffers take the widest,
+     * the KV cache each layer's own (and none for a layer that reads another's, or for
+     * qwen35's DeltaNet layers, kv_src -1, whose recurrent state is ctx->rec). */
+    size_t qd = 0, kvd = 0;
+    int max_hd = 0, hd_gcd = 0, min_group = 1 << 30;
+    int *lay = malloc(3 * sizeof(int) * (size_t)in->n_layer);
+    tern_status st = lay ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "context: out of memory");
+    for (int il = 0; il < in->n_layer && lay; il++) {
+        const struct model_layer *L = &m->layers[il];
+        lay[il] = L->n_kv;
+        lay[in->n_layer + il] = L->hd;
+        lay[2 * in->n_layer + il] = L->kv_src;
+        if ((size_t)in->n_head * L->hd > qd) qd = (size_t)in->n_head * L->hd;
+        if ((size_t)L->n_kv * L->hd > kvd) kvd = (size_t)L->n_kv * L->hd;
+        if (L->hd > max_hd) max_hd = L->hd;
+        int a = hd_gcd, b = L->hd;
+        while (b) { const int t = a % b; a = b; b = t; }
+        hd_gcd = a;
+        if (in->n_head / L->n_kv < min_group) min_group = in->n_head / L->n_kv;
+    }
+    if (!st) st = tp_create(cp.n_threads, &ctx->pool);
+    if (!st) {
+        const struct kv_layout kl = {in->n_layer, in->n_head_kv, in->head_dim, lay,
+                                     lay + in->n_layer, lay + 2 * in->n_layer};
+        st = kv_init(&ctx->kv, &kl, cp.n_ctx, cp.n_seq);
+    }
+    free(lay);
     /* the recurrent state and what rollback replays (rec_state.h): REC_WINDOW tokens cover a
      * speculative verify batch of the longest draft (64) and its pending tokens */
     enum { REC_WINDOW = 72 };
@@ -69,15 +94,14 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         return st;
     }
     const size_t nb = (size_t)cp.n_batch, d = (size_t)in->n_embd;
-    const size_t qd = (size_t)in->n_head * in->head_dim, kvd = (size_t)in->n_head_kv * in->head_dim;
     ctx->x = alloc_floats(ctx, nb * d, &st);
     ctx->xn = alloc_floats(ctx, nb * d, &st);
     ctx->q = alloc_floats(ctx, nb * qd, &st);
     ctx->k = alloc_floats(ctx, nb * kvd, &st);
     ctx->v = alloc_floats(ctx, nb * kvd, &st);
     ctx->attn = alloc_floats(ctx, nb * qd, &st);
-    ctx->gate = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
-    ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff, &st);
+    ctx->gate = alloc_floats(ctx, nb * (size_t)in->n_ff_max, &st);
+    ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff_max, &st);
     ctx->proj = alloc_floats(ctx, nb * d, &st);
     ctx->rope_cs = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
     if (in->attn_gate) {
@@ -102,13 +126,20 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         if ((!ctx->rec_first || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base || !ctx->rb_seqs) && !st)
             st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
     }
-    if (m->rope_swa_own) ctx->rope_cs_swa = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
+    if (m->rope_swa_own) ctx->rope_cs_swa = alloc_floats(ctx, nb * (size_t)in->n_rot_swa, &st);
+    /* per-layer embeddings (gemma4): every layer's input of each token, and one layer's gate */
+    if (in->n_embd_per_layer) {
+        ctx->ple = alloc_floats(ctx, nb * (size_t)in->n_embd_per_layer * in->n_layer, &st);
+        ctx->ple_gate = alloc_floats(ctx, nb * (size_t)in->n_embd_per_layer, &st);
+        ctx->ple_tok = alloc_floats(ctx, (size_t)in->n_embd_per_layer * in->n_layer, &st);
+    }
     /* Long-RoPE (phi3): the long factors when a sequence may outgrow the original context, as
      * llama.cpp chooses them (by the context size, not the current length). */
     if (in->has_rope_freqs)
         ctx->rope_ff = m->rope_freqs.data;
     else if (in->has_rope_long)
         ctx->rope_ff = cp.n_ctx > in->n_ctx_orig ? m->rope_long.data : m->rope_short.data;
+    ctx->rope_ff_swa = m->rope_ff_global_only ? NULL : ctx->rope_ff;
     /* Attention blocks: a KV head's query heads (in subgroups of at most attn_rows), times as
      * many consecutive tokens as fit in attn_rows queries; attn_rows score rows of n_ctx floats
      * fit in ATTN_SCORE_BYTES (attn.h). Per-thread rows start on their own cache lines (no
@@ -116,25 +147,25 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->score_stride = ((size_t)cp.n_ctx + 15) & ~(size_t)15;
     const size_t fit = ATTN_SCORE_BYTES / (ctx->score_stride * sizeof(float));
     ctx->attn_rows = fit >= ATTN_BLOCK_MAX ? ATTN_BLOCK_MAX : fit < 1 ? 1 : (int)fit;
-    const int group = in->n_head / in->n_head_kv;
-    ctx->attn_gsz = group < ctx->attn_rows ? group : ctx->attn_rows;
+    /* subgroups of query heads no larger than the smallest group of any layer, so a block's
+     * tokens x subgroup fit attn_rows in every layer */
+    ctx->attn_gsz = min_group < ctx->attn_rows ? min_group : ctx->attn_rows;
     ctx->attn_T = ctx->attn_rows / ctx->attn_gsz;
-    ctx->attn_units_per_blk = in->n_head_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
     ctx->scores = aligned_alloc(64, (size_t)cp.n_threads * ctx->attn_rows * ctx->score_stride *
                                         sizeof(float));
-    ctx->qr_stride = ((size_t)(ctx->attn_rows + 16) * in->head_dim + 15) & ~(size_t)15;
+    ctx->qr_stride = ((size_t)(ctx->attn_rows + 16) * max_hd + 15) & ~(size_t)15;
     ctx->qr = aligned_alloc(64, (size_t)cp.n_threads * ctx->qr_stride * sizeof(float));
     if ((!ctx->scores || !ctx->qr) && !st)
         st = tern_fail(TERN_ERR_NOMEM, "context: out of memory for attention scratch (%d threads,"
                        " n_ctx %d)", cp.n_threads, cp.n_ctx);
-    ctx->attn_k = attn_select(in->head_dim);
+    ctx->attn_k = attn_select(hd_gcd); /* a kernel that suits every layer's head size */
     ctx->vexp_k = vexp_select();
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
     ctx->logits = alloc_floats(ctx, nb * (size_t)in->n_vocab, &st);
     /* Quantized activations: the widest input row in the widest format (F32). */
     size_t widest = d > qd ? d : qd;
-    if ((size_t)in->n_ff > widest) widest = (size_t)in->n_ff;
+    if ((size_t)in->n_ff_max > widest) widest = (size_t)in->n_ff_max;
     if ((size_t)ctx->rec.n_v * ctx->rec.hv > widest) widest = (size_t)ctx->rec.n_v * ctx->rec.hv;
     ctx->act_stride = (widest * sizeof(float) + 63) & ~(size_t)63;
     ctx->act = aligned_alloc(64, nb * ctx->act_stride);
@@ -318,12 +349,14 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
         r->base[dst] = -1;
         r->cap_done[dst] = false;
     }
-    const size_t run = (size_t)n_pos * kv->head_dim * sizeof(uint16_t);
-    for (int il = 0; il < kv->n_layer; il++)
-        for (int h = 0; h < kv->n_head_kv; h++) {
+    for (int il = 0; il < kv->n_layer; il++) {
+        if (!kv->layer_own[il] || n_pos == 0) continue;
+        const size_t run = (size_t)n_pos * kv->layer_hd[il] * sizeof(uint16_t);
+        for (int h = 0; h < kv->layer_kvh[il]; h++) {
             memcpy(kv_k_row_seq(kv, il, dst, h, 0), kv_k_row_seq(kv, il, src, h, 0), run);
             memcpy(kv_v_row_seq(kv, il, dst, h, 0), kv_v_row_seq(kv, il, src, h, 0), run);
         }
+    }
     TERN_ASSERT(n_pos <= kv->n_ctx);
     kv->seq_pos[dst] = n_pos;
     return TERN_OK;

@@ -23,25 +23,31 @@ struct tern_context {
 
     float *x;        /* (n_batch, n_embd) residual stream */
     float *xn;       /* (n_batch, n_embd) normalized input of the current block */
-    float *q;        /* (n_batch, n_head * head_dim) */
-    float *k;        /* (n_batch, n_head_kv * head_dim) */
-    float *v;        /* (n_batch, n_head_kv * head_dim) */
-    float *attn;     /* (n_batch, n_head * head_dim) attention output, heads concatenated */
-    float *gate;     /* (n_batch, n_ff) gate projection, then silu(gate) * up */
-    float *up;       /* (n_batch, n_ff) */
+    /* q, k, v, attn hold the current layer's shape (model_layer hd, n_kv), sized for the widest */
+    float *q;        /* (n_batch, n_head * hd) */
+    float *k;        /* (n_batch, n_kv * hd) */
+    float *v;        /* (n_batch, n_kv * hd) */
+    float *attn;     /* (n_batch, n_head * hd) attention output, heads concatenated */
+    float *gate;     /* (n_batch, layer's n_ff) gate projection, then silu(gate) * up */
+    float *up;       /* (n_batch, layer's n_ff) */
+    float *ple;      /* (n_batch, n_layer * n_pl) per-layer embedding inputs (gemma4), or NULL */
+    float *ple_gate; /* (n_batch, n_pl) one layer's gate, then gelu(gate) * input */
+    float *ple_tok;  /* (n_layer * n_pl) one token's per-layer embedding row */
     float *proj;     /* (n_batch, n_embd) output of wo / ffn_down before the residual add */
     void *act;       /* (n_batch, act_stride bytes) activations quantized for the next matmul */
     size_t act_stride;
     const float *act_src; /* which float buffer `act` currently holds, and in which format */
     int act_type;
     float *rope_cs;  /* (n_batch, n_rot) interleaved cos, sin for each token's position */
-    float *rope_cs_swa; /* (n_batch, n_rot) the same with the SWA layers' base (model->rope_swa_own), else NULL */
+    float *rope_cs_swa; /* (n_batch, n_rot_swa) the same for the SWA layers (their base, size,
+                           factors: model->rope_swa_own), else NULL */
     const float *rope_ff; /* (n_rot/2) RoPE frequency factors in use (rope_freqs, or phi3's long /
                              short factors chosen by n_ctx), or NULL */
+    const float *rope_ff_swa; /* the SWA layers' factors: rope_ff, or NULL (gemma4) */
     /* Attention blocks (forward.c, attn.h): up to attn_T consecutive tokens of one sequence times
-     * attn_gsz query heads of one KV head, at most attn_rows (<= ATTN_BLOCK_MAX) queries;
-     * attn_units_per_blk units per token block. */
-    int attn_rows, attn_T, attn_gsz, attn_units_per_blk;
+     * attn_gsz query heads of one KV head (no more than any layer's group), at most attn_rows
+     * (<= ATTN_BLOCK_MAX) queries. */
+    int attn_rows, attn_T, attn_gsz;
     int32_t *ablk;   /* (n_batch + 1) first batch row of each token block of the current batch */
     int n_ablk;
     float *scores;   /* (n_threads, attn_rows, score_stride) score rows, per thread, 64-byte
@@ -76,7 +82,7 @@ struct tern_context {
     int *rb_n, *rb_p0, *rb_base; /* (n_seq) rows, first position, new rollback base per sequence */
     int *rb_seqs;    /* (n_seq) the sequences in the batch */
     int rb_nseqs;
-    void *raw[24];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
+    void *raw[32];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
     int n_raw;
     bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */
     bool profile;    /* collect per-op timings (profile.c) */

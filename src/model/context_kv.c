@@ -85,6 +85,11 @@ void kv_context_set_n_pos(struct tern_context *ctx, int n_pos)
     kv_context_set_seq_n_pos(ctx, 0, n_pos);
 }
 
+size_t kv_model_pos_elems(const struct tern_model *m)
+{
+    return (size_t)(tern_model_kv_bytes(m, 1) / (2 * sizeof(uint16_t)));
+}
+
 int kv_model_min_exact_suffix(const struct tern_model *m)
 {
     for (int l = 0; l < m->info.n_layer; l++) {
@@ -93,6 +98,8 @@ int kv_model_min_exact_suffix(const struct tern_model *m)
         for (int i = 0; i < n; i++)
             if (!kern_batch_invariant(w[i]->type)) return KV_MIN_BATCHED_SUFFIX;
     }
+    if (m->ple_model_proj.data && !kern_batch_invariant(m->ple_model_proj.type))
+        return KV_MIN_BATCHED_SUFFIX;
     return 1;
 }
 

@@ -17,6 +17,10 @@ void kv_context_set_n_pos(struct tern_context *ctx, int n_pos);
 /* The same for sequence seq (0 .. n_seq-1) of a multi-sequence context. */
 void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos);
 
+/* K halves per position of one sequence over m's layers that store KV: a packed run of n
+ * positions (kv_copy.c) is 2 x this x n halves, whatever context holds it. */
+size_t kv_model_pos_elems(const struct tern_model *m);
+
 /* The recurrent state of qwen35's DeltaNet layers (model/rec_state.h), beside the KV: a cached
  * prefix or a snapshot of such a model needs the state at its end as well. */
 /* Bytes of one sequence's state (0: the model has no recurrent layers). */

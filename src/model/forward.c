@@ -30,14 +30,18 @@
 
 /* ---------------------------------------------------------------- per-token helpers */
 
-/* y = x / rms(x) * w over n elements; sum of squares in double like ggml_rms_norm. */
+/* y = x / rms(x) * w over n elements (w NULL: no weight, gemma4's v norm); sum of squares in
+ * double like ggml_rms_norm. */
 void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
 {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+    if (!w)
+        for (int i = 0; i < n; i++) y[i] = x[i] * scale;
+    else
+        for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
 /* cos/sin pairs for one position: theta_i = pos * base^(-2i/n_rot) built by repeated
@@ -272,17 +276,19 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
     const struct tern_model *m = ctx->model;
     const struct tern_model_info *in = &m->info;
     const struct model_layer *L = &m->layers[s->il];
-    const int hd = in->head_dim, qd = in->n_head * hd, kvd = in->n_head_kv * hd;
+    const int hd = L->hd, qd = in->n_head * hd, n_kv = L->n_kv, kvd = n_kv * hd, nr = L->n_rot;
+    const bool own_kv = L->kv_src == s->il; /* a shared-KV layer only rotates its queries */
     const float *qn = L->q_norm.data, *kn = L->k_norm.data;
+    /* the table this layer rotates with has rows of its n_rot (model_load: rope_swa_own) */
     const float *cs_all = L->swa && m->rope_swa_own ? ctx->rope_cs_swa : ctx->rope_cs;
     long long lo, hi;
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         const int pos = ctx->bpos[t], seq = ctx->bseq[t];
-        const float *cs = cs_all + (size_t)t * in->n_rot;
+        const float *cs = cs_all + (size_t)t * nr;
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
-        const float *v = ctx->v + (size_t)t * kvd;
+        float *v = ctx->v + (size_t)t * kvd;
         if (in->attn_gate) {
             /* attn_q's rows alternate per head: q of head h, then its output gate */
             const float *qa = ctx->qaux + (size_t)t * 2 * qd;
@@ -292,18 +298,18 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
                 memcpy(ga + h * hd, qa + (2 * h + 1) * hd, sizeof(float) * (size_t)hd);
             }
         }
-        if (qn) {
-            for (int h = 0; h < in->n_head; h++) fwd_rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
-            for (int h = 0; h < in->n_head_kv; h++) fwd_rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
-        }
+        if (qn) for (int h = 0; h < in->n_head; h++) fwd_rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
         if (L->rope)
-            for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, in->n_rot, in->rope_neox);
+            for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, nr, in->rope_neox);
         if (m->q_prescale)
             for (int j = 0; j < qd; j++) q[j] *= in->attn_scale;
-        for (int h = 0; h < in->n_head_kv; h++) {
-            if (L->rope) rope_apply(k + h * hd, cs, in->n_rot, in->rope_neox);
-            uint16_t *kr = kv_k_row_seq(&ctx->kv, L->kv_index, seq, h, pos);
-            uint16_t *vr = kv_v_row_seq(&ctx->kv, L->kv_index, seq, h, pos);
+        if (!own_kv) continue;
+        if (kn) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
+        if (in->v_norm) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(v + h * hd, NULL, v + h * hd, hd, in->rms_eps);
+        for (int h = 0; h < n_kv; h++) {
+            if (L->rope) rope_apply(k + h * hd, cs, nr, in->rope_neox);
+            uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
+            uint16_t *vr = kv_v_row_seq(&ctx->kv, s->il, seq, h, pos);
             for (int j = 0; j < hd; j++) {
                 kr[j] = fp16_from_f32(k[h * hd + j]);
                 vr[j] = fp16_from_f32(v[h * hd + j]);
@@ -336,10 +342,10 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct tern_model_info *in = &ctx->model->info;
-    const int hd = in->head_dim, qd = in->n_head * hd;
-    const int group = in->n_head / in->n_head_kv, gsz = ctx->attn_gsz;
-    const int n_sub = (group + gsz - 1) / gsz;
     const struct model_layer *L = &ctx->model->layers[s->il];
+    const int hd = L->hd, qd = in->n_head * hd, n_kv = L->n_kv;
+    const int group = in->n_head / n_kv, gsz = ctx->attn_gsz;
+    const int n_sub = (group + gsz - 1) / gsz;
     const float scale = ctx->model->q_prescale ? 1.0f : in->attn_scale;
     const int win = L->swa ? in->n_swa : 0; /* a query at p sees keys p-win+1 .. p (0: all) */
     const size_t ss = ctx->score_stride;
@@ -348,7 +354,7 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
     float *tile = qb + (size_t)ctx->attn_rows * hd;
     int nk[ATTN_BLOCK_MAX];
     float *outp[ATTN_BLOCK_MAX];
-    const long long per_blk = (long long)in->n_head_kv * n_sub;
+    const long long per_blk = (long long)n_kv * n_sub;
     const long long n_units = ctx->n_ablk * per_blk;
     for (long long u = chunk; u < n_units; u += n_chunks) {
         const int b = (int)(u / per_blk), kvh = (int)(u % per_blk / n_sub), sub = (int)(u % n_sub);
@@ -373,10 +379,10 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
             }
         /* positions rise through a block: its last token sees the most keys */
         if (!win) {
-            ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, L->kv_index, seq, kvh, 0), nk[nq - 1], hd,
+            ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
                                 scale, sc, ss, tile);
             for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
-            ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, L->kv_index, seq, kvh, 0), hd, outp);
+            ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
             continue;
         }
         /* Sliding window: scores from about the first key any query of the block sees (k0); each
@@ -388,14 +394,14 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
          * most 8 ways) whatever block started where. test_arch_parity checks it bit for bit. */
         const int k0 = (ctx->bpos[t0] + 1 > win ? ctx->bpos[t0] + 1 - win : 0) & ~7;
         for (int i = 0; i < nq; i++) nk[i] -= k0;
-        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, L->kv_index, seq, kvh, k0), nk[nq - 1], hd,
+        ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, k0), nk[nq - 1], hd,
                             scale, sc, ss, tile);
         for (int i = 0; i < nq; i++) {
             const int skip = nk[i] > win ? nk[i] - win : 0;
             ctx->attn_k.softmax(sc + i * ss + skip, nk[i] - skip);
             for (int p = 0; p < skip; p++) sc[i * ss + p] = 0.0f;
         }
-        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, L->kv_index, seq, kvh, k0), hd, outp);
+        ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, k0), hd, outp);
     }
 }
 
@@ -463,6 +469,60 @@ void fwd_matmuls(struct tern_context *ctx, int il, const float *src, int cols, i
     }
 }
 
+/* Gemma 4's per-layer embeddings, once per batch (ik_llama.cpp build_gemma4): each token's row
+ * of per_layer_token_embd (n_layer slices of n_pl) times sqrt(n_pl), plus the projection of the
+ * scaled embeddings x by per_layer_model_proj with each slice RMS-normalized (eps x n_embd, as
+ * Hugging Face scales the projection by 1/sqrt(n_embd) first), the sum times 1/sqrt(2). Into
+ * ctx->ple (n, n_layer * n_pl); ple_tok holds one token's embedding row meanwhile. */
+static void per_layer_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
+{
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    const int n_pl = in->n_embd_per_layer, row = n_pl * in->n_layer;
+    fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &m->ple_model_proj);
+    struct step mm = {.ctx = ctx, .n = n};
+    mm.w[0] = &m->ple_model_proj;
+    mm.out[0] = ctx->ple;
+    tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, m->ple_model_proj.rows));
+    ctx->act_src = NULL;
+    const struct quant_traits *et = quant_traits_get(m->ple_embd.type);
+    const float emb_scale = sqrtf((float)n_pl), out_scale = 1.0f / sqrtf(2.0f);
+    const float eps = in->rms_eps * (float)in->n_embd;
+    for (int t = 0; t < n; t++) {
+        float *p = ctx->ple + (size_t)t * row;
+        et->to_float((const char *)m->ple_embd.data + (size_t)tokens[t] * m->ple_embd.row_bytes,
+                     ctx->ple_tok, row);
+        for (int il = 0; il < in->n_layer; il++) {
+            const float *e = ctx->ple_tok + (size_t)il * n_pl;
+            float *ps = p + (size_t)il * n_pl;
+            fwd_rms_norm_row(ps, m->ple_proj_norm.data, ps, n_pl, eps);
+            for (int i = 0; i < n_pl; i++) ps[i] = (ps[i] + e[i] * emb_scale) * out_scale;
+        }
+    }
+}
+
+/* The per-layer embedding block after a layer's FFN (gemma4): x += rmsnorm(proj(gelu(gate x) *
+ * ple[layer])) * post_norm. */
+static void per_layer_block(struct tern_context *ctx, struct step *s)
+{
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    const struct model_layer *L = &m->layers[s->il];
+    const int n = s->n, n_pl = in->n_embd_per_layer;
+    fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &L->ple_gate);
+    struct step mm = {.ctx = ctx, .n = n, .il = s->il};
+    mm.w[0] = &L->ple_gate;
+    mm.out[0] = ctx->ple_gate;
+    tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, L->ple_gate.rows));
+    ctx->act_src = NULL;
+    for (int t = 0; t < n; t++)
+        ctx->vexp_k.gelu_mul(ctx->ple_gate + (size_t)t * n_pl,
+                             ctx->ple + ((size_t)t * in->n_layer + s->il) * n_pl, n_pl);
+    fwd_ensure_act(ctx, ctx->ple_gate, n_pl, n, 0, &L->ple_proj);
+    fwd_matmul_residual(ctx, s, &L->ple_proj, &L->ple_post_norm);
+    ctx->act_src = NULL;
+}
+
 tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
@@ -484,9 +544,9 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
                        in->rope_attn_factor, ctx->bpos[t], ctx->rope_cs + (size_t)t * in->n_rot);
     if (m->rope_swa_own)
         for (int t = 0; t < n; t++)
-            rope_cache_row(in->n_rot, in->rope_freq_base_swa, m->rope_scale_swa, ctx->rope_ff,
+            rope_cache_row(in->n_rot_swa, in->rope_freq_base_swa, m->rope_scale_swa, ctx->rope_ff_swa,
                            in->rope_attn_factor, ctx->bpos[t],
-                           ctx->rope_cs_swa + (size_t)t * in->n_rot);
+                           ctx->rope_cs_swa + (size_t)t * in->n_rot_swa);
     if (m->has_rope_still) /* qwen35's 4th M-RoPE section: position 0 for text, no rotation */
         for (int t = 0; t < n; t++)
             for (int i = 0; i < in->n_rot / 2; i++)
@@ -499,6 +559,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
         ctx->prof_calls[TERN_PROF_EMBED]++;
     }
+    if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
 
     if (in->n_layer_rec) rec_batch_begin(ctx, n);
     for (int il = 0; il < in->n_layer; il++) {
@@ -510,20 +571,29 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             delta_layer(ctx, il, n);
             goto ffn;
         }
-        /* attention block (qwen35: wq gives q and the output gate, interleaved per head) */
+        /* attention block (qwen35: wq gives q and the output gate, interleaved per head): a
+         * shared-KV layer computes q only, a layer whose v is k's projection (gemma4 without
+         * attn_v) computes k and copies it */
         fwd_norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
         {
             const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
             float *outs[3] = {in->attn_gate ? ctx->qaux : ctx->q, ctx->k, ctx->v};
             const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
-            fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, 3);
+            const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
+            fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, n_mats);
         }
+        if (L->v_is_k && L->kv_src == il)
+            memcpy(ctx->v, ctx->k, sizeof(float) * (size_t)n * L->n_kv * L->hd);
         fwd_run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, fwd_chunks_for(ctx, n, 4));
-        fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
-                 fwd_chunks_for(ctx, (long long)ctx->n_ablk * ctx->attn_units_per_blk, 16));
+        {
+            const int group = in->n_head / L->n_kv;
+            const long long units = (long long)L->n_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
+                         fwd_chunks_for(ctx, (long long)ctx->n_ablk * units, 16));
+        }
         if (in->attn_gate)
             fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
-        fwd_ensure_act(ctx, ctx->attn, in->n_head * in->head_dim, n, 0, &L->wo);
+        fwd_ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
         fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
     ffn:
@@ -542,14 +612,17 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
             const vexp_silu_mul_fn act = in->ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
             for (int t = 0; t < n; t++)
-                act(ctx->gate + (size_t)t * in->n_ff, ctx->up + (size_t)t * in->n_ff, in->n_ff);
+                act(ctx->gate + (size_t)t * L->n_ff, ctx->up + (size_t)t * L->n_ff, L->n_ff);
         } else {
             tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
         ctx->act_src = NULL;
-        fwd_ensure_act(ctx, ctx->gate, in->n_ff, n, 0, &L->ffn_down);
+        fwd_ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
         fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
         ctx->act_src = NULL;
+        if (L->ple_gate.data) per_layer_block(ctx, &s);
+        if (L->out_scale != 1.0f)
+            for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= L->out_scale;
     }
 
     if (in->n_layer_rec) rec_batch_end(ctx);
@@ -575,5 +648,11 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     so.out[0] = ctx->logits; /* logits row k is out_list[k] */
     tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, m->output.rows));
     ctx->act_src = NULL;
+    if (in->final_softcap > 0.0f) {
+        /* gemma4: logits = c * tanh(logits / c), as ggml_softcap(x, 1/c, c) */
+        const float before = 1.0f / in->final_softcap, after = in->final_softcap;
+        for (size_t i = 0; i < (size_t)ctx->n_out * (size_t)in->n_vocab; i++)
+            ctx->logits[i] = after * tanhf(ctx->logits[i] * before);
+    }
     return TERN_OK;
 }

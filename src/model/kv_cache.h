@@ -1,40 +1,63 @@
 /* kv_cache.h — the KV cache storage of one context: F16 keys and values for every layer and position,
  * allocated once at context creation, updated in place.
  *
- * Layout (why): K and V are stored [layer][seq][kv_head][pos][head_dim], so attention for one
- * head of one sequence reads one contiguous run of rows and appending a token writes head_dim
- * halves per head. A context holds n_seq independent sequences (default 1), each with its own
- * n_ctx positions; positions 0 .. seq_pos[s]-1 of sequence s are valid, and truncating
- * (rollback) only moves seq_pos[s]. Sequence 0 is the one tern_decode and the snapshot / prefix
- * cache code use. */
+ * Layout (why): K and V are stored per layer as [seq][kv_head][pos][head_dim], so attention for
+ * one head of one sequence reads one contiguous run of rows and appending a token writes
+ * head_dim halves per head. Layers may differ in KV heads and head size (gemma4's sliding and
+ * global layers), and a layer may store nothing and read an earlier layer's block (gemma4's
+ * shared KV): layer_off[il] then points at that layer's block; or store and read nothing at all
+ * (qwen35's Gated DeltaNet layers, whose recurrent state lives beside the cache: rec_state.h),
+ * with 0 KV heads. A context holds n_seq
+ * independent sequences (default 1), each with its own n_ctx positions; positions
+ * 0 .. seq_pos[s]-1 of sequence s are valid, and truncating (rollback) only moves seq_pos[s].
+ * Sequence 0 is the one tern_decode and the snapshot / prefix cache code use. */
 #ifndef TERN_MODEL_KV_CACHE_H
 #define TERN_MODEL_KV_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "tern.h"
 #include "util/check.h"
 
+/* The shape of a model's KV: per layer its KV heads, head size and the layer whose block it
+ * uses (itself unless it shares; -1: none, a layer without attention). n_head_kv and head_dim are the model's nominal values (its
+ * info), which with n_layer name the layout in snapshots and cache files. */
+struct kv_layout {
+    int n_layer, n_head_kv, head_dim;
+    const int *kvh, *hd, *src; /* (n_layer) each */
+};
+
 struct kv_cache {
     int n_layer, n_head_kv, head_dim, n_ctx, n_seq;
     int *seq_pos;    /* (n_seq) positions filled per sequence */
-    uint16_t *k;     /* (n_layer, n_seq, n_head_kv, n_ctx, head_dim) F16 */
-    uint16_t *v;     /* (n_layer, n_seq, n_head_kv, n_ctx, head_dim) F16 */
+    uint16_t *k;     /* per layer that stores KV: (n_seq, kvh, n_ctx, hd) F16, layers in order */
+    uint16_t *v;     /* the same layout */
+    size_t *layer_off;/* (n_layer) element offset of the block layer il reads */
+    int *layer_kvh;  /* (n_layer) KV heads of that block (0: the layer has no KV) */
+    int *layer_hd;   /* (n_layer) its head size */
+    bool *layer_own; /* (n_layer) the block is layer il's own (false: an earlier layer's, or none) */
+    size_t pos_elems;/* K halves per position of one sequence over the layers that store KV */
     size_t bytes;    /* K + V */
 };
 
-tern_status kv_init(struct kv_cache *kv, int n_layer, int n_head_kv, int head_dim, int n_ctx,
-                    int n_seq);
+tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx, int n_seq);
 void kv_free(struct kv_cache *kv);
 
-/* Row of head h at position pos of sequence s in layer il (head_dim halves). Every K/V access
- * goes through here, so the check below covers forward.c, kv_copy.c and the sequence copies. */
+/* K halves per position over the layers of lay that store KV (a packed run holds 2 x this per
+ * position). */
+size_t kv_layout_pos_elems(const struct kv_layout *lay);
+
+/* Row of head h at position pos of sequence s in layer il (its head size in halves). Every K/V
+ * access goes through here, so the check below covers forward.c, kv_copy.c and the sequence
+ * copies. */
 static inline size_t kv_row_index(const struct kv_cache *kv, int il, int s, int h, int pos)
 {
     TERN_ASSERT(il >= 0 && il < kv->n_layer && s >= 0 && s < kv->n_seq && h >= 0 &&
-                h < kv->n_head_kv && pos >= 0 && pos < kv->n_ctx);
-    return ((((size_t)il * kv->n_seq + s) * kv->n_head_kv + h) * kv->n_ctx + pos) * kv->head_dim;
+                h < kv->layer_kvh[il] && pos >= 0 && pos < kv->n_ctx);
+    return kv->layer_off[il] +
+           (((size_t)s * kv->layer_kvh[il] + h) * kv->n_ctx + pos) * kv->layer_hd[il];
 }
 static inline uint16_t *kv_k_row_seq(const struct kv_cache *kv, int il, int s, int h, int pos)
 {
@@ -54,11 +77,11 @@ static inline uint16_t *kv_v_row(const struct kv_cache *kv, int il, int h, int p
     return kv_v_row_seq(kv, il, 0, h, pos);
 }
 
-/* Packed runs of positions of sequence 0 (kv_copy.c): K rows then V rows, each (n_layer, n_head_kv, n,
- * head_dim) F16. kv_run_bytes gives the size; callers check pos0 + n <= n_ctx (asserted). The
- * _seq variants read and write sequence seq (the same packed layout: a run moves between
- * sequences). */
-size_t kv_run_bytes(int n_layer, int n_head_kv, int head_dim, int n);
+/* Packed runs of positions of sequence 0 (kv_copy.c): K rows then V rows, each for the layers
+ * that store KV in order, (kvh, n, hd) per layer. kv_run_bytes gives the size; callers check
+ * pos0 + n <= n_ctx (asserted). The _seq variants read and write sequence seq (the same packed
+ * layout: a run moves between sequences). */
+size_t kv_run_bytes(const struct kv_cache *kv, int n);
 void kv_copy_out(const struct kv_cache *kv, int pos0, int n, void *dst);
 void kv_copy_in(struct kv_cache *kv, int pos0, int n, const void *src);
 void kv_copy_out_seq(const struct kv_cache *kv, int seq, int pos0, int n, void *dst);

@@ -35,10 +35,20 @@ struct model_layer {
     struct model_weight ffn_post_norm;          /* (n_embd) norm of the FFN output (gemma3), or NULL */
     bool swa;                                   /* sliding-window layer (own RoPE base, windowed keys) */
     bool rope;                                  /* q and k are rotated (false: smollm3's NoPE layers) */
+    /* This layer's shape (gemma4 sizes SWA and global layers differently; elsewhere the model's) */
+    int hd, n_kv, n_ff, n_rot;                  /* head size, KV heads, FFN width, rotated dims */
+    int kv_src;                                 /* layer whose KV this one reads: il, or an earlier
+                                                   layer of the same kind (gemma4 shared KV), or
+                                                   -1: none (qwen35's DeltaNet layers) */
+    bool v_is_k;                                /* no attn_v: v is k's projection (gemma4 31B) */
+    float out_scale;                            /* the layer's output is multiplied by it (gemma4
+                                                   layer_output_scale); 1 = none */
+    struct model_weight ple_gate;               /* (n_embd -> n_pl) per-layer embedding gate (gemma4), or NULL */
+    struct model_weight ple_proj;               /* (n_pl -> n_embd) */
+    struct model_weight ple_post_norm;          /* (n_embd) */
     /* Gated DeltaNet layer (qwen35; wq..wo unbound then). conv_dim = 2 * n_k_heads * head_k +
      * n_v_heads * head_v, value_dim = n_v_heads * head_v. */
     bool recurrent;
-    int kv_index;                               /* this layer's slot in the KV cache, or -1 */
     int rec_index;                              /* its slot in the recurrent state, or -1 */
     struct model_weight ssm_qkv;                /* attn_qkv (n_embd -> conv_dim): q, k, v rows */
     struct model_weight ssm_z;                  /* attn_gate (n_embd -> value_dim): output gate */
@@ -50,9 +60,9 @@ struct model_layer {
     struct model_weight ssm_out;                /* (value_dim -> n_embd) */
 };
 
-/* The matrices of a layer the forward pass multiplies (bound ones only, a fixed order); out has
- * room for MODEL_LAYER_MAX_MATRICES. Returns the count. */
-#define MODEL_LAYER_MAX_MATRICES 12
+/* The matrices of a layer the forward pass multiplies (bound ones only, a fixed order; a v that
+ * is k's matrix is left out); out has room for MODEL_LAYER_MAX_MATRICES. Returns the count. */
+#define MODEL_LAYER_MAX_MATRICES 14
 int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
 struct tern_model {
@@ -64,8 +74,13 @@ struct tern_model {
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
     struct model_weight rope_long, rope_short;  /* optional phi3 long-RoPE factors (>= n_rot/2) */
     struct model_layer *layers;                 /* (n_layer) */
+    struct model_weight ple_embd;               /* (n_vocab rows of n_pl * n_layer) per-layer token
+                                                   embeddings (gemma4 E2B/E4B), or NULL */
+    struct model_weight ple_model_proj;         /* (n_embd -> n_pl * n_layer) */
+    struct model_weight ple_proj_norm;          /* (n_pl) */
     float rope_scale_swa;                       /* linear RoPE scale of the SWA layers */
     bool rope_swa_own;                          /* SWA layers rotate with their own base / scale */
+    bool rope_ff_global_only;                   /* rope_freqs apply to the global layers only (gemma4) */
     bool q_prescale;                            /* q is multiplied by attn_scale after RoPE, q.k
                                                    then unscaled (phi3, as llama.cpp computes it) */
     bool has_rope_still;

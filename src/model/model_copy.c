@@ -18,13 +18,16 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 
-/* The 2-D weights of m, in a fixed order: per layer model_layer_matrices, then tok_embd and
- * (when untied) output. Returns the count written to w (room for MODEL_LAYER_MAX_MATRICES *
- * n_layer + 2). */
+/* The 2-D weights of m, in a fixed order: per layer model_layer_matrices (a v that is k's
+ * matrix is k's and fixed up after), then the per-layer-embedding matrices, tok_embd and (when
+ * untied) output. Returns the count written to w (room for MODEL_LAYER_MAX_MATRICES * n_layer
+ * + 4). */
 static int model_matrices(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
     for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
+    if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
+    if (m->ple_embd.data) w[n++] = &m->ple_embd;
     w[n++] = &m->tok_embd;
     if (!m->info.tied_output) w[n++] = &m->output;
     return n;
@@ -96,10 +99,14 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->rope_scale_swa = src->rope_scale_swa;
     m->rope_swa_own = src->rope_swa_own;
     m->q_prescale = src->q_prescale;
+    m->rope_ff_global_only = src->rope_ff_global_only;
     m->has_rope_still = src->has_rope_still;
     memcpy(m->rope_still, src->rope_still, sizeof m->rope_still);
+    m->ple_embd = src->ple_embd;
+    m->ple_model_proj = src->ple_model_proj;
+    m->ple_proj_norm = src->ple_proj_norm;
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
-    const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 2;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 4;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     struct tern_model *srcm = (struct tern_model *)src; /* model_matrices only reads it here */
     struct model_weight **sw = malloc((size_t)max_w * sizeof *sw);
@@ -148,6 +155,8 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     tp_free(pool);
     free(scratch);
     if (m->info.tied_output) m->output = m->tok_embd;
+    for (int l = 0; l < m->info.n_layer; l++)
+        if (m->layers[l].v_is_k) m->layers[l].wv = m->layers[l].wk;
     /* What a token's forward pass reads now: the converted matrices plus every other tensor. */
     uint64_t before = 0, after = 0;
     for (int i = 0; i < nw; i++) {
@@ -176,6 +185,7 @@ bool model_weight_batch_invariant(const struct model_weight *w)
 bool tern_model_batch_invariant(const struct tern_model *m)
 {
     if (!model_weight_batch_invariant(&m->output)) return false;
+    if (m->ple_model_proj.data && !model_weight_batch_invariant(&m->ple_model_proj)) return false;
     for (int l = 0; l < m->info.n_layer; l++) {
         struct model_weight *w[MODEL_LAYER_MAX_MATRICES];
         const int n = model_layer_matrices(&m->layers[l], w);

@@ -47,6 +47,47 @@ static tern_status get_f32_opt(const struct tern_gguf *g, const char *arch, cons
     return st == TERN_ERR_NOT_FOUND ? TERN_OK : st;
 }
 
+/* `<arch>.<suffix>` given once for every layer or as an array of n_layer values (llama.cpp's
+ * get_key_or_arr: UINT32, INT32 or BOOL elements); out[n_layer]. Absent: *present = false, out
+ * untouched. */
+static tern_status get_u32_layers(const struct tern_gguf *g, const char *arch, const char *suffix,
+                                  int n_layer, uint32_t *out, bool *present)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    *present = false;
+    const int64_t i = tern_gguf_find_key(g, key);
+    if (i < 0) return TERN_OK;
+    *present = true;
+    if (tern_gguf_kv_type(g, i) != TERN_GGUF_ARRAY) {
+        uint32_t v;
+        tern_status st = tern_gguf_get_u32(g, key, &v);
+        if (st) return st;
+        for (int l = 0; l < n_layer; l++) out[l] = v;
+        return TERN_OK;
+    }
+    const enum tern_gguf_type t = tern_gguf_arr_type(g, i);
+    if (t != TERN_GGUF_UINT32 && t != TERN_GGUF_INT32 && t != TERN_GGUF_BOOL)
+        return tern_fail(TERN_ERR_FORMAT, "key '%s': an array of %s; expected uint32, int32 or "
+                         "bool values (one per layer)", key, t == TERN_GGUF_FLOAT32 ? "float32" : "another type");
+    if (tern_gguf_arr_len(g, i) != (uint64_t)n_layer)
+        return tern_fail(TERN_ERR_FORMAT, "key '%s' has %llu values; block_count is %d", key,
+                         (unsigned long long)tern_gguf_arr_len(g, i), n_layer);
+    const unsigned char *d = tern_gguf_arr_data(g, i);
+    for (int l = 0; l < n_layer; l++) {
+        if (t == TERN_GGUF_BOOL) {
+            out[l] = d[l] != 0;
+        } else {
+            int32_t v;
+            memcpy(&v, d + 4 * l, 4);
+            if (t == TERN_GGUF_INT32 && v < 0)
+                return tern_fail(TERN_ERR_FORMAT, "key '%s': value %d for layer %d is negative", key, v, l);
+            out[l] = (uint32_t)v;
+        }
+    }
+    return TERN_OK;
+}
+
 /* Bind tensor `name` with the expected shape (rows = 1 for vectors). Matrices must have a type
  * tern can multiply; vectors must be F32. optional: absent -> data NULL, TERN_OK. */
 static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const char *name,
@@ -168,6 +209,112 @@ static tern_status qwen35_hparams(const struct tern_gguf *g, struct tern_model *
     return TERN_OK;
 }
 
+/* Gemma 4 (dense text), as ik_llama.cpp reads it (llama-hparams.cpp, LLM_ARCH_GEMMA4) and its
+ * converter writes it: sliding layers from attention.sliding_window_pattern (one bool per
+ * layer), their own head size (key_length_swa), rotated size (rope.dimension_count_swa) and base
+ * (rope.freq_base_swa, default rope.freq_base); KV heads and FFN width per layer (read by the
+ * caller); the last attention.shared_kv_layers layers compute no K/V and read the cache of
+ * layer n_kv - 2 (sliding) or n_kv - 1 (global), ik_llama.cpp's choice, accepted only where
+ * that is the last own-KV layer of the same kind (what Hugging Face shares); q.k unscaled;
+ * v RMS-normalized; final_logit_softcapping (default 30); per-layer embeddings when
+ * embedding_length_per_layer_input > 0. Norms are stored as the weights themselves (this
+ * converter adds no 1). */
+static tern_status read_gemma4(const struct tern_gguf *g, struct tern_model *m)
+{
+    struct tern_model_info *in = &m->info;
+    const char *a = m->arch_name;
+    uint32_t n_swa = 0, hd_swa = 0, vd_swa = 0, n_rot_swa = (uint32_t)in->n_rot, shared = 0,
+             n_pl = 0, n_ff_exp = 0;
+    bool have_pat, have_pl;
+    uint32_t *pat = calloc((size_t)in->n_layer, sizeof *pat);
+    if (!pat) return tern_fail(TERN_ERR_NOMEM, "out of memory");
+    tern_status st = get_u32_layers(g, a, "attention.sliding_window_pattern", in->n_layer, pat, &have_pat);
+    if (!st && !have_pat)
+        st = tern_fail(TERN_ERR_NOT_FOUND, "required key '%s.attention.sliding_window_pattern' is missing", a);
+    if (!st) st = get_u32_req(g, a, "attention.sliding_window", &n_swa);
+    if (!st) st = get_u32_req(g, a, "attention.key_length_swa", &hd_swa);
+    if (!st) st = get_u32_req(g, a, "attention.value_length_swa", &vd_swa);
+    if (!st) st = get_u32_opt(g, a, "rope.dimension_count_swa", &n_rot_swa);
+    if (!st) st = get_u32_opt(g, a, "attention.shared_kv_layers", &shared);
+    if (!st) st = get_u32_opt(g, a, "expert_feed_forward_length", &n_ff_exp);
+    if (!st) st = get_f32_opt(g, a, "rope.freq_base_swa", &in->rope_freq_base_swa);
+    if (!st) {
+        char key[128];
+        snprintf(key, sizeof key, "%s.embedding_length_per_layer_input", a);
+        have_pl = tern_gguf_find_key(g, key) >= 0;
+        st = have_pl ? tern_gguf_get_u32(g, key, &n_pl)
+                     : tern_fail(TERN_ERR_NOT_FOUND, "required key '%s' is missing", key);
+    }
+    in->final_softcap = 30.0f;
+    if (!st) st = get_f32_opt(g, a, "final_logit_softcapping", &in->final_softcap);
+    if (st) {
+        free(pat);
+        return st;
+    }
+    if (n_ff_exp > 0) {
+        free(pat);
+        return tern_fail(TERN_ERR_UNSUPPORTED, "%s.expert_feed_forward_length is %u: the Gemma 4 "
+                         "mixture-of-experts variant (26B-A4B) is not supported", a, n_ff_exp);
+    }
+    if (n_swa == 0 || hd_swa == 0 || hd_swa % 2 || hd_swa > 1024 || vd_swa != hd_swa ||
+        n_rot_swa == 0 || n_rot_swa > hd_swa || n_rot_swa % 2 || shared >= (uint32_t)in->n_layer ||
+        n_pl > 65536 || !(in->rope_freq_base_swa > 0.0f) || !isfinite(in->rope_freq_base_swa) ||
+        !(in->final_softcap >= 0.0f) || !isfinite(in->final_softcap)) {
+        free(pat);
+        return tern_fail(TERN_ERR_FORMAT, "%s: unusable hyperparameters: sliding_window %u, "
+                         "key_length_swa %u, value_length_swa %u, rope.dimension_count_swa %u, "
+                         "shared_kv_layers %u of %d, embedding_length_per_layer_input %u, "
+                         "freq_base_swa %g, final_logit_softcapping %g", a, n_swa, hd_swa, vd_swa,
+                         n_rot_swa, shared, in->n_layer, n_pl, (double)in->rope_freq_base_swa,
+                         (double)in->final_softcap);
+    }
+    in->has_qk_norm = true;
+    in->has_post_norms = true;
+    in->ffn_gelu = true;
+    in->v_norm = true;
+    in->embd_scale = sqrtf((float)in->n_embd);
+    in->attn_scale = 1.0f; /* Gemma 4: self.scaling = 1 (q and k are normalized) */
+    in->n_swa = (int)(n_swa > (1u << 30) ? 1u << 30 : n_swa);
+    in->head_dim_swa = (int)hd_swa;
+    in->n_rot_swa = (int)n_rot_swa;
+    in->n_embd_per_layer = (int)n_pl;
+    in->n_layer_kv = in->n_layer - (int)shared;
+    m->rope_ff_global_only = true;
+    in->n_head_kv = in->n_head_kv_swa = 0;
+    for (int il = 0; il < in->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        L->swa = pat[il] != 0;
+        in->n_layer_swa += L->swa;
+        if (L->swa) {
+            L->hd = (int)hd_swa;
+            L->n_rot = (int)n_rot_swa;
+            if (!in->n_head_kv_swa) in->n_head_kv_swa = L->n_kv;
+        } else if (!in->n_head_kv) {
+            in->n_head_kv = L->n_kv;
+        }
+    }
+    free(pat);
+    if (!in->n_head_kv) in->n_head_kv = in->n_head_kv_swa;
+    if (!in->n_head_kv_swa) in->n_head_kv_swa = in->n_head_kv;
+    if (shared > 0) {
+        const int nk = in->n_layer_kv;
+        if (nk < 2 || !m->layers[nk - 2].swa || m->layers[nk - 1].swa)
+            return tern_fail(TERN_ERR_UNSUPPORTED, "%s: %u shared-KV layers, but layers %d and %d "
+                             "(the last with their own KV) are not sliding then global: "
+                             "ik_llama.cpp's rule for which cache a shared layer reads does not "
+                             "hold for this layout", a, shared, nk - 2, nk - 1);
+        for (int il = nk; il < in->n_layer; il++) {
+            struct model_layer *L = &m->layers[il];
+            L->kv_src = L->swa ? nk - 2 : nk - 1;
+            if (L->n_kv != m->layers[L->kv_src].n_kv)
+                return tern_fail(TERN_ERR_FORMAT, "%s: layer %d shares the KV of layer %d but has "
+                                 "%d KV heads, not %d", a, il, L->kv_src, L->n_kv,
+                                 m->layers[L->kv_src].n_kv);
+        }
+    }
+    return TERN_OK;
+}
+
 /* What the architectures beyond llama / qwen2 add, from their keys, and the refusals of variants
  * tern does not run (mixture of experts, unequal key / value head sizes). Where llama.cpp fixes a
  * value in code rather than reading a key (smollm3's NoPE step, gemma3's window pattern and the
@@ -241,12 +388,24 @@ static tern_status read_arch_hparams(const struct tern_gguf *g, struct tern_mode
         if (in->n_layer == 62) in->attn_scale = 1.0f / sqrtf((float)(in->n_embd / in->n_head));
         break;
     }
+    case TERN_ARCH_GEMMA4:
+        if ((st = read_gemma4(g, m))) return st;
+        break;
     }
-    if (!in->n_layer_rec) in->n_layer_kv = in->n_layer;
     in->n_ctx_orig = (int)(n_ctx_orig ? n_ctx_orig : (uint32_t)in->n_ctx_train);
     m->rope_scale_swa = in->arch == TERN_ARCH_GEMMA3 ? 1.0f : in->rope_freq_scale;
+    if (in->arch != TERN_ARCH_GEMMA4) {
+        in->n_head_kv_swa = in->n_head_kv;
+        in->head_dim_swa = in->head_dim;
+        in->n_rot_swa = in->n_rot;
+        /* every layer stores its own KV, except qwen35's DeltaNet layers (qwen35_hparams) */
+        if (!in->n_layer_rec) in->n_layer_kv = in->n_layer;
+    }
+    /* The SWA layers rotate from their own cos/sin table when anything of it differs (gemma4:
+     * also the rotated size, and the frequency factors, which are the global layers' only). */
     m->rope_swa_own = in->n_layer_swa > 0 && (in->rope_freq_base_swa != in->rope_freq_base ||
-                                              m->rope_scale_swa != in->rope_freq_scale);
+                                              m->rope_scale_swa != in->rope_freq_scale ||
+                                              in->n_rot_swa != in->n_rot || m->rope_ff_global_only);
     /* llama.cpp scales phi3's rotated queries before the F16 q.k product (then scale 1) */
     m->q_prescale = in->arch == TERN_ARCH_PHI3;
     return TERN_OK;
@@ -262,6 +421,7 @@ static const struct {
     {"llama", TERN_ARCH_LLAMA, false}, {"qwen2", TERN_ARCH_QWEN2, true},
     {"qwen3", TERN_ARCH_QWEN3, true},  {"smollm3", TERN_ARCH_SMOLLM3, false},
     {"phi3", TERN_ARCH_PHI3, true},    {"gemma3", TERN_ARCH_GEMMA3, true},
+    {"gemma4", TERN_ARCH_GEMMA4, true},
     {"qwen35", TERN_ARCH_QWEN35, true}, /* IMROPE: for text, NEOX (qwen35_hparams) */
 };
 
@@ -280,7 +440,8 @@ static const struct {
     {"gemma", "Gemma 1"},
     {"gemma2", "Gemma 2 (soft-capped attention)"},
     {"gemma3n", "Gemma 3n (per-layer embeddings, AltUp)"},
-    {"gemma4", "Gemma 4"},
+    {"gemma4_mtp", "a Gemma 4 multi-token-prediction draft model"},
+    {"gemma4-assistant", "a Gemma 4 assistant (draft) model"},
     {"phimoe", "the Phi-3.5 mixture-of-experts variant"},
     {"phi2", "Phi-2"},
     {"clip", "a vision projector (mmproj) file, not a language model"},
@@ -304,11 +465,11 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
             if (arch.len == strlen(refused[i].name) && !memcmp(arch.ptr, refused[i].name, arch.len))
                 return tern_fail(TERN_ERR_UNSUPPORTED,
                                  "architecture '%.*s' (%s) is not supported (supported: llama, "
-                                 "qwen2, qwen3, smollm3, phi3, gemma3, qwen35)", alen, arch.ptr,
+                                 "qwen2, qwen3, smollm3, phi3, gemma3, gemma4, qwen35)", alen, arch.ptr,
                                  refused[i].what);
         return tern_fail(TERN_ERR_UNSUPPORTED,
                          "architecture '%.*s' is not supported (supported: llama, qwen2, qwen3, "
-                         "smollm3, phi3, gemma3, qwen35)", alen, arch.ptr);
+                         "smollm3, phi3, gemma3, gemma4, qwen35)", alen, arch.ptr);
     }
     in->arch = archs[ai].arch;
     in->rope_neox = archs[ai].neox;
@@ -316,25 +477,40 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
     in->arch_name = m->arch_name;
     const char *a = m->arch_name;
 
-    uint32_t n_embd, n_layer, n_head, n_ff, n_ctx = 0, n_head_kv = 0, key_len = 0, n_rot = 0;
+    uint32_t n_embd, n_layer, n_head, n_ctx = 0, key_len = 0, n_rot = 0;
     if ((st = get_u32_req(g, a, "embedding_length", &n_embd)) ||
         (st = get_u32_req(g, a, "block_count", &n_layer)) ||
         (st = get_u32_req(g, a, "attention.head_count", &n_head)) ||
-        (st = get_u32_req(g, a, "feed_forward_length", &n_ff)) ||
         (st = get_u32_opt(g, a, "context_length", &n_ctx)) ||
-        (st = get_u32_opt(g, a, "attention.head_count_kv", &n_head_kv)) ||
         (st = get_u32_opt(g, a, "attention.key_length", &key_len)) ||
         (st = get_u32_opt(g, a, "rope.dimension_count", &n_rot)))
         return st;
-    if (n_head_kv == 0) n_head_kv = n_head;
     if (n_embd == 0 || n_embd > 65536 || n_layer == 0 || n_layer > 1024 || n_head == 0 ||
-        n_head > 1024 || n_ff == 0 || n_ff > 1 << 20)
-        return tern_fail(TERN_ERR_FORMAT,
-                         "implausible hyperparameters: n_embd %u, n_layer %u, n_head %u, n_ff %u",
-                         n_embd, n_layer, n_head, n_ff);
-    if (n_head % n_head_kv)
-        return tern_fail(TERN_ERR_FORMAT, "head_count %u is not a multiple of head_count_kv %u",
-                         n_head, n_head_kv);
+        n_head > 1024)
+        return tern_fail(TERN_ERR_FORMAT, "implausible hyperparameters: n_embd %u, n_layer %u, "
+                         "n_head %u", n_embd, n_layer, n_head);
+    /* FFN width and KV heads may differ per layer (one value or an array of n_layer) */
+    m->layers = calloc(n_layer, sizeof *m->layers);
+    uint32_t *n_ff = calloc(n_layer, sizeof *n_ff), *n_kv = calloc(n_layer, sizeof *n_kv);
+    bool have_ff, have_kv;
+    if (!m->layers || !n_ff || !n_kv) st = tern_fail(TERN_ERR_NOMEM, "out of memory for %u layers", n_layer);
+    if (!st) st = get_u32_layers(g, a, "feed_forward_length", (int)n_layer, n_ff, &have_ff);
+    if (!st) st = get_u32_layers(g, a, "attention.head_count_kv", (int)n_layer, n_kv, &have_kv);
+    if (!st && !have_ff) st = tern_fail(TERN_ERR_NOT_FOUND, "required key '%s.feed_forward_length' is missing", a);
+    for (uint32_t il = 0; il < n_layer && !st; il++) {
+        if (!have_kv || n_kv[il] == 0) n_kv[il] = n_head;
+        if (n_ff[il] == 0 || n_ff[il] > 1 << 20)
+            st = tern_fail(TERN_ERR_FORMAT, "implausible feed_forward_length %u (layer %u)", n_ff[il], il);
+        else if (n_head % n_kv[il])
+            st = tern_fail(TERN_ERR_FORMAT, "head_count %u is not a multiple of head_count_kv %u "
+                           "(layer %u)", n_head, n_kv[il], il);
+        m->layers[il].n_ff = (int)n_ff[il];
+        m->layers[il].n_kv = (int)n_kv[il];
+        if (!st && (int)n_ff[il] > in->n_ff_max) in->n_ff_max = (int)n_ff[il];
+    }
+    free(n_ff);
+    free(n_kv);
+    if (st) return st;
     if (key_len == 0) {
         if (n_embd % n_head)
             return tern_fail(TERN_ERR_FORMAT, "embedding_length %u is not a multiple of "
@@ -351,9 +527,16 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
     in->n_embd = (int)n_embd;
     in->n_layer = (int)n_layer;
     in->n_head = (int)n_head;
-    in->n_head_kv = (int)n_head_kv;
+    in->n_head_kv = m->layers[0].n_kv;
     in->head_dim = (int)key_len;
-    in->n_ff = (int)n_ff;
+    in->n_ff = m->layers[0].n_ff;
+    for (int il = 0; il < in->n_layer; il++) {
+        struct model_layer *L = &m->layers[il];
+        L->hd = (int)key_len;
+        L->n_rot = (int)n_rot;
+        L->kv_src = il;
+        L->out_scale = 1.0f;
+    }
     in->n_ctx_train = (int)(n_ctx ? n_ctx : 2048);
     in->n_rot = (int)n_rot;
     in->rope_freq_base = 10000.0f;
@@ -457,13 +640,15 @@ static tern_status bind_qwen35_layer(const struct tern_gguf *g, const struct ter
 
 int model_layer_matrices(struct model_layer *L, struct model_weight **out)
 {
-    struct model_weight *all[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up,
-                                  &L->ffn_down, &L->ssm_qkv, &L->ssm_z, &L->ssm_beta, &L->ssm_alpha,
-                                  &L->ssm_out};
+    /* a v that is k's matrix (gemma4 31B) is k's: left out, callers fix it up after */
+    struct model_weight *all[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
+                                  &L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ple_gate,
+                                  &L->ple_proj, &L->ssm_qkv, &L->ssm_z, &L->ssm_beta,
+                                  &L->ssm_alpha, &L->ssm_out};
     _Static_assert(sizeof all / sizeof all[0] == MODEL_LAYER_MAX_MATRICES, "list every matrix");
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i]->data) out[n++] = all[i];
+        if (all[i] && all[i]->data) out[n++] = all[i];
     return n;
 }
 
@@ -475,14 +660,17 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1 << 24))
         return tern_fail(TERN_ERR_FORMAT, "tensor 'token_embd.weight' has an implausible shape");
     in->n_vocab = (int)te->ne[1];
-    const int64_t d = in->n_embd, hd = in->head_dim, n_ff = in->n_ff;
-    const int64_t q_dim = in->n_head * hd, kv_dim = in->n_head_kv * hd;
+    const int64_t d = in->n_embd, n_pl = in->n_embd_per_layer;
+    const bool gemma4 = in->arch == TERN_ARCH_GEMMA4;
     tern_status st;
     if ((st = bind(g, &m->tok_embd, "token_embd.weight", d, in->n_vocab, false)) ||
         (st = bind(g, &m->output_norm, "output_norm.weight", d, 1, false)) ||
-        (st = bind(g, &m->output, "output.weight", d, in->n_vocab, true)) ||
-        (st = bind(g, &m->rope_freqs, "rope_freqs.weight", in->n_rot / 2, 1, true)))
+        (st = bind(g, &m->output, "output.weight", d, in->n_vocab, true)))
         return st;
+    /* gemma4: proportional RoPE of the global layers as factors, head_dim/2 of them (ik) */
+    if (gemma4) st = bind_factors(g, &m->rope_freqs, "rope_freqs.weight", in);
+    else st = bind(g, &m->rope_freqs, "rope_freqs.weight", in->n_rot / 2, 1, true);
+    if (st) return st;
     in->tied_output = m->output.data == NULL;
     if (in->tied_output) m->output = m->tok_embd;
     in->has_rope_freqs = m->rope_freqs.data != NULL;
@@ -498,30 +686,40 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
             return tern_fail(TERN_ERR_FORMAT, "both rope_freqs and rope_factors_long/short are "
                              "present: which factors apply is ambiguous");
     }
+    if (n_pl > 0 &&
+        ((st = bind(g, &m->ple_embd, "per_layer_token_embd.weight", n_pl * in->n_layer, in->n_vocab, false)) ||
+         (st = bind(g, &m->ple_model_proj, "per_layer_model_proj.weight", d, n_pl * in->n_layer, false)) ||
+         (st = bind(g, &m->ple_proj_norm, "per_layer_proj_norm.weight", n_pl, 1, false))))
+        return st;
 
-    m->layers = calloc((size_t)in->n_layer, sizeof *m->layers);
-    if (!m->layers) return tern_fail(TERN_ERR_NOMEM, "out of memory for %d layers", in->n_layer);
-    for (int il = 0, kvi = 0, reci = 0; il < in->n_layer; il++) {
+    for (int il = 0, reci = 0; il < in->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
-        L->rope = true;
         if (in->arch == TERN_ARCH_QWEN35) {
             if ((st = bind_qwen35_layer(g, in, il, L))) return st;
-            L->kv_index = L->recurrent ? -1 : kvi++;
+            L->rope = true;
+            /* a DeltaNet layer stores and reads no KV (kv_cache.h): its state is in rec_state */
+            if (L->recurrent) L->kv_src = -1;
             L->rec_index = L->recurrent ? reci++ : -1;
             continue;
         }
-        L->kv_index = kvi++;
         L->rec_index = -1;
+        const int64_t hd = L->hd, n_ff = L->n_ff;
+        const int64_t q_dim = in->n_head * hd, kv_dim = L->n_kv * hd;
+        const bool own_kv = L->kv_src == il;
         enum { ATTN_NORM, Q, K, V, O, BQ, BK, BV, FFN_NORM, GATE, UP, DOWN, QKV, Q_NORM, K_NORM,
-               POST_ATTN, POST_FFW, N_NAMES };
+               POST_ATTN, POST_FFW, OUT_SCALE, PLE_GATE, PLE_PROJ, PLE_NORM, GATE_INP, N_NAMES };
         static const char *suffix[N_NAMES] = {
             "attn_norm.weight", "attn_q.weight",  "attn_k.weight",  "attn_v.weight",
             "attn_output.weight", "attn_q.bias",  "attn_k.bias",    "attn_v.bias",
             "ffn_norm.weight",  "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
             "attn_qkv.weight", "attn_q_norm.weight", "attn_k_norm.weight",
-            "post_attention_norm.weight", "post_ffw_norm.weight"};
+            "post_attention_norm.weight", "post_ffw_norm.weight", "layer_output_scale.weight",
+            "inp_gate.weight", "proj.weight", "post_norm.weight", "ffn_gate_inp.weight"};
         char n[N_NAMES][48];
         for (int i = 0; i < N_NAMES; i++) snprintf(n[i], sizeof n[i], "blk.%d.%s", il, suffix[i]);
+        if (gemma4 && tern_gguf_find_tensor(g, n[GATE_INP]))
+            return tern_fail(TERN_ERR_UNSUPPORTED, "tensor '%s': the Gemma 4 mixture-of-experts "
+                             "variant (26B-A4B) is not supported", n[GATE_INP]);
         if ((st = bind(g, &L->attn_norm, n[ATTN_NORM], d, 1, false)) ||
             (st = bind(g, &L->wo, n[O], q_dim, d, false)) ||
             (st = bind(g, &L->ffn_norm, n[FFN_NORM], d, 1, false)) ||
@@ -539,27 +737,45 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
             bind_rows(&gu, &L->ffn_gate, 0, n_ff, "gate");
             bind_rows(&gu, &L->ffn_up, n_ff, n_ff, "up");
         } else if ((st = bind(g, &L->wq, n[Q], d, q_dim, false)) ||
-                   (st = bind(g, &L->wk, n[K], d, kv_dim, false)) ||
-                   (st = bind(g, &L->wv, n[V], d, kv_dim, false)) ||
+                   (own_kv && (st = bind(g, &L->wk, n[K], d, kv_dim, false))) ||
+                   /* gemma4: attn_v may be absent (v = k's projection); shared-KV layers need
+                    * no k / v at all (a file may still carry them: unused) */
+                   (own_kv && (st = bind(g, &L->wv, n[V], d, kv_dim, gemma4))) ||
                    (st = bind(g, &L->bq, n[BQ], q_dim, 1, true)) ||
-                   (st = bind(g, &L->bk, n[BK], kv_dim, 1, true)) ||
-                   (st = bind(g, &L->bv, n[BV], kv_dim, 1, true)) ||
+                   (own_kv && (st = bind(g, &L->bk, n[BK], kv_dim, 1, true))) ||
+                   (own_kv && (st = bind(g, &L->bv, n[BV], kv_dim, 1, true))) ||
                    (st = bind(g, &L->ffn_gate, n[GATE], d, n_ff, false)) ||
                    (st = bind(g, &L->ffn_up, n[UP], d, n_ff, false))) {
             return st;
         }
+        if (own_kv && !L->wv.data) {
+            L->v_is_k = true;
+            L->wv = L->wk;
+        }
         if (in->has_qk_norm && ((st = bind(g, &L->q_norm, n[Q_NORM], hd, 1, false)) ||
-                                (st = bind(g, &L->k_norm, n[K_NORM], hd, 1, false))))
+                                (own_kv && (st = bind(g, &L->k_norm, n[K_NORM], hd, 1, false)))))
             return st;
         if (in->has_post_norms && ((st = bind(g, &L->attn_post_norm, n[POST_ATTN], d, 1, false)) ||
                                    (st = bind(g, &L->ffn_post_norm, n[POST_FFW], d, 1, false))))
             return st;
+        if (gemma4) {
+            struct model_weight sc;
+            if ((st = bind(g, &sc, n[OUT_SCALE], 1, 1, true))) return st;
+            if (sc.data) memcpy(&L->out_scale, sc.data, sizeof L->out_scale);
+            if (!isfinite(L->out_scale))
+                return tern_fail(TERN_ERR_FORMAT, "tensor '%s' is not a finite number", n[OUT_SCALE]);
+            if (n_pl > 0 && ((st = bind(g, &L->ple_gate, n[PLE_GATE], d, n_pl, false)) ||
+                             (st = bind(g, &L->ple_proj, n[PLE_PROJ], n_pl, d, false)) ||
+                             (st = bind(g, &L->ple_post_norm, n[PLE_NORM], d, 1, false))))
+                return st;
+        }
         if (il == 0) in->has_qkv_bias = L->bq.data != NULL;
-        if ((L->bq.data != NULL) != in->has_qkv_bias || (L->bk.data != NULL) != in->has_qkv_bias ||
-            (L->bv.data != NULL) != in->has_qkv_bias)
+        if ((L->bq.data != NULL) != in->has_qkv_bias ||
+            (own_kv && ((L->bk.data != NULL) != in->has_qkv_bias ||
+                        (L->bv.data != NULL) != in->has_qkv_bias)))
             return tern_fail(TERN_ERR_FORMAT, "layer %d: q/k/v biases must be all present or all "
                              "absent, as in layer 0", il);
-        L->swa = in->n_swa > 0 && (in->arch != TERN_ARCH_GEMMA3 || (il + 1) % 6 != 0);
+        if (!gemma4) L->swa = in->n_swa > 0 && (in->arch != TERN_ARCH_GEMMA3 || (il + 1) % 6 != 0);
         L->rope = in->nope_every == 0 || (il + 1) % in->nope_every != 0;
     }
     for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++)
@@ -633,13 +849,18 @@ void tern_model_free(struct tern_model *m)
 }
 
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m) { return &m->info; }
-const char *tern_kernels_name(void) { return kern_isa_name(); }
+const char *tern_kernels_name(void) { return kern_path_name(); }
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
 
 uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx)
 {
-    const struct tern_model_info *in = &m->info;
-    return 2ull * (uint64_t)in->n_layer_kv * (uint64_t)in->n_head_kv * (uint64_t)in->head_dim *
-           (uint64_t)n_ctx * sizeof(uint16_t);
+    /* each layer that stores KV: its heads x its head size (gemma4's layers differ; qwen35's
+     * DeltaNet layers store none) */
+    uint64_t per_pos = 0;
+    for (int il = 0; il < m->info.n_layer; il++) {
+        const struct model_layer *L = &m->layers[il];
+        if (L->kv_src == il) per_pos += (uint64_t)L->n_kv * (uint64_t)L->hd;
+    }
+    return 2ull * per_pos * (uint64_t)n_ctx * sizeof(uint16_t);
 }

@@ -5,7 +5,7 @@
  * the kernels room owns its layout, this file decides what is packed and when). Packed: per
  * layer wq wk wv wo ffn_gate ffn_up ffn_down, and the output matrix (also when tied to the
  * token embedding, whose rows the embedding lookup keeps reading from the file mapping). Only the
- * formats and the kernel path that have a layout (today: Q8_0, Q4_0, Q4_K on avx512); the rest
+ * formats and the kernel paths that have a layout (today: Q8_0, Q4_0, Q4_K on avx512 and avx2); the rest
  * keep reading the mapping. The copies share one buffer the model owns (model->packed_buf), in
  * transparent huge pages where the kernel gives them (fewer TLB misses when decode streams the
  * whole copy), and are reported in tern_model_info.repacked_bytes (0 also when the buffer or
@@ -29,11 +29,14 @@
 #define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
 /* The matrices to consider, in a fixed order; returns the count (room for
- * MODEL_LAYER_MAX_MATRICES * n_layer + 1). */
+ * MODEL_LAYER_MAX_MATRICES * n_layer + 2). Absent ones (a shared-KV layer's k and v, the
+ * attention of a DeltaNet layer) are left out, and so is a v that is k's matrix (it gets k's
+ * packed copy afterwards). */
 static int repack_targets(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
     for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
+    if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
     w[n++] = &m->output;
     return n;
 }
@@ -76,7 +79,7 @@ static void release_pages(const void *p, size_t n)
 
 tern_status model_repack(struct tern_model *m, bool file_mapped)
 {
-    const int max_w = MODEL_LAYER_MAX_MATRICES * m->info.n_layer + 1;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * m->info.n_layer + 2;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     void **dst = malloc((size_t)max_w * sizeof *dst);
     struct model_weight **todo = malloc((size_t)max_w * sizeof *todo);
@@ -131,6 +134,8 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
             }
         }
     }
+    for (int l = 0; l < m->info.n_layer; l++)
+        if (m->layers[l].v_is_k) m->layers[l].wv.packed = m->layers[l].wk.packed;
     free(w);
     free(dst);
     free(todo);

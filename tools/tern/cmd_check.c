@@ -120,6 +120,16 @@ int cmd_check(int argc, char **argv)
             cli_json_int(e, "ctx", ctxs[i]);
             cli_json_uint(e, "bytes", tern_model_kv_bytes(m, ctxs[i]));
         }
+        if (in->arch == TERN_ARCH_GEMMA4) {
+            cJSON *g4 = cli_json_obj(j, "gemma4");
+            cli_json_int(g4, "kv_heads_swa", in->n_head_kv_swa);
+            cli_json_int(g4, "head_dim_swa", in->head_dim_swa);
+            cli_json_int(g4, "rope_dims_swa", in->n_rot_swa);
+            cli_json_int(g4, "n_ff_max", in->n_ff_max);
+            cli_json_int(g4, "layers_with_own_kv", in->n_layer_kv);
+            cli_json_int(g4, "per_layer_embedding", in->n_embd_per_layer);
+            cli_json_num(g4, "final_softcap", in->final_softcap);
+        }
         rc = cli_json_emit("check", stdout, j, false, "", "\n");
     } else {
         printf("model:         %s (%zu bytes, GGUF v%u)\n", model, tern_gguf_file_size(g),
@@ -159,6 +169,16 @@ int cmd_check(int argc, char **argv)
         if (in->n_nextn)
             printf("MTP layers:    %d (not run: multi-token-prediction heads are not used yet)\n",
                    in->n_nextn);
+        if (in->arch == TERN_ARCH_GEMMA4) {
+            printf("sliding layers: %d kv, head_dim %d, %d rotated dims; v RMS-normalized; q.k unscaled\n",
+                   in->n_head_kv_swa, in->head_dim_swa, in->n_rot_swa);
+            if (in->n_ff_max != in->n_ff) printf("n_ff (widest): %d\n", in->n_ff_max);
+            if (in->n_layer_kv < in->n_layer)
+                printf("shared KV:     the last %d layers read layer %d's (sliding) / %d's (global) KV\n",
+                       in->n_layer - in->n_layer_kv, in->n_layer_kv - 2, in->n_layer_kv - 1);
+            if (in->n_embd_per_layer) printf("per-layer embeddings: %d per layer\n", in->n_embd_per_layer);
+            if (in->final_softcap > 0) printf("logit softcap: %g\n", (double)in->final_softcap);
+        }
         if (in->has_rope_long)
             printf("long rope:     factors long/short (long above %d positions), magnitude %g\n",
                    in->n_ctx_orig, (double)in->rope_attn_factor);
@@ -175,9 +195,16 @@ int cmd_check(int argc, char **argv)
                    (unsigned long long)in->released_bytes);
         printf("\n");
         printf("KV cache (F16 K+V):\n");
-        for (int i = 0; i < 4; i++)
-            printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer_kv, in->n_head_kv, in->head_dim,
-                   ctxs[i], (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
+        for (int i = 0; i < 4; i++) {
+            if (in->arch == TERN_ARCH_GEMMA4) /* layers differ: the sum of the layers that store KV */
+                printf("  (%d of %d layers: %d x %d sliding, %d x %d global, %d) -> %llu bytes\n",
+                       in->n_layer_kv, in->n_layer, in->n_head_kv_swa, in->head_dim_swa,
+                       in->n_head_kv, in->head_dim, ctxs[i],
+                       (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
+            else /* n_layer_kv: n_layer, or qwen35's attention layers */
+                printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer_kv, in->n_head_kv, in->head_dim,
+                       ctxs[i], (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
+        }
         printf("status:        ok (every tensor has a supported type and the expected shape)\n");
     }
     tern_model_free(m);

@@ -1,0 +1,84 @@
+/* kern_pack.c — writes the stored panel layout (kern_panel_layout.h, "stored layout"): Q8_0,
+ * Q4_0 and Q4_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
+ * tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c, kern_packed_avxvnni.c)
+ * read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
+ * serves every path that has a panel tile, so a model packed under one path is read by another
+ * forced later (kern_force_isa) without repacking.
+ *
+ * Read first: kern_packed.h (the contract of kern_pack) and kern_panel_layout.h (the layout). */
+#include <string.h>
+
+#include "kernels/kern_packed.h"
+#include "kernels/kern_panel_layout.h"
+#include "quant/quant.h"
+#include "tern.h"
+
+size_t kern_panel_packed_size(int wtype, int64_t rows, int64_t k)
+{
+    const int fmt = pn_st_fmt(wtype);
+    if (fmt < 0 || rows < 1 || k < 1 || k % PN_BLK(fmt)) return 0;
+    return (size_t)((rows + PN_ROWS - 1) / PN_ROWS) * pn_st_panel_bytes(fmt, k);
+}
+
+/* ---------------------------------------------------------------- packing (load time)
+ * Plain 4-byte moves: this runs once per matrix, at a few GB/s; what matters is that the bytes
+ * land where the tiles read them (pn_w / pn_ws of kern_panel_avx512.h, p2_w / p2_ws of
+ * kern_panel_avx2.h). row[i]: the panel's 16 row pointers
+ * (padding rows past the matrix). */
+
+static inline uint32_t pk_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* One chunk (blocks [b0, b0 + nbc)) of one panel into out. */
+static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int nbc, uint8_t *out)
+{
+    memset(out, 0, pn_st_chunk_bytes(fmt, nbc));
+    uint8_t *sc = out + (size_t)nbc * PN_ST_CODES(fmt);
+    for (int b = 0; b < nbc; b++)
+        for (int i = 0; i < PN_ROWS; i++) {
+            if (fmt == PN_Q8_0) {
+                const struct quant_block_q8_0 *x = (const struct quant_block_q8_0 *)row[i] + b0 + b;
+                for (int g = 0; g < 8; g++) {
+                    const uint32_t v = pk_u32((const uint8_t *)x->qs + 4 * g) ^ 0x80808080u; /* w + 128 */
+                    memcpy(out + 64 * (8 * b + g) + 4 * i, &v, 4);
+                }
+                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+            } else if (fmt == PN_Q4_0) {
+                const struct quant_block_q4_0 *x = (const struct quant_block_q4_0 *)row[i] + b0 + b;
+                for (int h = 0; h < 4; h++) memcpy(out + 64 * (4 * b + h) + 4 * i, x->qs + 4 * h, 4);
+                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+            } else {
+                const uint8_t *x = row[i] + (size_t)(b0 + b) * sizeof(struct quant_block_q4_K);
+                const uint8_t *qs = x + offsetof(struct quant_block_q4_K, qs);
+                for (int c = 0; c < 4; c++)
+                    for (int g = 0; g < 8; g++)
+                        memcpy(out + 2048 * (size_t)b + 64 * (8 * c + g) + 4 * i, qs + 32 * c + 4 * g, 4);
+                for (int q = 0; q < 4; q++) /* d | dmin << 16, then the 12 scale bytes */
+                    memcpy(sc + 256 * (size_t)b + 64 * q + 4 * i, x + 4 * q, 4);
+            }
+        }
+}
+
+void kern_panel_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
+                      int64_t r1, void *P)
+{
+    const int fmt = pn_st_fmt(wtype);
+    const int bpc = PN_KC / PN_BLK(fmt);
+    const int64_t nb = k / PN_BLK(fmt);
+    const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
+    for (int64_t p = r0 / PN_ROWS; p < (r1 + PN_ROWS - 1) / PN_ROWS; p++) {
+        /* rows past the matrix repeat the panel's first row: their lanes are never stored */
+        const uint8_t *row[PN_ROWS];
+        for (int i = 0; i < PN_ROWS; i++) {
+            const int64_t r = p * PN_ROWS + i < rows ? p * PN_ROWS + i : p * PN_ROWS;
+            row[i] = (const uint8_t *)W + (size_t)r * ws;
+        }
+        uint8_t *dst = (uint8_t *)P + (size_t)p * pbytes;
+        for (int64_t b0 = 0; b0 < nb; b0 += bpc, dst += cfull)
+            pk_chunk(fmt, row, b0, nb - b0 < bpc ? (int)(nb - b0) : bpc, dst);
+    }
+}

@@ -1,0 +1,508 @@
+/* kern_panel_avx2.h — the 256-bit panel tile and its drivers over weights repacked at load (the
+ * stored layout of kern_panel_layout.h, the one the AVX-512 tile reads), for CPUs with AVX2 but
+ * no AVX-512. Compiled twice: kern_packed_avxvnni.c (P2_VNNI 1: the u8 x s8 4-byte dot is one
+ * VEX-encoded vpdpbusd, AVX-VNNI) and kern_packed_avx2.c (P2_VNNI 0: vpmaddubsw + vpmaddwd);
+ * kern_dispatch.c picks one at run time.
+ *
+ * Read first: kern_panel_avx512.c (what a panel is), kern_panel_layout.h ("stored layout") and
+ * kern_packed_avx512.c (the AVX-512 drivers these follow).
+ *
+ * A stored panel is 16 rows, a 64-byte line one 4-byte group of them; a ymm holds half of it, so
+ * the tile here is one half (8 rows, P2_ROWS) x up to P2_NT tokens: per group one 32-byte load of
+ * the weights (nibbles unpacked once for all the tile's tokens) and per token one broadcast of its
+ * 4 activation bytes and one dot. After a sub-block's groups each int32 lane is that row's exact
+ * sub-block dot, and the float chain is the AVX-512 tile's, lane for lane:
+ *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K: then acc = acc - dm_s * am_s]
+ * so results are the AVX-512 panels' bits (test_batch_invariance holds them to memcmp), and the
+ * same for every batch size on both variants (integer dots are exact whichever instructions sum
+ * them).
+ *
+ * The two dots. VNNI: x = vpdpbusd(x, w, a) with x starting at -off * sum(a), as on AVX-512.
+ * Without VNNI, vpmaddubsw sums pairs of u8 x s8 products into int16 with saturation:
+ *   Q4_0, Q4_K  codes 0..15: a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a sub-block's
+ *               8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
+ *               token widens them: 2 instructions per group and token instead of 1;
+ *   Q8_0        codes w + 128 would saturate (255 x 127 x 2 > 32767), so the signed codes (the
+ *               stored byte ^ 0x80) go through the sign trick, |w| x (a with w's sign), whose pairs
+ *               are at most 2 x 128 x 127 = 32512, and every group is widened at once: 4
+ *               instructions per group and token, and the dot starts at 0 (no offset to remove).
+ * Activations are signed Q8_0 / Q8_K bytes in -127..127 (kern_quantize_act), read in place. */
+#ifndef TERN_KERN_PANEL_AVX2_H
+#define TERN_KERN_PANEL_AVX2_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/kern_panel_act.h"
+#include "kernels/kern_panel_layout.h"
+#include "quant/quant.h"
+
+#ifndef P2_VNNI
+#error "define P2_VNNI (0 or 1) before including kern_panel_avx2.h"
+#endif
+
+#define P2_ROWS 8 /* rows per ymm: half a stored panel */
+#ifndef P2_NT
+#define P2_NT 6 /* tokens per tile: 6 int32 dots + 6 float sums + weights + broadcast in 16 ymm */
+#endif
+#define P2_FEW 16 /* up to this many tokens, the streaming driver */
+
+/* ---------------------------------------------------------------- weights of a half panel */
+
+/* the 8 rows' (half h) codes of sub-block s, group g: unsigned (Q8_0: w + 128; Q4: 0..15) */
+PN_INLINE __m256i p2_w(int fmt, const uint8_t *src, int h, int s, int g)
+{
+    if (fmt == PN_Q8_0) return _mm256_load_si256((const __m256i *)(src + 64 * (8 * s + g) + 32 * h));
+    int line, high;
+    if (fmt == PN_Q4_0) {
+        line = 4 * s + (g & 3);
+        high = g >= 4;
+    } else { /* Q4_K: s = 8b + j */
+        line = 32 * (s >> 3) + 8 * ((s & 7) >> 1) + g;
+        high = s & 1;
+    }
+    const __m256i raw = _mm256_load_si256((const __m256i *)(src + 64 * line + 32 * h));
+    return _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
+}
+
+/* 8 fp16 in the low 16 bits of each dword, as floats */
+PN_INLINE __m256 p2_lo16_ps(__m256i v)
+{
+    const __m256i p = _mm256_packus_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_setzero_si256());
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, _MM_SHUFFLE(3, 1, 2, 0))));
+}
+
+/* the half's 8 rows' scale (mins = 0) or min scale (mins = 1) of sub-block s of the stored chunk
+ * src of nbc blocks: Q4_K's from xs, the chunk's scales already as floats (p2_st_scales), the
+ * others' fp16 d straight from the chunk (xs NULL) */
+PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, int h, int s, int mins)
+{
+    if (fmt == PN_Q4_K) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
+    const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
+}
+
+/* Q4_K: the scales and mins of every sub-block of a stored chunk, both halves, as floats into xs
+ * (2 * PN_ST_NS * PN_ROWS floats, 32-byte aligned; the layout pn_st_scales fills), each the
+ * product pn_k4_scale makes (kern_panel_avx512.h: d x six-bit scale, dmin x six-bit min), with
+ * the header words read and split once per super-block and half: once per chunk for all the
+ * token tiles and both halves. */
+PN_INLINE void p2_st_scales(const uint8_t *src, int nbc, float *xs)
+{
+    const __m256i k3f = _mm256_set1_epi32(0x3f3f3f3f), k0f = _mm256_set1_epi32(0x0f0f0f0f);
+    const __m256i k30 = _mm256_set1_epi32(0x30303030), kff = _mm256_set1_epi32(0xff);
+    for (int b = 0; b < nbc; b++)
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *hdr = src + (size_t)nbc * PN_ST_CODES(PN_Q4_K) + 256 * b + 32 * h;
+            const __m256i h0 = _mm256_load_si256((const __m256i *)hdr);
+            const __m256i h1 = _mm256_load_si256((const __m256i *)(hdr + 64));
+            const __m256i h2 = _mm256_load_si256((const __m256i *)(hdr + 128));
+            const __m256i h3 = _mm256_load_si256((const __m256i *)(hdr + 192));
+            const __m256 d = p2_lo16_ps(h0), dmin = p2_lo16_ps(_mm256_srli_epi32(h0, 16));
+            const __m256i v[2][2] = {
+                {_mm256_and_si256(h1, k3f),
+                 _mm256_or_si256(_mm256_and_si256(h3, k0f), _mm256_and_si256(_mm256_srli_epi32(h1, 2), k30))},
+                {_mm256_and_si256(h2, k3f),
+                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(h3, 4), k0f),
+                                 _mm256_and_si256(_mm256_srli_epi32(h2, 2), k30))}};
+            for (int j = 0; j < 8; j++)
+                for (int mins = 0; mins < 2; mins++) {
+                    const __m256i q = _mm256_and_si256(_mm256_srli_epi32(v[mins][j >> 2], 8 * (j & 3)), kff);
+                    _mm256_store_ps(xs + PN_ROWS * (8 * b + j + (mins ? PN_ST_NS : 0)) + P2_ROWS * h,
+                                    _mm256_mul_ps(mins ? dmin : d, _mm256_cvtepi32_ps(q)));
+                }
+        }
+}
+
+/* ---------------------------------------------------------------- the dots */
+
+/* The 4 activation bytes at p as one int32: p is any byte offset into a row of quantized
+ * activations, so the load goes through memcpy (one unaligned mov) rather than a cast. */
+PN_INLINE int32_t p2_load4(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* acc + 4-byte dots of the 8 rows' unsigned codes w with the 4 activation bytes at p (VNNI). */
+PN_INLINE __m256i p2_dot_vnni(__m256i acc, __m256i w, const void *p)
+{
+#if P2_VNNI
+    const __m256i a = _mm256_set1_epi32(p2_load4(p));
+    /* inline asm, as on AVX-512: gcc 12 wraps the intrinsic in register copies */
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(a));
+    return acc;
+#else
+    (void)w, (void)p;
+    return acc;
+#endif
+}
+
+/* int16 pair sums of the 8 rows' codes u (0..15) with the 4 bytes at p, added into acc16 */
+PN_INLINE __m256i p2_dot16(__m256i acc16, __m256i u, const void *p)
+{
+    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, _mm256_set1_epi32(p2_load4(p))));
+}
+
+/* acc + 4-byte dots of the signed codes w (|w| in aw) with the 4 bytes at p (Q8_0, no VNNI) */
+PN_INLINE __m256i p2_dot_sign(__m256i acc, __m256i aw, __m256i w, const void *p)
+{
+    const __m256i s = _mm256_sign_epi8(_mm256_set1_epi32(p2_load4(p)), w);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, s), _mm256_set1_epi16(1)));
+}
+
+/* ---------------------------------------------------------------- token tile */
+
+/* acc[j] (half h's 8 rows of token j) += the stored chunk's dots over its nbc blocks; fmt and nt
+ * are constants after inlining. next: the chunk the caller runs next, prefetched a block's share
+ * at a time, or NULL (as pn_tile). */
+PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                       int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
+                       int nt, __m256 acc[P2_NT])
+{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
+    const uint8_t *a[P2_NT];
+    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    for (int b = 0; b < nbc; b++) {
+        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
+            __m256i x[P2_NT];
+            if (P2_VNNI) {
+                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j][s]);
+                if (nt == 1) { /* two chains for latency, as the AVX-512 tile */
+                    __m256i x1 = _mm256_setzero_si256();
+                    for (int g = 0; g < GS; g += 2) {
+                        x[0] = p2_dot_vnni(x[0], p2_w(fmt, src, h, s, g), a[0] + ao + 4 * g);
+                        x1 = p2_dot_vnni(x1, p2_w(fmt, src, h, s, g + 1), a[0] + ao + 4 * g + 4);
+                    }
+                    x[0] = _mm256_add_epi32(x[0], x1);
+                } else {
+                    for (int g = 0; g < GS; g++) {
+                        const __m256i w = p2_w(fmt, src, h, s, g);
+                        for (int j = 0; j < nt; j++) x[j] = p2_dot_vnni(x[j], w, a[j] + ao + 4 * g);
+                    }
+                }
+            } else if (fmt == PN_Q8_0) {
+                for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256(); /* signed codes: no offset */
+                for (int g = 0; g < GS; g++) {
+                    const __m256i w = _mm256_xor_si256(p2_w(fmt, src, h, s, g), _mm256_set1_epi8((char)0x80));
+                    const __m256i aw = _mm256_abs_epi8(w);
+                    for (int j = 0; j < nt; j++) x[j] = p2_dot_sign(x[j], aw, w, a[j] + ao + 4 * g);
+                }
+            } else {
+                for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256();
+                for (int g = 0; g < GS; g++) {
+                    const __m256i w = p2_w(fmt, src, h, s, g);
+                    for (int j = 0; j < nt; j++) x[j] = p2_dot16(x[j], w, a[j] + ao + 4 * g);
+                }
+                for (int j = 0; j < nt; j++)
+                    x[j] = _mm256_add_epi32(_mm256_set1_epi32(S->init[j][s]),
+                                            _mm256_madd_epi16(x[j], _mm256_set1_epi16(1)));
+            }
+            const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+            for (int j = 0; j < nt; j++)
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j][s])),
+                                         acc[j]);
+            if (PN_MINS(fmt)) {
+                const __m256 dm = p2_ws(fmt, src, xs, nbc, h, s, 1);
+                for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j][s]), acc[j]);
+            }
+        }
+    }
+}
+
+/* One token, both halves of the panel in one pass (decode: the chunk is read once, and four
+ * dependency chains of dots run instead of two): acc[h] += half h's dots, each lane the same
+ * float operations as p2_tile's. */
+PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                        const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
+{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
+    const uint8_t *a = A + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    for (int b = 0; b < nbc; b++) {
+        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            const uint8_t *ap = a + (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
+            __m256i x[2], y[2];
+            for (int h = 0; h < 2; h++) {
+                x[h] = _mm256_set1_epi32(P2_VNNI || fmt != PN_Q8_0 ? S->init[0][s] : 0);
+                y[h] = _mm256_setzero_si256();
+            }
+            for (int g = 0; g < GS; g += 2)
+                for (int h = 0; h < 2; h++) {
+                    const __m256i w0 = p2_w(fmt, src, h, s, g), w1 = p2_w(fmt, src, h, s, g + 1);
+                    if (P2_VNNI) {
+                        x[h] = p2_dot_vnni(x[h], w0, ap + 4 * g);
+                        y[h] = p2_dot_vnni(y[h], w1, ap + 4 * g + 4);
+                    } else if (fmt == PN_Q8_0) {
+                        const __m256i s0 = _mm256_xor_si256(w0, _mm256_set1_epi8((char)0x80));
+                        const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
+                        x[h] = p2_dot_sign(x[h], _mm256_abs_epi8(s0), s0, ap + 4 * g);
+                        y[h] = p2_dot_sign(y[h], _mm256_abs_epi8(s1), s1, ap + 4 * g + 4);
+                    } else {
+                        y[h] = p2_dot16(y[h], w0, ap + 4 * g); /* int16 sums, widened below */
+                        y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
+                    }
+                }
+            for (int h = 0; h < 2; h++) {
+                const __m256i xs32 = !P2_VNNI && fmt != PN_Q8_0
+                                         ? _mm256_add_epi32(x[h], _mm256_madd_epi16(y[h], _mm256_set1_epi16(1)))
+                                         : _mm256_add_epi32(x[h], y[h]);
+                const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+                acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
+                if (PN_MINS(fmt))
+                    acc[h] = _mm256_fnmadd_ps(p2_ws(fmt, src, xs, nbc, h, s, 1), _mm256_set1_ps(S->am[0][s]), acc[h]);
+            }
+        }
+    }
+}
+
+/* Lanes [lo, hi) of 8 as a maskload / maskstore mask. */
+PN_INLINE __m256i p2_mask(int lo, int hi)
+{
+    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i),
+                            _mm256_cmpgt_epi32(i, _mm256_set1_epi32(lo - 1)));
+}
+
+/* Half h of one stored panel chunk x nt tokens, accumulated into Y (first chunk: stored): Y
+ * points at the half's first row; rows [lo, hi) of its 8 are written. */
+PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+                              int nbc, int h, const uint8_t *A, size_t as, int64_t b0,
+                              const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo, int hi,
+                              int first)
+{
+    __m256 acc[P2_NT];
+    const int full = lo == 0 && hi == P2_ROWS;
+    const __m256i m = p2_mask(lo, hi);
+    for (int j = 0; j < nt; j++)
+        acc[j] = first ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(Y + j * ldy) : _mm256_maskload_ps(Y + j * ldy, m);
+    p2_tile(fmt, src, xs, next, nbc, h, A, as, b0, S, nt, acc);
+    for (int j = 0; j < nt; j++) {
+        if (full)
+            _mm256_storeu_ps(Y + j * ldy, acc[j]);
+        else
+            _mm256_maskstore_ps(Y + j * ldy, m, acc[j]);
+    }
+}
+
+/* One token, the whole panel (both halves) of one stored chunk, accumulated into Y (first chunk:
+ * stored): Y points at the panel's first row; rows [lo, hi) of its 16 are written. */
+PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+                             int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S,
+                             float *Y, int lo, int hi, int first)
+{
+    __m256 acc[2];
+    for (int h = 0; h < 2; h++) {
+        const int l = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h, e = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
+        acc[h] = first || l >= e ? _mm256_setzero_ps()
+                 : l == 0 && e == P2_ROWS ? _mm256_loadu_ps(Y + P2_ROWS * h)
+                                           : _mm256_maskload_ps(Y + P2_ROWS * h, p2_mask(l, e));
+    }
+    p2_tile1(fmt, src, xs, next, nbc, A, b0, S, acc);
+    for (int h = 0; h < 2; h++) {
+        const int l = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h, e = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
+        if (l >= e) continue;
+        if (l == 0 && e == P2_ROWS)
+            _mm256_storeu_ps(Y + P2_ROWS * h, acc[h]);
+        else
+            _mm256_maskstore_ps(Y + P2_ROWS * h, p2_mask(l, e), acc[h]);
+    }
+}
+
+/* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled). */
+#define P2_DEFINE_RUN(name, fmt)                                                                \
+    static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,   \
+                           int h, const uint8_t *A, size_t as, int64_t b0,                      \
+                           const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo,       \
+                           int hi, int first)                                                   \
+    {                                                                                           \
+        switch (nt) {                                                                           \
+        case 6: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 6, Y, ldy, lo, hi, first); break; \
+        case 5: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 5, Y, ldy, lo, hi, first); break; \
+        case 4: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 4, Y, ldy, lo, hi, first); break; \
+        case 3: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 3, Y, ldy, lo, hi, first); break; \
+        case 2: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 2, Y, ldy, lo, hi, first); break; \
+        default: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 1, Y, ldy, lo, hi, first); break; \
+        }                                                                                       \
+    }
+
+/* ---------------------------------------------------------------- drivers
+ * As kern_packed_avx512.c's, a half panel where that one takes a panel: up to P2_FEW tokens the
+ * activations of a segment of P2_SEG chunks are prepared once and each panel's chunks are read
+ * in memory order (both halves of a chunk one after the other, so the second reads it from L1),
+ * prefetching PK_AHEAD chunks ahead; more tokens take row blocks of P2_MB panels whose chunks stay
+ * in L2 while the token tiles take them. */
+#ifndef P2_MB
+#define P2_MB 32 /* panels per row block with many tokens (a 512-row block's chunk: 278 KB of Q8_0) */
+#endif
+#ifndef P2_SEG
+#define P2_SEG 16 /* chunks per segment of the few-token driver (8192 elements of k: one
+                   * segment, so one pass through the copy, for every matrix of the 0.5B-3B shapes;
+                   * 8 made k = 4864 two strided passes: 1 token 12.6 ms per 256 MB) */
+#endif
+#ifndef P2_AHEAD
+#define P2_AHEAD 2
+#endif
+#define P2_TILES ((P2_FEW + P2_NT - 1) / P2_NT)
+
+P2_DEFINE_RUN(p2_q8_0, PN_Q8_0)
+static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q8_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
+static void p2_q4_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q4_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
+static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q4_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
+P2_DEFINE_RUN(p2_q4_0, PN_Q4_0)
+P2_DEFINE_RUN(p2_q4_K, PN_Q4_K)
+
+PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                      int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
+                      int nt, float *Y, int64_t ldy, int lo, int hi, int first)
+{
+    if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+}
+
+/* rows [*lo, *hi) of the 8 of half h of panel p that fall in [r0, r1); false when none */
+PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi)
+{
+    const int64_t base = p * PN_ROWS + P2_ROWS * h;
+    *lo = r0 > base ? (int)(r0 - base) : 0;
+    *hi = r1 - base < P2_ROWS ? (int)(r1 - base) : P2_ROWS;
+    return *lo < *hi;
+}
+
+PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, int n_tok, int64_t k,
+                      int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    struct pn_act S[P2_SEG][P2_TILES];
+    float xs[2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(32))); /* Q4_K's scales of one chunk */
+    const int bpc = PN_KC / PN_BLK(fmt);
+    const int64_t nb = k / PN_BLK(fmt), nch = (nb + bpc - 1) / bpc;
+    const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
+    const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;
+    for (int64_t cs = 0; cs < nch; cs += P2_SEG) {
+        const int nseg = nch - cs < P2_SEG ? (int)(nch - cs) : P2_SEG;
+        for (int ci = 0; ci < nseg; ci++) {
+            const int64_t b0 = (cs + ci) * bpc;
+            const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
+            for (int t = 0, u = 0; t < n_tok; t += P2_NT, u++)
+                pn_act_prepare(fmt, A + (size_t)t * as, as, n_tok - t < P2_NT ? n_tok - t : P2_NT, b0, nbc,
+                               &S[ci][u]);
+        }
+        for (int64_t p = p0; p < p1; p++)
+            for (int ci = 0; ci < nseg; ci++) {
+                const int64_t c = cs + ci, b0 = c * bpc;
+                const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
+                const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;
+                const int64_t ahead = (p - p0) * nseg + ci + P2_AHEAD;
+                const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes + (size_t)(cs + ahead % nseg) * cfull;
+                if (fmt == PN_Q4_K) p2_st_scales(src, nbc, xs);
+                if (n_tok == 1) {
+                    const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
+                    const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
+                    float *Yp = Y + p * PN_ROWS;
+                    const float *xq = fmt == PN_Q4_K ? xs : NULL;
+                    if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    continue;
+                }
+                for (int h = 0; h < 2; h++) {
+                    int lo, hi;
+                    if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
+                    for (int t = 0, u = 0; t < n_tok; t += P2_NT, u++)
+                        p2_run(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 && h == 0 ? next : NULL, nbc, h, A + (size_t)t * as, as,
+                               b0, &S[ci][u], n_tok - t < P2_NT ? n_tok - t : P2_NT,
+                               Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi, c == 0);
+                }
+            }
+    }
+}
+
+PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, int n_tok, int64_t k,
+                       int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    struct pn_act S;
+    static_assert(P2_NT <= 6, "p2_run's switch covers tiles of up to 6 tokens");
+    /* Q4_K's unpacked scales (64 KB, untouched for the other formats) */
+    float xs[P2_MB][2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(32)));
+    const int bpc = PN_KC / PN_BLK(fmt);
+    const int64_t nb = k / PN_BLK(fmt);
+    const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
+    const int expand = fmt == PN_Q4_K;
+    const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;
+    for (int64_t pb = p0; pb < p1; pb += P2_MB) {
+        const int64_t pe = pb + P2_MB < p1 ? pb + P2_MB : p1;
+        int64_t c = 0;
+        for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {
+            const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
+            if (expand)
+                for (int64_t p = pb; p < pe; p++) p2_st_scales(P + (size_t)p * pbytes + (size_t)c * cfull, nbc, xs[p - pb]);
+            for (int t = 0; t < n_tok; t += P2_NT) {
+                const int nt = n_tok - t < P2_NT ? n_tok - t : P2_NT;
+                const uint8_t *At = A + (size_t)t * as;
+                pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);
+                for (int64_t p = pb; p < pe; p++) {
+                    const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;
+                    /* the chunk P2_AHEAD steps on (panels, then the next chunk), fetched by the
+                     * first tile: the later ones find the row block in L2 */
+                    const int64_t ahead = (p - pb) + P2_AHEAD;
+                    const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes + (size_t)(c + ahead / (pe - pb)) * cfull;
+                    for (int h = 0; h < 2; h++) {
+                        int lo, hi;
+                        if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
+                        p2_run(fmt, src, expand ? xs[p - pb] : NULL, t == 0 && h == 0 ? next : NULL, nbc, h, At,
+                               as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi,
+                               b0 == 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The matmul over a stored copy P (kern_packed.h's contract for kern_matmul_packed) */
+PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int n_tok, int64_t k,
+                         int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    const int fmt = pn_st_fmt(wtype);
+#define P2_CASE(f)                                                                              \
+    case f:                                                                                     \
+        if (n_tok <= P2_FEW)                                                                    \
+            p2_few(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                      \
+        else                                                                                    \
+            p2_many(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                     \
+        break;
+    switch (fmt) {
+        P2_CASE(PN_Q8_0)
+        P2_CASE(PN_Q4_0)
+        P2_CASE(PN_Q4_K)
+    default: break;
+    }
+#undef P2_CASE
+}
+
+#endif

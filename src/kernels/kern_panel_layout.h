@@ -1,0 +1,107 @@
+/* kern_panel_layout.h — the panels' shapes, ISA-neutral: the formats the panel kernels cover,
+ * a token tile's activation side (struct pn_act), and the stored layout that weights repacked at
+ * load take (kern_pack.c writes it; the AVX-512 tile of kern_panel_avx512.h and the 256-bit one of
+ * kern_panel_avx2.h read it). Plain C: included by files of every ISA, and by kern_pack.c, which
+ * is compiled without SIMD flags so the packing runs on any x86-64 CPU.
+ *
+ * Read kern_panel_avx512.c's opening comment first: it explains the panels. */
+#ifndef TERN_KERN_PANEL_LAYOUT_H
+#define TERN_KERN_PANEL_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quant/quant.h"
+#include "tern.h"
+
+#define PN_ROWS 16
+#define PN_KC 512                 /* elements per k chunk */
+#define PN_NG (PN_KC / 4)         /* groups of 4 bytes per chunk */
+#define PN_NS 32                  /* max sub-blocks per chunk (Q6_K: 512 / 16) */
+#define PN_MB 8
+#define PN_NT 8
+#define PN_FUSE_TILES 2           /* up to 16 tokens: pack a panel, use it at once */
+
+/* One panel (16 rows) x one k chunk: q[G][4*i + c] = byte c of group G of row i (unsigned),
+ * d[s][i] = row i's scale of sub-block s (d, or d*sc), m[s][i] = its min scale (Q4_K:
+ * dmin*m). */
+struct pn_panel {
+    uint8_t q[PN_NG][64];
+    float d[PN_NS][PN_ROWS];
+    float m[PN_NS][PN_ROWS];
+};
+
+/* Per token of the tile and sub-block of the chunk: the dot's start value, the activation
+ * scale, and (Q4_K) the activation scale times the sub-block sum. */
+struct pn_act {
+    int32_t init[PN_NT][PN_NS];
+    float da[PN_NT][PN_NS];
+    float am[PN_NT][PN_NS];
+};
+
+/* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
+ * and the offset of its bytes. */
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
+#define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
+#define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
+#define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
+/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
+ * P->m = -m and am = s */
+#define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
+                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
+                                                   : (int)sizeof(struct quant_block_q8_0))
+#define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
+                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
+                                                 : (int)offsetof(struct quant_block_q8_0, qs))
+#define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
+
+
+#define PN_INLINE static inline __attribute__((always_inline))
+
+/* ---------------------------------------------------------------- stored layout
+ * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0 and Q4_K:
+ * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
+ * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
+ * 64-byte line is one group (or two, as nibbles) of 16 rows:
+ *   Q8_0 codes  block b, group g at 64 (8b + g): w + 128, lane = row      (512 B per block)
+ *        scales the 16 rows' fp16 d at 32 b                              (32 B per block)
+ *   Q4_0 codes  block b at 256 b: line h (0..3) holds groups h (low nibbles) and h + 4 (high
+ *               ones): the raw code bytes 4h..4h+3 of the 16 rows       (256 B per block)
+ *        scales as Q8_0                                                   (32 B per block)
+ *   Q4_K codes  super-block b at 2048 b: line 8c + g holds group g of sub-blocks 2c (low
+ *               nibbles) and 2c + 1 (high ones): raw bytes 32c + 4g.. of qs (2048 B per block)
+ *        scales the first 16 bytes of each row's block (d, dmin, 12 scale bytes) as four lines
+ *               of lane = row words: d | dmin << 16, scale bytes 0-3, 4-7, 8-11 (256 B per block)
+ * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
+ * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
+#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : 2048) /* per block */
+#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
+#define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
+
+/* Bytes of one stored chunk of nbc blocks. */
+PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
+{
+    return ((size_t)nbc * (PN_ST_CODES(fmt) + PN_ST_SCALES(fmt)) + 63) & ~(size_t)63;
+}
+
+
+/* The stored formats: PN_* format of wtype, or -1. */
+PN_INLINE int pn_st_fmt(int wtype)
+{
+    switch (wtype) {
+    case TERN_TYPE_Q8_0: return PN_Q8_0;
+    case TERN_TYPE_Q4_0: return PN_Q4_0;
+    case TERN_TYPE_Q4_K: return PN_Q4_K;
+    default: return -1;
+    }
+}
+
+/* Bytes of one stored panel (16 rows x k): its chunks, the last one possibly short. */
+PN_INLINE size_t pn_st_panel_bytes(int fmt, int64_t k)
+{
+    const int bpc = PN_KC / PN_BLK(fmt);
+    const int64_t nb = k / PN_BLK(fmt);
+    return (size_t)(nb / bpc) * pn_st_chunk_bytes(fmt, bpc) + pn_st_chunk_bytes(fmt, (int)(nb % bpc));
+}
+
+#endif
