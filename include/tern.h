@@ -227,11 +227,13 @@ enum tern_arch {
     TERN_ARCH_GEMMA3 = 5,  /* scaled embeddings, GELU, post-norms, q/k norms, sliding window */
     TERN_ARCH_GEMMA4 = 6,  /* gemma3 plus per-layer-type head sizes, v norm, shared KV,
                               per-layer embeddings, layer scales, final soft-capping */
+    TERN_ARCH_QWEN35 = 7,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
 };
 
 struct tern_model_info {
     enum tern_arch arch;
-    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4" */
+    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4",
+                                "qwen35" */
     int n_vocab;
     int n_embd;
     int n_layer;
@@ -273,10 +275,24 @@ struct tern_model_info {
     int head_dim_swa;
     int n_rot_swa;
     int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
-    int n_layer_kv;          /* layers that store their own KV (the rest read an earlier layer's) */
+    int n_layer_kv;          /* layers that store their own KV: n_layer, but for gemma4's shared-KV
+                                layers (they read an earlier layer's) and qwen35's Gated DeltaNet
+                                layers (they keep a recurrent state instead) */
     int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
     bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
     float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
+    /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
+    int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
+    int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
+    int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
+    int ssm_n_k_heads;       /* key / query heads of the DeltaNet (ssm.group_count) */
+    int ssm_n_v_heads;       /* value heads, one state matrix each (ssm.time_step_rank) */
+    int ssm_head_k;          /* key head size (ssm.state_size) */
+    int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
+    bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
+                                per head with the q rows of attn_q (qwen35) */
+    int n_nextn;             /* multi-token-prediction layers at the end of the file, not run */
+    uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
 };
 
 struct tern_model_params {
@@ -386,10 +402,17 @@ tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch 
 int tern_context_n_seq(const struct tern_context *ctx);
 /* Positions held by sequence seq (-1 if it does not exist). */
 int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
-/* Forget positions >= n_pos of sequence seq. */
+/* Forget positions >= n_pos of sequence seq. A model with recurrent layers (qwen35) keeps one
+ * state per sequence, not one per position: it can go back to 0, to where the last decode call
+ * that held the sequence started, and to any position inside that call (replayed from what the
+ * call recorded, bit for bit), but not further back (TERN_ERR_UNSUPPORTED; ask first with
+ * tern_kv_seq_can_truncate). Attention-only models can truncate anywhere. */
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
+/* Can sequence seq be truncated to n_pos (0 <= n_pos <= its positions)? */
+bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos);
 /* Make sequence dst hold a copy of the first n_pos positions of src (a shared prompt, decoded
- * once, then continued differently). */
+ * once, then continued differently). With recurrent layers, n_pos must be one src can be
+ * truncated to (tern_kv_seq_can_truncate): the state at n_pos is copied with the KV. */
 tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos);
 
 /* Logits of batch row i of the last tern_decode (i = n-1 for TERN_LOGITS_LAST); n_vocab
@@ -778,7 +801,8 @@ tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t o
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
  * tern_kv_snapshot_free(). The snapshot does not reference ctx; its model
- * must outlive it. */
+ * must outlive it. A model with recurrent layers (qwen35) also needs its state at n: n must be
+ * 0, the end, or where the last decode call started (else TERN_ERR_UNSUPPORTED). */
 tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
                                     struct tern_kv_snapshot **out);
 /* Replace ctx's KV contents with the snapshot: afterwards tern_kv_n_pos(ctx) == its n and
@@ -810,6 +834,7 @@ struct tern_prefix_cache_stats {
     uint64_t n_blocks, bytes;  /* currently held */
     uint64_t budget_bytes;
     int block_tokens;
+    uint64_t n_states;         /* blocks that also hold the recurrent state at their end (qwen35) */
 };
 
 struct tern_prefix_cache;
@@ -832,6 +857,10 @@ void tern_prefix_cache_free(struct tern_prefix_cache *pc);
  * last token's logits are tern_context_logits(ctx, n - 1 - *n_reused). */
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
                                       const int32_t *tokens, int n, int *n_reused);
+/* Models with recurrent layers (qwen35): a block may also hold the state after it; prefill keeps
+ * the state at the prompt's deepest usable block boundary and stores it with that block, and a
+ * restore stops at the deepest matching block that has one. Such a cache is memory-only
+ * (params->dir refused with TERN_ERR_UNSUPPORTED). */
 /* The two halves of prefill for a context of several sequences (a batcher's slots, whose
  * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
  * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into

@@ -25,6 +25,7 @@ struct arch_case {
     const char *sha256; /* of the file synth writes with seed 7 (the one the reference used) */
     double tol;         /* max |logit diff| over top-20 entries and full vectors */
     double mean_tol;    /* mean |diff| over the full vectors */
+    const char *convert;/* rewrite the synth file in this type first (tern quantize), or NULL */
 };
 
 static const struct arch_case cases[] = {
@@ -48,15 +49,23 @@ static void sha256_file(const char *path, char hex[65])
 
 static void check_case(const struct arch_case *c, int threads)
 {
-    char path[4096], ref[4096], hex[65];
-    snprintf(path, sizeof path, "%s/arch-%s-%s.gguf", test_tmpdir(), c->shape, c->type);
+    char path[4200], ref[4096], hex[65];
+    snprintf(path, sizeof path, "%.3000s/arch-%s-%s.gguf", test_tmpdir(), c->shape, c->type);
     int fb = -1;
     assert_tern_ok(tern_synth_model_write(c->shape, c->type, 7, path, &fb));
+    if (c->convert) {
+        char conv[4200];
+        snprintf(conv, sizeof conv, "%.4000s.%s.gguf", path, c->convert);
+        assert_tern_ok(tern_quantize_model(path, conv, c->convert, &fb));
+        remove(path);
+        snprintf(path, sizeof path, "%s", conv);
+    }
     sha256_file(path, hex);
     if (strcmp(hex, c->sha256)) {
-        print_error("%s:%s: tern synth now writes a different file (sha256 %s, the reference was "
+        print_error("%s:%s%s%s: tern synth now writes a different file (sha256 %s, the reference was "
                     "made from %s): regenerate tests/data/arch (see its README.md)\n",
-                    c->shape, c->type, hex, c->sha256);
+                    c->shape, c->type, c->convert ? " -> " : "", c->convert ? c->convert : "", hex,
+                    c->sha256);
         fail();
     }
     snprintf(ref, sizeof ref, "%s/tests/data/arch/%s.jsonl", test_source_dir(), c->ref);
@@ -125,7 +134,8 @@ static float *run_chunks(struct tern_model *m, const int32_t *tok, int n, int ch
 static void test_windowed_layers_exact_in_any_batch(void **state)
 {
     (void)state;
-    static const char *shapes[] = {"gemma3-tiny", "gemma4-tiny", "phi4-tiny", "smollm3-tiny", "qwen3-tiny"};
+    static const char *shapes[] = {"gemma3-tiny", "gemma4-tiny", "phi4-tiny", "smollm3-tiny",
+                                   "qwen3-tiny", "qwen35-tiny"};
     enum { N = 150 };
     int32_t tok[N];
     for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919 + 13) % 500);
@@ -238,13 +248,13 @@ static void test_refusals_name_the_variant(void **state)
 {
     (void)state;
     expect_refusal("qwen3moe", 0, "mixture-of-experts");
-    expect_refusal("qwen35", 0, "Gated DeltaNet");
+    expect_refusal("qwen35moe", 0, "Qwen3.5 mixture-of-experts");
     expect_refusal("gemma4_mtp", 0, "Gemma 4 multi-token-prediction");
     expect_refusal("gemma4-assistant", 0, "Gemma 4 assistant");
     expect_refusal("gemma3n", 0, "Gemma 3n");
     expect_refusal("clip", 0, "vision projector");
     expect_refusal("qwen3vl", 0, "vision-language");
-    expect_refusal("mamba", 0, "supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma4");
+    expect_refusal("mamba", 0, "supported: llama, qwen2, qwen3, smollm3, phi3, gemma3, gemma4, qwen35");
     /* a dense architecture name with experts in its keys is still a MoE file */
     expect_refusal("qwen3", 8, "expert_count is 8: mixture-of-experts");
     expect_refusal("gemma4", 128, "expert_count is 128: mixture-of-experts");

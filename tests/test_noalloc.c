@@ -4,6 +4,7 @@
 #include "test_support.h"
 #include "alloc_count.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 
@@ -59,11 +60,43 @@ static void test_decode_k_quants(void **state)
     decode_without_allocation("fixtures/models/llama-spm-tiny-q4_k_m.gguf", 2);
 }
 
+/* qwen35 (recurrent layers): decoding, a draft batch and its rollback (replayed from the
+ * recorded inputs) allocate nothing either. */
+static void test_decode_qwen35_with_rollback(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%.4000s/noalloc-qwen35.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("qwen35-tiny", "q8_0", 5, path, NULL));
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    struct tern_context_params cp = {.n_ctx = 128, .n_batch = 32, .n_threads = 2};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    int32_t prompt[8] = {1, 100, 200, 300, 400, 450, 460, 470};
+    assert_tern_ok(tern_decode(ctx, prompt, 8, 0, TERN_LOGITS_LAST));
+    long before = test_allocations();
+    int pos = 8;
+    for (int i = 0; i < 10; i++) {
+        int32_t draft[5] = {10 + i, 20 + i, 30 + i, 40 + i, 50 + i};
+        assert_tern_ok(tern_decode(ctx, draft, 5, pos, TERN_LOGITS_ALL));
+        assert_tern_ok(tern_kv_truncate(ctx, pos + 2)); /* keep 2 of 5 */
+        pos += 2;
+    }
+    long during = test_allocations() - before;
+    print_message("qwen35-tiny: %ld allocations during 10 draft batches and rollbacks\n", during);
+    assert_int_equal(during, 0);
+    tern_context_free(ctx);
+    tern_model_free(m);
+    remove(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_q8_0),
         cmocka_unit_test(test_decode_k_quants),
+        cmocka_unit_test(test_decode_qwen35_with_rollback),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

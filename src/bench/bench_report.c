@@ -303,14 +303,16 @@ cJSON *bench_report_build(const struct bench_results *r)
 
     const struct tern_model_info *in = r->info;
     cJSON *kv = cJSON_AddObjectToObject(o, "kv_cache");
+    /* layers that store KV (qwen35's DeltaNet layers and gemma4's shared-KV layers do not); the
+     * bytes are the sum over them (layers may differ: gemma4) */
     uint64_t kvb = r->kv_bytes_per_pos * (uint64_t)r->n_ctx;
-    cJSON_AddNumberToObject(kv, "layers", in->n_layer);
+    cJSON_AddNumberToObject(kv, "layers", in->n_layer_kv);
     cJSON_AddNumberToObject(kv, "kv_heads", in->n_head_kv);
     cJSON_AddNumberToObject(kv, "head_dim", in->head_dim);
     cJSON_AddNumberToObject(kv, "ctx", r->n_ctx);
     cJSON_AddNumberToObject(kv, "bytes", (double)kvb);
     cJSON_AddStringToObject(kv, "precision", "f16");
-    snprintf(buf, sizeof buf, "(%d, %d, %d, %d) -> %llu bytes", in->n_layer, in->n_head_kv, in->head_dim,
+    snprintf(buf, sizeof buf, "(%d, %d, %d, %d) -> %llu bytes", in->n_layer_kv, in->n_head_kv, in->head_dim,
              r->n_ctx, (unsigned long long)kvb);
     cJSON_AddStringToObject(kv, "log", buf);
 

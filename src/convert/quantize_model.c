@@ -122,7 +122,9 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
         const struct tern_gguf_tensor *t = tern_gguf_tensor(g, order[oi].index);
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
-        if (t->n_dims != 2) { /* norms, biases, rope_freqs: unchanged */
+        /* norms, biases, rope_freqs, and qwen35's conv kernels (F32, as llama-quantize keeps
+         * them): unchanged */
+        if (t->n_dims != 2 || strstr(name, ".ssm_conv1d.")) {
             st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
             continue;
         }

@@ -33,6 +33,10 @@ struct synth_shape {
     int n_rot;           /* rope.dimension_count; 0 = head_dim */
     int n_swa;           /* attention.sliding_window; 0 = no key */
     int n_ctx_orig;      /* phi3 long RoPE: original context; 0 = no factors */
+    /* qwen35 (Gated DeltaNet hybrid): ssm.* keys, full_attention_interval, M-RoPE sections,
+     * multi-token-prediction layers appended to block_count */
+    int ssm_conv, ssm_state, ssm_k_heads, ssm_v_heads, full_interval, nextn;
+    int sections[4];
     /* gemma4 (as its converter writes them): head_dim/n_head_kv above are the global layers' */
     const char *pattern; /* layer kinds, repeated: 'S' sliding, 'G' global */
     int hd_swa, n_head_kv_swa; /* the sliding layers' head size and KV heads */
@@ -114,6 +118,30 @@ static const struct synth_shape shapes[] = {
      .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_swa = 32, .pattern = "SSSGSG",
      .hd_swa = 32, .n_head_kv_swa = 2, .n_shared = 2, .double_wide = true, .n_pl = 32,
      .partial_rot = 0.25f, .k_eq_v = true},
+    /* Qwen3.5-0.8B (text; HF text_config): 24 layers, every 4th full attention (8 heads of 256,
+     * 2 KV heads, q and an output gate per head, partial rotary 64, interleaved M-RoPE
+     * [11, 11, 10]), the others Gated DeltaNet (16 key and 16 value heads of 128, conv 4), and
+     * the one multi-token-prediction layer llama.cpp's converter appends (block_count 25) */
+    {.name = "qwen3.5-0.8b", .arch = "qwen35", .pre = "qwen35", .n_embd = 1024, .n_layer = 24,
+     .n_head = 8, .n_head_kv = 2, .n_ff = 3584, .n_vocab = 248320, .n_ctx = 262144,
+     .rope_base = 1e7f, .rms_eps = 1e-6f, .tied = true, .head_dim = 256, .n_rot = 64,
+     .ssm_conv = 4, .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 16, .full_interval = 4,
+     .nextn = 1, .sections = {11, 11, 10, 0}},
+    /* Tiny qwen35: 3 DeltaNet layers and 1 gated attention layer, 2 key heads shared by 4 value
+     * heads (the tiled order of Qwen3.5-4B/9B), M-RoPE sections leaving one pair unrotated, and
+     * an MTP layer both engines must skip */
+    {.name = "qwen35-tiny", .arch = "qwen35", .pre = "gpt-2", .n_embd = 128, .n_layer = 4,
+     .n_head = 4, .n_head_kv = 2, .n_ff = 256, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e7f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 64, .n_rot = 16, .ssm_conv = 4,
+     .ssm_state = 64, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_interval = 4, .nextn = 1,
+     .sections = {2, 2, 1, 1}},
+    /* Qwen3.5-0.8B's per-head shapes (DeltaNet heads of 128, attention heads of 256, M-RoPE
+     * [11, 11, 10]) in 4 layers with a 512-token vocabulary: a real-shape parity run in seconds */
+    {.name = "qwen35-mid", .arch = "qwen35", .pre = "gpt-2", .n_embd = 1024, .n_layer = 4,
+     .n_head = 8, .n_head_kv = 2, .n_ff = 512, .n_vocab = 512, .n_ctx = 2048, .rope_base = 1e7f,
+     .rms_eps = 1e-6f, .tied = true, .head_dim = 256, .n_rot = 64, .ssm_conv = 4,
+     .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 16, .full_interval = 4, .nextn = 0,
+     .sections = {11, 11, 10, 0}},
 };
 #undef QWEN2
 #undef LLAMA3
@@ -121,8 +149,8 @@ static const struct synth_shape shapes[] = {
 const char *tern_synth_shape_names(void)
 {
     return "tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, llama-3.2-1b, llama-3.2-3b, "
-           "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, gemma-4-e2b, qwen3-tiny, smollm3-tiny, "
-           "phi4-tiny, gemma3-tiny, gemma4-tiny";
+           "qwen3-0.6b, smollm3-3b, phi-4-mini, gemma-3-1b, gemma-4-e2b, qwen3.5-0.8b, qwen3-tiny, "
+           "smollm3-tiny, phi4-tiny, gemma3-tiny, gemma4-tiny, qwen35-tiny, qwen35-mid";
 }
 
 /* ---------------------------------------------------------------- random numbers */
@@ -186,6 +214,76 @@ static tern_status add_vector(struct synth_state *st, const char *name, int64_t 
     int64_t ne[1] = {n};
     tern_status s = tern_gguf_writer_add_tensor(st->w, name, TERN_TYPE_F32, 1, ne, v);
     free(v);
+    return s;
+}
+
+/* qwen35's ssm_a = -exp(A_log): negative decay rates, here -(0.02 .. ~1.2) so the state
+ * remembers over tens of tokens (HF initializes A in [0, 16]; trained models spread too). */
+static tern_status add_decay_rates(struct synth_state *st, const char *name, int64_t n)
+{
+    float v[4096];
+    if (n > 4096) return tern_fail(TERN_ERR_ARG, "synth: %lld value heads", (long long)n);
+    fill_normal(&st->rng, v, n, 0.0f, 0.4f);
+    for (int64_t i = 0; i < n; i++) v[i] = -(0.02f + fabsf(v[i]));
+    int64_t ne[1] = {n};
+    return tern_gguf_writer_add_tensor(st->w, name, TERN_TYPE_F32, 1, ne, v);
+}
+
+/* The tensors of qwen35 layer il (name prefix blk.il) as llama.cpp's converter names them:
+ * norms, SwiGLU FFN, then DeltaNet or gated attention; an MTP layer (il >= n_layer) is a gated
+ * attention layer with the nextn.* tensors besides. */
+static tern_status add_qwen35_layer(struct synth_state *st, const struct synth_shape *sh,
+                                    const struct type_plan *plan, int il, int *fb)
+{
+    const int64_t d = sh->n_embd, hd = sh->head_dim, qd = sh->n_head * hd, kvd = sh->n_head_kv * hd;
+    const int64_t kd = (int64_t)sh->ssm_k_heads * sh->ssm_state, vd = (int64_t)sh->ssm_v_heads * sh->ssm_state;
+    const int64_t conv_dim = 2 * kd + vd, nv = sh->ssm_v_heads;
+    const int n_all = sh->n_layer + sh->nextn;
+    const bool mtp = il >= sh->n_layer, recurrent = !mtp && (il + 1) % sh->full_interval != 0;
+    char nm[64];
+    tern_status s;
+#define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
+#define WT(kind, cols) type_plan_pick(plan, kind, il, n_all, cols, fb)
+    s = add_vector(st, T("attn_norm.weight"), d, 1.0f, 0.05f);
+    if (recurrent) {
+        if (!s) s = add_matrix(st, T("attn_qkv.weight"), WT("attn_qkv", d), d, conv_dim, 0.08f);
+        if (!s) s = add_matrix(st, T("attn_gate.weight"), WT("attn_gate", d), d, vd, 0.08f);
+        if (!s) {
+            /* (conv_dim rows of ssm_conv taps) F32, as the converter squeezes it */
+            const int64_t n = conv_dim * sh->ssm_conv;
+            float *w = malloc((size_t)n * sizeof *w);
+            if (!w) return tern_fail(TERN_ERR_NOMEM, "synth: out of memory");
+            fill_normal(&st->rng, w, n, 0.0f, 0.3f);
+            int64_t ne[2] = {sh->ssm_conv, conv_dim};
+            s = tern_gguf_writer_add_tensor(st->w, T("ssm_conv1d.weight"), TERN_TYPE_F32, 2, ne, w);
+            free(w);
+        }
+        if (!s) s = add_vector(st, T("ssm_dt.bias"), nv, 1.0f, 0.3f);
+        if (!s) s = add_decay_rates(st, T("ssm_a"), nv);
+        if (!s) s = add_matrix(st, T("ssm_beta.weight"), WT("ssm_beta", d), d, nv, 0.08f);
+        if (!s) s = add_matrix(st, T("ssm_alpha.weight"), WT("ssm_alpha", d), d, nv, 0.08f);
+        if (!s) s = add_vector(st, T("ssm_norm.weight"), sh->ssm_state, 1.0f, 0.05f);
+        if (!s) s = add_matrix(st, T("ssm_out.weight"), WT("ssm_out", vd), vd, d, 0.02f);
+    } else {
+        if (!s) s = add_matrix(st, T("attn_q.weight"), WT("attn_q", d), d, 2 * qd, 0.08f);
+        if (!s) s = add_matrix(st, T("attn_k.weight"), WT("attn_k", d), d, kvd, 0.08f);
+        if (!s) s = add_matrix(st, T("attn_v.weight"), WT("attn_v", d), d, kvd, 0.02f);
+        if (!s) s = add_vector(st, T("attn_q_norm.weight"), hd, 1.0f, 0.05f);
+        if (!s) s = add_vector(st, T("attn_k_norm.weight"), hd, 1.0f, 0.05f);
+        if (!s) s = add_matrix(st, T("attn_output.weight"), WT("attn_output", qd), qd, d, 0.02f);
+    }
+    if (!s) s = add_vector(st, T("post_attention_norm.weight"), d, 1.0f, 0.05f);
+    if (!s) s = add_matrix(st, T("ffn_gate.weight"), WT("ffn_gate", d), d, sh->n_ff, 0.02f);
+    if (!s) s = add_matrix(st, T("ffn_up.weight"), WT("ffn_up", d), d, sh->n_ff, 0.02f);
+    if (!s) s = add_matrix(st, T("ffn_down.weight"), WT("ffn_down", sh->n_ff), sh->n_ff, d, 0.02f);
+    if (mtp) {
+        if (!s) s = add_matrix(st, T("nextn.eh_proj.weight"), WT("nextn", 2 * d), 2 * d, d, 0.02f);
+        if (!s) s = add_vector(st, T("nextn.enorm.weight"), d, 1.0f, 0.05f);
+        if (!s) s = add_vector(st, T("nextn.hnorm.weight"), d, 1.0f, 0.05f);
+        if (!s) s = add_vector(st, T("nextn.shared_head_norm.weight"), d, 1.0f, 0.05f);
+    }
+#undef T
+#undef WT
     return s;
 }
 
@@ -370,6 +468,8 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     const bool qk_norm = gemma3 || !strcmp(sh->arch, "qwen3");
     int64_t maxc = d > 2 * sh->n_ff ? d : 2 * sh->n_ff;
     if (qd > maxc) maxc = qd;
+    if (2 * d > maxc) maxc = 2 * d; /* qwen35's nextn.eh_proj */
+    if ((int64_t)sh->ssm_state * sh->ssm_v_heads > maxc) maxc = (int64_t)sh->ssm_state * sh->ssm_v_heads;
     if ((int64_t)sh->n_pl * sh->n_layer > maxc) maxc = (int64_t)sh->n_pl * sh->n_layer;
     /* gemma4's per-layer shapes: layer kind, own KV, FFN width */
     int32_t lkv[64], lff[64];
@@ -392,7 +492,7 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
     }
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("context_length"), (uint32_t)sh->n_ctx);
     if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("embedding_length"), (uint32_t)d);
-    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("block_count"), (uint32_t)sh->n_layer);
+    if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("block_count"), (uint32_t)(sh->n_layer + sh->nextn));
     if (!s && sh->double_wide)
         s = tern_gguf_writer_set_arr(st.w, KEY("feed_forward_length"), TERN_GGUF_INT32, lff, (uint64_t)sh->n_layer);
     else if (!s)
@@ -427,6 +527,19 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
                                      (uint32_t)sh->n_ctx_orig);
         if (!s) s = tern_gguf_writer_set_f32(st.w, KEY("rope.scaling.attn_factor"),
                                              (float)sqrt(1.0 + log(scale) / log((double)sh->n_ctx_orig)));
+    }
+    if (!s && sh->ssm_conv) {
+        /* llama.cpp's Qwen3NextModel / Qwen3_5TextModel keys */
+        s = tern_gguf_writer_set_u32(st.w, KEY("ssm.conv_kernel"), (uint32_t)sh->ssm_conv);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("ssm.state_size"), (uint32_t)sh->ssm_state);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("ssm.group_count"), (uint32_t)sh->ssm_k_heads);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("ssm.time_step_rank"), (uint32_t)sh->ssm_v_heads);
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("ssm.inner_size"),
+                                             (uint32_t)(sh->ssm_state * sh->ssm_v_heads));
+        if (!s) s = tern_gguf_writer_set_u32(st.w, KEY("full_attention_interval"), (uint32_t)sh->full_interval);
+        if (!s) s = tern_gguf_writer_set_arr(st.w, KEY("rope.dimension_sections"), TERN_GGUF_INT32,
+                                             sh->sections, 4);
+        if (!s && sh->nextn) s = tern_gguf_writer_set_u32(st.w, KEY("nextn_predict_layers"), (uint32_t)sh->nextn);
     }
 #undef KEY
     if (!s) s = vocab_path ? add_vocab_file(&st, sh, vocab_path) : add_vocab(&st, sh);
@@ -467,7 +580,9 @@ tern_status tern_synth_model_write_vocab(const char *shape, const char *type_nam
         s = tern_gguf_writer_add_tensor(st.w, "rope_factors_long.weight", TERN_TYPE_F32, 1, ne, lf);
         if (!s) s = tern_gguf_writer_add_tensor(st.w, "rope_factors_short.weight", TERN_TYPE_F32, 1, ne, sf);
     }
-    for (int il = 0; il < n_layer && !s; il++) {
+    for (int il = 0; sh->ssm_conv && il < n_layer + sh->nextn && !s; il++)
+        s = add_qwen35_layer(&st, sh, &plan, il, &fb);
+    for (int il = 0; !sh->ssm_conv && il < n_layer && !s; il++) {
         char nm[64];
 #define T(suffix) (snprintf(nm, sizeof nm, "blk.%d.%s", il, suffix), nm)
 #define WT(kind, cols) type_plan_pick(&plan, kind, il, n_layer, cols, &fb)

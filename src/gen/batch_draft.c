@@ -132,12 +132,15 @@ static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
     return i;
 }
 
-/* Rewind slot i's sequence to its first n tokens. Cannot fail: n <= what it holds. */
+/* Rewind slot i's sequence to its first n tokens (or to none, where its recurrent state cannot
+ * go back to n). Cannot fail: n <= what it holds. */
 static void rewind_to(struct batch_draft *bd, int i, int n)
 {
     struct bd_slot *s = &bd->slots[i];
     TERN_ASSERT(tern_kv_seq_n_pos(bd->ctx, i) == s->n_rec);
     if (n >= s->n_rec) return;
+    /* a recurrent drafter (qwen35) goes back only inside its last decode call, or to 0 */
+    if (!tern_kv_seq_can_truncate(bd->ctx, i, n)) n = 0;
     tern_status st = tern_kv_seq_truncate(bd->ctx, i, n);
     TERN_ASSERT(st == TERN_OK);
     (void)st;
@@ -256,8 +259,8 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
         if (q->k > bd->n_max) q->k = bd->n_max;
         /* a drafting slot never counts its pending token as held: its logits give d0 */
         const int lim = q->k > 0 ? q->n - 1 : q->n;
-        const int common = common_prefix(s->rec, s->n_rec, q->toks, lim);
-        rewind_to(bd, q->slot, common);
+        rewind_to(bd, q->slot, common_prefix(s->rec, s->n_rec, q->toks, lim));
+        const int common = s->n_rec; /* less when a recurrent drafter had to go back to 0 */
         const int need = q->n - common;
         if (need <= 0) continue;
         /* a drafting slot's usual one or two tokens ride free; more (a prompt restored from the

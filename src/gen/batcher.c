@@ -291,6 +291,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         const struct slot *s = &b->slots[i];
         if (s->active) continue;
         int l = b->p.share_prefix ? common_prefix(s->toks, slot_kv(b, i), r->prompt, cap) : 0;
+        /* a recurrent model (qwen35) keeps a slot's state only at some positions */
+        if (!tern_kv_seq_can_truncate(b->ctx, i, l)) l = 0;
         if (l > best_lcp || (l == best_lcp && s->last_used < b->slots[best].last_used)) {
             best = i;
             best_lcp = l;
@@ -320,6 +322,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     for (int i = 0; b->p.share_prefix && i < b->n_slots; i++) {
         if (i == best) continue;
         int l = common_prefix(b->slots[i].toks, slot_kv(b, i), r->prompt, cap);
+        if (!tern_kv_seq_can_truncate(b->ctx, i, l)) l = 0; /* as above: copyable positions only */
         if (l > src_lcp) {
             src = i;
             src_lcp = l;

@@ -220,6 +220,8 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     else if (kv < g->n_hist) g->n_hist = kv;
     int common = 0;
     while (common < g->n_hist && common < n - 1 && g->hist[common] == prompt[common]) common++;
+    /* a recurrent model (qwen35) keeps its state only at some positions: reuse less, or none */
+    if (!tern_kv_seq_can_truncate(g->ctx, 0, common)) common = 0;
     tern_status rc;
     if (g->pc && (common == 0 || tern_prefix_cache_match(g->pc, prompt, n) > common)) {
         /* The process-wide prefix cache knows more of this prompt than the context holds (a

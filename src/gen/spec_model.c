@@ -151,6 +151,8 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     if (k <= 0) return TERN_OK;
     const double t0 = util_now_s();
     const int m0 = n - ms->off; /* positions the drafter needs before drafting */
+    /* a recurrent drafter goes back only inside its last decode call, or to 0 */
+    if (!tern_kv_seq_can_truncate(ms->ctx, 0, common)) common = 0;
     tern_status st = tern_kv_truncate(ms->ctx, common);
     if (!st) st = tern_decode(ms->ctx, hist + ms->off + common, m0 - common, common, TERN_LOGITS_LAST);
     if (st) {

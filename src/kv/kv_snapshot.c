@@ -3,7 +3,10 @@
  * Read kv.h (layout) and kv_copy.c (the packed form) first. A snapshot remembers the model it
  * came from and its KV layout; restoring into a context of another model is refused: matching
  * layout is not enough, the numbers would simply be wrong. Same model pointer is the fast check;
- * two loads of the same file are recognised by their fingerprints. */
+ * two loads of the same file are recognised by their fingerprints. A model with recurrent
+ * layers (qwen35) keeps one state per sequence, not per position: its snapshot also holds the
+ * state at n, so n must be a position the context keeps a state for (0, its end, or the base
+ * of its last decode call). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,10 +16,12 @@
 struct tern_kv_snapshot {
     const struct tern_model *model;
     int n_layer, n_head_kv, head_dim;
-    size_t pos_elems;  /* K halves per position (per-layer shapes differ in gemma4) */
+    size_t pos_elems;  /* K halves per position (per-layer shapes differ in gemma4; qwen35's
+                          DeltaNet layers hold none) */
     int n;             /* positions 0..n-1 */
     size_t bytes;
-    void *data;        /* packed run (kv_copy.c) */
+    void *data;        /* packed run (kv_copy.c), then the recurrent state at n (state_bytes) */
+    size_t state_bytes;/* 0: the model has no recurrent layers */
 };
 
 uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx)
@@ -41,14 +46,22 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
     s->head_dim = kv->head_dim;
     s->pos_elems = kv->pos_elems;
     s->n = n;
-    s->bytes = kv_run_bytes(kv, n);
+    s->state_bytes = kv_context_state_bytes(ctx);
+    const size_t kvb = kv_run_bytes(kv, n);
+    s->bytes = kvb + s->state_bytes;
     s->data = malloc(s->bytes ? s->bytes : 1);
     if (!s->data) {
+        const size_t bytes = s->bytes;
         free(s);
         return tern_fail(TERN_ERR_NOMEM, "KV snapshot of %d positions: out of memory (%zu bytes)",
-                         n, (size_t)kv_run_bytes(kv, n));
+                         n, bytes);
     }
     if (n) kv_copy_out(kv, 0, n, s->data);
+    tern_status st = s->state_bytes ? kv_context_state_out(ctx, 0, n, (char *)s->data + kvb) : TERN_OK;
+    if (st) {
+        tern_kv_snapshot_free(s);
+        return tern_fail_prefix(st, "KV snapshot of %d positions: ", n);
+    }
     *out = s;
     return TERN_OK;
 }
@@ -74,8 +87,13 @@ tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern
             return tern_fail(TERN_ERR_ARG, "KV snapshot was taken from another model (model "
                              "fingerprints differ); refusing to restore it");
     }
+    if (s->state_bytes != kv_context_state_bytes(ctx))
+        return tern_fail(TERN_ERR_ARG, "KV snapshot holds a recurrent state of %zu bytes, the "
+                         "context's is %zu", s->state_bytes, kv_context_state_bytes(ctx));
     if (s->n) kv_copy_in(kv, 0, s->n, s->data);
     kv_context_set_n_pos(ctx, s->n);
+    if (s->state_bytes)
+        kv_context_state_in(ctx, 0, (const char *)s->data + kv_run_bytes(kv, s->n));
     return TERN_OK;
 }
 

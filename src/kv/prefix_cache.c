@@ -89,7 +89,8 @@ tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b)
     b->next = *head;
     *head = b;
     pc->st.n_blocks++;
-    pc->st.bytes += pc->block_bytes;
+    pc->st.bytes += pc->block_bytes + (b->state ? pc->state_bytes : 0);
+    pc->st.n_states += b->state != NULL;
     if (!pc->loading) PC_CHECK(pc);
     return TERN_OK;
 }
@@ -99,13 +100,15 @@ void pc_block_free(struct pc_block *b)
     if (!b) return;
     free(b->tokens);
     free(b->kv);
+    free(b->state);
     free(b);
 }
 
 /* Unlink and free a leaf. */
 static void remove_block(struct tern_prefix_cache *pc, struct pc_block *b)
 {
-    TERN_ASSERT(b->n_children == 0 && pc->st.n_blocks > 0 && pc->st.bytes >= pc->block_bytes);
+    const uint64_t size = pc->block_bytes + (b->state ? pc->state_bytes : 0);
+    TERN_ASSERT(b->n_children == 0 && pc->st.n_blocks > 0 && pc->st.bytes >= size);
     struct pc_block **pp = &pc->buckets[b->key & (pc->n_buckets - 1)];
     while (*pp != b) {
         TERN_ASSERT(*pp); /* b is in its key's bucket */
@@ -123,7 +126,8 @@ static void remove_block(struct tern_prefix_cache *pc, struct pc_block *b)
         }
     }
     pc->st.n_blocks--;
-    pc->st.bytes -= pc->block_bytes;
+    pc->st.bytes -= size;
+    pc->st.n_states -= b->state != NULL;
     pc_block_free(b);
 }
 
@@ -152,9 +156,12 @@ bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap)
     if (!pc->buckets || nb == 0 || (nb & (nb - 1)))
         PC_BAD("%zu buckets: not a power of two", nb);
     if (pc->B <= 0 || pc->block_bytes == 0) PC_BAD("block of %d tokens, %zu bytes", pc->B, pc->block_bytes);
-    uint64_t n = 0;
+    uint64_t n = 0, n_states = 0;
     for (size_t i = 0; i < nb; i++)
         for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
+            n_states += b->state != NULL;
+            if (b->state && !pc->state_bytes)
+                PC_BAD("block %016llx holds a state, the model has none", (unsigned long long)b->key);
             if (++n > pc->st.n_blocks)
                 PC_BAD("more blocks in the buckets than n_blocks %llu (a cycle or a lost count)",
                        (unsigned long long)pc->st.n_blocks);
@@ -180,10 +187,12 @@ bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap)
     if (n != pc->st.n_blocks)
         PC_BAD("%llu blocks in the buckets, n_blocks says %llu", (unsigned long long)n,
                (unsigned long long)pc->st.n_blocks);
-    if (pc->st.bytes != n * pc->block_bytes || pc->st.bytes > pc->budget)
-        PC_BAD("bytes %llu for %llu blocks of %zu (budget %llu)",
+    if (pc->st.bytes != n * pc->block_bytes + n_states * pc->state_bytes ||
+        pc->st.bytes > pc->budget || n_states != pc->st.n_states)
+        PC_BAD("bytes %llu for %llu blocks of %zu and %llu (n_states %llu) states of %zu (budget %llu)",
                (unsigned long long)pc->st.bytes, (unsigned long long)n, pc->block_bytes,
-               (unsigned long long)pc->budget);
+               (unsigned long long)n_states, (unsigned long long)pc->st.n_states,
+               pc->state_bytes, (unsigned long long)pc->budget);
     int orphans = 0;
     for (size_t i = 0; i < nb; i++)
         for (struct pc_block *b = pc->buckets[i]; b; b = b->next) {
@@ -220,7 +229,7 @@ bool pc_make_room(struct tern_prefix_cache *pc, uint64_t need, const struct pc_b
                     victim = b;
         if (!victim) return false;
         pc->st.evicted_blocks++;
-        pc->st.evicted_bytes += pc->block_bytes;
+        pc->st.evicted_bytes += pc->block_bytes + (victim->state ? pc->state_bytes : 0);
         remove_block(pc, victim);
         PC_CHECK(pc);
     }
@@ -249,6 +258,13 @@ tern_status tern_prefix_cache_create(const struct tern_model *m,
     pc->B = pp.block_tokens ? pp.block_tokens : PC_DEFAULT_BLOCK;
     pc->pos_elems = kv_model_pos_elems(m);
     pc->block_bytes = 2 * sizeof(uint16_t) * pc->pos_elems * (size_t)pc->B;
+    pc->state_bytes = (size_t)in->state_bytes;
+    if (pc->state_bytes && pp.dir) {
+        free(pc);
+        return tern_fail(TERN_ERR_UNSUPPORTED, "prefix cache: cache files do not hold the "
+                         "recurrent state of '%s' models yet; use the cache in memory (no "
+                         "directory)", in->arch_name);
+    }
     pc->budget = pp.budget_bytes ? pp.budget_bytes : PC_DEFAULT_BUDGET;
     pc->st.budget_bytes = pc->budget;
     pc->st.block_tokens = pc->B;
@@ -279,6 +295,7 @@ void tern_prefix_cache_clear(struct tern_prefix_cache *pc)
         pc->buckets[i] = NULL;
     }
     pc->st.n_blocks = 0;
+    pc->st.n_states = 0;
     pc->st.bytes = 0;
     pc->n_orphans = 0;
 }
@@ -336,16 +353,17 @@ int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *t
  * Returns false when the budget cannot take it (then no later block of this prompt is stored
  * either). */
 static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq,
-                        const int32_t *tokens, int d, uint64_t parent, uint64_t key)
+                        const int32_t *tokens, int d, uint64_t parent, uint64_t key, const void *state)
 {
     if (pc_find(pc, key)) return false; /* a colliding key: leave the resident block alone */
     struct pc_block *keep = parent ? pc_find(pc, parent) : NULL;
-    if (!pc_make_room(pc, pc->block_bytes, keep)) return false;
+    if (!pc_make_room(pc, pc->block_bytes + (state ? pc->state_bytes : 0), keep)) return false;
     struct pc_block *b = calloc(1, sizeof *b);
     if (!b) return false;
     b->tokens = malloc((size_t)pc->B * sizeof *b->tokens);
     b->kv = malloc(pc->block_bytes);
-    if (!b->tokens || !b->kv) {
+    if (state && (b->state = malloc(pc->state_bytes))) memcpy(b->state, state, pc->state_bytes);
+    if (!b->tokens || !b->kv || (state && !b->state)) {
         pc_block_free(b);
         return false;
     }
@@ -414,6 +432,11 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
     uint64_t key;
     int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
     TERN_ASSERT(nb >= 0 && nb <= max_blocks);
+    if (pc->state_bytes) {
+        /* a recurrent model continues from a state: the deepest found block that has one */
+        while (nb > 0 && !found[nb - 1]->state) nb--;
+        key = nb ? found[nb - 1]->key : 0;
+    }
     pc->st.lookups++;
     if (nb * pc->B <= more_than) {
         if (found != stackbuf) free(found);
@@ -427,9 +450,11 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
         kv_copy_in_seq(kv, seq, d * pc->B, pc->B, found[d]->kv);
         found[d]->last_used = ++pc->tick;
     }
+    const void *state = nb ? found[nb - 1]->state : NULL;
     if (found != stackbuf) free(found);
     const int reused = nb * pc->B;
     kv_context_set_seq_n_pos(ctx, seq, reused);
+    if (pc->state_bytes) kv_context_state_in(ctx, seq, state);
     if (nb) pc->st.hits++; else pc->st.misses++;
     pc->st.hit_tokens += (uint64_t)reused;
     pc->st.miss_tokens += (uint64_t)(n - reused);
@@ -439,20 +464,40 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
 
 /* Store the blocks of tokens[0..n) after depth d0 (key: the chain key of block d0 - 1) that
  * sequence seq holds and the cache does not. */
-static void store_from(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq,
+static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
                        const int32_t *tokens, int n, int d0, uint64_t key)
 {
+    const struct kv_cache *kv = kv_of_context(ctx);
     for (int d = d0; (long long)(d + 1) * pc->B <= n; d++) {
         uint64_t k = pc_chain_key(key, tokens + (size_t)d * pc->B, pc->B);
         struct pc_block *have = pc_find(pc, k);
+        /* recurrent models: the state after this block, if the context kept it */
+        const void *state = pc->state_bytes ? kv_context_state_captured(ctx, seq, (d + 1) * pc->B) : NULL;
         if (have && have->parent == key && have->depth == d &&
             !memcmp(have->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens)) {
             have->last_used = ++pc->tick; /* the last token's block when n is block-aligned */
-        } else if (!store_block(pc, kv, seq, tokens, d, key, k)) {
+            if (state && !have->state && pc_make_room(pc, pc->state_bytes, have) &&
+                (have->state = malloc(pc->state_bytes))) {
+                memcpy(have->state, state, pc->state_bytes);
+                pc->st.n_states++;
+                pc->st.bytes += pc->state_bytes;
+            }
+        } else if (!store_block(pc, kv, seq, tokens, d, key, k, state)) {
             break;
         }
         key = k;
     }
+}
+
+/* Recurrent models: ask the context to keep the state at the deepest block boundary a later
+ * restore of these tokens may use (n - min_suffix at most), when that is past `from`. */
+static tern_status arm_capture(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                               int n, int from)
+{
+    if (!pc->state_bytes) return TERN_OK;
+    const int min_suffix = pc_min_suffix(pc);
+    const int p = n > min_suffix ? (n - min_suffix) / pc->B * pc->B : 0;
+    return p > from ? kv_context_state_capture(ctx, seq, p) : TERN_OK;
 }
 
 tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
@@ -462,11 +507,12 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
     if (st) return st;
     uint64_t key;
     const int reused = restore(pc, ctx, 0, tokens, n, -1, &key, &st);
+    if (!st) st = arm_capture(pc, ctx, 0, n, reused);
     if (st) return st;
     st = tern_decode(ctx, tokens + reused, n - reused, reused, TERN_LOGITS_LAST);
     if (st) return st;
     /* Store the blocks this prompt completed that the cache did not have. */
-    store_from(pc, kv_of_context(ctx), 0, tokens, n, reused / pc->B, key);
+    store_from(pc, ctx, 0, tokens, n, reused / pc->B, key);
     if (n_reused) *n_reused = reused;
     return TERN_OK;
 }
@@ -478,6 +524,9 @@ tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_
     if (st) return st;
     uint64_t key;
     const int reused = restore(pc, ctx, seq, tokens, n, more_than, &key, &st);
+    /* the caller decodes the rest and stores: the state at the prompt's last usable block
+     * boundary is kept for tern_prefix_cache_store (if no decode passes it, nothing is kept) */
+    if (!st) st = arm_capture(pc, ctx, seq, n, reused);
     if (!st && n_restored) *n_restored = reused;
     return st;
 }
@@ -491,6 +540,6 @@ tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_co
     if (n > kv->seq_pos[seq])
         return tern_fail(TERN_ERR_ARG, "prefix cache store: %d tokens, but sequence %d holds %d positions",
                          n, seq, kv->seq_pos[seq]);
-    store_from(pc, kv, seq, tokens, n, 0, 0);
+    store_from(pc, ctx, seq, tokens, n, 0, 0);
     return TERN_OK;
 }

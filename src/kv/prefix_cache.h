@@ -13,8 +13,15 @@
  * builds): each block sits in the bucket of its key, once; n_children counts exactly the
  * blocks naming it as parent; n_orphans counts blocks whose parent is not in the table (loaded
  * without it, e.g. its file was damaged: they are adopted when the parent is stored again);
- * depth is 0 exactly when parent is 0 and (depth+1)*B fits an int; n_blocks and bytes match
- * the table and bytes <= budget; no block was used after the current tick. */
+ * depth is 0 exactly when parent is 0 and (depth+1)*B fits an int; n_blocks, n_states and
+ * bytes match the table and bytes <= budget; no block was used after the current tick.
+ *
+ * Recurrent models (qwen35): a DeltaNet state is one per sequence, not per position, so a block
+ * may also carry the state at its end (state_bytes, tens of MB for real shapes against a few
+ * hundred KB of KV). tern_prefix_cache_prefill asks the context to keep the state at the
+ * deepest block boundary a later restore of the same prompt would use, and stores it with that
+ * block; a restore goes to the deepest matching block that has a state. Files on disk do not
+ * hold states: such a cache is memory-only. */
 #ifndef TERN_KV_PREFIX_CACHE_H
 #define TERN_KV_PREFIX_CACHE_H
 
@@ -34,6 +41,9 @@ struct pc_block {
     bool on_disk;               /* a file for it exists in dir (loaded or saved) */
     int32_t *tokens;            /* (B) */
     void *kv;                   /* packed run of B positions (kv_copy.c), block_bytes */
+    void *state;                /* recurrent models: the state after the block (state_bytes),
+                                   or NULL; a prefix can only be restored up to a block that
+                                   has one */
     struct pc_block *next;      /* hash bucket chain */
 };
 
@@ -44,6 +54,7 @@ struct tern_prefix_cache {
     int B;                      /* tokens per block */
     size_t pos_elems;           /* K halves per position (kv_model_pos_elems) */
     size_t block_bytes;         /* KV bytes of one block */
+    size_t state_bytes;         /* recurrent state of one sequence (0: attention-only model) */
     uint64_t budget;
     char *dir;                  /* NULL: memory only */
     struct pc_block **buckets;  /* (n_buckets), power of two */

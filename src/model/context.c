@@ -59,7 +59,8 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->n_threads = cp.n_threads;
     ctx->n_seq = cp.n_seq;
     /* Per-layer shapes (gemma4's sliding and global layers differ): buffers take the widest,
-     * the KV cache each layer's own (and none for a layer that reads another's). */
+     * the KV cache each layer's own (and none for a layer that reads another's, or for
+     * qwen35's DeltaNet layers, kv_src -1, whose recurrent state is ctx->rec). */
     size_t qd = 0, kvd = 0;
     int max_hd = 0, hd_gcd = 0, min_group = 1 << 30;
     int *lay = malloc(3 * sizeof(int) * (size_t)in->n_layer);
@@ -84,6 +85,10 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         st = kv_init(&ctx->kv, &kl, cp.n_ctx, cp.n_seq);
     }
     free(lay);
+    /* the recurrent state and what rollback replays (rec_state.h): REC_WINDOW tokens cover a
+     * speculative verify batch of the longest draft (64) and its pending tokens */
+    enum { REC_WINDOW = 72 };
+    if (!st) st = rec_init(&ctx->rec, in, cp.n_seq, cp.n_batch < REC_WINDOW ? cp.n_batch : REC_WINDOW);
     if (st) {
         tern_context_free(ctx);
         return st;
@@ -99,6 +104,28 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->up = alloc_floats(ctx, nb * (size_t)in->n_ff_max, &st);
     ctx->proj = alloc_floats(ctx, nb * d, &st);
     ctx->rope_cs = alloc_floats(ctx, nb * (size_t)in->n_rot, &st);
+    if (in->attn_gate) {
+        ctx->qaux = alloc_floats(ctx, nb * 2 * qd, &st);
+        ctx->agate = alloc_floats(ctx, nb * qd, &st);
+    }
+    if (in->n_layer_rec) {
+        const size_t cd = (size_t)ctx->rec.conv_dim, vd = (size_t)ctx->rec.n_v * ctx->rec.hv;
+        const size_t nv = (size_t)ctx->rec.n_v;
+        ctx->dn_in = alloc_floats(ctx, nb * cd, &st);
+        ctx->dn_qkv = alloc_floats(ctx, nb * cd, &st);
+        ctx->dn_z = alloc_floats(ctx, nb * vd, &st);
+        ctx->dn_b = alloc_floats(ctx, nb * nv, &st);
+        ctx->dn_a = alloc_floats(ctx, nb * nv, &st);
+        ctx->dn_bg = alloc_floats(ctx, nb * 2 * nv, &st);
+        ctx->dn_out = alloc_floats(ctx, nb * vd, &st);
+        ctx->rec_first = calloc(nb, sizeof *ctx->rec_first);
+        ctx->rb_n = calloc((size_t)cp.n_seq, sizeof *ctx->rb_n);
+        ctx->rb_p0 = calloc((size_t)cp.n_seq, sizeof *ctx->rb_p0);
+        ctx->rb_base = calloc((size_t)cp.n_seq, sizeof *ctx->rb_base);
+        ctx->rb_seqs = calloc((size_t)cp.n_seq, sizeof *ctx->rb_seqs);
+        if ((!ctx->rec_first || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base || !ctx->rb_seqs) && !st)
+            st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
+    }
     if (m->rope_swa_own) ctx->rope_cs_swa = alloc_floats(ctx, nb * (size_t)in->n_rot_swa, &st);
     /* per-layer embeddings (gemma4): every layer's input of each token, and one layer's gate */
     if (in->n_embd_per_layer) {
@@ -139,6 +166,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     /* Quantized activations: the widest input row in the widest format (F32). */
     size_t widest = d > qd ? d : qd;
     if ((size_t)in->n_ff_max > widest) widest = (size_t)in->n_ff_max;
+    if ((size_t)ctx->rec.n_v * ctx->rec.hv > widest) widest = (size_t)ctx->rec.n_v * ctx->rec.hv;
     ctx->act_stride = (widest * sizeof(float) + 63) & ~(size_t)63;
     ctx->act = aligned_alloc(64, nb * ctx->act_stride);
     ctx->bpos = calloc(nb, sizeof *ctx->bpos);
@@ -167,6 +195,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->n_logits = 0;
         ctx->n_out = 0;
         ctx->profile = false;
+        if (ctx->rec.n_layer) ctx->rec.base[0] = -1; /* nothing to roll back to */
         if (st) {
             tern_context_free(ctx);
             return st;
@@ -181,6 +210,12 @@ void tern_context_free(struct tern_context *ctx)
     if (!ctx) return;
     tp_free(ctx->pool);
     kv_free(&ctx->kv);
+    rec_free(&ctx->rec);
+    free(ctx->rec_first);
+    free(ctx->rb_n);
+    free(ctx->rb_p0);
+    free(ctx->rb_base);
+    free(ctx->rb_seqs);
     for (int i = 0; i < ctx->n_raw; i++) free(ctx->raw[i]);
     free(ctx->scores);
     free(ctx->qr);
@@ -208,6 +243,58 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq)
     return seq >= 0 && seq < ctx->n_seq ? ctx->kv.seq_pos[seq] : -1;
 }
 
+bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos)
+{
+    if (seq < 0 || seq >= ctx->n_seq || n_pos < 0 || n_pos > ctx->kv.seq_pos[seq]) return false;
+    const struct rec_state *r = &ctx->rec;
+    return !r->n_layer || n_pos == 0 || n_pos == ctx->kv.seq_pos[seq] ||
+           (r->base[seq] >= 0 && n_pos >= r->base[seq]);
+}
+
+/* The recurrence of sequence s replayed from its rollback base over the inputs recorded for
+ * positions base .. n-1 (base < n <= base + rec_cap), into the current buffer of sequence dst
+ * (s itself, or another one being given s's state at n): the same code as the forward pass on
+ * the same numbers, so the same bits. Scratch: the first rows of dn_qkv and dn_out. */
+static void rec_replay(struct tern_context *ctx, int s, int n, int dst_seq)
+{
+    struct rec_state *r = &ctx->rec;
+    const int base = r->base[s];
+    TERN_ASSERT(base >= 0 && n > base && n - base <= r->rec_cap);
+    const struct tern_model *m = ctx->model;
+    for (int il = 0; il < m->info.n_layer; il++) {
+        const struct model_layer *L = &m->layers[il];
+        if (!L->recurrent) continue;
+        const int l = L->rec_index;
+        float *dst = rec_layer(r, dst_seq, r->cur[dst_seq], l);
+        const float *src = base == 0 ? NULL : rec_layer(r, s, r->cur[s] ^ 1, l);
+        for (int i = 0; i < n - base; i++, src = dst) {
+            const float *in = rec_record(r, s, i, l);
+            rec_conv_token(r, L->ssm_conv1d.data, in, src, dst, ctx->dn_qkv, 0, r->conv_dim);
+            rec_l2norm_token(r, ctx->dn_qkv, m->info.rms_eps);
+            rec_delta_token(r, ctx->dn_qkv, in + r->conv_dim, src ? src + r->conv_floats : NULL,
+                            dst + r->conv_floats, ctx->dn_out, 0, r->n_v);
+        }
+    }
+}
+
+/* Bring sequence s's recurrent state back to position n (tern_kv_seq_can_truncate said yes). */
+static void rec_rewind(struct tern_context *ctx, int s, int n)
+{
+    struct rec_state *r = &ctx->rec;
+    const int end = ctx->kv.seq_pos[s];
+    if (n == end) return;
+    if (n == 0) {
+        r->base[s] = -1; /* a decode at position 0 reads zeros */
+        return;
+    }
+    if (n == r->base[s]) {
+        r->cur[s] ^= 1;
+        r->base[s] = -1;
+        return;
+    }
+    rec_replay(ctx, s, n, s);
+}
+
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
 {
     if (seq < 0 || seq >= ctx->n_seq)
@@ -216,6 +303,15 @@ tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
     if (n_pos < 0 || n_pos > ctx->kv.seq_pos[seq])
         return tern_fail(TERN_ERR_ARG, "cannot truncate sequence %d to %d positions: it holds %d",
                          seq, n_pos, ctx->kv.seq_pos[seq]);
+    if (!tern_kv_seq_can_truncate(ctx, seq, n_pos))
+        return tern_fail(TERN_ERR_UNSUPPORTED, "cannot truncate sequence %d to %d positions: its "
+                         "recurrent state (%s) goes back only to 0 or to %d..%d (the last decode "
+                         "call); restore a snapshot or decode again from 0", seq, n_pos,
+                         ctx->model->arch_name, ctx->rec.base[seq], ctx->kv.seq_pos[seq]);
+    if (ctx->rec.n_layer) {
+        rec_rewind(ctx, seq, n_pos);
+        if (ctx->rec.cap_pos[seq] > n_pos) ctx->rec.cap_done[seq] = false; /* states of the gone tokens */
+    }
     ctx->kv.seq_pos[seq] = n_pos;
     ctx->n_logits = 0;
     return TERN_OK;
@@ -235,6 +331,24 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
     if (n_pos < 0 || n_pos > kv->seq_pos[src])
         return tern_fail(TERN_ERR_ARG, "cannot copy %d positions of sequence %d: it holds %d",
                          n_pos, src, kv->seq_pos[src]);
+    struct rec_state *r = &ctx->rec;
+    if (r->n_layer) {
+        /* the state at n_pos: the current one, the base, replayed from the base, or zeros */
+        if (!tern_kv_seq_can_truncate(ctx, src, n_pos))
+            return tern_fail(TERN_ERR_UNSUPPORTED, "cannot copy %d positions of sequence %d: its "
+                             "recurrent state goes back only to 0 or to %d..%d", n_pos, src,
+                             r->base[src], kv->seq_pos[src]);
+        int b = -1;
+        if (n_pos == kv->seq_pos[src]) b = r->cur[src];
+        else if (n_pos == r->base[src]) b = r->cur[src] ^ 1;
+        if (b >= 0)
+            memcpy(rec_layer(r, dst, r->cur[dst], 0), rec_layer(r, src, b, 0),
+                   r->seq_floats * sizeof(float));
+        else if (n_pos > 0)
+            rec_replay(ctx, src, n_pos, dst);
+        r->base[dst] = -1;
+        r->cap_done[dst] = false;
+    }
     for (int il = 0; il < kv->n_layer; il++) {
         if (!kv->layer_own[il] || n_pos == 0) continue;
         const size_t run = (size_t)n_pos * kv->layer_hd[il] * sizeof(uint16_t);

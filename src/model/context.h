@@ -10,6 +10,7 @@
 #include "model/kv_cache.h"
 #include "kernels/attn.h"
 #include "model/model.h"
+#include "model/rec_state.h"
 #include "kernels/vexp.h"
 #include "util/threadpool.h"
 
@@ -18,6 +19,7 @@ struct tern_context {
     int n_ctx, n_batch, n_threads, n_seq;
     struct tp *pool;
     struct kv_cache kv;
+    struct rec_state rec;  /* recurrent state of qwen35's DeltaNet layers (rec_state.h), or empty */
 
     float *x;        /* (n_batch, n_embd) residual stream */
     float *xn;       /* (n_batch, n_embd) normalized input of the current block */
@@ -67,7 +69,20 @@ struct tern_context {
     int last_n;      /* tokens in the current batch */
     int32_t *next_pos; /* (n_seq) scratch: expected next position per sequence while validating */
     bool *want;      /* (n_batch) scratch: which rows of a tern_decode sub-batch want logits */
-    void *raw[16];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
+    /* qwen35 (NULL otherwise): gated attention, DeltaNet layers (forward_delta.c) */
+    float *qaux;     /* (n_batch, 2 * n_head * head_dim) attn_q output: q and gate rows per head */
+    float *agate;    /* (n_batch, n_head * head_dim) attention output gate */
+    float *dn_in;    /* (n_batch, conv_dim) conv inputs (attn_qkv output) */
+    float *dn_qkv;   /* (n_batch, conv_dim) q, k, v after conv, SiLU, l2 norm */
+    float *dn_z;     /* (n_batch, value_dim) output gate */
+    float *dn_b, *dn_a; /* (n_batch, n_v) beta and alpha projections */
+    float *dn_bg;    /* (n_batch, 2 * n_v) beta before its sigmoid, then g */
+    float *dn_out;   /* (n_batch, value_dim) DeltaNet output, then gated and normed */
+    bool *rec_first; /* (n_batch) row is its sequence's first in the batch */
+    int *rb_n, *rb_p0, *rb_base; /* (n_seq) rows, first position, new rollback base per sequence */
+    int *rb_seqs;    /* (n_seq) the sequences in the batch */
+    int rb_nseqs;
+    void *raw[32];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
     int n_raw;
     bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */
     bool profile;    /* collect per-op timings (profile.c) */

@@ -21,6 +21,23 @@ void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos);
  * positions (kv_copy.c) is 2 x this x n halves, whatever context holds it. */
 size_t kv_model_pos_elems(const struct tern_model *m);
 
+/* The recurrent state of qwen35's DeltaNet layers (model/rec_state.h), beside the KV: a cached
+ * prefix or a snapshot of such a model needs the state at its end as well. */
+/* Bytes of one sequence's state (0: the model has no recurrent layers). */
+size_t kv_context_state_bytes(const struct tern_context *ctx);
+/* Copy sequence seq's state at n_pos positions to dst (state_bytes): n_pos must be one the
+ * sequence can truncate to (tern_kv_seq_can_truncate) without replay: 0 (zeros), its end, or
+ * its rollback base; TERN_ERR_UNSUPPORTED otherwise. */
+tern_status kv_context_state_out(const struct tern_context *ctx, int seq, int n_pos, void *dst);
+/* Make src (state_bytes; NULL: zeros) the state of sequence seq, with kv_context_set_seq_n_pos
+ * for its positions (which drops the rollback base and captures). */
+void kv_context_state_in(struct tern_context *ctx, int seq, const void *src);
+/* Keep the state of sequence seq when a later decode passes pos positions (one request per
+ * sequence; the first one allocates the capture buffers, hence TERN_ERR_NOMEM). */
+tern_status kv_context_state_capture(struct tern_context *ctx, int seq, int pos);
+/* The state kept at pos for seq (state_bytes), or NULL if it was not or is stale. */
+const void *kv_context_state_captured(const struct tern_context *ctx, int seq, int pos);
+
 /* Tokens that tern_decode runs as one batch through the prefill kernels at the least: a prompt
  * is cut into equal sub-batches, never leaving a last one shorter than this. */
 #define KV_MIN_BATCHED_SUFFIX 16

@@ -22,6 +22,7 @@
 #include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
 #include "model/context.h"
+#include "model/forward.h"
 #include "quant/quant.h"
 #include "util/check.h"
 #include "util/error.h"
@@ -31,7 +32,7 @@
 
 /* y = x / rms(x) * w over n elements (w NULL: no weight, gemma4's v norm); sum of squares in
  * double like ggml_rms_norm. */
-static void rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
+void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
 {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
@@ -79,7 +80,7 @@ static void rope_apply(float *x, const float *cs, int n_rot, bool neox)
 
 /* How many chunks to cut a step of `units` independent pieces into: a few per thread, so a
  * thread that is late (descheduled) leaves little for the others to wait on. */
-static int chunks_for(const struct tern_context *ctx, long long units, int per_thread)
+int fwd_chunks_for(const struct tern_context *ctx, long long units, int per_thread)
 {
     const long long c = (long long)ctx->n_threads * per_thread;
     if (units < 1) return 1;
@@ -89,11 +90,11 @@ static int chunks_for(const struct tern_context *ctx, long long units, int per_t
 /* Chunks for a matmul step over matrices with `rows` output rows (split in multiples of 16). */
 static int matmul_chunks(const struct tern_context *ctx, int64_t rows)
 {
-    return chunks_for(ctx, (rows + 15) / 16, 4);
+    return fwd_chunks_for(ctx, (rows + 15) / 16, 4);
 }
 
 /* tp_run, timed into op class `op` when the context profiles. */
-static void run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg, int n_chunks)
+void fwd_run_step(struct tern_context *ctx, int op, tp_fn fn, void *arg, int n_chunks)
 {
     if (!ctx->profile) {
         tp_run(ctx->pool, fn, arg, n_chunks);
@@ -140,20 +141,6 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
 
 /* ---------------------------------------------------------------- parallel steps */
 
-struct step {
-    struct tern_context *ctx;
-    int n;                          /* tokens in the batch */
-    int il;                         /* layer */
-    const struct model_weight *w[3];/* matrices of a matmul step (unused entries NULL) */
-    float *out[3];                  /* their outputs, (n, rows) */
-    const struct model_weight *bias[3];
-    const float *src;               /* input rows (n, cols) for norm/quantize steps */
-    const float *norm_w;
-    int cols;
-    int act_type;
-    int row0;                       /* first batch row to process (logits of the last token) */
-};
-
 /* Quantize rows [row0, n) of src (cols wide) into ctx->act as act_type; rows split by thread. */
 static void step_quantize(void *arg, int chunk, int n_chunks, int tid)
 {
@@ -177,7 +164,7 @@ static void step_norm_quantize(void *arg, int chunk, int n_chunks, int tid)
     tp_split(s->n - s->row0, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = s->row0 + lo; t < s->row0 + hi; t++) {
         float *y = ctx->xn + (size_t)t * s->cols;
-        rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
+        fwd_rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
         kern_quantize_act(s->act_type, y, (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
     }
 }
@@ -233,13 +220,13 @@ static void step_norm_add(void *arg, int chunk, int n_chunks, int tid)
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         float *p = ctx->proj + (size_t)t * s->cols, *x = ctx->x + (size_t)t * s->cols;
-        rms_norm_row(p, s->norm_w, p, s->cols, ctx->model->info.rms_eps);
+        fwd_rms_norm_row(p, s->norm_w, p, s->cols, ctx->model->info.rms_eps);
         for (int i = 0; i < s->cols; i++) x[i] += p[i];
     }
 }
 
 /* x += W . act, or with a post-norm x += rmsnorm(W . act) * post (gemma3). */
-static void matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
+void fwd_matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
                             const struct model_weight *post)
 {
     if (!post->data) {
@@ -252,7 +239,7 @@ static void matmul_residual(struct tern_context *ctx, struct step *s, const stru
     mm.out[0] = ctx->proj;
     tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, w->rows));
     struct step na = {.ctx = ctx, .n = s->n, .il = s->il, .norm_w = post->data, .cols = (int)w->rows};
-    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, chunks_for(ctx, s->n, 4));
+    fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, fwd_chunks_for(ctx, s->n, 4));
 }
 
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
@@ -302,14 +289,23 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
         float *v = ctx->v + (size_t)t * kvd;
-        if (qn) for (int h = 0; h < in->n_head; h++) rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
+        if (in->attn_gate) {
+            /* attn_q's rows alternate per head: q of head h, then its output gate */
+            const float *qa = ctx->qaux + (size_t)t * 2 * qd;
+            float *ga = ctx->agate + (size_t)t * qd;
+            for (int h = 0; h < in->n_head; h++) {
+                memcpy(q + h * hd, qa + 2 * h * hd, sizeof(float) * (size_t)hd);
+                memcpy(ga + h * hd, qa + (2 * h + 1) * hd, sizeof(float) * (size_t)hd);
+            }
+        }
+        if (qn) for (int h = 0; h < in->n_head; h++) fwd_rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
         if (L->rope)
             for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, nr, in->rope_neox);
         if (m->q_prescale)
             for (int j = 0; j < qd; j++) q[j] *= in->attn_scale;
         if (!own_kv) continue;
-        if (kn) for (int h = 0; h < n_kv; h++) rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
-        if (in->v_norm) for (int h = 0; h < n_kv; h++) rms_norm_row(v + h * hd, NULL, v + h * hd, hd, in->rms_eps);
+        if (kn) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
+        if (in->v_norm) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(v + h * hd, NULL, v + h * hd, hd, in->rms_eps);
         for (int h = 0; h < n_kv; h++) {
             if (L->rope) rope_apply(k + h * hd, cs, nr, in->rope_neox);
             uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
@@ -320,6 +316,20 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
             }
         }
     }
+}
+
+/* attn *= sigmoid(gate), per token (qwen35's gated attention output, as ggml_sigmoid then
+ * ggml_mul). */
+static void step_attn_gate(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    const size_t qd = (size_t)ctx->model->info.n_head * ctx->model->info.head_dim;
+    long long lo, hi;
+    tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
+    for (size_t i = (size_t)lo * qd; i < (size_t)hi * qd; i++)
+        ctx->attn[i] *= 1.0f / (1.0f + expf(-ctx->agate[i]));
 }
 
 /* Causal attention in blocks. A unit is (token block, KV head, subgroup of its query heads):
@@ -417,26 +427,46 @@ static int act_type_of(const struct model_weight *w)
 }
 
 /* Quantize src rows [row0, n) for weight w unless ctx->act already holds exactly that. */
-static void ensure_act(struct tern_context *ctx, const float *src, int cols, int n, int row0,
+void fwd_ensure_act(struct tern_context *ctx, const float *src, int cols, int n, int row0,
                        const struct model_weight *w)
 {
     const int at = act_type_of(w);
     if (ctx->act_src == src && ctx->act_type == at) return;
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, chunks_for(ctx, n - row0, 4));
+    fwd_run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
     ctx->act_src = src;
     ctx->act_type = at;
 }
 
-static void norm_and_quantize(struct tern_context *ctx, const float *src, const float *norm_w,
+void fwd_norm_and_quantize(struct tern_context *ctx, const float *src, const float *norm_w,
                               int cols, int n, int row0, const struct model_weight *w)
 {
     const int at = act_type_of(w);
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
                      .cols = cols, .act_type = at};
-    run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, chunks_for(ctx, n - row0, 4));
+    fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
     ctx->act_src = ctx->xn;
     ctx->act_type = at;
+}
+
+void fwd_matmuls(struct tern_context *ctx, int il, const float *src, int cols, int n,
+                 const struct model_weight *const *w, float *const *out,
+                 const struct model_weight *const *bias, int cnt)
+{
+    for (int j = 0; j < cnt;) {
+        /* matrices usually share an activation format; group the ones that do, 3 at a time */
+        struct step mm = {.ctx = ctx, .n = n, .il = il};
+        int at = act_type_of(w[j]), g = 0;
+        fwd_ensure_act(ctx, src, cols, n, 0, w[j]);
+        while (j < cnt && g < 3 && act_type_of(w[j]) == at) {
+            mm.w[g] = w[j];
+            mm.out[g] = out[j];
+            mm.bias[g] = bias ? bias[j] : NULL;
+            g++;
+            j++;
+        }
+        tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, mm.w[g - 1]->rows));
+    }
 }
 
 /* Gemma 4's per-layer embeddings, once per batch (ik_llama.cpp build_gemma4): each token's row
@@ -449,7 +479,7 @@ static void per_layer_inputs(struct tern_context *ctx, const int32_t *tokens, in
     const struct tern_model *m = ctx->model;
     const struct tern_model_info *in = &m->info;
     const int n_pl = in->n_embd_per_layer, row = n_pl * in->n_layer;
-    ensure_act(ctx, ctx->x, in->n_embd, n, 0, &m->ple_model_proj);
+    fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &m->ple_model_proj);
     struct step mm = {.ctx = ctx, .n = n};
     mm.w[0] = &m->ple_model_proj;
     mm.out[0] = ctx->ple;
@@ -465,7 +495,7 @@ static void per_layer_inputs(struct tern_context *ctx, const int32_t *tokens, in
         for (int il = 0; il < in->n_layer; il++) {
             const float *e = ctx->ple_tok + (size_t)il * n_pl;
             float *ps = p + (size_t)il * n_pl;
-            rms_norm_row(ps, m->ple_proj_norm.data, ps, n_pl, eps);
+            fwd_rms_norm_row(ps, m->ple_proj_norm.data, ps, n_pl, eps);
             for (int i = 0; i < n_pl; i++) ps[i] = (ps[i] + e[i] * emb_scale) * out_scale;
         }
     }
@@ -479,7 +509,7 @@ static void per_layer_block(struct tern_context *ctx, struct step *s)
     const struct tern_model_info *in = &m->info;
     const struct model_layer *L = &m->layers[s->il];
     const int n = s->n, n_pl = in->n_embd_per_layer;
-    ensure_act(ctx, ctx->x, in->n_embd, n, 0, &L->ple_gate);
+    fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &L->ple_gate);
     struct step mm = {.ctx = ctx, .n = n, .il = s->il};
     mm.w[0] = &L->ple_gate;
     mm.out[0] = ctx->ple_gate;
@@ -488,8 +518,8 @@ static void per_layer_block(struct tern_context *ctx, struct step *s)
     for (int t = 0; t < n; t++)
         ctx->vexp_k.gelu_mul(ctx->ple_gate + (size_t)t * n_pl,
                              ctx->ple + ((size_t)t * in->n_layer + s->il) * n_pl, n_pl);
-    ensure_act(ctx, ctx->ple_gate, n_pl, n, 0, &L->ple_proj);
-    matmul_residual(ctx, s, &L->ple_proj, &L->ple_post_norm);
+    fwd_ensure_act(ctx, ctx->ple_gate, n_pl, n, 0, &L->ple_proj);
+    fwd_matmul_residual(ctx, s, &L->ple_proj, &L->ple_post_norm);
     ctx->act_src = NULL;
 }
 
@@ -517,6 +547,13 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             rope_cache_row(in->n_rot_swa, in->rope_freq_base_swa, m->rope_scale_swa, ctx->rope_ff_swa,
                            in->rope_attn_factor, ctx->bpos[t],
                            ctx->rope_cs_swa + (size_t)t * in->n_rot_swa);
+    if (m->has_rope_still) /* qwen35's 4th M-RoPE section: position 0 for text, no rotation */
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < in->n_rot / 2; i++)
+                if (m->rope_still[i]) {
+                    ctx->rope_cs[(size_t)t * in->n_rot + 2 * i] = in->rope_attn_factor;
+                    ctx->rope_cs[(size_t)t * in->n_rot + 2 * i + 1] = 0.0f;
+                }
     attention_blocks(ctx, n);
     if (ctx->profile) {
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
@@ -524,45 +561,44 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
     }
     if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
 
+    if (in->n_layer_rec) rec_batch_begin(ctx, n);
     for (int il = 0; il < in->n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
         struct step s = {.ctx = ctx, .n = n, .il = il};
         ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
 
-        /* attention block: a shared-KV layer computes q only, a layer whose v is k's
-         * projection (gemma4 without attn_v) computes k and copies it */
-        norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
-        const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
-        float *outs[3] = {ctx->q, ctx->k, ctx->v};
-        const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
-        const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
-        for (int j = 0; j < n_mats;) {
-            /* q, k, v usually share an activation format; group the ones that do */
-            struct step mm = s;
-            int at = act_type_of(qkv[j]), g = 0;
-            ensure_act(ctx, ctx->xn, d, n, 0, qkv[j]);
-            while (j < n_mats && act_type_of(qkv[j]) == at) {
-                TERN_ASSERT(g < (int)(sizeof mm.w / sizeof mm.w[0]));
-                mm.w[g] = qkv[j];
-                mm.out[g] = outs[j];
-                mm.bias[g] = bias[j];
-                g++;
-                j++;
-            }
-            tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, mm.w[g - 1]->rows));
+        if (L->recurrent) {
+            delta_layer(ctx, il, n);
+            goto ffn;
+        }
+        /* attention block (qwen35: wq gives q and the output gate, interleaved per head): a
+         * shared-KV layer computes q only, a layer whose v is k's projection (gemma4 without
+         * attn_v) computes k and copies it */
+        fwd_norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
+        {
+            const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+            float *outs[3] = {in->attn_gate ? ctx->qaux : ctx->q, ctx->k, ctx->v};
+            const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
+            const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
+            fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, n_mats);
         }
         if (L->v_is_k && L->kv_src == il)
             memcpy(ctx->v, ctx->k, sizeof(float) * (size_t)n * L->n_kv * L->hd);
-        run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, chunks_for(ctx, n, 4));
-        const int group = in->n_head / L->n_kv;
-        const long long units = (long long)L->n_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
-        run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
-                 chunks_for(ctx, (long long)ctx->n_ablk * units, 16));
-        ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
-        matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
+        fwd_run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, fwd_chunks_for(ctx, n, 4));
+        {
+            const int group = in->n_head / L->n_kv;
+            const long long units = (long long)L->n_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
+                         fwd_chunks_for(ctx, (long long)ctx->n_ablk * units, 16));
+        }
+        if (in->attn_gate)
+            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
+        fwd_ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
+        fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
+    ffn:
         /* feed-forward block */
-        norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
+        fwd_norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
         if (act_type_of(&L->ffn_up) != ctx->act_type) {
             /* rare mixed-format pair: fall back to two separate quantizations */
             struct step g1 = s;
@@ -570,7 +606,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             g1.out[0] = ctx->gate;
             g1.w[1] = NULL;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
-            ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
+            fwd_ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
             g1.w[0] = &L->ffn_up;
             g1.out[0] = ctx->up;
             tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
@@ -581,14 +617,15 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
             tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
         }
         ctx->act_src = NULL;
-        ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
-        matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
+        fwd_ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
+        fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
         ctx->act_src = NULL;
         if (L->ple_gate.data) per_layer_block(ctx, &s);
         if (L->out_scale != 1.0f)
             for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= L->out_scale;
     }
 
+    if (in->n_layer_rec) rec_batch_end(ctx);
     ctx->n_logits = 0;
     /* Logits only for the rows asked for (ctx->out_list): gather them into contiguous rows
      * (proj is free by now) unless they already are the tail of the batch. */
@@ -605,7 +642,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         row0 = 0;
     }
     const int rows_end = row0 + ctx->n_out;
-    norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
+    fwd_norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
     struct step so = {.ctx = ctx, .n = rows_end, .row0 = row0};
     so.w[0] = &m->output;
     so.out[0] = ctx->logits; /* logits row k is out_list[k] */

@@ -38,9 +38,10 @@ tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx,
     size_t off = 0;
     for (int il = 0; il < lay->n_layer; il++) {
         const int src = lay->src ? lay->src[il] : il;
-        /* a layer reads its own block or one laid out before it */
-        TERN_ASSERT(src >= 0 && src <= il);
+        /* a layer reads its own block, one laid out before it, or none (-1) */
+        TERN_ASSERT(src >= -1 && src <= il);
         kv->layer_own[il] = src == il;
+        if (src < 0) continue; /* layer_kvh 0: any row index of it fails kv_row_index's check */
         if (src != il) {
             kv->layer_off[il] = kv->layer_off[src];
             kv->layer_kvh[il] = kv->layer_kvh[src];

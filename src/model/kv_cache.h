@@ -5,7 +5,9 @@
  * one head of one sequence reads one contiguous run of rows and appending a token writes
  * head_dim halves per head. Layers may differ in KV heads and head size (gemma4's sliding and
  * global layers), and a layer may store nothing and read an earlier layer's block (gemma4's
- * shared KV): layer_off[il] then points at that layer's block. A context holds n_seq
+ * shared KV): layer_off[il] then points at that layer's block; or store and read nothing at all
+ * (qwen35's Gated DeltaNet layers, whose recurrent state lives beside the cache: rec_state.h),
+ * with 0 KV heads. A context holds n_seq
  * independent sequences (default 1), each with its own n_ctx positions; positions
  * 0 .. seq_pos[s]-1 of sequence s are valid, and truncating (rollback) only moves seq_pos[s].
  * Sequence 0 is the one tern_decode and the snapshot / prefix cache code use. */
@@ -20,7 +22,7 @@
 #include "util/check.h"
 
 /* The shape of a model's KV: per layer its KV heads, head size and the layer whose block it
- * uses (itself unless it shares). n_head_kv and head_dim are the model's nominal values (its
+ * uses (itself unless it shares; -1: none, a layer without attention). n_head_kv and head_dim are the model's nominal values (its
  * info), which with n_layer name the layout in snapshots and cache files. */
 struct kv_layout {
     int n_layer, n_head_kv, head_dim;
@@ -33,9 +35,9 @@ struct kv_cache {
     uint16_t *k;     /* per layer that stores KV: (n_seq, kvh, n_ctx, hd) F16, layers in order */
     uint16_t *v;     /* the same layout */
     size_t *layer_off;/* (n_layer) element offset of the block layer il reads */
-    int *layer_kvh;  /* (n_layer) KV heads of that block */
+    int *layer_kvh;  /* (n_layer) KV heads of that block (0: the layer has no KV) */
     int *layer_hd;   /* (n_layer) its head size */
-    bool *layer_own; /* (n_layer) the block is layer il's own (false: an earlier layer's) */
+    bool *layer_own; /* (n_layer) the block is layer il's own (false: an earlier layer's, or none) */
     size_t pos_elems;/* K halves per position of one sequence over the layers that store KV */
     size_t bytes;    /* K + V */
 };

@@ -38,14 +38,32 @@ struct model_layer {
     /* This layer's shape (gemma4 sizes SWA and global layers differently; elsewhere the model's) */
     int hd, n_kv, n_ff, n_rot;                  /* head size, KV heads, FFN width, rotated dims */
     int kv_src;                                 /* layer whose KV this one reads: il, or an earlier
-                                                   layer of the same kind (gemma4 shared KV) */
+                                                   layer of the same kind (gemma4 shared KV), or
+                                                   -1: none (qwen35's DeltaNet layers) */
     bool v_is_k;                                /* no attn_v: v is k's projection (gemma4 31B) */
     float out_scale;                            /* the layer's output is multiplied by it (gemma4
                                                    layer_output_scale); 1 = none */
     struct model_weight ple_gate;               /* (n_embd -> n_pl) per-layer embedding gate (gemma4), or NULL */
     struct model_weight ple_proj;               /* (n_pl -> n_embd) */
     struct model_weight ple_post_norm;          /* (n_embd) */
+    /* Gated DeltaNet layer (qwen35; wq..wo unbound then). conv_dim = 2 * n_k_heads * head_k +
+     * n_v_heads * head_v, value_dim = n_v_heads * head_v. */
+    bool recurrent;
+    int rec_index;                              /* its slot in the recurrent state, or -1 */
+    struct model_weight ssm_qkv;                /* attn_qkv (n_embd -> conv_dim): q, k, v rows */
+    struct model_weight ssm_z;                  /* attn_gate (n_embd -> value_dim): output gate */
+    struct model_weight ssm_beta, ssm_alpha;    /* (n_embd -> n_v_heads) */
+    struct model_weight ssm_conv1d;             /* (conv_dim rows of d_conv) F32 */
+    struct model_weight ssm_dt;                 /* (n_v_heads) F32 bias added before softplus */
+    struct model_weight ssm_a;                  /* (n_v_heads) F32, -exp(A_log) */
+    struct model_weight ssm_norm;               /* (head_v) F32 RMSNorm of each head's output */
+    struct model_weight ssm_out;                /* (value_dim -> n_embd) */
 };
+
+/* The matrices of a layer the forward pass multiplies (bound ones only, a fixed order; a v that
+ * is k's matrix is left out); out has room for MODEL_LAYER_MAX_MATRICES. Returns the count. */
+#define MODEL_LAYER_MAX_MATRICES 14
+int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
 struct tern_model {
     struct tern_gguf *gguf;
@@ -65,6 +83,10 @@ struct tern_model {
     bool rope_ff_global_only;                   /* rope_freqs apply to the global layers only (gemma4) */
     bool q_prescale;                            /* q is multiplied by attn_scale after RoPE, q.k
                                                    then unscaled (phi3, as llama.cpp computes it) */
+    bool has_rope_still;
+    unsigned char rope_still[512];              /* (n_rot/2) 1 where qwen35's interleaved M-RoPE
+                                                   gives a pair no text position (its 4th section
+                                                   is position 0 for text: no rotation) */
     char arch_name[16];
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
     void *packed_buf;/* the packed copies of model_repack.c, or NULL: freed with the model */

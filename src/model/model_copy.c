@@ -18,21 +18,14 @@
 #include "util/error.h"
 #include "util/threadpool.h"
 
-/* The 2-D weights of m, in a fixed order: per layer wq wk wv wo gate up down and the
- * per-layer-embedding gate and projection (those present; a v that is k's matrix is k's and
- * fixed up after), then the per-layer-embedding matrices, tok_embd and (when untied) output.
- * Returns the count written to w (room for 10 * n_layer + 4). */
+/* The 2-D weights of m, in a fixed order: per layer model_layer_matrices (a v that is k's
+ * matrix is k's and fixed up after), then the per-layer-embedding matrices, tok_embd and (when
+ * untied) output. Returns the count written to w (room for MODEL_LAYER_MAX_MATRICES * n_layer
+ * + 4). */
 static int model_matrices(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        struct model_layer *L = &m->layers[l];
-        struct model_weight *lw[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
-                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
-                                     &L->ple_gate, &L->ple_proj};
-        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++)
-            if (lw[i] && lw[i]->data) w[n++] = lw[i];
-    }
+    for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
     if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
     if (m->ple_embd.data) w[n++] = &m->ple_embd;
     w[n++] = &m->tok_embd;
@@ -107,11 +100,13 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->rope_swa_own = src->rope_swa_own;
     m->q_prescale = src->q_prescale;
     m->rope_ff_global_only = src->rope_ff_global_only;
+    m->has_rope_still = src->has_rope_still;
+    memcpy(m->rope_still, src->rope_still, sizeof m->rope_still);
     m->ple_embd = src->ple_embd;
     m->ple_model_proj = src->ple_model_proj;
     m->ple_proj_norm = src->ple_proj_norm;
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
-    const int max_w = 10 * src->info.n_layer + 4;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 4;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     struct tern_model *srcm = (struct tern_model *)src; /* model_matrices only reads it here */
     struct model_weight **sw = malloc((size_t)max_w * sizeof *sw);
@@ -192,12 +187,10 @@ bool tern_model_batch_invariant(const struct tern_model *m)
     if (!model_weight_batch_invariant(&m->output)) return false;
     if (m->ple_model_proj.data && !model_weight_batch_invariant(&m->ple_model_proj)) return false;
     for (int l = 0; l < m->info.n_layer; l++) {
-        const struct model_layer *L = &m->layers[l];
-        const struct model_weight *w[] = {&L->wq, &L->wk, &L->wv, &L->wo,
-                                          &L->ffn_gate, &L->ffn_up, &L->ffn_down,
-                                          &L->ple_gate, &L->ple_proj};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            if (w[i]->data && !model_weight_batch_invariant(w[i])) return false;
+        struct model_weight *w[MODEL_LAYER_MAX_MATRICES];
+        const int n = model_layer_matrices(&m->layers[l], w);
+        for (int i = 0; i < n; i++)
+            if (!model_weight_batch_invariant(w[i])) return false;
     }
     return true;
 }

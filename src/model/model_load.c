@@ -129,6 +129,86 @@ static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const
     return TERN_OK;
 }
 
+/* Qwen3.5 (dense): Gated DeltaNet layers with every full_attention_interval-th layer a gated
+ * full-attention one; multi-token-prediction layers (nextn_predict_layers) at the end of
+ * block_count are not run. Interleaved M-RoPE (rope.dimension_sections, required as in
+ * llama.cpp): for text every section gets the token's position except the 4th (position 0), so
+ * it is NEOX RoPE with the pairs of the 4th section left unrotated. Norm weights come as 1 + w
+ * from the converter except ssm_norm, so they are plain RMSNorm weights here. */
+static tern_status qwen35_hparams(const struct tern_gguf *g, struct tern_model *m)
+{
+    struct tern_model_info *in = &m->info;
+    const char *a = m->arch_name;
+    uint32_t d_conv, inner, d_state, dt_rank, n_group, interval = 4, nextn = 0;
+    tern_status st;
+    if ((st = get_u32_req(g, a, "ssm.conv_kernel", &d_conv)) ||
+        (st = get_u32_req(g, a, "ssm.inner_size", &inner)) ||
+        (st = get_u32_req(g, a, "ssm.state_size", &d_state)) ||
+        (st = get_u32_req(g, a, "ssm.time_step_rank", &dt_rank)) ||
+        (st = get_u32_req(g, a, "ssm.group_count", &n_group)) ||
+        (st = get_u32_opt(g, a, "full_attention_interval", &interval)) ||
+        (st = get_u32_opt(g, a, "nextn_predict_layers", &nextn)))
+        return st;
+    if (d_conv < 1 || d_conv > 64 || dt_rank == 0 || dt_rank > 4096 || n_group == 0 ||
+        dt_rank % n_group || inner % dt_rank || d_state == 0 || d_state > 1024 ||
+        inner / dt_rank == 0 || inner / dt_rank > 1024 || interval == 0)
+        return tern_fail(TERN_ERR_FORMAT, "%s: implausible linear-attention hyperparameters: "
+                         "ssm.conv_kernel %u, inner_size %u, state_size %u, time_step_rank %u, "
+                         "group_count %u, full_attention_interval %u", a, d_conv, inner, d_state,
+                         dt_rank, n_group, interval);
+    if (d_state != inner / dt_rank)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "%s: key head size %u (ssm.state_size) differs "
+                         "from the value head size %u: not supported", a, d_state, inner / dt_rank);
+    if (nextn >= (uint32_t)in->n_layer)
+        return tern_fail(TERN_ERR_FORMAT, "%s.nextn_predict_layers %u leaves no layer of %d", a,
+                         nextn, in->n_layer);
+    in->n_nextn = (int)nextn;
+    in->n_layer -= (int)nextn;
+    in->ssm_d_conv = (int)d_conv;
+    in->ssm_n_k_heads = (int)n_group;
+    in->ssm_n_v_heads = (int)dt_rank;
+    in->ssm_head_k = (int)d_state;
+    in->ssm_head_v = (int)(inner / dt_rank);
+    in->full_attn_interval = (int)interval;
+    in->attn_gate = true;
+    in->has_qk_norm = true;
+    for (int il = 0; il < in->n_layer; il++) in->n_layer_rec += (il + 1) % (int)interval != 0;
+    in->n_layer_kv = in->n_layer - in->n_layer_rec;
+    const uint64_t conv_dim = 2ull * n_group * d_state + inner;
+    in->state_bytes = (uint64_t)in->n_layer_rec * sizeof(float) *
+                      ((d_conv - 1) * conv_dim + (uint64_t)dt_rank * d_state * d_state);
+
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.dimension_sections", a);
+    const int64_t ki = tern_gguf_find_key(g, key);
+    if (ki < 0) return tern_fail(TERN_ERR_FORMAT, "required key '%s' is missing", key);
+    const uint64_t ns = tern_gguf_kv_type(g, ki) == TERN_GGUF_ARRAY ? tern_gguf_arr_len(g, ki) : 0;
+    const enum tern_gguf_type et = ns ? tern_gguf_arr_type(g, ki) : TERN_GGUF_ARRAY;
+    if (ns < 1 || ns > 4 || (et != TERN_GGUF_INT32 && et != TERN_GGUF_UINT32))
+        return tern_fail(TERN_ERR_FORMAT, "'%s' must be an array of 1 to 4 int32", key);
+    int32_t sec[4] = {0, 0, 0, 0};
+    memcpy(sec, tern_gguf_arr_data(g, ki), ns * sizeof(int32_t));
+    long sum = 0;
+    for (int i = 0; i < 4; i++) {
+        if (sec[i] < 0 || sec[i] > 4096)
+            return tern_fail(TERN_ERR_FORMAT, "'%s'[%d] = %d is out of range", key, i, sec[i]);
+        sum += sec[i];
+    }
+    if (sum < 1 || sum > in->n_rot)
+        return tern_fail(TERN_ERR_FORMAT, "'%s' sums to %ld; it must be 1..%d (rope.dimension_count)",
+                         key, sum, in->n_rot);
+    /* ggml's interleaved M-RoPE: pair i is in sector i % sum; sector j takes the temporal,
+     * height or width position when j % 3 is 0, 1 or 2 and j < 3 * sections[j % 3], else the
+     * 4th position */
+    for (int i = 0; i < in->n_rot / 2; i++) {
+        const int j = (int)(i % sum);
+        const bool moving = j < 3 * sec[j % 3];
+        m->rope_still[i] = !moving;
+        m->has_rope_still |= !moving;
+    }
+    return TERN_OK;
+}
+
 /* Gemma 4 (dense text), as ik_llama.cpp reads it (llama-hparams.cpp, LLM_ARCH_GEMMA4) and its
  * converter writes it: sliding layers from attention.sliding_window_pattern (one bool per
  * layer), their own head size (key_length_swa), rotated size (rope.dimension_count_swa) and base
@@ -283,6 +363,9 @@ static tern_status read_arch_hparams(const struct tern_gguf *g, struct tern_mode
         in->n_swa = (int)(n_swa > (1u << 30) ? 1u << 30 : n_swa);
         in->n_layer_swa = in->n_swa ? in->n_layer : 0;
         break;
+    case TERN_ARCH_QWEN35:
+        if ((st = qwen35_hparams(g, m))) return st;
+        break;
     case TERN_ARCH_GEMMA3: {
         /* Five sliding-window layers, then one global one; the window layers rotate with base
          * 10000 unscaled (rope.freq_base and any linear scaling are the global layers'). The
@@ -315,7 +398,8 @@ static tern_status read_arch_hparams(const struct tern_gguf *g, struct tern_mode
         in->n_head_kv_swa = in->n_head_kv;
         in->head_dim_swa = in->head_dim;
         in->n_rot_swa = in->n_rot;
-        in->n_layer_kv = in->n_layer;
+        /* every layer stores its own KV, except qwen35's DeltaNet layers (qwen35_hparams) */
+        if (!in->n_layer_rec) in->n_layer_kv = in->n_layer;
     }
     /* The SWA layers rotate from their own cos/sin table when anything of it differs (gemma4:
      * also the rotated size, and the frequency factors, which are the global layers' only). */
@@ -338,6 +422,7 @@ static const struct {
     {"qwen3", TERN_ARCH_QWEN3, true},  {"smollm3", TERN_ARCH_SMOLLM3, false},
     {"phi3", TERN_ARCH_PHI3, true},    {"gemma3", TERN_ARCH_GEMMA3, true},
     {"gemma4", TERN_ARCH_GEMMA4, true},
+    {"qwen35", TERN_ARCH_QWEN35, true}, /* IMROPE: for text, NEOX (qwen35_hparams) */
 };
 
 /* Architectures people will try that tern does not run, with what they are: the refusal names
@@ -348,8 +433,7 @@ static const struct {
     {"qwen2moe", "the Qwen2 mixture-of-experts variant"},
     {"qwen3moe", "the Qwen3 mixture-of-experts variant (Qwen3-30B-A3B, ...)"},
     {"qwen3next", "Qwen3-Next (hybrid linear attention, mixture of experts)"},
-    {"qwen35", "Qwen3.5 (hybrid Gated DeltaNet layers)"},
-    {"qwen35moe", "the Qwen3.5 mixture-of-experts variant"},
+    {"qwen35moe", "the Qwen3.5 mixture-of-experts variant (Qwen3.5-35B-A3B, ...)"},
     {"qwen2vl", "a Qwen2-VL vision-language model"},
     {"qwen3vl", "a Qwen3-VL vision-language model"},
     {"qwen3vlmoe", "a Qwen3-VL mixture-of-experts vision-language model"},
@@ -381,11 +465,11 @@ static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
             if (arch.len == strlen(refused[i].name) && !memcmp(arch.ptr, refused[i].name, arch.len))
                 return tern_fail(TERN_ERR_UNSUPPORTED,
                                  "architecture '%.*s' (%s) is not supported (supported: llama, "
-                                 "qwen2, qwen3, smollm3, phi3, gemma3, gemma4)", alen, arch.ptr,
+                                 "qwen2, qwen3, smollm3, phi3, gemma3, gemma4, qwen35)", alen, arch.ptr,
                                  refused[i].what);
         return tern_fail(TERN_ERR_UNSUPPORTED,
                          "architecture '%.*s' is not supported (supported: llama, qwen2, qwen3, "
-                         "smollm3, phi3, gemma3, gemma4)", alen, arch.ptr);
+                         "smollm3, phi3, gemma3, gemma4, qwen35)", alen, arch.ptr);
     }
     in->arch = archs[ai].arch;
     in->rope_neox = archs[ai].neox;
@@ -507,6 +591,67 @@ static tern_status bind_factors(const struct tern_gguf *g, struct model_weight *
     return bind(g, w, name, n, 1, true);
 }
 
+/* A qwen35 layer: attn_norm, post_attention_norm (the FFN's norm) and the SwiGLU FFN, then
+ * either the Gated DeltaNet tensors or gated full attention (attn_q holds q and gate rows
+ * interleaved per head: 2 * n_head * head_dim rows). */
+static tern_status bind_qwen35_layer(const struct tern_gguf *g, const struct tern_model_info *in,
+                                     int il, struct model_layer *L)
+{
+    const int64_t d = in->n_embd, hd = in->head_dim;
+    const int64_t key_dim = (int64_t)in->ssm_n_k_heads * in->ssm_head_k;
+    const int64_t value_dim = (int64_t)in->ssm_n_v_heads * in->ssm_head_v;
+    const int64_t conv_dim = 2 * key_dim + value_dim, nv = in->ssm_n_v_heads;
+    char n[48];
+#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
+    tern_status st;
+    if ((st = bind(g, &L->attn_norm, N("attn_norm.weight"), d, 1, false)) ||
+        (st = bind(g, &L->ffn_norm, N("post_attention_norm.weight"), d, 1, false)) ||
+        (st = bind(g, &L->ffn_gate, N("ffn_gate.weight"), d, in->n_ff, false)) ||
+        (st = bind(g, &L->ffn_up, N("ffn_up.weight"), d, in->n_ff, false)) ||
+        (st = bind(g, &L->ffn_down, N("ffn_down.weight"), in->n_ff, d, false)))
+        return st;
+    L->recurrent = (il + 1) % in->full_attn_interval != 0;
+    if (!L->recurrent)
+        return (st = bind(g, &L->wq, N("attn_q.weight"), d, 2 * in->n_head * hd, false)) ||
+               (st = bind(g, &L->wk, N("attn_k.weight"), d, in->n_head_kv * hd, false)) ||
+               (st = bind(g, &L->wv, N("attn_v.weight"), d, in->n_head_kv * hd, false)) ||
+               (st = bind(g, &L->wo, N("attn_output.weight"), in->n_head * hd, d, false)) ||
+               (st = bind(g, &L->q_norm, N("attn_q_norm.weight"), hd, 1, false)) ||
+               (st = bind(g, &L->k_norm, N("attn_k_norm.weight"), hd, 1, false)) ? st : TERN_OK;
+    if (!tern_gguf_find_tensor(g, N("attn_qkv.weight")) && tern_gguf_find_tensor(g, N("ssm_in.weight")))
+        return tern_fail(TERN_ERR_UNSUPPORTED, "layer %d: a fused ssm_in (qwen3next's layout) instead "
+                         "of attn_qkv and attn_gate is not supported", il);
+    if ((st = bind(g, &L->ssm_qkv, N("attn_qkv.weight"), d, conv_dim, false)) ||
+        (st = bind(g, &L->ssm_z, N("attn_gate.weight"), d, value_dim, false)) ||
+        (st = bind(g, &L->ssm_beta, N("ssm_beta.weight"), d, nv, false)) ||
+        (st = bind(g, &L->ssm_alpha, N("ssm_alpha.weight"), d, nv, false)) ||
+        (st = bind(g, &L->ssm_conv1d, N("ssm_conv1d.weight"), in->ssm_d_conv, conv_dim, false)) ||
+        (st = bind(g, &L->ssm_dt, N("ssm_dt.bias"), nv, 1, false)) ||
+        (st = bind(g, &L->ssm_a, N("ssm_a"), nv, 1, false)) ||
+        (st = bind(g, &L->ssm_norm, N("ssm_norm.weight"), in->ssm_head_v, 1, false)) ||
+        (st = bind(g, &L->ssm_out, N("ssm_out.weight"), value_dim, d, false)))
+        return st;
+#undef N
+    if (L->ssm_conv1d.type != TERN_TYPE_F32)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "tensor '%s' has type %s; tern needs F32 here",
+                         L->ssm_conv1d.name, tern_type_name(L->ssm_conv1d.type));
+    return TERN_OK;
+}
+
+int model_layer_matrices(struct model_layer *L, struct model_weight **out)
+{
+    /* a v that is k's matrix (gemma4 31B) is k's: left out, callers fix it up after */
+    struct model_weight *all[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
+                                  &L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->ple_gate,
+                                  &L->ple_proj, &L->ssm_qkv, &L->ssm_z, &L->ssm_beta,
+                                  &L->ssm_alpha, &L->ssm_out};
+    _Static_assert(sizeof all / sizeof all[0] == MODEL_LAYER_MAX_MATRICES, "list every matrix");
+    int n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i] && all[i]->data) out[n++] = all[i];
+    return n;
+}
+
 static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
 {
     struct tern_model_info *in = &m->info;
@@ -547,8 +692,17 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
          (st = bind(g, &m->ple_proj_norm, "per_layer_proj_norm.weight", n_pl, 1, false))))
         return st;
 
-    for (int il = 0; il < in->n_layer; il++) {
+    for (int il = 0, reci = 0; il < in->n_layer; il++) {
         struct model_layer *L = &m->layers[il];
+        if (in->arch == TERN_ARCH_QWEN35) {
+            if ((st = bind_qwen35_layer(g, in, il, L))) return st;
+            L->rope = true;
+            /* a DeltaNet layer stores and reads no KV (kv_cache.h): its state is in rec_state */
+            if (L->recurrent) L->kv_src = -1;
+            L->rec_index = L->recurrent ? reci++ : -1;
+            continue;
+        }
+        L->rec_index = -1;
         const int64_t hd = L->hd, n_ff = L->n_ff;
         const int64_t q_dim = in->n_head * hd, kv_dim = L->n_kv * hd;
         const bool own_kv = L->kv_src == il;
@@ -701,7 +855,8 @@ const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->
 
 uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx)
 {
-    /* each layer that stores KV: its heads x its head size (gemma4's layers differ) */
+    /* each layer that stores KV: its heads x its head size (gemma4's layers differ; qwen35's
+     * DeltaNet layers store none) */
     uint64_t per_pos = 0;
     for (int il = 0; il < m->info.n_layer; il++) {
         const struct model_layer *L = &m->layers[il];

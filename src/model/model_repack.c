@@ -28,20 +28,14 @@
 
 #define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
-/* The matrices to consider, in a fixed order; returns the count (room for 10 * n_layer + 2).
- * Absent ones (a shared-KV layer's k and v) are left out, and so is a v that is k's matrix
- * (it gets k's packed copy afterwards). */
+/* The matrices to consider, in a fixed order; returns the count (room for
+ * MODEL_LAYER_MAX_MATRICES * n_layer + 2). Absent ones (a shared-KV layer's k and v, the
+ * attention of a DeltaNet layer) are left out, and so is a v that is k's matrix (it gets k's
+ * packed copy afterwards). */
 static int repack_targets(struct tern_model *m, struct model_weight **w)
 {
     int n = 0;
-    for (int l = 0; l < m->info.n_layer; l++) {
-        struct model_layer *L = &m->layers[l];
-        struct model_weight *lw[] = {&L->wq, &L->wk, L->v_is_k ? NULL : &L->wv, &L->wo,
-                                     &L->ffn_gate, &L->ffn_up, &L->ffn_down,
-                                     &L->ple_gate, &L->ple_proj};
-        for (size_t i = 0; i < sizeof lw / sizeof lw[0]; i++)
-            if (lw[i] && lw[i]->data) w[n++] = lw[i];
-    }
+    for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
     if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
     w[n++] = &m->output;
     return n;
@@ -85,7 +79,7 @@ static void release_pages(const void *p, size_t n)
 
 tern_status model_repack(struct tern_model *m, bool file_mapped)
 {
-    const int max_w = 10 * m->info.n_layer + 2;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * m->info.n_layer + 2;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     void **dst = malloc((size_t)max_w * sizeof *dst);
     struct model_weight **todo = malloc((size_t)max_w * sizeof *todo);

@@ -48,6 +48,7 @@ enum tok_pre {
     TOK_PRE_DEEPSEEK_CODER,
     TOK_PRE_STARCODER,
     TOK_PRE_FALCON,
+    TOK_PRE_QWEN35,      /* qwen2's with combining marks (\p{M}) joining letter runs */
 };
 
 /* ---- unicode helpers (tok_unicode.c) ---- */

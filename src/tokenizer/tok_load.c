@@ -30,6 +30,7 @@ static const struct pre_name pre_names[] = {
     {"falcon3", TOK_PRE_LLAMA3}, {"dbrx", TOK_PRE_LLAMA3}, {"smaug-bpe", TOK_PRE_LLAMA3},
     {"chatglm-bpe", TOK_PRE_LLAMA3},
     {"qwen2", TOK_PRE_QWEN2}, {"stablelm2", TOK_PRE_QWEN2}, {"deepseek-r1-qwen", TOK_PRE_QWEN2},
+    {"qwen35", TOK_PRE_QWEN35},
     {"deepseek-llm", TOK_PRE_DEEPSEEK_LLM},
     {"deepseek-coder", TOK_PRE_DEEPSEEK_CODER},
     {"falcon", TOK_PRE_FALCON},

@@ -10,6 +10,8 @@
  *   GPT2   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  *   LLAMA3 (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *          ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+       (QWEN2: \p{N} instead)
+ *   QWEN35 QWEN2 with [\p{L}\p{M}]+ for the letter run and [^\s\p{L}\p{M}\p{N}]+ for the
+ *          other run (combining marks stay with their letters)
  *   PUNCT_FALCON [\p{P}\$\+<=>\^~\|`]+      PUNCT_DEFAULT [\p{P}\$\+<=>\^~\|]+
  *   NUM_EACH \p{N}   NUM_RUN \p{N}+   DIGIT3 [0-9][0-9][0-9]   CRLF [\r\n]
  *   DS_LETTERS \s?[A-Za-zµÀ-Ö...]+ (deepseek-llm's explicit list)   DS_PUNCT \s?[!-/:-~！-／...]+
@@ -22,7 +24,7 @@
 #include "util/error.h"
 
 enum stage_kind {
-    ST_GPT2, ST_LLAMA3, ST_QWEN2, ST_PUNCT_FALCON, ST_PUNCT_DEFAULT, ST_NUM_EACH, ST_NUM_RUN,
+    ST_GPT2, ST_LLAMA3, ST_QWEN2, ST_QWEN35, ST_PUNCT_FALCON, ST_PUNCT_DEFAULT, ST_NUM_EACH, ST_NUM_RUN,
     ST_DIGIT3, ST_CRLF, ST_DS_LETTERS, ST_DS_PUNCT, ST_WS_END, ST_CJK, ST_DSC_LETTERS,
     ST_DSC_PUNCT,
 };
@@ -106,7 +108,9 @@ static void split_gpt2(struct split *s, int k, uint32_t a, uint32_t b)
     }
 }
 
-static void split_llama3(struct split *s, int k, uint32_t a, uint32_t b, uint32_t max_digits)
+/* marks: qwen35's variant, where \p{M} belongs to letter runs and not to the other run */
+static void split_llama3(struct split *s, int k, uint32_t a, uint32_t b, uint32_t max_digits,
+                         bool marks)
 {
     const uint32_t *cp = s->cp;
     const uint8_t *cls = s->cls;
@@ -121,11 +125,13 @@ static void split_llama3(struct split *s, int k, uint32_t a, uint32_t b, uint32_
         uint32_t c = cp[p];
         uint8_t f = cls[p];
         uint32_t e;
-        /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+        /* [^\r\n\p{L}\p{N}]?\p{L}+ (qwen35: [\p{L}\p{M}]+) */
+#define LETTER(x) ((x) == TOK_CLS_L || (marks && (x) == TOK_CLS_M))
         if (c != '\r' && c != '\n' && f != TOK_CLS_N &&
-            (f == TOK_CLS_L || (p + 1 < b && cls[p + 1] == TOK_CLS_L))) {
+            (LETTER(f) || (p + 1 < b && LETTER(cls[p + 1])))) {
             e = p + 1;
-            while (e < b && cls[e] == TOK_CLS_L) e++;
+            while (e < b && LETTER(cls[e])) e++;
+#undef LETTER
             emit(s, k, p, e);
             p = e;
             continue;
@@ -138,12 +144,12 @@ static void split_llama3(struct split *s, int k, uint32_t a, uint32_t b, uint32_
             p = e;
             continue;
         }
-        /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+        /*  ?[^\s\p{L}\p{N}]+[\r\n]* (qwen35: not \p{M} either) */
         uint32_t q = p + (c == ' ');
         uint8_t c2 = q < b ? cls[q] : NONE;
-        if (c2 != NONE && is_other(c2)) {
+        if (c2 != NONE && is_other(c2) && !(marks && c2 == TOK_CLS_M)) {
             e = q;
-            while (e < b && is_other(cls[e])) e++;
+            while (e < b && is_other(cls[e]) && !(marks && cls[e] == TOK_CLS_M)) e++;
             while (e < b && (cp[e] == '\r' || cp[e] == '\n')) e++;
             emit(s, k, p, e);
             p = e;
@@ -293,10 +299,13 @@ static void run_stage(struct split *s, int k, uint32_t a, uint32_t b)
         split_gpt2(s, k, a, b);
         break;
     case ST_LLAMA3:
-        split_llama3(s, k, a, b, 3);
+        split_llama3(s, k, a, b, 3, false);
         break;
     case ST_QWEN2:
-        split_llama3(s, k, a, b, 1);
+        split_llama3(s, k, a, b, 1, false);
+        break;
+    case ST_QWEN35:
+        split_llama3(s, k, a, b, 1, true);
         break;
     case ST_WS_END: { /* \s+$ : the blank tail of the fragment */
         uint32_t t = b;
@@ -315,6 +324,7 @@ static const uint8_t st_default[] = {ST_PUNCT_DEFAULT, ST_GPT2, ST_NUM_RUN, ST_D
 static const uint8_t st_gpt2[] = {ST_GPT2};
 static const uint8_t st_llama3[] = {ST_LLAMA3};
 static const uint8_t st_qwen2[] = {ST_QWEN2};
+static const uint8_t st_qwen35[] = {ST_QWEN35};
 static const uint8_t st_falcon[] = {ST_PUNCT_FALCON, ST_GPT2, ST_DIGIT3};
 static const uint8_t st_starcoder[] = {ST_NUM_EACH, ST_GPT2};
 static const uint8_t st_deepseek_llm[] = {ST_CRLF, ST_DS_LETTERS, ST_DS_PUNCT,
@@ -360,6 +370,7 @@ tern_status tok_pretokenize(struct tern_tokenizer *t, const char *text, size_t n
     case TOK_PRE_GPT2: USE(st_gpt2); break;
     case TOK_PRE_LLAMA3: USE(st_llama3); break;
     case TOK_PRE_QWEN2: USE(st_qwen2); break;
+    case TOK_PRE_QWEN35: USE(st_qwen35); break;
     case TOK_PRE_FALCON: USE(st_falcon); break;
     case TOK_PRE_STARCODER: USE(st_starcoder); break;
     case TOK_PRE_DEEPSEEK_LLM: USE(st_deepseek_llm); break;

@@ -156,6 +156,9 @@ static int fill_depth(struct tern_context *ctx, int n_vocab, int depth, int32_t 
 static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n_vocab,
                        int n_prompt, int n_gen, int depth, int32_t *buf)
 {
+    /* a recurrent model (qwen35) cannot go back to `depth` after a run of one-token calls:
+     * fill it again, untimed */
+    if (!tern_kv_seq_can_truncate(ctx, 0, depth) && fill_depth(ctx, n_vocab, depth, buf)) return -1;
     tern_kv_truncate(ctx, depth);
     double t0 = cli_now_s();
     tern_status st = TERN_OK;

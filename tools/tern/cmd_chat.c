@@ -63,7 +63,8 @@ static void help(void)
            "                         each turn\n"
            "  --prompt-cache DIR     reuse the KV of prompt prefixes seen before, across restarts\n"
            "                         (blocks saved in DIR at exit)\n"
-           "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
+           "  --cache-mb N           prompt cache memory budget in MiB (default 256); models with\n"
+           "                         recurrent layers (qwen35) always keep one, in memory only\n"
            "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
@@ -584,10 +585,19 @@ int cmd_chat(int argc, char **argv)
         rc = cli_report("chat", st);
         goto done;
     }
-    if (go.cache_dir) {
+    /* A recurrent model (qwen35) keeps its state only at the end of the history, so a turn whose
+     * prompt leaves the history inside the last answer (Qwen3.5's template drops earlier
+     * <think> blocks) would start from 0: an in-memory prompt cache gives it the state at the
+     * previous prompt's last block boundary. Its cache files do not hold states yet. */
+    const bool recurrent = tern_model_get_info(c.model)->n_layer_rec > 0;
+    if (go.cache_dir && recurrent)
+        fprintf(stderr, "tern chat: prompt cache: in memory only for '%s' (cache files do not hold "
+                "its recurrent state yet); %s is not used\n", tern_model_get_info(c.model)->arch_name,
+                go.cache_dir);
+    if (go.cache_dir || recurrent) {
         struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
         pp.budget_bytes = (uint64_t)go.cache_mb << 20;
-        pp.dir = go.cache_dir;
+        pp.dir = recurrent ? NULL : go.cache_dir;
         if ((st = tern_prefix_cache_create(c.model, &pp, &pc))) {
             rc = cli_report("chat", st);
             goto done;
@@ -644,7 +654,7 @@ int cmd_chat(int argc, char **argv)
     }
 done:
     if (pc) {
-        tern_status cst = tern_prefix_cache_save(pc);
+        tern_status cst = go.cache_dir && !tern_model_get_info(c.model)->n_layer_rec ? tern_prefix_cache_save(pc) : TERN_OK;
         if (cst && !rc) rc = cli_report("chat", cst);
         tern_prefix_cache_free(pc);
     }

@@ -84,6 +84,20 @@ int cmd_check(int argc, char **argv)
         cli_json_bool(j, "rope_long", in->has_rope_long);
         cli_json_f32(j, "rope_attn_factor", in->rope_attn_factor);
         cli_json_int(j, "n_ctx_orig", in->n_ctx_orig);
+        cli_json_int(j, "n_layer_kv", in->n_layer_kv);
+        cli_json_int(j, "n_layer_rec", in->n_layer_rec);
+        if (in->n_layer_rec) {
+            cJSON *r = cli_json_obj(j, "recurrent");
+            cli_json_int(r, "full_attn_interval", in->full_attn_interval);
+            cli_json_int(r, "conv_kernel", in->ssm_d_conv);
+            cli_json_int(r, "k_heads", in->ssm_n_k_heads);
+            cli_json_int(r, "v_heads", in->ssm_n_v_heads);
+            cli_json_int(r, "head_k", in->ssm_head_k);
+            cli_json_int(r, "head_v", in->ssm_head_v);
+            cli_json_uint(r, "state_bytes_per_seq", in->state_bytes);
+        }
+        cli_json_bool(j, "attn_gate", in->attn_gate);
+        cli_json_int(j, "n_nextn", in->n_nextn);
         cli_json_uint(j, "params", params);
         cli_json_uint(j, "weight_bytes", in->weight_bytes);
         cli_json_uint(j, "file_bytes", tern_gguf_file_size(g));
@@ -100,7 +114,7 @@ int cmd_check(int argc, char **argv)
         cJSON *kv = cli_json_arr(j, "kv_cache");
         for (int i = 0; i < 4; i++) {
             cJSON *e = cli_json_obj(kv, NULL);
-            cli_json_int(e, "layers", in->n_layer);
+            cli_json_int(e, "layers", in->n_layer_kv);
             cli_json_int(e, "kv_heads", in->n_head_kv);
             cli_json_int(e, "head_dim", in->head_dim);
             cli_json_int(e, "ctx", ctxs[i]);
@@ -145,6 +159,16 @@ int cmd_check(int argc, char **argv)
         if (in->n_swa)
             printf("sliding window: %d positions on %d of %d layers (rope base %g there)\n",
                    in->n_swa, in->n_layer_swa, in->n_layer, (double)in->rope_freq_base_swa);
+        if (in->n_layer_rec)
+            printf("recurrent:     %d Gated DeltaNet layers (every %d-th layer is full attention), "
+                   "conv %d, %d key / %d value heads of %d / %d; state %llu bytes per sequence\n",
+                   in->n_layer_rec, in->full_attn_interval, in->ssm_d_conv, in->ssm_n_k_heads,
+                   in->ssm_n_v_heads, in->ssm_head_k, in->ssm_head_v,
+                   (unsigned long long)in->state_bytes);
+        if (in->attn_gate) printf("attention:     output gated by sigmoid(gate) (gate rows in attn_q)\n");
+        if (in->n_nextn)
+            printf("MTP layers:    %d (not run: multi-token-prediction heads are not used yet)\n",
+                   in->n_nextn);
         if (in->arch == TERN_ARCH_GEMMA4) {
             printf("sliding layers: %d kv, head_dim %d, %d rotated dims; v RMS-normalized; q.k unscaled\n",
                    in->n_head_kv_swa, in->head_dim_swa, in->n_rot_swa);
@@ -177,8 +201,8 @@ int cmd_check(int argc, char **argv)
                        in->n_layer_kv, in->n_layer, in->n_head_kv_swa, in->head_dim_swa,
                        in->n_head_kv, in->head_dim, ctxs[i],
                        (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
-            else
-                printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer, in->n_head_kv, in->head_dim,
+            else /* n_layer_kv: n_layer, or qwen35's attention layers */
+                printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer_kv, in->n_head_kv, in->head_dim,
                        ctxs[i], (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
         }
         printf("status:        ok (every tensor has a supported type and the expected shape)\n");

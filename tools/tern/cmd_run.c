@@ -314,9 +314,13 @@ int cmd_run(int argc, char **argv)
                 gs.gen_tps, out.write_errno == EPIPE ? "output closed" : tern_gen_stop_name(gs.stop));
         if (draft) cli_draft_print_stats("run", stderr, draft, &gs);
         if (gram) cli_grammar_print_stats("run", stderr, &gs);
-        fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB)\n",
+        const uint64_t state = tern_model_get_info(m)->state_bytes;
+        fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB",
                 cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
                 tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
+        if (state) /* two buffers per sequence: the rollback base (README "Architectures") */
+            fprintf(stderr, ", recurrent state 2 x %.1f MiB", state / 1048576.0);
+        fprintf(stderr, ")\n");
     }
     /* A reader that went away (EPIPE) had what it wanted: not an error. Any other failed write
      * (disk full, I/O error) is. */

@@ -1,0 +1,72 @@
+/* rec_state.h — the recurrent state of qwen35's Gated DeltaNet layers in one context, beside the
+ * KV cache: per sequence and recurrent layer the causal-conv window ((d_conv - 1) raw inputs of
+ * each of conv_dim channels) and one head_k x head_v matrix per value head, all F32.
+ *
+ * A KV cache keeps every position, so rolling back is moving a counter. A recurrent state is one
+ * value per sequence; what tern keeps to go back (read rec_state.c for the how):
+ *  - two buffers per sequence: a decode call reads the state from one and leaves the new one in
+ *    the other, so the state where the call started (`base`) stays as it was at no cost;
+ *  - the inputs the recurrence consumed for each token since `base` (conv inputs, decay, beta),
+ *    at most rec_cap tokens (a longer call moves `base` to rec_cap tokens before its end, a copy);
+ * so a sequence can be truncated to 0, to `base`, or to anything in between (the recurrence is
+ * replayed from `base` with the recorded inputs: the same code on the same numbers, so the same
+ * bits as never having gone further). The forward pass (forward_delta.c) does the reading,
+ * writing, recording and the captures the prefix cache asks for (the state at a chosen
+ * position, kept aside during the call). */
+#ifndef TERN_MODEL_REC_STATE_H
+#define TERN_MODEL_REC_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/delta.h"
+#include "tern.h"
+
+struct rec_state {
+    int n_layer, n_seq;          /* recurrent layers, sequences */
+    int d_conv, conv_dim, n_k, n_v, hk, hv;
+    size_t conv_floats;          /* (conv_dim, d_conv - 1) per layer */
+    size_t ssm_floats;           /* (n_v, hk, hv) per layer */
+    size_t layer_floats;         /* conv_floats + ssm_floats */
+    size_t seq_floats;           /* n_layer * layer_floats: one state of one sequence */
+    float *buf;                  /* (n_seq, 2, n_layer, layer_floats) */
+    int *cur;                    /* (n_seq) buffer (0/1) holding the state at the sequence's end */
+    int *base;                   /* (n_seq) position of the state in the other buffer; -1: none */
+    int rec_cap;                 /* tokens recorded per sequence */
+    size_t rec_floats;           /* per (token, layer): conv_dim conv inputs, n_v beta, n_v decay g */
+    float *rec;                  /* (n_seq, rec_cap, n_layer, rec_floats) */
+    int *cap_pos;                /* (n_seq) keep the state at this many positions; -1: none */
+    bool *cap_done;              /* (n_seq) cap holds it */
+    float *cap;                  /* (n_seq, seq_floats), allocated at the first capture request */
+    struct delta_kernels dk;     /* the DeltaNet head's inner loops for this CPU (kernels/delta.h):
+                                    one path for every pass and every replay */
+};
+
+tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
+void rec_free(struct rec_state *r);
+
+/* The state of layer l (recurrent index) of sequence s in buffer b: conv window, then matrices. */
+static inline float *rec_layer(const struct rec_state *r, int s, int b, int l)
+{
+    return r->buf + (((size_t)s * 2 + b) * r->n_layer + l) * r->layer_floats;
+}
+static inline float *rec_record(const struct rec_state *r, int s, int i, int l)
+{
+    return r->rec + (((size_t)s * r->rec_cap + i) * r->n_layer + l) * r->rec_floats;
+}
+
+/* One token through a layer's recurrence, for head range [h0, h1) of the DeltaNet and channel
+ * range [c0, c1) of the conv (the forward pass splits those over threads; replay does all):
+ *   in:     conv input (conv_dim), beta before its sigmoid and decay exponent g (n_v each)
+ *   src:    state before the token (NULL: zeros, a sequence's first position), dst: after (may
+ *           be src)
+ *   qkv:    (conv_dim) scratch for the convolved, SiLU'd and l2-normalized q, k, v
+ *   out:    (n_v * hv) the DeltaNet output of the token (before its gated norm)
+ * The conv part must have run for all channels before the DeltaNet part reads qkv: split. */
+void rec_conv_token(const struct rec_state *r, const float *conv_w, const float *in, const float *src,
+                    float *dst, float *qkv, int c0, int c1);
+void rec_l2norm_token(const struct rec_state *r, float *qkv, float eps);
+void rec_delta_token(const struct rec_state *r, const float *qkv, const float *beta_g,
+                     const float *src, float *dst, float *out, int h0, int h1);
+
+#endif
