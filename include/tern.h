@@ -616,7 +616,8 @@ struct tern_tool_grammar_params {
     enum tern_tool_choice choice;
     const char *name;                  /* the tool for TERN_TOOL_CHOICE_NAMED */
     bool parallel;                     /* several calls in one reply; default true */
-    struct tern_grammar_params schema; /* lenient / ws / strict_properties for the parameters */
+    struct tern_grammar_params schema; /* lenient / ws / strict_properties for the parameters;
+                                          default strict_properties (declared parameters only) */
 };
 struct tern_tool_grammar_params tern_tool_grammar_default_params(void);
 /* Also parses "auto" | "none" | "required" | a tool name (CLI --tool-choice). */

@@ -284,6 +284,11 @@ static void test_semantics(void **state)
     assert_true(accepts(g, "{\"a\": 1}"));
     assert_false(accepts(g, "{\"a\": 1, \"b\": 2}"));
     tern_grammar_free(g);
+    /* ... but an object that declares no properties stays free-form */
+    const char *bare = "{\"type\": \"object\"}";
+    assert_tern_ok(tern_grammar_from_json_schema(NULL, bare, strlen(bare), &p, &g));
+    assert_true(accepts(g, "{\"b\": [2]}"));
+    tern_grammar_free(g);
 }
 
 int main(void)

@@ -650,6 +650,7 @@ static void gemma4_tools(void)
         "<|tool_call>call:search{ query",                                /* whitespace */
         "<|tool_call>call:nosuch",
         "<|tool_call>call:note{meta:{a b:",                              /* a space in a bare key */
+        "<|tool_call>call:note{meta:{},zzz:",      /* undeclared: tool calls are strict by default */
         "<|tool_call>call:ping{}<tool_call|> ",                          /* text after the calls */
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {

@@ -1159,7 +1159,9 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
     if (req && !cJSON_IsArray(req)) return sfail(c, TERN_ERR_FORMAT, "required must be an array");
     if (addl && !cJSON_IsBool(addl) && !cJSON_IsObject(addl)) return sfail(c, TERN_ERR_FORMAT, "additionalProperties must be a boolean or a schema");
     if (has_max && has_min && minp > maxp) return gir_nothing(c->ir);
-    bool extras = addl ? !cJSON_IsFalse(addl) : !c->o->strict_props;
+    /* strict: an object that declares properties admits no others unless it says so; one that
+     * declares none ({"type": "object"}) stays free-form, as in llama.cpp's tool grammars */
+    bool extras = addl ? !cJSON_IsFalse(addl) : !c->o->strict_props || !props;
     const cJSON *extra_schema = addl && cJSON_IsObject(addl) ? addl : NULL;
 
     uint32_t np = (uint32_t)(props ? cJSON_GetArraySize(props) : 0), nr = (uint32_t)(req ? cJSON_GetArraySize(req) : 0);

@@ -48,6 +48,10 @@ struct tern_tool_grammar_params tern_tool_grammar_default_params(void)
     p.choice = TERN_TOOL_CHOICE_AUTO;
     p.parallel = true;
     p.schema = tern_grammar_default_params();
+    /* a call's arguments hold the declared parameters only, as in OpenAI's strict function
+     * calling and llama.cpp's tool grammars: JSON Schema's default (absent additionalProperties
+     * admits any key) let a model add parameters no tool has ("travelers" in book_service) */
+    p.schema.strict_properties = true;
     return p;
 }
 

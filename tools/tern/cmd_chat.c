@@ -553,6 +553,7 @@ int cmd_chat(int argc, char **argv)
          * with no grammar leaves the calls unconstrained (they are still parsed), with a warning */
         struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
         tp.schema = gro.gp;
+        tp.schema.strict_properties = true; /* declared parameters only, as tern serve */
         tp.format = c.fmt;
         if (tool_choice) tern_tool_choice_parse(tool_choice, &tp);
         char *ttxt = cJSON_PrintUnformatted(c.tools);

@@ -142,6 +142,7 @@ static tern_status compile(const struct gopts *o, const struct loaded *l, struct
     if (o->gbnf) return tern_grammar_from_gbnf(l->v, l->src, l->src_len, &o->gp, g);
     struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
     tp.schema = o->gp;
+    tp.schema.strict_properties = true; /* declared parameters only, as tern serve */
     tp.choice = TERN_TOOL_CHOICE_REQUIRED;
     if (o->choice) {
         tern_status st = tern_tool_choice_parse(o->choice, &tp);
