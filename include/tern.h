@@ -551,6 +551,9 @@ enum tern_grammar_ws {
     TERN_GRAMMAR_WS_MINIFIED,    /* no whitespace at all: {"a":1,"b":[1,2]} */
     TERN_GRAMMAR_WS_FLEXIBLE,    /* any JSON whitespace, at most 20 bytes per gap (pretty-printed
                                     output; bounded so a model cannot loop on newlines) */
+    TERN_GRAMMAR_WS_ONE_LINE,    /* one line, each separator with or without one space ("," or
+                                    ", ", ":" or ": "): both forms templates print (tojson's, or
+                                    minified arguments passed through); tool calls' default */
 };
 
 struct tern_grammar_params {
@@ -617,7 +620,8 @@ struct tern_tool_grammar_params {
     const char *name;                  /* the tool for TERN_TOOL_CHOICE_NAMED */
     bool parallel;                     /* several calls in one reply; default true */
     struct tern_grammar_params schema; /* lenient / ws / strict_properties for the parameters;
-                                          default strict_properties (declared parameters only) */
+                                          default strict_properties (declared parameters only)
+                                          and TERN_GRAMMAR_WS_ONE_LINE (the model's own spacing) */
 };
 struct tern_tool_grammar_params tern_tool_grammar_default_params(void);
 /* Also parses "auto" | "none" | "required" | a tool name (CLI --tool-choice). */

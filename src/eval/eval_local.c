@@ -133,7 +133,6 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
             tg.format = (int)l->fmt;
             tg.choice = TERN_TOOL_CHOICE_AUTO;
             tg.schema.lenient = true;
-            tg.schema.ws = TERN_GRAMMAR_WS_FLEXIBLE;
             if (tern_grammar_from_tools(l->gv, cs->tools_json, strlen(cs->tools_json), &tg, &l->grammar)) {
                 snprintf(err, sizeof err, "tools grammar: %s", tern_last_error());
                 goto record;

@@ -108,7 +108,7 @@ tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, co
     double t0 = util_now_ms();
     struct tern_grammar_params dp = tern_grammar_default_params();
     if (!p) p = &dp;
-    if ((unsigned)p->ws > TERN_GRAMMAR_WS_FLEXIBLE) return tern_fail(TERN_ERR_ARG, "json schema: unknown whitespace policy %d", (int)p->ws);
+    if ((unsigned)p->ws > TERN_GRAMMAR_WS_ONE_LINE) return tern_fail(TERN_ERR_ARG, "json schema: unknown whitespace policy %d", (int)p->ws);
     struct gram_schema_opts o = {p->lenient, (int)p->ws, p->strict_properties, false};
     struct gram_ir ir;
     gir_init(&ir);

@@ -201,6 +201,7 @@ static uint32_t sep_tok(struct sc *c, char ch)
     switch (c->o->ws) {
     case TERN_GRAMMAR_WS_MINIFIED: return gir_byte(c->ir, (uint8_t)ch);
     case TERN_GRAMMAR_WS_FLEXIBLE: return gir_seq3(c->ir, ws(c), gir_byte(c->ir, (uint8_t)ch), ws(c));
+    case TERN_GRAMMAR_WS_ONE_LINE: return gir_seq2(c->ir, gir_byte(c->ir, (uint8_t)ch), gir_rep(c->ir, gir_byte(c->ir, ' '), 0, 1));
     default: {
         char s[3] = {ch, ' ', 0};
         return gir_str(c->ir, s);

@@ -14,7 +14,7 @@
  *   gemma4   <|tool_call>call:NAME{key:value,...}<tool_call|> (Gemma 4): the arguments follow
  *            the tool's schema in Gemma's own value syntax (gram_schema.c: <|"|>raw strings<|"|>,
  *            bare keys in dictsort order, no whitespace), parallel calls back to back.
- * The JSON follows the chosen whitespace policy. tool_choice:
+ * The arguments follow the chosen whitespace policy (the envelope is compact unless minified). tool_choice:
  *   auto      a lazy grammar: free text until the model writes the opener (<tool_call>,
  *             [TOOL_CALLS]), then the rest of the call is constrained, then free text again
  *             (re-armed for the next call);
@@ -52,6 +52,11 @@ struct tern_tool_grammar_params tern_tool_grammar_default_params(void)
      * calling and llama.cpp's tool grammars: JSON Schema's default (absent additionalProperties
      * admits any key) let a model add parameters no tool has ("travelers" in book_service) */
     p.schema.strict_properties = true;
+    /* the model's own spacing: templates print arguments as tojson's ", " / ": " (Qwen2.5) or as
+     * the minified string they were given (tern-tool), and forcing the other form pushes a model
+     * off what it learned (tern-tool wrote the city "arguments," under compact); any whitespace
+     * (flexible) lets a weak model wander into blanks */
+    p.schema.ws = TERN_GRAMMAR_WS_ONE_LINE;
     return p;
 }
 
@@ -66,19 +71,12 @@ tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_param
     return TERN_OK;
 }
 
-/* separators of the envelope in the whitespace policy */
+/* separators of the envelope ({"name": ..., "arguments": ...}): minified when the arguments
+ * are, else the ", " / ": " every template prints; flexible whitespace applies to the arguments
+ * only, so the envelope stays forced text (a weak model cannot wander off into blanks there) */
 static uint32_t sep(struct gram_ir *ir, int ws, char ch)
 {
     if (ws == TERN_GRAMMAR_WS_MINIFIED) return gir_byte(ir, (uint8_t)ch);
-    if (ws == TERN_GRAMMAR_WS_FLEXIBLE) {
-        struct gram_bset s = {{0}};
-        gram_bset_add(&s, ' ');
-        gram_bset_add(&s, '\t');
-        gram_bset_add(&s, '\n');
-        gram_bset_add(&s, '\r');
-        uint32_t w1 = gir_rep(ir, gir_bytes(ir, &s), 0, 20), w2 = gir_rep(ir, gir_bytes(ir, &s), 0, 20);
-        return gir_seq3(ir, w1, gir_byte(ir, (uint8_t)ch), w2);
-    }
     char t[3] = {ch, ' ', 0};
     return gir_str(ir, t);
 }

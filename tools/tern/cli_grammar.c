@@ -31,12 +31,13 @@ int cli_grammar_opt(const char *cmd, int argc, char **argv, int *i, struct cli_g
     if ((r = cli_opt(argc, argv, i, "--root", NULL, &v))) { if (r > 0) o->gp.root = v; return r; }
     if ((r = cli_opt(argc, argv, i, "--ws", NULL, &v))) {
         if (r < 0) return r;
-        o->have_params = true;
+        o->have_params = o->have_ws = true;
         if (!strcmp(v, "compact")) o->gp.ws = TERN_GRAMMAR_WS_COMPACT;
         else if (!strcmp(v, "minified")) o->gp.ws = TERN_GRAMMAR_WS_MINIFIED;
         else if (!strcmp(v, "flexible")) o->gp.ws = TERN_GRAMMAR_WS_FLEXIBLE;
+        else if (!strcmp(v, "one-line")) o->gp.ws = TERN_GRAMMAR_WS_ONE_LINE;
         else {
-            cli_usage_error(cmd, "--ws: '%s' is not compact, minified or flexible", v);
+            cli_usage_error(cmd, "--ws: '%s' is not compact, minified, flexible or one-line", v);
             return -1;
         }
         return 1;
@@ -62,7 +63,8 @@ void cli_grammar_help(FILE *f)
                "  --root NAME            GBNF start rule (default root)\n"
                "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"
                "  --strict-properties    objects without additionalProperties admit no other keys\n"
-               "  --ws W                 JSON whitespace: compact (default), minified, flexible\n");
+               "  --ws W                 JSON whitespace: compact (default), minified, flexible, one-line\n"
+               "                         (separators with or without one space: --tools' default)\n");
 }
 
 int cli_grammar_read(const char *cmd, struct cli_grammar_opts *o)

@@ -16,6 +16,7 @@ struct cli_grammar_opts {
     const char *schema, *gbnf;        /* --json-schema FILE / --grammar FILE, or NULL */
     struct tern_grammar_params gp;    /* --schema-lenient --strict-properties --ws --root */
     bool have_params;                 /* one of those was given */
+    bool have_ws;                     /* --ws was given */
     char *src;                        /* the file's text (cli_grammar_read), owned */
     size_t src_len;
 };

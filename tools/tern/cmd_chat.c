@@ -554,6 +554,7 @@ int cmd_chat(int argc, char **argv)
         struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
         tp.schema = gro.gp;
         tp.schema.strict_properties = true; /* declared parameters only, as tern serve */
+        if (!gro.have_ws) tp.schema.ws = TERN_GRAMMAR_WS_ONE_LINE; /* the model's own spacing */
         tp.format = c.fmt;
         if (tool_choice) tern_tool_choice_parse(tool_choice, &tp);
         char *ttxt = cJSON_PrintUnformatted(c.tools);

@@ -38,7 +38,7 @@ static void help(void)
            "options:\n"
            "  -m, --model FILE       GGUF model or vocab-only GGUF (only the tokenizer is used)\n"
            "  --ws W                 JSON whitespace: compact (default: \", \" and \": \"), minified,\n"
-           "                         flexible\n"
+           "                         flexible, one-line (\",\" or \", \": the default with tools)\n"
            "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"
            "  --strict-properties    objects without additionalProperties admit no other keys\n"
            "  --root NAME            GBNF start rule (default root)\n"
@@ -61,7 +61,7 @@ static void help(void)
 struct gopts {
     const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input;
     struct tern_grammar_params gp;
-    bool json, json_lines, cpu_clock;
+    bool json, json_lines, cpu_clock, have_ws;
     long long n_docs, seed, reps, profile;
 };
 
@@ -91,10 +91,12 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
         if ((r = cli_opt(argc, argv, &i, "--docs", NULL, &v))) { if (r < 0) return 2; o->docs = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--ws", NULL, &v))) {
             if (r < 0) return 2;
+            o->have_ws = true;
             if (!strcmp(v, "compact")) o->gp.ws = TERN_GRAMMAR_WS_COMPACT;
             else if (!strcmp(v, "minified")) o->gp.ws = TERN_GRAMMAR_WS_MINIFIED;
             else if (!strcmp(v, "flexible")) o->gp.ws = TERN_GRAMMAR_WS_FLEXIBLE;
-            else return cli_usage_error(cmd, "--ws: '%s' is not compact, minified or flexible", v);
+            else if (!strcmp(v, "one-line")) o->gp.ws = TERN_GRAMMAR_WS_ONE_LINE;
+            else return cli_usage_error(cmd, "--ws: '%s' is not compact, minified, flexible or one-line", v);
             continue;
         }
         if ((r = cli_opt(argc, argv, &i, "--n-docs", NULL, &v))) {
@@ -143,6 +145,7 @@ static tern_status compile(const struct gopts *o, const struct loaded *l, struct
     struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
     tp.schema = o->gp;
     tp.schema.strict_properties = true; /* declared parameters only, as tern serve */
+    if (!o->have_ws) tp.schema.ws = TERN_GRAMMAR_WS_ONE_LINE;
     tp.choice = TERN_TOOL_CHOICE_REQUIRED;
     if (o->choice) {
         tern_status st = tern_tool_choice_parse(o->choice, &tp);

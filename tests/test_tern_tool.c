@@ -1,0 +1,168 @@
+/* test_tern_tool.c — tern's own model (models/tern-tool.gguf) does what the README says it does.
+ *
+ * The build links the file in as the default of `tern run` / `tern chat`; this test checks that
+ * the binary carries it, that `make demo`'s request (models/demo.json: messages, tools and the
+ * expected calls) is answered with exactly the expected tool call by the embedded model and by
+ * the file alike, and that the model card's development-set scores (models/tern-tool-dev.json,
+ * written by `tern eval --json`) are what `tern eval` measures now. A checkout without the model
+ * skips, saying so. */
+#include "test_support.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Path of a file of the source tree, into one of four rotating buffers (a command line names
+ * several). */
+static const char *source_file(const char *rel)
+{
+    static char path[4][2048];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, sizeof path[0], "%s/%s", test_source_dir(), rel);
+    return p;
+}
+
+#define MODEL_OR_SKIP()                                                                        \
+    do {                                                                                       \
+        FILE *f_ = fopen(source_file("models/tern-tool.gguf"), "rb");                          \
+        if (!f_) TEST_SKIP("models/tern-tool.gguf is not in this checkout\n");                 \
+        fclose(f_);                                                                            \
+    } while (0)
+
+static void test_binary_embeds_the_model(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    char cmd[4096], out[4096];
+    snprintf(cmd, sizeof cmd, "%s version", test_tern_bin());
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    if (!strstr(out, "embedded model: tern-tool")) fail_msg("tern version: %s", out);
+}
+
+/* The calls of the last assistant message of a saved conversation, as a JSON array of
+ * {"name", "arguments" (parsed)}. */
+static cJSON *last_calls(const char *saved)
+{
+    char *text = test_read_file(saved, NULL);
+    assert_non_null(text);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    assert_non_null(j);
+    const cJSON *msgs = cJSON_IsArray(j) ? j : cJSON_GetObjectItemCaseSensitive(j, "messages");
+    const cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(last, "role")), "assistant");
+    cJSON *calls = cJSON_CreateArray(), *tc;
+    cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(last, "tool_calls")) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "name", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name")));
+        /* chat saves the arguments as an object; the OpenAI form is a string of JSON */
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        cJSON *args = cJSON_IsString(a) ? cJSON_Parse(a->valuestring) : cJSON_Duplicate(a, true);
+        if (!args) fail_msg("%s: arguments that do not parse", saved);
+        cJSON_AddItemToObject(c, "arguments", args);
+        cJSON_AddItemToArray(calls, c);
+    }
+    cJSON_Delete(j);
+    return calls;
+}
+
+/* `tern chat --messages models/demo.json` with MODEL_FLAG ("" = the embedded model); returns the
+ * calls it made. */
+static cJSON *demo_calls(const char *model_flag, const char *tag)
+{
+    char saved[2048], cmd[12288], out[16384];
+    snprintf(saved, sizeof saved, "%s/demo-%s.json", test_tmpdir(), tag);
+    snprintf(cmd, sizeof cmd, "%s chat %s --messages %s -t 2 --save-messages %s < /dev/null 2>&1",
+             test_tern_bin(), model_flag, source_file("models/demo.json"), saved);
+    int rc = test_run_cmd(cmd, out, sizeof out);
+    print_message("tern chat %s: %s", tag, out);
+    assert_int_equal(rc, 0);
+    return last_calls(saved);
+}
+
+static void test_demo_request(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    char *text = test_read_file(source_file("models/demo.json"), NULL);
+    assert_non_null(text);
+    cJSON *demo = cJSON_Parse(text);
+    free(text);
+    assert_non_null(demo);
+    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
+    assert_true(cJSON_GetArraySize(expected) > 0);
+
+    cJSON *embedded = demo_calls("", "embedded");
+    char *got = cJSON_PrintUnformatted(embedded), *want = cJSON_PrintUnformatted(expected);
+    print_message("calls: %s\nexpected: %s\n", got, want);
+    if (!cJSON_Compare(embedded, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+    free(got);
+    free(want);
+
+    char flag[2100];
+    snprintf(flag, sizeof flag, "-m %s", source_file("models/tern-tool.gguf"));
+    cJSON *file = demo_calls(flag, "file");
+    assert_true(cJSON_Compare(embedded, file, true));
+    cJSON_Delete(file);
+    cJSON_Delete(embedded);
+    cJSON_Delete(demo);
+}
+
+static double overall(const cJSON *report, const char *a, const char *b)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(report, "overall");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b) v = cJSON_GetObjectItemCaseSensitive(v, b);
+    if (!cJSON_IsNumber(v)) fail_msg("report: overall.%s%s%s is not a number", a, b ? "." : "", b ? b : "");
+    return v->valuedouble;
+}
+
+static void test_card_scores(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    char report[2048], cmd[12288], out[16384];
+    snprintf(report, sizeof report, "%s/dev.json", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --constrained -t 2 --json %s 2>&1", test_tern_bin(),
+             source_file("eval/toolcalls-dev.jsonl"), source_file("models/tern-tool.gguf"), report);
+    int rc = test_run_cmd(cmd, out, sizeof out);
+    print_message("%s", out);
+    assert_int_equal(rc, 0);
+    char *a = test_read_file(report, NULL), *b = test_read_file(source_file("models/tern-tool-dev.json"), NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    cJSON *now = cJSON_Parse(a), *card = cJSON_Parse(b);
+    free(a);
+    free(b);
+    assert_non_null(now);
+    assert_non_null(card);
+    static const char *const keys[][2] = {{"strict", "f1"}, {"correct_tool_rate", NULL},
+                                          {"exact_arguments_rate", NULL}, {"false_call_rate", NULL},
+                                          {"leaked_cases", NULL}, {"invalid_calls", NULL}};
+    /* greedy decoding is deterministic on one kind of CPU; another ISA's rounding may flip a
+     * close call or two, so the card's figures hold within 2 points */
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        double x = overall(now, keys[i][0], keys[i][1]), y = overall(card, keys[i][0], keys[i][1]);
+        bool count = !strcmp(keys[i][0], "leaked_cases") || !strcmp(keys[i][0], "invalid_calls");
+        print_message("%s%s%s: measured %g, card %g\n", keys[i][0], keys[i][1] ? "." : "",
+                      keys[i][1] ? keys[i][1] : "", x, y);
+        if (fabs(x - y) > (count ? 2.0 : 0.02)) fail_msg("%s: measured %g, the card says %g", keys[i][0], x, y);
+    }
+    assert_int_equal((int)overall(now, "leaked_cases", NULL), 0);
+    cJSON_Delete(now);
+    cJSON_Delete(card);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_binary_embeds_the_model),
+        cmocka_unit_test(test_demo_request),
+        cmocka_unit_test(test_card_scores),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
