@@ -126,9 +126,13 @@ static void test_card_scores(void **state)
     (void)state;
     MODEL_OR_SKIP();
     char report[2048], cmd[12288], out[16384];
+    /* under ASan the whole set would take most of the suite's time: a shard checks the memory
+     * safety of the path, the Release suite checks the figures */
+    const bool sanitized = getenv("TERN_SANITIZED") != NULL;
     snprintf(report, sizeof report, "%s/dev.json", test_tmpdir());
-    snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --constrained -t 2 --json %s 2>&1", test_tern_bin(),
-             source_file("eval/toolcalls-dev.jsonl"), source_file("models/tern-tool.gguf"), report);
+    snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --constrained -t 2 --json %s %s 2>&1", test_tern_bin(),
+             source_file("eval/toolcalls-dev.jsonl"), source_file("models/tern-tool.gguf"), report,
+             sanitized ? "--shard 0/16" : "");
     int rc = test_run_cmd(cmd, out, sizeof out);
     print_message("%s", out);
     assert_int_equal(rc, 0);
@@ -140,6 +144,13 @@ static void test_card_scores(void **state)
     free(b);
     assert_non_null(now);
     assert_non_null(card);
+    assert_int_equal((int)overall(now, "errors", NULL), 0);
+    if (sanitized) {
+        print_message("sanitized build: one shard of 16 answered without errors; the Release suite compares the figures\n");
+        cJSON_Delete(now);
+        cJSON_Delete(card);
+        return;
+    }
     static const char *const keys[][2] = {{"strict", "f1"}, {"correct_tool_rate", NULL},
                                           {"exact_arguments_rate", NULL}, {"false_call_rate", NULL},
                                           {"leaked_cases", NULL}, {"invalid_calls", NULL}};
