@@ -1,11 +1,25 @@
 #!/bin/sh
-# `make demo`: tern's main job on an embedded default, no download. Writes a random-weight model
-# with the exact shape of Qwen2.5-0.5B (Q8_0) using tern's own GGUF writer and quantizer,
-# validates it, generates from a text prompt, prints the speed table, and governs speed: a suite
-# report is made and blessed as the baseline at the start, and the demo ends with the same suite
-# measured again and gated against that baseline (README "Speed governance").
+# `make demo`: tern's main job on an embedded default, no download. First tern's own model
+# (models/tern-tool.gguf, linked into the binary) answers a real request with a tool call
+# (models/demo.json: the request, the tools offered, the call expected). Then, for speed at a
+# real size: a random-weight model with the exact shape of Qwen2.5-0.5B (Q8_0) written with
+# tern's own GGUF writer and quantizer, validated, generating from a text prompt, its speed
+# table, and speed governance: a suite report blessed as the baseline at the start, the same
+# suite measured again at the end and gated against it (README "Speed governance").
 set -e
 BIN=build/bin/tern
+DEMO=models/demo.json
+if $BIN version | grep -q "embedded model: tern-tool"; then
+    echo "== the request (system prompt, user message and tools from $DEMO):"
+    jq -r '.messages[] | "   \(.role): \(.content)"' "$DEMO"
+    jq -r '"   tools: " + ([.tools[].function.name] | join(", "))' "$DEMO"
+    echo "== tern chat --messages $DEMO   (tern's own model: no -m; the call is printed as JSON)"
+    $BIN chat --messages "$DEMO" --json < /dev/null | jq -c 'select(.tool_call) | .tool_call.function'
+    echo "   expected: $(jq -c '.expected[]' "$DEMO")"
+    echo
+else
+    echo "== this build has no embedded model (models/tern-tool.gguf is missing): skipping its request"
+fi
 DIR=${TERN_SYNTH_DIR:-${TMPDIR:-/tmp}/tern-synth}
 OUT=${TERN_DEMO_DIR:-$DIR/demo}
 mkdir -p "$DIR" "$OUT"

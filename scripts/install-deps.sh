@@ -5,7 +5,7 @@
 # report's fingerprints.
 # libmicrohttpd is the HTTP server of tern serve (src/server); curl is for trying it by hand;
 # chromium (headless) shows its chat page to tests/server/page.mjs (npm's playwright-core drives it).
-# jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON).
+# jq is for bench/side_by_side.sh (reads tern bench / llama-bench JSON) and make demo.
 # The aarch64 cross compiler and qemu-user are for scripts/test-neon.sh (the NEON kernels);
 # clang and its compiler-rt (libFuzzer) for scripts/fuzz.sh.
 # nginx is the load balancer of tests/server/scale_out.sh (deploy/nginx-tern.conf), which runs it
