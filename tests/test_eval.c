@@ -623,6 +623,8 @@ static void test_endpoint_stub(void **state)
     assert_true(fabs(numv(all, "false_call_rate") - 1.0) < 1e-12);
     assert_int_equal(numv(all, "invalid_calls"), 1);
     assert_int_equal(numv(all, "leaked_cases"), 1);
+    /* n's content holds an opened "<tool_call>" the server could not parse: a malformed attempt */
+    assert_int_equal(numv(all, "malformed_calls"), 1);
     /* tokens per answer: the server's usage, 10 x (pieces + 1): w 40, p 50, n 40 */
     assert_true(fabs(numv(all, "tokens_per_answer") - 130.0 / 3) < 1e-9);
     /* TTFA in chunks: w's arguments parse at its last piece (chunk 5: role, header, 3 pieces);

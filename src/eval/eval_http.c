@@ -10,7 +10,11 @@
  * complete: when a later call starts or the stream's finish arrives, or as soon as its
  * argument text parses as an object; tokens to it are the stream chunks received so far (one
  * token per chunk on the servers measured), and the answer's token count is the server's
- * usage.completion_tokens (stream_options.include_usage) or else the chunk count. */
+ * usage.completion_tokens (stream_options.include_usage) or else the chunk count. A call the
+ * server could not parse comes back as content (tern serve and llama-server both return the raw
+ * text, e.g. a call cut by the token limit): every opening tool-call tag left in the content
+ * counts as a malformed attempt, as the local runner's parser counts it. Only explicit tags
+ * count (bare JSON, Llama 3's untagged form, cannot be told from an answer). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -212,6 +216,20 @@ struct pool {
     void *user;
 };
 
+/* Opening tags of the tool-call formats tern parses (include/tern.h, enum tern_toolcall_format):
+ * Hermes and Qwen XML, Gemma 4, Granite, Mistral, Llama 3's python tag. "<|tool_call>" and
+ * "<|tool_call|>" are not prefixes of each other's matches: each is counted where it starts. */
+static int unparsed_call_attempts(const char *content)
+{
+    static const char *const tags[] = {"<tool_call>", "<|tool_call>", "<|tool_call|>", "[TOOL_CALLS]",
+                                       "<|python_tag|>"};
+    int n = 0;
+    if (!content) return 0;
+    for (size_t t = 0; t < sizeof tags / sizeof tags[0]; t++)
+        for (const char *p = content; (p = strstr(p, tags[t])); p += strlen(tags[t])) n++;
+    return n;
+}
+
 static void answer(struct pool *pl, CURL *curl, int i)
 {
     const struct eval_case *c = &pl->r->set->cases[i];
@@ -266,6 +284,7 @@ record:;
             calls[k].arguments = s.args[k].p ? s.args[k].p : "";
         }
         a.content = s.content.p;
+        a.n_malformed = unparsed_call_attempts(s.content.p);
         a.calls = calls;
         a.n_calls = s.n_calls;
         a.n_tokens = s.usage_tokens >= 0 ? s.usage_tokens : s.chunks;

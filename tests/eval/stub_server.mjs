@@ -11,7 +11,8 @@ const answers = {
   'time in UTC and weather in Oslo': { calls: [['get_weather', ['{"city":"Bergen"}']],
                                                ['get_time', ['{"zone"', ':"UTC"}']],
                                                ['get_news', ['{}']]] },
-  'hi': { content: ['it is ', 'SECRET-123'], calls: [['get_time', ['{"zone":"SECRET-123"}']]] },
+  // a call cut short stays in the content, as tern serve and llama-server return one they cannot parse
+  'hi': { content: ['it is ', 'SECRET-123 <tool_call>\n{"name": "get_'], calls: [['get_time', ['{"zone":"SECRET-123"}']]] },
 };
 
 function chunk(res, delta, finish = null) {
