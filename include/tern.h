@@ -1915,6 +1915,11 @@ tern_status tern_train_config_from_gguf(const char *path, struct tern_train_conf
 /* Load the weights of the GGUF at path (any weight type tern reads; dequantized to F32) into t,
  * whose config came from tern_train_config_from_gguf; optimizer state zeroed, step 0. */
 tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path);
+/* The same with a student that keeps n_layers of the file's blocks: its block j starts as the
+ * file's block layers[j] (DistilBERT's start from every other teacher layer); the config's
+ * n_layer must be n_layers, and the dropped blocks' tensors are skipped. */
+tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
+                                          const int *layers, int n_layers);
 
 /* ===================================================================== training data */
 /* (section owned by src/train/corpus_*.c and bpe_train*.c) A synthetic tool-calling corpus and a

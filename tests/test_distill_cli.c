@@ -14,6 +14,7 @@
  *   and the last good checkpoint, which is left as it was. */
 #include "test_support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,88 @@ static void test_student_from_gguf(void **state)
     assert_true(agree > 0.97);
 }
 
+/* The max |difference| between tensor a of file fa and tensor b of file fb (F32 both). */
+static double tensor_diff(const char *fa, const char *a, const char *fb, const char *b)
+{
+    struct tern_gguf *ga, *gb;
+    assert_tern_ok(tern_gguf_open(fa, &ga));
+    assert_tern_ok(tern_gguf_open(fb, &gb));
+    const struct tern_gguf_tensor *x = tern_gguf_find_tensor(ga, a), *y = tern_gguf_find_tensor(gb, b);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_int_equal(x->type, TERN_TYPE_F32);
+    assert_int_equal(y->type, TERN_TYPE_F32);
+    assert_int_equal(x->nbytes, y->nbytes);
+    double worst = 0;
+    for (size_t i = 0; i < x->nbytes / 4; i++) {
+        const double d = fabs((double)((const float *)x->data)[i] - ((const float *)y->data)[i]);
+        if (d > worst) worst = d;
+    }
+    tern_gguf_close(ga);
+    tern_gguf_close(gb);
+    return worst;
+}
+
+/* --student-layers: a student keeping some of the file's blocks starts as exactly those blocks
+ * (one step at lr 1e-7 moves a weight by at most ~1e-7), renumbered; the rest is the file's. */
+static void test_student_layers(void **state)
+{
+    (void)state;
+    setup_files();
+    char cmd[8192], out[65536], r[700], s1[700];
+    snprintf(r, sizeof r, "%s/r-layers.json", dir);
+    write_text(r, "{\"top_k\": 8, \"steps\": 1, \"warmup\": 0, \"lr\": 1e-7, \"lr_min\": 1e-7, "
+                  "\"n_ctx\": 32, \"batch_tokens\": 128}");
+    snprintf(s1, sizeof s1, "%s/l1.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --student-layers 1 --recipe %s "
+             "--data %s -o %s --json 2>&1", test_tern_bin(), teacher, teacher, r, data, s1);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "\"kl\":"));
+    const char *names[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+                           "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", "attn_norm.weight",
+                           "ffn_norm.weight"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "blk.0.%s", names[i]);
+        snprintf(b, sizeof b, "blk.1.%s", names[i]);
+        const double same = tensor_diff(s1, a, teacher, b), other = tensor_diff(s1, a, teacher, a);
+        assert_true(same < 1e-5);
+        if (!strstr(names[i], "norm")) assert_true(other > 1e-3); /* and not block 0 */
+    }
+    assert_true(tensor_diff(s1, "token_embd.weight", teacher, "token_embd.weight") < 1e-5);
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(s1, &g));
+    struct tern_str v;
+    assert_tern_ok(tern_gguf_get_str(g, "tern.distill.student_layers", &v));
+    assert_int_equal(v.len, 1);
+    assert_null(tern_gguf_find_tensor(g, "blk.1.attn_q.weight"));
+    tern_gguf_close(g);
+    /* both blocks in order: the student is the teacher (KL ~0); swapped: it is not */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --student-layers 0,1 --recipe %s "
+             "--data %s -o %s/l01.gguf --json 2>&1", test_tern_bin(), teacher, teacher, r, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    const double kl_same = strtod(strstr(out, "\"kl\":") + 5, NULL);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --student-layers 1,0 --recipe %s "
+             "--data %s -o %s/l10.gguf --json 2>&1", test_tern_bin(), teacher, teacher, r, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    const double kl_swapped = strtod(strstr(out, "\"kl\":") + 5, NULL);
+    print_message("--student-layers 0,1: KL %.2e; 1,0: KL %.3f\n", kl_same, kl_swapped);
+    assert_true(kl_same < 1e-4);
+    assert_true(kl_swapped > 100 * kl_same + 1e-3);
+    /* refusals: out of range, twice, empty, without --student */
+    const char *bad[] = {"2", "0,0", "", "0,", "x", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --student-layers '%s' "
+                 "--data %s -o %s/x.gguf 2>&1", test_tern_bin(), teacher, teacher, bad[i], data, dir);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+        assert_non_null(strstr(out, "--student-layers"));
+    }
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --student-layers 0 "
+             "--data %s -o %s/x.gguf 2>&1", test_tern_bin(), teacher, scfg, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "needs --student"));
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -297,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_run_json),
         cmocka_unit_test(test_split_run_identical),
         cmocka_unit_test(test_student_from_gguf),
+        cmocka_unit_test(test_student_layers),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_nan_stops_run),
     };

@@ -55,26 +55,62 @@ tern_status tern_train_config_from_gguf(const char *path, struct tern_train_conf
     return TERN_OK;
 }
 
+/* The file's name of the trainer's tensor `name`: block j of the student is block layers[j] of
+ * the file ("blk.1.attn_q.weight" <- "blk.2.attn_q.weight"); other tensors keep their names. */
+static void source_name(const char *name, const int *layers, int n_layers, char *out, size_t cap)
+{
+    int j, len;
+    if (layers && sscanf(name, "blk.%d.%n", &j, &len) == 1 && j >= 0 && j < n_layers)
+        snprintf(out, cap, "blk.%d.%s", layers[j], name + len);
+    else
+        snprintf(out, cap, "%s", name);
+}
+
+/* Is the file's tensor `name` one the load reads (a block outside `layers` is skipped)? */
+static bool wanted(const struct tern_trainer *t, const struct tern_str *name,
+                   const int *layers, int n_layers)
+{
+    char src[96];
+    for (int j = 0; j < t->n_tensors; j++) {
+        source_name(t->tensors[j].name, layers, n_layers, src, sizeof src);
+        if (strlen(src) == name->len && !memcmp(src, name->ptr, name->len)) return true;
+    }
+    int b, len;
+    char head[96];
+    snprintf(head, sizeof head, "%.*s", (int)(name->len < 95 ? name->len : 95), name->ptr);
+    if (!layers || sscanf(head, "blk.%d.%n", &b, &len) != 1) return false;
+    for (int j = 0; j < n_layers; j++)
+        if (layers[j] == b) return false; /* a kept block's tensor the trainer does not model */
+    return true; /* a dropped block: skipped on purpose */
+}
+
 tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path)
 {
+    return tern_trainer_load_gguf_layers(t, path, NULL, 0);
+}
+
+tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
+                                          const int *layers, int n_layers)
+{
+    if (layers && n_layers != t->c.n_layer)
+        return tern_fail(TERN_ERR_ARG, "student %s: %d layers kept, the config has %d", path,
+                         n_layers, t->c.n_layer);
     struct tern_gguf *g;
     tern_status st = tern_gguf_open(path, &g);
     if (st) return tern_fail_prefix(st, "student %s: ", path);
     for (int64_t i = 0; !st && i < tern_gguf_n_tensors(g); i++) {
         const struct tern_gguf_tensor *x = tern_gguf_tensor(g, i);
-        bool known = false;
-        for (int j = 0; !known && j < t->n_tensors; j++)
-            known = strlen(t->tensors[j].name) == x->name.len &&
-                    !memcmp(t->tensors[j].name, x->name.ptr, x->name.len);
-        if (!known)
+        if (!wanted(t, &x->name, layers, n_layers))
             st = tern_fail(TERN_ERR_UNSUPPORTED, "student %s: tensor '%.*s' is not part of the "
                            "model the trainer builds", path, (int)x->name.len, x->name.ptr);
     }
     for (int j = 0; !st && j < t->n_tensors; j++) {
         const struct train_tensor *y = &t->tensors[j];
-        const struct tern_gguf_tensor *x = tern_gguf_find_tensor(g, y->name);
+        char src[96];
+        source_name(y->name, layers, n_layers, src, sizeof src);
+        const struct tern_gguf_tensor *x = tern_gguf_find_tensor(g, src);
         if (!x) {
-            st = tern_fail(TERN_ERR_FORMAT, "student %s: tensor '%s' is missing", path, y->name);
+            st = tern_fail(TERN_ERR_FORMAT, "student %s: tensor '%s' is missing", path, src);
             break;
         }
         if (x->ne[0] != y->ne[0] || x->ne[1] != y->ne[1] || x->ne[2] != 1 || x->ne[3] != 1) {

@@ -29,6 +29,8 @@ static void usage(void)
            "options:\n"
            "  --teacher FILE       the teacher model (GGUF)\n"
            "  --student FILE       start from this model (llama/qwen2 GGUF, any weight type)\n"
+           "  --student-layers L   with --student: keep only these blocks of it, e.g. 0,2,4,6\n"
+           "                       (block j of the student starts as block L[j] of the file)\n"
            "  --student-config F   or from scratch: a tern train config (with \"tokenizer\")\n"
            "  --data FILE          training data (.jsonl conversations or .tdat documents)\n"
            "  --val FILE           validation data: loss, KL, CE and top-1 agreement with the\n"
@@ -53,6 +55,30 @@ static void usage(void)
            "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
            "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
            "process 0 runs the teacher, prints, validates, checkpoints and exports.\n");
+}
+
+/* "0,2,4,6" -> layers (distinct, ascending not required, each < n_file_layers). */
+static int parse_layers(const char *v, int n_file_layers, int *layers, int cap, int *n)
+{
+    *n = 0;
+    const char *p = v;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < 0 || x >= n_file_layers || (*end && *end != ','))
+            return cli_usage_error("distill", "--student-layers '%s': give block numbers below %d "
+                                   "separated by commas", v, n_file_layers);
+        for (int j = 0; j < *n; j++)
+            if (layers[j] == x)
+                return cli_usage_error("distill", "--student-layers '%s': block %ld twice", v, x);
+        if (*n == cap) return cli_usage_error("distill", "--student-layers: too many blocks");
+        layers[(*n)++] = (int)x;
+        p = *end ? end + 1 : end;
+        if (*end && !*p) return cli_usage_error("distill", "--student-layers '%s': ends in a comma", v);
+    }
+    if (!*n) return cli_usage_error("distill", "--student-layers: empty list");
+    return CLI_EXIT_OK;
 }
 
 static void hex(const uint8_t d[32], char out[65])
@@ -162,7 +188,8 @@ int cmd_distill(int argc, char **argv)
 {
     const char *teacher_path = NULL, *student = NULL, *student_cfg = NULL, *data = NULL, *val = NULL,
                *out = NULL, *recipe_path = NULL, *kd_path = NULL, *vkd_path = NULL, *ckdir = NULL,
-               *resume = NULL, *v;
+               *resume = NULL, *layers_arg = NULL, *v;
+    int layers[256], n_layers = 0;
     bool json = false, strict = false, loss_on_prompt = false, rebuild = false;
     long long threads = 0, until = 0, val_every = 0;
     for (int i = 1; i < argc; i++) {
@@ -185,6 +212,9 @@ int cmd_distill(int argc, char **argv)
         } else if ((r = cli_opt(argc, argv, &i, "--student", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             student = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--student-layers", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            layers_arg = v;
         } else if ((r = cli_opt(argc, argv, &i, "--student-config", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             student_cfg = v;
@@ -229,6 +259,9 @@ int cmd_distill(int argc, char **argv)
     if (!teacher_path || !data || !out || (!student == !student_cfg))
         return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
                                "--data and -o");
+    if (layers_arg && !student)
+        return cli_usage_error("distill", "--student-layers needs --student (the file whose blocks "
+                               "the student keeps)");
     struct cli_par par;
     int rc = cli_par_init("distill", &par);
     if (rc) return rc;
@@ -240,6 +273,11 @@ int cmd_distill(int argc, char **argv)
     size_t len = 0;
     if (student) {
         if ((st = tern_train_config_from_gguf(student, &c))) return cli_report("distill", st);
+        if (layers_arg) {
+            rc = parse_layers(layers_arg, c.n_layer, layers, 256, &n_layers);
+            if (rc) return rc;
+            c.n_layer = n_layers;
+        }
     } else {
         if (read_json("student config", student_cfg, &text, &len)) return CLI_EXIT_FAIL;
         st = tern_train_config_parse(text, len, &c);
@@ -299,11 +337,14 @@ int cmd_distill(int argc, char **argv)
     struct tern_distill_cache *kd = NULL, *vkd = NULL;
     st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume)
-                         : student ? tern_trainer_load_gguf(t, student) : tern_trainer_init(t);
+                         : student ? tern_trainer_load_gguf_layers(t, student, n_layers ? layers : NULL,
+                                                                   n_layers)
+                                   : tern_trainer_init(t);
     if (!st) st = tern_trainer_set_distill(t, &recipe);
     if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
     if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, &vd);
     if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
+    if (!st && layers_arg) st = tern_trainer_set_export_str(t, "tern.distill.student_layers", layers_arg);
     if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
     bool peer_failed = false;
     /* the teacher runs once: in process 0, while the others wait, then read its files */
