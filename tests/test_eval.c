@@ -162,6 +162,7 @@ static void test_scores_exact(void **state)
     assert_int_equal(numv(all, "invalid_calls"), 1);          /* get_news was not offered */
     assert_int_equal(numv(all, "leaked_cases"), 1);
     assert_true(fabs(numv(all, "tokens_per_answer") - 70.0 / 3) < 1e-9);
+    assert_int_equal(numv(all, "tokens_per_answer_p50"), 20); /* median of {10, 20, 40} */
     assert_int_equal(numv(all, "ttfa_cases"), 2);             /* w and p */
     assert_int_equal(numv(all, "ttfa_tokens_p50"), 12);       /* nearest rank of {12, 18} */
     assert_int_equal(numv(all, "ttfa_tokens_p95"), 18);
@@ -627,6 +628,7 @@ static void test_endpoint_stub(void **state)
     assert_int_equal(numv(all, "malformed_calls"), 1);
     /* tokens per answer: the server's usage, 10 x (pieces + 1): w 40, p 50, n 40 */
     assert_true(fabs(numv(all, "tokens_per_answer") - 130.0 / 3) < 1e-9);
+    assert_int_equal(numv(all, "tokens_per_answer_p50"), 40); /* of {40, 40, 50} */
     /* TTFA in chunks: w's arguments parse at its last piece (chunk 5: role, header, 3 pieces);
      * p's first call is whole at its only piece (chunk 3) */
     assert_int_equal(numv(all, "ttfa_cases"), 2);

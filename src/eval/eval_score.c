@@ -97,6 +97,8 @@ struct tally {
     double ms;
     double *ttfa_tok, *ttfa_ms; /* per case with a valid call and expected calls */
     long long n_ttfa, cap_ttfa;
+    double *answer_tok;         /* tokens of every answered case (its median) */
+    long long n_answer, cap_answer;
 };
 
 static int matched(const struct eval_case *c, const struct eval_answer *a, bool strict)
@@ -180,6 +182,12 @@ static void tally_add(struct tally *t, const struct eval_case *c, const struct e
     t->leaked += leaks(c, a);
     t->tokens += a->n_tokens;
     t->ms += a->ms;
+    if (t->n_answer == t->cap_answer) {
+        const long long cap = t->cap_answer ? t->cap_answer * 2 : 256;
+        double *x = realloc(t->answer_tok, (size_t)cap * sizeof *x);
+        if (x) t->answer_tok = x, t->cap_answer = cap;
+    }
+    if (t->n_answer < t->cap_answer) t->answer_tok[t->n_answer++] = a->n_tokens; /* else: out of memory, omitted */
     if (want && a->ttfa_tokens >= 0) {
         if (t->n_ttfa == t->cap_ttfa) {
             long long cap = t->cap_ttfa ? t->cap_ttfa * 2 : 256;
@@ -253,6 +261,10 @@ static cJSON *tally_json(struct tally *t)
     const long long answered = t->cases - t->errors;
     if (answered > 0) {
         cJSON_AddNumberToObject(o, "tokens_per_answer", (double)t->tokens / answered);
+        if (t->n_answer > 0) {
+            qsort(t->answer_tok, (size_t)t->n_answer, sizeof(double), cmp_double);
+            cJSON_AddNumberToObject(o, "tokens_per_answer_p50", pct(t->answer_tok, t->n_answer, 50));
+        }
         cJSON_AddNumberToObject(o, "ms_per_answer", t->ms / answered);
     } else {
         cJSON_AddNullToObject(o, "tokens_per_answer");
@@ -269,6 +281,7 @@ static cJSON *tally_json(struct tally *t)
     }
     free(t->ttfa_tok);
     free(t->ttfa_ms);
+    free(t->answer_tok);
     return o;
 }
 

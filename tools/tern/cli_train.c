@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill_speed.h"
 #include "cli_train.h"
 
 bool cli_ends_with(const char *s, const char *suffix)
@@ -91,7 +92,7 @@ static tern_status validate(const struct cli_train_run *r, int step, bool tty)
                     r->c->steps, vl, vn, tty ? "                    " : "");
     }
     if (r->json) fflush(stdout);
-    return TERN_OK;
+    return r->speed ? cli_distill_speed_step(r->speed, r->t, step) : TERN_OK;
 }
 
 int cli_train_loop(const struct cli_train_run *r)

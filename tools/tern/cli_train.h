@@ -24,6 +24,7 @@ bool cli_par_allreduce(void *user, void *buf, size_t n, bool is_double); /* tern
 /* true when ok is true in every process (a barrier too) */
 bool cli_par_all_ok(const struct cli_par *p, bool ok);
 
+struct cli_distill_speed; /* cli_distill_speed.h */
 struct cli_train_run {
     const char *cmd;                         /* "train" or "distill" (messages) */
     struct tern_trainer *t;
@@ -35,6 +36,7 @@ struct cli_train_run {
     int last;                                /* run steps until this one */
     long long val_every;
     int rank;                                /* data parallelism: only rank 0 prints and writes */
+    struct cli_distill_speed *speed;         /* speed proxies after each validation, or NULL */
 };
 /* Run the steps, validate every val_every steps and at the end, checkpoint every ckpt_every
  * steps and at the end, export to out. Returns the process exit code. */

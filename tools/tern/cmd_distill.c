@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill_speed.h"
+#include "cli_gov.h"
 #include "cli_train.h"
 
 static void usage(void)
@@ -48,6 +50,12 @@ static void usage(void)
            "  --resume DIR         continue the run saved in DIR\n"
            "  --until STEP         stop after this step (checkpoint + export)\n"
            "  --val-every N        steps between validations (default ckpt_every, else 100)\n"
+           "  --speed-cases FILE   at each validation, speed and quality proxies: tern eval\n"
+           "                       cases answered (constrained) by the exported student, and a\n"
+           "                       tern bench --suite run; the teacher once at the start\n"
+           "  --speed-suite FILE   the suite (default bench/suites/toolcalls.jsonl)\n"
+           "  --speed-max N        the first N cases (default 64)\n"
+           "  --speed-type TYPE    both measured at this type (default q8_0)\n"
            "  -t, --threads N      trainer and teacher threads\n"
            "  --strict             a malformed .jsonl line is fatal\n"
            "  --loss-on-prompt     .jsonl: train on every token, not only the assistant's turns\n"
@@ -188,7 +196,9 @@ int cmd_distill(int argc, char **argv)
 {
     const char *teacher_path = NULL, *student = NULL, *student_cfg = NULL, *data = NULL, *val = NULL,
                *out = NULL, *recipe_path = NULL, *kd_path = NULL, *vkd_path = NULL, *ckdir = NULL,
-               *resume = NULL, *layers_arg = NULL, *v;
+               *resume = NULL, *layers_arg = NULL, *speed_cases = NULL,
+               *speed_suite = "bench/suites/toolcalls.jsonl", *speed_type = "q8_0", *v;
+    long long speed_max = 64;
     int layers[256], n_layers = 0;
     bool json = false, strict = false, loss_on_prompt = false, rebuild = false;
     long long threads = 0, until = 0, val_every = 0;
@@ -212,6 +222,18 @@ int cmd_distill(int argc, char **argv)
         } else if ((r = cli_opt(argc, argv, &i, "--student", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             student = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--speed-cases", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            speed_cases = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--speed-suite", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            speed_suite = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--speed-type", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            speed_type = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--speed-max", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_flag_int("distill", "--speed-max", v, 1, 1000000, &speed_max)) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt(argc, argv, &i, "--student-layers", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             layers_arg = v;
@@ -259,6 +281,10 @@ int cmd_distill(int argc, char **argv)
     if (!teacher_path || !data || !out || (!student == !student_cfg))
         return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
                                "--data and -o");
+    if (speed_cases && !val)
+        return cli_usage_error("distill", "--speed-cases measures at each validation: give --val too");
+    const char *profiles = speed_cases ? cli_profiles_path("distill", NULL) : NULL;
+    if (speed_cases && !profiles) return CLI_EXIT_USAGE;
     if (layers_arg && !student)
         return cli_usage_error("distill", "--student-layers needs --student (the file whose blocks "
                                "the student keeps)");
@@ -366,6 +392,14 @@ int cmd_distill(int argc, char **argv)
         if (par.size == 1) break;
     }
     tern_model_free(teacher); /* its signal is on disk now */
+    struct cli_distill_speed *speed = NULL;
+    if (!st && speed_cases && par.rank == 0) {
+        const struct cli_distill_speed_params sp = {
+            .teacher = teacher_path, .cases = speed_cases, .suite = speed_suite, .profiles = profiles,
+            .type = speed_type, .dir = ckdir, .max_cases = (int)speed_max, .threads = c.threads,
+            .json = json};
+        st = cli_distill_speed_open(&sp, &speed);
+    }
     if (!st) {
         const int start = tern_trainer_step_index(t);
         int last = until && until < c.steps ? (int)until : c.steps;
@@ -380,11 +414,13 @@ int cmd_distill(int argc, char **argv)
         const struct cli_train_run run = {.cmd = "distill", .t = t, .c = &c, .d = d, .vd = vd,
                                           .kd = kd, .vkd = vkd, .ckdir = ckdir, .out = out,
                                           .json = json, .resumed = resume != NULL, .last = last,
-                                          .val_every = val_every, .rank = par.rank};
+                                          .val_every = val_every, .rank = par.rank,
+                                          .speed = speed};
         rc = cli_train_loop(&run);
     } else {
         rc = peer_failed ? CLI_EXIT_FAIL : cli_report("distill", st);
     }
+    cli_distill_speed_free(speed);
     tern_distill_cache_free(kd);
     tern_distill_cache_free(vkd);
     tern_trainer_free(t);
