@@ -277,6 +277,48 @@ static void test_student_layers(void **state)
     assert_non_null(strstr(out, "needs --student"));
 }
 
+/* --speed-cases: the teacher's line first (step 0), then one student line after each
+ * validation, with the eval and suite figures filled in. The tiny models' context is 32
+ * tokens, so the cases and the suite are short requests without tools. */
+static void test_speed_proxies(void **state)
+{
+    (void)state;
+    setup_files();
+    char cases[700], suite[700], cmd[8192], out[65536];
+    snprintf(cases, sizeof cases, "%s/speed-cases.jsonl", dir);
+    write_text(cases, "{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"expected\":[]}\n"
+                      "{\"id\":\"b\",\"messages\":[{\"role\":\"user\",\"content\":\"ok\"}],\"expected\":[]}\n"
+                      "{\"id\":\"c\",\"messages\":[{\"role\":\"user\",\"content\":\"no\"}],\"expected\":[]}\n");
+    snprintf(suite, sizeof suite, "%s/speed-suite.jsonl", dir);
+    write_text(suite, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}\n");
+    snprintf(cmd, sizeof cmd, "TERN_PROFILES=%s/configs/hardware_profiles.yaml %s distill --teacher %s "
+             "--student-config %s --recipe %s --data %s --val %s --val-every 4 -o %s/sp.gguf "
+             "--speed-cases %s --speed-suite %s --speed-max 2 --json 2>&1", test_source_dir(),
+             test_tern_bin(), teacher, scfg, recipe, data, val, dir, cases, suite);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    int lines = 0, last_step = -1;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        if (!strstr(l, "\"speed\":")) continue;
+        const int step = atoi(strstr(l, "\"step\":") + 7);
+        assert_non_null(strstr(l, step ? "\"who\":\"student\"" : "\"who\":\"teacher\""));
+        assert_true(step > last_step);
+        last_step = step;
+        assert_non_null(strstr(l, "\"cases\":2,"));
+        assert_non_null(strstr(l, "\"type\":\"q8_0\""));
+        assert_true(strtod(strstr(l, "\"decode_tps\":") + 13, NULL) > 0);
+        assert_true(strtod(strstr(l, "\"tokens_per_answer_p50\":") + 24, NULL) >= 1);
+        if (!step) assert_true(fabs(strtod(strstr(l, "\"decode_speedup\":") + 17, NULL) - 1) < 1e-9);
+        lines++;
+    }
+    assert_int_equal(lines, 3); /* the teacher, steps 4 and 8 */
+    assert_int_equal(last_step, 8);
+    /* without --val there is no validation to measure at */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --data %s -o %s/x.gguf "
+             "--speed-cases %s 2>&1", test_tern_bin(), teacher, scfg, data, dir, cases);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "give --val"));
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -381,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_split_run_identical),
         cmocka_unit_test(test_student_from_gguf),
         cmocka_unit_test(test_student_layers),
+        cmocka_unit_test(test_speed_proxies),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_nan_stops_run),
     };
