@@ -1,7 +1,8 @@
 #!/bin/sh
 # `make demo`: tern's main job on an embedded default, no download. First tern's own model
 # (models/tern-tool.gguf, linked into the binary) answers a real request with a tool call
-# (models/demo.json: the request, the tools offered, the call expected). Then, for speed at a
+# (models/demo.json: the request, the tools offered, the call expected), again with its distilled
+# drafter (speculative decoding, the same answer) and by its distilled student. Then, for speed at a
 # real size: a random-weight model with the exact shape of Qwen2.5-0.5B (Q8_0) written with
 # tern's own GGUF writer and quantizer, validated, generating from a text prompt, its speed
 # table, and speed governance: a suite report blessed as the baseline at the start, the same
@@ -16,6 +17,17 @@ if $BIN version | grep -q "embedded model: tern-tool"; then
     echo "== tern chat --messages $DEMO   (tern's own model: no -m; the call is printed as JSON)"
     $BIN chat --messages "$DEMO" --json < /dev/null | jq -c 'select(.tool_call) | .tool_call.function'
     echo "   expected: $(jq -c '.expected[]' "$DEMO")"
+    if [ -f models/tern-tool-draft.gguf ]; then
+        echo "== the same with speculative decoding: tern chat --draft models/tern-tool-draft.gguf (distilled drafter)"
+        $BIN chat --messages "$DEMO" --json --draft models/tern-tool-draft.gguf < /dev/null 2>/dev/null | tail -1 |
+            jq -c '{call: .tool_calls[0].function, same_as_target: .stats.spec.exact,
+                    drafted: .stats.spec.drafted, accepted: .stats.spec.accepted}'
+    fi
+    if [ -f models/tern-tool-student.gguf ]; then
+        echo "== the distilled student (half the blocks): tern chat -m models/tern-tool-student.gguf"
+        $BIN chat -m models/tern-tool-student.gguf --messages "$DEMO" --json < /dev/null 2>/dev/null |
+            jq -c 'select(.tool_call) | .tool_call.function'
+    fi
     echo
 else
     echo "== this build has no embedded model (models/tern-tool.gguf is missing): skipping its request"

@@ -4,8 +4,10 @@
  * the binary carries it, that `make demo`'s request (models/demo.json: messages, tools and the
  * expected calls) is answered with exactly the expected tool call by the embedded model and by
  * the file alike, and that the model card's development-set scores (models/tern-tool-dev.json,
- * written by `tern eval --json`) are what `tern eval` measures now. A checkout without the model
- * skips, saying so. */
+ * written by `tern eval --json`) are what `tern eval` measures now; the same for the distilled
+ * student (models/tern-tool-student.gguf), and that the drafter (models/tern-tool-draft.gguf)
+ * leaves the model's answer token for token as it was. A checkout without a model skips,
+ * saying so. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
@@ -121,22 +123,23 @@ static double overall(const cJSON *report, const char *a, const char *b)
     return v->valuedouble;
 }
 
-static void test_card_scores(void **state)
+/* tern eval of `model` on the development set against the card's report `card` (both files of
+ * models/): the same figures within 2 points in a Release build, one shard without errors under
+ * sanitizers. */
+static void check_card_scores(const char *model, const char *card_json)
 {
-    (void)state;
-    MODEL_OR_SKIP();
     char report[2048], cmd[12288], out[16384];
     /* under ASan the whole set would take most of the suite's time: a shard checks the memory
      * safety of the path, the Release suite checks the figures */
     const bool sanitized = getenv("TERN_SANITIZED") != NULL;
     snprintf(report, sizeof report, "%s/dev.json", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --constrained -t 2 --json %s %s 2>&1", test_tern_bin(),
-             source_file("eval/toolcalls-dev.jsonl"), source_file("models/tern-tool.gguf"), report,
+             source_file("eval/toolcalls-dev.jsonl"), source_file(model), report,
              sanitized ? "--shard 0/16" : "");
     int rc = test_run_cmd(cmd, out, sizeof out);
     print_message("%s", out);
     assert_int_equal(rc, 0);
-    char *a = test_read_file(report, NULL), *b = test_read_file(source_file("models/tern-tool-dev.json"), NULL);
+    char *a = test_read_file(report, NULL), *b = test_read_file(source_file(card_json), NULL);
     assert_non_null(a);
     assert_non_null(b);
     cJSON *now = cJSON_Parse(a), *card = cJSON_Parse(b);
@@ -168,12 +171,74 @@ static void test_card_scores(void **state)
     cJSON_Delete(card);
 }
 
+static void test_card_scores(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    check_card_scores("models/tern-tool.gguf", "models/tern-tool-dev.json");
+}
+
+#define FILE_OR_SKIP(rel)                                                                      \
+    do {                                                                                       \
+        FILE *f_ = fopen(source_file(rel), "rb");                                              \
+        if (!f_) TEST_SKIP(rel " is not in this checkout\n");                                  \
+        fclose(f_);                                                                            \
+    } while (0)
+
+/* The distilled student (issue 15): its card's scores, and the demo request answered with the
+ * expected call. */
+static void test_student(void **state)
+{
+    (void)state;
+    FILE_OR_SKIP("models/tern-tool-student.gguf");
+    check_card_scores("models/tern-tool-student.gguf", "models/tern-tool-student-dev.json");
+}
+
+/* The drafter: the teacher's tokenizer (tern refuses a drafter with another one), and with it
+ * the demo's answer is the target's own, token for token, speculation forced on (k = 2). */
+static void test_drafter(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    FILE_OR_SKIP("models/tern-tool-draft.gguf");
+    char cmd[8192], plain[16384], spec[16384];
+    snprintf(cmd, sizeof cmd, "%s chat -m %s --messages %s --json -t 1 < /dev/null 2>/dev/null | tail -1",
+             test_tern_bin(), source_file("models/tern-tool.gguf"), source_file("models/demo.json"));
+    assert_int_equal(test_run_cmd(cmd, plain, sizeof plain), 0);
+    snprintf(cmd, sizeof cmd, "%s chat -m %s --draft %s --draft-min 2 --draft-max 2 --messages %s "
+             "--json -t 1 < /dev/null 2>/dev/null | tail -1", test_tern_bin(),
+             source_file("models/tern-tool.gguf"), source_file("models/tern-tool-draft.gguf"),
+             source_file("models/demo.json"));
+    assert_int_equal(test_run_cmd(cmd, spec, sizeof spec), 0);
+    cJSON *a = cJSON_Parse(plain), *b = cJSON_Parse(spec);
+    assert_non_null(a);
+    assert_non_null(b);
+    char *ca = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "tool_calls"));
+    char *cb = cJSON_PrintUnformatted(cJSON_GetObjectItem(b, "tool_calls"));
+    print_message("plain: %s\nwith the drafter: %s\n", ca, cb);
+    assert_string_equal(ca, cb);
+    assert_non_null(strstr(ca, "\"Oslo\""));
+    const cJSON *sp = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "stats"), "spec");
+    assert_non_null(sp);
+    const double drafted = cJSON_GetObjectItem(sp, "drafted")->valuedouble;
+    const double accepted = cJSON_GetObjectItem(sp, "accepted")->valuedouble;
+    print_message("drafted %g, accepted %g\n", drafted, accepted);
+    assert_true(drafted > 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(sp, "exact")));
+    free(ca);
+    free(cb);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_binary_embeds_the_model),
         cmocka_unit_test(test_demo_request),
         cmocka_unit_test(test_card_scores),
+        cmocka_unit_test(test_student),
+        cmocka_unit_test(test_drafter),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
