@@ -27,12 +27,13 @@ static const char *source_file(const char *rel)
     return p;
 }
 
-#define MODEL_OR_SKIP()                                                                        \
+#define FILE_OR_SKIP(rel)                                                                      \
     do {                                                                                       \
-        FILE *f_ = fopen(source_file("models/tern-tool.gguf"), "rb");                          \
-        if (!f_) TEST_SKIP("models/tern-tool.gguf is not in this checkout\n");                 \
+        FILE *f_ = fopen(source_file(rel), "rb");                                              \
+        if (!f_) TEST_SKIP(rel " is not in this checkout\n");                                  \
         fclose(f_);                                                                            \
     } while (0)
+#define MODEL_OR_SKIP() FILE_OR_SKIP("models/tern-tool.gguf")
 
 static void test_binary_embeds_the_model(void **state)
 {
@@ -177,13 +178,6 @@ static void test_card_scores(void **state)
     MODEL_OR_SKIP();
     check_card_scores("models/tern-tool.gguf", "models/tern-tool-dev.json");
 }
-
-#define FILE_OR_SKIP(rel)                                                                      \
-    do {                                                                                       \
-        FILE *f_ = fopen(source_file(rel), "rb");                                              \
-        if (!f_) TEST_SKIP(rel " is not in this checkout\n");                                  \
-        fclose(f_);                                                                            \
-    } while (0)
 
 /* The distilled student (issue 15): its card's scores, and the demo request answered with the
  * expected call. */

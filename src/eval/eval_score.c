@@ -96,7 +96,7 @@ struct tally {
     long long tokens;
     double ms;
     double *ttfa_tok, *ttfa_ms; /* per case with a valid call and expected calls */
-    long long n_ttfa, cap_ttfa;
+    long long n_ttfa, cap_ttfa_tok, cap_ttfa_ms;
     double *answer_tok;         /* tokens of every answered case (its median) */
     long long n_answer, cap_answer;
 };
@@ -153,6 +153,19 @@ static bool leaks(const struct eval_case *c, const struct eval_answer *a)
     return false;
 }
 
+/* Room for element n of the array *v of capacity *cap (doubled, from 256, when full); false when
+ * out of memory (the array is left as it was). */
+static bool room_for(double **v, long long n, long long *cap)
+{
+    if (n < *cap) return true;
+    const long long c = *cap ? *cap * 2 : 256;
+    double *x = realloc(*v, (size_t)c * sizeof *x);
+    if (!x) return false;
+    *v = x;
+    *cap = c;
+    return true;
+}
+
 static void tally_add(struct tally *t, const struct eval_case *c, const struct eval_answer *a)
 {
     t->cases++;
@@ -182,22 +195,12 @@ static void tally_add(struct tally *t, const struct eval_case *c, const struct e
     t->leaked += leaks(c, a);
     t->tokens += a->n_tokens;
     t->ms += a->ms;
-    if (t->n_answer == t->cap_answer) {
-        const long long cap = t->cap_answer ? t->cap_answer * 2 : 256;
-        double *x = realloc(t->answer_tok, (size_t)cap * sizeof *x);
-        if (x) t->answer_tok = x, t->cap_answer = cap;
-    }
-    if (t->n_answer < t->cap_answer) t->answer_tok[t->n_answer++] = a->n_tokens; /* else: out of memory, omitted */
+    /* out of memory: the percentiles omit this case */
+    if (room_for(&t->answer_tok, t->n_answer, &t->cap_answer)) t->answer_tok[t->n_answer++] = a->n_tokens;
     if (want && a->ttfa_tokens >= 0) {
-        if (t->n_ttfa == t->cap_ttfa) {
-            long long cap = t->cap_ttfa ? t->cap_ttfa * 2 : 256;
-            double *x = realloc(t->ttfa_tok, (size_t)cap * sizeof *x);
-            if (x) t->ttfa_tok = x;
-            double *y = realloc(t->ttfa_ms, (size_t)cap * sizeof *y);
-            if (y) t->ttfa_ms = y;
-            if (!x || !y) return; /* out of memory: the percentile omits this case */
-            t->cap_ttfa = cap;
-        }
+        if (!room_for(&t->ttfa_tok, t->n_ttfa, &t->cap_ttfa_tok) ||
+            !room_for(&t->ttfa_ms, t->n_ttfa, &t->cap_ttfa_ms))
+            return;
         t->ttfa_tok[t->n_ttfa] = a->ttfa_tokens;
         t->ttfa_ms[t->n_ttfa++] = a->ttfa_ms;
     }

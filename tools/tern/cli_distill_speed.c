@@ -37,12 +37,6 @@ struct cli_distill_speed {
     struct speed_figures teacher;
 };
 
-static bool call_valid(const char *tools_json, const char *name, const char *args, void *user)
-{
-    (void)user;
-    return tern_eval_call_valid(tools_json, name, args, NULL, 0);
-}
-
 static double num(const cJSON *o, const char *a, const char *b)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
@@ -79,7 +73,7 @@ static tern_status measure(struct cli_distill_speed *s, const char *model, struc
     p.reps = 2;
     p.profiles_path = s->profiles;
     p.runner_path = s->exe;
-    p.call_valid = call_valid;
+    p.call_valid = cli_suite_call_valid;
     p.html_samples = false;
     st = tern_bench_suite_run(model, s->suite, &p, &text);
     if (st) return st;
@@ -138,7 +132,7 @@ tern_status cli_distill_speed_open(const struct cli_distill_speed_params *p, str
     }
     s->n_cases = tern_eval_set_count(s->cases);
     if (p->max_cases > 0 && p->max_cases < s->n_cases) s->n_cases = p->max_cases;
-    /* the teacher at the comparison's type: its own file when it is of that type already */
+    /* the teacher rewritten in the comparison's type (as the student will be), measured once */
     char q[4200];
     snprintf(q, sizeof q, "%s/speed-teacher.gguf", s->dir);
     const double t0 = cli_now_s();
