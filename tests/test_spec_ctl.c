@@ -22,7 +22,16 @@ struct sim {
     double slope, draft_tok, catch_tok, acc;
     bool costly, jump;
     int prompt;
+    bool warm_up; /* the first passes after the prompt run slow, as on a CPU whose caches refill */
 };
+
+/* Slowdown of the target's pass number i after the prompt (measured for tern-tool after a
+ * 340-token prompt: 0.66, 0.45, 0.34 ms against a steady 0.29 ms). */
+static double warm_factor(const struct sim *m, int pass)
+{
+    static const double f[] = {2.3, 1.55, 1.17};
+    return m->warm_up && pass < 3 ? f[pass] : 1.0;
+}
 
 static double verify_time(const struct sim *m, int b)
 {
@@ -35,7 +44,7 @@ static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t 
                        double acc_after_half)
 {
     double t = 0;
-    int done = 1, seen = m->prompt; /* the first token comes from the prompt pass */
+    int done = 1, seen = m->prompt, pass = 0; /* the first token comes from the prompt pass */
     *rounds = 0;
     spec_ctl_begin(c, n);
     while (done < n) {
@@ -45,9 +54,10 @@ static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t 
         const int lag = m->costly ? hist - seen : 0;
         int lag_max;
         int k = spec_ctl_choose(c, k_cap, 0, lag, &lag_max);
+        const double warm = warm_factor(m, pass++);
         if (k == 0) {
-            t += 1.0;
-            spec_ctl_update(c, 0, 0, 0, 0, 0, 0, 1.0);
+            t += warm;
+            spec_ctl_update(c, 0, 0, 0, 0, 0, 0, warm);
             done++;
             continue;
         }
@@ -57,7 +67,7 @@ static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t 
         const double t_draft = t_sync + (m->costly ? k * m->draft_tok : 0.001);
         int a = 0;
         while (a < k && test_rand_uniform(rs) < acc) a++;
-        const double t_ver = verify_time(m, k + 1);
+        const double t_ver = warm * verify_time(m, k + 1);
         t += t_draft + t_ver;
         spec_ctl_update(c, 0, k, a, t_draft, t_sync, caught, t_ver);
         if (m->costly) seen = hist + (a < k - 1 ? a : k - 1); /* drafts it decoded and kept */
@@ -92,6 +102,29 @@ static void test_zero_acceptance(void **state)
     never_loses("drafter, 500-token prompt", &model);
     struct sim weak = {.slope = 0.2, .draft_tok = 0.5, .catch_tok = 0.1, .costly = true, .acc = 0.2, .prompt = 50};
     never_loses("drafter accepted 20 %", &weak);
+}
+
+/* The first passes after a prompt run slow. Taken for the one-token cost they make losing
+ * rounds look like gains: tern-tool with its drafter (a draft step 0.32 of a target step, verify
+ * +18 %/token, 43 % accepted) ran at 0.74x of plain decoding when the controller took the median
+ * of its first three plain steps. The time plain decoding needs is its steady one: timed passes
+ * start after the warm-up in both. */
+static void test_warm_up(void **state)
+{
+    (void)state;
+    const struct sim m = {.slope = 0.18, .draft_tok = 0.32, .catch_tok = 0.1, .costly = true, .acc = 0.43,
+                          .prompt = 340, .warm_up = true};
+    for (int n = 128; n <= 2048; n *= 4) {
+        struct spec_ctl c;
+        spec_ctl_init(&c, 1, 8, true, 0.32);
+        uint64_t rs = 5;
+        int rounds;
+        const double t = simulate(&m, &c, n, &rs, &rounds, m.acc);
+        const double steady = t - (2.3 - 1) - (1.55 - 1) - (1.17 - 1); /* plain's own warm-up */
+        print_message("warm-up, drafter accepted 43 %%, %d tokens: %.4f x plain, %d rounds\n", n,
+                      steady / (n - 1), rounds);
+        assert_true(steady / (n - 1) <= 1.03);
+    }
 }
 
 /* High acceptance: the controller speculates, close to the best fixed length. */
@@ -185,6 +218,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero_acceptance),
+        cmocka_unit_test(test_warm_up),
         cmocka_unit_test(test_pays_when_accepted),
         cmocka_unit_test(test_short_generation),
         cmocka_unit_test(test_follows_changes),

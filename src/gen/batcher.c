@@ -535,7 +535,7 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, int k_ctl, 
     int m = 0;
     for (int i = 0; i < b->n_slots; i++) m += b->slots[i].active && b->slots[i].n_pending > 0;
     const bool keep_up = k_ctl == 0 && !b->ever_off && b->tested_all == 0 && m > 0 && !b->ctl[m - 1].fixed &&
-                         b->ctl[m - 1].t_plain.n < 3;
+                         b->ctl[m - 1].t_plain.n < SPEC_PLAIN_FIRST;
     for (int i = 0; i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         if (!s->could_draft || !s->model_drafts) continue;

@@ -102,6 +102,8 @@ struct tern_draft {
 /* A time estimate robust to outliers (a descheduled thread on a busy machine): the median of
  * the last SPEC_EST_N observations. */
 #define SPEC_EST_N 5
+/* one-token passes measured before the first draft (spec_ctl.c: plain_step) */
+#define SPEC_PLAIN_FIRST 5
 struct spec_est {
     double v[SPEC_EST_N];
     int n, head;
