@@ -1630,7 +1630,10 @@ const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
 
 /* --- data file (.tdat, little-endian): "TRND", u32 version 1, u64 n_docs, u64 n_tokens,
  * u64 offsets[n_docs + 1] (token index of each document's start; offsets[0] = 0,
- * offsets[n_docs] = n_tokens, non-decreasing), i32 tokens[n_tokens], u8 mask[n_tokens]. --- */
+ * offsets[n_docs] = n_tokens, non-decreasing), i32 tokens[n_tokens], u8 mask[n_tokens]:
+ * 0 = not trained on, 1 = trained on, 2..255 = trained on, token (mask - 2) of an answer that
+ * calls tools which its tools' schemas validate (255: token 253 or later; set when rendering
+ * with tern_train_render_params.call_valid; the early tool-call loss weighs them). --- */
 struct tern_train_data_writer;
 /* Collects documents in memory; caller ends with _finish (writes path atomically) or _free. */
 tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
@@ -1666,6 +1669,11 @@ struct tern_train_render_params {
     int64_t now_unix;   /* strftime_now() for templates (default 0: reproducible documents) */
     bool loss_on_prompt;/* train on the prompt's tokens too (system, user, tool results: language
                            modelling of the whole conversation); default false: the turns only */
+    /* When set: an assistant turn with "tool_calls", every one of which validates (this
+     * function: e.g. tern_eval_call_valid, the validator of the scores), is marked in the mask
+     * (bytes 2.., see the data file) so the early tool-call loss can find it. NULL: masks 0/1. */
+    bool (*call_valid)(const char *tools_json, const char *name, const char *arguments, void *user);
+    void *call_valid_user;
 };
 struct tern_train_render_params tern_train_render_default_params(void);
 struct tern_train_render_report { /* accumulated over calls: zero it first */
@@ -1675,6 +1683,7 @@ struct tern_train_render_report { /* accumulated over calls: zero it first */
     int64_t no_assistant;       /* skipped: nothing to train on */
     int64_t too_long;           /* skipped: more than max_tokens */
     uint64_t tokens, loss_tokens;
+    int64_t tool_turns;         /* turns marked as validated tool calls (call_valid set) */
     char first_problem[512];    /* "FILE:LINE: what" of the first skipped line, or "" */
 };
 /* Add every conversation of path to w. Errors (I/O, a strict malformed line, a template that is
@@ -1735,6 +1744,7 @@ struct tern_train_step_info {
     double ce;               /* mean cross-entropy on the data */
     double agree;            /* share of trained tokens where the student's argmax is the teacher's top-1 */
     bool qat;                /* the forward pass fake-quantized the weights */
+    double early_tool_ramp;  /* the early tool-call loss's ramp (0..1; 0 when it is off) */
 };
 /* Bytes the trainer will allocate for config c (weights, gradients, AdamW moments,
  * activations of one micro-batch, scratch). */
@@ -1826,6 +1836,14 @@ struct tern_distill_recipe {
                                and fallbacks as tern quantize picks them) */
     float qat_lr_scale;     /* "qat_lr_scale": the learning rate is multiplied by this during QAT
                                (default 0.1) */
+    /* Seed phase 1, the latency-aware losses (README "Distillation"): */
+    float early_tool_weight;/* "early_tool_weight": the first early_tool_n tokens of an answer that
+                               should call a tool (the data's answer is a call that validates
+                               against its tools' schemas, marked in the mask, see the data file)
+                               weigh 1 + this x ramp (default 0 = off) */
+    int early_tool_n;       /* "early_tool_n": how many of an answer's first tokens (default 25) */
+    float early_tool_warmup_epochs; /* "early_tool_warmup_epochs": the ramp grows linearly from 0
+                               to 1 over this many passes over the data (default 1; 0 = at once) */
 };
 struct tern_distill_recipe tern_distill_recipe_default(void);
 /* Parse a recipe: one flat JSON object with the keys above plus the training keys of
@@ -1885,6 +1903,12 @@ bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, co
 /* Make t a distillation trainer with recipe r (loss weights, temperature, QAT). Allocates the
  * loss scratch. */
 tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
+/* Document weights for the training data (n = its documents; each >= 1, finite; w NULL = all 1
+ * again): a trained row of document i weighs w[i] (times its early tool-call weight). Copied.
+ * Validation is unweighted. The hook for seed phase 1's length-aware KD, whose weights come from
+ * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
+ * answer is longer than the teacher's and leaves a required argument out). */
+tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
 /* One optimizer step of the distillation loss on d with its teacher signal kd (checked against
  * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
  * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply

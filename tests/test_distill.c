@@ -12,7 +12,9 @@
  *   and the top-1 agreement rises (figures printed, bounds below the measured values);
  * - QAT: after a run whose last half is fake-quantized, the exported model quantized by tern
  *   quantize (Q8_0, Q4_0) gives logits whose cosine with the trainer's QAT forward is >= 0.999,
- *   and at least that of the plain F32 forward. */
+ *   and at least that of the plain F32 forward;
+ * - seed phase 1's weights on batch rows: the early tool-call rows (mask bytes 2..) ramped over the
+ *   epochs, document weights, unweighted validation, bad document weights refused. */
 #include "test_support.h"
 
 #include <math.h>
@@ -432,7 +434,16 @@ static void test_recipe(void **state)
     assert_int_equal(r.top_k, 16);
     assert_string_equal(r.qat_type, "q4_0");
     assert_int_equal(c.steps, 77);
-    const char *bad[][2] = {{"{\"top_k\": 8, \"kd_wieght\": 1}", "'kd_wieght'"},
+    const char *p1 = "{\"early_tool_weight\": 0.5, \"early_tool_n\": 12, \"early_tool_warmup_epochs\": 2.5}";
+    assert_tern_ok(tern_distill_recipe_parse(p1, strlen(p1), &r, &c));
+    assert_true(r.early_tool_weight == 0.5f && r.early_tool_n == 12 && r.early_tool_warmup_epochs == 2.5f);
+    const struct tern_distill_recipe def = tern_distill_recipe_default();
+    assert_true(def.early_tool_weight == 0.0f && def.early_tool_n == 25 && def.early_tool_warmup_epochs == 1.0f);
+    const char *bad[][2] = {{"{\"early_tool_n\": 0}", "'early_tool_n'"},
+                            {"{\"early_tool_n\": 254}", "'early_tool_n'"},
+                            {"{\"early_tool_weight\": -1}", "'early_tool_weight'"},
+                            {"{\"early_tool_warmup_epochs\": \"x\"}", "'early_tool_warmup_epochs'"},
+                            {"{\"early_tool_warmup\": 1}", "'early_tool_warmup'"},{"{\"top_k\": 8, \"kd_wieght\": 1}", "'kd_wieght'"},
                             {"{\"n_embd\": 64}", "'n_embd'"},
                             {"{\"temperature\": 0}", "'temperature'"},
                             {"{\"qat_type\": \"q9_9\"}", "'qat_type'"},
@@ -445,6 +456,98 @@ static void test_recipe(void **state)
     }
     print_message("recipe typo: %s\n", (tern_distill_recipe_parse(bad[0][0], strlen(bad[0][0]), &r, &c),
                                         tern_last_error()));
+}
+
+/* ------------------------------------------------------------------ latency-aware weights */
+
+/* Seed phase 1's weights on the rows of training batches: a row whose target is token j of a
+ * marked tool-call answer (mask byte 2 + j) weighs 1 + early_tool_weight x ramp when j <
+ * early_tool_n, else 1; the ramp is the passes over the data so far / early_tool_warmup_epochs,
+ * at most 1; document weights multiply; validation batches are unweighted. Checked on every row
+ * of every batch against the mask bytes read back from the data file. */
+static void test_latency_weights(void **state)
+{
+    (void)state;
+    setup_teacher();
+    /* 40 documents of 20 tokens: 4 prompt tokens, then an "answer" marked as a tool call
+     * (bytes 2, 3, ...) in even documents and plainly (1) in odd ones */
+    struct tern_train_data_writer *w;
+    assert_tern_ok(tern_train_data_writer_create(&w));
+    for (int d = 0; d < 40; d++) {
+        int32_t tok[20];
+        uint8_t mask[20];
+        for (int i = 0; i < 20; i++) {
+            tok[i] = FIRST_TOK + (d + i) % N_SYM;
+            mask[i] = i < 4 ? 0 : d % 2 ? 1 : (uint8_t)(2 + (i - 4));
+        }
+        assert_tern_ok(tern_train_data_add(w, tok, mask, 20));
+    }
+    struct tern_train_data *d;
+    assert_tern_ok(tern_train_data_from_writer(w, &d));
+    tern_train_data_writer_free(w);
+    uint64_t n_docs, n_tok;
+    const uint64_t *off;
+    const int32_t *tk;
+    const uint8_t *mk;
+    train_data_view(d, &n_docs, &n_tok, &off, &tk, &mk);
+    assert_int_equal(mk[off[2] + 4], 2); /* the writer keeps the bytes */
+    assert_int_equal(mk[off[2] + 19], 17);
+
+    struct tern_train_config c = tiny_config(32, 1, 10, 9);
+    c.batch_tokens = T_CTX;
+    struct tern_trainer *t;
+    assert_tern_ok(tern_trainer_create(&c, &t));
+    assert_tern_ok(tern_trainer_init(t));
+    struct tern_distill_recipe r = tern_distill_recipe_default();
+    r.early_tool_weight = 2.0f;
+    r.early_tool_n = 5;
+    r.early_tool_warmup_epochs = 2.0f;
+    assert_tern_ok(tern_trainer_set_distill(t, &r));
+    float dw[40];
+    for (int i = 0; i < 40; i++) dw[i] = 1.0f + (float)(i % 3);
+    assert_tern_ok(tern_trainer_set_doc_weights(t, dw, 40));
+    int early_rows = 0;
+    double last_ramp = -1;
+    for (int b_i = 0; b_i < 120; b_i++) { /* 1 document per sequence (20 + 20 > 32): 3 epochs */
+        const double epochs = (double)t->dpos.epoch + (double)t->dpos.cursor / 40.0;
+        train_latency_weights(t, d);
+        const double ramp = fmin(1.0, epochs / 2.0);
+        assert_true(fabs(t->early_ramp - ramp) < 1e-12);
+        assert_true(t->early_ramp >= last_ramp);
+        last_ramp = t->early_ramp;
+        struct train_batch *b = &t->batch[0];
+        assert_tern_ok(train_batch_fill(t, d, b));
+        const uint64_t used = (uint64_t)(b->tok[0] - FIRST_TOK); /* document d starts with token d */
+        for (int row = 0; row < 19; row++) {
+            const uint8_t m = mk[off[used] + row + 1];
+            double want = m == 0 ? 0.0 : m >= 2 && m - 2 < 5 ? 1.0 + 2.0 * ramp : 1.0;
+            want *= dw[used];
+            assert_true(fabs(b->weight[row] - want) < 1e-5);
+            early_rows += m >= 2 && m - 2 < 5;
+        }
+        for (int row = 19; row < T_CTX; row++) assert_true(b->weight[row] == 0.0f);
+    }
+    assert_true(last_ramp == 1.0);
+    assert_int_equal(early_rows, 120 / 2 * 5);
+    /* validation batches: unweighted */
+    uint64_t vdoc = 0, piece = 0;
+    assert_true(train_batch_fill_ordered(t, d, &t->batch[0], &vdoc, &piece));
+    for (int row = 0; row < T_CTX; row++) assert_true(t->batch[0].weight[row] == 0.0f || t->batch[0].weight[row] == 1.0f);
+    /* bad document weights */
+    dw[3] = 0.5f;
+    assert_int_equal(tern_trainer_set_doc_weights(t, dw, 40), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "document 3"));
+    dw[3] = NAN;
+    assert_int_equal(tern_trainer_set_doc_weights(t, dw, 40), TERN_ERR_ARG);
+    /* off: every trained row weighs 1 again */
+    assert_tern_ok(tern_trainer_set_doc_weights(t, NULL, 0));
+    r.early_tool_weight = 0.0f;
+    assert_tern_ok(tern_trainer_set_distill(t, &r));
+    train_latency_weights(t, d);
+    assert_tern_ok(train_batch_fill(t, d, &t->batch[0]));
+    for (int row = 0; row < T_CTX; row++) assert_true(t->batch[0].weight[row] == 0.0f || t->batch[0].weight[row] == 1.0f);
+    tern_trainer_free(t);
+    tern_train_data_free(d);
 }
 
 static int teardown(void **state)
@@ -460,6 +563,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recipe),
+        cmocka_unit_test(test_latency_weights),
         cmocka_unit_test(test_cache_matches_inference),
         cmocka_unit_test(test_cache_mismatch),
         cmocka_unit_test(test_cache_corrupt),

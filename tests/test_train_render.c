@@ -12,7 +12,9 @@
  *   - a template that rewrites history is refused naming the message
  *   - tern_trainer_eval: an untrained model's loss is near ln(vocab), its token count is the
  *     data's trained tokens, and evaluating between steps changes no bit of training
- *   - tern train --data/--val with .jsonl: val_loss lines; refused without a tokenizer */
+ *   - tern train --data/--val with .jsonl: val_loss lines; refused without a tokenizer
+ *   - with a call validator (tern eval's), an answer whose calls validate is marked token by
+ *     token (mask 2, 3, ...), one with an invalid call or plain text is not (1) */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>
@@ -23,6 +25,7 @@
 #include <sys/wait.h>
 
 #include "tern.h"
+#include "tern_tools.h"
 
 static char dir[512], corpus[600], tok_path[600], train_path[700];
 static struct tern_tokenizer *tok;
@@ -186,6 +189,79 @@ static void write_text(const char *path, const char *s)
     fclose(f);
 }
 
+static bool eval_valid(const char *tools, const char *name, const char *args, void *user)
+{
+    ++*(int *)user;
+    return tern_eval_call_valid(tools, name, args, NULL, 0);
+}
+
+/* The early tool-call loss's marks: the answer calling get_weather with its required "city" is
+ * marked 2, 3, ... over its trained tokens; the same call without "city", and the text answer
+ * after the tool's result, are marked 1; without a validator nothing is marked. */
+static void test_tool_marks(void **state)
+{
+    (void)state;
+    char path[700];
+    snprintf(path, sizeof path, "%s/tools.jsonl", dir);
+    const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+                        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, "
+                        "\"required\": [\"city\"]}}}]";
+    char text[4096];
+    snprintf(text, sizeof text,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}, {\"role\": \"assistant\", "
+             "\"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": "
+             "{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Oslo\\\"}\"}}]}, {\"role\": \"tool\", "
+             "\"tool_call_id\": \"c1\", \"content\": \"{\\\"temp\\\": 3}\"}, {\"role\": \"assistant\", "
+             "\"content\": \"It is 3 degrees in Oslo.\"}], \"tools\": %s}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}, {\"role\": \"assistant\", "
+             "\"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": "
+             "{\"name\": \"get_weather\", \"arguments\": \"{\\\"town\\\": \\\"Oslo\\\"}\"}}]}], \"tools\": %s}\n",
+             tools, tools);
+    write_text(path, text);
+    for (int with = 0; with < 2; with++) {
+        struct tern_train_data_writer *w;
+        assert_tern_ok(tern_train_data_writer_create(&w));
+        struct tern_train_render_params p = tern_train_render_default_params();
+        int calls = 0;
+        if (with) p.call_valid = eval_valid, p.call_valid_user = &calls;
+        struct tern_train_render_report r;
+        memset(&r, 0, sizeof r);
+        assert_tern_ok(tern_train_data_add_jsonl(w, tok, tmpl, path, &p, &r));
+        assert_int_equal(r.docs, 2);
+        assert_int_equal(r.tool_turns, with ? 1 : 0);
+        assert_int_equal(calls, with ? 2 : 0);
+        char tp[720];
+        snprintf(tp, sizeof tp, "%s/tools%d.tdat", dir, with);
+        assert_tern_ok(tern_train_data_write(w, tp));
+        tern_train_data_writer_free(w);
+        struct tdat t;
+        tdat_read(tp, &t);
+        /* document 0: the first trained run is the call, the second the text answer */
+        const uint8_t *m = t.mask + t.off[0];
+        const size_t n = t.off[1] - t.off[0];
+        size_t i = 0, runs = 0, marked = 0;
+        while (i < n) {
+            if (!m[i]) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            for (; j < n && m[j]; j++) {
+                const uint8_t want = with && runs == 0 ? (uint8_t)(2 + (j - i)) : 1;
+                assert_int_equal(m[j], want);
+                marked += m[j] >= 2;
+            }
+            runs++;
+            i = j;
+        }
+        assert_int_equal(runs, 2);
+        assert_true(with ? marked > 5 : marked == 0);
+        /* document 1: the invalid call is trained on, unmarked */
+        for (uint64_t k = t.off[1]; k < t.off[2]; k++) assert_true(t.mask[k] <= 1);
+        free(t.buf);
+    }
+}
+
 static void test_bad_lines(void **state)
 {
     (void)state;
@@ -345,7 +421,8 @@ static void test_cli(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matches_inference), cmocka_unit_test(test_bad_lines),
+        cmocka_unit_test(test_matches_inference), cmocka_unit_test(test_tool_marks),
+        cmocka_unit_test(test_bad_lines),
         cmocka_unit_test(test_history_rewriting_template), cmocka_unit_test(test_eval),
         cmocka_unit_test(test_cli),
     };

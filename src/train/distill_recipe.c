@@ -24,6 +24,8 @@ struct tern_distill_recipe tern_distill_recipe_default(void)
     r.qat_start = 1.0f;
     snprintf(r.qat_type, sizeof r.qat_type, "q8_0");
     r.qat_lr_scale = 0.1f;
+    r.early_tool_n = 25;
+    r.early_tool_warmup_epochs = 1.0f;
     return r;
 }
 
@@ -65,6 +67,15 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
     } else if (!strcmp(k, "qat_lr_scale")) {
         if ((st = num(it, 1e-6, 1, false, &v))) return st;
         r->qat_lr_scale = (float)v;
+    } else if (!strcmp(k, "early_tool_weight")) {
+        if ((st = num(it, 0, 1000, false, &v))) return st;
+        r->early_tool_weight = (float)v;
+    } else if (!strcmp(k, "early_tool_n")) {
+        if ((st = num(it, 1, 253, true, &v))) return st;
+        r->early_tool_n = (int)v;
+    } else if (!strcmp(k, "early_tool_warmup_epochs")) {
+        if ((st = num(it, 0, 1000, false, &v))) return st;
+        r->early_tool_warmup_epochs = (float)v;
     } else if (!strcmp(k, "qat_type")) {
         struct type_plan plan;
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof r->qat_type)
@@ -84,7 +95,8 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
                 return TERN_OK;
             }
         return tern_fail(TERN_ERR_FORMAT, "recipe: unknown key '%s' (distillation keys: top_k, "
-                         "temperature, kd_weight, ce_weight, qat_start, qat_type, qat_lr_scale; "
+                         "temperature, kd_weight, ce_weight, qat_start, qat_type, qat_lr_scale, "
+                         "early_tool_weight, early_tool_n, early_tool_warmup_epochs; "
                          "training keys: lr, lr_min, warmup, steps, batch_tokens, accum, "
                          "weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, "
                          "n_ctx)", k);

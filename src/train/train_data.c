@@ -82,7 +82,7 @@ tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t 
         w->cap_tok = cap;
     }
     memcpy(w->tok + w->n_tok, tokens, (size_t)n * sizeof *tokens);
-    for (int i = 0; i < n; i++) w->mask[w->n_tok + i] = mask ? (mask[i] != 0) : 1;
+    for (int i = 0; i < n; i++) w->mask[w->n_tok + i] = mask ? mask[i] : 1; /* bytes as given: 2.. mark tool calls */
     w->n_tok += (uint64_t)n;
     w->off[++w->n_docs] = w->n_tok;
     return TERN_OK;
@@ -292,9 +292,10 @@ void train_batch_free(struct train_batch *b)
 }
 
 /* Lay one piece (n tokens) at rows [row, row + n) of the sequence starting at row s0. sig0: the
- * teacher-signal entry of the piece's first trained row (distillation), or -1. */
+ * teacher-signal entry of the piece's first trained row (distillation), or -1. A trained row
+ * (its target's mask byte set) weighs row_w[mask byte] * doc_w, or 1 when row_w is NULL. */
 static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
-                      const uint8_t *mask, int n, int64_t sig0)
+                      const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w)
 {
     for (int i = 0; i < n; i++) {
         const int r = s0 + row + i;
@@ -302,10 +303,11 @@ static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok
         b->pos[r] = i;
         b->start[r] = row;
         const bool has = i + 1 < n;
+        const bool trained = has && mask[i + 1];
         b->target[r] = has ? tok[i + 1] : 0;
-        b->weight[r] = has && mask[i + 1] ? 1.0f : 0.0f;
-        b->sig[r] = sig0 >= 0 && b->weight[r] > 0.0f ? sig0++ : -1;
-        b->n_loss += b->weight[r] > 0.0f;
+        b->weight[r] = !trained ? 0.0f : row_w ? row_w[mask[i + 1]] * doc_w : 1.0f;
+        b->sig[r] = sig0 >= 0 && trained ? sig0++ : -1;
+        b->n_loss += trained;
     }
 }
 
@@ -328,7 +330,7 @@ void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *t
     b->n_loss = 0;
     for (int i = 0; i < n_docs && row < T; i++) {
         const int n = len[i] < T - row ? len[i] : T - row;
-        put_piece(b, 0, row, tok[i], mask[i], n, -1);
+        put_piece(b, 0, row, tok[i], mask[i], n, -1, NULL, 1.0f);
         row += n;
     }
     pad_rows(b, 0, row, T);
@@ -422,7 +424,8 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
                                      (unsigned long long)doc, (unsigned long long)(first + i),
                                      d->tok[a + first + i], t->V);
             put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      kd_first(t, d, doc, first));
+                      kd_first(t, d, doc, first), t->row_w,
+                      t->doc_w && doc < t->doc_w_n ? t->doc_w[doc] : 1.0f);
             row += n;
             p->piece++;
             if (row == T) break;
@@ -461,7 +464,7 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
             const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
             if (n > T - row) break;
             put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      kd_first(t, d, *doc, first));
+                      kd_first(t, d, *doc, first), NULL, 1.0f);
             row += n;
             ++*piece;
             any = true;

@@ -109,7 +109,13 @@ struct tern_trainer {
     size_t qbuf_bytes;
     struct { const struct tern_distill_cache *kd; const struct tern_train_data *d; }
         kd_checked[2];          /* the last (cache, data) pairs tern_distill_cache_check passed */
-    double kd_acc[3];           /* KL, CE, top-1 agreements summed by the forward (weighted rows) */
+    double kd_acc[3];           /* KL, CE, top-1 agreements summed by the forward (trained rows) */
+    /* the latency-aware weights (distill_weights.c): a trained row's weight is row_w[mask byte of
+     * its target] * doc_w[its document] in training batches (validation: 1) */
+    float row_w[256];           /* [0] = 0; [1..255] = 1 unless the early tool-call loss is on */
+    float *doc_w;               /* (doc_w_n) length-aware KD's document weights, or NULL (all 1) */
+    uint64_t doc_w_n;
+    double early_ramp;          /* the early tool-call loss's ramp at the last step (0..1) */
     /* data parallelism (tern_trainer_set_parallel): this process's share of the micro-batches */
     int par_rank, par_size;     /* 0, 1 without it */
     char **meta;                /* (2 n_meta) key, value pairs the export writes */
@@ -117,6 +123,10 @@ struct tern_trainer {
     tern_allreduce_fn allreduce;
     void *allreduce_user;
 };
+
+/* distill_weights.c: row_w for the coming step (the early tool-call loss, ramped over the epochs
+ * the data position has covered); a no-op outside distillation. */
+void train_latency_weights(struct tern_trainer *t, const struct tern_train_data *d);
 
 /* Fixed chunking of reductions over rows: results do not depend on the thread count. */
 #define TRAIN_RED_CHUNKS 16

@@ -445,9 +445,9 @@ static void xent_chunk(void *arg, int chunk, int n_chunks, int tid)
                      t->kd_scratch + (size_t)tid * t->V, &o);
         const double tau2 = (double)kd->tau * kd->tau;
         s += w * (rc->kd_weight * tau2 * o.kl + rc->ce_weight * o.ce);
-        kl += w * o.kl;
-        ce += w * o.ce;
-        agree += w * o.agree;
+        kl += o.kl; /* per trained token, whatever its weight */
+        ce += o.ce;
+        agree += o.agree;
     }
     j->part[chunk] = s;
     j->kl[chunk] = kl;

@@ -162,6 +162,7 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     if (!t) return tern_fail(TERN_ERR_NOMEM, "train: out of memory");
     t->c = *c;
     if (!t->c.batch_tokens) t->c.batch_tokens = c->n_ctx;
+    for (int m = 1; m < 256; m++) t->row_w[m] = 1.0f;
     t->D = c->n_embd;
     t->H = c->n_head;
     t->Hkv = c->n_head_kv;
@@ -266,6 +267,7 @@ void tern_trainer_free(struct tern_trainer *t)
     if (!t) return;
     if (t->pool) tp_free(t->pool);
     if (t->tok_gguf) tern_gguf_close(t->tok_gguf);
+    free(t->doc_w);
     free(t->w);
     free(t->g);
     free(t->m);
@@ -400,6 +402,7 @@ static tern_status step_impl(struct tern_trainer *t, const struct tern_train_dat
 {
     const struct train_data_pos saved = t->dpos;
     t->kd = kd;
+    train_latency_weights(t, d);
     long long n_loss = 0;
     for (int i = 0; i < t->c.accum; i++) {
         tern_status st = train_batch_fill(t, d, &t->batch[i]);
@@ -468,6 +471,7 @@ static tern_status step_impl(struct tern_trainer *t, const struct tern_train_dat
             info->kl = t->kd_acc[0] * scale;
             info->ce = t->kd_acc[1] * scale;
             info->agree = t->kd_acc[2] * scale;
+            info->early_tool_ramp = t->early_ramp;
             info->qat = qat;
         }
     }

@@ -25,7 +25,8 @@
 
 struct tern_train_render_params tern_train_render_default_params(void)
 {
-    struct tern_train_render_params p = {.max_tokens = 0, .strict = false, .now_unix = 0};
+    struct tern_train_render_params p = {.max_tokens = 0, .strict = false, .now_unix = 0,
+                                         .call_valid = NULL, .call_valid_user = NULL};
     return p;
 }
 
@@ -34,7 +35,9 @@ struct render_buf {
     int32_t *tok;
     uint8_t *mask;
     size_t n, cap;
+    int n_tool;         /* turns of the last line marked as tool calls */
     size_t *span;       /* (2 * n_assistant) byte offsets: turn k is [span[2k], span[2k+1]) */
+    bool *tool;         /* (n_assistant) turn k calls tools that validate: mask 2 + its token index */
     size_t span_cap;
 };
 
@@ -53,10 +56,10 @@ static tern_status buf_reserve(struct render_buf *b, size_t need)
     return TERN_OK;
 }
 
-/* Append the tokens of text[0..len) to b; a turn's tokens get mask 1 up to and including the
- * first end-of-generation token. */
+/* Append the tokens of text[0..len) to b; a turn's tokens get mask 1 (tool: 2 + the token's
+ * index in the turn, at most 255) up to and including the first end-of-generation token. */
 static tern_status add_piece(struct render_buf *b, struct tern_tokenizer *tok, const char *text,
-                             size_t len, bool first, bool turn, bool all)
+                             size_t len, bool first, bool turn, bool all, bool tool)
 {
     if (len == 0) return TERN_OK;
     unsigned flags = TERN_TOK_PARSE_SPECIAL | (first ? TERN_TOK_ADD_SPECIAL : 0);
@@ -71,7 +74,7 @@ static tern_status add_piece(struct render_buf *b, struct tern_tokenizer *tok, c
     if (st) return st;
     bool open = turn;
     for (size_t i = 0; i < need; i++) {
-        b->mask[b->n + i] = open || (all && !turn);
+        b->mask[b->n + i] = open && tool ? (uint8_t)(i < 253 ? 2 + i : 255) : open || (all && !turn);
         if (open && tern_token_is_eog(tok, b->tok[b->n + i])) open = false;
     }
     b->n += need;
@@ -106,15 +109,42 @@ static tern_status render_prefix(const struct tern_chat_template *tmpl, const cJ
 
 enum line_result { LINE_OK, LINE_MALFORMED, LINE_NO_ASSISTANT };
 
+/* Does assistant message m call tools, every call validating (p->call_valid) against the
+ * conversation's tools? The early tool-call loss trains only such answers. */
+static bool valid_tool_turn(const cJSON *m, const char *tools_json, const struct tern_train_render_params *p)
+{
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    if (!p->call_valid || !cJSON_IsArray(calls) || !calls->child) return false;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, calls) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (!cJSON_IsString(name)) return false;
+        char *printed = NULL;
+        const char *a = cJSON_IsString(args) ? args->valuestring
+                        : cJSON_IsObject(args) ? (printed = cJSON_PrintUnformatted(args)) : NULL;
+        const bool ok = a && p->call_valid(tools_json ? tools_json : "[]", name->valuestring, a,
+                                           p->call_valid_user);
+        free(printed);
+        if (!ok) return false;
+    }
+    return true;
+}
+
 /* One conversation into b (tokens and mask). LINE_MALFORMED leaves the reason in
  * tern_last_error; a template that is not prefix-stable is a hard error (TERN_ERR_UNSUPPORTED
  * returned through *hard). */
 static enum line_result render_line(struct render_buf *b, struct tern_tokenizer *tok,
                                     const struct tern_chat_template *tmpl, const char *line,
-                                    size_t len, int64_t now, bool all, tern_status *hard)
+                                    size_t len, const struct tern_train_render_params *p,
+                                    tern_status *hard)
 {
+    const int64_t now = p->now_unix;
+    const bool all = p->loss_on_prompt;
     *hard = TERN_OK;
     b->n = 0;
+    b->n_tool = 0;
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
     if (!root) {
@@ -162,11 +192,13 @@ static enum line_result render_line(struct render_buf *b, struct tern_tokenizer 
         if ((size_t)(n_turns + 1) * 2 > b->span_cap) {
             size_t cap = b->span_cap ? b->span_cap * 2 : 16;
             size_t *s = realloc(b->span, cap * sizeof *s);
-            if (!s) {
+            bool *tl = s ? realloc(b->tool, cap / 2 * sizeof *tl) : NULL;
+            if (s) b->span = s;
+            if (!tl) {
                 *hard = tern_fail(TERN_ERR_NOMEM, "train data: out of memory");
                 goto done;
             }
-            b->span = s;
+            b->tool = tl;
             b->span_cap = cap;
         }
         const size_t prev_end = n_turns ? b->span[2 * n_turns - 1] : 0;
@@ -177,6 +209,7 @@ static enum line_result render_line(struct render_buf *b, struct tern_tokenizer 
         }
         b->span[2 * n_turns] = pre_len;
         b->span[2 * n_turns + 1] = post_len;
+        b->tool[n_turns] = valid_tool_turn(m, tools_json, p);
         n_turns++;
         free(pre);
         free(post);
@@ -189,12 +222,13 @@ static enum line_result render_line(struct render_buf *b, struct tern_tokenizer 
     size_t at = 0;
     tern_status st = TERN_OK;
     for (int k = 0; k < n_turns && !st; k++) {
-        st = add_piece(b, tok, full + at, b->span[2 * k] - at, at == 0, false, all);
+        st = add_piece(b, tok, full + at, b->span[2 * k] - at, at == 0, false, all, false);
         if (!st) st = add_piece(b, tok, full + b->span[2 * k], b->span[2 * k + 1] - b->span[2 * k],
-                                b->span[2 * k] == 0, true, all);
+                                b->span[2 * k] == 0, true, all, b->tool[k]);
+        b->n_tool += b->tool[k];
         at = b->span[2 * k + 1];
     }
-    if (!st) st = add_piece(b, tok, full + at, full_len - at, at == 0, false, all);
+    if (!st) st = add_piece(b, tok, full + at, full_len - at, at == 0, false, all, false);
     if (st) {
         *hard = st;
         goto done;
@@ -237,7 +271,7 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
         if (lead == (size_t)n) continue; /* blank line */
         report->lines++;
         tern_status hard = TERN_OK;
-        enum line_result r = render_line(&b, tok, tmpl, line, (size_t)n, p->now_unix, p->loss_on_prompt, &hard);
+        enum line_result r = render_line(&b, tok, tmpl, line, (size_t)n, p, &hard);
         if (hard) {
             char msg[400];
             snprintf(msg, sizeof msg, "%s", tern_last_error());
@@ -272,7 +306,8 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
         if ((st = tern_train_data_add(w, b.tok, b.mask, (int)b.n))) break;
         report->docs++;
         report->tokens += b.n;
-        for (size_t i = 0; i < b.n; i++) report->loss_tokens += b.mask[i];
+        report->tool_turns += b.n_tool;
+        for (size_t i = 0; i < b.n; i++) report->loss_tokens += b.mask[i] != 0;
     }
     if (!st && ferror(f)) st = tern_fail(TERN_ERR_IO, "%s: read failed: %s", path, strerror(errno));
     fclose(f);
@@ -280,5 +315,6 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
     free(b.tok);
     free(b.mask);
     free(b.span);
+    free(b.tool);
     return st;
 }

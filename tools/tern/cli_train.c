@@ -19,8 +19,15 @@ bool cli_ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+static bool eval_validator(const char *tools_json, const char *name, const char *arguments, void *user)
+{
+    (void)user;
+    return tern_eval_call_valid(tools_json, name, arguments, NULL, 0);
+}
+
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
-                                bool strict, bool loss_on_prompt, struct tern_train_data **out)
+                                bool strict, bool loss_on_prompt, bool mark_tools,
+                                struct tern_train_data **out)
 {
     if (!cli_ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
     struct tern_tokenizer *tok = NULL;
@@ -33,6 +40,7 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
     rp.max_tokens = n_ctx;
     rp.strict = strict;
     rp.loss_on_prompt = loss_on_prompt;
+    if (mark_tools) rp.call_valid = eval_validator;
     const double t0 = cli_now_s();
     tern_status st = tern_tokenizer_load(tokenizer, &tok);
     if (!st) st = tern_gguf_open(tokenizer, &g);
@@ -45,6 +53,9 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
                 "trained on) in %.1f s", cmd, path, (long long)rep.lines, (long long)rep.docs,
                 (unsigned long long)rep.tokens, rep.tokens ? 100.0 * rep.loss_tokens / rep.tokens : 0.0,
                 cli_now_s() - t0);
+        if (mark_tools)
+            fprintf(stderr, "; %lld answers with valid tool calls marked for the early tool-call loss",
+                    (long long)rep.tool_turns);
         if (rep.malformed || rep.no_assistant || rep.too_long)
             fprintf(stderr, "; skipped %lld malformed, %lld without an assistant turn, %lld longer "
                     "than n_ctx %d (first: %s)", (long long)rep.malformed, (long long)rep.no_assistant,
@@ -119,16 +130,17 @@ int cli_train_loop(const struct cli_train_run *r)
                    "\"loss_tokens\":%lld,\"tokens_per_s\":%.1f,\"eta_s\":%.1f",
                    si.step, si.loss, si.lr, si.grad_norm, si.tokens, si.loss_tokens, tps, eta);
             if (r->kd)
-                printf(",\"kl\":%.6g,\"ce\":%.6g,\"agree\":%.6f,\"qat\":%s", si.kl, si.ce, si.agree,
-                       si.qat ? "true" : "false");
+                printf(",\"kl\":%.6g,\"ce\":%.6g,\"agree\":%.6f,\"qat\":%s,\"early_tool_ramp\":%.4f",
+                       si.kl, si.ce, si.agree, si.qat ? "true" : "false", si.early_tool_ramp);
             printf("}\n");
             fflush(stdout);
         } else {
-            char e[32], kd[96] = "";
+            char e[32], kd[128] = "", ramp[32] = "";
             fmt_eta(eta, e, sizeof e);
+            if (si.early_tool_ramp > 0) snprintf(ramp, sizeof ramp, " early-tool ramp %.2f", si.early_tool_ramp);
             if (r->kd)
-                snprintf(kd, sizeof kd, " (KL %.4f CE %.4f agree %.0f %%%s)", si.kl, si.ce,
-                         100.0 * si.agree, si.qat ? " QAT" : "");
+                snprintf(kd, sizeof kd, " (KL %.4f CE %.4f agree %.0f %%%s%s)", si.kl, si.ce,
+                         100.0 * si.agree, si.qat ? " QAT" : "", ramp);
             fprintf(stderr, "%sstep %d/%d  loss %.4f%s  lr %.2e  %.0f tok/s  ETA %s%s",
                     tty ? "\r" : "", si.step, r->c->steps, si.loss, kd, si.lr, tps, e,
                     tty ? "   " : "\n");

@@ -9,9 +9,12 @@
 #include "tern.h"
 
 /* A .jsonl of conversations rendered with the GGUF `tokenizer`'s tokenizer and chat template
- * (conversations longer than n_ctx skipped and counted on stderr), or a .tdat file. */
+ * (conversations longer than n_ctx skipped and counted on stderr), or a .tdat file. mark_tools:
+ * answers whose tool calls validate (tern eval's validator) are marked in the mask for the early
+ * tool-call loss (tern.h, data file). */
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
-                                bool strict, bool loss_on_prompt, struct tern_train_data **out);
+                                bool strict, bool loss_on_prompt, bool mark_tools,
+                                struct tern_train_data **out);
 bool cli_ends_with(const char *s, const char *suffix);
 
 /* Data parallelism under mpirun (cli_par.c). Outside an MPI launch: rank 0 of 1. */

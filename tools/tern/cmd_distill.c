@@ -41,7 +41,9 @@ static void usage(void)
            "                       (0.5), qat_start (1 = no QAT), qat_type (q8_0), qat_lr_scale\n"
            "                       (0.1), and the training keys lr, lr_min, warmup, steps,\n"
            "                       batch_tokens, accum, weight_decay, beta1, beta2, adam_eps,\n"
-           "                       clip, seed, threads, ckpt_every, n_ctx (over the student's)\n"
+           "                       clip, seed, threads, ckpt_every, n_ctx (over the student's);\n"
+           "                       seed phase 1: early_tool_weight (0 = off), early_tool_n (25),\n"
+           "                       early_tool_warmup_epochs (1)\n"
            "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
            "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
            "  --val-cache FILE     the same on --val (default CKPT/teacher-val.kd)\n"
@@ -140,11 +142,13 @@ static tern_status record_run(struct tern_trainer *t, const struct tern_model *t
              "{\"top_k\":%d,\"temperature\":%.9g,\"kd_weight\":%.9g,\"ce_weight\":%.9g,"
              "\"qat_start\":%.9g,\"qat_type\":\"%s\",\"qat_lr_scale\":%.9g,\"lr\":%.9g,"
              "\"lr_min\":%.9g,\"warmup\":%d,\"steps\":%d,\"batch_tokens\":%d,\"accum\":%d,"
-             "\"weight_decay\":%.9g,\"clip\":%.9g,\"seed\":%llu,\"threads\":%d,\"n_ctx\":%d}",
+             "\"weight_decay\":%.9g,\"clip\":%.9g,\"seed\":%llu,\"threads\":%d,\"n_ctx\":%d,"
+             "\"early_tool_weight\":%.9g,\"early_tool_n\":%d,\"early_tool_warmup_epochs\":%.9g}",
              r->top_k, r->temperature, r->kd_weight, r->ce_weight, r->qat_start, r->qat_type,
              r->qat_lr_scale, c->lr, c->lr_min, c->warmup, c->steps,
              c->batch_tokens ? c->batch_tokens : c->n_ctx, c->accum, c->weight_decay, c->clip,
-             (unsigned long long)c->seed, c->threads, c->n_ctx);
+             (unsigned long long)c->seed, c->threads, c->n_ctx, r->early_tool_weight,
+             r->early_tool_n, r->early_tool_warmup_epochs);
     if (!st) st = tern_trainer_set_export_str(t, "tern.distill.recipe", json);
     if (!st) st = tern_trainer_set_export_str(t, "tern.distill.student_init", student ? student : "config");
     if (!st) st = tern_trainer_set_export_str(t, "tern.distill.binary", tern_version());
@@ -367,8 +371,9 @@ int cmd_distill(int argc, char **argv)
                                                                    n_layers)
                                    : tern_trainer_init(t);
     if (!st) st = tern_trainer_set_distill(t, &recipe);
-    if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, &d);
-    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, &vd);
+    if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt,
+                                          recipe.early_tool_weight > 0.0f, &d);
+    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, false, &vd);
     if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
     if (!st && layers_arg) st = tern_trainer_set_export_str(t, "tern.distill.student_layers", layers_arg);
     if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
