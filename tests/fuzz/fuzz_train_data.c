@@ -41,6 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const int s0 = r / trainer->T * trainer->T;
             /* rows see only their own document, which starts at or before them */
             if (trainer->batch[0].start[r] > r - s0 || trainer->batch[0].pos[r] < 0) abort();
+            /* any mask byte (2..255 mark tool-call tokens) weighs 0 or 1 without a recipe */
+            const float w = trainer->batch[0].weight[r];
+            if (w != 0.0f && w != 1.0f) abort();
         }
     }
     tern_train_data_free(d);
