@@ -73,7 +73,7 @@ static tern_status measure(struct cli_distill_speed *s, const char *model, struc
     p.reps = 2;
     p.profiles_path = s->profiles;
     p.runner_path = s->exe;
-    p.call_valid = cli_suite_call_valid;
+    p.call_valid = cli_eval_call_valid;
     p.html_samples = false;
     st = tern_bench_suite_run(model, s->suite, &p, &text);
     if (st) return st;

@@ -12,9 +12,10 @@
 const char *cli_profiles_path(const char *cmd, const char *given);
 /* Write text (+ a newline) to path.tmp and rename it over path; CLI_EXIT_OK or a message. */
 int cli_write_atomic(const char *cmd, const char *path, const char *text);
-/* The suite's judge of a completed tool call (tern_bench_call_valid_fn): tern eval's schema
- * validator, so TTFA counts the calls tern eval would score as valid. */
-bool cli_suite_call_valid(const char *tools_json, const char *name, const char *args, void *user);
+/* tern eval's schema validator as a callback (tern_bench_call_valid_fn, and
+ * tern_train_render_params.call_valid): a suite's TTFA counts, and the early tool-call loss
+ * marks, the calls tern eval would score as valid. */
+bool cli_eval_call_valid(const char *tools_json, const char *name, const char *args, void *user);
 /* `tern bench --suite ...` (argv as cmd_bench got it). */
 int cli_bench_suite(int argc, char **argv);
 

@@ -11,18 +11,13 @@
 
 #include "cli.h"
 #include "cli_distill_speed.h"
+#include "cli_gov.h"
 #include "cli_train.h"
 
 bool cli_ends_with(const char *s, const char *suffix)
 {
     const size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
-}
-
-static bool eval_validator(const char *tools_json, const char *name, const char *arguments, void *user)
-{
-    (void)user;
-    return tern_eval_call_valid(tools_json, name, arguments, NULL, 0);
 }
 
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
@@ -40,7 +35,7 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
     rp.max_tokens = n_ctx;
     rp.strict = strict;
     rp.loss_on_prompt = loss_on_prompt;
-    if (mark_tools) rp.call_valid = eval_validator;
+    if (mark_tools) rp.call_valid = cli_eval_call_valid;
     const double t0 = cli_now_s();
     tern_status st = tern_tokenizer_load(tokenizer, &tok);
     if (!st) st = tern_gguf_open(tokenizer, &g);

@@ -42,7 +42,7 @@ static void help(void)
            "tool call. Greedy (temperature 0, top-p 1); repetitions must give identical tokens.\n");
 }
 
-bool cli_suite_call_valid(const char *tools_json, const char *name, const char *args, void *user)
+bool cli_eval_call_valid(const char *tools_json, const char *name, const char *args, void *user)
 {
     (void)user;
     return tern_eval_call_valid(tools_json, name, args, NULL, 0);
@@ -205,7 +205,7 @@ int cli_bench_suite(int argc, char **argv)
     /* the binary itself: its SHA-256 is the runner fingerprint (named by its real path) */
     char *exe = realpath("/proc/self/exe", NULL);
     p.runner_path = exe ? exe : "/proc/self/exe";
-    p.call_valid = cli_suite_call_valid;
+    p.call_valid = cli_eval_call_valid;
     p.log = stderr;
     char *report = NULL;
     st = tern_bench_suite_run(model, s, &p, &report);
