@@ -1674,6 +1674,11 @@ struct tern_train_render_params {
      * (bytes 2.., see the data file) so the early tool-call loss can find it. NULL: masks 0/1. */
     bool (*call_valid)(const char *tools_json, const char *name, const char *arguments, void *user);
     void *call_valid_user;
+    /* When set: called with the file line (1-based, blank lines counted, as FILE:LINE messages
+     * and tern_eval_cases_from_corpus's case ids count them) of each document added, in order,
+     * so a caller can tie documents back to conversations (tern distill's length-aware KD). */
+    void (*on_doc)(int64_t line, void *user);
+    void *on_doc_user;
 };
 struct tern_train_render_params tern_train_render_default_params(void);
 struct tern_train_render_report { /* accumulated over calls: zero it first */
@@ -1844,6 +1849,18 @@ struct tern_distill_recipe {
     int early_tool_n;       /* "early_tool_n": how many of an answer's first tokens (default 25) */
     float early_tool_warmup_epochs; /* "early_tool_warmup_epochs": the ramp grows linearly from 0
                                to 1 over this many passes over the data (default 1; 0 = at once) */
+    /* Length-aware KD (tern distill mines it: the student answers training prompts, see
+     * tern_length_kd_weight): a document whose answer came out longer than the teacher's by more
+     * than the hinge while leaving a required argument out weighs more in KD + CE. */
+    float length_kd_weight; /* "length_kd_weight": the penalty's weight (default 0 = off) */
+    float length_kd_hinge;  /* "length_kd_hinge": excess length (relative) forgiven (default 0.15) */
+    float length_kd_slope;  /* "length_kd_slope": weight per unit of excess past the hinge (1) */
+    int length_kd_every;    /* "length_kd_every": steps between minings (default 100) */
+    int length_kd_docs;     /* "length_kd_docs": answers the student writes per mining (64) */
+    /* The safety rail: at a validation whose CE exceeds the best so far by more than this
+     * fraction, the latency weights (early tool-call and length-aware) are halved; they double
+     * back, up to full, once it is within again (default 0.05; 0 = no rail). */
+    float rail_ce_rise;
 };
 struct tern_distill_recipe tern_distill_recipe_default(void);
 /* Parse a recipe: one flat JSON object with the keys above plus the training keys of
@@ -1909,6 +1926,19 @@ tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_d
  * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
  * answer is longer than the teacher's and leaves a required argument out). */
 tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
+/* Length-aware KD's weight for one answer: 1 when the student covered every required argument
+ * (covered) or was not longer than the teacher by more than the hinge, else
+ * 1 + length_kd_weight x length_kd_slope x ((n_student - n_teacher) / n_teacher - hinge).
+ * The hinged excess is not differentiable in the weights, so it weighs the document's own KD
+ * and CE terms: the student is pulled harder toward the teacher's shorter, complete answer. */
+float tern_length_kd_weight(const struct tern_distill_recipe *r, int n_student, int n_teacher,
+                            bool covered);
+/* The safety rail (recipe rail_ce_rise), fed each validation's CE: returns the scale now applied
+ * to the latency weights' excess over 1 (1, 0.5, 0.25, ...; halved when val_ce exceeds the best
+ * seen by more than rail_ce_rise, doubled back up to 1 when it is within again); *changed says
+ * whether this call moved it (may be NULL); a NaN val_ce only reads the scale. Not saved in
+ * checkpoints: a resumed run's rail starts at 1. */
+double tern_trainer_latency_rail(struct tern_trainer *t, double val_ce, bool *changed);
 /* One optimizer step of the distillation loss on d with its teacher signal kd (checked against
  * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
  * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply

@@ -106,6 +106,8 @@ tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out);
 void tern_eval_set_free(struct tern_eval_set *s);
 int tern_eval_set_count(const struct tern_eval_set *s);
 const char *tern_eval_case_id(const struct tern_eval_set *s, int i);
+/* How many calls case i expects (0: a text answer or a refusal). */
+int tern_eval_case_n_expected(const struct tern_eval_set *s, int i);
 /* {"messages": [...], "tools": [...]}: the request a runner sends for case i. */
 const char *tern_eval_case_request(const struct tern_eval_set *s, int i);
 
@@ -138,6 +140,12 @@ struct tern_eval_answer {
 tern_status tern_eval_record(struct tern_eval_run *r, int i, const struct tern_eval_answer *a);
 /* The scores of the recorded cases as JSON text (malloc'ed). */
 tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out);
+/* Tokens of the recorded answer to case i; -1 when it has none or the runner failed on it. */
+int tern_eval_answer_tokens(const struct tern_eval_run *r, int i);
+/* 1 when the answer to case i covers the calls the case expects (each matched by a call to the
+ * same tool with every schema-required argument at the expected value, lax rule; a case that
+ * expects none: no call made), 0 when not, -1 when it has no answer (src/eval/eval_cover.c). */
+int tern_eval_answer_covers(const struct tern_eval_run *r, int i);
 /* Every recorded answer as one JSON line (id, content, tool_calls, tokens, ms, ttfa, error). */
 tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f);
 

@@ -439,7 +439,16 @@ static void test_recipe(void **state)
     assert_true(r.early_tool_weight == 0.5f && r.early_tool_n == 12 && r.early_tool_warmup_epochs == 2.5f);
     const struct tern_distill_recipe def = tern_distill_recipe_default();
     assert_true(def.early_tool_weight == 0.0f && def.early_tool_n == 25 && def.early_tool_warmup_epochs == 1.0f);
+    const char *p2 = "{\"length_kd_weight\": 0.05, \"length_kd_hinge\": 0.2, \"length_kd_slope\": 3,"
+                     " \"length_kd_every\": 50, \"length_kd_docs\": 32, \"rail_ce_rise\": 0}";
+    assert_tern_ok(tern_distill_recipe_parse(p2, strlen(p2), &r, &c));
+    assert_true(r.length_kd_weight == 0.05f && r.length_kd_hinge == 0.2f && r.length_kd_slope == 3.0f &&
+                r.length_kd_every == 50 && r.length_kd_docs == 32 && r.rail_ce_rise == 0.0f);
     const char *bad[][2] = {{"{\"early_tool_n\": 0}", "'early_tool_n'"},
+                            {"{\"length_kd_every\": 0}", "'length_kd_every'"},
+                            {"{\"length_kd_docs\": 1.5}", "'length_kd_docs'"},
+                            {"{\"length_kd_weight\": -0.1}", "'length_kd_weight'"},
+                            {"{\"rail_ce_rise\": -1}", "'rail_ce_rise'"},
                             {"{\"early_tool_n\": 254}", "'early_tool_n'"},
                             {"{\"early_tool_weight\": -1}", "'early_tool_weight'"},
                             {"{\"early_tool_warmup_epochs\": \"x\"}", "'early_tool_warmup_epochs'"},
@@ -533,6 +542,28 @@ static void test_latency_weights(void **state)
     uint64_t vdoc = 0, piece = 0;
     assert_true(train_batch_fill_ordered(t, d, &t->batch[0], &vdoc, &piece));
     for (int row = 0; row < T_CTX; row++) assert_true(t->batch[0].weight[row] == 0.0f || t->batch[0].weight[row] == 1.0f);
+    /* the safety rail: CE more than rail_ce_rise (0.05) above the best halves the weights'
+     * excess over 1; back within, it doubles back up to full */
+    const double ces[][2] = {{1.0, 1.0}, {1.04, 1.0}, {1.2, 0.5}, {1.3, 0.25}, {1.02, 0.5},
+                             {0.9, 1.0}, {0.94, 1.0}, {NAN, 1.0}, {0.96, 0.5}};
+    for (size_t i = 0; i < sizeof ces / sizeof ces[0]; i++) {
+        bool moved = true;
+        const double before = tern_trainer_latency_rail(t, NAN, NULL);
+        assert_true(tern_trainer_latency_rail(t, ces[i][0], &moved) == ces[i][1]);
+        assert_true(moved == (before != ces[i][1]));
+    }
+    /* at scale 0.5 every row's weight is 1 + half its excess, early and document weights alike */
+    train_latency_weights(t, d);
+    assert_tern_ok(train_batch_fill(t, d, &t->batch[0]));
+    {
+        const uint64_t used = (uint64_t)(t->batch[0].tok[0] - FIRST_TOK);
+        for (int row = 0; row < 19; row++) {
+            const uint8_t m = mk[off[used] + row + 1];
+            const double want = m == 0 ? 0.0 : (m >= 2 && m - 2 < 5 ? 1.0 + 2.0 * 0.5 : 1.0) *
+                                                   (1.0 + (dw[used] - 1.0) * 0.5);
+            assert_true(fabs(t->batch[0].weight[row] - want) < 1e-5);
+        }
+    }
     /* bad document weights */
     dw[3] = 0.5f;
     assert_int_equal(tern_trainer_set_doc_weights(t, dw, 40), TERN_ERR_ARG);
@@ -550,6 +581,27 @@ static void test_latency_weights(void **state)
     tern_train_data_free(d);
 }
 
+/* Length-aware KD's weight: 1 + weight x slope x (excess - hinge) only for an answer longer than
+ * the teacher's by more than the hinge that leaves a required argument out. */
+static void test_length_kd_weight(void **state)
+{
+    (void)state;
+    struct tern_distill_recipe r = tern_distill_recipe_default();
+    assert_true(tern_length_kd_weight(&r, 100, 10, false) == 1.0f); /* off by default */
+    r.length_kd_weight = 0.5f;
+    r.length_kd_slope = 2.0f;
+    r.length_kd_hinge = 0.25f;
+    assert_true(fabsf(tern_length_kd_weight(&r, 20, 10, false) - (1.0f + 0.5f * 2.0f * 0.75f)) < 1e-6f);
+    assert_true(fabsf(tern_length_kd_weight(&r, 15, 10, false) - (1.0f + 0.5f * 2.0f * 0.25f)) < 1e-6f);
+    assert_true(tern_length_kd_weight(&r, 20, 10, true) == 1.0f);    /* covered: exempt */
+    assert_true(tern_length_kd_weight(&r, 12, 10, false) == 1.0f);   /* within the hinge */
+    assert_true(tern_length_kd_weight(&r, 5, 10, false) == 1.0f);    /* shorter */
+    assert_true(tern_length_kd_weight(&r, 20, 0, false) == 1.0f);    /* no teacher answer */
+    struct tern_distill_recipe def = tern_distill_recipe_default();
+    assert_true(def.length_kd_hinge == 0.15f && def.length_kd_slope == 1.0f &&
+                def.length_kd_every == 100 && def.length_kd_docs == 64 && def.rail_ce_rise == 0.05f);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -564,6 +616,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recipe),
         cmocka_unit_test(test_latency_weights),
+        cmocka_unit_test(test_length_kd_weight),
         cmocka_unit_test(test_cache_matches_inference),
         cmocka_unit_test(test_cache_mismatch),
         cmocka_unit_test(test_cache_corrupt),

@@ -11,13 +11,17 @@
  *   (both fingerprints printed), an unknown recipe key, a student architecture the trainer does
  *   not model;
  * - a run resumed from a checkpoint whose weights hold a NaN stops at the next step, naming it
- *   and the last good checkpoint, which is left as it was. */
+ *   and the last good checkpoint, which is left as it was;
+ * - length-aware KD with the shipped model as teacher and its drafter as student: answer lengths
+ *   as tern eval measures them, weights as the recipe's formula gives them (test_length_kd). */
 #include "test_support.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 static char dir[512], tok[600], data[600], val[600], scfg[600], recipe[600], teacher[600];
 
@@ -319,6 +323,103 @@ static void test_speed_proxies(void **state)
     assert_non_null(strstr(out, "give --val"));
 }
 
+/* Length-aware KD (seed phase 1) as a user runs it: the shipped model teaches, its 2-block
+ * drafter is the student, on a small tool-calling corpus. Each mining's JSON line lists the
+ * answers it judged; their token counts are checked against `tern eval` answering the same cases
+ * with the teacher's and the student's files (the student at step 0 is the drafter), and each
+ * weight against the recipe's formula. Refused: .tdat data, data without tool calls. */
+static int eval_tokens(const char *outputs, const char *id)
+{
+    char key[64];
+    snprintf(key, sizeof key, "{\"id\":\"%s\",", id);
+    const char *l = strstr(outputs, key);
+    assert_non_null(l);
+    const char *t = strstr(l, "\"tokens\":");
+    assert_non_null(t);
+    return atoi(t + 9);
+}
+
+static void test_length_kd(void **state)
+{
+    (void)state;
+    setup_files();
+    char corpus[700], rec[700], model[700], drafter[700], cmd[8192], ref_t[700], ref_s[700];
+    static char out[1 << 20];
+    snprintf(corpus, sizeof corpus, "%s/lkc", dir);
+    snprintf(model, sizeof model, "%s/models/tern-tool.gguf", test_source_dir());
+    snprintf(drafter, sizeof drafter, "%s/models/tern-tool-draft.gguf", test_source_dir());
+    snprintf(cmd, sizeof cmd, "%s corpus toolcalls -o %s --seed 3 --size 40 2>&1", test_tern_bin(), corpus);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(rec, sizeof rec, "%s/lk-recipe.json", dir);
+    write_text(rec, "{\"steps\": 2, \"length_kd_weight\": 0.5, \"length_kd_slope\": 2, \"length_kd_hinge\": 0.1,"
+                    " \"length_kd_every\": 1, \"length_kd_docs\": 6, \"batch_tokens\": 1536, \"accum\": 1,"
+                    " \"ckpt_every\": 0}");
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "
+             "-o %s/lk.gguf -t 1 --json 2>&1", test_tern_bin(), model, drafter, corpus, rec, dir);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    cJSON *first = NULL;
+    int minings = 0;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        if (!strstr(l, "\"length_kd\":")) continue;
+        assert_int_equal(atoi(strstr(l, "\"step\":") + 7), minings); /* before steps 1 and 2 */
+        if (!minings) first = cJSON_Parse(l);
+        minings++;
+    }
+    assert_int_equal(minings, 2);
+    assert_non_null(first);
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(first, "length_kd");
+    const cJSON *answers = cJSON_GetObjectItemCaseSensitive(lk, "answers");
+    assert_int_equal(cJSON_GetArraySize(answers), 6);
+    /* the same cases answered by tern eval with the teacher's and the student's own files */
+    snprintf(ref_t, sizeof ref_t, "%s/lk-teacher.jsonl", dir);
+    snprintf(ref_s, sizeof ref_s, "%s/lk-student.jsonl", dir);
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s eval --data %s/lk.gguf.ckpt/length-cases.jsonl -m %s --constrained "
+                 "-t 1 --outputs %s >/dev/null 2>&1", test_tern_bin(), dir, k ? drafter : model,
+                 k ? ref_s : ref_t);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    }
+    char *tout = test_read_file(ref_t, NULL), *sout = test_read_file(ref_s, NULL);
+    int weighted = 0, longer = 0, uncovered = 0;
+    const cJSON *a;
+    cJSON_ArrayForEach(a, answers) {
+        const char *id = cJSON_GetObjectItemCaseSensitive(a, "id")->valuestring;
+        const int s = cJSON_GetObjectItemCaseSensitive(a, "student")->valueint;
+        const int t = cJSON_GetObjectItemCaseSensitive(a, "teacher")->valueint;
+        const bool covered = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "covered"));
+        const double w = cJSON_GetObjectItemCaseSensitive(a, "weight")->valuedouble;
+        assert_int_equal(t, eval_tokens(tout, id));
+        assert_int_equal(s, eval_tokens(sout, id));
+        const double excess = (double)(s - t) / t - 0.1;
+        const double want = !covered && excess > 0 ? 1.0 + 0.5 * 2.0 * excess : 1.0;
+        print_message("case %s: student %d tokens, teacher %d, covered %d: weight %g (want %g)\n",
+                      id, s, t, covered, w, want);
+        assert_true(fabs(w - want) < 1e-4 * want);
+        weighted += w > 1.0;
+        longer += excess > 0;
+        uncovered += !covered;
+    }
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(lk, "weighted")->valueint, weighted);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(lk, "longer")->valueint, longer);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(lk, "uncovered")->valueint, uncovered);
+    free(tout);
+    free(sout);
+    cJSON_Delete(first);
+    /* refused: documents without conversations, and conversations without a tool call */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "-o %s/x.gguf 2>&1", test_tern_bin(), teacher, scfg, rec, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "needs --data as .jsonl"));
+    char plain[700];
+    snprintf(plain, sizeof plain, "%s/lk-plain.jsonl", dir);
+    snprintf(cmd, sizeof cmd, "grep -v tool_calls %s/train.jsonl > %s", corpus, plain);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s --recipe %s "
+             "-o %s/x.gguf -t 1 2>&1", test_tern_bin(), model, drafter, plain, rec, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "no assistant answer that calls a tool"));
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -424,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_student_from_gguf),
         cmocka_unit_test(test_student_layers),
         cmocka_unit_test(test_speed_proxies),
+        cmocka_unit_test(test_length_kd),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_nan_stops_run),
     };

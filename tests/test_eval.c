@@ -246,6 +246,65 @@ static void gate_report(const struct tern_eval_set *s, enum gate_variant v, cons
 
 /* The co-gate: tern gate --eval-baseline/--eval fails a drop in strict F1 past the limit and any
  * new leak or failed case, refuses reports of different data, and names a malformed report's key. */
+/* One answer judged alone (tern distill's length-aware KD): covered = every expected call matched
+ * by a call to the same tool carrying each schema-required argument at the expected value (lax
+ * rule); optional arguments count neither way. */
+static void test_answer_covers(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/cover-cases.jsonl", test_tmpdir());
+    write_cases(path);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(path, &s));
+    struct tern_eval_run *r;
+    assert_tern_ok(tern_eval_run_create(s, &r));
+    assert_int_equal(tern_eval_answer_covers(r, 0), -1); /* nothing recorded yet */
+    assert_int_equal(tern_eval_answer_tokens(r, 0), -1);
+    assert_int_equal(tern_eval_case_n_expected(s, 1), 2);
+    /* case w expects get_weather {"city": "Paris", "days": 2}; only city is required */
+    const struct { const char *name, *args; int covers; } w[] = {
+        {"get_weather", "{\"city\":\"Paris\"}", 1},               /* optional days left out */
+        {"get_weather", "{\"days\":7,\"city\":\"Paris\"}", 1},    /* optional days wrong */
+        {"get_weather", "{\"city\":\"Pa\\u0072is\"}", 1},         /* the same string escaped */
+        {"get_weather", "{\"city\":\"Paris \"}", 0},              /* a trailing space */
+        {"get_weather", "{\"city\":\"paris\"}", 0},
+        {"get_weather", "{\"days\":2}", 0},                       /* the required city missing */
+        {"get_time", "{\"city\":\"Paris\"}", 0},                  /* another tool */
+        {"get_weather", "not json", 0},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        struct tern_eval_call_in c[] = {{w[i].name, w[i].args}};
+        assert_tern_ok(tern_eval_record(r, 0, &(struct tern_eval_answer){.calls = c, .n_calls = 1,
+                       .n_tokens = 30 + (int)i, .ttfa_tokens = -1}));
+        assert_int_equal(tern_eval_answer_covers(r, 0), w[i].covers);
+        assert_int_equal(tern_eval_answer_tokens(r, 0), 30 + (int)i);
+    }
+    /* case p expects get_time {"zone": "UTC"} and get_weather {"city": "Oslo"}: in any order,
+     * extra calls allowed, each answer call matching one expected call only */
+    struct tern_eval_call_in both[] = {{"get_weather", "{\"city\":\"Oslo\"}"}, {"get_news", "{}"},
+                                       {"get_time", "{\"zone\":\"UTC\"}"}};
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = both, .n_calls = 3, .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 1), 1);
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = both + 2, .n_calls = 1, .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 1), 0);
+    struct tern_eval_call_in twice[] = {{"get_time", "{\"zone\":\"UTC\"}"}, {"get_time", "{\"zone\":\"UTC\"}"}};
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = twice, .n_calls = 2, .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 1), 0);
+    /* case n expects no call: a text answer covers it, a call does not */
+    assert_tern_ok(tern_eval_record(r, 2, &(struct tern_eval_answer){.content = "hello", .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 2), 1);
+    assert_tern_ok(tern_eval_record(r, 2, &(struct tern_eval_answer){.calls = both, .n_calls = 1, .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 2), 0);
+    /* a failed case has neither */
+    assert_tern_ok(tern_eval_record(r, 3, &(struct tern_eval_answer){.error = "timeout", .ttfa_tokens = -1}));
+    assert_int_equal(tern_eval_answer_covers(r, 3), -1);
+    assert_int_equal(tern_eval_answer_tokens(r, 3), -1);
+    assert_int_equal(tern_eval_answer_covers(r, 4), -1); /* out of range */
+    tern_eval_run_free(r);
+    tern_eval_set_free(s);
+}
+
 static void test_eval_gate(void **state)
 {
     (void)state;
@@ -661,7 +720,8 @@ int main(void)
         cmocka_unit_test(test_scores_exact),   cmocka_unit_test(test_dataset_errors),
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
         cmocka_unit_test(test_endpoint_stub), cmocka_unit_test(test_merge_shards),
-        cmocka_unit_test(test_against_tern_serve), cmocka_unit_test(test_eval_gate),
+        cmocka_unit_test(test_against_tern_serve), cmocka_unit_test(test_answer_covers),
+        cmocka_unit_test(test_eval_gate),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -222,6 +222,7 @@ tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out)
 
 int tern_eval_set_count(const struct tern_eval_set *s) { return s->n; }
 const char *tern_eval_case_id(const struct tern_eval_set *s, int i) { return s->cases[i].id; }
+int tern_eval_case_n_expected(const struct tern_eval_set *s, int i) { return s->cases[i].n_expected; }
 const char *tern_eval_case_request(const struct tern_eval_set *s, int i) { return s->cases[i].request_json; }
 
 /* ---------------------------------------------------------------- from a corpus */

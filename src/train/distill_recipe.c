@@ -26,6 +26,11 @@ struct tern_distill_recipe tern_distill_recipe_default(void)
     r.qat_lr_scale = 0.1f;
     r.early_tool_n = 25;
     r.early_tool_warmup_epochs = 1.0f;
+    r.length_kd_hinge = 0.15f;
+    r.length_kd_slope = 1.0f;
+    r.length_kd_every = 100;
+    r.length_kd_docs = 64;
+    r.rail_ce_rise = 0.05f;
     return r;
 }
 
@@ -76,6 +81,21 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
     } else if (!strcmp(k, "early_tool_warmup_epochs")) {
         if ((st = num(it, 0, 1000, false, &v))) return st;
         r->early_tool_warmup_epochs = (float)v;
+    } else if (!strcmp(k, "length_kd_weight") || !strcmp(k, "length_kd_slope")) {
+        if ((st = num(it, 0, 1000, false, &v))) return st;
+        *(k[10] == 'w' ? &r->length_kd_weight : &r->length_kd_slope) = (float)v;
+    } else if (!strcmp(k, "length_kd_hinge")) {
+        if ((st = num(it, 0, 100, false, &v))) return st;
+        r->length_kd_hinge = (float)v;
+    } else if (!strcmp(k, "length_kd_every")) {
+        if ((st = num(it, 1, 1e9, true, &v))) return st;
+        r->length_kd_every = (int)v;
+    } else if (!strcmp(k, "length_kd_docs")) {
+        if ((st = num(it, 1, 100000, true, &v))) return st;
+        r->length_kd_docs = (int)v;
+    } else if (!strcmp(k, "rail_ce_rise")) {
+        if ((st = num(it, 0, 100, false, &v))) return st;
+        r->rail_ce_rise = (float)v;
     } else if (!strcmp(k, "qat_type")) {
         struct type_plan plan;
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof r->qat_type)
@@ -96,7 +116,9 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
             }
         return tern_fail(TERN_ERR_FORMAT, "recipe: unknown key '%s' (distillation keys: top_k, "
                          "temperature, kd_weight, ce_weight, qat_start, qat_type, qat_lr_scale, "
-                         "early_tool_weight, early_tool_n, early_tool_warmup_epochs; "
+                         "early_tool_weight, early_tool_n, early_tool_warmup_epochs, "
+                         "length_kd_weight, length_kd_hinge, length_kd_slope, length_kd_every, "
+                         "length_kd_docs, rail_ce_rise; "
                          "training keys: lr, lr_min, warmup, steps, batch_tokens, accum, "
                          "weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, "
                          "n_ctx)", k);

@@ -425,7 +425,7 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
                                      d->tok[a + first + i], t->V);
             put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
                       kd_first(t, d, doc, first), t->row_w,
-                      t->doc_w && doc < t->doc_w_n ? t->doc_w[doc] : 1.0f);
+                      t->doc_w && doc < t->doc_w_n ? (float)(1.0 + (t->doc_w[doc] - 1.0) * t->latency_scale) : 1.0f);
             row += n;
             p->piece++;
             if (row == T) break;

@@ -116,6 +116,8 @@ struct tern_trainer {
     float *doc_w;               /* (doc_w_n) length-aware KD's document weights, or NULL (all 1) */
     uint64_t doc_w_n;
     double early_ramp;          /* the early tool-call loss's ramp at the last step (0..1) */
+    double latency_scale;       /* the safety rail's scale of the weights' excess over 1 (1 = full) */
+    double rail_best_ce;        /* the best validation CE the rail has seen (INFINITY: none) */
     /* data parallelism (tern_trainer_set_parallel): this process's share of the micro-batches */
     int par_rank, par_size;     /* 0, 1 without it */
     char **meta;                /* (2 n_meta) key, value pairs the export writes */

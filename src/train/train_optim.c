@@ -163,6 +163,8 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     t->c = *c;
     if (!t->c.batch_tokens) t->c.batch_tokens = c->n_ctx;
     for (int m = 1; m < 256; m++) t->row_w[m] = 1.0f;
+    t->latency_scale = 1.0;
+    t->rail_best_ce = INFINITY;
     t->D = c->n_embd;
     t->H = c->n_head;
     t->Hkv = c->n_head_kv;

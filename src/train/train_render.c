@@ -305,6 +305,7 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
         }
         if ((st = tern_train_data_add(w, b.tok, b.mask, (int)b.n))) break;
         report->docs++;
+        if (p->on_doc) p->on_doc(lineno, p->on_doc_user);
         report->tokens += b.n;
         report->tool_turns += b.n_tool;
         for (size_t i = 0; i < b.n; i++) report->loss_tokens += b.mask[i] != 0;

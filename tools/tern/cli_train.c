@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill_length.h"
 #include "cli_distill_speed.h"
 #include "cli_gov.h"
 #include "cli_train.h"
@@ -20,11 +21,35 @@ bool cli_ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+struct doc_lines {
+    int64_t *v;
+    size_t n, cap;
+    bool oom;
+};
+
+static void add_doc_line(int64_t line, void *user)
+{
+    struct doc_lines *l = user;
+    if (l->n == l->cap) {
+        const size_t cap = l->cap ? 2 * l->cap : 1024;
+        int64_t *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            l->oom = true;
+            return;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = line;
+}
+
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
                                 bool strict, bool loss_on_prompt, bool mark_tools,
-                                struct tern_train_data **out)
+                                int64_t **doc_lines, struct tern_train_data **out)
 {
+    if (doc_lines) *doc_lines = NULL;
     if (!cli_ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
+    struct doc_lines lines = {0};
     struct tern_tokenizer *tok = NULL;
     struct tern_gguf *g = NULL;
     struct tern_chat_template *tmpl = NULL;
@@ -36,12 +61,17 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
     rp.strict = strict;
     rp.loss_on_prompt = loss_on_prompt;
     if (mark_tools) rp.call_valid = cli_eval_call_valid;
+    if (doc_lines) {
+        rp.on_doc = add_doc_line;
+        rp.on_doc_user = &lines;
+    }
     const double t0 = cli_now_s();
     tern_status st = tern_tokenizer_load(tokenizer, &tok);
     if (!st) st = tern_gguf_open(tokenizer, &g);
     if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
     if (!st) st = tern_train_data_writer_create(&w);
     if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
+    if (!st && lines.oom) st = TERN_ERR_NOMEM;
     if (!st) st = tern_train_data_from_writer(w, out);
     if (!st) { /* stderr also with --json: stdout carries only the steps */
         fprintf(stderr, "tern %s: %s: %lld conversations -> %lld documents, %llu tokens (%.1f %% "
@@ -57,6 +87,8 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
                     (long long)rep.too_long, n_ctx, rep.first_problem);
         fputc('\n', stderr);
     }
+    if (!st && doc_lines) *doc_lines = lines.v;
+    else free(lines.v);
     tern_train_data_writer_free(w);
     tern_chat_template_free(tmpl);
     tern_gguf_close(g);
@@ -86,6 +118,17 @@ static tern_status validate(const struct cli_train_run *r, int step, bool tty)
             fprintf(stderr, "%sstep %d/%d  val loss %.4f  KL %.4f  CE %.4f  top-1 agreement %.2f %% "
                     "(%lld tokens)%s\n", tty ? "\r" : "", step, r->c->steps, e.loss, e.kl, e.ce,
                     100.0 * e.agree, e.tokens, tty ? "          " : "");
+        /* the safety rail: validation quality moves the latency weights */
+        bool moved = false;
+        const double scale = tern_trainer_latency_rail(r->t, e.ce, &moved);
+        if (moved && r->latency) {
+            if (r->json)
+                printf("{\"step\":%d,\"rail\":{\"val_ce\":%.6f,\"latency_scale\":%g}}\n", step,
+                       e.ce, scale);
+            else
+                fprintf(stderr, "step %d  safety rail: validation CE %.4f, the latency weights now "
+                        "at %g of their excess over 1\n", step, e.ce, scale);
+        }
     } else {
         double vl = 0;
         long long vn = 0;
@@ -114,6 +157,8 @@ int cli_train_loop(const struct cli_train_run *r)
     tern_status st = TERN_OK;
     struct tern_train_step_info si;
     while (!st && tern_trainer_step_index(t) < r->last) {
+        if (r->length && (st = cli_distill_length_step(r->length, t, tern_trainer_step_index(t))))
+            break;
         st = r->kd ? tern_trainer_step_distill(t, r->d, r->kd, &si) : tern_trainer_step(t, r->d, &si);
         if (st) break;
         tokens += si.tokens;

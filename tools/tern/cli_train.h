@@ -5,16 +5,18 @@
 #define TERN_CLI_TRAIN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tern.h"
 
 /* A .jsonl of conversations rendered with the GGUF `tokenizer`'s tokenizer and chat template
  * (conversations longer than n_ctx skipped and counted on stderr), or a .tdat file. mark_tools:
  * answers whose tool calls validate (tern eval's validator) are marked in the mask for the early
- * tool-call loss (tern.h, data file). */
+ * tool-call loss (tern.h, data file). doc_lines (may be NULL): for a .jsonl, a malloc'ed array of
+ * each document's file line (else NULL). */
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
                                 bool strict, bool loss_on_prompt, bool mark_tools,
-                                struct tern_train_data **out);
+                                int64_t **doc_lines, struct tern_train_data **out);
 bool cli_ends_with(const char *s, const char *suffix);
 
 /* Data parallelism under mpirun (cli_par.c). Outside an MPI launch: rank 0 of 1. */
@@ -28,6 +30,7 @@ bool cli_par_allreduce(void *user, void *buf, size_t n, bool is_double); /* tern
 bool cli_par_all_ok(const struct cli_par *p, bool ok);
 
 struct cli_distill_speed; /* cli_distill_speed.h */
+struct cli_distill_length; /* cli_distill_length.h */
 struct cli_train_run {
     const char *cmd;                         /* "train" or "distill" (messages) */
     struct tern_trainer *t;
@@ -40,6 +43,8 @@ struct cli_train_run {
     long long val_every;
     int rank;                                /* data parallelism: only rank 0 prints and writes */
     struct cli_distill_speed *speed;         /* speed proxies after each validation, or NULL */
+    struct cli_distill_length *length;       /* length-aware KD's minings before steps, or NULL */
+    bool latency;                            /* latency weights on: the safety rail logs its moves */
 };
 /* Run the steps, validate every val_every steps and at the end, checkpoint every ckpt_every
  * steps and at the end, export to out. Returns the process exit code. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill_length.h"
 #include "cli_distill_speed.h"
 #include "cli_gov.h"
 #include "cli_train.h"
@@ -43,7 +44,10 @@ static void usage(void)
            "                       batch_tokens, accum, weight_decay, beta1, beta2, adam_eps,\n"
            "                       clip, seed, threads, ckpt_every, n_ctx (over the student's);\n"
            "                       seed phase 1: early_tool_weight (0 = off), early_tool_n (25),\n"
-           "                       early_tool_warmup_epochs (1)\n"
+           "                       early_tool_warmup_epochs (1), length_kd_weight (0 = off),\n"
+           "                       length_kd_hinge (0.15), length_kd_slope (1), length_kd_every\n"
+           "                       (100), length_kd_docs (64); the safety rail rail_ce_rise\n"
+           "                       (0.05)\n"
            "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
            "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
            "  --val-cache FILE     the same on --val (default CKPT/teacher-val.kd)\n"
@@ -332,6 +336,12 @@ int cmd_distill(int argc, char **argv)
         }
     }
     if (threads) c.threads = (int)threads;
+    if (recipe.length_kd_weight > 0.0f && !cli_ends_with(data, ".jsonl"))
+        return cli_usage_error("distill", "length_kd_weight needs --data as .jsonl conversations "
+                               "(the student answers their prompts), not %s", data);
+    if (recipe.length_kd_weight > 0.0f && par.size > 1)
+        return cli_usage_error("distill", "length_kd_weight is not supported under mpirun yet "
+                               "(the minings run in one process); run it in one process");
     if (recipe.top_k > c.n_vocab)
         return cli_usage_error("distill", "top_k %d exceeds the vocabulary (%d)", recipe.top_k,
                                c.n_vocab);
@@ -371,9 +381,12 @@ int cmd_distill(int argc, char **argv)
                                                                    n_layers)
                                    : tern_trainer_init(t);
     if (!st) st = tern_trainer_set_distill(t, &recipe);
+    const bool length_kd = recipe.length_kd_weight > 0.0f;
+    int64_t *doc_lines = NULL;
     if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt,
-                                          recipe.early_tool_weight > 0.0f, &d);
-    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, false, &vd);
+                                          recipe.early_tool_weight > 0.0f,
+                                          length_kd ? &doc_lines : NULL, &d);
+    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, false, NULL, &vd);
     if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
     if (!st && layers_arg) st = tern_trainer_set_export_str(t, "tern.distill.student_layers", layers_arg);
     if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
@@ -405,6 +418,20 @@ int cmd_distill(int argc, char **argv)
             .json = json};
         st = cli_distill_speed_open(&sp, &speed);
     }
+    struct cli_distill_length *length = NULL;
+    if (!st && length_kd && par.rank == 0) {
+        const struct cli_distill_length_params lp = {
+            .teacher = teacher_path, .data = data, .doc_lines = doc_lines,
+            .n_docs = tern_train_data_n_docs(d), .recipe = &recipe, .dir = ckdir,
+            .seed = c.seed, .threads = c.threads, .n_ctx = c.n_ctx, .json = json};
+        st = cli_distill_length_open(&lp, &length);
+        if (!st && cli_distill_length_cases(length) == 0) {
+            rc = cli_usage_error("distill", "length_kd_weight: %s holds no assistant answer that "
+                                 "calls a tool, so there is nothing to compare lengths on", data);
+            st = TERN_ERR_ARG;
+            peer_failed = true; /* reported */
+        }
+    }
     if (!st) {
         const int start = tern_trainer_step_index(t);
         int last = until && until < c.steps ? (int)until : c.steps;
@@ -420,11 +447,14 @@ int cmd_distill(int argc, char **argv)
                                           .kd = kd, .vkd = vkd, .ckdir = ckdir, .out = out,
                                           .json = json, .resumed = resume != NULL, .last = last,
                                           .val_every = val_every, .rank = par.rank,
-                                          .speed = speed};
+                                          .speed = speed, .length = length,
+                                          .latency = recipe.early_tool_weight > 0.0f || length_kd};
         rc = cli_train_loop(&run);
     } else {
-        rc = peer_failed ? CLI_EXIT_FAIL : cli_report("distill", st);
+        rc = peer_failed ? (rc ? rc : CLI_EXIT_FAIL) : cli_report("distill", st);
     }
+    cli_distill_length_free(length);
+    free(doc_lines);
     cli_distill_speed_free(speed);
     tern_distill_cache_free(kd);
     tern_distill_cache_free(vkd);

@@ -244,8 +244,8 @@ int cmd_train(int argc, char **argv)
     tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
     const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
-    if (!st && !export_only) st = cli_train_load_data("train", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, false, &d);
-    if (!st && val && !export_only) st = cli_train_load_data("train", val, c.tokenizer, c.n_ctx, strict, false, false, &vd);
+    if (!st && !export_only) st = cli_train_load_data("train", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, false, NULL, &d);
+    if (!st && val && !export_only) st = cli_train_load_data("train", val, c.tokenizer, c.n_ctx, strict, false, false, NULL, &vd);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
