@@ -13,7 +13,9 @@
  * - a run resumed from a checkpoint whose weights hold a NaN stops at the next step, naming it
  *   and the last good checkpoint, which is left as it was;
  * - length-aware KD with the shipped model as teacher and its drafter as student: answer lengths
- *   as tern eval measures them, weights as the recipe's formula gives them (test_length_kd). */
+ *   as tern eval measures them, weights as the recipe's formula gives them (test_length_kd);
+ * - sequence-level KD: the teacher's answers equal tern eval's with the same teacher, the file is
+ *   reused while teacher and data match (test_sequence_kd). */
 #include "test_support.h"
 
 #include <math.h>
@@ -420,6 +422,97 @@ static void test_length_kd(void **state)
     assert_non_null(strstr(out, "no assistant answer that calls a tool"));
 }
 
+/* Sequence-level KD: `--sequence-kd` trains on the teacher's own answers. The answers file holds,
+ * for every assistant message of the corpus, the conversation before it and the teacher's answer;
+ * its calls equal those `tern eval` gets from the same teacher on the same cases (the reference),
+ * answers eval counts as cut or malformed are left out, a second run reuses the file, and changed
+ * data rebuilds it. */
+static void test_sequence_kd(void **state)
+{
+    (void)state;
+    setup_files();
+    char corpus[700], rec[700], model[700], drafter[700], cmd[8192], cases[700], ref[700], ans[800];
+    static char out[1 << 20];
+    snprintf(corpus, sizeof corpus, "%s/sqc", dir);
+    snprintf(model, sizeof model, "%s/models/tern-tool.gguf", test_source_dir());
+    snprintf(drafter, sizeof drafter, "%s/models/tern-tool-draft.gguf", test_source_dir());
+    snprintf(cmd, sizeof cmd, "%s corpus toolcalls -o %s --seed 5 --size 30 2>&1", test_tern_bin(), corpus);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(rec, sizeof rec, "%s/sq-recipe.json", dir);
+    write_text(rec, "{\"steps\": 1, \"batch_tokens\": 1536, \"accum\": 1, \"ckpt_every\": 0}");
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "
+             "-o %s/sq.gguf -t 1 --sequence-kd 2>&1", test_tern_bin(), model, drafter, corpus, rec, dir);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    assert_non_null(strstr(out, "training conversations in"));
+    /* the reference: tern eval's answers of the teacher on the corpus's cases */
+    snprintf(cases, sizeof cases, "%s/sq-cases.jsonl", dir);
+    snprintf(ref, sizeof ref, "%s/sq-ref.jsonl", dir);
+    snprintf(cmd, sizeof cmd, "%s eval cases %s/train.jsonl -o %s >/dev/null 2>&1 && %s eval --data %s "
+             "-m %s --constrained -t 1 --outputs %s >/dev/null 2>&1", test_tern_bin(), corpus, cases,
+             test_tern_bin(), cases, model, ref);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(ans, sizeof ans, "%s/sq.gguf.ckpt/teacher-answers.jsonl", dir);
+    char *answers = test_read_file(ans, NULL), *refs = test_read_file(ref, NULL);
+    char *sa = NULL, *sr = NULL;
+    char *la = strtok_r(answers, "\n", &sa);
+    int kept = 0, left = 0, with_calls = 0;
+    for (char *lr = strtok_r(refs, "\n", &sr); lr; lr = strtok_r(NULL, "\n", &sr)) {
+        cJSON *r = cJSON_Parse(lr);
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(r, "tool_calls");
+        if (cJSON_GetObjectItemCaseSensitive(r, "error") ||
+            cJSON_GetObjectItemCaseSensitive(r, "malformed_calls")->valueint > 0 ||
+            cJSON_GetObjectItemCaseSensitive(r, "tokens")->valueint >= 512) {
+            left++;
+            cJSON_Delete(r);
+            continue;
+        }
+        assert_non_null(la);
+        cJSON *a = cJSON_Parse(la);
+        const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(a, "messages");
+        const cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(last, "role")->valuestring, "assistant");
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(last, "tool_calls");
+        assert_int_equal(cJSON_GetArraySize(tc), cJSON_GetArraySize(calls));
+        for (int k = 0; k < cJSON_GetArraySize(calls); k++) {
+            const cJSON *want = cJSON_GetArrayItem(calls, k);
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tc, k), "function");
+            assert_string_equal(cJSON_GetObjectItemCaseSensitive(fn, "name")->valuestring,
+                                cJSON_GetObjectItemCaseSensitive(want, "name")->valuestring);
+            assert_string_equal(cJSON_GetObjectItemCaseSensitive(fn, "arguments")->valuestring,
+                                cJSON_GetObjectItemCaseSensitive(want, "arguments")->valuestring);
+        }
+        if (!cJSON_GetArraySize(calls)) /* a text answer is the teacher's text as it is */
+            assert_string_equal(cJSON_GetObjectItemCaseSensitive(last, "content")->valuestring,
+                                cJSON_GetObjectItemCaseSensitive(r, "content")->valuestring);
+        with_calls += cJSON_GetArraySize(calls) > 0;
+        kept++;
+        cJSON_Delete(a);
+        cJSON_Delete(r);
+        la = strtok_r(NULL, "\n", &sa);
+    }
+    assert_null(la); /* no answer more than the reference's */
+    print_message("sequence-level KD: %d answers kept (%d with calls), %d left out\n", kept, with_calls, left);
+    assert_true(kept > 0 && with_calls > 0);
+    free(answers);
+    free(refs);
+    /* a second run reads the file; changed data makes it again */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "
+             "-o %s/sq.gguf -t 1 --sequence-kd 2>&1", test_tern_bin(), model, drafter, corpus, rec, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "the teacher's answers read from"));
+    snprintf(cmd, sizeof cmd, "head -5 %s/train.jsonl > %s/sq5.jsonl && %s distill --teacher %s --student %s "
+             "--data %s/sq5.jsonl --recipe %s -o %s/sq.gguf -t 1 --sequence-kd --rebuild-cache 2>&1", corpus, dir,
+             test_tern_bin(), model, drafter, dir, rec, dir);
+    if (test_run_cmd(cmd, out, sizeof out) != 0) fail_msg("%s", out);
+    assert_null(strstr(out, "answers read from"));
+    assert_non_null(strstr(out, "training conversations in"));
+    /* refused: documents (.tdat) have no prompts to answer */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --data %s -o %s/x.gguf "
+             "--sequence-kd 2>&1", test_tern_bin(), teacher, scfg, data, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--sequence-kd needs --data as .jsonl"));
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -526,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_student_layers),
         cmocka_unit_test(test_speed_proxies),
         cmocka_unit_test(test_length_kd),
+        cmocka_unit_test(test_sequence_kd),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_nan_stops_run),
     };

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "cli_distill_length.h"
+#include "cli_distill_seqkd.h"
 #include "cli_distill_speed.h"
 #include "cli_gov.h"
 #include "cli_train.h"
@@ -65,6 +66,10 @@ static void usage(void)
            "  -t, --threads N      trainer and teacher threads\n"
            "  --strict             a malformed .jsonl line is fatal\n"
            "  --loss-on-prompt     .jsonl: train on every token, not only the assistant's turns\n"
+           "  --sequence-kd        sequence-level KD: train on the teacher's own answers (each\n"
+           "                       assistant message of --data answered by the teacher, tool\n"
+           "                       calls constrained; kept in CKPT/teacher-answers.jsonl)\n"
+           "  --sequence-kd-max-tokens N  answers cut at N tokens are left out (default 512)\n"
            "  --json               one JSON object per step on stdout\n\n"
            "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
            "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
@@ -208,7 +213,8 @@ int cmd_distill(int argc, char **argv)
                *speed_suite = "bench/suites/toolcalls.jsonl", *speed_type = "q8_0", *v;
     long long speed_max = 64;
     int layers[256], n_layers = 0;
-    bool json = false, strict = false, loss_on_prompt = false, rebuild = false;
+    bool json = false, strict = false, loss_on_prompt = false, rebuild = false, seqkd = false;
+    long long seqkd_max = 512;
     long long threads = 0, until = 0, val_every = 0;
     for (int i = 1; i < argc; i++) {
         int r;
@@ -222,6 +228,12 @@ int cmd_distill(int argc, char **argv)
             strict = true;
         } else if (!strcmp(a, "--loss-on-prompt")) {
             loss_on_prompt = true;
+        } else if (!strcmp(a, "--sequence-kd")) {
+            seqkd = true;
+        } else if ((r = cli_opt(argc, argv, &i, "--sequence-kd-max-tokens", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!cli_flag_int("distill", "--sequence-kd-max-tokens", v, 1, 65536, &seqkd_max))
+                return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--rebuild-cache")) {
             rebuild = true;
         } else if ((r = cli_opt(argc, argv, &i, "--teacher", NULL, &v))) {
@@ -289,6 +301,9 @@ int cmd_distill(int argc, char **argv)
     if (!teacher_path || !data || !out || (!student == !student_cfg))
         return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
                                "--data and -o");
+    if (seqkd && !cli_ends_with(data, ".jsonl"))
+        return cli_usage_error("distill", "--sequence-kd needs --data as .jsonl conversations (the "
+                               "teacher answers their prompts), not %s", data);
     if (speed_cases && !val)
         return cli_usage_error("distill", "--speed-cases measures at each validation: give --val too");
     const char *profiles = speed_cases ? cli_profiles_path("distill", NULL) : NULL;
@@ -371,6 +386,18 @@ int cmd_distill(int argc, char **argv)
     if (!kd_path) snprintf(kdbuf, sizeof kdbuf, "%s/teacher.kd", ckdir), kd_path = kdbuf;
     if (!vkd_path) snprintf(vkdbuf, sizeof vkdbuf, "%s/teacher-val.kd", ckdir), vkd_path = vkdbuf;
     if (!val_every) val_every = c.ckpt_every > 0 ? c.ckpt_every : 100;
+    char seqbuf[4200];
+    if (seqkd) { /* from here on the teacher's answers are the data */
+        const struct cli_seqkd_params sp = {
+            .teacher_path = teacher_path, .teacher = teacher, .data = data, .dir = ckdir,
+            .threads = c.threads, .n_ctx = c.n_ctx, .max_tokens = (int)seqkd_max,
+            .may_build = par.size == 1};
+        if (cli_seqkd_prepare(&sp, seqbuf, sizeof seqbuf)) {
+            tern_model_free(teacher);
+            return CLI_EXIT_FAIL;
+        }
+        data = seqbuf;
+    }
 
     struct tern_trainer *t = NULL;
     struct tern_train_data *d = NULL, *vd = NULL;
