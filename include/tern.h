@@ -1856,7 +1856,9 @@ struct tern_distill_recipe {
     float length_kd_hinge;  /* "length_kd_hinge": excess length (relative) forgiven (default 0.15) */
     float length_kd_slope;  /* "length_kd_slope": weight per unit of excess past the hinge (1) */
     int length_kd_every;    /* "length_kd_every": steps between minings (default 100) */
-    int length_kd_docs;     /* "length_kd_docs": answers the student writes per mining (64) */
+    int length_kd_docs;     /* "length_kd_docs": at most this many answers per mining (default 0:
+                               every tool-calling answer of the documents the next
+                               length_kd_every steps will train on) */
     /* The safety rail: at a validation whose CE exceeds the best so far by more than this
      * fraction, the latency weights (early tool-call and length-aware) are halved; they double
      * back, up to full, once it is within again (default 0.05; 0 = no rail). */
@@ -1926,6 +1928,11 @@ tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_d
  * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
  * answer is longer than the teacher's and leaves a required argument out). */
 tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
+/* The next n documents of d (at most its count) the trainer's sampler will draw, in order, from
+ * where it stands (the document it is cutting into pieces first; past the end of this epoch, the
+ * next epoch's order). out holds n entries; *n_out = how many were written. */
+tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern_train_data *d,
+                                       uint64_t n, uint64_t *out, uint64_t *n_out);
 /* Length-aware KD's weight for one answer: 1 when the student covered every required argument
  * (covered) or was not longer than the teacher by more than the hinge, else
  * 1 + length_kd_weight x length_kd_slope x ((n_student - n_teacher) / n_teacher - hinge).

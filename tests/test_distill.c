@@ -447,6 +447,7 @@ static void test_recipe(void **state)
     const char *bad[][2] = {{"{\"early_tool_n\": 0}", "'early_tool_n'"},
                             {"{\"length_kd_every\": 0}", "'length_kd_every'"},
                             {"{\"length_kd_docs\": 1.5}", "'length_kd_docs'"},
+                            {"{\"length_kd_docs\": -1}", "'length_kd_docs'"},
                             {"{\"length_kd_weight\": -0.1}", "'length_kd_weight'"},
                             {"{\"rail_ce_rise\": -1}", "'rail_ce_rise'"},
                             {"{\"early_tool_n\": 254}", "'early_tool_n'"},
@@ -581,6 +582,44 @@ static void test_latency_weights(void **state)
     tern_train_data_free(d);
 }
 
+/* tern_trainer_upcoming_docs (length-aware KD mines the documents the next steps train on): the
+ * documents it names are the ones the sampler then draws, batch by batch, across an epoch's end
+ * into the next epoch's order. */
+static void test_upcoming_docs(void **state)
+{
+    (void)state;
+    struct tern_train_data_writer *w;
+    assert_tern_ok(tern_train_data_writer_create(&w));
+    for (int d = 0; d < 40; d++) { /* document d starts with token FIRST_TOK + d */
+        int32_t tok[20];
+        for (int i = 0; i < 20; i++) tok[i] = FIRST_TOK + (d + i) % N_SYM;
+        assert_tern_ok(tern_train_data_add(w, tok, NULL, 20));
+    }
+    struct tern_train_data *d;
+    assert_tern_ok(tern_train_data_from_writer(w, &d));
+    tern_train_data_writer_free(w);
+    struct tern_train_config c = tiny_config(32, 1, 10, 9);
+    c.batch_tokens = T_CTX; /* one 20-token document per batch */
+    struct tern_trainer *t;
+    assert_tern_ok(tern_trainer_create(&c, &t));
+    assert_tern_ok(tern_trainer_init(t));
+    uint64_t peek[64], n = 0;
+    int epochs_crossed = 0;
+    for (int round = 0; round < 5; round++) {
+        assert_tern_ok(tern_trainer_upcoming_docs(t, d, 64, peek, &n));
+        assert_int_equal(n, 40); /* at most the data's documents */
+        const uint64_t epoch0 = t->dpos.epoch;
+        for (int b = 0; b < 27; b++) { /* draw 27 of the 40 named */
+            assert_tern_ok(train_batch_fill(t, d, &t->batch[0]));
+            assert_int_equal((uint64_t)(t->batch[0].tok[0] - FIRST_TOK), peek[b]);
+        }
+        epochs_crossed += t->dpos.epoch != epoch0;
+    }
+    assert_true(epochs_crossed >= 2);
+    tern_trainer_free(t);
+    tern_train_data_free(d);
+}
+
 /* Length-aware KD's weight: 1 + weight x slope x (excess - hinge) only for an answer longer than
  * the teacher's by more than the hinge that leaves a required argument out. */
 static void test_length_kd_weight(void **state)
@@ -599,7 +638,7 @@ static void test_length_kd_weight(void **state)
     assert_true(tern_length_kd_weight(&r, 20, 0, false) == 1.0f);    /* no teacher answer */
     struct tern_distill_recipe def = tern_distill_recipe_default();
     assert_true(def.length_kd_hinge == 0.15f && def.length_kd_slope == 1.0f &&
-                def.length_kd_every == 100 && def.length_kd_docs == 64 && def.rail_ce_rise == 0.05f);
+                def.length_kd_every == 100 && def.length_kd_docs == 0 && def.rail_ce_rise == 0.05f);
 }
 
 static int teardown(void **state)
@@ -617,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_recipe),
         cmocka_unit_test(test_latency_weights),
         cmocka_unit_test(test_length_kd_weight),
+        cmocka_unit_test(test_upcoming_docs),
         cmocka_unit_test(test_cache_matches_inference),
         cmocka_unit_test(test_cache_mismatch),
         cmocka_unit_test(test_cache_corrupt),

@@ -354,7 +354,7 @@ static void test_length_kd(void **state)
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
     snprintf(rec, sizeof rec, "%s/lk-recipe.json", dir);
     write_text(rec, "{\"steps\": 2, \"length_kd_weight\": 0.5, \"length_kd_slope\": 2, \"length_kd_hinge\": 0.1,"
-                    " \"length_kd_every\": 1, \"length_kd_docs\": 6, \"batch_tokens\": 1536, \"accum\": 1,"
+                    " \"length_kd_every\": 1, \"length_kd_docs\": 6, \"batch_tokens\": 1536, \"accum\": 2,"
                     " \"ckpt_every\": 0}");
     snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "
              "-o %s/lk.gguf -t 1 --json 2>&1", test_tern_bin(), model, drafter, corpus, rec, dir);
@@ -371,7 +371,9 @@ static void test_length_kd(void **state)
     assert_non_null(first);
     const cJSON *lk = cJSON_GetObjectItemCaseSensitive(first, "length_kd");
     const cJSON *answers = cJSON_GetObjectItemCaseSensitive(lk, "answers");
-    assert_int_equal(cJSON_GetArraySize(answers), 6);
+    /* the documents of the next step (2 x 1536 tokens: about 5 conversations), at most 6 answers */
+    assert_true(cJSON_GetArraySize(answers) >= 2 && cJSON_GetArraySize(answers) <= 6);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(lk, "cases")->valueint, cJSON_GetArraySize(answers));
     /* the same cases answered by tern eval with the teacher's and the student's own files */
     snprintf(ref_t, sizeof ref_t, "%s/lk-teacher.jsonl", dir);
     snprintf(ref_s, sizeof ref_s, "%s/lk-student.jsonl", dir);

@@ -29,7 +29,6 @@ struct tern_distill_recipe tern_distill_recipe_default(void)
     r.length_kd_hinge = 0.15f;
     r.length_kd_slope = 1.0f;
     r.length_kd_every = 100;
-    r.length_kd_docs = 64;
     r.rail_ce_rise = 0.05f;
     return r;
 }
@@ -91,7 +90,7 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
         if ((st = num(it, 1, 1e9, true, &v))) return st;
         r->length_kd_every = (int)v;
     } else if (!strcmp(k, "length_kd_docs")) {
-        if ((st = num(it, 1, 100000, true, &v))) return st;
+        if ((st = num(it, 0, 1e9, true, &v))) return st;
         r->length_kd_docs = (int)v;
     } else if (!strcmp(k, "rail_ce_rise")) {
         if ((st = num(it, 0, 100, false, &v))) return st;

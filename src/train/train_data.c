@@ -363,6 +363,22 @@ static uint64_t next_rand(uint64_t *s)
     return x ^ (x >> 31);
 }
 
+/* Epoch `epoch`'s document order (a seeded Fisher-Yates shuffle) into perm; returns the
+ * generator's state at its start. */
+static uint64_t epoch_order(uint64_t seed, uint64_t epoch, uint64_t n_docs, uint64_t *perm)
+{
+    const uint64_t rng = mix64(seed ^ mix64(epoch + 0x6f72646572ull)); /* "order" */
+    uint64_t s = rng;
+    for (uint64_t i = 0; i < n_docs; i++) perm[i] = i;
+    for (uint64_t i = n_docs; i > 1; i--) {
+        const uint64_t j = next_rand(&s) % i;
+        const uint64_t x = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = x;
+    }
+    return rng;
+}
+
 /* This epoch's order into t->perm (recomputed only when the epoch changes). */
 static tern_status ensure_order(struct tern_trainer *t, const struct tern_train_data *d)
 {
@@ -375,17 +391,31 @@ static tern_status ensure_order(struct tern_trainer *t, const struct tern_train_
             return tern_fail(TERN_ERR_NOMEM, "train: out of memory for the order of %llu documents",
                              (unsigned long long)d->n_docs);
     }
-    p->rng = mix64(t->c.seed ^ mix64(p->epoch + 0x6f72646572ull)); /* "order" */
-    uint64_t s = p->rng;
-    for (uint64_t i = 0; i < d->n_docs; i++) t->perm[i] = i;
-    for (uint64_t i = d->n_docs; i > 1; i--) {
-        const uint64_t j = next_rand(&s) % i;
-        const uint64_t x = t->perm[i - 1];
-        t->perm[i - 1] = t->perm[j];
-        t->perm[j] = x;
-    }
+    p->rng = epoch_order(t->c.seed, p->epoch, d->n_docs, t->perm);
     t->perm_n = d->n_docs;
     t->perm_epoch = p->epoch;
+    return TERN_OK;
+}
+
+tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern_train_data *d,
+                                       uint64_t n, uint64_t *out, uint64_t *n_out)
+{
+    *n_out = 0;
+    if (!d->n_docs) return TERN_OK;
+    tern_status st = ensure_order(t, d);
+    if (st) return st;
+    if (n > d->n_docs) n = d->n_docs;
+    /* the document being cut into pieces counts: its rest comes first */
+    uint64_t c = t->dpos.cursor;
+    for (; c < d->n_docs && *n_out < n; c++) out[(*n_out)++] = t->perm[c];
+    if (*n_out == n) return TERN_OK;
+    uint64_t *next = malloc(d->n_docs * sizeof *next); /* the next epoch's order */
+    if (!next)
+        return tern_fail(TERN_ERR_NOMEM, "train: out of memory for the order of %llu documents",
+                         (unsigned long long)d->n_docs);
+    epoch_order(t->c.seed, t->dpos.epoch + 1, d->n_docs, next);
+    for (uint64_t i = 0; i < d->n_docs && *n_out < n; i++) out[(*n_out)++] = next[i];
+    free(next);
     return TERN_OK;
 }
 

@@ -3,19 +3,23 @@
  *
  * At open, every assistant message of the training conversations that calls tools becomes a
  * tern eval case (tern_eval_cases_from_corpus: the messages before it, the tools, the calls it
- * makes), tied to its training document by the file line both count. The cases are visited in
- * a seeded order. Every length_kd_every steps (and at a run's first step, resumed or not) the
- * next length_kd_docs of them are answered, greedily and constrained as tern eval answers:
+ * makes), tied to its training document by the file line both count. Every length_kd_every
+ * steps (and at a run's first step, resumed or not) the documents the trainer will draw over the
+ * next length_kd_every steps (tern_trainer_upcoming_docs; their number estimated from the step's
+ * token budget and the data's mean document length) are mined: each of their tool-calling
+ * answers (at most length_kd_docs of them when that is set) is answered greedily and
+ * constrained, as tern eval answers:
  *   - by the teacher, once per case (the teacher does not change; its answers are remembered);
  *   - by the student as it is now, exported and quantized to q8_0 for the purpose.
  * Each answer's weight is tern_length_kd_weight(recipe, student tokens, teacher tokens, covered),
  * covered meaning the student's calls carry every required argument the case expects
- * (tern_eval_answer_covers: the scores' lax rule). The weight replaces that document's earlier
- * one; the rest keep theirs, so the weights build up over the run. One line per mining says what
- * was found (JSON with --json).
+ * (tern_eval_answer_covers: the scores' lax rule); a document weighs its heaviest answer's
+ * weight. So the loss applies to the very documents the student is about to train on, judged
+ * by the student of those steps, as the seed's per-batch loss would. One line per mining says
+ * what was found (JSON with --json).
  *
- * Not saved in checkpoints: a resumed run mines at its first step, so it starts with that
- * mining's weights only. The teacher's remembered answers are lost with the process too. */
+ * Not saved in checkpoints: a resumed run mines at its first step. The teacher's remembered
+ * answers are lost with the process too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,18 +29,16 @@
 #include "cli_distill_length.h"
 #include "tern_tools.h"
 
-struct mined_case {
-    int case_index;   /* in the cases set */
-    uint64_t doc;     /* the training document it came from */
-};
-
 struct cli_distill_length {
     struct cli_distill_length_params p;
     struct tern_distill_recipe recipe;
     struct tern_eval_set *cases;
     struct tern_eval_run *teacher_run; /* answers of the teacher, case by case as mined */
-    struct mined_case *order;          /* the cases with calls, in the visiting order */
-    int n_order;
+    int *doc_first;                    /* (n_docs + 1) document d's cases: doc_case[doc_first[d] ..
+                                          doc_first[d + 1]) */
+    int *doc_case;
+    int n_cases;                       /* cases with calls tied to a document */
+    uint64_t *upcoming;                /* (n_docs) scratch for tern_trainer_upcoming_docs */
     float *doc_w;                      /* (n_docs) the weights handed to the trainer */
     bool mined;                        /* at least once in this process */
     char teacher[4096], dir[4096];
@@ -84,29 +86,26 @@ tern_status cli_distill_length_open(const struct cli_distill_length_params *p,
     if (!st) st = tern_eval_set_load(path, &m->cases);
     if (!st) st = tern_eval_run_create(m->cases, &m->teacher_run);
     const int n = st ? 0 : tern_eval_set_count(m->cases);
-    m->order = calloc((size_t)(n ? n : 1), sizeof *m->order);
-    m->doc_w = malloc((size_t)(p->n_docs ? p->n_docs : 1) * sizeof *m->doc_w);
-    if (!st && (!m->order || !m->doc_w)) st = TERN_ERR_NOMEM;
+    const uint64_t nd = p->n_docs;
+    m->doc_first = calloc(nd + 1, sizeof *m->doc_first);
+    m->doc_case = malloc((size_t)(n ? n : 1) * sizeof *m->doc_case);
+    uint64_t *doc_of = malloc((size_t)(n ? n : 1) * sizeof *doc_of);
+    m->upcoming = malloc((nd ? nd : 1) * sizeof *m->upcoming);
+    m->doc_w = malloc((nd ? nd : 1) * sizeof *m->doc_w);
+    if (!st && (!m->doc_first || !m->doc_case || !doc_of || !m->upcoming || !m->doc_w))
+        st = TERN_ERR_NOMEM;
+    /* cases with calls, grouped by document (cases come in file order, so documents ascend) */
     for (int i = 0; !st && i < n; i++) {
+        doc_of[i] = UINT64_MAX;
         if (tern_eval_case_n_expected(m->cases, i) == 0) continue;
-        const uint64_t doc = doc_of_line(p->doc_lines, p->n_docs, atoll(tern_eval_case_id(m->cases, i)));
-        if (doc == UINT64_MAX) continue; /* its conversation was skipped (too long, malformed) */
-        m->order[m->n_order++] = (struct mined_case){i, doc};
+        doc_of[i] = doc_of_line(p->doc_lines, nd, atoll(tern_eval_case_id(m->cases, i)));
+        if (doc_of[i] != UINT64_MAX) m->doc_first[doc_of[i] + 1]++;
     }
-    for (uint64_t d = 0; d < p->n_docs; d++) m->doc_w[d] = 1.0f;
-    /* a seeded Fisher-Yates shuffle (splitmix64), so minings sample the whole data evenly */
-    uint64_t x = p->seed ^ 0x9e3779b97f4a7c15ull;
-    for (int i = m->n_order - 1; i > 0; i--) {
-        x += 0x9e3779b97f4a7c15ull;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        const int j = (int)(z % (uint64_t)(i + 1));
-        const struct mined_case tmp = m->order[i];
-        m->order[i] = m->order[j];
-        m->order[j] = tmp;
-    }
+    for (uint64_t d = 0; !st && d < nd; d++) m->doc_first[d + 1] += m->doc_first[d];
+    for (int i = 0; !st && i < n; i++)
+        if (doc_of[i] != UINT64_MAX) m->doc_case[m->n_cases++] = i;
+    free(doc_of);
+    for (uint64_t d = 0; !st && d < nd; d++) m->doc_w[d] = 1.0f;
     if (st) {
         cli_distill_length_free(m);
         return st;
@@ -173,23 +172,38 @@ static void print(const struct cli_distill_length *m, int step, const struct min
     }
 }
 
-tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t, int step)
+tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t,
+                                    const struct tern_train_data *d, int step)
 {
     const int every = m->recipe.length_kd_every;
-    if (m->mined && step % every != 0) return TERN_OK;
+    if (m->n_cases == 0 || (m->mined && step % every != 0)) return TERN_OK;
     const double t0 = cli_now_s();
-    const int k = m->recipe.length_kd_docs < m->n_order ? m->recipe.length_kd_docs : m->n_order;
-    if (m->n_order == 0) return TERN_OK;
-    const long long first = (long long)(step / every) * k % m->n_order;
-    int *which = malloc((size_t)k * sizeof *which), *todo = malloc((size_t)k * sizeof *todo);
-    int *ls = malloc((size_t)k * sizeof *ls), *lt = malloc((size_t)k * sizeof *lt);
+    /* the documents of the next `every` steps: the step's tokens over the mean document's */
+    const uint64_t n_tok = tern_train_data_n_tokens(d), nd = m->p.n_docs;
+    const double mean = nd ? (double)n_tok / (double)nd : 1.0;
+    uint64_t want = (uint64_t)ceil((double)every * (double)m->p.step_tokens / (mean > 1 ? mean : 1)) + 1;
+    uint64_t n_up = 0;
+    tern_status st = tern_trainer_upcoming_docs(t, d, want < nd ? want : nd, m->upcoming, &n_up);
+    int k = 0;
+    for (uint64_t u = 0; !st && u < n_up; u++) k += m->doc_first[m->upcoming[u] + 1] - m->doc_first[m->upcoming[u]];
+    if (m->recipe.length_kd_docs > 0 && k > m->recipe.length_kd_docs) k = m->recipe.length_kd_docs;
+    int *which = malloc((size_t)(k ? k : 1) * sizeof *which), *todo = malloc((size_t)(k ? k : 1) * sizeof *todo);
+    int *ls = malloc((size_t)(k ? k : 1) * sizeof *ls), *lt = malloc((size_t)(k ? k : 1) * sizeof *lt);
+    uint64_t *doc_j = malloc((size_t)(k ? k : 1) * sizeof *doc_j);
     struct tern_eval_run *srun = NULL;
-    tern_status st = which && todo && ls && lt ? TERN_OK : TERN_ERR_NOMEM;
-    int n_todo = 0;
-    for (int j = 0; !st && j < k; j++) {
-        which[j] = m->order[(first + j) % m->n_order].case_index;
-        if (tern_eval_answer_tokens(m->teacher_run, which[j]) < 0) todo[n_todo++] = which[j];
+    if (!st && !(which && todo && ls && lt && doc_j)) st = TERN_ERR_NOMEM;
+    int n_which = 0, n_todo = 0;
+    for (uint64_t u = 0; !st && u < n_up && n_which < k; u++) {
+        const uint64_t doc = m->upcoming[u];
+        for (int c = m->doc_first[doc]; c < m->doc_first[doc + 1] && n_which < k; c++) {
+            doc_j[n_which] = doc;
+            which[n_which] = m->doc_case[c];
+            if (tern_eval_answer_tokens(m->teacher_run, which[n_which]) < 0) todo[n_todo++] = which[n_which];
+            n_which++;
+        }
+        m->doc_w[doc] = 1.0f; /* judged afresh below */
     }
+    k = n_which;
     /* the teacher's answers it has not given yet; then the student's, from a q8_0 copy */
     if (!st) st = answer(m->teacher_run, m->teacher, m, todo, n_todo);
     char f32[4200], q[4200];
@@ -218,7 +232,7 @@ tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_tr
         g.longer += (double)(s - te) / (te > 0 ? te : 1) > m->recipe.length_kd_hinge;
         g.uncovered += !cov;
         const float w = tern_length_kd_weight(&m->recipe, s, te, cov == 1);
-        m->doc_w[m->order[(first + j) % m->n_order].doc] = w;
+        if (w > m->doc_w[doc_j[j]]) m->doc_w[doc_j[j]] = w; /* a document weighs its heaviest answer */
         add_answer(&g, tern_eval_case_id(m->cases, i), s, te, cov, w);
         if (w > 1.0f) {
             g.weighted++;
@@ -229,6 +243,7 @@ tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_tr
     g.student_p50 = median(ls, n_ls);
     g.teacher_p50 = median(lt, n_lt);
     tern_eval_run_free(srun);
+    free(doc_j);
     free(which);
     free(todo);
     free(ls);
@@ -244,14 +259,16 @@ tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_tr
     return st;
 }
 
-int cli_distill_length_cases(const struct cli_distill_length *m) { return m->n_order; }
+int cli_distill_length_cases(const struct cli_distill_length *m) { return m->n_cases; }
 
 void cli_distill_length_free(struct cli_distill_length *m)
 {
     if (!m) return;
     tern_eval_run_free(m->teacher_run);
     tern_eval_set_free(m->cases);
-    free(m->order);
+    free(m->doc_first);
+    free(m->doc_case);
+    free(m->upcoming);
     free(m->doc_w);
     free(m);
 }

@@ -17,7 +17,7 @@ struct cli_distill_length_params {
     uint64_t n_docs;
     const struct tern_distill_recipe *recipe;
     const char *dir;              /* the checkpoint directory: the cases file and the student's copy */
-    uint64_t seed;                /* the order the cases are visited in */
+    uint64_t step_tokens;         /* tokens a training step draws (batch_tokens x accum) */
     int threads, n_ctx;
     bool json;                    /* JSON lines on stdout, else a line on stderr */
 };
@@ -25,9 +25,10 @@ struct cli_distill_length_params {
 tern_status cli_distill_length_open(const struct cli_distill_length_params *p,
                                     struct cli_distill_length **out);
 /* Before training step step + 1: when step is a multiple of length_kd_every (and at a run's or a
- * resumed run's first step), mine the next length_kd_docs cases and set the trainer's document
- * weights; otherwise nothing. */
-tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t, int step);
+ * resumed run's first step), mine the documents of d the next length_kd_every steps will draw
+ * and set the trainer's document weights; otherwise nothing. */
+tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t,
+                                    const struct tern_train_data *d, int step);
 /* How many answers that call tools the data holds (0: nothing to mine). */
 int cli_distill_length_cases(const struct cli_distill_length *m);
 void cli_distill_length_free(struct cli_distill_length *m);

@@ -157,7 +157,7 @@ int cli_train_loop(const struct cli_train_run *r)
     tern_status st = TERN_OK;
     struct tern_train_step_info si;
     while (!st && tern_trainer_step_index(t) < r->last) {
-        if (r->length && (st = cli_distill_length_step(r->length, t, tern_trainer_step_index(t))))
+        if (r->length && (st = cli_distill_length_step(r->length, t, r->d, tern_trainer_step_index(t))))
             break;
         st = r->kd ? tern_trainer_step_distill(t, r->d, r->kd, &si) : tern_trainer_step(t, r->d, &si);
         if (st) break;

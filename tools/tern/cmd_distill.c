@@ -47,7 +47,7 @@ static void usage(void)
            "                       seed phase 1: early_tool_weight (0 = off), early_tool_n (25),\n"
            "                       early_tool_warmup_epochs (1), length_kd_weight (0 = off),\n"
            "                       length_kd_hinge (0.15), length_kd_slope (1), length_kd_every\n"
-           "                       (100), length_kd_docs (64); the safety rail rail_ce_rise\n"
+           "                       (100), length_kd_docs (0 = all); the safety rail rail_ce_rise\n"
            "                       (0.05)\n"
            "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
            "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
@@ -450,7 +450,9 @@ int cmd_distill(int argc, char **argv)
         const struct cli_distill_length_params lp = {
             .teacher = teacher_path, .data = data, .doc_lines = doc_lines,
             .n_docs = tern_train_data_n_docs(d), .recipe = &recipe, .dir = ckdir,
-            .seed = c.seed, .threads = c.threads, .n_ctx = c.n_ctx, .json = json};
+            .step_tokens = (uint64_t)(c.batch_tokens ? c.batch_tokens : c.n_ctx) *
+                           (uint64_t)(c.accum > 0 ? c.accum : 1),
+            .threads = c.threads, .n_ctx = c.n_ctx, .json = json};
         st = cli_distill_length_open(&lp, &length);
         if (!st && cli_distill_length_cases(length) == 0) {
             rc = cli_usage_error("distill", "length_kd_weight: %s holds no assistant answer that "
