@@ -1863,6 +1863,18 @@ struct tern_distill_recipe {
      * fraction, the latency weights (early tool-call and length-aware) are halved; they double
      * back, up to full, once it is within again (default 0.05; 0 = no rail). */
     float rail_ce_rise;
+    /* Seed phase 2, length buckets (README "Distillation"; off when n_buckets is 0): each
+     * micro-batch is drawn from one bucket of documents (a document belongs to the first bucket
+     * whose length it does not exceed, the last one if it exceeds them all), the bucket chosen
+     * with this step's weights, a draw from Dirichlet(bucket_alpha x bucket_weight) (fixed weights
+     * when bucket_alpha is 0); documents are drawn uniformly within the bucket; validation is also
+     * reported per bucket. */
+    int n_buckets;          /* "shape_buckets": [512, 1024, 2048, 4096] (or true for these) */
+    int bucket_len[8];      /* ascending */
+    float bucket_weight[8]; /* "bucket_weights": default 0.4/0.4/0.15/0.05 for four buckets, else
+                               equal; normalized */
+    float bucket_alpha;     /* "bucket_alpha": the Dirichlet concentration (default 100) */
+    int n_weights;          /* entries "bucket_weights" gave (0: the defaults); parsing only */
 };
 struct tern_distill_recipe tern_distill_recipe_default(void);
 /* Parse a recipe: one flat JSON object with the keys above plus the training keys of
@@ -1965,6 +1977,11 @@ struct tern_distill_eval {
 tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
                                       const struct tern_distill_cache *kd,
                                       struct tern_distill_eval *out);
+/* The same over the documents of one length bucket (recipe shape_buckets; bucket < n_buckets),
+ * so quality can be compared across buckets; a bucket without documents gives tokens 0. */
+tern_status tern_trainer_eval_distill_bucket(struct tern_trainer *t, const struct tern_train_data *d,
+                                             const struct tern_distill_cache *kd, int bucket,
+                                             struct tern_distill_eval *out);
 /* Is step s (1-based) of t's run a QAT step? */
 bool tern_trainer_qat_step(const struct tern_trainer *t, int s);
 

@@ -444,7 +444,25 @@ static void test_recipe(void **state)
     assert_tern_ok(tern_distill_recipe_parse(p2, strlen(p2), &r, &c));
     assert_true(r.length_kd_weight == 0.05f && r.length_kd_hinge == 0.2f && r.length_kd_slope == 3.0f &&
                 r.length_kd_every == 50 && r.length_kd_docs == 32 && r.rail_ce_rise == 0.0f);
+    const char *p3 = "{\"shape_buckets\": true}";
+    assert_tern_ok(tern_distill_recipe_parse(p3, strlen(p3), &r, &c));
+    assert_true(r.n_buckets == 4 && r.bucket_len[0] == 512 && r.bucket_len[3] == 4096 &&
+                r.bucket_weight[0] == 0.4f && r.bucket_weight[3] == 0.05f && r.bucket_alpha == 100.0f);
+    const char *p4 = "{\"shape_buckets\": [100, 300], \"bucket_weights\": [1, 3], \"bucket_alpha\": 0}";
+    assert_tern_ok(tern_distill_recipe_parse(p4, strlen(p4), &r, &c));
+    assert_true(r.n_buckets == 2 && r.bucket_len[1] == 300 && r.bucket_weight[0] == 0.25f &&
+                r.bucket_weight[1] == 0.75f && r.bucket_alpha == 0.0f);
+    const char *p5 = "{\"shape_buckets\": [100, 300, 900]}";
+    assert_tern_ok(tern_distill_recipe_parse(p5, strlen(p5), &r, &c));
+    assert_true(fabsf(r.bucket_weight[2] - 1.0f / 3) < 1e-7f);
     const char *bad[][2] = {{"{\"early_tool_n\": 0}", "'early_tool_n'"},
+                            {"{\"shape_buckets\": [512, 256]}", "'shape_buckets': entry 1"},
+                            {"{\"shape_buckets\": [1,2,3,4,5,6,7,8,9]}", "'shape_buckets'"},
+                            {"{\"shape_buckets\": \"512\"}", "'shape_buckets'"},
+                            {"{\"shape_buckets\": [512, 1024], \"bucket_weights\": [1]}", "'bucket_weights' has 1"},
+                            {"{\"shape_buckets\": [512], \"bucket_weights\": [0]}", "all 0"},
+                            {"{\"bucket_weights\": [-1]}", "'bucket_weights': entry 0"},
+                            {"{\"bucket_alpha\": -1}", "'bucket_alpha'"},
                             {"{\"length_kd_every\": 0}", "'length_kd_every'"},
                             {"{\"length_kd_docs\": 1.5}", "'length_kd_docs'"},
                             {"{\"length_kd_docs\": -1}", "'length_kd_docs'"},
@@ -641,6 +659,172 @@ static void test_length_kd_weight(void **state)
                 def.length_kd_every == 100 && def.length_kd_docs == 0 && def.rail_ce_rise == 0.05f);
 }
 
+/* ------------------------------------------------------------------ length buckets (phase 2) */
+
+/* Documents of lengths 6..120 whose first two tokens name them (index = (t0 - FIRST_TOK) +
+ * N_SYM x (t1 - FIRST_TOK)); none of lengths 49..96 when hole is set, so bucket 2 is empty. */
+static struct tern_train_data *named_docs(int n_docs, bool hole, int *len_of)
+{
+    struct tern_train_data_writer *w;
+    assert_tern_ok(tern_train_data_writer_create(&w));
+    uint64_t s = 11;
+    for (int d = 0; d < n_docs; d++) {
+        int32_t tok[128];
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int len = 6 + (int)((s >> 33) % 115);
+        if (hole && len > 48 && len <= 96) len -= 48;
+        tok[0] = FIRST_TOK + d % N_SYM, tok[1] = FIRST_TOK + d / N_SYM;
+        for (int i = 2; i < len; i++) tok[i] = FIRST_TOK + (d * 7 + i) % N_SYM;
+        len_of[d] = len;
+        assert_tern_ok(tern_train_data_add(w, tok, NULL, len));
+    }
+    struct tern_train_data *d;
+    assert_tern_ok(tern_train_data_from_writer(w, &d));
+    tern_train_data_writer_free(w);
+    return d;
+}
+
+static int bucket_of_len(int len)
+{
+    return len <= 24 ? 0 : len <= 48 ? 1 : len <= 96 ? 2 : 3;
+}
+
+/* The bucket sampler checked from the batches it fills: every micro-batch holds documents of one
+ * bucket only, laid whole (every piece equal to its document's tokens); bucket frequencies match
+ * the weights (chi-square, p = 0.001), an empty bucket is never drawn; a micro-batch's number
+ * alone decides it; the documents tern_trainer_upcoming_docs names are the ones drawn; the
+ * Dirichlet weights have the mean and variance of Dirichlet(alpha x w). */
+static void test_buckets(void **state)
+{
+    (void)state;
+    setup_teacher(); /* the tokenizer */
+    for (int hole = 0; hole < 2; hole++) {
+        int len_of[400];
+        struct tern_train_data *d = named_docs(400, hole, len_of);
+        struct tern_train_config c = tiny_config(32, 1, 10, 5);
+        c.n_ctx = 128, c.batch_tokens = 512; /* 4 sequences; no document is cut */
+        struct tern_trainer *t;
+        assert_tern_ok(tern_trainer_create(&c, &t));
+        assert_tern_ok(tern_trainer_init(t));
+        struct tern_distill_recipe r = tern_distill_recipe_default();
+        r.top_k = 8, r.n_buckets = 4, r.bucket_alpha = 0.0f;
+        const int lens[4] = {24, 48, 96, 128};
+        const float wts[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+        memcpy(r.bucket_len, lens, sizeof lens);
+        memcpy(r.bucket_weight, wts, sizeof wts);
+        assert_tern_ok(tern_trainer_set_distill(t, &r));
+        long long count[4] = {0};
+        const int M = 3000;
+        uint64_t up[64], n_up = 0, up_at = 0;
+        for (int m = 0; m < M; m++) {
+            if (m % 100 == 0) { /* what the next micro-batches will draw */
+                t->micro = (uint64_t)m;
+                assert_tern_ok(tern_trainer_upcoming_docs(t, d, 64, up, &n_up));
+                assert_int_equal(n_up, 64);
+                up_at = 0;
+            }
+            t->micro = (uint64_t)m;
+            struct train_batch *b = &t->batch[0];
+            assert_tern_ok(train_batch_fill(t, d, b));
+            assert_int_equal(t->micro, (uint64_t)m + 1);
+            int bucket = -1;
+            for (int row = 0; row < t->N; row++) {
+                if (b->pos[row] != 0 || b->tok[row] == 0) continue; /* not a document start, or padding */
+                const int doc = (b->tok[row] - FIRST_TOK) + N_SYM * (b->tok[row + 1] - FIRST_TOK);
+                assert_true(doc >= 0 && doc < 400);
+                if (bucket < 0) bucket = bucket_of_len(len_of[doc]);
+                assert_int_equal(bucket_of_len(len_of[doc]), bucket); /* one bucket per micro-batch */
+                uint64_t n_docs, n_tok;
+                const uint64_t *off;
+                const int32_t *tk;
+                const uint8_t *mk;
+                train_data_view(d, &n_docs, &n_tok, &off, &tk, &mk);
+                for (int i = 0; i < len_of[doc]; i++) assert_int_equal(b->tok[row + i], tk[off[doc] + i]);
+                if (up_at < n_up) assert_int_equal((uint64_t)doc, up[up_at++]);
+            }
+            assert_true(bucket >= 0);
+            count[bucket]++;
+        }
+        /* the same number, the same micro-batch */
+        int32_t first[512];
+        t->micro = 17;
+        assert_tern_ok(train_batch_fill(t, d, &t->batch[0]));
+        memcpy(first, t->batch[0].tok, sizeof first);
+        t->micro = 17;
+        assert_tern_ok(train_batch_fill(t, d, &t->batch[0]));
+        assert_memory_equal(first, t->batch[0].tok, sizeof first);
+        double chi = 0.0, total = 0.0;
+        for (int i = 0; i < 4; i++) total += hole && i == 2 ? 0.0 : wts[i];
+        for (int i = 0; i < 4; i++) {
+            if (hole && i == 2) {
+                assert_int_equal(count[i], 0);
+                continue;
+            }
+            const double e = M * wts[i] / total;
+            chi += (count[i] - e) * (count[i] - e) / e;
+        }
+        print_message("buckets%s: micro-batches per bucket %lld %lld %lld %lld, chi-square %.2f\n",
+                      hole ? " (bucket 2 empty)" : "", count[0], count[1], count[2], count[3], chi);
+        assert_true(chi < (hole ? 13.82 : 16.27)); /* p = 0.001 at 2 or 3 degrees of freedom */
+        /* Dirichlet weights: mean w, variance w (1 - w) / (alpha + 1) */
+        r.bucket_alpha = 50.0f;
+        assert_tern_ok(tern_trainer_set_distill(t, &r));
+        double mean[4] = {0}, sq[4] = {0};
+        const int S = 4000;
+        for (int step = 0; step < S; step++) {
+            double w[8];
+            train_bucket_weights(t, step, w);
+            for (int i = 0; i < 4; i++) mean[i] += w[i] / S, sq[i] += w[i] * w[i] / S;
+        }
+        for (int i = 0; i < 4; i++) {
+            const double var = sq[i] - mean[i] * mean[i], want = wts[i] * (1 - wts[i]) / 51.0;
+            assert_true(fabs(mean[i] - wts[i]) < 0.01);
+            assert_true(fabs(var / want - 1.0) < 0.15);
+        }
+        tern_trainer_free(t);
+        tern_train_data_free(d);
+    }
+}
+
+/* Validation per bucket adds up to the whole: tokens sum, and CE, KL and agreement are the
+ * token-weighted means of the buckets'. */
+static void test_bucket_validation(void **state)
+{
+    (void)state;
+    setup_teacher();
+    const int V = tern_model_n_vocab(teacher);
+    struct tern_distill_recipe r = tern_distill_recipe_default();
+    r.top_k = 8, r.temperature = 2.0f, r.n_buckets = 3;
+    const int lens[3] = {24, 48, 80};
+    memcpy(r.bucket_len, lens, sizeof lens);
+    for (int i = 0; i < 3; i++) r.bucket_weight[i] = 1.0f / 3;
+    struct tern_distill_cache_params p = cache_params(r.top_k, r.temperature, V);
+    char vp[700];
+    snprintf(vp, sizeof vp, "%s/b-val.kd", dir);
+    struct tern_distill_cache *vkd;
+    assert_tern_ok(tern_distill_cache_ensure(teacher, val_d, &p, vp, false, &vkd, NULL));
+    struct tern_train_config c = tiny_config(32, 1, 10, 7);
+    struct tern_trainer *t;
+    assert_tern_ok(tern_trainer_create(&c, &t));
+    assert_tern_ok(tern_trainer_init(t));
+    assert_tern_ok(tern_trainer_set_distill(t, &r));
+    struct tern_distill_eval all, e;
+    assert_tern_ok(tern_trainer_eval_distill(t, val_d, vkd, &all));
+    double tok = 0, ce = 0, kl = 0, ag = 0;
+    for (int b = 0; b < 3; b++) {
+        assert_tern_ok(tern_trainer_eval_distill_bucket(t, val_d, vkd, b, &e));
+        assert_true(e.tokens > 0);
+        tok += e.tokens, ce += e.ce * e.tokens, kl += e.kl * e.tokens, ag += e.agree * e.tokens;
+    }
+    assert_true(tok == all.tokens);
+    assert_true(fabs(ce / tok - all.ce) < 1e-9 * fabs(all.ce) + 1e-12);
+    assert_true(fabs(kl / tok - all.kl) < 1e-9 * fabs(all.kl) + 1e-12);
+    assert_true(fabs(ag / tok - all.agree) < 1e-9);
+    assert_int_equal(tern_trainer_eval_distill_bucket(t, val_d, vkd, 3, &e), TERN_ERR_ARG);
+    tern_trainer_free(t);
+    tern_distill_cache_free(vkd);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -657,6 +841,8 @@ int main(void)
         cmocka_unit_test(test_latency_weights),
         cmocka_unit_test(test_length_kd_weight),
         cmocka_unit_test(test_upcoming_docs),
+        cmocka_unit_test(test_buckets),
+        cmocka_unit_test(test_bucket_validation),
         cmocka_unit_test(test_cache_matches_inference),
         cmocka_unit_test(test_cache_mismatch),
         cmocka_unit_test(test_cache_corrupt),

@@ -146,34 +146,41 @@ static void test_split_run_identical(void **state)
 {
     (void)state;
     setup_files();
-    char cmd[8192], out[65536];
-    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
-             "-o %s/full.gguf --json >/dev/null 2>&1", test_tern_bin(), teacher, scfg, recipe, data,
-             dir);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
-             "-o %s/half.gguf --checkpoint-dir %s/split.ckpt --until 5 --json >/dev/null 2>&1",
-             test_tern_bin(), teacher, scfg, recipe, data, dir, dir);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
-             "-o %s/resumed.gguf --resume %s/split.ckpt --json 2>&1", test_tern_bin(), teacher, scfg,
-             recipe, data, dir, dir);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
-    assert_non_null(strstr(out, "read from"));     /* the teacher did not run again */
-    assert_null(strstr(out, "computed into"));
-    assert_non_null(strstr(out, "\"step\":6,"));
-    assert_null(strstr(out, "\"step\":5,"));
-    char a[700], b[700];
-    snprintf(a, sizeof a, "%s/full.gguf", dir);
-    snprintf(b, sizeof b, "%s/resumed.gguf", dir);
-    size_t na, nb;
-    char *fa = test_read_file(a, &na), *fb = test_read_file(b, &nb);
-    assert_non_null(fa);
-    assert_non_null(fb);
-    assert_int_equal(na, nb);
-    assert_memory_equal(fa, fb, na);
-    free(fa);
-    free(fb);
+    char cmd[8192], out[65536], brec[700];
+    /* the recipe as it is, and with length buckets (their sampler keeps no state to save) */
+    snprintf(brec, sizeof brec, "%s/recipe-buckets.json", dir);
+    write_text(brec, "{\"top_k\": 8, \"temperature\": 2, \"kd_weight\": 1, \"ce_weight\": 0.2,"
+                     " \"qat_start\": 0.5, \"qat_type\": \"q8_0\", \"shape_buckets\": [16, 32, 48]}");
+    for (int k = 0; k < 2; k++) {
+        const char *rec = k ? brec : recipe;
+        snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+                 "-o %s/full.gguf --json >/dev/null 2>&1", test_tern_bin(), teacher, scfg, rec, data,
+                 dir);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+        snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+                 "-o %s/half.gguf --checkpoint-dir %s/split%d.ckpt --until 5 --json >/dev/null 2>&1",
+                 test_tern_bin(), teacher, scfg, rec, data, dir, dir, k);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+        snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+                 "-o %s/resumed.gguf --resume %s/split%d.ckpt --json 2>&1", test_tern_bin(), teacher, scfg,
+                 rec, data, dir, dir, k);
+        assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+        assert_non_null(strstr(out, "read from"));     /* the teacher did not run again */
+        assert_null(strstr(out, "computed into"));
+        assert_non_null(strstr(out, "\"step\":6,"));
+        assert_null(strstr(out, "\"step\":5,"));
+        char a[700], b[700];
+        snprintf(a, sizeof a, "%s/full.gguf", dir);
+        snprintf(b, sizeof b, "%s/resumed.gguf", dir);
+        size_t na, nb;
+        char *fa = test_read_file(a, &na), *fb = test_read_file(b, &nb);
+        assert_non_null(fa);
+        assert_non_null(fb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(fa, fb, na);
+        free(fa);
+        free(fb);
+    }
 }
 
 static void test_student_from_gguf(void **state)

@@ -30,6 +30,7 @@ struct tern_distill_recipe tern_distill_recipe_default(void)
     r.length_kd_slope = 1.0f;
     r.length_kd_every = 100;
     r.rail_ce_rise = 0.05f;
+    r.bucket_alpha = 100.0f;
     return r;
 }
 
@@ -47,6 +48,31 @@ static tern_status num(const cJSON *it, double lo, double hi, bool integer, doub
     if (!(*v >= lo && *v <= hi))
         return tern_fail(TERN_ERR_FORMAT, "recipe: key '%s' = %g is outside [%g, %g]", it->string, *v,
                          lo, hi);
+    return TERN_OK;
+}
+
+/* "shape_buckets": true (512, 1024, 2048, 4096) or an ascending array of 1 to 8 lengths. */
+static tern_status parse_buckets(struct tern_distill_recipe *r, const cJSON *it)
+{
+    static const int seeds[4] = {512, 1024, 2048, 4096};
+    if (cJSON_IsBool(it)) {
+        r->n_buckets = cJSON_IsTrue(it) ? 4 : 0;
+        memcpy(r->bucket_len, seeds, sizeof seeds);
+        return TERN_OK;
+    }
+    const int n = cJSON_GetArraySize(it);
+    if (!cJSON_IsArray(it) || n < 1 || n > 8)
+        return tern_fail(TERN_ERR_FORMAT, "recipe: key 'shape_buckets' must be true or an array of 1 "
+                         "to 8 lengths");
+    int i = 0;
+    for (const cJSON *x = it->child; x; x = x->next, i++) {
+        if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) || x->valuedouble < 8 ||
+            x->valuedouble > 1048576 || (i && x->valuedouble <= r->bucket_len[i - 1]))
+            return tern_fail(TERN_ERR_FORMAT, "recipe: key 'shape_buckets': entry %d must be an "
+                             "integer length in [8, 1048576], above the one before it", i);
+        r->bucket_len[i] = (int)x->valuedouble;
+    }
+    r->n_buckets = n;
     return TERN_OK;
 }
 
@@ -95,6 +121,24 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
     } else if (!strcmp(k, "rail_ce_rise")) {
         if ((st = num(it, 0, 100, false, &v))) return st;
         r->rail_ce_rise = (float)v;
+    } else if (!strcmp(k, "shape_buckets")) {
+        if ((st = parse_buckets(r, it))) return st;
+    } else if (!strcmp(k, "bucket_weights")) {
+        const int n = cJSON_GetArraySize(it);
+        if (!cJSON_IsArray(it) || n < 1 || n > 8)
+            return tern_fail(TERN_ERR_FORMAT, "recipe: key 'bucket_weights' must be an array of 1 to "
+                             "8 numbers");
+        int i = 0;
+        for (const cJSON *x = it->child; x; x = x->next, i++) {
+            if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 0)
+                return tern_fail(TERN_ERR_FORMAT, "recipe: key 'bucket_weights': entry %d must be a "
+                                 "number >= 0", i);
+            r->bucket_weight[i] = (float)x->valuedouble;
+        }
+        r->n_weights = n;
+    } else if (!strcmp(k, "bucket_alpha")) {
+        if ((st = num(it, 0, 1e6, false, &v))) return st;
+        r->bucket_alpha = (float)v;
     } else if (!strcmp(k, "qat_type")) {
         struct type_plan plan;
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof r->qat_type)
@@ -117,7 +161,7 @@ static tern_status set_key(struct tern_distill_recipe *r, struct tern_train_conf
                          "temperature, kd_weight, ce_weight, qat_start, qat_type, qat_lr_scale, "
                          "early_tool_weight, early_tool_n, early_tool_warmup_epochs, "
                          "length_kd_weight, length_kd_hinge, length_kd_slope, length_kd_every, "
-                         "length_kd_docs, rail_ce_rise; "
+                         "length_kd_docs, rail_ce_rise, shape_buckets, bucket_weights, bucket_alpha; "
                          "training keys: lr, lr_min, warmup, steps, batch_tokens, accum, "
                          "weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, "
                          "n_ctx)", k);
@@ -143,6 +187,20 @@ tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_
         st = set_key(&r, train ? &c : NULL, it);
     cJSON_Delete(root);
     if (st) return st;
+    if (r.n_weights && r.n_weights != r.n_buckets)
+        return tern_fail(TERN_ERR_FORMAT, "recipe: 'bucket_weights' has %d entries for %d "
+                         "'shape_buckets'", r.n_weights, r.n_buckets);
+    if (r.n_buckets) { /* the seeds' mix for their four buckets, else equal; then normalized */
+        static const float seeds[4] = {0.4f, 0.4f, 0.15f, 0.05f};
+        double sum = 0.0;
+        for (int i = 0; i < r.n_buckets; i++) {
+            if (!r.n_weights) r.bucket_weight[i] = r.n_buckets == 4 ? seeds[i] : 1.0f;
+            sum += r.bucket_weight[i];
+        }
+        if (!(sum > 0.0))
+            return tern_fail(TERN_ERR_FORMAT, "recipe: 'bucket_weights' are all 0");
+        for (int i = 0; i < r.n_buckets; i++) r.bucket_weight[i] = (float)(r.bucket_weight[i] / sum);
+    }
     if (train && c.lr_min > c.lr)
         return tern_fail(TERN_ERR_FORMAT, "recipe: key 'lr_min' = %g exceeds 'lr' = %g", c.lr_min,
                          c.lr);

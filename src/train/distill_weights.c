@@ -33,7 +33,10 @@ void train_latency_weights(struct tern_trainer *t, const struct tern_train_data 
     const uint8_t *mask;
     train_data_view(d, &n_docs, &n_tok, &off, &tok, &mask);
     /* passes over the data so far: the epoch and how far into it this step starts */
-    const double epochs = (double)t->dpos.epoch + (n_docs ? (double)t->dpos.cursor / (double)n_docs : 0.0);
+    /* the bucket sampler draws with replacement: its passes are the tokens drawn over the data's */
+    const double epochs = train_buckets_on(t)
+        ? (n_tok ? (double)t->micro * (double)t->N / (double)n_tok : 0.0)
+        : (double)t->dpos.epoch + (n_docs ? (double)t->dpos.cursor / (double)n_docs : 0.0);
     double ramp = r->early_tool_warmup_epochs > 0.0f ? epochs / r->early_tool_warmup_epochs : 1.0;
     if (ramp > 1.0) ramp = 1.0;
     t->early_ramp = ramp;

@@ -294,8 +294,8 @@ void train_batch_free(struct train_batch *b)
 /* Lay one piece (n tokens) at rows [row, row + n) of the sequence starting at row s0. sig0: the
  * teacher-signal entry of the piece's first trained row (distillation), or -1. A trained row
  * (its target's mask byte set) weighs row_w[mask byte] * doc_w, or 1 when row_w is NULL. */
-static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
-                      const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w)
+void train_put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
+                     const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w)
 {
     for (int i = 0; i < n; i++) {
         const int r = s0 + row + i;
@@ -311,7 +311,7 @@ static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok
     }
 }
 
-static void pad_rows(struct train_batch *b, int s0, int row, int T)
+void train_pad_rows(struct train_batch *b, int s0, int row, int T)
 {
     for (int r = row; r < T; r++) {
         b->tok[s0 + r] = 0;
@@ -330,16 +330,16 @@ void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *t
     b->n_loss = 0;
     for (int i = 0; i < n_docs && row < T; i++) {
         const int n = len[i] < T - row ? len[i] : T - row;
-        put_piece(b, 0, row, tok[i], mask[i], n, -1, NULL, 1.0f);
+        train_put_piece(b, 0, row, tok[i], mask[i], n, -1, NULL, 1.0f);
         row += n;
     }
-    pad_rows(b, 0, row, T);
+    train_pad_rows(b, 0, row, T);
 }
 
 /* The teacher-signal entry of the first trained row of document doc's piece at `first`, or -1
  * without a teacher signal (distill.h: entries follow the data order). */
-static int64_t kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
-                        uint64_t first)
+int64_t train_kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
+                       uint64_t first)
 {
     if (!t->kd) return -1;
     const uint64_t a = d->off[doc], len = d->off[doc + 1] - a;
@@ -402,9 +402,10 @@ tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern
 {
     *n_out = 0;
     if (!d->n_docs) return TERN_OK;
+    if (n > d->n_docs) n = d->n_docs;
+    if (train_buckets_on(t)) return train_bucket_fill(t, d, NULL, out, n, n_out);
     tern_status st = ensure_order(t, d);
     if (st) return st;
-    if (n > d->n_docs) n = d->n_docs;
     /* the document being cut into pieces counts: its rest comes first */
     uint64_t c = t->dpos.cursor;
     for (; c < d->n_docs && *n_out < n; c++) out[(*n_out)++] = t->perm[c];
@@ -422,6 +423,7 @@ tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern
 tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
                              struct train_batch *b)
 {
+    if (train_buckets_on(t)) return train_bucket_fill(t, d, b, NULL, 0, NULL);
     const int T = t->T;
     struct train_data_pos *p = &t->dpos;
     b->n_loss = 0;
@@ -453,14 +455,14 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
                                      "is outside the vocabulary (%d tokens)",
                                      (unsigned long long)doc, (unsigned long long)(first + i),
                                      d->tok[a + first + i], t->V);
-            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      kd_first(t, d, doc, first), t->row_w,
+            train_put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
+                      train_kd_first(t, d, doc, first), t->row_w,
                       t->doc_w && doc < t->doc_w_n ? (float)(1.0 + (t->doc_w[doc] - 1.0) * t->latency_scale) : 1.0f);
             row += n;
             p->piece++;
             if (row == T) break;
         }
-        pad_rows(b, s0, row, T);
+        train_pad_rows(b, s0, row, T);
     }
     return TERN_OK;
 }
@@ -486,21 +488,21 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
         while (*doc < d->n_docs) {
             const uint64_t a = d->off[*doc], len = d->off[*doc + 1] - a;
             const uint64_t first = *piece * (uint64_t)T;
-            if (first >= len) {
+            if (first >= len || (t->eval_bucket >= 0 && train_bucket_of(t, len) != t->eval_bucket)) {
                 ++*doc;
                 *piece = 0;
                 continue;
             }
             const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
             if (n > T - row) break;
-            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      kd_first(t, d, *doc, first), NULL, 1.0f);
+            train_put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
+                      train_kd_first(t, d, *doc, first), NULL, 1.0f);
             row += n;
             ++*piece;
             any = true;
             if (row == T) break;
         }
-        pad_rows(b, s0, row, T);
+        train_pad_rows(b, s0, row, T);
     }
     return any;
 }

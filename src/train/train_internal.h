@@ -89,6 +89,14 @@ struct tern_trainer {
     float *gws;                 /* per-thread GEMM + attention workspace */
     size_t gws_floats;          /* per thread */
     struct train_batch *batch;  /* (accum) micro-batches of the current step */
+    /* seed phase 2's length buckets (train_buckets.c; on when the recipe names buckets) */
+    const struct tern_train_data *bk_d; /* the data bk_first/bk_docs index (NULL: none yet) */
+    uint64_t bk_n_docs;
+    uint64_t bk_first[9];       /* bucket i's documents: bk_docs[bk_first[i] .. bk_first[i + 1]) */
+    uint64_t *bk_docs;
+    uint64_t micro;             /* the next micro-batch's number: step x accum + i */
+    int eval_bucket;            /* ordered fills (validation) take only this bucket's documents;
+                                   -1: all */
     uint64_t *perm;             /* (n_docs) this epoch's document order */
     uint64_t perm_n, perm_epoch;/* perm is valid for (n_docs, epoch) when perm_n != 0 */
     struct tp *pool;
@@ -159,6 +167,23 @@ void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t
 tern_status train_batch_alloc(struct train_batch *b, int N);
 void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
+/* train_data.c, for the bucket sampler: lay a piece, pad a sequence, a piece's first teacher
+ * signal entry (see there). */
+void train_put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
+                     const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w);
+void train_pad_rows(struct train_batch *b, int s0, int row, int T);
+int64_t train_kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
+                       uint64_t first);
+/* train_buckets.c: seed phase 2's length buckets. */
+bool train_buckets_on(const struct tern_trainer *t);
+int train_bucket_of(const struct tern_trainer *t, uint64_t len);
+/* This step's bucket weights (a Dirichlet draw around the recipe's, seeded by the step). */
+void train_bucket_weights(const struct tern_trainer *t, int step, double w[8]);
+/* Micro-batch number t->micro (then advanced) in bucket mode into b; with b NULL, nothing is
+ * filled or advanced: the documents the micro-batches from t->micro on will draw go to
+ * out[0..n) (*n_out written). */
+tern_status train_bucket_fill(struct tern_trainer *t, const struct tern_train_data *d,
+                              struct train_batch *b, uint64_t *out, uint64_t n, uint64_t *n_out);
 tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
                              struct train_batch *b);
 /* Every token id of d below V, or TERN_ERR_FORMAT naming the first that is not. */

@@ -165,6 +165,7 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     for (int m = 1; m < 256; m++) t->row_w[m] = 1.0f;
     t->latency_scale = 1.0;
     t->rail_best_ce = INFINITY;
+    t->eval_bucket = -1;
     t->D = c->n_embd;
     t->H = c->n_head;
     t->Hkv = c->n_head_kv;
@@ -289,6 +290,7 @@ void tern_trainer_free(struct tern_trainer *t)
     if (t->batch)
         for (int i = 0; i < t->c.accum; i++) train_batch_free(&t->batch[i]);
     free(t->batch);
+    free(t->bk_docs);
     free(t->perm);
     free(t->kd_scratch);
     free(t->wq);
@@ -404,6 +406,7 @@ static tern_status step_impl(struct tern_trainer *t, const struct tern_train_dat
 {
     const struct train_data_pos saved = t->dpos;
     t->kd = kd;
+    t->micro = (uint64_t)t->step * (uint64_t)t->c.accum; /* the bucket sampler's counter */
     train_latency_weights(t, d);
     long long n_loss = 0;
     for (int i = 0; i < t->c.accum; i++) {
@@ -514,7 +517,10 @@ tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_d
     if (r->top_k < 1 || r->top_k > t->V || !(r->temperature > 0.0f))
         return tern_fail(TERN_ERR_ARG, "distill: top_k %d must be in 1..%d and the temperature %g "
                          "> 0", r->top_k, t->V, r->temperature);
+    if (r->n_buckets < 0 || r->n_buckets > 8)
+        return tern_fail(TERN_ERR_ARG, "distill: %d length buckets (at most 8)", r->n_buckets);
     t->recipe = *r;
+    t->bk_d = NULL; /* the buckets may differ: index the data again */
     free(t->kd_scratch);
     t->kd_scratch = malloc((size_t)t->n_threads * (size_t)t->V * sizeof(float));
     if (!t->kd_scratch) return tern_fail(TERN_ERR_NOMEM, "distill: out of memory");
@@ -567,6 +573,19 @@ tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_
     out->agree = t->kd_acc[2] * inv;
     out->tokens = n;
     return TERN_OK;
+}
+
+tern_status tern_trainer_eval_distill_bucket(struct tern_trainer *t, const struct tern_train_data *d,
+                                             const struct tern_distill_cache *kd, int bucket,
+                                             struct tern_distill_eval *out)
+{
+    if (!train_buckets_on(t) || bucket < 0 || bucket >= t->recipe.n_buckets)
+        return tern_fail(TERN_ERR_ARG, "distill: bucket %d: the recipe has %d length buckets", bucket,
+                         t->distill ? t->recipe.n_buckets : 0);
+    t->eval_bucket = bucket;
+    const tern_status st = tern_trainer_eval_distill(t, d, kd, out);
+    t->eval_bucket = -1;
+    return st;
 }
 
 tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,

@@ -104,6 +104,41 @@ static void fmt_eta(double s, char *buf, size_t n)
     else snprintf(buf, n, "%ldm%02lds", x / 60, x % 60);
 }
 
+/* Seed phase 2: validation per length bucket, and the drift across the buckets that hold
+ * validation tokens (max - min of top-1 agreement and of CE). */
+static tern_status validate_buckets(const struct cli_train_run *r, int step, bool tty)
+{
+    const struct tern_distill_recipe *rc = r->recipe;
+    struct tern_distill_eval e[8];
+    double lo = INFINITY, hi = -INFINITY, clo = INFINITY, chi = -INFINITY;
+    for (int b = 0; b < rc->n_buckets; b++) {
+        tern_status st = tern_trainer_eval_distill_bucket(r->t, r->vd, r->vkd, b, &e[b]);
+        if (st) return st;
+        if (!e[b].tokens) continue;
+        lo = fmin(lo, e[b].agree), hi = fmax(hi, e[b].agree);
+        clo = fmin(clo, e[b].ce), chi = fmax(chi, e[b].ce);
+    }
+    const double drift = hi >= lo ? hi - lo : 0.0, ce_drift = chi >= clo ? chi - clo : 0.0;
+    if (r->json) {
+        printf("{\"step\":%d,\"val_buckets\":[", step);
+        for (int b = 0; b < rc->n_buckets; b++)
+            printf("%s{\"len\":%d,\"val_tokens\":%lld,\"val_kl\":%.6f,\"val_ce\":%.6f,"
+                   "\"val_agree\":%.6f}", b ? "," : "", rc->bucket_len[b], e[b].tokens, e[b].kl,
+                   e[b].ce, e[b].agree);
+        printf("],\"agree_drift\":%.6f,\"ce_drift\":%.6f}\n", drift, ce_drift);
+    } else {
+        fprintf(stderr, "%sstep %d  validation per length bucket:", tty ? "\r" : "", step);
+        for (int b = 0; b < rc->n_buckets; b++)
+            if (e[b].tokens)
+                fprintf(stderr, "  <=%d: CE %.4f agree %.2f %% (%lld)", rc->bucket_len[b], e[b].ce,
+                        100.0 * e[b].agree, e[b].tokens);
+            else
+                fprintf(stderr, "  <=%d: none", rc->bucket_len[b]);
+        fprintf(stderr, "; drift: agreement %.2f points, CE %.4f\n", 100.0 * drift, ce_drift);
+    }
+    return TERN_OK;
+}
+
 static tern_status validate(const struct cli_train_run *r, int step, bool tty)
 {
     if (r->kd) {
@@ -118,6 +153,7 @@ static tern_status validate(const struct cli_train_run *r, int step, bool tty)
             fprintf(stderr, "%sstep %d/%d  val loss %.4f  KL %.4f  CE %.4f  top-1 agreement %.2f %% "
                     "(%lld tokens)%s\n", tty ? "\r" : "", step, r->c->steps, e.loss, e.kl, e.ce,
                     100.0 * e.agree, e.tokens, tty ? "          " : "");
+        if (r->recipe && r->recipe->n_buckets && (st = validate_buckets(r, step, tty))) return st;
         /* the safety rail: validation quality moves the latency weights */
         bool moved = false;
         const double scale = tern_trainer_latency_rail(r->t, e.ce, &moved);

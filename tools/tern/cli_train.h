@@ -45,6 +45,7 @@ struct cli_train_run {
     struct cli_distill_speed *speed;         /* speed proxies after each validation, or NULL */
     struct cli_distill_length *length;       /* length-aware KD's minings before steps, or NULL */
     bool latency;                            /* latency weights on: the safety rail logs its moves */
+    const struct tern_distill_recipe *recipe;/* distillation's recipe (length buckets), or NULL */
 };
 /* Run the steps, validate every val_every steps and at the end, checkpoint every ckpt_every
  * steps and at the end, export to out. Returns the process exit code. */

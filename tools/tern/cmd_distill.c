@@ -48,7 +48,9 @@ static void usage(void)
            "                       early_tool_warmup_epochs (1), length_kd_weight (0 = off),\n"
            "                       length_kd_hinge (0.15), length_kd_slope (1), length_kd_every\n"
            "                       (100), length_kd_docs (0 = all); the safety rail rail_ce_rise\n"
-           "                       (0.05)\n"
+           "                       (0.05); seed phase 2: shape_buckets ([512,1024,2048,4096] or\n"
+           "                       true; off by default), bucket_weights (0.4,0.4,0.15,0.05),\n"
+           "                       bucket_alpha (100; 0 = fixed weights)\n"
            "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
            "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
            "  --val-cache FILE     the same on --val (default CKPT/teacher-val.kd)\n"
@@ -472,12 +474,19 @@ int cmd_distill(int argc, char **argv)
                     c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, recipe.kd_weight,
                     recipe.top_k, recipe.temperature, recipe.ce_weight,
                     recipe.qat_start < 1.0f ? recipe.qat_type : "off", start + 1, last);
+        if (!json && par.rank == 0 && recipe.n_buckets) {
+            fprintf(stderr, "tern distill: length buckets (Dirichlet alpha %g):", recipe.bucket_alpha);
+            for (int b = 0; b < recipe.n_buckets; b++)
+                fprintf(stderr, " <=%d x %.3f", recipe.bucket_len[b], recipe.bucket_weight[b]);
+            fputc('\n', stderr);
+        }
         const struct cli_train_run run = {.cmd = "distill", .t = t, .c = &c, .d = d, .vd = vd,
                                           .kd = kd, .vkd = vkd, .ckdir = ckdir, .out = out,
                                           .json = json, .resumed = resume != NULL, .last = last,
                                           .val_every = val_every, .rank = par.rank,
                                           .speed = speed, .length = length,
-                                          .latency = recipe.early_tool_weight > 0.0f || length_kd};
+                                          .latency = recipe.early_tool_weight > 0.0f || length_kd,
+                                          .recipe = &recipe};
         rc = cli_train_loop(&run);
     } else {
         rc = peer_failed ? (rc ? rc : CLI_EXIT_FAIL) : cli_report("distill", st);
