@@ -130,6 +130,7 @@ struct tern_eval_answer {
     int n_calls;
     int n_malformed;                     /* tool-call attempts that did not parse */
     int n_tokens;                        /* tokens generated */
+    int n_prompt;                        /* prompt tokens (0 = unknown): the report's length buckets */
     double ms;                           /* the whole case */
     int ttfa_tokens;                     /* tokens to the first complete valid call; -1 = none */
     double ttfa_ms;

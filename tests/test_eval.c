@@ -305,6 +305,60 @@ static void test_answer_covers(void **state)
     tern_eval_set_free(s);
 }
 
+/* Scores per prompt length: cases in buckets of <= 512, 1024, 2048, 4096 tokens and longer (only
+ * those whose prompt length is known), and the lax F1 drift across the buckets that expect calls;
+ * prompt lengths survive the outputs file. Worked by hand: w (100 tokens) F1 1, p (700 tokens)
+ * F1 0.5, n (5000 tokens) expects no call, e has no length. */
+static void test_prompt_buckets(void **state)
+{
+    (void)state;
+    char path[600], outp[700];
+    snprintf(path, sizeof path, "%s/pb-cases.jsonl", test_tmpdir());
+    snprintf(outp, sizeof outp, "%s/pb-outputs.jsonl", test_tmpdir());
+    write_cases(path);
+    struct tern_eval_set *s;
+    assert_tern_ok(tern_eval_set_load(path, &s));
+    struct tern_eval_run *r;
+    assert_tern_ok(tern_eval_run_create(s, &r));
+    struct tern_eval_call_in w[] = {{"get_weather", "{\"days\":2,\"city\":\"Paris\"}"}};
+    assert_tern_ok(tern_eval_record(r, 0, &(struct tern_eval_answer){.calls = w, .n_calls = 1,
+                   .n_tokens = 20, .n_prompt = 100, .ttfa_tokens = -1}));
+    struct tern_eval_call_in p[] = {{"get_weather", "{\"city\":\"Bergen\"}"}, {"get_time", "{\"zone\":\"UTC\"}"}};
+    assert_tern_ok(tern_eval_record(r, 1, &(struct tern_eval_answer){.calls = p, .n_calls = 2,
+                   .n_tokens = 40, .n_prompt = 700, .ttfa_tokens = -1}));
+    assert_tern_ok(tern_eval_record(r, 2, &(struct tern_eval_answer){.content = "hi", .n_tokens = 3,
+                   .n_prompt = 5000, .ttfa_tokens = -1}));
+    assert_tern_ok(tern_eval_record(r, 3, &(struct tern_eval_answer){.error = "timeout", .ttfa_tokens = -1}));
+    for (int pass = 0; pass < 2; pass++) {
+        char *json;
+        assert_tern_ok(tern_eval_report_json(r, &json));
+        cJSON *rep = cJSON_Parse(json);
+        free(json);
+        const cJSON *b = obj(rep, "prompt_buckets");
+        assert_int_equal(cJSON_GetArraySize(b), 3);
+        const cJSON *b0 = cJSON_GetArrayItem(b, 0), *b1 = cJSON_GetArrayItem(b, 1), *b2 = cJSON_GetArrayItem(b, 2);
+        assert_int_equal(numv(b0, "max_prompt_tokens"), 512);
+        assert_int_equal(numv(b0, "cases"), 1);
+        assert_true(numv(obj(b0, "lax"), "f1") == 1.0);
+        assert_int_equal(numv(b1, "max_prompt_tokens"), 1024);
+        assert_true(fabs(numv(obj(b1, "lax"), "f1") - 0.5) < 1e-12);
+        assert_int_equal(numv(b2, "min_prompt_tokens"), 4097);
+        assert_int_equal(numv(b2, "expect_none_cases"), 1);
+        assert_true(fabs(numv(rep, "f1_lax_drift") - 0.5) < 1e-12);
+        cJSON_Delete(rep);
+        /* the outputs file keeps the prompt lengths: re-graded, the report is the same */
+        FILE *f = fopen(outp, "w");
+        assert_non_null(f);
+        assert_tern_ok(tern_eval_outputs_write(r, f));
+        fclose(f);
+        tern_eval_run_free(r);
+        assert_tern_ok(tern_eval_run_create(s, &r));
+        assert_tern_ok(tern_eval_read_outputs(r, outp));
+    }
+    tern_eval_run_free(r);
+    tern_eval_set_free(s);
+}
+
 static void test_eval_gate(void **state)
 {
     (void)state;
@@ -721,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_cases_from_corpus), cmocka_unit_test(test_cli_local),
         cmocka_unit_test(test_endpoint_stub), cmocka_unit_test(test_merge_shards),
         cmocka_unit_test(test_against_tern_serve), cmocka_unit_test(test_answer_covers),
+        cmocka_unit_test(test_prompt_buckets),
         cmocka_unit_test(test_eval_gate),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

@@ -52,6 +52,7 @@ struct eval_answer {
     int n_calls;
     int n_malformed;      /* tool-call attempts that did not parse */
     int n_tokens;
+    int n_prompt;         /* prompt tokens, 0 = unknown */
     double ms;
     int ttfa_tokens;      /* -1: no valid call */
     double ttfa_ms;

@@ -67,6 +67,7 @@ struct stream {
     int n_calls;
     int chunks;
     int usage_tokens;        /* -1 unknown */
+    int prompt_tokens;       /* usage.prompt_tokens, 0 unknown */
     char request_id[128];
     double t0;
     int ttfa_tokens;
@@ -106,6 +107,8 @@ static void on_chunk(struct stream *s, const char *json)
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(j, "usage");
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
     if (cJSON_IsNumber(ct)) s->usage_tokens = ct->valueint;
+    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens");
+    if (cJSON_IsNumber(pt) && pt->valueint > 0) s->prompt_tokens = pt->valueint;
     const cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0);
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(choice, "delta");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(delta, "content");
@@ -288,6 +291,7 @@ record:;
         a.calls = calls;
         a.n_calls = s.n_calls;
         a.n_tokens = s.usage_tokens >= 0 ? s.usage_tokens : s.chunks;
+        a.n_prompt = s.prompt_tokens;
         a.ttfa_tokens = s.ttfa_tokens;
         a.ttfa_ms = s.ttfa_ms;
     } else {

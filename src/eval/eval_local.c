@@ -166,6 +166,7 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     a.calls = calls;
     a.n_malformed = tern_toolcall_n_errors(c.tp);
     a.n_tokens = c.n_tokens;
+    a.n_prompt = (int)n;
     a.ttfa_tokens = c.ttfa_tokens;
     a.ttfa_ms = c.ttfa_ms;
 record:

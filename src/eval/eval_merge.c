@@ -60,6 +60,7 @@ static tern_status read_line(struct tern_eval_run *r, const cJSON *o, const char
         .n_calls = n,
         .n_malformed = (int)num_or(o, "malformed_calls", 0),
         .n_tokens = (int)num_or(o, "tokens", 0),
+        .n_prompt = (int)num_or(o, "prompt_tokens", 0),
         .ms = num_or(o, "ms", 0),
         .ttfa_tokens = (int)num_or(o, "ttfa_tokens", -1),
         .ttfa_ms = num_or(o, "ttfa_ms", 0),

@@ -76,6 +76,7 @@ tern_status tern_eval_record(struct tern_eval_run *r, int i, const struct tern_e
     }
     a->n_malformed = in->n_malformed;
     a->n_tokens = in->n_tokens;
+    a->n_prompt = in->n_prompt > 0 ? in->n_prompt : 0;
     a->ms = in->ms;
     a->ttfa_tokens = in->ttfa_tokens;
     a->ttfa_ms = in->ttfa_ms;
@@ -288,6 +289,47 @@ static cJSON *tally_json(struct tally *t)
     return o;
 }
 
+/* The scores per prompt length (seed phase 2's quality drift across shapes): the cases whose
+ * prompt length is known, in buckets of at most 512, 1024, 2048, 4096 tokens and longer; the
+ * drift is the spread (max - min) of lax F1 over the buckets whose cases expect calls. */
+static void add_prompt_buckets(cJSON *root, const struct tern_eval_run *r)
+{
+    static const int edge[] = {512, 1024, 2048, 4096, 0};
+    enum { NB = 5 };
+    struct tally b[NB];
+    memset(b, 0, sizeof b);
+    bool any = false;
+    for (int i = 0; i < r->set->n; i++) {
+        const struct eval_answer *a = &r->answers[i];
+        if (!a->recorded || a->n_prompt <= 0) continue;
+        int k = 0;
+        while (k < NB - 1 && a->n_prompt > edge[k]) k++;
+        tally_add(&b[k], &r->set->cases[i], a);
+        any = true;
+    }
+    if (!any) return; /* nothing was tallied, so nothing is held */
+    cJSON *arr = cJSON_AddArrayToObject(root, "prompt_buckets");
+    double lo = 2.0, hi = -1.0;
+    for (int k = 0; k < NB; k++) {
+        const long long expected = b[k].calls_expected, answered = b[k].calls_answered, tp = b[k].tp_lax;
+        const long long cases = b[k].cases;
+        cJSON *o = tally_json(&b[k]);
+        if (!cases) {
+            cJSON_Delete(o);
+            continue;
+        }
+        if (edge[k]) cJSON_AddNumberToObject(o, "max_prompt_tokens", edge[k]);
+        else cJSON_AddNumberToObject(o, "min_prompt_tokens", edge[k - 1] + 1);
+        cJSON_AddItemToArray(arr, o);
+        if (expected > 0) {
+            const double f1 = answered + expected ? 2.0 * tp / (double)(answered + expected) : 0.0;
+            lo = f1 < lo ? f1 : lo;
+            hi = f1 > hi ? f1 : hi;
+        }
+    }
+    if (hi >= lo) cJSON_AddNumberToObject(root, "f1_lax_drift", hi - lo);
+}
+
 tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out)
 {
     const struct tern_eval_set *s = r->set;
@@ -320,6 +362,7 @@ tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out)
     for (int k = 0; k < n_slices; k++) cJSON_AddItemToObject(sl, names[k], tally_json(&per[k]));
     free(names);
     free(per);
+    add_prompt_buckets(root, r);
     *out = cJSON_Print(root);
     cJSON_Delete(root);
     return *out ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "eval: out of memory");
@@ -343,6 +386,7 @@ tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f)
         }
         cJSON_AddNumberToObject(o, "malformed_calls", a->n_malformed);
         cJSON_AddNumberToObject(o, "tokens", a->n_tokens);
+        if (a->n_prompt > 0) cJSON_AddNumberToObject(o, "prompt_tokens", a->n_prompt);
         cJSON_AddNumberToObject(o, "ms", a->ms);
         if (a->ttfa_tokens >= 0) {
             cJSON_AddNumberToObject(o, "ttfa_tokens", a->ttfa_tokens);

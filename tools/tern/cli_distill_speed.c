@@ -25,6 +25,7 @@
 
 struct speed_figures {
     double tokens_p50, ttfa_p50, ttfa_p95, ttfa_ms_p95, f1, exact, false_calls, tps, ttft_ms;
+    double f1_drift; /* lax F1 spread across prompt-length buckets (seed phase 2), -1: none */
 };
 
 struct cli_distill_speed {
@@ -59,6 +60,7 @@ static tern_status measure(struct cli_distill_speed *s, const char *model, struc
     cJSON *rep = cJSON_Parse(text);
     free(text);
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(rep, "overall");
+    f->f1_drift = num(rep, "f1_lax_drift", NULL);
     f->tokens_p50 = num(all, "tokens_per_answer_p50", NULL);
     f->ttfa_p50 = num(all, "ttfa_tokens_p50", NULL);
     f->ttfa_p95 = num(all, "ttfa_tokens_p95", NULL);
@@ -95,11 +97,11 @@ static void print(const struct cli_distill_speed *s, int step, const struct spee
         printf("{\"step\":%d,\"speed\":{\"who\":\"%s\",\"cases\":%d,\"type\":\"%s\","
                "\"tokens_per_answer_p50\":%g,\"tokens_ratio\":%g,\"ttfa_tokens_p50\":%g,"
                "\"ttfa_tokens_p95\":%g,\"ttfa_ms_p95\":%.2f,\"f1\":%.4f,\"exact\":%.4f,"
-               "\"false_call_rate\":%.4f,\"decode_tps\":%.1f,\"decode_speedup\":%.3f,"
-               "\"ttft_ms\":%.2f,\"seconds\":%.1f}}\n",
+               "\"false_call_rate\":%.4f,\"f1_lax_drift\":%g,\"decode_tps\":%.1f,"
+               "\"decode_speedup\":%.3f,\"ttft_ms\":%.2f,\"seconds\":%.1f}}\n",
                step, step ? "student" : "teacher", s->n_cases, s->type, f->tokens_p50,
                ratio(f->tokens_p50, t->tokens_p50), f->ttfa_p50, f->ttfa_p95, f->ttfa_ms_p95, f->f1,
-               f->exact, f->false_calls, f->tps, ratio(f->tps, t->tps), f->ttft_ms, secs);
+               f->exact, f->false_calls, f->f1_drift, f->tps, ratio(f->tps, t->tps), f->ttft_ms, secs);
         fflush(stdout);
     } else {
         fprintf(stderr, "step %d  speed (%s, %s, %d cases): tokens/answer p50 %g (x%.2f of the "

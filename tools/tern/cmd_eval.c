@@ -214,6 +214,17 @@ static void print_report(const char *json)
     print_row("all", cJSON_GetObjectItemCaseSensitive(r, "overall"));
     const cJSON *s;
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "slices")) print_row(s->string, s);
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(r, "prompt_buckets")) {
+        char name[32];
+        const cJSON *mx = cJSON_GetObjectItemCaseSensitive(s, "max_prompt_tokens");
+        if (cJSON_IsNumber(mx)) snprintf(name, sizeof name, "prompt<=%d", mx->valueint);
+        else snprintf(name, sizeof name, "prompt>%d",
+                      cJSON_GetObjectItemCaseSensitive(s, "min_prompt_tokens")->valueint - 1);
+        print_row(name, s);
+    }
+    const cJSON *drift = cJSON_GetObjectItemCaseSensitive(r, "f1_lax_drift");
+    if (cJSON_IsNumber(drift))
+        printf("lax F1 drift across prompt lengths: %.1f points\n", 100.0 * drift->valuedouble);
     cJSON_Delete(r);
 }
 
