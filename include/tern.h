@@ -864,8 +864,8 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
                                       const int32_t *tokens, int n, int *n_reused);
 /* Models with recurrent layers (qwen35): a block may also hold the state after it; prefill keeps
  * the state at the prompt's deepest usable block boundary and stores it with that block, and a
- * restore stops at the deepest matching block that has one. Such a cache is memory-only
- * (params->dir refused with TERN_ERR_UNSUPPORTED). */
+ * restore stops at the deepest matching block that has one. A cache directory keeps the states
+ * in the blocks' files (after the KV), so they survive restarts like the KV does. */
 /* The two halves of prefill for a context of several sequences (a batcher's slots, whose
  * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
  * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into

@@ -13,6 +13,9 @@
  * batches make every token's matmuls independent of the batch, so comparisons are bitwise. */
 #include "test_support.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <math.h>
 
 #include <stdio.h>
@@ -185,7 +188,8 @@ static void test_snapshot_restores_the_state(void **state)
 }
 
 /* The prefix cache: a repeated prompt and an extended one restore a state and give the cold
- * run's logits; without exact batches, as tern promises for the cache. */
+ * run's logits; without exact batches, as tern promises for the cache; the same through a cache
+ * directory saved and loaded again. */
 static void test_prefix_cache_restores_the_state(void **state)
 {
     (void)state;
@@ -218,12 +222,70 @@ static void test_prefix_cache_restores_the_state(void **state)
         assert_true(reused >= 112 && reused % 16 == 0);
         assert_int_equal(d, 0);
     }
-    /* a cache file cannot hold the state yet: refused clearly */
+    /* a cache directory keeps the states: saved, loaded by a new cache (as by the next run), the
+     * same prompts restore them and give the cold run's logits */
+    char cdir[4200];
+    snprintf(cdir, sizeof cdir, "%.4000s/rec-cache", test_tmpdir());
+    pp.dir = cdir;
     struct tern_prefix_cache *pf = NULL;
-    pp.dir = test_tmpdir();
-    assert_int_equal(tern_prefix_cache_create(model, &pp, &pf), TERN_ERR_UNSUPPORTED);
-    print_message("with a directory: %s\n", tern_last_error());
-    assert_null(pf);
+    assert_tern_ok(tern_prefix_cache_create(model, &pp, &pf));
+    assert_tern_ok(tern_kv_truncate(ctx, 0));
+    assert_tern_ok(tern_prefix_cache_prefill(pf, ctx, tok, N, &reused));
+    assert_tern_ok(tern_prefix_cache_save(pf));
+    tern_prefix_cache_free(pf);
+    assert_tern_ok(tern_prefix_cache_create(model, &pp, &pf));
+    tern_prefix_cache_get_stats(pf, &s);
+    print_message("from %s: %llu blocks loaded, %llu with a state\n", cdir,
+                  (unsigned long long)s.loaded_blocks, (unsigned long long)s.n_states);
+    assert_true(s.loaded_blocks >= 7);
+    assert_int_equal(s.n_states, 1);
+    for (int rep = 0; rep < 2; rep++) {
+        const int n = rep ? N + X : N;
+        cold_logits(tok, n, want, false);
+        struct tern_context *c2 = new_ctx(1, false);
+        assert_tern_ok(tern_prefix_cache_prefill(pf, c2, tok, n, &reused));
+        const int d = n_diff(tern_context_logits(c2, n - 1 - reused), want);
+        print_message("prompt of %d after a reload: %d restored, %d logits differ\n", n, reused, d);
+        assert_true(reused >= 112 && reused % 16 == 0);
+        assert_int_equal(d, 0);
+        tern_context_free(c2);
+    }
+    tern_prefix_cache_free(pf);
+    /* a damaged state (one byte of the largest file, the block that carries it) is refused with
+     * its file, never restored: the prompt then starts from 0 and still gives the cold logits */
+    char big[4800] = "";
+    long big_size = 0;
+    DIR *dd = opendir(cdir);
+    assert_non_null(dd);
+    for (struct dirent *e; (e = readdir(dd));) {
+        char f[4800];
+        struct stat sb;
+        snprintf(f, sizeof f, "%s/%s", cdir, e->d_name);
+        if (stat(f, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > big_size) {
+            big_size = (long)sb.st_size;
+            snprintf(big, sizeof big, "%s", f);
+        }
+    }
+    closedir(dd);
+    FILE *bf = fopen(big, "r+b");
+    assert_non_null(bf);
+    fseek(bf, big_size - 5, SEEK_SET);
+    const int c0 = fgetc(bf);
+    fseek(bf, big_size - 5, SEEK_SET);
+    fputc(c0 ^ 0x40, bf);
+    fclose(bf);
+    assert_tern_ok(tern_prefix_cache_create(model, &pp, &pf));
+    tern_prefix_cache_get_stats(pf, &s);
+    assert_int_equal(s.refused_files, 1);
+    assert_int_equal(s.n_states, 0);
+    print_message("damaged state: %s\n", tern_prefix_cache_warning(pf));
+    cold_logits(tok, N, want, false);
+    struct tern_context *c3 = new_ctx(1, false);
+    assert_tern_ok(tern_prefix_cache_prefill(pf, c3, tok, N, &reused));
+    assert_int_equal(reused, 0);
+    assert_int_equal(n_diff(tern_context_logits(c3, N - 1), want), 0);
+    tern_context_free(c3);
+    tern_prefix_cache_free(pf);
     tern_prefix_cache_free(pc);
     tern_context_free(ctx);
     free(want);

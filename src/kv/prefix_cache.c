@@ -259,12 +259,6 @@ tern_status tern_prefix_cache_create(const struct tern_model *m,
     pc->pos_elems = kv_model_pos_elems(m);
     pc->block_bytes = 2 * sizeof(uint16_t) * pc->pos_elems * (size_t)pc->B;
     pc->state_bytes = (size_t)in->state_bytes;
-    if (pc->state_bytes && pp.dir) {
-        free(pc);
-        return tern_fail(TERN_ERR_UNSUPPORTED, "prefix cache: cache files do not hold the "
-                         "recurrent state of '%s' models yet; use the cache in memory (no "
-                         "directory)", in->arch_name);
-    }
     pc->budget = pp.budget_bytes ? pp.budget_bytes : PC_DEFAULT_BUDGET;
     pc->st.budget_bytes = pc->budget;
     pc->st.block_tokens = pc->B;
@@ -481,6 +475,7 @@ static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, i
                 memcpy(have->state, state, pc->state_bytes);
                 pc->st.n_states++;
                 pc->st.bytes += pc->state_bytes;
+                have->on_disk = false; /* its file holds no state: the next save rewrites it */
             }
         } else if (!store_block(pc, kv, seq, tokens, d, key, k, state)) {
             break;

@@ -20,8 +20,8 @@
  * may also carry the state at its end (state_bytes, tens of MB for real shapes against a few
  * hundred KB of KV). tern_prefix_cache_prefill asks the context to keep the state at the
  * deepest block boundary a later restore of the same prompt would use, and stores it with that
- * block; a restore goes to the deepest matching block that has a state. Files on disk do not
- * hold states: such a cache is memory-only. */
+ * block; a restore goes to the deepest matching block that has a state. A block's file holds
+ * its state after the KV (prefix_file.c), so a cache directory restores states too. */
 #ifndef TERN_KV_PREFIX_CACHE_H
 #define TERN_KV_PREFIX_CACHE_H
 

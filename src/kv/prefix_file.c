@@ -13,8 +13,10 @@
  *   136     8  payload bytes         144  32  SHA-256 of header (this field zeroed) + payload
  *   176     4  K halves per position over the layers that store KV, when the layers differ
  *              (gemma4); 0 = n_layer x n_head_kv x head_dim (every other model)
- *   180    76  zero
- *   payload: B int32 token ids, then the packed KV run (kv_copy.c).
+ *   180     8  bytes of the recurrent state after the block (qwen35), 0 = none
+ *   188    68  zero
+ *   payload: B int32 token ids, then the packed KV run (kv_copy.c), then the state if any (the
+ *   F32 state of one sequence as the context keeps it: rec_state.h).
  * All integers little-endian. A file is used only if every field matches this cache and the
  * checksum holds; anything else is refused with the reason and left for the next save to
  * overwrite. One function judges a file's bytes, pc_block_from_bytes (the loader and the fuzz
@@ -52,6 +54,7 @@ struct hdr {
     char isa[17];
     uint32_t n_layer, n_head_kv, head_dim, kv_type, B, depth;
     uint64_t pos_elems; /* K halves per position (offset 176, or its default) */
+    uint64_t state_bytes; /* offset 180: the recurrent state carried after the KV, 0 = none */
     uint64_t key, parent, payload;
     uint8_t sum[32];
 };
@@ -96,6 +99,7 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
     h->payload = get64(p + 136);
     memcpy(h->sum, p + 144, 32);
     h->pos_elems = get32(p + 176);
+    h->state_bytes = get64(p + 180);
     if (h->kv_type != TERN_TYPE_F16 || !h->n_layer || !h->n_head_kv || !h->head_dim || !h->B ||
         h->n_layer > 4096 || h->n_head_kv > 4096 || h->head_dim > 4096 || h->B > 65536)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
@@ -106,7 +110,10 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd depth %u at offset 116 (block "
                          "%u: positions beyond %d)", name, h->depth, h->B, INT32_MAX);
     if (!h->pos_elems) h->pos_elems = (uint64_t)h->n_layer * h->n_head_kv * h->head_dim;
-    uint64_t want = (uint64_t)h->B * 4 + 2 * sizeof(uint16_t) * h->pos_elems * h->B;
+    if (h->state_bytes > ((uint64_t)1 << 40) || h->state_bytes % sizeof(float))
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd recurrent state size %llu at "
+                         "offset 180", name, (unsigned long long)h->state_bytes);
+    uint64_t want = (uint64_t)h->B * 4 + 2 * sizeof(uint16_t) * h->pos_elems * h->B + h->state_bytes;
     if (h->payload != want)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: payload size %llu at offset 136 does "
                          "not match its layout (%llu)", name, (unsigned long long)h->payload,
@@ -205,6 +212,10 @@ static tern_status match_header(const struct tern_prefix_cache *pc, const struct
                          "head_dim %u, block %u) differs from this cache's (%d, %d, %d, %d); not "
                          "used", name, h->n_layer, h->n_head_kv, h->head_dim, h->B, pc->n_layer,
                          pc->n_head_kv, pc->head_dim, pc->B);
+    if (h->state_bytes && h->state_bytes != pc->state_bytes)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: a recurrent state of %llu bytes at offset "
+                         "180, this model's is %zu; not used", name,
+                         (unsigned long long)h->state_bytes, pc->state_bytes);
     if (strcmp(h->isa, kv_kernel_path()))
         return tern_fail(TERN_ERR_FORMAT, "cache file %s was computed by the %s kernels, this run "
                          "uses %s (results would not be bit-identical); not used", name, h->isa,
@@ -239,8 +250,9 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: checksum mismatch (damaged); not used",
                          name);
     if ((st = check_depth(pc, &h, name))) return st;
-    /* the payload is exactly B token ids then block_bytes of KV (parse_header, match_header) */
-    TERN_ASSERT(h.payload == (uint64_t)pc->B * 4 + pc->block_bytes);
+    /* the payload is exactly B token ids, block_bytes of KV and the state if any (parse_header,
+     * match_header) */
+    TERN_ASSERT(h.payload == (uint64_t)pc->B * 4 + pc->block_bytes + h.state_bytes);
     const uint8_t *tok = p + HDR; /* not int32-aligned in general: read bytes */
     for (int i = 0; i < pc->B; i++) {
         const int32_t t = (int32_t)get32(tok + 4 * (size_t)i);
@@ -251,7 +263,8 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
     }
     struct pc_block *blk = calloc(1, sizeof *blk);
     if (!blk || !(blk->tokens = malloc((size_t)pc->B * sizeof *blk->tokens)) ||
-        !(blk->kv = malloc(pc->block_bytes))) {
+        !(blk->kv = malloc(pc->block_bytes)) ||
+        (h.state_bytes && !(blk->state = malloc((size_t)h.state_bytes)))) {
         pc_block_free(blk);
         return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
     }
@@ -262,6 +275,7 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
                          "(offset 120); not used", name);
     }
     memcpy(blk->kv, tok + (size_t)pc->B * 4, pc->block_bytes);
+    if (h.state_bytes) memcpy(blk->state, tok + (size_t)pc->B * 4 + pc->block_bytes, (size_t)h.state_bytes);
     blk->key = h.key;
     blk->parent = h.parent;
     blk->depth = (int)h.depth;
@@ -360,6 +374,10 @@ tern_status pc_load_dir(struct tern_prefix_cache *pc)
             continue;
         }
         if (pc_find(pc, b->key)) { pc_block_free(b); continue; }
+        if (b->state && pc->st.bytes + pc->block_bytes + pc->state_bytes > pc->budget) {
+            pc_block_free(b); /* its state does not fit the budget: it stays on disk */
+            continue;
+        }
         b->last_used = ++pc->tick;
         if ((st = pc_insert(pc, b))) { pc_block_free(b); break; }
         pc->st.loaded_blocks++;
@@ -404,14 +422,17 @@ tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
     put32(h + 116, (uint32_t)b->depth);
     if (pc->pos_elems != (size_t)pc->n_layer * pc->n_head_kv * pc->head_dim)
         put32(h + 176, (uint32_t)pc->pos_elems);
+    const uint64_t state = b->state ? pc->state_bytes : 0;
+    put64(h + 180, state);
     put64(h + 120, b->key);
     put64(h + 128, b->parent);
-    const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes;
+    const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes + state;
     put64(h + 136, payload);
     uint8_t *pl = malloc(payload);
     if (!pl) return tern_fail(TERN_ERR_NOMEM, "saving a cache block: out of memory");
     for (int i = 0; i < pc->B; i++) put32(pl + 4 * i, (uint32_t)b->tokens[i]);
     memcpy(pl + (size_t)pc->B * 4, b->kv, pc->block_bytes);
+    if (state) memcpy(pl + (size_t)pc->B * 4 + pc->block_bytes, b->state, (size_t)state);
     checksum(h, pl, payload, h + 144);
 
     char fp[17], path[4096], tmp[4200];

@@ -64,7 +64,8 @@ static void help(void)
            "  --prompt-cache DIR     reuse the KV of prompt prefixes seen before, across restarts\n"
            "                         (blocks saved in DIR at exit)\n"
            "  --cache-mb N           prompt cache memory budget in MiB (default 256); models with\n"
-           "                         recurrent layers (qwen35) always keep one, in memory only\n"
+           "                         recurrent layers (qwen35) always keep one (their states are\n"
+           "                         saved with the blocks when DIR is given)\n"
            "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
@@ -590,16 +591,12 @@ int cmd_chat(int argc, char **argv)
     /* A recurrent model (qwen35) keeps its state only at the end of the history, so a turn whose
      * prompt leaves the history inside the last answer (Qwen3.5's template drops earlier
      * <think> blocks) would start from 0: an in-memory prompt cache gives it the state at the
-     * previous prompt's last block boundary. Its cache files do not hold states yet. */
+     * previous prompt's last block boundary (and a cache directory keeps those states too). */
     const bool recurrent = tern_model_get_info(c.model)->n_layer_rec > 0;
-    if (go.cache_dir && recurrent)
-        fprintf(stderr, "tern chat: prompt cache: in memory only for '%s' (cache files do not hold "
-                "its recurrent state yet); %s is not used\n", tern_model_get_info(c.model)->arch_name,
-                go.cache_dir);
     if (go.cache_dir || recurrent) {
         struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
         pp.budget_bytes = (uint64_t)go.cache_mb << 20;
-        pp.dir = recurrent ? NULL : go.cache_dir;
+        pp.dir = go.cache_dir;
         if ((st = tern_prefix_cache_create(c.model, &pp, &pc))) {
             rc = cli_report("chat", st);
             goto done;
