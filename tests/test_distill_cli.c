@@ -332,6 +332,19 @@ static void test_speed_proxies(void **state)
     assert_non_null(strstr(out, "give --val"));
 }
 
+/* The shipped model (teacher) and its drafter (student), and a small tool-calling corpus made
+ * by tern corpus in DIR/name: what the phase-1 tests distill with. */
+static void shipped_pair(const char *name, int seed, int size, char *corpus, char *model, char *drafter)
+{
+    char cmd[2048], out[4096];
+    snprintf(corpus, 700, "%s/%s", dir, name);
+    snprintf(model, 700, "%s/models/tern-tool.gguf", test_source_dir());
+    snprintf(drafter, 700, "%s/models/tern-tool-draft.gguf", test_source_dir());
+    snprintf(cmd, sizeof cmd, "%s corpus toolcalls -o %s --seed %d --size %d 2>&1", test_tern_bin(),
+             corpus, seed, size);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+}
+
 /* Length-aware KD (seed phase 1) as a user runs it: the shipped model teaches, its 2-block
  * drafter is the student, on a small tool-calling corpus. Each mining's JSON line lists the
  * answers it judged; their token counts are checked against `tern eval` answering the same cases
@@ -354,11 +367,7 @@ static void test_length_kd(void **state)
     setup_files();
     char corpus[700], rec[700], model[700], drafter[700], cmd[8192], ref_t[700], ref_s[700];
     static char out[1 << 20];
-    snprintf(corpus, sizeof corpus, "%s/lkc", dir);
-    snprintf(model, sizeof model, "%s/models/tern-tool.gguf", test_source_dir());
-    snprintf(drafter, sizeof drafter, "%s/models/tern-tool-draft.gguf", test_source_dir());
-    snprintf(cmd, sizeof cmd, "%s corpus toolcalls -o %s --seed 3 --size 40 2>&1", test_tern_bin(), corpus);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    shipped_pair("lkc", 3, 40, corpus, model, drafter);
     snprintf(rec, sizeof rec, "%s/lk-recipe.json", dir);
     write_text(rec, "{\"steps\": 2, \"length_kd_weight\": 0.5, \"length_kd_slope\": 2, \"length_kd_hinge\": 0.1,"
                     " \"length_kd_every\": 1, \"length_kd_docs\": 6, \"batch_tokens\": 1536, \"accum\": 2,"
@@ -442,11 +451,7 @@ static void test_sequence_kd(void **state)
     setup_files();
     char corpus[700], rec[700], model[700], drafter[700], cmd[8192], cases[700], ref[700], ans[800];
     static char out[1 << 20];
-    snprintf(corpus, sizeof corpus, "%s/sqc", dir);
-    snprintf(model, sizeof model, "%s/models/tern-tool.gguf", test_source_dir());
-    snprintf(drafter, sizeof drafter, "%s/models/tern-tool-draft.gguf", test_source_dir());
-    snprintf(cmd, sizeof cmd, "%s corpus toolcalls -o %s --seed 5 --size 30 2>&1", test_tern_bin(), corpus);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    shipped_pair("sqc", 5, 30, corpus, model, drafter);
     snprintf(rec, sizeof rec, "%s/sq-recipe.json", dir);
     write_text(rec, "{\"steps\": 1, \"batch_tokens\": 1536, \"accum\": 1, \"ckpt_every\": 0}");
     snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "
