@@ -46,7 +46,7 @@ static double simulate(const struct sim *m, struct spec_ctl *c, int n, uint64_t 
     double t = 0;
     int done = 1, seen = m->prompt, pass = 0; /* the first token comes from the prompt pass */
     *rounds = 0;
-    spec_ctl_begin(c, n);
+    spec_ctl_begin(c, n, SPEC_GEN_MARGIN);
     while (done < n) {
         const double acc = done < n / 2 ? m->acc : acc_after_half;
         const int hist = m->prompt + done;
@@ -205,7 +205,7 @@ static void test_fixed(void **state)
     (void)state;
     struct spec_ctl c;
     spec_ctl_init(&c, 4, 4, false, 0);
-    spec_ctl_begin(&c, 100);
+    spec_ctl_begin(&c, 100, SPEC_GEN_MARGIN);
     for (int i = 0; i < 100; i++) {
         int lag_max;
         assert_int_equal(spec_ctl_choose(&c, 10, 0, 0, &lag_max), 4);

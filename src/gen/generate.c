@@ -274,7 +274,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         tern_fail_prefix(rc, "generate: draft: ");
         dr = NULL;
     }
-    if (dr) spec_ctl_begin(&g->ctl, prm.max_tokens);
+    if (dr) spec_ctl_begin(&g->ctl, prm.max_tokens, SPEC_GEN_MARGIN);
     memset(g->rollback_hist, 0, sizeof g->rollback_hist);
     const int n_batch = tern_context_n_batch(g->ctx);
     double plain_ms = 0;
@@ -303,7 +303,9 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             const bool costly = dr->src->ops->costly;
             /* the history the draft continues ends with the pending tokens */
             memcpy(g->hist + g->n_hist, pend, (size_t)np * sizeof *pend);
-            const int lag = dr->src->ops->lag(dr->src, g->hist, g->n_hist + np);
+            /* the lag scans what the drafter holds: not worth it for a step that stays plain */
+            const bool resting = costly && spec_ctl_resting(&g->ctl);
+            const int lag = resting ? 0 : dr->src->ops->lag(dr->src, g->hist, g->n_hist + np);
             int lag_max = lag;
             int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, lag, &lag_max) : k_cap;
             if (want >= dr->n_min) {

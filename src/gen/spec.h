@@ -133,12 +133,18 @@ struct spec_ctl {
     int n_off;                  /* off periods started */
 };
 void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double size_ratio);
-/* A generation of at most max_tokens starts: its share of the exploration allowance. */
-void spec_ctl_begin(struct spec_ctl *c, int max_tokens);
+/* A generation of at most max_tokens starts: its share of the exploration allowance, margin x
+ * max_tokens one-token steps (SPEC_GEN_MARGIN for a generation; spec_ctl.c says why it is
+ * below the 3 % promised). */
+#define SPEC_GEN_MARGIN 0.025
+void spec_ctl_begin(struct spec_ctl *c, int max_tokens, double margin);
 /* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
  * cls, when the source must first catch up on `lag` tokens it has not seen; *lag_max: how many
  * of those it may process (fewer than lag: start its context afresh at the last *lag_max). */
 int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max);
+/* True when the next choice is a plain step whatever the draft (measuring the target alone, or
+ * an off period): a caller may then skip working out the lag (pass 0) and the proposal. */
+bool spec_ctl_resting(const struct spec_ctl *c);
 /* After a target pass: k drafted (0 = a plain step: t_verify is the one-token pass), a of them
  * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
