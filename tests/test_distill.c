@@ -745,6 +745,8 @@ static void test_buckets(void **state)
             assert_true(bucket >= 0);
             count[bucket]++;
         }
+        assert_tern_ok(tern_trainer_upcoming_docs(t, d, 0, up, &n_up)); /* nothing asked: none */
+        assert_int_equal(n_up, 0);
         /* the same number, the same micro-batch */
         int32_t first[512];
         t->micro = 17;

@@ -401,7 +401,7 @@ tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern
                                        uint64_t n, uint64_t *out, uint64_t *n_out)
 {
     *n_out = 0;
-    if (!d->n_docs) return TERN_OK;
+    if (!d->n_docs || !n) return TERN_OK;
     if (n > d->n_docs) n = d->n_docs;
     if (train_buckets_on(t)) return train_bucket_fill(t, d, NULL, out, n, n_out);
     tern_status st = ensure_order(t, d);
