@@ -4,11 +4,13 @@
  *
  * Order of work: the student's config (from its GGUF or its config file) with the recipe's
  * training keys over it; the tokenizer check (teacher and student must share a tokenizer, by
- * fingerprint); the data, rendered once with the student's template; the teacher's signal,
+ * fingerprint); with --sequence-kd the teacher's own answers in place of the data's
+ * (cli_distill_seqkd.c); the data, rendered once with the student's template; the teacher's signal,
  * read from its cache or computed by tern's inference and cached (in the checkpoint directory
  * unless --teacher-cache says otherwise), so epochs and --resume never run the teacher again;
- * then tern train's loop (cli_train.c): progress, validation (KL, CE, top-1 agreement),
- * checkpoints, the stop on NaN/Inf naming the step and the last good checkpoint, export. */
+ * then tern train's loop (cli_train.c): progress, length-aware KD's minings before steps
+ * (cli_distill_length.c), validation (KL, CE, top-1 agreement; per length bucket; the safety
+ * rail), checkpoints, the stop on NaN/Inf naming the step and the last good checkpoint, export. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
