@@ -181,6 +181,16 @@ static void test_split_run_identical(void **state)
         free(fa);
         free(fb);
     }
+    /* with buckets, each validation is also reported per bucket, with the drift across them */
+    snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student-config %s --recipe %s --data %s "
+             "--val %s --val-every 4 --until 4 -o %s/vb.gguf --json 2>/dev/null", test_tern_bin(),
+             teacher, scfg, brec, data, val, dir);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    const char *vb = strstr(out, "\"val_buckets\":[");
+    assert_non_null(vb);
+    assert_non_null(strstr(vb, "{\"len\":16,"));
+    assert_non_null(strstr(vb, "{\"len\":48,"));
+    assert_non_null(strstr(vb, "\"agree_drift\":"));
 }
 
 static void test_student_from_gguf(void **state)
