@@ -165,7 +165,8 @@ PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8
                        int nt, __m256 acc[P2_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
+    /* a whole chunk's lines, whatever this chunk's length (kern_panel_avx512.h, pn_tile) */
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
     const uint8_t *a[P2_NT];
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
@@ -226,7 +227,7 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                         const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
     const uint8_t *a = A + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
         for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)

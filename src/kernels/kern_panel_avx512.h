@@ -127,13 +127,17 @@ PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
  * are constants after inlining. next (stored layout only, else NULL): the chunk the caller runs
  * next, prefetched a block's share at a time. The hardware prefetchers stop at every 4 KB page
  * and each chunk is a new stream; without this the copy was slower than repacking on the fly
- * with its prefetches (bench_smallm, 8-16 tokens). */
+ * with its prefetches (bench_smallm, 8-16 tokens). A whole chunk's lines are fetched whatever
+ * this chunk's length: a short last chunk (k not a multiple of PN_KC) is followed by the next
+ * panel's full first chunk, and sizing the prefetch by the short one left three quarters of that
+ * to DRAM latency (bench_kernels decode, Q4_0, 1 token: k = 1152, Gemma 3 1B's width, 18.3 GB/s
+ * against 36.7 at k = 1024). */
 PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
                        int nbc, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                        int nt, __m512 acc[PN_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = st ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
+    const int nl = st ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0; /* lines to prefetch */
     const uint8_t *a[PN_NT];
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
