@@ -133,7 +133,7 @@ tern_status train_bucket_fill(struct tern_trainer *t, const struct tern_train_da
         while (seq < t->n_seq) {
             s = mix(s);
             const uint64_t doc = t->bk_docs[first + s % count];
-            const uint64_t a = off[doc], len = off[doc + 1] - a;
+            const uint64_t len = off[doc + 1] - off[doc];
             for (uint64_t p = 0; p * (uint64_t)T < len && seq < t->n_seq;) {
                 const uint64_t at = p * (uint64_t)T;
                 const int k = (int)(len - at < (uint64_t)T ? len - at : (uint64_t)T);
@@ -147,19 +147,7 @@ tern_status train_bucket_fill(struct tern_trainer *t, const struct tern_train_da
                     out[(*n_out)++] = doc;
                     if (*n_out == n) return TERN_OK;
                 }
-                if (b) {
-                    for (int i = 0; i < k; i++)
-                        if (tok[a + at + i] >= t->V)
-                            return tern_fail(TERN_ERR_FORMAT, "train data: document %llu, token "
-                                             "%llu: id %d is outside the vocabulary (%d tokens)",
-                                             (unsigned long long)doc, (unsigned long long)(at + i),
-                                             tok[a + at + i], t->V);
-                    train_put_piece(b, seq * T, row, tok + a + at, mask + a + at, k,
-                                    train_kd_first(t, d, doc, at), t->row_w,
-                                    t->doc_w && doc < t->doc_w_n
-                                        ? (float)(1.0 + (t->doc_w[doc] - 1.0) * t->latency_scale)
-                                        : 1.0f);
-                }
+                if (b && (st = train_lay_piece(t, d, b, seq * T, row, doc, at, k))) return st;
                 row += k;
                 p++;
                 if (row == T) {

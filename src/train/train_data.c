@@ -294,8 +294,8 @@ void train_batch_free(struct train_batch *b)
 /* Lay one piece (n tokens) at rows [row, row + n) of the sequence starting at row s0. sig0: the
  * teacher-signal entry of the piece's first trained row (distillation), or -1. A trained row
  * (its target's mask byte set) weighs row_w[mask byte] * doc_w, or 1 when row_w is NULL. */
-void train_put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
-                     const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w)
+static void put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
+                      const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w)
 {
     for (int i = 0; i < n; i++) {
         const int r = s0 + row + i;
@@ -330,7 +330,7 @@ void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *t
     b->n_loss = 0;
     for (int i = 0; i < n_docs && row < T; i++) {
         const int n = len[i] < T - row ? len[i] : T - row;
-        train_put_piece(b, 0, row, tok[i], mask[i], n, -1, NULL, 1.0f);
+        put_piece(b, 0, row, tok[i], mask[i], n, -1, NULL, 1.0f);
         row += n;
     }
     train_pad_rows(b, 0, row, T);
@@ -338,12 +338,30 @@ void train_batch_from_docs(struct train_batch *b, int T, const int32_t *const *t
 
 /* The teacher-signal entry of the first trained row of document doc's piece at `first`, or -1
  * without a teacher signal (distill.h: entries follow the data order). */
-int64_t train_kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
-                       uint64_t first)
+static int64_t kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
+                        uint64_t first)
 {
     if (!t->kd) return -1;
     const uint64_t a = d->off[doc], len = d->off[doc + 1] - a;
     return (int64_t)(t->kd->doc_first[doc] + train_kd_rows_before(d->mask + a, len, first, t->T));
+}
+
+tern_status train_lay_piece(const struct tern_trainer *t, const struct tern_train_data *d,
+                            struct train_batch *b, int s0, int row, uint64_t doc, uint64_t first,
+                            int n)
+{
+    const uint64_t a = d->off[doc];
+    for (int i = 0; i < n; i++)
+        if (d->tok[a + first + i] >= t->V)
+            return tern_fail(TERN_ERR_FORMAT, "train data: document %llu, token %llu: id %d is "
+                             "outside the vocabulary (%d tokens)", (unsigned long long)doc,
+                             (unsigned long long)(first + i), d->tok[a + first + i], t->V);
+    /* length-aware KD's document weight, its excess over 1 scaled by the safety rail */
+    const float doc_w = t->doc_w && doc < t->doc_w_n
+        ? (float)(1.0 + (t->doc_w[doc] - 1.0) * t->latency_scale) : 1.0f;
+    put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n, kd_first(t, d, doc, first),
+              t->row_w, doc_w);
+    return TERN_OK;
 }
 
 static uint64_t mix64(uint64_t x)
@@ -449,15 +467,8 @@ tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_dat
             }
             const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
             if (n > T - row) break; /* starts the next sequence */
-            for (int i = 0; i < n; i++)
-                if (d->tok[a + first + i] >= t->V)
-                    return tern_fail(TERN_ERR_FORMAT, "train data: document %llu, token %llu: id %d "
-                                     "is outside the vocabulary (%d tokens)",
-                                     (unsigned long long)doc, (unsigned long long)(first + i),
-                                     d->tok[a + first + i], t->V);
-            train_put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      train_kd_first(t, d, doc, first), t->row_w,
-                      t->doc_w && doc < t->doc_w_n ? (float)(1.0 + (t->doc_w[doc] - 1.0) * t->latency_scale) : 1.0f);
+            st = train_lay_piece(t, d, b, s0, row, doc, first, n);
+            if (st) return st;
             row += n;
             p->piece++;
             if (row == T) break;
@@ -495,8 +506,8 @@ bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_da
             }
             const int n = (int)(len - first < (uint64_t)T ? len - first : (uint64_t)T);
             if (n > T - row) break;
-            train_put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
-                      train_kd_first(t, d, *doc, first), NULL, 1.0f);
+            put_piece(b, s0, row, d->tok + a + first, d->mask + a + first, n,
+                      kd_first(t, d, *doc, first), NULL, 1.0f);
             row += n;
             ++*piece;
             any = true;

@@ -167,13 +167,13 @@ void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t
 tern_status train_batch_alloc(struct train_batch *b, int N);
 void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
-/* train_data.c, for the bucket sampler: lay a piece, pad a sequence, a piece's first teacher
- * signal entry (see there). */
-void train_put_piece(struct train_batch *b, int s0, int row, const int32_t *tok,
-                     const uint8_t *mask, int n, int64_t sig0, const float *row_w, float doc_w);
+/* train_data.c, for both training samplers: lay the n tokens of document doc from token `first`
+ * at rows [row, row + n) of the sequence at row s0 (a token outside the vocabulary is an error
+ * naming it), weighted by the early tool-call and document weights; pad a sequence's rest. */
+tern_status train_lay_piece(const struct tern_trainer *t, const struct tern_train_data *d,
+                            struct train_batch *b, int s0, int row, uint64_t doc, uint64_t first,
+                            int n);
 void train_pad_rows(struct train_batch *b, int s0, int row, int T);
-int64_t train_kd_first(const struct tern_trainer *t, const struct tern_train_data *d, uint64_t doc,
-                       uint64_t first);
 /* train_buckets.c: seed phase 2's length buckets. */
 bool train_buckets_on(const struct tern_trainer *t);
 int train_bucket_of(const struct tern_trainer *t, uint64_t len);
