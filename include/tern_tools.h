@@ -211,6 +211,9 @@ bool tern_eval_call_valid(const char *tools_json, const char *name, const char *
  *     tern_bench_gate("blessed.json", "current.json", &gp, &verdict);
  *
  * A report is an instrument: every fingerprint is computed or the run fails. */
+/* SHA-256 of a whole file as 64 lower-case hex digits and a NUL, as reports fingerprint files
+ * (the same as `sha256sum`); an unreadable file fails naming it. */
+tern_status tern_sha256_file(const char *path, char hex[65]);
 struct tern_bench_suite;
 tern_status tern_bench_suite_load(const char *path, struct tern_bench_suite **out);
 void tern_bench_suite_free(struct tern_bench_suite *s);

@@ -68,3 +68,8 @@ tern_status bench_sha256_file(const char *path, int64_t off, int64_t len, char h
     to_hex(d, hex);
     return TERN_OK;
 }
+
+tern_status tern_sha256_file(const char *path, char hex[65])
+{
+    return bench_sha256_file(path, 0, -1, hex);
+}

@@ -23,63 +23,15 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <nettle/sha2.h>
 
 #include "cli.h"
 #include "cli_distill_seqkd.h"
+#include "cli_gov.h"
 #include "tern_tools.h"
 
 static void hex(const uint8_t *b, size_t n, char *out)
 {
     for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", b[i]);
-}
-
-static tern_status file_sha256(const char *path, char out[65])
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "tern distill: %s: cannot open: %s\n", path, strerror(errno));
-        return TERN_ERR_IO;
-    }
-    struct sha256_ctx c;
-    sha256_init(&c);
-    unsigned char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&c, n, buf);
-    const bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "tern distill: %s: read failed\n", path);
-        return TERN_ERR_IO;
-    }
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_digest(&c, sizeof d, d);
-    hex(d, sizeof d, out);
-    return TERN_OK;
-}
-
-static char *read_small(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = calloc(1, 1024);
-    if (s && fread(s, 1, 1023, f) == 0) s[0] = '\0';
-    fclose(f);
-    return s;
-}
-
-static bool write_atomic(const char *path, const char *text)
-{
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return false;
-    const bool ok = fputs(text, f) >= 0;
-    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        return false;
-    }
-    return true;
 }
 
 static void progress(int done, int total, void *user)
@@ -207,16 +159,23 @@ tern_status cli_seqkd_prepare(const struct cli_seqkd_params *p, char *out, size_
     char key[512], data_sha[65], fp_hex[65], key_path[4200], cases[4200], outputs[4200];
     uint8_t fp[32];
     tern_status st = tern_model_fingerprint(p->teacher, fp);
-    if (!st) st = file_sha256(p->data, data_sha);
-    if (st) return st;
+    if (!st) st = tern_sha256_file(p->data, data_sha);
+    if (st) {
+        fprintf(stderr, "tern distill: sequence-level KD: %s\n", tern_last_error());
+        return st;
+    }
     hex(fp, sizeof fp, fp_hex);
-    snprintf(key, sizeof key, "tern seqkd v1\nteacher %s\ndata %s\nmax_tokens %d\nn_ctx %d\n",
+    /* the key file holds this and a newline (cli_write_atomic) */
+    snprintf(key, sizeof key, "tern seqkd v1\nteacher %s\ndata %s\nmax_tokens %d\nn_ctx %d",
              fp_hex, data_sha, p->max_tokens, p->n_ctx);
     snprintf(out, out_cap, "%s/teacher-answers.jsonl", p->dir);
     snprintf(key_path, sizeof key_path, "%s/teacher-answers.key", p->dir);
-    char *have = read_small(key_path);
+    size_t have_len = 0;
+    char *have = cli_read_file(key_path, &have_len);
+    const size_t key_len = strlen(key);
     FILE *f = fopen(out, "rb");
-    const bool reuse = have && f && !strcmp(have, key);
+    const bool reuse = have && f && have_len == key_len + 1 && !memcmp(have, key, key_len) &&
+                       have[key_len] == '\n';
     if (f) fclose(f);
     free(have);
     if (reuse) {
@@ -257,10 +216,7 @@ tern_status cli_seqkd_prepare(const struct cli_seqkd_params *p, char *out, size_
     } else {
         st = compose(set, outputs, out, p->max_tokens, cli_now_s() - t0);
     }
-    if (!st && !write_atomic(key_path, key)) {
-        fprintf(stderr, "tern distill: cannot write %s\n", key_path);
-        st = TERN_ERR_IO;
-    }
+    if (!st && cli_write_atomic("distill", key_path, key) != CLI_EXIT_OK) st = TERN_ERR_IO;
     remove(cases);
     remove(outputs);
     tern_eval_run_free(run);
