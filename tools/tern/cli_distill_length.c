@@ -209,8 +209,9 @@ tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_tr
     char f32[4200], q[4200];
     snprintf(f32, sizeof f32, "%s/length-student.f32.gguf", m->dir);
     snprintf(q, sizeof q, "%s/length-student.gguf", m->dir);
-    if (!st) st = tern_trainer_export(t, f32);
-    if (!st) st = tern_quantize_model(f32, q, "q8_0", NULL);
+    /* (none of the coming documents calls a tool: nothing to answer, no student to export) */
+    if (!st && k) st = tern_trainer_export(t, f32);
+    if (!st && k) st = tern_quantize_model(f32, q, "q8_0", NULL);
     if (!st) st = tern_eval_run_create(m->cases, &srun);
     if (!st) st = answer(srun, q, m, which, k);
     remove(f32);
