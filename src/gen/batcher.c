@@ -174,7 +174,7 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
         if (n_min > b->p.n_draft) n_min = b->p.n_draft;
         for (int m = 0; m < b->n_slots; m++) {
             spec_ctl_init(&b->ctl[m], n_min, b->p.n_draft, model_draft, ratio);
-            spec_ctl_begin(&b->ctl[m], CTL_START, 0.03); /* then spec_ctl_earn, at 3 % */
+            spec_ctl_begin(&b->ctl[m], CTL_START, SPEC_BATCH_MARGIN); /* then spec_ctl_earn */
         }
     }
     tern_status st = (b->slots && b->b_tok && b->b_seq && b->b_logits && b->order && b->masked &&

@@ -137,6 +137,7 @@ void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double
  * max_tokens one-token steps (SPEC_GEN_MARGIN for a generation; spec_ctl.c says why it is
  * below the 3 % promised). */
 #define SPEC_GEN_MARGIN 0.025
+#define SPEC_BATCH_MARGIN 0.03 /* a batcher's: spec_ctl_begin, then spec_ctl_earn per step */
 void spec_ctl_begin(struct spec_ctl *c, int max_tokens, double margin);
 /* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
  * cls, when the source must first catch up on `lag` tokens it has not seen; *lag_max: how many

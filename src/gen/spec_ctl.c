@@ -39,7 +39,6 @@
 
 enum { CTL_REPLAIN = 256, CTL_OFF_MIN = 16, CTL_OFF_MAX = 1024 };
 #define CTL_FORGET 0.9
-#define CTL_MARGIN 0.03    /* the loss allowed against plain decoding (a batcher's, per step) */
 
 static void est_add(struct spec_est *e, double x)
 {
@@ -270,6 +269,6 @@ void spec_ctl_charge(struct spec_ctl *c, double t)
 
 void spec_ctl_earn(struct spec_ctl *c, double steps, double cap_steps)
 {
-    c->credit += CTL_MARGIN * steps;
-    if (c->credit > CTL_MARGIN * cap_steps) c->credit = CTL_MARGIN * cap_steps;
+    c->credit += SPEC_BATCH_MARGIN * steps;
+    if (c->credit > SPEC_BATCH_MARGIN * cap_steps) c->credit = SPEC_BATCH_MARGIN * cap_steps;
 }
