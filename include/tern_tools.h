@@ -223,15 +223,18 @@ int tern_bench_suite_count(const struct tern_bench_suite *s);
 typedef bool (*tern_bench_call_valid_fn)(const char *tools_json, const char *name,
                                          const char *arguments, void *user);
 struct tern_bench_suite_params {
-    int n_threads;              /* 0 = online CPUs; one fixed count for the whole run */
+    /* n_threads, reps, max_reps and noise_target left at their defaults take the matched hardware
+     * profile's `measure` section (its own defaults: every CPU, 3 rounds, fixed, 1 %) */
+    int n_threads;              /* 0 = the profile's; one fixed count for the whole run */
     int n_gen;                  /* tokens generated per prompt (end-of-generation ignored, so
                                    every run decodes as many); default 32 */
     int reps;                   /* timed repetitions of every prompt, interleaved; >= 2 (the
-                                   determinism check compares them); default 3 */
+                                   determinism check compares them); 0 = the profile's */
     int max_reps;               /* > reps: keep adding rounds (up to max_reps) until the
                                    estimated relative standard error of every prompt's TTFT and
-                                   TPS median is <= noise_target; 0 = reps (fixed count) */
-    double noise_target;        /* with max_reps; default 0.01 (1 %) */
+                                   TPS median is <= noise_target; 0 = reps (fixed count); -1
+                                   (default) = the profile's, or 0 when reps was set */
+    double noise_target;        /* with max_reps; 0 = the profile's */
     const char *profiles_path;  /* configs/hardware_profiles.yaml (required) */
     const char *runner_path;    /* the program running the suite: its SHA-256 is the runner
                                    fingerprint (required; "/proc/self/exe" works) */

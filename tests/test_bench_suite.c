@@ -191,6 +191,53 @@ static void test_noise_target(void **state)
     assert_non_null(strstr(out, "--max-repetitions 2 is below -r 3"));
 }
 
+/* A profile's measure section decides what the command line leaves open, and only that; match.cpus
+ * picks a profile by the machine's CPU count. */
+static void test_profile_measure(void **state)
+{
+    (void)state;
+    char prof[600], rep[600];
+    snprintf(prof, sizeof prof, "%s/measure.yaml", test_tmpdir());
+    snprintf(rep, sizeof rep, "%s/measure.json", test_tmpdir());
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "version: 1\nprofiles:\n"
+             "  - name: other-cpus\n    match: {arch: any, cpus: [%ld, %ld]}\n"
+             "  - name: small\n    match: {arch: any, cpus: [%ld]}\n"
+             "    measure: {threads: 1, repetitions: 2, max_repetitions: 3, noise_target_pct: 50}\n"
+             "  - name: generic\n    match: {arch: any}\n",
+             ncpu + 1, ncpu + 7, ncpu);
+    write_text(prof, yaml);
+    assert_int_equal(run("%s bench --suite %s -m %s -n 4 --profiles %s --json %s 2>&1", test_tern_bin(), suite, model, prof, rep), 0);
+    cJSON *r = load(rep);
+    assert_string_equal(at(r, "hardware", "profile", "name")->valuestring, "small");
+    assert_int_equal(at(r, "settings", "threads", NULL)->valuedouble, 1);
+    assert_int_equal(at(r, "determinism", "threads", NULL)->valuedouble, 1);
+    assert_int_equal(at(r, "noise", "max_repetitions", NULL)->valuedouble, 3);
+    assert_true(fabs(at(r, "noise", "target_rel_se", NULL)->valuedouble - 0.5) < 1e-12);
+    int done = (int)at(r, "noise", "repetitions", NULL)->valuedouble;
+    assert_true(done >= 2 && done <= 3);
+    assert_int_equal(cJSON_GetArraySize(at(r, "settings", "from_profile", NULL)), 4);
+    cJSON_Delete(r);
+    /* -r alone: exactly that many rounds, the rest still the profile's */
+    assert_int_equal(run("%s bench --suite %s -m %s -n 4 -r 2 --profiles %s --json %s 2>&1", test_tern_bin(), suite, model, prof, rep), 0);
+    r = load(rep);
+    assert_int_equal(at(r, "noise", "repetitions", NULL)->valuedouble, 2);
+    assert_int_equal(at(r, "noise", "max_repetitions", NULL)->valuedouble, 2);
+    assert_int_equal(at(r, "settings", "threads", NULL)->valuedouble, 1);
+    cJSON *fp = at(r, "settings", "from_profile", NULL);
+    assert_int_equal(cJSON_GetArraySize(fp), 2);
+    assert_string_equal(cJSON_GetArrayItem(fp, 0)->valuestring, "threads");
+    assert_string_equal(cJSON_GetArrayItem(fp, 1)->valuestring, "noise_target");
+    cJSON_Delete(r);
+    /* -t given: the profile's thread count is not used */
+    assert_int_equal(run("%s bench --suite %s -m %s -n 4 -r 2 -t 2 --profiles %s --json %s 2>&1", test_tern_bin(), suite, model, prof, rep), 0);
+    r = load(rep);
+    assert_int_equal(at(r, "settings", "threads", NULL)->valuedouble, 2);
+    cJSON_Delete(r);
+}
+
 /* Fingerprints against coreutils: the model's tensor data section, the suite file, the runner. */
 static void test_fingerprints(void **state)
 {
@@ -389,7 +436,7 @@ static void test_batch_policy(void **state)
     assert_int_equal(atoi(out), 1);
     int n = 0;
     assert_tern_ok(tern_bench_profiles_check(prof, &n));
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 5);
 }
 
 static void test_profile_errors(void **state)
@@ -405,6 +452,14 @@ static void test_profile_errors(void **state)
         {"colour: blue\nversion: 1\nprofiles: []\n", "bad.yaml:1: unknown top-level key 'colour'"},
         {"version: 1\nprofiles:\n  - match: {arch: any}\n", "bad.yaml:3: a profile needs a name"},
         {"version: 1\nprofiles:\n  - name: a\n    match: {arch: sparc}\n", "none of its 1 profiles matches"},
+        {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any, cpus: 0}\n", "none of its 1 profiles matches"},
+        {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any, cores: 2}\n", "bad.yaml:4: unknown key 'cores' in match"},
+        {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any}\n    measure: {threads: 1.5}\n",
+         "bad.yaml:5: threads must be a whole number"},
+        {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any}\n    measure: {repetitions: 5, max_repetitions: 4}\n",
+         "bad.yaml:3: profile 'a': measure.max_repetitions 4 is below repetitions 5"},
+        {"version: 1\nprofiles:\n  - name: a\n    match: {arch: any}\n    measure: {rounds: 5}\n",
+         "bad.yaml:5: unknown key 'rounds' in measure"},
     };
     char path[600];
     snprintf(path, sizeof path, "%s/bad.yaml", test_tmpdir());
@@ -510,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_report_schema),
         cmocka_unit_test(test_fingerprints),
         cmocka_unit_test(test_noise_target),
+        cmocka_unit_test(test_profile_measure),
         cmocka_unit_test(test_gate_verdicts),
         cmocka_unit_test(test_gate_malformed),
         cmocka_unit_test(test_bless),

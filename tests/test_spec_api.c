@@ -389,6 +389,43 @@ static void test_cli(void **state)
     assert_non_null(strstr(spec, "apply to --draft only"));
 }
 
+/* --widen-ffn: the copy computes the same function (greedy text equal to the original's, token for
+ * token, at 1 and 2 threads) with N times the feed-forward width; bad values are refused. */
+static void test_widen_ffn(void **state)
+{
+    (void)state;
+    static char plain[65536], wide[65536], cmd[16384];
+    const char *tern = test_tern_bin();
+    snprintf(cmd, sizeof cmd, "%s bench --draft ngram --widen-ffn 3 -m %s -n 8 -r 1 -t 1 --json 2>&1 >/dev/null", tern, tiny_path);
+    assert_int_equal(sh(cmd, wide, sizeof wide), 0);
+    assert_non_null(strstr(wide, "the new rows zero"));
+    char widened[4200];
+    snprintf(widened, sizeof widened, "%s/tiny-ffnx3.gguf", test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s check -m %s | grep '^n_ff'", tern, tiny_path);
+    assert_int_equal(sh(cmd, plain, sizeof plain), 0);
+    long n_ff = 0;
+    assert_int_equal(sscanf(plain, "n_ff: %ld", &n_ff), 1);
+    snprintf(cmd, sizeof cmd, "%s check -m %s | grep '^n_ff'", tern, widened);
+    assert_int_equal(sh(cmd, wide, sizeof wide), 0);
+    long n_ff3 = 0;
+    assert_int_equal(sscanf(wide, "n_ff: %ld", &n_ff3), 1);
+    assert_int_equal(n_ff3, 3 * n_ff);
+    for (int t = 1; t <= 2; t++) {
+        snprintf(cmd, sizeof cmd, "%s run -m %s -p 'one two three four' -n 48 -t %d --json 2>/dev/null | jq -c .tokens", tern, tiny_path, t);
+        assert_int_equal(sh(cmd, plain, sizeof plain), 0);
+        snprintf(cmd, sizeof cmd, "%s run -m %s -p 'one two three four' -n 48 -t %d --json 2>/dev/null | jq -c .tokens", tern, widened, t);
+        assert_int_equal(sh(cmd, wide, sizeof wide), 0);
+        assert_true(strlen(plain) > 40);
+        assert_string_equal(plain, wide);
+    }
+    snprintf(cmd, sizeof cmd, "%s bench --draft ngram --widen-ffn 1 -m %s 2>&1", tern, tiny_path);
+    assert_int_equal(sh(cmd, wide, sizeof wide), 2);
+    assert_non_null(strstr(wide, "--widen-ffn"));
+    snprintf(cmd, sizeof cmd, "%s bench --widen-ffn 4 -m %s 2>&1", tern, tiny_path);
+    assert_int_equal(sh(cmd, wide, sizeof wide), 2);
+    assert_non_null(strstr(wide, "apply to --draft only"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_hook),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_widen_ffn),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, NULL));
 }

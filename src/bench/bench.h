@@ -90,8 +90,15 @@ struct bench_band {
     char model[128];              /* glob on the model file's base name */
     double tps_p50[2], ttft_ms_p50[2]; /* [lo, hi]; lo = hi = 0 when not given */
 };
+/* How a suite is measured on the profile's machines unless the command line says otherwise. */
+struct bench_measure {
+    int threads;                  /* 0 = every online CPU */
+    int reps, max_reps;           /* max_reps 0 = a fixed reps rounds */
+    double noise_target;          /* relative SE of every median, with max_reps */
+};
 struct bench_profile {
     char name[64];
+    struct bench_measure measure;
     char source[512];             /* FILE:LINE of the profile's entry */
     int batch_interactive, batch_offline;
     double batch_min_tps_gain, batch_max_p95_penalty;
@@ -154,6 +161,7 @@ struct bench_results {
     double cpu_s;                 /* process CPU time in the timed phase (all threads) */
     double load_start, load_end;  /* 1-minute load average before and after it */
     int64_t tokens_generated, tokens_prompt; /* over the timed phase */
+    bool from_profile[4];         /* threads, reps, max_reps, noise_target came from the profile */
     int reps_done;                /* rounds run (params.reps .. max_reps) */
     bool stable;                  /* the noise target was met (always true without max_reps) */
     double rel_se[BENCH_M_COUNT]; /* the estimate when the run stopped (TTFT, TPS) */

@@ -1,7 +1,8 @@
 /* bench_profiles.c — configs/hardware_profiles.yaml, read with Debian's libyaml (its document
  * API: the whole file as a node tree, every node with its line). A profile says which machines
- * it covers (match: arch, vendor, families, isa = the kernel path tern dispatches to) and what
- * holds on them: speed bands per model, the batch policy, the KV precision and the gate's limits.
+ * it covers (match: arch, vendor, families, isa = the kernel path tern dispatches to, cpus) and
+ * what holds on them: how a suite is measured there by default (threads, rounds, noise target),
+ * speed bands per model, the batch policy, the KV precision and the gate's limits.
  * Profiles are tried in file order; the first that matches wins, so a catch-all goes last.
  * Every error names FILE:LINE: a syntax error (libyaml's mark), an unknown key (a typo must not
  * silently fall back to a default), a value of the wrong kind. */
@@ -128,7 +129,7 @@ static tern_status parse_map(struct yp *y, yaml_node_t *n, const char *what, str
     tern_status st = TERN_OK;
     FOR_PAIRS(n, k, v) {
         const char *key = scalar(k);
-        double d;
+        double d = 0;
         if (!key) return BAD(k, "keys must be plain values");
         if (!strcmp(what, "batch_policy")) {
             if (!strcmp(key, "interactive")) { if (!(st = get_num(y, v, key, 1, 1, &d))) pr->batch_interactive = (int)d; }
@@ -136,6 +137,14 @@ static tern_status parse_map(struct yp *y, yaml_node_t *n, const char *what, str
             else if (!strcmp(key, "min_tps_gain")) st = get_num(y, v, key, 0, 10, &pr->batch_min_tps_gain);
             else if (!strcmp(key, "max_p95_penalty")) st = get_num(y, v, key, 0, 10, &pr->batch_max_p95_penalty);
             else st = BAD(k, "unknown key '%s' in batch_policy (interactive, offline, min_tps_gain, max_p95_penalty)", key);
+        } else if (!strcmp(what, "measure")) {
+            struct bench_measure *m = &pr->measure;
+            if (!strcmp(key, "threads")) { if (!(st = get_num(y, v, key, 0, 512, &d))) m->threads = (int)d; }
+            else if (!strcmp(key, "repetitions")) { if (!(st = get_num(y, v, key, 2, 1000, &d))) m->reps = (int)d; }
+            else if (!strcmp(key, "max_repetitions")) { if (!(st = get_num(y, v, key, 2, 1000, &d))) m->max_reps = (int)d; }
+            else if (!strcmp(key, "noise_target_pct")) { if (!(st = get_num(y, v, key, 0.01, 50, &d))) m->noise_target = d / 100; }
+            else st = BAD(k, "unknown key '%s' in measure (threads, repetitions, max_repetitions, noise_target_pct)", key);
+            if (!st && (int)d != d && strcmp(key, "noise_target_pct")) st = BAD(v, "%s must be a whole number", key);
         } else {
             struct bench_gate_limits *g = &pr->gate;
             if (!strcmp(key, "ttft_regress_pct")) st = get_num(y, v, key, 0, 1000, &g->ttft_regress_pct);
@@ -163,6 +172,7 @@ static tern_status parse_profile(struct yp *y, yaml_node_t *n, const struct benc
     pr->batch_min_tps_gain = pr->batch_max_p95_penalty = 0.10;
     snprintf(pr->kv_precision, sizeof pr->kv_precision, "f16");
     pr->gate = bench_gate_default_limits();
+    pr->measure = (struct bench_measure){.threads = 0, .reps = 3, .max_reps = 0, .noise_target = 0.01};
     snprintf(pr->source, sizeof pr->source, "%s:%d", y->path, LINE(n));
     *matches = true;
     if (n->type != YAML_MAPPING_NODE) return BAD(n, "a profile must be a mapping (name, match, ...)");
@@ -176,30 +186,36 @@ static tern_status parse_profile(struct yp *y, yaml_node_t *n, const struct benc
             st = get_str(y, v, "kv_precision", pr->kv_precision, sizeof pr->kv_precision);
             /* the KV cache tern allocates is F16 (tern_kv_bytes); a profile cannot ask for more */
             if (!st && strcmp(pr->kv_precision, "f16")) st = BAD(v, "kv_precision '%s': tern's KV cache is f16", pr->kv_precision);
-        } else if (!strcmp(key, "batch_policy") || !strcmp(key, "gate")) st = parse_map(y, v, key, pr);
+        } else if (!strcmp(key, "batch_policy") || !strcmp(key, "gate") || !strcmp(key, "measure")) st = parse_map(y, v, key, pr);
         else if (!strcmp(key, "speed_bands")) st = parse_bands(y, v, pr);
         else if (!strcmp(key, "match")) {
             have_match = true;
-            if (v->type != YAML_MAPPING_NODE) return BAD(v, "match must be a mapping (arch, vendor, families, isa)");
+            if (v->type != YAML_MAPPING_NODE) return BAD(v, "match must be a mapping (arch, vendor, families, isa, cpus)");
             FOR_PAIRS(v, mk, mv) {
                 const char *m = scalar(mk);
                 bool hit = true;
-                char fam[16];
+                char num[16];
                 if (!m) return BAD(mk, "keys must be plain values");
                 if (!strcmp(m, "arch")) st = match_list(y, mv, m, hw ? hw->arch : "", &hit);
                 else if (!strcmp(m, "vendor")) st = match_list(y, mv, m, hw ? hw->vendor : "", &hit);
                 else if (!strcmp(m, "isa")) st = match_list(y, mv, m, hw ? hw->kernel_isa : "", &hit);
                 else if (!strcmp(m, "families")) {
-                    snprintf(fam, sizeof fam, "%d", hw ? hw->family : -1);
-                    st = match_list(y, mv, m, fam, &hit);
-                } else st = BAD(mk, "unknown key '%s' in match (arch, vendor, families, isa)", m);
+                    snprintf(num, sizeof num, "%d", hw ? hw->family : -1);
+                    st = match_list(y, mv, m, num, &hit);
+                } else if (!strcmp(m, "cpus")) {
+                    snprintf(num, sizeof num, "%d", hw ? hw->cpus_online : -1);
+                    st = match_list(y, mv, m, num, &hit);
+                } else st = BAD(mk, "unknown key '%s' in match (arch, vendor, families, isa, cpus)", m);
                 if (st) return st;
                 *matches = *matches && hit;
             }
-        } else st = BAD(k, "unknown key '%s' in a profile (name, match, speed_bands, batch_policy, kv_precision, gate)", key);
+        } else st = BAD(k, "unknown key '%s' in a profile (name, match, measure, speed_bands, batch_policy, kv_precision, gate)", key);
         if (st) return st;
     }
     if (!pr->name[0]) return BAD(n, "a profile needs a name");
+    if (pr->measure.max_reps && pr->measure.max_reps < pr->measure.reps)
+        return BAD(n, "profile '%s': measure.max_repetitions %d is below repetitions %d", pr->name, pr->measure.max_reps,
+                   pr->measure.reps);
     if (!have_match) return BAD(n, "profile '%s' needs a match (use {arch: any} for a catch-all)", pr->name);
     return TERN_OK;
 }

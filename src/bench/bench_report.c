@@ -247,6 +247,14 @@ cJSON *bench_report_build(const struct bench_results *r)
     cJSON_AddNumberToObject(set, "threads", r->n_threads);
     cJSON_AddNumberToObject(set, "n_gen", r->params.n_gen);
     cJSON_AddNumberToObject(set, "repetitions", reps);
+    cJSON_AddNumberToObject(set, "max_repetitions", r->params.max_reps > reps ? r->params.max_reps : reps);
+    if (r->params.max_reps > 0) cJSON_AddNumberToObject(set, "noise_target", r->params.noise_target);
+    else cJSON_AddNullToObject(set, "noise_target");
+    /* which of them the hardware profile chose (the rest were given by the caller) */
+    cJSON *from = cJSON_AddArrayToObject(set, "from_profile");
+    static const char *const fk[] = {"threads", "repetitions", "max_repetitions", "noise_target"};
+    for (int i = 0; i < 4; i++)
+        if (r->from_profile[i]) cJSON_AddItemToArray(from, cJSON_CreateString(fk[i]));
     cJSON_AddNumberToObject(set, "n_ctx", r->n_ctx);
     cJSON_AddNumberToObject(set, "wall_s", r->wall_s);
     cJSON_AddStringToObject(set, "timed", "per prompt and repetition, from an empty KV cache: template_ms (render) + "

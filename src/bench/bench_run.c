@@ -39,7 +39,8 @@
 
 struct tern_bench_suite_params tern_bench_suite_default_params(void)
 {
-    return (struct tern_bench_suite_params){.n_gen = 32, .reps = 3, .noise_target = 0.01, .html_samples = true};
+    /* threads, rounds and noise target: the matched profile's measure section unless set */
+    return (struct tern_bench_suite_params){.n_gen = 32, .max_reps = -1, .html_samples = true};
 }
 
 static double loadavg1(void)
@@ -314,17 +315,37 @@ static tern_status prepare(struct runner *rn, const char *model_path, const stru
     return tern_generator_create(rn->ctx, rn->tok, &rn->gen);
 }
 
+/* Settings left unset (0; max_reps -1) take the matched profile's measure section: on small shared
+ * machines a profile measures at 1 thread with rounds until the noise target is met, because the
+ * host's placement of two vCPUs moves 2-thread decode by up to 28 % between runs (README
+ * "Speed governance", Noise). Then the whole run is checked. */
+static tern_status resolve_measure(struct bench_results *res)
+{
+    struct tern_bench_suite_params *q = &res->params;
+    const struct bench_measure *m = &res->profile.measure;
+    res->from_profile[0] = q->n_threads == 0;
+    res->from_profile[1] = q->reps == 0;
+    res->from_profile[2] = q->max_reps < 0 && q->reps == 0; /* -r alone: exactly that many rounds */
+    res->from_profile[3] = q->noise_target == 0;
+    if (res->from_profile[0]) q->n_threads = m->threads;
+    if (q->n_threads <= 0) q->n_threads = res->hw.cpus_online;
+    if (res->from_profile[1]) q->reps = m->reps;
+    if (q->max_reps < 0) q->max_reps = res->from_profile[2] ? m->max_reps : 0;
+    if (res->from_profile[3]) q->noise_target = m->noise_target;
+    if (q->reps < 2 || q->reps > 1000) return tern_fail(TERN_ERR_ARG, "bench: reps %d: need 2..1000 (determinism compares two runs)", q->reps);
+    if (q->max_reps && (q->max_reps < q->reps || q->max_reps > 1000))
+        return tern_fail(TERN_ERR_ARG, "bench: max_reps %d: need reps (%d) .. 1000", q->max_reps, q->reps);
+    if (q->max_reps > q->reps && !(q->noise_target > 0 && q->noise_target < 1))
+        return tern_fail(TERN_ERR_ARG, "bench: noise target %g: need 0 < target < 1", q->noise_target);
+    return TERN_OK;
+}
+
 tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench_suite *s,
                                  const struct tern_bench_suite_params *p, char **report_json)
 {
     *report_json = NULL;
     if (!p->profiles_path) return tern_fail(TERN_ERR_ARG, "bench: no hardware profile file given");
     if (!p->runner_path) return tern_fail(TERN_ERR_ARG, "bench: no runner path given (its SHA-256 is a fingerprint)");
-    if (p->reps < 2 || p->reps > 1000) return tern_fail(TERN_ERR_ARG, "bench: reps %d: need 2..1000 (determinism compares two runs)", p->reps);
-    if (p->max_reps && (p->max_reps < p->reps || p->max_reps > 1000))
-        return tern_fail(TERN_ERR_ARG, "bench: max_reps %d: need reps (%d) .. 1000", p->max_reps, p->reps);
-    if (p->max_reps > p->reps && !(p->noise_target > 0 && p->noise_target < 1))
-        return tern_fail(TERN_ERR_ARG, "bench: noise target %g: need 0 < target < 1", p->noise_target);
     if (p->n_gen < 2 || p->n_gen > 1 << 16) return tern_fail(TERN_ERR_ARG, "bench: n_gen %d: need 2..65536 (steady-state tokens/s needs two)", p->n_gen);
     bool any_tools = false;
     for (int i = 0; i < s->n; i++) any_tools |= s->prompts[i].tools_json != NULL;
@@ -335,11 +356,13 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     tern_status st = bench_profile_match(p->profiles_path, &res.hw, &res.profile);
     if (st) return st;
     bench_profile_key(&res.profile, &res.hw, res.profile_key, sizeof res.profile_key);
+    if ((st = resolve_measure(&res))) return st;
+    p = &res.params; /* from here on: the settings the run uses */
     struct runner rn = {.p = p};
     st = prepare(&rn, model_path, s, &res);
     if (!st) st = fingerprints(&rn, s, model_path, &res);
     snprintf(res.tool_format, sizeof res.tool_format, "%s", tern_toolcall_format_name(rn.fmt));
-    res.n_threads = p->n_threads > 0 ? p->n_threads : res.hw.cpus_online;
+    res.n_threads = p->n_threads;
     if (!st && p->log)
         fprintf(p->log, "bench: %d prompts x %d repetitions, %d tokens each, %d threads, context %d\n",
                 s->n, p->reps, p->n_gen, res.n_threads, res.n_ctx);

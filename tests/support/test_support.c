@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,12 +24,16 @@ const char *test_shared_path(const char *rel)
 const char *test_tern_bin(void) { return TERN_BIN_DIR "/tern"; }
 const char *test_source_dir(void) { return TERN_SOURCE_DIR; }
 
+static char tmpdir_made[256];
+
+static const char *test_tmpdir_if_made(void) { return tmpdir_made[0] ? tmpdir_made : NULL; }
+
 const char *test_tmpdir(void)
 {
-    static char dir[256];
+    char *dir = tmpdir_made;
     if (!dir[0]) {
         const char *base = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/tern-test-XXXXXX", base && *base ? base : "/tmp");
+        snprintf(dir, sizeof tmpdir_made, "%s/tern-test-XXXXXX", base && *base ? base : "/tmp");
         if (!mkdtemp(dir)) {
             perror("mkdtemp");
             abort();
@@ -57,8 +62,29 @@ static int n_skipped;
 
 void test_note_skip(void) { n_skipped++; }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* A passing test leaves nothing behind (CI machines and long sessions ran into thousands of
+ * stale directories); a failing one keeps its files for the reader, as does TERN_KEEP_TEST_TMP. */
+static void cleanup_tmpdir(int n_failed)
+{
+    const char *dir = test_tmpdir_if_made();
+    if (!dir) return;
+    const char *keep = getenv("TERN_KEEP_TEST_TMP");
+    if (n_failed || (keep && *keep && strcmp(keep, "0"))) {
+        fprintf(stderr, "test files kept in %s\n", dir);
+        return;
+    }
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int test_exit_status(int n_failed)
 {
+    cleanup_tmpdir(n_failed);
     if (n_failed) return n_failed;
     if (n_skipped) {
         fprintf(stderr, "%d test(s) skipped: reported to ctest as skipped, not passed\n", n_skipped);

@@ -36,13 +36,14 @@ void test_note_skip(void);
 /* ctest's SKIP_RETURN_CODE for every test (CMakeLists.txt). */
 #define TEST_EXIT_SKIPPED 77
 /* What main returns: the cmocka failure count if any failed, else TEST_EXIT_SKIPPED if any test
- * skipped, else 0. Every test's main ends with return test_exit_status(cmocka_run_group_tests(..)). */
+ * skipped, else 0; removes test_tmpdir as said there. Every test's main ends with return test_exit_status(cmocka_run_group_tests(..)). */
 int test_exit_status(int n_failed);
 
 /* Path of the built tern binary (build/bin/tern) and the source tree. */
 const char *test_tern_bin(void);
 const char *test_source_dir(void);
-/* A fresh temporary directory for this test process (removed by the OS's tmp cleaning). */
+/* A fresh temporary directory for this test process: test_exit_status removes it when every test
+ * passed, keeps it (and says where) when one failed or TERN_KEEP_TEST_TMP is set. */
 const char *test_tmpdir(void);
 
 /* Whole file into malloc'ed NUL-terminated memory (NULL if unreadable). */

@@ -35,10 +35,17 @@ void cli_draft_print_stats(const char *cmd, FILE *f, const struct tern_draft *d,
 /* The same as a "spec" object added to obj. */
 void cli_draft_json_stats(cJSON *obj, const struct tern_draft *d, const struct tern_gen_stats *gs);
 /* `tern bench --draft` (cmd_bench_draft.c): plain vs speculative decoding of the built-in prompts
- * and prompt_files on model (layer_scale > 0: on a copy whose attn_output / ffn_down are scaled
- * by it, see --scale-layers); returns the exit status. */
+ * and prompt_files on model (layer_scale > 0 / widen_ffn > 1: on the copy cli_model_scaled /
+ * cli_model_widened makes); returns the exit status. */
 int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int threads, int n_gen,
                     int reps, const struct tern_sampler_params *sp, const char *const *prompt_files,
-                    int n_files, double layer_scale, bool json);
+                    int n_files, double layer_scale, int widen_ffn, bool json);
+/* Copies of a model written once beside it (cli_model_copy.c); out receives the copy's path;
+ * return 0 or the exit status after saying what failed.
+ * cli_model_scaled: attn_output and ffn_down x scale (<in>-layersS.gguf);
+ * cli_model_widened: the feed-forward width x factor with zero rows, the same function
+ * (<in>-ffnxN.gguf). */
+int cli_model_scaled(const char *in, double scale, char *out, size_t cap);
+int cli_model_widened(const char *in, int factor, char *out, size_t cap);
 
 #endif

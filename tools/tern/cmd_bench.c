@@ -73,6 +73,10 @@ static void help(void)
            "                          ffn_down are scaled by S (0 < S <= 1; written once beside it): a\n"
            "                          random-weight model with tied embeddings then mostly repeats\n"
            "                          tokens, an acceptance S dials (0.03: repeats; 0.1: in runs)\n"
+           "  --widen-ffn N           with --draft: run on a copy of the model whose feed-forward blocks\n"
+           "                          are N times as wide, the new rows zero (2..1000; written once\n"
+           "                          beside it): the same outputs, N times the FFN bytes per token, so\n"
+           "                          a small trained model decodes bound by memory as a large one does\n"
            "\n"
            "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
            "untimed (warm-up) before its repetitions.\n",
@@ -201,6 +205,7 @@ int cmd_bench(int argc, char **argv)
     int n_files = 0;
     struct tern_sampler_params dsp = tern_sampler_default_params();
     double layer_scale = 0;
+    long long widen_ffn = 0;
     /* the suite run (README "Speed governance") has its own options: --json takes a file there */
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
@@ -229,6 +234,9 @@ int cmd_bench(int argc, char **argv)
         } else if (OPT("--scale-layers", NULL)) {
             if (r < 0) return 2;
             if (!cli_flag_float("bench", "--scale-layers", v, 1e-6, 1, &layer_scale)) return CLI_EXIT_USAGE;
+        } else if (OPT("--widen-ffn", NULL)) {
+            if (r < 0) return 2;
+            if (!cli_flag_int("bench", "--widen-ffn", v, 2, 1000, &widen_ffn)) return CLI_EXIT_USAGE;
         } else if (OPT("-s", "--seed")) {
             if (r < 0) return 2;
             long long sd;
@@ -284,8 +292,8 @@ int cmd_bench(int argc, char **argv)
         models[mi] = synth_paths[mi];
     }
     if (cli_draft_check("bench", &dro)) return CLI_EXIT_USAGE;
-    if (!dro.source && (n_files || dsp.temperature != 0.0f || layer_scale > 0))
-        return cli_usage_error("bench", "--prompt-file, --temp and --scale-layers apply to --draft only");
+    if (!dro.source && (n_files || dsp.temperature != 0.0f || layer_scale > 0 || widen_ffn))
+        return cli_usage_error("bench", "--prompt-file, --temp, --scale-layers and --widen-ffn apply to --draft only");
     if (cli_grammar_check("bench", &gro, false)) return CLI_EXIT_USAGE;
     if (gro.schema || gro.gbnf) {
         if (dro.source || prompt_cache) return cli_usage_error("bench", "--json-schema/--grammar cannot be combined with --draft or --prompt-cache");
@@ -305,7 +313,8 @@ int cmd_bench(int argc, char **argv)
             threads = ncpu > 0 ? (int)ncpu : 1;
         }
         return cli_bench_draft(models[0], &dro, threads, tg[0] > 0 ? (int)tg[0] : 128,
-                               reps_set ? (int)reps : 3, &dsp, prompt_files, n_files, layer_scale, json);
+                               reps_set ? (int)reps : 3, &dsp, prompt_files, n_files, layer_scale,
+                               (int)widen_ffn, json);
     }
     if (prompt_cache) {
         for (int mi = 0; mi < n_models; mi++) {

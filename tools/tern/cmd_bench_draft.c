@@ -161,69 +161,20 @@ static int bd_generate(struct tern_generator *g, struct tern_sampler *s, struct 
     return 0;
 }
 
-/* `--scale-layers S`: a copy of `in` with the two matrices that write into the residual stream
- * (attn_output, ffn_down) scaled by S, written once beside it (<in>-layersS.gguf). With tied
- * embeddings a small S leaves the token's own embedding dominant, so a random-weight model
- * mostly repeats a token: a synthetic pair whose acceptance S dials (measured in the README),
- * with the real model's shape, bytes and speed. */
-static int bd_scaled_model(const char *in, double scale, char *out, size_t cap)
-{
-    size_t len = strlen(in);
-    if (len > 5 && !strcmp(in + len - 5, ".gguf")) len -= 5;
-    snprintf(out, cap, "%.*s-layers%g.gguf", (int)len, in, scale);
-    FILE *f = fopen(out, "rb");
-    if (f) {
-        fclose(f);
-        return 0;
-    }
-    fprintf(stderr, "tern bench: writing %s (attn_output and ffn_down x %g) ...\n", out, scale);
-    struct tern_gguf *g = NULL;
-    struct tern_gguf_writer *w = NULL;
-    float *row = NULL;
-    void *buf = NULL;
-    tern_status st = tern_gguf_open(in, &g);
-    if (!st) st = tern_gguf_writer_create(0, &w);
-    for (int64_t i = 0; !st && i < tern_gguf_n_kv(g); i++) st = tern_gguf_writer_copy_kv(w, g, i);
-    for (int64_t i = 0; !st && i < tern_gguf_n_tensors(g); i++) {
-        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
-        const bool scaled = t->n_dims == 2 && (strstr(name, "attn_output") || strstr(name, "ffn_down"));
-        if (!scaled) {
-            st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
-            continue;
-        }
-        const int64_t cols = t->ne[0], rows = t->ne[1];
-        const size_t rb = t->nbytes / (size_t)rows;
-        free(row);
-        free(buf);
-        row = malloc(sizeof(float) * (size_t)cols);
-        buf = malloc(t->nbytes);
-        if (!row || !buf) st = TERN_ERR_NOMEM;
-        for (int64_t r = 0; !st && r < rows; r++) {
-            st = tern_dequantize_row(t->type, (const char *)t->data + (size_t)r * rb, row, cols);
-            for (int64_t j = 0; j < cols; j++) row[j] *= (float)scale;
-            if (!st) st = tern_quantize_row(t->type, row, (char *)buf + (size_t)r * rb, cols);
-        }
-        if (!st) st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, buf);
-    }
-    if (!st) st = tern_gguf_writer_write(w, out);
-    free(row);
-    free(buf);
-    tern_gguf_writer_free(w);
-    tern_gguf_close(g);
-    return st ? cli_report("bench", st) : 0;
-}
-
 int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int threads, int n_gen,
                     int reps, const struct tern_sampler_params *sp, const char *const *prompt_files,
-                    int n_files, double layer_scale, bool json)
+                    int n_files, double layer_scale, int widen_ffn, bool json)
 {
-    char scaled[4096];
+    char scaled[4096], widened[4096];
     if (layer_scale > 0) {
-        int rc = bd_scaled_model(model, layer_scale, scaled, sizeof scaled);
+        int rc = cli_model_scaled(model, layer_scale, scaled, sizeof scaled);
         if (rc) return rc;
         model = scaled;
+    }
+    if (widen_ffn > 1) {
+        int rc = cli_model_widened(model, widen_ffn, widened, sizeof widened);
+        if (rc) return rc;
+        model = widened;
     }
     if (reps > BD_MAX_REPS) reps = BD_MAX_REPS;
     struct tern_model *m = NULL;

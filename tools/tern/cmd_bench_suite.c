@@ -23,12 +23,15 @@ static void help(void)
            "  -m, --model FILE     the model\n"
            "  --json FILE          write the report (schema: README \"Speed governance\")\n"
            "  --html FILE          write the report as one self-contained HTML page\n"
-           "  -t, --threads N      threads (default: all CPUs; fixed for the run)\n"
+           "  -t, --threads N      threads, fixed for the run (default: the hardware profile's\n"
+           "                       measure.threads; all CPUs where it says 0)\n"
            "  -n, --n-gen N        tokens generated per prompt, end-of-generation ignored (default 32)\n"
-           "  -r, --repetitions N  timed repetitions of every prompt, interleaved (default 3, >= 2)\n"
+           "  -r, --repetitions N  timed repetitions of every prompt, interleaved (>= 2; alone: exactly\n"
+           "                       N rounds; default: the profile's, 3 unless it says otherwise)\n"
            "  --max-repetitions M  keep adding rounds, up to M, until every prompt's TTFT and TPS\n"
            "                       median has an estimated relative standard error <= the target\n"
-           "  --noise-target PCT   that target in percent (default 1)\n"
+           "                       (default: the profile's when -r is not given)\n"
+           "  --noise-target PCT   that target in percent (default: the profile's, else 1)\n"
            "  --profiles FILE      hardware profiles (default configs/hardware_profiles.yaml)\n"
            "  --hardware           print this machine's hardware and matched profile as JSON\n"
            "  --batch-policy       decode 1..4 sequences at once (batcher), -n tokens each (default\n"
@@ -195,8 +198,8 @@ int cli_bench_suite(int argc, char **argv)
     }
     if (write_profile) return cli_usage_error("bench", "--write-profile goes with --batch-policy");
     if (!suite || !model) return cli_usage_error("bench", "--suite needs -m MODEL");
-    if (p.reps < 2) return cli_usage_error("bench", "-r %d: a suite needs 2 or more repetitions (determinism compares them)", p.reps);
-    if (p.max_reps && p.max_reps < p.reps)
+    if (r_set && p.reps < 2) return cli_usage_error("bench", "-r %d: a suite needs 2 or more repetitions (determinism compares them)", p.reps);
+    if (r_set && p.max_reps > 0 && p.max_reps < p.reps)
         return cli_usage_error("bench", "--max-repetitions %d is below -r %d", p.max_reps, p.reps);
     struct tern_bench_suite *s;
     tern_status st = tern_bench_suite_load(suite, &s);
