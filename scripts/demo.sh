@@ -49,8 +49,10 @@ if [ ! -f "$MODEL" ]; then
     echo "== tern synth qwen2.5-0.5b:q8_0 -o $MODEL"
     $BIN synth qwen2.5-0.5b:q8_0 -o "$MODEL"
 fi
-# -r 2 -n 16 keeps the demo short; the suite's default is -r 3 -n 32
-SUITE_ARGS="--suite bench/suites/toolcalls.jsonl -m $MODEL -r 2 -n 16"
+# threads and rounds as the hardware profile measures (configs/hardware_profiles.yaml: on this
+# project's 2-vCPU machines 1 thread, 3-9 rounds until every median is pinned to 1 %), so the
+# gate at the end is the one whose false-alarm rate the README reports
+SUITE_ARGS="--suite bench/suites/toolcalls.jsonl -m $MODEL"
 echo "== tern bench $SUITE_ARGS --json $OUT/baseline.json   (the baseline, made first)"
 $BIN bench $SUITE_ARGS --json "$OUT/baseline.json" > /dev/null
 echo "== tern bless $OUT/baseline.json -o $OUT/blessed.json"
