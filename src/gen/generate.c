@@ -274,7 +274,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         tern_fail_prefix(rc, "generate: draft: ");
         dr = NULL;
     }
-    if (dr) spec_ctl_begin(&g->ctl, prm.max_tokens, SPEC_GEN_MARGIN);
+    if (dr) spec_ctl_begin_generation(&g->ctl, SPEC_GEN_MARGIN);
     memset(g->rollback_hist, 0, sizeof g->rollback_hist);
     const int n_batch = tern_context_n_batch(g->ctx);
     double plain_ms = 0;
@@ -289,6 +289,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         const float *logits = tern_context_logits(g->ctx, n - common - 1);
         if (!logits) rc = tern_fail(TERN_ERR_ARG, "generate: no logits after position %d", g->n_hist - 1);
         else ended = gen_out_choose(&r, logits, pend, &np, g->n_hist, pend_cap, &rc);
+        if (dr) spec_ctl_produced(&g->ctl, np); /* the first token(s), from the prompt's pass */
     }
     /* Each iteration: one target pass puts the pending tokens in the cache together with k
      * drafted ones (k = 0: a plain step) and yields the next choice. */
@@ -348,6 +349,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             if (dr) {
                 st.spec_plain_steps++;
                 if (done == 1) spec_ctl_update(&g->ctl, 0, 0, 0, 0, 0, 0, (tc - tb) / 1e3);
+                spec_ctl_produced(&g->ctl, done);
             }
             continue;
         }
@@ -396,6 +398,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         /* drafts not looked at because forced tokens came first count as rolled back */
         g->rollback_hist[(100 * (k - a) + k / 2) / k]++;
         spec_ctl_update(&g->ctl, cls, k, a, t_draft, dr->src->t_sync, dr->src->n_sync, (tc - tb) / 1e3);
+        spec_ctl_produced(&g->ctl, a + np); /* kept drafts, and the next or forced tokens */
         /* roll back what is not kept: rejected drafts, and a kept one that ended generation; the
          * pending tokens of the next pass are out of the cache too */
         tern_status trc = tern_kv_truncate(g->ctx, g->n_hist);

@@ -126,6 +126,7 @@ struct spec_ctl {
     double acc[SPEC_N_CLASS], tested[SPEC_N_CLASS]; /* accepted / tested, with forgetting */
     double credit;              /* in one-token steps: how much more than plain decoding may still
                                    be spent on trying speculation (see spec_ctl.c) */
+    double earn;                /* a generation's margin: credit earned per token produced */
     int rounds;                 /* choices made while speculating (exploration schedule) */
     int off_left;               /* rounds to stay off */
     int off_len;                /* length of the next off period (doubles while probes fail) */
@@ -133,12 +134,18 @@ struct spec_ctl {
     int n_off;                  /* off periods started */
 };
 void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double size_ratio);
-/* A generation of at most max_tokens starts: its share of the exploration allowance, margin x
- * max_tokens one-token steps (SPEC_GEN_MARGIN for a generation; spec_ctl.c says why it is
- * below the 3 % promised). */
+/* A generation starts with no credit and earns margin one-token steps of it for every token it
+ * produces (spec_ctl_produced), so what finding out may cost stays within margin of the tokens
+ * the generation really made, however early it ends: a 20-token answer under max_tokens 4096
+ * may not spend 2.5 % of 4096 steps (SPEC_GEN_MARGIN; spec_ctl.c says why it is below the 3 %
+ * promised). */
 #define SPEC_GEN_MARGIN 0.025
-#define SPEC_BATCH_MARGIN 0.03 /* a batcher's: spec_ctl_begin, then spec_ctl_earn per step */
-void spec_ctl_begin(struct spec_ctl *c, int max_tokens, double margin);
+void spec_ctl_begin_generation(struct spec_ctl *c, double margin);
+void spec_ctl_produced(struct spec_ctl *c, int n_tokens);
+/* A batcher's controller (no generations) starts with margin x start_steps of credit, then
+ * earns with spec_ctl_earn per step. */
+#define SPEC_BATCH_MARGIN 0.03
+void spec_ctl_begin(struct spec_ctl *c, int start_steps, double margin);
 /* Draft length for the next round (0 = a plain step), at most k_cap, for proposals of class
  * cls, when the source must first catch up on `lag` tokens it has not seen; *lag_max: how many
  * of those it may process (fewer than lag: start its context afresh at the last *lag_max). */
