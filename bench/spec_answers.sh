@@ -31,6 +31,7 @@ done
 [ -n "$MODEL" ] && [ -n "$DRAFT" ] || { echo "spec_answers.sh: give -m TARGET and --draft SRC" >&2; exit 2; }
 command -v jq > /dev/null || { echo "spec_answers.sh: needs jq" >&2; exit 2; }
 [ -r "$DATA" ] || { echo "spec_answers.sh: cannot read $DATA" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "spec_answers.sh: no tern binary at $BIN (run from the checkout, or set TERN_BIN)" >&2; exit 2; }
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 # the first N cases of the chosen slices, each as a {"messages", "tools"} file
@@ -54,6 +55,10 @@ while IFS= read -r line; do
     for r in $(seq 1 "$ROUNDS"); do
         if [ $((r % 2)) = 1 ]; then chat "$DIR/case.json" >> "$DIR/p"; chat "$DIR/case.json" --draft "$DRAFT" >> "$DIR/s"
         else chat "$DIR/case.json" --draft "$DRAFT" >> "$DIR/s"; chat "$DIR/case.json" >> "$DIR/p"; fi
+    done
+    for f in "$DIR/p" "$DIR/s"; do
+        [ "$(jq -s 'map(select(.stats.n_generated != null)) | length' "$f")" = "$ROUNDS" ] ||
+            { echo "spec_answers.sh: case $i: tern chat gave no answer (run it by hand: $BIN chat -m $MODEL --messages FILE --json)" >&2; exit 1; }
     done
     same=$(jq -s -r '[.[] | (.content // "") + ((.tool_calls // []) | tostring)] | unique | length' "$DIR/p" "$DIR/s")
     n=$(head -1 "$DIR/p" | jq .stats.n_generated)
