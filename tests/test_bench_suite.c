@@ -316,6 +316,50 @@ static void residency(cJSON *j) { cJSON_SetNumberValue(at(j, "residency", "share
 static void other_hw(cJSON *j) { cJSON_SetValuestring(at(j, "hardware", "profile", "key"), "x86-64-avx2/GenuineIntel-f6-m85/avx2/8cpu"); }
 static void not_identical(cJSON *j) { cJSON_ReplaceItemInObject(at(j, "determinism", NULL, NULL), "identical_tokens", cJSON_CreateFalse()); }
 
+/* the noise flag: a fixed-count report by its rounds' spread, a targeted one by its target */
+static double spread_value;
+static bool target_met_value;
+static void spread(cJSON *j) { cJSON_SetNumberValue(at(j, "noise", "ttft_ms", "round_spread"), spread_value); }
+static void targeted(cJSON *j)
+{
+    spread(j);
+    cJSON *n = at(j, "noise", NULL, NULL);
+    cJSON_ReplaceItemInObject(n, "target_rel_se", cJSON_CreateNumber(0.01));
+    cJSON_ReplaceItemInObject(n, "target_met", cJSON_CreateBool(target_met_value));
+}
+
+/* Is the gate's "noise ttft_ms" line flagged? */
+static bool ttft_noise_flagged(void)
+{
+    const char *l = strstr(out, "noise ttft_ms:");
+    assert_non_null(l);
+    const char *e = strchr(l, '\n');
+    const char *f = strstr(l, "<-- noisy");
+    return f && (!e || f < e);
+}
+
+static void test_gate_noise_flag(void **state)
+{
+    (void)state;
+    spread_value = 0.01;
+    base_edit = spread;
+    assert_int_equal(gate_edited(spread, ""), 0);
+    assert_false(ttft_noise_flagged());
+    spread_value = 0.04; /* above half the 5 % limit */
+    assert_int_equal(gate_edited(spread, ""), 0);
+    assert_true(ttft_noise_flagged());
+    target_met_value = true; /* rounds moved, but the medians are pinned */
+    base_edit = targeted;
+    assert_int_equal(gate_edited(targeted, ""), 0);
+    assert_false(ttft_noise_flagged());
+    target_met_value = false;
+    spread_value = 0.01;
+    assert_int_equal(gate_edited(targeted, ""), 0);
+    assert_true(ttft_noise_flagged());
+    assert_non_null(strstr(out, "a noise target not met"));
+    base_edit = NULL;
+}
+
 static void test_gate_verdicts(void **state)
 {
     (void)state;
@@ -567,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_noise_target),
         cmocka_unit_test(test_profile_measure),
         cmocka_unit_test(test_gate_verdicts),
+        cmocka_unit_test(test_gate_noise_flag),
         cmocka_unit_test(test_gate_malformed),
         cmocka_unit_test(test_bless),
         cmocka_unit_test(test_batch_policy),
