@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "gen/spec.h"
 #include "grammar_validator.h"
 
 /* Schemas in the shapes tool calls use; strings and arrays bounded so a random model finishes
@@ -311,6 +312,79 @@ static void test_spec_equal(void **state)
     }
 }
 
+/* ids of text (no special tokens) appended to h[*n..] */
+static void push_text(struct tern_tokenizer *tok, const char *text, int32_t *h, int *n, int cap)
+{
+    size_t got = 0;
+    assert_tern_ok(tern_tokenize(tok, text, strlen(text), 0, h + *n, (size_t)(cap - *n), &got));
+    *n += (int)got;
+}
+
+/* The lookup under a grammar (gen_grammar_draft): a value the answer copies from the request in
+ * another tokenization is drafted from the request's text, the draft runs on through what the
+ * grammar forces, every drafted token is one the grammar takes in order, and the matcher is left
+ * as it was. The ground truth is the text: the drafted tokens must spell the request's words. */
+static void test_lookup_under_grammar(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    struct fx f;
+    fx_open(&f, path, "x");
+    const char *schema = "{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"city\":"
+                         "{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false}}";
+    struct tern_grammar *g;
+    assert_tern_ok(tern_grammar_from_json_schema(f.v, schema, strlen(schema), NULL, &g));
+    struct tern_tokenizer *own;
+    assert_tern_ok(tern_tokenizer_from_gguf(tern_model_gguf(f.m), &own));
+    struct spec_source *src;
+    assert_tern_ok(spec_ngram_create(1, 4, tern_model_n_vocab(f.m), own, &src));
+    assert_tern_ok(src->ops->prepare(src, 256));
+    static const struct {
+        const char *answer; /* the output so far, after the request */
+        const char *want;   /* the draft must spell at least this */
+    } cases[] = {
+        /* " Marrakech" in the request, "Mar" in the answer: no earlier token sequence matches */
+        {"[{\"city\": \"Mar", "rakech"},
+        /* the next city, from the request */
+        {"[{\"city\": \"Marrakech\"}, {\"city\": \"Ber", "gen"},
+        /* through the forced key `ty": "` (the grammar's), then the value the first call had */
+        {"[{\"city\": \"Marrakech\"}, {\"ci", "ty\": \"Marrakech"},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int32_t hist[256];
+        int n = 0;
+        push_text(f.tok, "Weather in Marrakech and Bergen please.\n", hist, &n, 200);
+        const int n_req = n;
+        push_text(f.tok, cases[ci].answer, hist, &n, 200);
+        struct gen_grammar gr = {0};
+        assert_tern_ok(gen_grammar_begin(&gr, g));
+        for (int i = n_req; i < n; i++) assert_tern_ok(tern_grammar_matcher_accept(gr.m, hist[i], NULL));
+        const int steps = tern_grammar_matcher_n_steps(gr.m);
+        int32_t d[16];
+        int k = 0, cls = -1;
+        assert_tern_ok(gen_grammar_draft(&gr, src, hist, n, 16, d, &k, &cls));
+        assert_int_equal(tern_grammar_matcher_n_steps(gr.m), steps);
+        assert_true(cls >= 0 && cls < SPEC_N_CLASS);
+        char text[512];
+        size_t len = 0;
+        assert_tern_ok(tern_detokenize(f.tok, d, (size_t)k, 0, text, sizeof text - 1, &len));
+        text[len] = 0;
+        print_message("answer %s -> draft of %d tokens: %s\n", cases[ci].answer, k, text);
+        assert_true(strncmp(text, cases[ci].want, strlen(cases[ci].want)) == 0);
+        for (int i = 0; i < k; i++) assert_tern_ok(tern_grammar_matcher_accept(gr.m, d[i], NULL));
+        gen_grammar_free(&gr);
+    }
+    /* the first case must not be a token copy: the request spells "Mar" another way */
+    int32_t a[64], b[64];
+    int na = 0, nb = 0;
+    push_text(f.tok, "Weather in Marrakech", a, &na, 64);
+    push_text(f.tok, "[{\"city\": \"Mar", b, &nb, 64);
+    for (int i = 0; i < na; i++) assert_int_not_equal(a[i], b[nb - 1]);
+    src->ops->free(src);
+    tern_grammar_free(g);
+    fx_close(&f);
+}
+
 /* Sampling with a draft: outputs still validate (the verifier masks every drafted position). */
 static void test_spec_sampled_validate(void **state)
 {
@@ -384,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_max_tokens_inside),
         cmocka_unit_test(test_spec_equal),
         cmocka_unit_test(test_spec_sampled_validate),
+        cmocka_unit_test(test_lookup_under_grammar),
         cmocka_unit_test(test_wrong_grammar),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

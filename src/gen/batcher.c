@@ -187,7 +187,7 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
         struct slot *s = &b->slots[i];
         s->row = -1;
         s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked, .p = b->pdist};
-        if (b->p.n_draft > 0 && !model_draft && (st = spec_ngram_create(1, 4, b->n_vocab, &s->src)))
+        if (b->p.n_draft > 0 && !model_draft && (st = spec_ngram_create(1, 4, b->n_vocab, NULL, &s->src)))
             st = tern_fail_prefix(st, "batcher: ");
         else if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
             st = tern_fail(TERN_ERR_NOMEM, "batcher: out of memory for %d x %d token ids",

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include <string.h>
+
 #include "gen/spec.h"
 #include "util/error.h"
 #include "util/clock.h"
@@ -97,4 +99,53 @@ void gen_grammar_rollback(struct gen_grammar *gr, int n)
 {
     tern_status st = n > 0 ? tern_grammar_matcher_rollback(gr->m, n) : TERN_OK;
     if (st) failed(gr, st);
+}
+
+/* spec_admit's filter: how many of d[0..k) the matcher takes in a row from here (left as it was;
+ * no counter moves: candidates refused here are not drafts). */
+static int admit_prefix(void *user, const int32_t *d, int k)
+{
+    struct tern_grammar_matcher *m = user;
+    int ok = 0;
+    while (ok < k && !tern_grammar_matcher_is_done(m) && tern_grammar_matcher_accept(m, d[ok], NULL) == TERN_OK)
+        ok++;
+    if (ok) tern_grammar_matcher_rollback(m, ok);
+    return ok;
+}
+
+tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, int32_t *hist, int n, int k,
+                              int32_t *out, int *n_out, int *cls)
+{
+    const double t0 = gen_cpu_ms();
+    struct tern_grammar_matcher *m = gr->m;
+    const struct spec_admit ad = {.fn = admit_prefix, .user = m};
+    int total = 0, depth = 0, lookups = 0;
+    tern_status st = TERN_OK;
+    *cls = 0;
+    while (total < k && !tern_grammar_matcher_is_done(m)) {
+        /* what the grammar forces is certain once the drafts before it are kept */
+        const int f = tern_grammar_matcher_forced_tokens(m, out + total, k - total);
+        int took = 0;
+        while (took < f && tern_grammar_matcher_accept(m, out[total + took], NULL) == TERN_OK) took++;
+        memcpy(hist + n + total, out + total, sizeof(int32_t) * (size_t)took);
+        depth += took;
+        total += took;
+        if (took < f || total == k) break;
+        int got = 0, c = 0;
+        src->admit = &ad;
+        st = src->ops->propose(src, hist, n + total, k - total, 0, out + total, &got, &c);
+        src->admit = NULL;
+        if (st) break;
+        if (lookups++ == 0) *cls = c;
+        int ok = 0; /* the source drafted only what the filter takes */
+        while (ok < got && tern_grammar_matcher_accept(m, out[total + ok], NULL) == TERN_OK) ok++;
+        memcpy(hist + n + total, out + total, sizeof(int32_t) * (size_t)ok);
+        depth += ok;
+        total += ok;
+        if (ok == 0) break; /* forced tokens come only after a choice: nothing more to add */
+    }
+    if (depth) tern_grammar_matcher_rollback(m, depth);
+    gr->ms += gen_cpu_ms() - t0;
+    *n_out = total;
+    return st;
 }

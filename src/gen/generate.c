@@ -141,6 +141,10 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
         float *p = g->ver.p ? g->ver.p : malloc(sizeof(float) * (size_t)g->n_vocab);
         if (p) g->ver.p = p;
         if (!batch || !p) return tern_fail(TERN_ERR_NOMEM, "generator: out of memory for the verify scratch");
+        if (d->src->ops->prepare) {
+            tern_status st = d->src->ops->prepare(d->src, g->n_ctx);
+            if (st) return tern_fail_prefix(st, "generator: ");
+        }
     }
     if (g->draft) g->draft->in_use = false;
     g->draft = d;
@@ -310,8 +314,11 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             int lag_max = lag;
             int want = costly ? spec_ctl_choose(&g->ctl, k_cap, 0, lag, &lag_max) : k_cap;
             if (want >= dr->n_min) {
-                rc = dr->src->ops->propose(dr->src, g->hist, g->n_hist + np, want, lag_max,
-                                           pend + np, &k, &cls);
+                /* a lookup under a grammar drafts through the forced syntax (gen_grammar_draft) */
+                const bool chained = prm.grammar && !costly;
+                rc = chained ? gen_grammar_draft(&g->gram, dr->src, g->hist, g->n_hist + np, want, pend + np, &k, &cls)
+                             : dr->src->ops->propose(dr->src, g->hist, g->n_hist + np, want, lag_max, pend + np,
+                                                     &k, &cls);
                 if (rc) {
                     rc = tern_fail_prefix(rc, "generate: draft: ");
                     break;
@@ -322,7 +329,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                     k = c < k ? c : k;
                 }
                 /* drafts the grammar refuses would only be rejected after costing the pass */
-                if (prm.grammar && k > 0) k = gen_grammar_check_drafts(&g->gram, pend + np, k);
+                if (prm.grammar && !chained && k > 0) k = gen_grammar_check_drafts(&g->gram, pend + np, k);
                 if (k < dr->n_min) k = 0;
                 t_draft = (gen_now_ms() - ta) / 1e3;
             }
@@ -356,8 +363,10 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         /* Verify row by row (row np-1+i holds the distribution at draft i's position), handing
          * each kept draft over at once, so a draft that ends generation is the last token anyone
          * (caller, grammar, sampler) hears of, as in plain decoding. A position where the grammar
-         * forces tokens is decided as gen_out_choose() decides it: the forced tokens become the
-         * pending ones and the round ends there. */
+         * forces tokens is decided as gen_out_choose() decides it, without a draw: the drafts
+         * that are those forced tokens are kept (they are in the cache already) and verifying
+         * goes on after them; forced tokens past the drafts become the pending ones and the
+         * round ends there. */
         const int32_t *drafts = pend + np;
         const int r0 = np - 1;
         const float *q = dr->src->q_valid ? dr->src->q : NULL;
@@ -367,7 +376,27 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         bool rejected = false;
         for (;;) {
             /* forced tokens go to g->forced: pend still holds the drafts being checked */
-            if (prm.grammar && (nf = gen_grammar_forced(&g->gram, g->forced, pend_cap)) > 0) break;
+            if (prm.grammar && (nf = gen_grammar_forced(&g->gram, g->forced, pend_cap)) > 0) {
+                int m = 0;
+                while (m < nf && a < k && drafts[a] == g->forced[m]) {
+                    tern_sampler_accept(s, drafts[a]); /* repetition history, as if sampled */
+                    a++;
+                    m++;
+                    ended = gen_out_deliver(&r, drafts[a - 1], g->n_hist, m == nf, &rc);
+                    if (ended) break;
+                    g->hist[g->n_hist++] = drafts[a - 1];
+                }
+                if (ended) { /* the forced tokens after the one that ended are not output */
+                    gen_grammar_rollback(&g->gram, nf - m);
+                    g->gram.forced -= nf - m;
+                    nf = 0;
+                    break;
+                }
+                nf -= m;
+                if (nf == 0) continue;
+                memmove(g->forced, g->forced + m, sizeof(int32_t) * (size_t)nf);
+                break;
+            }
             if (a == k) break;
             const int32_t dt = drafts[a];
             if (!spec_check(&g->ver, s, tern_context_logits(g->ctx, r0 + a), dt, q ? q + (size_t)a * nv : NULL, &next)) {

@@ -47,11 +47,23 @@ struct spec_source_ops {
     /* Tokens of hist[0..n) the source has not seen and would process before drafting (a
      * drafter's catch-up: the prompt, or what was generated while speculation was off). */
     int (*lag)(const struct spec_source *src, const int32_t *hist, int n);
+    /* A generator of n_ctx positions takes the source: allocate what proposals over such a
+     * history need (may be NULL: nothing to allocate). */
+    tern_status (*prepare)(struct spec_source *src, int n_ctx);
     void (*free)(struct spec_source *src);
+};
+
+/* A consumer's filter of candidate drafts (a grammar): how many of d[0..k) in a row it would
+ * take. A source with several candidates (ngram: every earlier occurrence of the suffix) drafts
+ * the one taken furthest, and only as far as it is taken; a model source ignores it. */
+struct spec_admit {
+    int (*fn)(void *user, const int32_t *d, int k);
+    void *user;
 };
 
 struct spec_source {
     const struct spec_source_ops *ops;
+    const struct spec_admit *admit; /* NULL: no filter (set per proposal by the caller) */
     int n_vocab;       /* the target's: width of q rows */
     float *q;          /* (n_max, n_vocab) draft distributions, or NULL (point masses) */
     bool q_valid;      /* the last proposal filled q */
@@ -60,8 +72,11 @@ struct spec_source {
     int n_sync;        /* tokens it caught up */
 };
 
-/* ngram: prompt lookup over the history (spec_ngram.c). */
-tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct spec_source **out);
+/* ngram: prompt lookup over the history (spec_ngram.c). tok: the target's tokenizer, owned by
+ * the source from here on (freed on failure too), for the text lookup under a grammar; NULL:
+ * token lookup only. */
+tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct tern_tokenizer *tok,
+                              struct spec_source **out);
 /* A drafter model with its own context of n_seq sequences (spec_model.c; a generator drafts in
  * sequence 0, a batcher in one per slot: batch_draft.c); owns model if own_model. */
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
@@ -215,6 +230,15 @@ void gen_grammar_accept(struct gen_grammar *gr, int32_t tok);
 int gen_grammar_forced(struct gen_grammar *gr, int32_t *out, int cap);
 /* How many of d[0..k) the grammar admits in a row from here (the matcher is left as it was). */
 int gen_grammar_check_drafts(struct gen_grammar *gr, const int32_t *d, int k);
+/* A lookup source's draft under the grammar, up to k tokens into out: the tokens the grammar
+ * forces, then the source's continuation as far as the grammar takes it (src->admit: of its
+ * candidates, the one taken furthest), then forced tokens again, and so on. A tool call is
+ * mostly forced syntax around copied values, so one draft can run through `"}, {"name": "` and
+ * the next value. The draft is also written after hist[0..n) as it grows (hist must have room
+ * for n + k; the source reads it there). *cls: the first lookup's class. The matcher is left as
+ * it was. */
+tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, int32_t *hist, int n, int k,
+                              int32_t *out, int *n_out, int *cls);
 /* Undo the last n accepted tokens (forced tokens the caller did not hand over). */
 void gen_grammar_rollback(struct gen_grammar *gr, int n);
 double gen_cpu_ms(void);
