@@ -3,8 +3,11 @@
 # eval/toolcalls-dev.jsonl) answered by `tern chat` with and without a draft, alternating, each
 # answer ending where the model ends it (no --ignore-eos: what a user of tool calls gets).
 #
-# usage: bench/spec_answers.sh -m TARGET --draft SRC [--data FILE] [-N CASES] [--slices a,b]
+# usage: bench/spec_answers.sh -m TARGET --draft SRC [--data FILE] [-N CASES] [--slices a,b] [--echo]
 #                              [-t THREADS] [-r ROUNDS] [--chat-args "MORE"]   (e.g. "--draft-min 3")
+#
+# --echo: only cases whose expected calls echo the request: every string argument value appears
+# verbatim in the messages (what prompt lookup is for; 99 of the 308 development cases).
 #
 # Per case: tokens generated, acceptance, and the decode time (tokens after the first over their
 # time, tern chat's gen_ms) of both runs, medians over -r rounds; the output must be the same
@@ -13,7 +16,7 @@
 # with speculation and without, and their ratio. Needs jq.
 set -e
 BIN=${TERN_BIN:-build/bin/tern}
-MODEL= DRAFT= DATA=eval/toolcalls-dev.jsonl N=20 SLICES= THREADS=1 ROUNDS=3 MORE=
+MODEL= DRAFT= DATA=eval/toolcalls-dev.jsonl N=20 SLICES= THREADS=1 ROUNDS=3 MORE= ECHO=false
 while [ $# -gt 0 ]; do
     case $1 in
     -m) MODEL=$2; shift 2 ;;
@@ -21,10 +24,11 @@ while [ $# -gt 0 ]; do
     --data) DATA=$2; shift 2 ;;
     -N) N=$2; shift 2 ;;
     --slices) SLICES=$2; shift 2 ;;
+    --echo) ECHO=true; shift ;;
     -t) THREADS=$2; shift 2 ;;
     -r) ROUNDS=$2; shift 2 ;;
     --chat-args) MORE=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "spec_answers.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -35,15 +39,19 @@ command -v jq > /dev/null || { echo "spec_answers.sh: needs jq" >&2; exit 2; }
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 # the first N cases of the chosen slices, each as a {"messages", "tools"} file
-jq -c --arg s "$SLICES" 'select($s == "" or (.slice as $x | $s | split(",") | index($x))) | {id, slice, messages, tools}' \
-    "$DATA" | head -n "$N" > "$DIR/cases"
+jq -c --arg s "$SLICES" --argjson echo "$ECHO" 'select($s == "" or (.slice as $x | $s | split(",") | index($x)))
+    | select(($echo | not) or (([.messages[] | .content // ""] | join(" ")) as $t
+        | [(.expected // [])[] | .arguments | fromjson | to_entries[] | .value | select(type == "string")
+           | . as $v | $t | contains($v)]
+        | length > 0 and all))
+    | {id, slice, messages, tools}' "$DATA" | head -n "$N" > "$DIR/cases"
 [ -s "$DIR/cases" ] || { echo "spec_answers.sh: no case of $DATA matches" >&2; exit 2; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 chat() { # $1 = case file, then extra flags; prints the last JSON line (the answer and its stats)
     f=$1; shift
     $BIN chat -m "$MODEL" --messages "$f" --json -t "$THREADS" $MORE "$@" < /dev/null 2> /dev/null | tail -1
 }
-echo "target $MODEL, draft $DRAFT, $(wc -l < "$DIR/cases") cases of $DATA${SLICES:+ (slices $SLICES)}, $THREADS thread(s), $ROUNDS rounds${MORE:+, $MORE}"
+echo "target $MODEL, draft $DRAFT, $(wc -l < "$DIR/cases") cases of $DATA${SLICES:+ (slices $SLICES)}$($ECHO && echo ' (echoing the request)'), $THREADS thread(s), $ROUNDS rounds${MORE:+, $MORE}"
 echo "| case | slice | tokens | plain t/s | spec t/s | speed-up | drafted | accepted | same output |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 i=0
