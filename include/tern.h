@@ -638,6 +638,8 @@ void tern_grammar_free(struct tern_grammar *g);
 const char *tern_grammar_warnings(const struct tern_grammar *g);
 
 struct tern_grammar_info {
+    uint64_t serial;         /* this grammar's number, unique in the process (never reused, as an
+                                address can be once the grammar is freed) */
     double compile_ms;       /* time spent in the compile call */
     size_t table_bytes;      /* automaton tables */
     size_t cls_bytes;        /* token classifications filled in so far (grows on first use) */

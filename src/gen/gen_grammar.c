@@ -22,21 +22,38 @@ double gen_cpu_ms(void) { return util_thread_cpu_ms(); }
 
 tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g)
 {
-    /* A fresh matcher every call: keeping one while the grammar pointer stays the same would
-     * follow a freed grammar whose address a new one happens to reuse (it did, in
-     * test_gen_grammar: a crash in classification, Release build only). */
+    /* The matcher is kept for the same grammar, told by its serial and not its address: a
+     * matcher kept while the grammar pointer stayed the same followed a freed grammar whose
+     * address a new one happened to reuse (it did, in test_gen_grammar: a crash in
+     * classification, Release build only). A matcher whose grammar is gone is only freed,
+     * which does not read the grammar. */
+    struct tern_grammar_info gi;
+    tern_grammar_get_info(g, &gi);
+    if (g && gr->m && gr->serial == gi.serial && gi.serial != 0) {
+        struct tern_grammar_matcher *m = gr->m;
+        uint32_t *allow = gr->allow;
+        tern_grammar_matcher_reset(m);
+        *gr = (struct gen_grammar){.m = m, .allow = allow, .of = g, .serial = gi.serial, .n_tok = gi.n_vocab};
+        return TERN_OK;
+    }
+    if (!g) { /* keep the matcher for the grammar's next call */
+        struct tern_grammar_matcher *m = gr->m;
+        uint32_t *allow = gr->allow;
+        const uint64_t serial = gr->serial;
+        const int n_tok = gr->n_tok;
+        *gr = (struct gen_grammar){.m = m, .allow = allow, .serial = serial, .n_tok = n_tok};
+        return TERN_OK;
+    }
     tern_grammar_matcher_free(gr->m);
     free(gr->allow);
     *gr = (struct gen_grammar){0};
-    if (!g) return TERN_OK;
-    struct tern_grammar_info gi;
-    tern_grammar_get_info(g, &gi);
     gr->n_tok = gi.n_vocab;
     gr->allow = malloc(((size_t)gi.n_vocab + 31) / 32 * sizeof *gr->allow);
     if (!gr->allow) return tern_fail(TERN_ERR_NOMEM, "generate: grammar: out of memory for the mask");
     tern_status st = tern_grammar_matcher_create(g, &gr->m);
     if (st) return tern_fail_prefix(st, "generate: grammar: ");
     gr->of = g;
+    gr->serial = gi.serial;
     return TERN_OK;
 }
 

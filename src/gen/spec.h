@@ -204,8 +204,12 @@ struct gen_token_hook {
  * matcher, which follows the kept output token by token, and what it cost. Times are CPU time
  * of the calling thread (masks run there), so they hold on a busy machine. */
 struct gen_grammar {
-    struct tern_grammar_matcher *m;  /* NULL: unconstrained */
-    const struct tern_grammar *of;   /* the grammar m was created for (this call's) */
+    struct tern_grammar_matcher *m;  /* the matcher (kept between calls; NULL before the first
+                                        constrained one) */
+    const struct tern_grammar *of;   /* the grammar m was created for (this call's; NULL:
+                                        this call is unconstrained) */
+    uint64_t serial;                 /* that grammar's serial: a later call with the same one
+                                        resets m instead of making another */
     int n_tok;                       /* its vocabulary's size: logits past it (padding) are masked */
     uint32_t *allow;                 /* ((n_tok + 31) / 32) the mask of the position being sampled */
     int masks;                       /* masks computed and applied */
@@ -219,8 +223,9 @@ struct gen_grammar {
     tern_status fail_status;
     char fail_msg[256];
 };
-/* Use grammar g (NULL: none) for the next generation: a new matcher (the previous one freed),
- * counters zeroed. */
+/* Use grammar g (NULL: none) for the next generation, counters zeroed: the matcher of the last
+ * constrained generation, reset, when g is the grammar it follows (its serial; then the tables
+ * the matcher grew are kept and a steady run of requests allocates nothing), else a new one. */
 tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g);
 void gen_grammar_free(struct gen_grammar *gr);
 /* Advance the matcher by a token the output keeps. */

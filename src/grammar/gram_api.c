@@ -1,5 +1,6 @@
 /* gram_api.c — the public grammar entry points: parameters, compiling from each source,
  * freeing, info and eager classification. The work is in the files gram_internal.h lists. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,8 +44,12 @@ tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, 
                         const char *trigger, bool forbid, const int32_t *ctl, uint32_t n_ctl,
                         char *warn, double t0, struct tern_grammar **out)
 {
+    /* a serial, unlike the address, is never reused: a holder of a matcher can tell whether a
+     * grammar it is handed is the one the matcher follows (gen_grammar.c keeps matchers) */
+    static atomic_uint_fast64_t serials;
     struct tern_grammar *g = calloc(1, sizeof *g);
     if (!g) { free(warn); return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory"); }
+    g->serial = atomic_fetch_add(&serials, 1) + 1;
     g->vocab = v;
     g->warnings = warn;
     g->trigger_token = -1;
@@ -135,6 +140,7 @@ void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_inf
     memset(out, 0, sizeof *out);
     if (!g) return;
     out->compile_ms = g->compile_ms;
+    out->serial = g->serial;
     out->table_bytes = g->table_bytes;
     out->cls_bytes = atomic_load(&g->cache->bytes);
     out->n_classified = atomic_load(&g->cache->count);

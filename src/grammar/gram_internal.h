@@ -401,6 +401,7 @@ struct tern_grammar {
     char *warnings;
     size_t table_bytes;
     double compile_ms;
+    uint64_t serial;                      /* unique in the process (gram_finish; 0: internal) */
 };
 
 /* IR -> a finished grammar (compile, classification cache, trigger) with compile_ms measured
