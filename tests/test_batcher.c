@@ -720,6 +720,95 @@ static void test_draft(void **state)
     tern_context_free(g.ctx);
 }
 
+/* Lookup drafting for constrained requests: three JSON-schema requests whose prompts hold JSON
+ * like their answers and a free one, batched with n_draft fixed at 5, each give tern_generate's
+ * undrafted answer with the same grammar (tokens, text, stop, forced and mask counts); drafts
+ * were made and kept (forced runs drafted through), and the slots' KV holds their records. */
+static void test_draft_grammar(void **state)
+{
+    (void)state;
+    struct tern_grammar_vocab *v;
+    assert_tern_ok(tern_grammar_vocab_create(tok, &v));
+    const char *schema = "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\", \"maxLength\": 16}, "
+                         "\"n\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 99}}, \"required\": [\"city\", \"n\"], "
+                         "\"additionalProperties\": false}";
+    struct tern_grammar *gr;
+    assert_tern_ok(tern_grammar_from_json_schema(v, schema, strlen(schema), NULL, &gr));
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    cp.n_seq = 4;
+    struct rig g;
+    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
+    struct tern_batcher_params bp = tern_batcher_default_params();
+    bp.n_draft = 5;
+    bp.n_draft_min = 5; /* fixed: no timing-driven controller, so the counts are reproducible */
+    assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));
+    static const char *const texts[3] = {
+        "{\"city\": \"Oslo\", \"n\": 5} {\"city\": \"Oslo\", \"n\": 5} {\"city\": \"",
+        "{\"city\": \"Bergen\", \"n\": 12} and {\"city\": \"Bergen\", \"n\": 12}",
+        "cities: Oslo, Bergen, Tromso; {\"city\": \"Tromso\", \"n\": 7}",
+    };
+    int32_t p[3][96], q[10];
+    int np[3];
+    for (int k = 0; k < 3; k++) {
+        size_t n = 0;
+        assert_tern_ok(tern_tokenize(tok, texts[k], strlen(texts[k]), 0, p[k], 96, &n));
+        np[k] = (int)n;
+    }
+    prompt_of(7, 10, q);
+    struct out o[4], ref;
+    for (int k = 0; k < 3; k++) add_constrained(&g, k, p[k], np[k], gr, &o[k]);
+    add(&g, 3, q, 10, MAXGEN, &o[3]);
+    int drafted = 0, accepted = 0;
+    while (tern_batcher_n_active(g.b)) {
+        struct tern_batcher_step_info si;
+        assert_tern_ok(tern_batcher_step(g.b, &si));
+        drafted += si.n_drafted;
+        accepted += si.n_accepted;
+    }
+    print_message("constrained with lookup drafts: drafted %d, kept %d\n", drafted, accepted);
+    assert_true(drafted > 0 && accepted > 0 && accepted <= drafted);
+    for (int k = 0; k < 3; k++) {
+        assert_true(o[k].done);
+        o[k].text[o[k].len] = 0;
+        print_message("request %d: %s (%d drafted, %d kept)\n", k, o[k].text, o[k].st.spec_drafted, o[k].st.spec_accepted);
+        reference(p[k], np[k], 200, gr, &ref);
+        same_constrained(&o[k], &ref, "constrained request with lookup drafts");
+    }
+    reference(q, 10, MAXGEN, NULL, &ref);
+    same_tokens(&o[3], &ref, "free request beside them");
+    /* the KV holds exactly the record: a repeat reuses all but its last prompt token */
+    struct out again;
+    add_constrained(&g, 4, p[0], np[0], gr, &again);
+    while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+    assert_int_equal(again.st.n_reused, np[0] - 1);
+    same_constrained(&again, &o[0], "repeated constrained request");
+    /* sampled with drafts: every drafted position masked, so each answer is valid JSON */
+    for (int seed = 1; seed <= 6; seed++) {
+        struct tern_sampler_params sp2 = tern_sampler_default_params();
+        sp2.temperature = 0.9f;
+        sp2.seed = (uint64_t)seed;
+        tern_sampler_free(g.s[5]);
+        assert_tern_ok(tern_sampler_create(&sp2, tern_model_n_vocab(model), &g.s[5]));
+        struct out smp;
+        add_constrained(&g, 5, p[seed % 3], np[seed % 3], gr, &smp);
+        while (tern_batcher_n_active(g.b)) assert_tern_ok(tern_batcher_step(g.b, NULL));
+        smp.text[smp.len] = 0;
+        if (smp.st.incomplete) continue; /* ran out of tokens inside a string: says so */
+        cJSON *j = cJSON_Parse(smp.text);
+        if (!j) fail_msg("sampled constrained answer is not JSON: %s", smp.text);
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(j, "city")));
+        assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "n")));
+        cJSON_Delete(j);
+    }
+    rig_close(&g);
+    tern_grammar_free(gr);
+    tern_grammar_vocab_free(v);
+}
+
 static void test_bad_requests(void **state)
 {
     (void)state;
@@ -753,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_grammar), cmocka_unit_test(test_tool_grammars),
         cmocka_unit_test(test_prefix_cache), cmocka_unit_test(test_bad_requests),
         cmocka_unit_test(test_logprobs), cmocka_unit_test(test_draft),
+        cmocka_unit_test(test_draft_grammar),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -429,7 +429,10 @@ void tern_batcher_cancel(struct tern_batcher *b, int slot)
  * tern_generate's speculation does (spec_check: the target's choice at temperature 0; sampling,
  * min(1, p(d)/q(d)) with q the drafter model's distribution, or p(d) for a lookup's point mass),
  * handing over each kept draft and then the target's own token, and rolls the rejected drafts
- * out of the slot's KV and the drafter's sequence. */
+ * out of the slot's KV and the drafter's sequence. A constrained slot drafts by lookup after all
+ * its pending tokens (the sampled one and the forced ones after it), through what the grammar
+ * forces (gen_grammar_draft); verify() keeps drafted forced tokens without a draw, as
+ * tern_generate does, and forced tokens past the drafts become the next pending ones. */
 
 /* How many drafts slot s may have after its pending token t: the positions left in the context
  * and the tokens left to sample after t's successor. */
@@ -437,6 +440,7 @@ static int draft_room(const struct tern_batcher *b, const struct slot *s)
 {
     int k = b->p.n_draft;
     const int room = b->n_ctx - s->n_toks;                        /* positions left */
+    if (k > b->pend_cap - s->n_pending) k = b->pend_cap - s->n_pending; /* the slot's rows (forced tokens) */
     const int left = s->r.max_tokens - s->st.n_generated - 1;     /* tokens after t's successor */
     if (k > room) k = room;
     if (k > left) k = left;
@@ -466,7 +470,9 @@ static int propose(struct tern_batcher *b, struct slot *s, int k_ctl)
     if (k > k_ctl) k = k_ctl;
     if (k <= 0) return 0;
     int got = 0, cls = 0;
-    if (s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls)) return 0;
+    const tern_status st = s->ver.gr ? gen_grammar_draft(&s->gram, s->src, s->toks, s->n_toks, k, s->draft, &got, &cls)
+                                     : s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls);
+    if (st) return 0;
     s->st.spec_drafted += got;
     if (got > 0) s->st.spec_rounds++;
     return got;
@@ -479,19 +485,47 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     struct slot *s = &b->slots[i];
     const int base = s->n_toks; /* t sits at base - 1, draft j at base + j */
     tern_status rc = TERN_OK;
-    int a = 0;
-    bool ended = false;
+    int a = 0, nf = 0, np = 0;
+    bool ended = false, rejected = false;
     int32_t next = -1;
+    int32_t *forced = b->pend; /* the grammar's forced tokens at the position being checked */
     const float *q = s->model_drafts ? batch_draft_q(b->bd, i) : NULL; /* NULL: point masses */
-    for (; a < s->n_draft; a++) {
-        const float *l = tern_context_logits(b->ctx, s->row + a);
-        if (!spec_check(&s->ver, s->r.sampler, l, s->draft[a], q ? q + (size_t)a * b->n_vocab : NULL, &next))
+    for (;;) {
+        if (s->ver.gr && (nf = gen_grammar_forced(&s->gram, forced, b->pend_cap)) > 0) {
+            int m = 0; /* drafts that are the forced tokens: kept as plain decoding takes them */
+            while (m < nf && a < s->n_draft && s->draft[a] == forced[m]) {
+                tern_sampler_accept(s->r.sampler, forced[m]); /* repetition history, no draw */
+                s->toks[base + a] = forced[m];
+                m++;
+                if (gen_out_deliver(&s->out, forced[m - 1], base + a, m == nf, &rc)) {
+                    ended = true;
+                    break;
+                }
+                a++;
+            }
+            if (ended) { /* the forced tokens after the one that ended are not output */
+                gen_grammar_rollback(&s->gram, nf - m);
+                s->gram.forced -= nf - m;
+                nf = 0;
+                break;
+            }
+            nf -= m;
+            if (nf == 0) continue;
+            memmove(forced, forced + m, sizeof(int32_t) * (size_t)nf);
             break;
+        }
+        if (a == s->n_draft) break;
+        const float *l = tern_context_logits(b->ctx, s->row + a);
+        if (!spec_check(&s->ver, s->r.sampler, l, s->draft[a], q ? q + (size_t)a * b->n_vocab : NULL, &next)) {
+            rejected = true;
+            break;
+        }
         s->toks[base + a] = s->draft[a];
         if (gen_out_deliver(&s->out, s->draft[a], base + a, true, &rc)) {
             ended = true; /* the ending token stays out of the KV and the record */
             break;
         }
+        a++;
     }
     *acc = a + (ended ? 1 : 0);
     s->st.spec_accepted += *acc;
@@ -506,9 +540,13 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
         batch_draft_keep(b->bd, i, s->n_toks); /* the drafter forgets the rejected */
         draft_outcome(s, a > 0);
     }
-    if (!ended) {
-        if (a == s->n_draft) next = spec_sample(&s->ver, s->r.sampler, tern_context_logits(b->ctx, s->row + a));
-        ended = gen_out_deliver(&s->out, next, base + a, true, &rc);
+    if (!ended && nf > 0) { /* forced tokens past the drafts: the next pending ones */
+        ended = gen_out_hand_forced(&s->out, forced, &np, s->n_toks, nf, &rc);
+    } else if (!ended) {
+        if (!rejected) next = spec_sample(&s->ver, s->r.sampler, tern_context_logits(b->ctx, s->row + a));
+        forced[np++] = next;
+        ended = gen_out_deliver(&s->out, next, base + a, true, &rc) ||
+                gen_out_add_forced(&s->out, forced, &np, s->n_toks, b->pend_cap, &rc);
     }
     /* the KV holds t and every draft: it keeps what the record holds, once all slots sampled */
     s->kv_keep = s->n_toks;
@@ -516,8 +554,9 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
         finish(b, i, rc);
         return true;
     }
-    s->toks[s->n_toks++] = next;
-    s->n_pending = 1;
+    memcpy(s->toks + s->n_toks, forced, sizeof(int32_t) * (size_t)np);
+    s->n_toks += np;
+    s->n_pending = np;
     return false;
 }
 
@@ -623,7 +662,9 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struc
         s->could_draft = false;
         if (!s->active || s->n_pending == 0) continue;
         n++;
-        if (s->n_pending != 1 || s->ver.gr || s->r.on_logprob || !(s->src || s->model_drafts)) continue;
+        /* a constrained request drafts by lookup only, after all its pending tokens */
+        const bool ok = s->ver.gr ? s->src && !s->model_drafts : s->n_pending == 1;
+        if (!ok || s->r.on_logprob || !(s->src || s->model_drafts)) continue;
         if (s->model_drafts && s->draft_skip > 0) { /* backing off (draft_outcome) */
             s->draft_skip--;
             continue;
