@@ -337,7 +337,7 @@ static void test_lookup_under_grammar(void **state)
     struct tern_tokenizer *own;
     assert_tern_ok(tern_tokenizer_from_gguf(tern_model_gguf(f.m), &own));
     struct spec_source *src;
-    assert_tern_ok(spec_ngram_create(1, 4, tern_model_n_vocab(f.m), own, &src));
+    assert_tern_ok(spec_ngram_create(1, 4, tern_model_n_vocab(f.m), own, true, &src));
     assert_tern_ok(src->ops->prepare(src, 256));
     static const struct {
         const char *answer; /* the output so far, after the request */

@@ -77,6 +77,8 @@ struct slot {
 struct tern_batcher {
     struct tern_context *ctx;
     const struct tern_tokenizer *tok;
+    struct tern_tokenizer *lookup_tok; /* the slots' lookups' own (their text matches tokenize
+                                          continuations; steps run one at a time), or NULL */
     struct tern_batcher_params p;
     int n_slots, n_ctx, n_batch, n_vocab, n_active;
     int pend_cap;                /* most pending tokens per slot: all slots' fit one batch */
@@ -183,11 +185,16 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
                          : tern_fail(TERN_ERR_NOMEM, "batcher: out of memory");
     if (!st && model_draft && b->p.n_draft > 0)
         st = batch_draft_create(dr, b->n_slots, b->n_ctx, b->n_vocab, b->p.n_draft, b->p.draft_p_min, &b->bd);
+    if (!st && !model_draft && b->p.n_draft > 0 &&
+        (st = tern_tokenizer_from_gguf(tern_model_gguf(tern_context_model(ctx)), &b->lookup_tok)))
+        st = tern_fail_prefix(st, "batcher: the lookup's tokenizer: ");
     for (int i = 0; !st && i < b->n_slots; i++) {
         struct slot *s = &b->slots[i];
         s->row = -1;
         s->ver = (struct spec_verifier){.n_vocab = b->n_vocab, .masked = b->masked, .p = b->pdist};
-        if (b->p.n_draft > 0 && !model_draft && (st = spec_ngram_create(1, 4, b->n_vocab, NULL, &s->src)))
+        if (b->p.n_draft > 0 && !model_draft &&
+            ((st = spec_ngram_create(1, 4, b->n_vocab, b->lookup_tok, false, &s->src)) ||
+             (st = s->src->ops->prepare(s->src, b->n_ctx))))
             st = tern_fail_prefix(st, "batcher: ");
         else if (!(s->toks = malloc(sizeof(int32_t) * (size_t)b->n_ctx)))
             st = tern_fail(TERN_ERR_NOMEM, "batcher: out of memory for %d x %d token ids",
@@ -214,6 +221,7 @@ void tern_batcher_free(struct tern_batcher *b)
         gen_grammar_free(&b->slots[i].gram);
         if (b->slots[i].src) b->slots[i].src->ops->free(b->slots[i].src);
     }
+    tern_tokenizer_free(b->lookup_tok); /* after the sources that borrowed it */
     batch_draft_free(b->bd);
     free(b->dreq);
     free(b->ctl);

@@ -72,11 +72,11 @@ struct spec_source {
     int n_sync;        /* tokens it caught up */
 };
 
-/* ngram: prompt lookup over the history (spec_ngram.c). tok: the target's tokenizer, owned by
- * the source from here on (freed on failure too), for the text lookup under a grammar; NULL:
- * token lookup only. */
+/* ngram: prompt lookup over the history (spec_ngram.c). tok: the target's tokenizer, for the
+ * text lookup under a grammar (NULL: token lookup only); tokenizing changes its caches, so no
+ * other thread may use it meanwhile. own_tok: the source frees it (on failure too). */
 tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct tern_tokenizer *tok,
-                              struct spec_source **out);
+                              bool own_tok, struct spec_source **out);
 /* A drafter model with its own context of n_seq sequences (spec_model.c; a generator drafts in
  * sequence 0, a batcher in one per slot: batch_draft.c); owns model if own_model. */
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,

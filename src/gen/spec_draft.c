@@ -93,7 +93,7 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         struct tern_tokenizer *tok = NULL; /* its own: tokenizing continuations mutates caches */
         st = tern_tokenizer_from_gguf(tern_model_gguf(target), &tok);
         if (st) st = tern_fail_prefix(st, "draft ngram: the target's tokenizer: ");
-        else st = spec_ngram_create(dp.ngram_min, dp.ngram_max, nv, tok, &d->src);
+        else st = spec_ngram_create(dp.ngram_min, dp.ngram_max, nv, tok, true, &d->src);
     } else if (!strncmp(dp.source, "self:", 5)) {
         struct tern_model *copy = NULL;
         st = tern_model_quantized_copy(target, dp.source + 5, dp.n_threads, &copy);

@@ -37,7 +37,8 @@ struct ngram_source {
     struct spec_source base;
     int ngram_min, ngram_max;
     /* the history's text, kept in step with it (tok NULL: token lookup only) */
-    struct tern_tokenizer *tok; /* owned */
+    struct tern_tokenizer *tok; /* owned when own_tok */
+    bool own_tok;
     int32_t *ids;               /* the tokens text holds, in order (cap_ids) */
     int *end;                   /* end[i]: text offset just past ids[i]'s bytes */
     char *text;                 /* cap_text bytes */
@@ -245,7 +246,7 @@ static tern_status ngram_prepare(struct spec_source *src, int n_ctx)
 static void ngram_free(struct spec_source *src)
 {
     struct ngram_source *ng = (struct ngram_source *)src;
-    tern_tokenizer_free(ng->tok);
+    if (ng->own_tok) tern_tokenizer_free(ng->tok);
     free(ng->ids);
     free(ng->end);
     free(ng->text);
@@ -258,19 +259,20 @@ static const struct spec_source_ops ngram_ops = {
 };
 
 tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct tern_tokenizer *tok,
-                              struct spec_source **out)
+                              bool own_tok, struct spec_source **out)
 {
     if (ngram_min < 1 || ngram_max < ngram_min || ngram_max > 64) {
-        tern_tokenizer_free(tok);
+        if (own_tok) tern_tokenizer_free(tok);
         return tern_fail(TERN_ERR_ARG, "draft ngram: lengths %d..%d must satisfy 1 <= min <= max "
                          "<= 64", ngram_min, ngram_max);
     }
     struct ngram_source *ng = calloc(1, sizeof *ng);
     if (!ng) {
-        tern_tokenizer_free(tok);
+        if (own_tok) tern_tokenizer_free(tok);
         return tern_fail(TERN_ERR_NOMEM, "draft ngram: out of memory");
     }
     ng->tok = tok;
+    ng->own_tok = own_tok;
     ng->base.ops = &ngram_ops;
     ng->base.n_vocab = n_vocab;
     ng->ngram_min = ngram_min;
