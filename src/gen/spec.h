@@ -172,6 +172,10 @@ bool spec_ctl_resting(const struct spec_ctl *c);
  * accepted; t_sync of the t_draft seconds of drafting went to catching up n_sync tokens. */
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
                      int n_sync, double t_verify);
+/* A costly source's proposal that never reached the target (the grammar refused its first
+ * token): counted as a rejected draft of class cls, and its t_draft seconds taken from the
+ * credit. */
+void spec_ctl_refused(struct spec_ctl *c, int cls, double t_draft);
 /* The same for a caller that keeps the acceptance itself (the batcher: per request). Choose from
  * e[0..k_cap], e[k] = the expected tokens of a round of k drafts, in the units of a plain step
  * (a batch: per generating request); e NULL = nothing known yet (a probe). Account a round of

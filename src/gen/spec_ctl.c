@@ -276,6 +276,13 @@ void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, 
     spec_ctl_account(c, k, a, t_draft, t_sync, n_sync, t_verify);
 }
 
+void spec_ctl_refused(struct spec_ctl *c, int cls, double t_draft)
+{
+    c->acc[cls] = CTL_FORGET * c->acc[cls];
+    c->tested[cls] = CTL_FORGET * c->tested[cls] + 1;
+    spec_ctl_charge(c, t_draft);
+}
+
 void spec_ctl_charge(struct spec_ctl *c, double t)
 {
     if (c->t_plain.n) c->credit -= t / plain_step(c);
