@@ -646,6 +646,23 @@ static void test_logprobs(void **state)
     tern_grammar_vocab_free(v);
 }
 
+/* Four slots drafting by lookup, 5 drafts fixed (no timing-driven controller, so the counts are
+ * reproducible); *cp and *bp as used, for tests that make more. */
+static void rig_open_lookup(struct rig *g, struct tern_context_params *cp, struct tern_batcher_params *bp)
+{
+    *cp = tern_context_default_params();
+    cp->n_ctx = 256;
+    cp->n_threads = 2;
+    cp->n_seq = 4;
+    assert_tern_ok(tern_context_create(model, cp, &g->ctx));
+    *bp = tern_batcher_default_params();
+    bp->n_draft = 5;
+    bp->n_draft_min = 5;
+    assert_tern_ok(tern_batcher_create(g->ctx, tok, bp, &g->b));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g->s[i]));
+}
+
 /* Drafting by n-gram lookup (tern_batcher_params.n_draft): three greedy requests whose prompts
  * repeat themselves (so the lookup finds continuations) and a plain one, batched together, give
  * tern_generate's undrafted tokens; drafts were checked and some kept; a sampled request with
@@ -653,18 +670,10 @@ static void test_logprobs(void **state)
 static void test_draft(void **state)
 {
     (void)state;
-    struct tern_context_params cp = tern_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_threads = 2;
-    cp.n_seq = 4;
+    struct tern_context_params cp;
+    struct tern_batcher_params bp;
     struct rig g;
-    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
-    struct tern_batcher_params bp = tern_batcher_default_params();
-    bp.n_draft = 5;
-    bp.n_draft_min = 5; /* fixed: no timing-driven controller, so the counts are reproducible */
-    assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
-    struct tern_sampler_params sp = tern_sampler_default_params();
-    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));
+    rig_open_lookup(&g, &cp, &bp);
     int32_t p[3][40], q[10];
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < 40; i++) p[k][i] = (int32_t)(40 + k * 7 + (i % (3 + k)) * 11);
@@ -734,18 +743,10 @@ static void test_draft_grammar(void **state)
                          "\"additionalProperties\": false}";
     struct tern_grammar *gr;
     assert_tern_ok(tern_grammar_from_json_schema(v, schema, strlen(schema), NULL, &gr));
-    struct tern_context_params cp = tern_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_threads = 2;
-    cp.n_seq = 4;
+    struct tern_context_params cp;
+    struct tern_batcher_params bp;
     struct rig g;
-    assert_tern_ok(tern_context_create(model, &cp, &g.ctx));
-    struct tern_batcher_params bp = tern_batcher_default_params();
-    bp.n_draft = 5;
-    bp.n_draft_min = 5; /* fixed: no timing-driven controller, so the counts are reproducible */
-    assert_tern_ok(tern_batcher_create(g.ctx, tok, &bp, &g.b));
-    struct tern_sampler_params sp = tern_sampler_default_params();
-    for (int i = 0; i < 8; i++) assert_tern_ok(tern_sampler_create(&sp, tern_model_n_vocab(model), &g.s[i]));
+    rig_open_lookup(&g, &cp, &bp);
     static const char *const texts[3] = {
         "{\"city\": \"Oslo\", \"n\": 5} {\"city\": \"Oslo\", \"n\": 5} {\"city\": \"",
         "{\"city\": \"Bergen\", \"n\": 12} and {\"city\": \"Bergen\", \"n\": 12}",

@@ -500,27 +500,9 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     const float *q = s->model_drafts ? batch_draft_q(b->bd, i) : NULL; /* NULL: point masses */
     for (;;) {
         if (s->ver.gr && (nf = gen_grammar_forced(&s->gram, forced, b->pend_cap)) > 0) {
-            int m = 0; /* drafts that are the forced tokens: kept as plain decoding takes them */
-            while (m < nf && a < s->n_draft && s->draft[a] == forced[m]) {
-                tern_sampler_accept(s->r.sampler, forced[m]); /* repetition history, no draw */
-                s->toks[base + a] = forced[m];
-                m++;
-                if (gen_out_deliver(&s->out, forced[m - 1], base + a, m == nf, &rc)) {
-                    ended = true;
-                    break;
-                }
-                a++;
-            }
-            if (ended) { /* the forced tokens after the one that ended are not output */
-                gen_grammar_rollback(&s->gram, nf - m);
-                s->gram.forced -= nf - m;
-                nf = 0;
-                break;
-            }
-            nf -= m;
-            if (nf == 0) continue;
-            memmove(forced, forced + m, sizeof(int32_t) * (size_t)nf);
-            break;
+            ended = gen_out_forced_drafts(&s->out, s->draft, s->n_draft, &a, forced, &nf, s->toks, base, &rc);
+            if (ended || nf > 0) break;
+            continue;
         }
         if (a == s->n_draft) break;
         const float *l = tern_context_logits(b->ctx, s->row + a);

@@ -4,6 +4,7 @@
  * Read gen_out.h first. The order of the checks in gen_out_deliver is the plain loop's, so a
  * speculative run (generate.c verifying drafts) and a batched one stop on the same token as a
  * plain one. */
+#include <string.h>
 #include <time.h>
 
 #include "gen/gen_out.h"
@@ -102,6 +103,28 @@ bool gen_out_add_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int
     if (!o->ver->gr || *np >= cap) return false;
     const int n = gen_grammar_forced(o->ver->gr, pend + *np, cap - *np);
     return gen_out_hand_forced(o, pend, np, pos0, n, rc);
+}
+
+bool gen_out_forced_drafts(struct gen_out *o, const int32_t *d, int k, int *a, int32_t *forced, int *nf,
+                           int32_t *rec, int pos0, tern_status *rc)
+{
+    struct gen_grammar *gr = o->ver->gr;
+    const int n = *nf;
+    int m = 0;
+    while (m < n && *a < k && d[*a] == forced[m]) {
+        const int32_t t = forced[m++];
+        tern_sampler_accept(o->sampler, t); /* repetition history, as if sampled: no draw */
+        if (gen_out_deliver(o, t, pos0 + *a, m == n, rc)) {
+            gen_grammar_rollback(gr, n - m); /* the forced tokens after the one that ended */
+            gr->forced -= n - m;
+            *nf = 0;
+            return true;
+        }
+        rec[pos0 + (*a)++] = t;
+    }
+    *nf = n - m;
+    if (*nf > 0) memmove(forced, forced + m, sizeof(int32_t) * (size_t)*nf);
+    return false;
 }
 
 bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *np, int pos, int cap,

@@ -60,6 +60,16 @@ bool gen_out_hand_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, in
 /* Append the grammar's forced tokens at this point to pend[*np..cap) and hand them over. */
 bool gen_out_add_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int cap, tern_status *rc);
 
+/* Verifying drafts d[0..k) under a grammar, at draft *a, where the grammar forces forced[0..*nf)
+ * (already in the matcher): the drafts that are those tokens are kept as plain decoding takes
+ * forced tokens (the sampler hears them, no draw), each handed over and recorded at
+ * rec[pos0 + its index] (draft i sits at position pos0 + i), *a moving past them. True when one
+ * of them ends generation (it is handed over, not recorded or counted in *a; the forced tokens
+ * after it are taken back out of the matcher). Otherwise *nf = the forced tokens past the
+ * drafts, moved to forced[0..*nf): the next pending ones (0: verifying goes on). */
+bool gen_out_forced_drafts(struct gen_out *o, const int32_t *d, int k, int *a, int32_t *forced, int *nf,
+                           int32_t *rec, int pos0, tern_status *rc);
+
 /* The output's next tokens from position pos on, whose distribution is `logits`: the grammar's
  * forced tokens if it forces any here (no sampling); else one chosen token (through the mask)
  * followed by whatever the grammar forces after it. With on_logprob, always the one chosen

@@ -380,27 +380,17 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         int32_t next = 0;
         int a = 0, nf = 0;
         bool rejected = false;
+        const int h0 = g->n_hist; /* draft i sits at position h0 + i */
         for (;;) {
             /* forced tokens go to g->forced: pend still holds the drafts being checked */
             if (prm.grammar && (nf = gen_grammar_forced(&g->gram, g->forced, pend_cap)) > 0) {
-                int m = 0;
-                while (m < nf && a < k && drafts[a] == g->forced[m]) {
-                    tern_sampler_accept(s, drafts[a]); /* repetition history, as if sampled */
+                ended = gen_out_forced_drafts(&r, drafts, k, &a, g->forced, &nf, g->hist, h0, &rc);
+                g->n_hist = h0 + a;
+                if (ended) { /* counted as kept, not recorded: as a drafted token that ends below */
                     a++;
-                    m++;
-                    ended = gen_out_deliver(&r, drafts[a - 1], g->n_hist, m == nf, &rc);
-                    if (ended) break;
-                    g->hist[g->n_hist++] = drafts[a - 1];
-                }
-                if (ended) { /* the forced tokens after the one that ended are not output */
-                    gen_grammar_rollback(&g->gram, nf - m);
-                    g->gram.forced -= nf - m;
-                    nf = 0;
                     break;
                 }
-                nf -= m;
                 if (nf == 0) continue;
-                memmove(g->forced, g->forced + m, sizeof(int32_t) * (size_t)nf);
                 break;
             }
             if (a == k) break;
