@@ -646,6 +646,17 @@ static void test_logprobs(void **state)
     tern_grammar_vocab_free(v);
 }
 
+/* Step until every request is done, summing the steps' drafted and kept tokens. */
+static void run_counting(struct rig *g, int *drafted, int *accepted)
+{
+    while (tern_batcher_n_active(g->b)) {
+        struct tern_batcher_step_info si;
+        assert_tern_ok(tern_batcher_step(g->b, &si));
+        *drafted += si.n_drafted;
+        *accepted += si.n_accepted;
+    }
+}
+
 /* Four slots drafting by lookup, 5 drafts fixed (no timing-driven controller, so the counts are
  * reproducible); *cp and *bp as used, for tests that make more. */
 static void rig_open_lookup(struct rig *g, struct tern_context_params *cp, struct tern_batcher_params *bp)
@@ -682,12 +693,7 @@ static void test_draft(void **state)
     for (int k = 0; k < 3; k++) add(&g, k, p[k], 40, MAXGEN, &o[k]);
     add(&g, 3, q, 10, MAXGEN, &o[3]);
     int drafted = 0, accepted = 0;
-    while (tern_batcher_n_active(g.b)) {
-        struct tern_batcher_step_info si;
-        assert_tern_ok(tern_batcher_step(g.b, &si));
-        drafted += si.n_drafted;
-        accepted += si.n_accepted;
-    }
+    run_counting(&g, &drafted, &accepted);
     print_message("drafted %d, kept %d\n", drafted, accepted);
     assert_true(drafted > 0 && accepted > 0 && accepted <= drafted);
     int st_drafted = 0, st_accepted = 0;
@@ -764,12 +770,7 @@ static void test_draft_grammar(void **state)
     for (int k = 0; k < 3; k++) add_constrained(&g, k, p[k], np[k], gr, &o[k]);
     add(&g, 3, q, 10, MAXGEN, &o[3]);
     int drafted = 0, accepted = 0;
-    while (tern_batcher_n_active(g.b)) {
-        struct tern_batcher_step_info si;
-        assert_tern_ok(tern_batcher_step(g.b, &si));
-        drafted += si.n_drafted;
-        accepted += si.n_accepted;
-    }
+    run_counting(&g, &drafted, &accepted);
     print_message("constrained with lookup drafts: drafted %d, kept %d\n", drafted, accepted);
     assert_true(drafted > 0 && accepted > 0 && accepted <= drafted);
     for (int k = 0; k < 3; k++) {
