@@ -1323,6 +1323,9 @@ struct tern_detokenizer;
 enum {
     TERN_TOK_ADD_SPECIAL = 1u << 0,   /* add bos/eos as the metadata says (add_bos_token ...) */
     TERN_TOK_PARSE_SPECIAL = 1u << 1, /* recognize control tokens (<|im_start|>) in text */
+    TERN_TOK_CONTINUE = 1u << 2,      /* the text continues one already tokenized (a draft
+                                         starting inside a word): no space prefix where the
+                                         tokenizer puts one before a text (SPM's "▁") */
 };
 enum {
     TERN_PIECE_SPECIAL = 1u << 0,     /* render control tokens as their text (else empty) */

@@ -217,6 +217,40 @@ static void test_invalid_utf8(void **state)
     tern_tokenizer_free(s);
 }
 
+/* TERN_TOK_CONTINUE: text that continues a text (a draft starting inside a word) gets no space
+ * prefix: SPM's "▁" is not put before it, so its pieces spell exactly the text; byte-level BPE
+ * puts none anyway and gives the same ids with or without the flag. */
+static void test_continue_flag(void **state)
+{
+    (void)state;
+    LOAD_OR_SKIP(s, "llama-spm");
+    int32_t a[32], b[32];
+    size_t na, nb;
+    assert_tern_ok(tern_tokenize(s, "rakech please", 13, 0, a, 32, &na));
+    assert_tern_ok(tern_tokenize(s, "rakech please", 13, TERN_TOK_CONTINUE, b, 32, &nb));
+    char text[64];
+    size_t len = 0;
+    for (size_t i = 0; i < nb; i++) {
+        size_t pn;
+        assert_tern_ok(tern_token_to_piece(s, b[i], 0, text + len, sizeof text - len, &pn));
+        len += pn;
+    }
+    assert_int_equal(len, 13);
+    assert_memory_equal(text, "rakech please", 13);
+    char first[16];
+    size_t fn;
+    assert_tern_ok(tern_token_to_piece(s, a[0], 0, first, sizeof first, &fn));
+    assert_true(fn > 0 && first[0] == ' '); /* without the flag: the "▁" prefix */
+    tern_tokenizer_free(s);
+    LOAD_OR_SKIP(g, "gpt-2");
+    assert_tern_ok(tern_tokenize(g, "rakech please", 13, 0, a, 32, &na));
+    assert_tern_ok(tern_tokenize(g, "rakech please", 13, TERN_TOK_CONTINUE, b, 32, &nb));
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na * sizeof *a);
+    assert_int_equal(tern_tokenize(g, "x", 1, 1u << 7, a, 32, &na), TERN_ERR_ARG);
+    tern_tokenizer_free(g);
+}
+
 /* --- random bytes: never fails, always round-trips (seeded, deterministic) --- */
 static void test_fuzz_random_bytes(void **state)
 {
@@ -500,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_fixtures_exact),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_invalid_utf8),
+        cmocka_unit_test(test_continue_flag),
         cmocka_unit_test(test_fuzz_random_bytes),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_range_errors),

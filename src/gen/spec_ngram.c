@@ -143,7 +143,8 @@ static int text_continuation(const struct ngram_source *ng, const int32_t *hist,
     const int len = tl - pos < TEXT_CONT ? tl - pos : TEXT_CONT;
     int32_t ids[TEXT_CONT + 1];
     size_t n = 0;
-    if (tern_tokenize(ng->tok, ng->text + pos, (size_t)len, 0, ids, TEXT_CONT + 1, &n) || n < 2) return 0;
+    if (tern_tokenize(ng->tok, ng->text + pos, (size_t)len, TERN_TOK_CONTINUE, ids, TEXT_CONT + 1, &n) || n < 2)
+        return 0;
     int m = (int)n - 1;
     if (m > k) m = k;
     memcpy(out, ids, sizeof(int32_t) * (size_t)m);

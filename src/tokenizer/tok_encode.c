@@ -20,11 +20,11 @@ static bool is_blank(char c)
     return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-static tern_status encode_segment(struct tern_tokenizer *t, const char *s, size_t n,
+static tern_status encode_segment(struct tern_tokenizer *t, const char *s, size_t n, bool prefix,
                                   struct tok_out *o)
 {
     if (n == 0) return TERN_OK;
-    if (t->model == TOK_MODEL_SPM) return tok_spm_segment(t, s, n, t->add_space_prefix, o);
+    if (t->model == TOK_MODEL_SPM) return tok_spm_segment(t, s, n, prefix && t->add_space_prefix, o);
     return tok_bpe_segment(t, s, n, o);
 }
 
@@ -54,10 +54,11 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
 {
     if (!t || !n_out || (!text && len) || (!out && cap))
         return tern_fail(TERN_ERR_ARG, "tern_tokenize: NULL argument");
-    if (flags & ~(unsigned)(TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL))
+    if (flags & ~(unsigned)(TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL | TERN_TOK_CONTINUE))
         return tern_fail(TERN_ERR_ARG, "tern_tokenize: unknown flags 0x%x", flags);
     struct tok_out o = {out, cap, 0};
     bool add = flags & TERN_TOK_ADD_SPECIAL, parse = flags & TERN_TOK_PARSE_SPECIAL;
+    const bool prefix = !(flags & TERN_TOK_CONTINUE);
     if (add && t->add_bos) tok_out_push(&o, t->bos);
 
     tern_status st;
@@ -81,7 +82,7 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
             size_t end = i;
             if (sp->attr & TOK_ATTR_LSTRIP)
                 while (end > seg && is_blank(text[end - 1])) end--;
-            if ((st = encode_segment(t, text + seg, end - seg, &o))) return st;
+            if ((st = encode_segment(t, text + seg, end - seg, prefix, &o))) return st;
             tok_out_push(&o, sp->id);
             i += t->text_len[sp->id];
             if (sp->attr & TOK_ATTR_RSTRIP)
@@ -89,7 +90,7 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
             seg = i;
         }
     }
-    if ((st = encode_segment(t, text + seg, len - seg, &o))) return st;
+    if ((st = encode_segment(t, text + seg, len - seg, prefix, &o))) return st;
     if (add && t->add_eos) tok_out_push(&o, t->eos);
 
     *n_out = o.n;
