@@ -531,6 +531,53 @@ static void check_call(const cJSON *call, const char *name)
     cJSON_Delete(a);
 }
 
+/* Requests with the same tools share one compiled grammar (and a slot keeps its matcher for it):
+ * the same answer each time, one compile for three requests (/metrics), and tools that differ
+ * in a description are another grammar. */
+static void test_grammar_cache(void **state)
+{
+    (void)state;
+    NEED_MODEL();
+    const int port = main_srv.port;
+    const double h0 = metric(port, "tern_grammar_cache_hits_total");
+    const double m0 = metric(port, "tern_grammar_cache_misses_total");
+    char body[4096];
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Bergen?\"}], "
+             "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": true, \"temperature\": 0}", TOOLS);
+    char *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
+        const cJSON *calls = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls");
+        assert_true(cJSON_GetArraySize(calls) >= 1);
+        for (int c = 0; c < cJSON_GetArraySize(calls); c++)
+            check_call(cJSON_GetArrayItem(calls, c), jstr(cJSON_GetArrayItem(calls, c), "function.name"));
+        char *args = cJSON_PrintUnformatted(calls);
+        char *p = strstr(args, "\"arguments\""); /* ids differ per request: compare from the first call's arguments */
+        if (!first) first = strdup(p);
+        else assert_string_equal(p, first);
+        free(args);
+        cJSON_Delete(a);
+    }
+    free(first);
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 1);
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 2);
+    /* the same tools with parallel calls off (a grammar no earlier test of this server asked for
+     * with this content's tools: the description differs) */
+    char tools2[2048];
+    snprintf(tools2, sizeof tools2, "%s", TOOLS);
+    memcpy(strstr(tools2, "Current weather"), "Current Weather", 15); /* same length */
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Bergen?\"}], "
+             "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": true, \"temperature\": 0}", tools2);
+    cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
+    check_call(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+                   cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls"), 0),
+               jstr(a, "choices.0.message.tool_calls.0.function.name"));
+    cJSON_Delete(a);
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 2);
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 2);
+}
+
 static void test_tool_calls(void **state)
 {
     (void)state;
@@ -1093,7 +1140,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_models_auth), cmocka_unit_test(test_errors),
         cmocka_unit_test(test_body_limit),         cmocka_unit_test(test_chat_and_stream),
-        cmocka_unit_test(test_tool_calls),         cmocka_unit_test(test_tool_formats),
+        cmocka_unit_test(test_tool_calls), cmocka_unit_test(test_grammar_cache),         cmocka_unit_test(test_tool_formats),
         cmocka_unit_test(test_control_opener),
         cmocka_unit_test(test_reasoning),
         cmocka_unit_test(test_prompt_cache),       cmocka_unit_test(test_response_format_and_stop),

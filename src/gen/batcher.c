@@ -408,8 +408,9 @@ static void finish(struct tern_batcher *b, int i, tern_status rc)
         s->st.gen_tps = (s->st.n_generated - 1) / ((t - s->out.t_first) / 1e3);
     if (s->ver.gr) {
         gen_out_grammar_stats(&s->gram, &s->st);
-        /* the grammar need not outlive the request: neither does its matcher */
-        gen_grammar_free(&s->gram);
+        /* The grammar need not outlive the request; the slot keeps the matcher, which the next
+         * request with the same grammar resets instead of building anew (gen_grammar_begin tells
+         * by its serial; a matcher whose grammar is gone is only ever freed). */
         s->ver.gr = NULL;
     }
     const int kv = tern_kv_seq_n_pos(b->ctx, i);

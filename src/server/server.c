@@ -32,6 +32,7 @@ void tern_server_free(struct tern_server *s)
     tern_draft_free(s->draft);
     tern_prefix_cache_free(s->pc);
     tern_context_free(s->ctx);
+    srv_grammars_free(&s->grammars); /* the jobs holding grammars are gone (drained above) */
     tern_grammar_vocab_free(s->gvocab);
     tern_chat_template_free(s->tmpl);
     tern_tokenizer_free(s->tok);
@@ -94,6 +95,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     s->quiesced_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
+    srv_grammars_init(&s->grammars);
     pthread_cond_init(&s->wake, NULL);
     srv_metrics_init(&s->metrics);
     s->started = srv_unix_time();

@@ -79,6 +79,29 @@ void srv_metrics_free(struct srv_metrics *m);
 void srv_hist_add(struct srv_hist *h, double seconds);
 /* endpoint: 0 chat, 1 completions, 2 models, 3 other. */
 void srv_metrics_request(struct srv_metrics *m, int endpoint, int status);
+/* Compiled grammars shared by requests asking for the same one (srv_grammars.c). */
+#define SRV_GRAMMARS 16
+struct srv_grammar {
+    struct tern_grammar *g;
+    char *key;         /* what it was compiled from */
+    size_t key_len;
+    int refs;          /* the jobs holding it, plus 1 while cached (under the cache's mu) */
+    uint64_t used;     /* the cache's tick at its last lookup */
+};
+struct srv_grammars {
+    pthread_mutex_t mu;
+    struct srv_grammar *ent[SRV_GRAMMARS]; /* cached, or NULL */
+    uint64_t tick, hits, misses;
+};
+void srv_grammars_init(struct srv_grammars *c);
+void srv_grammars_free(struct srv_grammars *c);
+/* The grammar compiled from key (key_len bytes naming everything it is compiled from): the
+ * cached one, or compile(user, &g) on a miss. *out holds a reference: give it back with
+ * srv_grammar_put. */
+tern_status srv_grammar_get(struct srv_grammars *c, const char *key, size_t key_len,
+                            tern_status (*compile)(void *user, struct tern_grammar **out), void *user,
+                            struct srv_grammar **out);
+void srv_grammar_put(struct srv_grammars *c, struct srv_grammar *e);
 struct tern_server;
 char *srv_metrics_text(struct tern_server *s);
 
@@ -123,7 +146,8 @@ struct job {
     char id[48];
     long long created;
     struct tern_sampler *sampler;
-    struct tern_grammar *grammar;  /* tools / response_format constraint, or NULL */
+    struct tern_grammar *grammar;  /* tools / response_format constraint, or NULL: gref's */
+    struct srv_grammar *gref;      /* the server's shared grammar this job holds, or NULL */
     double t_queued, t_admitted, t_last_token;
 
     /* engine-side output state (engine thread only; srv_output.c) */
@@ -178,6 +202,7 @@ struct tern_server {
                                           of requests with tools, as llama-server's preserved tokens */
     int n_preserve;
     struct tern_grammar_vocab *gvocab;
+    struct srv_grammars grammars;      /* compiled tools / response_format grammars, shared */
     struct tern_context *ctx;
     struct tern_batcher *batcher;
     struct tern_draft *draft;          /* --draft (ngram, or a drafter model with a sequence per

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "util/error.h"
 
 struct job *srv_job_new(struct tern_server *s, struct srv_req *req)
 {
@@ -36,7 +37,7 @@ static void job_free(struct job *j)
 {
     srv_req_free(&j->req);
     tern_sampler_free(j->sampler);
-    tern_grammar_free(j->grammar);
+    srv_grammar_put(&j->srv->grammars, j->gref);
     tern_toolcall_parser_free(j->tp);
     sbuf_free(&j->hold);
     sbuf_free(&j->text);
@@ -66,6 +67,48 @@ static bool tools_constrained(const struct tern_server *s, const struct srv_req 
     if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
     if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
     return s->fmt != TERN_TOOLCALL_LLAMA3 || s->n_preserve > 0; /* llama3's one tag: <|python_tag|> */
+}
+
+/* What a request's grammar is compiled from (srv_grammar_get's compile callback). */
+struct grammar_src {
+    const struct tern_grammar_vocab *v;
+    const char *txt;
+    const struct tern_tool_grammar_params *tools; /* or NULL: a response_format schema */
+    const struct tern_grammar_params *schema;
+};
+
+static tern_status compile_grammar(void *user, struct tern_grammar **out)
+{
+    const struct grammar_src *g = user;
+    return g->tools ? tern_grammar_from_tools(g->v, g->txt, strlen(g->txt), g->tools, out)
+                    : tern_grammar_from_json_schema(g->v, g->txt, strlen(g->txt), g->schema, out);
+}
+
+/* The job's grammar from the server's cache: the key names the kind, every option and the
+ * text, so two requests share a grammar exactly when they would compile the same one. */
+static tern_status job_grammar(struct job *j, const struct grammar_src *g)
+{
+    char head[320];
+    int h;
+    if (g->tools)
+        h = snprintf(head, sizeof head, "tools fmt=%d choice=%d parallel=%d lenient=%d ws=%d strict=%d name=%s\n",
+                     (int)g->tools->format, (int)g->tools->choice, (int)g->tools->parallel,
+                     (int)g->tools->schema.lenient, (int)g->tools->schema.ws,
+                     (int)g->tools->schema.strict_properties, g->tools->name ? g->tools->name : "");
+    else
+        h = snprintf(head, sizeof head, "schema lenient=%d ws=%d strict=%d\n", (int)g->schema->lenient,
+                     (int)g->schema->ws, (int)g->schema->strict_properties);
+    if (h < 0 || (size_t)h >= sizeof head) /* a tool name too long for the head: no sharing */
+        return compile_grammar((void *)g, &j->grammar);
+    const size_t n = strlen(g->txt);
+    char *key = malloc((size_t)h + n);
+    if (!key) return tern_fail(TERN_ERR_NOMEM, "grammar cache: out of memory");
+    memcpy(key, head, (size_t)h);
+    memcpy(key + h, g->txt, n);
+    tern_status st = srv_grammar_get(&j->srv->grammars, key, (size_t)h + n, compile_grammar, (void *)g, &j->gref);
+    free(key);
+    if (!st) j->grammar = j->gref->g;
+    return st;
 }
 
 /* Sampler, constraint and tool-call parser of a job (connection thread, before it is queued:
@@ -107,7 +150,8 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
             tp.schema.strict_properties = true;
             char *txt = cJSON_PrintUnformatted(tools);
             param = "tools";
-            st = txt ? tern_grammar_from_tools(s->gvocab, txt, strlen(txt), &tp, &j->grammar) : TERN_ERR_NOMEM;
+            const struct grammar_src g = {.v = s->gvocab, .txt = txt, .tools = &tp};
+            st = txt ? job_grammar(j, &g) : TERN_ERR_NOMEM;
             free(txt);
         } else if (r->response_schema) {
             struct tern_grammar_params gp = tern_grammar_default_params();
@@ -115,7 +159,8 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
             gp.strict_properties = r->schema_strict;
             char *txt = cJSON_PrintUnformatted(r->response_schema);
             param = "response_format";
-            st = txt ? tern_grammar_from_json_schema(s->gvocab, txt, strlen(txt), &gp, &j->grammar) : TERN_ERR_NOMEM;
+            const struct grammar_src g = {.v = s->gvocab, .txt = txt, .schema = &gp};
+            st = txt ? job_grammar(j, &g) : TERN_ERR_NOMEM;
             free(txt);
         }
     }

@@ -71,6 +71,9 @@ char *srv_metrics_text(struct tern_server *s)
     pthread_mutex_lock(&s->mu);
     const int q = s->q_len, active = s->n_active;
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->grammars.mu);
+    const uint64_t g_hits = s->grammars.hits, g_misses = s->grammars.misses;
+    pthread_mutex_unlock(&s->grammars.mu);
     struct srv_metrics *m = &s->metrics;
     struct sbuf b = {0};
     char line[256];
@@ -106,6 +109,10 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_draft_off_periods_total", "counter", "Times the draft controller switched drafting off.",
            (double)m->draft_off_periods);
     scalar(&b, "tern_grammar_mask_seconds_total", "counter", "CPU time (engine thread) computing and applying grammar token masks.", m->mask_s);
+    scalar(&b, "tern_grammar_cache_hits_total", "counter",
+           "Requests whose tools / response_format grammar was already compiled (shared, warm).", (double)g_hits);
+    scalar(&b, "tern_grammar_cache_misses_total", "counter", "Tools / response_format grammars compiled.",
+           (double)g_misses);
     scalar(&b, "tern_generation_tokens_per_second", "gauge",
            "Generated tokens per second over all sequences, last ~5 s window.", m->tps_last);
     scalar(&b, "tern_requests_rejected_total", "counter", "Requests refused with 503 because the queue was full.", (double)m->rejected_full);
