@@ -576,6 +576,23 @@ static void test_grammar_cache(void **state)
     cJSON_Delete(a);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 2);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 2);
+    /* a tool named at length (250 bytes, near the request's 255 limit), asked for by name twice:
+     * compiled once, shared after (the name is part of the key whatever its length) */
+    char name[251];
+    memset(name, 'n', 250);
+    name[250] = 0;
+    for (int i = 0; i < 2; i++) {
+        snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"type\": "
+                 "\"function\", \"function\": {\"name\": \"%s\", \"parameters\": {\"type\": \"object\", \"properties\": "
+                 "{\"x\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 9}}, \"required\": [\"x\"]}}}], "
+                 "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"%s\"}}, \"temperature\": 0}",
+                 name, name);
+        a = post_json(port, "/v1/chat/completions", body, 200);
+        assert_string_equal(jstr(a, "choices.0.message.tool_calls.0.function.name"), name);
+        cJSON_Delete(a);
+    }
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 3);
+    assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 3);
 }
 
 static void test_tool_calls(void **state)

@@ -84,28 +84,26 @@ static tern_status compile_grammar(void *user, struct tern_grammar **out)
                     : tern_grammar_from_json_schema(g->v, g->txt, strlen(g->txt), g->schema, out);
 }
 
-/* The job's grammar from the server's cache: the key names the kind, every option and the
- * text, so two requests share a grammar exactly when they would compile the same one. */
+/* The job's grammar from the server's cache: the key names the kind, every option, the tool name
+ * (length-prefixed, so no name and text run into another pair's) and the text, so two requests
+ * share a grammar exactly when they would compile the same one. */
 static tern_status job_grammar(struct job *j, const struct grammar_src *g)
 {
-    char head[320];
-    int h;
-    if (g->tools)
-        h = snprintf(head, sizeof head, "tools fmt=%d choice=%d parallel=%d lenient=%d ws=%d strict=%d name=%s\n",
-                     (int)g->tools->format, (int)g->tools->choice, (int)g->tools->parallel,
-                     (int)g->tools->schema.lenient, (int)g->tools->schema.ws,
-                     (int)g->tools->schema.strict_properties, g->tools->name ? g->tools->name : "");
-    else
-        h = snprintf(head, sizeof head, "schema lenient=%d ws=%d strict=%d\n", (int)g->schema->lenient,
-                     (int)g->schema->ws, (int)g->schema->strict_properties);
-    if (h < 0 || (size_t)h >= sizeof head) /* a tool name too long for the head: no sharing */
-        return compile_grammar((void *)g, &j->grammar);
-    const size_t n = strlen(g->txt);
-    char *key = malloc((size_t)h + n);
+    const char *name = g->tools && g->tools->name ? g->tools->name : "";
+    const size_t nl = strlen(name), n = strlen(g->txt);
+    char head[160]; /* numbers only: always fits */
+    const int h = g->tools ? snprintf(head, sizeof head, "tools fmt=%d choice=%d parallel=%d lenient=%d ws=%d strict=%d name=%zu:",
+                                      (int)g->tools->format, (int)g->tools->choice, (int)g->tools->parallel,
+                                      (int)g->tools->schema.lenient, (int)g->tools->schema.ws,
+                                      (int)g->tools->schema.strict_properties, nl)
+                           : snprintf(head, sizeof head, "schema lenient=%d ws=%d strict=%d:", (int)g->schema->lenient,
+                                      (int)g->schema->ws, (int)g->schema->strict_properties);
+    char *key = malloc((size_t)h + nl + n);
     if (!key) return tern_fail(TERN_ERR_NOMEM, "grammar cache: out of memory");
     memcpy(key, head, (size_t)h);
-    memcpy(key + h, g->txt, n);
-    tern_status st = srv_grammar_get(&j->srv->grammars, key, (size_t)h + n, compile_grammar, (void *)g, &j->gref);
+    memcpy(key + h, name, nl);
+    memcpy(key + h + nl, g->txt, n);
+    tern_status st = srv_grammar_get(&j->srv->grammars, key, (size_t)h + nl + n, compile_grammar, (void *)g, &j->gref);
     free(key);
     if (!st) j->grammar = j->gref->g;
     return st;
