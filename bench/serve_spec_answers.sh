@@ -47,12 +47,8 @@ for p in $PLAIN $SPEC; do
         sleep 0.1
     done
 done
-jq -c --argjson echo "$ECHO" 'select(.expected != null)
-    | select(($echo | not) or (([.messages[] | .content // ""] | join(" ")) as $t
-        | [(.expected // [])[] | .arguments | fromjson | to_entries[] | .value | select(type == "string")
-           | . as $v | $t | contains($v)]
-        | length > 0 and all))
-    | {id, slice, messages, tools}' "$DATA" | head -n "$N" > "$DIR/cases"
+jq -c -L "$(dirname "$0")" --argjson echo "$ECHO" 'include "cases";
+    select(.expected != null) | select(($echo | not) or echoes) | {id, slice, messages, tools}' "$DATA" | head -n "$N" > "$DIR/cases"
 echo "target $MODEL, draft $DRAFT, $(wc -l < "$DIR/cases") cases of $DATA$($ECHO && echo ' (echoing the request)'), $THREADS thread(s), $ROUNDS rounds, tern serve -np 1"
 echo "| case | slice | tokens | plain ms | spec ms | speed-up | same answer |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | --- |"

@@ -39,11 +39,8 @@ command -v jq > /dev/null || { echo "spec_answers.sh: needs jq" >&2; exit 2; }
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 # the first N cases of the chosen slices, each as a {"messages", "tools"} file
-jq -c --arg s "$SLICES" --argjson echo "$ECHO" 'select($s == "" or (.slice as $x | $s | split(",") | index($x)))
-    | select(($echo | not) or (([.messages[] | .content // ""] | join(" ")) as $t
-        | [(.expected // [])[] | .arguments | fromjson | to_entries[] | .value | select(type == "string")
-           | . as $v | $t | contains($v)]
-        | length > 0 and all))
+jq -c -L "$(dirname "$0")" --arg s "$SLICES" --argjson echo "$ECHO" 'include "cases";
+    select($s == "" or (.slice as $x | $s | split(",") | index($x))) | select(($echo | not) or echoes)
     | {id, slice, messages, tools}' "$DATA" | head -n "$N" > "$DIR/cases"
 [ -s "$DIR/cases" ] || { echo "spec_answers.sh: no case of $DATA matches" >&2; exit 2; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

@@ -653,8 +653,9 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struc
         s->could_draft = false;
         if (!s->active || s->n_pending == 0) continue;
         n++;
-        /* a constrained request drafts by lookup only, after all its pending tokens */
-        const bool ok = s->ver.gr ? s->src && !s->model_drafts : s->n_pending == 1;
+        /* a constrained request drafts by lookup only (never model_drafts), after all its
+         * pending tokens */
+        const bool ok = s->ver.gr ? s->src != NULL : s->n_pending == 1;
         if (!ok || s->r.on_logprob || !(s->src || s->model_drafts)) continue;
         if (s->model_drafts && s->draft_skip > 0) { /* backing off (draft_outcome) */
             s->draft_skip--;

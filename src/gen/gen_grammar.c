@@ -10,9 +10,8 @@
  * thread that computes masks, so the figures hold on a machine that is busy with other work. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
 #include <string.h>
+#include <time.h>
 
 #include "gen/spec.h"
 #include "util/error.h"
@@ -29,19 +28,10 @@ tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar 
      * which does not read the grammar. */
     struct tern_grammar_info gi;
     tern_grammar_get_info(g, &gi);
-    if (g && gr->m && gr->serial == gi.serial && gi.serial != 0) {
-        struct tern_grammar_matcher *m = gr->m;
-        uint32_t *allow = gr->allow;
-        tern_grammar_matcher_reset(m);
-        *gr = (struct gen_grammar){.m = m, .allow = allow, .of = g, .serial = gi.serial, .n_tok = gi.n_vocab};
-        return TERN_OK;
-    }
-    if (!g) { /* keep the matcher for the grammar's next call */
-        struct tern_grammar_matcher *m = gr->m;
-        uint32_t *allow = gr->allow;
-        const uint64_t serial = gr->serial;
-        const int n_tok = gr->n_tok;
-        *gr = (struct gen_grammar){.m = m, .allow = allow, .serial = serial, .n_tok = n_tok};
+    const bool same = g && gr->m && gi.serial != 0 && gr->serial == gi.serial;
+    if (!g || same) { /* the same grammar: its matcher reset; none: the matcher kept for later */
+        if (same) tern_grammar_matcher_reset(gr->m);
+        *gr = (struct gen_grammar){.m = gr->m, .allow = gr->allow, .of = g, .serial = gr->serial, .n_tok = gr->n_tok};
         return TERN_OK;
     }
     tern_grammar_matcher_free(gr->m);
@@ -98,15 +88,23 @@ int gen_grammar_forced(struct gen_grammar *gr, int32_t *out, int cap)
     return k;
 }
 
+/* How many of d[0..k) the matcher takes in a row from here, left as it was (no counter moves:
+ * also spec_admit's filter, whose refused candidates are not drafts). Nothing follows a finished
+ * document: a draft past its end is refused like a wrong one. */
+static int admit_prefix(void *user, const int32_t *d, int k)
+{
+    struct tern_grammar_matcher *m = user;
+    int ok = 0;
+    while (ok < k && !tern_grammar_matcher_is_done(m) && tern_grammar_matcher_accept(m, d[ok], NULL) == TERN_OK)
+        ok++;
+    if (ok) tern_grammar_matcher_rollback(m, ok);
+    return ok;
+}
+
 int gen_grammar_check_drafts(struct gen_grammar *gr, const int32_t *d, int k)
 {
     const double t0 = gen_cpu_ms();
-    int ok = 0;
-    /* nothing follows a finished document: a draft past its end is refused like a wrong one */
-    while (ok < k && !tern_grammar_matcher_is_done(gr->m) &&
-           tern_grammar_matcher_accept(gr->m, d[ok], NULL) == TERN_OK)
-        ok++;
-    if (ok) tern_grammar_matcher_rollback(gr->m, ok);
+    const int ok = admit_prefix(gr->m, d, k);
     gr->draft_refused += k - ok;
     gr->ms += gen_cpu_ms() - t0;
     return ok;
@@ -116,18 +114,6 @@ void gen_grammar_rollback(struct gen_grammar *gr, int n)
 {
     tern_status st = n > 0 ? tern_grammar_matcher_rollback(gr->m, n) : TERN_OK;
     if (st) failed(gr, st);
-}
-
-/* spec_admit's filter: how many of d[0..k) the matcher takes in a row from here (left as it was;
- * no counter moves: candidates refused here are not drafts). */
-static int admit_prefix(void *user, const int32_t *d, int k)
-{
-    struct tern_grammar_matcher *m = user;
-    int ok = 0;
-    while (ok < k && !tern_grammar_matcher_is_done(m) && tern_grammar_matcher_accept(m, d[ok], NULL) == TERN_OK)
-        ok++;
-    if (ok) tern_grammar_matcher_rollback(m, ok);
-    return ok;
 }
 
 tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, int32_t *hist, int n, int k,
