@@ -294,6 +294,8 @@ enum tern_gate_verdict {
 };
 struct tern_bench_gate_params {
     bool allow_cross_hw;        /* compare across hardware profiles anyway (flagged in the table) */
+    bool raw;                   /* gate TTFT / TPS as measured, without allowing for the machine's
+                                   speed during each report (its machine_speed probes) */
     FILE *out;                  /* the table of every metric, its change and its limit; or NULL */
 };
 /* Compare current against baseline with the baseline's limits (its hardware profile's gate).

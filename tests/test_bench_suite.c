@@ -156,6 +156,17 @@ static void test_report_schema(void **state)
     assert_true(cJSON_IsNumber(at(e, "joules_per_100_tokens", NULL, NULL)) ||
                 (cJSON_IsNull(at(e, "joules_per_100_tokens", NULL, NULL)) && cJSON_IsString(at(e, "reason", NULL, NULL))));
     assert_true(cJSON_IsNumber(at(r, "noise", "ttft_ms", "round_spread")));
+    /* the machine-speed probe: before the first round and after each (3 rounds), their median */
+    cJSON *probes = at(r, "machine_speed", "probes_gops", NULL);
+    assert_int_equal(cJSON_GetArraySize(probes), 4);
+    double lo = 1e300, hi = 0;
+    cJSON_ArrayForEach(p, probes) {
+        lo = fmin(lo, p->valuedouble);
+        hi = fmax(hi, p->valuedouble);
+    }
+    double g = at(r, "machine_speed", "gops", NULL)->valuedouble;
+    assert_true(lo > 0 && g >= lo && g <= hi);
+    assert_non_null(strstr(at(r, "machine_speed", "method", NULL)->valuestring, "int8-dot-l1/v1"));
     cJSON_Delete(r);
 }
 
@@ -404,6 +415,73 @@ static void test_gate_verdicts(void **state)
     assert_non_null(strstr(out, "WARNING"));
 }
 
+/* The machine-speed allowance: both reports carry probes; the current run's machine ran at
+ * machine_value / 100 of the baseline's. */
+static double machine_value = 100;
+static const char *machine_method = "int8-dot-l1/v1 test";
+static void machine_at(cJSON *j, double gops, const char *method)
+{
+    cJSON_DeleteItemFromObject(j, "machine_speed");
+    cJSON *m = cJSON_AddObjectToObject(j, "machine_speed");
+    cJSON_AddStringToObject(m, "method", method);
+    cJSON_AddNumberToObject(m, "gops", gops);
+}
+static void machine_base(cJSON *j) { machine_at(j, 100, "int8-dot-l1/v1 test"); }
+static void machine_cur(cJSON *j) { machine_at(j, machine_value, machine_method); }
+static void machine_ttft(cJSON *j) { machine_cur(j); ttft_p50(j); }
+static void machine_tps(cJSON *j) { machine_cur(j); tps_p50(j); }
+static void machine_none(cJSON *j) { cJSON_DeleteItemFromObject(j, "machine_speed"); }
+
+static void test_gate_machine_speed(void **state)
+{
+    (void)state;
+    base_edit = machine_base;
+    /* the machine 5 % slower: TTFT 8 % longer is 2.6 % after the allowance, TPS 8 % lower 3.2 % */
+    machine_value = 95;
+    scale = 1.08;
+    assert_int_equal(gate_edited(machine_ttft, ""), 0);
+    assert_non_null(strstr(out, "x0.950"));
+    assert_non_null(strstr(out, "+2.6 % (raw +8.0)"));
+    assert_int_equal(gate_edited(machine_ttft, "--raw"), 1);
+    assert_non_null(strstr(out, "--raw: gated as measured"));
+    scale = 0.92;
+    assert_int_equal(gate_edited(machine_tps, ""), 0);
+    assert_non_null(strstr(out, "-3.2 % (raw -8.0)"));
+    assert_int_equal(gate_edited(machine_tps, "--raw"), 1);
+    /* ... but not a 12 % slower build */
+    scale = 1.12;
+    assert_int_equal(gate_edited(machine_ttft, ""), 1);
+    /* a faster machine that gives the same numbers hides a slower build */
+    machine_value = 107;
+    scale = 1.0;
+    assert_int_equal(gate_edited(machine_ttft, ""), 1);
+    assert_non_null(strstr(out, "+7.0 % (raw +0.0)"));
+    assert_int_equal(gate_edited(machine_tps, ""), 1);
+    assert_int_equal(gate_edited(machine_tps, "--raw"), 0);
+    /* more than 20 % apart: no allowance */
+    machine_value = 75;
+    scale = 1.08;
+    assert_int_equal(gate_edited(machine_ttft, ""), 1);
+    assert_non_null(strstr(out, "too far to allow for"));
+    /* other probes (another compiler, other flags) are not compared */
+    machine_value = 95;
+    machine_method = "int8-dot-l1/v1 other";
+    assert_int_equal(gate_edited(machine_ttft, ""), 1);
+    assert_non_null(strstr(out, "the probes differ"));
+    machine_method = "int8-dot-l1/v1 test";
+    /* a report without probes (made before them) is gated as measured */
+    assert_int_equal(gate_edited(machine_none, ""), 0); /* scale unused: same numbers */
+    assert_non_null(strstr(out, "not measured in the current report"));
+    base_edit = machine_none;
+    assert_int_equal(gate_edited(machine_ttft, ""), 1);
+    assert_non_null(strstr(out, "not measured in the baseline"));
+    base_edit = NULL;
+    scale = 1.0;
+    machine_value = 100;
+}
+
+static void bad_machine(cJSON *j) { machine_at(j, -3, "int8-dot-l1/v1 test"); }
+static void machine_no_method(cJSON *j) { cJSON_DeleteItemFromObject(at(j, "machine_speed", NULL, NULL), "method"); }
 static void drop_key(cJSON *j) { cJSON_DeleteItemFromObject(at(j, "fingerprints", NULL, NULL), "tokenizer"); }
 static void bad_version(cJSON *j) { cJSON_SetNumberValue(at(j, "schema_version", NULL, NULL), 7); }
 static void bad_order(cJSON *j) { cJSON_SetNumberValue(at(j, "metrics", "tps", "p90"), at(j, "metrics", "tps", "p99")->valuedouble + 1); }
@@ -419,6 +497,8 @@ static void test_gate_malformed(void **state)
         {bad_order, "current.json: metrics.tps.p95"},
         {bad_hex, "current.json: fingerprints.suite is not a SHA-256"},
         {no_p95, "current.json: metrics.first_step_ms.p95 is missing"},
+        {bad_machine, "current.json: machine_speed.gops must be a positive number or null"},
+        {machine_no_method, "current.json: machine_speed.method is missing"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_int_equal(gate_edited(cases[i].edit, ""), 2);
@@ -611,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_noise_target),
         cmocka_unit_test(test_profile_measure),
         cmocka_unit_test(test_gate_verdicts),
+        cmocka_unit_test(test_gate_machine_speed),
         cmocka_unit_test(test_gate_noise_flag),
         cmocka_unit_test(test_gate_malformed),
         cmocka_unit_test(test_bless),

@@ -4,7 +4,8 @@
  * gate).
  *
  * Files: bench_stats.c (percentiles, medians, spread), bench_sha.c (SHA-256 fingerprints, Debian's
- * nettle), bench_hw.c (CPU, caches, memory, OS, a measured memory bandwidth), bench_energy.c
+ * nettle), bench_hw.c (CPU, caches, memory, OS, a measured memory bandwidth), bench_calib.c (a
+ * machine-speed probe between rounds, so the gate can allow for a slower machine), bench_energy.c
  * (powercap/RAPL), bench_profiles.c (configs/hardware_profiles.yaml through libyaml),
  * bench_suite.c (the suite file), bench_run.c (timing the suite's prompts), bench_report.c (the
  * report's JSON), bench_check.c (reading a report back: every required key, named when absent),
@@ -65,6 +66,12 @@ struct bench_hw {
 /* Detect the machine; measure_bw runs the bandwidth probe (~0.2 s), else mem_bw_gbps = 0. */
 void bench_hw_detect(struct bench_hw *hw, bool measure_bw);
 cJSON *bench_hw_json(const struct bench_hw *hw);
+
+/* ---- bench_calib.c: the machine's speed, independent of tern's code ---- */
+/* GOP/s of a fixed int8 multiply-accumulate loop in L1, best of 5 passes (~40 ms). */
+double bench_calib_probe(void);
+/* What the probe is (its version, compiler and flags): probes compare only when it is equal. */
+const char *bench_calib_method(void);
 
 /* ---- bench_energy.c ---- */
 struct bench_energy {
@@ -165,6 +172,9 @@ struct bench_results {
     int reps_done;                /* rounds run (params.reps .. max_reps) */
     bool stable;                  /* the noise target was met (always true without max_reps) */
     double rel_se[BENCH_M_COUNT]; /* the estimate when the run stopped (TTFT, TPS) */
+    double *calib_gops;           /* [reps_done + 1] machine-speed probes: before round 0 and after
+                                     every round (bench_calib.c) */
+    int n_calib;
     double energy_j;              /* -1 = unavailable */
     char energy_reason[256];
 };

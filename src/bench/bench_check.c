@@ -84,6 +84,15 @@ tern_status bench_report_check(const cJSON *r, const char *path)
     if ((st = need(res, "share", path, "residency", cJSON_Number, NULL))) return st;
     if ((st = need(res, "scalar_fallbacks", path, "residency", cJSON_Number, NULL))) return st;
     if ((st = need(r, "noise", path, "", cJSON_Object, NULL))) return st;
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(r, "machine_speed");
+    if (ms) { /* optional: reports made before the probe have none, and are gated on raw numbers */
+        if (!cJSON_IsObject(ms)) return tern_fail(TERN_ERR_FORMAT, "%s: machine_speed must be an object", path);
+        if ((st = need(ms, "method", path, "machine_speed", cJSON_String, NULL))) return st;
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(ms, "gops");
+        if (!g) return tern_fail(TERN_ERR_FORMAT, "%s: machine_speed.gops is missing", path);
+        if (!cJSON_IsNull(g) && !(cJSON_IsNumber(g) && g->valuedouble > 0))
+            return tern_fail(TERN_ERR_FORMAT, "%s: machine_speed.gops must be a positive number or null", path);
+    }
     if ((st = need(r, "buckets", path, "", cJSON_Array, NULL))) return st;
     if ((st = need(r, "kv_cache", path, "", cJSON_Object, NULL))) return st;
     if ((st = need(r, "energy", path, "", cJSON_Object, NULL))) return st;

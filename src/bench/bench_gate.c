@@ -6,7 +6,10 @@
  *     valid call, a failure when the baseline had one and the current run has none),
  *   fast-path residency may fall by at most gate.residency_drop_points (10 points),
  *   determinism: a baseline with identical repetitions requires the current run's to be.
- * Reports from different hardware profiles (hardware.profile.key) are not compared unless
+ * TTFT and TPS are gated after allowing for the machine's speed during each report (the
+ * reports' machine_speed probes, bench_calib.c: a machine 4 % slower than at the baseline is
+ * expected to give 4 % fewer tokens/s), unless --raw, the probes differ or are missing, or the
+ * machine moved by more than 20 %. Reports from different hardware profiles (hardware.profile.key) are not compared unless
  * allowed; reports of different suites never are. The other metrics and the fingerprints are
  * printed for the reader, not gated. */
 #include <math.h>
@@ -37,21 +40,26 @@ static void row(struct table *t, const char *metric, const cJSON *base, const cJ
     /* 4 significant digits, never an exponent for the magnitudes a report holds */
     if (cJSON_IsNumber(base)) snprintf(b, sizeof b, fabs(base->valuedouble) >= 1000 ? "%.0f" : "%.4g", base->valuedouble);
     if (cJSON_IsNumber(cur)) snprintf(c, sizeof c, fabs(cur->valuedouble) >= 1000 ? "%.0f" : "%.4g", cur->valuedouble);
-    fprintf(t->out, "| %-22s | %10s | %10s | %9s | %-12s | %-7s |\n", metric, b, c, change, limit, verdict);
+    fprintf(t->out, "| %-22s | %10s | %10s | %-21s | %-12s | %-7s |\n", metric, b, c, change, limit, verdict);
 }
 
-/* A relative limit: sign +1 = growth is the regression (latency), -1 = a fall is (throughput). */
+/* A relative limit: sign +1 = growth is the regression (latency), -1 = a fall is (throughput).
+ * machine = current / baseline machine speed (1: no adjustment): a machine running at 0.95 of
+ * the baseline's speed is expected to take 1 / 0.95 the time and give 0.95 the tokens/s, so the
+ * change gated is the one left after that; the raw change is shown beside it. */
 static void relative(struct table *t, const char *name, const cJSON *base, const cJSON *cur,
-                     double limit_pct, int sign)
+                     double limit_pct, int sign, double machine)
 {
-    char change[32] = "n/a", limit[32];
+    char change[48] = "n/a", limit[32];
     snprintf(limit, sizeof limit, "%s%g %%", sign > 0 ? "<= +" : ">= -", limit_pct);
     if (!cJSON_IsNumber(base) || !cJSON_IsNumber(cur) || base->valuedouble <= 0) {
         row(t, name, base, cur, change, limit, "n/a");
         return;
     }
-    double pct = (cur->valuedouble / base->valuedouble - 1) * 100;
-    snprintf(change, sizeof change, "%+.1f %%", pct);
+    double raw = (cur->valuedouble / base->valuedouble - 1) * 100;
+    double pct = ((sign > 0 ? cur->valuedouble * machine : cur->valuedouble / machine) / base->valuedouble - 1) * 100;
+    if (machine != 1) snprintf(change, sizeof change, "%+.1f %% (raw %+.1f)", pct, raw);
+    else snprintf(change, sizeof change, "%+.1f %%", pct);
     bool bad = sign > 0 ? pct > limit_pct : pct < -limit_pct;
     t->failed += bad;
     row(t, name, base, cur, change, limit, bad ? "FAIL" : "ok");
@@ -63,6 +71,42 @@ static void info(struct table *t, const char *name, const cJSON *base, const cJS
     if (cJSON_IsNumber(base) && cJSON_IsNumber(cur) && base->valuedouble > 0)
         snprintf(change, sizeof change, "%+.1f %%", (cur->valuedouble / base->valuedouble - 1) * 100);
     row(t, name, base, cur, change, "-", "info");
+}
+
+/* How much faster (> 1) or slower the machine was during the current run than during the
+ * baseline's, by the reports' machine-speed probes (bench_calib.c); 1 when they cannot be
+ * compared, with the reason in why. Beyond +-20 % the machine is in another state than any
+ * proportional allowance can be trusted for, and the raw numbers are gated. */
+#define MACHINE_ADJUST_MAX 0.20
+static double machine_ratio(const cJSON *base, const cJSON *cur, bool raw, char *why, size_t n)
+{
+    const cJSON *mb = cJSON_GetObjectItemCaseSensitive(base, "machine_speed");
+    const cJSON *mc = cJSON_GetObjectItemCaseSensitive(cur, "machine_speed");
+    const cJSON *gb = at(mb, "gops", NULL, NULL), *gc = at(mc, "gops", NULL, NULL);
+    if (!cJSON_IsNumber(gb) || !cJSON_IsNumber(gc)) {
+        snprintf(why, n, "not measured in %s: gated as measured", cJSON_IsNumber(gb) ? "the current report" : "the baseline");
+        return 1;
+    }
+    const char *pb = at(mb, "method", NULL, NULL)->valuestring, *pc = at(mc, "method", NULL, NULL)->valuestring;
+    const double m = gc->valuedouble / gb->valuedouble;
+    int k = snprintf(why, n, "baseline %.2f GOP/s, current %.2f GOP/s (x%.3f)", gb->valuedouble, gc->valuedouble, m);
+    if (k < 0 || (size_t)k >= n) k = 0;
+    if (strcmp(pb, pc)) {
+        snprintf(why + k, n - (size_t)k, "; the probes differ ('%s' vs '%s'): gated as measured", pb, pc);
+        return 1;
+    }
+    if (raw) {
+        snprintf(why + k, n - (size_t)k, "; --raw: gated as measured");
+        return 1;
+    }
+    if (fabs(m - 1) > MACHINE_ADJUST_MAX) {
+        snprintf(why + k, n - (size_t)k, ": more than %.0f %% apart, too far to allow for; gated as measured  <-- "
+                 "re-run when the machine is in its usual state", MACHINE_ADJUST_MAX * 100);
+        return 1;
+    }
+    snprintf(why + k, n - (size_t)k, ": TTFT and TPS changes are allowed for it (the raw change beside; --raw "
+             "gates the numbers as measured)");
+    return m;
 }
 
 static tern_status limit_of(const cJSON *base, const char *key, const char *path, double *out)
@@ -117,14 +161,17 @@ tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
         return TERN_OK;
     }
     if (cross && out) fprintf(out, "WARNING: comparing across hardware profiles (--allow-cross-hw)\n");
+    char why[512];
+    const double m = machine_ratio(base, cur, p->raw, why, sizeof why);
+    if (out) fprintf(out, "machine speed: %s\n", why);
     struct table t = {.out = out};
-    if (out) fprintf(out, "| %-22s | %10s | %10s | %9s | %-12s | %-7s |\n|%s|%s|%s|%s|%s|%s|\n", "metric", "baseline",
+    if (out) fprintf(out, "| %-22s | %10s | %10s | %-21s | %-12s | %-7s |\n|%s|%s|%s|%s|%s|%s|\n", "metric", "baseline",
                      "current", "change", "limit", "verdict", "------------------------", "------------",
-                     "------------", "-----------", "--------------", "---------");
-    relative(&t, "ttft_ms p50", at(base, "metrics", "ttft_ms", "p50"), at(cur, "metrics", "ttft_ms", "p50"), L.ttft_regress_pct, +1);
-    relative(&t, "ttft_ms p95", at(base, "metrics", "ttft_ms", "p95"), at(cur, "metrics", "ttft_ms", "p95"), L.ttft_regress_pct, +1);
-    relative(&t, "tps p50", at(base, "metrics", "tps", "p50"), at(cur, "metrics", "tps", "p50"), L.tps_regress_pct, -1);
-    relative(&t, "tps p95", at(base, "metrics", "tps", "p95"), at(cur, "metrics", "tps", "p95"), L.tps_regress_pct, -1);
+                     "------------", "-----------------------", "--------------", "---------");
+    relative(&t, "ttft_ms p50", at(base, "metrics", "ttft_ms", "p50"), at(cur, "metrics", "ttft_ms", "p50"), L.ttft_regress_pct, +1, m);
+    relative(&t, "ttft_ms p95", at(base, "metrics", "ttft_ms", "p95"), at(cur, "metrics", "ttft_ms", "p95"), L.ttft_regress_pct, +1, m);
+    relative(&t, "tps p50", at(base, "metrics", "tps", "p50"), at(cur, "metrics", "tps", "p50"), L.tps_regress_pct, -1, m);
+    relative(&t, "tps p95", at(base, "metrics", "tps", "p95"), at(cur, "metrics", "tps", "p95"), L.tps_regress_pct, -1, m);
     {
         const cJSON *b = at(base, "metrics", "ttfa_tokens", "p95"), *c = at(cur, "metrics", "ttfa_tokens", "p95");
         char limit[32];
@@ -157,7 +204,7 @@ tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
         bool c = cJSON_IsTrue(at(cur, "determinism", "identical_tokens", NULL));
         bool bad = b && !c;
         t.failed += bad;
-        if (out) fprintf(out, "| %-22s | %10s | %10s | %9s | %-12s | %-7s |\n", "identical repetitions",
+        if (out) fprintf(out, "| %-22s | %10s | %10s | %-21s | %-12s | %-7s |\n", "identical repetitions",
                          b ? "yes" : "no", c ? "yes" : "no", "", "yes", bad ? "FAIL" : "ok");
     }
     static const char *const infos[][2] = {{"template_ms", "p50"}, {"tokenizer_ms", "p50"}, {"prefill_ms", "p50"},

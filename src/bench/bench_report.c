@@ -59,6 +59,29 @@ static cJSON *ttfa_tokens_pct(const struct bench_results *r)
 
 static void add_hex_fp(cJSON *o, const char *k, const char *hex) { cJSON_AddStringToObject(o, k, hex); }
 
+/* The machine-speed probes of the run (bench_calib.c): their median is what tern gate compares. */
+static cJSON *machine_speed_json(const struct bench_results *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "method", bench_calib_method());
+    cJSON *a = cJSON_AddArrayToObject(o, "probes_gops");
+    double *x = malloc(sizeof(double) * (size_t)(r->n_calib > 0 ? r->n_calib : 1));
+    for (int i = 0; i < r->n_calib; i++) {
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(r->calib_gops[i]));
+        if (x) x[i] = r->calib_gops[i];
+    }
+    if (x && r->n_calib > 0) {
+        double med = bench_median(x, r->n_calib); /* sorts x */
+        cJSON_AddNumberToObject(o, "gops", med);
+        cJSON_AddNumberToObject(o, "spread", med > 0 ? (x[r->n_calib - 1] - x[0]) / med : 0);
+    } else {
+        cJSON_AddNullToObject(o, "gops");
+        cJSON_AddNullToObject(o, "spread");
+    }
+    free(x);
+    return o;
+}
+
 static cJSON *noise_json(const struct bench_results *r)
 {
     const int n = r->suite->n, reps = r->params.reps;
@@ -292,6 +315,7 @@ cJSON *bench_report_build(const struct bench_results *r)
     cJSON_AddNumberToObject(tf, "valid_calls", (double)valid);
     cJSON_AddNumberToObject(tf, "invalid_calls", (double)invalid);
     cJSON_AddItemToObject(o, "noise", noise_json(r));
+    cJSON_AddItemToObject(o, "machine_speed", machine_speed_json(r));
 
     cJSON *bk = cJSON_AddArrayToObject(o, "buckets");
     static const int bucket_ids[] = {512, 1024, 2048, 4096, 0};

@@ -24,8 +24,10 @@
  * prompt precedes the timed rounds. With max_reps, rounds continue past reps until every
  * prompt's TTFT and TPS medians have an estimated relative standard error <= noise_target
  * (bench_rel_se_median), so a noisy machine pays with time instead of with false alarms; with
- * two runs each at 1 % the 5 % gate sits 3.5 standard errors of their difference away. Forward time per op class (tern_context_profile) is
- * collected over the timed rounds for the residency figures. */
+ * two runs each at 1 % the 5 % gate sits 3.5 standard errors of their difference away. Forward
+ * time per op class (tern_context_profile) is collected over the timed rounds for the residency
+ * figures. The machine-speed probe (bench_calib.c, ~40 ms) runs before the first round and after
+ * every round, outside the timed prompts: how fast the machine was while this report measured. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +259,7 @@ static void runner_free(struct runner *rn)
 
 static void results_free(struct bench_results *res)
 {
+    free(res->calib_gops);
     if (!res->runs) return;
     for (int i = 0; i < res->suite->n; i++)
         for (int m = 0; m < BENCH_M_COUNT; m++) free(res->runs[i].samples[m]);
@@ -377,12 +380,16 @@ tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench
     }
     const int max_reps = p->max_reps > p->reps ? p->max_reps : p->reps;
     res.stable = max_reps == p->reps;
+    if (!st && !(res.calib_gops = malloc(sizeof(double) * (size_t)(max_reps + 1))))
+        st = tern_fail(TERN_ERR_NOMEM, "bench: out of memory");
+    if (!st) res.calib_gops[res.n_calib++] = bench_calib_probe();
     for (int r = 0; !st && r < max_reps; r++) {
         for (int k = 0; !st && k < s->n; k++) {
             int i = r % 2 ? s->n - 1 - k : k;
             st = run_prompt(&rn, &s->prompts[i], &res.runs[i], r, &res);
         }
         res.reps_done = r + 1;
+        if (!st) res.calib_gops[res.n_calib++] = bench_calib_probe();
         /* the worst prompt's estimate, per metric */
         static const int watched[] = {BENCH_M_TTFT, BENCH_M_TPS};
         bool ok = true;

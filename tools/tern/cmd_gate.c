@@ -16,7 +16,7 @@
 
 static void help(void)
 {
-    printf("usage: tern gate [--baseline BLESSED.json] CURRENT.json [--allow-cross-hw]\n"
+    printf("usage: tern gate [--baseline BLESSED.json] CURRENT.json [--allow-cross-hw] [--raw]\n"
            "                 [--eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]]\n"
            "       tern gate --eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]\n"
            "\n"
@@ -26,6 +26,12 @@ static void help(void)
            "profile without --allow-cross-hw, different suite) or a bad report (named with its key).\n"
            "Without --baseline: baselines/<profile key>.json as written by tern bless.\n"
            "\n"
+           "TTFT and TPS changes are gated after allowing for the machine's own speed during each\n"
+           "run (the reports' machine_speed probe: a fixed loop that is not tern's code, run between\n"
+           "rounds), so a host that got 4 %% slower since the baseline is not a 4 %% regression. Not\n"
+           "done when a report has no probe, the probes differ, or the machine moved by over 20 %%;\n"
+           "--raw gates the numbers as measured.\n"
+           "\n"
            "--eval-baseline / --eval: two tern eval --json reports of the same dataset, gated too:\n"
            "strict F1 may drop by at most D (default 0.01), leaked and failed cases may not grow;\n"
            "different datasets or case counts are refused. The exit code is the worse verdict.\n");
@@ -34,13 +40,14 @@ static void help(void)
 int cmd_gate(int argc, char **argv)
 {
     const char *baseline = NULL, *current = NULL, *eval_base = NULL, *eval_cur = NULL, *v;
-    bool cross = false;
+    bool cross = false, raw = false;
     struct tern_eval_gate_params ep = tern_eval_gate_default_params();
     ep.out = stdout;
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
         if (!strcmp(argv[i], "--allow-cross-hw")) { cross = true; continue; }
+        if (!strcmp(argv[i], "--raw")) { raw = true; continue; }
         if ((r = cli_opt(argc, argv, &i, "--baseline", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             baseline = v;
@@ -77,7 +84,7 @@ int cmd_gate(int argc, char **argv)
             if (cli_bless_default_path(current, key, sizeof key, path, sizeof path)) return CLI_EXIT_USAGE;
             baseline = path;
         }
-        struct tern_bench_gate_params gp = {.allow_cross_hw = cross, .out = stdout};
+        struct tern_bench_gate_params gp = {.allow_cross_hw = cross, .raw = raw, .out = stdout};
         if (tern_bench_gate(baseline, current, &gp, &verdict)) {
             fprintf(stderr, "tern gate: %s\n", tern_last_error());
             return CLI_EXIT_USAGE;
