@@ -166,7 +166,7 @@ static void test_report_schema(void **state)
     }
     double g = at(r, "machine_speed", "gops", NULL)->valuedouble;
     assert_true(lo > 0 && g >= lo && g <= hi);
-    assert_non_null(strstr(at(r, "machine_speed", "method", NULL)->valuestring, "int8-dot-l1/v1"));
+    assert_non_null(strstr(at(r, "machine_speed", "method", NULL)->valuestring, "int8-dot-l1/v2"));
     cJSON_Delete(r);
 }
 
@@ -418,7 +418,7 @@ static void test_gate_verdicts(void **state)
 /* The machine-speed allowance: both reports carry probes; the current run's machine ran at
  * machine_value / 100 of the baseline's. */
 static double machine_value = 100;
-static const char *machine_method = "int8-dot-l1/v1 test";
+static const char *machine_method = "int8-dot-l1/v2 test";
 static void machine_at(cJSON *j, double gops, const char *method)
 {
     cJSON_DeleteItemFromObject(j, "machine_speed");
@@ -426,7 +426,7 @@ static void machine_at(cJSON *j, double gops, const char *method)
     cJSON_AddStringToObject(m, "method", method);
     cJSON_AddNumberToObject(m, "gops", gops);
 }
-static void machine_base(cJSON *j) { machine_at(j, 100, "int8-dot-l1/v1 test"); }
+static void machine_base(cJSON *j) { machine_at(j, 100, "int8-dot-l1/v2 test"); }
 static void machine_cur(cJSON *j) { machine_at(j, machine_value, machine_method); }
 static void machine_ttft(cJSON *j) { machine_cur(j); ttft_p50(j); }
 static void machine_tps(cJSON *j) { machine_cur(j); tps_p50(j); }
@@ -465,10 +465,10 @@ static void test_gate_machine_speed(void **state)
     assert_non_null(strstr(out, "too far to allow for"));
     /* other probes (another compiler, other flags) are not compared */
     machine_value = 95;
-    machine_method = "int8-dot-l1/v1 other";
+    machine_method = "int8-dot-l1/v2 other";
     assert_int_equal(gate_edited(machine_ttft, ""), 1);
     assert_non_null(strstr(out, "the probes differ"));
-    machine_method = "int8-dot-l1/v1 test";
+    machine_method = "int8-dot-l1/v2 test";
     /* a report without probes (made before them) is gated as measured */
     assert_int_equal(gate_edited(machine_none, ""), 0); /* scale unused: same numbers */
     assert_non_null(strstr(out, "not measured in the current report"));
@@ -480,7 +480,7 @@ static void test_gate_machine_speed(void **state)
     machine_value = 100;
 }
 
-static void bad_machine(cJSON *j) { machine_at(j, -3, "int8-dot-l1/v1 test"); }
+static void bad_machine(cJSON *j) { machine_at(j, -3, "int8-dot-l1/v2 test"); }
 static void machine_no_method(cJSON *j) { cJSON_DeleteItemFromObject(at(j, "machine_speed", NULL, NULL), "method"); }
 static void drop_key(cJSON *j) { cJSON_DeleteItemFromObject(at(j, "fingerprints", NULL, NULL), "tokenizer"); }
 static void bad_version(cJSON *j) { cJSON_SetNumberValue(at(j, "schema_version", NULL, NULL), 7); }
