@@ -6,10 +6,11 @@
  *     valid call, a failure when the baseline had one and the current run has none),
  *   fast-path residency may fall by at most gate.residency_drop_points (10 points),
  *   determinism: a baseline with identical repetitions requires the current run's to be.
- * TTFT and TPS are gated after allowing for the machine's speed during each report (the
- * reports' machine_speed probes, bench_calib.c: a machine 4 % slower than at the baseline is
- * expected to give 4 % fewer tokens/s), unless --raw, the probes differ or are missing, or the
- * machine moved by more than 20 %. Reports from different hardware profiles (hardware.profile.key) are not compared unless
+ * TTFT is gated after allowing for the machine's speed during each report (the reports'
+ * machine_speed probes, bench_calib.c: prefill is compute-bound, so on a machine 4 % slower than
+ * at the baseline it is expected to take 1 / 0.96 the time), unless --raw, the probes differ or
+ * are missing, or the machine moved by more than 20 %. TPS (decode, memory-bound) is gated as
+ * measured. Reports from different hardware profiles (hardware.profile.key) are not compared unless
  * allowed; reports of different suites never are. The other metrics and the fingerprints are
  * printed for the reader, not gated. */
 #include <math.h>
@@ -44,9 +45,9 @@ static void row(struct table *t, const char *metric, const cJSON *base, const cJ
 }
 
 /* A relative limit: sign +1 = growth is the regression (latency), -1 = a fall is (throughput).
- * machine = current / baseline machine speed (1: no adjustment): a machine running at 0.95 of
- * the baseline's speed is expected to take 1 / 0.95 the time and give 0.95 the tokens/s, so the
- * change gated is the one left after that; the raw change is shown beside it. */
+ * machine = current / baseline machine speed (1: no adjustment; only TTFT gets one): a machine
+ * running at 0.95 of the baseline's speed is expected to take 1 / 0.95 the time, so the change
+ * gated is the one left after that; the raw change is shown beside it. */
 static void relative(struct table *t, const char *name, const cJSON *base, const cJSON *cur,
                      double limit_pct, int sign, double machine)
 {
@@ -104,8 +105,8 @@ static double machine_ratio(const cJSON *base, const cJSON *cur, bool raw, char 
                  "re-run when the machine is in its usual state", MACHINE_ADJUST_MAX * 100);
         return 1;
     }
-    snprintf(why + k, n - (size_t)k, ": TTFT and TPS changes are allowed for it (the raw change beside; --raw "
-             "gates the numbers as measured)");
+    snprintf(why + k, n - (size_t)k, ": TTFT changes are allowed for it (the raw change beside; --raw "
+             "gates them as measured; TPS always is)");
     return m;
 }
 
@@ -170,8 +171,10 @@ tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
                      "------------", "-----------------------", "--------------", "---------");
     relative(&t, "ttft_ms p50", at(base, "metrics", "ttft_ms", "p50"), at(cur, "metrics", "ttft_ms", "p50"), L.ttft_regress_pct, +1, m);
     relative(&t, "ttft_ms p95", at(base, "metrics", "ttft_ms", "p95"), at(cur, "metrics", "ttft_ms", "p95"), L.ttft_regress_pct, +1, m);
-    relative(&t, "tps p50", at(base, "metrics", "tps", "p50"), at(cur, "metrics", "tps", "p50"), L.tps_regress_pct, -1, m);
-    relative(&t, "tps p95", at(base, "metrics", "tps", "p95"), at(cur, "metrics", "tps", "p95"), L.tps_regress_pct, -1, m);
+    /* decode streams the weights from memory: the L1 probe does not predict it (the same build's
+     * TPS spread grew from 0.6 % to 2.9 % when divided by it), so TPS is gated as measured */
+    relative(&t, "tps p50", at(base, "metrics", "tps", "p50"), at(cur, "metrics", "tps", "p50"), L.tps_regress_pct, -1, 1);
+    relative(&t, "tps p95", at(base, "metrics", "tps", "p95"), at(cur, "metrics", "tps", "p95"), L.tps_regress_pct, -1, 1);
     {
         const cJSON *b = at(base, "metrics", "ttfa_tokens", "p95"), *c = at(cur, "metrics", "ttfa_tokens", "p95");
         char limit[32];
