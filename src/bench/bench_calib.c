@@ -32,12 +32,12 @@
 
 int32_t bench_calib_pass_scalar(const int8_t *a, const int8_t *b, int n, int iters)
 {
-    int32_t s = 0;
+    uint32_t s = 0; /* wraps: the sum only has to exist */
     for (int it = 0; it < iters; it++) {
         __asm__ volatile("" ::: "memory"); /* every sweep is run: none is hoisted or folded */
-        for (int i = 0; i < n; i++) s += a[i] * b[i];
+        for (int i = 0; i < n; i++) s += (uint32_t)(a[i] * b[i]);
     }
-    return s;
+    return (int32_t)s;
 }
 
 struct calib_path {
@@ -71,11 +71,11 @@ double bench_calib_probe(void)
         a[i] = (int8_t)(i * 7);
         b[i] = (int8_t)(i * 13 + 1);
     }
-    volatile int32_t sink = 0;
+    volatile uint32_t sink = 0;
     double best = 0;
     for (int pass = 0; pass < 5; pass++) {
         double t0 = util_now_s();
-        sink += path.pass(a, b, CALIB_N, path.iters);
+        sink += (uint32_t)path.pass(a, b, CALIB_N, path.iters);
         double t = util_now_s() - t0;
         double gops = 2.0 * CALIB_N * path.iters / t / 1e9;
         if (t > 0 && gops > best) best = gops;

@@ -21,5 +21,10 @@ int32_t bench_calib_pass_avx512(const int8_t *a, const int8_t *b, int n, int ite
     }
     __m512i s = acc[0];
     for (int i = 1; i < 8; i++) s = _mm512_add_epi32(s, acc[i]);
-    return _mm512_reduce_add_epi32(s);
+    /* summed as unsigned: the sum wraps (it only has to exist), and signed overflow is UB, which
+     * _mm512_reduce_add_epi32's plain int additions would be */
+    uint32_t lanes[16], sum = 0;
+    _mm512_storeu_si512(lanes, s);
+    for (int i = 0; i < 16; i++) sum += lanes[i];
+    return (int32_t)sum;
 }
