@@ -529,59 +529,115 @@ static void test_batcher_requests(void **state)
     tern_tokenizer_free(tk);
 }
 
-/* The DeltaNet head's SIMD paths against the scalar reference (kernels/delta.h): the same sums
- * in the same order with fused multiply-adds, so within float rounding of the values' size. */
-static void test_delta_kernels_match_scalar(void **state)
+/* One head's DeltaNet over a run of tokens (kernels/delta.h), on every path this CPU has:
+ *  - a run gives the bits of its tokens one at a time (with and without the work buffer, rows
+ *    in any order), and its keep copies are the states after their tokens;
+ *  - the SIMD paths are within float rounding of the scalar reference (the same sums in the same
+ *    order, with fused multiply-adds). */
+struct delta_case {
+    int hk, hv, m, stride;
+    int rows[7];
+    float *qkv, *par, *S0, *work;
+};
+
+static void delta_run_cols(delta_run_fn fn, const struct delta_case *dc, const int *rows, int m,
+                           const float *S0, float *S, float *out, float *const *keep, bool work)
+{
+    struct delta_run d = {.rows = rows, .m = m, .hk = dc->hk, .hv = dc->hv, .qkv = dc->qkv,
+                          .qkv_stride = (size_t)dc->stride, .q_off = 0, .k_off = (size_t)dc->hk,
+                          .v_off = 2 * (size_t)dc->hk, .par = dc->par, .par_stride = DELTA_PAR,
+                          .out = out, .out_stride = (size_t)dc->hv, .keep = keep, .keep_off = 0,
+                          .work = work ? dc->work : NULL};
+    for (int j = 0; j < dc->hv; j += DELTA_BLOCK)
+        fn(&d, S0, S, j, j + DELTA_BLOCK < dc->hv ? j + DELTA_BLOCK : dc->hv);
+}
+
+static void test_delta_runs(void **state)
 {
     (void)state;
+    struct { delta_run_fn fn; const char *name; } paths[3] = {{delta_run_scalar, "scalar"}};
+    int n_paths = 1;
 #if defined(__x86_64__)
     const char *isa = kern_isa_name();
-    const bool has512 = !strcmp(isa, "avx512"), has2 = has512 || !strcmp(isa, "avx2");
-    if (!has2) {
-        print_message("no AVX2 kernels on this CPU (%s): nothing to compare\n", isa);
-        return;
-    }
-    static const int dims[][2] = {{128, 128}, {64, 64}, {64, 48}, {32, 80}};
+    if (!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) paths[n_paths++] = (__typeof__(paths[0])){delta_run_avx2, "avx2"};
+    if (!strcmp(isa, "avx512")) paths[n_paths++] = (__typeof__(paths[0])){delta_run_avx512, "avx512"};
+#endif
+    if (n_paths == 1) print_message("no SIMD DeltaNet paths on this CPU: the scalar one alone\n");
+    static const int dims[][2] = {{128, 128}, {64, 64}, {64, 48}, {32, 80}, {16, 144}};
+    enum { M = 7 };
     uint64_t x = 12345;
+#define RND(lo, hi) (x = x * 6364136223846793005ull + 1442695040888963407ull, \
+                     (lo) + ((hi) - (lo)) * (float)(x >> 40) / (float)(1ull << 24))
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
-        const int hk = dims[di][0], hv = dims[di][1];
-        float *S0 = malloc(sizeof(float) * (size_t)hk * hv), *Sr = malloc(sizeof(float) * (size_t)hk * hv);
-        float *Ss = malloc(sizeof(float) * (size_t)hk * hv);
-        float q[128], k[128], v[128], outr[128], outs[128];
-        for (int i = 0; i < hk * hv; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            S0[i] = (float)((int)(x >> 40) % 2001 - 1000) / 500.0f;
+        struct delta_case dc = {.hk = dims[di][0], .hv = dims[di][1], .m = M,
+                                .rows = {4, 0, 6, 2, 1, 5, 3}};
+        const int hk = dc.hk, hv = dc.hv;
+        const size_t hs = (size_t)hk * hv;
+        dc.stride = 2 * hk + hv;
+        dc.qkv = malloc(sizeof(float) * M * dc.stride);
+        dc.par = malloc(sizeof(float) * M * DELTA_PAR);
+        dc.S0 = malloc(sizeof(float) * hs);
+        dc.work = aligned_alloc(64, sizeof(float) * (size_t)hk * DELTA_BLOCK);
+        float *S = malloc(sizeof(float) * hs), *Sref = malloc(sizeof(float) * 2 * hs);
+        float *Sone = malloc(sizeof(float) * hs), *kept = malloc(sizeof(float) * 2 * hs);
+        float *after3 = malloc(sizeof(float) * hs);
+        float *out = malloc(sizeof(float) * M * hv), *oref = malloc(sizeof(float) * 2 * M * hv);
+        float *oone = malloc(sizeof(float) * M * hv);
+        for (size_t i = 0; i < hs; i++) dc.S0[i] = RND(-2.0f, 2.0f);
+        for (int r = 0; r < M; r++) {
+            float *row = dc.qkv + (size_t)r * dc.stride;
+            for (int i = 0; i < 2 * hk; i++) row[i] = RND(-0.11f, 0.11f);
+            for (int i = 0; i < hv; i++) row[2 * hk + i] = RND(-2.0f, 2.0f);
+            float *p = dc.par + (size_t)r * DELTA_PAR;
+            const float beta = RND(0.1f, 0.9f), decay = RND(0.5f, 1.0f);
+            p[0] = beta;
+            p[1] = beta * decay;
+            p[2] = decay;
+            p[3] = RND(-0.01f, 0.01f);
+            p[4] = decay / sqrtf((float)hk);
         }
-        for (int i = 0; i < 128; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            q[i] = (float)((int)(x >> 40) % 201 - 100) / 900.0f;
-            k[i] = (float)((int)(x >> 48) % 201 - 100) / 900.0f;
-            v[i] = (float)((int)(x >> 33) % 201 - 100) / 50.0f;
-        }
-        for (int path = 0; path < 2; path++) {
-            if (path == 1 && !has512) continue;
-            if (path == 1 && hv % 16) continue;
-            if (path == 0 && hv % 8) continue;
+        for (int pi = 0; pi < n_paths; pi++) {
+            if (hv % (pi == 2 ? 16 : pi == 1 ? 8 : 1)) continue;
             for (int zero = 0; zero < 2; zero++) {
-                const float *src = zero ? NULL : S0;
-                delta_head_scalar(src, Sr, q, k, v, 0.6f, 0.6f * 0.9f, 0.9f, 0.01f, 0.08f, outr, hk, hv);
-                (path ? delta_head_avx512 : delta_head_avx2)(src, Ss, q, k, v, 0.6f, 0.6f * 0.9f, 0.9f,
-                                                           0.01f, 0.08f, outs, hk, hv);
-                double ds = 0, dout = 0;
-                for (int i = 0; i < hk * hv; i++) ds = fmax(ds, fabs((double)Sr[i] - Ss[i]));
-                for (int i = 0; i < hv; i++) dout = fmax(dout, fabs((double)outr[i] - outs[i]));
-                print_message("%s hk %d hv %d%s: max |d| state %.2g, out %.2g\n", path ? "avx512" : "avx2",
-                              hk, hv, zero ? " (zero state)" : "", ds, dout);
-                assert_true(ds <= 1e-5 && dout <= 1e-5);
+                const float *src = zero ? NULL : dc.S0;
+                /* one token at a time, in place after the first */
+                for (int i = 0; i < M; i++) {
+                    delta_run_cols(paths[pi].fn, &dc, dc.rows + i, 1, i ? Sone : src, Sone, oone, NULL, false);
+                    if (i == 3) memcpy(after3, Sone, sizeof(float) * hs);
+                }
+                for (int work = 0; work < 2; work++) {
+                    float *keep[2 * M] = {0};
+                    keep[2 * 3 + 1] = kept;
+                    keep[2 * 6] = kept + hs;
+                    memset(kept, 0, sizeof(float) * 2 * hs);
+                    delta_run_cols(paths[pi].fn, &dc, dc.rows, M, src, S, out, keep, work);
+                    assert_memory_equal(S, Sone, sizeof(float) * hs);
+                    assert_memory_equal(out, oone, sizeof(float) * M * hv);
+                    assert_memory_equal(kept, after3, sizeof(float) * hs);
+                    assert_memory_equal(kept + hs, S, sizeof(float) * hs);
+                }
+                const float *sr = Sref + zero * hs, *orf = oref + (size_t)zero * M * hv;
+                if (pi == 0) {
+                    memcpy(Sref + zero * hs, S, sizeof(float) * hs);
+                    memcpy(oref + (size_t)zero * M * hv, out, sizeof(float) * M * hv);
+                    continue;
+                }
+                double ds = 0, dout = 0, big = 0;
+                for (size_t i = 0; i < hs; i++) {
+                    ds = fmax(ds, fabs((double)sr[i] - S[i]));
+                    big = fmax(big, fabs((double)sr[i]));
+                }
+                for (int i = 0; i < M * hv; i++) dout = fmax(dout, fabs((double)orf[i] - out[i]));
+                print_message("%s hk %d hv %d%s: max |d| state %.2g (of %.2g), out %.2g\n", paths[pi].name,
+                              hk, hv, zero ? " (zero state)" : "", ds, big, dout);
+                assert_true(ds <= 1e-5 * fmax(big, 1.0) && dout <= 1e-5);
+                assert_true(big > 0.1);
             }
         }
-        free(S0);
-        free(Sr);
-        free(Ss);
+        free(dc.qkv); free(dc.par); free(dc.S0); free(dc.work); free(S); free(Sref); free(Sone);
+        free(kept); free(after3); free(out); free(oref); free(oone);
     }
-#else
-    print_message("no x86 SIMD paths on this target\n");
-#endif
+#undef RND
 }
 
 int main(void)
@@ -594,7 +650,7 @@ int main(void)
         cmocka_unit_test(test_sequences_in_one_batch),
         cmocka_unit_test(test_speculative_decoding),
         cmocka_unit_test(test_batcher_requests),
-        cmocka_unit_test(test_delta_kernels_match_scalar),
+        cmocka_unit_test(test_delta_runs),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -62,6 +62,10 @@ void vexp_sub_scalar(float *s, int n, float mx)
 
 void vexp_silu_mul_scalar(float *g, const float *u, int n)
 {
+    if (!u) {
+        for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i]));
+        return;
+    }
     for (int i = 0; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * u[i];
 }
 

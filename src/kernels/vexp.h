@@ -35,7 +35,7 @@ typedef double (*vexp_sum_fn)(float *s, int n, float mx);
  * as the exponentials. */
 typedef void (*vexp_sub_fn)(float *s, int n, float mx);
 /* g[i] = g[i] / (1 + vexp_f32(-g[i])) * u[i]: SiLU(gate) * up, in float, as llama.cpp's
- * reference writes it. */
+ * reference writes it; u NULL: SiLU alone, g[i] / (1 + vexp_f32(-g[i])). */
 typedef void (*vexp_silu_mul_fn)(float *g, const float *u, int n);
 
 /* g[i] = gelu(g[i]) * u[i] (gemma3's FFN) with GELU's tanh form evaluated as llama.cpp's AVX-512

@@ -90,9 +90,9 @@ void vexp_silu_mul_avx2(float *g, const float *u, int n)
             e = _mm256_loadu_ps(tmp);
         }
         const __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, e));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+        _mm256_storeu_ps(g + i, u ? _mm256_mul_ps(s, _mm256_loadu_ps(u + i)) : s);
     }
-    for (; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * u[i];
+    for (; i < n; i++) g[i] = g[i] / (1.0f + vexp_f32(-g[i])) * (u ? u[i] : 1.0f);
 }
 
 void vexp_gelu_mul_avx2(float *g, const float *u, int n)

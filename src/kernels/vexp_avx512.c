@@ -99,7 +99,7 @@ void vexp_silu_mul_avx512(float *g, const float *u, int n)
             e = _mm512_loadu_ps(tmp);
         }
         const __m512 s = _mm512_div_ps(x, _mm512_add_ps(one, e));
-        _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
+        _mm512_mask_storeu_ps(g + i, m, u ? _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)) : s);
     }
 }
 

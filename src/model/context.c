@@ -118,13 +118,26 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->dn_a = alloc_floats(ctx, nb * nv, &st);
         ctx->dn_bg = alloc_floats(ctx, nb * 2 * nv, &st);
         ctx->dn_out = alloc_floats(ctx, nb * vd, &st);
+        ctx->dn_par = alloc_floats(ctx, nb * nv * DELTA_PAR, &st);
+        ctx->dn_pre = alloc_floats(ctx, (size_t)(ctx->rec.d_conv - 1) * cd + 1, &st);
+        ctx->dn_taps = alloc_floats(ctx, (size_t)ctx->rec.n_layer * ctx->rec.d_conv * cd, &st);
+        ctx->dn_work = alloc_floats(ctx, (size_t)ctx->n_threads * ctx->rec.hk * DELTA_BLOCK, &st);
+        ctx->dn_keep = calloc(2 * nb, sizeof *ctx->dn_keep);
         ctx->rec_first = calloc(nb, sizeof *ctx->rec_first);
         ctx->rb_n = calloc((size_t)cp.n_seq, sizeof *ctx->rb_n);
         ctx->rb_p0 = calloc((size_t)cp.n_seq, sizeof *ctx->rb_p0);
         ctx->rb_base = calloc((size_t)cp.n_seq, sizeof *ctx->rb_base);
+        ctx->rb_at = calloc((size_t)cp.n_seq, sizeof *ctx->rb_at);
+        ctx->rb_rows = calloc(nb, sizeof *ctx->rb_rows);
         ctx->rb_seqs = calloc((size_t)cp.n_seq, sizeof *ctx->rb_seqs);
-        if ((!ctx->rec_first || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base || !ctx->rb_seqs) && !st)
+        ctx->rb_run = calloc((size_t)cp.n_seq, sizeof *ctx->rb_run);
+        if ((!ctx->dn_keep || !ctx->rec_first || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base ||
+             !ctx->rb_at || !ctx->rb_rows || !ctx->rb_seqs || !ctx->rb_run) && !st)
             st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
+        for (int il = 0; il < in->n_layer && !st; il++)
+            if (m->layers[il].recurrent)
+                rec_conv_taps(&ctx->rec, m->layers[il].ssm_conv1d.data,
+                              ctx->dn_taps + (size_t)m->layers[il].rec_index * ctx->rec.d_conv * cd);
     }
     if (m->rope_swa_own) ctx->rope_cs_swa = alloc_floats(ctx, nb * (size_t)in->n_rot_swa, &st);
     /* per-layer embeddings (gemma4): every layer's input of each token, and one layer's gate */
@@ -211,11 +224,15 @@ void tern_context_free(struct tern_context *ctx)
     tp_free(ctx->pool);
     kv_free(&ctx->kv);
     rec_free(&ctx->rec);
+    free(ctx->dn_keep);
     free(ctx->rec_first);
     free(ctx->rb_n);
     free(ctx->rb_p0);
     free(ctx->rb_base);
+    free(ctx->rb_at);
+    free(ctx->rb_rows);
     free(ctx->rb_seqs);
+    free(ctx->rb_run);
     for (int i = 0; i < ctx->n_raw; i++) free(ctx->raw[i]);
     free(ctx->scores);
     free(ctx->qr);
@@ -252,28 +269,38 @@ bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos
 }
 
 /* The recurrence of sequence s replayed from its rollback base over the inputs recorded for
- * positions base .. n-1 (base < n <= base + rec_cap), into the current buffer of sequence dst
- * (s itself, or another one being given s's state at n): the same code as the forward pass on
- * the same numbers, so the same bits. Scratch: the first rows of dn_qkv and dn_out. */
+ * positions base .. n-1 (base < n <= base + rec_cap <= n_batch), into the current buffer of
+ * sequence dst (s itself, or another one being given s's state at n): the recorded inputs go to
+ * the first rows of the batch buffers and run as the forward pass runs them, the same code on the
+ * same numbers, so the same bits. */
 static void rec_replay(struct tern_context *ctx, int s, int n, int dst_seq)
 {
     struct rec_state *r = &ctx->rec;
-    const int base = r->base[s];
-    TERN_ASSERT(base >= 0 && n > base && n - base <= r->rec_cap);
-    const struct tern_model *m = ctx->model;
-    for (int il = 0; il < m->info.n_layer; il++) {
-        const struct model_layer *L = &m->layers[il];
+    const int base = r->base[s], m = n - base;
+    TERN_ASSERT(base >= 0 && n > base && m <= r->rec_cap && m <= ctx->n_batch);
+    const struct tern_model *model = ctx->model;
+    const size_t cd = (size_t)r->conv_dim, nbg = 2 * (size_t)r->n_v;
+    for (int i = 0; i < m; i++) ctx->rb_rows[i] = i;
+    for (int il = 0; il < model->info.n_layer; il++) {
+        const struct model_layer *L = &model->layers[il];
         if (!L->recurrent) continue;
         const int l = L->rec_index;
-        float *dst = rec_layer(r, dst_seq, r->cur[dst_seq], l);
-        const float *src = base == 0 ? NULL : rec_layer(r, s, r->cur[s] ^ 1, l);
-        for (int i = 0; i < n - base; i++, src = dst) {
-            const float *in = rec_record(r, s, i, l);
-            rec_conv_token(r, L->ssm_conv1d.data, in, src, dst, ctx->dn_qkv, 0, r->conv_dim);
-            rec_l2norm_token(r, ctx->dn_qkv, m->info.rms_eps);
-            rec_delta_token(r, ctx->dn_qkv, in + r->conv_dim, src ? src + r->conv_floats : NULL,
-                            dst + r->conv_floats, ctx->dn_out, 0, r->n_v);
+        for (int i = 0; i < m; i++) {
+            const float *rc = rec_record(r, s, i, l);
+            memcpy(ctx->dn_in + i * cd, rc, sizeof(float) * cd);
+            memcpy(ctx->dn_bg + i * nbg, rc + cd, sizeof(float) * nbg);
         }
+        const struct rec_run run = {
+            .rows = ctx->rb_rows, .m = m,
+            .src = base == 0 ? NULL : rec_layer(r, s, r->cur[s] ^ 1, l),
+            .dst = rec_layer(r, dst_seq, r->cur[dst_seq], l),
+            .in = ctx->dn_in, .bg = ctx->dn_bg, .qkv = ctx->dn_qkv, .par = ctx->dn_par, .out = ctx->dn_out,
+        };
+        rec_conv_run(r, &run, ctx->dn_taps + (size_t)l * r->d_conv * cd, ctx->dn_pre, 0, r->conv_dim);
+        for (int i = 0; i < m; i++)
+            rec_token_params(r, ctx->dn_qkv + i * cd, ctx->dn_bg + i * nbg,
+                             ctx->dn_par + (size_t)i * r->n_v * DELTA_PAR, model->info.rms_eps);
+        for (int h = 0; h < r->n_v; h++) rec_delta_run(r, &run, h, 0, r->hv, ctx->dn_work);
     }
 }
 

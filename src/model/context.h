@@ -77,11 +77,19 @@ struct tern_context {
     float *dn_z;     /* (n_batch, value_dim) output gate */
     float *dn_b, *dn_a; /* (n_batch, n_v) beta and alpha projections */
     float *dn_bg;    /* (n_batch, 2 * n_v) beta before its sigmoid, then g */
-    float *dn_out;   /* (n_batch, value_dim) DeltaNet output, then gated and normed */
+    float *dn_out;   /* (n_batch, value_dim) DeltaNet output */
+    float *dn_par;   /* (n_batch, n_v, DELTA_PAR) the DeltaNet heads' parameters per token */
+    float *dn_pre;   /* (d_conv - 1, conv_dim) a run's conv window, tap-major (rec_conv_run) */
+    float *dn_taps;  /* (recurrent layers, d_conv, conv_dim) conv weights, tap-major */
+    float *dn_work;  /* (threads, hk, DELTA_BLOCK) each thread's DeltaNet block (kernels/delta.h) */
+    float **dn_keep; /* (n_batch, 2) where the state after a row is kept too (rec_run.keep) */
     bool *rec_first; /* (n_batch) row is its sequence's first in the batch */
     int *rb_n, *rb_p0, *rb_base; /* (n_seq) rows, first position, new rollback base per sequence */
+    int *rb_at;      /* (n_seq) where a sequence's rows start in rb_rows */
+    int *rb_rows;    /* (n_batch) the batch's rows grouped by sequence, each in position order */
     int *rb_seqs;    /* (n_seq) the sequences in the batch */
     int rb_nseqs;
+    struct rec_run *rb_run; /* (n_seq) the k-th sequence's run through the current layer */
     void *raw[32];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
     int n_raw;
     bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */

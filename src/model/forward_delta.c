@@ -31,12 +31,21 @@ void rec_batch_begin(struct tern_context *ctx, int n)
         if (ctx->rec_first[t]) ctx->rb_p0[s] = ctx->bpos[t];
     }
     ctx->rb_nseqs = 0;
+    int at = 0;
     for (int s = 0; s < r->n_seq; s++) {
         if (!ctx->rb_n[s]) continue;
         ctx->rb_seqs[ctx->rb_nseqs++] = s;
+        ctx->rb_at[s] = at;
+        at += ctx->rb_n[s];
         /* the rollback base: where the call starts, or rec_cap tokens before its end */
         const int end = ctx->rb_p0[s] + ctx->rb_n[s];
         ctx->rb_base[s] = end - r->rec_cap > ctx->rb_p0[s] ? end - r->rec_cap : ctx->rb_p0[s];
+    }
+    /* each sequence's rows, in batch order (a sequence's tokens come in position order) */
+    for (int k = 0; k < ctx->rb_nseqs; k++) ctx->rb_n[ctx->rb_seqs[k]] = 0;
+    for (int t = 0; t < n; t++) {
+        const int s = ctx->bseq[t];
+        ctx->rb_rows[ctx->rb_at[s] + ctx->rb_n[s]++] = t;
     }
 }
 
@@ -52,95 +61,84 @@ void rec_batch_end(struct tern_context *ctx)
     }
 }
 
-/* The state a row reads (NULL: zeros at position 0) and writes, in layer l. */
-static const float *row_src(const struct tern_context *ctx, int t, int l)
-{
-    const int s = ctx->bseq[t];
-    if (!ctx->rec_first[t]) return rec_layer(&ctx->rec, s, ctx->rec.cur[s] ^ 1, l);
-    return ctx->bpos[t] == 0 ? NULL : rec_layer(&ctx->rec, s, ctx->rec.cur[s], l);
-}
-static float *row_dst(const struct tern_context *ctx, int t, int l)
-{
-    const int s = ctx->bseq[t];
-    return rec_layer(&ctx->rec, s, ctx->rec.cur[s] ^ 1, l);
-}
-
-/* After row t (position p) wrote [off, off + len) of layer l's state: keep it where the prefix
- * cache asked for the state at p + 1, and in the base buffer when p + 1 is the new rollback
- * base inside this call. */
-static void row_keep(const struct tern_context *ctx, int t, int l, size_t off, size_t len)
+/* The run of the k-th sequence of the batch through layer l: it reads the state where the
+ * sequence ended (zeros at position 0) and writes the other buffer; keep entries go where the
+ * prefix cache asked for the state at a position inside the call, and to the reading buffer
+ * when the call's new rollback base is inside it. */
+static void make_run(struct tern_context *ctx, int k, int l, struct rec_run *run)
 {
     const struct rec_state *r = &ctx->rec;
-    const int s = ctx->bseq[t], p1 = ctx->bpos[t] + 1;
-    const float *st = row_dst(ctx, t, l) + off;
-    if (r->cap_pos[s] == p1 && r->cap)
-        memcpy(r->cap + (size_t)s * r->seq_floats + (size_t)l * r->layer_floats + off, st,
-               len * sizeof(float));
-    if (ctx->rb_base[s] == p1 && p1 > ctx->rb_p0[s])
-        memcpy(rec_layer(r, s, r->cur[s], l) + off, st, len * sizeof(float));
+    const int s = ctx->rb_seqs[k], at = ctx->rb_at[s], m = ctx->rb_n[s];
+    float **keep = ctx->dn_keep + 2 * (size_t)at;
+    bool any = false;
+    for (int i = 0; i < m; i++) {
+        const int p1 = ctx->bpos[ctx->rb_rows[at + i]] + 1;
+        keep[2 * i] = r->cap_pos[s] == p1 && r->cap
+                          ? r->cap + (size_t)s * r->seq_floats + (size_t)l * r->layer_floats : NULL;
+        keep[2 * i + 1] = ctx->rb_base[s] == p1 && p1 > ctx->rb_p0[s] ? rec_layer(r, s, r->cur[s], l) : NULL;
+        any = any || keep[2 * i] || keep[2 * i + 1];
+    }
+    *run = (struct rec_run){
+        .rows = ctx->rb_rows + at, .m = m,
+        .src = ctx->rb_p0[s] == 0 ? NULL : rec_layer(r, s, r->cur[s], l),
+        .dst = rec_layer(r, s, r->cur[s] ^ 1, l),
+        .keep = any ? keep : NULL,
+        .in = ctx->dn_in, .bg = ctx->dn_bg, .qkv = ctx->dn_qkv, .par = ctx->dn_par, .out = ctx->dn_out,
+    };
 }
 
 struct dstep {
     struct tern_context *ctx;
     const struct model_layer *L;
+    const float *taps;
     int n, l;
+    int blocks; /* the DeltaNet's column blocks per head */
 };
 
-/* Conv of every row, a channel range per chunk; rows in batch order (a sequence's tokens come
- * in position order). */
+/* The conv of every sequence's run, a channel range per chunk. */
 static void step_conv(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)tid;
     const struct dstep *d = arg;
     struct tern_context *ctx = d->ctx;
-    const struct rec_state *r = &ctx->rec;
     long long c0, c1;
-    tp_split(r->conv_dim, chunk, n_chunks, 16, &c0, &c1);
-    if (c0 >= c1) return;
-    const size_t w = (size_t)r->d_conv - 1;
-    for (int t = 0; t < d->n; t++) {
-        rec_conv_token(r, d->L->ssm_conv1d.data, ctx->dn_in + (size_t)t * r->conv_dim,
-                       row_src(ctx, t, d->l), row_dst(ctx, t, d->l),
-                       ctx->dn_qkv + (size_t)t * r->conv_dim, (int)c0, (int)c1);
-        row_keep(ctx, t, d->l, (size_t)c0 * w, (size_t)(c1 - c0) * w);
-    }
+    tp_split(ctx->rec.conv_dim, chunk, n_chunks, 16, &c0, &c1);
+    for (int k = 0; k < ctx->rb_nseqs && c0 < c1; k++)
+        rec_conv_run(&ctx->rec, &ctx->rb_run[k], d->taps, ctx->dn_pre, (int)c0, (int)c1);
 }
 
-static void step_l2norm(void *arg, int chunk, int n_chunks, int tid)
+/* The l2 norm and the heads' parameters, a range of rows per chunk. */
+static void step_params(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)tid;
     const struct dstep *d = arg;
     struct tern_context *ctx = d->ctx;
+    const struct rec_state *r = &ctx->rec;
     long long lo, hi;
     tp_split(d->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++)
-        rec_l2norm_token(&ctx->rec, ctx->dn_qkv + (size_t)t * ctx->rec.conv_dim,
-                         ctx->model->info.rms_eps);
+        rec_token_params(r, ctx->dn_qkv + (size_t)t * r->conv_dim, ctx->dn_bg + (size_t)t * 2 * r->n_v,
+                         ctx->dn_par + (size_t)t * r->n_v * DELTA_PAR, ctx->model->info.rms_eps);
 }
 
-/* Units (sequence of the batch, value head); each walks its sequence's rows in order. */
+/* Units (sequence of the batch, value head, block of REC_DELTA_COLS or the whole head): each goes through its
+ * sequence's tokens in order. */
 static void step_delta(void *arg, int chunk, int n_chunks, int tid)
 {
-    (void)tid;
     const struct dstep *d = arg;
     struct tern_context *ctx = d->ctx;
     const struct rec_state *r = &ctx->rec;
-    const long long units = (long long)ctx->rb_nseqs * r->n_v;
-    const size_t conv = r->conv_floats, hs = (size_t)r->hk * r->hv;
+    const int blocks = d->blocks, cols = blocks > 1 ? REC_DELTA_COLS : r->hv;
+    const long long units = (long long)ctx->rb_nseqs * r->n_v * blocks;
     for (long long u = chunk; u < units; u += n_chunks) {
-        const int s = ctx->rb_seqs[u / r->n_v], h = (int)(u % r->n_v);
-        for (int t = 0; t < d->n; t++) {
-            if (ctx->bseq[t] != s) continue;
-            const float *src = row_src(ctx, t, d->l);
-            rec_delta_token(r, ctx->dn_qkv + (size_t)t * r->conv_dim, ctx->dn_bg + (size_t)t * 2 * r->n_v,
-                            src ? src + conv : NULL, row_dst(ctx, t, d->l) + conv,
-                            ctx->dn_out + (size_t)t * r->n_v * r->hv, h, h + 1);
-            row_keep(ctx, t, d->l, conv + h * hs, hs);
-        }
+        const int k = (int)(u / ((long long)r->n_v * blocks)), h = (int)(u / blocks % r->n_v);
+        const int j0 = (int)(u % blocks) * cols;
+        rec_delta_run(r, &ctx->rb_run[k], h, j0, j0 + cols < r->hv ? j0 + cols : r->hv,
+                      ctx->dn_work + (size_t)tid * r->hk * DELTA_BLOCK);
     }
 }
 
-/* o = rmsnorm(o per head) * ssm_norm * SiLU(z), per token. */
+/* z = SiLU(z) * rmsnorm(o per head) * ssm_norm, per token: ssm_out's input. */
 static void step_gated_norm(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)tid;
@@ -153,9 +151,9 @@ static void step_gated_norm(void *arg, int chunk, int n_chunks, int tid)
     for (long long t = lo; t < hi; t++)
         for (int h = 0; h < r->n_v; h++) {
             float *o = ctx->dn_out + ((size_t)t * r->n_v + h) * hv;
-            const float *z = ctx->dn_z + ((size_t)t * r->n_v + h) * hv;
+            float *z = ctx->dn_z + ((size_t)t * r->n_v + h) * hv;
             fwd_rms_norm_row(o, d->L->ssm_norm.data, o, hv, ctx->model->info.rms_eps);
-            for (int j = 0; j < hv; j++) o[j] *= z[j] / (1.0f + expf(-z[j]));
+            ctx->vexp_k.silu_mul(z, o, hv);
         }
 }
 
@@ -188,13 +186,22 @@ void delta_layer(struct tern_context *ctx, int il, int n)
             memcpy(rc + r->conv_dim, bg, sizeof(float) * 2 * (size_t)nv);
         }
     }
-    struct dstep ds = {.ctx = ctx, .L = L, .n = n, .l = l};
+    /* a long run takes blocks of REC_DELTA_COLS through the work buffer, more units than heads;
+     * short ones (decode) go over whole rows of the state, a head per unit */
+    bool long_run = false;
+    for (int k = 0; k < ctx->rb_nseqs; k++) {
+        make_run(ctx, k, l, &ctx->rb_run[k]);
+        long_run = long_run || ctx->rb_run[k].m > DELTA_WORK_MIN;
+    }
+    const int blocks = long_run ? (r->hv + REC_DELTA_COLS - 1) / REC_DELTA_COLS : 1;
+    struct dstep ds = {.ctx = ctx, .L = L, .taps = ctx->dn_taps + (size_t)l * r->d_conv * r->conv_dim,
+                       .n = n, .l = l, .blocks = blocks};
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_conv, &ds, fwd_chunks_for(ctx, (r->conv_dim + 15) / 16, 2));
-    fwd_run_step(ctx, TERN_PROF_ATTENTION, step_l2norm, &ds, fwd_chunks_for(ctx, n, 4));
+    fwd_run_step(ctx, TERN_PROF_ATTENTION, step_params, &ds, fwd_chunks_for(ctx, n, 4));
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_delta, &ds,
-                 fwd_chunks_for(ctx, (long long)ctx->rb_nseqs * nv, 2));
+                 fwd_chunks_for(ctx, (long long)ctx->rb_nseqs * nv * blocks, 1));
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_gated_norm, &ds, fwd_chunks_for(ctx, n, 4));
     struct step s = {.ctx = ctx, .n = n, .il = il};
-    fwd_ensure_act(ctx, ctx->dn_out, nv * r->hv, n, 0, &L->ssm_out);
+    fwd_ensure_act(ctx, ctx->dn_z, nv * r->hv, n, 0, &L->ssm_out);
     fwd_matmul_residual(ctx, &s, &L->ssm_out, &L->ffn_post_norm);
 }

@@ -41,6 +41,7 @@ tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int 
     r->seq_floats = (size_t)r->n_layer * r->layer_floats;
     r->rec_cap = rec_cap;
     r->dk = delta_select(r->hv);
+    r->vk = vexp_select();
     r->rec_floats = (size_t)r->conv_dim + 2 * (size_t)r->n_v;
     r->buf = calloc((size_t)n_seq * 2 * r->seq_floats, sizeof(float));
     r->rec = malloc((size_t)n_seq * rec_cap * r->n_layer * r->rec_floats * sizeof(float));
@@ -71,52 +72,107 @@ void rec_free(struct rec_state *r)
     memset(r, 0, sizeof *r);
 }
 
-void rec_conv_token(const struct rec_state *r, const float *conv_w, const float *in, const float *src,
-                    float *dst, float *qkv, int c0, int c1)
+void rec_conv_taps(const struct rec_state *r, const float *conv_w, float *taps)
 {
-    const int k = r->d_conv, w = k - 1;
-    for (int c = c0; c < c1; c++) {
-        const float *win = src ? src + (size_t)c * w : NULL;
-        const float *cw = conv_w + (size_t)c * k;
-        float sum = 0.0f;
-        for (int j = 0; j < w; j++) sum += (win ? win[j] : 0.0f) * cw[j];
-        sum += in[c] * cw[w];
-        qkv[c] = sum / (1.0f + expf(-sum));
-        float *nw = dst + (size_t)c * w;
-        if (w > 0) {
-            /* shift left by one (memmove: src may be dst), the input last */
-            if (win) memmove(nw, win + 1, sizeof(float) * (size_t)(w - 1));
-            else memset(nw, 0, sizeof(float) * (size_t)(w - 1));
-            nw[w - 1] = in[c];
+    for (int c = 0; c < r->conv_dim; c++)
+        for (int j = 0; j < r->d_conv; j++)
+            taps[(size_t)j * r->conv_dim + c] = conv_w[(size_t)c * r->d_conv + j];
+}
+
+/* Input v of a run's conv, relative to its first token (v < 0: the window before it, in pre). */
+static const float *conv_input(const struct rec_state *r, const struct rec_run *run, const float *pre,
+                               int v)
+{
+    const int w = r->d_conv - 1;
+    return v >= 0 ? run->in + (size_t)run->rows[v] * r->conv_dim : pre + (size_t)(w + v) * r->conv_dim;
+}
+
+/* The window after token i (its d_conv - 1 latest inputs, oldest first), channel-major. */
+static void conv_window(const struct rec_state *r, const struct rec_run *run, const float *pre, int i,
+                        float *win, int c0, int c1)
+{
+    const int w = r->d_conv - 1;
+    for (int j = 0; j < w; j++) {
+        const float *x = conv_input(r, run, pre, i - w + 1 + j);
+        for (int c = c0; c < c1; c++) win[(size_t)c * w + j] = x[c];
+    }
+}
+
+/* y[c] = sum over taps j of x[j][c] * w[j][c], from 0 in tap order, each product rounded before
+ * it is added (no fused multiply-add: the order and roundings of the token-at-a-time code). */
+static void conv_sum(const float *const *x, int k, const float *restrict taps, size_t stride,
+                     float *restrict y, int n)
+{
+    for (int c = 0; c < n; c++) y[c] = 0.0f;
+    for (int j = 0; j < k; j++) {
+        const float *restrict xj = x[j], *restrict wj = taps + (size_t)j * stride;
+        for (int c = 0; c < n; c++) {
+            const float p = xj[c] * wj[c];
+            y[c] = y[c] + p;
         }
     }
 }
 
-void rec_l2norm_token(const struct rec_state *r, float *qkv, float eps)
+void rec_conv_run(const struct rec_state *r, const struct rec_run *run, const float *taps, float *pre,
+                  int c0, int c1)
 {
+    const int k = r->d_conv, w = k - 1, n = c1 - c0;
+    const size_t cd = (size_t)r->conv_dim;
+    if (n <= 0 || run->m <= 0) return;
+    /* the window before the first token, tap-major like the inputs (src may be overwritten by a
+     * keep below: the base buffer of a long call) */
+    for (int j = 0; j < w; j++)
+        for (int c = c0; c < c1; c++) pre[j * cd + c] = run->src ? run->src[(size_t)c * w + j] : 0.0f;
+    const float *x[64];
+    for (int i = 0; i < run->m; i++) {
+        for (int j = 0; j < k; j++) x[j] = conv_input(r, run, pre, i - w + j) + c0;
+        float *y = run->qkv + (size_t)run->rows[i] * cd + c0;
+        conv_sum(x, k, taps + c0, cd, y, n);
+        r->vk.silu_mul(y, NULL, n);
+        for (int e = 0; run->keep && e < 2; e++)
+            if (run->keep[2 * i + e]) conv_window(r, run, pre, i, run->keep[2 * i + e], c0, c1);
+    }
+    conv_window(r, run, pre, run->m - 1, run->dst, c0, c1);
+}
+
+void rec_token_params(const struct rec_state *r, float *qkv, const float *bg, float *par, float eps)
+{
+    const int hk = r->hk;
     for (int h = 0; h < 2 * r->n_k; h++) {
-        float *x = qkv + (size_t)h * r->hk;
+        float *x = qkv + (size_t)h * hk;
         double sum = 0.0;
-        for (int i = 0; i < r->hk; i++) sum += (double)(x[i] * x[i]);
+        for (int i = 0; i < hk; i++) sum += (double)(x[i] * x[i]);
         const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
-        for (int i = 0; i < r->hk; i++) x[i] = scale * x[i];
+        for (int i = 0; i < hk; i++) x[i] = scale * x[i];
+    }
+    const float scale = 1.0f / sqrtf((float)hk);
+    for (int h = 0; h < r->n_v; h++) {
+        const int hq = h % r->n_k;
+        const float *q = qkv + (size_t)hq * hk, *k = qkv + (size_t)(r->n_k + hq) * hk;
+        float kq = 0.0f;
+        for (int i = 0; i < hk; i++) kq += k[i] * q[i];
+        const float beta = 1.0f / (1.0f + expf(-bg[h]));
+        const float decay = expf(fminf(bg[r->n_v + h], 50.0f));
+        float *p = par + (size_t)h * DELTA_PAR;
+        p[0] = beta;
+        p[1] = beta * decay;
+        p[2] = decay;
+        p[3] = kq * scale;
+        p[4] = decay * scale;
     }
 }
 
-void rec_delta_token(const struct rec_state *r, const float *qkv, const float *beta_g,
-                     const float *src, float *dst, float *out, int h0, int h1)
+void rec_delta_run(const struct rec_state *r, const struct rec_run *run, int h, int j0, int j1, float *work)
 {
-    const int hk = r->hk, hv = r->hv;
-    const float scale = 1.0f / sqrtf((float)hk);
-    const float *qall = qkv, *kall = qkv + (size_t)r->n_k * hk, *vall = qkv + 2 * (size_t)r->n_k * hk;
-    for (int h = h0; h < h1; h++) {
-        const int hq = h % r->n_k;
-        const float *q = qall + (size_t)hq * hk, *k = kall + (size_t)hq * hk, *v = vall + (size_t)h * hv;
-        float kq = 0.0f;
-        for (int i = 0; i < hk; i++) kq += k[i] * q[i];
-        const float beta = 1.0f / (1.0f + expf(-beta_g[h]));
-        const float decay = expf(fminf(beta_g[r->n_v + h], 50.0f));
-        r->dk.head(src ? src + (size_t)h * hk * hv : NULL, dst + (size_t)h * hk * hv, q, k, v, beta,
-                   beta * decay, decay, kq * scale, decay * scale, out + (size_t)h * hv, hk, hv);
-    }
+    const size_t hk = (size_t)r->hk, hv = (size_t)r->hv, head = r->conv_floats + h * hk * hv;
+    const size_t hq = (size_t)(h % r->n_k);
+    const struct delta_run d = {
+        .rows = run->rows, .m = run->m, .hk = r->hk, .hv = r->hv,
+        .qkv = run->qkv, .qkv_stride = (size_t)r->conv_dim,
+        .q_off = hq * hk, .k_off = ((size_t)r->n_k + hq) * hk, .v_off = 2 * (size_t)r->n_k * hk + h * hv,
+        .par = run->par + (size_t)h * DELTA_PAR, .par_stride = (size_t)r->n_v * DELTA_PAR,
+        .out = run->out + h * hv, .out_stride = (size_t)r->n_v * hv,
+        .keep = run->keep, .keep_off = head, .work = work,
+    };
+    r->dk.run(&d, run->src ? run->src + head : NULL, run->dst + head, j0, j1);
 }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "kernels/delta.h"
+#include "kernels/vexp.h"
 #include "tern.h"
 
 struct rec_state {
@@ -40,6 +41,7 @@ struct rec_state {
     float *cap;                  /* (n_seq, seq_floats), allocated at the first capture request */
     struct delta_kernels dk;     /* the DeltaNet head's inner loops for this CPU (kernels/delta.h):
                                     one path for every pass and every replay */
+    struct vexp_kernels vk;      /* the conv's SiLU (the same bits on every path) */
 };
 
 tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
@@ -55,18 +57,40 @@ static inline float *rec_record(const struct rec_state *r, int s, int i, int l)
     return r->rec + (((size_t)s * r->rec_cap + i) * r->n_layer + l) * r->rec_floats;
 }
 
-/* One token through a layer's recurrence, for head range [h0, h1) of the DeltaNet and channel
- * range [c0, c1) of the conv (the forward pass splits those over threads; replay does all):
- *   in:     conv input (conv_dim), beta before its sigmoid and decay exponent g (n_v each)
- *   src:    state before the token (NULL: zeros, a sequence's first position), dst: after (may
- *           be src)
- *   qkv:    (conv_dim) scratch for the convolved, SiLU'd and l2-normalized q, k, v
- *   out:    (n_v * hv) the DeltaNet output of the token (before its gated norm)
- * The conv part must have run for all channels before the DeltaNet part reads qkv: split. */
-void rec_conv_token(const struct rec_state *r, const float *conv_w, const float *in, const float *src,
-                    float *dst, float *qkv, int c0, int c1);
-void rec_l2norm_token(const struct rec_state *r, float *qkv, float eps);
-void rec_delta_token(const struct rec_state *r, const float *qkv, const float *beta_g,
-                     const float *src, float *dst, float *out, int h0, int h1);
+/* A run of m consecutive tokens of one sequence through one DeltaNet layer: the forward pass
+ * makes one per sequence of its batch, replay one over the recorded tokens. Rows index the
+ * (row, ...) buffers, which are the context's dn_* scratch. */
+struct rec_run {
+    const int *rows;             /* m rows, the sequence's tokens in position order */
+    int m;
+    const float *src;            /* the layer's state before the first token (NULL: zeros) */
+    float *dst;                  /* the layer's state after the last one (not src) */
+    float *const *keep;          /* NULL, or 2 per token: layer states that also get the state
+                                    after it (entries NULL: none) */
+    const float *in;             /* (row, conv_dim) conv inputs */
+    const float *bg;             /* (row, 2 n_v) beta before its sigmoid, then g */
+    float *qkv;                  /* (row, conv_dim) q, k, v after conv, SiLU and l2 norm */
+    float *par;                  /* (row, n_v, DELTA_PAR) the heads' parameters (kernels/delta.h) */
+    float *out;                  /* (row, n_v * hv) the DeltaNet output (before its gated norm) */
+};
+
+/* A layer's conv weights (conv_dim rows of d_conv taps) tap-major, as rec_conv_run reads them:
+ * taps[j * conv_dim + c]. */
+void rec_conv_taps(const struct rec_state *r, const float *conv_w, float *taps);
+
+/* The steps of a run, in this order, each over all its tokens (the forward pass splits each over
+ * threads; replay does all):
+ *   rec_conv_run     channels [c0, c1): conv and SiLU into qkv, the window into dst (and keep);
+ *                    pre: (d_conv - 1, conv_dim) scratch
+ *   rec_token_params one row: l2-normalizes its q and k heads, computes its heads' parameters
+ *   rec_delta_run    value head h, components [j0, j1): the DeltaNet into out, the matrix into
+ *                    dst (and keep); j0 and j1 multiples of REC_DELTA_COLS, or j1 = hv; work:
+ *                    hk * DELTA_BLOCK floats of the calling thread's own (kernels/delta.h) */
+void rec_conv_run(const struct rec_state *r, const struct rec_run *run, const float *taps, float *pre,
+                  int c0, int c1);
+void rec_token_params(const struct rec_state *r, float *qkv, const float *bg, float *par, float eps);
+void rec_delta_run(const struct rec_state *r, const struct rec_run *run, int h, int j0, int j1, float *work);
+/* The column blocks a head's DeltaNet splits into (every path's vector width divides it). */
+enum { REC_DELTA_COLS = 64 };
 
 #endif
