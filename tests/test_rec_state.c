@@ -640,6 +640,45 @@ static void test_delta_runs(void **state)
 #undef RND
 }
 
+/* The conv's sums (kernels/delta.h) have the same bits on every path: products rounded, then
+ * added in tap order, no fused multiply-add. */
+static void test_delta_conv_paths_agree(void **state)
+{
+    (void)state;
+    struct { delta_conv_fn fn; const char *name; } paths[2];
+    int n_paths = 0;
+#if defined(__x86_64__)
+    const char *isa = kern_isa_name();
+    if (!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) paths[n_paths++] = (__typeof__(paths[0])){delta_conv_avx2, "avx2"};
+    if (!strcmp(isa, "avx512")) paths[n_paths++] = (__typeof__(paths[0])){delta_conv_avx512, "avx512"};
+#endif
+    if (!n_paths) {
+        print_message("no SIMD conv paths on this CPU: nothing to compare\n");
+        return;
+    }
+    enum { N = 301, K = 5 };
+    float rows[K][N], w[K * N], want[N], got[N];
+    uint64_t x = 99;
+    for (int j = 0; j < K; j++)
+        for (int c = 0; c < N; c++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            rows[j][c] = (float)((int64_t)(x >> 20) % 100003) / 3.7e4f;
+            w[j * N + c] = (float)((int64_t)(x >> 37) % 1009) / 811.0f - 0.6f;
+        }
+    const float *xp[K] = {rows[0], rows[1], rows[2], rows[3], rows[4]};
+    for (int k = 1; k <= K; k++)
+        for (int n = 1; n <= N; n += 37) {
+            delta_conv_scalar(xp, k, w, N, want, n);
+            for (int pi = 0; pi < n_paths; pi++) {
+                memset(got, 0xff, sizeof got);
+                paths[pi].fn(xp, k, w, N, got, n);
+                assert_memory_equal(got, want, sizeof(float) * (size_t)n);
+                if (n < N) assert_true(isnan(got[n])); /* nothing written past n */
+            }
+        }
+    print_message("%d SIMD path(s) give the scalar conv's bits (taps 1-%d, widths 1-%d)\n", n_paths, K, N);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -651,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_speculative_decoding),
         cmocka_unit_test(test_batcher_requests),
         cmocka_unit_test(test_delta_runs),
+        cmocka_unit_test(test_delta_conv_paths_agree),
     };
     return test_exit_status(cmocka_run_group_tests(tests, setup, teardown));
 }

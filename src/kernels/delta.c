@@ -100,15 +100,28 @@ void delta_run_scalar(const struct delta_run *run, const float *S0, float *S, in
     }
 }
 
+void delta_conv_scalar(const float *const *x, int k, const float *w, size_t ws, float *y, int n)
+{
+    for (int c = 0; c < n; c++) {
+        float s = 0.0f;
+        for (int j = 0; j < k; j++) {
+            const float p = x[j][c] * w[(size_t)j * ws + c];
+            s = s + p;
+        }
+        y[c] = s;
+    }
+}
+
 struct delta_kernels delta_select(int hv)
 {
     const char *isa = kern_isa_name();
 #if defined(__x86_64__)
-    if (!strcmp(isa, "avx512") && hv % 16 == 0) return (struct delta_kernels){delta_run_avx512, "avx512"};
+    if (!strcmp(isa, "avx512") && hv % 16 == 0)
+        return (struct delta_kernels){delta_run_avx512, delta_conv_avx512, "avx512"};
     if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && hv % 8 == 0)
-        return (struct delta_kernels){delta_run_avx2, "avx2"};
+        return (struct delta_kernels){delta_run_avx2, delta_conv_avx2, "avx2"};
 #endif
     (void)isa;
     (void)hv;
-    return (struct delta_kernels){delta_run_scalar, "scalar"};
+    return (struct delta_kernels){delta_run_scalar, delta_conv_scalar, "scalar"};
 }

@@ -57,8 +57,14 @@ enum { DELTA_BLOCK = 64, DELTA_WORK_MIN = 2 };
  * where the state goes (may be S0). */
 typedef void (*delta_run_fn)(const struct delta_run *run, const float *S0, float *S, int j0, int j1);
 
+/* The causal conv's sums for one token over n channels: y[c] = x[0][c] w[c] + x[1][c] w[ws + c]
+ * + ... + x[k-1][c] w[(k-1) ws + c], from 0 in tap order, each product rounded before it is
+ * added (no fused multiply-add): the same bits on every path. */
+typedef void (*delta_conv_fn)(const float *const *x, int k, const float *w, size_t ws, float *y, int n);
+
 struct delta_kernels {
     delta_run_fn run;
+    delta_conv_fn conv;
     const char *name;
 };
 
@@ -73,9 +79,12 @@ void delta_work_in(const struct delta_run *run, const float *S0, int j0, int nb)
 void delta_work_out(const struct delta_run *run, float *S, int j0, int nb);
 
 void delta_run_scalar(const struct delta_run *run, const float *S0, float *S, int j0, int j1);
+void delta_conv_scalar(const float *const *x, int k, const float *w, size_t ws, float *y, int n);
 #if defined(__x86_64__)
 void delta_run_avx2(const struct delta_run *run, const float *S0, float *S, int j0, int j1);
 void delta_run_avx512(const struct delta_run *run, const float *S0, float *S, int j0, int j1);
+void delta_conv_avx2(const float *const *x, int k, const float *w, size_t ws, float *y, int n);
+void delta_conv_avx512(const float *const *x, int k, const float *w, size_t ws, float *y, int n);
 #endif
 
 #endif

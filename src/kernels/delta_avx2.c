@@ -139,3 +139,17 @@ void delta_run_avx2(const struct delta_run *run, const float *S0, float *S, int 
         j += 8 * nv;
     }
 }
+
+void delta_conv_avx2(const float *const *x, int k, const float *w, size_t ws, float *y, int n)
+{
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 s = _mm256_setzero_ps();
+        for (int j = 0; j < k; j++)
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(x[j] + c), _mm256_loadu_ps(w + (size_t)j * ws + c)));
+        _mm256_storeu_ps(y + c, s);
+    }
+    const float *xt[64];
+    for (int j = 0; j < k; j++) xt[j] = x[j] + c;
+    delta_conv_scalar(xt, k, w + c, ws, y + c, n - c);
+}

@@ -139,3 +139,15 @@ void delta_run_avx512(const struct delta_run *run, const float *S0, float *S, in
         j += 16 * nv;
     }
 }
+
+void delta_conv_avx512(const float *const *x, int k, const float *w, size_t ws, float *y, int n)
+{
+    for (int c = 0; c < n; c += 16) {
+        const __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1);
+        __m512 s = _mm512_setzero_ps();
+        for (int j = 0; j < k; j++)
+            s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x[j] + c),
+                                               _mm512_maskz_loadu_ps(m, w + (size_t)j * ws + c)));
+        _mm512_mask_storeu_ps(y + c, m, s);
+    }
+}

@@ -123,7 +123,6 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->dn_taps = alloc_floats(ctx, (size_t)ctx->rec.n_layer * ctx->rec.d_conv * cd, &st);
         ctx->dn_work = alloc_floats(ctx, (size_t)ctx->n_threads * ctx->rec.hk * DELTA_BLOCK, &st);
         ctx->dn_keep = calloc(2 * nb, sizeof *ctx->dn_keep);
-        ctx->rec_first = calloc(nb, sizeof *ctx->rec_first);
         ctx->rb_n = calloc((size_t)cp.n_seq, sizeof *ctx->rb_n);
         ctx->rb_p0 = calloc((size_t)cp.n_seq, sizeof *ctx->rb_p0);
         ctx->rb_base = calloc((size_t)cp.n_seq, sizeof *ctx->rb_base);
@@ -131,7 +130,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->rb_rows = calloc(nb, sizeof *ctx->rb_rows);
         ctx->rb_seqs = calloc((size_t)cp.n_seq, sizeof *ctx->rb_seqs);
         ctx->rb_run = calloc((size_t)cp.n_seq, sizeof *ctx->rb_run);
-        if ((!ctx->dn_keep || !ctx->rec_first || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base ||
+        if ((!ctx->dn_keep || !ctx->rb_n || !ctx->rb_p0 || !ctx->rb_base ||
              !ctx->rb_at || !ctx->rb_rows || !ctx->rb_seqs || !ctx->rb_run) && !st)
             st = tern_fail(TERN_ERR_NOMEM, "context scratch: out of memory");
         for (int il = 0; il < in->n_layer && !st; il++)
@@ -225,7 +224,6 @@ void tern_context_free(struct tern_context *ctx)
     kv_free(&ctx->kv);
     rec_free(&ctx->rec);
     free(ctx->dn_keep);
-    free(ctx->rec_first);
     free(ctx->rb_n);
     free(ctx->rb_p0);
     free(ctx->rb_base);

@@ -83,7 +83,6 @@ struct tern_context {
     float *dn_taps;  /* (recurrent layers, d_conv, conv_dim) conv weights, tap-major */
     float *dn_work;  /* (threads, hk, DELTA_BLOCK) each thread's DeltaNet block (kernels/delta.h) */
     float **dn_keep; /* (n_batch, 2) where the state after a row is kept too (rec_run.keep) */
-    bool *rec_first; /* (n_batch) row is its sequence's first in the batch */
     int *rb_n, *rb_p0, *rb_base; /* (n_seq) rows, first position, new rollback base per sequence */
     int *rb_at;      /* (n_seq) where a sequence's rows start in rb_rows */
     int *rb_rows;    /* (n_batch) the batch's rows grouped by sequence, each in position order */

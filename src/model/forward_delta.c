@@ -8,10 +8,12 @@
  *   q, k, v = SiLU(causal conv1d(conv inputs)); q, k l2-normalized per head
  *   o = DeltaNet(q, k, v, beta = sigmoid(b), g) with the sequence's state
  *   x += ssm_out . (rmsnorm(o per head) * ssm_norm * SiLU(z))
- * Steps: the matmuls split rows; the conv splits channels; the l2 norm and the gated norm split
- * tokens; the DeltaNet splits (sequence, value head) units, each going through its sequence's
- * tokens in order. rec_batch_begin / rec_batch_end (once per pass, around the layers) pick the
- * state buffers of each sequence in the batch and move its rollback base (rec_state.h). */
+ * Each sequence of the batch makes a run (rec_state.h) per layer. Steps: the matmuls split rows;
+ * the conv splits channels; the l2 norm with the heads' parameters and the gated norm split
+ * tokens; the DeltaNet splits (sequence, value head, column block) units, each going through its
+ * sequence's tokens in order. rec_batch_begin / rec_batch_end (once per pass, around the layers)
+ * group the batch's rows by sequence, pick the state buffers of each sequence and move its
+ * rollback base. */
 #include <math.h>
 #include <string.h>
 
@@ -27,8 +29,7 @@ void rec_batch_begin(struct tern_context *ctx, int n)
     for (int s = 0; s < r->n_seq; s++) ctx->rb_n[s] = 0;
     for (int t = 0; t < n; t++) {
         const int s = ctx->bseq[t];
-        ctx->rec_first[t] = ctx->rb_n[s]++ == 0;
-        if (ctx->rec_first[t]) ctx->rb_p0[s] = ctx->bpos[t];
+        if (ctx->rb_n[s]++ == 0) ctx->rb_p0[s] = ctx->bpos[t];
     }
     ctx->rb_nseqs = 0;
     int at = 0;

@@ -1,5 +1,6 @@
-/* rec_state.c — storage of the Gated DeltaNet state and the per-token recurrence (read
- * rec_state.h first), used by the forward pass (forward_delta.c) and by rollback (context.c).
+/* rec_state.c — storage of the Gated DeltaNet state and the recurrence over a run of a
+ * sequence's tokens (read rec_state.h first), used by the forward pass (forward_delta.c) and by
+ * rollback replay (context.c).
  *
  * The arithmetic is ik_llama.cpp's (llama-delta-net.cpp, ggml_ssm_conv, ggml_l2_norm and the
  * fused delta-net op of iqk_mul_mat.cpp), whose logits the parity tests compare with:
@@ -13,7 +14,10 @@
  *            out = decay / sqrt(hk) * o + (k . q / sqrt(hk)) * u
  *            S  = clamp(decay * S + k u^T, -1e6, 1e6)
  * Everything is per token and per head in a fixed order, so a token's result does not depend
- * on the batch or the thread count. */
+ * on the batch or the thread count. A run takes all of a call's tokens at once (the conv per
+ * channel range with the previous inputs read from the batch, the DeltaNet per block of state
+ * columns: kernels/delta.h), with each element's operations those of one token at a time: the
+ * bits are the same for any split of the tokens into calls. */
 #include "model/rec_state.h"
 
 #include <math.h>
@@ -98,21 +102,6 @@ static void conv_window(const struct rec_state *r, const struct rec_run *run, co
     }
 }
 
-/* y[c] = sum over taps j of x[j][c] * w[j][c], from 0 in tap order, each product rounded before
- * it is added (no fused multiply-add: the order and roundings of the token-at-a-time code). */
-static void conv_sum(const float *const *x, int k, const float *restrict taps, size_t stride,
-                     float *restrict y, int n)
-{
-    for (int c = 0; c < n; c++) y[c] = 0.0f;
-    for (int j = 0; j < k; j++) {
-        const float *restrict xj = x[j], *restrict wj = taps + (size_t)j * stride;
-        for (int c = 0; c < n; c++) {
-            const float p = xj[c] * wj[c];
-            y[c] = y[c] + p;
-        }
-    }
-}
-
 void rec_conv_run(const struct rec_state *r, const struct rec_run *run, const float *taps, float *pre,
                   int c0, int c1)
 {
@@ -127,7 +116,7 @@ void rec_conv_run(const struct rec_state *r, const struct rec_run *run, const fl
     for (int i = 0; i < run->m; i++) {
         for (int j = 0; j < k; j++) x[j] = conv_input(r, run, pre, i - w + j) + c0;
         float *y = run->qkv + (size_t)run->rows[i] * cd + c0;
-        conv_sum(x, k, taps + c0, cd, y, n);
+        r->dk.conv(x, k, taps + c0, cd, y, n);
         r->vk.silu_mul(y, NULL, n);
         for (int e = 0; run->keep && e < 2; e++)
             if (run->keep[2 * i + e]) conv_window(r, run, pre, i, run->keep[2 * i + e], c0, c1);
