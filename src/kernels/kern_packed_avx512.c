@@ -44,6 +44,14 @@
 #define PK_AHEAD 2
 #endif
 
+/* The rows of panel p inside [r0, r1), as a lane mask. */
+static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
+{
+    const int64_t lo = r0 > p * PN_ROWS ? r0 - p * PN_ROWS : 0;
+    const int64_t hi = r1 - p * PN_ROWS < PN_ROWS ? r1 - p * PN_ROWS : PN_ROWS;
+    return (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
 /* The driver. Up to 16 tokens (decode and the server's batched steps, where the copy streams
  * from DRAM once per call): k is cut into segments of PK_SEG chunks whose activations are
  * prepared once per call, and each panel's chunks of a segment are read in memory order, every
@@ -54,6 +62,7 @@
  * on-the-fly panels do; Q4_K's scales are unpacked once per chunk there. */
 #define PK_DEFINE(name, fmt)                                                                   \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
+    PN_DEFINE_RUN2(name, fmt)                                                                  \
     static void name##_few(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k,   \
                            int64_t r0, int64_t r1, float *Y, int64_t ldy)                      \
     {                                                                                          \
@@ -119,19 +128,28 @@
                     const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;                      \
                     const uint8_t *At = (const uint8_t *)A + (size_t)t * as;                   \
                     pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);                              \
-                    for (int64_t p = pb; p < pe; p++) {                                        \
-                        const int64_t lo = r0 > p * PN_ROWS ? r0 - p * PN_ROWS : 0;             \
-                        const int64_t hi = r1 - p * PN_ROWS < PN_ROWS ? r1 - p * PN_ROWS : PN_ROWS; \
-                        const __mmask16 m = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1)); \
+                    /* panels two at a time (pn_tile2), an odd last one alone */               \
+                    for (int64_t p = pb; p < pe; p += 2) {                                     \
                         const uint8_t *src = P + (size_t)p * pbytes + (size_t)c * cfull;       \
                         /* the chunk PK_AHEAD steps on (panels, then the next chunk), fetched  \
                          * by the first tile: the later ones find the row block in L2 */       \
                         const int64_t ahead = (p - pb) + PK_AHEAD;                             \
                         const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes +  \
                                               (size_t)(c + ahead / (pe - pb)) * cfull;         \
-                        name##_run(src, expand ? xs[p - pb] : NULL, t == 0 ? next : NULL, nbc, \
-                                   At, as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS, ldy, \
-                                   m, b0 == 0);                                                \
+                        float *Yp = Y + (size_t)t * ldy + p * PN_ROWS;                         \
+                        if (p + 1 < pe) {                                                      \
+                            const int64_t a1 = ahead + 1;                                      \
+                            const uint8_t *next1 = P + (size_t)(pb + a1 % (pe - pb)) * pbytes + \
+                                                   (size_t)(c + a1 / (pe - pb)) * cfull;       \
+                            name##_run2(src, src + pbytes, expand ? xs[p - pb] : NULL,         \
+                                        expand ? xs[p + 1 - pb] : NULL, t == 0 ? next : NULL,  \
+                                        t == 0 ? next1 : NULL, nbc, At, as, b0, &S, nt, Yp,    \
+                                        ldy, pk_rows(p, r0, r1), pk_rows(p + 1, r0, r1), b0 == 0); \
+                        } else {                                                               \
+                            name##_run(src, expand ? xs[p - pb] : NULL, t == 0 ? next : NULL,  \
+                                       nbc, At, as, b0, &S, nt, Yp, ldy, pk_rows(p, r0, r1),   \
+                                       b0 == 0);                                               \
+                        }                                                                      \
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
