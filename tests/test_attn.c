@@ -91,13 +91,33 @@ static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, i
         outp[i] = ob + (size_t)i * hd;
     }
     a->bscores(q, nq, k, max_keys, hd, 0.125f, sb, ss, tile);
+    /* the block softmax, rows from an offset (a sliding window's first key) and from 0 */
+    float *sw = malloc(sizeof(float) * ss * nq);
+    memcpy(sw, sb, sizeof(float) * ss * nq);
+    int off[16], nw[16];
+    const int zero[16] = {0};
+    for (int i = 0; i < nq; i++) {
+        off[i] = (i * 5) % nk[i];
+        nw[i] = nk[i] - off[i];
+    }
+    a->bsoftmax(sw, ss, off, nw, nq);
     for (int i = 0; i < nq; i++) {
         a->scores(q + (size_t)i * hd, k, nk[i], hd, 0.125f, s1);
         assert_memory_equal(sb + i * ss, s1, sizeof(float) * nk[i]);
-        a->softmax(sb + i * ss, nk[i]);
+        attn_softmax_scalar(s1 + off[i], nw[i]);
+        assert_memory_equal(sw + i * ss + off[i], s1 + off[i], sizeof(float) * nw[i]);
+        a->scores(q + (size_t)i * hd, k, nk[i], hd, 0.125f, s1);
+        a->softmax(s1, nk[i]);
+        memcpy(sw + i * ss, s1, sizeof(float) * nk[i]); /* the per-query kernel's weights */
+    }
+    a->bsoftmax(sb, ss, zero, nk, nq);
+    for (int i = 0; i < nq; i++) {
+        assert_memory_equal(sb + i * ss, sw + i * ss, sizeof(float) * nk[i]);
+        a->scores(q + (size_t)i * hd, k, nk[i], hd, 0.125f, s1);
         attn_softmax_scalar(s1, nk[i]);
         assert_memory_equal(sb + i * ss, s1, sizeof(float) * nk[i]);
     }
+    free(sw);
     a->bwsum(sb, ss, nk, nq, v, hd, outp);
     for (int i = 0; i < nq; i++) {
         a->wsum(sb + i * ss, v, nk[i], hd, o1);
@@ -112,14 +132,14 @@ static void test_block_kernels(void **state)
     struct attn_kernels paths[3];
     int n_paths = 0;
     paths[n_paths++] = (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar,
-        attn_softmax_scalar, attn_bscores_scalar, attn_bwsum_scalar, "scalar"};
+        attn_softmax_scalar, attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar, "scalar"};
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
         paths[n_paths++] = (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2,
-            attn_softmax_avx2, attn_bscores_avx2, attn_bwsum_avx2, "avx2"};
+            attn_softmax_avx2, attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2, "avx2"};
     if (__builtin_cpu_supports("avx512f"))
         paths[n_paths++] = (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512,
-            attn_softmax_avx512, attn_bscores_avx512, attn_bwsum_avx512, "avx512"};
+            attn_softmax_avx512, attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512, "avx512"};
 #endif
     /* (queries, heads per token): GQA groups 1, 4, 7, 8 times 1..16 tokens, and ragged blocks */
     static const int shapes[][2] = {{1, 1}, {16, 1}, {4, 4}, {16, 4}, {7, 7}, {14, 7}, {8, 8},

@@ -35,13 +35,68 @@ void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, flo
 /* The exponentials are vexp_f32 (the same bits on every path, vexp.h) and the sum runs in
  * double in key order, so the weights are the same bits whichever ISA computed the max and the
  * normalization (those two are exact in any order). */
-void attn_softmax_scalar(float *s, int n)
+static float max_scalar(const float *s, int n)
 {
     float mx = -INFINITY;
     for (int p = 0; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    const double sum = vexp_sum_scalar(s, n, mx);
-    const float inv = (float)(1.0 / sum);
+    return mx;
+}
+
+static void normalize_scalar(float *s, int n, float inv)
+{
     for (int p = 0; p < n; p++) s[p] = fp16_to_f32(fp16_from_f32(s[p] * inv));
+}
+
+void attn_softmax_scalar(float *s, int n)
+{
+    const double sum = vexp_sum_scalar(s, n, max_scalar(s, n));
+    normalize_scalar(s, n, (float)(1.0 / sum));
+}
+
+/* G rows from row[0], their common first e entries with G chains in lockstep, then each row's
+ * rest with its own chain: every row's additions stay in index order. */
+static inline __attribute__((always_inline)) void sum_group(float *const *row, const int *n,
+                                                            const int G, double *sum)
+{
+    double acc[8];
+    int e = n[0];
+    for (int i = 0; i < G; i++) {
+        acc[i] = 0.0;
+        e = n[i] < e ? n[i] : e;
+    }
+    for (int p = 0; p < e; p++)
+        for (int i = 0; i < G; i++) acc[i] += (double)row[i][p];
+    for (int i = 0; i < G; i++) {
+        for (int p = e; p < n[i]; p++) acc[i] += (double)row[i][p];
+        sum[i] = acc[i];
+    }
+}
+
+void attn_sum_rows(float *const *row, const int *n, int nq, double *sum)
+{
+    int i = 0;
+    for (; i + 8 <= nq; i += 8) sum_group(row + i, n + i, 8, sum + i);
+    if (i + 4 <= nq) {
+        sum_group(row + i, n + i, 4, sum + i);
+        i += 4;
+    }
+    if (i + 2 <= nq) {
+        sum_group(row + i, n + i, 2, sum + i);
+        i += 2;
+    }
+    if (i < nq) sum_group(row + i, n + i, 1, sum + i);
+}
+
+void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq)
+{
+    float *row[ATTN_BLOCK_MAX] = {0};
+    double sum[ATTN_BLOCK_MAX];
+    for (int i = 0; i < nq; i++) {
+        row[i] = s + (size_t)i * ss + off[i];
+        vexp_sub_scalar(row[i], n[i], max_scalar(row[i], n[i]));
+    }
+    attn_sum_rows(row, n, nq, sum);
+    for (int i = 0; i < nq; i++) normalize_scalar(row[i], n[i], (float)(1.0 / sum[i]));
 }
 
 void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
@@ -63,17 +118,17 @@ struct attn_kernels attn_select(int hd)
 #if defined(__x86_64__)
     if (!strcmp(isa, "avx512") && hd % 16 == 0)
         return (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512, attn_softmax_avx512,
-                                     attn_bscores_avx512, attn_bwsum_avx512, "avx512"};
+                                     attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512, "avx512"};
     if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && hd % 8 == 0)
         return (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2, attn_softmax_avx2,
-                                     attn_bscores_avx2, attn_bwsum_avx2, "avx2"};
+                                     attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2, "avx2"};
 #elif defined(__aarch64__)
     if (!strcmp(isa, "neon") && hd % 8 == 0)
         return (struct attn_kernels){attn_scores_neon, attn_wsum_neon, attn_softmax_neon,
-                                     attn_bscores_neon, attn_bwsum_neon, "neon"};
+                                     attn_bscores_neon, attn_bwsum_neon, attn_bsoftmax_neon, "neon"};
 #endif
     (void)hd;
     (void)isa;
     return (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar, attn_softmax_scalar,
-                                 attn_bscores_scalar, attn_bwsum_scalar, "scalar"};
+                                 attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar, "scalar"};
 }

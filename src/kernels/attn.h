@@ -20,6 +20,10 @@
  *                 room for n_keys rounded up to 16; `tile` is scratch of 16 * hd floats.
  *   attn_bwsum:   out[i][j] = sum_{p < nk[i]} w[i*ws + p] * V[p][j] for i < nq; nk[i] <= the
  *                 n_keys the scores were computed for.
+ *   attn_bsoftmax: attn_softmax of row i's n[i] scores at s + i*ss + off[i], for i < nq. The
+ *                 double sums run in key order per row as attn_softmax's, but up to eight rows'
+ *                 chains side by side (attn_sum_rows): one row's serial additions wait on each
+ *                 other's latency, eight rows' do not. Same bits as attn_softmax per row.
  * The path follows the kernel ISA chosen at run time (kern_isa_name(), TERN_KERNELS). */
 #ifndef TERN_KERNELS_ATTN_H
 #define TERN_KERNELS_ATTN_H
@@ -35,6 +39,7 @@ typedef void (*attn_bscores_fn)(const float *q, int nq, const uint16_t *k, int n
                                 float scale, float *s, size_t ss, float *tile);
 typedef void (*attn_bwsum_fn)(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v,
                               int hd, float *const *out);
+typedef void (*attn_bsoftmax_fn)(float *s, size_t ss, const int *off, const int *n, int nq);
 
 struct attn_kernels {
     attn_scores_fn scores;
@@ -42,6 +47,7 @@ struct attn_kernels {
     attn_softmax_fn softmax;
     attn_bscores_fn bscores;
     attn_bwsum_fn bwsum;
+    attn_bsoftmax_fn bsoftmax;
     const char *name;
 };
 
@@ -53,11 +59,16 @@ enum { ATTN_BLOCK_MAX = 16, ATTN_SCORE_BYTES = 2 << 20 };
 /* The kernels for this CPU (and head_dim: SIMD paths need hd % 16 (AVX-512) or % 8 (AVX2)). */
 struct attn_kernels attn_select(int hd);
 
+/* The block softmax's shared middle (attn.c): sum[i] = the double sum, in index order, of the
+ * n[i] floats at row[i], for i < nq <= ATTN_BLOCK_MAX, eight rows' additions interleaved. */
+void attn_sum_rows(float *const *row, const int *n, int nq, double *sum);
+
 void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s);
 void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, float *out);
 void attn_softmax_scalar(float *s, int n);
 void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile);
+void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq);
 void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out);
 
@@ -66,6 +77,7 @@ void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float
 void attn_softmax_avx2(float *s, int n);
 void attn_bscores_avx2(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
                        float *s, size_t ss, float *tile);
+void attn_bsoftmax_avx2(float *s, size_t ss, const int *off, const int *n, int nq);
 void attn_bwsum_avx2(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                      float *const *out);
 
@@ -74,6 +86,7 @@ void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, flo
 void attn_softmax_avx512(float *s, int n);
 void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile);
+void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int nq);
 void attn_bwsum_avx512(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out);
 

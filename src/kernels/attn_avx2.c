@@ -51,7 +51,7 @@ void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float
     }
 }
 
-void attn_softmax_avx2(float *s, int n)
+static float max_avx2(const float *s, int n)
 {
     /* max in any order is exact; NaN scores are skipped as in the scalar loop (vmaxps returns
      * its second operand, the running max, when the first is NaN) */
@@ -63,14 +63,36 @@ void attn_softmax_avx2(float *s, int n)
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     float mx = _mm_cvtss_f32(m4);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    const double sum = vexp_sum_avx2(s, n, mx);
-    const float inv = (float)(1.0 / sum);
+    return mx;
+}
+
+static void normalize_avx2(float *s, int n, float inv)
+{
     const __m256 vi = _mm256_set1_ps(inv);
-    for (p = 0; p + 8 <= n; p += 8) {
+    int p = 0;
+    for (; p + 8 <= n; p += 8) {
         const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + p), vi);
         _mm256_storeu_ps(s + p, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
     }
     for (; p < n; p++) s[p] = fp16_to_f32(fp16_from_f32(s[p] * inv));
+}
+
+void attn_softmax_avx2(float *s, int n)
+{
+    const double sum = vexp_sum_avx2(s, n, max_avx2(s, n));
+    normalize_avx2(s, n, (float)(1.0 / sum));
+}
+
+void attn_bsoftmax_avx2(float *s, size_t ss, const int *off, const int *n, int nq)
+{
+    float *row[ATTN_BLOCK_MAX] = {0};
+    double sum[ATTN_BLOCK_MAX];
+    for (int i = 0; i < nq; i++) {
+        row[i] = s + (size_t)i * ss + off[i];
+        vexp_sub_avx2(row[i], n[i], max_avx2(row[i], n[i]));
+    }
+    attn_sum_rows(row, n, nq, sum);
+    for (int i = 0; i < nq; i++) normalize_avx2(row[i], n[i], (float)(1.0 / sum[i]));
 }
 
 /* Butterfly levels: each adds lanes at one distance for two vectors at a time. */

@@ -55,7 +55,7 @@ void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, flo
     }
 }
 
-void attn_softmax_avx512(float *s, int n)
+static float max_avx512(const float *s, int n)
 {
     /* max in any order is exact; NaN scores are skipped as in the scalar loop (vmaxps returns
      * its second operand, the running max, when the first is NaN) */
@@ -64,14 +64,36 @@ void attn_softmax_avx512(float *s, int n)
     for (; p + 16 <= n; p += 16) vmx = _mm512_max_ps(_mm512_loadu_ps(s + p), vmx);
     float mx = _mm512_reduce_max_ps(vmx);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    const double sum = vexp_sum_avx512(s, n, mx);
-    const __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
-    for (p = 0; p < n; p += 16) {
+    return mx;
+}
+
+static void normalize_avx512(float *s, int n, float inv_f)
+{
+    const __m512 inv = _mm512_set1_ps(inv_f);
+    for (int p = 0; p < n; p += 16) {
         const __mmask16 m = n - p >= 16 ? 0xffff : (__mmask16)((1u << (n - p)) - 1);
         const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + p), inv);
         const __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm512_mask_storeu_ps(s + p, m, _mm512_cvtph_ps(h));
     }
+}
+
+void attn_softmax_avx512(float *s, int n)
+{
+    const double sum = vexp_sum_avx512(s, n, max_avx512(s, n));
+    normalize_avx512(s, n, (float)(1.0 / sum));
+}
+
+void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int nq)
+{
+    float *row[ATTN_BLOCK_MAX] = {0};
+    double sum[ATTN_BLOCK_MAX];
+    for (int i = 0; i < nq; i++) {
+        row[i] = s + (size_t)i * ss + off[i];
+        vexp_sub_avx512(row[i], n[i], max_avx512(row[i], n[i]));
+    }
+    attn_sum_rows(row, n, nq, sum);
+    for (int i = 0; i < nq; i++) normalize_avx512(row[i], n[i], (float)(1.0 / sum[i]));
 }
 
 /* Butterfly levels: each adds lanes at one distance for two vectors at a time. */

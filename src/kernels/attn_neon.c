@@ -66,7 +66,7 @@ void attn_wsum_neon(const float *w, const uint16_t *v, int n_keys, int hd, float
     }
 }
 
-void attn_softmax_neon(float *s, int n)
+static float max_neon(const float *s, int n)
 {
     /* max in any order is exact; FMAXNM skips a NaN operand like the scalar loop does */
     float32x4_t vmx = vdupq_n_f32(-INFINITY);
@@ -74,14 +74,36 @@ void attn_softmax_neon(float *s, int n)
     for (; p + 4 <= n; p += 4) vmx = vmaxnmq_f32(vld1q_f32(s + p), vmx);
     float mx = vmaxnmvq_f32(vmx);
     for (; p < n; p++) mx = s[p] > mx ? s[p] : mx;
-    const double sum = vexp_sum_scalar(s, n, mx);
-    const float inv = (float)(1.0 / sum);
-    for (p = 0; p + 4 <= n; p += 4) /* FCVTN rounds to nearest even (the default FPCR mode) */
+    return mx;
+}
+
+static void normalize_neon(float *s, int n, float inv)
+{
+    int p = 0;
+    for (; p + 4 <= n; p += 4) /* FCVTN rounds to nearest even (the default FPCR mode) */
         vst1q_f32(s + p, vcvt_f32_f16(vcvt_f16_f32(vmulq_n_f32(vld1q_f32(s + p), inv))));
     for (; p < n; p++) {
         const float16x4_t h = vcvt_f16_f32(vdupq_n_f32(s[p] * inv));
         s[p] = vgetq_lane_f32(vcvt_f32_f16(h), 0);
     }
+}
+
+void attn_softmax_neon(float *s, int n)
+{
+    const double sum = vexp_sum_scalar(s, n, max_neon(s, n));
+    normalize_neon(s, n, (float)(1.0 / sum));
+}
+
+void attn_bsoftmax_neon(float *s, size_t ss, const int *off, const int *n, int nq)
+{
+    float *row[ATTN_BLOCK_MAX] = {0};
+    double sum[ATTN_BLOCK_MAX];
+    for (int i = 0; i < nq; i++) {
+        row[i] = s + (size_t)i * ss + off[i];
+        vexp_sub_scalar(row[i], n[i], max_neon(row[i], n[i]));
+    }
+    attn_sum_rows(row, n, nq, sum);
+    for (int i = 0; i < nq; i++) normalize_neon(row[i], n[i], (float)(1.0 / sum[i]));
 }
 
 void attn_bscores_neon(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,

@@ -13,6 +13,7 @@ void attn_wsum_neon(const float *w, const uint16_t *v, int n_keys, int hd, float
 void attn_softmax_neon(float *s, int n);
 void attn_bscores_neon(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
                        float *s, size_t ss, float *tile);
+void attn_bsoftmax_neon(float *s, size_t ss, const int *off, const int *n, int nq);
 void attn_bwsum_neon(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                      float *const *out);
 

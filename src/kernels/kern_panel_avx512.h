@@ -214,8 +214,9 @@ PN_INLINE void pn_tile2(int fmt, const uint8_t *src0, const uint8_t *src1, const
             for (int g = 0; g < GS; g++) {
                 const __m512i w0 = pn_w(fmt, 1, src0, s, g), w1 = pn_w(fmt, 1, src1, s, g);
                 for (int j = 0; j < nt; j++) {
-                    const __m512i av = _mm512_set1_epi32(
-                        *(const int32_t *)(a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g)));
+                    int32_t a4; /* the block's codes start 2 bytes in: not 4-byte aligned */
+                    memcpy(&a4, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g), 4);
+                    const __m512i av = _mm512_set1_epi32(a4);
                     x0[j] = pn_dot_reg(x0[j], w0, av);
                     x1[j] = pn_dot_reg(x1[j], w1, av);
                 }

@@ -381,7 +381,8 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
         if (!win) {
             ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, 0), nk[nq - 1], hd,
                                 scale, sc, ss, tile);
-            for (int i = 0; i < nq; i++) ctx->attn_k.softmax(sc + i * ss, nk[i]);
+            const int zero[ATTN_BLOCK_MAX] = {0};
+            ctx->attn_k.bsoftmax(sc, ss, zero, nk, nq);
             ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, 0), hd, outp);
             continue;
         }
@@ -396,11 +397,14 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
         for (int i = 0; i < nq; i++) nk[i] -= k0;
         ctx->attn_k.bscores(qb, nq, kv_k_row_seq(&ctx->kv, s->il, seq, kvh, k0), nk[nq - 1], hd,
                             scale, sc, ss, tile);
+        int skip[ATTN_BLOCK_MAX], nw[ATTN_BLOCK_MAX];
         for (int i = 0; i < nq; i++) {
-            const int skip = nk[i] > win ? nk[i] - win : 0;
-            ctx->attn_k.softmax(sc + i * ss + skip, nk[i] - skip);
-            for (int p = 0; p < skip; p++) sc[i * ss + p] = 0.0f;
+            skip[i] = nk[i] > win ? nk[i] - win : 0;
+            nw[i] = nk[i] - skip[i];
         }
+        ctx->attn_k.bsoftmax(sc, ss, skip, nw, nq);
+        for (int i = 0; i < nq; i++)
+            for (int p = 0; p < skip[i]; p++) sc[i * ss + p] = 0.0f;
         ctx->attn_k.bwsum(sc, ss, nk, nq, kv_v_row_seq(&ctx->kv, s->il, seq, kvh, k0), hd, outp);
     }
 }
