@@ -6,6 +6,7 @@
  * vaddvq_f32 ((l0 + l1) + (l2 + l3)). The block kernels convert a tile of 4 keys to float once
  * per block and reduce 4 (query, key) vectors with two pairwise adds (vpaddq_f32), which pair
  * the lanes the same way, so every score has the per-query kernel's bits. */
+#include "kernels/attn.h"
 #include "kernels/attn_neon.h"
 #include "kernels/vexp.h"
 
