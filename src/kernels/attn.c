@@ -72,7 +72,7 @@ static inline __attribute__((always_inline)) void sum_group(float *const *row, c
     }
 }
 
-void attn_sum_rows(float *const *row, const int *n, int nq, double *sum)
+static void sum_rows(float *const *row, const int *n, int nq, double *sum)
 {
     int i = 0;
     for (; i + 8 <= nq; i += 8) sum_group(row + i, n + i, 8, sum + i);
@@ -87,16 +87,22 @@ void attn_sum_rows(float *const *row, const int *n, int nq, double *sum)
     if (i < nq) sum_group(row + i, n + i, 1, sum + i);
 }
 
-void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq)
+void attn_bsoftmax_with(float *s, size_t ss, const int *off, const int *n, int nq, attn_max_fn max,
+                        void (*exp_sub)(float *s, int n, float mx), attn_norm_fn norm)
 {
     float *row[ATTN_BLOCK_MAX] = {0};
     double sum[ATTN_BLOCK_MAX];
     for (int i = 0; i < nq; i++) {
         row[i] = s + (size_t)i * ss + off[i];
-        vexp_sub_scalar(row[i], n[i], max_scalar(row[i], n[i]));
+        exp_sub(row[i], n[i], max(row[i], n[i]));
     }
-    attn_sum_rows(row, n, nq, sum);
-    for (int i = 0; i < nq; i++) normalize_scalar(row[i], n[i], (float)(1.0 / sum[i]));
+    sum_rows(row, n, nq, sum);
+    for (int i = 0; i < nq; i++) norm(row[i], n[i], (float)(1.0 / sum[i]));
+}
+
+void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq)
+{
+    attn_bsoftmax_with(s, ss, off, n, nq, max_scalar, vexp_sub_scalar, normalize_scalar);
 }
 
 void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,

@@ -59,9 +59,13 @@ enum { ATTN_BLOCK_MAX = 16, ATTN_SCORE_BYTES = 2 << 20 };
 /* The kernels for this CPU (and head_dim: SIMD paths need hd % 16 (AVX-512) or % 8 (AVX2)). */
 struct attn_kernels attn_select(int hd);
 
-/* The block softmax's shared middle (attn.c): sum[i] = the double sum, in index order, of the
- * n[i] floats at row[i], for i < nq <= ATTN_BLOCK_MAX, eight rows' additions interleaved. */
-void attn_sum_rows(float *const *row, const int *n, int nq, double *sum);
+/* The block softmax of every path (attn.c), from the path's own pieces: max of n floats,
+ * s = vexp_f32(s - mx) in place (vexp.h), s = F16(s * inv) in place. The double sums in between
+ * are the same code for all: each row's in index order, eight rows' additions interleaved. */
+typedef float (*attn_max_fn)(const float *s, int n);
+typedef void (*attn_norm_fn)(float *s, int n, float inv);
+void attn_bsoftmax_with(float *s, size_t ss, const int *off, const int *n, int nq, attn_max_fn max,
+                        void (*exp_sub)(float *s, int n, float mx), attn_norm_fn norm);
 
 void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s);
 void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, float *out);

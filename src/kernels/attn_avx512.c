@@ -86,14 +86,7 @@ void attn_softmax_avx512(float *s, int n)
 
 void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int nq)
 {
-    float *row[ATTN_BLOCK_MAX] = {0};
-    double sum[ATTN_BLOCK_MAX];
-    for (int i = 0; i < nq; i++) {
-        row[i] = s + (size_t)i * ss + off[i];
-        vexp_sub_avx512(row[i], n[i], max_avx512(row[i], n[i]));
-    }
-    attn_sum_rows(row, n, nq, sum);
-    for (int i = 0; i < nq; i++) normalize_avx512(row[i], n[i], (float)(1.0 / sum[i]));
+    attn_bsoftmax_with(s, ss, off, n, nq, max_avx512, vexp_sub_avx512, normalize_avx512);
 }
 
 /* Butterfly levels: each adds lanes at one distance for two vectors at a time. */

@@ -97,14 +97,7 @@ void attn_softmax_neon(float *s, int n)
 
 void attn_bsoftmax_neon(float *s, size_t ss, const int *off, const int *n, int nq)
 {
-    float *row[ATTN_BLOCK_MAX] = {0};
-    double sum[ATTN_BLOCK_MAX];
-    for (int i = 0; i < nq; i++) {
-        row[i] = s + (size_t)i * ss + off[i];
-        vexp_sub_scalar(row[i], n[i], max_neon(row[i], n[i]));
-    }
-    attn_sum_rows(row, n, nq, sum);
-    for (int i = 0; i < nq; i++) normalize_neon(row[i], n[i], (float)(1.0 / sum[i]));
+    attn_bsoftmax_with(s, ss, off, n, nq, max_neon, vexp_sub_scalar, normalize_neon);
 }
 
 void attn_bscores_neon(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
