@@ -59,7 +59,8 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
  * the copy. Prefetches run PK_AHEAD chunks ahead of the reads in that order (the hardware
  * prefetchers drop a stream at every 4 KB page). More tokens (prefill): row blocks of PK_MB
  * panels, whose chunks stay in L2 while the token tiles take them one after the other, as the
- * on-the-fly panels do; Q4_K's scales are unpacked once per chunk there. */
+ * on-the-fly panels do, two panels at a time (pn_tile2: one register broadcast of a token's
+ * bytes feeds both); Q4_K's scales are unpacked once per chunk there. */
 #define PK_DEFINE(name, fmt)                                                                   \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
     PN_DEFINE_RUN2(name, fmt)                                                                  \
