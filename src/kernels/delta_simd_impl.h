@@ -85,8 +85,8 @@ run_block(const struct delta_run *run, int j0, const int nv)
 }
 
 /* One token on the state directly, columns [j0, j1): v' and o for 4 vectors of columns at a
- * time (8 FMA chains), then the update streams whole rows. A run this short reads each row once or twice
- * anyway, and whole rows are what the prefetchers follow. */
+ * time (8 FMA chains), then the update streams whole rows. A run this short reads each row once
+ * or twice anyway, and whole rows are what the prefetchers follow. */
 static void token_direct(const struct delta_run *run, int i, const float *S0, float *S, int j0, int j1)
 {
     float u[1024] __attribute__((aligned(4 * DL)));

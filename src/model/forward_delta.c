@@ -92,7 +92,7 @@ struct dstep {
     struct tern_context *ctx;
     const struct model_layer *L;
     const float *taps;
-    int n, l;
+    int n;
     int blocks; /* the DeltaNet's column blocks per head */
 };
 
@@ -122,14 +122,14 @@ static void step_params(void *arg, int chunk, int n_chunks, int tid)
                          ctx->dn_par + (size_t)t * r->n_v * DELTA_PAR, ctx->model->info.rms_eps);
 }
 
-/* Units (sequence of the batch, value head, block of REC_DELTA_COLS or the whole head): each goes through its
- * sequence's tokens in order. */
+/* Units (sequence of the batch, value head, and a work block of DELTA_BLOCK columns or the whole
+ * head): each goes through its sequence's tokens in order. */
 static void step_delta(void *arg, int chunk, int n_chunks, int tid)
 {
     const struct dstep *d = arg;
     struct tern_context *ctx = d->ctx;
     const struct rec_state *r = &ctx->rec;
-    const int blocks = d->blocks, cols = blocks > 1 ? REC_DELTA_COLS : r->hv;
+    const int blocks = d->blocks, cols = blocks > 1 ? DELTA_BLOCK : r->hv;
     const long long units = (long long)ctx->rb_nseqs * r->n_v * blocks;
     for (long long u = chunk; u < units; u += n_chunks) {
         const int k = (int)(u / ((long long)r->n_v * blocks)), h = (int)(u / blocks % r->n_v);
@@ -187,16 +187,16 @@ void delta_layer(struct tern_context *ctx, int il, int n)
             memcpy(rc + r->conv_dim, bg, sizeof(float) * 2 * (size_t)nv);
         }
     }
-    /* a long run takes blocks of REC_DELTA_COLS through the work buffer, more units than heads;
+    /* a long run takes blocks of DELTA_BLOCK through the work buffer, more units than heads;
      * short ones (decode) go over whole rows of the state, a head per unit */
     bool long_run = false;
     for (int k = 0; k < ctx->rb_nseqs; k++) {
         make_run(ctx, k, l, &ctx->rb_run[k]);
         long_run = long_run || ctx->rb_run[k].m > DELTA_WORK_MIN;
     }
-    const int blocks = long_run ? (r->hv + REC_DELTA_COLS - 1) / REC_DELTA_COLS : 1;
+    const int blocks = long_run ? (r->hv + DELTA_BLOCK - 1) / DELTA_BLOCK : 1;
     struct dstep ds = {.ctx = ctx, .L = L, .taps = ctx->dn_taps + (size_t)l * r->d_conv * r->conv_dim,
-                       .n = n, .l = l, .blocks = blocks};
+                       .n = n, .blocks = blocks};
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_conv, &ds, fwd_chunks_for(ctx, (r->conv_dim + 15) / 16, 2));
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_params, &ds, fwd_chunks_for(ctx, n, 4));
     fwd_run_step(ctx, TERN_PROF_ATTENTION, step_delta, &ds,

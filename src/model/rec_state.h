@@ -84,13 +84,11 @@ void rec_conv_taps(const struct rec_state *r, const float *conv_w, float *taps);
  *                    pre: (d_conv - 1, conv_dim) scratch
  *   rec_token_params one row: l2-normalizes its q and k heads, computes its heads' parameters
  *   rec_delta_run    value head h, components [j0, j1): the DeltaNet into out, the matrix into
- *                    dst (and keep); j0 and j1 multiples of REC_DELTA_COLS, or j1 = hv; work:
+ *                    dst (and keep); j0 and j1 multiples of DELTA_BLOCK, or j1 = hv; work:
  *                    hk * DELTA_BLOCK floats of the calling thread's own (kernels/delta.h) */
 void rec_conv_run(const struct rec_state *r, const struct rec_run *run, const float *taps, float *pre,
                   int c0, int c1);
 void rec_token_params(const struct rec_state *r, float *qkv, const float *bg, float *par, float eps);
 void rec_delta_run(const struct rec_state *r, const struct rec_run *run, int h, int j0, int j1, float *work);
-/* The column blocks a head's DeltaNet splits into (every path's vector width divides it). */
-enum { REC_DELTA_COLS = 64 };
 
 #endif
