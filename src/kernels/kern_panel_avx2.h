@@ -7,11 +7,20 @@
  * Read first: kern_panel_avx512.c (what a panel is), kern_panel_layout.h ("stored layout") and
  * kern_packed_avx512.c (the AVX-512 drivers these follow).
  *
- * A stored panel is 16 rows, a 64-byte line one 4-byte group of them; a ymm holds half of it, so
- * the tile here is one half (8 rows, P2_ROWS) x up to P2_NT tokens: per group one 32-byte load of
- * the weights (nibbles unpacked once for all the tile's tokens) and per token one broadcast of its
- * 4 activation bytes and one dot. After a sub-block's groups each int32 lane is that row's exact
- * sub-block dot, and the float chain is the AVX-512 tile's, lane for lane:
+ * A stored panel is 16 rows, a 64-byte line one 4-byte group of them; a ymm holds half of it.
+ * Two tiles:
+ * - VNNI (p2_tile16): both halves (16 rows) x up to P2_NT16 = 4 tokens: per group two 32-byte
+ *   loads of the weights and per token one broadcast of its 4 activation bytes feeding two dots.
+ *   Eight independent dot chains: a ymm vpdpbusd has a latency of 4 cycles and issues 2 per
+ *   cycle on this Zen 5 (6 chains reach 1.5 per cycle, 8 chains 1.85), and 8 int32 sums + 2
+ *   weights + a broadcast leave no room for the 8 float sums, which wait in memory between
+ *   sub-blocks. It replaced an 8-row x 6-token tile (6 chains, a broadcast per dot): prefill
+ *   326 -> 385 GOP/s on Q8_0.
+ * - vpmaddubsw (p2_tile): one half (8 rows, P2_ROWS) x up to P2_NT tokens: per group one load
+ *   of the weights (nibbles unpacked once for all the tile's tokens), per token a broadcast and
+ *   a dot. Its dots take 2-4 instructions, so it is bound by the vector ALUs, not by loads.
+ * After a sub-block's groups each int32 lane is that row's exact sub-block dot, and the float
+ * chain is the AVX-512 tile's, lane for lane:
  *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K: then acc = acc - dm_s * am_s]
  * so results are the AVX-512 panels' bits (test_batch_invariance holds them to memcmp), and the
  * same for every batch size on both variants (integer dots are exact whichever instructions sum
@@ -48,7 +57,14 @@
 #ifndef P2_NT
 #define P2_NT 6 /* tokens per tile: 6 int32 dots + 6 float sums + weights + broadcast in 16 ymm */
 #endif
+#ifndef P2_NT16
+#define P2_NT16 4 /* tokens per 16-row tile (VNNI): 8 int32 dots + two weights + a broadcast; the
+                   * 8 float sums live in memory between sub-blocks */
+#endif
 #define P2_FEW 16 /* up to this many tokens, the streaming driver */
+/* tokens per prepared activation tile (struct pn_act): two 16-row tiles of P2_NT16 with VNNI,
+ * one 8-row tile of P2_NT without */
+#define P2_TW (P2_VNNI ? 2 * P2_NT16 : P2_NT)
 
 /* ---------------------------------------------------------------- weights of a half panel */
 
@@ -220,6 +236,48 @@ PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8
     }
 }
 
+/* Both halves (16 rows) x up to P2_NT16 tokens j0.. of S: per group two weight loads and one
+ * broadcast per token feed two dots, where p2_tile's one load and one broadcast feed one; the same
+ * float operations per lane as p2_tile. acc[h][j]. VNNI only. */
+PN_INLINE void p2_tile16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
+                         int nt, __m256 acc[2][P2_NT16])
+{
+    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
+    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    const uint8_t *a[P2_NT16];
+    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    for (int b = 0; b < nbc; b++) {
+        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        for (int sb = 0; sb < SPB; sb++) {
+            const int s = b * SPB + sb;
+            const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
+            __m256i x[2][P2_NT16];
+            for (int j = 0; j < nt; j++) x[0][j] = x[1][j] = _mm256_set1_epi32(S->init[j0 + j][s]);
+            for (int g = 0; g < GS; g++) {
+                const __m256i w0 = p2_w(fmt, src, 0, s, g), w1 = p2_w(fmt, src, 1, s, g);
+                for (int j = 0; j < nt; j++) {
+                    const __m256i av = _mm256_set1_epi32(p2_load4(a[j] + ao + 4 * g));
+                    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x[0][j]) : "x"(w0), "x"(av));
+                    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x[1][j]) : "x"(w1), "x"(av));
+                }
+            }
+            for (int h = 0; h < 2; h++) {
+                const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+                for (int j = 0; j < nt; j++)
+                    acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[h][j]),
+                                                _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])), acc[h][j]);
+                if (PN_MINS(fmt)) {
+                    const __m256 dm = p2_ws(fmt, src, xs, nbc, h, s, 1);
+                    for (int j = 0; j < nt; j++)
+                        acc[h][j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[h][j]);
+                }
+            }
+        }
+    }
+}
+
 /* One token, both halves of the panel in one pass (decode: the chunk is read once, and four
  * dependency chains of dots run instead of two): acc[h] += half h's dots, each lane the same
  * float operations as p2_tile's. */
@@ -298,6 +356,35 @@ PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, cons
     }
 }
 
+/* Both halves of one stored panel chunk x tokens j0..j0+nt of S, accumulated into Y (first
+ * chunk: stored): Y points at the panel's first row of token j0; rows [lo, hi) of 16 written. */
+PN_INLINE void p2_panel_tokens(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+                               int nbc, const uint8_t *A, size_t as, int64_t b0,
+                               const struct pn_act *S, int j0, int nt, float *Y, int64_t ldy, int lo,
+                               int hi, int first)
+{
+    __m256 acc[2][P2_NT16];
+    int l[2], e[2];
+    for (int h = 0; h < 2; h++) {
+        l[h] = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h;
+        e[h] = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
+        for (int j = 0; j < nt; j++)
+            acc[h][j] = first || l[h] >= e[h]           ? _mm256_setzero_ps()
+                        : l[h] == 0 && e[h] == P2_ROWS ? _mm256_loadu_ps(Y + j * ldy + P2_ROWS * h)
+                                                       : _mm256_maskload_ps(Y + j * ldy + P2_ROWS * h, p2_mask(l[h], e[h]));
+    }
+    p2_tile16(fmt, src, xs, next, nbc, A, as, b0, S, j0, nt, acc);
+    for (int h = 0; h < 2; h++) {
+        if (l[h] >= e[h]) continue;
+        for (int j = 0; j < nt; j++) {
+            if (l[h] == 0 && e[h] == P2_ROWS)
+                _mm256_storeu_ps(Y + j * ldy + P2_ROWS * h, acc[h][j]);
+            else
+                _mm256_maskstore_ps(Y + j * ldy + P2_ROWS * h, p2_mask(l[h], e[h]), acc[h][j]);
+        }
+    }
+}
+
 /* One token, the whole panel (both halves) of one stored chunk, accumulated into Y (first chunk:
  * stored): Y points at the panel's first row; rows [lo, hi) of its 16 are written. */
 PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
@@ -339,10 +426,25 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
         }                                                                                       \
     }
 
+/* name##_run16: p2_panel_tokens for fmt, one copy per tile width. */
+#define P2_DEFINE_RUN16(name, fmt)                                                              \
+    static void name##_run16(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, \
+                             const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,   \
+                             int j0, int nt, float *Y, int64_t ldy, int lo, int hi, int first)  \
+    {                                                                                           \
+        switch (nt) {                                                                           \
+        case 4: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 4, Y, ldy, lo, hi, first); break; \
+        case 3: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 3, Y, ldy, lo, hi, first); break; \
+        case 2: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 2, Y, ldy, lo, hi, first); break; \
+        default: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 1, Y, ldy, lo, hi, first); break; \
+        }                                                                                       \
+    }
+
 /* ---------------------------------------------------------------- drivers
- * As kern_packed_avx512.c's, a half panel where that one takes a panel: up to P2_FEW tokens the
- * activations of a segment of P2_SEG chunks are prepared once and each panel's chunks are read
- * in memory order (both halves of a chunk one after the other, so the second reads it from L1),
+ * As kern_packed_avx512.c's, through p2_panel_step (the VNNI tile takes a whole panel, the other
+ * one a half at a time): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
+ * prepared once and each panel's chunks are read in memory order (a chunk's second tile reads it
+ * from L1),
  * prefetching PK_AHEAD chunks ahead; more tokens take row blocks of P2_MB panels whose chunks stay
  * in L2 while the token tiles take them. */
 #ifndef P2_MB
@@ -356,7 +458,7 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 #ifndef P2_AHEAD
 #define P2_AHEAD 2
 #endif
-#define P2_TILES ((P2_FEW + P2_NT - 1) / P2_NT)
+#define P2_TILES ((P2_FEW + P2_TW - 1) / P2_TW)
 
 P2_DEFINE_RUN(p2_q8_0, PN_Q8_0)
 static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
@@ -376,6 +478,19 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 }
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K)
+#if P2_VNNI
+P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0)
+P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0)
+P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K)
+PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                        const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
+                        int nt, float *Y, int64_t ldy, int lo, int hi, int first)
+{
+    if (fmt == PN_Q8_0) p2_q8_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_0) p2_q4_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+}
+#endif
 
 PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                       int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
@@ -387,6 +502,32 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
 }
 
 /* rows [*lo, *hi) of the 8 of half h of panel p that fall in [r0, r1); false when none */
+PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi);
+
+/* One stored panel chunk src x the nt (<= P2_TW) tokens of the prepared tile S (activations
+ * At, Y at the tile's first token), rows [r0, r1): with VNNI 16-row tiles of P2_NT16 tokens,
+ * otherwise each half's 8-row tile. next is prefetched by the first tile. */
+PN_INLINE void p2_panel_step(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+                             int nbc, int64_t p, const uint8_t *At, size_t as, int64_t b0,
+                             const struct pn_act *S, int nt, float *Y, int64_t ldy, int64_t r0,
+                             int64_t r1, int first)
+{
+#if P2_VNNI
+    const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
+    const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
+    for (int j0 = 0; j0 < nt; j0 += P2_NT16)
+        p2_run16(fmt, src, xs, j0 == 0 ? next : NULL, nbc, At + (size_t)j0 * as, as, b0, S, j0,
+                 nt - j0 < P2_NT16 ? nt - j0 : P2_NT16, Y + (size_t)j0 * ldy + p * PN_ROWS, ldy, lo, hi, first);
+#else
+    for (int h = 0; h < 2; h++) {
+        int lo, hi;
+        if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
+        p2_run(fmt, src, xs, h == 0 ? next : NULL, nbc, h, At, as, b0, S, nt, Y + p * PN_ROWS + P2_ROWS * h, ldy,
+               lo, hi, first);
+    }
+#endif
+}
+
 PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi)
 {
     const int64_t base = p * PN_ROWS + P2_ROWS * h;
@@ -409,8 +550,8 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
         for (int ci = 0; ci < nseg; ci++) {
             const int64_t b0 = (cs + ci) * bpc;
             const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
-            for (int t = 0, u = 0; t < n_tok; t += P2_NT, u++)
-                pn_act_prepare(fmt, A + (size_t)t * as, as, n_tok - t < P2_NT ? n_tok - t : P2_NT, b0, nbc,
+            for (int t = 0, u = 0; t < n_tok; t += P2_TW, u++)
+                pn_act_prepare(fmt, A + (size_t)t * as, as, n_tok - t < P2_TW ? n_tok - t : P2_TW, b0, nbc,
                                &S[ci][u]);
         }
         for (int64_t p = p0; p < p1; p++)
@@ -431,14 +572,10 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     continue;
                 }
-                for (int h = 0; h < 2; h++) {
-                    int lo, hi;
-                    if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
-                    for (int t = 0, u = 0; t < n_tok; t += P2_NT, u++)
-                        p2_run(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 && h == 0 ? next : NULL, nbc, h, A + (size_t)t * as, as,
-                               b0, &S[ci][u], n_tok - t < P2_NT ? n_tok - t : P2_NT,
-                               Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi, c == 0);
-                }
+                for (int t = 0, u = 0; t < n_tok; t += P2_TW, u++)
+                    p2_panel_step(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 ? next : NULL, nbc, p, A + (size_t)t * as,
+                                  as, b0, &S[ci][u], n_tok - t < P2_TW ? n_tok - t : P2_TW, Y + (size_t)t * ldy, ldy,
+                                  r0, r1, c == 0);
             }
     }
 }
@@ -462,8 +599,8 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
             const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
             if (expand)
                 for (int64_t p = pb; p < pe; p++) p2_st_scales(P + (size_t)p * pbytes + (size_t)c * cfull, nbc, xs[p - pb]);
-            for (int t = 0; t < n_tok; t += P2_NT) {
-                const int nt = n_tok - t < P2_NT ? n_tok - t : P2_NT;
+            for (int t = 0; t < n_tok; t += P2_TW) {
+                const int nt = n_tok - t < P2_TW ? n_tok - t : P2_TW;
                 const uint8_t *At = A + (size_t)t * as;
                 pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);
                 for (int64_t p = pb; p < pe; p++) {
@@ -472,13 +609,8 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
                      * first tile: the later ones find the row block in L2 */
                     const int64_t ahead = (p - pb) + P2_AHEAD;
                     const uint8_t *next = P + (size_t)(pb + ahead % (pe - pb)) * pbytes + (size_t)(c + ahead / (pe - pb)) * cfull;
-                    for (int h = 0; h < 2; h++) {
-                        int lo, hi;
-                        if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
-                        p2_run(fmt, src, expand ? xs[p - pb] : NULL, t == 0 && h == 0 ? next : NULL, nbc, h, At,
-                               as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi,
-                               b0 == 0);
-                    }
+                    p2_panel_step(fmt, src, expand ? xs[p - pb] : NULL, t == 0 ? next : NULL, nbc, p, At, as, b0, &S,
+                                  nt, Y + (size_t)t * ldy, ldy, r0, r1, b0 == 0);
                 }
             }
         }
