@@ -21,7 +21,19 @@ static inline float hsum256(__m256 v)
 
 void attn_scores_avx2(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
-    for (int p = 0; p < n_keys; p++) {
+    int p = 0;
+    for (; p + 4 <= n_keys; p += 4) { /* four keys' chains side by side, each in j order */
+        const uint16_t *kr = k + (size_t)p * hd;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int j = 0; j < hd; j += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + j);
+            for (int r = 0; r < 4; r++)
+                acc[r] = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + (size_t)r * hd + j))),
+                                         acc[r]);
+        }
+        for (int r = 0; r < 4; r++) s[p + r] = hsum256(acc[r]) * scale;
+    }
+    for (; p < n_keys; p++) {
         const uint16_t *kr = k + (size_t)p * hd;
         __m256 acc = _mm256_setzero_ps();
         for (int j = 0; j < hd; j += 8) {
@@ -132,13 +144,13 @@ void attn_bscores_avx2(const float *q, int nq, const uint16_t *k, int n_keys, in
         }
         for (int i = 0; i < nq; i++) {
             const float *qi = q + (size_t)i * hd;
+            /* the eight keys' chains side by side (each one alone waits on its fma's latency at
+             * every step); each chain still adds its terms in j order, as the per-query kernel */
             __m256 d[8];
-            for (int r = 0; r < 8; r++) {
-                const float *tr = tile + (size_t)r * hd;
-                __m256 acc = _mm256_setzero_ps();
-                for (int j = 0; j < hd; j += 8)
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(qi + j), _mm256_loadu_ps(tr + j), acc);
-                d[r] = acc;
+            for (int r = 0; r < 8; r++) d[r] = _mm256_setzero_ps();
+            for (int j = 0; j < hd; j += 8) {
+                const __m256 qv = _mm256_loadu_ps(qi + j);
+                for (int r = 0; r < 8; r++) d[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(tile + (size_t)r * hd + j), d[r]);
             }
             _mm256_storeu_ps(s + i * ss + p0, _mm256_mul_ps(reduce8(d), vs));
         }
