@@ -15,11 +15,14 @@
  * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q4_K) on every path
  *    with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as 2b,
  *    against scalar: the few-token driver (n_tok <= 16) and the row-block one, partial panels.
+ * 2d. The avx2 path's per-call panels (AVX-VNNI), shapes of 2b, against scalar and bit for bit
+ *    against the AVX-512 panels.
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
 #include "test_rng.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +234,74 @@ static void test_blocked_prefill(void **state)
     print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
 }
 
+/* 2d. The avx2 path's per-call panels (AVX-VNNI: Q5_0, Q5_1, Q5_K and Q6_K, and the stored
+ * formats loaded mmap-only) on the shapes of 2b, through kern_matmul and directly: against scalar,
+ * and, where this CPU also runs avx512, bit for bit against the AVX-512 panels (the same packed
+ * bytes and scales, the same float operations per lane). */
+static void test_avx2_panels(void **state)
+{
+    (void)state;
+    if (!kern_force_isa("avx2") || !kern_force_avxvnni(true)) {
+        print_message("SKIP: this CPU has no avx2 path with AVX-VNNI\n");
+        kern_force_isa("scalar");
+        return;
+    }
+    static const int shapes[][3] = {/* rows, k / 32, n_tok */
+                                    {150, 37, 9}, {40, 17, 17}, {131, 16, 8}, {33, 3, 3},
+                                    {16, 33, 1}, {272, 8, 12}, {37, 9, 5}};
+    const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
+    int checked = 0, same_bits = 0;
+    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+        const int wtype = test_weight_types[ti];
+        const int min_tok = kern_avxvnni_panel_min_tok(wtype);
+        if (min_tok == INT_MAX) continue;
+        assert_true(min_tok > 1 && min_tok <= 16);
+        const int64_t bs = quant_traits_get(wtype)->block_size;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            struct problem p;
+            const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
+            problem_make(&p, wtype, shapes[si][0], k, shapes[si][2]);
+            const int64_t ldy = p.rows + 5;
+            const size_t ny = (size_t)(ldy * p.n_tok);
+            float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R), *Z = malloc(ny * sizeof *Z);
+            for (int ri = 0; ri < 3; ri++) {
+                const int64_t r0 = ranges[ri][0], r1 = p.rows + 1 + ranges[ri][1];
+                for (int via = 0; via < 2; via++) {
+                    for (size_t i = 0; i < ny; i++) Y[i] = R[i] = Z[i] = -7.0f;
+                    assert_true(kern_force_isa("avx2"));
+                    if (via == 0)
+                        kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y, ldy);
+                    else
+                        kern_avxvnni_panel_run(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y,
+                                               ldy);
+                    kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, R, ldy);
+                    check_close(&p, Y, R, r0, r1, ldy, via == 0 ? "avx2" : "avx2-panel");
+                    checked++;
+                    if (via == 0 || !kern_force_isa("avx512")) continue;
+                    kern_avx512_panel_matmul(wtype)(p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
+                                                    Z, ldy);
+                    for (int t = 0; t < p.n_tok; t++)
+                        for (int64_t r = r0; r < r1; r++)
+                            if (memcmp(&Y[t * ldy + r], &Z[t * ldy + r], sizeof *Y))
+                                fail_msg("avx2 panels %s k=%lld n_tok=%d row %lld tok %d: %.9g, the AVX-512 "
+                                         "panels %.9g", tern_type_name(wtype), (long long)p.k, p.n_tok,
+                                         (long long)r, t, Y[t * ldy + r], Z[t * ldy + r]);
+                    same_bits++;
+                }
+            }
+            free(Y);
+            free(R);
+            free(Z);
+            problem_free(&p);
+        }
+    }
+    assert_true(checked > 0);
+    kern_force_avxvnni(kern_avx2_vnni());
+    assert_true(kern_force_isa("scalar"));
+    print_message("avx2 per-call panels: %d (shape, range, entry) cases against scalar, %d bit-identical "
+                  "to the AVX-512 panels\n", checked, same_bits);
+}
+
 static void test_packed_vs_scalar(void **state)
 {
     (void)state;
@@ -388,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_simd_matmul),
         cmocka_unit_test(test_blocked_prefill),
+        cmocka_unit_test(test_avx2_panels),
         cmocka_unit_test(test_packed_vs_scalar),
         cmocka_unit_test(test_float_odd_k),
     };

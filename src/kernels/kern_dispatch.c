@@ -175,6 +175,12 @@ void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_
                  int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     kern_init();
+#if defined(__x86_64__)
+    if (active == ISA_AVX2 && avx2_vnni && wtype >= 0 && n_tok >= kern_avxvnni_panel_min_tok(wtype)) {
+        kern_avxvnni_panel_run(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
+        return;
+    }
+#endif
     kern_matmul_fn fn = (wtype >= 0 && wtype < TERN_TYPE_COUNT_) ? paths[active].matmul[wtype]
                                                                   : NULL;
     if (fn)

@@ -54,6 +54,12 @@ void kern_avxvnni_packed_run(int wtype, const void *P, const void *A, size_t as,
                              int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 void kern_avx2_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                           int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+/* avx2 with AVX-VNNI, weights without a stored copy: the 16-row tile over panels packed per call
+ * (kern_panel_avx2.h), which kern_matmul takes from kern_avxvnni_panel_min_tok(wtype) tokens on
+ * (INT_MAX: no panel for wtype). */
+void kern_avxvnni_panel_run(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok,
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+int kern_avxvnni_panel_min_tok(int wtype);
 /* Fewest tokens from which kern_matmul_packed reads P for wtype on avx512. */
 int kern_avx512_packed_min_tok(int wtype);
 

@@ -47,6 +47,8 @@
 
 #include "kernels/kern_panel_act.h"
 #include "kernels/kern_panel_layout.h"
+#include "kernels/kern_panel_rows.h"
+#include "kernels/kernels.h"
 #include "quant/quant.h"
 
 #ifndef P2_VNNI
@@ -99,6 +101,22 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
     if (fmt == PN_Q4_K) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
+}
+
+/* The same two reads from src as a struct pn_panel (st = 0: packed per call by kern_panel_rows.h,
+ * every panel format) or as a stored chunk (st = 1). */
+PN_INLINE __m256i p2_wx(int fmt, int st, const uint8_t *src, int h, int s, int g)
+{
+    if (!st) return _mm256_load_si256((const __m256i *)(((const struct pn_panel *)src)->q[s * PN_GS(fmt) + g] + 32 * h));
+    return p2_w(fmt, src, h, s, g);
+}
+PN_INLINE __m256 p2_wsx(int fmt, int st, const uint8_t *src, const float *xs, int nbc, int h, int s, int mins)
+{
+    if (!st) {
+        const struct pn_panel *P = (const struct pn_panel *)src;
+        return _mm256_load_ps((mins ? P->m[s] : P->d[s]) + P2_ROWS * h);
+    }
+    return p2_ws(fmt, src, xs, nbc, h, s, mins);
 }
 
 /* Q4_K: the scales and mins of every sub-block of a stored chunk, both halves, as floats into xs
@@ -239,12 +257,12 @@ PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8
 /* Both halves (16 rows) x up to P2_NT16 tokens j0.. of S: per group two weight loads and one
  * broadcast per token feed two dots, where p2_tile's one load and one broadcast feed one; the same
  * float operations per lane as p2_tile. acc[h][j]. VNNI only. */
-PN_INLINE void p2_tile16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                          const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
                          int nt, __m256 acc[2][P2_NT16])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
     const uint8_t *a[P2_NT16];
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
@@ -256,7 +274,7 @@ PN_INLINE void p2_tile16(int fmt, const uint8_t *src, const float *xs, const uin
             __m256i x[2][P2_NT16];
             for (int j = 0; j < nt; j++) x[0][j] = x[1][j] = _mm256_set1_epi32(S->init[j0 + j][s]);
             for (int g = 0; g < GS; g++) {
-                const __m256i w0 = p2_w(fmt, src, 0, s, g), w1 = p2_w(fmt, src, 1, s, g);
+                const __m256i w0 = p2_wx(fmt, st, src, 0, s, g), w1 = p2_wx(fmt, st, src, 1, s, g);
                 for (int j = 0; j < nt; j++) {
                     const __m256i av = _mm256_set1_epi32(p2_load4(a[j] + ao + 4 * g));
                     __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x[0][j]) : "x"(w0), "x"(av));
@@ -264,12 +282,12 @@ PN_INLINE void p2_tile16(int fmt, const uint8_t *src, const float *xs, const uin
                 }
             }
             for (int h = 0; h < 2; h++) {
-                const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+                const __m256 dw = p2_wsx(fmt, st, src, xs, nbc, h, s, 0);
                 for (int j = 0; j < nt; j++)
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[h][j]),
                                                 _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])), acc[h][j]);
-                if (PN_MINS(fmt)) {
-                    const __m256 dm = p2_ws(fmt, src, xs, nbc, h, s, 1);
+                if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+                    const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                     for (int j = 0; j < nt; j++)
                         acc[h][j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[h][j]);
                 }
@@ -358,7 +376,7 @@ PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, cons
 
 /* Both halves of one stored panel chunk x tokens j0..j0+nt of S, accumulated into Y (first
  * chunk: stored): Y points at the panel's first row of token j0; rows [lo, hi) of 16 written. */
-PN_INLINE void p2_panel_tokens(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+PN_INLINE void p2_panel_tokens(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
                                int nbc, const uint8_t *A, size_t as, int64_t b0,
                                const struct pn_act *S, int j0, int nt, float *Y, int64_t ldy, int lo,
                                int hi, int first)
@@ -373,7 +391,7 @@ PN_INLINE void p2_panel_tokens(int fmt, const uint8_t *src, const float *xs, con
                         : l[h] == 0 && e[h] == P2_ROWS ? _mm256_loadu_ps(Y + j * ldy + P2_ROWS * h)
                                                        : _mm256_maskload_ps(Y + j * ldy + P2_ROWS * h, p2_mask(l[h], e[h]));
     }
-    p2_tile16(fmt, src, xs, next, nbc, A, as, b0, S, j0, nt, acc);
+    p2_tile16(fmt, st, src, xs, next, nbc, A, as, b0, S, j0, nt, acc);
     for (int h = 0; h < 2; h++) {
         if (l[h] >= e[h]) continue;
         for (int j = 0; j < nt; j++) {
@@ -427,16 +445,16 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
     }
 
 /* name##_run16: p2_panel_tokens for fmt, one copy per tile width. */
-#define P2_DEFINE_RUN16(name, fmt)                                                              \
+#define P2_DEFINE_RUN16(name, fmt, st)                                                          \
     static void name##_run16(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, \
                              const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,   \
                              int j0, int nt, float *Y, int64_t ldy, int lo, int hi, int first)  \
     {                                                                                           \
         switch (nt) {                                                                           \
-        case 4: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 4, Y, ldy, lo, hi, first); break; \
-        case 3: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 3, Y, ldy, lo, hi, first); break; \
-        case 2: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 2, Y, ldy, lo, hi, first); break; \
-        default: p2_panel_tokens(fmt, src, xs, next, nbc, A, as, b0, S, j0, 1, Y, ldy, lo, hi, first); break; \
+        case 4: p2_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, j0, 4, Y, ldy, lo, hi, first); break; \
+        case 3: p2_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, j0, 3, Y, ldy, lo, hi, first); break; \
+        case 2: p2_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, j0, 2, Y, ldy, lo, hi, first); break; \
+        default: p2_panel_tokens(fmt, st, src, xs, next, nbc, A, as, b0, S, j0, 1, Y, ldy, lo, hi, first); break; \
         }                                                                                       \
     }
 
@@ -479,9 +497,9 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K)
 #if P2_VNNI
-P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0)
-P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0)
-P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K)
+P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
+P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
 PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
                         int nt, float *Y, int64_t ldy, int lo, int hi, int first)
@@ -616,6 +634,95 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
         }
     }
 }
+
+#if P2_VNNI
+/* ---------------------------------------------------------------- panels packed per call
+ * Weights with no stored copy (Q5_0, Q5_1, Q5_K and Q6_K, which have no stored layout, and the
+ * stored formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
+ * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
+ * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is
+ * paid once per chunk for all the call's tokens, so kern_matmul routes here only from
+ * kern_avxvnni_panel_min_tok tokens on. Rows start at r0 (a panel's row i is row r + i). */
+#ifndef P2_PMB
+#define P2_PMB 8 /* panels per row block: 96 KB of panels on the stack, kept in L2 */
+#endif
+
+#define P2_DEFINE_PANEL(name, fmt, packer)                                                      \
+    P2_DEFINE_RUN16(name, fmt, 0)                                                               \
+    static void name##_pmatmul(const void *W, size_t ws, const void *A, size_t as, int n_tok,  \
+                               int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)       \
+    {                                                                                           \
+        struct pn_panel panels[P2_PMB] __attribute__((aligned(64)));                           \
+        struct pn_act S;                                                                        \
+        const int bpc = PN_KC / PN_BLK(fmt);                                                    \
+        const int64_t nb = k / PN_BLK(fmt);                                                     \
+        for (int64_t rb = r0; rb < r1; rb += P2_PMB * PN_ROWS) {                                \
+            const int64_t rb_end = rb + P2_PMB * PN_ROWS < r1 ? rb + P2_PMB * PN_ROWS : r1;     \
+            const int np = (int)((rb_end - rb + PN_ROWS - 1) / PN_ROWS);                        \
+            for (int64_t b0 = 0; b0 < nb; b0 += bpc) {                                          \
+                const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;                           \
+                for (int p = 0; p < np; p++) {                                                  \
+                    const int64_t r = rb + (int64_t)p * PN_ROWS;                                \
+                    pn_pack_rows(packer, fmt, &panels[p], (const uint8_t *)W, ws, r,            \
+                                 rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS, b0, nbc);  \
+                }                                                                               \
+                for (int t = 0; t < n_tok; t += P2_TW) {                                        \
+                    const int nt = n_tok - t < P2_TW ? n_tok - t : P2_TW;                       \
+                    const uint8_t *At = (const uint8_t *)A + (size_t)t * as;                    \
+                    pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);                               \
+                    for (int p = 0; p < np; p++) {                                              \
+                        const int64_t r = rb + (int64_t)p * PN_ROWS;                            \
+                        const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;    \
+                        for (int j0 = 0; j0 < nt; j0 += P2_NT16)                                \
+                            name##_run16((const uint8_t *)&panels[p], NULL, NULL, nbc,          \
+                                         At + (size_t)j0 * as, as, b0, &S, j0,                  \
+                                         nt - j0 < P2_NT16 ? nt - j0 : P2_NT16,                 \
+                                         Y + (size_t)(t + j0) * ldy + r, ldy, 0, nrow, b0 == 0); \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+
+P2_DEFINE_PANEL(p2_p_q8_0, PN_Q8_0, pn_pack_q8_0)
+P2_DEFINE_PANEL(p2_p_q4_0, PN_Q4_0, pn_pack_q4_0)
+P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
+P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
+P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
+P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
+P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
+
+/* Fewest tokens from which the per-call panels beat the 4 x 2 tiles of kern_avx2.c /
+ * kern_q5_avx2.c (measured one thread, 896 x 4864, CPU time, GOP/s tiles -> panels: Q5_0 at 3
+ * tokens 60 -> 69; Q5_1 at 3 51 -> 63; Q4_0 at 5, even at 4 (89); Q8_0 at 6 107 -> 115 (at 4
+ * 110 -> 87); Q6_K at 6 87 -> 104 (at 4 87 -> 77); Q5_K at 8 101 -> 110; Q4_K, whose row-by-row
+ * packing is the dearest, at 8 124 -> 109, so 12). */
+PN_INLINE int p2_panel_min_tok(int wtype)
+{
+    switch (wtype) {
+    case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: return 3;
+    case TERN_TYPE_Q4_0: return 5;
+    case TERN_TYPE_Q8_0: case TERN_TYPE_Q6_K: return 6;
+    case TERN_TYPE_Q5_K: return 8;
+    case TERN_TYPE_Q4_K: return 12;
+    default: return 1 << 30;
+    }
+}
+
+PN_INLINE kern_matmul_fn p2_panel_matmul(int wtype)
+{
+    switch (wtype) {
+    case TERN_TYPE_Q8_0: return p2_p_q8_0_pmatmul;
+    case TERN_TYPE_Q4_0: return p2_p_q4_0_pmatmul;
+    case TERN_TYPE_Q5_0: return p2_p_q5_0_pmatmul;
+    case TERN_TYPE_Q5_1: return p2_p_q5_1_pmatmul;
+    case TERN_TYPE_Q4_K: return p2_p_q4_K_pmatmul;
+    case TERN_TYPE_Q5_K: return p2_p_q5_K_pmatmul;
+    case TERN_TYPE_Q6_K: return p2_p_q6_K_pmatmul;
+    default: return NULL;
+    }
+}
+#endif
 
 /* The matmul over a stored copy P (kern_packed.h's contract for kern_matmul_packed) */
 PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int n_tok, int64_t k,
