@@ -326,6 +326,10 @@ int tern_model_n_vocab(const struct tern_model *m);
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);
 /* KV cache bytes for a context of n_ctx positions (F16 K and V, all layers). */
 uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx);
+/* The most a context of n_ctx positions and n_batch tokens per call keeps resident when its
+ * sliding-window layers keep only their window (the default; tern_model_kv_bytes for a model
+ * without them, or with swa_full). */
+uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int n_batch);
 /* A copy of src whose 2-D weights are converted to type_name ("q4_0", "q8_0", ...: any weight
  * type of tern_type_is_supported but Q8_1/Q8_K) in memory, n_threads at a time (0 = 1): the
  * draft model of speculative decoding's "self:TYPE" source. Matrices already of that type, or
@@ -350,6 +354,8 @@ struct tern_context_params {
     int n_threads;   /* 0 = number of online CPUs */
     bool no_warmup;  /* skip the warm-up pass at creation (see tern_context_create) */
     int n_seq;       /* independent sequences held at once, each up to n_ctx positions; 0 = 1 */
+    bool swa_full;   /* sliding-window layers keep every position (default: only their window,
+                      * plus KV_WIN_KEEP for rollback: tern_context_kv_resident_bytes) */
 };
 struct tern_context_params tern_context_default_params(void);
 
@@ -406,10 +412,17 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
  * state per sequence, not one per position: it can go back to 0, to where the last decode call
  * that held the sequence started, and to any position inside that call (replayed from what the
  * call recorded, bit for bit), but not further back (TERN_ERR_UNSUPPORTED; ask first with
- * tern_kv_seq_can_truncate). Attention-only models can truncate anywhere. */
+ * tern_kv_seq_can_truncate). Models with sliding-window layers (gemma3, gemma4) keep only the
+ * window of positions a next query reads, plus KV_WIN_KEEP (72) below it, unless the context has
+ * swa_full: they go back that far, not further (TERN_ERR_UNSUPPORTED). Other attention-only models
+ * truncate anywhere. */
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
 /* Can sequence seq be truncated to n_pos (0 <= n_pos <= its positions)? */
 bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos);
+/* Bytes of the context's KV cache resident in memory now (pages the process holds, mincore):
+ * sliding-window layers give back the pages of positions no query reads any more, unless the
+ * context was created with swa_full. The cache's address range is tern_model_kv_bytes. */
+uint64_t tern_context_kv_resident_bytes(const struct tern_context *ctx);
 /* Make sequence dst hold a copy of the first n_pos positions of src (a shared prompt, decoded
  * once, then continued differently). With recurrent layers, n_pos must be one src can be
  * truncated to (tern_kv_seq_can_truncate): the state at n_pos is copied with the KV. */
@@ -2114,6 +2127,7 @@ struct tern_server_params {
                                  probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
                                  tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
     bool no_repack;           /* keep the weights mmap-only (tern_model_params.no_repack) */
+    bool swa_full;            /* sliding-window layers keep every position (tern_context_params) */
 };
 struct tern_server_params tern_server_default_params(void);
 

@@ -6,7 +6,9 @@
  * two loads of the same file are recognised by their fingerprints. A model with recurrent
  * layers (qwen35) keeps one state per sequence, not per position: its snapshot also holds the
  * state at n, so n must be a position the context keeps a state for (0, its end, or the base
- * of its last decode call). */
+ * of its last decode call). Sliding-window layers keep only their window (kv_cache.h): the
+ * snapshot holds their rows from the context's win_lo on (zeros below), n must be a position
+ * whose window the context still holds, and a restore puts win_lo back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +24,7 @@ struct tern_kv_snapshot {
     size_t bytes;
     void *data;        /* packed run (kv_copy.c), then the recurrent state at n (state_bytes) */
     size_t state_bytes;/* 0: the model has no recurrent layers */
+    int win_lo;        /* windowed layers' rows are valid from this position on */
 };
 
 uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx)
@@ -38,8 +41,13 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
     if (n < 0 || n > kv->seq_pos[0])
         return tern_fail(TERN_ERR_ARG, "KV snapshot of %d positions: the context holds %d", n,
                          kv->seq_pos[0]);
+    if (n > 0 && kv->win && kv_win_first_key(kv, n) < kv->win_lo[0])
+        return tern_fail(TERN_ERR_UNSUPPORTED, "KV snapshot of %d positions: the sliding-window "
+                         "layers (window %d) keep positions from %d on, and a query at %d reads "
+                         "from %d", n, kv->win, kv->win_lo[0], n, kv_win_first_key(kv, n));
     struct tern_kv_snapshot *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "KV snapshot: out of memory");
+    s->win_lo = n ? kv->win_lo[0] : 0;
     s->model = kv_context_model(ctx);
     s->n_layer = kv->n_layer;
     s->n_head_kv = kv->n_head_kv;
@@ -90,6 +98,7 @@ tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern
     if (s->state_bytes != kv_context_state_bytes(ctx))
         return tern_fail(TERN_ERR_ARG, "KV snapshot holds a recurrent state of %zu bytes, the "
                          "context's is %zu", s->state_bytes, kv_context_state_bytes(ctx));
+    kv_win_reset(kv, 0, s->win_lo); /* before the copy: rows below are neither held nor copied */
     if (s->n) kv_copy_in(kv, 0, s->n, s->data);
     kv_context_set_n_pos(ctx, s->n);
     if (s->state_bytes)

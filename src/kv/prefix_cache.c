@@ -368,6 +368,7 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
     memcpy(b->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens);
     TERN_ASSERT(d >= 0 && (long long)(d + 1) * pc->B <= kv->seq_pos[seq]); /* decoded already */
     kv_copy_out_seq(kv, seq, d * pc->B, pc->B, b->kv);
+    b->missing_win = kv->win && d * pc->B < kv->win_lo[seq];
     if (pc_insert(pc, b)) {
         pc_block_free(b);
         return false;
@@ -401,6 +402,16 @@ static tern_status check_args(const struct tern_prefix_cache *pc, struct tern_co
     return TERN_OK;
 }
 
+/* Whether found[0..nb) hold the sliding-window layers' rows a query at position nb * B reads:
+ * those of the blocks from the one holding its window's first key on. */
+static bool window_held(const struct kv_cache *kv, int B, struct pc_block *const *found, int nb)
+{
+    if (!kv->win) return true;
+    for (int d = kv_win_first_key(kv, nb * B) / B; d < nb; d++)
+        if (found[d]->missing_win) return false;
+    return true;
+}
+
 /* Restore the longest cached prefix of tokens[0..n) into sequence seq (the limit below) if it
  * is longer than more_than tokens (else the sequence is left alone and 0 returned); *key_out:
  * the key of its last block (0: none). Returns the tokens restored. */
@@ -426,11 +437,10 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
     uint64_t key;
     int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
     TERN_ASSERT(nb >= 0 && nb <= max_blocks);
-    if (pc->state_bytes) {
-        /* a recurrent model continues from a state: the deepest found block that has one */
-        while (nb > 0 && !found[nb - 1]->state) nb--;
-        key = nb ? found[nb - 1]->key : 0;
-    }
+    /* a recurrent model continues from a state: the deepest found block that has one; one with
+     * sliding-window layers from the rows of the window before it */
+    while (nb > 0 && ((pc->state_bytes && !found[nb - 1]->state) || !window_held(kv, pc->B, found, nb))) nb--;
+    key = nb ? found[nb - 1]->key : 0;
     pc->st.lookups++;
     if (nb * pc->B <= more_than) {
         if (found != stackbuf) free(found);
@@ -438,6 +448,9 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
         *key_out = 0;
         return 0;
     }
+    /* windowed rows are copied in from the window's first key on (the blocks before may hold
+     * zeros there), and the sequence's rows below it are released */
+    kv_win_reset(kv, seq, nb ? kv_win_first_key(kv, nb * pc->B) : 0);
     for (int d = 0; d < nb; d++) {
         /* block d holds positions d*B .. d*B+B-1, all inside the prompt, so inside n_ctx */
         TERN_ASSERT(found[d]->depth == d && (long long)(d + 1) * pc->B <= n && n <= kv->n_ctx);
@@ -470,6 +483,12 @@ static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, i
         if (have && have->parent == key && have->depth == d &&
             !memcmp(have->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens)) {
             have->last_used = ++pc->tick; /* the last token's block when n is block-aligned */
+            if (have->missing_win && d * pc->B >= kv->win_lo[seq]) {
+                /* the context holds its windowed rows now: the same KV, with them filled in */
+                kv_copy_out_seq(kv, seq, d * pc->B, pc->B, have->kv);
+                have->missing_win = false;
+                have->on_disk = false;
+            }
             if (state && !have->state && pc_make_room(pc, pc->state_bytes, have) &&
                 (have->state = malloc(pc->state_bytes))) {
                 memcpy(have->state, state, pc->state_bytes);

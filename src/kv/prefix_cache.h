@@ -21,7 +21,13 @@
  * hundred KB of KV). tern_prefix_cache_prefill asks the context to keep the state at the
  * deepest block boundary a later restore of the same prompt would use, and stores it with that
  * block; a restore goes to the deepest matching block that has a state. A block's file holds
- * its state after the KV (prefix_file.c), so a cache directory restores states too. */
+ * its state after the KV (prefix_file.c), so a cache directory restores states too.
+ *
+ * Sliding-window layers (kv_cache.h) keep only their window: a block stored after the context
+ * released its positions in those layers carries zeros there (missing_win). A restore to depth
+ * nb needs those rows from kv_win_first_key(nb * B) on, so it goes to the deepest matching
+ * block whose window blocks all hold them; storing the same block again from a context that
+ * still holds them fills them in. */
 #ifndef TERN_KV_PREFIX_CACHE_H
 #define TERN_KV_PREFIX_CACHE_H
 
@@ -44,6 +50,7 @@ struct pc_block {
     void *state;                /* recurrent models: the state after the block (state_bytes),
                                    or NULL; a prefix can only be restored up to a block that
                                    has one */
+    bool missing_win;           /* its sliding-window layers' rows were not held (zeros) */
     struct pc_block *next;      /* hash bucket chain */
 };
 

@@ -14,7 +14,9 @@
  *   176     4  K halves per position over the layers that store KV, when the layers differ
  *              (gemma4); 0 = n_layer x n_head_kv x head_dim (every other model)
  *   180     8  bytes of the recurrent state after the block (qwen35), 0 = none
- *   188    68  zero
+ *   188     4  flags: bit 0 = the sliding-window layers' rows are zeros (the context had released
+ *              them when it stored the block: kv_cache.h); other bits 0
+ *   192    64  zero
  *   payload: B int32 token ids, then the packed KV run (kv_copy.c), then the state if any (the
  *   F32 state of one sequence as the context keeps it: rec_state.h).
  * All integers little-endian. A file is used only if every field matches this cache and the
@@ -55,6 +57,7 @@ struct hdr {
     uint32_t n_layer, n_head_kv, head_dim, kv_type, B, depth;
     uint64_t pos_elems; /* K halves per position (offset 176, or its default) */
     uint64_t state_bytes; /* offset 180: the recurrent state carried after the KV, 0 = none */
+    uint32_t flags;       /* offset 188 */
     uint64_t key, parent, payload;
     uint8_t sum[32];
 };
@@ -100,6 +103,9 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
     memcpy(h->sum, p + 144, 32);
     h->pos_elems = get32(p + 176);
     h->state_bytes = get64(p + 180);
+    h->flags = get32(p + 188);
+    if (h->flags & ~1u)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: unknown flags 0x%x at offset 188", name, h->flags);
     if (h->kv_type != TERN_TYPE_F16 || !h->n_layer || !h->n_head_kv || !h->head_dim || !h->B ||
         h->n_layer > 4096 || h->n_head_kv > 4096 || h->head_dim > 4096 || h->B > 65536)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: absurd KV layout at offset 96 (layers "
@@ -279,6 +285,7 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
     blk->key = h.key;
     blk->parent = h.parent;
     blk->depth = (int)h.depth;
+    blk->missing_win = h.flags & 1;
     blk->on_disk = true;
     *out = blk;
     return TERN_OK;
@@ -424,6 +431,7 @@ tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
         put32(h + 176, (uint32_t)pc->pos_elems);
     const uint64_t state = b->state ? pc->state_bytes : 0;
     put64(h + 180, state);
+    put32(h + 188, b->missing_win ? 1 : 0);
     put64(h + 120, b->key);
     put64(h + 128, b->parent);
     const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes + state;

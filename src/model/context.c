@@ -64,7 +64,12 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     size_t qd = 0, kvd = 0;
     int max_hd = 0, hd_gcd = 0, min_group = 1 << 30;
     int *lay = malloc(3 * sizeof(int) * (size_t)in->n_layer);
-    tern_status st = lay ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "context: out of memory");
+    bool *windowed = calloc((size_t)in->n_layer, sizeof *windowed);
+    tern_status st = lay && windowed ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "context: out of memory");
+    /* a block keeps only a window when every layer that reads it is a sliding-window layer */
+    for (int il = 0; il < in->n_layer && windowed; il++) windowed[il] = m->layers[il].swa && !cp.swa_full;
+    for (int il = 0; il < in->n_layer && windowed; il++)
+        if (!m->layers[il].swa && m->layers[il].kv_src >= 0) windowed[m->layers[il].kv_src] = false;
     for (int il = 0; il < in->n_layer && lay; il++) {
         const struct model_layer *L = &m->layers[il];
         lay[il] = L->n_kv;
@@ -81,10 +86,11 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     if (!st) st = tp_create(cp.n_threads, &ctx->pool);
     if (!st) {
         const struct kv_layout kl = {in->n_layer, in->n_head_kv, in->head_dim, lay,
-                                     lay + in->n_layer, lay + 2 * in->n_layer};
+                                     lay + in->n_layer, lay + 2 * in->n_layer, windowed, in->n_swa};
         st = kv_init(&ctx->kv, &kl, cp.n_ctx, cp.n_seq);
     }
     free(lay);
+    free(windowed);
     /* the recurrent state and what rollback replays (rec_state.h): REC_WINDOW tokens cover a
      * speculative verify batch of the longest draft (64) and its pending tokens */
     enum { REC_WINDOW = 72 };
@@ -258,9 +264,16 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq)
     return seq >= 0 && seq < ctx->n_seq ? ctx->kv.seq_pos[seq] : -1;
 }
 
+uint64_t tern_context_kv_resident_bytes(const struct tern_context *ctx)
+{
+    return kv_resident_bytes(&ctx->kv);
+}
+
 bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos)
 {
     if (seq < 0 || seq >= ctx->n_seq || n_pos < 0 || n_pos > ctx->kv.seq_pos[seq]) return false;
+    /* windowed blocks: the window of a query at n_pos must still be held */
+    if (n_pos > 0 && kv_win_first_key(&ctx->kv, n_pos) < ctx->kv.win_lo[seq]) return false;
     const struct rec_state *r = &ctx->rec;
     return !r->n_layer || n_pos == 0 || n_pos == ctx->kv.seq_pos[seq] ||
            (r->base[seq] >= 0 && n_pos >= r->base[seq]);
@@ -328,11 +341,17 @@ tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
     if (n_pos < 0 || n_pos > ctx->kv.seq_pos[seq])
         return tern_fail(TERN_ERR_ARG, "cannot truncate sequence %d to %d positions: it holds %d",
                          seq, n_pos, ctx->kv.seq_pos[seq]);
+    if (n_pos > 0 && kv_win_first_key(&ctx->kv, n_pos) < ctx->kv.win_lo[seq])
+        return tern_fail(TERN_ERR_UNSUPPORTED, "cannot truncate sequence %d to %d positions: its "
+                         "sliding-window layers (window %d) keep positions from %d on, and a query "
+                         "at %d reads from %d; restore a snapshot or decode again from 0", seq, n_pos,
+                         ctx->kv.win, ctx->kv.win_lo[seq], n_pos, kv_win_first_key(&ctx->kv, n_pos));
     if (!tern_kv_seq_can_truncate(ctx, seq, n_pos))
         return tern_fail(TERN_ERR_UNSUPPORTED, "cannot truncate sequence %d to %d positions: its "
                          "recurrent state (%s) goes back only to 0 or to %d..%d (the last decode "
                          "call); restore a snapshot or decode again from 0", seq, n_pos,
                          ctx->model->arch_name, ctx->rec.base[seq], ctx->kv.seq_pos[seq]);
+    if (n_pos == 0) ctx->kv.win_lo[seq] = 0; /* rows are written again from 0 */
     if (ctx->rec.n_layer) {
         rec_rewind(ctx, seq, n_pos);
         if (ctx->rec.cap_pos[seq] > n_pos) ctx->rec.cap_done[seq] = false; /* states of the gone tokens */
@@ -356,6 +375,10 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
     if (n_pos < 0 || n_pos > kv->seq_pos[src])
         return tern_fail(TERN_ERR_ARG, "cannot copy %d positions of sequence %d: it holds %d",
                          n_pos, src, kv->seq_pos[src]);
+    if (n_pos > 0 && kv_win_first_key(kv, n_pos) < kv->win_lo[src])
+        return tern_fail(TERN_ERR_UNSUPPORTED, "cannot copy %d positions of sequence %d: its "
+                         "sliding-window layers (window %d) keep positions from %d on", n_pos, src,
+                         kv->win, kv->win_lo[src]);
     struct rec_state *r = &ctx->rec;
     if (r->n_layer) {
         /* the state at n_pos: the current one, the base, replayed from the base, or zeros */
@@ -374,12 +397,17 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
         r->base[dst] = -1;
         r->cap_done[dst] = false;
     }
+    /* windowed blocks: dst holds what src holds, from src's win_lo on */
+    const int lo = n_pos ? kv->win_lo[src] : 0;
+    kv_win_reset(kv, dst, lo);
     for (int il = 0; il < kv->n_layer; il++) {
         if (!kv->layer_own[il] || n_pos == 0) continue;
-        const size_t run = (size_t)n_pos * kv->layer_hd[il] * sizeof(uint16_t);
+        const int p0 = kv->layer_win[il] ? lo : 0;
+        if (p0 >= n_pos) continue;
+        const size_t run = (size_t)(n_pos - p0) * kv->layer_hd[il] * sizeof(uint16_t);
         for (int h = 0; h < kv->layer_kvh[il]; h++) {
-            memcpy(kv_k_row_seq(kv, il, dst, h, 0), kv_k_row_seq(kv, il, src, h, 0), run);
-            memcpy(kv_v_row_seq(kv, il, dst, h, 0), kv_v_row_seq(kv, il, src, h, 0), run);
+            memcpy(kv_k_row_seq(kv, il, dst, h, p0), kv_k_row_seq(kv, il, src, h, p0), run);
+            memcpy(kv_v_row_seq(kv, il, dst, h, p0), kv_v_row_seq(kv, il, src, h, p0), run);
         }
     }
     TERN_ASSERT(n_pos <= kv->n_ctx);
@@ -447,6 +475,8 @@ static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *
     ctx->last_n = b->n;
     ctx->call_offset = call_offset;
     tern_status st = forward_batch(ctx, b->tokens, b->n);
+    if (!st && ctx->kv.win)
+        for (int s = 0; s < ctx->n_seq; s++) kv_win_advance(&ctx->kv, s); /* windows moved on */
     if (st) {
         /* nothing half-done stays visible: the batch's positions are forgotten */
         for (int i = 0; i < b->n; i++) {

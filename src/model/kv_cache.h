@@ -10,7 +10,17 @@
  * with 0 KV heads. A context holds n_seq
  * independent sequences (default 1), each with its own n_ctx positions; positions
  * 0 .. seq_pos[s]-1 of sequence s are valid, and truncating (rollback) only moves seq_pos[s].
- * Sequence 0 is the one tern_decode and the snapshot / prefix cache code use. */
+ * Sequence 0 is the one tern_decode and the snapshot / prefix cache code use.
+ *
+ * Sliding-window layers (gemma3, gemma4, ...) keep only their window: a query at p reads keys
+ * from kv_win_first_key(p) on, so a sequence's older rows of those layers are dead once it has
+ * moved on. K and V are anonymous mappings, not malloc'd, and kv_win_release hands the pages of
+ * a windowed block's dead rows back to the kernel (madvise MADV_DONTNEED; they read as zeros if
+ * touched again). The addressing stays the full n_ctx rows, so attention, copies and rollback
+ * read the rows they read before, and results are the same bits; only the resident memory of
+ * a windowed block is its window (plus the rollback reserve KV_WIN_KEEP and a batch). win_lo[s]
+ * records what is gone: rows below it in windowed blocks are not held, so rollback below the
+ * window (tern_kv_seq_can_truncate), snapshots and prefix-cache blocks take it into account. */
 #ifndef TERN_MODEL_KV_CACHE_H
 #define TERN_MODEL_KV_CACHE_H
 
@@ -27,7 +37,16 @@
 struct kv_layout {
     int n_layer, n_head_kv, head_dim;
     const int *kvh, *hd, *src; /* (n_layer) each */
+    const bool *windowed;      /* (n_layer) the layer's block is read only by sliding-window
+                                * layers of window win (NULL: none) */
+    int win;
 };
+
+/* Positions a windowed block keeps below the next query's window, so that rollback (speculative
+ * decoding rejects at most a draft of 64) still finds them; a release waits until it frees at
+ * least KV_WIN_STEP positions, which bounds the madvise calls to one per block and head every
+ * KV_WIN_STEP tokens. */
+enum { KV_WIN_KEEP = 72, KV_WIN_STEP = 256 };
 
 struct kv_cache {
     int n_layer, n_head_kv, head_dim, n_ctx, n_seq;
@@ -39,11 +58,35 @@ struct kv_cache {
     int *layer_hd;   /* (n_layer) its head size */
     bool *layer_own; /* (n_layer) the block is layer il's own (false: an earlier layer's, or none) */
     size_t pos_elems;/* K halves per position of one sequence over the layers that store KV */
-    size_t bytes;    /* K + V */
+    size_t bytes;    /* K + V, addressed (mapped) */
+    size_t map_bytes;/* bytes of each of the K and V mappings */
+    bool *layer_win; /* (n_layer) the block layer il reads keeps only a window */
+    int win;         /* that window (0: no windowed block) */
+    int *win_lo;     /* (n_seq) windowed blocks hold sequence s's positions >= win_lo[s] only */
 };
 
 tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx, int n_seq);
 void kv_free(struct kv_cache *kv);
+
+/* The first key position a query at position p reads in a windowed layer: step_attention's k0
+ * (forward.c), the window's start rounded down to a multiple of 8. */
+static inline int kv_win_first_key(const struct kv_cache *kv, int p)
+{
+    return (p + 1 > kv->win ? p + 1 - kv->win : 0) & ~7;
+}
+
+/* Windowed blocks of sequence s: release the rows of positions below `below` (from win_lo[s],
+ * whole pages only, so no row at or above `below` is touched) and raise win_lo[s] to it. */
+void kv_win_release(struct kv_cache *kv, int s, int below);
+/* After sequence s moved to n positions: release what no query from n - KV_WIN_KEEP on reads,
+ * once that is at least KV_WIN_STEP positions more than already released. */
+void kv_win_advance(struct kv_cache *kv, int s);
+/* Sequence s is about to be rewritten with new contents whose windowed rows are valid from lo:
+ * release all its windowed rows below lo (whatever they held) and set win_lo[s] = lo. */
+void kv_win_reset(struct kv_cache *kv, int s, int lo);
+
+/* Bytes of K and V resident in memory now (mincore over both mappings). */
+uint64_t kv_resident_bytes(const struct kv_cache *kv);
 
 /* K halves per position over the layers of lay that store KV (a packed run holds 2 x this per
  * position). */

@@ -6,6 +6,7 @@
  * SmolLM3, Phi-3/Phi-4-mini ("phi3") and Gemma 3 load through the same path; read_arch_hparams
  * has what each architecture adds (and the few constants llama.cpp fixes in code). Anything unusable (unknown architecture, unsupported tensor type,
  * wrong shape) is refused here with the tensor or key named, never discovered mid-forward. */
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 #include <math.h>
@@ -863,4 +864,24 @@ uint64_t tern_model_kv_bytes(const struct tern_model *m, int n_ctx)
         if (L->kv_src == il) per_pos += (uint64_t)L->n_kv * (uint64_t)L->hd;
     }
     return 2ull * per_pos * (uint64_t)n_ctx * sizeof(uint16_t);
+}
+
+uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int n_batch)
+{
+    /* a windowed block holds the window (from its first key, a multiple of 8), KV_WIN_KEEP below
+     * it, up to KV_WIN_STEP not yet released and the call's batch; plus a partly released page at
+     * each end of each head's rows (counted at 4 KiB) */
+    if (n_batch <= 0) n_batch = 512;
+    const int n = m->info.n_swa + 7 + KV_WIN_KEEP + KV_WIN_STEP + n_batch;
+    uint64_t bytes = 0;
+    for (int il = 0; il < m->info.n_layer; il++) {
+        const struct model_layer *L = &m->layers[il];
+        if (L->kv_src != il) continue;
+        bool win = L->swa && m->info.n_swa > 0;
+        for (int j = il + 1; j < m->info.n_layer && win; j++)
+            if (m->layers[j].kv_src == il && !m->layers[j].swa) win = false;
+        const uint64_t rows = win && n < n_ctx ? (uint64_t)n : (uint64_t)n_ctx;
+        bytes += 2ull * (uint64_t)L->n_kv * (rows * (uint64_t)L->hd * sizeof(uint16_t) + (win && n < n_ctx ? 2 * 4096 : 0));
+    }
+    return bytes;
 }

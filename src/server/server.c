@@ -138,6 +138,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         cp.n_ctx = s->p.n_ctx;
         cp.n_threads = s->p.n_threads;
         cp.n_seq = s->p.n_parallel;
+        cp.swa_full = s->p.swa_full;
         st = tern_context_create(s->model, &cp, &s->ctx);
     }
     if (!st) s->n_ctx = tern_context_n_ctx(s->ctx);

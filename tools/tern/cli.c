@@ -231,6 +231,10 @@ int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
         o->cache_dir = v;
         return 1;
     }
+    if (!strcmp(argv[*i], "--swa-full")) {
+        o->swa_full = true;
+        return 1;
+    }
     for (size_t k = 0; k < sizeof gen_flags / sizeof gen_flags[0]; k++) {
         const struct gen_flag *f = &gen_flags[k];
         if ((r = cli_opt(argc, argv, i, f->name, f->alt, &v)) == 0) continue;

@@ -60,6 +60,7 @@ int cli_check_template_vars(const char *cmd, const char *text);
 struct cli_gen_opts {
     long long n_predict, n_ctx, threads, cache_mb;
     const char *cache_dir;              /* --prompt-cache DIR, or NULL */
+    bool swa_full;                      /* --swa-full: sliding-window layers keep every position */
     struct tern_sampler_params sampler; /* --temp --top-k --top-p --min-p --repeat-* -s */
 };
 struct cli_gen_opts cli_gen_opts_default(long long n_predict);

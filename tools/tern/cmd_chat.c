@@ -55,6 +55,8 @@ static void help(void)
            "                         cannot be written fails before any work)\n"
            "  -n, --n-predict N      tokens per answer at most, 0..16777216 (default 256)\n"
            "  -c, --ctx-size N       context size, 1..4194304 (default: min(training context, 4096))\n"
+           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
            "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
@@ -580,7 +582,7 @@ int cmd_chat(int argc, char **argv)
         c.gp.n_preserve = tern_toolcall_preserved_tokens(c.tok, c.fmt, c.preserve, 4);
         c.gp.preserve = c.preserve;
     }
-    struct tern_context_params cp = {.n_ctx = (int)go.n_ctx, .n_threads = (int)go.threads};
+    struct tern_context_params cp = {.n_ctx = (int)go.n_ctx, .n_threads = (int)go.threads, .swa_full = go.swa_full};
     struct tern_sampler_params sp = go.sampler;
     if ((st = tern_context_create(c.model, &cp, &c.ctx)) ||
         (st = tern_sampler_create(&sp, tern_model_n_vocab(c.model), &c.smp)) ||

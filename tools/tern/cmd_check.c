@@ -12,7 +12,8 @@ static void help(void)
            "\n"
            "Loads the model (validating every tensor's type and shape) and prints its\n"
            "architecture, hyperparameters, tensor types with counts and bytes, and the KV cache\n"
-           "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes,\n"
+           "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes (and\n"
+           "what stays resident when sliding-window layers keep only their window),\n"
            "and the bytes of weights repacked at load on this CPU's kernel path (none with\n"
            "--no-repack: the weights then stay mmap-only).\n"
            "Exits 1 with the reason if tern cannot run the model.\n");
@@ -119,6 +120,8 @@ int cmd_check(int argc, char **argv)
             cli_json_int(e, "head_dim", in->head_dim);
             cli_json_int(e, "ctx", ctxs[i]);
             cli_json_uint(e, "bytes", tern_model_kv_bytes(m, ctxs[i]));
+            /* resident at most, sliding-window layers keeping their window (n_batch 512) */
+            cli_json_uint(e, "bytes_windowed", tern_model_kv_bytes_windowed(m, ctxs[i], 512));
         }
         if (in->arch == TERN_ARCH_GEMMA4) {
             cJSON *g4 = cli_json_obj(j, "gemma4");
@@ -204,6 +207,10 @@ int cmd_check(int argc, char **argv)
             else /* n_layer_kv: n_layer, or qwen35's attention layers */
                 printf("  (%d, %d, %d, %d) -> %llu bytes\n", in->n_layer_kv, in->n_head_kv, in->head_dim,
                        ctxs[i], (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
+            const uint64_t w = tern_model_kv_bytes_windowed(m, ctxs[i], 512);
+            if (w < tern_model_kv_bytes(m, ctxs[i]))
+                printf("    resident at most %llu bytes: the sliding-window layers (window %d) keep only "
+                       "their window (--swa-full: all)\n", (unsigned long long)w, in->n_swa);
         }
         printf("status:        ok (every tensor has a supported type and the expected shape)\n");
     }

@@ -32,6 +32,8 @@ static void help(void)
            "  --tokens LIST          prompt as comma-separated token ids\n"
            "  -n, --n-predict N      tokens to generate, 0..16777216 (default 32)\n"
            "  -c, --ctx-size N       context size, 1..4194304 (default: prompt + N)\n"
+           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
            "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
@@ -259,7 +261,7 @@ int cmd_run(int argc, char **argv)
     }
     cli_warn_train_ctx("run", m, n_ctx, n_prompt + n_predict);
 
-    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)g.threads};
+    struct tern_context_params cp = {.n_ctx = (int)n_ctx, .n_threads = (int)g.threads, .swa_full = g.swa_full};
     struct tern_sampler_params sp = g.sampler;
     if ((st = tern_context_create(m, &cp, &ctx)) ||
         (st = tern_sampler_create(&sp, tern_model_n_vocab(m), &smp)) ||

@@ -39,6 +39,8 @@ static void help(void)
            "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
            "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
            "                         the KV cache holds parallel x ctx positions\n"
+           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
            "                         (default 256): lower keeps running streams smoother\n"
@@ -94,6 +96,10 @@ int cmd_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--quiet")) {
             p.quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--swa-full")) {
+            p.swa_full = true;
             continue;
         }
         if (!strcmp(a, "--no-repack")) {
