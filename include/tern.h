@@ -355,7 +355,7 @@ struct tern_context_params {
     bool no_warmup;  /* skip the warm-up pass at creation (see tern_context_create) */
     int n_seq;       /* independent sequences held at once, each up to n_ctx positions; 0 = 1 */
     bool swa_full;   /* sliding-window layers keep every position (default: only their window,
-                      * plus KV_WIN_KEEP for rollback: tern_context_kv_resident_bytes) */
+                      * plus 128 positions for rollback: tern_context_kv_resident_bytes) */
 };
 struct tern_context_params tern_context_default_params(void);
 
@@ -413,7 +413,7 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
  * that held the sequence started, and to any position inside that call (replayed from what the
  * call recorded, bit for bit), but not further back (TERN_ERR_UNSUPPORTED; ask first with
  * tern_kv_seq_can_truncate). Models with sliding-window layers (gemma3, gemma4) keep only the
- * window of positions a next query reads, plus KV_WIN_KEEP (72) below it, unless the context has
+ * window of positions a next query reads, plus 128 below it (rollback), unless the context has
  * swa_full: they go back that far, not further (TERN_ERR_UNSUPPORTED). Other attention-only models
  * truncate anywhere. */
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);

@@ -207,9 +207,9 @@ static void test_prefix_cache(void **state)
     assert_logits(win, 799, want2);
 
     /* through the files: a new cache restores with the same bits. `other` now finds its own
-     * blocks: those stored after position 696 (the window's start minus the reserve when it was
+     * blocks: those from position 640 on (the window's start, 768, minus the reserve when it was
      * stored) hold the windowed rows, and a query at 768 reads them from 736 on, so 768 tokens
-     * come back although blocks 0-21 hold only the global layer's rows */
+     * come back although blocks 0-19 hold only the global layer's rows */
     assert_tern_ok(tern_prefix_cache_save(pc));
     tern_prefix_cache_free(pc);
     assert_tern_ok(tern_prefix_cache_create(model, &pp, &pc));

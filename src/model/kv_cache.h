@@ -18,7 +18,8 @@
  * a windowed block's dead rows back to the kernel (madvise MADV_DONTNEED; they read as zeros if
  * touched again). The addressing stays the full n_ctx rows, so attention, copies and rollback
  * read the rows they read before, and results are the same bits; only the resident memory of
- * a windowed block is its window (plus the rollback reserve KV_WIN_KEEP and a batch). win_lo[s]
+ * a windowed block is its window (plus the rollback reserve KV_WIN_KEEP, up to KV_WIN_STEP
+ * positions not yet released, and a batch). win_lo[s]
  * records what is gone: rows below it in windowed blocks are not held, so rollback below the
  * window (tern_kv_seq_can_truncate), snapshots and prefix-cache blocks take it into account. */
 #ifndef TERN_MODEL_KV_CACHE_H
@@ -42,11 +43,13 @@ struct kv_layout {
     int win;
 };
 
-/* Positions a windowed block keeps below the next query's window, so that rollback (speculative
- * decoding rejects at most a draft of 64) still finds them; a release waits until it frees at
- * least KV_WIN_STEP positions, which bounds the madvise calls to one per block and head every
+/* Positions a windowed block keeps below the next query's window, so that rollback still finds
+ * them: speculative decoding's verify pass decodes at most the longest draft (64) and its pending
+ * tokens (REC_WINDOW, context.c: 72) and rolls back into it, and the window's start is rounded
+ * down to 8, so 72 + 8 would do; 128 leaves room. A release waits until it frees at least
+ * KV_WIN_STEP positions, which bounds the madvise calls to one per block and head every
  * KV_WIN_STEP tokens. */
-enum { KV_WIN_KEEP = 72, KV_WIN_STEP = 256 };
+enum { KV_WIN_KEEP = 128, KV_WIN_STEP = 256 };
 
 struct kv_cache {
     int n_layer, n_head_kv, head_dim, n_ctx, n_seq;
