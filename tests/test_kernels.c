@@ -2,8 +2,9 @@
  *
  * 1. The scalar kern_matmul equals an F32 matmul of the dequantized weights and activations
  *    (row ranges, strides and ldy honoured; rows outside [r0, r1) untouched).
- * 2. Every SIMD path this CPU can run (avx2, avx512) against the scalar path on random data,
- *    odd row ranges and n_tok in {1,2,3,7,16,33}. Tolerance: integer formats compute the same
+ * 2. Every SIMD path this CPU can run (avx2 with and without AVX-VNNI, avx512) against the scalar
+ *    path on random data, odd row ranges and n_tok in {1,2,3,7,16,33} (Q5_0/Q5_1 also with rows
+ *    past the decode kernels' buffers). Tolerance: integer formats compute the same
  *    exact integer block sums, so results differ only by float summation order:
  *    |simd - scalar| <= 1e-5 * sum|w_i*a_i| (+ 1e-6). The float formats (F32/F16/BF16) sum
  *    float products in a different order too: same bound.
@@ -129,7 +130,8 @@ static void test_scalar_matmul(void **state)
     }
 }
 
-static const char *const simd_paths[] = {"avx2", "avx512"};
+/* avx2 twice: with AVX-VNNI where the CPU has it (its panels and Q5 decode kernel) and without */
+static const char *const simd_paths[] = {"avx2", "avx2", "avx512"};
 
 static void test_simd_matmul(void **state)
 {
@@ -141,11 +143,15 @@ static void test_simd_matmul(void **state)
             print_message("SKIP path %s: this CPU cannot run it\n", simd_paths[pi]);
             continue;
         }
+        if (pi < 2 && !kern_force_avxvnni(pi == 0)) {
+            print_message("SKIP avx2+avxvnni: this CPU has no AVX-VNNI\n");
+            continue;
+        }
         paths_run++;
         for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
             const int wtype = test_weight_types[ti];
             /* every weight type has a kernel of its own on each SIMD path (no silent scalar) */
-            if (pi == 0)
+            if (pi < 2)
                 assert_true(kern_avx2_matmul(wtype) || kern_q5_avx2_matmul(wtype));
             else
                 assert_true(kern_avx512_matmul(wtype) || kern_q5_avx512_matmul(wtype));
@@ -174,10 +180,25 @@ static void test_simd_matmul(void **state)
                 free(R);
                 problem_free(&p);
             }
-            print_message("%-6s %-5s max |simd - scalar| %.3g\n", simd_paths[pi],
+            if (wtype == TERN_TYPE_Q5_0 || wtype == TERN_TYPE_Q5_1) {
+                /* rows longer than the decode kernels' activation buffers (k > 24576): they
+                 * decline and the tiles take the call */
+                struct problem p;
+                problem_make(&p, wtype, 5, 32 * 801, 2);
+                float *Y = malloc(2 * 6 * sizeof *Y), *R = malloc(2 * 6 * sizeof *R);
+                for (int i = 0; i < 12; i++) Y[i] = R[i] = -7.0f;
+                kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, 2, p.k, 0, 5, Y, 6);
+                kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, 2, p.k, 0, 5, R, 6);
+                check_close(&p, Y, R, 0, 5, 6, simd_paths[pi]);
+                free(Y);
+                free(R);
+                problem_free(&p);
+            }
+            print_message("%-12s %-5s max |simd - scalar| %.3g\n", kern_path_name(),
                           tern_type_name(wtype), max_diff);
         }
     }
+    kern_force_avxvnni(true); /* back to the CPU's own setting where it has AVX-VNNI */
     assert_true(kern_force_isa("scalar"));
     print_message("SIMD paths compared with scalar: %d\n", paths_run);
 }

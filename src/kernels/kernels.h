@@ -61,6 +61,10 @@ kern_quant_fn kern_q5_avx512_quant(int act_type);
 /* The AVX-512 prefill kernels of kern_panel_avx512.c (16-row repacked panels), or NULL for a
  * type without one; kern_avx512_matmul routes large n_tok to them. */
 kern_matmul_fn kern_avx512_panel_matmul(int wtype);
+/* avx2 with AVX-VNNI: kern_q5_decode_avx2.h's Q5_0 / Q5_1 decode kernel (kern_q5_avxvnni.c);
+ * false, nothing written, when k is beyond its buffer. */
+bool kern_avxvnni_q5_decode(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok,
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 /* The AVX-512 decode kernels of kern_decode_avx512.c (few tokens, two blocks per zmm): runs
  * kern_matmul's job and returns true, or returns false (nothing written) for a type or size it
  * does not cover. */
