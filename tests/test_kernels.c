@@ -16,8 +16,8 @@
  * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q4_K) on every path
  *    with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as 2b,
  *    against scalar: the few-token driver (n_tok <= 16) and the row-block one, partial panels.
- * 2d. The avx2 path's per-call panels (AVX-VNNI), shapes of 2b, against scalar and bit for bit
- *    against the AVX-512 panels.
+ * 2d. The avx2 path's per-call panels (with and without AVX-VNNI), shapes of 2b and the widest
+ *    pair sums, against scalar and bit for bit against the AVX-512 panels.
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
  *    ties (values that land exactly on .5 steps), zero blocks and outliers. */
 #include "test_support.h"
@@ -255,69 +255,99 @@ static void test_blocked_prefill(void **state)
     print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
 }
 
-/* 2d. The avx2 path's per-call panels (AVX-VNNI: Q5_0, Q5_1, Q5_K and Q6_K, and the stored
- * formats loaded mmap-only) on the shapes of 2b, through kern_matmul and directly: against scalar,
- * and, where this CPU also runs avx512, bit for bit against the AVX-512 panels (the same packed
- * bytes and scales, the same float operations per lane). */
+/* 2d. The avx2 path's per-call panels (Q5_0, Q5_1, Q5_K and Q6_K, and the stored formats loaded
+ * mmap-only), with AVX-VNNI's 16-row tile and with the vpmaddubsw one (whose int16 pair sums are
+ * widened every 8, 4 or 2 groups for 4-, 5- and 6-bit codes), on the shapes of 2b, through
+ * kern_matmul and directly: against scalar, and, where this CPU also runs avx512, bit for bit
+ * against the AVX-512 panels (the same packed bytes and scales, the same float operations per
+ * lane, exact integer dots). Codes at their format's maximum against activations of +-127 (the
+ * largest pair sums) are one of the problems. */
 static void test_avx2_panels(void **state)
 {
     (void)state;
-    if (!kern_force_isa("avx2") || !kern_force_avxvnni(true)) {
-        print_message("SKIP: this CPU has no avx2 path with AVX-VNNI\n");
-        kern_force_isa("scalar");
+    if (!kern_force_isa("avx2")) {
+        print_message("SKIP: this CPU cannot run the avx2 path\n");
         return;
     }
     static const int shapes[][3] = {/* rows, k / 32, n_tok */
                                     {150, 37, 9}, {40, 17, 17}, {131, 16, 8}, {33, 3, 3},
-                                    {16, 33, 1}, {272, 8, 12}, {37, 9, 5}};
+                                    {16, 33, 1}, {272, 8, 12}, {37, 9, 5}, {48, 16, 16}};
+    const int n_shapes = (int)(sizeof shapes / sizeof shapes[0]);
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
     int checked = 0, same_bits = 0;
-    for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
-        const int wtype = test_weight_types[ti];
-        const int min_tok = kern_avxvnni_panel_min_tok(wtype);
-        if (min_tok == INT_MAX) continue;
-        assert_true(min_tok > 1 && min_tok <= 16);
-        const int64_t bs = quant_traits_get(wtype)->block_size;
-        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-            struct problem p;
-            const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
-            problem_make(&p, wtype, shapes[si][0], k, shapes[si][2]);
-            const int64_t ldy = p.rows + 5;
-            const size_t ny = (size_t)(ldy * p.n_tok);
-            float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R), *Z = malloc(ny * sizeof *Z);
-            for (int ri = 0; ri < 3; ri++) {
-                const int64_t r0 = ranges[ri][0], r1 = p.rows + 1 + ranges[ri][1];
-                for (int via = 0; via < 2; via++) {
-                    for (size_t i = 0; i < ny; i++) Y[i] = R[i] = Z[i] = -7.0f;
-                    assert_true(kern_force_isa("avx2"));
-                    if (via == 0)
-                        kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y, ldy);
-                    else
-                        kern_avxvnni_panel_run(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y,
-                                               ldy);
-                    kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, R, ldy);
-                    check_close(&p, Y, R, r0, r1, ldy, via == 0 ? "avx2" : "avx2-panel");
-                    checked++;
-                    if (via == 0 || !kern_force_isa("avx512")) continue;
-                    kern_avx512_panel_matmul(wtype)(p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
-                                                    Z, ldy);
-                    for (int t = 0; t < p.n_tok; t++)
-                        for (int64_t r = r0; r < r1; r++)
-                            if (memcmp(&Y[t * ldy + r], &Z[t * ldy + r], sizeof *Y))
-                                fail_msg("avx2 panels %s k=%lld n_tok=%d row %lld tok %d: %.9g, the AVX-512 "
-                                         "panels %.9g", tern_type_name(wtype), (long long)p.k, p.n_tok,
-                                         (long long)r, t, Y[t * ldy + r], Z[t * ldy + r]);
-                    same_bits++;
+    for (int vnni = 1; vnni >= 0; vnni--) {
+        if (!kern_force_avxvnni(vnni)) {
+            print_message("SKIP avx2+avxvnni: this CPU has no AVX-VNNI\n");
+            continue;
+        }
+        for (int ti = 0; ti < TEST_N_WEIGHT_TYPES; ti++) {
+            const int wtype = test_weight_types[ti];
+            const int min_tok = vnni ? kern_avxvnni_panel_min_tok(wtype) : kern_avx2_panel_min_tok(wtype);
+            if (min_tok == INT_MAX) continue;
+            assert_true(min_tok > 1 && min_tok <= 16);
+            const int64_t bs = quant_traits_get(wtype)->block_size;
+            for (int si = 0; si < n_shapes; si++) {
+                struct problem p;
+                const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
+                problem_make(&p, wtype, shapes[si][0], k, shapes[si][2]);
+                if (si == n_shapes - 1) {
+                    /* the widest int16 pair sums: one -1 per 32 elements makes the scale, so the
+                     * 0.98s land on the format's largest code (Q4 15, Q5 31, Q6_K 63, Q8_0 127),
+                     * against activations of +127 (tokens of one sign) or -127 */
+                    float *wf = malloc((size_t)k * sizeof *wf);
+                    assert_non_null(wf);
+                    const struct quant_traits *tr = quant_traits_get(wtype);
+                    for (int64_t r = 0; r < p.rows; r++) {
+                        for (int64_t e = 0; e < k; e++) wf[e] = (e % 32 == 3 ? -1.0f : 0.98f) * (1.0f + 0.001f * (float)(r % 5));
+                        tr->from_float_ref(wf, (uint8_t *)p.W + (size_t)r * p.w_stride, k);
+                    }
+                    for (int t = 0; t < p.n_tok; t++) {
+                        for (int64_t e = 0; e < k; e++) wf[e] = t % 2 ? -1.0f : 1.0f;
+                        quant_traits_get(p.atype)->from_float_ref(wf, (uint8_t *)p.A + (size_t)t * p.a_stride, k);
+                    }
+                    free(wf);
                 }
+                const int64_t ldy = p.rows + 5;
+                const size_t ny = (size_t)(ldy * p.n_tok);
+                float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R), *Z = malloc(ny * sizeof *Z);
+                for (int ri = 0; ri < 3; ri++) {
+                    const int64_t r0 = ranges[ri][0], r1 = p.rows + 1 + ranges[ri][1];
+                    for (int via = 0; via < 2; via++) {
+                        for (size_t i = 0; i < ny; i++) Y[i] = R[i] = Z[i] = -7.0f;
+                        assert_true(kern_force_isa("avx2"));
+                        if (via == 0)
+                            kern_matmul(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y, ldy);
+                        else if (vnni)
+                            kern_avxvnni_panel_run(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
+                                                   Y, ldy);
+                        else
+                            kern_avx2_panel_run(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, Y,
+                                                ldy);
+                        kern_matmul_scalar(wtype, p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1, R, ldy);
+                        check_close(&p, Y, R, r0, r1, ldy, via == 0 ? kern_path_name() : "avx2-panel");
+                        checked++;
+                        if (via == 0 || !kern_force_isa("avx512")) continue;
+                        kern_avx512_panel_matmul(wtype)(p.W, p.w_stride, p.A, p.a_stride, p.n_tok, p.k, r0, r1,
+                                                        Z, ldy);
+                        for (int t = 0; t < p.n_tok; t++)
+                            for (int64_t r = r0; r < r1; r++)
+                                if (memcmp(&Y[t * ldy + r], &Z[t * ldy + r], sizeof *Y))
+                                    fail_msg("avx2 panels (%s) %s k=%lld n_tok=%d row %lld tok %d: %.9g, the "
+                                             "AVX-512 panels %.9g", vnni ? "VNNI" : "vpmaddubsw",
+                                             tern_type_name(wtype), (long long)p.k, p.n_tok, (long long)r, t,
+                                             Y[t * ldy + r], Z[t * ldy + r]);
+                        same_bits++;
+                    }
+                }
+                free(Y);
+                free(R);
+                free(Z);
+                problem_free(&p);
             }
-            free(Y);
-            free(R);
-            free(Z);
-            problem_free(&p);
         }
     }
     assert_true(checked > 0);
-    kern_force_avxvnni(kern_avx2_vnni());
+    kern_force_avxvnni(true); /* back to the CPU's own setting where it has AVX-VNNI */
     assert_true(kern_force_isa("scalar"));
     print_message("avx2 per-call panels: %d (shape, range, entry) cases against scalar, %d bit-identical "
                   "to the AVX-512 panels\n", checked, same_bits);

@@ -176,8 +176,12 @@ void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_
 {
     kern_init();
 #if defined(__x86_64__)
-    if (active == ISA_AVX2 && avx2_vnni && wtype >= 0 && n_tok >= kern_avxvnni_panel_min_tok(wtype)) {
-        kern_avxvnni_panel_run(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
+    if (active == ISA_AVX2 && wtype >= 0 &&
+        n_tok >= (avx2_vnni ? kern_avxvnni_panel_min_tok(wtype) : kern_avx2_panel_min_tok(wtype))) {
+        if (avx2_vnni)
+            kern_avxvnni_panel_run(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
+        else
+            kern_avx2_panel_run(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
         return;
     }
 #endif

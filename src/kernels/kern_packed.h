@@ -60,6 +60,10 @@ void kern_avx2_packed_run(int wtype, const void *P, const void *A, size_t as, in
 void kern_avxvnni_panel_run(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok,
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 int kern_avxvnni_panel_min_tok(int wtype);
+/* The same without AVX-VNNI (the vpmaddubsw tile, kern_packed_avx2.c). */
+void kern_avx2_panel_run(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                         int64_t r0, int64_t r1, float *Y, int64_t ldy);
+int kern_avx2_panel_min_tok(int wtype);
 /* Fewest tokens from which kern_matmul_packed reads P for wtype on avx512. */
 int kern_avx512_packed_min_tok(int wtype);
 

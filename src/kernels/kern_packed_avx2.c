@@ -7,8 +7,22 @@
 
 #include "kernels/kern_packed.h"
 
+#include <limits.h>
+
 void kern_avx2_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok, int64_t k,
                           int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     p2_matmul(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
+/* kern_packed.h: the per-call panels (kern_panel_avx2.h), vpmaddubsw variant */
+void kern_avx2_panel_run(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
+                         int64_t r0, int64_t r1, float *Y, int64_t ldy)
+{
+    p2_panel_matmul(wtype)(W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+}
+
+int kern_avx2_panel_min_tok(int wtype)
+{
+    return p2_panel_matmul(wtype) ? p2_panel_min_tok(wtype) : INT_MAX;
 }

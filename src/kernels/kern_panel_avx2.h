@@ -194,13 +194,17 @@ PN_INLINE __m256i p2_dot_sign(__m256i acc, __m256i aw, __m256i w, const void *p)
 /* acc[j] (half h's 8 rows of token j) += the stored chunk's dots over its nbc blocks; fmt and nt
  * are constants after inlining. next: the chunk the caller runs next, prefetched a block's share
  * at a time, or NULL (as pn_tile). */
-PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                        int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                        int nt, __m256 acc[P2_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     /* a whole chunk's lines, whatever this chunk's length (kern_panel_avx512.h, pn_tile) */
-    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
+     * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
+     * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
+    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
     const uint8_t *a[P2_NT];
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
@@ -215,39 +219,42 @@ PN_INLINE void p2_tile(int fmt, const uint8_t *src, const float *xs, const uint8
                 if (nt == 1) { /* two chains for latency, as the AVX-512 tile */
                     __m256i x1 = _mm256_setzero_si256();
                     for (int g = 0; g < GS; g += 2) {
-                        x[0] = p2_dot_vnni(x[0], p2_w(fmt, src, h, s, g), a[0] + ao + 4 * g);
-                        x1 = p2_dot_vnni(x1, p2_w(fmt, src, h, s, g + 1), a[0] + ao + 4 * g + 4);
+                        x[0] = p2_dot_vnni(x[0], p2_wx(fmt, st, src, h, s, g), a[0] + ao + 4 * g);
+                        x1 = p2_dot_vnni(x1, p2_wx(fmt, st, src, h, s, g + 1), a[0] + ao + 4 * g + 4);
                     }
                     x[0] = _mm256_add_epi32(x[0], x1);
                 } else {
                     for (int g = 0; g < GS; g++) {
-                        const __m256i w = p2_w(fmt, src, h, s, g);
+                        const __m256i w = p2_wx(fmt, st, src, h, s, g);
                         for (int j = 0; j < nt; j++) x[j] = p2_dot_vnni(x[j], w, a[j] + ao + 4 * g);
                     }
                 }
             } else if (fmt == PN_Q8_0) {
                 for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256(); /* signed codes: no offset */
                 for (int g = 0; g < GS; g++) {
-                    const __m256i w = _mm256_xor_si256(p2_w(fmt, src, h, s, g), _mm256_set1_epi8((char)0x80));
+                    const __m256i w = _mm256_xor_si256(p2_wx(fmt, st, src, h, s, g), _mm256_set1_epi8((char)0x80));
                     const __m256i aw = _mm256_abs_epi8(w);
                     for (int j = 0; j < nt; j++) x[j] = p2_dot_sign(x[j], aw, w, a[j] + ao + 4 * g);
                 }
             } else {
-                for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256();
+                __m256i y[P2_NT];
+                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j][s]), y[j] = _mm256_setzero_si256();
                 for (int g = 0; g < GS; g++) {
-                    const __m256i w = p2_w(fmt, src, h, s, g);
-                    for (int j = 0; j < nt; j++) x[j] = p2_dot16(x[j], w, a[j] + ao + 4 * g);
+                    const __m256i w = p2_wx(fmt, st, src, h, s, g);
+                    for (int j = 0; j < nt; j++) y[j] = p2_dot16(y[j], w, a[j] + ao + 4 * g);
+                    if ((g + 1) % W == 0 || g == GS - 1)
+                        for (int j = 0; j < nt; j++) {
+                            x[j] = _mm256_add_epi32(x[j], _mm256_madd_epi16(y[j], _mm256_set1_epi16(1)));
+                            y[j] = _mm256_setzero_si256();
+                        }
                 }
-                for (int j = 0; j < nt; j++)
-                    x[j] = _mm256_add_epi32(_mm256_set1_epi32(S->init[j][s]),
-                                            _mm256_madd_epi16(x[j], _mm256_set1_epi16(1)));
             }
-            const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
+            const __m256 dw = p2_wsx(fmt, st, src, xs, nbc, h, s, 0);
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j][s])),
                                          acc[j]);
-            if (PN_MINS(fmt)) {
-                const __m256 dm = p2_ws(fmt, src, xs, nbc, h, s, 1);
+            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+                const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                 for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j][s]), acc[j]);
             }
         }
@@ -355,7 +362,7 @@ PN_INLINE __m256i p2_mask(int lo, int hi)
 
 /* Half h of one stored panel chunk x nt tokens, accumulated into Y (first chunk: stored): Y
  * points at the half's first row; rows [lo, hi) of its 8 are written. */
-PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
+PN_INLINE void p2_half_tokens(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
                               int nbc, int h, const uint8_t *A, size_t as, int64_t b0,
                               const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo, int hi,
                               int first)
@@ -365,7 +372,7 @@ PN_INLINE void p2_half_tokens(int fmt, const uint8_t *src, const float *xs, cons
     const __m256i m = p2_mask(lo, hi);
     for (int j = 0; j < nt; j++)
         acc[j] = first ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(Y + j * ldy) : _mm256_maskload_ps(Y + j * ldy, m);
-    p2_tile(fmt, src, xs, next, nbc, h, A, as, b0, S, nt, acc);
+    p2_tile(fmt, st, src, xs, next, nbc, h, A, as, b0, S, nt, acc);
     for (int j = 0; j < nt; j++) {
         if (full)
             _mm256_storeu_ps(Y + j * ldy, acc[j]);
@@ -428,19 +435,19 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 }
 
 /* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled). */
-#define P2_DEFINE_RUN(name, fmt)                                                                \
+#define P2_DEFINE_RUN(name, fmt, st)                                                            \
     static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,   \
                            int h, const uint8_t *A, size_t as, int64_t b0,                      \
                            const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo,       \
                            int hi, int first)                                                   \
     {                                                                                           \
         switch (nt) {                                                                           \
-        case 6: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 6, Y, ldy, lo, hi, first); break; \
-        case 5: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 5, Y, ldy, lo, hi, first); break; \
-        case 4: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 4, Y, ldy, lo, hi, first); break; \
-        case 3: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 3, Y, ldy, lo, hi, first); break; \
-        case 2: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 2, Y, ldy, lo, hi, first); break; \
-        default: p2_half_tokens(fmt, src, xs, next, nbc, h, A, as, b0, S, 1, Y, ldy, lo, hi, first); break; \
+        case 6: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 6, Y, ldy, lo, hi, first); break; \
+        case 5: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 5, Y, ldy, lo, hi, first); break; \
+        case 4: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 4, Y, ldy, lo, hi, first); break; \
+        case 3: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 3, Y, ldy, lo, hi, first); break; \
+        case 2: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 2, Y, ldy, lo, hi, first); break; \
+        default: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 1, Y, ldy, lo, hi, first); break; \
         }                                                                                       \
     }
 
@@ -478,7 +485,7 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 #endif
 #define P2_TILES ((P2_FEW + P2_TW - 1) / P2_TW)
 
-P2_DEFINE_RUN(p2_q8_0, PN_Q8_0)
+P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
 static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
                          int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
 {
@@ -494,8 +501,8 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 {
     p2_panel_1tok(PN_Q4_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
 }
-P2_DEFINE_RUN(p2_q4_0, PN_Q4_0)
-P2_DEFINE_RUN(p2_q4_K, PN_Q4_K)
+P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
 #if P2_VNNI
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
@@ -635,20 +642,34 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
     }
 }
 
-#if P2_VNNI
 /* ---------------------------------------------------------------- panels packed per call
  * Weights with no stored copy (Q5_0, Q5_1, Q5_K and Q6_K, which have no stored layout, and the
  * stored formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
  * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
- * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is
- * paid once per chunk for all the call's tokens, so kern_matmul routes here only from
- * kern_avxvnni_panel_min_tok tokens on. Rows start at r0 (a panel's row i is row r + i). */
+ * and scales as on AVX-512), then every token tile runs the tile over it (VNNI: the 16-row tile;
+ * otherwise each half's 8-row one). The packing is paid once per chunk for all the call's
+ * tokens, so kern_matmul routes here only from p2_panel_min_tok tokens on. Rows start at r0 (a
+ * panel's row i is row r + i). */
 #ifndef P2_PMB
 #define P2_PMB 8 /* panels per row block: 96 KB of panels on the stack, kept in L2 */
 #endif
 
+#if P2_VNNI
+#define P2_PANEL_RUN(name, fmt) P2_DEFINE_RUN16(name, fmt, 0)
+#define P2_PANEL_STEP(name, P, At, nt, Yt, nrow, first)                                         \
+    for (int j0 = 0; j0 < (nt); j0 += P2_NT16)                                                  \
+        name##_run16((const uint8_t *)(P), NULL, NULL, nbc, (At) + (size_t)j0 * as, as, b0, &S, j0, \
+                     (nt) - j0 < P2_NT16 ? (nt) - j0 : P2_NT16, (Yt) + (size_t)j0 * ldy, ldy, 0, (nrow), (first))
+#else
+#define P2_PANEL_RUN(name, fmt) P2_DEFINE_RUN(name, fmt, 0)
+#define P2_PANEL_STEP(name, P, At, nt, Yt, nrow, first)                                         \
+    for (int h = 0; h < 2 && P2_ROWS * h < (nrow); h++)                                         \
+        name##_run((const uint8_t *)(P), NULL, NULL, nbc, h, (At), as, b0, &S, (nt), (Yt) + P2_ROWS * h, ldy, 0, \
+                   (nrow) - P2_ROWS * h < P2_ROWS ? (nrow) - P2_ROWS * h : P2_ROWS, (first))
+#endif
+
 #define P2_DEFINE_PANEL(name, fmt, packer)                                                      \
-    P2_DEFINE_RUN16(name, fmt, 0)                                                               \
+    P2_PANEL_RUN(name, fmt)                                                                     \
     static void name##_pmatmul(const void *W, size_t ws, const void *A, size_t as, int n_tok,  \
                                int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)       \
     {                                                                                           \
@@ -673,11 +694,7 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
                     for (int p = 0; p < np; p++) {                                              \
                         const int64_t r = rb + (int64_t)p * PN_ROWS;                            \
                         const int nrow = rb_end - r < PN_ROWS ? (int)(rb_end - r) : PN_ROWS;    \
-                        for (int j0 = 0; j0 < nt; j0 += P2_NT16)                                \
-                            name##_run16((const uint8_t *)&panels[p], NULL, NULL, nbc,          \
-                                         At + (size_t)j0 * as, as, b0, &S, j0,                  \
-                                         nt - j0 < P2_NT16 ? nt - j0 : P2_NT16,                 \
-                                         Y + (size_t)(t + j0) * ldy + r, ldy, 0, nrow, b0 == 0); \
+                        P2_PANEL_STEP(name, &panels[p], At, nt, Y + (size_t)t * ldy + r, nrow, b0 == 0); \
                     }                                                                           \
                 }                                                                               \
             }                                                                                   \
@@ -693,18 +710,22 @@ P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
 /* Fewest tokens from which the per-call panels beat the 4 x 2 tiles of kern_avx2.c /
- * kern_q5_avx2.c (measured one thread, 896 x 4864, CPU time, GOP/s tiles -> panels: Q5_0 at 3
- * tokens 60 -> 69; Q5_1 at 3 51 -> 63; Q4_0 at 5, even at 4 (89); Q8_0 at 6 107 -> 115 (at 4
- * 110 -> 87); Q6_K at 6 87 -> 104 (at 4 87 -> 77); Q5_K at 8 101 -> 110; Q4_K, whose row-by-row
- * packing is the dearest, at 8 124 -> 109, so 12). */
+ * kern_q5_avx2.c (and, up to 4 tokens, the Q5 decode kernel), measured one thread, 896 x 4864,
+ * CPU time, GOP/s tiles -> panels. With AVX-VNNI: Q5_0 at 3 tokens 60 -> 69; Q5_1 at 3 51 -> 63;
+ * Q4_0 at 5, even at 4 (89); Q8_0 at 6 107 -> 115 (at 4 110 -> 87); Q6_K at 6 87 -> 104 (at 4
+ * 87 -> 77); Q5_K at 8 101 -> 110; Q4_K, whose row-by-row packing is the dearest, at 8 124 ->
+ * 109, so 12. With vpmaddubsw: Q5_0 at 6 66 -> 94, Q5_1 at 6 55 -> 86, Q4_0 at 6 85 -> 95,
+ * Q6_K at 8 87 -> 101 (at 6 even), Q5_K and Q8_0 at 12 (100 -> 110, 107 -> 117), Q4_K at 12 117
+ * -> 112, so 16; at 64 tokens the panels run 160-196 against 54-123. */
 PN_INLINE int p2_panel_min_tok(int wtype)
 {
     switch (wtype) {
-    case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: return 3;
-    case TERN_TYPE_Q4_0: return 5;
-    case TERN_TYPE_Q8_0: case TERN_TYPE_Q6_K: return 6;
-    case TERN_TYPE_Q5_K: return 8;
-    case TERN_TYPE_Q4_K: return 12;
+    case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: return P2_VNNI ? 3 : 5;
+    case TERN_TYPE_Q4_0: return P2_VNNI ? 5 : 6;
+    case TERN_TYPE_Q8_0: return P2_VNNI ? 6 : 12;
+    case TERN_TYPE_Q6_K: return P2_VNNI ? 6 : 8;
+    case TERN_TYPE_Q5_K: return P2_VNNI ? 8 : 12;
+    case TERN_TYPE_Q4_K: return P2_VNNI ? 12 : 16;
     default: return 1 << 30;
     }
 }
@@ -722,8 +743,6 @@ PN_INLINE kern_matmul_fn p2_panel_matmul(int wtype)
     default: return NULL;
     }
 }
-#endif
-
 /* The matmul over a stored copy P (kern_packed.h's contract for kern_matmul_packed) */
 PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int n_tok, int64_t k,
                          int64_t r0, int64_t r1, float *Y, int64_t ldy)
