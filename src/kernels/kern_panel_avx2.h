@@ -191,9 +191,22 @@ PN_INLINE __m256i p2_dot_sign(__m256i acc, __m256i aw, __m256i w, const void *p)
 
 /* ---------------------------------------------------------------- token tile */
 
-/* acc[j] (half h's 8 rows of token j) += the stored chunk's dots over its nbc blocks; fmt and nt
- * are constants after inlining. next: the chunk the caller runs next, prefetched a block's share
- * at a time, or NULL (as pn_tile). */
+/* a[j]: token j's first activation byte of block b0 (its row A + j * as) */
+PN_INLINE void p2_act_rows(int fmt, const uint8_t *A, size_t as, int64_t b0, int nt, const uint8_t **a)
+{
+    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+}
+
+/* Block b's share (of nbc) of the nl lines of the chunk next (kern_panel_avx512.h, pn_tile) */
+PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int nbc, int b)
+{
+    for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+}
+
+/* The vpmaddubsw variant's tile (with VNNI p2_tile16 takes every call): acc[j] (half h's 8 rows
+ * of token j) += the chunk's dots over its nbc blocks; fmt and nt are constants after inlining.
+ * next: the chunk the caller runs next, prefetched a block's share at a time, or NULL (as
+ * pn_tile). */
 PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                        int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                        int nt, __m256 acc[P2_NT])
@@ -206,30 +219,14 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
     const int W = fmt == PN_Q4_0 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
     const uint8_t *a[P2_NT];
-    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
-        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
-            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        p2_prefetch_share(next, nl, nbc, b);
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
             __m256i x[P2_NT];
-            if (P2_VNNI) {
-                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j][s]);
-                if (nt == 1) { /* two chains for latency, as the AVX-512 tile */
-                    __m256i x1 = _mm256_setzero_si256();
-                    for (int g = 0; g < GS; g += 2) {
-                        x[0] = p2_dot_vnni(x[0], p2_wx(fmt, st, src, h, s, g), a[0] + ao + 4 * g);
-                        x1 = p2_dot_vnni(x1, p2_wx(fmt, st, src, h, s, g + 1), a[0] + ao + 4 * g + 4);
-                    }
-                    x[0] = _mm256_add_epi32(x[0], x1);
-                } else {
-                    for (int g = 0; g < GS; g++) {
-                        const __m256i w = p2_wx(fmt, st, src, h, s, g);
-                        for (int j = 0; j < nt; j++) x[j] = p2_dot_vnni(x[j], w, a[j] + ao + 4 * g);
-                    }
-                }
-            } else if (fmt == PN_Q8_0) {
+            if (fmt == PN_Q8_0) {
                 for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256(); /* signed codes: no offset */
                 for (int g = 0; g < GS; g++) {
                     const __m256i w = _mm256_xor_si256(p2_wx(fmt, st, src, h, s, g), _mm256_set1_epi8((char)0x80));
@@ -271,10 +268,9 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
     const uint8_t *a[P2_NT16];
-    for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
+    p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
-        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
-            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+        p2_prefetch_share(next, nl, nbc, b);
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
@@ -485,7 +481,9 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 #endif
 #define P2_TILES ((P2_FEW + P2_TW - 1) / P2_TW)
 
+#if !P2_VNNI /* the 8-row tiles over the stored copy: the vpmaddubsw variant only */
 P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
+#endif
 static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
                          int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
 {
@@ -501,9 +499,10 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 {
     p2_panel_1tok(PN_Q4_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
 }
+#if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
-#if P2_VNNI
+#else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
@@ -517,6 +516,7 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
 }
 #endif
 
+#if !P2_VNNI
 PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                       int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                       int nt, float *Y, int64_t ldy, int lo, int hi, int first)
@@ -525,6 +525,7 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
     if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
 }
+#endif
 
 /* rows [*lo, *hi) of the 8 of half h of panel p that fall in [r0, r1); false when none */
 PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi);
