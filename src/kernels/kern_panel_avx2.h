@@ -702,11 +702,15 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
         }                                                                                       \
     }
 
+/* the stored formats mmap-only (--no-repack) with VNNI only: each panel format is a dozen tile
+ * copies, and without VNNI that made this file take minutes under clang's sanitizers (CI) */
+#if P2_VNNI
 P2_DEFINE_PANEL(p2_p_q8_0, PN_Q8_0, pn_pack_q8_0)
 P2_DEFINE_PANEL(p2_p_q4_0, PN_Q4_0, pn_pack_q4_0)
+P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
+#endif
 P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
 P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
-P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
@@ -734,11 +738,13 @@ PN_INLINE int p2_panel_min_tok(int wtype)
 PN_INLINE kern_matmul_fn p2_panel_matmul(int wtype)
 {
     switch (wtype) {
+#if P2_VNNI
     case TERN_TYPE_Q8_0: return p2_p_q8_0_pmatmul;
     case TERN_TYPE_Q4_0: return p2_p_q4_0_pmatmul;
+    case TERN_TYPE_Q4_K: return p2_p_q4_K_pmatmul;
+#endif
     case TERN_TYPE_Q5_0: return p2_p_q5_0_pmatmul;
     case TERN_TYPE_Q5_1: return p2_p_q5_1_pmatmul;
-    case TERN_TYPE_Q4_K: return p2_p_q4_K_pmatmul;
     case TERN_TYPE_Q5_K: return p2_p_q5_K_pmatmul;
     case TERN_TYPE_Q6_K: return p2_p_q6_K_pmatmul;
     default: return NULL;
