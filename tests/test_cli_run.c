@@ -455,6 +455,35 @@ static void test_training_context_warning(void **state)
     free(err);
 }
 
+/* ------------------------------------------------------------------ sliding-window KV */
+
+/* `tern run` on a model with sliding-window layers (gemma3-tiny, window 32): a prompt long enough
+ * that the windowed layers give back rows (past 32 + 128 + 256 positions) and greedy tokens after
+ * it come out the same with --swa-full, which keeps every position (test_kv_window holds the
+ * logits to the bit; this is the flag end to end). */
+static void test_swa_full_same_tokens(void **state)
+{
+    (void)state;
+    char model[4096], args[16384], ids[8192];
+    snprintf(model, sizeof model, "%s/synth-gemma3.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("gemma3-tiny", "q8_0", 5, model, NULL));
+    size_t n = 0;
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(ids + n, sizeof ids - n, "%s%d", i ? "," : "", (i * 37 + 11) % 500);
+    char *out[2], *err;
+    for (int full = 0; full < 2; full++) {
+        snprintf(args, sizeof args, "run -m %s --tokens %s -n 24 -t 2 --ignore-eos --temp 0%s", model, ids,
+                 full ? " --swa-full" : "");
+        assert_int_equal(tern(args, "", &out[full], NULL, &err), 0);
+        free(err);
+    }
+    assert_true(strlen(out[0]) > 0);
+    assert_string_equal(out[0], out[1]);
+    free(out[0]);
+    free(out[1]);
+    remove(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_stdout_closed),
         cmocka_unit_test(test_save_messages_checked_first),
         cmocka_unit_test(test_training_context_warning),
+        cmocka_unit_test(test_swa_full_same_tokens),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }
