@@ -24,6 +24,7 @@
 #include "kernels/kern_simd_impl.h"
 #include "kernels/kern_q5_simd.h"
 #pragma GCC diagnostic pop
+#include "kernels/kern_q5_layout.h"
 
 /* ------------------------------------------------------------------ decode */
 
@@ -39,24 +40,11 @@ struct qd_pair {
 /* Q5_0 (q51 = 0) and Q5_1 (q51 = 1) share the kernel; a constant after inlining. Q5_1's
  * activations are Q8_1 blocks, whose s (d * sum) times the row's min m is the min term: per
  * lane s/8 in SA, so one more FMA with the lanes' m adds it. */
-struct qd_fmt {
-    int bbytes, qs_off, qh_off, m_off; /* weight block layout */
-    int abytes, aqs_off;               /* activation block layout (d at offset 0, Q8_1 s at 2) */
-};
-static const struct qd_fmt qd_q5_0 = {22, 6, 2, 0, 34, 2};
-static const struct qd_fmt qd_q5_1 = {24, 8, 4, 2, 36, 4};
-
-static inline __attribute__((always_inline)) uint16_t qd_u16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
 
 static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uint8_t *A,
                         size_t as, int nt, int64_t nb, int q51)
 {
-    const struct qd_fmt *f = q51 ? &qd_q5_1 : &qd_q5_0;
+    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int j = 0; j < nt; j++) {
         const uint8_t *row = A + (size_t)j * as;
@@ -76,9 +64,9 @@ static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uin
                         const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
                         init = -2 * ((int32_t)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 32 * 128);
                     } else {
-                        sa = 0.125f * _cvtsh_ss(qd_u16(ab + 2));
+                        sa = 0.125f * _cvtsh_ss(q5_u16(ab + 2));
                     }
-                    da = _cvtsh_ss(qd_u16(ab));
+                    da = _cvtsh_ss(q5_u16(ab));
                 }
                 _mm256_storeu_si256((__m256i *)(d->qs + 32 * h), x);
                 for (int l = 0; l < 8; l++) d->init[8 * h + l] = init, d->da[8 * h + l] = da;
@@ -100,7 +88,7 @@ static inline __attribute__((always_inline)) __m512 qd_lanes(uint16_t v0, uint16
 static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, int two, int q51,
                                                              __m512 *dw, __m512 *mw)
 {
-    const struct qd_fmt *f = q51 ? &qd_q5_1 : &qd_q5_0;
+    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
     const uint8_t *w1 = w + f->bbytes;
     /* each block's 16 nibble bytes in two 128-bit lanes (broadcast loads), shifted by 0 in the
      * first and 4 in the second: lanes [lo_0, hi_0, lo_1, hi_1], low nibbles are elements 0-15,
@@ -115,8 +103,8 @@ static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, 
     memcpy(&h0, w + f->qh_off, 4);
     if (two) memcpy(&h1, w1 + f->qh_off, 4);
     const __mmask64 fifth = (__mmask64)h0 | (__mmask64)h1 << 32;
-    *dw = qd_lanes(qd_u16(w), two ? qd_u16(w1) : 0);
-    if (q51) *mw = qd_lanes(qd_u16(w + f->m_off), two ? qd_u16(w1 + f->m_off) : 0);
+    *dw = qd_lanes(q5_u16(w), two ? q5_u16(w1) : 0);
+    if (q51) *mw = qd_lanes(q5_u16(w + f->m_off), two ? q5_u16(w1 + f->m_off) : 0);
     return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
 }
 
@@ -126,7 +114,7 @@ static inline __attribute__((always_inline)) void qd_step(const uint8_t *w, int 
                                                           int p, int nt, __m512 *acc)
 {
     __m512 dw, mw = _mm512_setzero_ps();
-    const __m512i q = qd_codes(w + (size_t)(2 * p) * (q51 ? qd_q5_1 : qd_q5_0).bbytes, two, q51,
+    const __m512i q = qd_codes(w + (size_t)(2 * p) * (q51 ? q5_fmt_q5_1 : q5_fmt_q5_0).bbytes, two, q51,
                                &dw, &mw);
     for (int j = 0; j < nt; j++) {
         const struct qd_pair *d = &P[(size_t)j * npair + p];

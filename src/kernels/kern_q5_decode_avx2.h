@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kernels/kern_q5_layout.h"
 #include "tern.h"
 
 #ifndef Q5D_VNNI
@@ -39,26 +40,11 @@ struct q5d_rec {
     float da[8];      /* the block's activation scale in every lane */
 };
 
-/* Q5_0 (q51 = 0) and Q5_1 (q51 = 1): weight block bytes, where qs, qh and (Q5_1) m sit, and the
- * activation block (Q8_0 / Q8_1) bytes and where its codes start. */
-struct q5d_fmt {
-    int bbytes, qs_off, qh_off, m_off, abytes, aqs_off;
-};
-static const struct q5d_fmt q5d_q5_0 = {22, 6, 2, 0, 34, 2};
-static const struct q5d_fmt q5d_q5_1 = {24, 8, 4, 2, 36, 4};
-
-Q5D_INLINE uint16_t q5d_u16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
 /* Records for nt tokens of nb blocks; SA: Q5_1's s / 8 per lane (the min term). */
 static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const uint8_t *A, size_t as,
                          int nt, int q51)
 {
-    const struct q5d_fmt *f = q51 ? &q5d_q5_1 : &q5d_q5_0;
+    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int j = 0; j < nt; j++) {
         const uint8_t *row = A + (size_t)j * as;
@@ -73,11 +59,11 @@ static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const ui
                 const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
                 init = -2 * ((int32_t)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1)) - 32 * 128);
             } else {
-                const float sa = 0.125f * _cvtsh_ss(q5d_u16(ab + 2));
+                const float sa = 0.125f * _cvtsh_ss(q5_u16(ab + 2));
                 for (int l = 0; l < 8; l++) SA[(size_t)j * nb + b][l] = sa;
             }
             _mm256_storeu_si256((__m256i *)d->qs, x);
-            const float da = _cvtsh_ss(q5d_u16(ab));
+            const float da = _cvtsh_ss(q5_u16(ab));
             for (int l = 0; l < 8; l++) d->init[l] = init, d->da[l] = da;
         }
     }
@@ -86,7 +72,7 @@ static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const ui
 /* The block's 32 codes 0..31 in element order, its scale and (Q5_1) min in every lane. */
 Q5D_INLINE __m256i q5d_codes(const uint8_t *w, int q51, __m256 *dw, __m256 *mw)
 {
-    const struct q5d_fmt *f = q51 ? &q5d_q5_1 : &q5d_q5_0;
+    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
     /* the 16 nibble bytes in both halves (a load, no ALU work), shifted by 0 / 4 per half:
      * low nibbles are elements 0-15, high ones 16-31 */
     const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(w + f->qs_off)));
@@ -100,8 +86,8 @@ Q5D_INLINE __m256i q5d_codes(const uint8_t *w, int q51, __m256 *dw, __m256 *mw)
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
     const __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit), _mm256_set1_epi8(0x10));
-    *dw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5d_u16(w)));
-    if (q51) *mw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5d_u16(w + f->m_off)));
+    *dw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w)));
+    if (q51) *mw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w + f->m_off)));
     return _mm256_or_si256(lo, hi);
 }
 
@@ -121,7 +107,7 @@ Q5D_INLINE void q5d_step(const uint8_t *w, int q51, const struct q5d_rec *R, con
                          int64_t nb, int64_t b, int nt, __m256 *acc)
 {
     __m256 dw, mw = _mm256_setzero_ps();
-    const __m256i q = q5d_codes(w + (size_t)b * (q51 ? q5d_q5_1 : q5d_q5_0).bbytes, q51, &dw, &mw);
+    const __m256i q = q5d_codes(w + (size_t)b * (q51 ? q5_fmt_q5_1 : q5_fmt_q5_0).bbytes, q51, &dw, &mw);
     for (int j = 0; j < nt; j++) {
         const struct q5d_rec *d = &R[(size_t)j * nb + b];
         const __m256i s = q5d_dot(_mm256_load_si256((const __m256i *)d->init), q, _mm256_load_si256((const __m256i *)d->qs));

@@ -41,7 +41,7 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
     if (n < 0 || n > kv->seq_pos[0])
         return tern_fail(TERN_ERR_ARG, "KV snapshot of %d positions: the context holds %d", n,
                          kv->seq_pos[0]);
-    if (n > 0 && kv->win && kv_win_first_key(kv, n) < kv->win_lo[0])
+    if (!kv_win_holds(kv, 0, n))
         return tern_fail(TERN_ERR_UNSUPPORTED, "KV snapshot of %d positions: the sliding-window "
                          "layers (window %d) keep positions from %d on, and a query at %d reads "
                          "from %d", n, kv->win, kv->win_lo[0], n, kv_win_first_key(kv, n));

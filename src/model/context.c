@@ -66,10 +66,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     int *lay = malloc(3 * sizeof(int) * (size_t)in->n_layer);
     bool *windowed = calloc((size_t)in->n_layer, sizeof *windowed);
     tern_status st = lay && windowed ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "context: out of memory");
-    /* a block keeps only a window when every layer that reads it is a sliding-window layer */
-    for (int il = 0; il < in->n_layer && windowed; il++) windowed[il] = m->layers[il].swa && !cp.swa_full;
-    for (int il = 0; il < in->n_layer && windowed; il++)
-        if (!m->layers[il].swa && m->layers[il].kv_src >= 0) windowed[m->layers[il].kv_src] = false;
+    for (int il = 0; il < in->n_layer && windowed; il++) windowed[il] = m->layers[il].kv_windowed && !cp.swa_full;
     for (int il = 0; il < in->n_layer && lay; il++) {
         const struct model_layer *L = &m->layers[il];
         lay[il] = L->n_kv;
@@ -272,8 +269,7 @@ uint64_t tern_context_kv_resident_bytes(const struct tern_context *ctx)
 bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos)
 {
     if (seq < 0 || seq >= ctx->n_seq || n_pos < 0 || n_pos > ctx->kv.seq_pos[seq]) return false;
-    /* windowed blocks: the window of a query at n_pos must still be held */
-    if (n_pos > 0 && kv_win_first_key(&ctx->kv, n_pos) < ctx->kv.win_lo[seq]) return false;
+    if (!kv_win_holds(&ctx->kv, seq, n_pos)) return false;
     const struct rec_state *r = &ctx->rec;
     return !r->n_layer || n_pos == 0 || n_pos == ctx->kv.seq_pos[seq] ||
            (r->base[seq] >= 0 && n_pos >= r->base[seq]);
@@ -341,7 +337,7 @@ tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
     if (n_pos < 0 || n_pos > ctx->kv.seq_pos[seq])
         return tern_fail(TERN_ERR_ARG, "cannot truncate sequence %d to %d positions: it holds %d",
                          seq, n_pos, ctx->kv.seq_pos[seq]);
-    if (n_pos > 0 && kv_win_first_key(&ctx->kv, n_pos) < ctx->kv.win_lo[seq])
+    if (!kv_win_holds(&ctx->kv, seq, n_pos))
         return tern_fail(TERN_ERR_UNSUPPORTED, "cannot truncate sequence %d to %d positions: its "
                          "sliding-window layers (window %d) keep positions from %d on, and a query "
                          "at %d reads from %d; restore a snapshot or decode again from 0", seq, n_pos,
@@ -375,7 +371,7 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
     if (n_pos < 0 || n_pos > kv->seq_pos[src])
         return tern_fail(TERN_ERR_ARG, "cannot copy %d positions of sequence %d: it holds %d",
                          n_pos, src, kv->seq_pos[src]);
-    if (n_pos > 0 && kv_win_first_key(kv, n_pos) < kv->win_lo[src])
+    if (!kv_win_holds(kv, src, n_pos))
         return tern_fail(TERN_ERR_UNSUPPORTED, "cannot copy %d positions of sequence %d: its "
                          "sliding-window layers (window %d) keep positions from %d on", n_pos, src,
                          kv->win, kv->win_lo[src]);

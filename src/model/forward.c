@@ -393,7 +393,7 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
          * leading zero weights add exact zeros, and with k0 a multiple of 8 every key meets the
          * same accumulator of the weighted sum (the kernels interleave keys by offset from k0, at
          * most 8 ways) whatever block started where. test_arch_parity checks it bit for bit. */
-        const int k0 = (ctx->bpos[t0] + 1 > win ? ctx->bpos[t0] + 1 - win : 0) & ~7;
+        const int k0 = kv_window_first_key(ctx->bpos[t0], win);
         /* a windowed block still holds the rows from k0 on (kv_win_first_key, win_lo) */
         TERN_ASSERT(!ctx->kv.layer_win[s->il] || (k0 >= ctx->kv.win_lo[seq] && win == ctx->kv.win));
         for (int i = 0; i < nq; i++) nk[i] -= k0;

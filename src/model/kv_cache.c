@@ -91,11 +91,12 @@ void kv_free(struct kv_cache *kv)
     memset(kv, 0, sizeof *kv);
 }
 
+static size_t page_bytes(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
 /* Give back the whole pages inside [a, b) (byte addresses in one mapping). */
 static void release_pages(uint16_t *a, uint16_t *b)
 {
-    static size_t page;
-    if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t page = page_bytes();
     const uintptr_t lo = ((uintptr_t)a + page - 1) & ~(uintptr_t)(page - 1);
     const uintptr_t hi = (uintptr_t)b & ~(uintptr_t)(page - 1);
     if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: a failure keeps the pages */
@@ -118,7 +119,9 @@ static void release_rows(struct kv_cache *kv, int s, int from, int below)
     }
 }
 
-void kv_win_release(struct kv_cache *kv, int s, int below)
+/* Windowed blocks of sequence s: release the rows of positions below `below` (from win_lo[s],
+ * whole pages only, so no row at or above `below` is touched) and raise win_lo[s] to it. */
+static void win_release(struct kv_cache *kv, int s, int below)
 {
     TERN_ASSERT(s >= 0 && s < kv->n_seq);
     if (!kv->win || below <= kv->win_lo[s]) return;
@@ -130,7 +133,7 @@ void kv_win_advance(struct kv_cache *kv, int s)
 {
     if (!kv->win) return;
     const int keep = kv_win_first_key(kv, kv->seq_pos[s]) - KV_WIN_KEEP;
-    if (keep - kv->win_lo[s] >= KV_WIN_STEP) kv_win_release(kv, s, keep);
+    if (keep - kv->win_lo[s] >= KV_WIN_STEP) win_release(kv, s, keep);
 }
 
 void kv_win_reset(struct kv_cache *kv, int s, int lo)
@@ -143,7 +146,7 @@ void kv_win_reset(struct kv_cache *kv, int s, int lo)
 
 static uint64_t resident(const void *base, size_t len)
 {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page;
+    const size_t page = page_bytes(), n = (len + page - 1) / page;
     uint64_t bytes = 0;
     unsigned char vec[4096];
     for (size_t i = 0; i < n; i += sizeof vec) { /* a page-sized vector at a time: no allocation */

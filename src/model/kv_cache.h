@@ -14,7 +14,7 @@
  *
  * Sliding-window layers (gemma3, gemma4, ...) keep only their window: a query at p reads keys
  * from kv_win_first_key(p) on, so a sequence's older rows of those layers are dead once it has
- * moved on. K and V are anonymous mappings, not malloc'd, and kv_win_release hands the pages of
+ * moved on. K and V are anonymous mappings, not malloc'd, and kv_win_advance hands the pages of
  * a windowed block's dead rows back to the kernel (madvise MADV_DONTNEED; they read as zeros if
  * touched again). The addressing stays the full n_ctx rows, so attention, copies and rollback
  * read the rows they read before, and results are the same bits; only the resident memory of
@@ -71,16 +71,24 @@ struct kv_cache {
 tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx, int n_seq);
 void kv_free(struct kv_cache *kv);
 
-/* The first key position a query at position p reads in a windowed layer: step_attention's k0
- * (forward.c), the window's start rounded down to a multiple of 8. */
+/* The first key a query at position p reads in a layer of window win: its window's start
+ * rounded down to a multiple of 8 (step_attention, forward.c, starts its scores there). */
+static inline int kv_window_first_key(int p, int win)
+{
+    return (p + 1 > win ? p + 1 - win : 0) & ~7;
+}
+/* The same for the cache's windowed blocks. */
 static inline int kv_win_first_key(const struct kv_cache *kv, int p)
 {
-    return (p + 1 > kv->win ? p + 1 - kv->win : 0) & ~7;
+    return kv_window_first_key(p, kv->win);
+}
+/* Whether sequence s still holds, in its windowed blocks, the rows a query at position n reads
+ * (n = 0 reads none): what truncating to n, copying n positions or a snapshot of n needs. */
+static inline bool kv_win_holds(const struct kv_cache *kv, int s, int n)
+{
+    return n == 0 || kv_win_first_key(kv, n) >= kv->win_lo[s];
 }
 
-/* Windowed blocks of sequence s: release the rows of positions below `below` (from win_lo[s],
- * whole pages only, so no row at or above `below` is touched) and raise win_lo[s] to it. */
-void kv_win_release(struct kv_cache *kv, int s, int below);
 /* After sequence s moved to n positions: release what no query from n - KV_WIN_KEEP on reads,
  * once that is at least KV_WIN_STEP positions more than already released. */
 void kv_win_advance(struct kv_cache *kv, int s);

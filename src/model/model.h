@@ -40,6 +40,9 @@ struct model_layer {
     int kv_src;                                 /* layer whose KV this one reads: il, or an earlier
                                                    layer of the same kind (gemma4 shared KV), or
                                                    -1: none (qwen35's DeltaNet layers) */
+    bool kv_windowed;                           /* this layer's own KV block is read only by
+                                                   sliding-window layers: the cache may keep just
+                                                   their window (kv_cache.h) */
     bool v_is_k;                                /* no attn_v: v is k's projection (gemma4 31B) */
     float out_scale;                            /* the layer's output is multiplied by it (gemma4
                                                    layer_output_scale); 1 = none */

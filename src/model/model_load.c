@@ -779,6 +779,10 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
         if (!gemma4) L->swa = in->n_swa > 0 && (in->arch != TERN_ARCH_GEMMA3 || (il + 1) % 6 != 0);
         L->rope = in->nope_every == 0 || (il + 1) % in->nope_every != 0;
     }
+    /* a KV block keeps only a window when every layer that reads it is a sliding-window layer */
+    for (int il = 0; il < in->n_layer; il++) m->layers[il].kv_windowed = m->layers[il].swa && in->n_swa > 0;
+    for (int il = 0; il < in->n_layer; il++)
+        if (!m->layers[il].swa && m->layers[il].kv_src >= 0) m->layers[m->layers[il].kv_src].kv_windowed = false;
     for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++)
         in->weight_bytes += tern_gguf_tensor(g, i)->nbytes;
     return TERN_OK;
@@ -877,9 +881,7 @@ uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int
     for (int il = 0; il < m->info.n_layer; il++) {
         const struct model_layer *L = &m->layers[il];
         if (L->kv_src != il) continue;
-        bool win = L->swa && m->info.n_swa > 0;
-        for (int j = il + 1; j < m->info.n_layer && win; j++)
-            if (m->layers[j].kv_src == il && !m->layers[j].swa) win = false;
+        const bool win = L->kv_windowed;
         const uint64_t rows = win && n < n_ctx ? (uint64_t)n : (uint64_t)n_ctx;
         bytes += 2ull * (uint64_t)L->n_kv * (rows * (uint64_t)L->hd * sizeof(uint16_t) + (win && n < n_ctx ? 2 * 4096 : 0));
     }
