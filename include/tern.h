@@ -412,10 +412,10 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
  * state per sequence, not one per position: it can go back to 0, to where the last decode call
  * that held the sequence started, and to any position inside that call (replayed from what the
  * call recorded, bit for bit), but not further back (TERN_ERR_UNSUPPORTED; ask first with
- * tern_kv_seq_can_truncate). Models with sliding-window layers (gemma3, gemma4) keep only the
- * window of positions a next query reads, plus 128 below it (rollback), unless the context has
- * swa_full: they go back that far, not further (TERN_ERR_UNSUPPORTED). Other attention-only models
- * truncate anywhere. */
+ * tern_kv_seq_can_truncate). Models with sliding-window layers (gemma3, gemma4, phi3) keep
+ * only the window of positions a next query reads, plus 128 below it (rollback), unless the
+ * context has swa_full: they go back that far, not further (TERN_ERR_UNSUPPORTED). Other
+ * attention-only models truncate anywhere. */
 tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
 /* Can sequence seq be truncated to n_pos (0 <= n_pos <= its positions)? */
 bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos);

@@ -55,7 +55,7 @@ static void help(void)
            "                         cannot be written fails before any work)\n"
            "  -n, --n-predict N      tokens per answer at most, 0..16777216 (default 256)\n"
            "  -c, --ctx-size N       context size, 1..4194304 (default: min(training context, 4096))\n"
-           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
            "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --temp T               temperature, 0..100 (default 0 = greedy)\n"

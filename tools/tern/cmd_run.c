@@ -32,7 +32,7 @@ static void help(void)
            "  --tokens LIST          prompt as comma-separated token ids\n"
            "  -n, --n-predict N      tokens to generate, 0..16777216 (default 32)\n"
            "  -c, --ctx-size N       context size, 1..4194304 (default: prompt + N)\n"
-           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
            "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --temp T               temperature, 0..100 (default 0 = greedy)\n"

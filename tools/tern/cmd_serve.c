@@ -39,7 +39,7 @@ static void help(void)
            "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
            "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
            "                         the KV cache holds parallel x ctx positions\n"
-           "  --swa-full             sliding-window layers (gemma3/4) keep every position, not\n"
+           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
            "                         only their window (more memory; rollback to any position)\n"
            "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
            "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
