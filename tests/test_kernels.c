@@ -13,9 +13,10 @@
  *    multiple of 16, k past one chunk and not a multiple of it, n_tok not a multiple of the
  *    tile; called through kern_matmul and directly (so small n_tok reach them too). Also the
  *    AVX-512 decode kernels (n_tok < 6): odd block counts, token groups, k past their buffer.
- * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q4_K) on every path
- *    with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as 2b,
- *    against scalar: the few-token driver (n_tok <= 16) and the row-block one, partial panels.
+ * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q5_0, Q4_K) on every
+ *    path with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as
+ *    2b and the widest pair sums (one token and 16), against scalar: the few-token driver
+ *    (n_tok <= 16) and the row-block one, partial panels.
  * 2d. The avx2 path's per-call panels (with and without AVX-VNNI), shapes of 2b and the widest
  *    pair sums, against scalar and bit for bit against the AVX-512 panels.
  * 3. kern_quantize_act is bit-identical to the scalar from_float on every path, including
@@ -255,6 +256,27 @@ static void test_blocked_prefill(void **state)
     print_message("blocked prefill: %d (shape, range, entry) cases against scalar\n", checked);
 }
 
+/* Codes at their format's maximum against activations of +-127, the widest int16 pair sums of
+ * the vpmaddubsw tiles: one -1 per 32 elements makes the scale, so the 0.98s land on the
+ * format's largest code (Q4 15, Q5 31, Q6_K 63, Q8_0 127), against activations of +127 (tokens
+ * of one sign) or -127. */
+static void problem_fill_widest(struct problem *p)
+{
+    const int64_t k = p->k;
+    float *wf = malloc((size_t)k * sizeof *wf);
+    assert_non_null(wf);
+    const struct quant_traits *tr = quant_traits_get(p->wtype);
+    for (int64_t r = 0; r < p->rows; r++) {
+        for (int64_t e = 0; e < k; e++) wf[e] = (e % 32 == 3 ? -1.0f : 0.98f) * (1.0f + 0.001f * (float)(r % 5));
+        tr->from_float_ref(wf, (uint8_t *)p->W + (size_t)r * p->w_stride, k);
+    }
+    for (int t = 0; t < p->n_tok; t++) {
+        for (int64_t e = 0; e < k; e++) wf[e] = t % 2 ? -1.0f : 1.0f;
+        quant_traits_get(p->atype)->from_float_ref(wf, (uint8_t *)p->A + (size_t)t * p->a_stride, k);
+    }
+    free(wf);
+}
+
 /* 2d. The avx2 path's per-call panels (Q5_0, Q5_1, Q5_K and Q6_K, and the stored formats loaded
  * mmap-only), with AVX-VNNI's 16-row tile and with the vpmaddubsw one (whose int16 pair sums are
  * widened every 8, 4 or 2 groups for 4-, 5- and 6-bit codes), on the shapes of 2b, through
@@ -290,23 +312,7 @@ static void test_avx2_panels(void **state)
                 struct problem p;
                 const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
                 problem_make(&p, wtype, shapes[si][0], k, shapes[si][2]);
-                if (si == n_shapes - 1) {
-                    /* the widest int16 pair sums: one -1 per 32 elements makes the scale, so the
-                     * 0.98s land on the format's largest code (Q4 15, Q5 31, Q6_K 63, Q8_0 127),
-                     * against activations of +127 (tokens of one sign) or -127 */
-                    float *wf = malloc((size_t)k * sizeof *wf);
-                    assert_non_null(wf);
-                    const struct quant_traits *tr = quant_traits_get(wtype);
-                    for (int64_t r = 0; r < p.rows; r++) {
-                        for (int64_t e = 0; e < k; e++) wf[e] = (e % 32 == 3 ? -1.0f : 0.98f) * (1.0f + 0.001f * (float)(r % 5));
-                        tr->from_float_ref(wf, (uint8_t *)p.W + (size_t)r * p.w_stride, k);
-                    }
-                    for (int t = 0; t < p.n_tok; t++) {
-                        for (int64_t e = 0; e < k; e++) wf[e] = t % 2 ? -1.0f : 1.0f;
-                        quant_traits_get(p.atype)->from_float_ref(wf, (uint8_t *)p.A + (size_t)t * p.a_stride, k);
-                    }
-                    free(wf);
-                }
+                if (si == n_shapes - 1) problem_fill_widest(&p);
                 const int64_t ldy = p.rows + 5;
                 const size_t ny = (size_t)(ldy * p.n_tok);
                 float *Y = malloc(ny * sizeof *Y), *R = malloc(ny * sizeof *R), *Z = malloc(ny * sizeof *Z);
@@ -356,11 +362,12 @@ static void test_avx2_panels(void **state)
 static void test_packed_vs_scalar(void **state)
 {
     (void)state;
-    static const int shapes[][3] = {/* rows, k / 32, n_tok */
+    static const int shapes[][3] = {/* rows, k / 32, n_tok; the last two: the widest pair sums */
                                     {150, 37, 9}, {40, 17, 17}, {131, 16, 6}, {33, 3, 3},
                                     {16, 33, 1}, {272, 8, 8}, {37, 301, 5}, {20, 801, 2},
-                                    {530, 20, 40}};
-    static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_K};
+                                    {530, 20, 40}, {48, 16, 1}, {48, 16, 16}};
+    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
+    static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K};
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
     static const char *const variants[] = {"avx512", "avx2+avxvnni", "avx2"};
     int checked = 0;
@@ -370,12 +377,13 @@ static void test_packed_vs_scalar(void **state)
             print_message("SKIP %s: this CPU cannot run it\n", variants[vi]);
             continue;
         }
-        for (int ti = 0; ti < 3; ti++) {
+        for (int ti = 0; ti < 4; ti++) {
             const int64_t bs = quant_traits_get(types[ti])->block_size;
-            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            for (size_t si = 0; si < n_shapes; si++) {
                 struct problem p;
                 const int64_t k = bs == 32 ? 32 * shapes[si][1] : 256 * (1 + shapes[si][1] % 5);
                 problem_make(&p, types[ti], shapes[si][0], k, shapes[si][2]);
+                if (si >= n_shapes - 2) problem_fill_widest(&p);
                 const size_t pn = kern_packed_size(p.wtype, p.rows, p.k);
                 assert_true(pn > 0);
                 void *P = aligned_alloc(64, (pn + 63) & ~(size_t)63);

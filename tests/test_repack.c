@@ -1,7 +1,8 @@
 /* test_repack.c — weights repacked at load (src/model/model_repack.c, kern_packed.h) change
  * nothing but speed and memory.
  *
- * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_K_M's Q4_K ones),
+ * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_K_M's Q4_K and Q5_0
+ * ones),
  * loaded twice — repacked (the default) and mmap-only (no_repack) — on every kernel path this
  * CPU runs:
  * - what is reported: on avx512 and avx2 (both variants of its tile: with AVX-VNNI and without)
@@ -16,7 +17,7 @@
  *   avx2 mmap-only runs the row x token tiles: prompt and decode agree within that order, whose
  *   effect the next layer's 8-bit activations amplify (tolerance below).
  * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K too
- *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q8_0, Q4_0 only).
+ *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q5_0, Q8_0, Q4_0 only).
  * - a model repacked on avx512 or avx2 and then run on the scalar path (kern_force_isa) reads
  *   its released file rows again and gives the mmap-only model's bits there.
  * - TERN_REPACK=0 in the environment turns it off like no_repack. */

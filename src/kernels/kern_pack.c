@@ -1,5 +1,5 @@
 /* kern_pack.c — writes the stored panel layout (kern_panel_layout.h, "stored layout"): Q8_0,
- * Q4_0 and Q4_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
+ * Q4_0, Q5_0 and Q4_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
  * tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c, kern_packed_avxvnni.c)
  * read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
  * serves every path that has a panel tile, so a model packed under one path is read by another
@@ -50,6 +50,17 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
             } else if (fmt == PN_Q4_0) {
                 const struct quant_block_q4_0 *x = (const struct quant_block_q4_0 *)row[i] + b0 + b;
                 for (int h = 0; h < 4; h++) memcpy(out + 64 * (4 * b + h) + 4 * i, x->qs + 4 * h, 4);
+                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+            } else if (fmt == PN_Q5_0) {
+                const struct quant_block_q5_0 *x = (const struct quant_block_q5_0 *)row[i] + b0 + b;
+                uint8_t *codes = out + 320 * (size_t)b;
+                const uint32_t qh = pk_u32(x->qh);
+                for (int h = 0; h < 4; h++) memcpy(codes + 64 * h + 4 * i, x->qs + 4 * h, 4);
+                for (int c = 0; c < 4; c++) { /* byte 4i + c, bit g: element 4g + c */
+                    uint8_t v = 0;
+                    for (int g = 0; g < 8; g++) v |= (uint8_t)(((qh >> (4 * g + c)) & 1u) << g);
+                    codes[256 + 4 * i + c] = v;
+                }
                 memcpy(sc + 32 * b + 2 * i, &x->d, 2);
             } else {
                 const uint8_t *x = row[i] + (size_t)(b0 + b) * sizeof(struct quant_block_q4_K);

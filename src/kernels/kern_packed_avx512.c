@@ -1,4 +1,4 @@
-/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0 and Q4_K weights repacked once (at model
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q5_0 and Q4_K weights repacked once (at model
  * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
@@ -159,6 +159,7 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
 
 PK_DEFINE(pk_q8_0, PN_Q8_0)
 PK_DEFINE(pk_q4_0, PN_Q4_0)
+PK_DEFINE(pk_q5_0, PN_Q5_0)
 PK_DEFINE(pk_q4_K, PN_Q4_K)
 
 /* From 1 token: the copy is also the decode kernel (README "Tensor formats and kernels" has the
@@ -175,6 +176,7 @@ void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, 
     switch (wtype) {
     case TERN_TYPE_Q8_0: pk_q8_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_0: pk_q4_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
+    case TERN_TYPE_Q5_0: pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_K: pk_q4_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     default: break;
     }

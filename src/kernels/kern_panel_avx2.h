@@ -74,6 +74,13 @@
 PN_INLINE __m256i p2_w(int fmt, const uint8_t *src, int h, int s, int g)
 {
     if (fmt == PN_Q8_0) return _mm256_load_si256((const __m256i *)(src + 64 * (8 * s + g) + 32 * h));
+    if (fmt == PN_Q5_0) { /* as pn_w (kern_panel_avx512.h): nibbles | fifth bit g moved to bit 4 */
+        const __m256i raw = _mm256_load_si256((const __m256i *)(src + 64 * (5 * s + (g & 3)) + 32 * h));
+        const __m256i hb = _mm256_load_si256((const __m256i *)(src + 64 * (5 * s + 4) + 32 * h));
+        const __m256i hs = g < 4 ? _mm256_slli_epi16(hb, 4 - g) : _mm256_srli_epi16(hb, g - 4);
+        return _mm256_or_si256(_mm256_and_si256(g >= 4 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F)),
+                               _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
+    }
     int line, high;
     if (fmt == PN_Q4_0) {
         line = 4 * s + (g & 3);
@@ -314,10 +321,10 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
             const uint8_t *ap = a + (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
-            __m256i x[2], y[2];
+            __m256i x[2], y[2], z[2];
             for (int h = 0; h < 2; h++) {
                 x[h] = _mm256_set1_epi32(P2_VNNI || fmt != PN_Q8_0 ? S->init[0][s] : 0);
-                y[h] = _mm256_setzero_si256();
+                y[h] = z[h] = _mm256_setzero_si256();
             }
             for (int g = 0; g < GS; g += 2)
                 for (int h = 0; h < 2; h++) {
@@ -330,15 +337,19 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                         const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
                         x[h] = p2_dot_sign(x[h], _mm256_abs_epi8(s0), s0, ap + 4 * g);
                         y[h] = p2_dot_sign(y[h], _mm256_abs_epi8(s1), s1, ap + 4 * g + 4);
+                    } else if (fmt == PN_Q5_0) { /* int16 sums of 4 groups each (p2_tile's W), widened below */
+                        z[h] = p2_dot16(z[h], w0, ap + 4 * g);
+                        y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
                     } else {
                         y[h] = p2_dot16(y[h], w0, ap + 4 * g); /* int16 sums, widened below */
                         y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
                     }
                 }
             for (int h = 0; h < 2; h++) {
-                const __m256i xs32 = !P2_VNNI && fmt != PN_Q8_0
-                                         ? _mm256_add_epi32(x[h], _mm256_madd_epi16(y[h], _mm256_set1_epi16(1)))
-                                         : _mm256_add_epi32(x[h], y[h]);
+                __m256i xs32 = !P2_VNNI && fmt != PN_Q8_0
+                                   ? _mm256_add_epi32(x[h], _mm256_madd_epi16(y[h], _mm256_set1_epi16(1)))
+                                   : _mm256_add_epi32(x[h], y[h]);
+                if (!P2_VNNI && fmt == PN_Q5_0) xs32 = _mm256_add_epi32(xs32, _mm256_madd_epi16(z[h], _mm256_set1_epi16(1)));
                 const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
                 acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
                 if (PN_MINS(fmt))
@@ -494,6 +505,11 @@ static void p2_q4_0_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 {
     p2_panel_1tok(PN_Q4_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
 }
+static void p2_q5_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q5_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
 static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
                          int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
 {
@@ -501,10 +517,12 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 }
 #if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
 #else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN16(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
 PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
@@ -512,6 +530,7 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
 {
     if (fmt == PN_Q8_0) p2_q8_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q5_0) p2_q5_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
 }
 #endif
@@ -523,6 +542,7 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
 {
     if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q5_0) p2_q5_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
 }
 #endif
@@ -595,6 +615,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     const float *xq = fmt == PN_Q4_K ? xs : NULL;
                     if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     continue;
                 }
@@ -765,6 +786,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     switch (fmt) {
         P2_CASE(PN_Q8_0)
         P2_CASE(PN_Q4_0)
+        P2_CASE(PN_Q5_0)
         P2_CASE(PN_Q4_K)
     default: break;
     }

@@ -63,6 +63,14 @@ PN_INLINE __m512i pn_w(int fmt, int st, const uint8_t *src, int s, int g)
     if (!st) return _mm512_load_si512((const void *)((const struct pn_panel *)src)->q[s * PN_GS(fmt) + g]);
     if (fmt == PN_Q8_0) return _mm512_load_si512((const void *)(src + 64 * (8 * s + g)));
     const __m512i m4 = _mm512_set1_epi8(0x0F);
+    if (fmt == PN_Q5_0) { /* the nibbles as Q4_0's, or'ed with bit g of the fifth-bit line moved to bit 4 */
+        const __m512i raw = _mm512_load_si512((const void *)(src + 64 * (5 * s + (g & 3))));
+        const __m512i hb = _mm512_load_si512((const void *)(src + 64 * (5 * s + 4)));
+        const __m512i hs = g < 4 ? _mm512_slli_epi16(hb, 4 - g) : _mm512_srli_epi16(hb, g - 4);
+        /* (nibble & 0x0F) | (hs & 0x10): ternary logic 0xEC is (A & C) | B */
+        return _mm512_ternarylogic_epi32(g >= 4 ? _mm512_srli_epi16(raw, 4) : raw,
+                                         _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), m4, 0xEC);
+    }
     int line, high;
     if (fmt == PN_Q4_0) {
         line = 4 * s + (g & 3);

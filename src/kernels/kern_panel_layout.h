@@ -59,7 +59,8 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
 #define PN_INLINE static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- stored layout
- * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0 and Q4_K:
+ * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0, Q5_0
+ * and Q4_K:
  * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
  * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
  * 64-byte line is one group (or two, as nibbles) of 16 rows:
@@ -68,13 +69,17 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
  *   Q4_0 codes  block b at 256 b: line h (0..3) holds groups h (low nibbles) and h + 4 (high
  *               ones): the raw code bytes 4h..4h+3 of the 16 rows       (256 B per block)
  *        scales as Q8_0                                                   (32 B per block)
+ *   Q5_0 codes  block b at 320 b: lines 0..3 the nibbles as Q4_0, line 4 the fifth bits: bit g of
+ *               byte 4i + c is the fifth bit of element 4g + c of row i, so group g's bits come
+ *               to bit 4 of its code bytes with one 16-bit shift by 4 - g   (320 B per block)
+ *        scales as Q8_0                                                   (32 B per block)
  *   Q4_K codes  super-block b at 2048 b: line 8c + g holds group g of sub-blocks 2c (low
  *               nibbles) and 2c + 1 (high ones): raw bytes 32c + 4g.. of qs (2048 B per block)
  *        scales the first 16 bytes of each row's block (d, dmin, 12 scale bytes) as four lines
  *               of lane = row words: d | dmin << 16, scale bytes 0-3, 4-7, 8-11 (256 B per block)
  * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
  * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
-#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : 2048) /* per block */
+#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : (f) == PN_Q5_0 ? 320 : 2048) /* per block */
 #define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
 #define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
 
@@ -91,6 +96,7 @@ PN_INLINE int pn_st_fmt(int wtype)
     switch (wtype) {
     case TERN_TYPE_Q8_0: return PN_Q8_0;
     case TERN_TYPE_Q4_0: return PN_Q4_0;
+    case TERN_TYPE_Q5_0: return PN_Q5_0;
     case TERN_TYPE_Q4_K: return PN_Q4_K;
     default: return -1;
     }
