@@ -365,7 +365,7 @@ static void test_packed_vs_scalar(void **state)
     static const int shapes[][3] = {/* rows, k / 32, n_tok; the last two: the widest pair sums */
                                     {150, 37, 9}, {40, 17, 17}, {131, 16, 6}, {33, 3, 3},
                                     {16, 33, 1}, {272, 8, 8}, {37, 301, 5}, {20, 801, 2},
-                                    {530, 20, 40}, {48, 16, 1}, {48, 16, 16}};
+                                    {530, 20, 40}, {200, 20, 24}, {48, 16, 1}, {48, 16, 16}};
     const size_t n_shapes = sizeof shapes / sizeof shapes[0];
     static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K};
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};

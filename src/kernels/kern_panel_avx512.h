@@ -193,13 +193,14 @@ PN_INLINE __m512i pn_dot_reg(__m512i acc, __m512i w, __m512i a)
     return acc;
 }
 
-/* pn_tile for two stored panels at once (src0, src1: the same chunk of neighbouring panels) and
+/* pn_tile for two panels at once (src0, src1: the same chunk of neighbouring panels, stored
+ * chunks with st = 1, struct pn_panel with st = 0) and
  * tokens j0 .. j0 + nt - 1 of S (nt <= 4). Each token's four activation bytes are broadcast once
  * into a register for both panels' dots: pn_tile's memory-operand broadcasts made the prefill
  * tile load-bound (bench_kernels, Q8_0 packed, 1 thread: ~630 GOP/s; with the broadcasts taken
  * out of the loop, ~880), and here 8 dots cost 2 weight loads and 4 broadcasts instead of 1 and
  * 8. Per lane the float operations and their order are pn_tile's, so the bits are the same. */
-PN_INLINE void pn_tile2(int fmt, const uint8_t *src0, const uint8_t *src1, const float *xs0,
+PN_INLINE void pn_tile2(int fmt, int st, const uint8_t *src0, const uint8_t *src1, const float *xs0,
                         const float *xs1, const uint8_t *next0, const uint8_t *next1, int nbc,
                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
                         int nt, __m512 acc0[4], __m512 acc1[4])
@@ -220,7 +221,7 @@ PN_INLINE void pn_tile2(int fmt, const uint8_t *src0, const uint8_t *src1, const
             __m512i x0[4], x1[4];
             for (int j = 0; j < nt; j++) x0[j] = x1[j] = _mm512_set1_epi32(S->init[j0 + j][s]);
             for (int g = 0; g < GS; g++) {
-                const __m512i w0 = pn_w(fmt, 1, src0, s, g), w1 = pn_w(fmt, 1, src1, s, g);
+                const __m512i w0 = pn_w(fmt, st, src0, s, g), w1 = pn_w(fmt, st, src1, s, g);
                 for (int j = 0; j < nt; j++) {
                     int32_t a4; /* the block's codes start 2 bytes in: not 4-byte aligned */
                     memcpy(&a4, a[j] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g), 4);
@@ -229,14 +230,14 @@ PN_INLINE void pn_tile2(int fmt, const uint8_t *src0, const uint8_t *src1, const
                     x1[j] = pn_dot_reg(x1[j], w1, av);
                 }
             }
-            const __m512 dw0 = pn_ws(fmt, 1, src0, xs0, nbc, s, 0), dw1 = pn_ws(fmt, 1, src1, xs1, nbc, s, 0);
+            const __m512 dw0 = pn_ws(fmt, st, src0, xs0, nbc, s, 0), dw1 = pn_ws(fmt, st, src1, xs1, nbc, s, 0);
             for (int j = 0; j < nt; j++) {
                 const __m512 da = _mm512_set1_ps(S->da[j0 + j][s]);
                 acc0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x0[j]), _mm512_mul_ps(dw0, da), acc0[j]);
                 acc1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x1[j]), _mm512_mul_ps(dw1, da), acc1[j]);
             }
             if (PN_MINS(fmt)) {
-                const __m512 dm0 = pn_ws(fmt, 1, src0, xs0, nbc, s, 1), dm1 = pn_ws(fmt, 1, src1, xs1, nbc, s, 1);
+                const __m512 dm0 = pn_ws(fmt, st, src0, xs0, nbc, s, 1), dm1 = pn_ws(fmt, st, src1, xs1, nbc, s, 1);
                 for (int j = 0; j < nt; j++) {
                     const __m512 am = _mm512_set1_ps(S->am[j0 + j][s]);
                     acc0[j] = _mm512_fnmadd_ps(dm0, am, acc0[j]);
@@ -247,9 +248,9 @@ PN_INLINE void pn_tile2(int fmt, const uint8_t *src0, const uint8_t *src1, const
     }
 }
 
-/* Two stored panels x tokens j0 .. j0 + nt - 1 x one chunk into Y (the first panel's rows at Y,
+/* Two panels (layout st) x tokens j0 .. j0 + nt - 1 x one chunk into Y (the first panel's rows at Y,
  * the second's at Y + 16), masks m0 / m1; first: the first chunk (stored, not added). */
-PN_INLINE void pn_panels2_tokens(int fmt, const uint8_t *src0, const uint8_t *src1, const float *xs0,
+PN_INLINE void pn_panels2_tokens(int fmt, int st, const uint8_t *src0, const uint8_t *src1, const float *xs0,
                                  const float *xs1, const uint8_t *next0, const uint8_t *next1,
                                  int nbc, const uint8_t *A, size_t as, int64_t b0,
                                  const struct pn_act *S, int j0, int nt, float *Y, int64_t ldy,
@@ -260,15 +261,16 @@ PN_INLINE void pn_panels2_tokens(int fmt, const uint8_t *src0, const uint8_t *sr
         acc0[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, Y + (j0 + j) * ldy);
         acc1[j] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, Y + (j0 + j) * ldy + PN_ROWS);
     }
-    pn_tile2(fmt, src0, src1, xs0, xs1, next0, next1, nbc, A, as, b0, S, j0, nt, acc0, acc1);
+    pn_tile2(fmt, st, src0, src1, xs0, xs1, next0, next1, nbc, A, as, b0, S, j0, nt, acc0, acc1);
     for (int j = 0; j < nt; j++) {
         _mm512_mask_storeu_ps(Y + (j0 + j) * ldy, m0, acc0[j]);
         _mm512_mask_storeu_ps(Y + (j0 + j) * ldy + PN_ROWS, m1, acc1[j]);
     }
 }
 
-/* name##_run2: pn_panels2_tokens for fmt over a tile's nt <= PN_NT tokens, four at a time. */
-#define PN_DEFINE_RUN2(name, fmt)                                                              \
+/* name##_run2: pn_panels2_tokens for fmt and layout st over a tile's nt <= PN_NT tokens, four at
+ * a time. */
+#define PN_DEFINE_RUN2(name, fmt, st)                                                            \
     static void name##_run2(const uint8_t *src0, const uint8_t *src1, const float *xs0,        \
                             const float *xs1, const uint8_t *next0, const uint8_t *next1,      \
                             int nbc, const uint8_t *A, size_t as, int64_t b0,                  \
@@ -278,10 +280,10 @@ PN_INLINE void pn_panels2_tokens(int fmt, const uint8_t *src0, const uint8_t *sr
         for (int j0 = 0; j0 < nt; j0 += 4) {                                                   \
             const uint8_t *n0 = j0 ? NULL : next0, *n1 = j0 ? NULL : next1;                    \
             switch (nt - j0 < 4 ? nt - j0 : 4) {                                               \
-            case 4: pn_panels2_tokens(fmt, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 4, Y, ldy, m0, m1, first); break; \
-            case 3: pn_panels2_tokens(fmt, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 3, Y, ldy, m0, m1, first); break; \
-            case 2: pn_panels2_tokens(fmt, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 2, Y, ldy, m0, m1, first); break; \
-            default: pn_panels2_tokens(fmt, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 1, Y, ldy, m0, m1, first); break; \
+            case 4: pn_panels2_tokens(fmt, st, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 4, Y, ldy, m0, m1, first); break; \
+            case 3: pn_panels2_tokens(fmt, st, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 3, Y, ldy, m0, m1, first); break; \
+            case 2: pn_panels2_tokens(fmt, st, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 2, Y, ldy, m0, m1, first); break; \
+            default: pn_panels2_tokens(fmt, st, src0, src1, xs0, xs1, n0, n1, nbc, A, as, b0, S, j0, 1, Y, ldy, m0, m1, first); break; \
             }                                                                                  \
         }                                                                                      \
     }
