@@ -1,8 +1,7 @@
 /* test_repack.c — weights repacked at load (src/model/model_repack.c, kern_packed.h) change
  * nothing but speed and memory.
  *
- * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_K_M's Q4_K and Q5_0
- * ones),
+ * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K),
  * loaded twice — repacked (the default) and mmap-only (no_repack) — on every kernel path this
  * CPU runs:
  * - what is reported: on avx512 and avx2 (both variants of its tile: with AVX-VNNI and without)
@@ -12,12 +11,13 @@
  *   matrix is packed (the 256-bit tile's float operations are the AVX-512 tile's, lane for lane).
  * - on avx512 a 29-token prompt in one batch (the panels) gives the same logits bit for bit, and
  *   so do four tokens decoded one at a time wherever the mmap-only kernels are batch-invariant
- *   (Q8_0, Q4_0: the decode kernel sums as the panels do); the Q4_K_M file's one-token decode
- *   runs the 256-bit tiles mmap-only, so there the two agree within float summation order. On
+ *   (Q8_0, Q4_0: the decode kernel sums as the panels do); Q4_K and Q6_K matrices' one-token
+ *   decode runs the 256-bit tiles mmap-only, so there the two agree within float summation
+ *   order. On
  *   avx2 mmap-only runs the row x token tiles: prompt and decode agree within that order, whose
  *   effect the next layer's 8-bit activations amplify (tolerance below).
- * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K too
- *   (tern_model_batch_invariant becomes true for a model of packed Q4_K, Q5_0, Q8_0, Q4_0 only).
+ * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K, Q5_0 and Q6_K
+ *   too (tern_model_batch_invariant becomes true for a model whose matrices are all packed).
  * - a model repacked on avx512 or avx2 and then run on the scalar path (kern_force_isa) reads
  *   its released file rows again and gives the mmap-only model's bits there.
  * - TERN_REPACK=0 in the environment turns it off like no_repack. */
@@ -146,14 +146,17 @@ static void test_q8_0(void **state)
 static void test_q4_0(void **state)
 {
     (void)state;
-    check_model("qwen2-tiny-q4_0", true, false); /* its output matrix is Q6_K/Q8_0 (llama-quantize) */
-    check_model("llama-spm-tiny-q4_0", true, false);
+    /* qwen2-tiny's tied output is Q8_0 (llama-quantize), and it keeps its unpacked F32 norms only;
+     * llama-spm-tiny's separate output is Q6_K, packed too, whose mmap-only decode runs the
+     * 256-bit tiles: not the panels' bits */
+    check_model("qwen2-tiny-q4_0", true, false);
+    check_model("llama-spm-tiny-q4_0", false, true);
 }
 
 static void test_q4_k_m(void **state)
 {
     (void)state;
-    check_model("llama-spm-tiny-q4_k_m", false, false);
+    check_model("llama-spm-tiny-q4_k_m", false, true); /* Q4_K and Q6_K: every matrix packed */
 }
 
 static void test_env(void **state)

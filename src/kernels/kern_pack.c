@@ -1,5 +1,5 @@
 /* kern_pack.c — writes the stored panel layout (kern_panel_layout.h, "stored layout"): Q8_0,
- * Q4_0, Q5_0 and Q4_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
+ * Q4_0, Q5_0, Q4_K and Q6_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
  * tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c, kern_packed_avxvnni.c)
  * read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
  * serves every path that has a panel tile, so a model packed under one path is read by another
@@ -62,6 +62,22 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                     codes[256 + 4 * i + c] = v;
                 }
                 memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+            } else if (fmt == PN_Q6_K) {
+                const struct quant_block_q6_K *x = (const struct quant_block_q6_K *)row[i] + b0 + b;
+                uint8_t *codes = out + 3072 * (size_t)b;
+                for (int m = 0; m < 32; m++) memcpy(codes + 64 * m + 4 * i, x->ql + 4 * m, 4);
+                for (int L = 0; L < 16; L++)
+                    for (int c = 0; c < 4; c++) {
+                        uint8_t v = 0;
+                        for (int j = 0; j < 4; j++) { /* element e = 4G + c = 128 h + 32 q + l */
+                            const int e = 4 * (4 * L + j) + c, h = e / 128, q = (e % 128) / 32, l = e % 32;
+                            v |= (uint8_t)(((x->qh[32 * h + l] >> (2 * q)) & 3u) << (2 * j));
+                        }
+                        codes[2048 + 64 * L + 4 * i + c] = v;
+                    }
+                uint8_t *scb = sc + 288 * (size_t)b;
+                for (int j = 0; j < 16; j++) scb[16 * j + i] = (uint8_t)x->scales[j];
+                memcpy(scb + 256 + 2 * i, &x->d, 2);
             } else {
                 const uint8_t *x = row[i] + (size_t)(b0 + b) * sizeof(struct quant_block_q4_K);
                 const uint8_t *qs = x + offsetof(struct quant_block_q4_K, qs);

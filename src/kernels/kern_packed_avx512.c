@@ -1,4 +1,4 @@
-/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q5_0 and Q4_K weights repacked once (at model
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked once (at model
  * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
@@ -61,9 +61,8 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
  * panels, whose chunks stay in L2 while the token tiles take them one after the other, as the
  * on-the-fly panels do, two panels at a time (pn_tile2: one register broadcast of a token's
  * bytes feeds both); Q4_K's scales are unpacked once per chunk there. */
-#define PK_DEFINE(name, fmt)                                                                   \
+#define PK_DEFINE_FEW(name, fmt)                                                               \
     PN_DEFINE_RUN(name, fmt, 1)                                                                \
-    PN_DEFINE_RUN2(name, fmt, 1)                                                               \
     static void name##_few(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k,   \
                            int64_t r0, int64_t r1, float *Y, int64_t ldy)                      \
     {                                                                                          \
@@ -100,7 +99,11 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
-    }                                                                                          \
+    }
+
+#define PK_DEFINE(name, fmt)                                                                   \
+    PK_DEFINE_FEW(name, fmt)                                                                   \
+    PN_DEFINE_RUN2(name, fmt, 1)                                                               \
     static void name##_matmul(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, \
                               int64_t r0, int64_t r1, float *Y, int64_t ldy)                   \
     {                                                                                          \
@@ -159,56 +162,77 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
 
 PK_DEFINE(pk_q8_0, PN_Q8_0)
 PK_DEFINE(pk_q4_0, PN_Q4_0)
-PK_DEFINE(pk_q5_0, PN_Q5_0)
+PK_DEFINE(pk_q4_K, PN_Q4_K)
 
-/* Many tokens over a stored Q5_0 copy: its codes take five instructions a panel and group to put
- * together (pn_w), which the tile pays once per 4-token pass: bench_kernels prefill 896 x 4864 at
- * 512 tokens, one thread, 572 GOP/s against Q4_0's ~730. So each row block's chunk is first
- * unpacked into struct pn_panel (the bytes and scales the on-the-fly panels' pn_pack_q5_0
- * makes) and the two-panel tile runs over that (st = 0): the unpacking is paid once per chunk.
- * Row blocks of PK_MB5 panels: their unpacked chunks (12 KB each) stay in L2. */
-#ifndef PK_MB5
-#define PK_MB5 16
+/* Many tokens over a stored Q5_0 or Q6_K copy: their codes take five or six instructions a
+ * panel and group to put together (pn_w), which the two-panel tile would pay once per 4-token
+ * pass: bench_kernels prefill of Q5_0, 896 x 4864 at 512 tokens, one thread, 572 GOP/s against
+ * Q4_0's ~730. So each row block's chunk is first unpacked into struct pn_panel (the bytes and
+ * scales the on-the-fly panels' packers make) and the tile runs over that (st = 0): the
+ * unpacking is paid once per chunk (Q5_0: 725 GOP/s). Row blocks of PK_MBU panels, whose
+ * unpacked chunks (12 KB each) stay in L2. */
+#ifndef PK_MBU
+#define PK_MBU 16
 #endif
-PN_DEFINE_RUN2(pk_q5_0x, PN_Q5_0, 0)
 
-static void pk_unpack_q5_0(const uint8_t *src, int nbc, struct pn_panel *P)
+PN_INLINE void pk_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *P)
 {
-    for (int s = 0; s < nbc; s++) {
-        for (int g = 0; g < 8; g++) _mm512_store_si512((void *)P->q[8 * s + g], pn_w(PN_Q5_0, 1, src, s, g));
-        _mm512_store_ps(P->d[s], pn_ws(PN_Q5_0, 1, src, NULL, nbc, s, 0));
+    for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
+        for (int g = 0; g < PN_GS(fmt); g++)
+            _mm512_store_si512((void *)P->q[PN_GS(fmt) * s + g], pn_w(fmt, 1, src, s, g));
+        _mm512_store_ps(P->d[s], pn_ws(fmt, 1, src, NULL, nbc, s, 0));
     }
 }
 
-static void pk_q5_0_many(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, int64_t r0,
-                         int64_t r1, float *Y, int64_t ldy)
+typedef void (*pk_run2_fn)(const uint8_t *, const uint8_t *, const float *, const float *, const uint8_t *,
+                           const uint8_t *, int, const uint8_t *, size_t, int64_t, const struct pn_act *, int,
+                           float *, int64_t, __mmask16, __mmask16, int);
+
+PN_INLINE void pk_many_unpacked(int fmt, pk_run2_fn run2, const uint8_t *P, const void *A, size_t as,
+                                int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
-    struct pn_panel panels[PK_MB5] __attribute__((aligned(64)));
+    struct pn_panel panels[PK_MBU] __attribute__((aligned(64)));
     struct pn_act S;
-    const int bpc = PN_KC / PN_BLK(PN_Q5_0);
-    const int64_t nb = k / PN_BLK(PN_Q5_0);
-    const size_t pbytes = pn_st_panel_bytes(PN_Q5_0, k), cfull = pn_st_chunk_bytes(PN_Q5_0, bpc);
+    const int bpc = PN_KC / PN_BLK(fmt);
+    const int64_t nb = k / PN_BLK(fmt);
+    const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
     const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;
-    for (int64_t pb = p0; pb < p1; pb += PK_MB5) {
-        const int64_t pe = pb + PK_MB5 < p1 ? pb + PK_MB5 : p1;
+    for (int64_t pb = p0; pb < p1; pb += PK_MBU) {
+        const int64_t pe = pb + PK_MBU < p1 ? pb + PK_MBU : p1;
         int64_t c = 0;
         for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {
             const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
             for (int64_t p = pb; p < pe; p++)
-                pk_unpack_q5_0(P + (size_t)p * pbytes + (size_t)c * cfull, nbc, &panels[p - pb]);
+                pk_unpack(fmt, P + (size_t)p * pbytes + (size_t)c * cfull, nbc, &panels[p - pb]);
             for (int t = 0; t < n_tok; t += PN_NT) {
                 const int nt = n_tok - t < PN_NT ? n_tok - t : PN_NT;
                 const uint8_t *At = (const uint8_t *)A + (size_t)t * as;
-                pn_act_prepare(PN_Q5_0, At, as, nt, b0, nbc, &S);
-                for (int64_t p = pb; p < pe; p += 2) /* an odd last panel pairs with itself, not stored */
-                    pk_q5_0x_run2((const uint8_t *)&panels[p - pb], (const uint8_t *)&panels[p + 1 < pe ? p + 1 - pb : p - pb], NULL,
-                                  NULL, NULL, NULL, nbc, At, as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS,
-                                  ldy, pk_rows(p, r0, r1), p + 1 < pe ? pk_rows(p + 1, r0, r1) : 0, b0 == 0);
+                pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);
+                for (int64_t p = pb; p < pe; p += 2) { /* an odd last panel pairs with itself, not stored */
+                    const int64_t q = p + 1 < pe ? p + 1 : p;
+                    run2((const uint8_t *)&panels[p - pb], (const uint8_t *)&panels[q - pb], NULL, NULL, NULL,
+                         NULL, nbc, At, as, b0, &S, nt, Y + (size_t)t * ldy + p * PN_ROWS, ldy,
+                         pk_rows(p, r0, r1), q > p ? pk_rows(q, r0, r1) : 0, b0 == 0);
+                }
             }
         }
     }
 }
-PK_DEFINE(pk_q4_K, PN_Q4_K)
+
+#define PK_DEFINE_UNPACKED(name, fmt)                                                          \
+    PK_DEFINE_FEW(name, fmt)                                                                   \
+    PN_DEFINE_RUN2(name##_x, fmt, 0)                                                           \
+    static void name##_matmul(const uint8_t *P, const void *A, size_t as, int n_tok, int64_t k, \
+                              int64_t r0, int64_t r1, float *Y, int64_t ldy)                   \
+    {                                                                                          \
+        if (n_tok <= PN_FUSE_TILES * PN_NT)                                                    \
+            name##_few(P, A, as, n_tok, k, r0, r1, Y, ldy);                                    \
+        else                                                                                   \
+            pk_many_unpacked(fmt, name##_x_run2, P, A, as, n_tok, k, r0, r1, Y, ldy);          \
+    }
+
+PK_DEFINE_UNPACKED(pk_q5_0, PN_Q5_0)
+PK_DEFINE_UNPACKED(pk_q6_K, PN_Q6_K)
 
 /* From 1 token: the copy is also the decode kernel (README "Tensor formats and kernels" has the
  * bench_smallm figures behind this). */
@@ -224,12 +248,8 @@ void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, 
     switch (wtype) {
     case TERN_TYPE_Q8_0: pk_q8_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_0: pk_q4_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
-    case TERN_TYPE_Q5_0:
-        if (n_tok <= PN_FUSE_TILES * PN_NT)
-            pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy);
-        else
-            pk_q5_0_many(P, A, as, n_tok, k, r0, r1, Y, ldy);
-        break;
+    case TERN_TYPE_Q5_0: pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
+    case TERN_TYPE_Q6_K: pk_q6_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_K: pk_q4_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     default: break;
     }

@@ -81,6 +81,15 @@ PN_INLINE __m256i p2_w(int fmt, const uint8_t *src, int h, int s, int g)
         return _mm256_or_si256(_mm256_and_si256(g >= 4 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F)),
                                _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
     }
+    if (fmt == PN_Q6_K) { /* as pn_w: group G = 4j + g of block b; nibble | two high bits at 4-5 */
+        const int b = s >> 4, G = 4 * (s & 15) + g, j = G & 3;
+        const uint8_t *blk = src + 3072 * b + 32 * h;
+        const __m256i raw = _mm256_load_si256((const __m256i *)(blk + 64 * (16 * (G >> 5) + 8 * ((G >> 3) & 1) + (G & 7))));
+        const __m256i hb = _mm256_load_si256((const __m256i *)(blk + 64 * (32 + (G >> 2))));
+        const __m256i hs = j < 2 ? _mm256_slli_epi16(hb, 4 - 2 * j) : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
+        return _mm256_or_si256(_mm256_and_si256((G >> 4) & 1 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F)),
+                               _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
+    }
     int line, high;
     if (fmt == PN_Q4_0) {
         line = 4 * s + (g & 3);
@@ -107,6 +116,12 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
 {
     if (fmt == PN_Q4_K) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
+    if (fmt == PN_Q6_K) { /* d x int8 scale, the product pn_pack_q6_K makes */
+        const uint8_t *blk = sc + 288 * (s >> 4);
+        const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(blk + 256 + 16 * h)));
+        const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 * (s & 15) + 8 * h)));
+        return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
+    }
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
 }
 
@@ -337,7 +352,7 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                         const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
                         x[h] = p2_dot_sign(x[h], _mm256_abs_epi8(s0), s0, ap + 4 * g);
                         y[h] = p2_dot_sign(y[h], _mm256_abs_epi8(s1), s1, ap + 4 * g + 4);
-                    } else if (fmt == PN_Q5_0) { /* int16 sums of 4 groups each (p2_tile's W), widened below */
+                    } else if (fmt == PN_Q5_0 || fmt == PN_Q6_K) { /* int16 sums of at most p2_tile's W groups each, widened below */
                         z[h] = p2_dot16(z[h], w0, ap + 4 * g);
                         y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
                     } else {
@@ -349,7 +364,8 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                 __m256i xs32 = !P2_VNNI && fmt != PN_Q8_0
                                    ? _mm256_add_epi32(x[h], _mm256_madd_epi16(y[h], _mm256_set1_epi16(1)))
                                    : _mm256_add_epi32(x[h], y[h]);
-                if (!P2_VNNI && fmt == PN_Q5_0) xs32 = _mm256_add_epi32(xs32, _mm256_madd_epi16(z[h], _mm256_set1_epi16(1)));
+                if (!P2_VNNI && (fmt == PN_Q5_0 || fmt == PN_Q6_K))
+                    xs32 = _mm256_add_epi32(xs32, _mm256_madd_epi16(z[h], _mm256_set1_epi16(1)));
                 const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
                 acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
                 if (PN_MINS(fmt))
@@ -510,6 +526,11 @@ static void p2_q5_0_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 {
     p2_panel_1tok(PN_Q5_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
 }
+static void p2_q6_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
+                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
+{
+    p2_panel_1tok(PN_Q6_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
+}
 static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
                          int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
 {
@@ -518,11 +539,13 @@ static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *nex
 #if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
+P2_DEFINE_RUN(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
 #else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN16(p2_q5_0, PN_Q5_0, 1)
+P2_DEFINE_RUN16(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
 PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
@@ -531,6 +554,7 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
     if (fmt == PN_Q8_0) p2_q8_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q6_K) p2_q6_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
 }
 #endif
@@ -543,6 +567,7 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
     if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q6_K) p2_q6_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
 }
 #endif
@@ -616,6 +641,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q6_K) p2_q6_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     continue;
                 }
@@ -735,28 +761,29 @@ P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
-/* Many tokens over a stored Q5_0 copy. Its codes cost six instructions a half panel and group to
- * put together (p2_w), which the 256-bit tiles would pay once per token tile: prefill 896 x 4864
- * at 512 tokens, one thread, 293 GOP/s with VNNI against the per-call panels' 359 (182 against
- * 203 without). So each row block's chunk is first unpacked into struct pn_panel (the bytes and
- * scales pn_pack_q5_0 makes from the rows) and the per-call panels' tile runs over it: the
- * unpacking is paid once per chunk, as the per-call packing is, without reading the rows. */
-PN_INLINE void p2_unpack_q5_0(const uint8_t *src, int nbc, struct pn_panel *P)
+/* Many tokens over a stored Q5_0 or Q6_K copy. Their codes cost six instructions a half panel
+ * and group to put together (p2_w), which the 256-bit tiles would pay once per token tile:
+ * Q5_0 prefill 896 x 4864 at 512 tokens, one thread, 293 GOP/s with VNNI against the per-call
+ * panels' 359 (182 against 203 without). So each row block's chunk is first unpacked into
+ * struct pn_panel (the bytes and scales the per-call packers make from the rows) and the
+ * per-call panels' tile runs over it: the unpacking is paid once per chunk, as the per-call
+ * packing is, without reading the rows (Q5_0: 364 and 208 GOP/s). */
+PN_INLINE void p2_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *P)
 {
-    for (int s = 0; s < nbc; s++) {
-        for (int g = 0; g < 8; g++)
+    for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
+        for (int g = 0; g < PN_GS(fmt); g++)
             for (int h = 0; h < 2; h++)
-                _mm256_store_si256((__m256i *)(P->q[8 * s + g] + 32 * h), p2_w(PN_Q5_0, src, h, s, g));
-        for (int h = 0; h < 2; h++) _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(PN_Q5_0, src, NULL, nbc, h, s, 0));
+                _mm256_store_si256((__m256i *)(P->q[PN_GS(fmt) * s + g] + 32 * h), p2_w(fmt, src, h, s, g));
+        for (int h = 0; h < 2; h++) _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
     }
 }
 
-PN_INLINE void p2_many_q5_0(const uint8_t *P, const uint8_t *A, size_t as, int n_tok, int64_t k, int64_t r0,
-                            int64_t r1, float *Y, int64_t ldy)
+PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, size_t as, int n_tok, int64_t k,
+                                int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct pn_panel panels[P2_PMB] __attribute__((aligned(64)));
     struct pn_act S;
-    const int fmt = PN_Q5_0, bpc = PN_KC / PN_BLK(PN_Q5_0);
+    const int bpc = PN_KC / PN_BLK(fmt);
     const int64_t nb = k / PN_BLK(fmt);
     const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
     const int64_t p0 = r0 / PN_ROWS, p1 = (r1 + PN_ROWS - 1) / PN_ROWS;
@@ -765,7 +792,7 @@ PN_INLINE void p2_many_q5_0(const uint8_t *P, const uint8_t *A, size_t as, int n
         int64_t c = 0;
         for (int64_t b0 = 0; b0 < nb; b0 += bpc, c++) {
             const int nbc = nb - b0 < bpc ? (int)(nb - b0) : bpc;
-            for (int64_t p = pb; p < pe; p++) p2_unpack_q5_0(P + (size_t)p * pbytes + (size_t)c * cfull, nbc, &panels[p - pb]);
+            for (int64_t p = pb; p < pe; p++) p2_unpack(fmt, P + (size_t)p * pbytes + (size_t)c * cfull, nbc, &panels[p - pb]);
             for (int t = 0; t < n_tok; t += P2_TW) {
                 const int nt = n_tok - t < P2_TW ? n_tok - t : P2_TW;
                 const uint8_t *At = A + (size_t)t * as;
@@ -775,16 +802,19 @@ PN_INLINE void p2_many_q5_0(const uint8_t *P, const uint8_t *A, size_t as, int n
 #if P2_VNNI
                     const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
                     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
-                    for (int j0 = 0; j0 < nt; j0 += P2_NT16)
-                        p2_p_q5_0_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0,
-                                        nt - j0 < P2_NT16 ? nt - j0 : P2_NT16, Y + (size_t)(t + j0) * ldy + p * PN_ROWS,
-                                        ldy, lo, hi, b0 == 0);
+                    for (int j0 = 0; j0 < nt; j0 += P2_NT16) {
+                        const int n = nt - j0 < P2_NT16 ? nt - j0 : P2_NT16;
+                        float *Yj = Y + (size_t)(t + j0) * ldy + p * PN_ROWS;
+                        if (fmt == PN_Q5_0) p2_p_q5_0_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
+                        if (fmt == PN_Q6_K) p2_p_q6_K_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
+                    }
 #else
                     for (int h = 0; h < 2; h++) {
                         int lo, hi;
                         if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
-                        p2_p_q5_0_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt,
-                                      Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h, ldy, lo, hi, b0 == 0);
+                        float *Yh = Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h;
+                        if (fmt == PN_Q5_0) p2_p_q5_0_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
+                        if (fmt == PN_Q6_K) p2_p_q6_K_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                     }
 #endif
                 }
@@ -838,8 +868,8 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     case f:                                                                                     \
         if (n_tok <= P2_FEW)                                                                    \
             p2_few(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                      \
-        else if (f == PN_Q5_0)                                                                  \
-            p2_many_q5_0(P, A, as, n_tok, k, r0, r1, Y, ldy);                                   \
+        else if (f == PN_Q5_0 || f == PN_Q6_K)                                                  \
+            p2_many_unpacked(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                            \
         else                                                                                    \
             p2_many(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                     \
         break;
@@ -847,6 +877,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
         P2_CASE(PN_Q8_0)
         P2_CASE(PN_Q4_0)
         P2_CASE(PN_Q5_0)
+        P2_CASE(PN_Q6_K)
         P2_CASE(PN_Q4_K)
     default: break;
     }

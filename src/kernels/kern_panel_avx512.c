@@ -30,7 +30,7 @@
  * Y accumulates over k chunks (the first chunk stores). Rows past r1 in the last panel are
  * packed as zeros (scale 0) and masked out of the stores.
  *
- * Q8_0, Q4_0, Q5_0 and Q4_K matrices loaded with repacking (the default) do not come here: their
+ * Q8_0, Q4_0, Q5_0, Q4_K and Q6_K matrices loaded with repacking (the default) do not come here: their
  * matrices were repacked once at load and kern_packed_avx512.c runs the same token tile
  * (kern_panel_avx512.h) over that copy. This file serves the other formats, mmap-only loads
  * (--no-repack) and direct kern_matmul callers. */

@@ -71,6 +71,15 @@ PN_INLINE __m512i pn_w(int fmt, int st, const uint8_t *src, int s, int g)
         return _mm512_ternarylogic_epi32(g >= 4 ? _mm512_srli_epi16(raw, 4) : raw,
                                          _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), m4, 0xEC);
     }
+    if (fmt == PN_Q6_K) { /* s = 16b + j: group G = 4j + g of block b; nibble | two high bits at 4-5 */
+        const int b = s >> 4, G = 4 * (s & 15) + g, j = G & 3;
+        const uint8_t *blk = src + 3072 * b;
+        const __m512i raw = _mm512_load_si512((const void *)(blk + 64 * (16 * (G >> 5) + 8 * ((G >> 3) & 1) + (G & 7))));
+        const __m512i hb = _mm512_load_si512((const void *)(blk + 64 * (32 + (G >> 2))));
+        const __m512i hs = j < 2 ? _mm512_slli_epi16(hb, 4 - 2 * j) : j == 2 ? hb : _mm512_srli_epi16(hb, 2);
+        return _mm512_ternarylogic_epi32((G >> 4) & 1 ? _mm512_srli_epi16(raw, 4) : raw,
+                                         _mm512_and_si512(hs, _mm512_set1_epi8(0x30)), m4, 0xEC);
+    }
     int line, high;
     if (fmt == PN_Q4_0) {
         line = 4 * s + (g & 3);
@@ -81,6 +90,15 @@ PN_INLINE __m512i pn_w(int fmt, int st, const uint8_t *src, int s, int g)
     }
     const __m512i raw = _mm512_load_si512((const void *)(src + 64 * line));
     return _mm512_and_si512(high ? _mm512_srli_epi16(raw, 4) : raw, m4);
+}
+
+/* Q6_K stored: the 16 rows' d x int8 scale of sub-block s (the product pn_pack_q6_K makes) */
+PN_INLINE __m512 pn_k6_scale(const uint8_t *sc, int s)
+{
+    const uint8_t *blk = sc + 288 * (s >> 4);
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 256)));
+    const __m512i v = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(blk + 16 * (s & 15))));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(v));
 }
 
 /* Q4_K stored: sub-block s's six-bit scale (mins = 0) or min (mins = 1) of the 16 rows, times d
@@ -117,6 +135,7 @@ PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int
     }
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
     if (fmt == PN_Q4_K) return pn_k4_scale(sc + 256 * (s >> 3), s & 7, mins);
+    if (fmt == PN_Q6_K) return pn_k6_scale(sc, s);
     return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + 32 * s)));
 }
 

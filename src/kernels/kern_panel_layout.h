@@ -59,8 +59,8 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
 #define PN_INLINE static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- stored layout
- * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0, Q5_0
- * and Q4_K:
+ * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0, Q5_0,
+ * Q4_K and Q6_K:
  * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
  * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
  * 64-byte line is one group (or two, as nibbles) of 16 rows:
@@ -77,10 +77,19 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
  *               nibbles) and 2c + 1 (high ones): raw bytes 32c + 4g.. of qs (2048 B per block)
  *        scales the first 16 bytes of each row's block (d, dmin, 12 scale bytes) as four lines
  *               of lane = row words: d | dmin << 16, scale bytes 0-3, 4-7, 8-11 (256 B per block)
+ *   Q6_K codes  super-block b at 3072 b: lines 0..31 the low-bit bytes ql as Q4_K's nibbles (line
+ *               m: bytes 4m..4m+3 of the 16 rows' ql; group G of the block, elements 4G..4G+3,
+ *               is line 16 (G / 32) + 8 ((G / 8) % 2) + G % 8, high nibbles when (G / 16) % 2),
+ *               then 16 lines of high bits rearranged: bits 2j, 2j + 1 of byte 4i + c of line
+ *               32 + L are the two high bits of element 4G + c of row i, G = 4L + j, so they
+ *               come to bits 4-5 with one 16-bit shift by 4 - 2j        (3072 B per block)
+ *        scales the 16 int8 sub-block scales of the 16 rows, lane = row (16 B per sub-block),
+ *               then the rows' fp16 d                                    (288 B per block)
  * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
  * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
-#define PN_ST_CODES(f) ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : (f) == PN_Q5_0 ? 320 : 2048) /* per block */
-#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : 32)
+#define PN_ST_CODES(f)                                                                          \
+    ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : (f) == PN_Q5_0 ? 320 : (f) == PN_Q6_K ? 3072 : 2048) /* per block */
+#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : (f) == PN_Q6_K ? 288 : 32)
 #define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
 
 /* Bytes of one stored chunk of nbc blocks. */
@@ -98,6 +107,7 @@ PN_INLINE int pn_st_fmt(int wtype)
     case TERN_TYPE_Q4_0: return PN_Q4_0;
     case TERN_TYPE_Q5_0: return PN_Q5_0;
     case TERN_TYPE_Q4_K: return PN_Q4_K;
+    case TERN_TYPE_Q6_K: return PN_Q6_K;
     default: return -1;
     }
 }
