@@ -511,31 +511,19 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 #if !P2_VNNI /* the 8-row tiles over the stored copy: the vpmaddubsw variant only */
 P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
 #endif
-static void p2_q8_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
-                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
-{
-    p2_panel_1tok(PN_Q8_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
-}
-static void p2_q4_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
-                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
-{
-    p2_panel_1tok(PN_Q4_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
-}
-static void p2_q5_0_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
-                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
-{
-    p2_panel_1tok(PN_Q5_0, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
-}
-static void p2_q6_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
-                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
-{
-    p2_panel_1tok(PN_Q6_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
-}
-static void p2_q4_K_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, const uint8_t *A,
-                         int64_t b0, const struct pn_act *S, float *Y, int lo, int hi, int first)
-{
-    p2_panel_1tok(PN_Q4_K, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);
-}
+/* name##_run1: p2_panel_1tok for fmt (one token over a stored chunk). */
+#define P2_DEFINE_RUN1(name, fmt)                                                               \
+    static void name##_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,  \
+                            const uint8_t *A, int64_t b0, const struct pn_act *S, float *Y,     \
+                            int lo, int hi, int first)                                          \
+    {                                                                                           \
+        p2_panel_1tok(fmt, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);                     \
+    }
+P2_DEFINE_RUN1(p2_q8_0, PN_Q8_0)
+P2_DEFINE_RUN1(p2_q4_0, PN_Q4_0)
+P2_DEFINE_RUN1(p2_q5_0, PN_Q5_0)
+P2_DEFINE_RUN1(p2_q6_K, PN_Q6_K)
+P2_DEFINE_RUN1(p2_q4_K, PN_Q4_K)
 #if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
