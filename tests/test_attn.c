@@ -51,8 +51,8 @@ static void test_simd_paths(void **state)
     (void)state;
     int tested = 0;
 #if defined(__x86_64__)
-    static const int sizes[] = {16, 32, 64, 128};
-    for (int i = 0; i < 4; i++) {
+    static const int sizes[] = {16, 32, 64, 128, 96, 256};
+    for (int i = 0; i < 6; i++) {
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
             compare_paths(attn_scores_avx2, attn_wsum_avx2, sizes[i], "avx2");
             tested++;
@@ -132,23 +132,26 @@ static void test_block_kernels(void **state)
     struct attn_kernels paths[3];
     int n_paths = 0;
     paths[n_paths++] = (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar,
-        attn_softmax_scalar, attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar, "scalar"};
+        attn_softmax_scalar, attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar,
+        attn_round_f16_scalar, "scalar"};
 #if defined(__x86_64__)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
         paths[n_paths++] = (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2,
-            attn_softmax_avx2, attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2, "avx2"};
+            attn_softmax_avx2, attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2,
+            attn_round_f16_avx2, "avx2"};
     if (__builtin_cpu_supports("avx512f"))
         paths[n_paths++] = (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512,
-            attn_softmax_avx512, attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512, "avx512"};
+            attn_softmax_avx512, attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512,
+            attn_round_f16_avx512, "avx512"};
 #endif
     /* (queries, heads per token): GQA groups 1, 4, 7, 8 times 1..16 tokens, and ragged blocks */
     static const int shapes[][2] = {{1, 1}, {16, 1}, {4, 4}, {16, 4}, {7, 7}, {14, 7}, {8, 8},
                                     {16, 8}, {13, 4}, {5, 2}};
-    static const int sizes[] = {64, 128, 16, 32};
+    static const int sizes[] = {64, 128, 16, 32, 96, 256}; /* 96, 256: dot_ab from memory */
     static const int keys[] = {1, 2, 15, 16, 17, 33, 100};
     for (int pi = 0; pi < n_paths; pi++) {
         int runs = 0;
-        for (int zi = 0; zi < 4; zi++)
+        for (int zi = 0; zi < 6; zi++)
             for (int si = 0; si < 10; si++)
                 for (int ki = 0; ki < 7; ki++) {
                     compare_block(&paths[pi], sizes[zi], shapes[si][0], shapes[si][1], keys[ki]);
@@ -157,6 +160,46 @@ static void test_block_kernels(void **state)
         print_message("%s: block kernels bit-identical to per-query kernels in %d cases\n",
                       paths[pi].name, runs);
     }
+}
+
+/* The query's rounding to F16 precision: every path gives the scalar oracle's bits (fp16.h), on
+ * ties, values past the F16 range, F16 subnormals, zeros and infinities, and at every length's
+ * tail. */
+static void test_round_f16(void **state)
+{
+    (void)state;
+    struct attn_kernels paths[3];
+    int n_paths = 0;
+    paths[n_paths++] = attn_select(64);
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        paths[n_paths].round_f16 = attn_round_f16_avx2, paths[n_paths++].name = "avx2";
+    if (__builtin_cpu_supports("avx512f"))
+        paths[n_paths].round_f16 = attn_round_f16_avx512, paths[n_paths++].name = "avx512";
+#endif
+    enum { N = 75 };
+    float x[N], want[N], got[N];
+    uint64_t seed = 77;
+    for (int i = 0; i < N; i++) x[i] = frand(&seed) * 1000.0f;
+    x[0] = 1.0f + 1.0f / 2048; /* a tie: rounds to even (1.0) */
+    x[1] = 1.0f + 3.0f / 2048; /* a tie: rounds to even (1 + 2/1024) */
+    x[2] = 70000.0f;           /* past 65504: infinity */
+    x[3] = -65520.0f;          /* rounds to -infinity */
+    x[4] = 3e-6f;              /* an F16 subnormal */
+    x[5] = -1e-9f;             /* below the smallest F16 subnormal: -0 */
+    x[6] = 0.0f;
+    x[7] = INFINITY;
+    x[8] = -INFINITY;
+    x[9] = 65504.0f;
+    for (int i = 0; i < N; i++) want[i] = fp16_to_f32(fp16_from_f32(x[i]));
+    for (int pi = 0; pi < n_paths; pi++)
+        for (int n = 1; n <= N; n += 7) {
+            memset(got, 0x55, sizeof got);
+            paths[pi].round_f16(x, got, n);
+            assert_memory_equal(got, want, sizeof(float) * (size_t)n);
+            for (int i = n; i < N; i++) assert_true(((const uint8_t *)&got[i])[0] == 0x55); /* nothing past n */
+        }
+    print_message("query rounding to F16: %d paths give the scalar bits\n", n_paths);
 }
 
 static void test_selection_follows_isa(void **state)
@@ -175,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_simd_paths),
         cmocka_unit_test(test_block_kernels),
+        cmocka_unit_test(test_round_f16),
         cmocka_unit_test(test_selection_follows_isa),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

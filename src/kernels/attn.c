@@ -118,23 +118,32 @@ void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const u
     for (int i = 0; i < nq; i++) attn_wsum_scalar(w + i * ws, v, nk[i], hd, out[i]);
 }
 
+void attn_round_f16_scalar(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++) y[i] = fp16_to_f32(fp16_from_f32(x[i]));
+}
+
 struct attn_kernels attn_select(int hd)
 {
     const char *isa = kern_isa_name();
 #if defined(__x86_64__)
     if (!strcmp(isa, "avx512") && hd % 16 == 0)
         return (struct attn_kernels){attn_scores_avx512, attn_wsum_avx512, attn_softmax_avx512,
-                                     attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512, "avx512"};
+                                     attn_bscores_avx512, attn_bwsum_avx512, attn_bsoftmax_avx512,
+                                     attn_round_f16_avx512, "avx512"};
     if ((!strcmp(isa, "avx512") || !strcmp(isa, "avx2")) && hd % 8 == 0)
         return (struct attn_kernels){attn_scores_avx2, attn_wsum_avx2, attn_softmax_avx2,
-                                     attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2, "avx2"};
+                                     attn_bscores_avx2, attn_bwsum_avx2, attn_bsoftmax_avx2,
+                                     attn_round_f16_avx2, "avx2"};
 #elif defined(__aarch64__)
     if (!strcmp(isa, "neon") && hd % 8 == 0)
         return (struct attn_kernels){attn_scores_neon, attn_wsum_neon, attn_softmax_neon,
-                                     attn_bscores_neon, attn_bwsum_neon, attn_bsoftmax_neon, "neon"};
+                                     attn_bscores_neon, attn_bwsum_neon, attn_bsoftmax_neon,
+                                     attn_round_f16_scalar, "neon"};
 #endif
     (void)hd;
     (void)isa;
     return (struct attn_kernels){attn_scores_scalar, attn_wsum_scalar, attn_softmax_scalar,
-                                 attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar, "scalar"};
+                                 attn_bscores_scalar, attn_bwsum_scalar, attn_bsoftmax_scalar,
+                                 attn_round_f16_scalar, "scalar"};
 }

@@ -40,6 +40,9 @@ typedef void (*attn_bscores_fn)(const float *q, int nq, const uint16_t *k, int n
 typedef void (*attn_bwsum_fn)(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v,
                               int hd, float *const *out);
 typedef void (*attn_bsoftmax_fn)(float *s, size_t ss, const int *off, const int *n, int nq);
+/* y[i] = x[i] rounded to F16 precision (round to nearest even), as llama.cpp converts the query
+ * to F16 for the Q.K product; the same bits on every path (F16C / the scalar oracle of fp16.h). */
+typedef void (*attn_round_fn)(const float *x, float *y, int n);
 
 struct attn_kernels {
     attn_scores_fn scores;
@@ -48,6 +51,7 @@ struct attn_kernels {
     attn_bscores_fn bscores;
     attn_bwsum_fn bwsum;
     attn_bsoftmax_fn bsoftmax;
+    attn_round_fn round_f16;
     const char *name;
 };
 
@@ -73,6 +77,7 @@ void attn_softmax_scalar(float *s, int n);
 void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile);
 void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq);
+void attn_round_f16_scalar(const float *x, float *y, int n);
 void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out);
 
@@ -82,6 +87,7 @@ void attn_softmax_avx2(float *s, int n);
 void attn_bscores_avx2(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
                        float *s, size_t ss, float *tile);
 void attn_bsoftmax_avx2(float *s, size_t ss, const int *off, const int *n, int nq);
+void attn_round_f16_avx2(const float *x, float *y, int n);
 void attn_bwsum_avx2(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                      float *const *out);
 
@@ -91,6 +97,7 @@ void attn_softmax_avx512(float *s, int n);
 void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile);
 void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int nq);
+void attn_round_f16_avx512(const float *x, float *y, int n);
 void attn_bwsum_avx512(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out);
 

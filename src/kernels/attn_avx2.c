@@ -63,6 +63,14 @@ void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float
     }
 }
 
+void attn_round_f16_avx2(const float *x, float *y, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) y[i] = fp16_to_f32(fp16_from_f32(x[i]));
+}
+
 static float max_avx2(const float *s, int n)
 {
     /* max in any order is exact; NaN scores are skipped as in the scalar loop (vmaxps returns

@@ -1,7 +1,8 @@
 /* attn_avx512.c — AVX-512 attention loops (see attn.h); head_dim a multiple of 16.
  *
- * The per-query kernels define the numerics: a dot product is a 16-lane vector reduced by
- * _mm512_reduce_add_ps (lanes paired at distance 8, 4, 2, 1). The block kernels convert a tile
+ * The per-query kernels define the numerics: a dot product is a 16-lane vector (for head sizes
+ * that are multiples of 32 the sum of two chains, even and odd 16-element chunks: dot_ab) reduced
+ * by _mm512_reduce_add_ps (lanes paired at distance 8, 4, 2, 1). The block kernels convert a tile
  * of 16 keys to float once per block, build the same 16-lane vector for each (query, key), and
  * reduce 16 such vectors at once with a butterfly that pairs lanes at the same distances in the
  * same order, so every score has the per-query kernel's bits. */
@@ -10,6 +11,21 @@
 
 #include "kernels/attn.h"
 #include "kernels/vexp.h"
+
+/* q . t over hd floats as two chains: a over the even 16-lane chunks, b over the odd ones (each
+ * a multiply, then FMAs in chunk order), then a + b: the summation tree of every head size that
+ * is a multiple of 32 (for 64 it is the one the hd == 64 loops below spell out). Two chains
+ * instead of one halve the latency a dot waits on; the block kernel's 16 keys then have 32. */
+static inline __attribute__((always_inline)) __m512 dot_ab(const float *q, const float *t, int hd)
+{
+    __m512 a = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(t));
+    __m512 b = _mm512_mul_ps(_mm512_loadu_ps(q + 16), _mm512_loadu_ps(t + 16));
+    for (int j = 32; j < hd; j += 32) {
+        a = _mm512_fmadd_ps(_mm512_loadu_ps(q + j), _mm512_loadu_ps(t + j), a);
+        b = _mm512_fmadd_ps(_mm512_loadu_ps(q + j + 16), _mm512_loadu_ps(t + j + 16), b);
+    }
+    return _mm512_add_ps(a, b);
+}
 
 void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
@@ -22,6 +38,22 @@ void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, f
             __m512 b = _mm512_mul_ps(q1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 16))));
             a = _mm512_fmadd_ps(q2, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 32))), a);
             b = _mm512_fmadd_ps(q3, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 48))), b);
+            s[p] = _mm512_reduce_add_ps(_mm512_add_ps(a, b)) * scale;
+        }
+        return;
+    }
+    if (hd % 32 == 0) { /* dot_ab's tree, the key row converted as it is read */
+        for (int p = 0; p < n_keys; p++) {
+            const uint16_t *kr = k + (size_t)p * hd;
+            __m512 a = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)kr)));
+            __m512 b = _mm512_mul_ps(_mm512_loadu_ps(q + 16),
+                                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 16))));
+            for (int j = 32; j < hd; j += 32) {
+                a = _mm512_fmadd_ps(_mm512_loadu_ps(q + j),
+                                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j))), a);
+                b = _mm512_fmadd_ps(_mm512_loadu_ps(q + j + 16),
+                                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j + 16))), b);
+            }
             s[p] = _mm512_reduce_add_ps(_mm512_add_ps(a, b)) * scale;
         }
         return;
@@ -52,6 +84,15 @@ void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, flo
             acc0 = _mm512_fmadd_ps(_mm512_set1_ps(w[p]), v0, acc0);
         }
         _mm512_storeu_ps(out + j, _mm512_add_ps(acc0, acc1));
+    }
+}
+
+void attn_round_f16_avx512(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(h));
     }
 }
 
@@ -151,6 +192,21 @@ void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, 
                     b = _mm512_fmadd_ps(q3, _mm512_loadu_ps(tr + 48), b);
                     d[r] = _mm512_add_ps(a, b);
                 }
+            } else if (hd == 128) { /* dot_ab's tree with q in registers */
+                __m512 qv[8];
+                for (int c = 0; c < 8; c++) qv[c] = _mm512_loadu_ps(qi + 16 * c);
+                for (int r = 0; r < 16; r++) {
+                    const float *tr = tile + r * 128;
+                    __m512 a = _mm512_mul_ps(qv[0], _mm512_loadu_ps(tr));
+                    __m512 b = _mm512_mul_ps(qv[1], _mm512_loadu_ps(tr + 16));
+                    for (int c = 2; c < 8; c += 2) {
+                        a = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(tr + 16 * c), a);
+                        b = _mm512_fmadd_ps(qv[c + 1], _mm512_loadu_ps(tr + 16 * c + 16), b);
+                    }
+                    d[r] = _mm512_add_ps(a, b);
+                }
+            } else if (hd % 32 == 0) {
+                for (int r = 0; r < 16; r++) d[r] = dot_ab(qi, tile + (size_t)r * hd, hd);
             } else {
                 for (int r = 0; r < 16; r++) {
                     const float *tr = tile + (size_t)r * hd;

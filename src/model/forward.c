@@ -310,10 +310,9 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
             if (L->rope) rope_apply(k + h * hd, cs, nr, in->rope_neox);
             uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);
             uint16_t *vr = kv_v_row_seq(&ctx->kv, s->il, seq, h, pos);
-            for (int j = 0; j < hd; j++) {
-                kr[j] = fp16_from_f32(k[h * hd + j]);
-                vr[j] = fp16_from_f32(v[h * hd + j]);
-            }
+            /* the F16 activation row of the kernels: fp16_from_f32's bits, vectorized */
+            kern_quantize_act(TERN_TYPE_F16, k + h * hd, kr, hd);
+            kern_quantize_act(TERN_TYPE_F16, v + h * hd, vr, hd);
         }
     }
 }
@@ -373,7 +372,7 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
                 const float *q = ctx->q + (size_t)t * qd + (size_t)h * hd;
                 float *qr = qb + (size_t)nq * hd;
                 /* llama.cpp converts the query to F16 for the Q.K product */
-                for (int j = 0; j < hd; j++) qr[j] = fp16_to_f32(fp16_from_f32(q[j]));
+                ctx->attn_k.round_f16(q, qr, hd);
                 nk[nq] = ctx->bpos[t] + 1;
                 outp[nq] = ctx->attn + (size_t)t * qd + (size_t)h * hd;
             }
