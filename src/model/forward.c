@@ -44,6 +44,35 @@ void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps
         for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
+/* fwd_rms_norm_row for rows rows of n elements (row r at x + r * n, y + r * n; y may be x), with
+ * the bits of calling it per row: each row's double sum still runs in index order, but up to
+ * eight rows' chains advance side by side, so the additions no longer wait on each other's
+ * latency (one row alone is one chain of n dependent additions). */
+void fwd_rms_norm_rows(const float *x, const float *w, float *y, int rows, int n, float eps)
+{
+    for (int r0 = 0; r0 < rows; r0 += 8) {
+        const int nr = rows - r0 < 8 ? rows - r0 : 8;
+        const float *xr = x + (size_t)r0 * n;
+        double sum[8] = {0};
+        if (nr == 8) {
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < 8; r++) sum[r] += (double)(xr[(size_t)r * n + i] * xr[(size_t)r * n + i]);
+        } else {
+            for (int i = 0; i < n; i++)
+                for (int r = 0; r < nr; r++) sum[r] += (double)(xr[(size_t)r * n + i] * xr[(size_t)r * n + i]);
+        }
+        for (int r = 0; r < nr; r++) {
+            const float scale = 1.0f / sqrtf((float)(sum[r] / n) + eps);
+            const float *xi = xr + (size_t)r * n;
+            float *yi = y + (size_t)(r0 + r) * n;
+            if (!w)
+                for (int i = 0; i < n; i++) yi[i] = xi[i] * scale;
+            else
+                for (int i = 0; i < n; i++) yi[i] = (xi[i] * scale) * w[i];
+        }
+    }
+}
+
 /* cos/sin pairs for one position: theta_i = pos * base^(-2i/n_rot) built by repeated
  * multiplication in float (ggml's rope cache does the same, and the rounding shows in logits),
  * divided by the frequency factor ff[i] if any (Llama-3 rope_freqs, Phi-3 long-RoPE factors),
@@ -162,10 +191,13 @@ static void step_norm_quantize(void *arg, int chunk, int n_chunks, int tid)
     struct tern_context *ctx = s->ctx;
     long long lo, hi;
     tp_split(s->n - s->row0, chunk, n_chunks, 1, &lo, &hi);
-    for (long long t = s->row0 + lo; t < s->row0 + hi; t++) {
-        float *y = ctx->xn + (size_t)t * s->cols;
-        fwd_rms_norm_row(s->src + (size_t)t * s->cols, s->norm_w, y, s->cols, ctx->model->info.rms_eps);
-        kern_quantize_act(s->act_type, y, (char *)ctx->act + (size_t)t * ctx->act_stride, s->cols);
+    for (long long t0 = s->row0 + lo; t0 < s->row0 + hi; t0 += 8) { /* 8 rows' norms side by side */
+        const int nr = s->row0 + hi - t0 < 8 ? (int)(s->row0 + hi - t0) : 8;
+        fwd_rms_norm_rows(s->src + (size_t)t0 * s->cols, s->norm_w, ctx->xn + (size_t)t0 * s->cols, nr, s->cols,
+                          ctx->model->info.rms_eps);
+        for (long long t = t0; t < t0 + nr; t++)
+            kern_quantize_act(s->act_type, ctx->xn + (size_t)t * s->cols, (char *)ctx->act + (size_t)t * ctx->act_stride,
+                              s->cols);
     }
 }
 
@@ -298,14 +330,14 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
                 memcpy(ga + h * hd, qa + (2 * h + 1) * hd, sizeof(float) * (size_t)hd);
             }
         }
-        if (qn) for (int h = 0; h < in->n_head; h++) fwd_rms_norm_row(q + h * hd, qn, q + h * hd, hd, in->rms_eps);
+        if (qn) fwd_rms_norm_rows(q, qn, q, in->n_head, hd, in->rms_eps);
         if (L->rope)
             for (int h = 0; h < in->n_head; h++) rope_apply(q + h * hd, cs, nr, in->rope_neox);
         if (m->q_prescale)
             for (int j = 0; j < qd; j++) q[j] *= in->attn_scale;
         if (!own_kv) continue;
-        if (kn) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(k + h * hd, kn, k + h * hd, hd, in->rms_eps);
-        if (in->v_norm) for (int h = 0; h < n_kv; h++) fwd_rms_norm_row(v + h * hd, NULL, v + h * hd, hd, in->rms_eps);
+        if (kn) fwd_rms_norm_rows(k, kn, k, n_kv, hd, in->rms_eps);
+        if (in->v_norm) fwd_rms_norm_rows(v, NULL, v, n_kv, hd, in->rms_eps);
         for (int h = 0; h < n_kv; h++) {
             if (L->rope) rope_apply(k + h * hd, cs, nr, in->rope_neox);
             uint16_t *kr = kv_k_row_seq(&ctx->kv, s->il, seq, h, pos);

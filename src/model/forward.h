@@ -26,6 +26,7 @@ struct step {
 
 /* y = x / rms(x) * w over n elements (sum of squares in double, as ggml_rms_norm). */
 void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps);
+void fwd_rms_norm_rows(const float *x, const float *w, float *y, int rows, int n, float eps);
 /* Chunks for a step of `units` independent pieces: a few per thread. */
 int fwd_chunks_for(const struct tern_context *ctx, long long units, int per_thread);
 /* tp_run, timed into op class op when the context profiles. */
