@@ -66,15 +66,14 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                 const struct quant_block_q6_K *x = (const struct quant_block_q6_K *)row[i] + b0 + b;
                 uint8_t *codes = out + 3072 * (size_t)b;
                 for (int m = 0; m < 32; m++) memcpy(codes + 64 * m + 4 * i, x->ql + 4 * m, 4);
-                for (int L = 0; L < 16; L++)
-                    for (int c = 0; c < 4; c++) {
-                        uint8_t v = 0;
-                        for (int j = 0; j < 4; j++) { /* element e = 4G + c = 128 h + 32 q + l */
-                            const int e = 4 * (4 * L + j) + c, h = e / 128, q = (e % 128) / 32, l = e % 32;
-                            v |= (uint8_t)(((x->qh[32 * h + l] >> (2 * q)) & 3u) << (2 * j));
-                        }
-                        codes[2048 + 64 * L + 4 * i + c] = v;
-                    }
+                uint8_t hb[QUANT_QK_K]; /* element e = 128 h + 32 q + l: bits 2q, 2q + 1 of qh[32 h + l] */
+                for (int h = 0; h < 2; h++)
+                    for (int q = 0; q < 4; q++)
+                        for (int l = 0; l < 32; l++) hb[128 * h + 32 * q + l] = (uint8_t)((x->qh[32 * h + l] >> (2 * q)) & 3u);
+                for (int L = 0; L < 16; L++) /* byte 4i + c of line L: elements 4 (4L + j) + c at bits 2j */
+                    for (int c = 0; c < 4; c++)
+                        codes[2048 + 64 * L + 4 * i + c] =
+                            (uint8_t)(hb[16 * L + c] | hb[16 * L + 4 + c] << 2 | hb[16 * L + 8 + c] << 4 | hb[16 * L + 12 + c] << 6);
                 uint8_t *scb = sc + 288 * (size_t)b;
                 for (int j = 0; j < 16; j++) scb[16 * j + i] = (uint8_t)x->scales[j];
                 memcpy(scb + 256 + 2 * i, &x->d, 2);
