@@ -1,70 +1,30 @@
 /* attn_avx512.c — AVX-512 attention loops (see attn.h); head_dim a multiple of 16.
  *
- * The per-query kernels define the numerics: a dot product is a 16-lane vector (for head sizes
- * that are multiples of 32 the sum of two chains, even and odd 16-element chunks: dot_ab) reduced
- * by _mm512_reduce_add_ps (lanes paired at distance 8, 4, 2, 1). The block kernels convert a tile
- * of 16 keys to float once per block, build the same 16-lane vector for each (query, key), and
- * reduce 16 such vectors at once with a butterfly that pairs lanes at the same distances in the
- * same order, so every score has the per-query kernel's bits. */
+ * The per-query kernels define the numerics. A score sums the head dimension in two chains, even
+ * and odd elements (attn_scores_avx512); the block kernel computes exactly that with a zmm lane
+ * per key over a converted, transposed tile of keys, so every score has the per-query kernel's
+ * bits. The weighted sum keeps a lane per element of the head dimension. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "kernels/attn.h"
 #include "kernels/vexp.h"
 
-/* q . t over hd floats as two chains: a over the even 16-lane chunks, b over the odd ones (each
- * a multiply, then FMAs in chunk order), then a + b: the summation tree of every head size that
- * is a multiple of 32 (for 64 it is the one the hd == 64 loops below spell out). Two chains
- * instead of one halve the latency a dot waits on; the block kernel's 16 keys then have 32. */
-static inline __attribute__((always_inline)) __m512 dot_ab(const float *q, const float *t, int hd)
-{
-    __m512 a = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(t));
-    __m512 b = _mm512_mul_ps(_mm512_loadu_ps(q + 16), _mm512_loadu_ps(t + 16));
-    for (int j = 32; j < hd; j += 32) {
-        a = _mm512_fmadd_ps(_mm512_loadu_ps(q + j), _mm512_loadu_ps(t + j), a);
-        b = _mm512_fmadd_ps(_mm512_loadu_ps(q + j + 16), _mm512_loadu_ps(t + j + 16), b);
-    }
-    return _mm512_add_ps(a, b);
-}
-
+/* The score of one (query, key) in this path's summation order: two chains over the head
+ * dimension, a over the even elements and b over the odd ones (each a product, then FMAs in
+ * element order), then (a + b) * scale. That is the order in which the block kernel below, with
+ * a zmm lane per key, sums each lane; this per-query form spells it out element by element (it
+ * is the reference test_attn holds the block kernel to, bit for bit). */
 void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
-    if (hd == 64) { /* the common head size: keep q in registers */
-        const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16);
-        const __m512 q2 = _mm512_loadu_ps(q + 32), q3 = _mm512_loadu_ps(q + 48);
-        for (int p = 0; p < n_keys; p++) {
-            const uint16_t *kr = k + (size_t)p * 64;
-            __m512 a = _mm512_mul_ps(q0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)kr)));
-            __m512 b = _mm512_mul_ps(q1, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 16))));
-            a = _mm512_fmadd_ps(q2, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 32))), a);
-            b = _mm512_fmadd_ps(q3, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 48))), b);
-            s[p] = _mm512_reduce_add_ps(_mm512_add_ps(a, b)) * scale;
-        }
-        return;
-    }
-    if (hd % 32 == 0) { /* dot_ab's tree, the key row converted as it is read */
-        for (int p = 0; p < n_keys; p++) {
-            const uint16_t *kr = k + (size_t)p * hd;
-            __m512 a = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)kr)));
-            __m512 b = _mm512_mul_ps(_mm512_loadu_ps(q + 16),
-                                     _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + 16))));
-            for (int j = 32; j < hd; j += 32) {
-                a = _mm512_fmadd_ps(_mm512_loadu_ps(q + j),
-                                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j))), a);
-                b = _mm512_fmadd_ps(_mm512_loadu_ps(q + j + 16),
-                                    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j + 16))), b);
-            }
-            s[p] = _mm512_reduce_add_ps(_mm512_add_ps(a, b)) * scale;
-        }
-        return;
-    }
     for (int p = 0; p < n_keys; p++) {
         const uint16_t *kr = k + (size_t)p * hd;
-        __m512 acc = _mm512_setzero_ps();
-        for (int j = 0; j < hd; j += 16)
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + j),
-                                  _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j))), acc);
-        s[p] = _mm512_reduce_add_ps(acc) * scale;
+        float a = q[0] * _cvtsh_ss(kr[0]), b = q[1] * _cvtsh_ss(kr[1]);
+        for (int j = 2; j < hd; j += 2) {
+            a = fmaf(q[j], _cvtsh_ss(kr[j]), a);
+            b = fmaf(q[j + 1], _cvtsh_ss(kr[j + 1]), b);
+        }
+        s[p] = (a + b) * scale;
     }
 }
 
@@ -130,94 +90,106 @@ void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int
     attn_bsoftmax_with(s, ss, off, n, nq, max_avx512, vexp_sub_avx512, normalize_avx512);
 }
 
-/* Butterfly levels: each adds lanes at one distance for two vectors at a time. */
-static inline __m512 pair8(__m512 x, __m512 y)
+/* 16 rows of 16 floats (r[i] = row i) become their columns (r[c] = column c), in registers. */
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
 {
-    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
-}
-static inline __m512 pair4(__m512 x, __m512 y)
-{
-    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD));
-}
-static inline __m512 pair2(__m512 x, __m512 y)
-{
-    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE));
-}
-static inline __m512 pair1(__m512 x, __m512 y)
-{
-    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* r[i + e]: element e (+ 4 per 128-bit lane) of rows i..i+3 */
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int e = 0; e < 4; e++) { /* then the 128-bit lanes gathered across the four row groups */
+        t[e] = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88);
+        t[4 + e] = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xDD);
+        t[8 + e] = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88);
+        t[12 + e] = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xDD);
+    }
+    for (int e = 0; e < 4; e++) {
+        r[e] = _mm512_shuffle_f32x4(t[e], t[8 + e], 0x88);
+        r[8 + e] = _mm512_shuffle_f32x4(t[e], t[8 + e], 0xDD);
+        r[4 + e] = _mm512_shuffle_f32x4(t[4 + e], t[12 + e], 0x88);
+        r[12 + e] = _mm512_shuffle_f32x4(t[4 + e], t[12 + e], 0xDD);
+    }
 }
 
-/* Sixteen reductions at once: the reduction of d[s] lands in lane 4 * (s % 4) + s / 4, so the
- * tile holds key slot_key[s] (the same formula) in row s and the lanes come out in key order. */
-static inline __m512 reduce16(const __m512 *d)
+/* m (<= 4) queries q + i * hd against nv (1 or 2) vectors of 16 keys of the transposed tile T
+ * (element d of key 16 v + r at T + 32 d + 16 v); m and nv are constants once inlined. Each lane
+ * sums attn_scores_avx512's two chains; per pair of elements 4 tile loads and 8 broadcasts feed
+ * 16 FMAs in 16 independent chains. */
+static inline __attribute__((always_inline)) void bscores_group(const float *q, int m, int nv, int hd,
+                                                                const float *T, __m512 vs, float *s, size_t ss)
 {
-    const __m512 a0 = pair8(d[0], d[1]), a1 = pair8(d[2], d[3]), a2 = pair8(d[4], d[5]);
-    const __m512 a3 = pair8(d[6], d[7]), a4 = pair8(d[8], d[9]), a5 = pair8(d[10], d[11]);
-    const __m512 a6 = pair8(d[12], d[13]), a7 = pair8(d[14], d[15]);
-    const __m512 b0 = pair4(a0, a1), b1 = pair4(a2, a3), b2 = pair4(a4, a5), b3 = pair4(a6, a7);
-    return pair1(pair2(b0, b1), pair2(b2, b3));
+    __m512 a[4][2], b[4][2];
+    for (int i = 0; i < m; i++) {
+        const __m512 q0 = _mm512_set1_ps(q[(size_t)i * hd]), q1 = _mm512_set1_ps(q[(size_t)i * hd + 1]);
+        for (int v = 0; v < nv; v++) {
+            a[i][v] = _mm512_mul_ps(q0, _mm512_loadu_ps(T + 16 * v));
+            b[i][v] = _mm512_mul_ps(q1, _mm512_loadu_ps(T + 32 + 16 * v));
+        }
+    }
+    for (int d = 2; d < hd; d += 2) {
+        __m512 u0[2], u1[2];
+        for (int v = 0; v < nv; v++) {
+            u0[v] = _mm512_loadu_ps(T + 32 * d + 16 * v);
+            u1[v] = _mm512_loadu_ps(T + 32 * d + 32 + 16 * v);
+        }
+        for (int i = 0; i < m; i++) {
+            const __m512 q0 = _mm512_set1_ps(q[(size_t)i * hd + d]), q1 = _mm512_set1_ps(q[(size_t)i * hd + d + 1]);
+            for (int v = 0; v < nv; v++) {
+                a[i][v] = _mm512_fmadd_ps(q0, u0[v], a[i][v]);
+                b[i][v] = _mm512_fmadd_ps(q1, u1[v], b[i][v]);
+            }
+        }
+    }
+    for (int i = 0; i < m; i++)
+        for (int v = 0; v < nv; v++)
+            _mm512_storeu_ps(s + (size_t)i * ss + 16 * v, _mm512_mul_ps(_mm512_add_ps(a[i][v], b[i][v]), vs));
 }
 
-static const int slot_key[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+static inline __attribute__((always_inline)) void bscores_queries(const float *q, int nq, int nv, int hd,
+                                                                  const float *T, __m512 vs, float *s, size_t ss)
+{
+    int i = 0;
+    for (; i + 4 <= nq; i += 4) bscores_group(q + (size_t)i * hd, 4, nv, hd, T, vs, s + i * ss, ss);
+    switch (nq - i) {
+    case 3: bscores_group(q + (size_t)i * hd, 3, nv, hd, T, vs, s + i * ss, ss); break;
+    case 2: bscores_group(q + (size_t)i * hd, 2, nv, hd, T, vs, s + i * ss, ss); break;
+    case 1: bscores_group(q + (size_t)i * hd, 1, nv, hd, T, vs, s + i * ss, ss); break;
+    default: break;
+    }
+}
 
+/* Per tile of 32 keys (16 for the last, when that is all that is left): the keys are converted and
+ * transposed once (tile: 32 x hd floats), then the block's queries run four at a time against
+ * both 16-key vectors, a zmm lane per key. The kernel this replaced kept a lane per element of the
+ * head dimension and spent as many shuffles reducing each 16 dot products as FMAs computing them. */
 void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile)
 {
     const __m512 vs = _mm512_set1_ps(scale);
-    for (int p0 = 0; p0 < n_keys; p0 += 16) {
-        const int nt = n_keys - p0 < 16 ? n_keys - p0 : 16;
-        for (int r = 0; r < 16; r++) { /* rows past the last key are zero: finite, unused */
-            float *tr = tile + (size_t)r * hd;
-            const int key = slot_key[r];
-            if (key >= nt) {
-                for (int j = 0; j < hd; j += 16) _mm512_storeu_ps(tr + j, _mm512_setzero_ps());
-                continue;
+    for (int p0 = 0; p0 < n_keys; p0 += 32) {
+        const int nt = n_keys - p0 < 32 ? n_keys - p0 : 32, nv = nt > 16 ? 2 : 1;
+        for (int v = 0; v < nv; v++)
+            for (int j = 0; j < hd; j += 16) {
+                __m512 r[16];
+                for (int i = 0; i < 16; i++) { /* keys past the last are zero: finite, unused */
+                    const int key = 16 * v + i;
+                    r[i] = key < nt ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k + (size_t)(p0 + key) * hd + j)))
+                                    : _mm512_setzero_ps();
+                }
+                transpose16(r);
+                for (int c = 0; c < 16; c++) _mm512_storeu_ps(tile + (size_t)(j + c) * 32 + 16 * v, r[c]);
             }
-            const uint16_t *kr = k + (size_t)(p0 + key) * hd;
-            for (int j = 0; j < hd; j += 16)
-                _mm512_storeu_ps(tr + j, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + j))));
-        }
-        for (int i = 0; i < nq; i++) {
-            const float *qi = q + (size_t)i * hd;
-            __m512 d[16];
-            if (hd == 64) {
-                const __m512 q0 = _mm512_loadu_ps(qi), q1 = _mm512_loadu_ps(qi + 16);
-                const __m512 q2 = _mm512_loadu_ps(qi + 32), q3 = _mm512_loadu_ps(qi + 48);
-                for (int r = 0; r < 16; r++) {
-                    const float *tr = tile + r * 64;
-                    __m512 a = _mm512_mul_ps(q0, _mm512_loadu_ps(tr));
-                    __m512 b = _mm512_mul_ps(q1, _mm512_loadu_ps(tr + 16));
-                    a = _mm512_fmadd_ps(q2, _mm512_loadu_ps(tr + 32), a);
-                    b = _mm512_fmadd_ps(q3, _mm512_loadu_ps(tr + 48), b);
-                    d[r] = _mm512_add_ps(a, b);
-                }
-            } else if (hd == 128) { /* dot_ab's tree with q in registers */
-                __m512 qv[8];
-                for (int c = 0; c < 8; c++) qv[c] = _mm512_loadu_ps(qi + 16 * c);
-                for (int r = 0; r < 16; r++) {
-                    const float *tr = tile + r * 128;
-                    __m512 a = _mm512_mul_ps(qv[0], _mm512_loadu_ps(tr));
-                    __m512 b = _mm512_mul_ps(qv[1], _mm512_loadu_ps(tr + 16));
-                    for (int c = 2; c < 8; c += 2) {
-                        a = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(tr + 16 * c), a);
-                        b = _mm512_fmadd_ps(qv[c + 1], _mm512_loadu_ps(tr + 16 * c + 16), b);
-                    }
-                    d[r] = _mm512_add_ps(a, b);
-                }
-            } else if (hd % 32 == 0) {
-                for (int r = 0; r < 16; r++) d[r] = dot_ab(qi, tile + (size_t)r * hd, hd);
-            } else {
-                for (int r = 0; r < 16; r++) {
-                    const float *tr = tile + (size_t)r * hd;
-                    __m512 acc = _mm512_setzero_ps();
-                    for (int j = 0; j < hd; j += 16)
-                        acc = _mm512_fmadd_ps(_mm512_loadu_ps(qi + j), _mm512_loadu_ps(tr + j), acc);
-                    d[r] = acc;
-                }
-            }
-            _mm512_storeu_ps(s + i * ss + p0, _mm512_mul_ps(reduce16(d), vs));
-        }
+        if (nv == 2)
+            bscores_queries(q, nq, 2, hd, tile, vs, s + p0, ss);
+        else
+            bscores_queries(q, nq, 1, hd, tile, vs, s + p0, ss);
     }
 }
 
