@@ -679,8 +679,8 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
 }
 
 /* ---------------------------------------------------------------- panels packed per call
- * Weights with no stored copy (Q5_0, Q5_1, Q5_K and Q6_K, which have no stored layout, and the
- * stored formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
+ * Weights with no stored copy (Q5_1 and Q5_K, which have no stored layout, and the stored
+ * formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
  * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
  * and scales as on AVX-512), then every token tile runs the tile over it (VNNI: the 16-row tile;
  * otherwise each half's 8-row one). The packing is paid once per chunk for all the call's
@@ -744,6 +744,8 @@ P2_DEFINE_PANEL(p2_p_q8_0, PN_Q8_0, pn_pack_q8_0)
 P2_DEFINE_PANEL(p2_p_q4_0, PN_Q4_0, pn_pack_q4_0)
 P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
 #endif
+/* Q5_0 and Q6_K on both variants: mmap-only, and the tiles p2_many_unpacked runs over their
+ * stored copies' unpacked chunks */
 P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
 P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
