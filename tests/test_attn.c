@@ -75,7 +75,7 @@ static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, i
     uint64_t seed = 1000u + (uint64_t)hd * 31 + (uint64_t)nq * 7 + (uint64_t)base_keys;
     const int max_keys = base_keys + (nq - 1) / g;
     const size_t ss = ((size_t)max_keys + 15) & ~(size_t)15;
-    float *q = malloc(sizeof(float) * hd * nq), *tile = malloc(sizeof(float) * 32 * hd);
+    float *q = malloc(sizeof(float) * hd * nq), *tile = malloc(sizeof(float) * ATTN_TILE_KEYS * hd);
     uint16_t *k = malloc(sizeof(uint16_t) * hd * max_keys), *v = malloc(sizeof(uint16_t) * hd * max_keys);
     float *sb = malloc(sizeof(float) * ss * nq), *s1 = malloc(sizeof(float) * max_keys);
     float *ob = malloc(sizeof(float) * hd * nq), *o1 = malloc(sizeof(float) * hd);

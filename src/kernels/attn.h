@@ -17,7 +17,8 @@
  * tree), whatever the block size or the other queries in it: a token's result never depends on
  * how a batch was cut into blocks (test_attn checks this bit for bit).
  *   attn_bscores: s[i*ss + p] = scale * q_i . K_p for i < nq, p < n_keys. The rows of s must have
- *                 room for n_keys rounded up to 16; `tile` is scratch of 32 * hd floats.
+ *                 room for n_keys rounded up to 16; `tile` is scratch of ATTN_TILE_KEYS * hd
+ *                 floats.
  *   attn_bwsum:   out[i][j] = sum_{p < nk[i]} w[i*ws + p] * V[p][j] for i < nq; nk[i] <= the
  *                 n_keys the scores were computed for.
  *   attn_bsoftmax: attn_softmax of row i's n[i] scores at s + i*ss + off[i], for i < nq. The
@@ -60,6 +61,8 @@ struct attn_kernels {
  * 2 MiB per thread whenever n_ctx <= 512K (context.c). 32 rather than 16: each K and V row is
  * read and converted once per block (pp512 at depth 4096, Qwen2.5-0.5B: +3 %, README). */
 enum { ATTN_BLOCK_MAX = 32, ATTN_SCORE_BYTES = 2 << 20 };
+/* Keys per tile of the block scores (attn_bscores' scratch holds ATTN_TILE_KEYS * hd floats). */
+enum { ATTN_TILE_KEYS = 32 };
 
 /* The kernels for this CPU (and head_dim: SIMD paths need hd % 16 (AVX-512) or % 8 (AVX2)). */
 struct attn_kernels attn_select(int hd);

@@ -119,7 +119,7 @@ static inline __attribute__((always_inline)) void transpose16(__m512 r[16])
 }
 
 /* m (<= 4) queries q + i * hd against nv (1 or 2) vectors of 16 keys of the transposed tile T
- * (element d of key 16 v + r at T + 32 d + 16 v); m and nv are constants once inlined. Each lane
+ * (element d of key 16 v + r at T + ATTN_TILE_KEYS d + 16 v); m and nv are constants once inlined. Each lane
  * sums attn_scores_avx512's two chains; per pair of elements 4 tile loads and 8 broadcasts feed
  * 16 FMAs in 16 independent chains. */
 static inline __attribute__((always_inline)) void bscores_group(const float *q, int m, int nv, int hd,
@@ -130,14 +130,14 @@ static inline __attribute__((always_inline)) void bscores_group(const float *q, 
         const __m512 q0 = _mm512_set1_ps(q[(size_t)i * hd]), q1 = _mm512_set1_ps(q[(size_t)i * hd + 1]);
         for (int v = 0; v < nv; v++) {
             a[i][v] = _mm512_mul_ps(q0, _mm512_loadu_ps(T + 16 * v));
-            b[i][v] = _mm512_mul_ps(q1, _mm512_loadu_ps(T + 32 + 16 * v));
+            b[i][v] = _mm512_mul_ps(q1, _mm512_loadu_ps(T + ATTN_TILE_KEYS + 16 * v));
         }
     }
     for (int d = 2; d < hd; d += 2) {
         __m512 u0[2], u1[2];
         for (int v = 0; v < nv; v++) {
-            u0[v] = _mm512_loadu_ps(T + 32 * d + 16 * v);
-            u1[v] = _mm512_loadu_ps(T + 32 * d + 32 + 16 * v);
+            u0[v] = _mm512_loadu_ps(T + ATTN_TILE_KEYS * d + 16 * v);
+            u1[v] = _mm512_loadu_ps(T + ATTN_TILE_KEYS * (d + 1) + 16 * v);
         }
         for (int i = 0; i < m; i++) {
             const __m512 q0 = _mm512_set1_ps(q[(size_t)i * hd + d]), q1 = _mm512_set1_ps(q[(size_t)i * hd + d + 1]);
@@ -173,8 +173,8 @@ void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, 
                          float scale, float *s, size_t ss, float *tile)
 {
     const __m512 vs = _mm512_set1_ps(scale);
-    for (int p0 = 0; p0 < n_keys; p0 += 32) {
-        const int nt = n_keys - p0 < 32 ? n_keys - p0 : 32, nv = nt > 16 ? 2 : 1;
+    for (int p0 = 0; p0 < n_keys; p0 += ATTN_TILE_KEYS) { /* two vectors of 16 keys */
+        const int nt = n_keys - p0 < ATTN_TILE_KEYS ? n_keys - p0 : ATTN_TILE_KEYS, nv = nt > 16 ? 2 : 1;
         for (int v = 0; v < nv; v++)
             for (int j = 0; j < hd; j += 16) {
                 __m512 r[16];
@@ -184,7 +184,7 @@ void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, 
                                     : _mm512_setzero_ps();
                 }
                 transpose16(r);
-                for (int c = 0; c < 16; c++) _mm512_storeu_ps(tile + (size_t)(j + c) * 32 + 16 * v, r[c]);
+                for (int c = 0; c < 16; c++) _mm512_storeu_ps(tile + (size_t)(j + c) * ATTN_TILE_KEYS + 16 * v, r[c]);
             }
         if (nv == 2)
             bscores_queries(q, nq, 2, hd, tile, vs, s + p0, ss);

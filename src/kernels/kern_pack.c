@@ -53,7 +53,7 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                 memcpy(sc + 32 * b + 2 * i, &x->d, 2);
             } else if (fmt == PN_Q5_0) {
                 const struct quant_block_q5_0 *x = (const struct quant_block_q5_0 *)row[i] + b0 + b;
-                uint8_t *codes = out + 320 * (size_t)b;
+                uint8_t *codes = out + PN_ST_CODES(PN_Q5_0) * (size_t)b;
                 const uint32_t qh = pk_u32(x->qh);
                 for (int h = 0; h < 4; h++) memcpy(codes + 64 * h + 4 * i, x->qs + 4 * h, 4);
                 for (int c = 0; c < 4; c++) { /* byte 4i + c, bit g: element 4g + c */
@@ -64,7 +64,7 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                 memcpy(sc + 32 * b + 2 * i, &x->d, 2);
             } else if (fmt == PN_Q6_K) {
                 const struct quant_block_q6_K *x = (const struct quant_block_q6_K *)row[i] + b0 + b;
-                uint8_t *codes = out + 3072 * (size_t)b;
+                uint8_t *codes = out + PN_ST_CODES(PN_Q6_K) * (size_t)b;
                 for (int m = 0; m < 32; m++) memcpy(codes + 64 * m + 4 * i, x->ql + 4 * m, 4);
                 uint8_t hb[QUANT_QK_K]; /* element e = 128 h + 32 q + l: bits 2q, 2q + 1 of qh[32 h + l] */
                 for (int h = 0; h < 2; h++)
@@ -74,9 +74,8 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                     for (int c = 0; c < 4; c++)
                         codes[2048 + 64 * L + 4 * i + c] =
                             (uint8_t)(hb[16 * L + c] | hb[16 * L + 4 + c] << 2 | hb[16 * L + 8 + c] << 4 | hb[16 * L + 12 + c] << 6);
-                uint8_t *scb = sc + 288 * (size_t)b;
-                for (int j = 0; j < 16; j++) scb[16 * j + i] = (uint8_t)x->scales[j];
-                memcpy(scb + 256 + 2 * i, &x->d, 2);
+                for (int j = 0; j < 16; j++) sc[pn_st_q6k_scale_off(16 * b + j) + i] = (uint8_t)x->scales[j];
+                memcpy(sc + pn_st_q6k_d_off(16 * b) + 2 * i, &x->d, 2);
             } else {
                 const uint8_t *x = row[i] + (size_t)(b0 + b) * sizeof(struct quant_block_q4_K);
                 const uint8_t *qs = x + offsetof(struct quant_block_q4_K, qs);

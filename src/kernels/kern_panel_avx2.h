@@ -74,32 +74,14 @@
 PN_INLINE __m256i p2_w(int fmt, const uint8_t *src, int h, int s, int g)
 {
     if (fmt == PN_Q8_0) return _mm256_load_si256((const __m256i *)(src + 64 * (8 * s + g) + 32 * h));
-    if (fmt == PN_Q5_0) { /* as pn_w (kern_panel_avx512.h): nibbles | fifth bit g moved to bit 4 */
-        const __m256i raw = _mm256_load_si256((const __m256i *)(src + 64 * (5 * s + (g & 3)) + 32 * h));
-        const __m256i hb = _mm256_load_si256((const __m256i *)(src + 64 * (5 * s + 4) + 32 * h));
-        const __m256i hs = g < 4 ? _mm256_slli_epi16(hb, 4 - g) : _mm256_srli_epi16(hb, g - 4);
-        return _mm256_or_si256(_mm256_and_si256(g >= 4 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F)),
-                               _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
-    }
-    if (fmt == PN_Q6_K) { /* as pn_w: group G = 4j + g of block b; nibble | two high bits at 4-5 */
-        const int b = s >> 4, G = 4 * (s & 15) + g, j = G & 3;
-        const uint8_t *blk = src + 3072 * b + 32 * h;
-        const __m256i raw = _mm256_load_si256((const __m256i *)(blk + 64 * (16 * (G >> 5) + 8 * ((G >> 3) & 1) + (G & 7))));
-        const __m256i hb = _mm256_load_si256((const __m256i *)(blk + 64 * (32 + (G >> 2))));
-        const __m256i hs = j < 2 ? _mm256_slli_epi16(hb, 4 - 2 * j) : j == 2 ? hb : _mm256_srli_epi16(hb, 2);
-        return _mm256_or_si256(_mm256_and_si256((G >> 4) & 1 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F)),
-                               _mm256_and_si256(hs, _mm256_set1_epi8(0x30)));
-    }
-    int line, high;
-    if (fmt == PN_Q4_0) {
-        line = 4 * s + (g & 3);
-        high = g >= 4;
-    } else { /* Q4_K: s = 8b + j */
-        line = 32 * (s >> 3) + 8 * ((s & 7) >> 1) + g;
-        high = s & 1;
-    }
-    const __m256i raw = _mm256_load_si256((const __m256i *)(src + 64 * line + 32 * h));
-    return _mm256_and_si256(high ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
+    /* the split formats as pn_w (kern_panel_avx512.h) reads them: nibbles | high bits at bit 4 */
+    const struct pn_st_group L = pn_st_group(fmt, s, g);
+    const __m256i raw = _mm256_load_si256((const __m256i *)(src + 64 * L.line + 32 * h));
+    const __m256i nib = _mm256_and_si256(L.high ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
+    if (!PN_ST_HIGH_BITS(fmt)) return nib;
+    const __m256i hb = _mm256_load_si256((const __m256i *)(src + 64 * L.hline + 32 * h));
+    const __m256i hs = L.hshift > 0 ? _mm256_slli_epi16(hb, L.hshift) : L.hshift < 0 ? _mm256_srli_epi16(hb, -L.hshift) : hb;
+    return _mm256_or_si256(nib, _mm256_and_si256(hs, _mm256_set1_epi8((char)L.hmask)));
 }
 
 /* 8 fp16 in the low 16 bits of each dword, as floats */
@@ -117,9 +99,8 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
     if (fmt == PN_Q4_K) return _mm256_load_ps(xs + PN_ROWS * (s + (mins ? PN_ST_NS : 0)) + P2_ROWS * h);
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
     if (fmt == PN_Q6_K) { /* d x int8 scale, the product pn_pack_q6_K makes */
-        const uint8_t *blk = sc + 288 * (s >> 4);
-        const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(blk + 256 + 16 * h)));
-        const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 * (s & 15) + 8 * h)));
+        const __m256 d = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_q6k_d_off(s) + 16 * h)));
+        const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + pn_st_q6k_scale_off(s) + 8 * h)));
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
     }
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));

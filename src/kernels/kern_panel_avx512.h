@@ -62,42 +62,22 @@ PN_INLINE __m512i pn_w(int fmt, int st, const uint8_t *src, int s, int g)
 {
     if (!st) return _mm512_load_si512((const void *)((const struct pn_panel *)src)->q[s * PN_GS(fmt) + g]);
     if (fmt == PN_Q8_0) return _mm512_load_si512((const void *)(src + 64 * (8 * s + g)));
+    const struct pn_st_group L = pn_st_group(fmt, s, g);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
-    if (fmt == PN_Q5_0) { /* the nibbles as Q4_0's, or'ed with bit g of the fifth-bit line moved to bit 4 */
-        const __m512i raw = _mm512_load_si512((const void *)(src + 64 * (5 * s + (g & 3))));
-        const __m512i hb = _mm512_load_si512((const void *)(src + 64 * (5 * s + 4)));
-        const __m512i hs = g < 4 ? _mm512_slli_epi16(hb, 4 - g) : _mm512_srli_epi16(hb, g - 4);
-        /* (nibble & 0x0F) | (hs & 0x10): ternary logic 0xEC is (A & C) | B */
-        return _mm512_ternarylogic_epi32(g >= 4 ? _mm512_srli_epi16(raw, 4) : raw,
-                                         _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), m4, 0xEC);
-    }
-    if (fmt == PN_Q6_K) { /* s = 16b + j: group G = 4j + g of block b; nibble | two high bits at 4-5 */
-        const int b = s >> 4, G = 4 * (s & 15) + g, j = G & 3;
-        const uint8_t *blk = src + 3072 * b;
-        const __m512i raw = _mm512_load_si512((const void *)(blk + 64 * (16 * (G >> 5) + 8 * ((G >> 3) & 1) + (G & 7))));
-        const __m512i hb = _mm512_load_si512((const void *)(blk + 64 * (32 + (G >> 2))));
-        const __m512i hs = j < 2 ? _mm512_slli_epi16(hb, 4 - 2 * j) : j == 2 ? hb : _mm512_srli_epi16(hb, 2);
-        return _mm512_ternarylogic_epi32((G >> 4) & 1 ? _mm512_srli_epi16(raw, 4) : raw,
-                                         _mm512_and_si512(hs, _mm512_set1_epi8(0x30)), m4, 0xEC);
-    }
-    int line, high;
-    if (fmt == PN_Q4_0) {
-        line = 4 * s + (g & 3);
-        high = g >= 4;
-    } else { /* Q4_K: s = 8b + j */
-        line = 32 * (s >> 3) + 8 * ((s & 7) >> 1) + g;
-        high = s & 1;
-    }
-    const __m512i raw = _mm512_load_si512((const void *)(src + 64 * line));
-    return _mm512_and_si512(high ? _mm512_srli_epi16(raw, 4) : raw, m4);
+    const __m512i raw = _mm512_load_si512((const void *)(src + 64 * L.line));
+    const __m512i nib = L.high ? _mm512_srli_epi16(raw, 4) : raw;
+    if (!PN_ST_HIGH_BITS(fmt)) return _mm512_and_si512(nib, m4);
+    /* Q5_0, Q6_K: (nibble & 0x0F) | (high bits moved to bit 4 & mask); ternary logic 0xEC is (A & C) | B */
+    const __m512i hb = _mm512_load_si512((const void *)(src + 64 * L.hline));
+    const __m512i hs = L.hshift > 0 ? _mm512_slli_epi16(hb, L.hshift) : L.hshift < 0 ? _mm512_srli_epi16(hb, -L.hshift) : hb;
+    return _mm512_ternarylogic_epi32(nib, _mm512_and_si512(hs, _mm512_set1_epi8((char)L.hmask)), m4, 0xEC);
 }
 
 /* Q6_K stored: the 16 rows' d x int8 scale of sub-block s (the product pn_pack_q6_K makes) */
 PN_INLINE __m512 pn_k6_scale(const uint8_t *sc, int s)
 {
-    const uint8_t *blk = sc + 288 * (s >> 4);
-    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(blk + 256)));
-    const __m512i v = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(blk + 16 * (s & 15))));
+    const __m512 d = _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + pn_st_q6k_d_off(s))));
+    const __m512i v = _mm512_cvtepi8_epi32(_mm_load_si128((const __m128i *)(sc + pn_st_q6k_scale_off(s))));
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(v));
 }
 

@@ -92,6 +92,49 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
 #define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : (f) == PN_Q6_K ? 288 : 32)
 #define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
 
+/* The stored formats whose codes have bits above the nibble, kept in lines of their own. */
+#define PN_ST_HIGH_BITS(f) ((f) == PN_Q5_0 || (f) == PN_Q6_K)
+
+/* Where a stored chunk keeps group g of sub-block s for the formats whose codes are split into
+ * nibbles (Q4_0, Q5_0, Q4_K, Q6_K): the 64-byte line of its nibble bytes (high: the high nibbles),
+ * and for PN_ST_HIGH_BITS formats the line of its high bits, the 16-bit left shift that brings
+ * them to bit 4 (negative: right) and the mask that keeps them. The one description both
+ * tiles read codes through (pn_w of kern_panel_avx512.h, p2_w of kern_panel_avx2.h); kern_pack.c
+ * writes the lines. */
+struct pn_st_group {
+    int line, high, hline, hshift, hmask;
+};
+PN_INLINE struct pn_st_group pn_st_group(int fmt, int s, int g)
+{
+    struct pn_st_group r = {0, 0, 0, 0, 0};
+    if (fmt == PN_Q4_0 || fmt == PN_Q5_0) {
+        const int base = fmt == PN_Q4_0 ? 4 * s : 5 * s; /* lines per block: 4, Q5_0 one more */
+        r.line = base + (g & 3);
+        r.high = g >= 4;
+        if (fmt == PN_Q5_0) r.hline = base + 4, r.hshift = 4 - g, r.hmask = 0x10;
+    } else if (fmt == PN_Q4_K) { /* s = 8b + j */
+        r.line = 32 * (s >> 3) + 8 * ((s & 7) >> 1) + g;
+        r.high = s & 1;
+    } else { /* Q6_K: s = 16b + j, group G = 4j + g of block b (48 lines a block) */
+        const int b = s >> 4, G = 4 * (s & 15) + g;
+        r.line = 48 * b + 16 * (G >> 5) + 8 * ((G >> 3) & 1) + (G & 7);
+        r.high = (G >> 4) & 1;
+        r.hline = 48 * b + 32 + (G >> 2), r.hshift = 4 - 2 * (G & 3), r.hmask = 0x30;
+    }
+    return r;
+}
+
+/* Q6_K stored, sub-block s of a chunk: where, from the start of the chunk's scales, the 16 rows'
+ * int8 scales (lane = row) and their fp16 d lie. */
+PN_INLINE int pn_st_q6k_scale_off(int s)
+{
+    return PN_ST_SCALES(PN_Q6_K) * (s >> 4) + 16 * (s & 15);
+}
+PN_INLINE int pn_st_q6k_d_off(int s)
+{
+    return PN_ST_SCALES(PN_Q6_K) * (s >> 4) + 256;
+}
+
 /* Bytes of one stored chunk of nbc blocks. */
 PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
 {

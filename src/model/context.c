@@ -168,7 +168,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->attn_T = ctx->attn_rows / ctx->attn_gsz;
     ctx->scores = aligned_alloc(64, (size_t)cp.n_threads * ctx->attn_rows * ctx->score_stride *
                                         sizeof(float));
-    ctx->qr_stride = ((size_t)(ctx->attn_rows + 32) * max_hd + 15) & ~(size_t)15; /* queries, then the key tile */
+    ctx->qr_stride = ((size_t)(ctx->attn_rows + ATTN_TILE_KEYS) * max_hd + 15) & ~(size_t)15; /* queries, then the key tile */
     ctx->qr = aligned_alloc(64, (size_t)cp.n_threads * ctx->qr_stride * sizeof(float));
     if ((!ctx->scores || !ctx->qr) && !st)
         st = tern_fail(TERN_ERR_NOMEM, "context: out of memory for attention scratch (%d threads,"

@@ -26,22 +26,27 @@
 #include "quant/quant.h"
 #include "util/check.h"
 #include "util/error.h"
-#include "util/fp16.h"
 
 /* ---------------------------------------------------------------- per-token helpers */
 
 /* y = x / rms(x) * w over n elements (w NULL: no weight, gemma4's v norm); sum of squares in
  * double like ggml_rms_norm. */
-void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
+/* y = x / sqrt(sum / n + eps) * w, given the row's sum of squares (w NULL: no weight). */
+static void rms_scale_row(const float *x, const float *w, float *y, int n, double sum, float eps)
 {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
     const float scale = 1.0f / sqrtf(mean + eps);
     if (!w)
         for (int i = 0; i < n; i++) y[i] = x[i] * scale;
     else
         for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+void fwd_rms_norm_row(const float *x, const float *w, float *y, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    rms_scale_row(x, w, y, n, sum, eps);
 }
 
 /* fwd_rms_norm_row for rows rows of n elements (row r at x + r * n, y + r * n; y may be x), with
@@ -61,15 +66,7 @@ void fwd_rms_norm_rows(const float *x, const float *w, float *y, int rows, int n
             for (int i = 0; i < n; i++)
                 for (int r = 0; r < nr; r++) sum[r] += (double)(xr[(size_t)r * n + i] * xr[(size_t)r * n + i]);
         }
-        for (int r = 0; r < nr; r++) {
-            const float scale = 1.0f / sqrtf((float)(sum[r] / n) + eps);
-            const float *xi = xr + (size_t)r * n;
-            float *yi = y + (size_t)(r0 + r) * n;
-            if (!w)
-                for (int i = 0; i < n; i++) yi[i] = xi[i] * scale;
-            else
-                for (int i = 0; i < n; i++) yi[i] = (xi[i] * scale) * w[i];
-        }
+        for (int r = 0; r < nr; r++) rms_scale_row(xr + (size_t)r * n, w, y + (size_t)(r0 + r) * n, n, sum[r], eps);
     }
 }
 
