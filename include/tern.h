@@ -291,8 +291,11 @@ struct tern_model_info {
     int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
     bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
                                 per head with the q rows of attn_q (qwen35) */
-    int n_nextn;             /* multi-token-prediction layers at the end of the file, not run */
+    int n_nextn;             /* multi-token-prediction layers at the end of the file: not run by
+                                the model, only by an MTP context (tern_model_has_mtp) */
     uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
+    uint64_t mtp_bytes;      /* weights one MTP draft step reads (its layer, eh_proj, the output
+                                head); 0 without a usable MTP layer */
 };
 
 struct tern_model_params {
@@ -357,6 +360,8 @@ struct tern_context_params {
     int n_seq;       /* independent sequences held at once, each up to n_ctx positions; 0 = 1 */
     bool swa_full;   /* sliding-window layers keep every position (default: only their window,
                       * plus 128 positions for rollback: tern_context_kv_resident_bytes) */
+    bool mtp;        /* an MTP context: runs the model's multi-token-prediction layer alone
+                      * (tern_decode_mtp), with that layer's KV and nothing else; one sequence */
 };
 struct tern_context_params tern_context_default_params(void);
 
@@ -379,6 +384,7 @@ const struct tern_model *tern_context_model(const struct tern_context *ctx);
  * decoding verifies drafted tokens this way at temperature 0. Costs compute on long batches:
  * meant for short ones. */
 void tern_context_set_exact_batches(struct tern_context *ctx, bool on);
+
 
 enum tern_logits_mode {
     TERN_LOGITS_NONE = 0,  /* only fill the KV cache */
@@ -436,6 +442,40 @@ const float *tern_context_logits(const struct tern_context *ctx, int i);
 int tern_kv_n_pos(const struct tern_context *ctx);
 /* Forget positions >= n_pos (rollback). */
 tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
+
+/* ------------------------------------------------------- multi-token prediction (qwen35)
+ *
+ * A Qwen3.5 file may carry a multi-token-prediction (MTP) layer after its main layers
+ * (nextn_predict_layers): from the next token's embedding and the model's last hidden state it
+ * predicts the token after next. It drafts for speculative decoding (tern_draft source "mtp"),
+ * from the target's own hidden states, at the cost of one layer and the output head per draft.
+ *
+ *     tern_context_keep_hidden(ctx, true);            // the target keeps its hidden states
+ *     tern_decode(ctx, toks, n, 0, TERN_LOGITS_LAST);
+ *     cp.mtp = true; tern_context_create(model, &cp, &mctx);
+ *     // token i with the hidden state of position i-1 (zeros at 0): MTP logits at i predict i+2
+ *     tern_decode_mtp(mctx, toks, hid_rows, n, 0, TERN_LOGITS_LAST);
+ *     // a draft step: the next token, with the MTP's own state at n-1 in place of the target's
+ *     tern_decode_mtp(mctx, &next, tern_context_hidden(mctx, n - 1), 1, n, TERN_LOGITS_LAST);
+ */
+/* Does m have a usable MTP layer? If not and why_not is not NULL, *why_not says why (static
+ * or owned by m). */
+bool tern_model_has_mtp(const struct tern_model *m, const char **why_not);
+/* Keep (on) or drop the final normalized hidden state of every position of sequence 0, as each
+ * decode computes it (n_ctx x n_embd floats, allocated here). An MTP context always keeps its
+ * own (the MTP's output state). */
+tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on);
+/* The kept hidden state at position pos of sequence 0 (n_embd floats, owned by the context),
+ * or NULL when not kept, or not computed for the current contents (positions restored from a
+ * snapshot or the prefix cache have none; truncated ones neither). Valid until the next call
+ * that changes sequence 0. */
+const float *tern_context_hidden(const struct tern_context *ctx, int pos);
+/* tern_decode in an MTP context: token i at position pos0 + i with hidden row i (hidden:
+ * n x n_embd floats, the target's state at the position before token i's, zeros at position
+ * 0). Logits row i predict the token two positions after token i (the target's logits at token
+ * i's position predict the one right after it). */
+tern_status tern_decode_mtp(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
+                            int n, int pos0, enum tern_logits_mode mode);
 
 /* ===================================================================== profiling */
 
@@ -1110,11 +1150,13 @@ const char *tern_gen_stop_name(enum tern_gen_stop s);
  *
  * Sources: "ngram" (prompt lookup: the continuation of the most recent earlier occurrence of
  * the last 1..4 tokens; no second model: tool calls copy names and argument values from the
- * prompt), "self:TYPE" (the target's own weights converted to TYPE at load, e.g. q4_0:
+ * prompt), "mtp" (the target's own multi-token-prediction layer, Qwen3.5 files that carry one:
+ * drafts from the target's hidden states, one layer and the output head per draft; a generator's
+ * source only, not a batcher's), "self:TYPE" (the target's own weights converted to TYPE at load, e.g. q4_0:
  * tern_model_quantized_copy), or the path of a drafter GGUF with the same tokenizer
  * (compared by tokenizer fingerprint). */
 struct tern_draft_params {
-    const char *source;   /* required: "ngram", "self:TYPE" or a GGUF path */
+    const char *source;   /* required: "ngram", "mtp", "self:TYPE" or a GGUF path */
     int n_max;            /* most tokens drafted per round, 1..64; 0 = 8 */
     int n_min;            /* fewest: a shorter proposal is not verified; 1..n_max; 0 = 1 */
     int n_ctx;            /* model drafters: context positions (at least the target's); 0 = 4096 */

@@ -137,6 +137,9 @@ tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_toke
     if (tern_context_n_batch(ctx) < tern_context_n_seq(ctx))
         return tern_fail(TERN_ERR_ARG, "batcher: the context's batch (%d tokens) cannot hold one token "
                          "of each of its %d sequences", tern_context_n_batch(ctx), tern_context_n_seq(ctx));
+    if (bp.draft && !strcmp(tern_draft_kind(bp.draft), "mtp"))
+        return tern_fail(TERN_ERR_UNSUPPORTED, "batcher: an \"mtp\" draft drafts for a generator "
+                         "(one sequence: tern run, tern chat), not for a batcher's slots");
     if (bp.draft && bp.draft->target != tern_context_model(ctx))
         return tern_fail(TERN_ERR_ARG, "batcher: the draft was made for another model than the context's");
     struct tern_batcher *b = calloc(1, sizeof *b);

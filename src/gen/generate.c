@@ -145,6 +145,10 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
             tern_status st = d->src->ops->prepare(d->src, g->n_ctx);
             if (st) return tern_fail_prefix(st, "generator: ");
         }
+        if (d->src->ops->attach) {
+            tern_status st = d->src->ops->attach(d->src, g->ctx);
+            if (st) return tern_fail_prefix(st, "generator: ");
+        }
     }
     if (g->draft) g->draft->in_use = false;
     g->draft = d;
@@ -152,7 +156,8 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
         d->in_use = true;
         /* before anything is measured, a drafter's step is guessed from its share of the bytes */
         const double ratio = d->drafter ? (double)tern_model_get_info(d->drafter)->weight_bytes /
-                                              (double)tern_model_get_info(d->target)->weight_bytes : 0;
+                                              (double)tern_model_get_info(d->target)->weight_bytes
+                                        : d->cost_ratio;
         spec_ctl_init(&g->ctl, d->n_min, d->n_max, d->src->ops->costly, ratio);
     }
     return TERN_OK;

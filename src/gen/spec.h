@@ -29,7 +29,7 @@
 
 struct spec_source;
 struct spec_source_ops {
-    const char *kind; /* "ngram", "self", "model" */
+    const char *kind; /* "ngram", "self", "model", "mtp" */
     /* A generation starts with sampler params sp (the target's). Model sources configure how
      * they draft (greedy at temperature 0, else sampling q with the same filters). */
     tern_status (*begin)(struct spec_source *src, const struct tern_sampler_params *sp);
@@ -50,6 +50,9 @@ struct spec_source_ops {
     /* A generator of n_ctx positions takes the source: allocate what proposals over such a
      * history need (may be NULL: nothing to allocate). */
     tern_status (*prepare)(struct spec_source *src, int n_ctx);
+    /* A generator whose context is target takes the source (may be NULL: the source does not
+     * read the target; "mtp" reads its hidden states and sizes its own context by it). */
+    tern_status (*attach)(struct spec_source *src, struct tern_context *target);
     void (*free)(struct spec_source *src);
 };
 
@@ -82,6 +85,9 @@ tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct 
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
                               int n_vocab_target, int n_ctx, int n_seq, int n_threads, int n_max,
                               struct spec_source **out);
+/* The target's own multi-token-prediction layer (spec_mtp.c): its context is made when a
+ * generator attaches (the target's n_ctx). */
+tern_status spec_mtp_create(struct tern_model *model, int n_threads, int n_max, struct spec_source **out);
 /* What drafting from a model source's context needs (batch_draft.c); false for ngram. */
 struct spec_model_view {
     struct tern_context *ctx; /* the drafter's context (n_seq sequences) */
@@ -110,6 +116,8 @@ struct tern_draft {
     int n_max, n_min;
     int n_ctx, n_seq;                  /* model drafters: the context's positions and sequences */
     bool in_use;                       /* attached to a generator or a batcher */
+    double cost_ratio;                 /* no drafter model ("mtp"): a draft step's bytes over the
+                                          target's (the controller's guess before measuring) */
 };
 
 /* ---------------------------------------------------------------- controller */

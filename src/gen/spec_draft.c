@@ -1,8 +1,9 @@
 /* spec_draft.c — struct tern_draft: choosing and checking a draft source (public API:
  * include/tern.h "speculative decoding").
  *
- * Read spec.h first. A source string names one of three sources behind the spec_source
- * interface: "ngram" (spec_ngram.c), "self:TYPE" (the target converted in memory,
+ * Read spec.h first. A source string names one of four sources behind the spec_source
+ * interface: "ngram" (spec_ngram.c), "mtp" (the target's multi-token-prediction layer,
+ * spec_mtp.c), "self:TYPE" (the target converted in memory,
  * tern_model_quantized_copy, run by spec_model.c) or a GGUF path (spec_model.c). A drafter file
  * must tokenize exactly as the target: its token ids are fed to the target as they are, so the
  * two tokenizers are compared by fingerprint (every tokenizer.ggml.* entry) and a mismatch is
@@ -65,7 +66,7 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
     struct tern_draft_params dp = *p;
     const struct tern_draft_params def = tern_draft_default_params();
     if (!dp.source || !*dp.source)
-        return tern_fail(TERN_ERR_ARG, "draft: no source (give \"ngram\", \"self:TYPE\" or a GGUF path)");
+        return tern_fail(TERN_ERR_ARG, "draft: no source (give \"ngram\", \"mtp\", \"self:TYPE\" or a GGUF path)");
     if (dp.n_max == 0) dp.n_max = def.n_max;
     if (dp.n_min == 0) dp.n_min = dp.n_max < def.n_min ? dp.n_max : def.n_min;
     if (dp.ngram_min == 0) dp.ngram_min = def.ngram_min;
@@ -94,6 +95,12 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         st = tern_tokenizer_from_gguf(tern_model_gguf(target), &tok);
         if (st) st = tern_fail_prefix(st, "draft ngram: the target's tokenizer: ");
         else st = spec_ngram_create(dp.ngram_min, dp.ngram_max, nv, tok, true, &d->src);
+    } else if (!strcmp(dp.source, "mtp")) {
+        /* the target's own MTP layer: the draft needs the model to be the target's, writable
+         * only in the sense that a context of it is made (the model is not changed) */
+        const struct tern_model_info *in = tern_model_get_info(target);
+        st = spec_mtp_create((struct tern_model *)target, dp.n_threads, dp.n_max, &d->src);
+        d->cost_ratio = in->weight_bytes ? (double)in->mtp_bytes / (double)in->weight_bytes : 0;
     } else if (!strncmp(dp.source, "self:", 5)) {
         struct tern_model *copy = NULL;
         st = tern_model_quantized_copy(target, dp.source + 5, dp.n_threads, &copy);

@@ -43,6 +43,10 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         return tern_fail(TERN_ERR_ARG, "context parameters out of range: n_ctx %d, n_batch %d, "
                          "n_threads %d, n_seq %d", cp.n_ctx, cp.n_batch, cp.n_threads, cp.n_seq);
     if (cp.n_seq == 0) cp.n_seq = 1;
+    if (cp.mtp && m->mtp.il < 0)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "MTP context: %s", model_mtp_why_not(m));
+    if (cp.mtp && cp.n_seq != 1)
+        return tern_fail(TERN_ERR_ARG, "MTP context: one sequence only (n_seq %d)", cp.n_seq);
     if (cp.n_ctx == 0) cp.n_ctx = in->n_ctx_train < 4096 ? in->n_ctx_train : 4096;
     if (cp.n_batch == 0) cp.n_batch = 512;
     if (cp.n_batch > cp.n_ctx) cp.n_batch = cp.n_ctx;
@@ -58,20 +62,25 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     ctx->n_batch = cp.n_batch;
     ctx->n_threads = cp.n_threads;
     ctx->n_seq = cp.n_seq;
+    ctx->mtp = cp.mtp;
+    /* An MTP context lays out the main layers without KV (as DeltaNet layers) and the MTP
+     * layer after them with its own. */
+    const int n_kvl = cp.mtp ? in->n_layer + 1 : in->n_layer;
     /* Per-layer shapes (gemma4's sliding and global layers differ): buffers take the widest,
      * the KV cache each layer's own (and none for a layer that reads another's, or for
      * qwen35's DeltaNet layers, kv_src -1, whose recurrent state is ctx->rec). */
     size_t qd = 0, kvd = 0;
     int max_hd = 0, hd_gcd = 0, min_group = 1 << 30;
-    int *lay = malloc(3 * sizeof(int) * (size_t)in->n_layer);
-    bool *windowed = calloc((size_t)in->n_layer, sizeof *windowed);
+    int *lay = malloc(3 * sizeof(int) * (size_t)n_kvl);
+    bool *windowed = calloc((size_t)n_kvl, sizeof *windowed);
     tern_status st = lay && windowed ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "context: out of memory");
     for (int il = 0; il < in->n_layer && windowed; il++) windowed[il] = m->layers[il].kv_windowed && !cp.swa_full;
-    for (int il = 0; il < in->n_layer && lay; il++) {
+    for (int il = 0; il < n_kvl && lay; il++) {
         const struct model_layer *L = &m->layers[il];
-        lay[il] = L->n_kv;
-        lay[in->n_layer + il] = L->hd;
-        lay[2 * in->n_layer + il] = L->kv_src;
+        const bool no_kv = cp.mtp && il < in->n_layer;
+        lay[il] = no_kv ? 0 : L->n_kv;
+        lay[n_kvl + il] = L->hd;
+        lay[2 * n_kvl + il] = no_kv ? -1 : L->kv_src;
         if ((size_t)in->n_head * L->hd > qd) qd = (size_t)in->n_head * L->hd;
         if ((size_t)L->n_kv * L->hd > kvd) kvd = (size_t)L->n_kv * L->hd;
         if (L->hd > max_hd) max_hd = L->hd;
@@ -82,8 +91,8 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     }
     if (!st) st = tp_create(cp.n_threads, &ctx->pool);
     if (!st) {
-        const struct kv_layout kl = {in->n_layer, in->n_head_kv, in->head_dim, lay,
-                                     lay + in->n_layer, lay + 2 * in->n_layer, windowed, in->n_swa};
+        const struct kv_layout kl = {n_kvl, in->n_head_kv, in->head_dim, lay,
+                                     lay + n_kvl, lay + 2 * n_kvl, windowed, in->n_swa};
         st = kv_init(&ctx->kv, &kl, cp.n_ctx, cp.n_seq);
     }
     free(lay);
@@ -91,7 +100,9 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     /* the recurrent state and what rollback replays (rec_state.h): REC_WINDOW tokens cover a
      * speculative verify batch of the longest draft (64) and its pending tokens */
     enum { REC_WINDOW = 72 };
-    if (!st) st = rec_init(&ctx->rec, in, cp.n_seq, cp.n_batch < REC_WINDOW ? cp.n_batch : REC_WINDOW);
+    const bool recurrent = in->n_layer_rec && !cp.mtp;
+    if (!st && recurrent)
+        st = rec_init(&ctx->rec, in, cp.n_seq, cp.n_batch < REC_WINDOW ? cp.n_batch : REC_WINDOW);
     if (st) {
         tern_context_free(ctx);
         return st;
@@ -111,7 +122,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->qaux = alloc_floats(ctx, nb * 2 * qd, &st);
         ctx->agate = alloc_floats(ctx, nb * qd, &st);
     }
-    if (in->n_layer_rec) {
+    if (recurrent) {
         const size_t cd = (size_t)ctx->rec.conv_dim, vd = (size_t)ctx->rec.n_v * ctx->rec.hv;
         const size_t nv = (size_t)ctx->rec.n_v;
         ctx->dn_in = alloc_floats(ctx, nb * cd, &st);
@@ -182,6 +193,11 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     size_t widest = d > qd ? d : qd;
     if ((size_t)in->n_ff_max > widest) widest = (size_t)in->n_ff_max;
     if ((size_t)ctx->rec.n_v * ctx->rec.hv > widest) widest = (size_t)ctx->rec.n_v * ctx->rec.hv;
+    if (cp.mtp) {
+        if (2 * d > widest) widest = 2 * d; /* eh_proj's input */
+        ctx->mtp_in = alloc_floats(ctx, nb * 2 * d, &st);
+        if (!st) st = tern_context_keep_hidden(ctx, true);
+    }
     ctx->act_stride = (widest * sizeof(float) + 63) & ~(size_t)63;
     ctx->act = aligned_alloc(64, nb * ctx->act_stride);
     ctx->bpos = calloc(nb, sizeof *ctx->bpos);
@@ -206,7 +222,13 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
         ctx->bseq[0] = 0;
         ctx->out_list[0] = 0;
         ctx->n_out = 1;
-        st = forward_batch(ctx, &tok, 1);
+        if (cp.mtp) {
+            memset(ctx->proj, 0, sizeof(float) * d); /* the hidden input: zeros, as at position 0 */
+            st = forward_mtp_batch(ctx, &tok, ctx->proj, 1);
+            ctx->hid_lo = ctx->hid_hi = 0;
+        } else {
+            st = forward_batch(ctx, &tok, 1);
+        }
         ctx->n_logits = 0;
         ctx->n_out = 0;
         ctx->profile = false;
@@ -245,7 +267,32 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx->next_pos);
     free(ctx->want);
     free(ctx->ablk);
+    free(ctx->hid);
     free(ctx);
+}
+
+tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on)
+{
+    if (!on) {
+        if (ctx->mtp) return TERN_OK; /* an MTP context chains its drafts through them */
+        free(ctx->hid);
+        ctx->hid = NULL;
+        return TERN_OK;
+    }
+    if (ctx->hid) return TERN_OK;
+    const size_t bytes = (size_t)ctx->n_ctx * (size_t)ctx->model->info.n_embd * sizeof(float);
+    ctx->hid = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    if (!ctx->hid)
+        return tern_fail(TERN_ERR_NOMEM, "context: out of memory for the hidden states (%zu bytes)", bytes);
+    ctx->hid_lo = ctx->hid_hi = 0;
+    return TERN_OK;
+}
+
+const float *tern_context_hidden(const struct tern_context *ctx, int pos)
+{
+    const int end = ctx->hid_hi < ctx->kv.seq_pos[0] ? ctx->hid_hi : ctx->kv.seq_pos[0];
+    if (!ctx->hid || pos < ctx->hid_lo || pos >= end) return NULL;
+    return ctx->hid + (size_t)pos * ctx->model->info.n_embd;
 }
 
 void tern_context_set_exact_batches(struct tern_context *ctx, bool on) { ctx->exact_batches = on; }
@@ -408,6 +455,7 @@ tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_p
     }
     TERN_ASSERT(n_pos <= kv->n_ctx);
     kv->seq_pos[dst] = n_pos;
+    if (dst == 0) ctx->hid_lo = ctx->hid_hi = n_pos; /* positions below hold what src computed */
     return TERN_OK;
 }
 
@@ -452,7 +500,8 @@ static tern_status check_batch(struct tern_context *ctx, const struct tern_batch
 }
 
 /* Run one checked batch: positions/sequences into bpos/bseq, logits rows into out_list. */
-static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *b, int call_offset)
+static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *b, int call_offset,
+                             const float *hidden)
 {
     ctx->n_out = 0;
     TERN_ASSERT(b->n > 0 && b->n <= ctx->n_batch); /* bseq, bpos, out_row, out_list hold n_batch */
@@ -470,7 +519,8 @@ static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *
     }
     ctx->last_n = b->n;
     ctx->call_offset = call_offset;
-    tern_status st = forward_batch(ctx, b->tokens, b->n);
+    tern_status st = hidden ? forward_mtp_batch(ctx, b->tokens, hidden, b->n)
+                            : forward_batch(ctx, b->tokens, b->n);
     if (!st && ctx->kv.win)
         for (int s = 0; s < ctx->n_seq; s++) kv_win_advance(&ctx->kv, s); /* windows moved on */
     if (st) {
@@ -487,12 +537,14 @@ static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *
 tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch *b)
 {
     ctx->n_logits = 0;
+    if (ctx->mtp) return tern_fail(TERN_ERR_ARG, "decode: an MTP context decodes with tern_decode_mtp");
     tern_status st = check_batch(ctx, b);
-    return st ? st : run_batch(ctx, b, 0);
+    return st ? st : run_batch(ctx, b, 0, NULL);
 }
 
-tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
-                        enum tern_logits_mode mode)
+/* tern_decode and tern_decode_mtp (hidden: n rows of n_embd, or NULL). */
+static tern_status decode_seq0(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
+                               int n, int pos0, enum tern_logits_mode mode)
 {
     if (n <= 0 || !tokens) return tern_fail(TERN_ERR_ARG, "decode: empty batch");
     if (pos0 != ctx->kv.seq_pos[0])
@@ -512,17 +564,34 @@ tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, 
      * the prefill kernels on some ISAs, and a prompt's bits would depend on n_batch. */
     const int n_sub = (n + ctx->n_batch - 1) / ctx->n_batch;
     const int per_sub = (n + n_sub - 1) / n_sub;
+    const size_t d = (size_t)ctx->model->info.n_embd;
     for (int done = 0; done < n;) {
         const int chunk = n - done < per_sub ? n - done : per_sub;
         const bool last = done + chunk == n;
         for (int i = 0; i < chunk; i++)
             ctx->want[i] = last && (mode == TERN_LOGITS_ALL || (mode == TERN_LOGITS_LAST && i == chunk - 1));
         const struct tern_batch b = {.n = chunk, .tokens = tokens + done, .logits = ctx->want};
-        st = run_batch(ctx, &b, done);
+        st = run_batch(ctx, &b, done, hidden ? hidden + (size_t)done * d : NULL);
         if (st) return st;
         done += chunk;
     }
     return TERN_OK;
+}
+
+tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
+                        enum tern_logits_mode mode)
+{
+    if (ctx->mtp) return tern_fail(TERN_ERR_ARG, "decode: an MTP context decodes with tern_decode_mtp");
+    return decode_seq0(ctx, tokens, NULL, n, pos0, mode);
+}
+
+tern_status tern_decode_mtp(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
+                            int n, int pos0, enum tern_logits_mode mode)
+{
+    if (!ctx->mtp)
+        return tern_fail(TERN_ERR_ARG, "decode_mtp: the context was not created with params.mtp");
+    if (!hidden) return tern_fail(TERN_ERR_ARG, "decode_mtp: no hidden states given");
+    return decode_seq0(ctx, tokens, hidden, n, pos0, mode);
 }
 
 const float *tern_context_logits(const struct tern_context *ctx, int i)

@@ -91,6 +91,16 @@ struct tern_context {
     struct rec_run *rb_run; /* (n_seq) the k-th sequence's run through the current layer */
     void *raw[32];   /* blocks behind the 64-byte aligned float buffers above (context.c) */
     int n_raw;
+    /* Final hidden states (tern_context_keep_hidden; always in an MTP context): the normalized
+     * last hidden state of each position of sequence 0, written by every pass; positions
+     * hid_lo .. hid_hi-1 hold the current contents' (one run: a restore or copy into sequence
+     * 0 empties it, truncation is applied when read). */
+    float *hid;      /* (n_ctx, n_embd) or NULL */
+    int hid_lo, hid_hi;
+    /* MTP context (tern_context_params.mtp): it runs only the model's multi-token-prediction
+     * layer (forward_mtp.c); its KV cache holds that layer alone and it has no recurrent state */
+    bool mtp;
+    float *mtp_in;   /* (n_batch, 2 * n_embd) [enorm(embedding) ; hnorm(hidden)] per token */
     bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */
     bool profile;    /* collect per-op timings (profile.c) */
     uint64_t prof_ns[TERN_PROF_COUNT];
@@ -107,5 +117,10 @@ bool prof_is_fallback(int wtype);
 /* One forward pass over n <= n_batch tokens whose positions and sequences are in bpos/bseq,
  * computing logits for the rows in out_list (n_out of them) (forward.c). */
 tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n);
+/* The same through the MTP layer (an MTP context; forward_mtp.c): token t's embedding with
+ * hidden row t (n_embd floats), the main model's normalized last hidden state at the position
+ * before t's (zeros at position 0), give logits for the token after t's successor, and ctx->hid
+ * the MTP's own output state for the next draft step. */
+tern_status forward_mtp_batch(struct tern_context *ctx, const int32_t *tokens, const float *hidden, int n);
 
 #endif

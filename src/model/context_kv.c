@@ -24,6 +24,7 @@ void kv_context_set_seq_n_pos(struct tern_context *ctx, int seq, int n_pos)
     TERN_ASSERT(n_pos >= 0 && n_pos <= ctx->kv.n_ctx); /* callers wrote those positions */
     ctx->kv.seq_pos[seq] = n_pos;
     ctx->n_logits = 0; /* logits belonged to the old contents */
+    if (seq == 0) ctx->hid_lo = ctx->hid_hi = n_pos; /* and so did the hidden states below n_pos */
     if (ctx->rec.n_layer) {
         ctx->rec.base[seq] = -1;
         ctx->rec.cap_pos[seq] = -1;

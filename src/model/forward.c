@@ -557,7 +557,9 @@ static void per_layer_block(struct tern_context *ctx, struct step *s)
     ctx->act_src = NULL;
 }
 
-tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
+/* Embeddings of the batch's tokens into ctx->x, each token's RoPE table row, the attention
+ * blocks (ctx->ablk). */
+void fwd_batch_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
     const struct tern_model_info *in = &m->info;
@@ -593,78 +595,105 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         ctx->prof_ns[TERN_PROF_EMBED] += prof_now_ns() - t_embd;
         ctx->prof_calls[TERN_PROF_EMBED]++;
     }
-    if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
+}
 
-    if (in->n_layer_rec) rec_batch_begin(ctx, n);
-    for (int il = 0; il < in->n_layer; il++) {
-        const struct model_layer *L = &m->layers[il];
-        struct step s = {.ctx = ctx, .n = n, .il = il};
-        ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
+void fwd_layer(struct tern_context *ctx, int il, int n)
+{
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    const int d = in->n_embd;
+    const struct model_layer *L = &m->layers[il];
+    struct step s = {.ctx = ctx, .n = n, .il = il};
+    ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
 
-        if (L->recurrent) {
-            delta_layer(ctx, il, n);
-            goto ffn;
-        }
-        /* attention block (qwen35: wq gives q and the output gate, interleaved per head): a
-         * shared-KV layer computes q only, a layer whose v is k's projection (gemma4 without
-         * attn_v) computes k and copies it */
-        fwd_norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
-        {
-            const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
-            float *outs[3] = {in->attn_gate ? ctx->qaux : ctx->q, ctx->k, ctx->v};
-            const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
-            const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
-            fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, n_mats);
-        }
-        if (L->v_is_k && L->kv_src == il)
-            memcpy(ctx->v, ctx->k, sizeof(float) * (size_t)n * L->n_kv * L->hd);
-        fwd_run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, fwd_chunks_for(ctx, n, 4));
-        {
-            const int group = in->n_head / L->n_kv;
-            const long long units = (long long)L->n_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
-            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
-                         fwd_chunks_for(ctx, (long long)ctx->n_ablk * units, 16));
-        }
-        if (in->attn_gate)
-            fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
-        fwd_ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
-        fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
-
-    ffn:
-        /* feed-forward block */
-        fwd_norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
-        if (act_type_of(&L->ffn_up) != ctx->act_type) {
-            /* rare mixed-format pair: fall back to two separate quantizations */
-            struct step g1 = s;
-            g1.w[0] = &L->ffn_gate;
-            g1.out[0] = ctx->gate;
-            g1.w[1] = NULL;
-            tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
-            fwd_ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
-            g1.w[0] = &L->ffn_up;
-            g1.out[0] = ctx->up;
-            tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
-            const vexp_silu_mul_fn act = in->ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
-            for (int t = 0; t < n; t++)
-                act(ctx->gate + (size_t)t * L->n_ff, ctx->up + (size_t)t * L->n_ff, L->n_ff);
-        } else {
-            tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
-        }
-        ctx->act_src = NULL;
-        fwd_ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
-        fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
-        ctx->act_src = NULL;
-        if (L->ple_gate.data) per_layer_block(ctx, &s);
-        if (L->out_scale != 1.0f)
-            for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= L->out_scale;
+    if (L->recurrent) {
+        delta_layer(ctx, il, n);
+        goto ffn;
     }
+    /* attention block (qwen35: wq gives q and the output gate, interleaved per head): a
+     * shared-KV layer computes q only, a layer whose v is k's projection (gemma4 without
+     * attn_v) computes k and copies it */
+    fwd_norm_and_quantize(ctx, ctx->x, L->attn_norm.data, d, n, 0, &L->wq);
+    {
+        const struct model_weight *qkv[3] = {&L->wq, &L->wk, &L->wv};
+        float *outs[3] = {in->attn_gate ? ctx->qaux : ctx->q, ctx->k, ctx->v};
+        const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
+        const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
+        fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, n_mats);
+    }
+    if (L->v_is_k && L->kv_src == il)
+        memcpy(ctx->v, ctx->k, sizeof(float) * (size_t)n * L->n_kv * L->hd);
+    fwd_run_step(ctx, TERN_PROF_ROPE_KV, step_rope_store, &s, fwd_chunks_for(ctx, n, 4));
+    {
+        const int group = in->n_head / L->n_kv;
+        const long long units = (long long)L->n_kv * ((group + ctx->attn_gsz - 1) / ctx->attn_gsz);
+        fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attention, &s,
+                     fwd_chunks_for(ctx, (long long)ctx->n_ablk * units, 16));
+    }
+    if (in->attn_gate)
+        fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
+    fwd_ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
+    fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
-    if (in->n_layer_rec) rec_batch_end(ctx);
-    ctx->n_logits = 0;
+ffn:
+    /* feed-forward block (absent in some MTP layers: Qwen3.5-4B/9B) */
+    if (!L->ffn_down.data) return;
+    fwd_norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
+    if (act_type_of(&L->ffn_up) != ctx->act_type) {
+        /* rare mixed-format pair: fall back to two separate quantizations */
+        struct step g1 = s;
+        g1.w[0] = &L->ffn_gate;
+        g1.out[0] = ctx->gate;
+        g1.w[1] = NULL;
+        tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
+        fwd_ensure_act(ctx, ctx->xn, d, n, 0, &L->ffn_up);
+        g1.w[0] = &L->ffn_up;
+        g1.out[0] = ctx->up;
+        tp_run(ctx->pool, step_matmul, &g1, matmul_chunks(ctx, g1.w[0]->rows));
+        const vexp_silu_mul_fn act = in->ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
+        for (int t = 0; t < n; t++)
+            act(ctx->gate + (size_t)t * L->n_ff, ctx->up + (size_t)t * L->n_ff, L->n_ff);
+    } else {
+        tp_run(ctx->pool, step_ffn_up, &s, matmul_chunks(ctx, L->ffn_gate.rows));
+    }
+    ctx->act_src = NULL;
+    fwd_ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
+    fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
+    ctx->act_src = NULL;
+    if (L->ple_gate.data) per_layer_block(ctx, &s);
+    if (L->out_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= L->out_scale;
+}
+
+void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n)
+{
+    const int d = ctx->model->info.n_embd;
+    int p0 = -1, p1 = -1;
+    for (int t = 0; t < n; t++) {
+        if (ctx->bseq[t] != 0) continue;
+        const int p = ctx->bpos[t];
+        if (norm_w) fwd_rms_norm_row(ctx->x + (size_t)t * d, norm_w, ctx->hid + (size_t)p * d, d,
+                                     ctx->model->info.rms_eps);
+        else memcpy(ctx->hid + (size_t)p * d, ctx->x + (size_t)t * d, sizeof(float) * (size_t)d);
+        if (p0 < 0) p0 = p;
+        p1 = p + 1; /* a batch continues each sequence without gaps (check_batch) */
+    }
+    if (p0 < 0) return;
+    /* the rows kept are one run: extended by a batch that starts inside it or right after it,
+     * else started afresh */
+    if (p0 < ctx->hid_lo || p0 > ctx->hid_hi) ctx->hid_lo = p0;
+    ctx->hid_hi = p1;
+}
+
+void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight *norm,
+                     const struct model_weight *output)
+{
+    const struct tern_model_info *in = &ctx->model->info;
+    const int d = in->n_embd;
+    ctx->n_logits = ctx->n_out;
+    if (ctx->n_out == 0) return;
     /* Logits only for the rows asked for (ctx->out_list): gather them into contiguous rows
      * (proj is free by now) unless they already are the tail of the batch. */
-    ctx->n_logits = ctx->n_out;
-    if (ctx->n_out == 0) return TERN_OK;
     const float *src = ctx->x;
     int row0 = n - ctx->n_out;
     bool tail = true;
@@ -676,11 +705,12 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         row0 = 0;
     }
     const int rows_end = row0 + ctx->n_out;
-    fwd_norm_and_quantize(ctx, src, m->output_norm.data, d, rows_end, row0, &m->output);
+    if (norm->data) fwd_norm_and_quantize(ctx, src, norm->data, d, rows_end, row0, output);
+    else fwd_ensure_act(ctx, src, d, rows_end, row0, output);
     struct step so = {.ctx = ctx, .n = rows_end, .row0 = row0};
-    so.w[0] = &m->output;
+    so.w[0] = output;
     so.out[0] = ctx->logits; /* logits row k is out_list[k] */
-    tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, m->output.rows));
+    tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, output->rows));
     ctx->act_src = NULL;
     if (in->final_softcap > 0.0f) {
         /* gemma4: logits = c * tanh(logits / c), as ggml_softcap(x, 1/c, c) */
@@ -688,5 +718,18 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
         for (size_t i = 0; i < (size_t)ctx->n_out * (size_t)in->n_vocab; i++)
             ctx->logits[i] = after * tanhf(ctx->logits[i] * before);
     }
+}
+
+tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
+{
+    const struct tern_model *m = ctx->model;
+    const struct tern_model_info *in = &m->info;
+    fwd_batch_inputs(ctx, tokens, n);
+    if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
+    if (in->n_layer_rec) rec_batch_begin(ctx, n);
+    for (int il = 0; il < in->n_layer; il++) fwd_layer(ctx, il, n);
+    if (in->n_layer_rec) rec_batch_end(ctx);
+    if (ctx->hid) fwd_keep_hidden(ctx, m->output_norm.data, n);
+    fwd_output_head(ctx, n, &m->output_norm, &m->output);
     return TERN_OK;
 }

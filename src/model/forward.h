@@ -47,6 +47,17 @@ void fwd_ensure_act(struct tern_context *ctx, const float *src, int cols, int n,
 void fwd_matmul_residual(struct tern_context *ctx, struct step *s, const struct model_weight *w,
                          const struct model_weight *post);
 
+/* The pieces of a pass (forward.c), shared with the MTP pass (forward_mtp.c): the batch's
+ * embeddings into ctx->x, RoPE rows and attention blocks; one layer (attention or DeltaNet, then
+ * the FFN if it has one) on ctx->x; each sequence-0 row's final hidden state, normalized by
+ * norm_w (NULL: as it is), into ctx->hid at its position; logits of the rows in out_list from
+ * output after norm (norm->data NULL: none). */
+void fwd_batch_inputs(struct tern_context *ctx, const int32_t *tokens, int n);
+void fwd_layer(struct tern_context *ctx, int il, int n);
+void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n);
+void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight *norm,
+                     const struct model_weight *output);
+
 /* Before and after the layers of a pass with recurrent layers: which state buffers each row
  * reads and writes, the sequences' new rollback bases, captures done (forward_delta.c). */
 void rec_batch_begin(struct tern_context *ctx, int n);

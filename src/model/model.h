@@ -68,6 +68,22 @@ struct model_layer {
 #define MODEL_LAYER_MAX_MATRICES 14
 int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
+/* Multi-token prediction (qwen35 files with nextn_predict_layers): one gated full-attention layer
+ * after the main ones (layers[il]) that predicts the token after next from the next token's
+ * embedding and the main model's last hidden state: x = eh_proj [enorm(embd(t)) ; hnorm(h)],
+ * the layer, then head_norm and output (forward.c forward_mtp_batch). */
+struct model_mtp {
+    int il;                       /* its index in layers (info.n_layer), or -1: no usable MTP layer */
+    struct model_weight eh_proj;  /* (2 * n_embd -> n_embd), or NULL: x = enorm(e) + hnorm(h) */
+    struct model_weight enorm;    /* (n_embd) */
+    struct model_weight hnorm;    /* (n_embd) */
+    struct model_weight head_norm;/* (n_embd) shared_head_norm, or NULL: none */
+    struct model_weight output;   /* (n_vocab rows of n_embd) output_extra, else the model's output */
+    bool has_ffn;                 /* the layer has its own FFN (Qwen3.5-4B/9B's have none) */
+    int q_from;                   /* its attn_q is this main layer's (Qwen3.5-9B), or -1: its own */
+    char why_not[200];            /* il < 0 in a file with nextn layers: what is wrong with them */
+};
+
 struct tern_model {
     struct tern_gguf *gguf;
     struct tern_model_info info;
@@ -76,7 +92,8 @@ struct tern_model {
     struct model_weight output;                 /* (n_vocab rows of n_embd); == tok_embd if tied */
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
     struct model_weight rope_long, rope_short;  /* optional phi3 long-RoPE factors (>= n_rot/2) */
-    struct model_layer *layers;                 /* (n_layer) */
+    struct model_layer *layers;                 /* (n_layer + n_nextn) the main layers, then MTP */
+    struct model_mtp mtp;
     struct model_weight ple_embd;               /* (n_vocab rows of n_pl * n_layer) per-layer token
                                                    embeddings (gemma4 E2B/E4B), or NULL */
     struct model_weight ple_model_proj;         /* (n_embd -> n_pl * n_layer) */
@@ -99,6 +116,12 @@ struct tern_model {
  * kernel path has one (model_repack.c); file_mapped: the weights are tern_gguf_open's read-only
  * file mapping, whose pages may be handed back once nothing reads them. */
 tern_status model_repack(struct tern_model *m, bool file_mapped);
+
+/* Point the MTP layer's shared q and output (mtp.q_from, an output that is the model's) at the
+ * weights they share, packed copies included (after loading, repacking or converting). */
+void model_mtp_share(struct tern_model *m);
+/* Why m has no usable MTP layer ("" if it has one). */
+const char *model_mtp_why_not(const struct tern_model *m);
 
 /* Does w give a token the same bits whatever batch it is in (kern_batch_invariant, or a packed
  * copy that every batch size reads)? */

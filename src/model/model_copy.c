@@ -9,6 +9,7 @@
  * ("--draft self:q4_0"): the copy reads about a quarter of an F16 model's bytes per token. */
 #include "model/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,8 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->ple_embd = src->ple_embd;
     m->ple_model_proj = src->ple_model_proj;
     m->ple_proj_norm = src->ple_proj_norm;
+    m->mtp.il = -1; /* a drafter itself: no MTP layer is carried over */
+    snprintf(m->mtp.why_not, sizeof m->mtp.why_not, "a converted copy carries no MTP layer");
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
     const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 4;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);

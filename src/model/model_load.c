@@ -592,6 +592,22 @@ static tern_status bind_factors(const struct tern_gguf *g, struct model_weight *
     return bind(g, w, name, n, 1, true);
 }
 
+/* A qwen35 gated attention layer's tensors after attn_q: k, v, output and the q/k norms. */
+static tern_status bind_qwen35_attn_rest(const struct tern_gguf *g, const struct tern_model_info *in,
+                                         int il, struct model_layer *L)
+{
+    const int64_t d = in->n_embd, hd = in->head_dim;
+    char n[48];
+#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
+    tern_status st;
+    return (st = bind(g, &L->wk, N("attn_k.weight"), d, in->n_head_kv * hd, false)) ||
+           (st = bind(g, &L->wv, N("attn_v.weight"), d, in->n_head_kv * hd, false)) ||
+           (st = bind(g, &L->wo, N("attn_output.weight"), in->n_head * hd, d, false)) ||
+           (st = bind(g, &L->q_norm, N("attn_q_norm.weight"), hd, 1, false)) ||
+           (st = bind(g, &L->k_norm, N("attn_k_norm.weight"), hd, 1, false)) ? st : TERN_OK;
+#undef N
+}
+
 /* A qwen35 layer: attn_norm, post_attention_norm (the FFN's norm) and the SwiGLU FFN, then
  * either the Gated DeltaNet tensors or gated full attention (attn_q holds q and gate rows
  * interleaved per head: 2 * n_head * head_dim rows). */
@@ -614,11 +630,7 @@ static tern_status bind_qwen35_layer(const struct tern_gguf *g, const struct ter
     L->recurrent = (il + 1) % in->full_attn_interval != 0;
     if (!L->recurrent)
         return (st = bind(g, &L->wq, N("attn_q.weight"), d, 2 * in->n_head * hd, false)) ||
-               (st = bind(g, &L->wk, N("attn_k.weight"), d, in->n_head_kv * hd, false)) ||
-               (st = bind(g, &L->wv, N("attn_v.weight"), d, in->n_head_kv * hd, false)) ||
-               (st = bind(g, &L->wo, N("attn_output.weight"), in->n_head * hd, d, false)) ||
-               (st = bind(g, &L->q_norm, N("attn_q_norm.weight"), hd, 1, false)) ||
-               (st = bind(g, &L->k_norm, N("attn_k_norm.weight"), hd, 1, false)) ? st : TERN_OK;
+               (st = bind_qwen35_attn_rest(g, in, il, L)) ? st : TERN_OK;
     if (!tern_gguf_find_tensor(g, N("attn_qkv.weight")) && tern_gguf_find_tensor(g, N("ssm_in.weight")))
         return tern_fail(TERN_ERR_UNSUPPORTED, "layer %d: a fused ssm_in (qwen3next's layout) instead "
                          "of attn_qkv and attn_gate is not supported", il);
@@ -651,6 +663,77 @@ int model_layer_matrices(struct model_layer *L, struct model_weight **out)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i] && all[i]->data) out[n++] = all[i];
     return n;
+}
+
+/* The multi-token-prediction layer of a qwen35 file (blk.<n_layer>, as ik_llama.cpp binds it): a
+ * gated attention layer whose attn_q may be absent (the last main attention layer's is shared,
+ * Qwen3.5-9B) and whose FFN may be absent (4B, 9B), the nextn.* tensors (eh_proj may be absent:
+ * then the two normalized inputs are added), and the output head output_extra, or the model's.
+ * The main model runs without it, so a file whose MTP tensors are missing or malformed still
+ * loads: m->mtp.il stays -1 and why_not says what is wrong (--draft mtp reports it). */
+static tern_status bind_qwen35_mtp(const struct tern_gguf *g, struct tern_model *m)
+{
+    const struct tern_model_info *in = &m->info;
+    const int il = in->n_layer;
+    const int64_t d = in->n_embd, hd = in->head_dim;
+    struct model_layer *L = &m->layers[il];
+    struct model_mtp *t = &m->mtp;
+    if (in->n_nextn != 1)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "%d multi-token-prediction layers: tern runs files "
+                         "with exactly one", in->n_nextn);
+    char n[48];
+#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
+    tern_status st;
+    if ((st = bind(g, &L->attn_norm, N("attn_norm.weight"), d, 1, false)) ||
+        (st = bind(g, &L->ffn_norm, N("post_attention_norm.weight"), d, 1, false)) ||
+        (st = bind(g, &L->wq, N("attn_q.weight"), d, 2 * in->n_head * hd, true)) ||
+        (st = bind_qwen35_attn_rest(g, in, il, L)) ||
+        (st = bind(g, &L->ffn_gate, N("ffn_gate.weight"), d, L->n_ff, true)) ||
+        (st = bind(g, &L->ffn_up, N("ffn_up.weight"), d, L->n_ff, true)) ||
+        (st = bind(g, &L->ffn_down, N("ffn_down.weight"), L->n_ff, d, true)) ||
+        (st = bind(g, &t->eh_proj, N("nextn.eh_proj.weight"), 2 * d, d, true)) ||
+        (st = bind(g, &t->enorm, N("nextn.enorm.weight"), d, 1, false)) ||
+        (st = bind(g, &t->hnorm, N("nextn.hnorm.weight"), d, 1, false)) ||
+        (st = bind(g, &t->head_norm, N("nextn.shared_head_norm.weight"), d, 1, true)) ||
+        (st = bind(g, &t->output, "output_extra.weight", d, in->n_vocab, true)))
+        return st;
+    const int ffn = !!L->ffn_gate.data + !!L->ffn_up.data + !!L->ffn_down.data;
+    if (ffn != 0 && ffn != 3)
+        return tern_fail(TERN_ERR_FORMAT, "layer %d: ffn_gate, ffn_up and ffn_down must be all "
+                         "present or all absent", il);
+#undef N
+    t->q_from = -1;
+    if (!L->wq.data) { /* shared with the last main attention layer */
+        int last = il - 1;
+        while (last >= 0 && m->layers[last].recurrent) last--;
+        if (last < 0) return tern_fail(TERN_ERR_FORMAT, "layer %d has no attn_q and no main layer "
+                                       "has one to share", il);
+        t->q_from = last;
+    }
+    if (!t->output.data) t->output = m->output;
+    t->has_ffn = ffn == 3;
+    L->recurrent = false;
+    L->rope = true;
+    L->rec_index = -1;
+    L->kv_src = il;
+    t->il = il;
+    model_mtp_share(m);
+    struct model_weight *w[MODEL_LAYER_MAX_MATRICES];
+    const int nw = model_layer_matrices(L, w);
+    uint64_t bytes = 0;
+    for (int i = 0; i < nw; i++) bytes += w[i]->row_bytes * (uint64_t)w[i]->rows;
+    if (t->eh_proj.data) bytes += t->eh_proj.row_bytes * (uint64_t)t->eh_proj.rows;
+    m->info.mtp_bytes = bytes + t->output.row_bytes * (uint64_t)t->output.rows;
+    return TERN_OK;
+}
+
+void model_mtp_share(struct tern_model *m)
+{
+    struct model_mtp *t = &m->mtp;
+    if (t->il < 0) return;
+    if (t->q_from >= 0) m->layers[t->il].wq = m->layers[t->q_from].wq;
+    /* output_extra absent: the head is the model's output (tied or not) */
+    if (t->output.data == m->output.data) t->output = m->output;
 }
 
 static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
@@ -779,6 +862,11 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
         if (!gemma4) L->swa = in->n_swa > 0 && (in->arch != TERN_ARCH_GEMMA3 || (il + 1) % 6 != 0);
         L->rope = in->nope_every == 0 || (il + 1) % in->nope_every != 0;
     }
+    if (in->arch == TERN_ARCH_QWEN35 && in->n_nextn > 0 && bind_qwen35_mtp(g, m)) {
+        snprintf(m->mtp.why_not, sizeof m->mtp.why_not, "%s", tern_last_error());
+        m->mtp.il = -1;
+        tern_clear_error();
+    }
     /* a KV block keeps only a window when every layer that reads it is a sliding-window layer */
     for (int il = 0; il < in->n_layer; il++) m->layers[il].kv_windowed = m->layers[il].swa && in->n_swa > 0;
     for (int il = 0; il < in->n_layer; il++)
@@ -799,6 +887,7 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool f
         return tern_fail(TERN_ERR_NOMEM, "out of memory");
     }
     m->gguf = g;
+    m->mtp.il = -1;
     tern_status st = read_hparams(m->gguf, m);
     if (!st) st = bind_weights(m->gguf, m);
     if (st) {
@@ -886,4 +975,20 @@ uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int
         bytes += 2ull * (uint64_t)L->n_kv * (rows * (uint64_t)L->hd * sizeof(uint16_t) + (win && n < n_ctx ? 2 * 4096 : 0));
     }
     return bytes;
+}
+
+bool tern_model_has_mtp(const struct tern_model *m, const char **why_not)
+{
+    if (m->mtp.il >= 0) return true;
+    if (why_not) *why_not = model_mtp_why_not(m);
+    return false;
+}
+
+const char *model_mtp_why_not(const struct tern_model *m)
+{
+    if (m->mtp.il >= 0) return "";
+    if (m->mtp.why_not[0]) return m->mtp.why_not;
+    return m->info.arch == TERN_ARCH_QWEN35 ? "the file has no multi-token-prediction layer "
+           "(qwen35.nextn_predict_layers is 0 or absent)"
+         : "only qwen35 files carry a multi-token-prediction layer tern runs";
 }

@@ -29,7 +29,7 @@
 #define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
 /* The matrices to consider, in a fixed order; returns the count (room for
- * MODEL_LAYER_MAX_MATRICES * n_layer + 2). Absent ones (a shared-KV layer's k and v, the
+ * MODEL_LAYER_MAX_MATRICES * (n_layer + 1) + 4). Absent ones (a shared-KV layer's k and v, the
  * attention of a DeltaNet layer) are left out, and so is a v that is k's matrix (it gets k's
  * packed copy afterwards). */
 static int repack_targets(struct tern_model *m, struct model_weight **w)
@@ -38,6 +38,15 @@ static int repack_targets(struct tern_model *m, struct model_weight **w)
     for (int l = 0; l < m->info.n_layer; l++) n += model_layer_matrices(&m->layers[l], w + n);
     if (m->ple_model_proj.data) w[n++] = &m->ple_model_proj;
     w[n++] = &m->output;
+    if (m->mtp.il >= 0) { /* the MTP layer; a q or output it shares is packed where it belongs */
+        struct model_layer *L = &m->layers[m->mtp.il];
+        const int first = n;
+        n += model_layer_matrices(L, w + n);
+        for (int i = first; i < n; i++)
+            if (w[i] == &L->wq && m->mtp.q_from >= 0) w[i--] = w[--n];
+        if (m->mtp.eh_proj.data) w[n++] = &m->mtp.eh_proj;
+        if (m->mtp.output.data != m->output.data) w[n++] = &m->mtp.output;
+    }
     return n;
 }
 
@@ -79,7 +88,7 @@ static void release_pages(const void *p, size_t n)
 
 tern_status model_repack(struct tern_model *m, bool file_mapped)
 {
-    const int max_w = MODEL_LAYER_MAX_MATRICES * m->info.n_layer + 2;
+    const int max_w = MODEL_LAYER_MAX_MATRICES * (m->info.n_layer + 1) + 4;
     struct model_weight **w = malloc((size_t)max_w * sizeof *w);
     void **dst = malloc((size_t)max_w * sizeof *dst);
     struct model_weight **todo = malloc((size_t)max_w * sizeof *todo);
@@ -136,6 +145,7 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
     }
     for (int l = 0; l < m->info.n_layer; l++)
         if (m->layers[l].v_is_k) m->layers[l].wv.packed = m->layers[l].wk.packed;
+    model_mtp_share(m);
     free(w);
     free(dst);
     free(todo);

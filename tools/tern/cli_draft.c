@@ -36,11 +36,12 @@ int cli_draft_check(const char *cmd, const struct cli_draft_opts *o)
 
 void cli_draft_help(FILE *f)
 {
-    fprintf(f, "  --draft SRC            speculative decoding: 'ngram' (prompt lookup), 'self:q4_0' (a\n"
-               "                         q4_0 copy of the model's weights made at load; any weight type),\n"
-               "                         or a drafter GGUF with the same tokenizer. Output at --temp 0 is\n"
-               "                         the model's own greedy output token for token; sampled output\n"
-               "                         keeps the model's distribution\n"
+    fprintf(f, "  --draft SRC            speculative decoding: 'ngram' (prompt lookup), 'mtp' (the\n"
+               "                         model's own multi-token-prediction layer: Qwen3.5 files with one),\n"
+               "                         'self:q4_0' (a q4_0 copy of the model's weights made at load; any\n"
+               "                         weight type), or a drafter GGUF with the same tokenizer. Output\n"
+               "                         at --temp 0 is the model's own greedy output token for token;\n"
+               "                         sampled output keeps the model's distribution\n"
                "  --draft-max K          most tokens drafted per step, 1..64 (default 8)\n"
                "  --draft-min K          fewest, 1..64 (default 1); --draft-min = --draft-max fixes the\n"
                "                         length and keeps speculation on (reproducible sampling)\n");
