@@ -461,14 +461,15 @@ tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
 /* Does m have a usable MTP layer? If not and why_not is not NULL, *why_not says why (static
  * or owned by m). */
 bool tern_model_has_mtp(const struct tern_model *m, const char **why_not);
-/* Keep (on) or drop the final normalized hidden state of every position of sequence 0, as each
- * decode computes it (n_ctx x n_embd floats, allocated here). An MTP context always keeps its
- * own (the MTP's output state). */
+/* Keep (on) or drop the final normalized hidden state of the positions of sequence 0, as each
+ * decode computes it: the last min(n_ctx, 4096) positions' (that many x n_embd floats, allocated
+ * here). An MTP context always keeps its own (the MTP's output state). */
 tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on);
 /* The kept hidden state at position pos of sequence 0 (n_embd floats, owned by the context),
  * or NULL when not kept, or not computed for the current contents (positions restored from a
- * snapshot or the prefix cache have none; truncated ones neither). Valid until the next call
- * that changes sequence 0. */
+ * snapshot or the prefix cache have none; truncated ones neither), or older than the last 4096
+ * computed. Consecutive positions are consecutive rows except where the ring of kept states
+ * wraps. Valid until the next call that changes sequence 0. */
 const float *tern_context_hidden(const struct tern_context *ctx, int pos);
 /* tern_decode in an MTP context: token i at position pos0 + i with hidden row i (hidden:
  * n x n_embd floats, the target's state at the position before token i's, zeros at position

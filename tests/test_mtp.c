@@ -382,6 +382,53 @@ static void test_source_stays_in_step(void **state)
     remove(path);
 }
 
+/* The target keeps the states of its last 4096 positions (a ring): a source catching up on a
+ * longer history starts where they begin, and catches up across the ring's wrap. */
+static void test_source_past_kept_states(void **state)
+{
+    (void)state;
+    char path[4096];
+    struct tern_model *m;
+    make_model("q8_0", path, sizeof path, &m);
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 10000;
+    cp.n_threads = 2;
+    struct tern_context *tgt;
+    assert_tern_ok(tern_context_create(m, &cp, &tgt));
+    struct spec_source *src;
+    assert_tern_ok(spec_mtp_create(m, 2, 4, &src));
+    assert_tern_ok(src->ops->attach(src, tgt));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    sp.temperature = 0.0f;
+    assert_tern_ok(src->ops->begin(src, &sp));
+    enum { N = 5000 };
+    int32_t *hist = malloc(sizeof(int32_t) * (N + 8));
+    assert_non_null(hist);
+    for (int i = 0; i < N + 8; i++) hist[i] = (int32_t)((i * 131 + 7) % 500);
+    assert_tern_ok(tern_decode(tgt, hist, N, 0, TERN_LOGITS_LAST));
+    assert_null(tern_context_hidden(tgt, N - 4097));
+    assert_non_null(tern_context_hidden(tgt, N - 4096));
+    assert_non_null(tern_context_hidden(tgt, N - 1));
+    int32_t out[4];
+    int got = 0, cls;
+    assert_tern_ok(src->ops->propose(src, hist, N + 1, 4, 1 << 20, out, &got, &cls));
+    /* a fresh start at N - 4095, whose state (N - 4096) the target still has, and a catch-up
+     * over the ring's wrap (position 4096 is row 0) */
+    print_message("past the kept states: caught up %d of %d, %d drafts\n", src->n_sync, N + 1, got);
+    assert_int_equal(src->n_sync, N + 1 - (N - 4095));
+    assert_int_equal(got, 4);
+    /* the next round continues from there */
+    assert_tern_ok(tern_decode(tgt, hist + N, 2, N, TERN_LOGITS_LAST));
+    assert_tern_ok(src->ops->propose(src, hist, N + 3, 4, 1 << 20, out, &got, &cls));
+    assert_int_equal(src->n_sync, 2);
+    assert_int_equal(got, 4);
+    free(hist);
+    src->ops->free(src);
+    tern_context_free(tgt);
+    tern_model_free(m);
+    remove(path);
+}
+
 /* Greedy generation with the "mtp" draft is the plain greedy output, token for token; a sampled
  * one runs its draws through the MTP's distributions. */
 static void generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt, int n,
@@ -526,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_parity_q8_0),
         cmocka_unit_test(test_source_drafts_reference_chain),
         cmocka_unit_test(test_source_stays_in_step),
+        cmocka_unit_test(test_source_past_kept_states),
         cmocka_unit_test(test_generation_exact),
         cmocka_unit_test(test_refusals),
     };

@@ -48,6 +48,7 @@ struct mtp_source {
     int off;                       /* history index of MTP position 0 */
     int n_firm;                    /* MTP positions 0 .. n_firm-1 are firm */
     int n_ctx;
+    int d;                         /* n_embd */
 };
 
 static tern_status mtp_begin(struct spec_source *src, const struct tern_sampler_params *sp)
@@ -85,10 +86,13 @@ static int mtp_lag(const struct spec_source *src, const int32_t *hist, int n)
     return n - ms->off - mtp_kept(ms, hist, n);
 }
 
-/* Has the target a state for position p - 1 (p = 0: the zeros before the first token)? */
-static const float *state_before(const struct mtp_source *ms, int p)
+/* Can firm positions run from p to n_t (the target holds hist[0..n_t))? The target has the
+ * states of one run of positions ending at n_t - 1 (its last pass computed that one); each
+ * position q reads the state at q - 1, position 0 the zeros before the first token. */
+static bool firm_from(const struct mtp_source *ms, int p, int n_t)
 {
-    return p == 0 ? ms->zeros : tern_context_hidden(ms->tgt, p - 1);
+    if (p == 0) return n_t == 0 || tern_context_hidden(ms->tgt, 0) != NULL;
+    return tern_context_hidden(ms->tgt, p - 1) != NULL;
 }
 
 static void mtp_reset(struct mtp_source *ms)
@@ -116,17 +120,19 @@ static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int
     /* where the firm positions resume: their state must be the target's */
     int p = ms->off + keep;
     if (lag_max < 1) lag_max = 1;
-    if (n - p > lag_max || !state_before(ms, p) || n - ms->off + k > ms->n_ctx) {
+    if (n - p > lag_max || p > n_t || !firm_from(ms, p, n_t) || n - ms->off + k > ms->n_ctx) {
         /* start afresh near the end, at a position whose state the target has (n_t - 1's
          * always: the target's last pass computed it) */
         int w = lag_max < ms->n_ctx / 2 ? lag_max : ms->n_ctx / 2;
         if (w < 1) w = 1;
         int start = n - w > 0 ? n - w : 0;
         if (start > n_t) start = n_t;
-        while (start < n_t && !state_before(ms, start)) start++;
+        while (start < n_t && !firm_from(ms, start, n_t)) start++;
         ms->off = start;
         keep = 0;
         p = start;
+        /* the states it starts from are of this history */
+        memcpy(ms->seen, hist, sizeof(int32_t) * (size_t)start);
     }
     const double t0 = util_now_s();
     tern_status st = tern_kv_truncate(ms->ctx, keep);
@@ -137,11 +143,12 @@ static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int
         st = tern_decode_mtp(ms->ctx, hist, ms->zeros, 1, 0, TERN_LOGITS_LAST);
         f = last_n = 1;
     }
-    const int f0 = f;
-    while (f < f_max && tern_context_hidden(ms->tgt, f - 1)) f++;
-    if (!st && f > f0) {
-        st = tern_decode_mtp(ms->ctx, hist + f0, tern_context_hidden(ms->tgt, f0 - 1), f - f0,
-                             f0 - ms->off, TERN_LOGITS_LAST);
+    /* in runs of consecutive rows (the target keeps its states in a ring) */
+    while (!st && f < f_max && tern_context_hidden(ms->tgt, f - 1)) {
+        const int f0 = f;
+        const float *h0 = tern_context_hidden(ms->tgt, f0 - 1);
+        while (f < f_max && tern_context_hidden(ms->tgt, f - 1) == h0 + (size_t)(f - f0) * ms->d) f++;
+        st = tern_decode_mtp(ms->ctx, hist + f0, h0, f - f0, f0 - ms->off, TERN_LOGITS_LAST);
         last_n = f - f0;
     }
     /* 2. the pending tokens the target has no state for yet chain the MTP's own (its state
@@ -244,6 +251,7 @@ tern_status spec_mtp_create(struct tern_model *model, int n_threads, int n_max, 
     ms->base.n_vocab = ms->n_vocab;
     ms->greedy = true;
     const int d = tern_model_get_info(model)->n_embd;
+    ms->d = d;
     ms->dq = malloc(sizeof(float) * (size_t)ms->n_vocab);
     ms->zeros = calloc((size_t)d, sizeof(float));
     ms->base.q = malloc(sizeof(float) * (size_t)n_max * (size_t)ms->n_vocab);

@@ -280,7 +280,10 @@ tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on)
         return TERN_OK;
     }
     if (ctx->hid) return TERN_OK;
-    const size_t bytes = (size_t)ctx->n_ctx * (size_t)ctx->model->info.n_embd * sizeof(float);
+    /* a ring of the last CONTEXT_HID_ROWS positions: what a draft source catches up on (older
+     * states are not needed: it starts afresh nearer the end) */
+    ctx->hid_rows = ctx->n_ctx < CONTEXT_HID_ROWS ? ctx->n_ctx : CONTEXT_HID_ROWS;
+    const size_t bytes = (size_t)ctx->hid_rows * (size_t)ctx->model->info.n_embd * sizeof(float);
     ctx->hid = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!ctx->hid)
         return tern_fail(TERN_ERR_NOMEM, "context: out of memory for the hidden states (%zu bytes)", bytes);
@@ -291,8 +294,8 @@ tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on)
 const float *tern_context_hidden(const struct tern_context *ctx, int pos)
 {
     const int end = ctx->hid_hi < ctx->kv.seq_pos[0] ? ctx->hid_hi : ctx->kv.seq_pos[0];
-    if (!ctx->hid || pos < ctx->hid_lo || pos >= end) return NULL;
-    return ctx->hid + (size_t)pos * ctx->model->info.n_embd;
+    if (!ctx->hid || pos < ctx->hid_lo || pos < ctx->hid_hi - ctx->hid_rows || pos >= end) return NULL;
+    return ctx->hid + (size_t)(pos % ctx->hid_rows) * ctx->model->info.n_embd;
 }
 
 void tern_context_set_exact_batches(struct tern_context *ctx, bool on) { ctx->exact_batches = on; }

@@ -14,6 +14,8 @@
 #include "kernels/vexp.h"
 #include "util/threadpool.h"
 
+enum { CONTEXT_HID_ROWS = 4096 }; /* hidden states kept (tern_context_keep_hidden) */
+
 struct tern_context {
     struct tern_model *model;
     int n_ctx, n_batch, n_threads, n_seq;
@@ -94,8 +96,9 @@ struct tern_context {
     /* Final hidden states (tern_context_keep_hidden; always in an MTP context): the normalized
      * last hidden state of each position of sequence 0, written by every pass; positions
      * hid_lo .. hid_hi-1 hold the current contents' (one run: a restore or copy into sequence
-     * 0 empties it, truncation is applied when read). */
-    float *hid;      /* (n_ctx, n_embd) or NULL */
+     * 0 empties it, truncation is applied when read), the last hid_rows of them kept. */
+    float *hid;      /* (hid_rows, n_embd) or NULL: position p in row p % hid_rows */
+    int hid_rows;    /* min(n_ctx, CONTEXT_HID_ROWS) */
     int hid_lo, hid_hi;
     /* MTP context (tern_context_params.mtp): it runs only the model's multi-token-prediction
      * layer (forward_mtp.c); its KV cache holds that layer alone and it has no recurrent state */

@@ -672,9 +672,9 @@ void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n)
     for (int t = 0; t < n; t++) {
         if (ctx->bseq[t] != 0) continue;
         const int p = ctx->bpos[t];
-        if (norm_w) fwd_rms_norm_row(ctx->x + (size_t)t * d, norm_w, ctx->hid + (size_t)p * d, d,
-                                     ctx->model->info.rms_eps);
-        else memcpy(ctx->hid + (size_t)p * d, ctx->x + (size_t)t * d, sizeof(float) * (size_t)d);
+        float *row = ctx->hid + (size_t)(p % ctx->hid_rows) * d;
+        if (norm_w) fwd_rms_norm_row(ctx->x + (size_t)t * d, norm_w, row, d, ctx->model->info.rms_eps);
+        else memcpy(row, ctx->x + (size_t)t * d, sizeof(float) * (size_t)d);
         if (p0 < 0) p0 = p;
         p1 = p + 1; /* a batch continues each sequence without gaps (check_batch) */
     }

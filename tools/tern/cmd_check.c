@@ -99,6 +99,13 @@ int cmd_check(int argc, char **argv)
         }
         cli_json_bool(j, "attn_gate", in->attn_gate);
         cli_json_int(j, "n_nextn", in->n_nextn);
+        if (in->n_nextn) {
+            const char *why = NULL;
+            const bool mtp = tern_model_has_mtp(m, &why);
+            cli_json_bool(j, "mtp", mtp);
+            if (mtp) cli_json_uint(j, "mtp_bytes", in->mtp_bytes);
+            else cli_json_str(j, "mtp_unusable", why);
+        }
         cli_json_uint(j, "params", params);
         cli_json_uint(j, "weight_bytes", in->weight_bytes);
         cli_json_uint(j, "file_bytes", tern_gguf_file_size(g));
@@ -169,9 +176,15 @@ int cmd_check(int argc, char **argv)
                    in->ssm_n_v_heads, in->ssm_head_k, in->ssm_head_v,
                    (unsigned long long)in->state_bytes);
         if (in->attn_gate) printf("attention:     output gated by sigmoid(gate) (gate rows in attn_q)\n");
-        if (in->n_nextn)
-            printf("MTP layers:    %d (not run: multi-token-prediction heads are not used yet)\n",
-                   in->n_nextn);
+        if (in->n_nextn) {
+            const char *why = NULL;
+            if (tern_model_has_mtp(m, &why))
+                printf("MTP layer:     yes (--draft mtp drafts with it: %.1f MiB per draft step, "
+                       "%.0f%% of the model's weights)\n", (double)in->mtp_bytes / 1048576.0,
+                       100.0 * (double)in->mtp_bytes / (double)in->weight_bytes);
+            else
+                printf("MTP layers:    %d, not usable: %s\n", in->n_nextn, why);
+        }
         if (in->arch == TERN_ARCH_GEMMA4) {
             printf("sliding layers: %d kv, head_dim %d, %d rotated dims; v RMS-normalized; q.k unscaled\n",
                    in->n_head_kv_swa, in->head_dim_swa, in->n_rot_swa);
