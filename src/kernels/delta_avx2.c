@@ -4,6 +4,7 @@
 #define DV __m256
 #define DL 8
 #define D(op) _mm256_##op
+#define DELTA_DIRECT_NV 4
 #define DELTA_NV 2
 #define DELTA_FN(name) name##_avx2
 #include "kernels/delta_simd_impl.h"

@@ -5,6 +5,7 @@
  *   DV, DL       the float vector type and its lanes
  *   D(op)        the intrinsic _mm512_op / _mm256_op
  *   DELTA_NV     vectors per work block
+ *   DELTA_DIRECT_NV  vectors of columns a decode step sums at once (>= 4)
  *   DELTA_FN(n)  the exported name n_avx512 / n_avx2
  *
  * In a long run a block of DELTA_NV vectors of columns (in the work buffer) goes through every
@@ -84,9 +85,10 @@ run_block(const struct delta_run *run, int j0, const int nv)
     }
 }
 
-/* One token on the state directly, columns [j0, j1): v' and o for 4 vectors of columns at a
- * time (8 FMA chains), then the update streams whole rows. A run this short reads each row once
- * or twice anyway, and whole rows are what the prefetchers follow. */
+/* One token on the state directly, columns [j0, j1): v' and o for DELTA_DIRECT_NV vectors of
+ * columns at a time (2 x that many FMA chains; AVX-512: 8, a whole row of a 128-wide head, so
+ * the state is read in one sequential sweep), then the update streams whole rows. A run this
+ * short reads each row once or twice anyway, and whole rows are what the prefetchers follow. */
 static void token_direct(const struct delta_run *run, int i, const float *S0, float *S, int j0, int j1)
 {
     float u[1024] __attribute__((aligned(4 * DL)));
@@ -100,8 +102,8 @@ static void token_direct(const struct delta_run *run, int i, const float *S0, fl
     const DV vbeta = D(set1_ps)(p[0]), vbd = D(set1_ps)(p[1]);
     const DV vattn = D(set1_ps)(p[3]), vds = D(set1_ps)(p[4]);
     for (int j = j0; j < j1;) {
-        const int nv = j1 - j >= 4 * DL ? 4 : 1;
-        DV vp[4], ov[4];
+        const int nv = j1 - j >= DELTA_DIRECT_NV * DL ? DELTA_DIRECT_NV : j1 - j >= 4 * DL ? 4 : 1;
+        DV vp[DELTA_DIRECT_NV], ov[DELTA_DIRECT_NV];
         for (int b = 0; b < nv; b++) vp[b] = ov[b] = D(setzero_ps)();
         if (S0)
             for (int c = 0; c < hk; c++) {
