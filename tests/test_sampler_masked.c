@@ -3,7 +3,8 @@
  * Two samplers with one seed are fed the same positions; they must pick the same token at every
  * draw, for greedy decoding (ties included), temperature with top-k / top-p / min-p, the
  * repetition penalty (penalized tokens inside and outside the mask), masks from a handful of
- * tokens to nearly all, padding ids past n_allow, and an empty mask. */
+ * tokens to nearly all, padding ids past n_allow, and an empty mask. Also greedy
+ * tern_sampler_sample itself (read in place, without candidates) against a plain scan. */
 #include "test_support.h"
 #include "test_rng.h"
 
@@ -105,9 +106,50 @@ static void test_empty_mask(void **state)
     tern_sampler_free(b);
 }
 
+/* The plain scan greedy decoding means: the first id of the highest logit, NaNs never beating
+ * anything (so a NaN at id 0 stays the choice: the scan starts there). */
+static int32_t greedy_scan(const float *l, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (l[i] > l[best]) best = i;
+    return best;
+}
+
+static void test_greedy_in_place(void **state)
+{
+    (void)state;
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    sp.temperature = 0.0f;
+    static const int sizes[] = {1, 7, 8, 9, 4999, NV};
+    uint64_t rng = 11;
+    float *l = malloc(NV * sizeof *l);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const int n = sizes[k];
+        struct tern_sampler *a;
+        assert_tern_ok(tern_sampler_create(&sp, n, &a));
+        for (int step = 0; step < 200; step++) {
+            for (int i = 0; i < n; i++) l[i] = (float)(int)(3.0 * test_rand_uniform(&rng)) - 1.0f;
+            const int kind = step % 5; /* ties only; -inf; NaNs inside; NaN at 0; all -inf */
+            for (int i = 0; i < n && kind; i++) {
+                const double u = test_rand_uniform(&rng);
+                if (kind == 1 && u < 0.3) l[i] = -INFINITY;
+                if (kind == 2 && u < 0.2) l[i] = NAN;
+                if (kind == 4) l[i] = -INFINITY;
+            }
+            if (kind == 3) l[0] = NAN;
+            const int32_t want = greedy_scan(l, n), got = tern_sampler_sample(a, l);
+            if (want != got) fail_msg("n %d step %d kind %d: %d, the scan %d", n, step, kind, got, want);
+        }
+        tern_sampler_free(a);
+    }
+    free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_in_place),
         cmocka_unit_test(test_same_choice),
         cmocka_unit_test(test_empty_mask),
     };

@@ -269,8 +269,33 @@ static int32_t draw_prepared(struct tern_sampler *s, int n, float mx)
     return chosen;
 }
 
+/* The greedy choice read in place: the highest logit, lowest id on ties, NaNs never chosen
+ * unless logit 0 is one (then 0: what prepare_cands' scan gives). Eight running maxima, then the
+ * first id that reaches the maximum: over a 250k vocabulary about a tenth of the time of
+ * copying it into candidates first. */
+static int32_t greedy_in_place(const float *l, int n)
+{
+    if (isnan(l[0])) return 0;
+    float m8[8];
+    for (int j = 0; j < 8; j++) m8[j] = -INFINITY;
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) m8[j] = l[i + j] > m8[j] ? l[i + j] : m8[j];
+    float m = -INFINITY;
+    for (int j = 0; j < 8; j++) m = m8[j] > m ? m8[j] : m;
+    for (; i < n; i++) m = l[i] > m ? l[i] : m;
+    for (i = 0; i < n; i++)
+        if (l[i] == m) return i;
+    return 0;
+}
+
 int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
 {
+    if (s->p.temperature == 0.0f && (s->p.repeat_penalty == 1.0f || s->n_recent == 0)) {
+        const int32_t best = greedy_in_place(logits, s->n_vocab);
+        tern_sampler_accept(s, best);
+        return best;
+    }
     int n;
     float mx;
     prepare(s, logits, &n, &mx);
