@@ -566,6 +566,43 @@ static void test_refusals(void **state)
     remove(path);
 }
 
+/* The CLI: --draft mtp drafts on a file with an MTP layer (greedy output as without), and
+ * refuses others and the server, naming why. */
+static void test_cli(void **state)
+{
+    (void)state;
+    char path[4096], plain[4096], cmd[12000], out[8192], out2[8192];
+    struct tern_model *m;
+    make_model("q8_0", path, sizeof path, &m);
+    tern_model_free(m);
+    snprintf(plain, sizeof plain, "%s/mtp-cli-none.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("qwen3-tiny", "q8_0", 7, plain, NULL));
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'the mtp layer' -n 24 --temp 0 -t 2 --draft mtp "
+             "--draft-min 2 --draft-max 2 --ignore-eos 2>&1", test_tern_bin(), path);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "speculative (mtp): drafted"));
+    assert_non_null(strstr(out, "greedy output exact"));
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'the mtp layer' -n 24 --temp 0 -t 2 --ignore-eos 2>/dev/null",
+             test_tern_bin(), path);
+    assert_int_equal(test_run_cmd(cmd, out2, sizeof out2), 0);
+    /* stdout carries the text: the same with and without the draft */
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p 'the mtp layer' -n 24 --temp 0 -t 2 --draft mtp "
+             "--draft-min 2 --draft-max 2 --ignore-eos 2>/dev/null", test_tern_bin(), path);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_string_equal(out, out2);
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p hi -n 4 --draft mtp 2>&1", test_tern_bin(), plain);
+    assert_int_not_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "draft mtp: only qwen35 files"));
+    snprintf(cmd, sizeof cmd, "%s serve -m %s --draft mtp --port 0 2>&1", test_tern_bin(), path);
+    assert_int_not_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "an \"mtp\" draft drafts for a generator"));
+    snprintf(cmd, sizeof cmd, "%s check -m %s 2>&1", test_tern_bin(), path);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "MTP layer:     yes"));
+    remove(path);
+    remove(plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_source_past_kept_states),
         cmocka_unit_test(test_generation_exact),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
