@@ -261,6 +261,28 @@ static void propose(struct spec_source *src, const int32_t *hist, int n, int k, 
     assert_tern_ok(src->ops->propose(src, hist, n, k, 1 << 20, out, got, &cls));
 }
 
+/* A target context of n_ctx positions (2 threads) and a greedy "mtp" source attached to it. */
+static struct tern_context *target_ctx(struct tern_model *m, int n_ctx)
+{
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = 2;
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    return ctx;
+}
+
+static struct spec_source *greedy_source(struct tern_model *m, struct tern_context *tgt, int n_max)
+{
+    struct spec_source *src;
+    assert_tern_ok(spec_mtp_create(m, 2, n_max, &src));
+    assert_tern_ok(src->ops->attach(src, tgt));
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    sp.temperature = 0.0f;
+    assert_tern_ok(src->ops->begin(src, &sp));
+    return src;
+}
+
 /* The source's first proposal after a prompt is ik_llama.cpp's draft chain: the MTP caught up
  * over the prompt and the pending token from the target's states, then chained its own. */
 static void test_source_drafts_reference_chain(void **state)
@@ -271,18 +293,9 @@ static void test_source_drafts_reference_chain(void **state)
     char path[4096];
     struct tern_model *m;
     make_model("f16", path, sizeof path, &m);
-    struct tern_context_params cp = tern_context_default_params();
-    cp.n_ctx = 512;
-    cp.n_threads = 2;
-    struct tern_context *tgt;
-    assert_tern_ok(tern_context_create(m, &cp, &tgt));
-    struct spec_source *src;
-    assert_tern_ok(spec_mtp_create(m, 2, N_DRAFT, &src));
+    struct tern_context *tgt = target_ctx(m, 512);
+    struct spec_source *src = greedy_source(m, tgt, N_DRAFT);
     assert_string_equal(src->ops->kind, "mtp");
-    assert_tern_ok(src->ops->attach(src, tgt));
-    struct tern_sampler_params sp = tern_sampler_default_params();
-    sp.temperature = 0.0f;
-    assert_tern_ok(src->ops->begin(src, &sp));
     int32_t hist[256], prev[256], out[N_DRAFT];
     int matched = 0, checked = 0, n_prev = 0;
     for (int s = 0; s < 3; s++) {
@@ -327,23 +340,10 @@ static void test_source_stays_in_step(void **state)
     char path[4096];
     struct tern_model *m;
     make_model("q8_0", path, sizeof path, &m);
-    struct tern_context_params cp = tern_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_threads = 2;
-    struct tern_context *tgt, *tgt2;
-    assert_tern_ok(tern_context_create(m, &cp, &tgt));
-    assert_tern_ok(tern_context_create(m, &cp, &tgt2));
+    struct tern_context *tgt = target_ctx(m, 256), *tgt2 = target_ctx(m, 256);
     tern_context_set_exact_batches(tgt, true); /* states of the same tokens in any batch: the same bits */
     tern_context_set_exact_batches(tgt2, true);
-    struct spec_source *src, *fresh;
-    assert_tern_ok(spec_mtp_create(m, 2, 6, &src));
-    assert_tern_ok(spec_mtp_create(m, 2, 6, &fresh));
-    assert_tern_ok(src->ops->attach(src, tgt));
-    assert_tern_ok(fresh->ops->attach(fresh, tgt2));
-    struct tern_sampler_params sp = tern_sampler_default_params();
-    sp.temperature = 0.0f;
-    assert_tern_ok(src->ops->begin(src, &sp));
-    assert_tern_ok(fresh->ops->begin(fresh, &sp));
+    struct spec_source *src = greedy_source(m, tgt, 6), *fresh = greedy_source(m, tgt2, 6);
     int32_t hist[200], pass[64], a[6], b[6];
     for (int i = 0; i < 200; i++) hist[i] = (int32_t)((i * 37 + 11) % 500);
     int n_t = 0, ga, gb;
@@ -390,17 +390,8 @@ static void test_source_past_kept_states(void **state)
     char path[4096];
     struct tern_model *m;
     make_model("q8_0", path, sizeof path, &m);
-    struct tern_context_params cp = tern_context_default_params();
-    cp.n_ctx = 10000;
-    cp.n_threads = 2;
-    struct tern_context *tgt;
-    assert_tern_ok(tern_context_create(m, &cp, &tgt));
-    struct spec_source *src;
-    assert_tern_ok(spec_mtp_create(m, 2, 4, &src));
-    assert_tern_ok(src->ops->attach(src, tgt));
-    struct tern_sampler_params sp = tern_sampler_default_params();
-    sp.temperature = 0.0f;
-    assert_tern_ok(src->ops->begin(src, &sp));
+    struct tern_context *tgt = target_ctx(m, 10000);
+    struct spec_source *src = greedy_source(m, tgt, 4);
     enum { N = 5000 };
     int32_t *hist = malloc(sizeof(int32_t) * (N + 8));
     assert_non_null(hist);

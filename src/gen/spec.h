@@ -103,6 +103,11 @@ void spec_model_forget(struct spec_source *src);
  * floats, the target's width, zero past n_ok). -1 when no id < n_ok has mass. */
 int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
                         int n_vocab_t, float *dq, float *qrow);
+/* A model source's sampler for a generation with the target's params sp: greedy (*greedy, no
+ * sampler needed) at temperature 0, else *smp (re)made for sp without the repetition penalty
+ * and with its own seed stream (*cur: the params *smp was made with), and reset. */
+tern_status spec_model_sampler_begin(struct tern_sampler **smp, struct tern_sampler_params *cur,
+                                     int n_vocab, const struct tern_sampler_params *sp, bool *greedy);
 /* The two halves of a sampled pick: q into qrow (as above; returns q's largest entry, 0 when
  * nothing has mass), then a draw from it. */
 double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,

@@ -40,23 +40,29 @@ struct model_source {
     int off;                        /* history index of the drafter's position 0 */
 };
 
-static tern_status model_begin(struct spec_source *src, const struct tern_sampler_params *sp)
+tern_status spec_model_sampler_begin(struct tern_sampler **smp, struct tern_sampler_params *cur,
+                                     int n_vocab, const struct tern_sampler_params *sp, bool *greedy)
 {
-    struct model_source *ms = (struct model_source *)src;
-    ms->greedy = sp->temperature == 0.0f;
-    if (ms->greedy) return TERN_OK;
+    *greedy = sp->temperature == 0.0f;
+    if (*greedy) return TERN_OK;
     struct tern_sampler_params want = *sp;
     want.repeat_penalty = 1.0f;
     want.seed = sp->seed ^ 0x9e3779b97f4a7c15ull; /* its own stream, fixed by the seed */
-    if (!ms->smp || memcmp(&want, &ms->sp, sizeof want) != 0) {
-        tern_sampler_free(ms->smp);
-        ms->smp = NULL;
-        tern_status st = tern_sampler_create(&want, ms->n_vocab_d, &ms->smp);
-        if (st) return tern_fail_prefix(st, "draft model sampler: ");
-        ms->sp = want;
+    if (!*smp || memcmp(&want, cur, sizeof want) != 0) {
+        tern_sampler_free(*smp);
+        *smp = NULL;
+        tern_status st = tern_sampler_create(&want, n_vocab, smp);
+        if (st) return tern_fail_prefix(st, "draft sampler: ");
+        *cur = want;
     }
-    tern_sampler_reset(ms->smp);
+    tern_sampler_reset(*smp);
     return TERN_OK;
+}
+
+static tern_status model_begin(struct spec_source *src, const struct tern_sampler_params *sp)
+{
+    struct model_source *ms = (struct model_source *)src;
+    return spec_model_sampler_begin(&ms->smp, &ms->sp, ms->n_vocab_d, sp, &ms->greedy);
 }
 
 double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok, int n_vocab_t,

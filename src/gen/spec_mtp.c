@@ -54,20 +54,7 @@ struct mtp_source {
 static tern_status mtp_begin(struct spec_source *src, const struct tern_sampler_params *sp)
 {
     struct mtp_source *ms = (struct mtp_source *)src;
-    ms->greedy = sp->temperature == 0.0f;
-    if (ms->greedy) return TERN_OK;
-    struct tern_sampler_params want = *sp;
-    want.repeat_penalty = 1.0f;
-    want.seed = sp->seed ^ 0x9e3779b97f4a7c15ull; /* its own stream, fixed by the seed */
-    if (!ms->smp || memcmp(&want, &ms->sp, sizeof want) != 0) {
-        tern_sampler_free(ms->smp);
-        ms->smp = NULL;
-        tern_status st = tern_sampler_create(&want, ms->n_vocab, &ms->smp);
-        if (st) return tern_fail_prefix(st, "draft mtp sampler: ");
-        ms->sp = want;
-    }
-    tern_sampler_reset(ms->smp);
-    return TERN_OK;
+    return spec_model_sampler_begin(&ms->smp, &ms->sp, ms->n_vocab, sp, &ms->greedy);
 }
 
 /* Firm MTP positions still valid for hist[0..n): the history must start with `seen`. */
