@@ -151,7 +151,7 @@ void tp_run(struct tp *tp, tp_fn fn, void *arg, int n_chunks)
 {
     if (n_chunks <= 0) return;
     if (n_chunks > MAX_CHUNKS) n_chunks = MAX_CHUNKS; /* callers ask for a few per thread */
-    if (tp->n == 1) {
+    if (tp->n == 1 || n_chunks == 1) { /* nothing to share: no hand-off, no worker woken */
         for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks, 0);
         return;
     }
