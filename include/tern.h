@@ -520,6 +520,10 @@ struct tern_sampler_params {
     uint64_t seed;
 };
 struct tern_sampler_params tern_sampler_default_params(void);
+/* The greedy choice over logits[0..n) (n >= 1): the highest, the lowest id on ties; NaN never
+ * wins unless logits[0] is NaN (then 0). What tern_sampler_sample picks at temperature 0
+ * without a repetition penalty. */
+int32_t tern_logits_argmax(const float *logits, int n);
 
 struct tern_sampler;
 /* Allocates all scratch for up to n_vocab candidates up front. Caller frees with

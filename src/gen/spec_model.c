@@ -99,12 +99,7 @@ int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok)
 int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_vocab_d, int n_ok,
                         int n_vocab_t, float *dq, float *qrow)
 {
-    if (!smp) {
-        int best = 0;
-        for (int i = 1; i < n_vocab_d; i++)
-            if (logits[i] > logits[best]) best = i;
-        return best;
-    }
+    if (!smp) return tern_logits_argmax(logits, n_vocab_d);
     if (!(spec_model_q(smp, logits, n_vocab_d, n_ok, n_vocab_t, dq, qrow) > 0.0)) return -1;
     return spec_model_draw(smp, qrow, n_ok);
 }

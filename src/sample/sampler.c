@@ -269,11 +269,11 @@ static int32_t draw_prepared(struct tern_sampler *s, int n, float mx)
     return chosen;
 }
 
-/* The greedy choice read in place: the highest logit, lowest id on ties, NaNs never chosen
- * unless logit 0 is one (then 0: what prepare_cands' scan gives). Eight running maxima, then the
- * first id that reaches the maximum: over a 250k vocabulary about a tenth of the time of
- * copying it into candidates first. */
-static int32_t greedy_in_place(const float *l, int n)
+/* The greedy choice read in place (tern.h): eight running maxima, then the first id that
+ * reaches the maximum; over a 250k vocabulary about a tenth of the time of copying it into
+ * candidates first, as the sampler did. NaNs never win unless logit 0 is one (then 0: what a
+ * plain scan from id 0 gives). */
+int32_t tern_logits_argmax(const float *l, int n)
 {
     if (isnan(l[0])) return 0;
     float m8[8];
@@ -292,7 +292,7 @@ static int32_t greedy_in_place(const float *l, int n)
 int32_t tern_sampler_sample(struct tern_sampler *s, const float *logits)
 {
     if (s->p.temperature == 0.0f && (s->p.repeat_penalty == 1.0f || s->n_recent == 0)) {
-        const int32_t best = greedy_in_place(logits, s->n_vocab);
+        const int32_t best = tern_logits_argmax(logits, s->n_vocab);
         tern_sampler_accept(s, best);
         return best;
     }
