@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "gen/spec.h"
+#include "util/fp16.h"
 
 enum { N_DRAFT = 8 };
 
@@ -493,6 +494,167 @@ static void test_generation_exact(void **state)
     remove(path);
 }
 
+/* ---------------------------------------------------------------- the layer's variants */
+
+/* A copy of src with tensor `name` changed: kind 'd' dropped, 'z' zeroed, '2' doubled (F16),
+ * 's' given the wrong shape (its first dimension halved), 'c' replaced by tensor `from`'s data,
+ * 'I' replaced by an F32 [I | I] (a (2d -> d) matrix adding the two halves of its input);
+ * 'a' adds tensor `name` as tensor `from`'s data doubled (F16). */
+static void rewrite(const char *src, const char *dst, const char *name, char kind, const char *from)
+{
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(src, &g));
+    struct tern_gguf_writer *w;
+    assert_tern_ok(tern_gguf_writer_create(0, &w));
+    for (int64_t i = 0; i < tern_gguf_n_kv(g); i++) assert_tern_ok(tern_gguf_writer_copy_kv(w, g, i));
+    const struct tern_gguf_tensor *fr = from ? tern_gguf_find_tensor(g, from) : NULL;
+    for (int64_t i = 0; i <= tern_gguf_n_tensors(g); i++) {
+        const bool extra = i == tern_gguf_n_tensors(g);
+        if (extra && kind != 'a') break;
+        const struct tern_gguf_tensor *t = extra ? fr : tern_gguf_tensor(g, i);
+        char tn[128];
+        snprintf(tn, sizeof tn, "%.*s", (int)t->name.len, t->name.ptr);
+        const bool hit = extra || !strcmp(tn, name);
+        if (hit && kind == 'd') continue;
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (hit && kind == 'I') {
+            const int64_t d = t->ne[1];
+            assert_int_equal(t->ne[0], 2 * d);
+            float *id = calloc((size_t)(2 * d * d), sizeof *id);
+            for (int64_t j = 0; j < d; j++) id[j * 2 * d + j] = id[j * 2 * d + d + j] = 1.0f;
+            assert_tern_ok(tern_gguf_writer_add_tensor(w, tn, TERN_TYPE_F32, 2, ne, id));
+            free(id);
+            continue;
+        }
+        unsigned char *data = malloc(t->nbytes);
+        assert_non_null(data);
+        memcpy(data, hit && kind == 'c' ? fr->data : t->data, t->nbytes);
+        if (hit && kind == 'z') memset(data, 0, t->nbytes);
+        if (hit && (kind == '2' || kind == 'a')) {
+            assert_int_equal(t->type, TERN_TYPE_F16);
+            uint16_t *h = (uint16_t *)data;
+            for (uint64_t k = 0; k < t->nbytes / 2; k++) h[k] = fp16_from_f32(2.0f * fp16_to_f32(h[k]));
+        }
+        if (hit && kind == 's') ne[0] /= 2;
+        assert_tern_ok(tern_gguf_writer_add_tensor(w, extra ? name : tn, t->type, t->n_dims, ne, data));
+        free(data);
+    }
+    assert_tern_ok(tern_gguf_writer_write(w, dst));
+    tern_gguf_writer_free(w);
+    tern_gguf_close(g);
+}
+
+/* The MTP logits (all rows) of a fixed 40-token prompt, with the target's states. */
+static float *mtp_logits(const char *path, int *nv_out)
+{
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const char *why = NULL;
+    if (!tern_model_has_mtp(m, &why)) fail_msg("%s: no MTP layer: %s", path, why);
+    enum { N = 40 };
+    int32_t tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 71 + 3) % 500);
+    struct tern_context *tgt = target_ctx(m, 64), *mtp;
+    assert_tern_ok(tern_context_keep_hidden(tgt, true));
+    struct tern_context_params cp = tern_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    cp.mtp = true;
+    assert_tern_ok(tern_context_create(m, &cp, &mtp));
+    const int d = tern_model_get_info(m)->n_embd, nv = tern_model_n_vocab(m);
+    assert_tern_ok(tern_decode(tgt, tok, N, 0, TERN_LOGITS_LAST));
+    float *rows = calloc((size_t)N * d, sizeof *rows);
+    for (int i = 1; i < N; i++) memcpy(rows + (size_t)i * d, tern_context_hidden(tgt, i - 1), sizeof(float) * d);
+    assert_tern_ok(tern_decode_mtp(mtp, tok, rows, N, 0, TERN_LOGITS_ALL));
+    float *out = malloc(sizeof(float) * (size_t)N * nv);
+    for (int i = 0; i < N; i++) memcpy(out + (size_t)i * nv, tern_context_logits(mtp, i), sizeof(float) * nv);
+    free(rows);
+    tern_context_free(mtp);
+    tern_context_free(tgt);
+    tern_model_free(m);
+    *nv_out = nv * N;
+    return out;
+}
+
+/* The variants ik_llama.cpp accepts, each against a file that spells the same computation out:
+ * no attn_q = the last main attention layer's; no FFN = an FFN whose ffn_down is zero; no
+ * eh_proj = an F32 eh_proj of [I | I]; output_extra = a second head (doubled: doubled logits).
+ * Malformed MTP tensors leave the model loadable and say why the layer is not. */
+static void test_variants(void **state)
+{
+    (void)state;
+    char base[4096], a[4200], b[4200];
+    struct tern_model *m;
+    make_model("f16", base, sizeof base, &m);
+    tern_model_free(m);
+    snprintf(a, sizeof a, "%s.a.gguf", base);
+    snprintf(b, sizeof b, "%s.b.gguf", base);
+    int n1, n2;
+    float *x, *y;
+
+    rewrite(base, a, "blk.4.attn_q.weight", 'd', NULL);
+    rewrite(base, b, "blk.4.attn_q.weight", 'c', "blk.3.attn_q.weight");
+    x = mtp_logits(a, &n1);
+    y = mtp_logits(b, &n2);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)n1);
+    free(x);
+    free(y);
+
+    /* no FFN: drop all three (one alone is malformed) */
+    rewrite(base, a, "blk.4.ffn_gate.weight", 'd', NULL);
+    rewrite(a, b, "blk.4.ffn_up.weight", 'd', NULL);
+    rewrite(b, a, "blk.4.ffn_down.weight", 'd', NULL);
+    rewrite(base, b, "blk.4.ffn_down.weight", 'z', NULL);
+    x = mtp_logits(a, &n1);
+    y = mtp_logits(b, &n2);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)n1);
+    free(x);
+    free(y);
+
+    /* no eh_proj: the normalized halves added, as [I | I] computes them in F32 */
+    rewrite(base, a, "blk.4.nextn.eh_proj.weight", 'd', NULL);
+    rewrite(base, b, "blk.4.nextn.eh_proj.weight", 'I', NULL);
+    x = mtp_logits(a, &n1);
+    y = mtp_logits(b, &n2);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)n1);
+    free(x);
+    free(y);
+
+    /* output_extra: a doubled head gives doubled logits (F16 doubling is exact) */
+    x = mtp_logits(base, &n1);
+    rewrite(base, a, "output_extra.weight", 'a', "token_embd.weight");
+    y = mtp_logits(a, &n2);
+    for (int i = 0; i < n1; i++)
+        if (y[i] != 2.0f * x[i]) fail_msg("output_extra: logit %d is %g, not 2 x %g", i, (double)y[i], (double)x[i]);
+    free(x);
+    free(y);
+
+    /* malformed: the model loads, the MTP layer does not, and says which tensor */
+    static const struct { const char *name; char kind; const char *words; } bad[] = {
+        {"blk.4.nextn.enorm.weight", 's', "blk.4.nextn.enorm.weight"},
+        {"blk.4.nextn.hnorm.weight", 'd', "blk.4.nextn.hnorm.weight' is missing"},
+        {"blk.4.ffn_up.weight", 'd', "all present or all absent"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rewrite(base, a, bad[i].name, bad[i].kind, NULL);
+        assert_tern_ok(tern_model_load(a, NULL, &m));
+        const char *why = NULL;
+        assert_false(tern_model_has_mtp(m, &why));
+        print_message("%s (%c): %s\n", bad[i].name, bad[i].kind, why);
+        assert_non_null(strstr(why, bad[i].words));
+        struct tern_draft_params dp = tern_draft_default_params();
+        dp.source = "mtp";
+        struct tern_draft *d = NULL;
+        assert_int_equal(tern_draft_create(m, &dp, &d), TERN_ERR_UNSUPPORTED);
+        assert_non_null(strstr(tern_last_error(), bad[i].words));
+        tern_model_free(m);
+    }
+    remove(a);
+    remove(b);
+    remove(base);
+}
+
 /* What is refused names why. */
 static void test_refusals(void **state)
 {
@@ -603,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_source_stays_in_step),
         cmocka_unit_test(test_source_past_kept_states),
         cmocka_unit_test(test_generation_exact),
+        cmocka_unit_test(test_variants),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_cli),
     };
