@@ -296,6 +296,8 @@ struct tern_model_info {
     uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
     uint64_t mtp_bytes;      /* weights one MTP draft step reads (its layer, eh_proj, the output
                                 head); 0 without a usable MTP layer */
+    uint64_t mtp_layer_bytes;/* of those, the layer and eh_proj: what each further token of an MTP
+                                pass adds (the head runs for the rows that want logits) */
 };
 
 struct tern_model_params {

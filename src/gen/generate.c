@@ -159,6 +159,7 @@ tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft
                                               (double)tern_model_get_info(d->target)->weight_bytes
                                         : d->cost_ratio;
         spec_ctl_init(&g->ctl, d->n_min, d->n_max, d->src->ops->costly, ratio);
+        if (d->catch_ratio > 0) spec_ctl_set_catch_ratio(&g->ctl, d->catch_ratio);
     }
     return TERN_OK;
 }

@@ -123,6 +123,7 @@ struct tern_draft {
     bool in_use;                       /* attached to a generator or a batcher */
     double cost_ratio;                 /* no drafter model ("mtp"): a draft step's bytes over the
                                           target's (the controller's guess before measuring) */
+    double catch_ratio;                /* "mtp": a caught-up token's (its layer, not the head) */
 };
 
 /* ---------------------------------------------------------------- controller */
@@ -144,6 +145,8 @@ struct spec_ctl {
     bool fixed;                 /* n_min == n_max: always k = n_max, never off */
     bool costly;                /* the source pays per drafted token (a model) */
     double size_ratio;          /* costly: drafter bytes / target bytes (the guess before measuring) */
+    double catch_ratio;         /* the same for a token of a catch-up (size_ratio, unless the source
+                                   reads less per caught-up token: "mtp" skips the output head) */
     struct spec_est t_plain;    /* one-token pass + sampling */
     int since_plain;            /* target passes since t_plain was last measured */
     struct spec_est t_ver[SPEC_MAX_DRAFT + 2]; /* verify pass (+ decisions) of b tokens, by b */
@@ -162,6 +165,7 @@ struct spec_ctl {
     int n_off;                  /* off periods started */
 };
 void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double size_ratio);
+void spec_ctl_set_catch_ratio(struct spec_ctl *c, double catch_ratio);
 /* A generation starts with no credit and earns margin one-token steps of it for every token it
  * produces (spec_ctl_produced), so what finding out may cost stays within margin of the tokens
  * the generation really made, however early it ends: a 20-token answer under max_tokens 4096

@@ -86,8 +86,11 @@ void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double
     c->fixed = n_min == n_max;
     c->costly = costly;
     c->size_ratio = size_ratio;
+    c->catch_ratio = size_ratio;
     c->off_len = CTL_OFF_MIN;
 }
+
+void spec_ctl_set_catch_ratio(struct spec_ctl *c, double catch_ratio) { c->catch_ratio = catch_ratio; }
 
 void spec_ctl_begin(struct spec_ctl *c, int start_steps, double margin)
 {
@@ -129,7 +132,7 @@ static double est_draft_tok(const struct spec_ctl *c, double t_plain, bool worst
 static double est_catch_tok(const struct spec_ctl *c, double t_plain, bool worst)
 {
     if (c->t_catch_tok.n) return est_get(&c->t_catch_tok);
-    return c->size_ratio * t_plain * (worst ? 0.3 : 0.15);
+    return c->catch_ratio * t_plain * (worst ? 0.3 : 0.15);
 }
 
 /* Seconds of a round drafting k tokens after catching up on lag (1 or 2 tokens in steady

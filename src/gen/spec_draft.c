@@ -101,6 +101,7 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         const struct tern_model_info *in = tern_model_get_info(target);
         st = spec_mtp_create((struct tern_model *)target, dp.n_threads, dp.n_max, &d->src);
         d->cost_ratio = in->weight_bytes ? (double)in->mtp_bytes / (double)in->weight_bytes : 0;
+        d->catch_ratio = in->weight_bytes ? (double)in->mtp_layer_bytes / (double)in->weight_bytes : 0;
     } else if (!strncmp(dp.source, "self:", 5)) {
         struct tern_model *copy = NULL;
         st = tern_model_quantized_copy(target, dp.source + 5, dp.n_threads, &copy);

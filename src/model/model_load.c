@@ -723,6 +723,7 @@ static tern_status bind_qwen35_mtp(const struct tern_gguf *g, struct tern_model 
     uint64_t bytes = 0;
     for (int i = 0; i < nw; i++) bytes += w[i]->row_bytes * (uint64_t)w[i]->rows;
     if (t->eh_proj.data) bytes += t->eh_proj.row_bytes * (uint64_t)t->eh_proj.rows;
+    m->info.mtp_layer_bytes = bytes;
     m->info.mtp_bytes = bytes + t->output.row_bytes * (uint64_t)t->output.rows;
     return TERN_OK;
 }

@@ -2,9 +2,11 @@
  *
  * Both are written once beside the input (a second run reuses the file) with tern's own GGUF
  * writer, every key and every other tensor copied verbatim:
- *   --scale-layers S  attn_output and ffn_down scaled by S: with tied embeddings a small S leaves
- *                     the token's own embedding dominant, so a random-weight model mostly repeats
- *                     a token (a synthetic pair whose acceptance S dials);
+ *   --scale-layers S  attn_output and ffn_down (and qwen35's ssm_out) scaled by S: with tied
+ *                     embeddings a small S leaves the token's own embedding dominant, so a
+ *                     random-weight model mostly repeats a token (a synthetic pair whose acceptance
+ *                     S dials); a qwen35 MTP layer's eh_proj becomes [I | 0], so the MTP reads its
+ *                     token's embedding alone and predicts it repeated too (--draft mtp's pair);
  *   --widen-ffn N     every layer's feed-forward block N times as wide, the new gate/up rows and
  *                     down columns zero: the same function (silu(0) * 0 = 0 adds exactly nothing,
  *                     and the original blocks keep their bytes), N times the FFN bytes to read per
@@ -39,7 +41,8 @@ int cli_model_scaled(const char *in, double scale, char *out, size_t cap)
     char suffix[64];
     snprintf(suffix, sizeof suffix, "-layers%g", scale);
     if (copy_path(in, suffix, out, cap)) return 0;
-    fprintf(stderr, "tern bench: writing %s (attn_output and ffn_down x %g) ...\n", out, scale);
+    fprintf(stderr, "tern bench: writing %s (attn_output, ffn_down, ssm_out x %g; an MTP eh_proj [I | 0]) ...\n",
+            out, scale);
     struct tern_gguf *g = NULL;
     struct tern_gguf_writer *w = NULL;
     float *row = NULL;
@@ -51,7 +54,25 @@ int cli_model_scaled(const char *in, double scale, char *out, size_t cap)
         const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
         char name[128];
         tensor_name(t, name, sizeof name);
-        const bool scaled = t->n_dims == 2 && (strstr(name, "attn_output") || strstr(name, "ffn_down"));
+        const bool scaled = t->n_dims == 2 && (strstr(name, "attn_output") || strstr(name, "ffn_down") ||
+                                               strstr(name, "ssm_out"));
+        const bool eh_identity = t->n_dims == 2 && strstr(name, "nextn.eh_proj") && t->ne[0] == 2 * t->ne[1];
+        if (eh_identity) { /* [I | 0]: row r picks the embedding's component r */
+            const int64_t cols = t->ne[0], rows = t->ne[1];
+            const size_t rb = t->nbytes / (size_t)rows;
+            free(row);
+            free(buf);
+            row = calloc((size_t)cols, sizeof(float));
+            buf = malloc(t->nbytes);
+            if (!row || !buf) st = TERN_ERR_NOMEM;
+            for (int64_t r = 0; !st && r < rows; r++) {
+                row[r] = 1.0f;
+                st = tern_quantize_row(t->type, row, (char *)buf + (size_t)r * rb, cols);
+                row[r] = 0.0f;
+            }
+            if (!st) st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, buf);
+            continue;
+        }
         if (!scaled) {
             st = tern_gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data);
             continue;
