@@ -448,14 +448,14 @@ tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
 /* ------------------------------------------------------- multi-token prediction (qwen35)
  *
  * A Qwen3.5 file may carry a multi-token-prediction (MTP) layer after its main layers
- * (nextn_predict_layers): from the next token's embedding and the model's last hidden state it
- * predicts the token after next. It drafts for speculative decoding (tern_draft source "mtp"),
+ * (nextn_predict_layers): from the model's last hidden state (which predicted the next token)
+ * and the next token's embedding it predicts the token after next. It drafts for speculative decoding (tern_draft source "mtp"),
  * from the target's own hidden states, at the cost of one layer and the output head per draft.
  *
  *     tern_context_keep_hidden(ctx, true);            // the target keeps its hidden states
  *     tern_decode(ctx, toks, n, 0, TERN_LOGITS_LAST);
  *     cp.mtp = true; tern_context_create(model, &cp, &mctx);
- *     // token i with the hidden state of position i-1 (zeros at 0): MTP logits at i predict i+2
+ *     // token i with the hidden state of position i-1 (zeros at 0): MTP logits at i predict i+1
  *     tern_decode_mtp(mctx, toks, hid_rows, n, 0, TERN_LOGITS_LAST);
  *     // a draft step: the next token, with the MTP's own state at n-1 in place of the target's
  *     tern_decode_mtp(mctx, &next, tern_context_hidden(mctx, n - 1), 1, n, TERN_LOGITS_LAST);
@@ -475,8 +475,8 @@ tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on);
 const float *tern_context_hidden(const struct tern_context *ctx, int pos);
 /* tern_decode in an MTP context: token i at position pos0 + i with hidden row i (hidden:
  * n x n_embd floats, the target's state at the position before token i's, zeros at position
- * 0). Logits row i predict the token two positions after token i (the target's logits at token
- * i's position predict the one right after it). */
+ * 0). Logits row i predict the token after token i, as the target's row i does, but from the
+ * target's state one position earlier: a draft one token further ahead than the target. */
 tern_status tern_decode_mtp(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
                             int n, int pos0, enum tern_logits_mode mode);
 

@@ -421,6 +421,51 @@ static void test_source_past_kept_states(void **state)
     remove(path);
 }
 
+/* The ring of kept states after a truncation: positions whose rows the truncated ones wrote
+ * over are gone, the others and the new ones are the states a fresh context computes. */
+static void test_kept_states_after_truncation(void **state)
+{
+    (void)state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/mtp-ring.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("qwen3-tiny", "f16", 7, path, NULL));
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    enum { N = 6000, T = 5000, M = 10 };
+    int32_t *tok = malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 131 + 7) % 500);
+    struct tern_context *a = target_ctx(m, 8192), *b = target_ctx(m, 8192);
+    tern_context_set_exact_batches(a, true);
+    tern_context_set_exact_batches(b, true);
+    assert_tern_ok(tern_context_keep_hidden(a, true));
+    assert_tern_ok(tern_context_keep_hidden(b, true));
+    assert_tern_ok(tern_decode(a, tok, N, 0, TERN_LOGITS_LAST));
+    assert_tern_ok(tern_kv_truncate(a, T));
+    for (int i = 0; i < M; i++) tok[T + i] = (int32_t)((tok[T + i] + 50) % 500); /* another continuation */
+    assert_tern_ok(tern_decode(a, tok + T, M, T, TERN_LOGITS_LAST));
+    assert_tern_ok(tern_decode(b, tok, T + M, 0, TERN_LOGITS_LAST));
+    const int d = tern_model_get_info(m)->n_embd;
+    /* rows of positions below N - 4096 were written over by positions up to N - 1 */
+    int valid = 0;
+    for (int p = 0; p < T + M; p++) {
+        const float *ha = tern_context_hidden(a, p), *hb = tern_context_hidden(b, p);
+        if (p < N - 4096) assert_null(ha);
+        else if (p >= T + M - 4096) {
+            assert_non_null(ha);
+            assert_non_null(hb);
+            assert_memory_equal(ha, hb, sizeof(float) * (size_t)d);
+            valid++;
+        }
+    }
+    assert_int_equal(valid, T + M - (N - 4096));
+    assert_null(tern_context_hidden(a, T + M));
+    free(tok);
+    tern_context_free(a);
+    tern_context_free(b);
+    tern_model_free(m);
+    remove(path);
+}
+
 /* Greedy generation with the "mtp" draft is the plain greedy output, token for token; a sampled
  * one runs its draws through the MTP's distributions. */
 static void generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt, int n,
@@ -764,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_source_drafts_reference_chain),
         cmocka_unit_test(test_source_stays_in_step),
         cmocka_unit_test(test_source_past_kept_states),
+        cmocka_unit_test(test_kept_states_after_truncation),
         cmocka_unit_test(test_generation_exact),
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_refusals),

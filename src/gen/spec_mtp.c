@@ -120,6 +120,11 @@ static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int
         p = start;
         /* the states it starts from are of this history */
         memcpy(ms->seen, hist, sizeof(int32_t) * (size_t)start);
+        ms->n_seen = start;
+        ms->n_firm = 0;
+        /* no state at all (kept only since the target's last pass, which a direct caller may not
+         * have made): nothing to draft from */
+        if (!firm_from(ms, p, n_t)) return TERN_OK;
     }
     const double t0 = util_now_s();
     tern_status st = tern_kv_truncate(ms->ctx, keep);
@@ -190,17 +195,26 @@ static tern_status mtp_attach(struct spec_source *src, struct tern_context *targ
     if (st) return tern_fail_prefix(st, "draft mtp: ");
     const int n_ctx = tern_context_n_ctx(target);
     if (!ms->ctx || ms->n_ctx != n_ctx) {
+        /* the old context goes first (its memory may be what the new one needs); on a failure
+         * the source is left without one, and the next attach makes it */
         tern_context_free(ms->ctx);
         ms->ctx = NULL;
         free(ms->seen);
+        ms->seen = NULL;
+        ms->n_ctx = 0;
+        ms->tgt = NULL;
         struct tern_context_params cp = tern_context_default_params();
         cp.n_ctx = n_ctx;
         cp.n_threads = ms->n_threads;
         cp.mtp = true;
-        if ((st = tern_context_create(ms->model, &cp, &ms->ctx))) return tern_fail_prefix(st, "draft mtp: ");
+        int32_t *seen = malloc(sizeof(int32_t) * (size_t)n_ctx);
+        if (!seen) return tern_fail(TERN_ERR_NOMEM, "draft mtp: out of memory");
+        if ((st = tern_context_create(ms->model, &cp, &ms->ctx))) {
+            free(seen);
+            return tern_fail_prefix(st, "draft mtp: ");
+        }
+        ms->seen = seen;
         ms->n_ctx = n_ctx;
-        if (!(ms->seen = malloc(sizeof(int32_t) * (size_t)n_ctx)))
-            return tern_fail(TERN_ERR_NOMEM, "draft mtp: out of memory");
     }
     ms->tgt = target;
     mtp_reset(ms);

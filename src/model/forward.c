@@ -680,8 +680,15 @@ void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n)
     }
     if (p0 < 0) return;
     /* the rows kept are one run: extended by a batch that starts inside it or right after it,
-     * else started afresh */
-    if (p0 < ctx->hid_lo || p0 > ctx->hid_hi) ctx->hid_lo = p0;
+     * else started afresh. Inside it (after a truncation) the positions below p0 keep their
+     * rows only from hid_hi - hid_rows on (the ones before were written over by the positions
+     * truncated since), and p1 - hid_rows is applied when read. */
+    if (p0 < ctx->hid_lo || p0 > ctx->hid_hi) {
+        ctx->hid_lo = p0;
+    } else {
+        const int held = ctx->hid_hi - ctx->hid_rows > ctx->hid_lo ? ctx->hid_hi - ctx->hid_rows : ctx->hid_lo;
+        ctx->hid_lo = held < p0 ? held : p0;
+    }
     ctx->hid_hi = p1;
 }
 

@@ -9,7 +9,8 @@
  *     out = output_extra (or the model's output) . y
  *
  * h is the main model's final normalized hidden state one position earlier: the state that
- * predicted t. So the MTP at t's position predicts the token after the one that follows t.
+ * predicted t. So the MTP at t's position predicts the token after t, one token further than
+ * that state's own prediction.
  * Drafting chains it: a draft token's successor comes from the MTP's own y in place of h. */
 #include <string.h>
 

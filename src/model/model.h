@@ -69,8 +69,8 @@ struct model_layer {
 int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
 /* Multi-token prediction (qwen35 files with nextn_predict_layers): one gated full-attention layer
- * after the main ones (layers[il]) that predicts the token after next from the next token's
- * embedding and the main model's last hidden state: x = eh_proj [enorm(embd(t)) ; hnorm(h)],
+ * after the main ones (layers[il]) that predicts the token after next from the main model's
+ * last hidden state (which predicted the next token) and the next token's embedding: x = eh_proj [enorm(embd(t)) ; hnorm(h)],
  * the layer, then head_norm and output (forward.c forward_mtp_batch). */
 struct model_mtp {
     int il;                       /* its index in layers (info.n_layer), or -1: no usable MTP layer */

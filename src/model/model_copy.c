@@ -107,6 +107,7 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->ple_model_proj = src->ple_model_proj;
     m->ple_proj_norm = src->ple_proj_norm;
     m->mtp.il = -1; /* a drafter itself: no MTP layer is carried over */
+    m->info.mtp_bytes = m->info.mtp_layer_bytes = 0;
     snprintf(m->mtp.why_not, sizeof m->mtp.why_not, "a converted copy carries no MTP layer");
     m->layers = malloc((size_t)src->info.n_layer * sizeof *m->layers);
     const int max_w = MODEL_LAYER_MAX_MATRICES * src->info.n_layer + 4;
