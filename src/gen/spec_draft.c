@@ -96,8 +96,8 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
         if (st) st = tern_fail_prefix(st, "draft ngram: the target's tokenizer: ");
         else st = spec_ngram_create(dp.ngram_min, dp.ngram_max, nv, tok, true, &d->src);
     } else if (!strcmp(dp.source, "mtp")) {
-        /* the target's own MTP layer: the draft needs the model to be the target's, writable
-         * only in the sense that a context of it is made (the model is not changed) */
+        /* the target's own MTP layer; the source makes a context of the model (which needs it
+         * non-const) but never changes it */
         const struct tern_model_info *in = tern_model_get_info(target);
         st = spec_mtp_create((struct tern_model *)target, dp.n_threads, dp.n_max, &d->src);
         d->cost_ratio = in->weight_bytes ? (double)in->mtp_bytes / (double)in->weight_bytes : 0;

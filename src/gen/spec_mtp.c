@@ -44,9 +44,9 @@ struct mtp_source {
     float *dq;                     /* (n_vocab) the MTP's distribution */
     float *zeros;                  /* (n_embd) the state before position 0 */
     int32_t *seen;                 /* (n_ctx) history the firm positions were computed from */
-    int n_seen;                    /* = off + n_firm */
+    int n_seen;                    /* history indexes off .. n_seen-1 are the firm MTP positions
+                                      0 .. n_seen-off-1 */
     int off;                       /* history index of MTP position 0 */
-    int n_firm;                    /* MTP positions 0 .. n_firm-1 are firm */
     int n_ctx;
     int d;                         /* n_embd */
 };
@@ -85,7 +85,6 @@ static bool firm_from(const struct mtp_source *ms, int p, int n_t)
 static void mtp_reset(struct mtp_source *ms)
 {
     ms->off = 0;
-    ms->n_firm = 0;
     ms->n_seen = 0;
     (void)tern_kv_truncate(ms->ctx, 0);
 }
@@ -121,7 +120,6 @@ static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int
         /* the states it starts from are of this history */
         memcpy(ms->seen, hist, sizeof(int32_t) * (size_t)start);
         ms->n_seen = start;
-        ms->n_firm = 0;
         /* no state at all (kept only since the target's last pass, which a direct caller may not
          * have made): nothing to draft from */
         if (!firm_from(ms, p, n_t)) return TERN_OK;
@@ -155,7 +153,6 @@ static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int
         return tern_fail_prefix(st, "draft mtp: catching up with %d tokens: ", n - p);
     }
     memcpy(ms->seen + p, hist + p, sizeof(int32_t) * (size_t)(f - p));
-    ms->n_firm = f - ms->off;
     ms->n_seen = f;
     src->t_sync = util_now_s() - t0;
     src->n_sync = n - p;

@@ -70,8 +70,9 @@ int model_layer_matrices(struct model_layer *L, struct model_weight **out);
 
 /* Multi-token prediction (qwen35 files with nextn_predict_layers): one gated full-attention layer
  * after the main ones (layers[il]) that predicts the token after next from the main model's
- * last hidden state (which predicted the next token) and the next token's embedding: x = eh_proj [enorm(embd(t)) ; hnorm(h)],
- * the layer, then head_norm and output (forward.c forward_mtp_batch). */
+ * last hidden state (which predicted the next token) and the next token's embedding:
+ * x = eh_proj [enorm(embd(t)) ; hnorm(h)], the layer (without an FFN when it has no ffn_down),
+ * then head_norm and output (forward_mtp.c). */
 struct model_mtp {
     int il;                       /* its index in layers (info.n_layer), or -1: no usable MTP layer */
     struct model_weight eh_proj;  /* (2 * n_embd -> n_embd), or NULL: x = enorm(e) + hnorm(h) */
@@ -79,7 +80,6 @@ struct model_mtp {
     struct model_weight hnorm;    /* (n_embd) */
     struct model_weight head_norm;/* (n_embd) shared_head_norm, or NULL: none */
     struct model_weight output;   /* (n_vocab rows of n_embd) output_extra, else the model's output */
-    bool has_ffn;                 /* the layer has its own FFN (Qwen3.5-4B/9B's have none) */
     int q_from;                   /* its attn_q is this main layer's (Qwen3.5-9B), or -1: its own */
     char why_not[200];            /* il < 0 in a file with nextn layers: what is wrong with them */
 };

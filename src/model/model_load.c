@@ -711,7 +711,6 @@ static tern_status bind_qwen35_mtp(const struct tern_gguf *g, struct tern_model 
         t->q_from = last;
     }
     if (!t->output.data) t->output = m->output;
-    t->has_ffn = ffn == 3;
     L->recurrent = false;
     L->rope = true;
     L->rec_index = -1;

@@ -40,10 +40,10 @@ static int repack_targets(struct tern_model *m, struct model_weight **w)
     w[n++] = &m->output;
     if (m->mtp.il >= 0) { /* the MTP layer; a q or output it shares is packed where it belongs */
         struct model_layer *L = &m->layers[m->mtp.il];
-        const int first = n;
-        n += model_layer_matrices(L, w + n);
-        for (int i = first; i < n; i++)
-            if (w[i] == &L->wq && m->mtp.q_from >= 0) w[i--] = w[--n];
+        struct model_weight *lw[MODEL_LAYER_MAX_MATRICES];
+        const int nl = model_layer_matrices(L, lw);
+        for (int i = 0; i < nl; i++)
+            if (lw[i] != &L->wq || m->mtp.q_from < 0) w[n++] = lw[i];
         if (m->mtp.eh_proj.data) w[n++] = &m->mtp.eh_proj;
         if (m->mtp.output.data != m->output.data) w[n++] = &m->mtp.output;
     }
