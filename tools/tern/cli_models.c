@@ -1,0 +1,144 @@
+/* cli_models.c — the real models installed from packages (scripts/install-models.py, manifest
+ * models/packages.json): where they live, what each is, and -m NAME.
+ *
+ * The install script writes each model as <dir>/<file>.gguf with a card <dir>/<name>.json
+ * (name, file, sha256, description, license, packages); this file only reads those cards. The
+ * folder is $TERN_MODELS_DIR, else $XDG_DATA_HOME/tern/models, else ~/.local/share/tern/models,
+ * the same rule as the script's. Nothing here fetches anything: a name that is not installed is
+ * an error that says how to install it. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+
+const char *cli_models_dir(void)
+{
+    static char dir[4096];
+    const char *env = getenv("TERN_MODELS_DIR");
+    if (env && *env) return env;
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(dir, sizeof dir, "%s/tern/models", xdg);
+    else
+        snprintf(dir, sizeof dir, "%s/.local/share/tern/models", home && *home ? home : ".");
+    return dir;
+}
+
+static char *dup_field(const cJSON *card, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(card, key);
+    return strdup(cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct cli_installed *)a)->name, ((const struct cli_installed *)b)->name);
+}
+
+int cli_models_list(struct cli_installed **out)
+{
+    *out = NULL;
+    const char *dir = cli_models_dir();
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct cli_installed *list = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const size_t len = strlen(e->d_name);
+        if (len < 6 || e->d_name[0] == '.' || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *text = cli_read_file(path, NULL);
+        cJSON *card = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(card, "name");
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(card, "file");
+        /* a card that is not the install script's (or a file of another tool) is skipped */
+        if (!cJSON_IsString(name) || !cJSON_IsString(file) || strchr(file->valuestring, '/')) {
+            cJSON_Delete(card);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            struct cli_installed *grown = realloc(list, (size_t)cap * sizeof *list);
+            if (!grown) { cJSON_Delete(card); break; }
+            list = grown;
+        }
+        struct cli_installed *m = &list[n++];
+        m->name = strdup(name->valuestring);
+        snprintf(path, sizeof path, "%s/%s", dir, file->valuestring);
+        m->path = strdup(path);
+        m->description = dup_field(card, "description");
+        m->license = dup_field(card, "license");
+        m->sha256 = dup_field(card, "sha256");
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(card, "packages"), *p;
+        size_t plen = 1;
+        cJSON_ArrayForEach(p, pk) if (cJSON_IsString(p)) plen += strlen(p->valuestring) + 1;
+        m->packages = calloc(1, plen);
+        cJSON_ArrayForEach(p, pk) {
+            if (!cJSON_IsString(p) || !m->packages) continue;
+            if (*m->packages) strcat(m->packages, " ");
+            strcat(m->packages, p->valuestring);
+        }
+        cJSON_Delete(card);
+    }
+    closedir(d);
+    if (n) qsort(list, (size_t)n, sizeof *list, by_name);
+    *out = list;
+    return n;
+}
+
+void cli_models_free(struct cli_installed *list, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(list[i].name), free(list[i].path), free(list[i].description);
+        free(list[i].license), free(list[i].sha256), free(list[i].packages);
+    }
+    free(list);
+}
+
+/* A value that names a file (it exists, or has a slash or a .gguf suffix) is a path; anything
+ * else is looked up as a name. */
+static bool looks_like_path(const char *v)
+{
+    struct stat st;
+    const size_t len = strlen(v);
+    return stat(v, &st) == 0 || strchr(v, '/') || (len > 5 && !strcmp(v + len - 5, ".gguf"));
+}
+
+int cli_resolve_model_args(int argc, char **argv)
+{
+    struct cli_installed *list = NULL;
+    int n = -1;
+    for (int i = 1; i + 1 < argc; i++) {
+        const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model");
+        const bool draft_flag = !strcmp(argv[i], "--draft") || !strcmp(argv[i], "--teacher");
+        if (!model_flag && !draft_flag) continue;
+        const char *v = argv[++i];
+        if (!*v || looks_like_path(v)) continue;
+        if (n < 0) n = cli_models_list(&list);
+        int found = -1;
+        for (int k = 0; k < n; k++)
+            if (!strcmp(list[k].name, v)) found = k;
+        if (found >= 0) {
+            argv[i] = strdup(list[found].path); /* lives for the process */
+            continue;
+        }
+        if (draft_flag) continue; /* --draft also takes words of its own (mtp, ngram) */
+        fprintf(stderr, "tern %s: %s %s: no such file, and no installed model of that name in %s "
+                "(installed: ", argv[0], argv[i - 1], v, cli_models_dir());
+        for (int k = 0; k < n; k++) fprintf(stderr, "%s%s", k ? ", " : "", list[k].name);
+        fprintf(stderr, "%s)\n  install the real models with: python3 scripts/install-models.py "
+                "(tern models lists what is installed)\n", n > 0 ? "" : "none");
+        cli_models_free(list, n);
+        return CLI_EXIT_FAIL;
+    }
+    if (n > 0) cli_models_free(list, n);
+    return CLI_EXIT_OK;
+}

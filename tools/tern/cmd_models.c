@@ -1,0 +1,137 @@
+/* cmd_models.c — `tern models`: the real pretrained models installed from packages (the cards
+ * that scripts/install-models.py writes, cli_models.c), each with what its GGUF says: name,
+ * architecture, parameters, tensor types, size; plus license and source packages from its card.
+ * With --verify the file's SHA-256 is checked against the card. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_json.h"
+
+static void help(void)
+{
+    printf("usage: tern models [--json] [--verify]\n"
+           "\n"
+           "Lists the real models installed by scripts/install-models.py (from the pinned Python\n"
+           "packages of models/packages.json) in %s\n"
+           "($TERN_MODELS_DIR overrides it): name, file, architecture, parameters, tensor types,\n"
+           "size, license and source packages. Any command takes a listed name for -m:\n"
+           "  tern run -m smollm2-135m-instruct -p \"The capital of France is\"\n"
+           "--json prints one JSON array of objects (name, path, arch, model_name, params,\n"
+           "tensor_types, bytes, license, packages, description, sha256). --verify reads each\n"
+           "file and checks its SHA-256 against the card (exit 1 on a mismatch).\n", cli_models_dir());
+}
+
+struct gguf_facts {
+    char arch[64], model_name[128];
+    unsigned long long params, bytes;
+    long long count[TERN_TYPE_COUNT_];
+};
+
+static tern_status read_facts(const char *path, struct gguf_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    struct tern_gguf *g;
+    tern_status st = tern_gguf_open(path, &g);
+    if (st) return st;
+    struct tern_str s;
+    if (tern_gguf_get_str(g, "general.architecture", &s) == TERN_OK)
+        snprintf(f->arch, sizeof f->arch, "%.*s", (int)s.len, s.ptr);
+    if (tern_gguf_get_str(g, "general.name", &s) == TERN_OK)
+        snprintf(f->model_name, sizeof f->model_name, "%.*s", (int)s.len, s.ptr);
+    for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
+        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
+        unsigned long long ne = 1;
+        for (int d = 0; d < t->n_dims; d++) ne *= (unsigned long long)t->ne[d];
+        f->params += ne;
+        if (t->type >= 0 && t->type < TERN_TYPE_COUNT_) f->count[t->type]++;
+    }
+    f->bytes = tern_gguf_file_size(g);
+    tern_gguf_close(g);
+    return TERN_OK;
+}
+
+/* "Q4_1 x 169, F32 x 61": the types by tensor count, most first */
+static void types_text(const struct gguf_facts *f, char *out, size_t cap)
+{
+    long long left[TERN_TYPE_COUNT_];
+    memcpy(left, f->count, sizeof left);
+    size_t len = 0;
+    out[0] = 0;
+    for (;;) {
+        int best = -1;
+        for (int t = 0; t < TERN_TYPE_COUNT_; t++)
+            if (left[t] && (best < 0 || left[t] > left[best])) best = t;
+        if (best < 0 || len >= cap) break;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s x %lld", len ? ", " : "",
+                                tern_type_name(best), left[best]);
+        left[best] = 0;
+    }
+}
+
+int cmd_models(int argc, char **argv)
+{
+    bool json = false, verify = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (!strcmp(argv[i], "--verify")) { verify = true; continue; }
+        return cli_usage_error("models", "unknown option '%s'", argv[i]);
+    }
+    struct cli_installed *list;
+    const int n = cli_models_list(&list);
+    int rc = CLI_EXIT_OK;
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json && n == 0)
+        printf("no real models installed in %s\n  install them with: python3 scripts/install-models.py\n",
+               cli_models_dir());
+    for (int k = 0; k < n; k++) {
+        const struct cli_installed *m = &list[k];
+        struct gguf_facts f;
+        tern_status st = read_facts(m->path, &f);
+        const char *problem = st ? tern_last_error() : NULL;
+        char hex[65] = "";
+        if (!st && verify) {
+            if (tern_sha256_file(m->path, hex)) problem = tern_last_error();
+            else if (strcmp(hex, m->sha256) != 0) problem = "SHA-256 differs from the card's: reinstall it";
+        }
+        if (problem) rc = CLI_EXIT_FAIL;
+        char types[512];
+        types_text(&f, types, sizeof types);
+        if (json) {
+            cJSON *o = cli_json_obj(arr, NULL);
+            cli_json_str(o, "name", m->name);
+            cli_json_str(o, "path", m->path);
+            if (problem) cli_json_str(o, "error", problem);
+            cli_json_str(o, "arch", f.arch);
+            cli_json_str(o, "model_name", f.model_name);
+            cli_json_uint(o, "params", f.params);
+            cJSON *tt = cli_json_obj(o, "tensor_types");
+            for (int t = 0; t < TERN_TYPE_COUNT_; t++)
+                if (f.count[t]) cli_json_int(tt, tern_type_name(t), f.count[t]);
+            cli_json_uint(o, "bytes", f.bytes);
+            cli_json_str(o, "license", m->license);
+            cli_json_str(o, "packages", m->packages);
+            cli_json_str(o, "description", m->description);
+            cli_json_str(o, "sha256", m->sha256);
+            if (verify && !problem) cli_json_bool(o, "verified", true);
+        } else {
+            printf("%s\n  file:     %s\n", m->name, m->path);
+            if (problem) {
+                printf("  ERROR:    %s\n", problem);
+                continue;
+            }
+            printf("  model:    %s (%s)\n  arch:     %s, %.1f M parameters\n  types:    %s\n"
+                   "  size:     %.1f MiB\n  license:  %s\n  source:   %s\n",
+                   f.model_name, m->description, f.arch, f.params / 1e6, types,
+                   f.bytes / 1048576.0, m->license, m->packages);
+            if (verify) printf("  sha256:   %s (matches the card)\n", hex);
+        }
+    }
+    cli_models_free(list, n);
+    if (json) {
+        int e = cli_json_emit("models", stdout, arr, false, "", "\n");
+        if (e) rc = e;
+    }
+    return rc;
+}
