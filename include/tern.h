@@ -103,8 +103,8 @@ enum tern_type {
 
 /* "Q4_K", "F16", ... or "unknown(N)" in a static buffer for ids tern does not know. */
 const char *tern_type_name(int type);
-/* true for the ten weight types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1,
- * Q4_K, Q5_K, Q6_K (plus Q8_1 and Q8_K, which exist here only as activation formats). */
+/* true for the eleven weight types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
+ * Q5_1, Q4_K, Q5_K, Q6_K (plus Q8_1 and Q8_K, which exist here only as activation formats). */
 bool tern_type_is_supported(int type);
 /* Elements per block (1 for float types) and bytes per block; 0 for unknown types. */
 int64_t tern_type_block_size(int type);
@@ -495,7 +495,7 @@ enum tern_prof_op {
     TERN_PROF_FFN_ACT,       /* SiLU(gate) * up (fused into the gate/up matmul step) */
     TERN_PROF_MATMUL_F32, TERN_PROF_MATMUL_F16, TERN_PROF_MATMUL_BF16, TERN_PROF_MATMUL_Q8_0,
     TERN_PROF_MATMUL_Q4_0, TERN_PROF_MATMUL_Q4_K, TERN_PROF_MATMUL_Q6_K, TERN_PROF_MATMUL_Q5_0,
-    TERN_PROF_MATMUL_Q5_K, TERN_PROF_MATMUL_Q5_1,
+    TERN_PROF_MATMUL_Q5_K, TERN_PROF_MATMUL_Q5_1, TERN_PROF_MATMUL_Q4_1,
     TERN_PROF_COUNT
 };
 struct tern_profile_entry {

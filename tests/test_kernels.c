@@ -3,7 +3,7 @@
  * 1. The scalar kern_matmul equals an F32 matmul of the dequantized weights and activations
  *    (row ranges, strides and ldy honoured; rows outside [r0, r1) untouched).
  * 2. Every SIMD path this CPU can run (avx2 with and without AVX-VNNI, avx512) against the scalar
- *    path on random data, odd row ranges and n_tok in {1,2,3,7,16,33} (Q5_0/Q5_1 also with rows
+ *    path on random data, odd row ranges and n_tok in {1,2,3,7,16,33} (Q5_0/Q5_1/Q4_1 also with rows
  *    past the decode kernels' buffers). Tolerance: integer formats compute the same
  *    exact integer block sums, so results differ only by float summation order:
  *    |simd - scalar| <= 1e-5 * sum|w_i*a_i| (+ 1e-6). The float formats (F32/F16/BF16) sum
@@ -181,7 +181,7 @@ static void test_simd_matmul(void **state)
                 free(R);
                 problem_free(&p);
             }
-            if (wtype == TERN_TYPE_Q5_0 || wtype == TERN_TYPE_Q5_1) {
+            if (wtype == TERN_TYPE_Q5_0 || wtype == TERN_TYPE_Q5_1 || wtype == TERN_TYPE_Q4_1) {
                 /* rows longer than the decode kernels' activation buffers (k > 24576): they
                  * decline and the tiles take the call */
                 struct problem p;

@@ -1,4 +1,4 @@
-/* test_q5_parity.c — Q5_0, Q5_1, Q5_K and the Q5_K_M mix end to end: the fixture F16 models quantized by tern (the
+/* test_q5_parity.c — Q5_0, Q5_1, Q5_K, the Q5_K_M mix and Q4_1 end to end: the fixture F16 models quantized by tern (the
  * fixtures ship no Q5 file and no Q5 reference), then
  *   1. the SIMD path's logits against the scalar path's on the same file (prefill through the
  *      prefill kernels, then single-token decode steps): only float summation order differs,
@@ -7,7 +7,11 @@
  *      of Q4_0's (5-bit codes: half the step). Bounds sit between the two measured errors:
  *      qwen2-tiny max 0.079 / mean 0.013 for Q5_0 vs 0.139 / 0.022 for the fixture Q4_0 file;
  *      llama-spm-tiny max 0.28 / mean 0.035 vs 0.53 / 0.066; its Q5_K 0.21 / 0.028 vs the
- *      fixture Q4_K_M's 0.49 / 0.057; qwen2-tiny Q5_1 0.073 / 0.012, Q5_K_M mix 0.051 / 0.0086. */
+ *      fixture Q4_K_M's 0.49 / 0.057; qwen2-tiny Q5_1 0.073 / 0.012, Q5_K_M mix 0.051 / 0.0086;
+ *      Q4_1 (tern's file byte-identical to llama-quantize's) qwen2-tiny 0.162 / 0.026, llama-spm-tiny
+ *      0.488 / 0.066, below Q4_0's. SIMD vs scalar for Q4_1: qwen2-tiny 8.3e-3 / 7e-4 (more
+ *      activation rounding flips than Q5_1's 5e-5: the coarser weights), llama-spm-tiny 0.021 /
+ *      1.9e-3. */
 #include "test_support.h"
 
 #include <math.h>
@@ -34,6 +38,8 @@ static const struct q5_case cases[] = {
     {"llama-spm-tiny", "q5_k", 0.3, 0.035, 0.04, 4e-3},
     {"qwen2-tiny", "q5_1", 0.1, 0.016, 0.02, 5e-4},
     {"qwen2-tiny", "q5_k_m", 0.1, 0.012, 0.02, 5e-4}, /* Q5_1, Q5_K, Q6_K, Q8_0 */
+    {"qwen2-tiny", "q4_1", 0.2, 0.03, 0.02, 2e-3},
+    {"llama-spm-tiny", "q4_1", 0.6, 0.08, 0.04, 4e-3},
 };
 
 enum { N_PROMPT = 40, N_STEPS = 4 };

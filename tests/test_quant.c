@@ -36,11 +36,12 @@ static void test_type_table(void **state)
     assert_string_equal(tern_type_name(-1), "unknown(-1)");
 
     const int supported[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                             TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
-                             TERN_TYPE_Q5_K, TERN_TYPE_Q6_K, TERN_TYPE_Q8_1, TERN_TYPE_Q8_K};
+                             TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1,
+                             TERN_TYPE_Q4_K, TERN_TYPE_Q5_K, TERN_TYPE_Q6_K, TERN_TYPE_Q8_1,
+                             TERN_TYPE_Q8_K};
     int n_supported = 0;
     for (int t = -2; t < TERN_TYPE_COUNT_ + 3; t++) n_supported += tern_type_is_supported(t);
-    assert_int_equal(n_supported, 12);
+    assert_int_equal(n_supported, 13);
     for (size_t i = 0; i < sizeof supported / sizeof supported[0]; i++) {
         const struct quant_traits *tr = quant_traits_get(supported[i]);
         assert_non_null(tr);
@@ -48,10 +49,11 @@ static void test_type_table(void **state)
         assert_int_equal(tr->block_bytes, tern_type_block_bytes(supported[i]));
         assert_string_equal(tr->name, tern_type_name(supported[i]));
     }
-    assert_null(quant_traits_get(TERN_TYPE_Q4_1));
+    assert_null(quant_traits_get(TERN_TYPE_Q2_K));
     assert_int_equal(tern_type_block_size(TERN_TYPE_Q4_K), 256);
     assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q6_K), 210);
-    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q4_1), 20); /* known even if unsupported */
+    assert_int_equal(tern_type_block_bytes(TERN_TYPE_Q2_K), 84); /* known even if unsupported */
+    assert_int_equal(quant_traits_get(TERN_TYPE_Q4_1)->vec_dot_type, TERN_TYPE_Q8_1);
     assert_int_equal(quant_traits_get(TERN_TYPE_Q5_1)->vec_dot_type, TERN_TYPE_Q8_1);
     assert_int_equal(quant_traits_get(TERN_TYPE_Q5_0)->vec_dot_type, TERN_TYPE_Q8_0);
     assert_int_equal(tern_type_block_bytes(4), 0);
@@ -352,6 +354,8 @@ static void test_roundtrip(void **state)
                     /* half a step, plus the fp16 rounding of d times up to 127 steps */
                     case TERN_TYPE_Q8_0: assert_true(err <= amax / 127 * 0.57f); break;
                     case TERN_TYPE_Q4_0: assert_true(err <= amax / 8 * 1.01f); break;
+                    /* half of a step of range / 15 (range <= 2 amax), plus fp16 d and m */
+                    case TERN_TYPE_Q4_1: assert_true(err <= amax / 15 * 1.1f); break;
                     case TERN_TYPE_Q5_0: assert_true(err <= amax / 16 * 1.01f); break;
                     default: break;
                     }
@@ -364,7 +368,7 @@ static void test_roundtrip(void **state)
         }
         const double bound = type == TERN_TYPE_Q4_0 ? 0.13 : type == TERN_TYPE_Q4_K ? 0.13
                              : type == TERN_TYPE_Q5_0 ? 0.065 : type == TERN_TYPE_Q5_K ? 0.065
-                             : type == TERN_TYPE_Q5_1 ? 0.055
+                             : type == TERN_TYPE_Q5_1 ? 0.055 : type == TERN_TYPE_Q4_1 ? 0.115
                              : type == TERN_TYPE_Q6_K ? 0.035 : type == TERN_TYPE_Q8_0 ? 0.01
                              : 0.003;
         print_message("%-5s max relative RMS error %.4f (bound %.3f)\n", tern_type_name(type),
@@ -624,6 +628,15 @@ static const uint8_t llama_q5_1_attn_q[48] = {
     0x31, 0x50, 0x93, 0xfe, 0xfe, 0x9d, 0x0f, 0xb1, 0xe5, 0x97, 0xe9, 0x73,
 };
 
+/* Same file, quantized to Q4_1 (--pure) by llama-quantize c392e50 on 2026-12-06: the first two
+ * blocks of blk.0.attn_q.weight (tern quantize's whole Q4_1 file was byte-identical to
+ * llama-quantize's then, for qwen2-tiny and llama-spm-tiny). */
+static const uint8_t llama_q4_1_attn_q[40] = {
+    0xd4, 0x25, 0x40, 0xb0, 0x87, 0x9a, 0x6d, 0x80, 0x75, 0x69, 0xf4, 0x67, 0x03, 0x84,
+    0x55, 0x34, 0x72, 0x8a, 0x7a, 0x66, 0x22, 0x26, 0xe0, 0xb1, 0x87, 0x94, 0x66, 0x79,
+    0x98, 0x20, 0xc2, 0xf7, 0x77, 0xc6, 0x87, 0x58, 0xfa, 0x4b, 0x74, 0x39,
+};
+
 static void test_q5_0_llama_golden(void **state)
 {
     (void)state;
@@ -641,6 +654,9 @@ static void test_q5_0_llama_golden(void **state)
     uint8_t q1[48];
     assert_tern_ok(tern_quantize_row(TERN_TYPE_Q5_1, x, q1, 64));
     assert_memory_equal(q1, llama_q5_1_attn_q, sizeof q1);
+    uint8_t q41[40];
+    assert_tern_ok(tern_quantize_row(TERN_TYPE_Q4_1, x, q41, 64));
+    assert_memory_equal(q41, llama_q4_1_attn_q, sizeof q41);
     free(g.buf);
 }
 

@@ -20,6 +20,7 @@ static uint32_t file_type_of(const struct type_plan *p)
     case TERN_TYPE_F32: return 0;
     case TERN_TYPE_F16: return 1;
     case TERN_TYPE_Q4_0: return 2;
+    case TERN_TYPE_Q4_1: return 3;
     case TERN_TYPE_Q5_0: return 8;
     case TERN_TYPE_Q5_1: return 9;
     case TERN_TYPE_Q8_0: return 7;

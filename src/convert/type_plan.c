@@ -19,7 +19,7 @@ tern_status type_plan_parse(const char *name, struct type_plan *out)
     if (tern_type_from_name(name, &t) == TERN_OK) tr = quant_traits_get(t);
     if (!tr || !tr->vec_dot_ref) /* unknown, unsupported or activation-only (Q8_1, Q8_K) */
         return tern_fail(TERN_ERR_ARG, "unknown or unsupported weight type '%s' (use f32, f16, "
-                         "bf16, q8_0, q5_1, q5_0, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m)",
+                         "bf16, q8_0, q5_1, q5_0, q4_1, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m)",
                          name);
     *out = (struct type_plan){.base = t, .q4_k_m = false};
     return TERN_OK;

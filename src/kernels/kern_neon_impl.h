@@ -1,4 +1,4 @@
-/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q5_1 x Q8_1;
+/* kern_neon_impl.h — the NEON integer kernels (Q4_0, Q5_0, Q8_0 x Q8_0; Q5_1, Q4_1 x Q8_1;
  * Q4/5/6_K x Q8_K) written
  * once and compiled twice: by kern_neon.c with KERN_DOTPROD 1 (ARMv8.2 SDOT: 16 int8 products
  * summed into 4 int32 lanes in one instruction) and by kern_neon_base.c with KERN_DOTPROD 0
@@ -141,10 +141,12 @@ KN_BLOCK32_TILE(q4_0)
 KN_BLOCK32_TILE(q5_0)
 KN_BLOCK32_TILE(q8_0)
 
-/* Q5_1 x Q8_1: codes 0..31 as they are (no offset); the min adds m * s per block, with s the
- * activation block's d * sum(a). */
-KN_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
-                          int nr, int nt, float32x4_t acc[KN_MR][KN_MT], float msum[KN_MR][KN_MT])
+/* Q5_1 and Q4_1 x Q8_1: codes (0..31, Q4_1 0..15) as they are (no offset); the min adds m * s
+ * per block, with s the activation block's d * sum(a). Q4_1 is Q5_1 without the fifth bits (q4
+ * a constant after inlining). */
+KN_INLINE void kn_min_block(int q4, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
+                            int64_t b, int nr, int nt, float32x4_t acc[KN_MR][KN_MT],
+                            float msum[KN_MR][KN_MT])
 {
     int8x16_t a0[KN_MT], a1[KN_MT];
     float da[KN_MT], sa[KN_MT];
@@ -156,10 +158,19 @@ KN_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
         sa[j] = kn_h2f(ab->s);
     }
     for (int i = 0; i < nr; i++) {
-        const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
         uint8x16_t q0, q1;
-        kn_q5_codes(wb->qs, wb->qh, &q0, &q1);
-        const float dw = kn_h2f(wb->d), mw = kn_h2f(wb->m);
+        float dw, mw;
+        if (q4) {
+            const struct quant_block_q4_1 *wb = (const struct quant_block_q4_1 *)(W + i * ws) + b;
+            const uint8x16_t x = vld1q_u8(wb->qs);
+            q0 = vandq_u8(x, vdupq_n_u8(0x0F));
+            q1 = vshrq_n_u8(x, 4);
+            dw = kn_h2f(wb->d), mw = kn_h2f(wb->m);
+        } else {
+            const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
+            kn_q5_codes(wb->qs, wb->qh, &q0, &q1);
+            dw = kn_h2f(wb->d), mw = kn_h2f(wb->m);
+        }
         for (int j = 0; j < nt; j++) {
             const int32x4_t s = kn_dot(kn_dot(vdupq_n_s32(0), vreinterpretq_s8_u8(q0), a0[j]),
                                        vreinterpretq_s8_u8(q1), a1[j]);
@@ -169,17 +180,28 @@ KN_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
     }
 }
 
-KN_INLINE void q5_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
-                         int nr, int nt, float *out)
+KN_INLINE void kn_min_tile(int q4, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
+                           int64_t k, int nr, int nt, float *out)
 {
     float32x4_t acc[KN_MR][KN_MT];
     float msum[KN_MR][KN_MT];
     for (int i = 0; i < nr; i++)
         for (int j = 0; j < nt; j++) acc[i][j] = vdupq_n_f32(0), msum[i][j] = 0;
-    for (int64_t b = 0; b < k / 32; b++) q5_1_block(W, ws, A, as, b, nr, nt, acc, msum);
+    for (int64_t b = 0; b < k / 32; b++) kn_min_block(q4, W, ws, A, as, b, nr, nt, acc, msum);
     for (int i = 0; i < nr; i++)
         for (int j = 0; j < nt; j++) out[i * nt + j] = vaddvq_f32(acc[i][j]) + msum[i][j];
 }
+KN_INLINE void q5_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    kn_min_tile(0, W, ws, A, as, k, nr, nt, out);
+}
+KN_INLINE void q4_1_tile(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t k,
+                         int nr, int nt, float *out)
+{
+    kn_min_tile(1, W, ws, A, as, k, nr, nt, out);
+}
+KN_DEFINE_MATMUL(q4_1)
 KN_DEFINE_MATMUL(q5_1)
 
 /* ------------------------------------------------------------------ Q4_K, Q5_K x Q8_K
@@ -307,6 +329,7 @@ static kern_matmul_fn kn_int_matmul(int wtype)
     case TERN_TYPE_Q4_0: return q4_0_matmul;
     case TERN_TYPE_Q5_0: return q5_0_matmul;
     case TERN_TYPE_Q5_1: return q5_1_matmul;
+    case TERN_TYPE_Q4_1: return q4_1_matmul;
     case TERN_TYPE_Q8_0: return q8_0_matmul;
     case TERN_TYPE_Q4_K: return q4_K_matmul;
     case TERN_TYPE_Q5_K: return q5_K_matmul;

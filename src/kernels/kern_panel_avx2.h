@@ -729,6 +729,7 @@ P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
  * stored copies' unpacked chunks */
 P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
 P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
+P2_DEFINE_PANEL(p2_p_q4_1, PN_Q5_1, pn_pack_q4_1) /* Q5_1's panel, codes 0..15 */
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
@@ -805,7 +806,7 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
 PN_INLINE int p2_panel_min_tok(int wtype)
 {
     switch (wtype) {
-    case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: return P2_VNNI ? 3 : 5;
+    case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: case TERN_TYPE_Q4_1: return P2_VNNI ? 3 : 5;
     case TERN_TYPE_Q4_0: return P2_VNNI ? 5 : 6;
     case TERN_TYPE_Q8_0: return P2_VNNI ? 6 : 12;
     case TERN_TYPE_Q6_K: return P2_VNNI ? 6 : 8;
@@ -825,6 +826,7 @@ PN_INLINE kern_matmul_fn p2_panel_matmul(int wtype)
 #endif
     case TERN_TYPE_Q5_0: return p2_p_q5_0_pmatmul;
     case TERN_TYPE_Q5_1: return p2_p_q5_1_pmatmul;
+    case TERN_TYPE_Q4_1: return p2_p_q4_1_pmatmul;
     case TERN_TYPE_Q5_K: return p2_p_q5_K_pmatmul;
     case TERN_TYPE_Q6_K: return p2_p_q6_K_pmatmul;
     default: return NULL;

@@ -299,6 +299,7 @@ PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0, pn_pack16_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0, pn_pack16_q4_0)
 PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0, NULL)
 PN_DEFINE(pn_q5_1, PN_Q5_1, pn_pack_q5_1, NULL)
+PN_DEFINE(pn_q4_1, PN_Q5_1, pn_pack_q4_1, NULL) /* Q5_1's panel, codes 0..15 */
 PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K, pn_pack16_q4_K)
 PN_DEFINE(pn_q5_K, PN_Q5_K, pn_pack_q5_K, NULL)
 PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K, pn_pack16_q6_K)
@@ -310,6 +311,7 @@ kern_matmul_fn kern_avx512_panel_matmul(int wtype)
     case TERN_TYPE_Q4_0: return pn_q4_0_matmul;
     case TERN_TYPE_Q5_0: return pn_q5_0_matmul;
     case TERN_TYPE_Q5_1: return pn_q5_1_matmul;
+    case TERN_TYPE_Q4_1: return pn_q4_1_matmul;
     case TERN_TYPE_Q4_K: return pn_q4_K_matmul;
     case TERN_TYPE_Q5_K: return pn_q5_K_matmul;
     case TERN_TYPE_Q6_K: return pn_q6_K_matmul;

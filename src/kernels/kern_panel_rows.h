@@ -98,6 +98,23 @@ static inline void pn_pack_q5_1(struct pn_panel *P, const uint8_t *w, int i, int
     pn_pack_q5(1, P, w, i, b0, nbc);
 }
 
+/* Q4_1: Q5_1's panel (codes, scale, min; the same tile) with codes 0..15, the nibbles as in
+ * Q4_0. */
+static inline void pn_pack_q4_1(struct pn_panel *P, const uint8_t *w, int i, int64_t b0, int nbc)
+{
+    const struct quant_block_q4_1 *wb = (const struct quant_block_q4_1 *)w + b0;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int b = 0; b < nbc; b++) {
+        P->d[b][i] = _cvtsh_ss(wb[b].d);
+        P->m[b][i] = -_cvtsh_ss(wb[b].m); /* the tile subtracts m * am: this adds m * s */
+        const __m128i x = _mm_loadu_si128((const __m128i *)wb[b].qs);
+        uint8_t u[32];
+        _mm_storeu_si128((__m128i *)u, _mm_and_si128(x, m4));
+        _mm_storeu_si128((__m128i *)(u + 16), _mm_and_si128(_mm_srli_epi16(x, 4), m4));
+        pn_put_groups(P, 8 * b, 8, i, u);
+    }
+}
+
 /* Q4_K (q5 = 0) and Q5_K (q5 = 1): chunk c's low nibbles are elements 64c.., its high ones
  * 64c+32..; Q5_K adds bit j of qh[l] as 16 for sub-block j. q5 is a constant after inlining. */
 PN_INLINE void pn_pack_kquant(int q5, struct pn_panel *P, const uint8_t *w, int i, int64_t b0,

@@ -1,4 +1,4 @@
-/* kern_q5_avx512.c — Q5_0 x Q8_0 on the AVX-512 path (compiled with the AVX-512 flags, called
+/* kern_q5_avx512.c — Q5_0 x Q8_0 (and Q5_1 / Q4_1 x Q8_1) on the AVX-512 path (compiled with the AVX-512 flags, called
  * only after kern_dispatch.c has checked the CPU). Prefill (many tokens) goes to the repacked
  * panel kernel of kern_panel_avx512.c; decode (a few tokens) to the streaming kernel below; what
  * that cannot hold (very long rows) to the 256-bit tiles of kern_simd_impl.h with vpdpbusd and
@@ -33,18 +33,18 @@
 
 struct qd_pair {
     int8_t qs[64];     /* blocks 2p and 2p+1 of the token, in element order */
-    int32_t init[16];  /* -2*sum(a) of the lane's block (Q5_0; Q5_1 codes carry no offset: 0) */
+    int32_t init[16];  /* -2*sum(a) of the lane's block (Q5_0; Q5_1 / Q4_1 codes carry no offset: 0) */
     float da[16];      /* the lane's block scale */
 };
 
-/* Q5_0 (q51 = 0) and Q5_1 (q51 = 1) share the kernel; a constant after inlining. Q5_1's
- * activations are Q8_1 blocks, whose s (d * sum) times the row's min m is the min term: per
- * lane s/8 in SA, so one more FMA with the lanes' m adds it. */
+/* Q5_0, Q5_1 and Q4_1 share the kernel (fm, kern_q5_layout.h: a constant after inlining). Q5_1's
+ * and Q4_1's activations are Q8_1 blocks, whose s (d * sum) times the row's min m is the min
+ * term: per lane s/8 in SA, so one more FMA with the lanes' m adds it. */
 
 static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uint8_t *A,
-                        size_t as, int nt, int64_t nb, int q51)
+                        size_t as, int nt, int64_t nb, int fm)
 {
-    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
+    const struct q5_fmt *f = q5_fmt_get(fm);
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int j = 0; j < nt; j++) {
         const uint8_t *row = A + (size_t)j * as;
@@ -58,7 +58,7 @@ static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uin
                 if (b < nb) {
                     const uint8_t *ab = row + (size_t)b * f->abytes;
                     x = _mm256_loadu_si256((const __m256i *)(ab + f->aqs_off));
-                    if (!q51) {
+                    if (fm == Q5F_Q5_0) {
                         /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
                         const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(x, flip), _mm256_setzero_si256());
                         const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
@@ -70,7 +70,7 @@ static void qd_pack_act(struct qd_pair *P, float (*SA)[16], int npair, const uin
                 }
                 _mm256_storeu_si256((__m256i *)(d->qs + 32 * h), x);
                 for (int l = 0; l < 8; l++) d->init[8 * h + l] = init, d->da[8 * h + l] = da;
-                if (q51)
+                if (fm != Q5F_Q5_0)
                     for (int l = 0; l < 8; l++) SA[(size_t)j * npair + p][8 * h + l] = sa;
             }
         }
@@ -83,12 +83,13 @@ static inline __attribute__((always_inline)) __m512 qd_lanes(uint16_t v0, uint16
     return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16((short)v1), _mm_set1_epi16((short)v0)));
 }
 
-/* The codes 0..31 of the blocks at w and w + bbytes in element order (two == 0: the first
- * only, the rest zero), their scales and (Q5_1) mins, each in the 8 lanes of its block. */
-static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, int two, int q51,
+/* The codes 0..31 (Q4_1: 0..15) of the blocks at w and w + bbytes in element order (two == 0:
+ * the first only, the rest zero), their scales and (Q5_1, Q4_1) mins, each in the 8 lanes of its
+ * block. */
+static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, int two, int fm,
                                                              __m512 *dw, __m512 *mw)
 {
-    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
+    const struct q5_fmt *f = q5_fmt_get(fm);
     const uint8_t *w1 = w + f->bbytes;
     /* each block's 16 nibble bytes in two 128-bit lanes (broadcast loads), shifted by 0 in the
      * first and 4 in the second: lanes [lo_0, hi_0, lo_1, hi_1], low nibbles are elements 0-15,
@@ -99,33 +100,33 @@ static inline __attribute__((always_inline)) __m512i qd_codes(const uint8_t *w, 
     const __m512i x = _mm512_inserti64x4(_mm512_castsi256_si512(x0), x1, 1);
     const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(x, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)),
                                        _mm512_set1_epi8(0x0F));
+    *dw = qd_lanes(q5_u16(w), two ? q5_u16(w1) : 0);
+    if (fm != Q5F_Q5_0) *mw = qd_lanes(q5_u16(w + f->m_off), two ? q5_u16(w1 + f->m_off) : 0);
+    if (fm == Q5F_Q4_1) return q;
     uint32_t h0, h1 = 0;
     memcpy(&h0, w + f->qh_off, 4);
     if (two) memcpy(&h1, w1 + f->qh_off, 4);
     const __mmask64 fifth = (__mmask64)h0 | (__mmask64)h1 << 32;
-    *dw = qd_lanes(q5_u16(w), two ? q5_u16(w1) : 0);
-    if (q51) *mw = qd_lanes(q5_u16(w + f->m_off), two ? q5_u16(w1 + f->m_off) : 0);
     return _mm512_or_si512(q, _mm512_maskz_mov_epi8(fifth, _mm512_set1_epi8(0x10)));
 }
 
-static inline __attribute__((always_inline)) void qd_step(const uint8_t *w, int two, int q51,
+static inline __attribute__((always_inline)) void qd_step(const uint8_t *w, int two, int fm,
                                                           const struct qd_pair *P,
                                                           const float (*SA)[16], int npair,
                                                           int p, int nt, __m512 *acc)
 {
     __m512 dw, mw = _mm512_setzero_ps();
-    const __m512i q = qd_codes(w + (size_t)(2 * p) * (q51 ? q5_fmt_q5_1 : q5_fmt_q5_0).bbytes, two, q51,
-                               &dw, &mw);
+    const __m512i q = qd_codes(w + (size_t)(2 * p) * q5_fmt_get(fm)->bbytes, two, fm, &dw, &mw);
     for (int j = 0; j < nt; j++) {
         const struct qd_pair *d = &P[(size_t)j * npair + p];
         const __m512i s = _mm512_dpbusd_epi32(_mm512_load_si512(d->init), q, _mm512_load_si512(d->qs));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_load_ps(d->da)), acc[j]);
-        if (q51) acc[j] = _mm512_fmadd_ps(mw, _mm512_load_ps(SA[(size_t)j * npair + p]), acc[j]);
+        if (fm != Q5F_Q5_0) acc[j] = _mm512_fmadd_ps(mw, _mm512_load_ps(SA[(size_t)j * npair + p]), acc[j]);
     }
 }
 
-/* One row against nt tokens (nt, q51 constants after inlining). */
-static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, int q51,
+/* One row against nt tokens (nt, fm constants after inlining). */
+static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, int fm,
                                                          const struct qd_pair *P,
                                                          const float (*SA)[16], int npair,
                                                          int64_t nb, int nt, float *out)
@@ -135,15 +136,15 @@ static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, int q
     const int full = (int)(nb / 2);
     int p = 0;
     for (; p + 2 <= full; p += 2) {
-        qd_step(w, 1, q51, P, SA, npair, p, nt, a0);
-        qd_step(w, 1, q51, P, SA, npair, p + 1, nt, a1);
+        qd_step(w, 1, fm, P, SA, npair, p, nt, a0);
+        qd_step(w, 1, fm, P, SA, npair, p + 1, nt, a1);
     }
-    if (p < full) qd_step(w, 1, q51, P, SA, npair, p++, nt, a0);
-    if (p < npair) qd_step(w, 0, q51, P, SA, npair, p, nt, a1); /* odd block count */
+    if (p < full) qd_step(w, 1, fm, P, SA, npair, p++, nt, a0);
+    if (p < npair) qd_step(w, 0, fm, P, SA, npair, p, nt, a1); /* odd block count */
     for (int j = 0; j < nt; j++) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0[j], a1[j]));
 }
 
-#define QD_ROWS(name, q51)                                                                     \
+#define QD_ROWS(name, fm)                                                                     \
     static void name(const void *W, size_t ws, const struct qd_pair *P, const float (*SA)[16], \
                      int npair, int64_t nb, int nt, int64_t r0, int64_t r1, float *Y,         \
                      int64_t ldy)                                                              \
@@ -152,32 +153,36 @@ static inline __attribute__((always_inline)) void qd_row(const uint8_t *w, int q
         for (int64_t r = r0; r < r1; r++) {                                                    \
             const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;                            \
             switch (nt) {                                                                      \
-            case 1: qd_row(w, q51, P, SA, npair, nb, 1, out); break;                           \
-            case 2: qd_row(w, q51, P, SA, npair, nb, 2, out); break;                           \
-            case 3: qd_row(w, q51, P, SA, npair, nb, 3, out); break;                           \
-            default: qd_row(w, q51, P, SA, npair, nb, 4, out); break;                          \
+            case 1: qd_row(w, fm, P, SA, npair, nb, 1, out); break;                           \
+            case 2: qd_row(w, fm, P, SA, npair, nb, 2, out); break;                           \
+            case 3: qd_row(w, fm, P, SA, npair, nb, 3, out); break;                           \
+            default: qd_row(w, fm, P, SA, npair, nb, 4, out); break;                          \
             }                                                                                  \
             for (int j = 0; j < nt; j++) Y[j * ldy + r] = out[j];                              \
         }                                                                                      \
     }
-QD_ROWS(qd_rows_q5_0, 0)
-QD_ROWS(qd_rows_q5_1, 1)
+QD_ROWS(qd_rows_q5_0, Q5F_Q5_0)
+QD_ROWS(qd_rows_q5_1, Q5F_Q5_1)
+QD_ROWS(qd_rows_q4_1, Q5F_Q4_1)
 
 /* false (nothing written) when one token's records do not fit the stack buffer */
-static bool qd_decode(int q51, const void *W, size_t ws, const void *A, size_t as, int n_tok,
+static bool qd_decode(int fm, const void *W, size_t ws, const void *A, size_t as, int n_tok,
                       int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct qd_pair P[QD_MAX_SLOTS] __attribute__((aligned(64)));
-    float SA[QD_MAX_SLOTS][16] __attribute__((aligned(64))); /* Q5_1 only (untouched for Q5_0) */
+    float SA[QD_MAX_SLOTS][16] __attribute__((aligned(64))); /* the mins' formats (untouched for Q5_0) */
     const int64_t nb = k / 32, npair = (nb + 1) / 2;
     if (npair > QD_MAX_SLOTS) return false;
     int group = (int)(QD_MAX_SLOTS / npair);
     if (group > QD_MAX_TOK) group = QD_MAX_TOK;
     for (int t = 0; t < n_tok; t += group) {
         const int nt = n_tok - t < group ? n_tok - t : group;
-        qd_pack_act(P, SA, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb, q51);
-        if (q51)
+        qd_pack_act(P, SA, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb, fm);
+        if (fm == Q5F_Q5_1)
             qd_rows_q5_1(W, ws, P, (const float (*)[16])SA, (int)npair, nb, nt, r0, r1,
+                         Y + (size_t)t * ldy, ldy);
+        else if (fm == Q5F_Q4_1)
+            qd_rows_q4_1(W, ws, P, (const float (*)[16])SA, (int)npair, nb, nt, r0, r1,
                          Y + (size_t)t * ldy, ldy);
         else
             qd_rows_q5_0(W, ws, P, NULL, (int)npair, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
@@ -190,7 +195,7 @@ static bool qd_decode(int q51, const void *W, size_t ws, const void *A, size_t a
  * Q5_1 from 6 tokens on, Q5_K from 12. */
 
 /* qd_decode as the route calls it: the format a constant there, so the calls stay
- * qd_decode(0, ...) and qd_decode(1, ...), which gcc clones per format (with q51 computed inside
+ * qd_decode(Q5F_Q5_0, ...) etc., which gcc clones per format (with the format computed inside
  * qd_decode from wtype, the clones got other register choices in their loops: objdump). */
 static inline __attribute__((always_inline)) bool qd_decode_any(int wtype, const void *W,
                                                                 size_t ws, const void *A,
@@ -198,11 +203,15 @@ static inline __attribute__((always_inline)) bool qd_decode_any(int wtype, const
                                                                 int64_t r0, int64_t r1, float *Y,
                                                                 int64_t ldy)
 {
-    return qd_decode(wtype == TERN_TYPE_Q5_1, W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    return qd_decode(wtype == TERN_TYPE_Q5_1   ? Q5F_Q5_1
+                     : wtype == TERN_TYPE_Q4_1 ? Q5F_Q4_1
+                                               : Q5F_Q5_0,
+                     W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
 }
 
 KS_ROUTE(q5_0, TERN_TYPE_Q5_0, 6, qd_decode_any)
 KS_ROUTE(q5_1, TERN_TYPE_Q5_1, 6, qd_decode_any)
+KS_ROUTE(q4_1, TERN_TYPE_Q4_1, 6, qd_decode_any)
 KS_ROUTE(q5_K, TERN_TYPE_Q5_K, 12, NULL)
 
 kern_quant_fn kern_q5_avx512_quant(int act_type)
@@ -215,6 +224,7 @@ kern_matmul_fn kern_q5_avx512_matmul(int wtype)
     switch (wtype) {
     case TERN_TYPE_Q5_0: return q5_0_route;
     case TERN_TYPE_Q5_1: return q5_1_route;
+    case TERN_TYPE_Q4_1: return q4_1_route;
     case TERN_TYPE_Q5_K: return q5_K_route;
     default: return NULL;
     }

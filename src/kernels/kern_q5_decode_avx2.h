@@ -1,4 +1,4 @@
-/* kern_q5_decode_avx2.h — Q5_0 / Q5_1 decode (a few tokens) on the avx2 path, streaming each
+/* kern_q5_decode_avx2.h — Q5_0 / Q5_1 / Q4_1 decode (a few tokens) on the avx2 path, streaming each
  * weight row once. Compiled twice: kern_q5_avxvnni.c (Q5D_VNNI 1: the u8 x s8 dot is one
  * VEX-encoded vpdpbusd) and kern_q5_avx2.c (Q5D_VNNI 0: vpmaddubsw + vpmaddwd); kern_q5_avx2.c's
  * route picks one at run time.
@@ -40,11 +40,12 @@ struct q5d_rec {
     float da[8];      /* the block's activation scale in every lane */
 };
 
-/* Records for nt tokens of nb blocks; SA: Q5_1's s / 8 per lane (the min term). */
+/* Records for nt tokens of nb blocks; SA: Q5_1's and Q4_1's s / 8 per lane (the min term). fm:
+ * the format (kern_q5_layout.h). */
 static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const uint8_t *A, size_t as,
-                         int nt, int q51)
+                         int nt, int fm)
 {
-    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
+    const struct q5_fmt *f = q5_fmt_get(fm);
     const __m256i flip = _mm256_set1_epi8((char)0x80);
     for (int j = 0; j < nt; j++) {
         const uint8_t *row = A + (size_t)j * as;
@@ -53,7 +54,7 @@ static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const ui
             const uint8_t *ab = row + (size_t)b * f->abytes;
             const __m256i x = _mm256_loadu_si256((const __m256i *)(ab + f->aqs_off));
             int32_t init = 0;
-            if (!q51) {
+            if (fm == Q5F_Q5_0) {
                 /* sum of the signed bytes: sad of the bytes + 128, minus 32 * 128 */
                 const __m256i s = _mm256_sad_epu8(_mm256_xor_si256(x, flip), _mm256_setzero_si256());
                 const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
@@ -69,15 +70,19 @@ static void q5d_pack_act(struct q5d_rec *R, float (*SA)[8], int64_t nb, const ui
     }
 }
 
-/* The block's 32 codes 0..31 in element order, its scale and (Q5_1) min in every lane. */
-Q5D_INLINE __m256i q5d_codes(const uint8_t *w, int q51, __m256 *dw, __m256 *mw)
+/* The block's 32 codes (0..31; Q4_1 0..15) in element order, its scale and (Q5_1, Q4_1) min in
+ * every lane. */
+Q5D_INLINE __m256i q5d_codes(const uint8_t *w, int fm, __m256 *dw, __m256 *mw)
 {
-    const struct q5_fmt *f = q51 ? &q5_fmt_q5_1 : &q5_fmt_q5_0;
+    const struct q5_fmt *f = q5_fmt_get(fm);
     /* the 16 nibble bytes in both halves (a load, no ALU work), shifted by 0 / 4 per half:
      * low nibbles are elements 0-15, high ones 16-31 */
     const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(w + f->qs_off)));
     const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(x, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
                                         _mm256_set1_epi8(0x0F));
+    *dw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w)));
+    if (fm != Q5F_Q5_0) *mw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w + f->m_off)));
+    if (fm == Q5F_Q4_1) return lo;
     uint32_t qh;
     memcpy(&qh, w + f->qh_off, sizeof qh);
     /* byte e takes byte e/8 of qh, keeps bit e%8, and becomes 0x10 where it was set */
@@ -86,8 +91,6 @@ Q5D_INLINE __m256i q5d_codes(const uint8_t *w, int q51, __m256 *dw, __m256 *mw)
     const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
     const __m256i h = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread);
     const __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit), _mm256_set1_epi8(0x10));
-    *dw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w)));
-    if (q51) *mw = _mm256_cvtph_ps(_mm_set1_epi16((short)q5_u16(w + f->m_off)));
     return _mm256_or_si256(lo, hi);
 }
 
@@ -103,16 +106,16 @@ Q5D_INLINE __m256i q5d_dot(__m256i init, __m256i q, __m256i a)
 #endif
 }
 
-Q5D_INLINE void q5d_step(const uint8_t *w, int q51, const struct q5d_rec *R, const float (*SA)[8],
+Q5D_INLINE void q5d_step(const uint8_t *w, int fm, const struct q5d_rec *R, const float (*SA)[8],
                          int64_t nb, int64_t b, int nt, __m256 *acc)
 {
     __m256 dw, mw = _mm256_setzero_ps();
-    const __m256i q = q5d_codes(w + (size_t)b * (q51 ? q5_fmt_q5_1 : q5_fmt_q5_0).bbytes, q51, &dw, &mw);
+    const __m256i q = q5d_codes(w + (size_t)b * q5_fmt_get(fm)->bbytes, fm, &dw, &mw);
     for (int j = 0; j < nt; j++) {
         const struct q5d_rec *d = &R[(size_t)j * nb + b];
         const __m256i s = q5d_dot(_mm256_load_si256((const __m256i *)d->init), q, _mm256_load_si256((const __m256i *)d->qs));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_load_ps(d->da)), acc[j]);
-        if (q51) acc[j] = _mm256_fmadd_ps(mw, _mm256_load_ps(SA[(size_t)j * nb + b]), acc[j]);
+        if (fm != Q5F_Q5_0) acc[j] = _mm256_fmadd_ps(mw, _mm256_load_ps(SA[(size_t)j * nb + b]), acc[j]);
     }
 }
 
@@ -124,22 +127,22 @@ Q5D_INLINE float q5d_hsum(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-/* One row against nt tokens (nt, q51 constants after inlining). */
-Q5D_INLINE void q5d_row(const uint8_t *w, int q51, const struct q5d_rec *R, const float (*SA)[8], int64_t nb,
+/* One row against nt tokens (nt, fm constants after inlining). */
+Q5D_INLINE void q5d_row(const uint8_t *w, int fm, const struct q5d_rec *R, const float (*SA)[8], int64_t nb,
                         int nt, float *out)
 {
     __m256 a0[Q5D_MAX_TOK], a1[Q5D_MAX_TOK]; /* two accumulator sets: FMA latency */
     for (int j = 0; j < nt; j++) a0[j] = a1[j] = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        q5d_step(w, q51, R, SA, nb, b, nt, a0);
-        q5d_step(w, q51, R, SA, nb, b + 1, nt, a1);
+        q5d_step(w, fm, R, SA, nb, b, nt, a0);
+        q5d_step(w, fm, R, SA, nb, b + 1, nt, a1);
     }
-    if (b < nb) q5d_step(w, q51, R, SA, nb, b, nt, a0);
+    if (b < nb) q5d_step(w, fm, R, SA, nb, b, nt, a0);
     for (int j = 0; j < nt; j++) out[j] = q5d_hsum(_mm256_add_ps(a0[j], a1[j]));
 }
 
-#define Q5D_ROWS(name, q51)                                                                      \
+#define Q5D_ROWS(name, fm)                                                                      \
     static void name(const void *W, size_t ws, const struct q5d_rec *R, const float (*SA)[8],    \
                      int64_t nb, int nt, int64_t r0, int64_t r1, float *Y, int64_t ldy)          \
     {                                                                                            \
@@ -147,34 +150,37 @@ Q5D_INLINE void q5d_row(const uint8_t *w, int q51, const struct q5d_rec *R, cons
         for (int64_t r = r0; r < r1; r++) {                                                      \
             const uint8_t *w = (const uint8_t *)W + (size_t)r * ws;                              \
             switch (nt) {                                                                        \
-            case 1: q5d_row(w, q51, R, SA, nb, 1, out); break;                                   \
-            case 2: q5d_row(w, q51, R, SA, nb, 2, out); break;                                   \
-            case 3: q5d_row(w, q51, R, SA, nb, 3, out); break;                                   \
-            default: q5d_row(w, q51, R, SA, nb, 4, out); break;                                  \
+            case 1: q5d_row(w, fm, R, SA, nb, 1, out); break;                                   \
+            case 2: q5d_row(w, fm, R, SA, nb, 2, out); break;                                   \
+            case 3: q5d_row(w, fm, R, SA, nb, 3, out); break;                                   \
+            default: q5d_row(w, fm, R, SA, nb, 4, out); break;                                  \
             }                                                                                    \
             for (int j = 0; j < nt; j++) Y[j * ldy + r] = out[j];                                \
         }                                                                                        \
     }
-Q5D_ROWS(q5d_rows_q5_0, 0)
-Q5D_ROWS(q5d_rows_q5_1, 1)
+Q5D_ROWS(q5d_rows_q5_0, Q5F_Q5_0)
+Q5D_ROWS(q5d_rows_q5_1, Q5F_Q5_1)
+Q5D_ROWS(q5d_rows_q4_1, Q5F_Q4_1)
 
-/* The kern_matmul contract for wtype Q5_0 / Q5_1; false (nothing written) when one token's
+/* The kern_matmul contract for wtype Q5_0 / Q5_1 / Q4_1; false (nothing written) when one token's
  * records do not fit the stack buffer (k > 24576). */
 static bool q5d_decode(int wtype, const void *W, size_t ws, const void *A, size_t as, int n_tok, int64_t k,
                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct q5d_rec R[Q5D_MAX_SLOTS] __attribute__((aligned(32)));
-    float SA[Q5D_MAX_SLOTS][8] __attribute__((aligned(32))); /* Q5_1 only (untouched for Q5_0) */
-    const int q51 = wtype == TERN_TYPE_Q5_1;
+    float SA[Q5D_MAX_SLOTS][8] __attribute__((aligned(32))); /* the mins' formats (untouched for Q5_0) */
+    const int fm = q5_fmt_of(wtype);
     const int64_t nb = k / 32;
     if (nb > Q5D_MAX_SLOTS || nb == 0) return false;
     int group = (int)(Q5D_MAX_SLOTS / nb);
     if (group > Q5D_MAX_TOK) group = Q5D_MAX_TOK;
     for (int t = 0; t < n_tok; t += group) {
         const int nt = n_tok - t < group ? n_tok - t : group;
-        q5d_pack_act(R, SA, nb, (const uint8_t *)A + (size_t)t * as, as, nt, q51);
-        if (q51)
+        q5d_pack_act(R, SA, nb, (const uint8_t *)A + (size_t)t * as, as, nt, fm);
+        if (fm == Q5F_Q5_1)
             q5d_rows_q5_1(W, ws, R, (const float (*)[8])SA, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
+        else if (fm == Q5F_Q4_1)
+            q5d_rows_q4_1(W, ws, R, (const float (*)[8])SA, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
         else
             q5d_rows_q5_0(W, ws, R, NULL, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);
     }

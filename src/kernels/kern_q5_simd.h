@@ -1,4 +1,4 @@
-/* kern_q5_simd.h — the Q5_0, Q5_1 and Q5_K steps of the 256-bit tile kernels, compiled twice: by
+/* kern_q5_simd.h — the Q5_0, Q5_1 (and Q4_1) and Q5_K steps of the 256-bit tile kernels, compiled twice: by
  * kern_q5_avx2.c (maddubs + madd) and kern_q5_avx512.c (vpdpbusd). Include only from those two
  * files, after kern_simd_impl.h (its KERN_* settings, ks_dot_u8s8 and tile driver).
  *
@@ -45,11 +45,11 @@ KS_INLINE __m256i q5_0_codes(const uint8_t *w, int64_t b, float *dw)
 KS_OFFSET_BLOCK(q5_0, 16)
 KS_BLOCK32_TILE(q5_0)
 
-/* Q5_1 x Q8_1: unsigned codes, no offset; the min adds m * s per block (s = d_a * sum(a) from
- * the activation block), spread over the 8 lanes (x 1/8, exact) so the tile's lane sum
- * carries it. */
-KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
-                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+/* Q5_1 and Q4_1 x Q8_1: unsigned codes, no offset; the min adds m * s per block (s = d_a * sum(a)
+ * from the activation block), spread over the 8 lanes (x 1/8, exact) so the tile's lane sum
+ * carries it. Q4_1 is Q5_1 without the fifth bits (q4 a constant after inlining). */
+KS_INLINE void ks_min_block(int q4, const uint8_t *W, size_t ws, const uint8_t *A, size_t as,
+                            int64_t b, int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
 {
     __m256i a[KERN_MT];
     float da[KERN_MT], sa[KERN_MT];
@@ -60,9 +60,18 @@ KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
         sa[j] = 0.125f * ks_h2f(ab->s);
     }
     for (int i = 0; i < nr; i++) {
-        const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
-        const __m256i q = q5_codes(wb->qs, wb->qh);
-        const float dw = ks_h2f(wb->d), mw = ks_h2f(wb->m);
+        __m256i q;
+        float dw, mw;
+        if (q4) {
+            const struct quant_block_q4_1 *wb = (const struct quant_block_q4_1 *)(W + i * ws) + b;
+            const __m128i x = _mm_loadu_si128((const __m128i *)wb->qs), m4 = _mm_set1_epi8(0x0F);
+            q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 4), m4), _mm_and_si128(x, m4));
+            dw = ks_h2f(wb->d), mw = ks_h2f(wb->m);
+        } else {
+            const struct quant_block_q5_1 *wb = (const struct quant_block_q5_1 *)(W + i * ws) + b;
+            q = q5_codes(wb->qs, wb->qh);
+            dw = ks_h2f(wb->d), mw = ks_h2f(wb->m);
+        }
         for (int j = 0; j < nt; j++) {
             const __m256i s = ks_dot_u8s8(_mm256_setzero_si256(), q, a[j]);
             acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * da[j]),
@@ -70,10 +79,21 @@ KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t 
         }
     }
 }
+KS_INLINE void q5_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
+                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+{
+    ks_min_block(0, W, ws, A, as, b, nr, nt, acc);
+}
+KS_INLINE void q4_1_block(const uint8_t *W, size_t ws, const uint8_t *A, size_t as, int64_t b,
+                          int nr, int nt, __m256 acc[KERN_MR][KERN_MT])
+{
+    ks_min_block(1, W, ws, A, as, b, nr, nt, acc);
+}
 
+KS_BLOCK32_TILE(q4_1)
 KS_BLOCK32_TILE(q5_1)
 
-/* Q8_1 activations (Q5_1 matmuls): ks_q8_block of kern_simd_impl.h plus s = d * sum(q), the
+/* Q8_1 activations (Q5_1 and Q4_1 matmuls): ks_q8_block of kern_simd_impl.h plus s = d * sum(q), the
  * float d as ggml-cpu's x86 path uses it. Bit-identical to quant_q8_1_from_float_act. */
 static void q8_1_quant(const float *x, void *vy, int64_t n)
 {

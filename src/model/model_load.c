@@ -119,7 +119,7 @@ static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const
         if (!tr || !tr->vec_dot_ref) /* unknown, or activation-only (Q8_1, Q8_K) */
             return tern_fail(TERN_ERR_UNSUPPORTED,
                              "tensor '%s' has type %s, which tern does not support "
-                             "(supported: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K)",
+                             "(supported: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q4_K, Q5_K, Q6_K)",
                              name, tern_type_name(t->type));
     }
     w->data = t->data;

@@ -28,6 +28,7 @@ int prof_matmul_op(int wtype)
     case TERN_TYPE_Q5_0: return TERN_PROF_MATMUL_Q5_0;
     case TERN_TYPE_Q5_K: return TERN_PROF_MATMUL_Q5_K;
     case TERN_TYPE_Q5_1: return TERN_PROF_MATMUL_Q5_1;
+    case TERN_TYPE_Q4_1: return TERN_PROF_MATMUL_Q4_1;
     case TERN_TYPE_Q4_K: return TERN_PROF_MATMUL_Q4_K;
     default: return TERN_PROF_MATMUL_Q6_K;
     }
@@ -70,10 +71,10 @@ void tern_context_profile(const struct tern_context *ctx, struct tern_profile_en
     static const char *names[TERN_PROF_COUNT] = {
         "embedding", "rmsnorm+quantize", "quantize", "rope+kv store", "attention", "silu*up",
         "matmul F32", "matmul F16", "matmul BF16", "matmul Q8_0", "matmul Q4_0", "matmul Q4_K",
-        "matmul Q6_K", "matmul Q5_0", "matmul Q5_K", "matmul Q5_1"};
+        "matmul Q6_K", "matmul Q5_0", "matmul Q5_K", "matmul Q5_1", "matmul Q4_1"};
     static const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
                                 TERN_TYPE_Q4_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K, TERN_TYPE_Q5_0,
-                                TERN_TYPE_Q5_K, TERN_TYPE_Q5_1};
+                                TERN_TYPE_Q5_K, TERN_TYPE_Q5_1, TERN_TYPE_Q4_1};
     for (int i = 0; i < TERN_PROF_COUNT; i++) {
         const char *kernel = "scalar";
         if (i == TERN_PROF_ATTENTION) kernel = ctx->attn_k.name;

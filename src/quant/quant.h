@@ -8,7 +8,8 @@
  * llama.cpp's, and one flipped rounding in an activation block shows up in the logits.
  *
  * Weight type -> activation ("vec_dot") type:
- *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q5_0 -> Q8_0, Q5_1 -> Q8_1, Q8_0 -> Q8_0,
+ *   F32 -> F32, F16 -> F16, BF16 -> BF16, Q4_0 -> Q8_0, Q4_1 -> Q8_1, Q5_0 -> Q8_0, Q5_1 -> Q8_1,
+ *   Q8_0 -> Q8_0,
  *   Q4_K -> Q8_K, Q5_K -> Q8_K, Q6_K -> Q8_K.
  */
 #ifndef TERN_QUANT_H
@@ -30,6 +31,12 @@ struct quant_block_q4_0 {
     uint16_t d;                   /* fp16 scale */
     uint8_t qs[QUANT_QK4_0 / 2];
 };
+/* Q4_0's nibbles with a min instead of the offset: x = d * q + m, q 0..15. */
+struct quant_block_q4_1 {
+    uint16_t d;                   /* fp16 scale */
+    uint16_t m;                   /* fp16 min */
+    uint8_t qs[QUANT_QK4_0 / 2];
+};
 /* 32 weights: code q[j] = (qs[j] & 15) | bit j of qh << 4 and q[j+16] = (qs[j] >> 4) | bit j+16
  * of qh << 4 (j < 16; qh read as a little-endian uint32); x = d * (q - 16). */
 struct quant_block_q5_0 {
@@ -44,7 +51,7 @@ struct quant_block_q5_1 {
     uint8_t qh[4];
     uint8_t qs[QUANT_QK5_0 / 2];
 };
-/* Activation-only (Q5_1 matmuls): Q8_0 plus s = d * sum(qs) in fp16, for the min term. */
+/* Activation-only (Q4_1 and Q5_1 matmuls): Q8_0 plus s = d * sum(qs) in fp16, for the min term. */
 struct quant_block_q8_1 {
     uint16_t d;
     uint16_t s;
@@ -90,6 +97,7 @@ struct quant_block_q8_K {
 };
 
 _Static_assert(sizeof(struct quant_block_q4_0) == 18, "q4_0 layout");
+_Static_assert(sizeof(struct quant_block_q4_1) == 20, "q4_1 layout");
 _Static_assert(sizeof(struct quant_block_q5_0) == 22, "q5_0 layout");
 _Static_assert(sizeof(struct quant_block_q5_1) == 24, "q5_1 layout");
 _Static_assert(sizeof(struct quant_block_q8_1) == 36, "q8_1 layout");
@@ -152,6 +160,10 @@ float quant_q8_0_dot_ref(int64_t n, const void *w, const void *a);
 void quant_q4_0_from_float(const float *x, void *y, int64_t n);
 void quant_q4_0_to_float(const void *x, float *y, int64_t n);
 float quant_q4_0_dot_ref(int64_t n, const void *w, const void *a);
+
+void quant_q4_1_from_float(const float *x, void *y, int64_t n);
+void quant_q4_1_to_float(const void *x, float *y, int64_t n);
+float quant_q4_1_dot_ref(int64_t n, const void *w, const void *a);
 
 void quant_q5_0_from_float(const float *x, void *y, int64_t n);
 void quant_q5_0_to_float(const void *x, float *y, int64_t n);

@@ -51,6 +51,8 @@ static const struct quant_traits traits_table[] = {
      quant_bf16_dot_ref, quant_bf16_from_float},
     {TERN_TYPE_Q4_0, "Q4_0", 32, 18, TERN_TYPE_Q8_0, quant_q4_0_from_float, quant_q4_0_to_float,
      quant_q4_0_dot_ref, quant_q4_0_from_float},
+    {TERN_TYPE_Q4_1, "Q4_1", 32, 20, TERN_TYPE_Q8_1, quant_q4_1_from_float, quant_q4_1_to_float,
+     quant_q4_1_dot_ref, quant_q4_1_from_float},
     {TERN_TYPE_Q5_0, "Q5_0", 32, 22, TERN_TYPE_Q8_0, quant_q5_0_from_float, quant_q5_0_to_float,
      quant_q5_0_dot_ref, quant_q5_0_from_float},
     {TERN_TYPE_Q5_1, "Q5_1", 32, 24, TERN_TYPE_Q8_1, quant_q5_1_from_float, quant_q5_1_to_float,
@@ -128,7 +130,7 @@ tern_status tern_type_from_name(const char *name, int *type_out)
         }
     }
     return tern_fail(TERN_ERR_ARG, "unknown tensor type name \"%s\" (expected F32, F16, BF16, "
-                                   "Q8_0, Q5_1, Q5_0, Q4_0, Q4_K, Q5_K, Q6_K ...)", name);
+                                   "Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, Q4_K, Q5_K, Q6_K ...)", name);
 }
 
 static tern_status check_row(const char *what, int type, int64_t n,

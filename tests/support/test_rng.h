@@ -31,8 +31,8 @@ static inline float test_rand_normal(uint64_t *state)
 /* The weight formats tern computes with, and the activation formats they multiply. */
 static const int test_weight_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_BF16,
                                         TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0,
-                                        TERN_TYPE_Q5_1, TERN_TYPE_Q4_K, TERN_TYPE_Q5_K,
-                                        TERN_TYPE_Q6_K};
+                                        TERN_TYPE_Q5_1, TERN_TYPE_Q4_1, TERN_TYPE_Q4_K,
+                                        TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
 #define TEST_N_WEIGHT_TYPES (int)(sizeof test_weight_types / sizeof test_weight_types[0])
 static const int test_act_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_BF16,
                                      TERN_TYPE_Q8_0, TERN_TYPE_Q8_1, TERN_TYPE_Q8_K};
@@ -45,14 +45,18 @@ static const int test_act_types[] = {TERN_TYPE_F32,  TERN_TYPE_F16,  TERN_TYPE_B
 static inline double test_min_term_fix(int wtype, const void *w, const void *a, const float *af,
                                        int64_t k)
 {
-    if (wtype != TERN_TYPE_Q5_1) return 0;
-    const struct quant_block_q5_1 *wb = w;
+    if (wtype != TERN_TYPE_Q5_1 && wtype != TERN_TYPE_Q4_1) return 0;
+    /* both keep the fp16 min m at byte 2 of their blocks (24 and 20 bytes) */
+    const size_t bbytes = wtype == TERN_TYPE_Q5_1 ? sizeof(struct quant_block_q5_1)
+                                                  : sizeof(struct quant_block_q4_1);
     const struct quant_block_q8_1 *ab = a;
     double fix = 0;
     for (int64_t b = 0; b < k / 32; b++) {
         double sum = 0;
         for (int j = 0; j < 32; j++) sum += af[32 * b + j];
-        fix += (double)fp16_to_f32(wb[b].m) * ((double)fp16_to_f32(ab[b].s) - sum);
+        uint16_t m;
+        memcpy(&m, (const uint8_t *)w + (size_t)b * bbytes + 2, sizeof m);
+        fix += (double)fp16_to_f32(m) * ((double)fp16_to_f32(ab[b].s) - sum);
     }
     return fix;
 }

@@ -9,8 +9,8 @@ int cmd_quantize(int argc, char **argv)
 {
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         printf("usage: tern quantize IN.gguf OUT.gguf TYPE\n\n"
-               "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q5_1, q5_0, q4_0,\n"
-               "q4_k, q5_k, q6_k; or the mixes q4_k_m / q5_k_m, made as llama-quantize makes\n"
+               "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q5_1, q5_0, q4_1,\n"
+               "q4_0, q4_k, q5_k, q6_k; or the mixes q4_k_m / q5_k_m, made as llama-quantize makes\n"
                "Q4_K_M / Q5_K_M). Plain types go everywhere (like llama-quantize --pure), except\n"
                "where a row is not a multiple of the block: Q4_K -> Q5_0, Q5_K -> Q5_1,\n"
                "Q6_K -> Q8_0, else F16.\n"
