@@ -2,7 +2,7 @@
 # `make test-asan` runs the same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 JOBS ?= $(shell nproc)
 
-.PHONY: all build test test-asan demo clean
+.PHONY: all build test test-asan demo demo-gate clean
 all: build
 
 build:
@@ -19,6 +19,9 @@ test-asan:
 
 demo: build
 	@sh scripts/demo.sh
+
+demo-gate: build
+	@sh scripts/demo-gate.sh
 
 clean:
 	rm -rf build build-asan
