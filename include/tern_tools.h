@@ -3,7 +3,8 @@
  *
  * What lives here checks or measures tern rather than running a model for a user: the
  * comparison against llama.cpp's reference dumps (`tern probe --ref`, test_parity) and the
- * prompt-cache benchmark (`tern cache bench`, `tern bench --prompt-cache`). They live in
+ * prompt-cache benchmark (`tern cache bench`, `tern bench --prompt-cache`), perplexity and KL
+ * divergence (`tern perplexity`), evaluation and speed governance. They live in
  * src/bench and are linked into libtern; an application embedding tern does not need this
  * header.
  */
@@ -85,6 +86,96 @@ struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(voi
 tern_status tern_prompt_cache_bench(struct tern_model *m,
                                     const struct tern_prompt_cache_bench_params *p,
                                     struct tern_prompt_cache_bench_report *out);
+
+/* ===================================================================== perplexity */
+/* tern perplexity (src/bench/perplexity.c): llama.cpp's llama-perplexity measurement (commit
+ * c392e50, examples/perplexity), and its KL divergence against saved base log-probabilities.
+ *
+ *     int32_t *ids; size_t n, n_bad;
+ *     tern_ppl_tokenize(tok, text, len, &ids, &n, &n_bad);     // as llama-perplexity -f reads
+ *     struct tern_ppl_params p = tern_ppl_default_params();  // n_ctx 512 ...
+ *     struct tern_ppl_report r;
+ *     tern_perplexity(model, tok, ids, n, &p, &r);           // r.ppl, r.ppl_err
+ *     p.kl_base_path = "base.kld";                           // later, with a quantized model:
+ *     tern_kl_divergence(quant, qtok, "base.kld", &p, &r);   // r.kld.kld ...
+ *
+ * The text's tokens are cut into chunks of n_ctx; each chunk is decoded alone from an empty
+ * cache (its first token replaced by BOS when the tokenizer adds one) and only its second half
+ * is scored: the tokens at positions n_ctx/2+1 .. n_ctx-1, each from the logits one position
+ * earlier, by log-softmax with the sum of exponentials in double. PPL = exp(mean NLL); its
+ * uncertainty is PPL x sqrt(var(NLL) / (count - 1)), as llama.cpp prints it. Rows are scored
+ * in parallel but reduced in order, so figures do not depend on the thread count.
+ *
+ * The base file is llama.cpp's own (--kl-divergence-base), so either program reads the other's:
+ * "_logits_", int32 n_ctx, int32 n_vocab, int32 n_chunk, int32 tokens[n_chunk x n_ctx], then
+ * per chunk and scored row nv = 2*((n_vocab+1)/2) + 4 uint16: float scale, float min_log_prob,
+ * then log p(token j) ~ min_log_prob + scale x q[j] (q = 0 below max - 16), all little endian.
+ * It is written to a temporary name beside the path and renamed when complete. */
+struct tern_ppl_report;
+typedef void (*tern_ppl_progress_fn)(const struct tern_ppl_report *so_far, void *user);
+struct tern_ppl_params {
+    int n_ctx;                  /* tokens per chunk (llama-perplexity -c), >= 4; default 512 */
+    int n_chunks;               /* at most this many chunks; 0 (default) = all the text holds */
+    int n_batch;                /* tokens per forward pass, 1..n_ctx; 0 (default) = min(n_ctx, 512) */
+    int n_threads;              /* 0 = online CPUs */
+    const char *kl_base_path;   /* tern_perplexity: also write the base file here (NULL = no) */
+    tern_ppl_progress_fn progress; /* after every chunk, with the figures so far; may be NULL */
+    void *user;
+};
+struct tern_ppl_params tern_ppl_default_params(void);
+
+/* KL divergence of the model (Q) from the base's saved distribution, per scored token, with
+ * llama.cpp's summary. "err" fields are uncertainties of the mean (0 for <= 10 tokens). The
+ * quantiles are of the per-token values (llama.cpp's linear interpolation). */
+struct tern_kld_stats {
+    double ppl_base, ppl_base_err;           /* PPL of the base, from the file's log-probs */
+    double log_ppl_cor;                      /* correlation of the per-token NLL of Q and base */
+    double log_ppl_ratio, log_ppl_ratio_err; /* mean ln(PPL(Q)/PPL(base)) */
+    double ppl_ratio, ppl_ratio_err;         /* PPL(Q)/PPL(base) */
+    double ppl_diff, ppl_diff_err;           /* PPL(Q)-PPL(base) */
+    double kld, kld_err;                     /* mean KL(base || Q), nats */
+    double kld_max, kld_p999, kld_p99, kld_median, kld_p10, kld_p5, kld_p1, kld_min;
+    double dp, dp_err;                       /* mean of p_Q(token) - p_base(token) */
+    double dp_max, dp_p999, dp_p99, dp_p95, dp_p90, dp_p75, dp_median, dp_p25, dp_p10, dp_p5,
+        dp_p1, dp_p01, dp_min;
+    double dp_rms, dp_rms_err;
+    double same_top, same_top_err;           /* fraction of tokens where Q's argmax = base's */
+};
+
+struct tern_ppl_report {
+    int n_ctx, n_batch;
+    int n_chunks;               /* chunks evaluated (so far, in a progress call) */
+    int n_chunks_total;         /* chunks that will be evaluated */
+    int64_t n_tokens;           /* tokens of the text (or of the base file's chunks) */
+    int64_t n_scored;           /* tokens scored so far: n_chunks x (n_ctx - 1 - n_ctx/2) */
+    double ppl, ppl_err;
+    double seconds;             /* wall time since the first chunk started */
+    bool add_bos;               /* each chunk started with BOS */
+    bool has_kld;               /* kld is filled (tern_kl_divergence); in a progress call only
+                                   the means and their uncertainties, no quantiles */
+    struct tern_kld_stats kld;
+};
+
+/* The tokens of text as llama-perplexity tokenizes its -f file: one trailing newline dropped,
+ * bos/eos as the tokenizer's metadata says, control-token text not recognized, and (byte-level
+ * BPE vocabularies) every byte that is not part of well-formed UTF-8 read as U+FFFD, as
+ * llama.cpp's tokenizer reads it (tern_tokenize itself keeps such bytes). *ids is malloc'ed
+ * (caller frees); *n_invalid (may be NULL) gets the count of such bytes. */
+tern_status tern_ppl_tokenize(struct tern_tokenizer *tok, const char *text, size_t len,
+                              int32_t **ids, size_t *n, size_t *n_invalid);
+/* Perplexity of m over tokens[0..n) (tern_ppl_tokenize's; tok is the model's tokenizer, for its
+ * BOS). Fewer than 2 x n_ctx tokens is refused (TERN_ERR_RANGE, naming both counts), as is a
+ * tokenizer that appends EOS. With p->kl_base_path the base file is written too. */
+tern_status tern_perplexity(struct tern_model *m, struct tern_tokenizer *tok, const int32_t *tokens,
+                            size_t n, const struct tern_ppl_params *p, struct tern_ppl_report *out);
+/* KL divergence of m from the base file at base_path (written by tern_perplexity or by
+ * llama-perplexity --kl-divergence-base): its chunks and tokens are decoded again (n_ctx is
+ * the file's; p->n_ctx is ignored, p->n_chunks limits the chunks), and out gets Q's PPL and
+ * the kld statistics. A file of another vocabulary size, or cut short, is refused (naming
+ * the sizes). */
+tern_status tern_kl_divergence(struct tern_model *m, struct tern_tokenizer *tok,
+                               const char *base_path, const struct tern_ppl_params *p,
+                               struct tern_ppl_report *out);
 
 /* ===================================================================== evaluation */
 /* tern eval (src/eval): tool-call quality and speed of a model on a dataset of cases (README
