@@ -145,6 +145,15 @@ static void thompson(struct nfa *a, const struct gram_ir *ir, uint32_t x, uint32
         }
         return;
     }
+    case GX_COUNT: {
+        /* (body)*: one node that calls the body and returns to itself; the bounds are not in
+         * the automaton but in the rule (gram_compile sets the counter flags) */
+        uint32_t s = nfa_state(a);
+        nfa_edge(a, from, NE_EPS, 0, s);
+        nfa_edge(a, s, NE_CALL, e->a, s);
+        nfa_edge(a, s, NE_EPS, 0, to);
+        return;
+    }
     case GX_DFA: {
         const struct gram_dfa *d = &ir->dfas[e->a];
         if (d->n_states == 0) return;
@@ -227,7 +236,7 @@ static void refs_of(const struct gram_ir *ir, uint32_t x, uint32_t *mark, uint32
     if (depth > 2000 || mark[x] == stamp) return;
     mark[x] = stamp;
     const struct gram_ex *e = &ir->ex[x];
-    if (e->kind == GX_REF) { if (*n < cap) out[(*n)++] = e->a; return; }
+    if (e->kind == GX_REF || e->kind == GX_COUNT) { if (*n < cap) out[(*n)++] = e->a; return; }
     if (e->kind == GX_SEQ || e->kind == GX_ALT)
         for (uint32_t i = 0; i < e->b; i++) refs_of(ir, ir->kids[e->a + i], mark, stamp, out, n, cap, depth + 1);
     else if (e->kind == GX_REP) refs_of(ir, e->a, mark, stamp, out, n, cap, depth + 1);
@@ -283,7 +292,7 @@ static void decide_inlining(const struct gram_ir *ir, uint32_t root, bool *inl)
                 mult[e->a] += m * (k ? k : 1);
                 break;
             }
-            case GX_REF:
+            case GX_REF: case GX_COUNT:
                 calls[e->a] += m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
                 if (calls[e->a] > UINT32_MAX / 2) calls[e->a] = UINT32_MAX / 2;
                 break;
@@ -926,6 +935,11 @@ static void productive(const struct tern_grammar *g, const struct gram_bset *ava
             if (prod[i]) continue;
             const struct gram_node *nd = &g->nodes[i];
             bool p = nd->flags & GN_FINAL;
+            if (nd->flags & GN_COUNT) { /* ends after cmin completions of its body */
+                p = g->rules[nd->rule].cmin == 0 || (nd->c_n && prod[g->rules[g->calls[nd->c_off].rule].start]);
+                if (p) { prod[i] = true; changed = true; }
+                continue;
+            }
             for (uint32_t k = 0; k < nd->r_n && !p; k++) {
                 const struct gram_range *r = &g->ranges[nd->r_off + k];
                 if (!prod[r->to]) continue;
@@ -1070,6 +1084,10 @@ static void set_flags(struct tern_grammar *g)
 {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         struct gram_node *nd = &g->nodes[i];
+        if (g->rules[nd->rule].counter) { /* the end is the count's to decide, not a flag's */
+            nd->flags = GN_COUNT;
+            continue;
+        }
         nd->flags &= GN_FINAL | GN_NONDET;
         if ((nd->flags & GN_FINAL) && !nd->r_n && !nd->c_n) nd->flags |= GN_POPONLY;
         if (!(nd->flags & GN_FINAL) && !nd->c_n && nd->r_n) nd->flags |= GN_PLAIN;
@@ -1212,6 +1230,21 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     }
     free(rule_base);
     g->root = root_rule;
+    for (uint32_t r = 0; r < ir->n_rules; r++) {
+        const struct gram_ex *e = &ir->ex[ir->rules[r].ex];
+        if (e->kind != GX_COUNT) continue;
+        uint32_t lo = g->rules[r].start, hi = r + 1 < ir->n_rules ? g->rules[r + 1].start : g->n_nodes;
+        const struct gram_node *nd = &g->nodes[lo];
+        /* the construction above gives exactly one node calling the body and returning to itself */
+        if (hi != lo + 1 || nd->r_n || nd->c_n != 1 || g->calls[nd->c_off].ret != lo || g->calls[nd->c_off].rule != e->a) {
+            st = tern_fail(TERN_ERR_RANGE, "grammar: counted repetition '%s' did not compile to a counter", ir->rules[r].name);
+            goto fail;
+        }
+        g->rules[r].counter = true;
+        g->rules[r].cmin = e->b;
+        g->rules[r].cmax = e->c;
+        g->n_counters++;
+    }
     set_flags(g);
 
     /* 3. nullable rules (fixpoint), then left recursion */
@@ -1223,8 +1256,8 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
         for (uint32_t i = g->n_nodes; i-- > 0;) {
             if (comp[i]) continue;
             const struct gram_node *nd = &g->nodes[i];
-            bool c = nd->flags & GN_FINAL;
-            for (uint32_t k = 0; k < nd->c_n && !c; k++) {
+            bool c = (nd->flags & GN_FINAL) || ((nd->flags & GN_COUNT) && g->rules[nd->rule].cmin == 0);
+            for (uint32_t k = 0; k < nd->c_n && !c && !(nd->flags & GN_COUNT); k++) {
                 const struct gram_call *cl = &g->calls[nd->c_off + k];
                 c = nullable[cl->rule] && comp[cl->ret];
             }
@@ -1237,6 +1270,16 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     }
     free(comp);
     for (uint32_t r = 0; r < g->n_rules; r++) g->rules[r].nullable = nullable[r];
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        if (!g->rules[r].counter) continue;
+        uint32_t body = g->calls[g->nodes[g->rules[r].start].c_off].rule;
+        if (nullable[body]) { /* a completion that consumes nothing would count forever */
+            st = tern_fail(TERN_ERR_UNSUPPORTED, "grammar: counted repetition '%s' of '%s', which can match the empty string "
+                           "(counts above %d need a repetition that consumes text)", g->rules[r].name, g->rules[body].name,
+                           GRAM_UNROLL_MAX);
+            goto fail;
+        }
+    }
     char msg[512];
     if (find_left_recursion(g, nullable, msg, sizeof msg)) {
         st = tern_fail(TERN_ERR_UNSUPPORTED, "grammar: %s", msg);

@@ -38,7 +38,7 @@ static bool frames_rehash(struct gram_frames *f, uint32_t nmask)
     if (!ns) return false;
     memset(ns, 0xFF, ((size_t)nmask + 1) * sizeof *ns);
     for (uint32_t i = f->n_fixed; i < f->n; i++) {
-        uint32_t k = (uint32_t)mix64(((uint64_t)f->node[i] << 32) | f->parent[i]) & nmask;
+        uint32_t k = (uint32_t)mix64((((uint64_t)f->node[i] << 32) | f->parent[i]) ^ ((uint64_t)f->cnt[i] * 0x9E3779B97F4A7C15ull)) & nmask;
         while (ns[k] != GRAM_NONE) k = (k + 1) & nmask;
         ns[k] = i;
     }
@@ -54,12 +54,14 @@ static bool frames_init(struct gram_frames *f, uint32_t n_fixed)
     f->cap = 256;
     f->node = malloc(f->cap * sizeof *f->node);
     f->parent = malloc(f->cap * sizeof *f->parent);
+    f->cnt = malloc(f->cap * sizeof *f->cnt);
     f->level = malloc(f->cap);
-    if (!f->node || !f->parent || !f->level) return false;
+    if (!f->node || !f->parent || !f->cnt || !f->level) return false;
     f->n_fixed = n_fixed;
     for (uint32_t i = 0; i < n_fixed; i++) {
         f->node[i] = GRAM_NONE;
         f->parent[i] = GRAM_NONE;
+        f->cnt[i] = 0;
         f->level[i] = (uint8_t)i;
     }
     f->n = n_fixed;
@@ -70,20 +72,21 @@ static void frames_free(struct gram_frames *f)
 {
     free(f->node);
     free(f->parent);
+    free(f->cnt);
     free(f->level);
     free(f->slot);
     memset(f, 0, sizeof *f);
 }
 
-/* Frame for (node, parent); GRAM_NONE when out of memory or past GRAM_MAX_FRAMES. */
-static uint32_t frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent)
+/* Frame for (node, parent, cnt); GRAM_NONE when out of memory or past GRAM_MAX_FRAMES. */
+uint32_t gram_frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent, uint32_t cnt)
 {
     if ((f->n - f->n_fixed + 1) * 2 > f->mask && !frames_rehash(f, f->mask * 2 + 1)) return GRAM_NONE;
-    uint32_t k = (uint32_t)mix64(((uint64_t)node << 32) | parent) & f->mask;
+    uint32_t k = (uint32_t)mix64((((uint64_t)node << 32) | parent) ^ ((uint64_t)cnt * 0x9E3779B97F4A7C15ull)) & f->mask;
     for (;;) {
         uint32_t i = f->slot[k];
         if (i == GRAM_NONE) break;
-        if (f->node[i] == node && f->parent[i] == parent) return i;
+        if (f->node[i] == node && f->parent[i] == parent && f->cnt[i] == cnt) return i;
         k = (k + 1) & f->mask;
     }
     if (f->n >= GRAM_MAX_FRAMES) return GRAM_NONE;
@@ -95,6 +98,9 @@ static uint32_t frame_intern(struct gram_frames *f, uint32_t node, uint32_t pare
         uint32_t *b = realloc(f->parent, nc * sizeof *b);
         if (!b) return GRAM_NONE;
         f->parent = b;
+        uint32_t *q = realloc(f->cnt, nc * sizeof *q);
+        if (!q) return GRAM_NONE;
+        f->cnt = q;
         uint8_t *c = realloc(f->level, nc);
         if (!c) return GRAM_NONE;
         f->level = c;
@@ -104,6 +110,7 @@ static uint32_t frame_intern(struct gram_frames *f, uint32_t node, uint32_t pare
     uint32_t id = f->n++;
     f->node[id] = node;
     f->parent[id] = parent;
+    f->cnt[id] = cnt;
     f->level[id] = f->level[parent];
     f->slot[k] = id;
     return id;
@@ -206,6 +213,69 @@ static bool work_push(struct gram_engine *e, uint32_t node, uint32_t frame)
     return true;
 }
 
+static void pop_end(struct gram_engine *e, struct gram_stack *out, uint32_t *n, uint32_t node, uint32_t frame);
+
+/* A counter's node L reached with k completions of its body done, the counter rule's frame
+ * being `frame` (gram_internal.h, "counters"). unknown: classification reached L through a
+ * virtual caller, the count unknown: both ways are taken (a superset, at a virtual level, so
+ * it can only make tokens uncertain, never accepted). */
+static void count_arrive(struct gram_engine *e, struct gram_stack *out, uint32_t *n, uint32_t L, uint32_t frame,
+                         uint32_t k, bool unknown)
+{
+    const struct tern_grammar *g = e->g;
+    const struct gram_node *nd = &g->nodes[L];
+    const struct gram_rule *r = &g->rules[nd->rule];
+    TERN_ASSERT(nd->flags & GN_COUNT);
+    if (nd->c_n) {
+        uint32_t body = g->rules[g->calls[nd->c_off].rule].start;
+        if (unknown) {
+            work_push(e, body, frame);
+        } else if (r->cmax == GRAM_INF || k < r->cmax) {
+            /* without a maximum, every count past the minimum behaves alike: it stays there, so
+             * a long document does not make a frame per completion */
+            uint32_t c = k + 1;
+            if (r->cmax == GRAM_INF && c > r->cmin) c = r->cmin > 0 ? r->cmin : 1;
+            uint32_t f = gram_frame_intern(&e->fr, L, frame, c);
+            if (f == GRAM_NONE) e->overflow = true;
+            else work_push(e, body, f);
+        }
+    }
+    if (unknown || k >= r->cmin) pop_end(e, out, n, L, frame);
+}
+
+/* node's rule ends with `frame` below it: continue at the return node (a counter's frame: its
+ * node with one more completion), or the document ends (matcher), or the caller is virtual
+ * (classification). */
+static void pop_end(struct gram_engine *e, struct gram_stack *out, uint32_t *n, uint32_t node, uint32_t frame)
+{
+    const struct tern_grammar *g = e->g;
+    if (frame >= e->fr.n_fixed) {
+        if (e->fr.cnt[frame]) count_arrive(e, out, n, e->fr.node[frame], e->fr.parent[frame], e->fr.cnt[frame], false);
+        else work_push(e, e->fr.node[frame], e->fr.parent[frame]);
+        return;
+    }
+    if (!e->sim) {
+        emit(e, out, n, GRAM_ACCEPT, 0);
+        return;
+    }
+    uint32_t lvl = frame;
+    const struct gram_node *nd = &g->nodes[node];
+    const struct gram_rule *r = &g->rules[nd->rule];
+    emit(e, out, n, lvl == 0 ? GRAM_POPPED : GRAM_VPOPPED, 0);
+    if (r->doc_end && g->lazy) emit(e, out, n, GRAM_OVERFLOW, 0); /* free text may follow */
+    /* continue at every node that can follow the rule's end (a few levels deep, and only
+     * when there are few: a rule used everywhere would make every later byte step
+     * dozens of stacks; its tokens are left to the matcher, which knows the caller) */
+    if (lvl + 1 < GRAM_VLEVELS && r->fol_n <= GRAM_VFOLLOW_MAX) {
+        for (uint32_t i = 0; i < r->fol_n; i++) work_push(e, g->follow[r->fol_off + i], lvl + 1);
+    } else if (r->fol_n) {
+        /* not followed: the next few bytes must still be ones some caller can take
+         * there (an array item's end is followed by ", " or "]", not by ");") */
+        if (gram_follow_bytes(g, nd->rule)) emit(e, out, n, GRAM_FOLBYTES, nd->rule * GRAM_FOLLOW_BYTES);
+        else emit(e, out, n, GRAM_OVERFLOW, 0);
+    }
+}
+
 /* Expand everything on the worklist into out. */
 static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
 {
@@ -215,39 +285,22 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
         TERN_ASSERT(s.node < g->n_nodes && s.frame < e->fr.n);
         if (!visit(e, s.node, s.frame)) continue;
         const struct gram_node *nd = &g->nodes[s.node];
+        if (nd->flags & GN_COUNT) { /* entered (k = 0), or a virtual caller's return (unknown) */
+            count_arrive(e, out, n, s.node, s.frame, 0, e->sim && s.frame > 0 && s.frame < e->fr.n_fixed);
+            continue;
+        }
         if (nd->r_n) emit(e, out, n, s.node, s.frame);
         for (uint32_t k = 0; k < nd->c_n; k++) {
             const struct gram_call *c = &g->calls[nd->c_off + k];
             uint32_t f = s.frame;
             if (!(g->nodes[c->ret].flags & GN_POPONLY)) {
-                f = frame_intern(&e->fr, c->ret, s.frame);
+                f = gram_frame_intern(&e->fr, c->ret, s.frame, 0);
                 if (f == GRAM_NONE) { e->overflow = true; continue; }
             }
             work_push(e, g->rules[c->rule].start, f);
         }
         if (!(nd->flags & GN_FINAL)) continue;
-        /* the rule of s.node ends: pop */
-        if (s.frame >= e->fr.n_fixed) {
-            work_push(e, e->fr.node[s.frame], e->fr.parent[s.frame]);
-        } else if (!e->sim) {
-            emit(e, out, n, GRAM_ACCEPT, 0);
-        } else {
-            uint32_t lvl = s.frame;
-            const struct gram_rule *r = &g->rules[nd->rule];
-            emit(e, out, n, lvl == 0 ? GRAM_POPPED : GRAM_VPOPPED, 0);
-            if (r->doc_end && g->lazy) emit(e, out, n, GRAM_OVERFLOW, 0); /* free text may follow */
-            /* continue at every node that can follow the rule's end (a few levels deep, and only
-             * when there are few: a rule used everywhere would make every later byte step
-             * dozens of stacks; its tokens are left to the matcher, which knows the caller) */
-            if (lvl + 1 < GRAM_VLEVELS && r->fol_n <= GRAM_VFOLLOW_MAX) {
-                for (uint32_t i = 0; i < r->fol_n; i++) work_push(e, g->follow[r->fol_off + i], lvl + 1);
-            } else if (r->fol_n) {
-                /* not followed: the next few bytes must still be ones some caller can take
-                 * there (an array item's end is followed by ", " or "]", not by ");") */
-                if (gram_follow_bytes(g, nd->rule)) emit(e, out, n, GRAM_FOLBYTES, nd->rule * GRAM_FOLLOW_BYTES);
-                else emit(e, out, n, GRAM_OVERFLOW, 0);
-            }
-        }
+        pop_end(e, out, n, s.node, s.frame); /* the rule of s.node ends */
     }
     visit_clear(e);
 }
@@ -401,6 +454,8 @@ static bool follow_bytes_of(const struct tern_grammar *g, uint32_t rule, struct 
     uint32_t n = 0;
     bool any = false; /* every byte from here on */
     for (uint32_t i = 0; i < r->fol_n && !any; i++) {
+        /* a counter's body ends: what follows depends on the count (not known here) */
+        if (g->nodes[g->follow[r->fol_off + i]].flags & GN_COUNT) { any = true; break; }
         n += gram_engine_start(&e, g->follow[r->fol_off + i], 0, cur + n);
         if (e.overflow || n > cap) any = true;
     }

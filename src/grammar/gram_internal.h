@@ -41,7 +41,12 @@
 #define GRAM_SUBSET_WORK 24000000ull    /* ... or beyond this much work (closure walks, members, transitions) */
 #define GRAM_MAX_NFA_RANGES (1u << 20)  /* byte edges of a rule kept as an NFA (each step may try all) */
 #define GRAM_MAX_NODES (1u << 21)       /* automaton nodes per grammar */
-#define GRAM_MAX_REPEAT 10000           /* {m,n} bounds */
+#define GRAM_MAX_REPEAT 10000           /* {m,n} bounds unrolled into automaton states (patterns, GBNF) */
+/* Counted repetitions (gir_count): a bound above GRAM_UNROLL_MAX is kept as a counter in the
+ * parse stack instead of copies of the repeated automaton (see "counters" below); bounds up to
+ * GRAM_MAX_COUNT (2^31 - 1) */
+#define GRAM_UNROLL_MAX 256
+#define GRAM_MAX_COUNT 2147483647u
 #define GRAM_MAX_STACKS 4096            /* parse stacks alive at once (ambiguity) */
 /* tern_grammar_generate's budget in parse stacks stepped (about 10 ns each: 80 ms): a grammar
  * that keeps thousands of stacks alive over thousands of bytes is refused instead of taking
@@ -83,6 +88,8 @@ enum gram_ex_kind {
     GX_REP,         /* child a, b..c times (c == GRAM_INF: unbounded) */
     GX_REF,         /* rule a */
     GX_DFA,         /* embedded automaton a (numbers, object bodies, excluded keys) */
+    GX_COUNT,       /* rule a, b..c times, counted at match time (only as a counter rule's whole
+                       body: gir_count builds it) */
 };
 #define GRAM_INF UINT32_MAX
 
@@ -128,6 +135,7 @@ struct gram_ir {
     uint32_t n_rules, cap_rules;
     struct gram_dfa *dfas;
     uint32_t n_dfas, cap_dfas;
+    bool no_counters; /* gir_count unrolls (an IR whose automaton is combined by product) */
     bool oom;       /* an allocation failed: every builder call returns GRAM_NONE after */
     bool too_big;   /* a limit was hit */
 };
@@ -151,6 +159,17 @@ uint32_t gir_alt(struct gram_ir *ir, const uint32_t *xs, uint32_t n);
 uint32_t gir_alt2(struct gram_ir *ir, uint32_t a, uint32_t b);
 uint32_t gir_rep(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max);
 uint32_t gir_opt(struct gram_ir *ir, uint32_t x);
+/* x, min..max times (max GRAM_INF: unbounded), without copies of x: x becomes a rule of its own
+ * (the body) and the repetition a counter rule whose only node counts the body's completions in
+ * the parse stack (gram_engine.c). x must not match the empty string (the compiler refuses it).
+ * Small bounds (both at most GRAM_UNROLL_MAX) are plain gir_rep. */
+uint32_t gir_count(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max);
+/* The same whatever the bounds (a pattern's count of something large); both unroll in an IR
+ * marked no_counters. */
+uint32_t gir_counter(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max);
+/* Can x match the empty string? (rules followed through their bodies; a rule met again on the
+ * way, or one without a body yet, counts as not nullable) */
+bool gir_nullable(const struct gram_ir *ir, uint32_t x);
 uint32_t gir_ref(struct gram_ir *ir, uint32_t rule);
 /* Takes ownership of d's arrays (freed with the IR, also on failure). */
 uint32_t gir_dfa(struct gram_ir *ir, struct gram_dfa *d);
@@ -202,9 +221,12 @@ tern_status gram_gbnf_to_ir(const char *text, size_t len, const char *root_name,
 /* Regex (the JSON Schema `pattern` subset) -> expression over the *decoded* characters of a
  * JSON string: json_escape makes every character come out as it must appear inside a JSON
  * string literal (quote, backslash and controls escaped). Unanchored ends match anything, as
- * JSON Schema's `pattern` does. Errors name the pattern offset. */
+ * JSON Schema's `pattern` does (a search; counts above 10000 only where anchored with ^).
+ * Errors name the pattern offset. *risky (may be NULL): a counted repetition sits inside
+ * another, or a long one in a search, so the compiler may refuse the automaton as too
+ * ambiguous (the schema compiler then tries the pattern alone, to name it). */
 tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struct gram_ir *ir,
-                             uint32_t *ex);
+                             uint32_t *ex, bool *risky);
 /* Numbers: a JSON number (integer only if is_int) within bounds given as decimal strings (NULL
  * = unbounded), optionally a multiple of `step` (decimal string). */
 struct gram_num_spec {
@@ -322,6 +344,7 @@ enum {
     GN_POPONLY = 2,  /* final, no ranges, no calls: calling with this return is a tail call */
     GN_NONDET = 4,   /* ranges may overlap */
     GN_PLAIN = 8,    /* ranges only: no calls, not final (the fast path of a step) */
+    GN_COUNT = 16,   /* a counter rule's node (below): no ranges, one call (body, itself) */
 };
 struct gram_node {
     uint32_t rule;
@@ -336,7 +359,26 @@ struct gram_rule {
     uint32_t fol_off, fol_n;  /* follow[...]: return nodes that can come after the rule ends */
     bool doc_end;             /* the rule's end can be the document's end */
     bool nullable;            /* the rule can match the empty string (a call may consume nothing) */
+    bool counter;             /* a counter rule (GX_COUNT body): cmin..cmax completions of its body */
+    uint32_t cmin, cmax;      /* cmax GRAM_INF: unbounded */
 };
+
+/* Counters. A counter rule has one node L (GN_COUNT) with one call (body rule X, return L). The
+ * count lives in the frame pushed under X: (L, parent, cnt) with cnt = the completions of X
+ * once this one ends (>= 1; 0 marks a frame that is not a counter's). Reaching L with k
+ * completions done (k = 0 on entry, cnt when X ends) pushes X again if k < cmax and ends the
+ * counter rule if k >= cmin. A state's behaviour over the next s bytes depends on a count only
+ * through min(cmax - cnt, s + 1) and min(max(cmin - cnt, 0), s + 1) (X consumes at least a byte
+ * per completion), so masks are cached under counts saturated that way (gram_count_canon):
+ * every position farther than the longest token from both bounds shares one mask. */
+static inline uint32_t gram_count_canon(uint32_t cnt, uint32_t cmin, uint32_t cmax, uint32_t sat)
+{
+    bool far_max = cmax == GRAM_INF || cmax - cnt >= sat; /* cnt <= cmax while counting */
+    if (!far_max) return cnt;
+    if (cnt < cmin && cmin - cnt < sat) return cnt;
+    if (cnt >= cmin) return cmin > 0 ? cmin : 1;          /* any count past the minimum */
+    return cmin >= sat + 1 ? 1 : cnt;                     /* cmin - 1 >= sat: as far as cnt */
+}
 
 /* Lazily computed classification of the tokens at one node (gram_mask.c). */
 #define GRAM_CAP_INF UINT32_MAX
@@ -367,6 +409,9 @@ struct gram_cache {
                                             can come k bytes after its end (gram_engine.c) */
     atomic_uint *rule_cls;               /* [n_rules] classifications asked for (gram_mask.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
+    /* classifications of positions directly under a counter frame, keyed by (node, saturated
+     * count): a small hash map under a lock (gram_mask.c, gram_node_cls_count) */
+    void *ccls;
     atomic_size_t bytes;
     atomic_uint count;
 };
@@ -384,6 +429,7 @@ struct tern_grammar {
     uint32_t *follow;
     uint32_t n_follow;
     uint32_t root;                       /* root rule */
+    uint32_t n_counters;                 /* counter rules (gram_internal.h "counters") */
     struct gram_cache *cache;            /* token classifications, filled on first use */
     /* control tokens the grammar names (gir_token), ascending; the matcher feeds their literal
      * bytes and checks them at every mask (they are not in the tries) */
@@ -435,6 +481,7 @@ struct gram_stack {
 
 struct gram_frames {
     uint32_t *node, *parent;
+    uint32_t *cnt;           /* counter frames: completions of the body when it ends; 0 = none */
     uint8_t *level;          /* classification: virtual level of the frame's bottom */
     uint32_t n, cap;
     uint32_t *slot;          /* open addressing on (node, parent) -> frame */
@@ -465,6 +512,8 @@ uint32_t gram_engine_start(struct gram_engine *e, uint32_t node, uint32_t frame,
 /* Advance in[0..n) by one byte. Returns the count in out (0 = byte refused). */
 uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, uint32_t n,
                           uint8_t byte, struct gram_stack *out);
+/* Frame (node, parent, cnt), interned; GRAM_NONE when out of memory or past GRAM_MAX_FRAMES. */
+uint32_t gram_frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent, uint32_t cnt);
 /* The set of bytes any stack of in[] can take next. */
 void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stack *in, uint32_t n,
                             struct gram_bset *out);
@@ -521,6 +570,15 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s);
  * call computed it). NULL on OOM. */
 const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node,
                                      struct gram_cls_scratch *s, bool *fresh);
+/* The classification of node on top of a counter frame whose count, saturated by
+ * gram_count_canon, is cnt (L: the counter's node). */
+const struct gram_cls *gram_node_cls_count(const struct tern_grammar *g, uint32_t node, uint32_t L, uint32_t cnt,
+                                           struct gram_cls_scratch *s, bool *fresh);
+/* The saturation of gram_count_canon for masks over g's vocabulary: longest token + 1. */
+static inline uint32_t gram_count_sat(const struct tern_grammar *g)
+{
+    return (g->vocab ? g->vocab->max_len : GRAM_CTL_LEN) + 1;
+}
 void gram_cls_free(struct gram_cls *c);
 tern_status gram_cache_create(struct tern_grammar *g);
 void gram_cache_free(struct tern_grammar *g);

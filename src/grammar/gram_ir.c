@@ -154,6 +154,73 @@ uint32_t gir_rep(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max)
 
 uint32_t gir_opt(struct gram_ir *ir, uint32_t x) { return gir_rep(ir, x, 0, 1); }
 
+uint32_t gir_count(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max)
+{
+    if (min <= GRAM_UNROLL_MAX && (max == GRAM_INF || max <= GRAM_UNROLL_MAX)) return gir_rep(ir, x, min, max);
+    return gir_counter(ir, x, min, max);
+}
+
+uint32_t gir_counter(struct gram_ir *ir, uint32_t x, uint32_t min, uint32_t max)
+{
+    if (x == GRAM_NONE) return GRAM_NONE;
+    if (max != GRAM_INF && max < min) return gir_nothing(ir);
+    if (ir->no_counters || max == 0 || (min == 1 && max == 1)) return gir_rep(ir, x, min, max);
+    if (!ir_ok(ir)) return GRAM_NONE;
+    /* the body: a rule of its own (a reference is that rule already), never inlined into the
+     * counter: its end is where the count moves */
+    uint32_t body;
+    if (ir->ex[x].kind == GX_REF) {
+        body = ir->ex[x].a;
+    } else {
+        body = gir_rule_new(ir, "count-body");
+        gir_rule_set(ir, body, x);
+    }
+    uint32_t r = max == GRAM_INF ? gir_rule_new(ir, "count{%u,}", min) : gir_rule_new(ir, "count{%u,%u}", min, max);
+    if (body == GRAM_NONE || r == GRAM_NONE) return GRAM_NONE;
+    ir->rules[r].shared = true;
+    gir_rule_set(ir, r, new_ex(ir, GX_COUNT, body, min, max));
+    return gir_ref(ir, r);
+}
+
+static bool nullable_rec(const struct gram_ir *ir, uint32_t x, uint8_t *seen, int depth)
+{
+    if (x == GRAM_NONE || depth > 2000) return false;
+    const struct gram_ex *e = &ir->ex[x];
+    switch (e->kind) {
+    case GX_EMPTY: return true;
+    case GX_SEQ:
+        for (uint32_t i = 0; i < e->b; i++)
+            if (!nullable_rec(ir, ir->kids[e->a + i], seen, depth + 1)) return false;
+        return true;
+    case GX_ALT:
+        for (uint32_t i = 0; i < e->b; i++)
+            if (nullable_rec(ir, ir->kids[e->a + i], seen, depth + 1)) return true;
+        return false;
+    case GX_REP: return e->b == 0 || nullable_rec(ir, e->a, seen, depth + 1);
+    case GX_COUNT: return e->b == 0 || nullable_rec(ir, ir->rules[e->a].ex, seen, depth + 1);
+    case GX_REF: {
+        if (!seen || seen[e->a]) return false;
+        seen[e->a] = 1;
+        bool r = nullable_rec(ir, ir->rules[e->a].ex, seen, depth + 1);
+        seen[e->a] = 0;
+        return r;
+    }
+    case GX_DFA: {
+        const struct gram_dfa *d = &ir->dfas[e->a];
+        return d->n_states && d->start < d->n_states && d->final[d->start]; /* xedges: conservative */
+    }
+    default: return false;
+    }
+}
+
+bool gir_nullable(const struct gram_ir *ir, uint32_t x)
+{
+    uint8_t *seen = calloc(ir->n_rules ? ir->n_rules : 1, 1);
+    bool r = nullable_rec(ir, x, seen, 0);
+    free(seen);
+    return r;
+}
+
 uint32_t gir_ref(struct gram_ir *ir, uint32_t rule)
 {
     if (rule == GRAM_NONE) return GRAM_NONE;

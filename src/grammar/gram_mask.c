@@ -32,6 +32,7 @@
  * bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
  * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
  * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,8 @@
 #define TCAP_UNKNOWN (-2)
 #define TCAP_NONE (-1)
 #define TCAP_INF INT32_MAX
+
+static tern_status gram_ccls_create(struct tern_grammar *g);
 
 tern_status gram_cache_create(struct tern_grammar *g)
 {
@@ -83,6 +86,10 @@ tern_status gram_cache_create(struct tern_grammar *g)
     atomic_init(&g->cache->n_derived, 0);
     atomic_init(&g->cache->bytes, 0);
     atomic_init(&g->cache->count, 0);
+    if (gram_ccls_create(g)) {
+        gram_cache_free(g);
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
     return TERN_OK;
 }
 
@@ -101,9 +108,12 @@ static int cmp_ptr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void gram_ccls_free(struct tern_grammar *g);
+
 void gram_cache_free(struct tern_grammar *g)
 {
     if (!g->cache) return;
+    gram_ccls_free(g);
     /* equivalent nodes share a classification: free each once */
     struct gram_cls **all = malloc(((size_t)g->n_nodes + 1) * sizeof *all);
     uint32_t n = 0;
@@ -510,12 +520,12 @@ static inline const uint32_t *tab_of(struct gram_cls_scratch *s, const struct te
  * The state after each prefix is kept per depth. Most of the time it is one stack on a
  * deterministic node and the next byte leads to a node that only consumes: then the step is
  * one table lookup (the fast path below); everything else goes through the engine. */
-static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
+static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node, uint32_t frame0,
                  const struct gram_trie *tr, const struct gram_bset *first)
 {
     const struct tern_grammar_vocab *v = g->vocab;
     struct gram_depth *at = s->at;
-    at[0] = (struct gram_depth){node, 0, GRAM_TAB_LAZY, 0, 1, 0, 0};
+    at[0] = (struct gram_depth){node, frame0, GRAM_TAB_LAZY, 0, 1, 0, 0};
     const struct gram_trie_node *trie = tr->node;
     /* min_d > 0: the tokens of at most min_d bytes are known already (classify): subtrees
      * without a longer token are skipped, and only longer tokens are recorded */
@@ -640,21 +650,52 @@ static inline uint32_t tok_len(const struct tern_grammar_vocab *v, int32_t id)
 /* The classification of node. Returns NULL on OOM. base (may be NULL): the classification of
  * a position no string of up to gram_horizon[hk] bytes tells apart from node; the tokens of
  * at most that many bytes are then taken from it and only the longer ones are walked. */
+/* The text capacity of node on top of the counter frame (L, caller, cnt): node is the start of
+ * the counter's body, every slice character leads from it to the body's end (one character per
+ * completion, as a string's characters under maxLength), and nothing after the counter takes a
+ * slice character (so a longer token is refused, not continued). Then the slice tokens of up
+ * to the remaining completions are accepted: cmax - cnt + 1 (this one and the ones left). */
+static int32_t count_text_cap(const struct tern_grammar *g, uint32_t node, uint32_t L, uint32_t cnt)
+{
+    const struct gram_node *ln = &g->nodes[L];
+    const struct gram_rule *r = &g->rules[ln->rule];
+    if (!ln->c_n || node != g->rules[g->calls[ln->c_off].rule].start) return TCAP_NONE;
+    uint32_t t;
+    struct gram_bset exc;
+    if (!det_plain(g, node) || !slice_info(g, node, &t, &exc) || !gram_bset_empty(&exc) || t == GRAM_NONE ||
+        !(g->nodes[t].flags & GN_POPONLY))
+        return TCAP_NONE;
+    if (r->cmax == GRAM_INF) return TCAP_INF;
+    for (uint32_t i = 0; i < r->fol_n; i++) {
+        uint32_t f = g->follow[r->fol_off + i], t2;
+        if (!det_plain(g, f) || !slice_info(g, f, &t2, &exc) || t2 != GRAM_NONE || !gram_bset_empty(&exc)) return TCAP_NONE;
+    }
+    if (r->doc_end && g->lazy) return TCAP_NONE; /* free text may follow the end */
+    uint64_t rem = (uint64_t)r->cmax - cnt + 1;
+    return rem >= GRAM_SLICE_MAX_CHARS ? TCAP_INF : (int32_t)rem;
+}
+
 static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s,
-                                 const struct gram_cls *base, int hk)
+                                 const struct gram_cls *base, int hk, uint32_t L, uint32_t cnt)
 {
     const struct tern_grammar_vocab *v = g->vocab;
     s->n_acc = s->n_unc = 0;
     gram_engine_reset(&s->eng);
     dense_reset(s);
-    int32_t cap = text_cap(g, node);
+    /* on top of a counter frame: that frame (the caller below it stays virtual) */
+    uint32_t frame0 = 0;
+    if (L != GRAM_NONE) {
+        frame0 = gram_frame_intern(&s->eng.fr, L, 0, cnt);
+        if (frame0 == GRAM_NONE) return NULL;
+    }
+    int32_t cap = L != GRAM_NONE ? count_text_cap(g, node, L, cnt) : text_cap(g, node);
     /* almost text: a text node except for a few ASCII first characters (a key that may still
      * become a declared property name); the others go to a text node of capacity tcap */
     bool almost = false;
     int32_t tcap = TCAP_NONE;
     struct gram_bset exc;
     uint32_t tnode;
-    if (cap == TCAP_NONE && det_plain(g, node) && slice_info(g, node, &tnode, &exc) && tnode != GRAM_NONE &&
+    if (L == GRAM_NONE && cap == TCAP_NONE && det_plain(g, node) && slice_info(g, node, &tnode, &exc) && tnode != GRAM_NONE &&
         !gram_bset_empty(&exc)) {
         tcap = text_cap(g, tnode);
         almost = tcap != TCAP_NONE;
@@ -665,17 +706,17 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     s->min_depth = h;
     bool ok;
     if (cap != TCAP_NONE) {
-        ok = walk(g, s, node, &v->rest, NULL);
+        ok = walk(g, s, node, frame0, &v->rest, NULL);
     } else if (almost) {
         struct gram_bset not_exc;
         for (int w = 0; w < 4; w++) not_exc.w[w] = ~exc.w[w];
-        ok = walk(g, s, node, &v->all, &exc);
+        ok = walk(g, s, node, frame0, &v->all, &exc);
         if (ok) {
             gram_engine_reset(&s->eng);
-            ok = walk(g, s, node, &v->rest, &not_exc);
+            ok = walk(g, s, node, frame0, &v->rest, &not_exc);
         }
     } else {
-        ok = walk(g, s, node, &v->all, NULL);
+        ok = walk(g, s, node, frame0, &v->all, NULL);
     }
     s->min_depth = 0;
     if (!ok) return NULL;
@@ -1044,7 +1085,7 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     int hk = -1;
     for (int k = 0; k < GRAM_NH; k++)
         if (gram_horizon[k] <= depth) hk = k;
-    c = classify(g, node, s, hk >= 0 ? base : NULL, hk);
+    c = classify(g, node, s, hk >= 0 ? base : NULL, hk, GRAM_NONE, 0);
     if (!c) return NULL;
     struct gram_cls *expected = NULL;
     if (!atomic_compare_exchange_strong_explicit(&g->cache->slot[node], &expected, c,
@@ -1054,6 +1095,106 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     }
     recent_add(g, node);
     if (hk >= 0) atomic_fetch_add_explicit(&g->cache->n_derived, 1, memory_order_relaxed);
+    atomic_fetch_add(&g->cache->bytes, c->bytes);
+    atomic_fetch_add(&g->cache->count, 1);
+    *fresh = true;
+    return c;
+}
+
+/* ---------------------------------------------------------------- positions under a counter */
+
+/* (node, L, cnt) -> classification: open addressing under a lock (looked up once per counted
+ * stack of a mask; a counter has at most ~2 x (longest token) saturated counts). */
+struct ccls_ent {
+    uint32_t node, L, cnt;
+    struct gram_cls *c;
+};
+struct ccls_map {
+    pthread_mutex_t mu;
+    struct ccls_ent *e;
+    uint32_t mask, n;
+};
+
+static uint32_t ccls_hash(uint32_t node, uint32_t L, uint32_t cnt)
+{
+    uint64_t h = ((uint64_t)node << 32 | L) * 0x9E3779B97F4A7C15ull ^ (uint64_t)cnt * 0xC2B2AE3D27D4EB4Full;
+    return (uint32_t)(h >> 32);
+}
+
+static struct gram_cls *ccls_find(const struct ccls_map *m, uint32_t node, uint32_t L, uint32_t cnt)
+{
+    if (!m->e) return NULL;
+    for (uint32_t k = ccls_hash(node, L, cnt) & m->mask;; k = (k + 1) & m->mask) {
+        const struct ccls_ent *x = &m->e[k];
+        if (!x->c) return NULL;
+        if (x->node == node && x->L == L && x->cnt == cnt) return x->c;
+    }
+}
+
+static bool ccls_put(struct ccls_map *m, uint32_t node, uint32_t L, uint32_t cnt, struct gram_cls *c)
+{
+    if (!m->e || (m->n + 1) * 2 > m->mask) {
+        uint32_t nm = m->e ? m->mask * 2 + 1 : 255;
+        struct ccls_ent *ne = calloc((size_t)nm + 1, sizeof *ne);
+        if (!ne) return false;
+        for (uint32_t i = 0; m->e && i <= m->mask; i++) {
+            if (!m->e[i].c) continue;
+            uint32_t k = ccls_hash(m->e[i].node, m->e[i].L, m->e[i].cnt) & nm;
+            while (ne[k].c) k = (k + 1) & nm;
+            ne[k] = m->e[i];
+        }
+        free(m->e);
+        m->e = ne;
+        m->mask = nm;
+    }
+    uint32_t k = ccls_hash(node, L, cnt) & m->mask;
+    while (m->e[k].c) k = (k + 1) & m->mask;
+    m->e[k] = (struct ccls_ent){node, L, cnt, c};
+    m->n++;
+    return true;
+}
+
+static tern_status gram_ccls_create(struct tern_grammar *g)
+{
+    struct ccls_map *m = calloc(1, sizeof *m);
+    if (!m || pthread_mutex_init(&m->mu, NULL)) {
+        free(m);
+        return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
+    }
+    g->cache->ccls = m;
+    return TERN_OK;
+}
+
+static void gram_ccls_free(struct tern_grammar *g)
+{
+    struct ccls_map *m = g->cache ? g->cache->ccls : NULL;
+    if (!m) return;
+    for (uint32_t i = 0; m->e && i <= m->mask; i++) gram_cls_free(m->e[i].c);
+    free(m->e);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+    g->cache->ccls = NULL;
+}
+
+const struct gram_cls *gram_node_cls_count(const struct tern_grammar *g, uint32_t node, uint32_t L, uint32_t cnt,
+                                           struct gram_cls_scratch *s, bool *fresh)
+{
+    *fresh = false;
+    struct ccls_map *m = g->cache->ccls;
+    pthread_mutex_lock(&m->mu);
+    struct gram_cls *c = ccls_find(m, node, L, cnt);
+    pthread_mutex_unlock(&m->mu);
+    if (c) return c;
+    c = classify(g, node, s, NULL, -1, L, cnt);
+    if (!c) return NULL;
+    pthread_mutex_lock(&m->mu);
+    struct gram_cls *other = ccls_find(m, node, L, cnt);
+    bool ok = other || ccls_put(m, node, L, cnt, c);
+    pthread_mutex_unlock(&m->mu);
+    if (other || !ok) {
+        gram_cls_free(c); /* another thread's is the same */
+        return other;     /* NULL: out of memory */
+    }
     atomic_fetch_add(&g->cache->bytes, c->bytes);
     atomic_fetch_add(&g->cache->count, 1);
     *fresh = true;

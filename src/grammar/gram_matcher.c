@@ -60,6 +60,11 @@ struct tern_grammar_matcher {
     uint32_t n_hs, cap_hs;
     uint32_t *mask;                  /* own mask (apply, forced_token) */
     const struct gram_cls **node_cls;/* scratch: classification per stack of the state */
+    /* counters: each frame's canonical frame (counts saturated, gram_count_canon), for the mask
+     * cache and classification; [n_canon) known (GRAM_NONE: not computed yet) */
+    uint32_t *canon, n_canon, cap_canon;
+    uint32_t *chain, cap_chain;      /* scratch of canon_frame */
+    struct gram_stack *cst;          /* [STEPBUF] the canonical state of a mask */
     struct mcache_ent cache[MCACHE];
     struct tern_grammar_stats stats;
 };
@@ -239,6 +244,7 @@ void tern_grammar_matcher_reset(struct tern_grammar_matcher *m)
     m->n_steps = 0;
     m->n_hs = 0;
     gram_engine_reset(&m->eng);
+    m->n_canon = 0;
     /* frames are gone: the start state must be rebuilt, and cached states mean nothing now */
     m->n_init = gram_engine_start(&m->eng, m->g->rules[m->g->root].start, 0, m->init);
     for (int i = 0; i < MCACHE; i++) m->cache[i].valid = false;
@@ -258,6 +264,9 @@ void tern_grammar_matcher_free(struct tern_grammar_matcher *m)
     free(m->hs);
     free(m->mask);
     free(m->node_cls);
+    free(m->canon);
+    free(m->chain);
+    free(m->cst);
     for (int i = 0; i < MCACHE; i++) {
         free(m->cache[i].st);
         free(m->cache[i].ids);
@@ -278,8 +287,9 @@ tern_status tern_grammar_matcher_create(const struct tern_grammar *g, struct ter
     m->tb = malloc(STEPBUF * sizeof *m->tb);
     m->init = malloc(STEPBUF * sizeof *m->init);
     m->node_cls = malloc(STEPBUF * sizeof *m->node_cls);
+    if (g->n_counters) m->cst = malloc(STEPBUF * sizeof *m->cst);
     if (m->v) m->mask = malloc((size_t)m->v->n_words * sizeof *m->mask);
-    if (!m->ta || !m->tb || !m->init || !m->node_cls || (m->v && !m->mask)) {
+    if (!m->ta || !m->tb || !m->init || !m->node_cls || (m->v && !m->mask) || (g->n_counters && !m->cst)) {
         tern_grammar_matcher_free(m);
         return tern_fail(TERN_ERR_NOMEM, "grammar matcher: out of memory");
     }
@@ -522,6 +532,101 @@ static int free_mask(struct tern_grammar_matcher *m, uint32_t kmp, uint32_t *mas
     return count;
 }
 
+/* ---------------------------------------------------------------- canonical states (counters) */
+
+/* The canon memo covers every frame interned so far (new entries unknown). */
+static bool canon_cover(struct tern_grammar_matcher *m)
+{
+    uint32_t n = m->eng.fr.n;
+    if (m->n_canon >= n) return true;
+    if (n > m->cap_canon) {
+        uint32_t nc = m->cap_canon ? m->cap_canon : 256;
+        while (nc < n) nc *= 2;
+        uint32_t *p = realloc(m->canon, (size_t)nc * sizeof *p);
+        if (!p) return false;
+        m->canon = p;
+        m->cap_canon = nc;
+    }
+    for (uint32_t i = m->n_canon; i < n; i++) m->canon[i] = GRAM_NONE;
+    m->n_canon = n;
+    return true;
+}
+
+/* f with every counter frame of its chain saturated (gram_count_canon): a frame that accepts
+ * exactly the same strings of up to the longest token's length. GRAM_NONE when out of memory. */
+static uint32_t canon_frame(struct tern_grammar_matcher *m, uint32_t f)
+{
+    struct gram_frames *fr = &m->eng.fr;
+    const struct tern_grammar *g = m->g;
+    if (f < fr->n_fixed) return f;
+    if (!canon_cover(m)) return GRAM_NONE;
+    if (m->canon[f] != GRAM_NONE) return m->canon[f];
+    uint32_t k = 0, x = f;
+    while (x >= fr->n_fixed && m->canon[x] == GRAM_NONE) {
+        if (k == m->cap_chain) {
+            uint32_t nc = m->cap_chain ? m->cap_chain * 2 : 64;
+            uint32_t *p = realloc(m->chain, (size_t)nc * sizeof *p);
+            if (!p) return GRAM_NONE;
+            m->chain = p;
+            m->cap_chain = nc;
+        }
+        m->chain[k++] = x;
+        x = fr->parent[x];
+    }
+    uint32_t below = x < fr->n_fixed ? x : m->canon[x];
+    const uint32_t sat = gram_count_sat(g);
+    while (k-- > 0) {
+        uint32_t y = m->chain[k], c = fr->cnt[y];
+        if (c) {
+            const struct gram_rule *r = &g->rules[g->nodes[fr->node[y]].rule];
+            c = gram_count_canon(c, r->cmin, r->cmax, sat);
+        }
+        uint32_t cy = y;
+        if (below != fr->parent[y] || c != fr->cnt[y]) {
+            cy = gram_frame_intern(fr, fr->node[y], below, c);
+            if (cy == GRAM_NONE || !canon_cover(m)) return GRAM_NONE;
+        }
+        m->canon[y] = cy;
+        m->canon[cy] = cy;
+        below = cy;
+    }
+    return below;
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+    const struct gram_stack *x = a, *y = b;
+    uint64_t kx = (uint64_t)x->node << 32 | x->frame, ky = (uint64_t)y->node << 32 | y->frame;
+    return kx < ky ? -1 : kx > ky;
+}
+
+/* st[0..n) with canonical frames, sorted and unique, in m->cst; NULL when out of memory. */
+static const struct gram_stack *canon_state(struct tern_grammar_matcher *m, const struct gram_stack *st, uint32_t n,
+                                            uint32_t *n_out)
+{
+    bool changed = false;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t f = gram_is_marker(st[i].node) ? st[i].frame : canon_frame(m, st[i].frame);
+        if (f == GRAM_NONE) return NULL;
+        m->cst[i] = (struct gram_stack){st[i].node, f};
+        changed |= f != st[i].frame;
+    }
+    *n_out = n;
+    if (!changed) return st;
+    qsort(m->cst, n, sizeof *m->cst, cmp_stack);
+    uint32_t k = n ? 1 : 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (m->cst[i].node != m->cst[k - 1].node || m->cst[i].frame != m->cst[k - 1].frame) m->cst[k++] = m->cst[i];
+    *n_out = k;
+    return m->cst;
+}
+
+/* The counter frame directly below stack s (its classification depends on the count), or 0. */
+static inline uint32_t count_frame(const struct tern_grammar_matcher *m, const struct gram_stack *s)
+{
+    return s->frame >= m->eng.fr.n_fixed && m->eng.fr.cnt[s->frame] ? s->frame : 0;
+}
+
 int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mask)
 {
     if (!m || !m->v || !mask) return 0;
@@ -540,15 +645,28 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
         if (gram_cls_scratch_init(&m->cls, g)) goto fail;
         m->cls_ready = true;
     }
-    /* accepted sets of the distinct top nodes (the state is sorted by node) */
+    /* with counters, the state whose counts are saturated: the same mask, cached once for
+     * every position far from the bounds */
+    if (g->n_counters && !(st = canon_state(m, st, n, &n))) goto fail;
+    /* accepted sets of the distinct top nodes (the state is sorted by node); a node directly
+     * on a counter frame is classified with its (saturated) count */
     uint32_t n_nodes = 0;
     const struct gram_cls *single = NULL;
+    const struct gram_frames *fr = &m->eng.fr;
     for (uint32_t i = 0; i < n; i++) {
         m->node_cls[i] = NULL;
         if (gram_is_marker(st[i].node)) continue;
-        if (i && st[i].node == st[i - 1].node) { m->node_cls[i] = m->node_cls[i - 1]; continue; }
+        uint32_t cf = count_frame(m, &st[i]);
+        if (i && st[i].node == st[i - 1].node) {
+            uint32_t pf = count_frame(m, &st[i - 1]);
+            if (cf == pf || (cf && pf && fr->node[cf] == fr->node[pf] && fr->cnt[cf] == fr->cnt[pf])) {
+                m->node_cls[i] = m->node_cls[i - 1];
+                continue;
+            }
+        }
         bool fresh;
-        const struct gram_cls *c = gram_node_cls(g, st[i].node, &m->cls, &fresh);
+        const struct gram_cls *c = cf ? gram_node_cls_count(g, st[i].node, fr->node[cf], fr->cnt[cf], &m->cls, &fresh)
+                                      : gram_node_cls(g, st[i].node, &m->cls, &fresh);
         if (!c) goto fail;
         if (fresh) m->stats.classified_nodes++;
         m->node_cls[i] = c;
@@ -592,7 +710,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
         memset(mask, 0, (size_t)v->n_words * 4);
         for (uint32_t i = 0; i < n; i++) {
             const struct gram_cls *c = m->node_cls[i];
-            if (!c || (i && st[i].node == st[i - 1].node)) continue;
+            if (!c || (i && c == m->node_cls[i - 1])) continue;
             if (c->text) {
                 const uint32_t *sb = c->text_cap >= v->slice_max ? v->slice_bits
                                      : c->text_cap < GRAM_SLICE_SMALL ? v->slice_upto + (size_t)c->text_cap * v->n_words
@@ -877,6 +995,13 @@ static uint32_t *min_costs(const struct tern_grammar *g)
         for (uint32_t i = g->n_nodes; i-- > 0;) {
             const struct gram_node *nd = &g->nodes[i];
             uint32_t best = d[i];
+            if (nd->flags & GN_COUNT) { /* cmin completions of the body */
+                const struct gram_rule *r = &g->rules[nd->rule];
+                uint64_t c = r->cmin == 0 ? 0 : nd->c_n ? (uint64_t)r->cmin * d[g->rules[g->calls[nd->c_off].rule].start] : UINT32_MAX / 4;
+                if (c > UINT32_MAX / 4) c = UINT32_MAX / 4;
+                if (c < best) { d[i] = (uint32_t)c; changed = true; }
+                continue;
+            }
             for (uint32_t k = 0; k < nd->r_n; k++) {
                 uint32_t c = 1 + d[g->ranges[nd->r_off + k].to];
                 if (c < best) best = c;
@@ -902,7 +1027,15 @@ static uint64_t state_cost(const struct tern_grammar_matcher *m, const uint32_t 
         if (s[i].node == GRAM_ACCEPT) return 0;
         if (gram_is_marker(s[i].node)) continue;
         uint64_t c = d[s[i].node];
-        for (uint32_t f = s[i].frame; f >= m->eng.fr.n_fixed; f = m->eng.fr.parent[f]) c += d[m->eng.fr.node[f]];
+        const struct gram_frames *fr = &m->eng.fr;
+        for (uint32_t f = s[i].frame; f >= fr->n_fixed; f = fr->parent[f]) {
+            if (!fr->cnt[f]) { c += d[fr->node[f]]; continue; }
+            /* a counter: the completions still needed after this one */
+            const struct gram_node *L = &m->g->nodes[fr->node[f]];
+            const struct gram_rule *r = &m->g->rules[L->rule];
+            if (fr->cnt[f] < r->cmin)
+                c += (uint64_t)(r->cmin - fr->cnt[f]) * d[m->g->rules[m->g->calls[L->c_off].rule].start];
+        }
         if (c < best) best = c;
     }
     return best;

@@ -30,6 +30,9 @@ struct rp {
     bool json;
     int depth;
     bool failed;
+    bool anchored;   /* the current top-level alternative starts with ^ */
+    bool risky;      /* a counted repetition inside another, or a long one in a search: the
+                        automaton may explode (gram_regex_to_ir) */
     size_t err_pos;
     char err[160];
 };
@@ -310,13 +313,29 @@ static uint32_t parse_class(struct rp *p)
 
 static uint32_t parse_alt(struct rp *p, bool top, bool *anch_start, bool *anch_end);
 
+/* Automaton states x would take unrolled (capped). */
+static uint64_t weight(const struct gram_ir *ir, uint32_t x, int depth)
+{
+    const struct gram_ex *e = &ir->ex[x];
+    uint64_t w = 1;
+    if (depth > 200) return 1ull << 40;
+    if (e->kind == GX_SEQ || e->kind == GX_ALT) {
+        w = 0;
+        for (uint32_t i = 0; i < e->b && w < (1ull << 40); i++) w += weight(ir, ir->kids[e->a + i], depth + 1);
+    } else if (e->kind == GX_REP) {
+        uint64_t k = e->c == GRAM_INF ? (uint64_t)e->b + 1 : e->c;
+        w = weight(ir, e->a, depth + 1) * (k ? k : 1);
+    }
+    return w < (1ull << 40) ? w : 1ull << 40;
+}
+
 static bool parse_count(struct rp *p, uint32_t *v)
 {
     uint64_t x = 0;
     if (peekc(p, 0) < '0' || peekc(p, 0) > '9') return false;
     while (peekc(p, 0) >= '0' && peekc(p, 0) <= '9') {
         x = x * 10 + (uint64_t)(peekc(p, 0) - '0');
-        if (x > GRAM_MAX_REPEAT) return rfail(p, p->pos, "repetition count above the limit (10000)");
+        if (x > GRAM_MAX_COUNT) return rfail(p, p->pos, "repetition count above the limit (2147483647)");
         p->pos++;
     }
     *v = (uint32_t)x;
@@ -331,6 +350,7 @@ static uint32_t parse_seq(struct rp *p, bool top, bool *anch_start, bool *anch_e
     uint32_t *xs = malloc(cap * sizeof *xs);
     if (!xs) { p->ir->oom = true; return GRAM_NONE; }
     size_t seq_start = p->pos;
+    if (top) p->anchored = false;
     for (;;) {
         int c = peekc(p, 0);
         if (c < 0 || c == '|' || c == ')') break;
@@ -340,6 +360,7 @@ static uint32_t parse_seq(struct rp *p, bool top, bool *anch_start, bool *anch_e
             p->pos++;
             if (!top || at != seq_start) { free(xs); rfail(p, at, "'^' is supported only at the start of a top-level alternative"); return GRAM_NONE; }
             *anch_start = true;
+            p->anchored = true;
             continue;
         }
         if (c == '$') {
@@ -415,7 +436,30 @@ static uint32_t parse_seq(struct rp *p, bool top, bool *anch_start, bool *anch_e
             if (peekc(p, 0) != '}') { free(xs); rfail(p, qa, "unclosed repetition {m,n}"); return GRAM_NONE; }
             p->pos++;
             if (hi != GRAM_INF && hi < lo) { free(xs); rfail(p, qa, "repetition {m,n} with n < m"); return GRAM_NONE; }
-            x = gir_rep(p->ir, x, lo, hi); /* one rule (string constraints are intersected) */
+            const bool huge = lo > GRAM_MAX_REPEAT || (hi != GRAM_INF && hi > GRAM_MAX_REPEAT);
+            const uint64_t top_count = hi == GRAM_INF ? lo : hi;
+            const uint64_t wx = weight(p->ir, x, 0);
+            /* a counter where the copies would be many: a long count, or a count of something big */
+            const bool big = top_count > GRAM_UNROLL_MAX || (top_count > 1 && wx * top_count > 4096);
+            if ((top_count >= 16 && wx >= 16 * 4) || (!p->anchored && top_count > 64)) p->risky = true;
+            if (huge || (big && p->anchored && !p->ir->no_counters && !gir_nullable(p->ir, x))) {
+                /* a counter, not copies: where a search may start at any character, every
+                 * start would keep a count of its own alive */
+                if (!p->anchored && !p->ir->no_counters) {
+                    free(xs);
+                    rfail(p, qa, "repetition counts above 10000 need a pattern anchored at the start (^): "
+                                 "a search would count from every character");
+                    return GRAM_NONE;
+                }
+                if (!p->ir->no_counters && gir_nullable(p->ir, x)) {
+                    free(xs);
+                    rfail(p, qa, "repetition counts above 10000 need a repeated part that cannot be empty");
+                    return GRAM_NONE;
+                }
+                x = gir_counter(p->ir, x, lo, hi);
+            } else {
+                x = gir_rep(p->ir, x, lo, hi); /* one rule (string constraints are intersected) */
+            }
             if (peekc(p, 0) == '?') p->pos++;
         }
         if (peekc(p, 0) == '*' || peekc(p, 0) == '+' || (peekc(p, 0) == '{' && peekc(p, 1) >= '0' && peekc(p, 1) <= '9')) {
@@ -443,6 +487,43 @@ static uint32_t any_content(struct rp *p)
     return gir_rep(p->ir, set_expr(p, r, 1), 0, GRAM_INF);
 }
 
+/* x{m,n} (m >= 1) -> x{m}; anything else unchanged */
+static uint32_t rep_to_min(struct rp *p, uint32_t x)
+{
+    const struct gram_ex *e = &p->ir->ex[x];
+    if (e->kind == GX_REP && e->b >= 1 && e->c != e->b) return gir_rep(p->ir, e->a, e->b, e->b);
+    return x;
+}
+
+/* A search (JSON Schema's `pattern`): an alternative P without ^ matches where .*P matches,
+ * without $ where P.* does. Those are the same languages with P's ends trimmed: an item that
+ * may match nothing at an open end is absorbed by the .* there, and x{m,n} at an open end
+ * matches exactly where x{m} does (the other repetitions belong to the .*). Trimming keeps the
+ * automaton small where the untrimmed search explodes (`x.{0,4000}` is the search `x`). */
+static uint32_t search_trim(struct rp *p, uint32_t x, bool open_start, bool open_end)
+{
+    const struct gram_ex *e = &p->ir->ex[x];
+    uint32_t n = e->kind == GX_SEQ ? e->b : 1, lo = 0, hi = n;
+    uint32_t *xs = malloc((n + 1) * sizeof *xs);
+    if (!xs) { p->ir->oom = true; return GRAM_NONE; }
+    if (e->kind == GX_SEQ) memcpy(xs, p->ir->kids + e->a, n * sizeof *xs);
+    else xs[0] = x;
+    bool changed = false;
+    if (open_start) {
+        while (lo < hi && gir_nullable(p->ir, xs[lo])) lo++;
+        if (lo < hi) xs[lo] = rep_to_min(p, xs[lo]);
+    }
+    if (open_end) {
+        while (hi > lo && gir_nullable(p->ir, xs[hi - 1])) hi--;
+        if (hi > lo) xs[hi - 1] = rep_to_min(p, xs[hi - 1]);
+    }
+    changed = lo > 0 || hi < n || (lo < hi && (xs[lo] != (e->kind == GX_SEQ ? p->ir->kids[e->a + lo] : x) ||
+                                                xs[hi - 1] != (e->kind == GX_SEQ ? p->ir->kids[e->a + hi - 1] : x)));
+    uint32_t r = changed ? gir_seq(p->ir, xs + lo, hi - lo) : x;
+    free(xs);
+    return r;
+}
+
 static uint32_t parse_alt(struct rp *p, bool top, bool *anch_start, bool *anch_end)
 {
     uint32_t cap = 8, n = 0;
@@ -453,12 +534,13 @@ static uint32_t parse_alt(struct rp *p, bool top, bool *anch_start, bool *anch_e
         uint32_t x = parse_seq(p, top, &as, &ae);
         if (x == GRAM_NONE) { free(xs); return GRAM_NONE; }
         if (top) {
+            if (!as || !ae) x = search_trim(p, x, !as, !ae);
             uint32_t parts[3];
             uint32_t k = 0;
             if (!as) parts[k++] = any_content(p);
-            parts[k++] = x;
+            if (x != GRAM_NONE) parts[k++] = x;
             if (!ae) parts[k++] = any_content(p);
-            x = gir_seq(p->ir, parts, k);
+            x = x == GRAM_NONE ? GRAM_NONE : gir_seq(p->ir, parts, k);
         }
         (void)anch_start;
         (void)anch_end;
@@ -478,15 +560,16 @@ static uint32_t parse_alt(struct rp *p, bool top, bool *anch_start, bool *anch_e
 }
 
 tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struct gram_ir *ir,
-                             uint32_t *ex)
+                             uint32_t *ex, bool *risky)
 {
-    struct rp p = {re, len, 0, ir, json_escape, 0, false, 0, {0}};
+    struct rp p = {re, len, 0, ir, json_escape, 0, false, false, false, 0, {0}};
     uint32_t x = parse_alt(&p, true, NULL, NULL);
     if (!p.failed && p.pos < len) rfail(&p, p.pos, "unmatched ')'");
     tern_status st = gir_status(ir, "pattern");
     if (st) return st;
     if (p.failed) return tern_fail(TERN_ERR_UNSUPPORTED, "pattern offset %zu: %s", p.err_pos, p.err);
     *ex = x;
+    if (risky) *risky = p.risky;
     return TERN_OK;
 }
 

@@ -59,6 +59,7 @@ struct sc {
     struct memo *memo;
     uint32_t n_memo, cap_memo;
     uint32_t r_string, r_number, r_integer, r_value, r_strkey;
+    uint32_t r_char;       /* one JSON string character: the body of counted strings */
     char path[2048];
     size_t plen;
     int depth;
@@ -679,16 +680,14 @@ static bool get_uint(struct sc *c, const cJSON *s, const char *key, uint32_t *ou
         sfail(c, TERN_ERR_FORMAT, "%s must be a non-negative integer", key);
         return false;
     }
-    if (v->valuedouble > GRAM_MAX_REPEAT) {
-        /* counting that far would need too many automaton states */
-        if (!strncmp(key, "max", 3) && c->o->lenient) {
-            char pb[200];
-            gram_warn(c->warn, "%s: %s %.0f is above tern's limit of %d: not enforced (--schema-lenient)", path_text(c, pb), key,
-                      v->valuedouble, GRAM_MAX_REPEAT);
+    if (v->valuedouble > GRAM_MAX_COUNT) {
+        /* counts are 31-bit: a maximum beyond is no bound on any document a model writes; a
+         * minimum beyond admits none tern could finish */
+        if (!strncmp(key, "max", 3)) {
             *present = false;
             return true;
         }
-        sfail(c, TERN_ERR_RANGE, "%s %.0f is above tern's limit of %d", key, v->valuedouble, GRAM_MAX_REPEAT);
+        sfail(c, TERN_ERR_RANGE, "%s %.0f is above tern's limit of %u", key, v->valuedouble, GRAM_MAX_COUNT);
         return false;
     }
     *out = (uint32_t)v->valuedouble;
@@ -700,12 +699,41 @@ static bool get_uint(struct sc *c, const cJSON *s, const char *key, uint32_t *ou
 static uint32_t regex_string(struct sc *c, const char *re, const char *what)
 {
     uint32_t x;
-    tern_status st = gram_regex_to_ir(re, strlen(re), true, c->ir, &x);
+    bool risky = false;
+    tern_status st = gram_regex_to_ir(re, strlen(re), true, c->ir, &x, &risky);
+    if (!st && risky) {
+        /* an automaton that may be refused when the whole grammar compiles: compile the
+         * pattern alone now, so the refusal names its schema path and the pattern */
+        struct gram_ir tmp;
+        gir_init(&tmp);
+        uint32_t y;
+        st = gram_regex_to_ir(re, strlen(re), true, &tmp, &y, NULL);
+        uint32_t r = st ? GRAM_NONE : gir_rule_new(&tmp, "pattern");
+        gir_rule_set(&tmp, r, y);
+        struct tern_grammar *one = st ? NULL : calloc(1, sizeof *one);
+        if (one) {
+            st = gram_compile(&tmp, r, NULL, one);
+            if (st) free(one);
+            else tern_grammar_free(one);
+        } else if (!st) {
+            st = TERN_ERR_NOMEM;
+        }
+        gir_free(&tmp);
+        if (st == TERN_ERR_RANGE) {
+            const char *e = tern_last_error(), *cut = strstr(e, "; anchor");
+            char msg[400];
+            snprintf(msg, sizeof msg, "%.*s", cut ? (int)(cut - e) : (int)strlen(e), e);
+            return sfail(c, st, "%s: %s: the pattern's automaton is too large or too ambiguous (pattern \"%.120s\"; "
+                         "anchor it with ^...$ or lower the counts)", what, msg, re);
+        }
+        if (st) return sfail(c, st, "%s: %s", what, tern_last_error());
+    }
     if (st) {
         if (st == TERN_ERR_NOMEM) return sfail(c, st, "out of memory");
         char msg[400];
         snprintf(msg, sizeof msg, "%s", tern_last_error());
-        if (unsupported(c, "%s: %s", what, msg)) return rule_string(c);
+        if (!strcmp(what, "pattern") ? unsupported(c, "%s: %s (pattern \"%.120s\")", what, msg, re) : unsupported(c, "%s: %s", what, msg))
+            return rule_string(c);
         return GRAM_NONE;
     }
     return gir_seq3(c->ir, gir_byte(c->ir, '"'), x, gir_byte(c->ir, '"'));
@@ -716,7 +744,7 @@ static uint32_t content_expr(struct sc *c, struct gram_ir *ir, const struct strc
 {
     if (k->kind == 0) {
         uint32_t x;
-        tern_status st = gram_regex_to_ir(k->re, strlen(k->re), !c->o->gemma, ir, &x);
+        tern_status st = gram_regex_to_ir(k->re, strlen(k->re), !c->o->gemma, ir, &x, NULL);
         return st ? GRAM_NONE : x;
     }
     if (k->kind == 2) /* Gemma: text without the closing mark */
@@ -739,7 +767,10 @@ static uint32_t intersect(struct sc *c, const struct strcon *ks, int n)
     uint32_t *map = NULL, *queue = NULL, *pairs = NULL;
     struct gram_dfa d;
     gdfa_init(&d);
-    for (int i = 0; i < n; i++) gir_init(&irs[i]);
+    for (int i = 0; i < n; i++) {
+        gir_init(&irs[i]);
+        irs[i].no_counters = true; /* combined by product: every count a state */
+    }
     for (int i = 0; i < n; i++) {
         uint32_t x = content_expr(c, &irs[i], &ks[i]);
         if (x == GRAM_NONE) {
@@ -757,6 +788,10 @@ static uint32_t intersect(struct sc *c, const struct strcon *ks, int n)
             gs[i] = NULL;
             tern_clear_error();
             out = gir_nothing(c->ir);
+            goto done;
+        }
+        if (gs[i]->n_counters) {
+            sfail(c, TERN_ERR_UNSUPPORTED, "string constraints too complex to combine (a repetition count above %d)", GRAM_MAX_REPEAT);
             goto done;
         }
         for (uint32_t k = 0; k < gs[i]->n_nodes; k++)
@@ -894,13 +929,14 @@ static bool regexes_compile(struct sc *c, const struct strcon *ks, int n, bool h
         struct gram_ir tmp;
         gir_init(&tmp);
         uint32_t x;
-        tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), anchored, &tmp, &x);
+        tern_status st = gram_regex_to_ir(ks[i].re, strlen(ks[i].re), anchored, &tmp, &x, NULL);
         gir_free(&tmp);
         if (!st) continue;
         size_t old = path_push(c, (has_pat && i == 0) ? ".pattern" : ".format");
         char msg[400];
         snprintf(msg, sizeof msg, "%s", tern_last_error());
-        bool go = st != TERN_ERR_NOMEM && unsupported(c, "%s", msg);
+        bool go = st != TERN_ERR_NOMEM && ((has_pat && i == 0) ? unsupported(c, "%s (pattern \"%.120s\")", msg, ks[i].re)
+                                                                : unsupported(c, "%s", msg));
         path_pop(c, old);
         *out = go ? rule_string(c) : st == TERN_ERR_NOMEM ? sfail(c, st, "out of memory") : GRAM_NONE;
         return false;
@@ -936,6 +972,12 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
     if (fre) ks[n++] = (struct strcon){0, fre, 0, 0};
     if (has_lo || has_hi) ks[n++] = (struct strcon){1, NULL, lo, hi};
     if (n == 0) return rule_string(c);
+    if (c->o->gemma && ((has_lo && lo > GRAM_MAX_REPEAT) || (has_hi && hi > GRAM_MAX_REPEAT))) {
+        if (unsupported(c, "%s above %d in Gemma 4's syntax", has_hi && hi > GRAM_MAX_REPEAT ? "maxLength" : "minLength",
+                        GRAM_MAX_REPEAT))
+            return rule_string(c);
+        return GRAM_NONE;
+    }
     if (c->o->gemma) {
         /* Gemma: every constrained content also keeps the closing mark out */
         if (n == 3) {
@@ -962,9 +1004,29 @@ static uint32_t string_expr(struct sc *c, const cJSON *s)
         if (r == GRAM_NONE) return GRAM_NONE;
         /* not marked shared: used once, the compiler inlines it, so the string's end is not a
          * rule end and tokens closing it are judged exactly */
-        if (c->ir->rules[r].ex == GRAM_NONE)
-            gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), gir_rep(c->ir, json_char(c), lo, hi), gir_byte(c->ir, '"')));
+        if (c->ir->rules[r].ex == GRAM_NONE) {
+            uint32_t body;
+            if (lo <= GRAM_UNROLL_MAX && (hi == GRAM_INF || hi <= GRAM_UNROLL_MAX)) {
+                body = gir_rep(c->ir, json_char(c), lo, hi);
+            } else { /* large bounds: a counter over one shared character rule */
+                if (c->r_char == GRAM_NONE) {
+                    c->r_char = gir_rule_new(c->ir, "char");
+                    gir_rule_set(c->ir, c->r_char, json_char(c));
+                }
+                body = gir_count(c->ir, gir_ref(c->ir, c->r_char), lo, hi);
+            }
+            gir_rule_set(c->ir, r, gir_seq3(c->ir, gir_byte(c->ir, '"'), body, gir_byte(c->ir, '"')));
+        }
         return gir_ref(c->ir, r);
+    }
+    if ((has_lo && lo > GRAM_MAX_REPEAT) || (has_hi && hi > GRAM_MAX_REPEAT)) {
+        /* pattern / format and length are intersected as one automaton, which counts in states */
+        const char *what = has_hi && hi > GRAM_MAX_REPEAT ? "maxLength" : "minLength";
+        if (unsupported(c, "%s %u together with %s: lengths above %d combine with a pattern or format only when "
+                        "alone (drop the length, or bound it within %d)", what, has_hi && hi > GRAM_MAX_REPEAT ? hi : lo,
+                        pat ? "pattern" : "format", GRAM_MAX_REPEAT, GRAM_MAX_REPEAT))
+            return rule_string(c);
+        return GRAM_NONE;
     }
     /* several: check each alone first (errors then name the keyword), then intersect */
     uint32_t bad;
@@ -1237,10 +1299,18 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
             free(b);
         }
     }
+    /* without extra properties the declared ones bound the count */
+    if (!extras && has_min && minp > n) { out = gir_nothing(c->ir); goto done; }
+    if (!extras && has_max && maxp >= n) has_max = false;
+    if (!extras && has_min && !has_max && minp == 0) has_min = false;
     /* properties so far: exact up to maxProperties, or saturating at minProperties */
     uint32_t C = has_max ? maxp : has_min ? minp : 0;
     bool exact = has_max;
-    if ((uint64_t)(n + 1) * 3 * ((uint64_t)C + 1) > 300000) {
+    /* large bounds past the declared properties: the declared part counts in states (at most
+     * n), the extra properties after it under a counter for what is left of the bounds */
+    const bool big = extras && C > n && (C > GRAM_UNROLL_MAX || (uint64_t)(n + 1) * 3 * ((uint64_t)C + 1) > 300000);
+    if (big) C = n;
+    if (!big && (uint64_t)(n + 1) * 3 * ((uint64_t)C + 1) > 300000) {
         sfail(c, TERN_ERR_RANGE, "minProperties/maxProperties too large for %u properties", n);
         goto done;
     }
@@ -1262,8 +1332,15 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
     bool ok = true;
     for (uint32_t i = 0; i < NS; i++) {
         uint32_t k = i % (C + 1), ii = i / (C + 1) / 2;
-        S[i] = gdfa_state(&d, ii == n && k >= minp);
+        S[i] = gdfa_state(&d, !big && ii == n && k >= minp);
         ok &= S[i] != GRAM_NONE;
+    }
+    uint32_t fin = big ? gdfa_state(&d, true) : GRAM_NONE, unit = GRAM_NONE, kv = GRAM_NONE;
+    if (big && val[n] != GRAM_NONE && xkey != GRAM_NONE) {
+        kv = gir_seq3(c->ir, xkey, colon(c), val[n]);
+        uint32_t r = gir_rule_new(c->ir, "extra-property");
+        gir_rule_set(c->ir, r, gir_seq2(c->ir, comma(c), kv));
+        unit = gir_ref(c->ir, r);
     }
     for (uint32_t i = 0; i < NK; i++) {
         K[i] = gdfa_state(&d, false);
@@ -1278,6 +1355,19 @@ static uint32_t object_expr(struct sc *c, const cJSON *s)
                 uint32_t nk = exact ? (room ? k + 1 : k) : (k + 1 > C ? C : k + 1);
                 if (i < n && !p[i].required) ok &= gdfa_xedge(&d, from, gir_empty(c->ir), S[SI(i + 1, e, k)]);
                 uint32_t kx = i < n ? key[i] : xkey;
+                if (big && i == n) { /* the extra properties: minp - k .. maxp - k more */
+                    if (unit == GRAM_NONE) {
+                        if (!has_min || minp <= k) ok &= gdfa_xedge(&d, from, gir_empty(c->ir), fin);
+                        continue;
+                    }
+                    uint32_t lo = has_min && minp > k ? minp - k : 0, hi = has_max ? maxp - k : GRAM_INF;
+                    uint32_t x;
+                    if (e) x = gir_count(c->ir, unit, lo, hi);
+                    else if (lo == 0) x = gir_opt(c->ir, gir_seq2(c->ir, kv, gir_count(c->ir, unit, 0, hi == GRAM_INF ? GRAM_INF : hi - 1)));
+                    else x = gir_seq2(c->ir, kv, gir_count(c->ir, unit, lo - 1, hi == GRAM_INF ? GRAM_INF : hi - 1));
+                    ok &= gdfa_xedge(&d, from, x, fin);
+                    continue;
+                }
                 if (val[i] == GRAM_NONE || kx == GRAM_NONE || !room) continue;
                 ok &= gdfa_xedge(&d, from, e ? gir_seq2(c->ir, comma(c), kx) : kx, K[i * (C + 1) + k]);
                 if (e == 0) /* one value edge per (i, k) */
@@ -1317,7 +1407,7 @@ static bool value_satisfies(struct sc *c, const cJSON *s, const cJSON *v, bool *
     sub.o = &o;
     sub.memo = NULL;
     sub.n_memo = sub.cap_memo = 0;
-    sub.r_string = sub.r_number = sub.r_integer = sub.r_value = sub.r_strkey = GRAM_NONE;
+    sub.r_string = sub.r_number = sub.r_integer = sub.r_value = sub.r_strkey = sub.r_char = GRAM_NONE;
     sub.warn = NULL;
     uint32_t x = sch_inner(&sub, s);
     bool result = false;
@@ -1549,11 +1639,11 @@ static uint32_t array_expr(struct sc *c, const cJSON *s)
     }
     uint32_t tailx; /* the tail when at least one item came before */
     if (item == GRAM_NONE) tailx = tail_lo ? gir_nothing(c->ir) : gir_empty(c->ir);
-    else tailx = gir_rep(c->ir, gir_seq2(c->ir, comma(c), item), tail_lo, tail_hi);
+    else tailx = gir_count(c->ir, gir_seq2(c->ir, comma(c), item), tail_lo, tail_hi);
     uint32_t tail0; /* the tail when nothing came before */
     if (item == GRAM_NONE) tail0 = tail_lo ? gir_nothing(c->ir) : gir_empty(c->ir);
-    else if (tail_lo == 0) tail0 = gir_opt(c->ir, gir_seq2(c->ir, item, gir_rep(c->ir, gir_seq2(c->ir, comma(c), item), 0, tail_hi == GRAM_INF ? GRAM_INF : tail_hi - 1)));
-    else tail0 = gir_seq2(c->ir, item, gir_rep(c->ir, gir_seq2(c->ir, comma(c), item), tail_lo - 1, tail_hi == GRAM_INF ? GRAM_INF : tail_hi - 1));
+    else if (tail_lo == 0) tail0 = gir_opt(c->ir, gir_seq2(c->ir, item, gir_count(c->ir, gir_seq2(c->ir, comma(c), item), 0, tail_hi == GRAM_INF ? GRAM_INF : tail_hi - 1)));
+    else tail0 = gir_seq2(c->ir, item, gir_count(c->ir, gir_seq2(c->ir, comma(c), item), tail_lo - 1, tail_hi == GRAM_INF ? GRAM_INF : tail_hi - 1));
     /* build from the back: E(k) = tail; E(i) = [if i >= lo: may stop] item_i E(i+1) */
     uint32_t e = GRAM_NONE;
     for (uint32_t i = k + 1; i-- > 0;) {
@@ -2111,7 +2201,7 @@ tern_status gram_schema_json_to_ir(const cJSON *schema, const char *path, const 
     c.o = o;
     c.root = schema;
     c.warn = warn;
-    c.r_string = c.r_number = c.r_integer = c.r_value = c.r_strkey = GRAM_NONE;
+    c.r_string = c.r_number = c.r_integer = c.r_value = c.r_strkey = c.r_char = GRAM_NONE;
     c.garbage = cJSON_CreateArray();
     if (!c.garbage) return tern_fail(TERN_ERR_NOMEM, "json schema: out of memory");
     path_push(&c, "%s", path ? path : "$");
