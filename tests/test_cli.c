@@ -251,9 +251,9 @@ static void test_quantize(void **state)
     assert_true(rep.pass);
     tern_model_free(m);
     /* wrong type, same file, missing input */
-    snprintf(cmd, sizeof cmd, "%s quantize %s %s/x.gguf q4_1 2>&1", test_tern_bin(), src, test_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s/x.gguf iq2_xs 2>&1", test_tern_bin(), src, test_tmpdir());
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
-    assert_non_null(strstr(out, "q4_1"));
+    assert_non_null(strstr(out, "iq2_xs"));
     snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 2>&1", test_tern_bin(), path, path);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
 }
