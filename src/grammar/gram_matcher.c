@@ -621,10 +621,17 @@ static const struct gram_stack *canon_state(struct tern_grammar_matcher *m, cons
     return m->cst;
 }
 
-/* The counter frame directly below stack s (its classification depends on the count), or 0. */
+/* The counter frame directly below stack s when s's node is in the counter's body rule itself
+ * (a string's character: classified with its saturated count, so the text slice is accepted up
+ * to the completions left), or 0. A rule the body tail-calls (an array item's object) also sits
+ * on that frame but is classified as any node, its end leading to the counter with the count
+ * unknown (the few tokens that cross it are checked against the real stack). */
 static inline uint32_t count_frame(const struct tern_grammar_matcher *m, const struct gram_stack *s)
 {
-    return s->frame >= m->eng.fr.n_fixed && m->eng.fr.cnt[s->frame] ? s->frame : 0;
+    const struct gram_frames *fr = &m->eng.fr;
+    if (s->frame < fr->n_fixed || !fr->cnt[s->frame]) return 0;
+    const struct gram_node *L = &m->g->nodes[fr->node[s->frame]];
+    return L->c_n && m->g->calls[L->c_off].rule == m->g->nodes[s->node].rule ? s->frame : 0;
 }
 
 int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mask)
@@ -673,6 +680,24 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
         if (n_nodes++ == 0) single = c;
     }
     uint32_t slice_count = 0;
+    /* two or more classifications, one of them text (a string under a counter: its characters
+     * and, past minLength, the closing quote's stack): the text one fills the mask as if alone
+     * and the others' accepted tokens are added, counted as they are new */
+    uint32_t added = 0;
+    const struct gram_cls *text1 = NULL;
+    bool ids_only = n_nodes > 1;
+    for (uint32_t i = 0; i < n && ids_only; i++) {
+        const struct gram_cls *c = m->node_cls[i];
+        if (!c || (i && c == m->node_cls[i - 1])) continue;
+        if (c->text && c->text_cap && !text1 && !c->almost) text1 = c;
+        else if (c->text && c->text_cap) ids_only = false; /* capacity 0: no slice token, ids only */
+    }
+    if (ids_only && text1) {
+        single = text1;
+        n_nodes = 1;
+    } else {
+        ids_only = false;
+    }
     if (n_nodes == 1) {
         const struct gram_cls *c = single;
         if (c->text) {
@@ -726,6 +751,22 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 for (uint32_t k = 0; k < c->n_acc; k++) set_bit(mask, c->acc_ids[k]);
         }
     }
+    if (ids_only) /* the other classifications' accepted ids */
+        for (uint32_t i = 0; i < n; i++) {
+            const struct gram_cls *c = m->node_cls[i];
+            if (!c || c == single || (i && c == m->node_cls[i - 1])) continue;
+            if (c->acc_bits)
+                for (uint32_t w = 0; w < v->n_words; w++) {
+                    added += (uint32_t)__builtin_popcount(c->acc_bits[w] & ~mask[w]);
+                    mask[w] |= c->acc_bits[w];
+                }
+            else
+                for (uint32_t k = 0; k < c->n_acc; k++) {
+                    if (get_bit(mask, c->acc_ids[k])) continue;
+                    set_bit(mask, c->acc_ids[k]);
+                    added++;
+                }
+        }
     /* uncertain tokens: from the cache, or checked against each stack */
     uint64_t h = gram_state_hash(st, n);
     struct mcache_ent *e = &m->cache[h & (MCACHE - 1)];
@@ -764,7 +805,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
         extra = n_pass;
     }
     int count;
-    if (n_nodes <= 1) count = (int)((single ? single->n_acc : 0) + slice_count + extra);
+    if (n_nodes <= 1) count = (int)((single ? single->n_acc : 0) + slice_count + extra + added);
     else count = -1;
     if (gram_state_accepting(st, n))
         for (int i = 0; i < v->n_eog; i++) {
