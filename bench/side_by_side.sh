@@ -37,6 +37,8 @@ usage() {
 usage: bench/side_by_side.sh --llama-bench PATH [options] MODEL.gguf...
 
   --llama-bench PATH  llama.cpp's llama-bench binary (required)
+  --llama-args ARGS   extra arguments for it, e.g. "-rtr 1" for ik_llama.cpp (whose llama-bench
+                      then prints WARNING lines into its JSON on stdout: they are dropped)
   --tern PATH         tern binary (default: $repo/build/bin/tern)
   -t LIST             thread counts, comma-separated (default: 2)
   -r N                rounds (default: 3); each round runs every model once per engine
@@ -63,12 +65,13 @@ EOF
 
 die() { echo "side_by_side.sh: $*" >&2; exit 2; }
 
-llama_bench="" tern_bin="$repo/build/bin/tern" threads="2" rounds=3 n_prompt=512 n_gen=128
+llama_bench="" llama_args="" tern_bin="$repo/build/bin/tern" threads="2" rounds=3 n_prompt=512 n_gen=128
 reps=1 roofline="" use_roofline=1 keep="" models=() max_other=0.2 quiet_wait=120 retries=2
 while [ $# -gt 0 ]; do
     case "$1" in
     -h | --help) usage; exit 0 ;;
     --llama-bench) [ $# -ge 2 ] || die "$1 needs a value"; llama_bench=$2; shift 2 ;;
+    --llama-args) [ $# -ge 2 ] || die "$1 needs a value"; llama_args=$2; shift 2 ;;
     --tern) [ $# -ge 2 ] || die "$1 needs a value"; tern_bin=$2; shift 2 ;;
     -t) [ $# -ge 2 ] || die "$1 needs a value"; threads=$2; shift 2 ;;
     -r) [ $# -ge 2 ] || die "$1 needs a value"; rounds=$2; shift 2 ;;
@@ -169,10 +172,12 @@ run() {
             { time "$tern_bin" bench -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" \
                   --json >"$base.json" 2>"$base.err"; } 2>"$base.time"
         else
+            # shellcheck disable=SC2086
             { time "$llama_bench" -m "$model" -p "$n_prompt" -n "$n_gen" -t "$t" -r "$reps" \
-                  -o json >"$base.json" 2>"$base.err"; } 2>"$base.time"
+                  $llama_args -o json >"$base.raw" 2>"$base.err"; } 2>"$base.time"
         fi
         rc=$?
+        if [ "$engine" != tern ]; then grep -v '^WARNING' "$base.raw" >"$base.json"; rm -f "$base.raw"; fi
         b1=$(busy_ticks)
         read -r wall user sys <"$base.time"
         other=$(awk -v d=$((b1 - b0)) -v c="$clk" -v w="$wall" -v u="$user" -v s="$sys" \
@@ -255,7 +260,7 @@ echo "- $started - $finished, $rounds rounds (engine order flipped every round),
 echo "  each engine with one untimed warm-up; loadavg before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo "- CPU: ${cpu:-?} (family ${fam:-?}), $(nproc 2>/dev/null) online"
 echo "- tern: \`$tern_bin\` ($tern_version): \`tern bench -m MODEL -p $n_prompt -n $n_gen -t T -r $reps --json\`"
-echo "- llama.cpp: \`$llama_bench\` (build ${llama_build:-?}): \`llama-bench -m MODEL -p $n_prompt -n $n_gen -t T -r $reps -o json\`"
+echo "- llama.cpp: \`$llama_bench\` (build ${llama_build:-?}): \`llama-bench -m MODEL -p $n_prompt -n $n_gen -t T -r $reps${llama_args:+ $llama_args} -o json\`"
 if [ -n "$roofline" ]; then
     echo "- placement probe (\`$roofline -P 5 -w 60\`): before: $place_before; after: $place_after"
 fi
