@@ -250,6 +250,15 @@ static tern_status read_input(const struct tern_chat_params *p, struct tmpl_aren
             return st;
         if (in->extra.kind != TV_DICT)
             return tern_fail(TERN_ERR_FORMAT, "extra_vars: expected an object, got %s", json_kind(in->extra));
+        /* the variables this API sets from the checked arguments: an extra one must not replace
+         * them (a server's chat_template_kwargs would otherwise carry tools past its checks) */
+        static const char *const reserved[] = {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"};
+        for (size_t i = 0; i < in->extra.u.d->n; i++)
+            for (size_t r = 0; r < sizeof reserved / sizeof reserved[0]; r++)
+                if (tmpl_is_str(in->extra.u.d->k[i], reserved[r]))
+                    return tern_fail(TERN_ERR_FORMAT, "extra_vars: '%s' is set by the chat API (from the "
+                                     "messages, tools and options given); an extra variable cannot replace it",
+                                     reserved[r]);
     }
     if ((st = check_messages(in->messages)) != TERN_OK) return st;
     if (!is_absent(in->tools) && (st = check_tools(in->tools)) != TERN_OK) return st;
@@ -388,7 +397,8 @@ tern_status tern_chat_render(const struct tern_chat_template *t, const struct te
         goto done;
     }
     int nv = 0;
-    /* extra variables first so the standard ones win on a name clash; names must be C strings */
+    /* extra variables first (none names a standard one: read_input refused those); names must
+     * be C strings */
     for (size_t i = 0; i < n_extra; i++) {
         struct tval k = in.extra.u.d->k[i];
         if (memchr(k.u.s.p, '\0', k.u.s.n)) continue; /* no template can name it */

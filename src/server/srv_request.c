@@ -55,6 +55,100 @@ static void line_col(const char *s, size_t off, int *line, int *col)
     }
 }
 
+/* A JSON object that repeats a key (anywhere in the body) is refused: the server checks the
+ * first copy (cJSON) while the chat template reads the text again and would render the last
+ * (chat_json.c keeps Python's json.loads rule), so a repeated "messages", "role" or "tools"
+ * could carry past the checks what they refuse. With no repeated key both readers see one
+ * document. Paths are written as the chat room writes them: messages[1].content. */
+struct dup_seg {
+    const char *key; /* NULL: an array index */
+    int index;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+static void dup_path(const struct dup_seg *path, int depth, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (int d = 0; d < depth && k < cap; d++) {
+        int w = path[d].key ? snprintf(out + k, cap - k, "%s%s", k ? "." : "", path[d].key)
+                            : snprintf(out + k, cap - k, "[%d]", path[d].index);
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+}
+
+/* The first repeated key of an object under v (depth-first), or NULL; path[0..*depth) names the
+ * object holding it. cJSON bounds nesting (CJSON_NESTING_LIMIT), so the recursion is bounded. */
+static const cJSON *find_dup(const cJSON *v, struct dup_seg *path, int *depth, int max_depth)
+{
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) return NULL;
+    if (cJSON_IsObject(v)) {
+        int n = 0;
+        for (const cJSON *c = v->child; c; c = c->next) n++;
+        if (n > 1 && n <= 16) {
+            for (const cJSON *a = v->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                    if (!strcmp(a->string, b->string)) return a;
+        } else if (n > 16) {
+            const cJSON **keys = malloc((size_t)n * sizeof *keys);
+            if (keys) {
+                int i = 0;
+                for (const cJSON *c = v->child; c; c = c->next) keys[i++] = c;
+                qsort(keys, (size_t)n, sizeof *keys, key_cmp);
+                const cJSON *dup = NULL;
+                for (i = 1; i < n && !dup; i++)
+                    if (!strcmp(keys[i - 1]->string, keys[i]->string)) dup = keys[i];
+                free(keys);
+                if (dup) return dup;
+            }
+        }
+    }
+    if (*depth >= max_depth) return NULL;
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        path[*depth] = (struct dup_seg){cJSON_IsObject(v) ? c->string : NULL, i};
+        (*depth)++;
+        const cJSON *d = find_dup(c, path, depth, max_depth);
+        if (d) return d;
+        (*depth)--;
+    }
+    return NULL;
+}
+
+static bool no_duplicate_keys(const cJSON *body, struct srv_err *e)
+{
+    enum { MAX_DEPTH = 1100 }; /* above cJSON's nesting limit (1000) */
+    struct dup_seg *path = malloc(MAX_DEPTH * sizeof *path);
+    if (!path) {
+        srv_err_set(e, 500, "server_error", NULL, NULL, "out of memory");
+        return false;
+    }
+    int depth = 0;
+    const cJSON *d = find_dup(body, path, &depth, MAX_DEPTH);
+    if (d) {
+        char where[512];
+        dup_path(path, depth, where, sizeof where);
+        char full[600];
+        snprintf(full, sizeof full, "%s%s%s", where, where[0] ? "." : "", d->string);
+        srv_err_set(e, 400, "invalid_request_error", full, "duplicate_key",
+                    "the request body repeats the key '%s' in %s: a JSON object must not repeat a "
+                    "key (the JSON path of the repeated key: %s)", d->string,
+                    where[0] ? where : "the top-level object", full);
+    }
+    free(path);
+    return !d;
+}
+
+/* Template variables the server sets from the checked request: chat_template_kwargs may add
+ * variables (enable_thinking), never replace these. */
+static const char *const RESERVED_TEMPLATE_VARS[] = {
+    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", NULL};
+
 static const char *const CHAT_KEYS[] = {
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
     "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens",
@@ -349,6 +443,11 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     if (kw && !cJSON_IsNull(kw)) {
         if (!cJSON_IsObject(kw))
             BAD("chat_template_kwargs", "'chat_template_kwargs' must be an object, got %s", jtype(kw));
+        for (const cJSON *k = kw->child; k; k = k->next)
+            if (known(RESERVED_TEMPLATE_VARS, k->string))
+                BAD("chat_template_kwargs", "'chat_template_kwargs.%s': the server sets the template "
+                    "variable '%s' from the checked request; chat_template_kwargs cannot replace it",
+                    k->string, k->string);
         if (!(kw_txt = cJSON_PrintUnformatted(kw))) BAD("chat_template_kwargs", "out of memory");
         cp.extra_vars_json = kw_txt;
     }
@@ -435,6 +534,16 @@ bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, 
             BAD(NULL, "malformed JSON in the request body: unexpected text after the value at byte %zu",
                 (size_t)(q - body));
     if (!cJSON_IsObject(r->body)) BAD(NULL, "the request body must be a JSON object, got %s", jtype(r->body));
+    /* cJSON ends a string at an escaped NUL while the template's reader keeps the rest: the
+     * check would see role "user" and the template "user\u0000anything" */
+    for (size_t i = 0; i + 5 < len; i++) {
+        if (body[i] != '\\') continue;
+        if (body[i + 1] == 'u' && !memcmp(body + i + 2, "0000", 4))
+            BAD(NULL, "the request body holds the escape \\u0000 at byte %zu: NUL characters are "
+                "not accepted in requests", i);
+        i++; /* the escaped character (a backslash must not start another escape) */
+    }
+    if (!no_duplicate_keys(r->body, e)) return false;
     const char *const *keys = kind == JOB_CHAT ? CHAT_KEYS : COMPLETION_KEYS;
     for (const cJSON *k = r->body->child; k; k = k->next)
         if (!known(keys, k->string)) BAD(k->string, "Unrecognized request argument supplied: %s", k->string);

@@ -11,6 +11,9 @@
  * - a refusal is an OpenAI error: status 4xx (500 only for running out of memory, type
  *   server_error), a non-empty type and message, and srv_err_body gives valid UTF-8 JSON
  *   {"error": {"message": string, "type": string, "param": string|null, "code": string|null}};
+ * - an accepted body repeats no key in any object (the checks read the first copy, the
+ *   template the last), holds no escaped NUL, and its chat_template_kwargs names no variable
+ *   the server sets (tools, messages, add_generation_prompt);
  * - an accepted request has a prompt of 1 .. n_ctx-1 token ids inside the vocabulary, at most
  *   four non-empty stop strings, sampling parameters in OpenAI's ranges, and a job that either
  *   prepares (sampler, grammar when asked) or is refused as above;
@@ -156,6 +159,19 @@ static void check_refusal(const struct srv_err *e, const char *where)
     free(body);
 }
 
+/* Does an object under v repeat a key? (A plain pairwise search, independent of the server's.) */
+static bool repeats_key(const cJSON *v)
+{
+    if (cJSON_IsObject(v))
+        for (const cJSON *a = v->child; a; a = a->next)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (!strcmp(a->string, b->string)) return true;
+    if (cJSON_IsObject(v) || cJSON_IsArray(v))
+        for (const cJSON *c = v->child; c; c = c->next)
+            if (repeats_key(c)) return true;
+    return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!model) init();
@@ -178,6 +194,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     const int n_vocab = tern_model_n_vocab(model);
+    /* one document: the checks and the template cannot read different copies of a key */
+    CHECK(!repeats_key(r.body), "an accepted body repeats a key");
+    CHECK(!memmem(body, n, "\\u0000", 6) || memmem(body, n, "\\\\", 2), "an accepted body holds \\u0000");
+    const cJSON *kw = cJSON_GetObjectItemCaseSensitive(r.body, "chat_template_kwargs");
+    CHECK(!cJSON_GetObjectItemCaseSensitive(kw, "tools") && !cJSON_GetObjectItemCaseSensitive(kw, "messages") &&
+          !cJSON_GetObjectItemCaseSensitive(kw, "add_generation_prompt"),
+          "chat_template_kwargs replaced a variable the server sets");
     CHECK(r.n_prompt >= 1 && r.n_prompt < s->n_ctx, "prompt of %d tokens", r.n_prompt);
     for (int i = 0; i < r.n_prompt; i++)
         CHECK(r.prompt[i] >= 0 && r.prompt[i] < n_vocab, "prompt[%d] = %d", i, r.prompt[i]);
