@@ -1435,6 +1435,17 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
  * needs more (*ids may start NULL with *cap 0). The caller frees *ids. */
 tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                int32_t **ids, size_t *cap, size_t *n_out);
+/* tern_tokenize where TERN_TOK_PARSE_SPECIAL recognizes a control (or unknown-type) token only
+ * when its whole text lies inside one of special[0..n_special) (sorted, disjoint byte ranges of
+ * text, struct tern_text_span in "chat templates": a template's markup); elsewhere the text is
+ * text, as without the flag (user-defined tokens match everywhere, as they always do). Nothing
+ * else changes: the text between two recognized specials is encoded as one piece, whatever
+ * ranges it crosses, so merges across a range's edge are those of tokenizing that piece plainly,
+ * and with every control token's text inside the ranges the ids are tern_tokenize's. */
+struct tern_text_span;
+tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                const struct tern_text_span *special, size_t n_special,
+                                int32_t *out, size_t cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
  * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL (to show some control tokens
@@ -1566,6 +1577,31 @@ tern_status tern_chat_render(const struct tern_chat_template *t, const struct te
 /* Tokenizer flags for a prompt tern_chat_render wrote: control tokens parsed, and the BOS added
  * as the metadata says unless the template already wrote the BOS text itself (most do). */
 unsigned tern_chat_prompt_flags(const struct tern_tokenizer *tok, const char *prompt, size_t len);
+/* Markup and content. A prompt mixes the template's own markup (<|im_start|>, role headers)
+ * with the caller's content (message text, tool results, tool calls' arguments, tool
+ * definitions, extra variables). Tokenized as one text with TERN_TOK_PARSE_SPECIAL, content
+ * that spells a control token would become that token and could forge a turn; so
+ * tern_chat_render_spans also says which bytes are markup, and tern_chat_tokenize recognizes
+ * control tokens only there. Markup is what the template wrote from its own source: literal
+ * text and string literals, bos_token / eos_token, and strings joined from them with + or ~,
+ * macro output and {% set %} blocks (keeping each part's origin); anything computed by a filter
+ * or method is content, so a template that builds a control token that way gets its text.
+ *
+ * tern_chat_render, plus the markup of the prompt: *spans (malloc'ed, the caller frees; NULL
+ * when *n_spans is 0) are sorted, disjoint byte ranges of *out. */
+struct tern_text_span {
+    size_t off, len; /* text[off .. off + len) */
+};
+tern_status tern_chat_render_spans(const struct tern_chat_template *t, const struct tern_chat_params *p,
+                                   char **out, size_t *out_len, struct tern_text_span **spans,
+                                   size_t *n_spans);
+/* The ids of a prompt tern_chat_render_spans wrote: tern_chat_prompt_flags's flags, control
+ * tokens recognized only inside spans (tern_tokenize_spans); into *ids grown as
+ * tern_tokenize_grow does. Where content holds no control token's text the ids are those of
+ * tern_tokenize(prompt, tern_chat_prompt_flags(...)). */
+tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,
+                               const struct tern_text_span *spans, size_t n_spans, int32_t **ids,
+                               size_t *cap, size_t *n_out);
 
 /* --- tool calls in model output (src/chat/toolcall.c) ---
  * A streaming parser: feed generated text in pieces split anywhere (mid-tag, mid-UTF-8); it

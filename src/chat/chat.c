@@ -368,8 +368,35 @@ static bool reads_parts(const struct tern_chat_template *t)
 
 /* ------------------------------------------------------------------ render */
 
+static tern_status render(const struct tern_chat_template *t, const struct tern_chat_params *p,
+                          char **out, size_t *out_len, struct tern_text_span **spans, size_t *n_spans);
+
 tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len)
+{
+    return render(t, p, out, out_len, NULL, NULL);
+}
+
+tern_status tern_chat_render_spans(const struct tern_chat_template *t, const struct tern_chat_params *p,
+                                   char **out, size_t *out_len, struct tern_text_span **spans,
+                                   size_t *n_spans)
+{
+    if (!spans || !n_spans) return tern_fail(TERN_ERR_ARG, "tern_chat_render_spans: NULL argument");
+    *spans = NULL;
+    *n_spans = 0;
+    return render(t, p, out, out_len, spans, n_spans);
+}
+
+/* A string the API hands the template as markup (bos_token, eos_token: the model's own). */
+static struct tval markup(const char *s)
+{
+    struct tval v = tv_str(s, strlen(s));
+    if (v.u.s.n) v.flags = TVF_MARKUP;
+    return v;
+}
+
+static tern_status render(const struct tern_chat_template *t, const struct tern_chat_params *p,
+                          char **out, size_t *out_len, struct tern_text_span **spans, size_t *n_spans)
 {
     if (!t || !p || !out) return tern_fail(TERN_ERR_ARG, "tern_chat_render: NULL argument");
     struct tmpl_arena arena;
@@ -416,19 +443,29 @@ tern_status tern_chat_render(const struct tern_chat_template *t, const struct te
     const char *bos = p->bos_token ? p->bos_token : t->bos ? t->bos : "";
     const char *eos = p->eos_token ? p->eos_token : t->eos ? t->eos : "";
     vars[nv].name = "bos_token";
-    vars[nv++].value = tv_str(bos, strlen(bos));
+    vars[nv++].value = markup(bos);
     vars[nv].name = "eos_token";
-    vars[nv++].value = tv_str(eos, strlen(eos));
-    struct tmpl_render_opts opts = {.now_unix = p->now_unix};
+    vars[nv++].value = markup(eos);
+    struct tmpl_marks marks = {0};
+    struct tmpl_render_opts opts = {.now_unix = p->now_unix, .marks = spans ? &marks : NULL};
     const char *text;
     size_t len;
     st = tmpl_render(t->prog, &arena, vars, nv, &opts, &text, &len);
     if (st == TERN_OK) {
         char *r = dup_n(text, len);
-        if (!r) st = tern_fail(TERN_ERR_NOMEM, "out of memory copying the rendered prompt");
-        else {
+        struct tern_text_span *sp = spans && marks.n ? malloc(marks.n * sizeof *sp) : NULL;
+        if (!r || (spans && marks.n && !sp)) {
+            free(r);
+            free(sp);
+            st = tern_fail(TERN_ERR_NOMEM, "out of memory copying the rendered prompt");
+        } else {
             *out = r;
             if (out_len) *out_len = len;
+            if (spans) {
+                for (size_t i = 0; i < marks.n; i++) sp[i] = (struct tern_text_span){marks.m[i].off, marks.m[i].len};
+                *spans = sp;
+                *n_spans = marks.n;
+            }
         }
     } else tern_fail_prefix(st, "chat template: ");
 done:
@@ -446,4 +483,26 @@ unsigned tern_chat_prompt_flags(const struct tern_tokenizer *tok, const char *pr
     if (!bos_text || bos_len == 0 || len < bos_len || memcmp(prompt, bos_text, bos_len) != 0)
         flags |= TERN_TOK_ADD_SPECIAL;
     return flags;
+}
+
+tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,
+                               const struct tern_text_span *spans, size_t n_spans, int32_t **ids,
+                               size_t *cap, size_t *n_out)
+{
+    if (!tok || !ids || !cap || !n_out) return tern_fail(TERN_ERR_ARG, "tern_chat_tokenize: NULL argument");
+    unsigned flags = tern_chat_prompt_flags(tok, prompt, len);
+    if (!(flags & TERN_TOK_ADD_SPECIAL)) {
+        /* the prompt starts with the BOS text: the template's, or content's (then no BOS) */
+        size_t bos_len = 0;
+        tern_token_text(tok, tern_token_bos(tok), &bos_len);
+        if (!n_spans || spans[0].off != 0 || spans[0].len < bos_len) flags |= TERN_TOK_ADD_SPECIAL;
+    }
+    for (;;) {
+        tern_status st = tern_tokenize_spans(tok, prompt, len, flags, spans, n_spans, *ids, *cap, n_out);
+        if (st != TERN_ERR_RANGE || *n_out <= *cap) return st;
+        int32_t *grown = realloc(*ids, *n_out * sizeof *grown);
+        if (!grown) return tern_fail(TERN_ERR_NOMEM, "tokenize: out of memory for %zu ids", *n_out);
+        *ids = grown;
+        *cap = *n_out;
+    }
 }

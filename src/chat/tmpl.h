@@ -62,6 +62,26 @@ enum {
     TVF_TUPLE = 1,
     TVF_GEN = 2,  /* map/select result: iterable once, not JSON-able */
     TVF_SAFE = 4, /* a markupsafe.Markup string (from |safe): `+` HTML-escapes the other side */
+    /* Markup, as opposed to content: which bytes of a string the template wrote itself. Only
+     * markup may become control tokens when the prompt is tokenized (chat.c, "markup spans").
+     * Strings start as content; literals of the template's source (and bos_token / eos_token)
+     * are markup; concatenation and captured output (macros, {% set %} blocks) keep the ranges
+     * of their parts; every other operation gives content (fail closed: a control token the
+     * template computes with a filter becomes text). Values are copied whole, never edited, so
+     * the flags always describe u.s.p[0..n). */
+    TVF_MARKUP = 8, /* TV_STR: all of it is markup */
+    TVF_MARKS = 16, /* TV_STR: the markup ranges are a struct tmpl_marks, its pointer stored in
+                       the sizeof(void *) bytes just before u.s.p (tmpl_str_marks) */
+};
+
+/* Byte ranges [off, off + len) of a string or an output that are markup: sorted, disjoint,
+ * none empty, none touching the next. */
+struct tmpl_mark {
+    size_t off, len;
+};
+struct tmpl_marks {
+    size_t n, cap;
+    struct tmpl_mark *m;
 };
 
 struct tlist;
@@ -123,6 +143,8 @@ struct tmpl_buf {
     size_t n, cap;
     struct tmpl_arena *a;
     bool oom;
+    struct tmpl_marks *marks; /* the markup written into it, or NULL: not tracked (helpers'
+                                 scratch buffers) */
 };
 void tmpl_buf_init(struct tmpl_buf *b, struct tmpl_arena *a);
 void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n);
@@ -295,6 +317,7 @@ struct tmpl_render_opts {
     int64_t now_unix;  /* strftime_now(): TERN_CHAT_NOW_CLOCK = the clock, local time; else this
                           instant in UTC */
     uint64_t max_work; /* work budget (see "resource meter"); 0 = TMPL_MAX_WORK */
+    struct tmpl_marks *marks; /* if not NULL: receives the output's markup ranges (in the arena) */
 };
 /* The default budget: about a second of evaluation, some hundred times what the largest real
  * template needs for a long conversation with many tools. */
@@ -312,6 +335,10 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
 
 /* Does the template refer to the variable `name` anywhere (read or set)? */
 bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name);
+
+/* The markup ranges of a string value: *n of them in the returned array (one may be written to
+ * *one); NULL with *n = 0 for content. */
+const struct tmpl_mark *tmpl_str_marks(const struct tval *v, struct tmpl_mark *one, size_t *n);
 
 /* ------------------------------------------------------------------ evaluator internals shared
  * with tmpl_builtins.c */

@@ -375,6 +375,95 @@ struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key
                      b.p ? b.p : "");
 }
 
+/* ------------------------------------------------------------------ markup ranges (tmpl.h) */
+
+const struct tmpl_mark *tmpl_str_marks(const struct tval *v, struct tmpl_mark *one, size_t *n)
+{
+    *n = 0;
+    if (v->kind != TV_STR || !v->u.s.n) return NULL;
+    if (v->flags & TVF_MARKUP) {
+        *one = (struct tmpl_mark){0, v->u.s.n};
+        *n = 1;
+        return one;
+    }
+    if (!(v->flags & TVF_MARKS)) return NULL;
+    const struct tmpl_marks *mk;
+    memcpy(&mk, v->u.s.p - sizeof mk, sizeof mk);
+    *n = mk->n;
+    return mk->m;
+}
+
+static void marks_add(struct tmpl_ev *ev, struct tmpl_marks *mk, size_t off, size_t len)
+{
+    if (!len) return;
+    if (mk->n && mk->m[mk->n - 1].off + mk->m[mk->n - 1].len == off) {
+        mk->m[mk->n - 1].len += len;
+        return;
+    }
+    if (mk->n == mk->cap) {
+        size_t cap = mk->cap ? mk->cap * 2 : 8;
+        struct tmpl_mark *m = tmpl_ev_alloc(ev, cap * sizeof *m);
+        if (mk->n) memcpy(m, mk->m, mk->n * sizeof *m);
+        mk->m = m;
+        mk->cap = cap;
+    }
+    mk->m[mk->n++] = (struct tmpl_mark){off, len};
+}
+
+/* v's markup, shifted to start at base, added to mk. */
+static void marks_add_str(struct tmpl_ev *ev, struct tmpl_marks *mk, struct tval v, size_t base)
+{
+    struct tmpl_mark one;
+    size_t n;
+    const struct tmpl_mark *m = tmpl_str_marks(&v, &one, &n);
+    for (size_t i = 0; i < n; i++) marks_add(ev, mk, base + m[i].off, m[i].len);
+}
+
+static struct tmpl_marks *marks_new(struct tmpl_ev *ev) { return tmpl_ev_alloc(ev, sizeof(struct tmpl_marks)); }
+
+/* The string p[0..n) with the markup ranges mk (NULL: content); copied when only part of it is
+ * markup, to make room for the ranges' pointer in front. */
+static struct tval marked_str(struct tmpl_ev *ev, const char *p, size_t n, const struct tmpl_marks *mk)
+{
+    struct tval v = tv_str(p, n);
+    if (!mk || !mk->n) return v;
+    if (mk->n == 1 && mk->m[0].off == 0 && mk->m[0].len == n) {
+        v.flags = TVF_MARKUP;
+        return v;
+    }
+    struct tmpl_marks *keep = tmpl_ev_alloc(ev, sizeof *keep);
+    keep->m = tmpl_ev_alloc(ev, mk->n * sizeof *keep->m);
+    memcpy(keep->m, mk->m, mk->n * sizeof *keep->m);
+    keep->n = keep->cap = mk->n;
+    char *s = tmpl_ev_alloc(ev, sizeof keep + n + 1);
+    memcpy(s, &keep, sizeof keep);
+    memcpy(s + sizeof keep, p, n);
+    v.u.s.p = s + sizeof keep;
+    v.flags = TVF_MARKS;
+    return v;
+}
+
+/* x + y for two strings, keeping both sides' markup. */
+static struct tval concat(struct tmpl_ev *ev, struct tval x, struct tval y)
+{
+    char *p = tmpl_ev_alloc(ev, x.u.s.n + y.u.s.n + 1);
+    memcpy(p, x.u.s.p, x.u.s.n);
+    memcpy(p + x.u.s.n, y.u.s.p, y.u.s.n);
+    if (!((x.flags | y.flags) & (TVF_MARKUP | TVF_MARKS))) return tv_str(p, x.u.s.n + y.u.s.n);
+    struct tmpl_marks mk = {0};
+    marks_add_str(ev, &mk, x, 0);
+    marks_add_str(ev, &mk, y, x.u.s.n);
+    return marked_str(ev, p, x.u.s.n + y.u.s.n, &mk);
+}
+
+/* str(v) appended to out, with v's markup when out tracks it. */
+static void emit(struct tmpl_ev *ev, struct tmpl_buf *out, struct tval v)
+{
+    const size_t at = out->n;
+    tmpl_py_str(out, v);
+    if (out->marks && v.kind == TV_STR && !out->oom) marks_add_str(ev, out->marks, v, at);
+}
+
 static int64_t norm_index(int64_t i, int64_t n, bool neg_step)
 {
     if (i < 0) {
@@ -532,13 +621,7 @@ static double float_floormod(double x, double y, bool want_div)
 struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval b,
                           const struct tmpl_node *at)
 {
-    if (op == OP_CONCAT) {
-        struct tval x = tmpl_ev_str(ev, a), y = tmpl_ev_str(ev, b);
-        char *p = tmpl_ev_alloc(ev, x.u.s.n + y.u.s.n + 1);
-        memcpy(p, x.u.s.p, x.u.s.n);
-        memcpy(p + x.u.s.n, y.u.s.p, y.u.s.n);
-        return tv_str(p, x.u.s.n + y.u.s.n);
-    }
+    if (op == OP_CONCAT) return concat(ev, tmpl_ev_str(ev, a), tmpl_ev_str(ev, b));
     tmpl_ev_check_defined(ev, a, at);
     tmpl_ev_check_defined(ev, b, at);
     if (is_num(a) && is_num(b)) {
@@ -604,10 +687,7 @@ struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval
             r.flags = TVF_SAFE;
             return r;
         }
-        char *p = tmpl_ev_alloc(ev, a.u.s.n + b.u.s.n + 1);
-        memcpy(p, a.u.s.p, a.u.s.n);
-        memcpy(p + a.u.s.n, b.u.s.p, b.u.s.n);
-        return tv_str(p, a.u.s.n + b.u.s.n);
+        return concat(ev, a, b);
     }
     if (op == OP_ADD && a.kind == TV_LIST && b.kind == TV_LIST && !(a.flags & TVF_GEN) &&
         !(b.flags & TVF_GEN) && (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE)) {
@@ -757,11 +837,12 @@ static struct tval call_macro(struct tmpl_ev *ev, const struct tmpl_node *m, con
     }
     struct tmpl_buf b;
     tmpl_buf_init(&b, ev->a);
+    b.marks = marks_new(ev);
     ev->depth++;
     exec_body(ev, m->body, m->n_body, f, &b);
     ev->depth--;
     check_buf(ev, &b, at);
-    return tv_str(b.p ? b.p : "", b.n);
+    return marked_str(ev, b.p ? b.p : "", b.n, b.marks);
 }
 
 struct tval tmpl_ev_call(struct tmpl_ev *ev, struct tval fn, struct tval *args, int n,
@@ -1026,12 +1107,11 @@ static enum flow exec_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct
 static enum flow exec_stmt(struct tmpl_ev *ev, const struct tmpl_node *n, struct frame *f, struct tmpl_buf *out)
 {
     switch (n->kind) {
-    case N_TEXT: tmpl_buf_add(out, n->str, n->len); break;
-    case N_OUTPUT: {
-        struct tval v = eval(ev, n->a, f);
-        tmpl_py_str(out, v);
+    case N_TEXT:
+        if (out->marks) marks_add(ev, out->marks, out->n, n->len);
+        tmpl_buf_add(out, n->str, n->len);
         break;
-    }
+    case N_OUTPUT: emit(ev, out, eval(ev, n->a, f)); break;
     case N_IF:
         if (tmpl_truthy(eval(ev, n->a, f))) return exec_body(ev, n->body, n->n_body, f, out);
         return exec_body(ev, n->body2, n->n_body2, f, out);
@@ -1041,12 +1121,13 @@ static enum flow exec_stmt(struct tmpl_ev *ev, const struct tmpl_node *n, struct
     case N_FILTER_BLOCK: {
         struct tmpl_buf b;
         tmpl_buf_init(&b, ev->a);
+        b.marks = marks_new(ev);
         exec_body(ev, n->body, n->n_body, f, &b);
         check_buf(ev, &b, n);
-        struct tval v = tv_str(b.p ? b.p : "", b.n);
+        struct tval v = marked_str(ev, b.p ? b.p : "", b.n, b.marks);
         if (n->c) v = apply_chain(ev, n->c, f, v);
         if (n->kind == N_SET_BLOCK) assign(ev, n->a, f, v);
-        else tmpl_py_str(out, v);
+        else emit(ev, out, v);
         break;
     }
     case N_MACRO: {
@@ -1092,6 +1173,7 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
             frame_set(ev, ev->root, vars[i].name, strlen(vars[i].name), vars[i].value);
         struct tmpl_buf b;
         tmpl_buf_init(&b, arena);
+        b.marks = opts ? opts->marks : NULL;
         tmpl_buf_add(&b, "", 0);
         exec_body(ev, prog->body, prog->n_body, ev->root, &b);
         check_buf(ev, &b, NULL);

@@ -362,6 +362,7 @@ static struct tmpl_node *parse_primary(struct parser *p)
         }
         n = mk(p, N_LIT, t);
         n->lit = tv_str(s, total);
+        n->lit.flags = TVF_MARKUP; /* the template's own text (tmpl.h, "markup") */
     } else if (t->kind == TK_INT) {
         n = mk(p, N_LIT, t);
         n->lit = tv_int(t->i);

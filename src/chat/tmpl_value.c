@@ -73,6 +73,7 @@ void tmpl_buf_init(struct tmpl_buf *b, struct tmpl_arena *a)
     b->n = b->cap = 0;
     b->a = a;
     b->oom = false;
+    b->marks = NULL;
 }
 
 void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n)

@@ -83,10 +83,11 @@ static void local_free(struct local *l)
     free(l->ids);
 }
 
-static tern_status tokenize_prompt(struct local *l, const char *prompt, size_t plen, size_t *n)
+/* Control tokens only from the template's markup: a case's content is text (tern_chat_tokenize). */
+static tern_status tokenize_prompt(struct local *l, const char *prompt, size_t plen,
+                                   const struct tern_text_span *spans, size_t n_spans, size_t *n)
 {
-    return tern_tokenize_grow(l->tok, prompt, plen, tern_chat_prompt_flags(l->tok, prompt, plen),
-                              &l->ids, &l->cap_ids, n);
+    return tern_chat_tokenize(l->tok, prompt, plen, spans, n_spans, &l->ids, &l->cap_ids, n);
 }
 
 /* Answer case i into r; a failure of this case alone (a render error, a prompt over the
@@ -102,13 +103,17 @@ static tern_status answer(struct local *l, struct tern_eval_run *r, int i,
     size_t plen = 0, n = 0;
     struct tern_chat_params cp = tern_chat_default_params();
     cp.messages_json = cs->request_json;
-    tern_status st = tern_chat_render(l->tmpl, &cp, &prompt, &plen);
+    struct tern_text_span *spans = NULL;
+    size_t n_spans = 0;
+    tern_status st = tern_chat_render_spans(l->tmpl, &cp, &prompt, &plen, &spans, &n_spans);
     if (st) {
         snprintf(err, sizeof err, "render: %s", tern_last_error());
         st = TERN_OK;
         goto record;
     }
-    if ((st = tokenize_prompt(l, prompt, plen, &n))) goto out;
+    st = tokenize_prompt(l, prompt, plen, spans, n_spans, &n);
+    free(spans);
+    if (st) goto out;
     if (n + 1 > (size_t)tern_context_n_ctx(l->ctx)) {
         snprintf(err, sizeof err, "the prompt is %zu tokens; the context holds %d", n,
                  tern_context_n_ctx(l->ctx));

@@ -287,8 +287,10 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
     return true;
 }
 
-/* The prompt's ids (HTTP tokenizer, under its lock). */
+/* The prompt's ids (HTTP tokenizer, under its lock). With spans (a chat prompt), control tokens
+ * are recognized only in the template's markup: message content is text (tern_chat_tokenize). */
 static bool tokenize(struct tern_server *s, const char *text, size_t len, unsigned flags,
+                     const struct tern_text_span *spans, size_t n_spans, bool chat,
                      struct srv_req *r, struct srv_err *e)
 {
     size_t cap = len + 16, n = 0;
@@ -298,7 +300,8 @@ static bool tokenize(struct tern_server *s, const char *text, size_t len, unsign
         return false;
     }
     pthread_mutex_lock(&s->tok_mu);
-    tern_status st = tern_tokenize(s->tok_http, text, len, flags, r->prompt, cap, &n);
+    tern_status st = chat ? tern_chat_tokenize(s->tok_http, text, len, spans, n_spans, &r->prompt, &cap, &n)
+                          : tern_tokenize(s->tok_http, text, len, flags, r->prompt, cap, &n);
     pthread_mutex_unlock(&s->tok_mu);
     if (st) {
         srv_err_set(e, 400, "invalid_request_error", NULL, NULL, "tokenizing the prompt: %s", tern_last_error());
@@ -452,8 +455,9 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
         cp.extra_vars_json = kw_txt;
     }
     char *prompt = NULL;
-    size_t plen = 0;
-    tern_status st = tern_chat_render(s->tmpl, &cp, &prompt, &plen);
+    size_t plen = 0, n_spans = 0;
+    struct tern_text_span *spans = NULL;
+    tern_status st = tern_chat_render_spans(s->tmpl, &cp, &prompt, &plen, &spans, &n_spans);
     free(kw_txt);
     if (st) {
         const char *msg = tern_last_error();
@@ -465,8 +469,9 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     /* a generation prompt that opens the reasoning (Qwen3.5: "<think>\n") makes the reply
      * start inside it */
     r->reasoning_open = tern_reasoning_open_at_end(s->rfmt, prompt, plen);
-    bool ok = tokenize(s, prompt, plen, tern_chat_prompt_flags(s->tok_http, prompt, plen), r, e);
+    bool ok = tokenize(s, prompt, plen, 0, spans, n_spans, true, r, e);
     free(prompt);
+    free(spans);
     return ok && fits_context(s, r, "messages", e);
 }
 
@@ -491,7 +496,7 @@ static bool completion_fields(struct tern_server *s, struct srv_req *r, struct s
     if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
     if (cJSON_IsString(p)) {
         if (!tokenize(s, p->valuestring, strlen(p->valuestring),
-                      TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL, r, e))
+                      TERN_TOK_ADD_SPECIAL | TERN_TOK_PARSE_SPECIAL, NULL, 0, false, r, e))
             return false;
     } else if (cJSON_IsArray(p) && p->child && cJSON_IsNumber(p->child)) {
         int n = cJSON_GetArraySize(p), i = 0;

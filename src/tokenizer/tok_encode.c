@@ -49,8 +49,40 @@ static int match_special(const struct tern_tokenizer *t, const char *text, size_
     return best;
 }
 
+/* Does special[] (sorted, disjoint) hold text[i .. i + n) whole? *cur: the first range that
+ * may still hold a position at or after i (positions only grow during one tokenize). */
+static bool in_spans(const struct tern_text_span *sp, size_t n_sp, size_t *cur, size_t i, size_t n)
+{
+    while (*cur < n_sp && sp[*cur].off + sp[*cur].len <= i) (*cur)++;
+    return *cur < n_sp && sp[*cur].off <= i && i + n <= sp[*cur].off + sp[*cur].len;
+}
+
+static tern_status tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                            const struct tern_text_span *spans, size_t n_spans, bool restrict_special,
+                            int32_t *out, size_t cap, size_t *n_out);
+
 tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t *out, size_t cap, size_t *n_out)
+{
+    return tokenize(t, text, len, flags, NULL, 0, false, out, cap, n_out);
+}
+
+tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                const struct tern_text_span *special, size_t n_special,
+                                int32_t *out, size_t cap, size_t *n_out)
+{
+    if (n_special && !special) return tern_fail(TERN_ERR_ARG, "tern_tokenize_spans: NULL spans");
+    for (size_t k = 0; k < n_special; k++)
+        if (special[k].off > len || special[k].len > len - special[k].off ||
+            (k && special[k].off < special[k - 1].off + special[k - 1].len))
+            return tern_fail(TERN_ERR_ARG, "tern_tokenize_spans: span %zu [%zu, +%zu) is outside the "
+                             "%zu-byte text or not after the one before", k, special[k].off, special[k].len, len);
+    return tokenize(t, text, len, flags, special, n_special, true, out, cap, n_out);
+}
+
+static tern_status tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                            const struct tern_text_span *spans, size_t n_spans, bool restrict_special,
+                            int32_t *out, size_t cap, size_t *n_out)
 {
     if (!t || !n_out || (!text && len) || (!out && cap))
         return tern_fail(TERN_ERR_ARG, "tern_tokenize: NULL argument");
@@ -62,7 +94,7 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
     if (add && t->add_bos) tok_out_push(&o, t->bos);
 
     tern_status st;
-    size_t seg = 0;
+    size_t seg = 0, span_cur = 0;
     bool any_user = false;
     for (int k = 0; k < t->n_specials && !any_user; k++)
         any_user = t->specials[k].attr & TOK_ATTR_USER_DEFINED;
@@ -74,6 +106,9 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
                 continue;
             }
             int k = match_special(t, text, i, len, parse);
+            if (k >= 0 && restrict_special && !(t->specials[k].attr & TOK_ATTR_USER_DEFINED) &&
+                !in_spans(spans, n_spans, &span_cur, i, t->text_len[t->specials[k].id]))
+                k = match_special(t, text, i, len, false); /* content: what plain text matches */
             if (k < 0) {
                 i++;
                 continue;

@@ -225,7 +225,9 @@ static int answer(struct chat *c)
         fprintf(stderr, "tern chat: out of memory printing the conversation\n");
         return CLI_EXIT_FAIL;
     }
-    tern_status st = tern_chat_render(c->tmpl, &p, &prompt, &plen);
+    struct tern_text_span *spans = NULL;
+    size_t n_spans = 0;
+    tern_status st = tern_chat_render_spans(c->tmpl, &p, &prompt, &plen, &spans, &n_spans);
     free(msgs_txt);
     if (st) {
         free(tools_txt);
@@ -237,8 +239,9 @@ static int answer(struct chat *c)
         fprintf(stderr, "\ntern chat: end of prompt\n");
     }
     size_t n = 0;
-    st = tern_tokenize_grow(c->tok, prompt, plen, tern_chat_prompt_flags(c->tok, prompt, plen),
-                            &c->ids, &c->cap_ids, &n);
+    /* what the user typed is text: control tokens come only from the template's markup */
+    st = tern_chat_tokenize(c->tok, prompt, plen, spans, n_spans, &c->ids, &c->cap_ids, &n);
+    free(spans);
     int rc = CLI_EXIT_OK;
     cJSON *turn_json = NULL;
     if (st) { rc = cli_report("chat", st); goto out; }
