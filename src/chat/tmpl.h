@@ -339,6 +339,10 @@ bool tmpl_program_uses_name(const struct tmpl_program *p, const char *name);
 /* The markup ranges of a string value: *n of them in the returned array (one may be written to
  * *one); NULL with *n = 0 for content. */
 const struct tmpl_mark *tmpl_str_marks(const struct tval *v, struct tmpl_mark *one, size_t *n);
+/* s[b, e) as a string keeping its share of s's markup (strip / trim: their result is part of
+ * their argument). */
+struct tmpl_ev;
+struct tval tmpl_ev_substr(struct tmpl_ev *ev, struct tval s, size_t b, size_t e);
 
 /* ------------------------------------------------------------------ evaluator internals shared
  * with tmpl_builtins.c */

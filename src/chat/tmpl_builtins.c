@@ -142,7 +142,6 @@ static bool in_chars(int32_t cp, struct tval chars)
 
 static struct tval strip(struct tmpl_ev *ev, struct tval s, struct tval chars, bool left, bool right)
 {
-    (void)ev;
     size_t b = 0, e = s.u.s.n;
     if (left)
         while (b < e) {
@@ -160,7 +159,7 @@ static struct tval strip(struct tmpl_ev *ev, struct tval s, struct tval chars, b
             if (!in_chars(cp, chars)) break;
             e = st;
         }
-    return tv_str(s.u.s.p + b, e - b);
+    return tmpl_ev_substr(ev, s, b, e); /* trim keeps what of the markup it keeps */
 }
 
 /* Substring search in linear time (glibc's memmem is two-way): templates can search

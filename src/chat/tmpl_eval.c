@@ -443,6 +443,20 @@ static struct tval marked_str(struct tmpl_ev *ev, const char *p, size_t n, const
     return v;
 }
 
+struct tval tmpl_ev_substr(struct tmpl_ev *ev, struct tval s, size_t b, size_t e)
+{
+    struct tmpl_mark one;
+    size_t n;
+    const struct tmpl_mark *m = tmpl_str_marks(&s, &one, &n);
+    if (!n) return tv_str(s.u.s.p + b, e - b);
+    struct tmpl_marks mk = {0};
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = m[i].off > b ? m[i].off : b, hi = m[i].off + m[i].len < e ? m[i].off + m[i].len : e;
+        if (lo < hi) marks_add(ev, &mk, lo - b, hi - lo);
+    }
+    return marked_str(ev, s.u.s.p + b, e - b, &mk);
+}
+
 /* x + y for two strings, keeping both sides' markup. */
 static struct tval concat(struct tmpl_ev *ev, struct tval x, struct tval y)
 {
