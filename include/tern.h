@@ -445,6 +445,64 @@ int tern_kv_n_pos(const struct tern_context *ctx);
 /* Forget positions >= n_pos (rollback). */
 tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
 
+/* ------------------------------------------------------- LoRA adapters (src/model/lora*.c)
+ *
+ * llama.cpp's adapter GGUF (general.type "adapter", adapter.type "lora", adapter.lora.alpha,
+ * general.architecture; tensors "<weight>.lora_a" ggml ne [n_in, r] and "<weight>.lora_b"
+ * ne [r, n_out]; token_embd.weight's pair is flipped as llama.cpp's: lora_a ne [r, n_vocab],
+ * lora_b ne [r, n_embd]). A matrix W with adapters computes y = W x + sum scale * B (A x), in
+ * F32, scale = user scale * alpha / r (alpha 0: the user scale), as llama.cpp does.
+ *
+ *     struct tern_lora *ad;
+ *     tern_lora_load(model, "adapter.gguf", &ad);         // checked against the model
+ *     float scale = 1.0f;
+ *     tern_context_set_adapters(ctx, &ad, &scale, 1);      // no reload of the base
+ *     ... tern_decode ...
+ *     tern_context_set_adapters(ctx, NULL, NULL, 0);       // the plain model again
+ *     tern_lora_free(ad);
+ */
+struct tern_lora;
+
+/* Load the adapter at path for model m: general.type "adapter", adapter.type "lora", the
+ * architecture m's; every X.lora_a has its X.lora_b and the other way round, X is a 2-D weight
+ * of m that tern's forward pass multiplies (attn_q/k/v/output, ffn_gate/up/down, output,
+ * token_embd; not fused or DeltaNet matrices) and the shapes match it, with one rank r per pair;
+ * tensor types any tern reads (llama.cpp's converter writes F32, F16, BF16, Q8_0). Tensors
+ * named *_norm.weight are ignored, as llama.cpp ignores them (counted in n_ignored). A, B are
+ * kept converted to F32 (the file is closed). Errors name the file and the tensor. m must
+ * outlive the adapter. Caller frees with tern_lora_free(). */
+tern_status tern_lora_load(const struct tern_model *m, const char *path, struct tern_lora **out);
+/* Free an adapter (NULL is fine). No context may still have it attached. */
+void tern_lora_free(struct tern_lora *a);
+
+struct tern_lora_info {
+    float alpha;            /* adapter.lora.alpha (0 when absent: scale = the user's) */
+    int n_targets;          /* weights adapted */
+    int rank_min, rank_max; /* ranks over the targets (0 with no targets) */
+    int n_ignored;          /* *_norm.weight tensors skipped */
+    int type_a, type_b;     /* tensor types in the file (of the first target; -1 none) */
+    uint64_t bytes;         /* F32 bytes held for A and B */
+};
+void tern_lora_get_info(const struct tern_lora *a, struct tern_lora_info *out);
+/* Target i (0 <= i < n_targets): the base weight's name (owned by the adapter), its rank in
+ * *rank (may be NULL). NULL when i is out of range. */
+const char *tern_lora_target(const struct tern_lora *a, int i, int *rank);
+
+/* Attach adapters[0..n) (n <= 16) with scales[0..n) (the user scale; NULL = all 1) to ctx,
+ * replacing the set it had; n = 0 detaches all, and decoding is then exactly the plain model's
+ * (same code path, same bits). The same adapter may be given twice (its deltas add). Each
+ * adapter must have been loaded for ctx's model (or a copy of it sharing its file:
+ * tern_model_quantized_copy) and stay alive while attached. The scratch the adapters need is
+ * allocated here, so decoding still never allocates; switching costs building a small table,
+ * no reload of the base. The KV cache is left as it is: positions decoded before keep the keys
+ * and values of the set they were decoded with (truncate to recompute them). The prefix cache
+ * and KV snapshots do not know the set: do not share them between contexts with different
+ * adapters. Not in an MTP context. On failure the previous set stays attached. */
+tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora *const *adapters,
+                                      const float *scales, int n);
+/* Adapters attached to ctx (0: the plain model). */
+int tern_context_n_adapters(const struct tern_context *ctx);
+
 /* ------------------------------------------------------- multi-token prediction (qwen35)
  *
  * A Qwen3.5 file may carry a multi-token-prediction (MTP) layer after its main layers
@@ -834,6 +892,29 @@ const char *tern_synth_shape_names(void);
  * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
 tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks);
+/* tern_quantize_model with adapters merged: every adapted 2-D weight is written as
+ * W + sum scale * B A (dequantized, the deltas added in F32, then quantized to type_name; the
+ * other tensors as tern_quantize_model writes them). The adapters must have been loaded for a
+ * model of the file at in_path (tern_lora_load). scales NULL = all 1. Atomic. */
+tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
+                                     const char *type_name, struct tern_lora *const *adapters,
+                                     const float *scales, int n, int *n_fallbacks);
+
+/* One adapted weight for tern_lora_write: A and B as F32, row-major, in ggml's layout. */
+struct tern_lora_tensor {
+    const char *name;      /* base weight, e.g. "blk.0.attn_q.weight" */
+    int rank;              /* r */
+    int64_t n_in, n_out;   /* the base matrix's ne[0] (columns) and ne[1] (rows) */
+    const float *a;        /* (r, n_in): lora_a, ne [n_in, r]; token_embd.weight: (n_out, r),
+                              ne [r, n_vocab] (llama.cpp's flipped pair) */
+    const float *b;        /* (n_out, r): lora_b, ne [r, n_out]; token_embd.weight: (n_in, r) */
+};
+/* Write a LoRA adapter GGUF in llama.cpp's format (general.architecture arch, general.type
+ * "adapter", adapter.type "lora", adapter.lora.alpha) holding t[0..n) with A and B in
+ * type_name (f32, f16, bf16, q8_0: what llama.cpp's converter writes; q8_0 needs n_in and r
+ * multiples of 32). Atomic (tmp + rename). */
+tern_status tern_lora_write(const char *path, const char *arch, float alpha,
+                            const struct tern_lora_tensor *t, int n, const char *type_name);
 
 /* ===================================================================== KV cache and prompt cache */
 /* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them

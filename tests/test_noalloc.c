@@ -91,12 +91,57 @@ static void test_decode_qwen35_with_rollback(void **state)
     remove(path);
 }
 
+/* With LoRA adapters attached (the A x scratch is allocated when they are attached): a prefill
+ * and 40 decode steps allocate nothing; neither does switching back to the plain model and
+ * decoding on. */
+static void test_decode_with_lora(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/llama-spm-tiny-q8_0.gguf");
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    /* rank 8 on every layer's q and ffn_down, and on the output matrix */
+    static float a[8 * 512], b[32000 * 8];
+    for (size_t i = 0; i < sizeof a / sizeof *a; i++) a[i] = 0.01f * (float)(i % 7) - 0.03f;
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++) b[i] = 0.01f * (float)(i % 5) - 0.02f;
+    const struct tern_lora_tensor t[5] = {
+        {"blk.0.attn_q.weight", 8, 256, 256, a, b}, {"blk.1.attn_q.weight", 8, 256, 256, a, b},
+        {"blk.0.ffn_down.weight", 8, 512, 256, a, b}, {"blk.1.ffn_up.weight", 8, 256, 512, a, b},
+        {"output.weight", 8, 256, 32000, a, b}};
+    char apath[4096];
+    snprintf(apath, sizeof apath, "%.4000s/noalloc-lora.gguf", test_tmpdir());
+    assert_tern_ok(tern_lora_write(apath, "llama", 16.0f, t, 5, "f16"));
+    struct tern_lora *ad;
+    assert_tern_ok(tern_lora_load(m, apath, &ad));
+    struct tern_context_params cp = {.n_ctx = 128, .n_batch = 32, .n_threads = 2};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    assert_tern_ok(tern_context_set_adapters(ctx, &ad, NULL, 1));
+    int32_t prompt[8] = {1, 100, 200, 300, 400, 500, 600, 700};
+    long before = test_allocations();
+    assert_tern_ok(tern_decode(ctx, prompt, 8, 0, TERN_LOGITS_LAST));
+    int32_t tok = 1000;
+    for (int i = 0; i < 40; i++) assert_tern_ok(tern_decode(ctx, &tok, 1, 8 + i, TERN_LOGITS_LAST));
+    long during = test_allocations() - before;
+    assert_tern_ok(tern_context_set_adapters(ctx, NULL, NULL, 0));
+    before = test_allocations();
+    for (int i = 0; i < 8; i++) assert_tern_ok(tern_decode(ctx, &tok, 1, 48 + i, TERN_LOGITS_LAST));
+    during += test_allocations() - before;
+    print_message("llama-spm-tiny-q8_0 with a LoRA adapter: %ld allocations during a prefill, 40 "
+                  "decode steps, then 8 plain ones\n", during);
+    assert_int_equal(during, 0);
+    tern_context_free(ctx);
+    tern_lora_free(ad);
+    tern_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_q8_0),
         cmocka_unit_test(test_decode_k_quants),
         cmocka_unit_test(test_decode_qwen35_with_rollback),
+        cmocka_unit_test(test_decode_with_lora),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/convert.h"
 #include "convert/type_plan.h"
 #include "quant/quant.h"
 #include "util/error.h"
@@ -80,6 +81,12 @@ static int tensor_layer(const struct tern_str *name)
 tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks)
 {
+    return convert_quantize_model(in_path, out_path, type_name, NULL, n_fallbacks);
+}
+
+tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+                                   const struct convert_row_hook *hook, int *n_fallbacks)
+{
     struct type_plan plan;
     tern_status st = type_plan_parse(type_name, &plan);
     if (st) return st;
@@ -150,8 +157,10 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
             st = tern_fail(TERN_ERR_NOMEM, "out of memory quantizing '%s'", name);
             break;
         }
+        const int h = hook ? hook->find(hook->user, name, cols, rows) : -1;
         for (int64_t r = 0; r < rows; r++) {
             src->to_float((const char *)t->data + (size_t)r * src_row, f32, cols);
+            if (h >= 0) hook->add_row(hook->user, h, r, f32);
             dst->from_float_ref(f32, (char *)q + (size_t)r * dst_row, cols);
         }
         st = tern_gguf_writer_add_tensor(w, name, dst_type, 2, t->ne, q);

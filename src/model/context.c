@@ -268,6 +268,7 @@ void tern_context_free(struct tern_context *ctx)
     free(ctx->want);
     free(ctx->ablk);
     free(ctx->hid);
+    lora_set_free(ctx->lora);
     free(ctx);
 }
 

@@ -9,6 +9,7 @@
 
 #include "model/kv_cache.h"
 #include "kernels/attn.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/rec_state.h"
 #include "kernels/vexp.h"
@@ -105,6 +106,7 @@ struct tern_context {
     bool mtp;
     float *mtp_in;   /* (n_batch, 2 * n_embd) [enorm(embedding) ; hnorm(hidden)] per token */
     bool exact_batches; /* tern_context_set_exact_batches: one-token kernels for every token */
+    struct lora_set *lora; /* attached LoRA adapters (lora_apply.c), or NULL: the plain pass */
     bool profile;    /* collect per-op timings (profile.c) */
     uint64_t prof_ns[TERN_PROF_COUNT];
     uint64_t prof_calls[TERN_PROF_COUNT];

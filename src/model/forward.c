@@ -271,6 +271,38 @@ void fwd_matmul_residual(struct tern_context *ctx, struct step *s, const struct 
     fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_add, &na, fwd_chunks_for(ctx, s->n, 4));
 }
 
+/* x += proj, per token. */
+static void step_add(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct step *s = arg;
+    struct tern_context *ctx = s->ctx;
+    long long lo, hi;
+    tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
+    for (long long t = lo; t < hi; t++) {
+        const float *p = ctx->proj + (size_t)t * s->cols;
+        float *x = ctx->x + (size_t)t * s->cols;
+        for (int i = 0; i < s->cols; i++) x[i] += p[i];
+    }
+}
+
+/* fwd_matmul_residual for a matrix with LoRA terms (slot): proj = W . act + the deltas of src
+ * (cols wide, the float rows act was quantized from), then x += proj or x += rmsnorm(proj) *
+ * post. */
+static void matmul_residual_lora(struct tern_context *ctx, struct step *s, const struct model_weight *w,
+                                 const struct model_weight *post, const float *src, int cols, int slot)
+{
+    struct step mm = {.ctx = ctx, .n = s->n, .il = s->il};
+    mm.w[0] = w;
+    mm.out[0] = ctx->proj;
+    tp_run(ctx->pool, step_matmul, &mm, matmul_chunks(ctx, w->rows));
+    float *out = ctx->proj;
+    lora_add(ctx, &slot, 1, src, cols, s->n, 0, &out);
+    struct step na = {.ctx = ctx, .n = s->n, .il = s->il, .norm_w = post->data, .cols = (int)w->rows};
+    fwd_run_step(ctx, TERN_PROF_NORM_QUANT, post->data ? step_norm_add : step_add, &na,
+                 fwd_chunks_for(ctx, s->n, 4));
+}
+
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
 static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
 {
@@ -573,6 +605,8 @@ void fwd_batch_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
     for (int t = 0; t < n; t++)
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_bytes,
                      ctx->x + (size_t)t * d, d);
+    if (ctx->lora && lora_slot_used(ctx->lora, lora_slot_embd(m))) /* before the scale, as llama.cpp */
+        lora_add_embd(ctx, tokens, n, ctx->x);
     if (in->embd_scale != 1.0f) /* gemma: inputs scaled by sqrt(n_embd), in float as ggml_scale */
         for (size_t i = 0; i < (size_t)n * d; i++) ctx->x[i] *= in->embd_scale;
     for (int t = 0; t < n; t++)
@@ -604,6 +638,8 @@ void fwd_layer(struct tern_context *ctx, int il, int n)
     const int d = in->n_embd;
     const struct model_layer *L = &m->layers[il];
     struct step s = {.ctx = ctx, .n = n, .il = il};
+    /* attached adapters (lora_apply.c); NULL: the plain pass */
+    const struct lora_set *lora = il < in->n_layer ? ctx->lora : NULL;
     ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
 
     if (L->recurrent) {
@@ -620,6 +656,10 @@ void fwd_layer(struct tern_context *ctx, int il, int n)
         const struct model_weight *bias[3] = {&L->bq, &L->bk, &L->bv};
         const int n_mats = L->kv_src != il ? 1 : L->v_is_k ? 2 : 3;
         fwd_matmuls(ctx, il, ctx->xn, d, n, qkv, outs, bias, n_mats);
+        if (lora) {
+            const int slots[3] = {il * LORA_KINDS + LORA_Q, il * LORA_KINDS + LORA_K, il * LORA_KINDS + LORA_V};
+            lora_add(ctx, slots, n_mats, ctx->xn, d, n, 0, outs);
+        }
     }
     if (L->v_is_k && L->kv_src == il)
         memcpy(ctx->v, ctx->k, sizeof(float) * (size_t)n * L->n_kv * L->hd);
@@ -633,13 +673,28 @@ void fwd_layer(struct tern_context *ctx, int il, int n)
     if (in->attn_gate)
         fwd_run_step(ctx, TERN_PROF_ATTENTION, step_attn_gate, &s, fwd_chunks_for(ctx, n, 4));
     fwd_ensure_act(ctx, ctx->attn, in->n_head * L->hd, n, 0, &L->wo);
-    fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
+    if (lora && lora_slot_used(lora, il * LORA_KINDS + LORA_O))
+        matmul_residual_lora(ctx, &s, &L->wo, &L->attn_post_norm, ctx->attn, in->n_head * L->hd,
+                             il * LORA_KINDS + LORA_O);
+    else
+        fwd_matmul_residual(ctx, &s, &L->wo, &L->attn_post_norm);
 
 ffn:
     /* feed-forward block (absent in some MTP layers: Qwen3.5-4B/9B) */
     if (!L->ffn_down.data) return;
     fwd_norm_and_quantize(ctx, ctx->x, L->ffn_norm.data, d, n, 0, &L->ffn_gate);
-    if (act_type_of(&L->ffn_up) != ctx->act_type) {
+    if (lora && (lora_slot_used(lora, il * LORA_KINDS + LORA_GATE) ||
+                 lora_slot_used(lora, il * LORA_KINDS + LORA_UP))) {
+        /* the deltas go in before the activation: gate and up whole, then the activation */
+        const struct model_weight *gu[2] = {&L->ffn_gate, &L->ffn_up};
+        float *const go[2] = {ctx->gate, ctx->up};
+        const int slots[2] = {il * LORA_KINDS + LORA_GATE, il * LORA_KINDS + LORA_UP};
+        fwd_matmuls(ctx, il, ctx->xn, d, n, gu, go, NULL, 2);
+        lora_add(ctx, slots, 2, ctx->xn, d, n, 0, go);
+        const vexp_silu_mul_fn act = in->ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
+        for (int t = 0; t < n; t++)
+            act(ctx->gate + (size_t)t * L->n_ff, ctx->up + (size_t)t * L->n_ff, L->n_ff);
+    } else if (act_type_of(&L->ffn_up) != ctx->act_type) {
         /* rare mixed-format pair: fall back to two separate quantizations */
         struct step g1 = s;
         g1.w[0] = &L->ffn_gate;
@@ -658,7 +713,11 @@ ffn:
     }
     ctx->act_src = NULL;
     fwd_ensure_act(ctx, ctx->gate, L->n_ff, n, 0, &L->ffn_down);
-    fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
+    if (lora && lora_slot_used(lora, il * LORA_KINDS + LORA_DOWN))
+        matmul_residual_lora(ctx, &s, &L->ffn_down, &L->ffn_post_norm, ctx->gate, L->n_ff,
+                             il * LORA_KINDS + LORA_DOWN);
+    else
+        fwd_matmul_residual(ctx, &s, &L->ffn_down, &L->ffn_post_norm);
     ctx->act_src = NULL;
     if (L->ple_gate.data) per_layer_block(ctx, &s);
     if (L->out_scale != 1.0f)
@@ -718,6 +777,12 @@ void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight 
     so.w[0] = output;
     so.out[0] = ctx->logits; /* logits row k is out_list[k] */
     tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, output->rows));
+    if (ctx->lora && output == &ctx->model->output &&
+        lora_slot_used(ctx->lora, lora_slot_output(ctx->model))) {
+        const int slot = lora_slot_output(ctx->model);
+        float *out = ctx->logits;
+        lora_add(ctx, &slot, 1, norm->data ? ctx->xn : src, d, rows_end, row0, &out);
+    }
     ctx->act_src = NULL;
     if (in->final_softcap > 0.0f) {
         /* gemma4: logits = c * tanh(logits / c), as ggml_softcap(x, 1/c, c) */

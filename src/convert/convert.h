@@ -1,0 +1,21 @@
+/* convert.h — what src/convert offers the rooms above it (not public): the model rewriter of
+ * quantize_model.c with a hook that changes each weight row between dequantizing and
+ * quantizing (src/model/lora_merge.c adds LoRA deltas through it). */
+#ifndef TERN_CONVERT_CONVERT_H
+#define TERN_CONVERT_CONVERT_H
+
+#include "tern.h"
+
+struct convert_row_hook {
+    void *user;
+    /* A handle (>= 0) when tensor `name` (cols x rows) has rows to change, else -1. */
+    int (*find)(void *user, const char *name, int64_t cols, int64_t rows);
+    /* Change row r (cols floats, dequantized) of the tensor found as h, in place. */
+    void (*add_row)(void *user, int h, int64_t r, float *row);
+};
+
+/* tern_quantize_model, with hook applied to every 2-D weight it rewrites (NULL: none). */
+tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+                                   const struct convert_row_hook *hook, int *n_fallbacks);
+
+#endif

@@ -1,0 +1,251 @@
+/* lora_apply.c — adapters attached to a context: tern_context_set_adapters builds the per-slot
+ * term table and the A x scratch (allocated there, so decoding never allocates), and the
+ * forward pass calls lora_add / lora_add_embd where a slot has terms. Read lora.h first.
+ *
+ * y += scale * B (A x) in F32, A x first (r is small): step one computes every term's A x for
+ * every token of the group of slots that share an input (a layer's q, k, v; gate, up), one
+ * (token, rank row) dot per unit; step two splits the group's output rows over the threads
+ * and adds each row's B . (A x) of every term. Each dot runs in a fixed order whatever the
+ * batch or the thread count, so a token gets the same delta in any batch. Both steps are timed
+ * as F32 matmuls when the context profiles. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/context.h"
+#include "model/forward.h"
+#include "model/lora.h"
+#include "util/error.h"
+
+/* Dot product in a fixed order: eight running lanes (which the compiler keeps in vector
+ * registers), summed pairwise at the end. */
+static float dot_f32(const float *a, const float *b, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+/* ---------------------------------------------------------------- attaching */
+
+void lora_set_free(struct lora_set *ls)
+{
+    if (!ls) return;
+    free(ls->first);
+    free(ls->terms);
+    free(ls->ax);
+    free(ls);
+}
+
+int tern_context_n_adapters(const struct tern_context *ctx)
+{
+    return ctx->lora ? ctx->lora->n_adapters : 0;
+}
+
+/* Sum of ranks of the terms of slots [s0, s0 + cnt). */
+static int group_rank(const struct lora_set *ls, int s0, int cnt)
+{
+    int r = 0;
+    for (int s = s0; s < s0 + cnt; s++)
+        for (int k = ls->first[s]; k < ls->first[s + 1]; k++) r += ls->terms[k].rank;
+    return r;
+}
+
+tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora *const *adapters,
+                                      const float *scales, int n)
+{
+    if (!ctx || n < 0 || (n > 0 && !adapters))
+        return tern_fail(TERN_ERR_ARG, "tern_context_set_adapters: bad arguments (n %d)", n);
+    const struct tern_model *m = ctx->model;
+    if (n == 0) {
+        lora_set_free(ctx->lora);
+        ctx->lora = NULL;
+        return TERN_OK;
+    }
+    if (ctx->mtp)
+        return tern_fail(TERN_ERR_UNSUPPORTED, "LoRA adapters: not in an MTP context");
+    if (n > LORA_MAX_ADAPTERS)
+        return tern_fail(TERN_ERR_RANGE, "LoRA adapters: %d attached at once, at most %d", n,
+                         LORA_MAX_ADAPTERS);
+    int n_terms = 0;
+    for (int i = 0; i < n; i++) {
+        const struct tern_lora *a = adapters[i];
+        if (!a) return tern_fail(TERN_ERR_ARG, "tern_context_set_adapters: adapter %d is NULL", i);
+        if (a->model != m && a->model->gguf != m->gguf)
+            return tern_fail(TERN_ERR_ARG, "LoRA adapter %d was loaded for another model", i);
+        const float sc = scales ? scales[i] : 1.0f;
+        if (!(sc == sc) || sc > 1e30f || sc < -1e30f)
+            return tern_fail(TERN_ERR_ARG, "LoRA adapter %d: scale is not a finite number", i);
+        n_terms += a->n_targets;
+    }
+    const int n_slots = lora_n_slots(m);
+    struct lora_set *ls = calloc(1, sizeof *ls);
+    if (ls) {
+        ls->first = calloc((size_t)n_slots + 1, sizeof *ls->first);
+        ls->terms = calloc((size_t)(n_terms ? n_terms : 1), sizeof *ls->terms);
+    }
+    if (!ls || !ls->first || !ls->terms) {
+        lora_set_free(ls);
+        return tern_fail(TERN_ERR_NOMEM, "LoRA adapters: out of memory");
+    }
+    ls->n_adapters = n;
+    ls->n_slots = n_slots;
+    /* counting sort of the terms by slot, adapters in the order given */
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < adapters[i]->n_targets; k++) ls->first[adapters[i]->t[k].slot + 1]++;
+    for (int s = 0; s < n_slots; s++) ls->first[s + 1] += ls->first[s];
+    int32_t *fill = calloc((size_t)n_slots, sizeof *fill);
+    if (!fill) {
+        lora_set_free(ls);
+        return tern_fail(TERN_ERR_NOMEM, "LoRA adapters: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const struct tern_lora *a = adapters[i];
+        const float sc = scales ? scales[i] : 1.0f;
+        for (int k = 0; k < a->n_targets; k++) {
+            const struct lora_target *t = &a->t[k];
+            const struct model_weight *w = lora_slot_weight(m, t->slot);
+            if (!w || w->cols != t->n_in || w->rows != t->n_out) {
+                free(fill);
+                lora_set_free(ls);
+                return tern_fail(TERN_ERR_ARG, "LoRA adapter %d: '%s' does not fit this model", i,
+                                 t->name);
+            }
+            ls->terms[ls->first[t->slot] + fill[t->slot]++] = (struct lora_term){
+                .a = t->a, .b = t->b, .rank = t->rank, .n_in = t->n_in, .n_out = t->n_out,
+                .scale = lora_scale(a, t, sc)};
+        }
+    }
+    free(fill);
+    /* the widest group one lora_add call sees (fwd_layer's groups, and the output alone) */
+    int stride = group_rank(ls, lora_slot_output(m), 1);
+    for (int il = 0; il < m->info.n_layer; il++) {
+        const int b = il * LORA_KINDS;
+        const int g[4] = {group_rank(ls, b + LORA_Q, 3), group_rank(ls, b + LORA_O, 1),
+                          group_rank(ls, b + LORA_GATE, 2), group_rank(ls, b + LORA_DOWN, 1)};
+        for (int j = 0; j < 4; j++) stride = g[j] > stride ? g[j] : stride;
+    }
+    ls->ax_stride = stride;
+    ls->ax = malloc((size_t)ctx->n_batch * (size_t)(stride ? stride : 1) * sizeof(float));
+    if (!ls->ax) {
+        lora_set_free(ls);
+        return tern_fail(TERN_ERR_NOMEM, "LoRA adapters: out of memory (A x scratch)");
+    }
+    lora_set_free(ctx->lora);
+    ctx->lora = ls;
+    return TERN_OK;
+}
+
+/* ---------------------------------------------------------------- the forward pass */
+
+enum { LORA_GROUP_MAX = 3 };
+
+struct lora_step {
+    struct tern_context *ctx;
+    const float *src;        /* input rows row0 .. n-1, cols wide */
+    int cols, row0, n_tok;   /* n_tok = n - row0 */
+    int nt;                  /* terms of the group */
+    const struct lora_term *term[64];
+    int off[64];             /* term's first column in an ax row */
+    int rank_sum;
+    int n_out_slots;
+    float *out[LORA_GROUP_MAX];
+    int64_t rows[LORA_GROUP_MAX];       /* n_out of each slot */
+    int64_t row_base[LORA_GROUP_MAX + 1];/* slot j's rows are [row_base[j], row_base[j + 1]) */
+    int t0[LORA_GROUP_MAX], t1[LORA_GROUP_MAX]; /* slot j's terms [t0, t1) */
+};
+
+/* ax[t][off + k] = A_k . src[t] for units (t, k) over every term. */
+static void step_lora_a(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct lora_step *s = arg;
+    const struct lora_set *ls = s->ctx->lora;
+    long long lo, hi;
+    tp_split((long long)s->n_tok * s->rank_sum, chunk, n_chunks, 1, &lo, &hi);
+    for (long long u = lo; u < hi; u++) {
+        const int t = (int)(u / s->rank_sum), k = (int)(u % s->rank_sum);
+        int j = 0;
+        while (k >= s->off[j] + s->term[j]->rank) j++;
+        const struct lora_term *tm = s->term[j];
+        const float *x = s->src + (size_t)(s->row0 + t) * s->cols;
+        ls->ax[(size_t)t * ls->ax_stride + k] = dot_f32(tm->a + (size_t)(k - s->off[j]) * tm->n_in, x, tm->n_in);
+    }
+}
+
+/* out[j][t][r] += sum over slot j's terms of scale * B_r . ax[t][term]. */
+static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    struct lora_step *s = arg;
+    const struct lora_set *ls = s->ctx->lora;
+    long long lo, hi;
+    tp_split(s->row_base[s->n_out_slots], chunk, n_chunks, 16, &lo, &hi);
+    for (int j = 0; j < s->n_out_slots; j++) {
+        const long long r0 = lo > s->row_base[j] ? lo : s->row_base[j];
+        const long long r1 = hi < s->row_base[j + 1] ? hi : s->row_base[j + 1];
+        for (long long g = r0; g < r1; g++) {
+            const int64_t r = g - s->row_base[j];
+            for (int t = 0; t < s->n_tok; t++) {
+                const float *ax = ls->ax + (size_t)t * ls->ax_stride;
+                float acc = 0.0f;
+                for (int q = s->t0[j]; q < s->t1[j]; q++) {
+                    const struct lora_term *tm = s->term[q];
+                    acc += tm->scale * dot_f32(tm->b + (size_t)r * tm->rank, ax + s->off[q], tm->rank);
+                }
+                s->out[j][(size_t)t * s->rows[j] + r] += acc;
+            }
+        }
+    }
+}
+
+void lora_add(struct tern_context *ctx, const int *slots, int cnt, const float *src, int cols,
+              int n, int row0, float *const *out)
+{
+    const struct lora_set *ls = ctx->lora;
+    struct lora_step s = {.ctx = ctx, .src = src, .cols = cols, .row0 = row0, .n_tok = n - row0};
+    int nt = 0, off = 0;
+    TERN_ASSERT(cnt <= LORA_GROUP_MAX);
+    for (int i = 0; i < cnt; i++) {
+        if (!lora_slot_used(ls, slots[i])) continue;
+        const int j = s.n_out_slots++;
+        s.out[j] = out[i];
+        s.t0[j] = nt;
+        for (int k = ls->first[slots[i]]; k < ls->first[slots[i] + 1]; k++) {
+            TERN_ASSERT(nt < 64); /* at most LORA_MAX_ADAPTERS terms per slot, 3 slots */
+            s.term[nt] = &ls->terms[k];
+            s.off[nt] = off;
+            off += ls->terms[k].rank;
+            s.rows[j] = ls->terms[k].n_out;
+            nt++;
+        }
+        s.t1[j] = nt;
+        s.row_base[j + 1] = s.row_base[j] + s.rows[j];
+    }
+    if (!s.n_out_slots || s.n_tok <= 0) return;
+    s.nt = nt;
+    s.rank_sum = off;
+    TERN_ASSERT(off <= ls->ax_stride);
+    fwd_run_step(ctx, TERN_PROF_MATMUL_F32, step_lora_a, &s,
+                 fwd_chunks_for(ctx, (long long)s.n_tok * s.rank_sum, 4));
+    fwd_run_step(ctx, TERN_PROF_MATMUL_F32, step_lora_b, &s,
+                 fwd_chunks_for(ctx, (s.row_base[s.n_out_slots] + 15) / 16, 4));
+}
+
+void lora_add_embd(struct tern_context *ctx, const int32_t *tokens, int n, float *x)
+{
+    const struct lora_set *ls = ctx->lora;
+    const int s = lora_slot_embd(ctx->model);
+    for (int k = ls->first[s]; k < ls->first[s + 1]; k++) {
+        const struct lora_term *tm = &ls->terms[k];
+        /* n_in = n_embd (B's rows), n_out = n_vocab (A's rows) */
+        for (int t = 0; t < n; t++) {
+            const float *av = tm->a + (size_t)tokens[t] * tm->rank;
+            float *xr = x + (size_t)t * tm->n_in;
+            for (int64_t i = 0; i < tm->n_in; i++)
+                xr[i] += tm->scale * dot_f32(tm->b + (size_t)i * tm->rank, av, tm->rank);
+        }
+    }
+}

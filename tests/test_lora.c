@@ -1,0 +1,450 @@
+/* test_lora.c — LoRA adapters (llama.cpp's adapter GGUF): tern_lora_write, tern_lora_load,
+ * tern_context_set_adapters, tern_quantize_model_lora.
+ *
+ * The math is checked against merging: a random adapter (rank 4, alpha 8, on q, k, v, o, gate,
+ * up, down; llama-spm-tiny also on output and token_embd) gives the logits of the model whose
+ * weights are W + scale B A, written as F32 by the merge path. Both sides start from the F32
+ * copy of the base, so only summation order separates them, and the F16 roundings of the KV
+ * cache it sometimes flips (tolerance 1e-3 of the largest logit; measured 2e-7 .. 3e-4).
+ * Scale 0 and detaching give the plain model's logits bit for bit; two adapters add up; prefill
+ * and one-token decode agree. Architectures: the llama and qwen2 fixtures, and tern
+ * synth's qwen3-tiny and gemma3-tiny. Bad input: every refusal names the tensor or the key. */
+#include "test_support.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_rng.h"
+
+enum { N_TOK = 12, MAX_T = 64 };
+
+static const int32_t toks[N_TOK] = {1, 450, 4996, 17354, 1701, 29916, 432, 901, 263, 3303, 29892, 13};
+
+/* A random adapter for the model at model_path: A, B uniform in [-amp, amp). */
+struct rand_adapter {
+    int n;
+    struct tern_lora_tensor t[MAX_T];
+    char names[MAX_T][64];
+};
+
+static void rand_adapter_make(struct rand_adapter *ra, const char *model_path, int rank,
+                              uint64_t seed, float amp, bool head)
+{
+    static const char *kinds[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate",
+                                  "ffn_up", "ffn_down"};
+    struct tern_gguf *g;
+    assert_tern_ok(tern_gguf_open(model_path, &g));
+    memset(ra, 0, sizeof *ra);
+    uint64_t rng = seed;
+    for (int il = 0; il < 64; il++)
+        for (int k = 0; k < 7 + (il == 0 && head ? 2 : 0); k++) {
+            char name[64];
+            if (k < 7) snprintf(name, sizeof name, "blk.%d.%s.weight", il, kinds[k]);
+            else snprintf(name, sizeof name, "%s", k == 7 ? "output.weight" : "token_embd.weight");
+            const struct tern_gguf_tensor *bt = tern_gguf_find_tensor(g, name);
+            if (!bt) continue;
+            assert_true(ra->n < MAX_T);
+            struct tern_lora_tensor *t = &ra->t[ra->n];
+            snprintf(ra->names[ra->n], 64, "%s", name);
+            t->name = ra->names[ra->n];
+            t->rank = rank;
+            t->n_in = bt->ne[0];
+            t->n_out = bt->ne[1];
+            const bool embd = k == 8;
+            const size_t na = (size_t)rank * (size_t)(embd ? t->n_out : t->n_in);
+            const size_t nb = (size_t)rank * (size_t)(embd ? t->n_in : t->n_out);
+            float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b);
+            assert_non_null(a);
+            assert_non_null(b);
+            for (size_t i = 0; i < na; i++) a[i] = amp * (float)(2 * test_rand_uniform(&rng) - 1);
+            for (size_t i = 0; i < nb; i++) b[i] = amp * (float)(2 * test_rand_uniform(&rng) - 1);
+            t->a = a;
+            t->b = b;
+            ra->n++;
+        }
+    tern_gguf_close(g);
+}
+
+static void rand_adapter_free(struct rand_adapter *ra)
+{
+    for (int i = 0; i < ra->n; i++) {
+        free((void *)ra->t[i].a);
+        free((void *)ra->t[i].b);
+    }
+}
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[8][4096];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", test_tmpdir(), name);
+    return buf[k];
+}
+
+/* Logits of toks (every position) on model m with adapters ads[0..n) (scales sc), as one batch
+ * (or token by token) into out (N_TOK * n_vocab). */
+static void run_logits(struct tern_model *m, struct tern_lora **ads, const float *sc, int n,
+                       bool one_by_one, float *out)
+{
+    struct tern_context_params cp = {.n_ctx = 64, .n_batch = 32, .n_threads = 2};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    assert_tern_ok(tern_context_set_adapters(ctx, ads, sc, n));
+    assert_int_equal(tern_context_n_adapters(ctx), n);
+    const int nv = tern_model_n_vocab(m);
+    int32_t tk[N_TOK]; /* the synth shapes have 512 tokens */
+    for (int i = 0; i < N_TOK; i++) tk[i] = toks[i] % nv;
+    if (one_by_one) {
+        for (int i = 0; i < N_TOK; i++) {
+            assert_tern_ok(tern_decode(ctx, &tk[i], 1, i, TERN_LOGITS_LAST));
+            memcpy(out + (size_t)i * nv, tern_context_logits(ctx, 0), sizeof(float) * nv);
+        }
+    } else {
+        assert_tern_ok(tern_decode(ctx, tk, N_TOK, 0, TERN_LOGITS_ALL));
+        for (int i = 0; i < N_TOK; i++)
+            memcpy(out + (size_t)i * nv, tern_context_logits(ctx, i), sizeof(float) * nv);
+    }
+    tern_context_free(ctx);
+}
+
+static float max_abs(const float *a, size_t n)
+{
+    float d = 0;
+    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i]));
+    return d;
+}
+
+static float max_abs_diff(const float *a, const float *b, size_t n)
+{
+    float d = 0;
+    for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
+    return d;
+}
+
+/* The model at rel (fixture) or a synth shape, as an F32 file in the test's tmpdir. */
+static const char *f32_base(const char *rel, const char *synth_shape)
+{
+    const char *f32 = tmp_path(synth_shape ? synth_shape : "base");
+    static char out[4096];
+    snprintf(out, sizeof out, "%s-f32.gguf", f32);
+    if (synth_shape) {
+        assert_tern_ok(tern_synth_model_write(synth_shape, "f32", 7, out, NULL));
+    } else {
+        const char *src = test_shared_path(rel);
+        if (!src) return NULL;
+        assert_tern_ok(tern_quantize_model(src, out, "f32", NULL));
+    }
+    return out;
+}
+
+static void check_merge_math(const char *rel, const char *synth_shape, bool head)
+{
+    const char *base = f32_base(rel, synth_shape);
+    if (!base) TEST_SKIP("../shared (fixtures) not found; set TERN_SHARED to run\n");
+    char base_path[4096];
+    snprintf(base_path, sizeof base_path, "%s", base);
+    struct tern_model_params mp = {.no_repack = false};
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(base_path, &mp, &m));
+    const char *arch = tern_model_get_info(m)->arch_name;
+    const int nv = tern_model_n_vocab(m);
+    const size_t nl = (size_t)N_TOK * nv;
+
+    struct rand_adapter r1, r2;
+    rand_adapter_make(&r1, base_path, 4, 11, 0.08f, head);
+    rand_adapter_make(&r2, base_path, 4, 12, 0.08f, false);
+    char p1[4096], p2[4096], merged[4096];
+    snprintf(p1, sizeof p1, "%s", tmp_path("a1.gguf"));
+    snprintf(p2, sizeof p2, "%s", tmp_path("a2.gguf"));
+    snprintf(merged, sizeof merged, "%s", tmp_path("merged.gguf"));
+    assert_tern_ok(tern_lora_write(p1, arch, 8.0f, r1.t, r1.n, "f32"));
+    assert_tern_ok(tern_lora_write(p2, arch, 8.0f, r2.t, r2.n, "f32"));
+    struct tern_lora *a1, *a2;
+    assert_tern_ok(tern_lora_load(m, p1, &a1));
+    assert_tern_ok(tern_lora_load(m, p2, &a2));
+    struct tern_lora_info info;
+    tern_lora_get_info(a1, &info);
+    assert_int_equal(info.n_targets, r1.n);
+    assert_int_equal(info.rank_min, 4);
+    assert_int_equal(info.rank_max, 4);
+    assert_true(info.alpha == 8.0f);
+
+    float *plain = malloc(nl * sizeof(float)), *with = malloc(nl * sizeof(float));
+    float *ref = malloc(nl * sizeof(float)), *other = malloc(nl * sizeof(float));
+    assert_non_null(plain && with && ref && other);
+    run_logits(m, NULL, NULL, 0, false, plain);
+
+    /* one adapter at scale 0.75 against the merged file */
+    float sc = 0.75f;
+    assert_tern_ok(tern_quantize_model_lora(base_path, merged, "f32", &a1, &sc, 1, NULL));
+    struct tern_model *mm;
+    assert_tern_ok(tern_model_load(merged, &mp, &mm));
+    run_logits(mm, NULL, NULL, 0, false, ref);
+    tern_model_free(mm);
+    run_logits(m, &a1, &sc, 1, false, with);
+    const float d_plain = max_abs_diff(plain, ref, nl), d1 = max_abs_diff(with, ref, nl);
+    /* F32 sums in another order, 1e-7 apart, except where such a difference flips the F16
+     * rounding of a key, value or query (the KV cache is F16): then one element moves by
+     * half an F16 ulp (2^-12 relative), so the tolerance is 1e-3 of the logits' scale */
+    const float tol = 1e-3f * fmaxf(1.0f, max_abs(ref, nl));
+    print_message("%s: |logit| up to %.3g, the adapter moves them by up to %.3g; tern vs merged: "
+                  "%.3g (tolerance %.2g)\n", synth_shape ? synth_shape : rel, max_abs(ref, nl),
+                  d_plain, d1, tol);
+    assert_true(d_plain > 0.05f); /* the adapter does something */
+    assert_true(d1 < tol);
+    /* prefill and decode agree */
+    run_logits(m, &a1, &sc, 1, true, other);
+    const float d_dec = max_abs_diff(with, other, nl);
+    print_message("  prefill vs one-token decode with the adapter: %.3g\n", d_dec);
+    assert_true(d_dec < tol);
+
+    /* scale 0: the plain model bit for bit; and detaching */
+    float zero = 0.0f;
+    run_logits(m, &a1, &zero, 1, false, other);
+    assert_memory_equal(other, plain, nl * sizeof(float));
+
+    /* two adapters add up: merged with both, and the same adapter twice at half scale */
+    struct tern_lora *both[2] = {a1, a2};
+    const float sc2[2] = {0.5f, 1.5f};
+    assert_tern_ok(tern_quantize_model_lora(base_path, merged, "f32", both, sc2, 2, NULL));
+    assert_tern_ok(tern_model_load(merged, &mp, &mm));
+    run_logits(mm, NULL, NULL, 0, false, ref);
+    tern_model_free(mm);
+    run_logits(m, both, sc2, 2, false, with);
+    const float d2 = max_abs_diff(with, ref, nl);
+    print_message("  two adapters vs merged with both: %.3g\n", d2);
+    assert_true(d2 < tol);
+    struct tern_lora *twice[2] = {a1, a1};
+    const float half[2] = {0.375f, 0.375f};
+    run_logits(m, twice, half, 2, false, other);
+    run_logits(m, &a1, &sc, 1, false, with);
+    assert_true(max_abs_diff(with, other, nl) < tol);
+
+    free(plain);
+    free(with);
+    free(ref);
+    free(other);
+    tern_lora_free(a1);
+    tern_lora_free(a2);
+    tern_model_free(m);
+    rand_adapter_free(&r1);
+    rand_adapter_free(&r2);
+}
+
+static void test_math_llama(void **state)
+{
+    (void)state;
+    check_merge_math("fixtures/models/llama-spm-tiny-f16.gguf", NULL, true);
+}
+
+static void test_math_qwen2(void **state)
+{
+    (void)state;
+    check_merge_math("fixtures/models/qwen2-tiny-f16.gguf", NULL, false);
+}
+
+static void test_math_qwen3(void **state)
+{
+    (void)state;
+    check_merge_math(NULL, "qwen3-tiny", false);
+}
+
+static void test_math_gemma3(void **state)
+{
+    (void)state;
+    check_merge_math(NULL, "gemma3-tiny", false);
+}
+
+/* Switching adapters on one context: no reload, the plain model after detaching, bit for bit;
+ * an F16 / Q8_0 adapter file gives the F32 one's logits within its rounding. */
+static void test_switch_and_types(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-f16.gguf");
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const int nv = tern_model_n_vocab(m);
+    struct rand_adapter r;
+    rand_adapter_make(&r, path, 32, 5, 0.03f, false);
+    const char *types[] = {"f32", "f16", "bf16", "q8_0"};
+    struct tern_lora *ad[4];
+    for (int i = 0; i < 4; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/t_%s.gguf", test_tmpdir(), types[i]);
+        assert_tern_ok(tern_lora_write(p, "qwen2", 16.0f, r.t, r.n, types[i]));
+        assert_tern_ok(tern_lora_load(m, p, &ad[i]));
+    }
+    struct tern_context_params cp = {.n_ctx = 64, .n_batch = 32, .n_threads = 2};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m, &cp, &ctx));
+    float *plain = malloc(sizeof(float) * nv), *lg = malloc(sizeof(float) * nv * 4);
+    assert_tern_ok(tern_decode(ctx, toks, N_TOK, 0, TERN_LOGITS_LAST));
+    memcpy(plain, tern_context_logits(ctx, N_TOK - 1), sizeof(float) * nv);
+    for (int i = 0; i < 4; i++) {
+        assert_tern_ok(tern_context_set_adapters(ctx, &ad[i], NULL, 1));
+        assert_tern_ok(tern_kv_truncate(ctx, 0));
+        assert_tern_ok(tern_decode(ctx, toks, N_TOK, 0, TERN_LOGITS_LAST));
+        memcpy(lg + (size_t)i * nv, tern_context_logits(ctx, N_TOK - 1), sizeof(float) * nv);
+    }
+    const float moved = max_abs_diff(plain, lg, nv);
+    print_message("qwen2-tiny, rank 32 adapter: logits move by %.3g; f16 %.3g, bf16 %.3g, q8_0 "
+                  "%.3g from f32\n", moved, max_abs_diff(lg, lg + nv, nv),
+                  max_abs_diff(lg, lg + 2 * nv, nv), max_abs_diff(lg, lg + 3 * nv, nv));
+    assert_true(moved > 0.01f);
+    for (int i = 1; i < 4; i++) assert_true(max_abs_diff(lg, lg + (size_t)i * nv, nv) < 0.1f * moved);
+    assert_tern_ok(tern_context_set_adapters(ctx, NULL, NULL, 0));
+    assert_int_equal(tern_context_n_adapters(ctx), 0);
+    assert_tern_ok(tern_kv_truncate(ctx, 0));
+    assert_tern_ok(tern_decode(ctx, toks, N_TOK, 0, TERN_LOGITS_LAST));
+    assert_memory_equal(tern_context_logits(ctx, N_TOK - 1), plain, sizeof(float) * nv);
+    tern_context_free(ctx);
+    for (int i = 0; i < 4; i++) tern_lora_free(ad[i]);
+    free(plain);
+    free(lg);
+    rand_adapter_free(&r);
+    tern_model_free(m);
+}
+
+/* ------------------------------------------------------------------ bad input */
+
+/* Write an adapter-like GGUF by hand: keys (general.type, adapter.type, arch) and tensors
+ * (name, type, ne0, ne1) with zero data. */
+struct raw_tensor {
+    const char *name;
+    int type;
+    int64_t ne0, ne1;
+};
+
+static void write_raw(const char *path, const char *gtype, const char *atype, const char *arch,
+                      const struct raw_tensor *t, int n)
+{
+    struct tern_gguf_writer *w;
+    assert_tern_ok(tern_gguf_writer_create(32, &w));
+    if (arch) assert_tern_ok(tern_gguf_writer_set_str(w, "general.architecture", arch));
+    if (gtype) assert_tern_ok(tern_gguf_writer_set_str(w, "general.type", gtype));
+    if (atype) assert_tern_ok(tern_gguf_writer_set_str(w, "adapter.type", atype));
+    assert_tern_ok(tern_gguf_writer_set_f32(w, "adapter.lora.alpha", 8.0f));
+    for (int i = 0; i < n; i++) {
+        const int64_t ne[2] = {t[i].ne0, t[i].ne1};
+        const size_t bytes = (size_t)(t[i].ne0 / tern_type_block_size(t[i].type)) *
+                             (size_t)tern_type_block_bytes(t[i].type) * (size_t)t[i].ne1;
+        void *data = calloc(1, bytes);
+        assert_tern_ok(tern_gguf_writer_add_tensor(w, t[i].name, t[i].type, 2, ne, data));
+        free(data);
+    }
+    assert_tern_ok(tern_gguf_writer_write(w, path));
+    tern_gguf_writer_free(w);
+}
+
+static void expect_refusal(struct tern_model *m, const char *path, const char *needle)
+{
+    struct tern_lora *a = NULL;
+    tern_status st = tern_lora_load(m, path, &a);
+    print_message("  refused: %s\n", tern_last_error());
+    assert_int_not_equal(st, TERN_OK);
+    assert_null(a);
+    if (!strstr(tern_last_error(), needle)) fail_msg("expected '%s' in: %s", needle, tern_last_error());
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/llama-spm-tiny-f16.gguf");
+    struct tern_model *m;
+    assert_tern_ok(tern_model_load(path, NULL, &m));
+    const char *p = tmp_path("bad.gguf");
+    /* n_embd 256, n_ff 512 */
+    const struct raw_tensor good[2] = {{"blk.0.attn_q.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                       {"blk.0.attn_q.weight.lora_b", TERN_TYPE_F32, 4, 256}};
+    write_raw(p, "adapter", "lora", "llama", good, 2);
+    struct tern_lora *a;
+    assert_tern_ok(tern_lora_load(m, p, &a));
+    tern_lora_free(a);
+
+    expect_refusal(m, path, "general.type");                        /* a model file */
+    expect_refusal(m, tmp_path("absent.gguf"), "absent.gguf");
+    write_raw(p, "adapter", "lora", "qwen2", good, 2);
+    expect_refusal(m, p, "architecture 'qwen2'");
+    write_raw(p, "adapter", "ia3", "llama", good, 2);
+    expect_refusal(m, p, "adapter.type");
+    write_raw(p, "adapter", "lora", "llama", good, 1);
+    expect_refusal(m, p, "'blk.0.attn_q.weight.lora_b'");           /* lora_a without lora_b */
+    write_raw(p, "adapter", "lora", "llama", good + 1, 1);
+    expect_refusal(m, p, "'blk.0.attn_q.weight.lora_a'");           /* lora_b without lora_a */
+    const struct raw_tensor shape[2] = {{"blk.1.ffn_down.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                        {"blk.1.ffn_down.weight.lora_b", TERN_TYPE_F32, 4, 256}};
+    write_raw(p, "adapter", "lora", "llama", shape, 2);
+    expect_refusal(m, p, "'blk.1.ffn_down.weight'");                /* n_in is 512 */
+    const struct raw_tensor rank[2] = {{"blk.0.attn_k.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                       {"blk.0.attn_k.weight.lora_b", TERN_TYPE_F32, 3, 128}};
+    write_raw(p, "adapter", "lora", "llama", rank, 2);
+    expect_refusal(m, p, "rank of lora_a (4) and lora_b (3)");
+    const struct raw_tensor unknown[2] = {{"blk.0.attn_zz.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                          {"blk.0.attn_zz.weight.lora_b", TERN_TYPE_F32, 4, 256}};
+    write_raw(p, "adapter", "lora", "llama", unknown, 2);
+    expect_refusal(m, p, "'blk.0.attn_zz.weight' does not exist in the base model");
+    const struct raw_tensor layer[2] = {{"blk.7.attn_q.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                        {"blk.7.attn_q.weight.lora_b", TERN_TYPE_F32, 4, 256}};
+    write_raw(p, "adapter", "lora", "llama", layer, 2);
+    expect_refusal(m, p, "'blk.7.attn_q.weight' does not exist");
+    const struct raw_tensor norm[2] = {{"blk.0.attn_norm.weight.lora_a", TERN_TYPE_F32, 256, 4},
+                                       {"blk.0.attn_norm.weight.lora_b", TERN_TYPE_F32, 4, 1}};
+    write_raw(p, "adapter", "lora", "llama", norm, 2);
+    expect_refusal(m, p, "'blk.0.attn_norm.weight'");
+    const struct raw_tensor type[2] = {{"blk.0.attn_q.weight.lora_a", TERN_TYPE_IQ4_NL, 256, 4},
+                                       {"blk.0.attn_q.weight.lora_b", TERN_TYPE_F32, 4, 256}};
+    write_raw(p, "adapter", "lora", "llama", type, 2);
+    expect_refusal(m, p, "IQ4_NL");
+    const struct raw_tensor odd[3] = {good[0], good[1], {"blk.0.attn_q.weight.extra", TERN_TYPE_F32, 4, 4}};
+    write_raw(p, "adapter", "lora", "llama", odd, 3);
+    expect_refusal(m, p, "'blk.0.attn_q.weight.extra'");
+    /* norms are ignored, as llama.cpp ignores them */
+    const struct raw_tensor with_norm[3] = {good[0], good[1], {"blk.0.attn_norm.weight", TERN_TYPE_F32, 256, 1}};
+    write_raw(p, "adapter", "lora", "llama", with_norm, 3);
+    assert_tern_ok(tern_lora_load(m, p, &a));
+    struct tern_lora_info info;
+    tern_lora_get_info(a, &info);
+    assert_int_equal(info.n_ignored, 1);
+    assert_int_equal(info.n_targets, 1);
+    int r = 0;
+    assert_string_equal(tern_lora_target(a, 0, &r), "blk.0.attn_q.weight");
+    assert_int_equal(r, 4);
+    assert_null(tern_lora_target(a, 1, &r));
+    /* an adapter of another model is refused by a context */
+    struct tern_model *m2;
+    TEST_SHARED_OR_SKIP(q2, "fixtures/models/llama-spm-tiny-q8_0.gguf");
+    assert_tern_ok(tern_model_load(q2, NULL, &m2));
+    struct tern_context_params cp = {.n_ctx = 16, .n_batch = 8, .n_threads = 1};
+    struct tern_context *ctx;
+    assert_tern_ok(tern_context_create(m2, &cp, &ctx));
+    assert_int_equal(tern_context_set_adapters(ctx, &a, NULL, 1), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "another model"));
+    assert_int_equal(tern_context_n_adapters(ctx), 0);
+    tern_context_free(ctx);
+    tern_model_free(m2);
+    /* tern_lora_write refuses what it cannot write */
+    float z[256 * 4] = {0};
+    const struct tern_lora_tensor wt = {.name = "blk.0.attn_q.weight", .rank = 4, .n_in = 256,
+                                        .n_out = 256, .a = z, .b = z};
+    assert_int_equal(tern_lora_write(p, "llama", 8, &wt, 1, "q8_0"), TERN_ERR_ARG); /* r = 4 */
+    assert_int_equal(tern_lora_write(p, "llama", 8, &wt, 1, "q4_k"), TERN_ERR_ARG);
+    tern_lora_free(a);
+    tern_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_math_llama),
+        cmocka_unit_test(test_math_qwen2),
+        cmocka_unit_test(test_math_qwen3),
+        cmocka_unit_test(test_math_gemma3),
+        cmocka_unit_test(test_switch_and_types),
+        cmocka_unit_test(test_bad_input),
+    };
+    return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
+}
