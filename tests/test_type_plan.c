@@ -100,7 +100,9 @@ static void test_rules(void **state)
     assert_int_equal(type_plan_pick(&plan, "ffn_down", 4, 24, 4864, &fb), TERN_TYPE_Q5_K);
     assert_int_equal(fb, 3);
     assert_int_equal(type_plan_parse("q8_1", &plan), TERN_ERR_ARG); /* activation-only */
-    assert_int_equal(type_plan_parse("q4_1", &plan), TERN_ERR_ARG); /* not supported */
+    assert_int_equal(type_plan_parse("iq2_xs", &plan), TERN_ERR_ARG); /* not supported */
+    assert_int_equal(type_plan_parse("q4_1", &plan), TERN_OK);
+    assert_int_equal(plan.base, TERN_TYPE_Q4_1);
 }
 
 int main(void)
