@@ -121,6 +121,9 @@ struct tern_ppl_params {
     const char *kl_base_path;   /* tern_perplexity: also write the base file here (NULL = no) */
     tern_ppl_progress_fn progress; /* after every chunk, with the figures so far; may be NULL */
     void *user;
+    struct tern_lora *const *lora; /* (n_lora) LoRA adapters attached to the measuring context */
+    const float *lora_scales;      /* (n_lora) their scales; NULL = all 1 */
+    int n_lora;
 };
 struct tern_ppl_params tern_ppl_default_params(void);
 

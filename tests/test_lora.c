@@ -19,7 +19,7 @@
 
 #include "test_rng.h"
 
-enum { N_TOK = 12, MAX_T = 64 };
+enum { N_TOK = 12, MAX_T = 256 };
 
 static const int32_t toks[N_TOK] = {1, 450, 4996, 17354, 1701, 29916, 432, 901, 263, 3303, 29892, 13};
 
@@ -39,7 +39,7 @@ static void rand_adapter_make(struct rand_adapter *ra, const char *model_path, i
     assert_tern_ok(tern_gguf_open(model_path, &g));
     memset(ra, 0, sizeof *ra);
     uint64_t rng = seed;
-    for (int il = 0; il < 64; il++)
+    for (int il = 0; il < 128; il++)
         for (int k = 0; k < 7 + (il == 0 && head ? 2 : 0); k++) {
             char name[64];
             if (k < 7) snprintf(name, sizeof name, "blk.%d.%s.weight", il, kinds[k]);
@@ -436,8 +436,97 @@ static void test_bad_input(void **state)
     tern_model_free(m);
 }
 
-int main(void)
+/* The CLI: --lora FILE[:SCALE] in run, probe, bench, check, perplexity; quantize --lora merges. */
+static void test_cli(void **state)
 {
+    (void)state;
+    TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-f16.gguf");
+    struct rand_adapter r;
+    rand_adapter_make(&r, path, 4, 3, 0.08f, false);
+    char ad[4096], merged[4096], cmd[16384];
+    static char out[1 << 16], out2[1 << 16];
+    snprintf(ad, sizeof ad, "%s/cli-adapter.gguf", test_tmpdir());
+    snprintf(merged, sizeof merged, "%s/cli-merged.gguf", test_tmpdir());
+    assert_tern_ok(tern_lora_write(ad, "qwen2", 8.0f, r.t, r.n, "f16"));
+    rand_adapter_free(&r);
+    const char *bin = test_tern_bin();
+
+    snprintf(cmd, sizeof cmd, "%s check -m %s --lora %s 2>&1", bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "matrices, rank 4, alpha 8"));
+    assert_non_null(strstr(out, "attn_q x 2, attn_k x 2"));
+    snprintf(cmd, sizeof cmd, "%s check -m %s --lora %s --json 2>&1", bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *l0 = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "lora"), 0);
+    assert_int_equal(cJSON_GetObjectItem(l0, "rank_max")->valueint, 4);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(l0, "targets")), 14);
+    cJSON_Delete(j);
+
+    /* probe: scale 0 is the plain model; an adapter moves the logits; the merged file at the
+     * same scale gives the same top tokens */
+    snprintf(cmd, sizeof cmd, "%s probe -m %s --tokens 1,2,3,4,5 --top 3 -t 1 2>/dev/null", bin, path);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s probe -m %s --tokens 1,2,3,4,5 --top 3 -t 1 --lora %s:0 2>/dev/null",
+             bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out2, sizeof out2), 0);
+    assert_string_equal(out, out2);
+    snprintf(cmd, sizeof cmd, "%s probe -m %s --tokens 1,2,3,4,5 --top 3 -t 1 --lora %s:1.5 2>/dev/null",
+             bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out2, sizeof out2), 0);
+    assert_string_not_equal(out, out2);
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s f32 --lora %s:1.5 2>&1", bin, path, merged, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "adapters merged"));
+    snprintf(cmd, sizeof cmd, "%s probe -m %s --tokens 1,2,3,4,5 --top 1 -t 1 2>/dev/null", bin, merged);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "%s probe -m %s --tokens 1,2,3,4,5 --top 1 -t 1 --lora %s:1.5 2>/dev/null",
+             bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out2, sizeof out2), 0);
+    for (char *a = out, *b = out2; a && b; a = strchr(a + 1, '['), b = strchr(b + 1, '['))
+        if (a[1] >= '0' && a[1] <= '9') assert_int_equal(atoi(a + 1), atoi(b + 1)); /* top ids */
+
+    /* run and bench take it; two adapters; errors */
+    snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 1,2,3 -n 4 -t 1 --lora %s --lora %s:-0.5 2>&1",
+             bin, path, ad, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "scale -0.5"));
+    snprintf(cmd, sizeof cmd, "%s bench -m %s -p 8 -n 4 -r 1 -t 1 --lora %s 2>&1", bin, path, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "tg4"));
+    snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 1,2 -n 2 --lora %s/absent.gguf 2>&1", bin, path,
+             test_tmpdir());
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "absent.gguf"));
+    snprintf(cmd, sizeof cmd, "%s run -m %s --tokens 1,2 -n 2 --lora %s --prompt-cache %s 2>&1", bin,
+             path, ad, test_tmpdir());
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    TEST_SHARED_OR_SKIP(llama, "fixtures/models/llama-spm-tiny-f16.gguf");
+    snprintf(cmd, sizeof cmd, "%s check -m %s --lora %s 2>&1", bin, llama, ad);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "architecture 'qwen2', the model is 'llama'"));
+}
+
+/* The adapter of the llama.cpp reference (tests/data/lora/README.md): rank 8, alpha 16, F16,
+ * seed 2026, A and B uniform in [-0.02, 0.02), on q, k, v, o, gate, up, down of every layer of the model at model_path. */
+static tern_status write_reference_adapter(const char *model_path, const char *arch, const char *out,
+                                           const char *type)
+{
+    struct rand_adapter r;
+    rand_adapter_make(&r, model_path, 8, 2026, 0.02f, false);
+    tern_status st = tern_lora_write(out, arch, 16.0f, r.t, r.n, type);
+    rand_adapter_free(&r);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "--write-adapter")) { /* MODEL ARCH OUT [TYPE] */
+        tern_status st = write_reference_adapter(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : "f16");
+        if (st) fprintf(stderr, "%s\n", tern_last_error());
+        return st ? 1 : 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_math_llama),
         cmocka_unit_test(test_math_qwen2),
@@ -445,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_math_gemma3),
         cmocka_unit_test(test_switch_and_types),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_cli),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -431,7 +431,8 @@ static tern_status run_init(struct ppl_run *run, struct tern_model *m, struct te
     cp.n_ctx = n_ctx;
     cp.n_batch = run->n_batch;
     cp.n_threads = threads;
-    if ((st = tern_context_create(m, &cp, &run->ctx)) || (st = tp_create(threads, &run->tp))) {
+    if ((st = tern_context_create(m, &cp, &run->ctx)) || (st = tp_create(threads, &run->tp)) ||
+        (p->n_lora && (st = tern_context_set_adapters(run->ctx, p->lora, p->lora_scales, p->n_lora)))) {
         run_free(run);
         return st;
     }

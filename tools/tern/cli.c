@@ -235,6 +235,7 @@ int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
         o->swa_full = true;
         return 1;
     }
+    if ((r = cli_lora_opt(argc, argv, i, &o->lora)) != 0) return r;
     for (size_t k = 0; k < sizeof gen_flags / sizeof gen_flags[0]; k++) {
         const struct gen_flag *f = &gen_flags[k];
         if ((r = cli_opt(argc, argv, i, f->name, f->alt, &v)) == 0) continue;

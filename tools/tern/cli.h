@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "tern.h"
@@ -55,13 +56,32 @@ int cli_check_template_vars(const char *cmd, const char *text);
 #define CLI_MAX_N_PREDICT (1 << 24)
 #define CLI_MAX_N_CTX (1 << 22)
 
-/* Options shared by the commands that generate (run, chat): lengths, threads, sampling and the
- * prompt cache, with the same flags and bounds everywhere. */
+/* --lora FILE[:SCALE] (repeatable; cli_lora.c): LoRA adapters in llama.cpp's format, loaded
+ * against the model and attached to a context (run, chat, probe, bench, check). */
+#define CLI_MAX_LORA 16
+struct cli_lora_opts {
+    int n;
+    const char *path[CLI_MAX_LORA];
+    float scale[CLI_MAX_LORA];
+    struct tern_lora *ad[CLI_MAX_LORA];  /* loaded by cli_lora_load */
+};
+/* If argv[*i] is --lora, take its value: 1; not it: 0; a bad value (printed): -1. */
+int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o);
+/* Load every adapter for m; a line per adapter on note (may be NULL): path, targets, rank,
+ * alpha, scale. CLI_EXIT_OK or the failure's exit code (message printed). */
+int cli_lora_load(const char *cmd, struct cli_lora_opts *o, const struct tern_model *m, FILE *note);
+/* Attach the loaded adapters to ctx (nothing when there are none). */
+int cli_lora_attach(const char *cmd, struct cli_lora_opts *o, struct tern_context *ctx);
+void cli_lora_free(struct cli_lora_opts *o);
+
+/* Options shared by the commands that generate (run, chat): lengths, threads, sampling, the
+ * prompt cache and LoRA adapters, with the same flags and bounds everywhere. */
 struct cli_gen_opts {
     long long n_predict, n_ctx, threads, cache_mb;
     const char *cache_dir;              /* --prompt-cache DIR, or NULL */
     bool swa_full;                      /* --swa-full: sliding-window layers keep every position */
     struct tern_sampler_params sampler; /* --temp --top-k --top-p --min-p --repeat-* -s */
+    struct cli_lora_opts lora;          /* --lora FILE[:SCALE] */
 };
 struct cli_gen_opts cli_gen_opts_default(long long n_predict);
 /* If argv[*i] is one of those options, take it (and its value): 1. Not one: 0. A missing or bad

@@ -45,6 +45,8 @@ static void help(void)
            "  -t, --threads LIST      thread counts (default: all CPUs)\n"
            "  -r, --repetitions N     timed repetitions per test (default 5)\n"
            "  -b, --batch-size N      prompt batch size (default 512)\n"
+           "  --lora FILE[:SCALE]     with one -m: time the model with this LoRA adapter attached\n"
+           "                          (llama.cpp's GGUF; repeatable)\n"
            "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
            "                          (default 0; filled once per test, untimed)\n"
            "  --json                  JSON array, one object per test (llama-bench field names,\n"
@@ -207,6 +209,7 @@ int cmd_bench(int argc, char **argv)
     struct tern_sampler_params dsp = tern_sampler_default_params();
     double layer_scale = 0;
     long long widen_ffn = 0;
+    struct cli_lora_opts lora = {0};
     /* the suite run (README "Speed governance") has its own options: --json takes a file there */
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
@@ -220,6 +223,8 @@ int cmd_bench(int argc, char **argv)
         if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
+            if (r < 0) return CLI_EXIT_USAGE;
+        } else if ((r = cli_lora_opt(argc, argv, &i, &lora)) != 0) {
             if (r < 0) return CLI_EXIT_USAGE;
         } else if ((r = cli_grammar_opt("bench", argc, argv, &i, &gro)) != 0) {
             if (r < 0) return CLI_EXIT_USAGE;
@@ -293,6 +298,9 @@ int cmd_bench(int argc, char **argv)
         models[mi] = synth_paths[mi];
     }
     if (cli_draft_check("bench", &dro)) return CLI_EXIT_USAGE;
+    if (lora.n && (n_models > 1 || dro.source || gro.schema || gro.gbnf || prompt_cache))
+        return cli_usage_error("bench", "--lora times one -m model's pp/tg (not with --draft, "
+                               "--json-schema/--grammar or --prompt-cache)");
     if (!dro.source && (n_files || dsp.temperature != 0.0f || layer_scale > 0 || widen_ffn))
         return cli_usage_error("bench", "--prompt-file, --temp, --scale-layers and --widen-ffn apply to --draft only");
     if (cli_grammar_check("bench", &gro, false)) return CLI_EXIT_USAGE;
@@ -360,6 +368,10 @@ int cmd_bench(int argc, char **argv)
             struct tern_sampler *smp;
             struct tern_sampler_params sp = tern_sampler_default_params();
             if ((st = tern_context_create(m, &cp, &ctx))) { rc = cli_report("bench", st); break; }
+            if ((rc = cli_lora_load("bench", &lora, m, stderr)) || (rc = cli_lora_attach("bench", &lora, ctx))) {
+                tern_context_free(ctx);
+                break;
+            }
             if ((st = tern_sampler_create(&sp, in->n_vocab, &smp))) {
                 tern_context_free(ctx);
                 rc = cli_report("bench", st);
@@ -477,6 +489,7 @@ int cmd_bench(int argc, char **argv)
             tern_context_free(ctx);
         }
         free(buf);
+        cli_lora_free(&lora);
         tern_model_free(m);
     }
     if (json) printf("\n]\n");

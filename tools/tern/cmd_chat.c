@@ -68,6 +68,7 @@ static void help(void)
            "  --cache-mb N           prompt cache memory budget in MiB (default 256); models with\n"
            "                         recurrent layers (qwen35) always keep one (their states are\n"
            "                         saved with the blocks when DIR is given)\n"
+           "  --lora FILE[:SCALE]    a LoRA adapter (llama.cpp's GGUF) at SCALE (default 1); repeatable\n"
            "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
            "                         the \"prompt\" field with --json)\n"
            "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
@@ -454,6 +455,9 @@ int cmd_chat(int argc, char **argv)
         return cli_usage_error("chat", "--tool-choice constrains the tools' calls; it cannot be combined with "
                                "--json-schema or --grammar");
     if (tool_choice && !*tool_choice) return cli_usage_error("chat", "--tool-choice: empty");
+    if (go.lora.n && go.cache_dir)
+        return cli_usage_error("chat", "--lora with --prompt-cache: the cache's KV would not be the "
+                               "adapters'");
     if (c.vars && cli_check_template_vars("chat", c.vars)) return CLI_EXIT_USAGE;
     if (system && utf8_invalid_at(system, strlen(system)) >= 0)
         return cli_usage_error("chat", "--system: invalid UTF-8 at byte %lld", utf8_invalid_at(system, strlen(system)));
@@ -593,6 +597,9 @@ int cmd_chat(int argc, char **argv)
         rc = cli_report("chat", st);
         goto done;
     }
+    if ((rc = cli_lora_load("chat", &go.lora, c.model, stderr)) ||
+        (rc = cli_lora_attach("chat", &go.lora, c.ctx)))
+        goto done;
     /* A recurrent model (qwen35) keeps its state only at the end of the history, so a turn whose
      * prompt leaves the history inside the last answer (Qwen3.5's template drops earlier
      * <think> blocks) would start from 0: an in-memory prompt cache gives it the state at the
@@ -676,6 +683,7 @@ done:
     tern_draft_free(c.draft);
     tern_sampler_free(c.smp);
     tern_context_free(c.ctx);
+    cli_lora_free(&go.lora);
     tern_chat_template_free(c.tmpl);
     tern_tokenizer_free(c.tok);
     tern_model_free(c.model);

@@ -8,7 +8,7 @@
 
 static void help(void)
 {
-    printf("usage: tern check -m MODEL [--json] [--no-repack]\n"
+    printf("usage: tern check -m MODEL [--json] [--no-repack] [--lora FILE ...]\n"
            "\n"
            "Loads the model (validating every tensor's type and shape) and prints its\n"
            "architecture, hyperparameters, tensor types with counts and bytes, and the KV cache\n"
@@ -16,16 +16,51 @@ static void help(void)
            "what stays resident when sliding-window layers keep only their window),\n"
            "and the bytes of weights repacked at load on this CPU's kernel path (none with\n"
            "--no-repack: the weights then stay mmap-only).\n"
-           "Exits 1 with the reason if tern cannot run the model.\n");
+           "With --lora FILE[:SCALE] (repeatable), each LoRA adapter is loaded and checked\n"
+           "against the model and reported: matrices adapted, rank, alpha, types, targets.\n"
+           "Exits 1 with the reason if tern cannot run the model (or use an adapter).\n");
+}
+
+/* An adapter's targets by kind: "attn_q x 30, ffn_down x 30, output" ("blk.N." dropped). */
+static void lora_targets(const struct tern_lora *a, char *buf, size_t cap)
+{
+    struct tern_lora_info in;
+    tern_lora_get_info(a, &in);
+    size_t len = 0;
+    buf[0] = '\0';
+    char seen[64][32];
+    int counts[64], n_kinds = 0;
+    for (int i = 0; i < in.n_targets; i++) {
+        const char *name = tern_lora_target(a, i, NULL), *kind = name;
+        int il;
+        if (sscanf(name, "blk.%d.", &il) == 1) kind = strchr(name + 4, '.') + 1;
+        char k[32];
+        snprintf(k, sizeof k, "%.*s", (int)strcspn(kind, "."), kind);
+        int j = 0;
+        while (j < n_kinds && strcmp(seen[j], k)) j++;
+        if (j == n_kinds && n_kinds < 64) {
+            snprintf(seen[n_kinds], sizeof seen[0], "%s", k);
+            counts[n_kinds++] = 0;
+        }
+        if (j < 64) counts[j]++;
+    }
+    for (int j = 0; j < n_kinds && len < cap; j++) {
+        int w = counts[j] > 1 ? snprintf(buf + len, cap - len, "%s%s x %d", j ? ", " : "", seen[j], counts[j])
+                              : snprintf(buf + len, cap - len, "%s%s", j ? ", " : "", seen[j]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
 }
 
 int cmd_check(int argc, char **argv)
 {
     const char *model = NULL, *v;
     bool json = false, no_repack = false;
+    struct cli_lora_opts lora = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return 2; continue; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
         if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; model = v; continue; }
@@ -36,6 +71,11 @@ int cmd_check(int argc, char **argv)
     struct tern_model *m;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack}, &m);
     if (st) return cli_report("check", st);
+    if (cli_lora_load("check", &lora, m, NULL)) {
+        cli_lora_free(&lora);
+        tern_model_free(m);
+        return CLI_EXIT_FAIL;
+    }
     const struct tern_model_info *in = tern_model_get_info(m);
     const struct tern_gguf *g = tern_model_gguf(m);
 
@@ -140,6 +180,24 @@ int cmd_check(int argc, char **argv)
             cli_json_int(g4, "per_layer_embedding", in->n_embd_per_layer);
             cli_json_num(g4, "final_softcap", in->final_softcap);
         }
+        if (lora.n) {
+            cJSON *la = cli_json_arr(j, "lora");
+            for (int k = 0; k < lora.n; k++) {
+                struct tern_lora_info li;
+                tern_lora_get_info(lora.ad[k], &li);
+                cJSON *o = cli_json_obj(la, NULL);
+                cli_json_str(o, "path", lora.path[k]);
+                cli_json_num(o, "scale", lora.scale[k]);
+                cli_json_f32(o, "alpha", li.alpha);
+                cli_json_int(o, "rank_min", li.rank_min);
+                cli_json_int(o, "rank_max", li.rank_max);
+                cli_json_str(o, "type_a", li.type_a >= 0 ? tern_type_name(li.type_a) : "");
+                cli_json_str(o, "type_b", li.type_b >= 0 ? tern_type_name(li.type_b) : "");
+                cli_json_int(o, "n_ignored", li.n_ignored);
+                cJSON *t = cli_json_arr(o, "targets");
+                for (int x = 0; x < li.n_targets; x++) cli_json_str(t, NULL, tern_lora_target(lora.ad[k], x, NULL));
+            }
+        }
         rc = cli_json_emit("check", stdout, j, false, "", "\n");
     } else {
         printf("model:         %s (%zu bytes, GGUF v%u)\n", model, tern_gguf_file_size(g),
@@ -225,8 +283,23 @@ int cmd_check(int argc, char **argv)
                 printf("    resident at most %llu bytes: the sliding-window layers (window %d) keep only "
                        "their window (--swa-full: all)\n", (unsigned long long)w, in->n_swa);
         }
-        printf("status:        ok (every tensor has a supported type and the expected shape)\n");
+        for (int k = 0; k < lora.n; k++) {
+            struct tern_lora_info li;
+            tern_lora_get_info(lora.ad[k], &li);
+            char targets[1024];
+            lora_targets(lora.ad[k], targets, sizeof targets);
+            printf("LoRA:          %s: %d matrices, rank %d", lora.path[k], li.n_targets, li.rank_min);
+            if (li.rank_max != li.rank_min) printf("..%d", li.rank_max);
+            printf(", alpha %g (scale %g x alpha / rank), %s/%s, %.1f MiB as F32\n", li.alpha,
+                   lora.scale[k], li.type_a >= 0 ? tern_type_name(li.type_a) : "-",
+                   li.type_b >= 0 ? tern_type_name(li.type_b) : "-", li.bytes / 1048576.0);
+            printf("  targets:     %s\n", targets);
+            if (li.n_ignored) printf("  ignored:     %d *_norm.weight tensors (as llama.cpp)\n", li.n_ignored);
+        }
+        printf("status:        ok (every tensor has a supported type and the expected shape%s)\n",
+               lora.n ? "; the adapters fit the model" : "");
     }
+    cli_lora_free(&lora);
     tern_model_free(m);
     return rc;
 }

@@ -35,6 +35,8 @@ static void help(void)
            "  --chunks K              evaluate at most K chunks, 1..%d (default: all the text holds)\n"
            "  -b, --batch-size N      tokens per forward pass, 1..%d (default min(N, 512))\n"
            "  -t, --threads N         threads, 1..512 (default: all CPUs)\n"
+           "  --lora FILE[:SCALE]     measure with a LoRA adapter attached (llama.cpp's GGUF, as\n"
+           "                          llama-perplexity --lora / --lora-scaled); repeatable\n"
            "  --json                  print one JSON object: ppl, ppl_err, n_ctx, n_chunks, n_tokens,\n"
            "                          n_scored, chunks (running PPL), seconds; with KL: \"kld\"\n"
            "  --kl-divergence-base F  also save the model's log-probabilities of the scored tokens to\n"
@@ -199,9 +201,11 @@ int cmd_perplexity(int argc, char **argv)
     const char *model = NULL, *file = NULL, *base = NULL, *v;
     long long n_ctx = 512, chunks = 0, threads = 0, batch = 0;
     bool json = false, kld = false, ctx_given = false;
+    struct cli_lora_opts lora = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
+        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return CLI_EXIT_USAGE; continue; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if (!strcmp(argv[i], "--kl-divergence")) { kld = true; continue; }
         if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return CLI_EXIT_USAGE; model = v; continue; }
@@ -260,6 +264,7 @@ int cmd_perplexity(int argc, char **argv)
     if (!st) st = tern_tokenizer_from_gguf(tern_model_gguf(m), &tok);
     if (!st && !kld) st = tern_ppl_tokenize(tok, text, text_len, &ids, &n_ids, &n_bad);
     if (st) { rc = cli_report(cmd, st); goto done; }
+    if ((rc = cli_lora_load(cmd, &lora, m, json ? NULL : stderr))) goto done;
     if (n_bad)
         fprintf(stderr, "tern %s: warning: %s holds %zu bytes that are not valid UTF-8; each is read "
                 "as U+FFFD, as llama.cpp reads it\n", cmd, file, n_bad);
@@ -285,6 +290,9 @@ int cmd_perplexity(int argc, char **argv)
     p.kl_base_path = kld ? NULL : base;
     p.progress = on_progress;
     p.user = &out;
+    p.lora = lora.ad;
+    p.lora_scales = lora.scale;
+    p.n_lora = lora.n;
     out.status = isatty(STDERR_FILENO);
     out.live = !(out.status && isatty(STDOUT_FILENO));
     if (!kld) {
@@ -336,6 +344,7 @@ done:
     free(ids);
     free(text);
     if (tok) tern_tokenizer_free(tok);
+    cli_lora_free(&lora);
     if (m) tern_model_free(m);
     return rc;
 }

@@ -23,7 +23,9 @@ static void help(void)
            "                       .logits.bin beside it, format of shared/fixtures/README.md);\n"
            "                       prints the figures and exits 1 beyond the tolerance\n"
            "  --tol X              tolerance for --ref (default 5e-3 for F16 models, 0.03 quantized)\n"
-           "  --json               with --ref: print the report as one JSON object\n");
+           "  --json               with --ref: print the report as one JSON object\n"
+           "  --lora FILE[:SCALE]  with --tokens: a LoRA adapter (llama.cpp's GGUF) at SCALE\n"
+           "                       (default 1); repeatable\n");
 }
 
 static int run_ref(struct tern_model *m, const char *ref, int threads, double tol, bool json)
@@ -69,9 +71,11 @@ int cmd_probe(int argc, char **argv)
     long long top = 10, threads = 0;
     double tol = 0;
     bool json = false;
+    struct cli_lora_opts lora = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
+        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return 2; continue; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
         if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; model = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--tokens", NULL, &v))) { if (r < 0) return 2; tokens_s = v; continue; }
@@ -96,6 +100,7 @@ int cmd_probe(int argc, char **argv)
     }
     if (!model) return cli_usage_error("probe", "missing -m MODEL");
     if (!tokens_s && !ref) return cli_usage_error("probe", "give --tokens or --ref");
+    if (lora.n && ref) return cli_usage_error("probe", "--lora applies to --tokens, not to --ref");
     bool first = false, last = false, all = false;
     if (!strcmp(logits_s, "all")) all = true;
     else if (!strcmp(logits_s, "first")) first = true;
@@ -119,9 +124,17 @@ int cmd_probe(int argc, char **argv)
     {
         struct tern_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int)threads};
         struct tern_context *ctx = NULL;
-        if ((st = tern_context_create(m, &cp, &ctx)) || (st = tern_decode(ctx, ids, n, 0, TERN_LOGITS_ALL))) {
+        if ((st = tern_context_create(m, &cp, &ctx))) {
+            rc = cli_report("probe", st);
+            goto done;
+        }
+        if ((rc = cli_lora_load("probe", &lora, m, stderr)) || (rc = cli_lora_attach("probe", &lora, ctx))) {
+            tern_context_free(ctx);
+            goto done;
+        }
+        if ((st = tern_decode(ctx, ids, n, 0, TERN_LOGITS_ALL))) {
             /* a decode refusal (a token outside the vocabulary) comes after the context exists */
-            if (ctx) tern_context_free(ctx);
+            tern_context_free(ctx);
             rc = cli_report("probe", st);
             goto done;
         }
@@ -164,6 +177,7 @@ int cmd_probe(int argc, char **argv)
     }
 done:
     free(ids);
+    cli_lora_free(&lora);
     tern_model_free(m);
     return rc;
 }

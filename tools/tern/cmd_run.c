@@ -42,6 +42,7 @@ static void help(void)
            "  --ignore-eos           do not stop at end-of-generation tokens\n"
            "  --prompt-cache DIR     reuse the KV of cached prompt prefixes (saved in DIR)\n"
            "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
+           "  --lora FILE[:SCALE]    a LoRA adapter (llama.cpp's GGUF) at SCALE (default 1); repeatable\n"
            "  --json                 print one object: {\"model\", \"tokens\": [...], \"text\", \"n_prompt\",\n"
            "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
            "                         NUL bytes of the text become U+FFFD; with --draft a \"spec\" object\n");
@@ -198,6 +199,9 @@ int cmd_run(int argc, char **argv)
     if (cli_draft_check("run", &dro) || cli_grammar_check("run", &gro, false)) return CLI_EXIT_USAGE;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)
         return cli_usage_error("run", "give exactly one prompt: -p TEXT, -f FILE or --tokens LIST");
+    if (g.lora.n && g.cache_dir)
+        return cli_usage_error("run", "--lora with --prompt-cache: the cache's KV would not be the "
+                               "adapters'");
     cli_ignore_sigpipe();
     int32_t *prompt = NULL;
     int n_prompt = 0, bad;
@@ -269,6 +273,9 @@ int cmd_run(int argc, char **argv)
         rc = cli_report("run", st);
         goto done;
     }
+    if ((rc = cli_lora_load("run", &g.lora, m, json ? NULL : stderr)) ||
+        (rc = cli_lora_attach("run", &g.lora, ctx)))
+        goto done;
     if (g.cache_dir) {
         struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
         pp.budget_bytes = (uint64_t)g.cache_mb << 20;
@@ -343,6 +350,7 @@ done:
     tern_prefix_cache_free(pc);
     tern_sampler_free(smp);
     tern_context_free(ctx);
+    cli_lora_free(&g.lora);
     tern_tokenizer_free(tkz);
     tern_model_free(m);
     free(file_text);
