@@ -2272,7 +2272,14 @@ struct tern_server_params {
     int n_prefill;            /* prompt tokens per step (chunked prefill); 0 = 256 */
     int max_queue;            /* requests waiting for a slot before 503; 0 = 64 */
     size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
-    int max_connections;      /* open connections at once; 0 = 256 */
+    int max_connections;      /* open connections at once; 0 = 4096 (the process's soft
+                                 open-file limit is raised, up to the hard one, to hold them, or
+                                 this lowered to what fits, said on stderr) */
+    int max_connections_per_ip; /* open connections from one client address; 0 = no limit */
+    int read_timeout;         /* seconds a client has to send a request's headers and body (and
+                                 the idle time before a kept-alive connection's next request),
+                                 however slowly its bytes come: then 408 and closed; answers are
+                                 not timed by it; 0 = 30 */
     bool quiet;               /* no per-request log line on stderr */
     const char *chat_template_file; /* a Jinja chat template used instead of the model's own
                                  (its tool-call format is detected from it); NULL = the model's */

@@ -43,6 +43,8 @@ void tern_server_free(struct tern_server *s)
     free(s->model_id);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
+    pthread_mutex_destroy(&s->conns_mu);
+    pthread_cond_destroy(&s->conns_cv);
     pthread_cond_destroy(&s->wake);
     srv_metrics_free(&s->metrics);
     free(s);
@@ -74,7 +76,8 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
 {
     if (!p || !p->model_path || !out) return tern_fail(TERN_ERR_ARG, "serve: a model path is required");
     if (p->n_parallel < 0 || p->n_parallel > 256 || p->n_ctx < 0 || p->max_queue < 0 ||
-        p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0)
+        p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0 ||
+        p->max_connections_per_ip < 0 || p->read_timeout < 0)
         return tern_fail(TERN_ERR_ARG, "serve: parameters out of range (parallel %d, ctx %d, "
                          "queue %d, port %d)", p->n_parallel, p->n_ctx, p->max_queue, p->port);
     if (p->draft && !p->draft[0])
@@ -91,9 +94,12 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     if (!s->p.n_parallel) s->p.n_parallel = 4;
     if (!s->p.max_queue) s->p.max_queue = 64;
     if (!s->p.max_body) s->p.max_body = 8u << 20;
-    if (!s->p.max_connections) s->p.max_connections = 256;
+    if (!s->p.max_connections) s->p.max_connections = 4096;
+    if (!s->p.read_timeout) s->p.read_timeout = 30;
     s->quiesced_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->conns_mu, NULL);
+    pthread_cond_init(&s->conns_cv, NULL);
     pthread_mutex_init(&s->tok_mu, NULL);
     srv_grammars_init(&s->grammars);
     pthread_cond_init(&s->wake, NULL);

@@ -186,6 +186,21 @@ struct job *srv_job_new(struct tern_server *s, struct srv_req *req);
 /* Sampler, grammar (tool_choice / response_format) and tool-call parser; 4xx on a bad schema. */
 bool srv_job_prepare(struct job *j, struct srv_err *e);
 
+/* ---------------------------------------------------------------- open connections (srv_http.c) */
+/* One per TCP connection, from MHD's connection-started notice to its closed notice (which
+ * comes before MHD closes the socket, so fd is this connection's while the entry is listed).
+ * The reaper thread closes a connection that has been receiving a request for longer than
+ * read_timeout, however slowly its bytes come. Guarded by srv->conns_mu. */
+struct srv_conn {
+    struct srv_conn *prev, *next;
+    int fd;
+    double since;      /* receiving a request (or idle before one) since, monotonic s; 0 = the
+                          request is complete and being answered: not timed */
+    int requests;      /* requests completed on it (keep-alive) */
+    bool answered;     /* a response is queued (refused early): no 408 written over it */
+    bool cut;          /* the reaper shut it down */
+};
+
 /* ---------------------------------------------------------------- the server */
 struct tern_server {
     struct tern_server_params p;
@@ -227,6 +242,14 @@ struct tern_server {
     atomic_bool stop_requested;
     atomic_bool draining;
     atomic_uint_fast64_t seq;          /* request ids and default seeds */
+
+    pthread_mutex_t conns_mu;          /* the open connections and the reaper */
+    pthread_cond_t conns_cv;           /* reaper: stop */
+    struct srv_conn *conns;            /* open connections, newest first */
+    int n_conns;
+    uint64_t n_timed_out;              /* connections cut at read_timeout */
+    pthread_t reaper;
+    bool reaper_started, reaper_exit;
 
     struct srv_metrics metrics;
 };

@@ -7,13 +7,23 @@
  * client is still there (a non-blocking MSG_PEEK read returning 0 = the peer closed its side);
  * if not, the job is cancelled and the engine frees its slot before its next step. Clients
  * must therefore not half-close their sending side while waiting for an answer (curl, the
- * openai client, browsers do not). */
+ * openai client, browsers do not).
+ *
+ * Slow and idle clients: a connection costs a thread, so the daemon polls with poll() (select
+ * stops at descriptor 1024), takes up to max_connections (4096; the open-file limit is raised
+ * to hold them) and, optionally, max_connections_per_ip. Every connection is listed (struct
+ * srv_conn) from MHD's connection-started notice on; the reaper thread closes one that has been
+ * receiving a request's headers and body (or idling before its next request) for longer than
+ * read_timeout, writing a 408 first. MHD's own timeout is reset by any byte, so one byte every
+ * few minutes used to hold a thread for ever. Once a request is complete the connection is not
+ * timed: answers take as long as they take. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +119,114 @@ static int conn_fd(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     return ci ? ci->connect_fd : -1;
+}
+
+/* ---------------------------------------------------------------- connections and their deadline */
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+    struct tern_server *s = cls;
+    pthread_mutex_lock(&s->conns_mu);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct srv_conn *e = calloc(1, sizeof *e);
+        if (e) { /* out of memory: the connection goes untimed (MHD's idle timeout still holds) */
+            e->fd = conn_fd(c);
+            e->since = srv_now();
+            e->next = s->conns;
+            if (s->conns) s->conns->prev = e;
+            s->conns = e;
+            s->n_conns++;
+        }
+        *socket_context = e;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        struct srv_conn *e = *socket_context;
+        if (e->prev) e->prev->next = e->next;
+        else s->conns = e->next;
+        if (e->next) e->next->prev = e->prev;
+        s->n_conns--;
+        free(e);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&s->conns_mu);
+}
+
+enum conn_state {
+    CONN_ANSWERING,  /* the request is complete: its answer is not timed */
+    CONN_REFUSED,    /* a response is queued while the body may still come (still timed) */
+    CONN_NEXT,       /* a request is over: the next one (or the idle wait for it) is timed */
+};
+
+static void conn_mark(struct tern_server *s, struct MHD_Connection *c, enum conn_state st)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct srv_conn *e = ci ? ci->socket_context : NULL;
+    if (!e) return;
+    pthread_mutex_lock(&s->conns_mu);
+    if (st == CONN_ANSWERING) {
+        e->since = 0;
+    } else if (st == CONN_REFUSED) {
+        e->answered = true;
+    } else {
+        e->since = srv_now();
+        e->answered = false;
+        e->requests++;
+    }
+    pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* Close the connections past their deadline: a 408 in OpenAI's shape for one that never
+ * completed a request (a kept-alive connection idling before its next one is closed quietly, as
+ * any server does), then shutdown(), which wakes its thread with end-of-file. Under conns_mu
+ * (an entry's fd is its connection's until the closed notice, which takes that lock). */
+static int reap(struct tern_server *s, double now)
+{
+    char resp[1024];
+    int resp_len = -1; /* made when first needed */
+    int n = 0;
+    for (struct srv_conn *e = s->conns; e; e = e->next) {
+        if (e->cut || e->since <= 0 || now - e->since < s->p.read_timeout || e->fd < 0) continue;
+        if (!e->answered && !e->requests && resp_len < 0) {
+            struct srv_err err;
+            srv_err_set(&err, 408, "invalid_request_error", NULL, "request_timeout",
+                        "the request's headers and body did not arrive within %d s (--read-timeout)",
+                        s->p.read_timeout);
+            char *body = srv_err_body(&err);
+            resp_len = body ? snprintf(resp, sizeof resp, "HTTP/1.1 408 Request Timeout\r\nContent-Type: "
+                                       "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                                       strlen(body), body) : 0;
+            free(body);
+            if (resp_len < 0 || resp_len >= (int)sizeof resp) resp_len = 0;
+        }
+        if (!e->answered && !e->requests && resp_len > 0)
+            (void)send(e->fd, resp, (size_t)resp_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(e->fd, SHUT_RDWR);
+        e->cut = true;
+        n++;
+    }
+    s->n_timed_out += (uint64_t)n;
+    return n;
+}
+
+static void *reaper_main(void *arg)
+{
+    struct tern_server *s = arg;
+    pthread_mutex_lock(&s->conns_mu);
+    while (!s->reaper_exit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 250 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->conns_cv, &s->conns_mu, &ts);
+        const int n = s->reaper_exit ? 0 : reap(s, srv_now());
+        if (n && !s->p.quiet)
+            fprintf(stderr, "tern serve: closed %d connection%s that sent no complete request within "
+                    "%d s (--read-timeout)\n", n, n == 1 ? "" : "s", s->p.read_timeout);
+    }
+    pthread_mutex_unlock(&s->conns_mu);
+    return NULL;
 }
 
 static void wait_200ms(pthread_cond_t *cv, pthread_mutex_t *mu)
@@ -298,6 +416,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                         "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
                         "given to tern serve with --api-key or TERN_API_KEY)");
             log_line(s, method, url, 401, cs->t0, NULL);
+            conn_mark(s, c, CONN_REFUSED);
             return reply_err(s, c, ep, &e);
         }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -306,6 +425,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                         "the request body of %s bytes exceeds the server's limit of %zu bytes",
                         cl, s->p.max_body);
             log_line(s, method, url, 413, cs->t0, NULL);
+            conn_mark(s, c, CONN_REFUSED);
             return reply_err(s, c, ep, &e);
         }
         return MHD_YES;
@@ -319,6 +439,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_size = 0;
         return MHD_YES;
     }
+    conn_mark(s, c, CONN_ANSWERING); /* the whole request is in: no deadline for its answer */
     struct srv_err e;
     if (cs->too_big) {
         srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
@@ -370,10 +491,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     (void)toe;
     struct tern_server *s = cls;
     struct conn *cs = *con_cls;
+    conn_mark(s, c, CONN_NEXT);
     if (!cs) return;
     if (cs->had_job) {
         pthread_mutex_lock(&s->mu);
@@ -385,6 +506,28 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     *con_cls = NULL;
 }
 
+/* A connection holds a descriptor (and a thread): raise the soft open-file limit to the hard
+ * one when max_connections needs it, or lower max_connections to what fits, saying so. */
+static void raise_fd_limit(struct tern_server *s)
+{
+    const rlim_t spare = 128; /* the model file, the listening socket, pipes, a prompt-cache dir */
+    const rlim_t want = (rlim_t)s->p.max_connections + spare;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        struct rlimit up = rl;
+        up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+        if (!setrlimit(RLIMIT_NOFILE, &up)) rl = up;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        const int fit = rl.rlim_cur > 2 * spare ? (int)(rl.rlim_cur - spare) : (int)(rl.rlim_cur / 2);
+        fprintf(stderr, "tern serve: warning: the open-file limit is %llu (hard limit %llu): at most %d "
+                "connections instead of %d (raise it with ulimit -n)\n", (unsigned long long)rl.rlim_cur,
+                (unsigned long long)rl.rlim_max, fit, s->p.max_connections);
+        s->p.max_connections = fit > 1 ? fit : 1;
+    }
+}
+
 tern_status srv_http_start(struct tern_server *s)
 {
     const char *host = s->p.host ? s->p.host : "127.0.0.1";
@@ -394,19 +537,29 @@ tern_status srv_http_start(struct tern_server *s)
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai || !ai) return tern_fail(TERN_ERR_ARG, "serve: cannot resolve host '%s': %s", host, gai_strerror(gai));
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+    raise_fd_limit(s);
+    /* poll(), not select(): select cannot watch a descriptor above 1024 */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)s->p.port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->p.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
+        /* a stalled reader of an answer (the read deadline covers requests only) */
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
     const int err = errno;
     freeaddrinfo(ai);
     if (!d)
         return tern_fail(TERN_ERR_IO, "serve: cannot listen on %s:%d (%s; is the port in use?)", host,
                          s->p.port, strerror(err));
     s->daemon = d;
+    s->reaper_exit = false;
+    if (pthread_create(&s->reaper, NULL, reaper_main, s)) {
+        srv_http_stop(s);
+        return tern_fail(TERN_ERR_NOMEM, "serve: cannot start the connection reaper thread");
+    }
+    s->reaper_started = true;
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
     struct sockaddr_storage sa;
     socklen_t sl = sizeof sa;
@@ -425,6 +578,14 @@ void srv_http_quiesce(struct tern_server *s)
 
 void srv_http_stop(struct tern_server *s)
 {
+    if (s->reaper_started) {
+        pthread_mutex_lock(&s->conns_mu);
+        s->reaper_exit = true;
+        pthread_cond_signal(&s->conns_cv);
+        pthread_mutex_unlock(&s->conns_mu);
+        pthread_join(s->reaper, NULL);
+        s->reaper_started = false;
+    }
     if (!s->daemon) return;
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;

@@ -130,5 +130,13 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_queue_depth", "gauge", "Requests waiting for a slot.", q);
     scalar(&b, "tern_active_sequences", "gauge", "Requests holding a slot (prefilling or generating).", active);
     scalar(&b, "tern_slots", "gauge", "Sequences decoded together at most (--parallel).", s->p.n_parallel);
+    pthread_mutex_lock(&s->conns_mu);
+    const int conns = s->n_conns;
+    const uint64_t timed_out = s->n_timed_out;
+    pthread_mutex_unlock(&s->conns_mu);
+    scalar(&b, "tern_connections_open", "gauge", "Open HTTP connections (--max-connections).", conns);
+    scalar(&b, "tern_connections_timed_out_total", "counter",
+           "Connections closed because a request's headers and body took longer than --read-timeout.",
+           (double)timed_out);
     return b.p;
 }

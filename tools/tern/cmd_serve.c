@@ -66,6 +66,14 @@ static void help(void)
            "                         --draft-max)\n"
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
+           "  --max-connections N    open connections at once, 1..1000000 (default 4096; the\n"
+           "                         open-file limit is raised to hold them)\n"
+           "  --max-connections-per-ip N  open connections from one client address (default: no\n"
+           "                         limit; behind a reverse proxy every client is the proxy)\n"
+           "  --read-timeout S       seconds a client has to send a request's headers and body,\n"
+           "                         however slowly its bytes come (also the idle time of a kept-\n"
+           "                         alive connection), then 408 and closed, 1..86400 (default 30);\n"
+           "                         answers, streamed or not, are not timed\n"
            "  --quiet                no log line per request\n"
            "  --no-repack            keep the weights mmap-only (no copy repacked at load)\n"
            "\n"
@@ -160,6 +168,15 @@ int cmd_serve(int argc, char **argv)
         } else if (OPT("--max-queue", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
             p.max_queue = (int)v;
+        } else if (OPT("--max-connections", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-connections", val, 1, 1000000, &v)) return CLI_EXIT_USAGE;
+            p.max_connections = (int)v;
+        } else if (OPT("--max-connections-per-ip", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-connections-per-ip", val, 1, 1000000, &v)) return CLI_EXIT_USAGE;
+            p.max_connections_per_ip = (int)v;
+        } else if (OPT("--read-timeout", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--read-timeout", val, 1, 86400, &v)) return CLI_EXIT_USAGE;
+            p.read_timeout = (int)v;
         } else if (OPT("--max-body", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-body", val, 1024, 1ll << 32, &v)) return CLI_EXIT_USAGE;
             p.max_body = (size_t)v;
