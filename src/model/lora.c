@@ -24,11 +24,14 @@ const struct model_weight *lora_slot_weight(const struct tern_model *m, int s)
     } else if (s == lora_slot_embd(m)) {
         w = &m->tok_embd;
     } else if (s >= 0 && s < lora_slot_output(m)) {
-        const struct model_layer *L = &m->layers[s / LORA_KINDS];
+        const int il = s / LORA_KINDS;
+        const struct model_layer *L = &m->layers[il];
+        /* a layer that reads another's KV (gemma4) never computes its own k and v */
+        const bool own_kv = !L->recurrent && L->kv_src == il;
         switch (s % LORA_KINDS) {
         case LORA_Q: w = L->recurrent ? NULL : &L->wq; break;
-        case LORA_K: w = L->recurrent ? NULL : &L->wk; break;
-        case LORA_V: w = L->recurrent || L->v_is_k ? NULL : &L->wv; break;
+        case LORA_K: w = own_kv ? &L->wk : NULL; break;
+        case LORA_V: w = own_kv && !L->v_is_k ? &L->wv : NULL; break;
         case LORA_O: w = L->recurrent ? NULL : &L->wo; break;
         case LORA_GATE: w = &L->ffn_gate; break;
         case LORA_UP: w = &L->ffn_up; break;
