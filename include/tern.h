@@ -1017,12 +1017,17 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
  * holds positions 0 .. *n_restored-1); otherwise leave the sequence alone (*n_restored = 0).
  * Counted as a lookup either way (a hit when something was restored). Store: every full block
  * of tokens[0..n) that the cache lacks, from sequence seq, which must hold positions 0..n-1
- * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). */
+ * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). group: an isolation
+ * group; blocks stored under one group are restored only under the same one (0 = the shared
+ * group, which prefill and match use; tern serve gives each API key and prompt_cache_key its
+ * own, so one user's prompt can neither be restored nor timed by another). */
 tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                      const int32_t *tokens, int n, int more_than, int *n_restored);
+                                      uint64_t group, const int32_t *tokens, int n, int more_than,
+                                      int *n_restored);
 tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                    const int32_t *tokens, int n);
-/* Tokens of the longest block-aligned cached prefix of tokens[0..n) (no side effects). */
+                                    uint64_t group, const int32_t *tokens, int n);
+/* Tokens of the longest block-aligned cached prefix of tokens[0..n) in the shared group (no side
+ * effects). */
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
 /* Write every block not yet on disk to dir (one file per block, tmp + fsync + rename).
  * TERN_ERR_ARG if the cache has no dir. */
@@ -1386,6 +1391,9 @@ struct tern_batch_request {
     int n_top_logprobs;      /* 0 .. TERN_MAX_TOP_LOGPROBS alternatives for on_logprob */
     tern_batch_done_fn on_done; /* required */
     void *user;
+    uint64_t cache_group;    /* isolation group: the prompt reuses KV only from slots whose last
+                                request had the same group and from prefix-cache blocks stored
+                                under it (tern_prefix_cache_restore); 0 = the shared group */
 };
 struct tern_batch_request tern_batch_request_default(void);
 
@@ -2266,6 +2274,11 @@ struct tern_server_params {
     int port;                 /* 0 = any free port (tern_server_port tells which); default 8080 */
     const char *api_key;      /* NULL = none; else every /v1 request needs
                                  "Authorization: Bearer <key>" (401 otherwise) */
+    const char *const *api_keys; /* more keys, any of which is accepted (n_api_keys of them,
+                                 with api_key if set; copied). Requests with different keys never
+                                 share prompt KV (nor see it in usage.cached_tokens); nor do
+                                 requests with different prompt_cache_key values */
+    int n_api_keys;
     int n_parallel;           /* sequences decoded together; 0 = 4 */
     int n_ctx;                /* positions per sequence; 0 = min(training context, 4096) */
     int n_threads;            /* 0 = all CPUs */

@@ -30,6 +30,7 @@
 struct bd_slot {
     int32_t *rec;                   /* (n_ctx) tokens its sequence's KV holds */
     int n_rec;
+    uint64_t group;                 /* isolation group of the request that wrote rec */
     bool greedy;
     struct tern_sampler *smp;       /* the drafts' draws (sampling requests), made at admit */
     struct tern_sampler_params sp;  /* smp's params */
@@ -148,7 +149,8 @@ static void rewind_to(struct batch_draft *bd, int i, int n)
 }
 
 tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *prompt, int n,
-                              const struct tern_sampler_params *sp, bool share, int *reused)
+                              const struct tern_sampler_params *sp, bool share, uint64_t group,
+                              int *reused)
 {
     struct bd_slot *s = &bd->slots[slot];
     s->greedy = sp->temperature == 0.0f;
@@ -170,9 +172,9 @@ tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *p
         tern_sampler_reset(s->smp);
     }
     /* the prefix the sequence shares with the prompt, or a longer one from another slot */
-    int keep = share ? common_prefix(s->rec, s->n_rec, prompt, n) : 0, src = -1, src_n = keep;
+    int keep = share && s->group == group ? common_prefix(s->rec, s->n_rec, prompt, n) : 0, src = -1, src_n = keep;
     for (int j = 0; share && j < bd->n_slots; j++) {
-        if (j == slot) continue;
+        if (j == slot || bd->slots[j].group != group) continue;
         const int l = common_prefix(bd->slots[j].rec, bd->slots[j].n_rec, prompt, n);
         if (l > src_n) {
             src = j;
@@ -185,6 +187,7 @@ tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *p
     } else {
         rewind_to(bd, slot, keep);
     }
+    s->group = group;
     if (reused) *reused = s->n_rec;
     return TERN_OK;
 }

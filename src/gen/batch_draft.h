@@ -25,12 +25,14 @@ tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int
 void batch_draft_free(struct batch_draft *bd);
 
 /* A request enters slot with prompt[0..n): the slot's sequence keeps the prefix it shares with
- * the prompt, or gets a longer one copied from another slot's sequence (share false: nothing
- * kept). sp: the request's sampler params (temperature 0 drafts greedily; otherwise drafts are
+ * the prompt, or gets a longer one copied from another slot's sequence, among the sequences
+ * whose last request had the same isolation group (tern_batch_request.cache_group; share false:
+ * nothing kept). sp: the request's sampler params (temperature 0 drafts greedily; otherwise drafts are
  * drawn from q under the same temperature and filters, no repetition penalty, a seed derived
  * from sp's). Returns the prompt tokens the sequence holds in *reused. */
 tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *prompt, int n,
-                              const struct tern_sampler_params *sp, bool share, int *reused);
+                              const struct tern_sampler_params *sp, bool share, uint64_t group,
+                              int *reused);
 
 /* One slot's work in a step. */
 struct batch_draft_req {

@@ -45,6 +45,8 @@ struct slot {
     int32_t *toks;               /* (n_ctx) record, see above */
     int n_toks;
     int n_prompt;
+    uint64_t group;              /* isolation group of the request that wrote the record
+                                    (tern_batch_request.cache_group): reused only by the same */
     int n_pending;               /* toks[n_toks - n_pending ..) chosen, not yet decoded */
     struct tern_batch_request r; /* the request (prompt pointer not used after add) */
     struct tern_detokenizer *detok;
@@ -111,7 +113,7 @@ void tern_batcher_set_prefix_cache(struct tern_batcher *b, struct tern_prefix_ca
  * a full budget or no memory only means less reuse later. */
 static void cache_store(struct tern_batcher *b, int i, int n)
 {
-    if (b->pc && n > 0) (void)tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].toks, n);
+    if (b->pc && n > 0) (void)tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].group, b->slots[i].toks, n);
 }
 
 struct tern_batcher_params tern_batcher_default_params(void)
@@ -301,7 +303,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     for (int i = 0; i < b->n_slots; i++) {
         const struct slot *s = &b->slots[i];
         if (s->active) continue;
-        int l = b->p.share_prefix ? common_prefix(s->toks, slot_kv(b, i), r->prompt, cap) : 0;
+        int l = b->p.share_prefix && s->group == r->cache_group ? common_prefix(s->toks, slot_kv(b, i), r->prompt, cap) : 0;
         /* a recurrent model (qwen35) keeps a slot's state only at some positions */
         if (!tern_kv_seq_can_truncate(b->ctx, i, l)) l = 0;
         if (l > best_lcp || (l == best_lcp && s->last_used < b->slots[best].last_used)) {
@@ -323,7 +325,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     if (model_drafts) {
         struct tern_sampler_params sp;
         tern_sampler_get_params(r->sampler, &sp);
-        if ((st = batch_draft_admit(b->bd, best, r->prompt, r->n_prompt, &sp, b->p.share_prefix, NULL))) {
+        if ((st = batch_draft_admit(b->bd, best, r->prompt, r->n_prompt, &sp, b->p.share_prefix, r->cache_group, NULL))) {
             gen_grammar_free(&s->gram);
             return st;
         }
@@ -331,7 +333,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     /* Another slot (busy or free) may hold more of the prompt: copy its KV over. */
     int src = -1, src_lcp = best_lcp;
     for (int i = 0; b->p.share_prefix && i < b->n_slots; i++) {
-        if (i == best) continue;
+        if (i == best || b->slots[i].group != r->cache_group) continue; /* another user's KV */
         int l = common_prefix(b->slots[i].toks, slot_kv(b, i), r->prompt, cap);
         if (!tern_kv_seq_can_truncate(b->ctx, i, l)) l = 0; /* as above: copyable positions only */
         if (l > src_lcp) {
@@ -342,7 +344,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     /* The process-wide prefix cache may know more of it than any slot (a conversation whose
      * slot was reused since, or one seen before a restart): restore from it. */
     int reused = best_lcp, restored = 0;
-    if (b->pc && tern_prefix_cache_restore(b->pc, b->ctx, best, r->prompt, r->n_prompt,
+    if (b->pc && tern_prefix_cache_restore(b->pc, b->ctx, best, r->cache_group, r->prompt, r->n_prompt,
                                            src_lcp > best_lcp ? src_lcp : best_lcp, &restored) == TERN_OK &&
         restored > 0) {
         reused = restored;
@@ -353,6 +355,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         return tern_fail_prefix(st, "batcher: ");
     }
     memcpy(s->toks, r->prompt, sizeof(int32_t) * (size_t)r->n_prompt);
+    s->group = r->cache_group;
     s->n_toks = r->n_prompt;
     s->n_prompt = r->n_prompt;
     s->n_pending = 0;

@@ -66,6 +66,7 @@ tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b)
 {
     TERN_ASSERT(b->key != 0 && b->key != b->parent && !pc_find(pc, b->key));
     TERN_ASSERT(b->n_children == 0 && b->depth >= 0 && (b->depth == 0) == (b->parent == 0));
+    TERN_ASSERT(b->depth == 0 || b->group == 0);
     if (pc->st.n_blocks + 1 > pc->n_buckets) {
         tern_status st = grow(pc);
         if (st) return st;
@@ -318,16 +319,16 @@ const char *tern_prefix_cache_warning(const struct tern_prefix_cache *pc)
 
 /* Walk the chain of tokens[0..max_tokens) block by block; fills found[] (may be NULL) and
  * returns the number of blocks present. *key_out is the key of the last found block (0 if none). */
-static int walk(const struct tern_prefix_cache *pc, const int32_t *tokens, int max_tokens,
+static int walk(const struct tern_prefix_cache *pc, uint64_t group, const int32_t *tokens, int max_tokens,
                 struct pc_block **found, uint64_t *key_out)
 {
     uint64_t key = 0;
     int d = 0;
     for (; (long long)(d + 1) * pc->B <= max_tokens; d++) {
         const int32_t *t = tokens + (size_t)d * pc->B;
-        uint64_t k = pc_chain_key(key, t, pc->B);
+        uint64_t k = pc_chain_key(d ? key : group, t, pc->B);
         struct pc_block *b = pc_find(pc, k);
-        if (!b || b->parent != key || b->depth != d ||
+        if (!b || b->parent != key || b->depth != d || (d == 0 && b->group != group) ||
             memcmp(b->tokens, t, (size_t)pc->B * sizeof *t))
             break;
         if (found) found[d] = b;
@@ -340,13 +341,13 @@ static int walk(const struct tern_prefix_cache *pc, const int32_t *tokens, int m
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n)
 {
     if (!tokens || n <= 0) return 0;
-    return walk(pc, tokens, n, NULL, NULL) * pc->B;
+    return walk(pc, 0, tokens, n, NULL, NULL) * pc->B;
 }
 
 /* Copy block d of sequence seq of the context into a new table entry (after making room).
  * Returns false when the budget cannot take it (then no later block of this prompt is stored
  * either). */
-static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq,
+static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv, int seq, uint64_t group,
                         const int32_t *tokens, int d, uint64_t parent, uint64_t key, const void *state)
 {
     if (pc_find(pc, key)) return false; /* a colliding key: leave the resident block alone */
@@ -363,6 +364,7 @@ static bool store_block(struct tern_prefix_cache *pc, const struct kv_cache *kv,
     }
     b->key = key;
     b->parent = parent;
+    b->group = d ? 0 : group;
     b->depth = d;
     b->last_used = ++pc->tick;
     memcpy(b->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens);
@@ -415,7 +417,7 @@ static bool window_held(const struct kv_cache *kv, int B, struct pc_block *const
 /* Restore the longest cached prefix of tokens[0..n) into sequence seq (the limit below) if it
  * is longer than more_than tokens (else the sequence is left alone and 0 returned); *key_out:
  * the key of its last block (0: none). Returns the tokens restored. */
-static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq, uint64_t group,
                    const int32_t *tokens, int n, int more_than, uint64_t *key_out, tern_status *st)
 {
     /* Restore at most n - min_suffix tokens: the last token must be decoded for its logits.
@@ -435,7 +437,7 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
         return 0;
     }
     uint64_t key;
-    int nb = walk(pc, tokens, max_blocks * pc->B, found, &key);
+    int nb = walk(pc, group, tokens, max_blocks * pc->B, found, &key);
     TERN_ASSERT(nb >= 0 && nb <= max_blocks);
     /* a recurrent model continues from a state: the deepest found block that has one; one with
      * sliding-window layers from the rows of the window before it */
@@ -471,16 +473,16 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
 
 /* Store the blocks of tokens[0..n) after depth d0 (key: the chain key of block d0 - 1) that
  * sequence seq holds and the cache does not. */
-static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq, uint64_t group,
                        const int32_t *tokens, int n, int d0, uint64_t key)
 {
     const struct kv_cache *kv = kv_of_context(ctx);
     for (int d = d0; (long long)(d + 1) * pc->B <= n; d++) {
-        uint64_t k = pc_chain_key(key, tokens + (size_t)d * pc->B, pc->B);
+        uint64_t k = pc_chain_key(d ? key : group, tokens + (size_t)d * pc->B, pc->B);
         struct pc_block *have = pc_find(pc, k);
         /* recurrent models: the state after this block, if the context kept it */
         const void *state = pc->state_bytes ? kv_context_state_captured(ctx, seq, (d + 1) * pc->B) : NULL;
-        if (have && have->parent == key && have->depth == d &&
+        if (have && have->parent == key && have->depth == d && (d || have->group == group) &&
             !memcmp(have->tokens, tokens + (size_t)d * pc->B, (size_t)pc->B * sizeof *tokens)) {
             have->last_used = ++pc->tick; /* the last token's block when n is block-aligned */
             if (have->missing_win && d * pc->B >= kv->win_lo[seq]) {
@@ -496,7 +498,7 @@ static void store_from(struct tern_prefix_cache *pc, struct tern_context *ctx, i
                 pc->st.bytes += pc->state_bytes;
                 have->on_disk = false; /* its file holds no state: the next save rewrites it */
             }
-        } else if (!store_block(pc, kv, seq, tokens, d, key, k, state)) {
+        } else if (!store_block(pc, kv, seq, group, tokens, d, key, k, state)) {
             break;
         }
         key = k;
@@ -520,24 +522,25 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
     tern_status st = check_args(pc, ctx, 0, tokens, n, "prefill");
     if (st) return st;
     uint64_t key;
-    const int reused = restore(pc, ctx, 0, tokens, n, -1, &key, &st);
+    const int reused = restore(pc, ctx, 0, 0, tokens, n, -1, &key, &st);
     if (!st) st = arm_capture(pc, ctx, 0, n, reused);
     if (st) return st;
     st = tern_decode(ctx, tokens + reused, n - reused, reused, TERN_LOGITS_LAST);
     if (st) return st;
     /* Store the blocks this prompt completed that the cache did not have. */
-    store_from(pc, ctx, 0, tokens, n, reused / pc->B, key);
+    store_from(pc, ctx, 0, 0, tokens, n, reused / pc->B, key);
     if (n_reused) *n_reused = reused;
     return TERN_OK;
 }
 
 tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                      const int32_t *tokens, int n, int more_than, int *n_restored)
+                                      uint64_t group, const int32_t *tokens, int n, int more_than,
+                                      int *n_restored)
 {
     tern_status st = check_args(pc, ctx, seq, tokens, n, "restore");
     if (st) return st;
     uint64_t key;
-    const int reused = restore(pc, ctx, seq, tokens, n, more_than, &key, &st);
+    const int reused = restore(pc, ctx, seq, group, tokens, n, more_than, &key, &st);
     /* the caller decodes the rest and stores: the state at the prompt's last usable block
      * boundary is kept for tern_prefix_cache_store (if no decode passes it, nothing is kept) */
     if (!st) st = arm_capture(pc, ctx, seq, n, reused);
@@ -546,7 +549,7 @@ tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_
 }
 
 tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                    const int32_t *tokens, int n)
+                                    uint64_t group, const int32_t *tokens, int n)
 {
     tern_status st = check_args(pc, ctx, seq, tokens, n, "store");
     if (st) return st;
@@ -554,6 +557,6 @@ tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_co
     if (n > kv->seq_pos[seq])
         return tern_fail(TERN_ERR_ARG, "prefix cache store: %d tokens, but sequence %d holds %d positions",
                          n, seq, kv->seq_pos[seq]);
-    store_from(pc, ctx, seq, tokens, n, 0, 0);
+    store_from(pc, ctx, seq, group, tokens, n, 0, 0);
     return TERN_OK;
 }

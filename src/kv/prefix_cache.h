@@ -2,8 +2,11 @@
  * eviction, prefill), prefix_file.c (the on-disk form) and prefix_bench.c.
  *
  * Model: a prompt is cut into blocks of B tokens. Block d holds positions d*B .. d*B+B-1 and is
- * keyed by key_d = hash(key_{d-1}, its B tokens) with key_{-1} = 0, so a key stands for the
- * whole prefix up to the block's end. Blocks live in one hash table; a lookup walks keys from
+ * keyed by key_d = hash(key_{d-1}, its B tokens) with key_{-1} = the prompt's isolation group
+ * (0: shared; a server gives each API key and prompt_cache_key its own), so a key stands for the
+ * whole prefix up to the block's end, and chains of different groups never meet: a block 0
+ * records its group and a lookup compares it (then every later block is reached through its
+ * parent's key). Blocks live in one hash table; a lookup walks keys from
  * block 0 and stops at the first absent one. Each block also stores its tokens and its parent's
  * key, and a lookup compares both, so a 64-bit hash collision can never restore wrong KV.
  * Eviction removes only leaves (blocks no other block names as parent), least recently used
@@ -40,6 +43,8 @@
 
 struct pc_block {
     uint64_t key, parent;       /* parent 0: the first block of a prompt */
+    uint64_t group;             /* depth 0: the isolation group its chain is keyed under (0 =
+                                   shared); 0 for deeper blocks */
     int depth;                  /* block index: its first token is at position depth * B */
     int n_children;             /* blocks in the table whose parent is this one */
     int check_children;         /* scratch of pc_check_table */
@@ -76,7 +81,8 @@ struct tern_prefix_cache {
 /* Tokens a hit must leave to decode for pc's model on the active kernel path: 1 or
  * KV_MIN_BATCHED_SUFFIX (kv_model_min_exact_suffix). */
 int pc_min_suffix(const struct tern_prefix_cache *pc);
-/* Key of a block of B tokens after the block keyed parent (never 0). */
+/* Key of a block of B tokens after the block keyed parent (never 0); block 0's "parent" here is
+ * its group. */
 uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B);
 struct pc_block *pc_find(const struct tern_prefix_cache *pc, uint64_t key);
 /* Take ownership of b and add it (its key must be absent); counts it as its parent's child, or

@@ -16,7 +16,9 @@
  *   180     8  bytes of the recurrent state after the block (qwen35), 0 = none
  *   188     4  flags: bit 0 = the sliding-window layers' rows are zeros (the context had released
  *              them when it stored the block: kv_cache.h); other bits 0
- *   192    64  zero
+ *   192     8  isolation group of the chain (block 0 only: its key is hash(group, tokens); 0 =
+ *              shared, and always 0 for deeper blocks, reached through their parent's key)
+ *   200    56  zero
  *   payload: B int32 token ids, then the packed KV run (kv_copy.c), then the state if any (the
  *   F32 state of one sequence as the context keeps it: rec_state.h).
  * All integers little-endian. A file is used only if every field matches this cache and the
@@ -58,6 +60,7 @@ struct hdr {
     uint64_t pos_elems; /* K halves per position (offset 176, or its default) */
     uint64_t state_bytes; /* offset 180: the recurrent state carried after the KV, 0 = none */
     uint32_t flags;       /* offset 188 */
+    uint64_t group;       /* offset 192 */
     uint64_t key, parent, payload;
     uint8_t sum[32];
 };
@@ -104,6 +107,7 @@ static tern_status parse_header(const uint8_t *p, uint64_t file_bytes, const cha
     h->pos_elems = get32(p + 176);
     h->state_bytes = get64(p + 180);
     h->flags = get32(p + 188);
+    h->group = get64(p + 192);
     if (h->flags & ~1u)
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: unknown flags 0x%x at offset 188", name, h->flags);
     if (h->kv_type != TERN_TYPE_F16 || !h->n_layer || !h->n_head_kv || !h->head_dim || !h->B ||
@@ -233,6 +237,9 @@ static tern_status match_header(const struct tern_prefix_cache *pc, const struct
 static tern_status check_depth(const struct tern_prefix_cache *pc, const struct hdr *h,
                                const char *name)
 {
+    if (h->depth && h->group)
+        return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 with an isolation "
+                         "group at offset 192 (only the first block has one); not used", name, h->depth);
     if ((h->depth == 0) != (h->parent == 0))
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: depth %u at offset 116 contradicts "
                          "parent key %016llx at offset 128 (only the first block, depth 0, has "
@@ -275,7 +282,7 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
         return tern_fail(TERN_ERR_NOMEM, "cache file %s: out of memory", name);
     }
     for (int i = 0; i < pc->B; i++) blk->tokens[i] = (int32_t)get32(tok + 4 * (size_t)i);
-    if (pc_chain_key(h.parent, blk->tokens, pc->B) != h.key || h.key == h.parent) {
+    if (pc_chain_key(h.depth ? h.parent : h.group, blk->tokens, pc->B) != h.key || h.key == h.parent) {
         pc_block_free(blk);
         return tern_fail(TERN_ERR_FORMAT, "cache file %s: its tokens do not hash to its key "
                          "(offset 120); not used", name);
@@ -284,6 +291,7 @@ tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_
     if (h.state_bytes) memcpy(blk->state, tok + (size_t)pc->B * 4 + pc->block_bytes, (size_t)h.state_bytes);
     blk->key = h.key;
     blk->parent = h.parent;
+    blk->group = h.group;
     blk->depth = (int)h.depth;
     blk->missing_win = h.flags & 1;
     blk->on_disk = true;
@@ -434,6 +442,7 @@ tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b)
     put32(h + 188, b->missing_win ? 1 : 0);
     put64(h + 120, b->key);
     put64(h + 128, b->parent);
+    put64(h + 192, b->group);
     const uint64_t payload = (uint64_t)pc->B * 4 + pc->block_bytes + state;
     put64(h + 136, payload);
     uint8_t *pl = malloc(payload);

@@ -41,6 +41,13 @@ void tern_server_free(struct tern_server *s)
     free(s->queue);
     free(s->active);
     free(s->model_id);
+    for (int i = 0; i < s->n_keys && s->keys[i]; i++) {
+        /* a key does not outlive its server in freed memory */
+        volatile char *k = s->keys[i];
+        for (size_t n = strlen(s->keys[i]), j = 0; j < n; j++) k[j] = 0;
+        free(s->keys[i]);
+    }
+    free(s->keys);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
     pthread_mutex_destroy(&s->conns_mu);
@@ -86,11 +93,22 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         return tern_fail(TERN_ERR_ARG, "serve: --draft-max %d is outside 1..64", p->draft_max);
     if (p->draft_min < 0 || p->draft_min > 64)
         return tern_fail(TERN_ERR_ARG, "serve: --draft-min %d is outside 1..64", p->draft_min);
+    if (p->n_api_keys < 0 || (p->n_api_keys > 0 && !p->api_keys))
+        return tern_fail(TERN_ERR_ARG, "serve: %d API keys%s", p->n_api_keys, p->n_api_keys > 0 ? ", NULL array" : "");
+    for (int i = 0; i < p->n_api_keys; i++)
+        if (!p->api_keys[i] || !p->api_keys[i][0])
+            return tern_fail(TERN_ERR_ARG, "serve: API key %d is empty", i + 1);
     if (!(p->draft_p_min >= 0.0f && p->draft_p_min <= 1.0f))
         return tern_fail(TERN_ERR_ARG, "serve: --draft-p-min %g is outside 0..1", (double)p->draft_p_min);
     struct tern_server *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     s->p = *p;
+    s->p.api_keys = NULL; /* s->keys holds them all */
+    s->p.api_key = NULL;
+    s->keys = calloc((size_t)p->n_api_keys + 1, sizeof *s->keys);
+    bool keys_ok = s->keys != NULL;
+    if (keys_ok && p->api_key && p->api_key[0]) keys_ok = (s->keys[s->n_keys++] = strdup(p->api_key)) != NULL;
+    for (int i = 0; keys_ok && i < p->n_api_keys; i++) keys_ok = (s->keys[s->n_keys++] = strdup(p->api_keys[i])) != NULL;
     if (!s->p.n_parallel) s->p.n_parallel = 4;
     if (!s->p.max_queue) s->p.max_queue = 64;
     if (!s->p.max_body) s->p.max_body = 8u << 20;
@@ -115,7 +133,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         s->model_id = tmp ? strdup(basename(tmp)) : NULL;
         free(tmp);
     }
-    tern_status st = s->queue && s->active && s->model_id ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    tern_status st = keys_ok && s->queue && s->active && s->model_id ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     if (!st) st = tern_model_load(p->model_path, &(struct tern_model_params){.no_repack = p->no_repack},
                                   &s->model);
     if (!st && !p->quiet && tern_model_get_info(s->model)->repacked_bytes)

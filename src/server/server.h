@@ -132,6 +132,8 @@ struct srv_req {
     bool reasoning_open;         /* the rendered prompt ends inside a reasoning block */
     int32_t *prompt;             /* owned */
     int n_prompt;
+    const char *cache_key;       /* prompt_cache_key, or NULL (borrowed from body) */
+    uint64_t cache_group;        /* the isolation group of its KV reuse (srv_cache_group) */
 };
 void srv_req_free(struct srv_req *r);
 /* Parse and check body[0..len) for kind; on failure *e is filled (4xx) and false returned.
@@ -181,6 +183,12 @@ void srv_job_on_done(const struct tern_gen_stats *st, void *user);
 /* The stream's opening chunk (role), appended to out at enqueue. */
 void srv_job_open_stream(struct job *j);
 
+/* The isolation group of a request's prefix reuse (tern_batch_request.cache_group): 0 (shared)
+ * for a server without API keys and a request without prompt_cache_key; else 64 bits of
+ * SHA-256 over the API key it was sent with (key: index into srv->keys, or -1) and the
+ * prompt_cache_key (srv_http.c). */
+uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key);
+
 /* srv_engine.c: a job takes over *req (zeroed); refs 1 (the connection). */
 struct job *srv_job_new(struct tern_server *s, struct srv_req *req);
 /* Sampler, grammar (tool_choice / response_format) and tool-call parser; 4xx on a bad schema. */
@@ -204,6 +212,8 @@ struct srv_conn {
 /* ---------------------------------------------------------------- the server */
 struct tern_server {
     struct tern_server_params p;
+    char **keys;                       /* the API keys (api_key, api_keys; owned copies) */
+    int n_keys;                        /* 0: no key needed */
     char *model_id;
     struct tern_model *model;
     struct tern_tokenizer *tok;        /* engine thread: detokenizing, end-of-generation */

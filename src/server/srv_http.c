@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <microhttpd.h>
+#include <nettle/sha2.h>
 
 #include "server/server.h"
 #include "util/error.h"
@@ -36,6 +37,7 @@
 enum { EP_CHAT = 0, EP_COMPLETIONS = 1, EP_MODELS = 2, EP_OTHER = 3 };
 
 struct conn {
+    int key;               /* the API key it carries (index into s->keys), -1 none needed */
     struct sbuf body;
     bool too_big;
     bool had_job;          /* counted in s->http_jobs until the request completes */
@@ -93,18 +95,46 @@ static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c
                  e->status == 503 ? "1" : NULL);
 }
 
-/* Constant time in the key's length: the comparison does not tell how much of a guess matched. */
-static bool authorized(const struct tern_server *s, struct MHD_Connection *c)
+/* The index of the API key the request carries, -1 when the server needs none, -2 when it is
+ * refused. Every key is compared, each in constant time in its length: the time does not tell
+ * how much of a guess matched, nor which key. */
+static int authorized(const struct tern_server *s, struct MHD_Connection *c)
 {
-    if (!s->p.api_key || !s->p.api_key[0]) return true;
+    if (!s->n_keys) return -1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7)) return false;
+    if (!h || strncmp(h, "Bearer ", 7)) return -2;
     h += 7;
-    const char *k = s->p.api_key;
-    size_t hn = strlen(h), kn = strlen(k);
-    unsigned char d = hn != kn;
-    for (size_t i = 0; i < kn; i++) d |= (unsigned char)(k[i] ^ (i < hn ? h[i] : 0));
-    return d == 0;
+    const size_t hn = strlen(h);
+    int found = -2;
+    for (int j = 0; j < s->n_keys; j++) {
+        const char *k = s->keys[j];
+        const size_t kn = strlen(k);
+        unsigned char d = hn != kn;
+        for (size_t i = 0; i < kn; i++) d |= (unsigned char)(k[i] ^ (i < hn ? h[i] : 0));
+        const int hit = -(int)(d == 0); /* all ones on a match */
+        found = (found & ~hit) | (j & hit);
+    }
+    return found;
+}
+
+uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key)
+{
+    if (key < 0 && !cache_key) return 0;
+    /* a key's group is not the key: only 64 bits of a hash reach the prompt cache's files */
+    struct sha256_ctx h;
+    sha256_init(&h);
+    static const char tag[] = "tern prompt cache group 1";
+    sha256_update(&h, sizeof tag, (const uint8_t *)tag);
+    const char *k = key >= 0 ? s->keys[key] : "";
+    const uint8_t has[2] = {key >= 0, cache_key != NULL};
+    sha256_update(&h, sizeof has, has);
+    sha256_update(&h, strlen(k) + 1, (const uint8_t *)k);
+    if (cache_key) sha256_update(&h, strlen(cache_key), (const uint8_t *)cache_key);
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_digest(&h, sizeof d, d);
+    uint64_t g = 0;
+    for (int i = 0; i < 8; i++) g = g << 8 | d[i];
+    return g ? g : 1;
 }
 
 static bool client_gone(int fd)
@@ -304,6 +334,7 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
         log_line(s, "POST", url, e.status, cs->t0, NULL);
         return reply_err(s, c, endpoint, &e);
     }
+    req.cache_group = srv_cache_group(s, cs->key, req.cache_key);
     struct job *j = srv_job_new(s, &req);
     if (!j) {
         srv_req_free(&req);
@@ -411,10 +442,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *con_cls = cs;
         /* refuse before reading the body when the answer is known already */
         struct srv_err e;
-        if (v1 && strcmp(method, "OPTIONS") && !authorized(s, c)) {
+        cs->key = authorized(s, c);
+        if (v1 && strcmp(method, "OPTIONS") && cs->key == -2) {
             srv_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
                         "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
-                        "given to tern serve with --api-key or TERN_API_KEY)");
+                        "given to tern serve with --api-key, --api-key-file or TERN_API_KEY)");
             log_line(s, method, url, 401, cs->t0, NULL);
             conn_mark(s, c, CONN_REFUSED);
             return reply_err(s, c, ep, &e);

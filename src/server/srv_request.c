@@ -154,13 +154,14 @@ static const char *const CHAT_KEYS[] = {
     "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens",
     "max_completion_tokens", "stop", "n", "logprobs", "top_logprobs", "frequency_penalty",
     "presence_penalty", "logit_bias", "user", "metadata", "store", "service_tier",
+    "prompt_cache_key",
     /* llama-server extensions */
     "top_k", "min_p", "repeat_penalty", "ignore_eos", "chat_template_kwargs", NULL};
 static const char *const COMPLETION_KEYS[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
     "stream_options", "n", "echo", "logprobs", "best_of", "suffix", "frequency_penalty",
-    "presence_penalty", "logit_bias", "user", "top_k", "min_p", "repeat_penalty", "ignore_eos",
-    NULL};
+    "presence_penalty", "logit_bias", "user", "prompt_cache_key", "top_k", "min_p", "repeat_penalty",
+    "ignore_eos", NULL};
 
 static bool known(const char *const *keys, const char *k)
 {
@@ -226,6 +227,15 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
     const cJSON *b = r->body;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(b, "model");
     if (model && !cJSON_IsString(model)) BAD("model", "'model' must be a string, got %s", jtype(model));
+    const cJSON *pck = cJSON_GetObjectItemCaseSensitive(b, "prompt_cache_key");
+    if (pck && !cJSON_IsNull(pck)) {
+        if (!cJSON_IsString(pck))
+            BAD("prompt_cache_key", "'prompt_cache_key' must be a string, got %s", jtype(pck));
+        if (strlen(pck->valuestring) > 1024)
+            BAD("prompt_cache_key", "'prompt_cache_key' is %zu bytes long; at most 1024",
+                strlen(pck->valuestring));
+        r->cache_key = pck->valuestring;
+    }
     if (!bool_field(b, "stream", &r->stream, e)) return false;
     const cJSON *so = cJSON_GetObjectItemCaseSensitive(b, "stream_options");
     if (so && !cJSON_IsNull(so)) {

@@ -201,6 +201,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(!cJSON_GetObjectItemCaseSensitive(kw, "tools") && !cJSON_GetObjectItemCaseSensitive(kw, "messages") &&
           !cJSON_GetObjectItemCaseSensitive(kw, "add_generation_prompt"),
           "chat_template_kwargs replaced a variable the server sets");
+    /* isolation: a prompt_cache_key is read, and always makes a group of its own (never the
+     * shared 0) */
+    const cJSON *pck = cJSON_GetObjectItemCaseSensitive(r.body, "prompt_cache_key");
+    CHECK(cJSON_IsString(pck) == (r.cache_key != NULL), "prompt_cache_key read as %s",
+          r.cache_key ? r.cache_key : "(none)");
+    CHECK(!r.cache_key || srv_cache_group(s, -1, r.cache_key) != 0, "prompt_cache_key in the shared group");
     CHECK(r.n_prompt >= 1 && r.n_prompt < s->n_ctx, "prompt of %d tokens", r.n_prompt);
     for (int i = 0; i < r.n_prompt; i++)
         CHECK(r.prompt[i] >= 0 && r.prompt[i] < n_vocab, "prompt[%d] = %d", i, r.prompt[i]);

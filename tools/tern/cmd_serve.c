@@ -1,6 +1,7 @@
 /* cmd_serve.c — `tern serve`: the OpenAI-compatible HTTP server (include/tern.h "HTTP server",
  * src/server). This file turns flags into tern_server_params, prints where it listens, and
  * turns SIGTERM / SIGINT into tern_server_stop (drain, then exit 0). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 static void help(void)
 {
-    printf("usage: tern serve -m MODEL [--host ADDR] [--port N] [--api-key KEY] [--parallel N]\n"
+    printf("usage: tern serve -m MODEL [--host ADDR] [--port N] [--api-key KEY]... [--parallel N]\n"
            "                  [-c N] [-t N] [options]\n"
            "\n"
            "Serves the model over OpenAI's HTTP API: POST /v1/chat/completions (tools, tool_choice,\n"
@@ -24,8 +25,12 @@ static void help(void)
            "  --host ADDR            address to listen on (default 127.0.0.1: this machine only;\n"
            "                         0.0.0.0 or :: exposes the server to the network)\n"
            "  --port N               TCP port, 0..65535 (default 8080; 0 = any free port)\n"
-           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1 (default: the\n"
-           "                         TERN_API_KEY environment variable, else no key)\n"
+           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1; repeatable: any\n"
+           "                         of the keys is accepted (default: the TERN_API_KEY environment\n"
+           "                         variable, else no key). Requests with different keys never\n"
+           "                         share prompt KV, nor see each other's in cached_tokens\n"
+           "  --api-key-file FILE    keys from FILE, one per line ('#' comments and blank lines\n"
+           "                         skipped); keeps them out of ps; repeatable, adds to --api-key\n"
            "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
            "  --cache-mb M           a prompt cache of M MiB of KV shared by all slots: a prompt\n"
            "                         whose prefix was computed before (another conversation's\n"
@@ -84,23 +89,85 @@ static void help(void)
 
 static struct tern_server *g_server;
 
+struct keys {
+    const char **v;
+    char **owned; /* the strings read from files */
+    int n, n_owned;
+};
+
+static bool keys_add(struct keys *k, const char *key, bool owned)
+{
+    const char **v = realloc(k->v, sizeof *v * (size_t)(k->n + 1));
+    if (!v) return false;
+    k->v = v;
+    if (owned) {
+        char **o = realloc(k->owned, sizeof *o * (size_t)(k->n_owned + 1));
+        if (!o) return false;
+        k->owned = o;
+        k->owned[k->n_owned++] = (char *)key;
+    }
+    k->v[k->n++] = key;
+    return true;
+}
+
+static void keys_free(struct keys *k)
+{
+    for (int i = 0; i < k->n_owned; i++) free(k->owned[i]);
+    free(k->owned);
+    free(k->v);
+}
+
+/* One key per line of path; blank lines and '#' comments skipped, spaces around a key dropped.
+ * 0, or CLI_EXIT_USAGE after saying what was wrong. */
+static int keys_from_file(struct keys *k, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return cli_usage_error("serve", "--api-key-file %s: %s", path, strerror(errno));
+    char line[4096];
+    int n = 0, lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t len = strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f)) {
+            fclose(f);
+            return cli_usage_error("serve", "--api-key-file %s: line %d is longer than %zu bytes", path,
+                                   lineno, sizeof line - 2);
+        }
+        char *a = line, *b = line + len;
+        while (*a == ' ' || *a == '\t') a++;
+        while (b > a && (b[-1] == '\n' || b[-1] == '\r' || b[-1] == ' ' || b[-1] == '\t')) b--;
+        *b = 0;
+        if (!*a || *a == '#') continue;
+        char *key = strdup(a);
+        if (!key || !keys_add(k, key, true)) {
+            free(key);
+            fclose(f);
+            return cli_usage_error("serve", "out of memory reading --api-key-file %s", path);
+        }
+        n++;
+    }
+    fclose(f);
+    if (!n) return cli_usage_error("serve", "--api-key-file %s holds no key", path);
+    return 0;
+}
+
 static void on_signal(int sig)
 {
     (void)sig;
     if (g_server) tern_server_stop(g_server);
 }
 
-int cmd_serve(int argc, char **argv)
+/* Flags into p (keys: the API keys it points to). 0: serve; -1: done (help); else an exit code. */
+static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, struct keys *keys)
 {
-    struct tern_server_params p = tern_server_default_params();
-    p.api_key = getenv("TERN_API_KEY");
+    struct tern_server_params p = *pp;
     long long v;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val;
         int r;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help();
-            return CLI_EXIT_OK;
+            return -1;
         }
         if (!strcmp(a, "--quiet")) {
             p.quiet = true;
@@ -126,7 +193,11 @@ int cmd_serve(int argc, char **argv)
             p.port = (int)v;
         } else if (OPT("--api-key", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
-            p.api_key = val;
+            if (!val[0]) return cli_usage_error("serve", "--api-key is empty");
+            if (!keys_add(keys, val, false)) return cli_usage_error("serve", "out of memory");
+        } else if (OPT("--api-key-file", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if ((r = keys_from_file(keys, val))) return r;
         } else if (OPT("--alias", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             p.model_alias = val;
@@ -188,7 +259,19 @@ int cmd_serve(int argc, char **argv)
     if (!p.model_path) return cli_usage_error("serve", "a model is required (-m MODEL)");
     if (p.draft_max && !p.draft) return cli_usage_error("serve", "--draft-max needs --draft SRC");
     if (p.draft_min && !p.draft) return cli_usage_error("serve", "--draft-min needs --draft SRC");
-    if (p.api_key && !p.api_key[0]) p.api_key = NULL;
+    /* the environment's key when no flag gives one (it stays out of ps) */
+    const char *env = getenv("TERN_API_KEY");
+    if (!keys->n && env && env[0] && !keys_add(keys, env, false)) return cli_usage_error("serve", "out of memory");
+    p.api_key = NULL;
+    p.api_keys = keys->v;
+    p.n_api_keys = keys->n;
+    *pp = p;
+    return 0;
+}
+
+static int serve(const struct tern_server_params *pp)
+{
+    const struct tern_server_params p = *pp;
 
     struct tern_server *s;
     tern_status st = tern_server_create(&p, &s);
@@ -203,7 +286,7 @@ int cmd_serve(int argc, char **argv)
     const char *host = p.host ? p.host : "127.0.0.1";
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%s%s)\n", strchr(host, ':') ? "[" : "",
             host, strchr(host, ':') ? "]" : "", tern_server_port(s), p.model_path,
-            p.api_key ? ", API key required" : "");
+            p.n_api_keys == 1 ? ", API key required" : p.n_api_keys > 1 ? ", API keys required" : "");
     fflush(stderr);
     st = tern_server_run(s);
     g_server = NULL;
@@ -211,4 +294,14 @@ int cmd_serve(int argc, char **argv)
     if (st) return cli_report("serve", st);
     fprintf(stderr, "tern serve: stopped\n");
     return CLI_EXIT_OK;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct tern_server_params p = tern_server_default_params();
+    struct keys keys = {0};
+    int rc = cmd_serve_args(argc, argv, &p, &keys);
+    if (rc == 0) rc = serve(&p);
+    keys_free(&keys);
+    return rc < 0 ? CLI_EXIT_OK : rc;
 }
