@@ -248,14 +248,25 @@ tern_status tern_lora_load(const struct tern_model *m, const char *path, struct 
     }
     a->bytes = floats * sizeof(float);
     float *p = a->mem;
-    for (int i = 0; i < a->n_targets; i++) {
+    for (int i = 0; i < a->n_targets && !st; i++) {
         struct lora_target *tg = &a->t[i];
+        const struct tern_gguf_tensor *tb = ta[2 * i + 1];
         tg->a = p;
         to_f32(ta[2 * i], p);
         p += ta[2 * i]->ne[0] * ta[2 * i]->ne[1];
-        tg->b = p;
-        to_f32(ta[2 * i + 1], p);
-        p += ta[2 * i + 1]->ne[0] * ta[2 * i + 1]->ne[1];
+        /* B transposed: the forward pass adds c_k * row k of B^T over contiguous output rows */
+        const int64_t r = tb->ne[0], rows = tb->ne[1];
+        float *tmp = malloc((size_t)(r * rows) * sizeof *tmp);
+        if (!tmp) {
+            st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory converting '%s.lora_b'", path, tg->name);
+            break;
+        }
+        to_f32(tb, tmp);
+        for (int64_t o = 0; o < rows; o++)
+            for (int64_t k = 0; k < r; k++) p[(size_t)(k * rows + o)] = tmp[(size_t)(o * r + k)];
+        free(tmp);
+        tg->bt = p;
+        p += r * rows;
     }
 done:
     free(ta);

@@ -29,7 +29,7 @@ struct lora_target {
     int64_t n_in;    /* the base matrix's columns (ne[0]) */
     int64_t n_out;   /* its rows (ne[1]) */
     float *a;        /* (r, n_in); embd: (n_out = n_vocab, r) */
-    float *b;        /* (n_out, r); embd: (n_in = n_embd, r) */
+    float *bt;       /* B transposed: (r, n_out); embd: (r, n_in = n_embd) */
 };
 
 struct tern_lora {
@@ -51,7 +51,7 @@ static inline float lora_scale(const struct tern_lora *a, const struct lora_targ
 
 /* A context's attached set: the terms of slot s are terms[first[s] .. first[s + 1]). */
 struct lora_term {
-    const float *a, *b;  /* lora_target's */
+    const float *a, *bt; /* lora_target's */
     int rank;
     int64_t n_in, n_out;
     float scale;         /* lora_scale with the user's */

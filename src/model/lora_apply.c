@@ -5,7 +5,7 @@
  * y += scale * B (A x) in F32, A x first (r is small): step one computes every term's A x for
  * every token of the group of slots that share an input (a layer's q, k, v; gate, up), one
  * (token, rank row) dot per unit; step two splits the group's output rows over the threads
- * and adds each row's B . (A x) of every term. Each dot runs in a fixed order whatever the
+ * and adds scale * (A x)_k times row k of B^T (kept transposed at load) to them, k by k. Each dot runs in a fixed order whatever the
  * batch or the thread count, so a token gets the same delta in any batch. Both steps are timed
  * as F32 matmuls when the context profiles. */
 #include <stdlib.h>
@@ -114,7 +114,7 @@ tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora
                                  t->name);
             }
             ls->terms[ls->first[t->slot] + fill[t->slot]++] = (struct lora_term){
-                .a = t->a, .b = t->b, .rank = t->rank, .n_in = t->n_in, .n_out = t->n_out,
+                .a = t->a, .bt = t->bt, .rank = t->rank, .n_in = t->n_in, .n_out = t->n_out,
                 .scale = lora_scale(a, t, sc)};
         }
     }
@@ -175,7 +175,8 @@ static void step_lora_a(void *arg, int chunk, int n_chunks, int tid)
     }
 }
 
-/* out[j][t][r] += sum over slot j's terms of scale * B_r . ax[t][term]. */
+/* out[j][t][r] += scale * sum_k ax[t][term k] * B^T[k][r] over slot j's terms, as axpys over the
+ * thread's contiguous rows (each element gets its terms' products added in one fixed order). */
 static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)tid;
@@ -184,18 +185,20 @@ static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
     long long lo, hi;
     tp_split(s->row_base[s->n_out_slots], chunk, n_chunks, 16, &lo, &hi);
     for (int j = 0; j < s->n_out_slots; j++) {
-        const long long r0 = lo > s->row_base[j] ? lo : s->row_base[j];
-        const long long r1 = hi < s->row_base[j + 1] ? hi : s->row_base[j + 1];
-        for (long long g = r0; g < r1; g++) {
-            const int64_t r = g - s->row_base[j];
-            for (int t = 0; t < s->n_tok; t++) {
-                const float *ax = ls->ax + (size_t)t * ls->ax_stride;
-                float acc = 0.0f;
-                for (int q = s->t0[j]; q < s->t1[j]; q++) {
-                    const struct lora_term *tm = s->term[q];
-                    acc += tm->scale * dot_f32(tm->b + (size_t)r * tm->rank, ax + s->off[q], tm->rank);
+        const long long g0 = lo > s->row_base[j] ? lo : s->row_base[j];
+        const long long g1 = hi < s->row_base[j + 1] ? hi : s->row_base[j + 1];
+        if (g0 >= g1) continue;
+        const int64_t r0 = g0 - s->row_base[j], nr = g1 - g0;
+        for (int t = 0; t < s->n_tok; t++) {
+            const float *ax = ls->ax + (size_t)t * ls->ax_stride;
+            float *o = s->out[j] + (size_t)t * s->rows[j] + r0;
+            for (int q = s->t0[j]; q < s->t1[j]; q++) {
+                const struct lora_term *tm = s->term[q];
+                for (int k = 0; k < tm->rank; k++) {
+                    const float c = tm->scale * ax[s->off[q] + k];
+                    const float *bk = tm->bt + (size_t)k * tm->n_out + r0;
+                    for (int64_t r = 0; r < nr; r++) o[r] += c * bk[r];
                 }
-                s->out[j][(size_t)t * s->rows[j] + r] += acc;
             }
         }
     }
@@ -238,14 +241,17 @@ void lora_add_embd(struct tern_context *ctx, const int32_t *tokens, int n, float
 {
     const struct lora_set *ls = ctx->lora;
     const int s = lora_slot_embd(ctx->model);
-    for (int k = ls->first[s]; k < ls->first[s + 1]; k++) {
-        const struct lora_term *tm = &ls->terms[k];
+    for (int q = ls->first[s]; q < ls->first[s + 1]; q++) {
+        const struct lora_term *tm = &ls->terms[q];
         /* n_in = n_embd (B's rows), n_out = n_vocab (A's rows) */
         for (int t = 0; t < n; t++) {
             const float *av = tm->a + (size_t)tokens[t] * tm->rank;
             float *xr = x + (size_t)t * tm->n_in;
-            for (int64_t i = 0; i < tm->n_in; i++)
-                xr[i] += tm->scale * dot_f32(tm->b + (size_t)i * tm->rank, av, tm->rank);
+            for (int k = 0; k < tm->rank; k++) {
+                const float c = tm->scale * av[k];
+                const float *bk = tm->bt + (size_t)k * tm->n_in;
+                for (int64_t i = 0; i < tm->n_in; i++) xr[i] += c * bk[i];
+            }
         }
     }
 }

@@ -51,18 +51,18 @@ static void merge_add_row(void *user, int h, int64_t r, float *row)
         float *d = mg->tmp;
         if (t->slot == lora_slot_embd(mg->m)) {
             const float *av = t->a + (size_t)r * t->rank;
-            for (int64_t c = 0; c < t->n_in; c++) {
-                float acc = 0.0f;
-                for (int k = 0; k < t->rank; k++) acc += t->b[(size_t)c * t->rank + k] * av[k];
-                d[c] = acc;
+            for (int64_t c = 0; c < t->n_in; c++) d[c] = 0.0f;
+            for (int k = 0; k < t->rank; k++) {
+                const float *bk = t->bt + (size_t)k * t->n_in;
+                for (int64_t c = 0; c < t->n_in; c++) d[c] += av[k] * bk[c];
             }
         } else {
             /* rank rows of A, each scaled by B[r][k], summed in k order */
-            const float *br = t->b + (size_t)r * t->rank;
             for (int64_t c = 0; c < t->n_in; c++) d[c] = 0.0f;
             for (int k = 0; k < t->rank; k++) {
+                const float brk = t->bt[(size_t)k * t->n_out + r];
                 const float *ak = t->a + (size_t)k * t->n_in;
-                for (int64_t c = 0; c < t->n_in; c++) d[c] += br[k] * ak[c];
+                for (int64_t c = 0; c < t->n_in; c++) d[c] += brk * ak[c];
             }
         }
         for (int64_t c = 0; c < t->n_in; c++) row[c] += sc * d[c];
