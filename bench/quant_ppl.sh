@@ -41,7 +41,7 @@ mkdir -p "$dir"
 tern_ppl() { "$tern" perplexity -m "$1" -f "$text" -c "$ctx" -t "$threads" --json 2>/dev/null | jq -r .ppl; }
 # shellcheck disable=SC2086
 peer_ppl() { "$peer" -m "$1" -f "$text" -c "$ctx" -t "$threads" $peer_args 2>&1 |
-             sed -n 's/^Final estimate: PPL[^=]*= *\([0-9.]*\).*/\1/p'; }
+             sed -n 's/^Final estimate: PPL.*= *\([0-9.]*\) +\/- .*/\1/p'; }  # ik: "PPL over N chunks for n_ctx=C = X +/- E"
 
 echo "| model | type | MiB | tern PPL | peer PPL | tern vs peer | tern vs installed file |"
 echo "|---|---|---:|---:|---:|---:|---:|"
