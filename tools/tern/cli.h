@@ -122,6 +122,10 @@ bool cli_have_embedded_model(void);
 /* CLI_EXIT_OK when path is given or a model is embedded, else a usage error naming cmd. */
 int cli_need_model(const char *cmd, const char *path);
 
+/* Tensors of g per type (count[t], bytes[t]: arrays of TERN_TYPE_COUNT_, filled) and the total
+ * parameter count (elements of every tensor), returned. tern check and tern models. */
+uint64_t cli_gguf_tensor_stats(const struct tern_gguf *g, int64_t *count, uint64_t *bytes);
+
 /* cli_models.c: the real models installed from packages (scripts/install-models.py). */
 struct cli_installed {
     char *name, *path;          /* "smollm2-135m-instruct", the GGUF's full path */

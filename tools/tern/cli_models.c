@@ -16,6 +16,23 @@
 
 #include "cli.h"
 
+uint64_t cli_gguf_tensor_stats(const struct tern_gguf *g, int64_t *count, uint64_t *bytes)
+{
+    uint64_t params = 0;
+    memset(count, 0, TERN_TYPE_COUNT_ * sizeof *count);
+    memset(bytes, 0, TERN_TYPE_COUNT_ * sizeof *bytes);
+    for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
+        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
+        uint64_t ne = 1;
+        for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
+        params += ne;
+        if (t->type < 0 || t->type >= TERN_TYPE_COUNT_) continue;
+        count[t->type]++;
+        bytes[t->type] += t->nbytes;
+    }
+    return params;
+}
+
 const char *cli_models_dir(void)
 {
     static char dir[4096];

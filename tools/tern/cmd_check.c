@@ -80,16 +80,9 @@ int cmd_check(int argc, char **argv)
     const struct tern_gguf *g = tern_model_gguf(m);
 
     /* tensor types: counts and bytes */
-    int64_t count[TERN_TYPE_COUNT_] = {0};
-    uint64_t bytes[TERN_TYPE_COUNT_] = {0}, params = 0;
-    for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
-        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
-        count[t->type]++;
-        bytes[t->type] += t->nbytes;
-        uint64_t ne = 1;
-        for (int d = 0; d < t->n_dims; d++) ne *= (uint64_t)t->ne[d];
-        params += ne;
-    }
+    int64_t count[TERN_TYPE_COUNT_];
+    uint64_t bytes[TERN_TYPE_COUNT_];
+    const uint64_t params = cli_gguf_tensor_stats(g, count, bytes);
     static const int ctxs[] = {512, 1024, 2048, 4096};
     int rc = CLI_EXIT_OK;
     if (json) {

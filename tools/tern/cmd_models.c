@@ -24,8 +24,8 @@ static void help(void)
 
 struct gguf_facts {
     char arch[64], model_name[128];
-    unsigned long long params, bytes;
-    long long count[TERN_TYPE_COUNT_];
+    uint64_t params, bytes;
+    int64_t count[TERN_TYPE_COUNT_];
 };
 
 static tern_status read_facts(const char *path, struct gguf_facts *f)
@@ -39,13 +39,8 @@ static tern_status read_facts(const char *path, struct gguf_facts *f)
         snprintf(f->arch, sizeof f->arch, "%.*s", (int)s.len, s.ptr);
     if (tern_gguf_get_str(g, "general.name", &s) == TERN_OK)
         snprintf(f->model_name, sizeof f->model_name, "%.*s", (int)s.len, s.ptr);
-    for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
-        const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);
-        unsigned long long ne = 1;
-        for (int d = 0; d < t->n_dims; d++) ne *= (unsigned long long)t->ne[d];
-        f->params += ne;
-        if (t->type >= 0 && t->type < TERN_TYPE_COUNT_) f->count[t->type]++;
-    }
+    uint64_t bytes[TERN_TYPE_COUNT_];
+    f->params = cli_gguf_tensor_stats(g, f->count, bytes);
     f->bytes = tern_gguf_file_size(g);
     tern_gguf_close(g);
     return TERN_OK;
@@ -54,7 +49,7 @@ static tern_status read_facts(const char *path, struct gguf_facts *f)
 /* "Q4_1 x 169, F32 x 61": the types by tensor count, most first */
 static void types_text(const struct gguf_facts *f, char *out, size_t cap)
 {
-    long long left[TERN_TYPE_COUNT_];
+    int64_t left[TERN_TYPE_COUNT_];
     memcpy(left, f->count, sizeof left);
     size_t len = 0;
     out[0] = 0;
@@ -64,7 +59,7 @@ static void types_text(const struct gguf_facts *f, char *out, size_t cap)
             if (left[t] && (best < 0 || left[t] > left[best])) best = t;
         if (best < 0 || len >= cap) break;
         len += (size_t)snprintf(out + len, cap - len, "%s%s x %lld", len ? ", " : "",
-                                tern_type_name(best), left[best]);
+                                tern_type_name(best), (long long)left[best]);
         left[best] = 0;
     }
 }
