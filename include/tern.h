@@ -915,6 +915,11 @@ struct tern_lora_tensor {
  * multiples of 32). Atomic (tmp + rename). */
 tern_status tern_lora_write(const char *path, const char *arch, float alpha,
                             const struct tern_lora_tensor *t, int n, const char *type_name);
+/* The same with string metadata: kv holds n_kv (key, value) pairs (not general.* or
+ * adapter.*), e.g. "tokenizer.chat_template": the template the adapter was trained with. */
+tern_status tern_lora_write_kv(const char *path, const char *arch, float alpha,
+                               const struct tern_lora_tensor *t, int n, const char *type_name,
+                               const char *const *kv, int n_kv);
 
 /* ===================================================================== KV cache and prompt cache */
 /* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them
@@ -1922,11 +1927,41 @@ struct tern_train_config {
                               * rounds its operands to BF16 and sums in F32 (vdpbf16ps, about 1.5x
                               * the F32 GEMM; needs AVX512-BF16); weights, gradients, optimizer,
                               * norms, softmax and loss stay F32. Default "f32". README "Training" */
+    /* LoRA (the QLoRA recipe; "lora": {"base", "rank", "alpha", "dropout", "targets"}): with
+     * lora_rank > 0 the model is lora_base (a GGUF: llama or qwen2 as the trainer models them),
+     * frozen in its own tensor types (each matrix dequantized tile by tile inside the products,
+     * never held whole in F32), and only adapters are trained: every targeted matrix W computes
+     * W x + (alpha / rank) B A dropout(x) (PEFT's convention: A (rank, n_in) ~ U(+-1/sqrt(n_in)),
+     * B (n_out, rank) = 0). The shape keys come from the base; tokenizer defaults to it. The
+     * export writes an adapter GGUF in llama.cpp's format (tern_lora_write). */
+    char lora_base[1024];
+    int lora_rank;           /* 0 = full training */
+    float lora_alpha;        /* default = 2 * rank */
+    float lora_dropout;      /* on the adapters' input, training steps only; default 0 */
+    unsigned lora_targets;   /* bit i = TERN_LORA_Q.. (default: all seven) */
+    char chat_template_file[1024]; /* "chat_template_file": renders .jsonl data instead of the
+                                      tokenizer GGUF's template; the adapter export carries it */
 };
+/* The matrices of a layer LoRA can adapt (bits of tern_train_config.lora_targets), in the order
+ * of their names "q", "k", "v", "o", "gate", "up", "down". */
+enum { TERN_LORA_Q, TERN_LORA_K, TERN_LORA_V, TERN_LORA_O, TERN_LORA_GATE, TERN_LORA_UP,
+       TERN_LORA_DOWN, TERN_LORA_N_TARGETS };
+/* "q,k,v,o,gate,up,down" (any subset, comma-separated, or "all") -> bits; unknown names fail
+ * naming them. */
+tern_status tern_lora_targets_parse(const char *list, unsigned *out);
+/* Make c a LoRA run on the GGUF at base: the shape keys (arch .. tied_output) from it, the
+ * tokenizer too unless c names another; rank 16, alpha 2 x rank and all seven targets unless c
+ * sets them. A base the trainer cannot model is refused naming what differs. */
+tern_status tern_train_config_set_lora(struct tern_train_config *c, const char *base);
 struct tern_train_config tern_train_config_default(void);
 /* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
  * message naming the key. The tokenizer GGUF (if given) is opened to read n_vocab. */
 tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
+/* The same over the values of start instead of the defaults (e.g. a config made a LoRA run by
+ * tern_train_config_set_lora first: the file then needs no shape or tokenizer keys). */
+tern_status tern_train_config_parse_over(const char *json, size_t len,
+                                         const struct tern_train_config *start,
+                                         struct tern_train_config *out);
 
 /* --- trainer --- */
 struct tern_trainer;

@@ -172,7 +172,7 @@ static void test_nan_stops_run(void **state)
     size_t n;
     unsigned char *buf = (unsigned char *)test_read_file(path, &n);
     assert_non_null(buf);
-    const size_t head = 4 + 4 + 9 * 4 + 4 + 8 + 4 * 8 + 8;
+    const size_t head = 4 + 4 + 13 * 4 + 4 + 8 + 4 * 8 + 8; /* version 2: 13 shape fields */
     const float nan = __builtin_nanf("");
     memcpy(buf + head, &nan, 4);
     const uint64_t h = fnv(buf, n - 8);

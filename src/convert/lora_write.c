@@ -27,7 +27,14 @@ static void *convert_rows(const float *src, int64_t rows, int64_t cols, int type
 tern_status tern_lora_write(const char *path, const char *arch, float alpha,
                             const struct tern_lora_tensor *t, int n, const char *type_name)
 {
-    if (!path || !arch || n < 0 || (n && !t) || !type_name)
+    return tern_lora_write_kv(path, arch, alpha, t, n, type_name, NULL, 0);
+}
+
+tern_status tern_lora_write_kv(const char *path, const char *arch, float alpha,
+                               const struct tern_lora_tensor *t, int n, const char *type_name,
+                               const char *const *kv, int n_kv)
+{
+    if (!path || !arch || n < 0 || (n && !t) || !type_name || n_kv < 0 || (n_kv && !kv))
         return tern_fail(TERN_ERR_ARG, "tern_lora_write: bad arguments");
     int type;
     tern_status st = tern_type_from_name(type_name, &type);
@@ -56,6 +63,13 @@ tern_status tern_lora_write(const char *path, const char *arch, float alpha,
     if (!st) st = tern_gguf_writer_set_str(w, "general.type", "adapter");
     if (!st) st = tern_gguf_writer_set_str(w, "adapter.type", "lora");
     if (!st) st = tern_gguf_writer_set_f32(w, "adapter.lora.alpha", alpha);
+    for (int i = 0; i < n_kv && !st; i++) {
+        if (!strncmp(kv[2 * i], "general.", 8) || !strncmp(kv[2 * i], "adapter.", 8))
+            st = tern_fail(TERN_ERR_ARG, "tern_lora_write: key '%s' is written by the writer "
+                           "itself", kv[2 * i]);
+        else
+            st = tern_gguf_writer_set_str(w, kv[2 * i], kv[2 * i + 1]);
+    }
     for (int i = 0; i < n && !st; i++) {
         const struct tern_lora_tensor *x = &t[i];
         const bool embd = !strcmp(x->name, "token_embd.weight");

@@ -1,7 +1,8 @@
 /* train_ckpt.c — checkpoints: everything a stopped run needs to continue bit-identically.
  *
  * DIR/checkpoint.bin (little-endian): "TCKP", u32 version, the model shape (arch, n_embd,
- * n_layer, n_head, n_head_kv, n_ff, n_ctx, n_vocab, tied) as i32, i32 step, u64 seed, the data
+ * n_layer, n_head, n_head_kv, n_ff, n_ctx, n_vocab, tied; version 2 adds LoRA's rank, targets,
+ * and the bits of alpha and dropout, all 0 for full training) as i32, i32 step, u64 seed, the data
  * position (epoch, cursor, piece, rng), u64 n_params, then weights, AdamW m and v (F32, n_params
  * each), then an FNV-1a 64 checksum of everything before it. Gradients are not saved: a step
  * starts from zero gradients. Written to checkpoint.bin.tmp, fsynced, renamed over the old one
@@ -19,8 +20,8 @@
 #include "util/error.h"
 
 #define CKPT_MAGIC "TCKP"
-#define CKPT_VERSION 1u
-#define CKPT_SHAPE 9
+#define CKPT_VERSION 2u
+#define CKPT_SHAPE 13
 
 struct ckpt_head {
     char magic[4];
@@ -34,8 +35,14 @@ struct ckpt_head {
 
 static void shape_of(const struct tern_trainer *t, int32_t s[CKPT_SHAPE])
 {
+    int32_t alpha = 0, dropout = 0;
+    if (t->lora) {
+        memcpy(&alpha, &t->c.lora_alpha, 4);
+        memcpy(&dropout, &t->c.lora_dropout, 4);
+    }
     const int32_t v[CKPT_SHAPE] = {(int32_t)t->c.arch, t->D, t->L, t->H, t->Hkv, t->F, t->T, t->V,
-                                   t->c.tied_output};
+                                   t->c.tied_output, t->lora ? t->c.lora_rank : 0,
+                                   t->lora ? (int32_t)t->c.lora_targets : 0, alpha, dropout};
     memcpy(s, v, sizeof v);
 }
 
@@ -133,10 +140,12 @@ tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir
     int32_t shape[CKPT_SHAPE];
     shape_of(t, shape);
     static const char *names[CKPT_SHAPE] = {"arch", "n_embd", "n_layer", "n_head", "n_head_kv",
-                                            "n_ff", "n_ctx", "n_vocab", "tied_output"};
+                                            "n_ff", "n_ctx", "n_vocab", "tied_output",
+                                            "LoRA rank", "LoRA targets (bits)",
+                                            "LoRA alpha (bits)", "LoRA dropout (bits)"};
     if (!st && (memcmp(h.magic, CKPT_MAGIC, 4) || h.version != CKPT_VERSION))
-        st = tern_fail(TERN_ERR_FORMAT, "%s: offset 0: not a tern checkpoint (version %u)", path,
-                       h.version);
+        st = tern_fail(TERN_ERR_FORMAT, "%s: offset 0: not a tern checkpoint of version %u "
+                       "(version %u)", path, CKPT_VERSION, h.version);
     for (int i = 0; !st && i < CKPT_SHAPE; i++)
         if (h.shape[i] != shape[i])
             st = tern_fail(TERN_ERR_ARG, "%s: the checkpoint has %s %d, the config %d", path,

@@ -12,6 +12,7 @@
 
 tern_status tern_trainer_export(const struct tern_trainer *t, const char *path)
 {
+    if (t->lora) return train_lora_export(t, path); /* the adapters: the base is unchanged */
     struct tern_gguf_writer *w;
     tern_status st = tern_gguf_writer_create(0, &w);
     if (st) return st;

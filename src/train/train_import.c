@@ -13,12 +13,12 @@
 #include "train/train_internal.h"
 #include "util/error.h"
 
-tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *out)
+tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c)
 {
     struct tern_model *m;
     struct tern_model_params mp = {.no_repack = true}; /* only the metadata is read */
     tern_status st = tern_model_load(path, &mp, &m);
-    if (st) return tern_fail_prefix(st, "student %s: ", path);
+    if (st) return tern_fail_prefix(st, "%s %s: ", role, path);
     const struct tern_model_info *i = tern_model_get_info(m);
     const char *why = NULL;
     if (i->arch != TERN_ARCH_LLAMA && i->arch != TERN_ARCH_QWEN2) why = "its architecture";
@@ -30,24 +30,33 @@ tern_status tern_train_config_from_gguf(const char *path, struct tern_train_conf
              i->embd_scale != 1.0f || i->nope_every || i->n_swa)
         why = "its layer structure";
     if (why) {
-        st = tern_fail(TERN_ERR_UNSUPPORTED, "student %s (%s): the trainer models llama and qwen2 "
-                       "as tern train writes them; %s differs", path, i->arch_name, why);
+        st = tern_fail(TERN_ERR_UNSUPPORTED, "%s %s (%s): the trainer models llama and qwen2 "
+                       "as tern train writes them; %s differs", role, path, i->arch_name, why);
         tern_model_free(m);
         return st;
     }
-    struct tern_train_config c = tern_train_config_default();
-    c.arch = i->arch;
-    c.n_embd = i->n_embd;
-    c.n_layer = i->n_layer;
-    c.n_head = i->n_head;
-    c.n_head_kv = i->n_head_kv;
-    c.n_ff = i->n_ff;
-    c.n_vocab = i->n_vocab;
-    c.n_ctx = i->n_ctx_train > 0 && i->n_ctx_train < 4096 ? i->n_ctx_train : 4096;
-    c.rope_base = i->rope_freq_base;
-    c.rms_eps = i->rms_eps;
-    c.tied_output = i->tied_output;
+    c->arch = i->arch;
+    c->n_embd = i->n_embd;
+    c->n_layer = i->n_layer;
+    c->n_head = i->n_head;
+    c->n_head_kv = i->n_head_kv;
+    c->n_ff = i->n_ff;
+    c->n_vocab = i->n_vocab;
+    c->rope_base = i->rope_freq_base;
+    c->rms_eps = i->rms_eps;
+    c->tied_output = i->tied_output;
+    const int n_ctx_train = i->n_ctx_train;
     tern_model_free(m);
+    if (c->n_ctx < 2) c->n_ctx = n_ctx_train > 0 && n_ctx_train < 4096 ? n_ctx_train : 4096;
+    return TERN_OK;
+}
+
+tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *out)
+{
+    struct tern_train_config c = tern_train_config_default();
+    c.n_ctx = 0; /* the model's training context, at most 4096 */
+    tern_status st = train_shape_from_gguf(path, "student", &c);
+    if (st) return st;
     if (strlen(path) >= sizeof c.tokenizer)
         return tern_fail(TERN_ERR_ARG, "student: path too long");
     snprintf(c.tokenizer, sizeof c.tokenizer, "%s", path);
@@ -92,6 +101,9 @@ tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path)
 tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
                                           const int *layers, int n_layers)
 {
+    if (t->lora)
+        return tern_fail(TERN_ERR_ARG, "student %s: a LoRA run trains adapters on lora.base; it "
+                         "loads no student weights", path);
     if (layers && n_layers != t->c.n_layer)
         return tern_fail(TERN_ERR_ARG, "student %s: %d layers kept, the config has %d", path,
                          n_layers, t->c.n_layer);

@@ -29,6 +29,27 @@ struct train_tensor {
 
 struct train_layer {   /* offsets into w (and g, m, v); bq.. = SIZE_MAX when absent */
     size_t attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, gate, up, down;
+    /* LoRA (t->lora): attn_norm, bq, bk, bv, ffn_norm index the frozen vectors (fz->vec), the
+     * matrices are fz's; the adapters' A (rank, n_in) and B (n_out, rank) sit in w (SIZE_MAX:
+     * matrix not adapted), in TERN_LORA_* order */
+    size_t lora_a[TERN_LORA_N_TARGETS], lora_b[TERN_LORA_N_TARGETS];
+};
+
+/* A frozen base matrix (LoRA): rows of `cols` elements of `type` (GGUF's bytes, mapped). */
+struct train_qmat {
+    int type;
+    const unsigned char *data;
+    size_t row_bytes;
+    int rows, cols;
+};
+
+/* The frozen base of a LoRA run (train_lora.c). */
+struct train_frozen {
+    struct tern_gguf *g;        /* the base GGUF (its tensors' bytes stay mapped) */
+    float *vec;                 /* norms and biases as F32, at train_layer's offsets */
+    size_t n_vec;
+    struct train_qmat embd, output; /* output = embd when tied */
+    struct train_qmat *mat;     /* (L * TERN_LORA_N_TARGETS) */
 };
 
 struct train_layer_act {
@@ -99,6 +120,18 @@ struct tern_trainer {
                                    -1: all */
     uint64_t *perm;             /* (n_docs) this epoch's document order */
     uint64_t perm_n, perm_epoch;/* perm is valid for (n_docs, epoch) when perm_n != 0 */
+    /* LoRA (train_lora.c): w holds only the adapters; the base is frozen in fz */
+    bool lora;
+    struct train_frozen fz;
+    float lora_scale;           /* alpha / rank */
+    float **lora_u;             /* (L) per layer (N, rank) x 7: s * A dropout(x), saved for B's
+                                   gradient */
+    float *lora_xd;             /* (N, max n_in) dropout(x) / (1 - p) scratch */
+    float *lora_du;             /* (N, rank) */
+    float *qtile;               /* a dequantized tile of a frozen matrix (qtile_floats) */
+    size_t qtile_floats;
+    uint64_t lora_mb;           /* the micro-batch being trained (dropout's seed); */
+    bool lora_train;            /* dropout on (training forward) */
     struct tp *pool;
     int n_threads;
     enum kern_gemm_path path;
@@ -143,6 +176,9 @@ void train_latency_weights(struct tern_trainer *t, const struct tern_train_data 
 
 /* train_model.c */
 tern_status train_layout(struct tern_trainer *t);
+/* A trained tensor of cols x rows floats appended to w's layout; its offset. */
+size_t train_add_tensor(struct tern_trainer *t, const char *name, int64_t cols, int64_t rows,
+                        int n_dims);
 void train_init_weights(struct tern_trainer *t);
 /* Forward + backward of one micro-batch; gradients accumulate into t->g. Returns the summed
  * weighted loss; dlogits are scaled by `scale` (1 / masked tokens of the whole step). */
@@ -155,6 +191,35 @@ double train_forward_loss(struct tern_trainer *t, const struct train_batch *b);
 void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16);
 /* Run fn over n_chunks chunks on the trainer's pool. */
 void train_par(struct tern_trainer *t, tp_fn fn, void *arg, int n_chunks);
+
+/* train_import.c: the shape keys of c (arch .. tied_output; n_ctx when < 2) from the GGUF at
+ * path, refused naming what differs when the trainer cannot model it; role names it in
+ * messages ("student", "lora.base"). */
+tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c);
+
+/* train_lora.c */
+/* Open c.lora_base, check it against the config, lay out the frozen base and the adapters
+ * (t->tensors, n_params), and allocate the LoRA scratch. Called by tern_trainer_create. */
+tern_status train_lora_create(struct tern_trainer *t);
+void train_lora_free(struct tern_trainer *t);
+/* Adapter init: A ~ U(-1/sqrt(n_in), 1/sqrt(n_in)) seeded, B = 0 (PEFT's). */
+void train_lora_init(struct tern_trainer *t);
+/* The adapters as a llama.cpp LoRA GGUF (F32), with the run's metadata and chat template. */
+tern_status train_lora_export(const struct tern_trainer *t, const char *path);
+/* Y (n, out) (+)= X (n, in) . W^T for a frozen matrix (dequantized tile by tile). */
+void train_qmat_fwd(struct tern_trainer *t, const struct train_qmat *W, const float *X, int n,
+                    float *Y, bool acc);
+/* dX (n, in) (+)= dY (n, out) . W */
+void train_qmat_bwd(struct tern_trainer *t, const struct train_qmat *W, const float *dY, int n,
+                    float *dX, bool acc);
+/* Row `row` of a frozen matrix as F32 (the embedding lookup). */
+void train_qmat_row(const struct train_qmat *W, int row, float *out);
+/* Layer l's matrix m (TERN_LORA_*): Y (N, out) (+)= X . W^T + the adapter's delta. */
+void train_lora_mat_fwd(struct tern_trainer *t, int l, int m, const float *X, float *Y, bool acc);
+/* The backward of the same: dX (N, in) (+)= dY . (W + s B A) (dropout's mask on the adapter's
+ * path), the adapter's gradients += into t->g. */
+void train_lora_mat_bwd(struct tern_trainer *t, int l, int m, const float *X, const float *dY,
+                        float *dX, bool acc);
 
 /* train_config.c: one key of a config object (cJSON item) onto c; unknown keys fail naming it */
 struct cJSON;

@@ -24,8 +24,8 @@
 
 /* ---------------------------------------------------------------- layout */
 
-static size_t add_tensor(struct tern_trainer *t, const char *name, int64_t cols, int64_t rows,
-                         int n_dims)
+size_t train_add_tensor(struct tern_trainer *t, const char *name, int64_t cols, int64_t rows,
+                        int n_dims)
 {
     struct train_tensor *x = &t->tensors[t->n_tensors++];
     snprintf(x->name, sizeof x->name, "%s", name);
@@ -42,20 +42,21 @@ static size_t add_tensor(struct tern_trainer *t, const char *name, int64_t cols,
 
 tern_status train_layout(struct tern_trainer *t)
 {
+    if (t->c.lora_rank > 0) return train_lora_create(t);
     t->tensors = calloc((size_t)t->L * 12 + 4, sizeof *t->tensors);
     t->layer = calloc((size_t)t->L, sizeof *t->layer);
     if (!t->tensors || !t->layer) return tern_fail(TERN_ERR_NOMEM, "train: out of memory");
     t->n_params = 0;
-    t->tok_embd = add_tensor(t, "token_embd.weight", t->D, t->V, 2);
+    t->tok_embd = train_add_tensor(t, "token_embd.weight", t->D, t->V, 2);
     for (int l = 0; l < t->L; l++) {
         struct train_layer *y = &t->layer[l];
         char n[40];
 #define T2(field, suffix, cols, rows)                                                              \
         snprintf(n, sizeof n, "blk.%d." suffix, l);                                                \
-        y->field = add_tensor(t, n, cols, rows, 2);
+        y->field = train_add_tensor(t, n, cols, rows, 2);
 #define T1(field, suffix, len)                                                                     \
         snprintf(n, sizeof n, "blk.%d." suffix, l);                                                \
-        y->field = add_tensor(t, n, len, 1, 1);
+        y->field = train_add_tensor(t, n, len, 1, 1);
         T1(attn_norm, "attn_norm.weight", t->D)
         T2(wq, "attn_q.weight", t->D, t->Dq)
         T2(wk, "attn_k.weight", t->D, t->Dkv)
@@ -75,8 +76,8 @@ tern_status train_layout(struct tern_trainer *t)
 #undef T1
 #undef T2
     }
-    t->output_norm = add_tensor(t, "output_norm.weight", t->D, 1, 1);
-    t->output = t->c.tied_output ? t->tok_embd : add_tensor(t, "output.weight", t->D, t->V, 2);
+    t->output_norm = train_add_tensor(t, "output_norm.weight", t->D, 1, 1);
+    t->output = t->c.tied_output ? t->tok_embd : train_add_tensor(t, "output.weight", t->D, t->V, 2);
     return TERN_OK;
 }
 
@@ -100,6 +101,10 @@ static float normal(uint64_t *s)
 
 void train_init_weights(struct tern_trainer *t)
 {
+    if (t->lora) {
+        train_lora_init(t);
+        return;
+    }
     uint64_t s = t->c.seed ^ 0x747261696e696e67ull; /* "training" */
     memset(t->w, 0, t->n_params * sizeof *t->w);
     const float std_out = t->c.init_std_proj >= 0.0f ? t->c.init_std_proj : t->c.init_std;
@@ -243,7 +248,7 @@ static void norm_bwd(struct tern_trainer *t, const float *x, const float *w, con
     struct rows_job j = {.kind = JOB_NORM_BWD, .x = x, .w = w, .rstd = (float *)rstd, /* read only here */ .dy = dy, .dx = dx,
                          .n = t->N, .d = t->D};
     run_rows(t, &j);
-    reduce_partials(t, dw, t->D);
+    if (dw) reduce_partials(t, dw, t->D); /* NULL: a frozen norm (LoRA) */
 }
 
 static void rope(struct tern_trainer *t, const struct train_batch *b, float *x, int ld, int n_head,
@@ -262,6 +267,7 @@ static void bias_fwd(struct tern_trainer *t, float *y, const float *bias, int d)
 
 static void bias_bwd(struct tern_trainer *t, const float *dy, float *db, int d)
 {
+    if (!db) return; /* a frozen bias (LoRA) */
     struct rows_job j = {.kind = JOB_COLSUM, .dy = dy, .n = t->N, .d = d};
     run_rows(t, &j);
     reduce_partials(t, db, d);
@@ -328,20 +334,48 @@ static void attention(struct tern_trainer *t, const struct train_batch *b,
 
 /* ---------------------------------------------------------------- forward / backward */
 
+/* A norm or bias vector: the trained weights, or the frozen base's (LoRA). */
+static const float *vec(const struct tern_trainer *t, size_t off)
+{
+    return (t->lora ? t->fz.vec : t->wf) + off;
+}
+
+/* Its gradient, or NULL when frozen. */
+static float *vec_grad(const struct tern_trainer *t, size_t off)
+{
+    return t->lora ? NULL : t->g + off;
+}
+
+/* Layer l's matrix m (TERN_LORA_*) at offset off of the trained weights, of in columns and out
+ * rows: Y (N, out) (+)= X . W^T; with LoRA the frozen matrix plus its adapter. */
+static void mat_fwd(struct tern_trainer *t, int l, int m, size_t off, int in, int out,
+                    const float *X, float *Y, bool acc)
+{
+    if (t->lora) train_lora_mat_fwd(t, l, m, X, Y, acc);
+    else linear_fwd(t, X, t->N, in, t->wf + off, out, Y, acc);
+}
+
+/* dX (N, in) (+)= dY . W and the trained weights' gradients. */
+static void mat_bwd(struct tern_trainer *t, int l, int m, size_t off, int in, int out,
+                    const float *X, const float *dY, float *dX, bool acc)
+{
+    if (t->lora) train_lora_mat_bwd(t, l, m, X, dY, dX, acc);
+    else linear_bwd(t, X, dY, t->N, in, t->wf + off, t->g + off, out, dX, acc);
+}
+
 static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l, float *x_out)
 {
     const struct train_layer *y = &t->layer[l];
     struct train_layer_act *a = &t->act[l];
-    const float *w = t->wf;
     const int N = t->N, D = t->D;
-    norm_fwd(t, a->x, w + y->attn_norm, a->xn1, a->rstd1);
-    linear_fwd(t, a->xn1, N, D, w + y->wq, t->Dq, a->q, false);
-    linear_fwd(t, a->xn1, N, D, w + y->wk, t->Dkv, a->k, false);
-    linear_fwd(t, a->xn1, N, D, w + y->wv, t->Dkv, a->v, false);
+    norm_fwd(t, a->x, vec(t, y->attn_norm), a->xn1, a->rstd1);
+    mat_fwd(t, l, TERN_LORA_Q, y->wq, D, t->Dq, a->xn1, a->q, false);
+    mat_fwd(t, l, TERN_LORA_K, y->wk, D, t->Dkv, a->xn1, a->k, false);
+    mat_fwd(t, l, TERN_LORA_V, y->wv, D, t->Dkv, a->xn1, a->v, false);
     if (t->qkv_bias) {
-        bias_fwd(t, a->q, w + y->bq, t->Dq);
-        bias_fwd(t, a->k, w + y->bk, t->Dkv);
-        bias_fwd(t, a->v, w + y->bv, t->Dkv);
+        bias_fwd(t, a->q, vec(t, y->bq), t->Dq);
+        bias_fwd(t, a->k, vec(t, y->bk), t->Dkv);
+        bias_fwd(t, a->v, vec(t, y->bv), t->Dkv);
     }
     rope(t, b, a->q, t->Dq, t->H, false);
     rope(t, b, a->k, t->Dkv, t->Hkv, false);
@@ -354,15 +388,15 @@ static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l
     }
     attention(t, b, a, false);
     memcpy(a->xmid, a->x, (size_t)N * D * sizeof(float));
-    linear_fwd(t, a->o, N, t->Dq, w + y->wo, D, a->xmid, true);
-    norm_fwd(t, a->xmid, w + y->ffn_norm, a->xn2, a->rstd2);
-    linear_fwd(t, a->xn2, N, D, w + y->gate, t->F, a->gate, false);
-    linear_fwd(t, a->xn2, N, D, w + y->up, t->F, a->up, false);
+    mat_fwd(t, l, TERN_LORA_O, y->wo, t->Dq, D, a->o, a->xmid, true);
+    norm_fwd(t, a->xmid, vec(t, y->ffn_norm), a->xn2, a->rstd2);
+    mat_fwd(t, l, TERN_LORA_GATE, y->gate, D, t->F, a->xn2, a->gate, false);
+    mat_fwd(t, l, TERN_LORA_UP, y->up, D, t->F, a->xn2, a->up, false);
     struct rows_job j = {.kind = JOB_SWIGLU_FWD, .x = a->gate, .w = a->up, .y = a->h, .n = N,
                          .d = t->F};
     run_rows(t, &j);
     memcpy(x_out, a->xmid, (size_t)N * D * sizeof(float));
-    linear_fwd(t, a->h, N, t->F, w + y->down, D, x_out, true);
+    mat_fwd(t, l, TERN_LORA_DOWN, y->down, t->F, D, a->h, x_out, true);
 }
 
 /* t->dx holds d(loss)/d(layer output); on return d(loss)/d(layer input). */
@@ -370,43 +404,50 @@ static void layer_bwd(struct tern_trainer *t, const struct train_batch *b, int l
 {
     const struct train_layer *y = &t->layer[l];
     struct train_layer_act *a = &t->act[l];
-    const float *w = t->wf;
-    float *g = t->g;
-    const int N = t->N, D = t->D, F = t->F;
+    const int D = t->D, F = t->F;
     /* FFN: x' = xmid + h . Wd^T */
-    linear_bwd(t, a->h, t->dx, N, F, w + y->down, g + y->down, D, t->dh, false);
+    mat_bwd(t, l, TERN_LORA_DOWN, y->down, F, D, a->h, t->dx, t->dh, false);
     struct rows_job j = {.kind = JOB_SWIGLU_BWD, .x = a->gate, .w = a->up, .dy = t->dh,
-                         .y = t->dg, .y2 = t->du, .n = N, .d = F};
+                         .y = t->dg, .y2 = t->du, .n = t->N, .d = F};
     run_rows(t, &j);
-    linear_bwd(t, a->xn2, t->dg, N, D, w + y->gate, g + y->gate, F, t->dxn, false);
-    linear_bwd(t, a->xn2, t->du, N, D, w + y->up, g + y->up, F, t->dxn, true);
-    norm_bwd(t, a->xmid, w + y->ffn_norm, a->rstd2, t->dxn, t->dx, g + y->ffn_norm);
+    mat_bwd(t, l, TERN_LORA_GATE, y->gate, D, F, a->xn2, t->dg, t->dxn, false);
+    mat_bwd(t, l, TERN_LORA_UP, y->up, D, F, a->xn2, t->du, t->dxn, true);
+    norm_bwd(t, a->xmid, vec(t, y->ffn_norm), a->rstd2, t->dxn, t->dx, vec_grad(t, y->ffn_norm));
     /* attention: xmid = x + o . Wo^T */
-    linear_bwd(t, a->o, t->dx, N, t->Dq, w + y->wo, g + y->wo, D, t->dO, false);
+    mat_bwd(t, l, TERN_LORA_O, y->wo, t->Dq, D, a->o, t->dx, t->dO, false);
     attention(t, b, a, true);
     rope(t, b, t->dq, t->Dq, t->H, true);
     rope(t, b, t->dk, t->Dkv, t->Hkv, true);
     if (t->qkv_bias) {
-        bias_bwd(t, t->dq, g + y->bq, t->Dq);
-        bias_bwd(t, t->dk, g + y->bk, t->Dkv);
-        bias_bwd(t, t->dv, g + y->bv, t->Dkv);
+        bias_bwd(t, t->dq, vec_grad(t, y->bq), t->Dq);
+        bias_bwd(t, t->dk, vec_grad(t, y->bk), t->Dkv);
+        bias_bwd(t, t->dv, vec_grad(t, y->bv), t->Dkv);
     }
-    linear_bwd(t, a->xn1, t->dq, N, D, w + y->wq, g + y->wq, t->Dq, t->dxn, false);
-    linear_bwd(t, a->xn1, t->dk, N, D, w + y->wk, g + y->wk, t->Dkv, t->dxn, true);
-    linear_bwd(t, a->xn1, t->dv, N, D, w + y->wv, g + y->wv, t->Dkv, t->dxn, true);
-    norm_bwd(t, a->x, w + y->attn_norm, a->rstd1, t->dxn, t->dx, g + y->attn_norm);
+    mat_bwd(t, l, TERN_LORA_Q, y->wq, D, t->Dq, a->xn1, t->dq, t->dxn, false);
+    mat_bwd(t, l, TERN_LORA_K, y->wk, D, t->Dkv, a->xn1, t->dk, t->dxn, true);
+    mat_bwd(t, l, TERN_LORA_V, y->wv, D, t->Dkv, a->xn1, t->dv, t->dxn, true);
+    norm_bwd(t, a->x, vec(t, y->attn_norm), a->rstd1, t->dxn, t->dx, vec_grad(t, y->attn_norm));
 }
 
 /* Embedding lookup and all layers; returns x_L (N, D). */
 static const float *forward_layers(struct tern_trainer *t, const struct train_batch *b)
 {
     const int D = t->D;
-    for (int r = 0; r < t->N; r++)
-        memcpy(t->act[0].x + (size_t)r * D, t->wf + t->tok_embd + (size_t)b->tok[r] * D,
-               (size_t)D * sizeof(float));
+    for (int r = 0; r < t->N; r++) {
+        if (t->lora) train_qmat_row(&t->fz.embd, b->tok[r], t->act[0].x + (size_t)r * D);
+        else memcpy(t->act[0].x + (size_t)r * D, t->wf + t->tok_embd + (size_t)b->tok[r] * D,
+                    (size_t)D * sizeof(float));
+    }
     for (int l = 0; l < t->L; l++)
         layer_fwd(t, b, l, l + 1 < t->L ? t->act[l + 1].x : t->xL);
     return t->xL;
+}
+
+/* logits (n, V) = x (n, D) . Wout^T */
+static void out_fwd(struct tern_trainer *t, const float *x, int n, float *logits)
+{
+    if (t->lora) train_qmat_fwd(t, &t->fz.output, x, n, logits, false);
+    else linear_fwd(t, x, n, t->D, t->wf + t->output, t->V, logits, false);
 }
 
 struct xent_job {
@@ -472,8 +513,9 @@ static double xent_total(struct tern_trainer *t, const struct xent_job *j)
 double train_forward_backward(struct tern_trainer *t, const struct train_batch *b, double scale)
 {
     const int D = t->D, N = t->N;
+    t->lora_train = true; /* LoRA dropout: training passes only */
     float *xL = (float *)forward_layers(t, b);
-    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
+    norm_fwd(t, xL, vec(t, t->output_norm), t->xf, t->rstdf);
     int n = 0;
     for (int r = 0; r < N; r++)
         if (b->weight[r] > 0.0f) t->rows[n++] = r;
@@ -482,23 +524,25 @@ double train_forward_backward(struct tern_trainer *t, const struct train_batch *
     double loss = 0.0;
     memset(t->dx, 0, (size_t)N * D * sizeof(float));
     if (n > 0) {
-        linear_fwd(t, t->xc, n, D, t->wf + t->output, t->V, t->logits, false);
+        out_fwd(t, t->xc, n, t->logits);
         struct xent_job xj = {.t = t, .b = b, .n = n, .scale = scale};
         train_par(t, xent_chunk, &xj, TRAIN_RED_CHUNKS);
         loss = xent_total(t, &xj);
         /* dxc = dlogits . Wout (into dxn, gathered), dWout += dlogits^T . xc */
-        linear_bwd(t, t->xc, t->logits, n, D, t->wf + t->output, t->g + t->output, t->V, t->dxn,
-                   false);
+        if (t->lora) train_qmat_bwd(t, &t->fz.output, t->logits, n, t->dxn, false);
+        else linear_bwd(t, t->xc, t->logits, n, D, t->wf + t->output, t->g + t->output, t->V,
+                        t->dxn, false);
     }
     /* scatter the gathered rows' gradient into a full (N, D) dxf (xf is no longer needed) */
     float *dxf = t->xf;
     memset(dxf, 0, (size_t)N * D * sizeof(float));
     for (int i = 0; i < n; i++)
         memcpy(dxf + (size_t)t->rows[i] * D, t->dxn + (size_t)i * D, (size_t)D * sizeof(float));
-    norm_bwd(t, xL, t->wf + t->output_norm, t->rstdf, dxf, t->dx, t->g + t->output_norm);
+    norm_bwd(t, xL, vec(t, t->output_norm), t->rstdf, dxf, t->dx, vec_grad(t, t->output_norm));
     for (int l = t->L - 1; l >= 0; l--) layer_bwd(t, b, l);
-    /* embedding: scatter-add in row order (deterministic) */
-    for (int r = 0; r < N; r++) {
+    t->lora_train = false;
+    /* embedding: scatter-add in row order (deterministic); frozen with LoRA */
+    for (int r = 0; !t->lora && r < N; r++) {
         float *ge = t->g + t->tok_embd + (size_t)b->tok[r] * D;
         const float *d = t->dx + (size_t)r * D;
         for (int i = 0; i < D; i++) ge[i] += d[i];
@@ -510,14 +554,14 @@ double train_forward_loss(struct tern_trainer *t, const struct train_batch *b)
 {
     const int D = t->D, N = t->N;
     const float *xL = forward_layers(t, b);
-    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
+    norm_fwd(t, xL, vec(t, t->output_norm), t->xf, t->rstdf);
     int n = 0;
     for (int r = 0; r < N; r++)
         if (b->weight[r] > 0.0f) t->rows[n++] = r;
     if (n == 0) return 0.0;
     for (int i = 0; i < n; i++)
         memcpy(t->xc + (size_t)i * D, t->xf + (size_t)t->rows[i] * D, (size_t)D * sizeof(float));
-    linear_fwd(t, t->xc, n, D, t->wf + t->output, t->V, t->logits, false);
+    out_fwd(t, t->xc, n, t->logits);
     struct xent_job xj = {.t = t, .b = b, .n = n, .scale = 0.0};
     train_par(t, xent_chunk, &xj, TRAIN_RED_CHUNKS);
     return xent_total(t, &xj);
@@ -525,10 +569,9 @@ double train_forward_loss(struct tern_trainer *t, const struct train_batch *b)
 
 void train_forward_logits(struct tern_trainer *t, const struct train_batch *b, float *out, bool f16)
 {
-    const int D = t->D;
     t->infer_numerics = f16;
     float *xL = (float *)forward_layers(t, b);
     t->infer_numerics = false;
-    norm_fwd(t, xL, t->wf + t->output_norm, t->xf, t->rstdf);
-    linear_fwd(t, t->xf, t->T, D, t->wf + t->output, t->V, out, false);
+    norm_fwd(t, xL, vec(t, t->output_norm), t->xf, t->rstdf);
+    out_fwd(t, t->xf, t->T, out);
 }

@@ -101,12 +101,39 @@ static double param_count(const struct tern_train_config *c)
     return V * D * (c->tied_output ? 1 : 2) + D + c->n_layer * (per + 16 * 14);
 }
 
+/* LoRA: the adapters' parameters, plus the frozen base's bytes (mapped) in floats. */
+static double lora_count(const struct tern_train_config *c)
+{
+    const double D = c->n_embd, hd = D / (c->n_head > 0 ? c->n_head : 1);
+    const double Dkv = hd * c->n_head_kv, F = c->n_ff, r = c->lora_rank;
+    const double in[TERN_LORA_N_TARGETS] = {D, D, D, D, D, D, F};
+    const double out[TERN_LORA_N_TARGETS] = {D, Dkv, Dkv, D, F, F, D};
+    double n = 0;
+    for (int m = 0; m < TERN_LORA_N_TARGETS; m++)
+        if (c->lora_targets >> m & 1) n += r * (in[m] + out[m]) + 32;
+    return n * c->n_layer;
+}
+
+static double file_floats(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fclose(f);
+    return n > 0 ? n / 4.0 : 0;
+}
+
 uint64_t tern_train_memory_bytes(const struct tern_train_config *c)
 {
     const double D = c->n_embd, hd = D / (c->n_head > 0 ? c->n_head : 1);
     const double Dq = D, Dkv = hd * c->n_head_kv, F = c->n_ff, V = c->n_vocab;
     const double N = c->batch_tokens ? c->batch_tokens : c->n_ctx, H = c->n_head;
-    const double params = param_count(c) * 4; /* w, g, m, v */
+    /* w, g, m, v; with LoRA only the adapters, the base mapped, a tile and LoRA's scratch */
+    const double params = c->lora_rank > 0
+        ? lora_count(c) * 4 + file_floats(c->lora_base) + (1 << 18) + 16 * (F > D ? F : D) +
+          N * c->lora_rank * (TERN_LORA_N_TARGETS * c->n_layer + 1) + N * (F > D ? F : D)
+        : param_count(c) * 4;
     const double per_layer = N * (4 * D + 2 + 2 * Dq + 2 * Dkv + H + 3 * F);
     const double acts = c->n_layer * per_layer + N * (4 * D + 1 + V) + N;
     const double scratch = N * (2 * D + 4 * Dq + 2 * Dkv + 3 * F);
@@ -298,6 +325,7 @@ void tern_trainer_free(struct tern_trainer *t)
     free(t->qbuf);
     for (int i = 0; i < 2 * t->n_meta; i++) free(t->meta[i]);
     free(t->meta);
+    train_lora_free(t);
     free(t->tensors);
     free(t->layer);
     free(t);
@@ -429,7 +457,10 @@ static tern_status step_impl(struct tern_trainer *t, const struct tern_train_dat
     const double scale = n_loss > 0 ? 1.0 / (double)n_loss : 0.0;
     double loss = 0.0;
     for (int i = 0; i < t->c.accum; i++)
-        if (i % t->par_size == t->par_rank) loss += train_forward_backward(t, &t->batch[i], scale);
+        if (i % t->par_size == t->par_rank) {
+            t->lora_mb = (uint64_t)t->step * (uint64_t)t->c.accum + (uint64_t)i; /* dropout */
+            loss += train_forward_backward(t, &t->batch[i], scale);
+        }
     t->wf = t->w;
     t->kd = NULL;
     if (t->allreduce) { /* the other processes' micro-batches: sum gradients and loss sums */
@@ -525,6 +556,9 @@ tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_d
     t->kd_scratch = malloc((size_t)t->n_threads * (size_t)t->V * sizeof(float));
     if (!t->kd_scratch) return tern_fail(TERN_ERR_NOMEM, "distill: out of memory");
     tern_status st = TERN_OK;
+    if (r->qat_start < 1.0f && t->lora)
+        return tern_fail(TERN_ERR_ARG, "distill: quantization-aware training (qat_start %g) "
+                         "trains full weights; a LoRA run keeps its base frozen", r->qat_start);
     if (r->qat_start < 1.0f && (st = train_qat_prepare(t, r->qat_type))) return st;
     t->distill = true;
     return TERN_OK;

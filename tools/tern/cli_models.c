@@ -134,7 +134,8 @@ int cli_resolve_model_args(int argc, char **argv)
     struct cli_installed *list = NULL;
     int n = -1;
     for (int i = 1; i + 1 < argc; i++) {
-        const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model");
+        const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model") ||
+                                !strcmp(argv[i], "--lora-base");
         const bool draft_flag = !strcmp(argv[i], "--draft") || !strcmp(argv[i], "--teacher");
         if (!model_flag && !draft_flag) continue;
         const char *v = argv[++i];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "util/error.h"
 #include "cli_distill_length.h"
 #include "cli_distill_speed.h"
 #include "cli_gov.h"
@@ -47,6 +48,30 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
                                 bool strict, bool loss_on_prompt, bool mark_tools,
                                 int64_t **doc_lines, struct tern_train_data **out)
 {
+    return cli_train_load_data_tmpl(cmd, path, tokenizer, NULL, n_ctx, strict, loss_on_prompt,
+                                    mark_tools, doc_lines, out);
+}
+
+/* The template: template_file's text when given (a config's chat_template_file), else the
+ * tokenizer GGUF's own. */
+static tern_status load_template(const struct tern_gguf *g, const char *template_file,
+                                 struct tern_chat_template **out)
+{
+    if (!template_file || !template_file[0]) return tern_chat_template_from_gguf(g, out);
+    size_t len;
+    char *src = cli_read_file(template_file, &len);
+    if (!src) return tern_fail(TERN_ERR_IO, "cannot read chat_template_file %s", template_file);
+    tern_status st = tern_chat_template_create(src, len, out);
+    free(src);
+    if (st) tern_fail_prefix(st, "chat_template_file %s: ", template_file);
+    return st;
+}
+
+tern_status cli_train_load_data_tmpl(const char *cmd, const char *path, const char *tokenizer,
+                                     const char *template_file, int n_ctx, bool strict,
+                                     bool loss_on_prompt, bool mark_tools, int64_t **doc_lines,
+                                     struct tern_train_data **out)
+{
     if (doc_lines) *doc_lines = NULL;
     if (!cli_ends_with(path, ".jsonl")) return tern_train_data_open(path, out);
     struct doc_lines lines = {0};
@@ -68,7 +93,7 @@ tern_status cli_train_load_data(const char *cmd, const char *path, const char *t
     const double t0 = cli_now_s();
     tern_status st = tern_tokenizer_load(tokenizer, &tok);
     if (!st) st = tern_gguf_open(tokenizer, &g);
-    if (!st) st = tern_chat_template_from_gguf(g, &tmpl);
+    if (!st) st = load_template(g, template_file, &tmpl);
     if (!st) st = tern_train_data_writer_create(&w);
     if (!st) st = tern_train_data_add_jsonl(w, tok, tmpl, path, &rp, &rep);
     if (!st && lines.oom) st = TERN_ERR_NOMEM;
@@ -246,4 +271,65 @@ int cli_train_loop(const struct cli_train_run *r)
         fprintf(stderr, "tern %s: wrote %s (F32) and checkpoint %s (step %d)\n", cmd, r->out,
                 r->ckdir, tern_trainer_step_index(t));
     return st ? cli_report(cmd, st) : CLI_EXIT_OK;
+}
+
+int cli_lora_train_opt(const char *cmd, int argc, char **argv, int *i, struct cli_lora_train_opts *o)
+{
+    const char *v;
+    int r;
+    if ((r = cli_opt(argc, argv, i, "--lora-base", NULL, &v))) {
+        if (r > 0) o->base = v;
+    } else if ((r = cli_opt(argc, argv, i, "--lora-rank", NULL, &v))) {
+        if (r > 0 && !cli_parse_int(v, 1, 1024, &o->rank)) {
+            cli_usage_error(cmd, "--lora-rank '%s' is not an integer in 1..1024", v);
+            return -1;
+        }
+    } else if ((r = cli_opt(argc, argv, i, "--lora-alpha", NULL, &v))) {
+        char *e;
+        if (r > 0 && (o->alpha = strtod(v, &e), *e || !(o->alpha > 0) || o->alpha > 1e6)) {
+            cli_usage_error(cmd, "--lora-alpha '%s' is not a number in (0, 1e6]", v);
+            return -1;
+        }
+    } else if ((r = cli_opt(argc, argv, i, "--lora-dropout", NULL, &v))) {
+        char *e;
+        if (r > 0 && (o->dropout = strtod(v, &e), *e || !(o->dropout >= 0) || !(o->dropout < 1))) {
+            cli_usage_error(cmd, "--lora-dropout '%s' is not a number in [0, 1)", v);
+            return -1;
+        }
+        if (r > 0 && o->dropout == 0) o->dropout = -1; /* given as 0: distinct from unset */
+    } else if ((r = cli_opt(argc, argv, i, "--lora-targets", NULL, &v))) {
+        if (r > 0) o->targets = v;
+    } else if ((r = cli_opt(argc, argv, i, "--chat-template-file", NULL, &v))) {
+        if (r > 0) o->template_file = v;
+    } else {
+        return 0;
+    }
+    if (r < 0) return -1;
+    o->given = true;
+    return 1;
+}
+
+tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c)
+{
+    return o->base ? tern_train_config_set_lora(c, o->base) : TERN_OK;
+}
+
+tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c)
+{
+    tern_status st = TERN_OK;
+    if (o->rank) c->lora_rank = (int)o->rank;
+    if (o->alpha > 0) c->lora_alpha = (float)o->alpha;
+    if (o->dropout) c->lora_dropout = o->dropout < 0 ? 0.0f : (float)o->dropout;
+    if (o->targets && (st = tern_lora_targets_parse(o->targets, &c->lora_targets)))
+        return tern_fail_prefix(st, "--lora-targets: ");
+    if ((o->rank || o->alpha > 0 || o->dropout || o->targets) && !c->lora_base[0])
+        return tern_fail(TERN_ERR_ARG, "--lora-rank, --lora-alpha, --lora-dropout and "
+                         "--lora-targets need --lora-base (or \"lora\" in the config)");
+    if (o->rank && !(o->alpha > 0)) c->lora_alpha = 2.0f * c->lora_rank;
+    if (o->template_file) {
+        if (strlen(o->template_file) >= sizeof c->chat_template_file)
+            return tern_fail(TERN_ERR_ARG, "--chat-template-file: path too long");
+        snprintf(c->chat_template_file, sizeof c->chat_template_file, "%s", o->template_file);
+    }
+    return TERN_OK;
 }

@@ -17,6 +17,12 @@
 tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
                                 bool strict, bool loss_on_prompt, bool mark_tools,
                                 int64_t **doc_lines, struct tern_train_data **out);
+/* The same, rendering .jsonl with template_file's template when given (NULL or "": the
+ * tokenizer GGUF's own). */
+tern_status cli_train_load_data_tmpl(const char *cmd, const char *path, const char *tokenizer,
+                                     const char *template_file, int n_ctx, bool strict,
+                                     bool loss_on_prompt, bool mark_tools, int64_t **doc_lines,
+                                     struct tern_train_data **out);
 bool cli_ends_with(const char *s, const char *suffix);
 
 /* Data parallelism under mpirun (cli_par.c). Outside an MPI launch: rank 0 of 1. */
@@ -50,5 +56,30 @@ struct cli_train_run {
 /* Run the steps, validate every val_every steps and at the end, checkpoint every ckpt_every
  * steps and at the end, export to out. Returns the process exit code. */
 int cli_train_loop(const struct cli_train_run *r);
+
+/* tern train's and tern distill's LoRA flags: --lora-base MODEL, --lora-rank R, --lora-alpha A,
+ * --lora-dropout P, --lora-targets LIST, --chat-template-file FILE. */
+struct cli_lora_train_opts {
+    const char *base, *targets, *template_file;
+    long long rank;
+    double alpha, dropout;
+    bool given;          /* any of them */
+};
+/* 1: argv[*i] (and its value) was one of them; 0: not; -1: a usage error (printed). */
+int cli_lora_train_opt(const char *cmd, int argc, char **argv, int *i, struct cli_lora_train_opts *o);
+/* --lora-base onto c, before its config file is parsed over it (tern_train_config_parse_over). */
+tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c);
+/* The other flags over c (after its config file): errors name the flag. */
+tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c);
+#define CLI_LORA_USAGE                                                                             \
+    "  --lora-base MODEL    train LoRA adapters on this frozen model (a GGUF or an installed\n"   \
+    "                       name; its shape and tokenizer; the config's model keys are not\n"    \
+    "                       needed); -o then writes the adapter (llama.cpp's LoRA GGUF)\n"       \
+    "  --lora-rank R        adapter rank (default 16)\n"                                          \
+    "  --lora-alpha A       scale alpha / rank (default alpha = 2 x rank)\n"                     \
+    "  --lora-dropout P     dropout on the adapters' input while training (default 0)\n"        \
+    "  --lora-targets LIST  matrices to adapt: q,k,v,o,gate,up,down or all (default all)\n"      \
+    "  --chat-template-file FILE  render .jsonl data with this Jinja template instead of the\n"  \
+    "                       tokenizer's own; a LoRA adapter carries it (tokenizer.chat_template)\n"
 
 #endif

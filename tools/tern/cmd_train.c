@@ -48,6 +48,7 @@ static void usage(void)
            "  --matmul f32|bf16    override the config's matmul: bf16 rounds the operands of every\n"
            "                       matrix product to BF16 and sums in F32 (AVX512-BF16 CPUs only;\n"
            "                       weights, optimizer, norms and loss stay F32)\n"
+           CLI_LORA_USAGE
            "  --json               one JSON object per step on stdout\n"
            "  --bench              time training steps on random tokens (default config: n_embd\n"
            "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
@@ -57,6 +58,7 @@ static void usage(void)
            "prints, validates, checkpoints and exports (README \"Distillation\").\n");
 }
 
+/* Parse the config file at path over *c (the defaults, or a LoRA base's shape). */
 static int load_config(const char *path, struct tern_train_config *c)
 {
     size_t len;
@@ -65,7 +67,7 @@ static int load_config(const char *path, struct tern_train_config *c)
         fprintf(stderr, "tern train: cannot read config %s\n", path);
         return CLI_EXIT_FAIL;
     }
-    tern_status st = tern_train_config_parse(text, len, c);
+    tern_status st = tern_train_config_parse_over(text, len, c, c);
     free(text);
     if (st) {
         fprintf(stderr, "tern train: %s: %s\n", path, tern_last_error());
@@ -153,6 +155,7 @@ int cmd_train(int argc, char **argv)
                *resume = NULL, *matmul = NULL, *v;
     bool json = false, bench = false, strict = false, loss_on_prompt = false;
     long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
+    struct cli_lora_train_opts lo = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
@@ -202,6 +205,8 @@ int cmd_train(int argc, char **argv)
             if (strcmp(v, "f32") && strcmp(v, "bf16"))
                 return cli_usage_error("train", "--matmul '%s' is not f32 or bf16", v);
             matmul = v;
+        } else if ((r = cli_lora_train_opt("train", argc, argv, &i, &lo))) {
+            if (r < 0) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             if (!cli_parse_int(v, 1, 1024, &threads))
@@ -214,16 +219,23 @@ int cmd_train(int argc, char **argv)
     if (bench) {
         c.n_embd = 384, c.n_layer = 6, c.n_head = 6, c.n_head_kv = 6, c.n_ff = 1024;
         c.n_vocab = 8192, c.n_ctx = 1024, c.batch_tokens = 1024, c.warmup = 0;
+        tern_status lst = cli_lora_train_base(&lo, &c);
+        if (lst) return cli_report("train", lst);
         if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
         if (threads) c.threads = (int)threads;
         if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
+        if ((lst = cli_lora_train_apply(&lo, &c))) return cli_report("train", lst);
         return run_bench(&c, (int)bench_steps, json);
     }
-    if (!config || !data || !out) return cli_usage_error("train", "need --config, --data and -o");
+    if ((!config && !lo.base) || !data || !out)
+        return cli_usage_error("train", "need --config (or --lora-base), --data and -o");
     struct cli_par par;
     int prc = cli_par_init("train", &par);
     if (prc) return prc;
-    if (load_config(config, &c)) return CLI_EXIT_FAIL;
+    tern_status lst = cli_lora_train_base(&lo, &c);
+    if (lst) return cli_report("train", lst);
+    if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
+    if ((lst = cli_lora_train_apply(&lo, &c))) return cli_report("train", lst);
     if (threads) c.threads = (int)threads;
     if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
     char ckbuf[4096];
@@ -244,8 +256,12 @@ int cmd_train(int argc, char **argv)
     tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
     const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
-    if (!st && !export_only) st = cli_train_load_data("train", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt, false, NULL, &d);
-    if (!st && val && !export_only) st = cli_train_load_data("train", val, c.tokenizer, c.n_ctx, strict, false, false, NULL, &vd);
+    if (!st && !export_only)
+        st = cli_train_load_data_tmpl("train", data, c.tokenizer, c.chat_template_file, c.n_ctx,
+                                      strict, loss_on_prompt, false, NULL, &d);
+    if (!st && val && !export_only)
+        st = cli_train_load_data_tmpl("train", val, c.tokenizer, c.chat_template_file, c.n_ctx,
+                                      strict, false, false, NULL, &vd);
     if (st) {
         tern_trainer_free(t);
         tern_train_data_free(d);
@@ -261,6 +277,13 @@ int cmd_train(int argc, char **argv)
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
                 c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
                 (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
+    if (!json && d && par.rank == 0 && c.lora_base[0]) {
+        size_t n_trained;
+        tern_trainer_weights(t, &n_trained);
+        fprintf(stderr, "tern train: LoRA rank %d, alpha %g, dropout %g on %s (frozen); %zu "
+                "adapter parameters\n", c.lora_rank, c.lora_alpha, c.lora_dropout, c.lora_base,
+                n_trained);
+    }
     if (par.size > 1 && (st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL)))
         return cli_report("train", st);
     const struct cli_train_run run = {.cmd = "train", .t = t, .c = &c, .d = d, .vd = vd,
