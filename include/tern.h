@@ -484,6 +484,10 @@ struct tern_lora_info {
     uint64_t bytes;         /* F32 bytes held for A and B */
 };
 void tern_lora_get_info(const struct tern_lora *a, struct tern_lora_info *out);
+/* The chat template the adapter was trained with (its tokenizer.chat_template, which tern train
+ * writes), or NULL: the commands use it instead of the base model's own unless a template is
+ * given explicitly. */
+const char *tern_lora_chat_template(const struct tern_lora *a);
 /* Target i (0 <= i < n_targets): the base weight's name (owned by the adapter), its rank in
  * *rank (may be NULL). NULL when i is out of range. */
 const char *tern_lora_target(const struct tern_lora *a, int i, int *rank);

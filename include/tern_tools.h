@@ -260,6 +260,11 @@ struct tern_eval_local_params {
     int max_tokens;   /* per answer; default 512 */
     bool constrained; /* tool calls constrained by the case's tools (a lazy tool-call grammar,
                          tool_choice auto, in the template's call format) */
+    /* LoRA adapters (llama.cpp's GGUF) on the model, at scales (NULL = 1); the first one with a
+     * chat template (tern_lora_chat_template) renders the cases instead of the model's own */
+    const char *const *lora_paths;
+    const float *lora_scales;
+    int n_lora;
 };
 struct tern_eval_local_params tern_eval_local_default_params(void);
 typedef void (*tern_eval_progress_fn)(int done, int total, void *user);

@@ -26,6 +26,8 @@ struct tern_eval_local_params tern_eval_local_default_params(void)
     return p;
 }
 
+#define EVAL_MAX_LORA 8
+
 struct local {
     struct tern_model *model;
     struct tern_tokenizer *tok;
@@ -39,6 +41,8 @@ struct local {
     struct tern_grammar_vocab *gv;  /* constrained: the vocabulary's grammar view */
     struct tern_grammar *grammar;   /* the last case's tools grammar */
     char *grammar_tools;            /* ... and the tools text it was compiled from */
+    struct tern_lora *lora[EVAL_MAX_LORA];
+    int n_lora;
 };
 
 struct case_run {
@@ -77,6 +81,7 @@ static void local_free(struct local *l)
     tern_generator_free(l->gen);
     tern_sampler_free(l->smp);
     tern_context_free(l->ctx);
+    for (int i = 0; i < l->n_lora; i++) tern_lora_free(l->lora[i]);
     tern_chat_template_free(l->tmpl);
     tern_tokenizer_free(l->tok);
     tern_model_free(l->model);
@@ -192,13 +197,24 @@ tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
     struct tern_model_params mp = {.prefault = true};
     tern_status st = tern_model_load(model_path, &mp, &l.model);
     if (!st) st = tern_tokenizer_from_gguf(tern_model_gguf(l.model), &l.tok);
-    if (!st) st = tern_chat_template_from_gguf(tern_model_gguf(l.model), &l.tmpl);
+    if (p->n_lora < 0 || p->n_lora > EVAL_MAX_LORA)
+        st = tern_fail(TERN_ERR_ARG, "eval: %d adapters (at most %d)", p->n_lora, EVAL_MAX_LORA);
+    const char *lora_tmpl = NULL;
+    for (int i = 0; !st && i < p->n_lora; i++) {
+        st = tern_lora_load(l.model, p->lora_paths[i], &l.lora[i]);
+        if (!st) l.n_lora++;
+        if (!st && !lora_tmpl) lora_tmpl = tern_lora_chat_template(l.lora[i]);
+    }
+    if (!st)
+        st = lora_tmpl ? tern_chat_template_create(lora_tmpl, strlen(lora_tmpl), &l.tmpl)
+                       : tern_chat_template_from_gguf(tern_model_gguf(l.model), &l.tmpl);
     if (!st) {
         struct tern_context_params cp = tern_context_default_params();
         cp.n_ctx = p->n_ctx;
         cp.n_threads = p->n_threads;
         st = tern_context_create(l.model, &cp, &l.ctx);
     }
+    if (!st && l.n_lora) st = tern_context_set_adapters(l.ctx, l.lora, p->lora_scales, l.n_lora);
     if (!st) {
         struct tern_sampler_params sp = tern_sampler_default_params(); /* greedy */
         st = tern_sampler_create(&sp, tern_model_n_vocab(l.model), &l.smp);

@@ -208,6 +208,20 @@ tern_status tern_lora_load(const struct tern_model *m, const char *path, struct 
     a->model = m;
     a->type_a = a->type_b = -1;
     if ((st = check_meta(m, g, path, &a->alpha))) goto done;
+    /* the chat template the adapter was trained with (tern train writes it), if any */
+    struct tern_str tmpl;
+    if (tern_gguf_find_key(g, "tokenizer.chat_template") >= 0) {
+        if (tern_gguf_get_str(g, "tokenizer.chat_template", &tmpl) != TERN_OK) {
+            st = tern_fail(TERN_ERR_FORMAT, "%s: tokenizer.chat_template is not a string", path);
+            goto done;
+        }
+        if (!(a->chat_template = malloc(tmpl.len + 1))) {
+            st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory", path);
+            goto done;
+        }
+        memcpy(a->chat_template, tmpl.ptr, tmpl.len);
+        a->chat_template[tmpl.len] = '\0';
+    }
     /* every tensor is a lora_a, a lora_b (paired when its lora_a is met) or a norm */
     uint64_t floats = 0;
     for (int64_t i = 0; i < nt; i++) {
@@ -284,7 +298,13 @@ void tern_lora_free(struct tern_lora *a)
     if (!a) return;
     free(a->mem);
     free(a->t);
+    free(a->chat_template);
     free(a);
+}
+
+const char *tern_lora_chat_template(const struct tern_lora *a)
+{
+    return a ? a->chat_template : NULL;
 }
 
 void tern_lora_get_info(const struct tern_lora *a, struct tern_lora_info *out)

@@ -41,6 +41,7 @@ struct tern_lora {
     uint64_t bytes;
     struct lora_target *t;  /* (n_targets) in file order */
     float *mem;             /* every target's A and B */
+    char *chat_template;    /* tokenizer.chat_template of the file, or NULL */
 };
 
 /* scale * alpha / r as llama.cpp's get_scale (alpha 0: scale). */

@@ -73,6 +73,8 @@ int cli_lora_load(const char *cmd, struct cli_lora_opts *o, const struct tern_mo
 /* Attach the loaded adapters to ctx (nothing when there are none). */
 int cli_lora_attach(const char *cmd, struct cli_lora_opts *o, struct tern_context *ctx);
 void cli_lora_free(struct cli_lora_opts *o);
+/* The first loaded adapter's chat template (tern_lora_chat_template), or NULL. */
+const char *cli_lora_template(const struct cli_lora_opts *o);
 
 /* Options shared by the commands that generate (run, chat): lengths, threads, sampling, the
  * prompt cache and LoRA adapters, with the same flags and bounds everywhere. */

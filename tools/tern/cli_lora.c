@@ -54,6 +54,13 @@ int cli_lora_attach(const char *cmd, struct cli_lora_opts *o, struct tern_contex
     return st ? cli_report(cmd, st) : CLI_EXIT_OK;
 }
 
+const char *cli_lora_template(const struct cli_lora_opts *o)
+{
+    for (int i = 0; i < o->n; i++)
+        if (o->ad[i] && tern_lora_chat_template(o->ad[i])) return tern_lora_chat_template(o->ad[i]);
+    return NULL;
+}
+
 void cli_lora_free(struct cli_lora_opts *o)
 {
     for (int i = 0; i < o->n; i++) {

@@ -548,10 +548,19 @@ int cmd_chat(int argc, char **argv)
             fprintf(stderr, "tern chat: --chat-template-file %s: %s\n", tmpl_path, tern_last_error());
             goto done;
         }
+    } else if ((rc = cli_lora_load("chat", &go.lora, c.model, stderr))) {
+        goto done;
+    } else if (cli_lora_template(&go.lora)) { /* the template the adapter was trained with */
+        const char *src = cli_lora_template(&go.lora);
+        if ((st = tern_chat_template_create(src, strlen(src), &c.tmpl))) {
+            rc = cli_report("chat", st);
+            goto done;
+        }
     } else if ((st = tern_chat_template_from_gguf(g, &c.tmpl))) {
         rc = cli_report("chat", st);
         goto done;
     }
+    rc = CLI_EXIT_FAIL;
     if (tern_chat_template_warning(c.tmpl)) fprintf(stderr, "tern chat: warning: %s\n", tern_chat_template_warning(c.tmpl));
     c.fmt = tern_toolcall_detect(tern_chat_template_source(c.tmpl));
     c.rfmt = tern_reasoning_detect(tern_chat_template_source(c.tmpl));

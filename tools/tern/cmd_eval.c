@@ -47,6 +47,8 @@ static void usage(void)
            "  --json FILE          write the report as JSON\n"
            "  --outputs FILE       write every answer (content, tool calls, tokens, ms) as JSON lines\n"
            "  --max-tokens N       tokens per answer at most (default 512)\n"
+           "  --lora FILE[:SCALE]  (-m) a LoRA adapter on the model (repeatable); its chat\n"
+           "                       template, when it carries one, renders the cases\n"
            "  --constrained        (-m) constrain tool calls by the case's tools: free text stays\n"
            "                       free, an opened call is a tool's name and valid arguments\n"
            "  -c, --ctx-size N     context (default: the model's, at most 4096)\n"
@@ -237,6 +239,7 @@ int cmd_eval(int argc, char **argv)
     long long shard_i = 0, shard_n = 1, limit = 0, threads = 0, n_ctx = 0, max_tokens = 512;
     long long concurrency = 1, timeout_s = 120;
     bool constrained = false;
+    struct cli_lora_opts lora = {0};
     for (int i = 1; i < argc; i++) {
         int r;
         const char *a = argv[i];
@@ -245,6 +248,8 @@ int cmd_eval(int argc, char **argv)
             return CLI_EXIT_OK;
         } else if (!strcmp(a, "--constrained")) {
             constrained = true;
+        } else if ((r = cli_lora_opt(argc, argv, &i, &lora))) {
+            if (r < 0) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
             if (r < 0) return CLI_EXIT_USAGE;
             data = v;
@@ -290,6 +295,9 @@ int cmd_eval(int argc, char **argv)
     }
     if (!data || (!model == !endpoint))
         return cli_usage_error("eval", "need --data CASES.jsonl and one of -m MODEL or --endpoint URL");
+    if (lora.n && endpoint)
+        return cli_usage_error("eval", "--lora is for -m (an endpoint serves its own adapters: "
+                               "pick one with --model)");
     if (constrained && endpoint)
         return cli_usage_error("eval", "--constrained is for -m (an endpoint constrains by its own "
                                "tool_choice)");
@@ -315,6 +323,9 @@ int cmd_eval(int argc, char **argv)
         lp.n_threads = (int)threads;
         lp.max_tokens = (int)max_tokens;
         lp.constrained = constrained;
+        lp.lora_paths = lora.path;
+        lp.lora_scales = lora.scale;
+        lp.n_lora = lora.n;
         st = tern_eval_local(r, model, &lp, which, n_which, progress, NULL);
     } else if (!st) {
         struct tern_eval_http_params hp = tern_eval_http_default_params();
