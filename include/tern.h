@@ -2335,6 +2335,15 @@ struct tern_server_params {
     bool quiet;               /* no per-request log line on stderr */
     const char *chat_template_file; /* a Jinja chat template used instead of the model's own
                                  (its tool-call format is detected from it); NULL = the model's */
+    /* LoRA adapters kept resident over the one base (--lora [NAME=]FILE[:SCALE]): a request whose
+     * "model" is lora_names[i] runs with adapter i at lora_scales[i] (NULL = all 1), rendered by
+     * the adapter's own chat template when it carries one; any other name runs the base. Requests
+     * of different adapters are not batched together: the engine switches the attached adapter
+     * (no reload) when the slots of the previous one are done. /v1/models lists them. */
+    const char *const *lora_names;
+    const char *const *lora_paths;
+    const float *lora_scales;
+    int n_lora;
     uint64_t cache_bytes;     /* a prefix cache shared by all slots (tern_batcher_set_prefix_cache)
                                  holding up to this many KV bytes; 0 = none, unless
                                  prompt_cache_dir is set (then 256 MiB) */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <nettle/sha2.h>
+
 #include "server/server.h"
 #include "util/error.h"
 
@@ -34,7 +36,12 @@ void tern_server_free(struct tern_server *s)
     tern_context_free(s->ctx);
     srv_grammars_free(&s->grammars); /* the jobs holding grammars are gone (drained above) */
     tern_grammar_vocab_free(s->gvocab);
-    tern_chat_template_free(s->tmpl);
+    for (int i = 0; s->flv && i < s->n_flv; i++) {
+        tern_chat_template_free(s->flv[i].tmpl);
+        tern_lora_free(s->flv[i].ad);
+        free(s->flv[i].name);
+    }
+    free(s->flv);
     tern_tokenizer_free(s->tok);
     tern_tokenizer_free(s->tok_http);
     tern_model_free(s->model);
@@ -77,6 +84,78 @@ static tern_status template_from_file(const char *path, struct tern_chat_templat
     else if ((st = tern_chat_template_create(b.p, b.len, out))) st = tern_fail_prefix(st, "serve: chat template %s: ", path);
     sbuf_free(&b);
     return st;
+}
+
+/* SHA-256 of the file at path. */
+static tern_status file_digest(const char *path, uint8_t out[32])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tern_fail(TERN_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    struct sha256_ctx h;
+    sha256_init(&h);
+    uint8_t buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sha256_update(&h, n, buf);
+    const bool bad = ferror(f);
+    fclose(f);
+    if (bad) return tern_fail(TERN_ERR_IO, "reading %s failed", path);
+    sha256_digest(&h, 32, out);
+    return TERN_OK;
+}
+
+/* The tool-call and reasoning formats of f's template. */
+static void flavor_formats(struct tern_server *s, struct srv_flavor *f)
+{
+    f->fmt = tern_toolcall_detect(tern_chat_template_source(f->tmpl));
+    f->rfmt = tern_reasoning_detect(tern_chat_template_source(f->tmpl));
+    f->n_preserve = tern_toolcall_preserved_tokens(s->tok, f->fmt, f->preserve, 4);
+}
+
+/* Flavor 0, the base (its template: --chat-template-file or the model's own), then one per
+ * adapter, loaded against the model: its own template when it carries one (and no file was
+ * given), else a copy of the base's. */
+static tern_status load_flavors(struct tern_server *s, const struct tern_gguf *g)
+{
+    const struct tern_server_params *p = &s->p;
+    if (p->n_lora < 0 || p->n_lora > 64)
+        return tern_fail(TERN_ERR_ARG, "serve: %d adapters (at most 64)", p->n_lora);
+    s->flv = calloc((size_t)p->n_lora + 1, sizeof *s->flv);
+    if (!s->flv) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    s->n_flv = 1;
+    struct srv_flavor *b = &s->flv[0];
+    b->name = strdup(s->model_id);
+    tern_status st = b->name ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    if (!st) st = p->chat_template_file ? template_from_file(p->chat_template_file, &b->tmpl)
+                                        : tern_chat_template_from_gguf(g, &b->tmpl);
+    if (st) return st;
+    const char *w = tern_chat_template_warning(b->tmpl);
+    if (w && !(p->n_lora && !p->chat_template_file)) fprintf(stderr, "tern serve: warning: %s\n", w);
+    flavor_formats(s, b);
+    for (int i = 0; i < p->n_lora; i++) {
+        struct srv_flavor *f = &s->flv[s->n_flv];
+        const char *name = p->lora_names && p->lora_names[i] ? p->lora_names[i] : p->lora_paths[i];
+        for (int k = 0; k < s->n_flv; k++)
+            if (!strcmp(s->flv[k].name, name))
+                return tern_fail(TERN_ERR_ARG, "serve: --lora %s: the model name '%s' is taken (give "
+                                 "NAME=FILE)", p->lora_paths[i], name);
+        if (!(f->name = strdup(name))) return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+        s->n_flv++;
+        f->scale = p->lora_scales ? p->lora_scales[i] : 1.0f;
+        if ((st = tern_lora_load(s->model, p->lora_paths[i], &f->ad)))
+            return tern_fail_prefix(st, "serve: --lora %s: ", p->lora_paths[i]);
+        if ((st = file_digest(p->lora_paths[i], f->digest)))
+            return tern_fail_prefix(st, "serve: --lora %s: ", p->lora_paths[i]);
+        const char *own = p->chat_template_file ? NULL : tern_lora_chat_template(f->ad);
+        if (own) st = tern_chat_template_create(own, strlen(own), &f->tmpl);
+        else if (p->chat_template_file) st = template_from_file(p->chat_template_file, &f->tmpl);
+        else st = tern_chat_template_from_gguf(g, &f->tmpl);
+        if (st) return tern_fail_prefix(st, "serve: --lora %s: its chat template: ", p->lora_paths[i]);
+        flavor_formats(s, f);
+        if (!p->quiet)
+            fprintf(stderr, "tern serve: adapter '%s' (%s, scale %g%s)\n", f->name,
+                    p->lora_paths[i], f->scale, own ? ", its own chat template" : "");
+    }
+    return TERN_OK;
 }
 
 tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
@@ -144,14 +223,8 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     const struct tern_gguf *g = s->model ? tern_model_gguf(s->model) : NULL;
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok);
     if (!st) st = tern_tokenizer_from_gguf(g, &s->tok_http);
-    if (!st) st = p->chat_template_file ? template_from_file(p->chat_template_file, &s->tmpl)
-                                        : tern_chat_template_from_gguf(g, &s->tmpl);
+    if (!st) st = load_flavors(s, g);
     if (!st) {
-        const char *w = tern_chat_template_warning(s->tmpl);
-        if (w) fprintf(stderr, "tern serve: warning: %s\n", w);
-        s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
-        s->rfmt = tern_reasoning_detect(tern_chat_template_source(s->tmpl));
-        s->n_preserve = tern_toolcall_preserved_tokens(s->tok, s->fmt, s->preserve, 4);
         /* constrained decoding needs the vocabulary as grammars see it; without it requests
          * still run, unconstrained (said once here) */
         if (tern_grammar_vocab_create(s->tok, &s->gvocab)) {

@@ -134,6 +134,7 @@ struct srv_req {
     int n_prompt;
     const char *cache_key;       /* prompt_cache_key, or NULL (borrowed from body) */
     uint64_t cache_group;        /* the isolation group of its KV reuse (srv_cache_group) */
+    int flavor;                  /* index into srv->flv: the base (0) or an adapter */
 };
 void srv_req_free(struct srv_req *r);
 /* Parse and check body[0..len) for kind; on failure *e is filled (4xx) and false returned.
@@ -184,10 +185,11 @@ void srv_job_on_done(const struct tern_gen_stats *st, void *user);
 void srv_job_open_stream(struct job *j);
 
 /* The isolation group of a request's prefix reuse (tern_batch_request.cache_group): 0 (shared)
- * for a server without API keys and a request without prompt_cache_key; else 64 bits of
- * SHA-256 over the API key it was sent with (key: index into srv->keys, or -1) and the
- * prompt_cache_key (srv_http.c). */
-uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key);
+ * for the base model on a server without API keys and a request without prompt_cache_key; else
+ * 64 bits of SHA-256 over the API key it was sent with (key: index into srv->keys, or -1), the
+ * prompt_cache_key and the adapter's file digest (flavor > 0: KV computed with an adapter is
+ * another model's) (srv_http.c). */
+uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key, int flavor);
 
 /* srv_engine.c: a job takes over *req (zeroed); refs 1 (the connection). */
 struct job *srv_job_new(struct tern_server *s, struct srv_req *req);
@@ -210,6 +212,22 @@ struct srv_conn {
 };
 
 /* ---------------------------------------------------------------- the server */
+/* What a request runs as: the base model (flavor 0) or one of the adapters over it, with the
+ * chat template it renders with and what that template says of tool calls and reasoning. */
+struct srv_flavor {
+    char *name;                        /* the "model" that picks it (flavor 0: the model id) */
+    struct tern_lora *ad;              /* NULL: the base */
+    uint8_t digest[32];                /* SHA-256 of the adapter's file (prompt-cache groups) */
+    float scale;
+    struct tern_chat_template *tmpl;   /* owned by every flavor: the adapter's own, else the base's */
+    enum tern_toolcall_format fmt;
+    enum tern_reasoning_format rfmt;   /* the template's reasoning markup, taken apart from content */
+    int32_t preserve[4];               /* the format's markup that is a control token here
+                                          (tern_toolcall_preserved_tokens): shown to the parser
+                                          of requests with tools, as llama-server's preserved tokens */
+    int n_preserve;
+};
+
 struct tern_server {
     struct tern_server_params p;
     char **keys;                       /* the API keys (api_key, api_keys; owned copies) */
@@ -219,13 +237,9 @@ struct tern_server {
     struct tern_tokenizer *tok;        /* engine thread: detokenizing, end-of-generation */
     struct tern_tokenizer *tok_http;   /* connection threads, under tok_mu */
     pthread_mutex_t tok_mu;
-    struct tern_chat_template *tmpl;
-    enum tern_toolcall_format fmt;
-    enum tern_reasoning_format rfmt;   /* the template's reasoning markup, taken apart from content */
-    int32_t preserve[4];               /* the format's markup that is a control token here
-                                          (tern_toolcall_preserved_tokens): shown to the parser
-                                          of requests with tools, as llama-server's preserved tokens */
-    int n_preserve;
+    struct srv_flavor *flv;            /* (n_flv) flv[0] the base, then the --lora adapters */
+    int n_flv;
+    int cur_flv;                       /* engine thread: the flavor the context runs now */
     struct tern_grammar_vocab *gvocab;
     struct srv_grammars grammars;      /* compiled tools / response_format grammars, shared */
     struct tern_context *ctx;

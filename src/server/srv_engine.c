@@ -61,12 +61,13 @@ void srv_job_release(struct job *j)
  * required / named force it. */
 static bool tools_constrained(const struct tern_server *s, const struct srv_req *r)
 {
-    const bool fmt_ok = s->fmt == TERN_TOOLCALL_HERMES || s->fmt == TERN_TOOLCALL_LLAMA3 ||
-                        s->fmt == TERN_TOOLCALL_MISTRAL || s->fmt == TERN_TOOLCALL_QWEN_XML ||
-                        s->fmt == TERN_TOOLCALL_GRANITE;
+    const struct srv_flavor *f = &s->flv[r->flavor];
+    const bool fmt_ok = f->fmt == TERN_TOOLCALL_HERMES || f->fmt == TERN_TOOLCALL_LLAMA3 ||
+                        f->fmt == TERN_TOOLCALL_MISTRAL || f->fmt == TERN_TOOLCALL_QWEN_XML ||
+                        f->fmt == TERN_TOOLCALL_GRANITE;
     if (!fmt_ok || (r->response_schema && r->tool_choice == TERN_TOOL_CHOICE_AUTO)) return false;
     if (r->tool_choice != TERN_TOOL_CHOICE_AUTO) return true;
-    return s->fmt != TERN_TOOLCALL_LLAMA3 || s->n_preserve > 0; /* llama3's one tag: <|python_tag|> */
+    return f->fmt != TERN_TOOLCALL_LLAMA3 || f->n_preserve > 0; /* llama3's one tag: <|python_tag|> */
 }
 
 /* What a request's grammar is compiled from (srv_grammar_get's compile callback). */
@@ -123,10 +124,11 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
     const char *param = NULL;
     /* the reply parser: tool calls when the request offers tools, reasoning apart from the
      * content when the template has reasoning markup (llama.cpp's --reasoning-format deepseek) */
-    const bool calls = r->tools && s->fmt != TERN_TOOLCALL_NONE;
-    if (r->kind == JOB_CHAT && (calls || s->rfmt != TERN_REASONING_NONE)) {
-        st = tern_toolcall_parser_create(calls ? s->fmt : TERN_TOOLCALL_NONE, &j->tp);
-        if (!st) st = tern_toolcall_set_reasoning(j->tp, s->rfmt, r->reasoning_open);
+    const struct srv_flavor *f = &s->flv[r->flavor];
+    const bool calls = r->tools && f->fmt != TERN_TOOLCALL_NONE;
+    if (r->kind == JOB_CHAT && (calls || f->rfmt != TERN_REASONING_NONE)) {
+        st = tern_toolcall_parser_create(calls ? f->fmt : TERN_TOOLCALL_NONE, &j->tp);
+        if (!st) st = tern_toolcall_set_reasoning(j->tp, f->rfmt, r->reasoning_open);
         const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
         char *txt = calls ? cJSON_PrintUnformatted(tools) : NULL;
         if (!st && txt) st = tern_toolcall_set_tools(j->tp, txt, 0);
@@ -138,7 +140,7 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
             /* tool calls that always parse: constrained from the first token (required, named)
              * or from the moment the model opens a call (auto) */
             struct tern_tool_grammar_params tp = tern_tool_grammar_default_params();
-            tp.format = s->fmt;
+            tp.format = f->fmt;
             tp.choice = r->tool_choice;
             tp.name = r->tool_name;
             tp.parallel = r->parallel_tool_calls;
@@ -239,9 +241,10 @@ static void admit(struct tern_server *s, struct job *j)
     r.ignore_eog = j->req.ignore_eos;
     /* with tools, the format's control-token markup is shown so the parser sees the calls
      * (llama-server's preserved tokens); without, every control token stays hidden */
-    if (j->req.kind == JOB_CHAT && j->req.tools && s->fmt != TERN_TOOLCALL_NONE) {
-        r.preserve = s->preserve;
-        r.n_preserve = s->n_preserve;
+    const struct srv_flavor *f = &s->flv[j->req.flavor];
+    if (j->req.kind == JOB_CHAT && j->req.tools && f->fmt != TERN_TOOLCALL_NONE) {
+        r.preserve = f->preserve;
+        r.n_preserve = f->n_preserve;
     }
     r.on_piece = srv_job_on_piece;
     r.on_token = on_token;
@@ -257,7 +260,11 @@ static void admit(struct tern_server *s, struct job *j)
     pthread_mutex_lock(&s->metrics.mu);
     srv_hist_add(&s->metrics.queue_wait, j->t_admitted - j->t_queued);
     pthread_mutex_unlock(&s->metrics.mu);
-    tern_status st = tern_batcher_add(s->batcher, &r, &slot);
+    /* the flavor was attached for this round (switch_flavor); when that failed, 500 */
+    tern_status st = s->cur_flv == j->req.flavor ? tern_batcher_add(s->batcher, &r, &slot)
+                                                 : tern_fail(TERN_ERR_NOMEM, "the adapter '%s' "
+                                                             "could not be attached",
+                                                             s->flv[j->req.flavor].name);
     pthread_mutex_lock(&s->mu);
     if (st) {
         /* cannot happen (the request was checked, a slot was free): answer 500, never hang */
@@ -285,6 +292,18 @@ static void admit(struct tern_server *s, struct job *j)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Attach flavor f's adapter (none for the base) to the context: the engine does it only when
+ * no slot is running, so every sequence of a batch runs with the same weights. */
+static void switch_flavor(struct tern_server *s, int f)
+{
+    struct srv_flavor *v = &s->flv[f];
+    struct tern_lora *ad[1] = {v->ad};
+    const float sc[1] = {v->scale};
+    tern_status st = tern_context_set_adapters(s->ctx, ad, sc, v->ad ? 1 : 0);
+    if (st) fprintf(stderr, "tern serve: attaching adapter '%s' failed: %s\n", v->name, tern_last_error());
+    else s->cur_flv = f;
+}
+
 static void *engine_main(void *arg)
 {
     struct tern_server *s = arg;
@@ -307,9 +326,12 @@ static void *engine_main(void *arg)
         int n_cancel = 0, n_take = 0;
         for (int i = 0; i < np; i++)
             if (s->active[i] && s->active[i]->cancelled) cancel[n_cancel++] = i;
-        /* queued jobs whose client left are dropped before they cost anything */
+        /* queued jobs whose client left are dropped before they cost anything; jobs of another
+         * flavor (adapter) than the running ones wait, in order, until those are done */
+        int run_flv = s->n_active - n_cancel > 0 ? s->cur_flv : -1;
         while (s->q_len > 0 && s->n_active + n_take - n_cancel < np) {
             struct job *j = s->queue[s->q_head];
+            if (!j->cancelled && run_flv >= 0 && j->req.flavor != run_flv) break;
             s->q_head = (s->q_head + 1) % s->p.max_queue;
             s->q_len--;
             if (j->cancelled) {
@@ -318,8 +340,10 @@ static void *engine_main(void *arg)
                 continue;
             }
             take[n_take++] = j;
+            run_flv = j->req.flavor;
         }
         pthread_mutex_unlock(&s->mu);
+        if (n_take && take[0]->req.flavor != s->cur_flv) switch_flavor(s, take[0]->req.flavor);
         if (n_cancel) {
             pthread_mutex_lock(&s->metrics.mu);
             s->metrics.cancelled += (uint64_t)n_cancel;

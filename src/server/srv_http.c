@@ -117,9 +117,9 @@ static int authorized(const struct tern_server *s, struct MHD_Connection *c)
     return found;
 }
 
-uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key)
+uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache_key, int flavor)
 {
-    if (key < 0 && !cache_key) return 0;
+    if (key < 0 && !cache_key && flavor == 0) return 0;
     /* a key's group is not the key: only 64 bits of a hash reach the prompt cache's files */
     struct sha256_ctx h;
     sha256_init(&h);
@@ -130,6 +130,7 @@ uint64_t srv_cache_group(const struct tern_server *s, int key, const char *cache
     sha256_update(&h, sizeof has, has);
     sha256_update(&h, strlen(k) + 1, (const uint8_t *)k);
     if (cache_key) sha256_update(&h, strlen(cache_key), (const uint8_t *)cache_key);
+    if (flavor > 0) sha256_update(&h, sizeof s->flv[flavor].digest, s->flv[flavor].digest);
     uint8_t d[SHA256_DIGEST_SIZE];
     sha256_digest(&h, sizeof d, d);
     uint64_t g = 0;
@@ -334,7 +335,7 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
         log_line(s, "POST", url, e.status, cs->t0, NULL);
         return reply_err(s, c, endpoint, &e);
     }
-    req.cache_group = srv_cache_group(s, cs->key, req.cache_key);
+    req.cache_group = srv_cache_group(s, cs->key, req.cache_key, req.flavor);
     struct job *j = srv_job_new(s, &req);
     if (!j) {
         srv_req_free(&req);
@@ -399,21 +400,31 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
     return reply(s, c, endpoint, status, "application/json", body, NULL);
 }
 
+/* The base model, then each adapter with its base as "parent" (vLLM's listing of LoRA modules). */
 static char *models_json(struct tern_server *s)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "object", "list");
-    cJSON *d = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
-    cJSON_AddItemToArray(d, m);
-    cJSON_AddStringToObject(m, "id", s->model_id);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)s->started);
-    cJSON_AddStringToObject(m, "owned_by", "tern");
-    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
-    cJSON_AddNumberToObject(meta, "n_ctx", s->n_ctx);
-    cJSON_AddNumberToObject(meta, "n_parallel", s->p.n_parallel);
-    cJSON_AddStringToObject(meta, "tool_call_format", tern_toolcall_format_name(s->fmt));
-    cJSON_AddStringToObject(meta, "reasoning_format", tern_reasoning_format_name(s->rfmt));
+    cJSON *d = cJSON_AddArrayToObject(o, "data");
+    for (int i = 0; i < s->n_flv; i++) {
+        const struct srv_flavor *f = &s->flv[i];
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddItemToArray(d, m);
+        cJSON_AddStringToObject(m, "id", f->name);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", (double)s->started);
+        cJSON_AddStringToObject(m, "owned_by", "tern");
+        if (i) {
+            cJSON_AddStringToObject(m, "root", s->flv[0].name);
+            cJSON_AddStringToObject(m, "parent", s->flv[0].name);
+        }
+        cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+        cJSON_AddNumberToObject(meta, "n_ctx", s->n_ctx);
+        cJSON_AddNumberToObject(meta, "n_parallel", s->p.n_parallel);
+        cJSON_AddStringToObject(meta, "tool_call_format", tern_toolcall_format_name(f->fmt));
+        cJSON_AddStringToObject(meta, "reasoning_format", tern_reasoning_format_name(f->rfmt));
+        if (i) cJSON_AddStringToObject(meta, "adapter", s->p.lora_paths[i - 1]);
+    }
     char *t = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return t;

@@ -227,6 +227,11 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
     const cJSON *b = r->body;
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(b, "model");
     if (model && !cJSON_IsString(model)) BAD("model", "'model' must be a string, got %s", jtype(model));
+    /* an adapter's name picks it; any other name (or none) runs the base, as llama-server serves
+     * whatever name is asked for */
+    r->flavor = 0;
+    for (int i = 1; model && i < s->n_flv; i++)
+        if (!strcmp(model->valuestring, s->flv[i].name)) r->flavor = i;
     const cJSON *pck = cJSON_GetObjectItemCaseSensitive(b, "prompt_cache_key");
     if (pck && !cJSON_IsNull(pck)) {
         if (!cJSON_IsString(pck))
@@ -467,7 +472,8 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     char *prompt = NULL;
     size_t plen = 0, n_spans = 0;
     struct tern_text_span *spans = NULL;
-    tern_status st = tern_chat_render_spans(s->tmpl, &cp, &prompt, &plen, &spans, &n_spans);
+    tern_status st = tern_chat_render_spans(s->flv[r->flavor].tmpl, &cp, &prompt, &plen, &spans,
+                                            &n_spans);
     free(kw_txt);
     if (st) {
         const char *msg = tern_last_error();
@@ -478,7 +484,7 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     }
     /* a generation prompt that opens the reasoning (Qwen3.5: "<think>\n") makes the reply
      * start inside it */
-    r->reasoning_open = tern_reasoning_open_at_end(s->rfmt, prompt, plen);
+    r->reasoning_open = tern_reasoning_open_at_end(s->flv[r->flavor].rfmt, prompt, plen);
     bool ok = tokenize(s, prompt, plen, 0, spans, n_spans, true, r, e);
     free(prompt);
     free(spans);

@@ -41,6 +41,11 @@ static void help(void)
            "                         new blocks saved on SIGTERM (default --cache-mb 256)\n"
            "  --chat-template-file FILE  a Jinja chat template instead of the model's own (its\n"
            "                         tool-call format, hermes / llama3 / mistral, is detected)\n"
+           "  --lora [NAME=]FILE[:SCALE]  a LoRA adapter kept resident over the model (repeatable,\n"
+           "                         up to 16): requests with \"model\": NAME run with it (NAME\n"
+           "                         defaults to the file's name without .gguf), rendered by its\n"
+           "                         own chat template when it has one; /v1/models lists them;\n"
+           "                         switching costs no reload\n"
            "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
            "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
            "                         the KV cache holds parallel x ctx positions\n"
@@ -89,10 +94,16 @@ static void help(void)
 
 static struct tern_server *g_server;
 
+#define SERVE_MAX_LORA 16
+
+/* What the flags own for the server's parameters: the API keys, and the --lora adapters. */
 struct keys {
     const char **v;
     char **owned; /* the strings read from files */
     int n, n_owned;
+    char *lora_name[SERVE_MAX_LORA], *lora_path[SERVE_MAX_LORA];
+    float lora_scale[SERVE_MAX_LORA];
+    int n_lora;
 };
 
 static bool keys_add(struct keys *k, const char *key, bool owned)
@@ -112,6 +123,7 @@ static bool keys_add(struct keys *k, const char *key, bool owned)
 
 static void keys_free(struct keys *k)
 {
+    for (int i = 0; i < k->n_lora; i++) free(k->lora_name[i]), free(k->lora_path[i]);
     for (int i = 0; i < k->n_owned; i++) free(k->owned[i]);
     free(k->owned);
     free(k->v);
@@ -155,6 +167,42 @@ static void on_signal(int sig)
 {
     (void)sig;
     if (g_server) tern_server_stop(g_server);
+}
+
+/* --lora [NAME=]FILE[:SCALE]: the name requests pick it by (default: the file's name without
+ * .gguf), a path, a scale when what follows the last ':' is a number. */
+static int lora_arg(struct keys *k, const char *v)
+{
+    if (k->n_lora == SERVE_MAX_LORA)
+        return cli_usage_error("serve", "--lora: at most %d adapters", SERVE_MAX_LORA);
+    const char *eq = strchr(v, '=');
+    const bool named = eq && eq > v && !memchr(v, '/', (size_t)(eq - v));
+    const char *path = named ? eq + 1 : v;
+    char *p = strdup(path);
+    if (!p) return cli_usage_error("serve", "out of memory");
+    double scale = 1.0;
+    char *colon = strrchr(p, ':');
+    if (colon && colon > p && cli_parse_float(colon + 1, -1e6, 1e6, &scale)) *colon = '\0';
+    else scale = 1.0;
+    char *name;
+    if (named) {
+        name = strndup(v, (size_t)(eq - v));
+    } else {
+        const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
+        size_t n = strlen(base);
+        if (n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
+        name = strndup(base, n);
+    }
+    if (!name || !*p) {
+        free(name);
+        free(p);
+        return cli_usage_error("serve", "--lora '%s' needs a file", v);
+    }
+    k->lora_name[k->n_lora] = name;
+    k->lora_path[k->n_lora] = p;
+    k->lora_scale[k->n_lora] = (float)scale;
+    k->n_lora++;
+    return 0;
 }
 
 /* Flags into p (keys: the API keys it points to). 0: serve; -1: done (help); else an exit code. */
@@ -210,6 +258,8 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
         } else if (OPT("--chat-template-file", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             p.chat_template_file = val;
+        } else if (OPT("--lora", NULL)) {
+            if (r < 0 || (r = lora_arg(keys, val))) return r < 0 ? CLI_EXIT_USAGE : r;
         } else if (OPT("-np", "--parallel")) {
             if (r < 0 || !cli_flag_int("serve", "--parallel", val, 1, 256, &v)) return CLI_EXIT_USAGE;
             p.n_parallel = (int)v;
@@ -265,6 +315,10 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
     p.api_key = NULL;
     p.api_keys = keys->v;
     p.n_api_keys = keys->n;
+    p.lora_names = (const char *const *)keys->lora_name;
+    p.lora_paths = (const char *const *)keys->lora_path;
+    p.lora_scales = keys->lora_scale;
+    p.n_lora = keys->n_lora;
     *pp = p;
     return 0;
 }
