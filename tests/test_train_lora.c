@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "train/train_internal.h"
 
 static char tok_path[512];
@@ -377,6 +379,97 @@ static void test_resume_and_threads(void **state)
     tern_train_data_free(d);
 }
 
+/* ---------------------------------------------------------------- PyTorch's LoRA math */
+
+/* tests/data/lora_train/torch_ref.json (bench/peers/lora_reference.py): PEFT's W x + (alpha/r)
+ * B A x on `tern synth tiny:f32 --seed 7`, every matrix adapted at rank 4, A and B from the same
+ * LCG as here; the loss and samples of dL/dA, dL/dB computed by autograd in float64. */
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s;
+}
+
+static void test_torch_reference(void **state)
+{
+    (void)state;
+    char ref_path[1024];
+    snprintf(ref_path, sizeof ref_path, "%s/tests/data/lora_train/torch_ref.json", test_source_dir());
+    size_t len;
+    char *text = test_read_file(ref_path, &len);
+    assert_non_null(text);
+    cJSON *ref = cJSON_Parse(text);
+    free(text);
+    assert_non_null(ref);
+    char base[700];
+    snprintf(base, sizeof base, "%s/tiny-f32-7.gguf", test_tmpdir());
+    assert_tern_ok(tern_synth_model_write("tiny", "f32", 7, base, NULL));
+    struct tern_train_config c = tern_train_config_default();
+    c.n_ctx = 32, c.batch_tokens = 32, c.accum = 1, c.threads = 2;
+    c.lora_rank = 4, c.lora_alpha = 8.0f;
+    assert_tern_ok(tern_train_config_set_lora(&c, base));
+    struct tern_trainer *t;
+    assert_tern_ok(tern_trainer_create(&c, &t));
+    /* A and B in the script's order: layer by layer, q k v o gate up down, A (r, in) then B */
+    uint64_t g = 11;
+    for (int l = 0; l < t->L; l++)
+        for (int m = 0; m < TERN_LORA_N_TARGETS; m++) {
+            const struct train_tensor *ta = NULL, *tb = NULL;
+            for (int i = 0; i < t->n_tensors; i++) {
+                if (t->tensors[i].off == t->layer[l].lora_a[m]) ta = &t->tensors[i];
+                if (t->tensors[i].off == t->layer[l].lora_b[m]) tb = &t->tensors[i];
+            }
+            assert_non_null(ta);
+            assert_non_null(tb);
+            for (const struct train_tensor *x = ta; x; x = x == ta ? tb : NULL)
+                for (int64_t i = 0; i < x->ne[0] * x->ne[1]; i++)
+                    t->w[x->off + i] = (float)(((double)(lcg(&g) >> 11) / 9007199254740992.0 - 0.5) * 0.4);
+        }
+    int32_t toks[32];
+    uint8_t mask[32];
+    for (int i = 0; i < 32; i++) toks[i] = (int32_t)(lcg(&g) % 512), mask[i] = i >= 16;
+    const int32_t *tp[1] = {toks};
+    const uint8_t *mp[1] = {mask};
+    int lens[1] = {32};
+    train_batch_from_docs(&t->batch[0], t->T, tp, mp, lens, 1);
+    memset(t->g, 0, t->n_params * sizeof *t->g);
+    const double loss = train_forward_backward(t, &t->batch[0], 1.0 / (double)t->batch[0].n_loss) /
+                        (double)t->batch[0].n_loss;
+    const double want = cJSON_GetObjectItem(ref, "loss")->valuedouble;
+    print_message("loss: tern %.7f, PyTorch %s %.7f\n", loss,
+                  cJSON_GetObjectItem(ref, "torch")->valuestring, want);
+    assert_true(fabs(loss - want) < 1e-4 * fabs(want));
+    double worst_norm = 0.0, worst_val = 0.0;
+    const cJSON *gr;
+    int n_checked = 0;
+    cJSON_ArrayForEach(gr, cJSON_GetObjectItem(ref, "grads")) {
+        const char *name = cJSON_GetObjectItem(gr, "tensor")->valuestring;
+        const struct train_tensor *x = NULL;
+        for (int i = 0; i < t->n_tensors; i++)
+            if (!strcmp(t->tensors[i].name, name)) x = &t->tensors[i];
+        if (!x) fail_msg("the reference's tensor %s is not the trainer's", name);
+        const size_t n = (size_t)(x->ne[0] * x->ne[1]);
+        double sq = 0.0;
+        for (size_t i = 0; i < n; i++) sq += (double)t->g[x->off + i] * t->g[x->off + i];
+        const double rn = cJSON_GetObjectItem(gr, "norm")->valuedouble;
+        worst_norm = fmax(worst_norm, fabs(sqrt(sq) - rn) / fmax(rn, 1e-12));
+        const cJSON *at = cJSON_GetObjectItem(gr, "at"), *vals = cJSON_GetObjectItem(gr, "values");
+        for (int k = 0; k < cJSON_GetArraySize(at); k++) {
+            const size_t i = (size_t)cJSON_GetArrayItem(at, k)->valuedouble;
+            const double v = cJSON_GetArrayItem(vals, k)->valuedouble;
+            worst_val = fmax(worst_val, fabs(t->g[x->off + i] - v) / fmax(rn / sqrt((double)n), 1e-12));
+        }
+        n_checked++;
+    }
+    print_message("%d adapter gradients: norms within %.2e (relative), sampled entries within %.2e "
+                  "of the tensor's RMS\n", n_checked, worst_norm, worst_val);
+    assert_int_equal(n_checked, 2 * 7 * t->L);
+    assert_true(worst_norm < 1e-4);
+    assert_true(worst_val < 1e-3);
+    cJSON_Delete(ref);
+    tern_trainer_free(t);
+}
+
 /* ---------------------------------------------------------------- bad input */
 
 static void expect_config_error(const char *json, const char *needle)
@@ -446,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_parity_qwen2),
         cmocka_unit_test(test_quantized_base),
         cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_torch_reference),
         cmocka_unit_test(test_resume_and_threads),
         cmocka_unit_test(test_bad_input),
     };
