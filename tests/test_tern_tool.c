@@ -73,7 +73,7 @@ static cJSON *last_calls(const char *saved)
     return calls;
 }
 
-/* `tern chat --messages models/demo.json` with MODEL_FLAG ("" = the embedded model); returns the
+/* `tern chat --messages models/demo.json` with MODEL_FLAG ("-m tern-tool" = the embedded model); returns the
  * calls it made. */
 static cJSON *demo_calls(const char *model_flag, const char *tag)
 {
@@ -99,7 +99,7 @@ static void test_demo_request(void **state)
     const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
     assert_true(cJSON_GetArraySize(expected) > 0);
 
-    cJSON *embedded = demo_calls("", "embedded");
+    cJSON *embedded = demo_calls("-m tern-tool", "embedded");
     char *got = cJSON_PrintUnformatted(embedded), *want = cJSON_PrintUnformatted(expected);
     print_message("calls: %s\nexpected: %s\n", got, want);
     if (!cJSON_Compare(embedded, expected, true)) fail_msg("demo: %s, expected %s", got, want);

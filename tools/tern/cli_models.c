@@ -94,6 +94,7 @@ int cli_models_list(struct cli_installed **out)
         m->description = dup_field(card, "description");
         m->license = dup_field(card, "license");
         m->sha256 = dup_field(card, "sha256");
+        m->base = dup_field(card, "base");
         const cJSON *pk = cJSON_GetObjectItemCaseSensitive(card, "packages"), *p;
         size_t plen = 1;
         cJSON_ArrayForEach(p, pk) if (cJSON_IsString(p)) plen += strlen(p->valuestring) + 1;
@@ -115,7 +116,7 @@ void cli_models_free(struct cli_installed *list, int n)
 {
     for (int i = 0; i < n; i++) {
         free(list[i].name), free(list[i].path), free(list[i].description);
-        free(list[i].license), free(list[i].sha256), free(list[i].packages);
+        free(list[i].license), free(list[i].sha256), free(list[i].packages), free(list[i].base);
     }
     free(list);
 }
@@ -129,34 +130,120 @@ static bool looks_like_path(const char *v)
     return stat(v, &st) == 0 || strchr(v, '/') || (len > 5 && !strcmp(v + len - 5, ".gguf"));
 }
 
-int cli_resolve_model_args(int argc, char **argv)
+static int find_installed(const struct cli_installed *list, int n, const char *name)
 {
+    for (int k = 0; k < n; k++)
+        if (!strcmp(list[k].name, name)) return k;
+    return -1;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Do commands of this name take --lora? (the others get the base alone) */
+static bool takes_lora(const char *cmd)
+{
+    static const char *const with[] = {"run", "chat", "probe", "bench", "check", "perplexity",
+                                       "eval", "serve"};
+    for (size_t i = 0; i < sizeof with / sizeof *with; i++)
+        if (!strcmp(cmd, with[i])) return true;
+    return false;
+}
+
+/* out += -m BASE [--lora ADAPTER] for the installed adapter list[k] (its base must be there). */
+static int push_adapter(const char *cmd, const struct cli_installed *list, int n, int k,
+                        const char *flag, char **out, int *n_out)
+{
+    const int b = find_installed(list, n, list[k].base);
+    if (b < 0 || !file_exists(list[b].path) || !file_exists(list[k].path)) {
+        fprintf(stderr, "tern %s: %s is a LoRA adapter on %s, which is not installed (or a file "
+                "is missing): python3 scripts/install-models.py\n", cmd, list[k].name, list[k].base);
+        return CLI_EXIT_FAIL;
+    }
+    out[(*n_out)++] = (char *)flag;
+    out[(*n_out)++] = strdup(list[b].path);
+    if (!takes_lora(cmd)) return CLI_EXIT_OK;
+    out[(*n_out)++] = "--lora";
+    if (!strcmp(cmd, "serve")) { /* the server's NAME=FILE: requests ask for it by its name */
+        char *v = malloc(strlen(list[k].name) + strlen(list[k].path) + 2);
+        if (v) sprintf(v, "%s=%s", list[k].name, list[k].path);
+        out[(*n_out)++] = v;
+    } else {
+        out[(*n_out)++] = strdup(list[k].path);
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_resolve_model_args(int *argc_io, char ***argv_io)
+{
+    const int argc = *argc_io;
+    char **argv = *argv_io;
     struct cli_installed *list = NULL;
     int n = -1;
-    for (int i = 1; i + 1 < argc; i++) {
-        const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model") ||
-                                !strcmp(argv[i], "--lora-base");
+    /* room for every argument, plus -m BASE --lora ADAPTER once; lives for the process */
+    char **out = calloc((size_t)argc + 5, sizeof *out);
+    if (!out) return CLI_EXIT_FAIL;
+    int n_out = 0, rc = CLI_EXIT_OK;
+    bool model_given = false, embedded = false;
+    out[n_out++] = argv[0];
+    for (int i = 1; i < argc && !rc; i++) {
+        const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model");
+        const bool path_flag = model_flag || !strcmp(argv[i], "--lora-base");
         const bool draft_flag = !strcmp(argv[i], "--draft") || !strcmp(argv[i], "--teacher");
-        if (!model_flag && !draft_flag) continue;
-        const char *v = argv[++i];
-        if (!*v || looks_like_path(v)) continue;
-        if (n < 0) n = cli_models_list(&list);
-        int found = -1;
-        for (int k = 0; k < n; k++)
-            if (!strcmp(list[k].name, v)) found = k;
-        if (found >= 0) {
-            argv[i] = strdup(list[found].path); /* lives for the process */
+        if ((!path_flag && !draft_flag) || i + 1 >= argc) {
+            out[n_out++] = argv[i];
             continue;
         }
-        if (draft_flag) continue; /* --draft also takes words of its own (mtp, ngram) */
+        const char *v = argv[i + 1];
+        model_given |= model_flag;
+        if (model_flag && !strcmp(v, CLI_EMBEDDED_NAME) && !looks_like_path(v)) {
+            embedded = true; /* -m tern-tool: the embedded model, as no -m is without adapters */
+            i++;
+            continue;
+        }
+        out[n_out++] = argv[i];
+        if (!*v || looks_like_path(v)) {
+            out[n_out++] = argv[++i];
+            continue;
+        }
+        if (n < 0) n = cli_models_list(&list);
+        const int found = find_installed(list, n, v);
+        i++;
+        if (found >= 0 && list[found].base[0] && model_flag) {
+            n_out--; /* the flag goes back in with the base */
+            rc = push_adapter(argv[0], list, n, found, argv[i - 1], out, &n_out);
+            continue;
+        }
+        if (found >= 0 && !list[found].base[0]) {
+            out[n_out++] = strdup(list[found].path);
+            continue;
+        }
+        if (draft_flag) { /* --draft also takes words of its own (mtp, ngram) */
+            out[n_out++] = argv[i];
+            continue;
+        }
         fprintf(stderr, "tern %s: %s %s: no such file, and no installed model of that name in %s "
                 "(installed: ", argv[0], argv[i - 1], v, cli_models_dir());
         for (int k = 0; k < n; k++) fprintf(stderr, "%s%s", k ? ", " : "", list[k].name);
         fprintf(stderr, "%s)\n  install the real models with: python3 scripts/install-models.py "
                 "(tern models lists what is installed)\n", n > 0 ? "" : "none");
-        cli_models_free(list, n);
-        return CLI_EXIT_FAIL;
+        rc = CLI_EXIT_FAIL;
+    }
+    /* run and chat without -m: tern's tool caller on its installed base when it is there */
+    if (!rc && !model_given && !embedded &&
+        (!strcmp(argv[0], "run") || !strcmp(argv[0], "chat"))) {
+        if (n < 0) n = cli_models_list(&list);
+        const int k = find_installed(list, n, CLI_DEFAULT_ADAPTER);
+        const int b = k >= 0 ? find_installed(list, n, list[k].base) : -1;
+        if (k >= 0 && b >= 0 && file_exists(list[k].path) && file_exists(list[b].path))
+            rc = push_adapter(argv[0], list, n, k, "-m", out, &n_out);
     }
     if (n > 0) cli_models_free(list, n);
-    return CLI_EXIT_OK;
+    out[n_out] = NULL;
+    *argc_io = n_out;
+    *argv_io = out;
+    return rc;
 }

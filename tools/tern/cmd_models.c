@@ -109,6 +109,7 @@ int cmd_models(int argc, char **argv)
             cli_json_str(o, "packages", m->packages);
             cli_json_str(o, "description", m->description);
             cli_json_str(o, "sha256", m->sha256);
+            if (m->base[0]) cli_json_str(o, "adapter_of", m->base);
             if (verify && !problem) cli_json_bool(o, "verified", true);
         } else {
             printf("%s\n  file:     %s\n", m->name, m->path);
@@ -120,6 +121,9 @@ int cmd_models(int argc, char **argv)
                    "  size:     %.1f MiB\n  license:  %s\n  source:   %s\n",
                    f.model_name, m->description, f.arch, f.params / 1e6, types,
                    f.bytes / 1048576.0, m->license, m->packages);
+            if (m->base[0])
+                printf("  adapter:  a LoRA adapter on %s (-m %s runs it on its base)\n", m->base,
+                       m->name);
             if (verify) printf("  sha256:   %s (matches the card)\n", hex);
         }
     }

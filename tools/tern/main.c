@@ -36,8 +36,10 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--version")) argv[1] = "version";
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
-            int rc = cli_resolve_model_args(argc - 1, argv + 1);
-            return rc ? rc : commands[i].fn(argc - 1, argv + 1);
+            int n = argc - 1;
+            char **v = argv + 1;
+            int rc = cli_resolve_model_args(&n, &v);
+            return rc ? rc : commands[i].fn(n, v);
         }
     fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
     usage(stderr);
