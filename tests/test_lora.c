@@ -196,6 +196,22 @@ static void check_merge_math(const char *rel, const char *synth_shape, bool head
                   d_plain, d1, tol);
     assert_true(d_plain > 0.05f); /* the adapter does something */
     assert_true(d1 < tol);
+    /* "keep": every tensor in the base's own type (here F32 matrices: the same model) */
+    char kept[4200];
+    snprintf(kept, sizeof kept, "%s.keep.gguf", merged);
+    assert_tern_ok(tern_quantize_model_lora(base_path, kept, "keep", &a1, &sc, 1, NULL));
+    struct tern_gguf *gb, *gk;
+    assert_tern_ok(tern_gguf_open(base_path, &gb));
+    assert_tern_ok(tern_gguf_open(kept, &gk));
+    assert_int_equal(tern_gguf_n_tensors(gb), tern_gguf_n_tensors(gk));
+    for (int64_t i = 0; i < tern_gguf_n_tensors(gb); i++)
+        assert_int_equal(tern_gguf_tensor(gb, i)->type, tern_gguf_tensor(gk, i)->type);
+    tern_gguf_close(gb);
+    tern_gguf_close(gk);
+    assert_tern_ok(tern_model_load(kept, &mp, &mm));
+    run_logits(mm, NULL, NULL, 0, false, other);
+    tern_model_free(mm);
+    assert_true(max_abs_diff(other, ref, nl) < tol);
     /* prefill and decode agree */
     run_logits(m, &a1, &sc, 1, true, other);
     const float d_dec = max_abs_diff(with, other, nl);

@@ -116,7 +116,9 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
         st = tern_gguf_writer_copy_kv(w, g, i);
     }
     if (!st) st = tern_gguf_writer_set_u32(w, "general.quantization_version", 2); /* ggml's */
-    if (!st) st = tern_gguf_writer_set_u32(w, "general.file_type", file_type_of(&plan));
+    uint32_t ft_in = 0; /* keep: the input's own file type */
+    const bool keep_ft = plan.keep && tern_gguf_get_u32(g, "general.file_type", &ft_in) == TERN_OK;
+    if (!st) st = tern_gguf_writer_set_u32(w, "general.file_type", keep_ft ? ft_in : file_type_of(&plan));
     const int64_t n_tensors = tern_gguf_n_tensors(g);
     struct tensor_order *order = malloc((size_t)(n_tensors > 0 ? n_tensors : 1) * sizeof *order);
     if (!order && !st) st = tern_fail(TERN_ERR_NOMEM, "out of memory ordering %lld tensors",
@@ -146,7 +148,9 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
         int il;
         tensor_kind(&t->name, kind, sizeof kind, &il);
         const int64_t cols = t->ne[0], rows = t->ne[1];
-        const int dst_type = type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, cols, &fb);
+        const int dst_type = plan.keep && quant_traits_get(t->type)
+                                 ? t->type
+                                 : type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, cols, &fb);
         const struct quant_traits *dst = quant_traits_get(dst_type);
         const size_t src_row = quant_row_bytes(t->type, cols), dst_row = quant_row_bytes(dst_type, cols);
         free(f32);

@@ -9,6 +9,10 @@
 
 tern_status type_plan_parse(const char *name, struct type_plan *out)
 {
+    if (!strcasecmp(name, "keep")) {
+        *out = (struct type_plan){.base = TERN_TYPE_F32, .keep = true};
+        return TERN_OK;
+    }
     if (!strcasecmp(name, "q4_k_m") || !strcasecmp(name, "q5_k_m")) {
         *out = (struct type_plan){.base = name[1] == '4' ? TERN_TYPE_Q4_K : TERN_TYPE_Q5_K,
                                   .q4_k_m = true};
@@ -19,7 +23,7 @@ tern_status type_plan_parse(const char *name, struct type_plan *out)
     if (tern_type_from_name(name, &t) == TERN_OK) tr = quant_traits_get(t);
     if (!tr || !tr->vec_dot_ref) /* unknown, unsupported or activation-only (Q8_1, Q8_K) */
         return tern_fail(TERN_ERR_ARG, "unknown or unsupported weight type '%s' (use f32, f16, "
-                         "bf16, q8_0, q5_1, q5_0, q4_1, q4_0, q4_k, q5_k, q6_k, q4_k_m or q5_k_m)",
+                         "bf16, q8_0, q5_1, q5_0, q4_1, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m or keep)",
                          name);
     *out = (struct type_plan){.base = t, .q4_k_m = false};
     return TERN_OK;

@@ -21,6 +21,8 @@
 struct type_plan {
     int base;        /* enum tern_type */
     bool q4_k_m;     /* apply the Q4_K_M / Q5_K_M per-tensor rule (base Q4_K / Q5_K) */
+    bool keep;       /* "keep": every tensor stays in its own type (re-encoded: an adapter merge
+                        into a model of the same types as its base) */
     bool has_output; /* the model has an output.weight (false: token_embd is the output matrix
                         too and gets its type); type_plan_parse sets false */
 };

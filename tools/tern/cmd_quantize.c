@@ -15,7 +15,9 @@ int cmd_quantize(int argc, char **argv)
                "Q4_K_M / Q5_K_M). Plain types go everywhere (like llama-quantize --pure), except\n"
                "where a row is not a multiple of the block: Q4_K -> Q5_0, Q5_K -> Q5_1,\n"
                "Q6_K -> Q8_0, else F16.\n"
-               "Norms and biases are kept. OUT is written atomically.\n\n"
+               "Norms and biases are kept. TYPE keep: every tensor stays in its own type (with\n"
+               "--lora: the adapter merged into a model of its base's types). OUT is written\n"
+               "atomically.\n\n"
                "  --lora FILE[:SCALE]  merge a LoRA adapter (llama.cpp's GGUF, checked against IN)\n"
                "                       into the weights: W + SCALE * alpha / r * B A, summed in F32\n"
                "                       before quantizing to TYPE (default SCALE 1; repeatable)\n");
