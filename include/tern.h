@@ -2006,6 +2006,9 @@ double tern_train_lr(const struct tern_train_config *c, int step);
 /* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created
  * if needed; written to a temporary name, fsynced, renamed). */
 tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
+/* A LoRA run starts from an adapter file's A and B (tern train --lora-init: continue training
+ * an adapter with fresh optimizer state); its alpha, rank and targets must be the run's. */
+tern_status tern_trainer_load_adapter(struct tern_trainer *t, const char *path);
 /* Restore a checkpoint of a run with the same model shape. */
 tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
 /* Write the weights as an F32 GGUF tern_model_load reads (with every tokenizer.* key of the

@@ -367,12 +367,24 @@ static void test_resume_and_threads(void **state)
     for (int i = 0; i < N; i++) assert_tern_ok(tern_trainer_step(one, d, NULL));
     assert_memory_equal(wa, tern_trainer_weights(one, NULL), n * sizeof(float));
     tern_trainer_free(one);
+    /* --lora-init: a new run starts from the exported adapter's A and B exactly */
+    char ad[760];
+    snprintf(ad, sizeof ad, "%s.adapter.gguf", dir);
+    assert_tern_ok(tern_trainer_export(a, ad));
+    struct tern_trainer *from;
+    assert_tern_ok(tern_trainer_create(&c, &from));
+    assert_tern_ok(tern_trainer_init(from));
+    assert_tern_ok(tern_trainer_load_adapter(from, ad));
+    assert_memory_equal(wa, tern_trainer_weights(from, NULL), n * sizeof(float));
+    tern_trainer_free(from);
     /* a checkpoint of another rank is refused naming it */
     struct tern_train_config c2 = lora_config(q, 4, 0.1f);
     struct tern_trainer *x;
     assert_tern_ok(tern_trainer_create(&c2, &x));
     assert_int_equal(tern_trainer_checkpoint_load(x, dir), TERN_ERR_ARG);
     assert_non_null(strstr(tern_last_error(), "LoRA rank"));
+    assert_int_equal(tern_trainer_load_adapter(x, ad), TERN_ERR_ARG); /* alpha 8 vs 16 */
+    assert_non_null(strstr(tern_last_error(), "alpha"));
     tern_trainer_free(x);
     tern_trainer_free(a);
     tern_trainer_free(b);

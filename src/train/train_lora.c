@@ -469,3 +469,46 @@ tern_status train_lora_export(const struct tern_trainer *t, const char *path)
     if (st) tern_fail_prefix(st, "export %s: ", path);
     return st;
 }
+
+tern_status tern_trainer_load_adapter(struct tern_trainer *t, const char *path)
+{
+    if (!t->lora)
+        return tern_fail(TERN_ERR_ARG, "adapter %s: the trainer is not a LoRA run", path);
+    struct tern_gguf *g;
+    tern_status st = tern_gguf_open(path, &g);
+    if (st) return tern_fail_prefix(st, "adapter %s: ", path);
+    float alpha = 0.0f;
+    struct tern_str ty;
+    if (tern_gguf_get_str(g, "adapter.type", &ty) || ty.len != 4 || memcmp(ty.ptr, "lora", 4))
+        st = tern_fail(TERN_ERR_FORMAT, "adapter %s: not a LoRA adapter (adapter.type)", path);
+    else if (tern_gguf_get_f32(g, "adapter.lora.alpha", &alpha) || alpha != t->c.lora_alpha)
+        st = tern_fail(TERN_ERR_ARG, "adapter %s: alpha %g, the run's is %g", path, alpha,
+                       t->c.lora_alpha);
+    int found = 0;
+    for (int i = 0; !st && i < t->n_tensors; i++) {
+        const struct train_tensor *x = &t->tensors[i];
+        const struct tern_gguf_tensor *a = tern_gguf_find_tensor(g, x->name);
+        if (!a) {
+            st = tern_fail(TERN_ERR_FORMAT, "adapter %s: tensor '%s' is missing (the run adapts "
+                           "it)", path, x->name);
+            break;
+        }
+        if (a->ne[0] != x->ne[0] || a->ne[1] != x->ne[1] || a->ne[2] != 1 || a->ne[3] != 1) {
+            st = tern_fail(TERN_ERR_ARG, "adapter %s: tensor '%s' is %lld x %lld, the run's is "
+                           "%lld x %lld (another rank or base)", path, x->name,
+                           (long long)a->ne[0], (long long)a->ne[1], (long long)x->ne[0],
+                           (long long)x->ne[1]);
+            break;
+        }
+        const size_t row = quant_row_bytes(a->type, x->ne[0]);
+        for (int64_t r = 0; !st && r < x->ne[1]; r++)
+            st = tern_dequantize_row(a->type, (const unsigned char *)a->data + (size_t)r * row,
+                                     t->w + x->off + r * x->ne[0], x->ne[0]);
+        found++;
+    }
+    if (!st && tern_gguf_n_tensors(g) != found)
+        st = tern_fail(TERN_ERR_ARG, "adapter %s: %lld tensors, the run trains %d (other "
+                       "targets)", path, (long long)tern_gguf_n_tensors(g), found);
+    tern_gguf_close(g);
+    return st;
+}

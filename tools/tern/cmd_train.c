@@ -49,6 +49,8 @@ static void usage(void)
            "                       matrix product to BF16 and sums in F32 (AVX512-BF16 CPUs only;\n"
            "                       weights, optimizer, norms and loss stay F32)\n"
            CLI_LORA_USAGE
+           "  --lora-init FILE     start the adapters from this adapter file (same rank, alpha,\n"
+           "                       targets; fresh optimizer state) instead of PEFT's init\n"
            "  --json               one JSON object per step on stdout\n"
            "  --bench              time training steps on random tokens (default config: n_embd\n"
            "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
@@ -152,7 +154,7 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
 int cmd_train(int argc, char **argv)
 {
     const char *config = NULL, *data = NULL, *val = NULL, *out = NULL, *ckdir = NULL,
-               *resume = NULL, *matmul = NULL, *v;
+               *resume = NULL, *matmul = NULL, *lora_init = NULL, *v;
     bool json = false, bench = false, strict = false, loss_on_prompt = false;
     long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
     struct cli_lora_train_opts lo = {0};
@@ -205,6 +207,9 @@ int cmd_train(int argc, char **argv)
             if (strcmp(v, "f32") && strcmp(v, "bf16"))
                 return cli_usage_error("train", "--matmul '%s' is not f32 or bf16", v);
             matmul = v;
+        } else if ((r = cli_opt(argc, argv, &i, "--lora-init", NULL, &v))) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            lora_init = v;
         } else if ((r = cli_lora_train_opt("train", argc, argv, &i, &lo))) {
             if (r < 0) return CLI_EXIT_USAGE;
         } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
@@ -255,6 +260,7 @@ int cmd_train(int argc, char **argv)
     /* the checkpoint first: a run resumed at or past --until only exports, and needs no data */
     tern_status st = tern_trainer_create(&c, &t);
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume) : tern_trainer_init(t);
+    if (!st && lora_init && !resume) st = tern_trainer_load_adapter(t, lora_init);
     const bool export_only = !st && until && tern_trainer_step_index(t) >= until;
     if (!st && !export_only)
         st = cli_train_load_data_tmpl("train", data, c.tokenizer, c.chat_template_file, c.n_ctx,
