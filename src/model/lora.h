@@ -9,6 +9,7 @@
 #ifndef TERN_MODEL_LORA_H
 #define TERN_MODEL_LORA_H
 
+#include "kernels/vec.h"
 #include "model/model.h"
 
 enum { LORA_MAX_ADAPTERS = 16 }; /* attached to one context at once */
@@ -65,6 +66,7 @@ struct lora_set {
     struct lora_term *terms;
     float *ax;               /* (n_batch, ax_stride) A x of every term of one group of slots */
     int ax_stride;           /* the largest sum of ranks over a group (a layer's q,k,v; gate,up) */
+    struct kern_vec vec;     /* the dot and axpy of this CPU (kernels/vec.h) */
 };
 
 /* The model weight of slot s (NULL: none bound). */

@@ -14,19 +14,8 @@
 #include "model/context.h"
 #include "model/forward.h"
 #include "model/lora.h"
+#include "kernels/vec.h"
 #include "util/error.h"
-
-/* Dot product in a fixed order: eight running lanes (which the compiler keeps in vector
- * registers), summed pairwise at the end. */
-static float dot_f32(const float *a, const float *b, int64_t n)
-{
-    float acc[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[i + j] * b[i + j];
-    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
 
 /* ---------------------------------------------------------------- attaching */
 
@@ -128,6 +117,7 @@ tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora
         for (int j = 0; j < 4; j++) stride = g[j] > stride ? g[j] : stride;
     }
     ls->ax_stride = stride;
+    ls->vec = kern_vec_select();
     ls->ax = malloc((size_t)ctx->n_batch * (size_t)(stride ? stride : 1) * sizeof(float));
     if (!ls->ax) {
         lora_set_free(ls);
@@ -171,7 +161,7 @@ static void step_lora_a(void *arg, int chunk, int n_chunks, int tid)
         while (k >= s->off[j] + s->term[j]->rank) j++;
         const struct lora_term *tm = s->term[j];
         const float *x = s->src + (size_t)(s->row0 + t) * s->cols;
-        ls->ax[(size_t)t * ls->ax_stride + k] = dot_f32(tm->a + (size_t)(k - s->off[j]) * tm->n_in, x, tm->n_in);
+        ls->ax[(size_t)t * ls->ax_stride + k] = ls->vec.dot(tm->a + (size_t)(k - s->off[j]) * tm->n_in, x, tm->n_in);
     }
 }
 
@@ -197,7 +187,7 @@ static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
                 for (int k = 0; k < tm->rank; k++) {
                     const float c = tm->scale * ax[s->off[q] + k];
                     const float *bk = tm->bt + (size_t)k * tm->n_out + r0;
-                    for (int64_t r = 0; r < nr; r++) o[r] += c * bk[r];
+                    ls->vec.axpy(c, bk, o, nr);
                 }
             }
         }
