@@ -312,6 +312,31 @@ static void test_switch_and_types(void **state)
                   max_abs_diff(lg, lg + 2 * nv, nv), max_abs_diff(lg, lg + 3 * nv, nv));
     assert_true(moved > 0.01f);
     for (int i = 1; i < 4; i++) assert_true(max_abs_diff(lg, lg + (size_t)i * nv, nv) < 0.1f * moved);
+    /* the F16 file runs from F16 copies (half the bytes): the same logits, bit for bit, as its
+     * values written back as F32 */
+    char p16[4096], p32[4200];
+    snprintf(p16, sizeof p16, "%s/t_f16.gguf", test_tmpdir());
+    snprintf(p32, sizeof p32, "%s.as_f32.gguf", p16);
+    assert_tern_ok(tern_quantize_model(p16, p32, "f32", NULL));
+    struct tern_lora *a32;
+    assert_tern_ok(tern_lora_load(m, p32, &a32));
+    for (int one = 0; one < 2; one++) { /* prefill, then one-token decode */
+        float *l32 = malloc(sizeof(float) * nv);
+        for (int k = 0; k < 2; k++) {
+            assert_tern_ok(tern_context_set_adapters(ctx, k ? &a32 : &ad[1], NULL, 1));
+            assert_tern_ok(tern_kv_truncate(ctx, 0));
+            if (one) {
+                for (int t = 0; t < N_TOK; t++)
+                    assert_tern_ok(tern_decode(ctx, &toks[t], 1, t, TERN_LOGITS_LAST));
+            } else {
+                assert_tern_ok(tern_decode(ctx, toks, N_TOK, 0, TERN_LOGITS_LAST));
+            }
+            memcpy(k ? l32 : lg + nv, tern_context_logits(ctx, one ? 0 : N_TOK - 1), sizeof(float) * nv);
+        }
+        assert_memory_equal(lg + nv, l32, sizeof(float) * nv);
+        free(l32);
+    }
+    tern_lora_free(a32);
     assert_tern_ok(tern_context_set_adapters(ctx, NULL, NULL, 0));
     assert_int_equal(tern_context_n_adapters(ctx), 0);
     assert_tern_ok(tern_kv_truncate(ctx, 0));

@@ -11,6 +11,11 @@
 struct kern_vec {
     float (*dot)(const float *a, const float *b, int64_t n);
     void (*axpy)(float c, const float *x, float *y, int64_t n);
+    /* the same with the first operand stored as F16 (an adapter file's own type): the values
+     * are converted in registers and summed in the F32 order above, so the results equal the
+     * F32 steps' on the same (F16-exact) values, bit for bit, at half the bytes read */
+    float (*dot_f16)(const uint16_t *a, const float *b, int64_t n);
+    void (*axpy_f16)(float c, const uint16_t *x, float *y, int64_t n);
     const char *name;
 };
 
@@ -19,11 +24,17 @@ struct kern_vec kern_vec_select(void);
 
 float kern_vec_dot_scalar(const float *a, const float *b, int64_t n);
 void kern_vec_axpy_scalar(float c, const float *x, float *y, int64_t n);
+float kern_vec_dot_f16_scalar(const uint16_t *a, const float *b, int64_t n);
+void kern_vec_axpy_f16_scalar(float c, const uint16_t *x, float *y, int64_t n);
 #if defined(__x86_64__)
 float kern_vec_dot_avx2(const float *a, const float *b, int64_t n);
 void kern_vec_axpy_avx2(float c, const float *x, float *y, int64_t n);
+float kern_vec_dot_f16_avx2(const uint16_t *a, const float *b, int64_t n);
+void kern_vec_axpy_f16_avx2(float c, const uint16_t *x, float *y, int64_t n);
 float kern_vec_dot_avx512(const float *a, const float *b, int64_t n);
 void kern_vec_axpy_avx512(float c, const float *x, float *y, int64_t n);
+float kern_vec_dot_f16_avx512(const uint16_t *a, const float *b, int64_t n);
+void kern_vec_axpy_f16_avx512(float c, const uint16_t *x, float *y, int64_t n);
 #endif
 
 #endif

@@ -282,6 +282,32 @@ tern_status tern_lora_load(const struct tern_model *m, const char *path, struct 
         tg->bt = p;
         p += r * rows;
     }
+    /* F16 adapters: the forward pass reads F16 copies (same values, half the bytes) */
+    uint64_t halves = 0;
+    for (int i = 0; i < a->n_targets; i++)
+        if (ta[2 * i]->type == TERN_TYPE_F16 && ta[2 * i + 1]->type == TERN_TYPE_F16 &&
+            a->t[i].slot != lora_slot_embd(m))
+            halves += (uint64_t)(ta[2 * i]->ne[0] * ta[2 * i]->ne[1] + ta[2 * i + 1]->ne[0] * ta[2 * i + 1]->ne[1]);
+    if (!st && halves && !(a->mem16 = malloc((size_t)halves * sizeof *a->mem16)))
+        st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory (F16 copies of A and B)", path);
+    uint16_t *h = a->mem16;
+    for (int i = 0; !st && halves && i < a->n_targets; i++) {
+        struct lora_target *tg = &a->t[i];
+        const struct tern_gguf_tensor *ta_ = ta[2 * i], *tb = ta[2 * i + 1];
+        if (ta_->type != TERN_TYPE_F16 || tb->type != TERN_TYPE_F16 || tg->slot == lora_slot_embd(m))
+            continue;
+        const size_t na = (size_t)(ta_->ne[0] * ta_->ne[1]);
+        memcpy(h, ta_->data, na * sizeof *h);
+        tg->a16 = h;
+        h += na;
+        const int64_t r = tb->ne[0], rows = tb->ne[1];
+        const uint16_t *b16 = tb->data;
+        for (int64_t o = 0; o < rows; o++)
+            for (int64_t k = 0; k < r; k++) h[(size_t)(k * rows + o)] = b16[(size_t)(o * r + k)];
+        tg->bt16 = h;
+        h += r * rows;
+    }
+    a->bytes += halves * sizeof(uint16_t);
 done:
     free(ta);
     tern_gguf_close(g);
@@ -297,6 +323,7 @@ void tern_lora_free(struct tern_lora *a)
 {
     if (!a) return;
     free(a->mem);
+    free(a->mem16);
     free(a->t);
     free(a->chat_template);
     free(a);

@@ -31,6 +31,8 @@ struct lora_target {
     int64_t n_out;   /* its rows (ne[1]) */
     float *a;        /* (r, n_in); embd: (n_out = n_vocab, r) */
     float *bt;       /* B transposed: (r, n_out); embd: (r, n_in = n_embd) */
+    uint16_t *a16, *bt16; /* the same as F16 when the file stores both halves as F16 (not for
+                             the embeddings): what the forward pass reads, half the bytes */
 };
 
 struct tern_lora {
@@ -42,6 +44,7 @@ struct tern_lora {
     uint64_t bytes;
     struct lora_target *t;  /* (n_targets) in file order */
     float *mem;             /* every target's A and B */
+    uint16_t *mem16;        /* F16 copies (F16 adapters) */
     char *chat_template;    /* tokenizer.chat_template of the file, or NULL */
 };
 
@@ -54,6 +57,7 @@ static inline float lora_scale(const struct tern_lora *a, const struct lora_targ
 /* A context's attached set: the terms of slot s are terms[first[s] .. first[s + 1]). */
 struct lora_term {
     const float *a, *bt; /* lora_target's */
+    const uint16_t *a16, *bt16; /* or these, when set (F16 adapters) */
     int rank;
     int64_t n_in, n_out;
     float scale;         /* lora_scale with the user's */

@@ -103,7 +103,7 @@ tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora
                                  t->name);
             }
             ls->terms[ls->first[t->slot] + fill[t->slot]++] = (struct lora_term){
-                .a = t->a, .bt = t->bt, .rank = t->rank, .n_in = t->n_in, .n_out = t->n_out,
+                .a = t->a, .bt = t->bt, .a16 = t->a16, .bt16 = t->bt16, .rank = t->rank, .n_in = t->n_in, .n_out = t->n_out,
                 .scale = lora_scale(a, t, sc)};
         }
     }
@@ -161,7 +161,9 @@ static void step_lora_a(void *arg, int chunk, int n_chunks, int tid)
         while (k >= s->off[j] + s->term[j]->rank) j++;
         const struct lora_term *tm = s->term[j];
         const float *x = s->src + (size_t)(s->row0 + t) * s->cols;
-        ls->ax[(size_t)t * ls->ax_stride + k] = ls->vec.dot(tm->a + (size_t)(k - s->off[j]) * tm->n_in, x, tm->n_in);
+        const size_t row = (size_t)(k - s->off[j]) * tm->n_in;
+        ls->ax[(size_t)t * ls->ax_stride + k] = tm->a16 ? ls->vec.dot_f16(tm->a16 + row, x, tm->n_in)
+                                                        : ls->vec.dot(tm->a + row, x, tm->n_in);
     }
 }
 
@@ -186,8 +188,9 @@ static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
                 const struct lora_term *tm = s->term[q];
                 for (int k = 0; k < tm->rank; k++) {
                     const float c = tm->scale * ax[s->off[q] + k];
-                    const float *bk = tm->bt + (size_t)k * tm->n_out + r0;
-                    ls->vec.axpy(c, bk, o, nr);
+                    const size_t at = (size_t)k * tm->n_out + (size_t)r0;
+                    if (tm->bt16) ls->vec.axpy_f16(c, tm->bt16 + at, o, nr);
+                    else ls->vec.axpy(c, tm->bt + at, o, nr);
                 }
             }
         }
