@@ -1787,6 +1787,11 @@ tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece
 /* End of generation: held-back text is released; an unterminated call becomes content plus
  * an error (a Hermes call whose JSON is complete but lacks </tool_call> is accepted). */
 tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_completed);
+/* End of a generation that was cut short (max_tokens, a full context, a time limit): like
+ * tern_toolcall_finish, but a call the cut left open (its opener, its unterminated JSON, a
+ * tail that could have been the start of its opener) is dropped, with an error recorded,
+ * instead of becoming content: no call markup reaches the content. */
+tern_status tern_toolcall_finish_cut(struct tern_toolcall_parser *p, int *n_completed);
 /* All content (non-call text) so far, NUL-terminated; text that might still turn into a call
  * is held back until it is decided. Valid until the next feed/finish. */
 const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len);
@@ -2366,6 +2371,19 @@ struct tern_server_params {
                                  tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
     bool no_repack;           /* keep the weights mmap-only (tern_model_params.no_repack) */
     bool swa_full;            /* sliding-window layers keep every position (tern_context_params) */
+    int max_tokens_cap;       /* tokens any one answer may have (a request asking for more, or
+                                 for no limit, gets this many; finish_reason "length" when cut);
+                                 0 = no cap (the context) */
+    int request_timeout_ms;   /* milliseconds an admitted request may run (queue time not counted):
+                                 then it is ended as if max_tokens were reached (finish_reason
+                                 "length", what was generated kept); 0 = no limit */
+    const char *default_model; /* what a request whose "model" names neither the base (its id)
+                                 nor an adapter runs: an adapter's name (lora_names), or NULL =
+                                 the base (llama-server's way: any name runs the model) */
+    const void *model_data;   /* instead of model_path: a GGUF image in memory, used in place
+                                 (tern_model_load_memory; it must outlive the server), e.g. the
+                                 model embedded in the tern binary; model_alias names it */
+    size_t model_size;
 };
 struct tern_server_params tern_server_default_params(void);
 

@@ -576,11 +576,11 @@ static void test_grammar_cache(void **state)
     cJSON_Delete(a);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 2);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 2);
-    /* a tool named at length (250 bytes, near the request's 255 limit), asked for by name twice:
-     * compiled once, shared after (the name is part of the key whatever its length) */
-    char name[251];
-    memset(name, 'n', 250);
-    name[250] = 0;
+    /* a tool named at length (64 bytes, the longest name OpenAI's rule allows), asked for by name
+     * twice: compiled once, shared after (the name is part of the key whatever its length) */
+    char name[65];
+    memset(name, 'n', 64);
+    name[64] = 0;
     for (int i = 0; i < 2; i++) {
         snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [{\"type\": "
                  "\"function\", \"function\": {\"name\": \"%s\", \"parameters\": {\"type\": \"object\", \"properties\": "

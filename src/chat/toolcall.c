@@ -186,6 +186,20 @@ static void reject(struct tern_toolcall_parser *p, size_t k, const char *why)
     p->state = S_TEXT;
 }
 
+/* An unterminated call at the end of the output: content, or dropped when the output was cut
+ * short (tern_toolcall_finish_cut). */
+static void reject_at_end(struct tern_toolcall_parser *p, size_t k, const char *why)
+{
+    if (!p->cut) {
+        reject(p, k, why);
+        return;
+    }
+    add_error(p, 0, "%s (cut short: dropped)", why);
+    consume(p, k);
+    p->markup = 0;
+    p->state = S_TEXT;
+}
+
 /* Takes ownership of c's strings. False (with an error recorded) when the call cannot be kept:
  * its text must then stay content. */
 static bool add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
@@ -335,7 +349,10 @@ static void group_entry(struct tern_toolcall_parser *p, size_t e)
  * ("[TOOL_CALLS][", commas, "]") and valid calls go, its malformed entries stay content. */
 static void group_end(struct tern_toolcall_parser *p, size_t e)
 {
-    if (!p->group_valid) emit_text(p, e);
+    /* a list the cut left open (tern_toolcall_finish_cut): its valid calls stay, the rest goes */
+    if (p->cut && p->state == S_JSON) p->group_cut = true;
+    if (p->group_cut && !p->group_valid) consume(p, e);
+    else if (!p->group_valid) emit_text(p, e);
     else {
         size_t kept = 0;
         for (int i = 0; i < p->n_segs; i++) {
@@ -347,6 +364,7 @@ static void group_end(struct tern_toolcall_parser *p, size_t e)
         advance(p, e);
     }
     p->group_valid = 0;
+    p->group_cut = false;
     p->n_segs = 0;
     p->state = S_TEXT;
 }
@@ -498,6 +516,13 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 hold = tag ? toolcall_tag_prefix_tail(s, n, tag) : 0;
                 size_t u = toolcall_utf8_tail(s, n);
                 if (u > hold) hold = u;
+            } else if (p->cut && tag) {
+                /* the cut came inside the opener: what there is of it is markup, not text */
+                size_t t = toolcall_tag_prefix_tail(s, n, tag);
+                emit_text(p, n - t);
+                if (t) add_error(p, 0, "output cut inside %s", tag);
+                consume(p, t);
+                return;
             }
             emit_text(p, n - hold);
             return;
@@ -520,7 +545,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                     else {
                         char msg[300];
                         snprintf(msg, sizeof msg, "output ended inside %s (no %s)", otag, ctag);
-                        reject(p, n, msg);
+                        reject_at_end(p, n, msg);
                     }
                 } else {
                     if (v != TC_CALL) add_error(p, ol, "%s", why);
@@ -549,7 +574,8 @@ static void run(struct tern_toolcall_parser *p, bool eof)
             if (i == n) {
                 if (eof) {
                     if (p->state == S_L3_TAG) add_error(p, 0, "output ended after <|python_tag|>");
-                    emit_text(p, n);
+                    if (p->cut && p->state == S_L3_TAG) consume(p, n);
+                    else emit_text(p, n);
                     p->markup = 0;
                     p->state = S_TEXT;
                     continue;
@@ -600,9 +626,10 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 if (r >= 0) e = n;
                 if (mistral) {
                     add_error(p, p->json_start, "%s", why);
-                    group_bad(p, p->json_start, e);
+                    if (!(p->cut && r >= 0)) group_bad(p, p->json_start, e);
                     group_end(p, e);
-                } else reject(p, e, why);
+                } else if (r >= 0) reject_at_end(p, e, why);
+                else reject(p, e, why);
                 continue;
             }
             return;
@@ -615,6 +642,7 @@ static void run(struct tern_toolcall_parser *p, bool eof)
                 if (i < n || eof || n > TOOLCALL_MAX_GROUP) {
                     add_error(p, 0, "%s %s", open_tag(p->fmt), i < n || n > TOOLCALL_MAX_GROUP ? "list longer than the limit"
                                                                                : "list: the output ended inside it");
+                    if (p->cut && i == n && n <= TOOLCALL_MAX_GROUP) p->group_cut = true;
                     group_end(p, i < n ? i : n);
                     continue;
                 }
@@ -736,6 +764,12 @@ tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_complete
     if (p->oom) return tern_fail(TERN_ERR_NOMEM, "out of memory in the tool-call parser");
     if (n_completed) *n_completed = p->completed;
     return TERN_OK;
+}
+
+tern_status tern_toolcall_finish_cut(struct tern_toolcall_parser *p, int *n_completed)
+{
+    if (p && !p->finished) p->cut = true;
+    return tern_toolcall_finish(p, n_completed);
 }
 
 const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len)

@@ -47,6 +47,7 @@ struct tern_toolcall_parser {
     struct cJSON *tools;         /* tern_toolcall_set_tools, or NULL */
     int state;
     bool finished;
+    bool cut;                    /* tern_toolcall_finish_cut: an open call at the end is dropped */
     bool oom;
     struct toolcall_buf pending; /* undecided bytes; pending.p[0] is at stream offset pending_off */
     size_t pending_off;
@@ -70,6 +71,7 @@ struct tern_toolcall_parser {
     /* Mistral: a [TOOL_CALLS][...] list is held in pending until it ends; with no valid call
      * it is all content, else only its malformed entries (segs) are */
     int group_valid;
+    bool group_cut;              /* the list being ended was left open by a cut: drop it */
     struct toolcall_seg *segs;
     int n_segs, cap_segs;
 };

@@ -13,7 +13,12 @@
  * built breadth first over reachable tuples, with tuples that can no longer satisfy a bound
  * dropped early. "-0" (and -0.0 ...) is not produced under constraints: it equals 0 but
  * would need the comparison to ignore the sign; a model has no reason to write it.
- * Unconstrained numbers skip all this and also admit exponents. */
+ * Unconstrained numbers skip all this and also admit exponents.
+ *
+ * Every number has a bounded number of digits: at most NUM_INT_DIGITS before the point (19: any
+ * int64 and a bit more), NUM_FRAC_DIGITS after it and NUM_EXP_DIGITS in an exponent (more where
+ * a bound itself has more). A model that keeps writing digits (a small model loops on "304304")
+ * is then made to end the number, so the JSON around it still closes before max_tokens. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +26,9 @@
 #include "util/error.h"
 
 #define NUM_MAX_DIGITS 200
+#define NUM_INT_DIGITS 19
+#define NUM_FRAC_DIGITS 16
+#define NUM_EXP_DIGITS 3
 #define NUM_MAX_STATES 200000
 #define NUM_MAX_MODULUS 100000
 
@@ -106,6 +114,7 @@ struct bound {
 
 struct nstate {
     uint8_t syn, neg, f, pad;
+    uint16_t ni, nf;      /* digits before / after the point, counted up to their caps */
     uint32_t r;
     struct cmpst lo, hi;
 };
@@ -121,6 +130,8 @@ struct numctx {
     uint32_t m;           /* multipleOf numerator (0 = none) */
     uint32_t k;           /* its fraction digits */
     uint32_t pow10k_mod;  /* unused: kept for clarity of end check */
+    uint32_t max_int, max_frac; /* digit caps (NUM_INT_DIGITS ...) */
+    bool count_int;       /* some sign branch has no upper bound on its magnitude: count */
 };
 
 static void cmp_digit(struct cmpst *c, const struct dec *b, int d)
@@ -234,6 +245,10 @@ static bool nstep(const struct numctx *x, const struct nstate *s, int ch, struct
         if (digit) { o->syn = S_FRAC; break; }
         return false;
     }
+    /* the digit caps (counted only where no bound already limits them, so bounded numbers keep
+     * their small automata) */
+    if (digit && (o->syn == S_INT || o->syn == S_ZERO) && x->count_int && ++o->ni > x->max_int) return false;
+    if (digit && o->syn == S_FRAC && ++o->nf > x->max_frac) return false;
     const struct branch *br = &x->br[o->neg];
     if (ch == '.') {
         cmp_point(&o->lo, br->lo.b);
@@ -309,11 +324,11 @@ tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, ui
         uint32_t sign = gir_opt(ir, gir_byte(ir, '-'));
         uint32_t intp = gir_alt2(ir, gir_byte(ir, '0'),
                                  gir_seq2(ir, gir_byte_range(ir, '1', '9'),
-                                          gir_rep(ir, gir_byte_range(ir, '0', '9'), 0, GRAM_INF)));
+                                          gir_rep(ir, gir_byte_range(ir, '0', '9'), 0, NUM_INT_DIGITS - 1)));
         if (s->is_int) {
             *ex = gir_seq2(ir, sign, intp);
         } else {
-            uint32_t digits = gir_rep(ir, gir_byte_range(ir, '0', '9'), 1, GRAM_INF);
+            uint32_t digits = gir_rep(ir, gir_byte_range(ir, '0', '9'), 1, NUM_FRAC_DIGITS);
             uint32_t frac = gir_opt(ir, gir_seq2(ir, gir_byte(ir, '.'), digits));
             struct gram_bset e = {{0}}, pm = {{0}};
             gram_bset_add(&e, 'e');
@@ -321,7 +336,7 @@ tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, ui
             gram_bset_add(&pm, '+');
             gram_bset_add(&pm, '-');
             uint32_t expo = gir_opt(ir, gir_seq3(ir, gir_bytes(ir, &e), gir_opt(ir, gir_bytes(ir, &pm)),
-                                                 gir_rep(ir, gir_byte_range(ir, '0', '9'), 1, GRAM_INF)));
+                                                 gir_rep(ir, gir_byte_range(ir, '0', '9'), 1, NUM_EXP_DIGITS)));
             uint32_t xs[4] = {sign, intp, frac, expo};
             *ex = gir_seq(ir, xs, 4);
         }
@@ -367,6 +382,17 @@ tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, ui
         x.k = step->lf;
     }
     set_branches(&x, lo, s->min_excl, hi, s->max_excl, zero);
+    /* caps, widened to what a bound spells out (x >= 1e30 needs 31 integer digits) */
+    x.max_int = NUM_INT_DIGITS;
+    x.max_frac = NUM_FRAC_DIGITS;
+    for (int b = 0; b < 2; b++) {
+        const struct dec *d = b ? hi : lo;
+        if (!d) continue;
+        if (d->li + 1 > x.max_int) x.max_int = d->li + 1;
+        if (d->lf + 1 > x.max_frac) x.max_frac = d->lf + 1;
+    }
+    if (x.k + 1 > x.max_frac) x.max_frac = x.k + 1;
+    x.count_int = (!x.br[0].none && x.br[0].hi.kind == K_ANY) || (!x.br[1].none && x.br[1].hi.kind == K_ANY);
 
     struct gram_dfa d;
     gdfa_init(&d);

@@ -21,7 +21,7 @@
  *   none      free text in which the opener can never be completed;
  *   required  constrained from the first token: one call, or several when parallel;
  *   NAME      like required, with that tool only.
- * A tool without `parameters` takes none: its arguments must be {}.
+ * A tool without `parameters` (or with null or {}) takes none: its arguments must be {}.
  *
  * Markup that is a control token of the vocabulary (Mistral's [TOOL_CALLS] in tekken
  * vocabularies, Granite's <|tool_call|>, Llama 3.1's <|python_tag|>, a Hermes model's
@@ -213,7 +213,9 @@ static tern_status xml_call(struct gram_ir *ir, const cJSON *params, const char 
 static tern_status args_rule(struct gram_ir *ir, const cJSON *params, const char *where,
                              const struct gram_schema_opts *o, char **warn, uint32_t *out)
 {
-    if (!params) {
+    /* no parameters, null or {} (what clients send for a tool without any): no arguments; as a
+     * schema {} would admit any JSON value, and a call's arguments are an object */
+    if (!params || cJSON_IsNull(params) || (cJSON_IsObject(params) && !params->child)) {
         *out = gir_str(ir, "{}");
         return TERN_OK;
     }

@@ -155,12 +155,24 @@ static tern_status load_flavors(struct tern_server *s, const struct tern_gguf *g
             fprintf(stderr, "tern serve: adapter '%s' (%s, scale %g%s)\n", f->name,
                     p->lora_paths[i], f->scale, own ? ", its own chat template" : "");
     }
+    if (p->default_model) {
+        s->default_flv = -1;
+        for (int i = 0; i < s->n_flv; i++)
+            if (!strcmp(s->flv[i].name, p->default_model)) s->default_flv = i;
+        if (s->default_flv < 0)
+            return tern_fail(TERN_ERR_ARG, "serve: --default-model %s names neither the model (%s) nor "
+                             "an adapter (--lora NAME=FILE)", p->default_model, s->model_id);
+    }
     return TERN_OK;
 }
 
 tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out)
 {
-    if (!p || !p->model_path || !out) return tern_fail(TERN_ERR_ARG, "serve: a model path is required");
+    if (!p || (!p->model_path && !p->model_data) || !out)
+        return tern_fail(TERN_ERR_ARG, "serve: a model is required (a path, or a GGUF image in memory)");
+    if (p->max_tokens_cap < 0 || p->request_timeout_ms < 0)
+        return tern_fail(TERN_ERR_ARG, "serve: --max-tokens-cap %d / request timeout %d ms must not be negative",
+                         p->max_tokens_cap, p->request_timeout_ms);
     if (p->n_parallel < 0 || p->n_parallel > 256 || p->n_ctx < 0 || p->max_queue < 0 ||
         p->port < 0 || p->port > 65535 || p->n_prefill < 0 || p->max_connections < 0 ||
         p->max_connections_per_ip < 0 || p->read_timeout < 0)
@@ -207,14 +219,20 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     s->active = calloc((size_t)s->p.n_parallel, sizeof *s->active);
     if (p->model_alias) {
         s->model_id = strdup(p->model_alias);
-    } else {
+    } else if (p->model_path) {
         char *tmp = strdup(p->model_path);
         s->model_id = tmp ? strdup(basename(tmp)) : NULL;
         free(tmp);
+    } else {
+        s->model_id = strdup("tern-tool");
     }
     tern_status st = keys_ok && s->queue && s->active && s->model_id ? TERN_OK : tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
-    if (!st) st = tern_model_load(p->model_path, &(struct tern_model_params){.no_repack = p->no_repack},
-                                  &s->model);
+    /* The port first: a port in use fails before a model is read (seconds for a big one), and
+     * while it loads /health answers 503 {"status": "loading"} (srv_http.c looks at ready) */
+    if (!st) st = srv_http_start(s);
+    const struct tern_model_params mp = {.no_repack = p->no_repack};
+    if (!st) st = p->model_data ? tern_model_load_memory(p->model_data, p->model_size, &mp, &s->model)
+                                : tern_model_load(p->model_path, &mp, &s->model);
     if (!st && !p->quiet && tern_model_get_info(s->model)->repacked_bytes)
         fprintf(stderr, "tern serve: %.1f MiB of weights repacked at load for the %s kernels (%.1f MiB "
                 "of file rows released; --no-repack keeps them mmap-only)\n",
@@ -298,7 +316,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
         }
     }
     if (!st && !srv_engine_start(s)) st = tern_fail(TERN_ERR_NOMEM, "serve: cannot start the engine thread");
-    if (!st) st = srv_http_start(s);
+    if (!st) atomic_store(&s->ready, true);
     if (st) {
         tern_server_free(s);
         return st;

@@ -128,7 +128,10 @@ struct srv_req {
     cJSON *response_schema;      /* response_format json_schema/json_object: the schema (borrowed
                                     from body or owned_schema) */
     cJSON *owned_schema;
-    bool schema_strict;
+    bool schema_strict;          /* response_format json_schema "strict": true (srv_strict.c) */
+    const char *schema_param;    /* the field the schema came from: "response_format" or
+                                    "json_schema" (llama-server's) */
+    const char *gbnf;            /* llama-server's "grammar": GBNF text (borrowed from body) */
     bool reasoning_open;         /* the rendered prompt ends inside a reasoning block */
     int32_t *prompt;             /* owned */
     int n_prompt;
@@ -137,6 +140,13 @@ struct srv_req {
     int flavor;                  /* index into srv->flv: the base (0) or an adapter */
 };
 void srv_req_free(struct srv_req *r);
+/* srv_fields.c: every top-level field of body is one tern knows for kind (OpenAI's documented
+ * fields, llama-server's); ignored ones are type-checked, sampler knobs tern lacks accepted at
+ * their off value only. false + *e (400) otherwise. */
+bool srv_fields_check(const cJSON *body, enum job_kind kind, struct srv_err *e);
+/* srv_strict.c: schema follows OpenAI's strict mode (additionalProperties false or absent on
+ * every object); where names it in messages ("response_format.json_schema.schema"). */
+bool srv_strict_check(const cJSON *schema, const char *where, const char *param, struct srv_err *e);
 /* Parse and check body[0..len) for kind; on failure *e is filled (4xx) and false returned.
  * Renders (chat) and tokenizes the prompt; builds nothing else. */
 bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
@@ -151,6 +161,7 @@ struct job {
     struct tern_sampler *sampler;
     struct tern_grammar *grammar;  /* tools / response_format constraint, or NULL: gref's */
     struct srv_grammar *gref;      /* the server's shared grammar this job holds, or NULL */
+    char warning[512];             /* a lenient compile's warnings (X-Tern-Warning), "" if none */
     double t_queued, t_admitted, t_last_token;
 
     /* engine-side output state (engine thread only; srv_output.c) */
@@ -174,6 +185,8 @@ struct job {
     struct sbuf out;             /* stream: SSE bytes; else the final body when done */
     size_t out_pos;              /* stream bytes handed to the connection */
     bool done, cancelled, admitted;
+    bool timed_out;              /* ended by --request-timeout (engine thread sets it before
+                                    cancelling the slot): finish_reason "length" */
     int status;                  /* HTTP status of a non-stream answer */
 };
 
@@ -240,6 +253,7 @@ struct tern_server {
     struct srv_flavor *flv;            /* (n_flv) flv[0] the base, then the --lora adapters */
     int n_flv;
     int cur_flv;                       /* engine thread: the flavor the context runs now */
+    int default_flv;                   /* what an unknown "model" runs (default_model) */
     struct tern_grammar_vocab *gvocab;
     struct srv_grammars grammars;      /* compiled tools / response_format grammars, shared */
     struct tern_context *ctx;
@@ -264,6 +278,8 @@ struct tern_server {
     pthread_t engine;
     bool engine_started;
     atomic_bool stop_requested;
+    atomic_bool ready;                 /* the model and the engine are up: until then every
+                                          request but /health (503 "loading") is a 503 */
     atomic_bool draining;
     atomic_uint_fast64_t seq;          /* request ids and default seeds */
 

@@ -76,11 +76,13 @@ struct grammar_src {
     const char *txt;
     const struct tern_tool_grammar_params *tools; /* or NULL: a response_format schema */
     const struct tern_grammar_params *schema;
+    bool gbnf;                                     /* txt is GBNF (llama-server's "grammar") */
 };
 
 static tern_status compile_grammar(void *user, struct tern_grammar **out)
 {
     const struct grammar_src *g = user;
+    if (g->gbnf) return tern_grammar_from_gbnf(g->v, g->txt, strlen(g->txt), g->schema, out);
     return g->tools ? tern_grammar_from_tools(g->v, g->txt, strlen(g->txt), g->tools, out)
                     : tern_grammar_from_json_schema(g->v, g->txt, strlen(g->txt), g->schema, out);
 }
@@ -97,7 +99,7 @@ static tern_status job_grammar(struct job *j, const struct grammar_src *g)
                                       (int)g->tools->format, (int)g->tools->choice, (int)g->tools->parallel,
                                       (int)g->tools->schema.lenient, (int)g->tools->schema.ws,
                                       (int)g->tools->schema.strict_properties, nl)
-                           : snprintf(head, sizeof head, "schema lenient=%d ws=%d strict=%d:", (int)g->schema->lenient,
+                           : snprintf(head, sizeof head, "%s lenient=%d ws=%d strict=%d:", g->gbnf ? "gbnf" : "schema", (int)g->schema->lenient,
                                       (int)g->schema->ws, (int)g->schema->strict_properties);
     char *key = malloc((size_t)h + nl + n);
     if (!key) return tern_fail(TERN_ERR_NOMEM, "grammar cache: out of memory");
@@ -134,8 +136,26 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
         if (!st && txt) st = tern_toolcall_set_tools(j->tp, txt, 0);
         free(txt);
     }
-    if (!st && r->kind == JOB_CHAT && s->gvocab) {
-        const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r->body, "tools");
+    /* strict tools: their parameters compile without lenient (whatever this request's grammar
+     * is, and whether or not the server has one), so what tern cannot enforce is a 400 */
+    const cJSON *tools = r->kind == JOB_CHAT ? cJSON_GetObjectItemCaseSensitive(r->body, "tools") : NULL;
+    int ti = 0;
+    for (const cJSON *t = cJSON_IsArray(tools) ? tools->child : NULL; t && !st; t = t->next, ti++) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *pa = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fn, "strict")) || !cJSON_IsObject(pa)) continue;
+        struct tern_grammar_params gp = tern_grammar_default_params();
+        gp.strict_properties = true;
+        char *txt = cJSON_PrintUnformatted(pa);
+        struct tern_grammar *g = NULL;
+        st = txt ? tern_grammar_from_json_schema(NULL, txt, strlen(txt), &gp, &g) : TERN_ERR_NOMEM;
+        tern_grammar_free(g);
+        free(txt);
+        if (st && st != TERN_ERR_NOMEM)
+            st = tern_fail_prefix(st, "tools[%d].function.parameters (strict): ", ti);
+        param = "tools";
+    }
+    if (!st && s->gvocab && (r->kind == JOB_CHAT || r->response_schema || r->gbnf)) {
         if (r->tools && tools_constrained(s, r)) {
             /* tool calls that always parse: constrained from the first token (required, named)
              * or from the moment the model opens a call (auto) */
@@ -154,15 +174,36 @@ bool srv_job_prepare(struct job *j, struct srv_err *e)
             st = txt ? job_grammar(j, &g) : TERN_ERR_NOMEM;
             free(txt);
         } else if (r->response_schema) {
+            /* strict: what tern cannot enforce is refused (a pattern it cannot compile, a
+             * keyword it does not know); else ignored with a warning (X-Tern-Warning) */
             struct tern_grammar_params gp = tern_grammar_default_params();
-            gp.lenient = true;
+            gp.lenient = !r->schema_strict;
             gp.strict_properties = r->schema_strict;
             char *txt = cJSON_PrintUnformatted(r->response_schema);
-            param = "response_format";
+            param = r->schema_param ? r->schema_param : "response_format";
             const struct grammar_src g = {.v = s->gvocab, .txt = txt, .schema = &gp};
             st = txt ? job_grammar(j, &g) : TERN_ERR_NOMEM;
             free(txt);
+        } else if (r->gbnf) {
+            struct tern_grammar_params gp = tern_grammar_default_params();
+            param = "grammar";
+            const struct grammar_src g = {.v = s->gvocab, .txt = r->gbnf, .schema = &gp, .gbnf = true};
+            st = job_grammar(j, &g);
         }
+    }
+    if (!st && (r->response_schema || r->gbnf) && !s->gvocab) {
+        srv_err_set(e, 400, "invalid_request_error", r->gbnf ? "grammar" : r->schema_param, NULL,
+                    "constrained decoding is not available with this model's vocabulary (said at start)");
+        return false;
+    }
+    /* a lenient compile's warnings: what the grammar does not enforce is said, never silent */
+    const char *w = j->grammar ? tern_grammar_warnings(j->grammar) : NULL;
+    if (!st && w && *w) {
+        size_t k = 0;
+        for (const unsigned char *q = (const unsigned char *)w; *q && k + 1 < sizeof j->warning; q++)
+            j->warning[k++] = *q == '\n' ? (q[1] ? ';' : 0) : *q < 0x20 || *q >= 0x7F ? '?' : (char)*q;
+        j->warning[k] = 0;
+        if (!s->p.quiet) fprintf(stderr, "tern serve: %s: warning: %s\n", j->id, j->warning);
     }
     if (st) {
         srv_err_set(e, st == TERN_ERR_NOMEM ? 500 : 400,
@@ -309,7 +350,7 @@ static void *engine_main(void *arg)
     struct tern_server *s = arg;
     const int np = s->p.n_parallel;
     struct job **take = calloc((size_t)np, sizeof *take);
-    int *cancel = calloc((size_t)np, sizeof *cancel);
+    int *cancel = calloc((size_t)np * 2, sizeof *cancel); /* cancelled, then timed out */
     if (!take || !cancel) {
         fprintf(stderr, "tern serve: engine: out of memory\n");
         free(take);
@@ -323,13 +364,23 @@ static void *engine_main(void *arg)
             pthread_mutex_unlock(&s->mu);
             break;
         }
-        int n_cancel = 0, n_take = 0;
+        int n_cancel = 0, n_take = 0, n_late = 0;
         for (int i = 0; i < np; i++)
             if (s->active[i] && s->active[i]->cancelled) cancel[n_cancel++] = i;
+        /* --request-timeout: a request running longer is ended as if max_tokens were reached
+         * (finish_reason "length", its text so far kept); slots after the cancelled ones */
+        const double now = srv_now();
+        for (int i = 0; s->p.request_timeout_ms > 0 && i < np; i++) {
+            struct job *a = s->active[i];
+            if (a && !a->cancelled && !a->timed_out && (now - a->t_admitted) * 1e3 > s->p.request_timeout_ms) {
+                a->timed_out = true;
+                cancel[n_cancel + n_late++] = i;
+            }
+        }
         /* queued jobs whose client left are dropped before they cost anything; jobs of another
          * flavor (adapter) than the running ones wait, in order, until those are done */
-        int run_flv = s->n_active - n_cancel > 0 ? s->cur_flv : -1;
-        while (s->q_len > 0 && s->n_active + n_take - n_cancel < np) {
+        int run_flv = s->n_active - n_cancel - n_late > 0 ? s->cur_flv : -1;
+        while (s->q_len > 0 && s->n_active + n_take - n_cancel - n_late < np) {
             struct job *j = s->queue[s->q_head];
             if (!j->cancelled && run_flv >= 0 && j->req.flavor != run_flv) break;
             s->q_head = (s->q_head + 1) % s->p.max_queue;
@@ -349,7 +400,7 @@ static void *engine_main(void *arg)
             s->metrics.cancelled += (uint64_t)n_cancel;
             pthread_mutex_unlock(&s->metrics.mu);
         }
-        for (int i = 0; i < n_cancel; i++) tern_batcher_cancel(s->batcher, cancel[i]);
+        for (int i = 0; i < n_cancel + n_late; i++) tern_batcher_cancel(s->batcher, cancel[i]);
         for (int i = 0; i < n_take; i++) admit(s, take[i]);
         if (tern_batcher_n_active(s->batcher) == 0) continue;
         struct tern_batcher_step_info si;

@@ -68,8 +68,10 @@ static void log_line(struct tern_server *s, const char *method, const char *url,
         fprintf(stderr, "tern serve: %s %s %d %.1f ms\n", method, url, status, ms);
 }
 
-static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, int endpoint,
-                             int status, const char *ctype, char *body, const char *retry_after)
+/* warning: X-Tern-Warning, what a lenient grammar did not enforce (srv_job_prepare), or NULL */
+static enum MHD_Result reply_w(struct tern_server *s, struct MHD_Connection *c, int endpoint,
+                               int status, const char *ctype, char *body, const char *retry_after,
+                               const char *warning)
 {
     if (!body) body = strdup("{\"error\": {\"message\": \"out of memory\", \"type\": \"server_error\", \"param\": null, \"code\": null}}");
     if (!body) return MHD_NO;
@@ -82,10 +84,17 @@ static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, in
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (warning && *warning) MHD_add_response_header(r, "X-Tern-Warning", warning);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     srv_metrics_request(&s->metrics, endpoint, status);
     return ret;
+}
+
+static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, int endpoint,
+                             int status, const char *ctype, char *body, const char *retry_after)
+{
+    return reply_w(s, c, endpoint, status, ctype, body, retry_after, NULL);
 }
 
 static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c, int endpoint,
@@ -374,6 +383,7 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
         MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+        if (j->warning[0]) MHD_add_response_header(r, "X-Tern-Warning", j->warning);
         enum MHD_Result ret = MHD_queue_response(c, 200, r);
         MHD_destroy_response(r);
         srv_metrics_request(&s->metrics, endpoint, 200);
@@ -394,10 +404,12 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
     j->out.p = NULL;
     j->out.len = j->out.cap = 0;
     const int status = j->status;
+    char warning[sizeof j->warning];
+    memcpy(warning, j->warning, sizeof warning);
     log_line(s, "POST", url, status, cs->t0, j);
     srv_job_release(j);
     pthread_mutex_unlock(&s->mu);
-    return reply(s, c, endpoint, status, "application/json", body, NULL);
+    return reply_w(s, c, endpoint, status, "application/json", body, NULL, warning);
 }
 
 /* The base model, then each adapter with its base as "parent" (vLLM's listing of LoRA modules). */
@@ -484,6 +496,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     conn_mark(s, c, CONN_ANSWERING); /* the whole request is in: no deadline for its answer */
     struct srv_err e;
+    if (!atomic_load(&s->ready) && strcmp(method, "OPTIONS")) {
+        /* the port is bound before the model loads: say so rather than refuse the connection */
+        if (!strcmp(url, "/health"))
+            return reply(s, c, ep, 503, "application/json", strdup("{\"status\": \"loading\"}"), "1");
+        srv_err_set(&e, 503, "server_error", NULL, "model_loading", "the model is loading; retry shortly");
+        log_line(s, method, url, 503, cs->t0, NULL);
+        return reply_err(s, c, ep, &e);
+    }
     if (cs->too_big) {
         srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
                     "the request body exceeds the server's limit of %zu bytes", s->p.max_body);

@@ -247,6 +247,13 @@ static void emit_calls(struct job *j)
     }
 }
 
+/* Did the answer end because it ran out of room or time, not because the model was done? */
+static bool cut_short(const struct job *j)
+{
+    return j->timed_out || (!j->stop_hit && (j->st.stop == TERN_GEN_STOP_MAX_TOKENS ||
+                                             j->st.stop == TERN_GEN_STOP_CONTEXT_FULL));
+}
+
 /* Text after the stop-string filter: through the tool-call parser when the request has tools. */
 static void emit_text(struct job *j, const char *t, size_t n, bool final)
 {
@@ -255,7 +262,10 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
         return;
     }
     if (n) tern_toolcall_feed(j->tp, t, n, NULL);
-    if (final) tern_toolcall_finish(j->tp, NULL);
+    /* an answer cut short (max_tokens, the context, --request-timeout) drops the call it cut:
+     * its markup is no content, and finish_reason says "length" (OpenAI's way) */
+    if (final && cut_short(j)) tern_toolcall_finish_cut(j->tp, NULL);
+    else if (final) tern_toolcall_finish(j->tp, NULL);
     size_t len;
     const char *all = tern_toolcall_reasoning(j->tp, &len);
     if (len > j->reasoning_sent) {
@@ -342,9 +352,9 @@ int srv_job_on_piece(const char *text, size_t len, void *user)
 
 static const char *finish_reason(const struct job *j)
 {
+    /* cut short: "length" even after whole calls (OpenAI's order: the cut is what ended it) */
+    if (cut_short(j)) return "length";
     if (j->tp && tern_toolcall_count(j->tp) > 0) return "tool_calls";
-    if (!j->stop_hit && (j->st.stop == TERN_GEN_STOP_MAX_TOKENS || j->st.stop == TERN_GEN_STOP_CONTEXT_FULL))
-        return "length";
     return "stop";
 }
 

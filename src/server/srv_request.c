@@ -1,11 +1,13 @@
 /* srv_request.c — an OpenAI request body -> struct srv_req, or a 4xx error naming the field.
  *
  * Order of checks (the first failure answers): UTF-8, JSON syntax (byte offset, line:col),
- * an object, unknown fields (OpenAI refuses them: "Unrecognized request argument supplied"),
- * each field's type and range, then rendering with the model's chat template (messages and
+ * an object, the fields (srv_fields.c: every documented OpenAI and llama-server field is known;
+ * an unknown one is refused as OpenAI does, "Unrecognized request argument supplied"), each
+ * honoured field's type and range, then rendering with the model's chat template (messages and
  * tools: the chat room's checks name the JSON path) and the prompt's length against the
- * context. Fields tern accepts but cannot honour yet (penalties, logit_bias, echo) are refused
- * with a message saying so rather than silently ignored. */
+ * context. Values tern cannot honour (penalties, logit_bias, echo, n > 1) are refused with a
+ * message saying so rather than silently ignored. llama-server's n_predict, json_schema,
+ * grammar and repeat_last_n are read here too; --max-tokens-cap bounds every request. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,20 +151,6 @@ static bool no_duplicate_keys(const cJSON *body, struct srv_err *e)
 static const char *const RESERVED_TEMPLATE_VARS[] = {
     "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", NULL};
 
-static const char *const CHAT_KEYS[] = {
-    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "response_format",
-    "stream", "stream_options", "temperature", "top_p", "seed", "max_tokens",
-    "max_completion_tokens", "stop", "n", "logprobs", "top_logprobs", "frequency_penalty",
-    "presence_penalty", "logit_bias", "user", "metadata", "store", "service_tier",
-    "prompt_cache_key",
-    /* llama-server extensions */
-    "top_k", "min_p", "repeat_penalty", "ignore_eos", "chat_template_kwargs", NULL};
-static const char *const COMPLETION_KEYS[] = {
-    "model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
-    "stream_options", "n", "echo", "logprobs", "best_of", "suffix", "frequency_penalty",
-    "presence_penalty", "logit_bias", "user", "prompt_cache_key", "top_k", "min_p", "repeat_penalty",
-    "ignore_eos", NULL};
-
 static bool known(const char *const *keys, const char *k)
 {
     for (; *keys; keys++)
@@ -229,8 +217,8 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
     if (model && !cJSON_IsString(model)) BAD("model", "'model' must be a string, got %s", jtype(model));
     /* an adapter's name picks it; any other name (or none) runs the base, as llama-server serves
      * whatever name is asked for */
-    r->flavor = 0;
-    for (int i = 1; model && i < s->n_flv; i++)
+    r->flavor = s->default_flv;
+    for (int i = s->default_flv ? 0 : 1; model && i < s->n_flv; i++)
         if (!strcmp(model->valuestring, s->flv[i].name)) r->flavor = i;
     const cJSON *pck = cJSON_GetObjectItemCaseSensitive(b, "prompt_cache_key");
     if (pck && !cJSON_IsNull(pck)) {
@@ -259,6 +247,9 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
         !int_field(b, "top_k", 0, 1e9, &top_k, e) || !bool_field(b, "ignore_eos", &r->ignore_eos, e))
         return false;
     if (n != 1) BAD("n", "'n' must be 1: tern returns one choice per request");
+    /* llama-server's repeat_last_n: -1 the whole context, 0 no penalty */
+    long long rln = 64;
+    if (!int_field(b, "repeat_last_n", -1, 1 << 20, &rln, e)) return false;
     double fp = 0, pp = 0;
     if (!num_field(b, "frequency_penalty", -2, 2, &fp, e) || !num_field(b, "presence_penalty", -2, 2, &pp, e))
         return false;
@@ -274,7 +265,22 @@ static bool common_fields(struct tern_server *s, struct srv_req *r, struct srv_e
     r->sp.top_p = (float)top_p;
     r->sp.min_p = (float)min_p;
     r->sp.top_k = (int)top_k;
-    r->sp.repeat_penalty = (float)rep;
+    r->sp.repeat_penalty = rln == 0 ? 1.0f : (float)rep;
+    r->sp.repeat_last_n = rln < 0 ? s->n_ctx : rln == 0 ? 64 : (int)rln;
+    /* llama-server's constraints: "json_schema" (a JSON Schema, as response_format json_schema
+     * without strict) and "grammar" (GBNF text) */
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(b, "json_schema");
+    if (js && !cJSON_IsNull(js)) {
+        if (!cJSON_IsObject(js)) BAD("json_schema", "'json_schema' must be an object (a JSON Schema), got %s", jtype(js));
+        r->response_schema = (cJSON *)js;
+        r->schema_param = "json_schema";
+    }
+    const cJSON *gr = cJSON_GetObjectItemCaseSensitive(b, "grammar");
+    if (gr && !cJSON_IsNull(gr)) {
+        if (!cJSON_IsString(gr)) BAD("grammar", "'grammar' must be a string (GBNF), got %s", jtype(gr));
+        if (r->response_schema) BAD("grammar", "'grammar' cannot be combined with 'json_schema'");
+        if (gr->valuestring[0]) r->gbnf = gr->valuestring;
+    }
     /* no seed: a fresh one per request, as OpenAI does */
     r->sp.seed = seed >= 0 ? (uint64_t)seed
                            : (uint64_t)srv_unix_time() * 0x9e3779b97f4a7c15ull + atomic_fetch_add(&s->seq, 1);
@@ -386,11 +392,45 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
                             "\"...\", ...}}", i);
                 return false;
             }
-            const cJSON *pa = cJSON_GetObjectItemCaseSensitive(f, "parameters");
-            if (pa && !cJSON_IsObject(pa)) {
-                srv_err_set(e, 400, "invalid_request_error", "tools", NULL,
-                            "'tools[%d].function.parameters' must be an object, got %s", i, jtype(pa));
+            /* OpenAI's rule for names; it also keeps every call format writable and readable
+             * back (a name holding "</tool_call>" or a quote ends the call it is written in) */
+            const char *nv = nm->valuestring;
+            size_t nl = strlen(nv), ok = nl <= 64;
+            for (size_t k = 0; ok && k < nl; k++)
+                ok = (nv[k] >= 'a' && nv[k] <= 'z') || (nv[k] >= 'A' && nv[k] <= 'Z') ||
+                     (nv[k] >= '0' && nv[k] <= '9') || nv[k] == '_' || nv[k] == '-';
+            if (!ok) {
+                srv_err_set(e, 400, "invalid_request_error", "tools", "invalid_function_name",
+                            "'tools[%d].function.name' \"%.80s%s\" is not a valid function name: it must "
+                            "match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, '_' and '-', at most 64)",
+                            i, nv, nl > 80 ? "..." : "");
                 return false;
+            }
+            const cJSON *pa = cJSON_GetObjectItemCaseSensitive(f, "parameters");
+            if (pa && !cJSON_IsNull(pa)) {
+                /* the arguments of a call are a JSON object: a schema of anything else cannot be
+                 * called ({} alone means no parameters, as leaving it out does) */
+                const cJSON *pt = cJSON_IsObject(pa) ? cJSON_GetObjectItemCaseSensitive(pa, "type") : NULL;
+                if (!cJSON_IsObject(pa) || (pa->child && !(cJSON_IsString(pt) && !strcmp(pt->valuestring, "object")))) {
+                    srv_err_set(e, 400, "invalid_request_error", "tools", "invalid_function_parameters",
+                                "'tools[%d].function.parameters' must be a JSON Schema of \"type\": \"object\" "
+                                "(a call's arguments are an object), got %s%s%s", i,
+                                !cJSON_IsObject(pa) ? jtype(pa) : cJSON_IsString(pt) ? "\"type\": \"" : "a schema without \"type\": \"object\"",
+                                cJSON_IsObject(pa) && cJSON_IsString(pt) ? pt->valuestring : "",
+                                cJSON_IsObject(pa) && cJSON_IsString(pt) ? "\"" : "");
+                    return false;
+                }
+            }
+            const cJSON *strict = cJSON_GetObjectItemCaseSensitive(f, "strict");
+            if (strict && !cJSON_IsNull(strict) && !cJSON_IsBool(strict)) {
+                srv_err_set(e, 400, "invalid_request_error", "tools", NULL,
+                            "'tools[%d].function.strict' must be a boolean, got %s", i, jtype(strict));
+                return false;
+            }
+            if (cJSON_IsTrue(strict) && pa) {
+                char where[64];
+                snprintf(where, sizeof where, "tools[%d].function.parameters", i);
+                if (!srv_strict_check(pa, where, "tools", e)) return false;
             }
         }
         has_tools = i > 0;
@@ -425,7 +465,24 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
             BAD("tool_choice", "'tool_choice' requires 'tools'");
     }
     r->tools = has_tools && r->tool_choice != TERN_TOOL_CHOICE_NONE;
+    const cJSON *mod = cJSON_GetObjectItemCaseSensitive(b, "modalities");
+    if (mod && !cJSON_IsNull(mod)) {
+        if (!cJSON_IsArray(mod)) BAD("modalities", "'modalities' must be an array, got %s", jtype(mod));
+        for (const cJSON *x = mod->child; x; x = x->next)
+            if (!cJSON_IsString(x) || strcmp(x->valuestring, "text"))
+                BAD("modalities", "'modalities': tern answers with text only (\"text\"); got %s%s%s",
+                    cJSON_IsString(x) ? "\"" : jtype(x), cJSON_IsString(x) ? x->valuestring : "",
+                    cJSON_IsString(x) ? "\"" : "");
+    }
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(b, "response_format");
+    if (rf && !cJSON_IsNull(rf) && (r->response_schema || r->gbnf)) {
+        const cJSON *ty = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "text"))
+            BAD("response_format", "'response_format' cannot be combined with '%s'",
+                r->gbnf ? "grammar" : "json_schema");
+    }
+    if (r->gbnf && r->tools && r->tool_choice != TERN_TOOL_CHOICE_AUTO)
+        BAD("grammar", "'grammar' cannot be combined with a forced 'tool_choice'");
     if (rf && !cJSON_IsNull(rf)) {
         const cJSON *ty = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
         if (!cJSON_IsString(ty))
@@ -434,14 +491,20 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
             r->owned_schema = cJSON_CreateObject();
             cJSON_AddStringToObject(r->owned_schema, "type", "object");
             r->response_schema = r->owned_schema;
+            r->schema_param = "response_format";
         } else if (!strcmp(ty->valuestring, "json_schema")) {
             const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
             const cJSON *sc = cJSON_IsObject(js) ? cJSON_GetObjectItemCaseSensitive(js, "schema") : NULL;
             if (!cJSON_IsObject(sc))
                 BAD("response_format", "'response_format.json_schema.schema' must be an object");
             const cJSON *strict = cJSON_GetObjectItemCaseSensitive(js, "strict");
+            if (strict && !cJSON_IsNull(strict) && !cJSON_IsBool(strict))
+                BAD("response_format", "'response_format.json_schema.strict' must be a boolean, got %s", jtype(strict));
             r->schema_strict = cJSON_IsTrue(strict);
             r->response_schema = (cJSON *)sc;
+            r->schema_param = "response_format";
+            if (r->schema_strict && !srv_strict_check(sc, "response_format.json_schema.schema", "response_format", e))
+                return false;
         } else if (strcmp(ty->valuestring, "text")) {
             BAD("response_format", "'response_format.type' must be \"text\", \"json_object\" or "
                 "\"json_schema\", got \"%s\"", ty->valuestring);
@@ -565,9 +628,20 @@ bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, 
         i++; /* the escaped character (a backslash must not start another escape) */
     }
     if (!no_duplicate_keys(r->body, e)) return false;
-    const char *const *keys = kind == JOB_CHAT ? CHAT_KEYS : COMPLETION_KEYS;
-    for (const cJSON *k = r->body->child; k; k = k->next)
-        if (!known(keys, k->string)) BAD(k->string, "Unrecognized request argument supplied: %s", k->string);
+    if (!srv_fields_check(r->body, kind, e)) return false;
     if (!common_fields(s, r, e)) return false;
-    return kind == JOB_CHAT ? chat_fields(s, r, e) : completion_fields(s, r, e);
+    if (!(kind == JOB_CHAT ? chat_fields(s, r, e) : completion_fields(s, r, e))) return false;
+    /* llama-server's n_predict when max_tokens is not given (-1: no limit) */
+    long long np = 0;
+    if (!int_field(r->body, "n_predict", -1, 1 << 30, &np, e)) return false;
+    if (np == 0 && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r->body, "n_predict")))
+        BAD("n_predict", "'n_predict' is 0; it must be -1 (no limit) or at least 1");
+    const bool has_max = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r->body, "max_tokens")) ||
+                         cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r->body, "max_completion_tokens"));
+    if (np && !has_max) r->max_tokens = np < 0 ? 0 : (int)np;
+    /* the server's cap (--max-tokens-cap): a request asking for more, or for no limit, gets the
+     * cap, and an answer cut by it ends with finish_reason "length" as any other */
+    if (s->p.max_tokens_cap > 0 && (r->max_tokens <= 0 || r->max_tokens > s->p.max_tokens_cap))
+        r->max_tokens = s->p.max_tokens_cap;
+    return true;
 }

@@ -17,6 +17,9 @@
  * - an accepted request has a prompt of 1 .. n_ctx-1 token ids inside the vocabulary, at most
  *   four non-empty stop strings, sampling parameters in OpenAI's ranges, and a job that either
  *   prepares (sampler, grammar when asked) or is refused as above;
+ * - an accepted chat request names its tools as OpenAI allows (^[a-zA-Z0-9_-]{1,64}$) with
+ *   object schemas for parameters; sampler knobs tern lacks (typical_p ...) pass at their off
+ *   value only; llama-server's grammar / json_schema / n_predict are read, never both constraints;
  * - nothing leaks (the job is released), nothing crashes (ASan, UBSan).
  * The model is ../shared/fixtures/models/qwen2-tiny-q8_0.gguf (TERN_SHARED overrides ../shared),
  * loaded once per process with a server's pieces but no socket and no engine thread; without it
@@ -221,6 +224,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(r.sp.temperature >= 0 && r.sp.temperature <= 2 && r.sp.top_p >= 0 && r.sp.top_p <= 1,
           "temperature %g top_p %g", r.sp.temperature, r.sp.top_p);
     CHECK(kind == JOB_CHAT || !r.tools, "tools on a completion");
+    /* the hardening promises: every tool name is OpenAI's shape (no markup can ride in one), every
+     * parameters schema an object schema ({} or absent: none), a sampler knob tern lacks only at
+     * its off value, llama-server's constraints read as such */
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(r.body, "tools");
+    for (const cJSON *t = cJSON_IsArray(tools) ? tools->child : NULL; t; t = t->next) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const char *nm = cJSON_GetObjectItemCaseSensitive(fn, "name")->valuestring;
+        CHECK(strlen(nm) >= 1 && strlen(nm) <= 64 && strspn(nm, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == strlen(nm),
+              "accepted tool name '%s'", nm);
+        const cJSON *pa = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(pa, "type");
+        CHECK(!pa || cJSON_IsNull(pa) || (cJSON_IsObject(pa) && (!pa->child || (cJSON_IsString(pt) && !strcmp(pt->valuestring, "object")))),
+              "accepted parameters that are not an object schema");
+    }
+    const cJSON *typ = cJSON_GetObjectItemCaseSensitive(r.body, "typical_p");
+    CHECK(!cJSON_IsNumber(typ) || typ->valuedouble == 1, "typical_p %g accepted", typ->valuedouble);
+    const cJSON *gr = cJSON_GetObjectItemCaseSensitive(r.body, "grammar");
+    CHECK(!r.gbnf || (cJSON_IsString(gr) && r.gbnf == gr->valuestring), "grammar not read from the body");
+    CHECK(!(r.gbnf && r.response_schema), "both a grammar and a schema");
+    const cJSON *np = cJSON_GetObjectItemCaseSensitive(r.body, "n_predict");
+    CHECK(!cJSON_IsNumber(np) || np->valuedouble != 0, "n_predict 0 accepted");
     struct job *j = srv_job_new(s, &r);
     CHECK(j, "out of memory for a job");
     memset(&e, 0, sizeof e);

@@ -42,6 +42,19 @@ tern_status cli_load_model(const char *path, struct tern_model **out)
 #endif
 }
 
+bool cli_embedded_model(const void **data, size_t *size)
+{
+#ifdef TERN_HAVE_EMBEDDED_MODEL
+    *data = tern_embedded_model;
+    *size = (size_t)(tern_embedded_model_end - tern_embedded_model);
+    return true;
+#else
+    *data = NULL;
+    *size = 0;
+    return false;
+#endif
+}
+
 void cli_note_repack(const char *cmd, const char *model, const struct tern_model_info *in)
 {
     if (!in->repacked_bytes) return;

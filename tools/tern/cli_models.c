@@ -184,7 +184,7 @@ int cli_resolve_model_args(int *argc_io, char ***argv_io)
     struct cli_installed *list = NULL;
     int n = -1;
     /* room for every argument, plus -m BASE --lora ADAPTER once; lives for the process */
-    char **out = calloc((size_t)argc + 5, sizeof *out);
+    char **out = calloc((size_t)argc + 7, sizeof *out);
     if (!out) return CLI_EXIT_FAIL;
     int n_out = 0, rc = CLI_EXIT_OK;
     bool model_given = false, embedded = false;
@@ -232,14 +232,21 @@ int cli_resolve_model_args(int *argc_io, char ***argv_io)
                 "(tern models lists what is installed)\n", n > 0 ? "" : "none");
         rc = CLI_EXIT_FAIL;
     }
-    /* run and chat without -m: tern's tool caller on its installed base when it is there */
+    /* run, chat and serve without -m: tern's tool caller on its installed base when it is
+     * there (serve: requests that name no other model run it, --default-model) */
+    const bool serve = !strcmp(argv[0], "serve");
     if (!rc && !model_given && !embedded &&
-        (!strcmp(argv[0], "run") || !strcmp(argv[0], "chat"))) {
+        (!strcmp(argv[0], "run") || !strcmp(argv[0], "chat") || serve)) {
         if (n < 0) n = cli_models_list(&list);
         const int k = find_installed(list, n, CLI_DEFAULT_ADAPTER);
         const int b = k >= 0 ? find_installed(list, n, list[k].base) : -1;
-        if (k >= 0 && b >= 0 && file_exists(list[k].path) && file_exists(list[b].path))
+        if (k >= 0 && b >= 0 && file_exists(list[k].path) && file_exists(list[b].path)) {
             rc = push_adapter(argv[0], list, n, k, "-m", out, &n_out);
+            if (!rc && serve) {
+                out[n_out++] = "--default-model";
+                out[n_out++] = CLI_DEFAULT_ADAPTER;
+            }
+        }
     }
     if (n > 0) cli_models_free(list, n);
     out[n_out] = NULL;

@@ -11,7 +11,7 @@
 
 static void help(void)
 {
-    printf("usage: tern serve -m MODEL [--host ADDR] [--port N] [--api-key KEY]... [--parallel N]\n"
+    printf("usage: tern serve [-m MODEL] [--host ADDR] [--port N] [--api-key KEY]... [--parallel N]\n"
            "                  [-c N] [-t N] [options]\n"
            "\n"
            "Serves the model over OpenAI's HTTP API: POST /v1/chat/completions (tools, tool_choice,\n"
@@ -21,7 +21,12 @@ static void help(void)
            "queue answers 503 with Retry-After. SIGTERM or Ctrl-C stops accepting, finishes the\n"
            "requests already admitted, and exits 0.\n"
            "\n"
-           "  -m, --model FILE       GGUF model\n"
+           "  -m, --model FILE       GGUF model, or the name of an installed one (tern models);\n"
+           "                         without -m: tern's tool caller, the installed adapter\n"
+           "                         tern-tool-2 on its base (requests naming no other model run\n"
+           "                         it), else the model embedded in this binary (tern-tool)\n"
+           "  --default-model NAME   what a request whose \"model\" is neither the model's id nor an\n"
+           "                         adapter's name runs (an adapter's NAME; default: the model)\n"
            "  --host ADDR            address to listen on (default 127.0.0.1: this machine only;\n"
            "                         0.0.0.0 or :: exposes the server to the network)\n"
            "  --port N               TCP port, 0..65535 (default 8080; 0 = any free port)\n"
@@ -84,8 +89,22 @@ static void help(void)
            "                         however slowly its bytes come (also the idle time of a kept-\n"
            "                         alive connection), then 408 and closed, 1..86400 (default 30);\n"
            "                         answers, streamed or not, are not timed\n"
+           "  --max-tokens-cap N     tokens any one answer may have: a request asking for more, or\n"
+           "                         for no limit, gets N (finish_reason \"length\" when cut;\n"
+           "                         default: none, the context is the limit)\n"
+           "  --request-timeout S    seconds an admitted request may run (queue time not counted),\n"
+           "                         1..604800: then it ends as if max_tokens were reached, with\n"
+           "                         what it generated and finish_reason \"length\" (default: none)\n"
            "  --quiet                no log line per request\n"
            "  --no-repack            keep the weights mmap-only (no copy repacked at load)\n"
+           "\n"
+           "The port is bound before the model loads: a port in use fails at once, and until the\n"
+           "model is ready GET /health answers 503 {\"status\": \"loading\"} (other requests 503).\n"
+           "Request fields: every documented OpenAI field is accepted (honoured, or ignored where it\n"
+           "means nothing here: user, metadata, store, ...), and llama-server's n_predict,\n"
+           "json_schema, grammar (GBNF), top_k, min_p, repeat_penalty, repeat_last_n, cache_prompt,\n"
+           "id_slot ...; sampler knobs tern lacks (typical_p, mirostat, ...) only at their off\n"
+           "value; unknown names are refused with 400 (README \"Request fields\" has the table).\n"
            "\n"
            "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
            "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
@@ -298,6 +317,15 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
         } else if (OPT("--read-timeout", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--read-timeout", val, 1, 86400, &v)) return CLI_EXIT_USAGE;
             p.read_timeout = (int)v;
+        } else if (OPT("--default-model", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            p.default_model = val;
+        } else if (OPT("--max-tokens-cap", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-tokens-cap", val, 1, 1 << 30, &v)) return CLI_EXIT_USAGE;
+            p.max_tokens_cap = (int)v;
+        } else if (OPT("--request-timeout", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--request-timeout", val, 1, 86400 * 7, &v)) return CLI_EXIT_USAGE;
+            p.request_timeout_ms = (int)v * 1000;
         } else if (OPT("--max-body", NULL)) {
             if (r < 0 || !cli_flag_int("serve", "--max-body", val, 1024, 1ll << 32, &v)) return CLI_EXIT_USAGE;
             p.max_body = (size_t)v;
@@ -306,7 +334,14 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
         }
 #undef OPT
     }
-    if (!p.model_path) return cli_usage_error("serve", "a model is required (-m MODEL)");
+    /* no -m: the model embedded in this binary, as run and chat use (cli_models.c already put
+     * the installed default adapter on its base here when there is one) */
+    if (!p.model_path) {
+        if (!cli_embedded_model(&p.model_data, &p.model_size))
+            return cli_usage_error("serve", "a model is required (-m MODEL): this build has no embedded "
+                                   "model (models/tern-tool.gguf was absent when it was built)");
+        if (!p.model_alias) p.model_alias = CLI_EMBEDDED_NAME;
+    }
     if (p.draft_max && !p.draft) return cli_usage_error("serve", "--draft-max needs --draft SRC");
     if (p.draft_min && !p.draft) return cli_usage_error("serve", "--draft-min needs --draft SRC");
     /* the environment's key when no flag gives one (it stays out of ps) */
@@ -339,7 +374,8 @@ static int serve(const struct tern_server_params *pp)
     signal(SIGPIPE, SIG_IGN);
     const char *host = p.host ? p.host : "127.0.0.1";
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%s%s)\n", strchr(host, ':') ? "[" : "",
-            host, strchr(host, ':') ? "]" : "", tern_server_port(s), p.model_path,
+            host, strchr(host, ':') ? "]" : "", tern_server_port(s),
+            p.model_path ? p.model_path : "the embedded model " CLI_EMBEDDED_NAME,
             p.n_api_keys == 1 ? ", API key required" : p.n_api_keys > 1 ? ", API keys required" : "");
     fflush(stderr);
     st = tern_server_run(s);
