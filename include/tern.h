@@ -2319,19 +2319,38 @@ struct tern_server_params {
     const char *model_alias;  /* the model id /v1/models reports; NULL = the file's base name */
     const char *host;         /* NULL = "127.0.0.1" (loopback: another address is a choice) */
     int port;                 /* 0 = any free port (tern_server_port tells which); default 8080 */
-    const char *api_key;      /* NULL = none; else every /v1 request needs
-                                 "Authorization: Bearer <key>" (401 otherwise) */
+    const char *api_key;      /* NULL = none; else every /v1 request, /metrics and the page
+                                 need "Authorization: Bearer <key>" (401 otherwise; the scheme's
+                                 case does not matter); /health never does */
     const char *const *api_keys; /* more keys, any of which is accepted (n_api_keys of them,
                                  with api_key if set; copied). Requests with different keys never
                                  share prompt KV (nor see it in usage.cached_tokens); nor do
                                  requests with different prompt_cache_key values */
     int n_api_keys;
+    bool public_metrics;      /* GET /metrics needs no API key (a scraper without one) */
+    bool public_page;         /* GET / (the chat page) needs no API key */
+    /* Browsers. A page on another origin may call the server only if its origin is listed
+     * (exactly, e.g. "https://app.example:8443"; "*" = any): its requests get
+     * Access-Control-Allow-Origin and its preflights an answer; any other origin's request (an
+     * Origin header that is neither listed nor the server's own) is 403. NULL / 0 = none. */
+    const char *const *cors_origins;
+    int n_cors_origins;
+    /* DNS rebinding: a server on a loopback address answers only requests whose Host is one of
+     * its names (localhost, 127.0.0.1, [::1], the host it was given; with its port, if a port is
+     * given) or one of these ("name" any port, "name:port" that port; "*" = any Host), else 403.
+     * On another address the Host is checked only against these, when there are any. */
+    const char *const *allowed_hosts;
+    int n_allowed_hosts;
     int n_parallel;           /* sequences decoded together; 0 = 4 */
     int n_ctx;                /* positions per sequence; 0 = min(training context, 4096) */
     int n_threads;            /* 0 = all CPUs */
     int n_prefill;            /* prompt tokens per step (chunked prefill); 0 = 256 */
     int max_queue;            /* requests waiting for a slot before 503; 0 = 64 */
     size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
+    size_t max_body_total;    /* request body bytes held at once over all connections: a body
+                                 whose Content-Length would pass it is 503 (Retry-After) before a
+                                 byte is read, a chunked one when it does; 0 = 64 MiB, or
+                                 max_body when that is more; less than max_body is refused */
     int max_connections;      /* open connections at once; 0 = 4096 (the process's soft
                                  open-file limit is raised, up to the hard one, to hold them, or
                                  this lowered to what fits, said on stderr) */

@@ -247,7 +247,7 @@ static cJSON *parse_sse(const char *body)
 static char *metrics(int port)
 {
     struct resp r;
-    req(port, "GET", "/metrics", NULL, NULL, &r);
+    req(port, "GET", "/metrics", AUTH, NULL, &r);
     assert_int_equal(r.status, 200);
     return r.body;
 }
@@ -326,8 +326,11 @@ static void test_health_models_auth(void **state)
     assert_string_equal(jstr(j, "data.0.object"), "model");
     cJSON_Delete(j);
     free(r.body);
-    /* metrics and health need no key (scrapers, load balancers) */
+    /* health needs no key (load balancers); the metrics do, unless --public-metrics */
     req(port, "GET", "/metrics", NULL, NULL, &r);
+    assert_int_equal(r.status, 401);
+    free(r.body);
+    req(port, "GET", "/metrics", AUTH, NULL, &r);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "tern_requests_total{endpoint=\"/v1/models\",status=\"401\"}"));
     free(r.body);
@@ -418,8 +421,8 @@ static void test_body_limit(void **state)
     const int port = main_srv.port;
     /* announced too big: refused before the body is read */
     int fd = connect_to(port);
-    const char *h = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                    "Authorization: Bearer " KEY "\r\nContent-Length: 100000\r\n\r\n";
+    const char *h = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                    "Authorization: Bearer " KEY "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
     send_all(fd, h, strlen(h));
     struct resp r;
     read_response(fd, &r);
@@ -428,8 +431,8 @@ static void test_body_limit(void **state)
     free(r.body);
     /* chunked, no length: refused once it passes the limit */
     fd = connect_to(port);
-    h = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-        "Authorization: Bearer " KEY "\r\nTransfer-Encoding: chunked\r\n\r\n";
+    h = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+        "Authorization: Bearer " KEY "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     send_all(fd, h, strlen(h));
     char chunk[8192 + 16];
     int n = snprintf(chunk, sizeof chunk, "%x\r\n", 8192);

@@ -55,6 +55,8 @@ void tern_server_free(struct tern_server *s)
         free(s->keys[i]);
     }
     free(s->keys);
+    srv_gate_free(s);
+    pthread_mutex_destroy(&s->body_mu);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
     pthread_mutex_destroy(&s->conns_mu);
@@ -189,6 +191,21 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     for (int i = 0; i < p->n_api_keys; i++)
         if (!p->api_keys[i] || !p->api_keys[i][0])
             return tern_fail(TERN_ERR_ARG, "serve: API key %d is empty", i + 1);
+    if (p->n_cors_origins < 0 || (p->n_cors_origins > 0 && !p->cors_origins) || p->n_allowed_hosts < 0 ||
+        (p->n_allowed_hosts > 0 && !p->allowed_hosts))
+        return tern_fail(TERN_ERR_ARG, "serve: %d CORS origins, %d allowed hosts", p->n_cors_origins, p->n_allowed_hosts);
+    for (int i = 0; i < p->n_cors_origins; i++)
+        if (!p->cors_origins[i] || (strcmp(p->cors_origins[i], "*") && !strstr(p->cors_origins[i], "://")))
+            return tern_fail(TERN_ERR_ARG, "serve: --cors '%s' is not an origin (give scheme://host[:port], "
+                             "e.g. https://app.example, or '*')", p->cors_origins[i] ? p->cors_origins[i] : "");
+    for (int i = 0; i < p->n_allowed_hosts; i++)
+        if (!p->allowed_hosts[i] || !p->allowed_hosts[i][0] || strchr(p->allowed_hosts[i], '/'))
+            return tern_fail(TERN_ERR_ARG, "serve: --allow-host '%s' is not a host name (give NAME or NAME:PORT)",
+                             p->allowed_hosts[i] ? p->allowed_hosts[i] : "");
+    const size_t max_body = p->max_body ? p->max_body : 8u << 20;
+    if (p->max_body_total && p->max_body_total < max_body)
+        return tern_fail(TERN_ERR_ARG, "serve: --max-body-total %zu is less than --max-body %zu: no body that "
+                         "large could ever be read", p->max_body_total, max_body);
     if (!(p->draft_p_min >= 0.0f && p->draft_p_min <= 1.0f))
         return tern_fail(TERN_ERR_ARG, "serve: --draft-p-min %g is outside 0..1", (double)p->draft_p_min);
     struct tern_server *s = calloc(1, sizeof *s);
@@ -203,6 +220,9 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     if (!s->p.n_parallel) s->p.n_parallel = 4;
     if (!s->p.max_queue) s->p.max_queue = 64;
     if (!s->p.max_body) s->p.max_body = 8u << 20;
+    if (!s->p.max_body_total) s->p.max_body_total = s->p.max_body > (64u << 20) ? s->p.max_body : 64u << 20;
+    pthread_mutex_init(&s->body_mu, NULL);
+    keys_ok = keys_ok && srv_gate_init(s);
     if (!s->p.max_connections) s->p.max_connections = 4096;
     if (!s->p.read_timeout) s->p.read_timeout = 30;
     s->quiesced_fd = -1;

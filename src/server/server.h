@@ -57,7 +57,9 @@ struct srv_hist {
 };
 struct srv_metrics {
     pthread_mutex_t mu;
-    uint64_t requests[4][8];   /* [endpoint][status class index]: see srv_metrics.c */
+#define SRV_STATUSES 16
+    uint64_t requests[4][SRV_STATUSES]; /* [endpoint][status index]: see srv_metrics.c (with the
+                                 answers libmicrohttpd gives itself, under "other") */
     struct srv_hist ttft, itl, queue_wait;
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t steps, step_tokens;
@@ -224,6 +226,31 @@ struct srv_conn {
     bool cut;          /* the reaper shut it down */
 };
 
+/* ---------------------------------------------------------------- the gate (srv_gate.c) */
+/* What a request must be before its body is read: framed one way only, sent to one of the
+ * server's names, from its own origin or one --cors allows, JSON when it is a POST; and the
+ * server-wide budget of body bytes held at once. Each check fills *e (4xx/5xx) when it refuses. */
+struct MHD_Connection;
+struct sockaddr;
+/* Copy the CORS origins and allowed hosts (at create). */
+bool srv_gate_init(struct tern_server *s);
+/* The address it listens on: a loopback one adds the server's own names and turns the Host check
+ * on; another without an API key is warned about on stderr. */
+bool srv_gate_bind(struct tern_server *s, const struct sockaddr *addr);
+void srv_gate_free(struct tern_server *s);
+/* One Content-Length at most, not with Transfer-Encoding, which may only be "chunked". */
+bool srv_gate_framing(struct MHD_Connection *c, struct srv_err *e);
+/* The Host header against the server's names (HTTP/1.1 must send one). */
+bool srv_gate_host(const struct tern_server *s, struct MHD_Connection *c, const char *version, struct srv_err *e);
+/* The Origin header: none or the server's own (*acao NULL), one --cors allows (*acao: the value
+ * of Access-Control-Allow-Origin, the server's copy), or another (false, 403). */
+bool srv_gate_origin(const struct tern_server *s, struct MHD_Connection *c, const char **acao, struct srv_err *e);
+/* A POST's Content-Type is application/json (parameters allowed), else 415. */
+bool srv_gate_json(struct MHD_Connection *c, struct srv_err *e);
+/* Take n bytes of the body budget (false: over it), give them back. */
+bool srv_body_take(struct tern_server *s, size_t n);
+void srv_body_give(struct tern_server *s, size_t n);
+
 /* ---------------------------------------------------------------- the server */
 /* What a request runs as: the base model (flavor 0) or one of the adapters over it, with the
  * chat template it renders with and what that template says of tool calls and reasoning. */
@@ -245,6 +272,18 @@ struct tern_server {
     struct tern_server_params p;
     char **keys;                       /* the API keys (api_key, api_keys; owned copies) */
     int n_keys;                        /* 0: no key needed */
+    char **cors;                       /* origins allowed cross-origin (owned copies) */
+    int n_cors;
+    bool cors_any;                     /* "*" among them */
+    char **hosts;                      /* Host names accepted (owned, lower case): the server's own
+                                          first (n_own_hosts; a port must be its own), then
+                                          allowed_hosts */
+    int n_hosts, n_own_hosts;
+    bool check_host, hosts_any;
+    pthread_mutex_t body_mu;           /* the body budget */
+    size_t body_bytes;                 /* request body bytes held (or announced) now */
+    size_t body_bytes_peak;
+    uint64_t body_refused;             /* requests refused (503) for the budget */
     char *model_id;
     struct tern_model *model;
     struct tern_tokenizer *tok;        /* engine thread: detokenizing, end-of-generation */

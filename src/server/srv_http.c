@@ -16,10 +16,28 @@
  * receiving a request's headers and body (or idling before its next request) for longer than
  * read_timeout, writing a 408 first. MHD's own timeout is reset by any byte, so one byte every
  * few minutes used to hold a thread for ever. Once a request is complete the connection is not
- * timed: answers take as long as they take. */
+ * timed: answers take as long as they take.
+ *
+ * Before a request's body is read, srv_gate.c checks its framing, Host, Origin and Content-Type,
+ * and the body's size against --max-body and the server-wide budget of bodies held at once
+ * (--max-body-total): a refusal is answered at once, and the connection then closes. Closing a
+ * socket with unread bytes resets the connection, and a reset throws away the answer in the
+ * client's receive buffer, while most clients (Node's fetch, Python's http.client) send a whole
+ * body before reading: so the closing connection first reads and discards what is still coming
+ * (a lingering close, bounded in bytes and time).
+ *
+ * libmicrohttpd answers some malformed requests itself (a Content-Length that is no number, a
+ * bad chunk, headers over its buffer) with a fixed HTML page and no callback. Every such answer
+ * goes through its error log first, with the status: the logger counts it in /metrics and, when
+ * the request line has been read (the URI callback told this thread its connection: MHD runs one
+ * thread per connection), writes the answer as OpenAI's JSON error itself and shuts the socket's
+ * sending side, so the HTML that MHD queues after it is never sent. A request line MHD cannot
+ * parse on a connection's first request comes before any callback: that one stays HTML. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <microhttpd.h>
 #include <nettle/sha2.h>
 
@@ -38,11 +59,33 @@ enum { EP_CHAT = 0, EP_COMPLETIONS = 1, EP_MODELS = 2, EP_OTHER = 3 };
 
 struct conn {
     int key;               /* the API key it carries (index into s->keys), -1 none needed */
-    struct sbuf body;
+    struct sbuf body;      /* freed once parsed */
     bool too_big;
+    bool over_budget;      /* a chunked body passed --max-body-total: dropped, 503 at its end */
     bool had_job;          /* counted in s->http_jobs until the request completes */
+    bool refused;          /* answered before its body was read */
+    bool body_pending;     /* it announced a body (Content-Length > 0, or Transfer-Encoding) */
+    size_t reserved;       /* bytes of the body budget it holds until it completes: its body,
+                              then what was parsed from it */
+    size_t body_peak;      /* its body's size (a large one: memory is trimmed after it) */
+    const char *acao;      /* Access-Control-Allow-Origin of its answers (--cors), or NULL */
     double t0;
 };
+
+/* The connection this thread serves (one thread per connection), from its request line on: the
+ * error logger answers MHD's own refusals on it in JSON. */
+static _Thread_local struct {
+    struct tern_server *s;
+    struct srv_conn *e;    /* its entry in s->conns, or NULL */
+    int fd;
+    bool answered;         /* a response is queued for the current request */
+    int mhd_status;        /* MHD refused the request (we answered it): drained at close */
+} tl;
+
+/* A body at least this large is followed by malloc_trim: glibc keeps freed memory in the
+ * connection threads' arenas (and raises its mmap threshold after a large free), so the RSS
+ * of a burst of large bodies stayed held. */
+enum { TRIM_AT = 1 << 20 };
 
 struct stream {
     struct job *job;
@@ -68,10 +111,23 @@ static void log_line(struct tern_server *s, const char *method, const char *url,
         fprintf(stderr, "tern serve: %s %s %d %.1f ms\n", method, url, status, ms);
 }
 
+static enum MHD_Result queue(struct MHD_Connection *c, int status, struct MHD_Response *r)
+{
+    tl.answered = true;
+    return MHD_queue_response(c, (unsigned)status, r);
+}
+
+/* CORS headers of an answer to cs (a page on an origin --cors allows). */
+static void add_cors(const struct tern_server *s, const struct conn *cs, struct MHD_Response *r)
+{
+    if (cs && cs->acao) MHD_add_response_header(r, "Access-Control-Allow-Origin", cs->acao);
+    if (s->n_cors && !s->cors_any) MHD_add_response_header(r, "Vary", "Origin");
+}
+
 /* warning: X-Tern-Warning, what a lenient grammar did not enforce (srv_job_prepare), or NULL */
-static enum MHD_Result reply_w(struct tern_server *s, struct MHD_Connection *c, int endpoint,
-                               int status, const char *ctype, char *body, const char *retry_after,
-                               const char *warning)
+static enum MHD_Result reply_w(struct tern_server *s, struct MHD_Connection *c, const struct conn *cs,
+                               int endpoint, int status, const char *ctype, char *body,
+                               const char *retry_after, const char *warning)
 {
     if (!body) body = strdup("{\"error\": {\"message\": \"out of memory\", \"type\": \"server_error\", \"param\": null, \"code\": null}}");
     if (!body) return MHD_NO;
@@ -81,26 +137,26 @@ static enum MHD_Result reply_w(struct tern_server *s, struct MHD_Connection *c, 
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", ctype);
-    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    add_cors(s, cs, r);
     if (retry_after) MHD_add_response_header(r, "Retry-After", retry_after);
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (warning && *warning) MHD_add_response_header(r, "X-Tern-Warning", warning);
-    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    enum MHD_Result ret = queue(c, status, r);
     MHD_destroy_response(r);
     srv_metrics_request(&s->metrics, endpoint, status);
     return ret;
 }
 
-static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, int endpoint,
-                             int status, const char *ctype, char *body, const char *retry_after)
+static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, const struct conn *cs,
+                             int endpoint, int status, const char *ctype, char *body, const char *retry_after)
 {
-    return reply_w(s, c, endpoint, status, ctype, body, retry_after, NULL);
+    return reply_w(s, c, cs, endpoint, status, ctype, body, retry_after, NULL);
 }
 
-static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c, int endpoint,
-                                 const struct srv_err *e)
+static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c, const struct conn *cs,
+                                 int endpoint, const struct srv_err *e)
 {
-    return reply(s, c, endpoint, e->status, "application/json", srv_err_body(e),
+    return reply(s, c, cs, endpoint, e->status, "application/json", srv_err_body(e),
                  e->status == 503 ? "1" : NULL);
 }
 
@@ -111,8 +167,10 @@ static int authorized(const struct tern_server *s, struct MHD_Connection *c)
 {
     if (!s->n_keys) return -1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7)) return -2;
+    /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
+    if (!h || strncasecmp(h, "Bearer ", 7)) return -2;
     h += 7;
+    while (*h == ' ') h++;
     const size_t hn = strlen(h);
     int found = -2;
     for (int j = 0; j < s->n_keys; j++) {
@@ -338,25 +396,27 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
 {
     struct srv_err e = {0};
     struct srv_req req;
-    if (!srv_req_parse(s, endpoint == EP_CHAT ? JOB_CHAT : JOB_COMPLETION, cs->body.p ? cs->body.p : "",
-                       cs->body.len, &req, &e)) {
+    const bool parsed = srv_req_parse(s, endpoint == EP_CHAT ? JOB_CHAT : JOB_COMPLETION,
+                                      cs->body.p ? cs->body.p : "", cs->body.len, &req, &e);
+    sbuf_free(&cs->body); /* parsed: its budget stays taken for what was parsed from it */
+    if (!parsed) {
         srv_req_free(&req);
         log_line(s, "POST", url, e.status, cs->t0, NULL);
-        return reply_err(s, c, endpoint, &e);
+        return reply_err(s, c, cs, endpoint, &e);
     }
     req.cache_group = srv_cache_group(s, cs->key, req.cache_key, req.flavor);
     struct job *j = srv_job_new(s, &req);
     if (!j) {
         srv_req_free(&req);
         srv_err_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-        return reply_err(s, c, endpoint, &e);
+        return reply_err(s, c, cs, endpoint, &e);
     }
     if (!srv_job_prepare(j, &e) || !srv_enqueue(s, j, &e)) {
         pthread_mutex_lock(&s->mu);
         srv_job_release(j);
         pthread_mutex_unlock(&s->mu);
         log_line(s, "POST", url, e.status, cs->t0, NULL);
-        return reply_err(s, c, endpoint, &e);
+        return reply_err(s, c, cs, endpoint, &e);
     }
     const int fd = conn_fd(c);
     pthread_mutex_lock(&s->mu);
@@ -382,9 +442,9 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no");
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+        add_cors(s, cs, r);
         if (j->warning[0]) MHD_add_response_header(r, "X-Tern-Warning", j->warning);
-        enum MHD_Result ret = MHD_queue_response(c, 200, r);
+        enum MHD_Result ret = queue(c, 200, r);
         MHD_destroy_response(r);
         srv_metrics_request(&s->metrics, endpoint, 200);
         return ret;
@@ -409,7 +469,7 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
     log_line(s, "POST", url, status, cs->t0, j);
     srv_job_release(j);
     pthread_mutex_unlock(&s->mu);
-    return reply_w(s, c, endpoint, status, "application/json", body, NULL, warning);
+    return reply_w(s, c, cs, endpoint, status, "application/json", body, NULL, warning);
 }
 
 /* The base model, then each adapter with its base as "parent" (vLLM's listing of LoRA modules). */
@@ -450,11 +510,75 @@ static int endpoint_of(const char *url)
     return EP_OTHER;
 }
 
+/* The paths the API key covers: /v1, and /metrics and the page unless made public. */
+static bool needs_key(const struct tern_server *s, const char *url, bool v1)
+{
+    if (v1) return true;
+    if (!strcmp(url, "/metrics")) return !s->p.public_metrics;
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) return !s->p.public_page;
+    return false; /* /health (load balancers), and unknown paths (404) */
+}
+
+/* Give back cs's body and its budget. */
+static void drop_body(struct tern_server *s, struct conn *cs)
+{
+    sbuf_free(&cs->body);
+    srv_body_give(s, cs->reserved);
+    cs->reserved = 0;
+}
+
+static void budget_error(const struct tern_server *s, struct srv_err *e)
+{
+    srv_err_set(e, 503, "server_error", NULL, "server_busy",
+                "the server is holding %zu MiB of request bodies, its limit for all requests at once "
+                "(--max-body-total): retry shortly", s->p.max_body_total >> 20);
+}
+
+/* The first call of a request: its headers are in, its body not read. Refuse it now when the
+ * answer is known (then MHD reads no body and closes after the answer), else take the body's
+ * budget from its Content-Length. */
+static enum MHD_Result request_start(struct tern_server *s, struct MHD_Connection *c, struct conn *cs,
+                                     const char *url, const char *method, const char *version, int ep, bool v1)
+{
+    struct srv_err e;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    const unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+    cs->body_pending = n > 0 || MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    cs->key = authorized(s, c);
+    bool ok = srv_gate_framing(c, &e) && srv_gate_host(s, c, version, &e) && srv_gate_origin(s, c, &cs->acao, &e);
+    if (ok && strcmp(method, "OPTIONS") && cs->key == -2 && needs_key(s, url, v1)) {
+        ok = false;
+        srv_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
+                    "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
+                    "given to tern serve with --api-key, --api-key-file or TERN_API_KEY)");
+    }
+    if (ok && !strcmp(method, "POST") && (ep == EP_CHAT || ep == EP_COMPLETIONS)) ok = srv_gate_json(c, &e);
+    if (ok && n > s->p.max_body) {
+        ok = false;
+        srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
+                    "the request body of %s bytes exceeds the server's limit of %zu bytes", cl, s->p.max_body);
+    }
+    if (ok && n) {
+        if (!srv_body_take(s, (size_t)n)) {
+            ok = false;
+            budget_error(s, &e);
+        } else {
+            cs->reserved = (size_t)n;
+            /* its whole size at once: no doubling, no copies */
+            if ((cs->body.p = malloc((size_t)n + 1))) cs->body.cap = (size_t)n + 1;
+        }
+    }
+    if (ok) return MHD_YES;
+    log_line(s, method, url, e.status, cs->t0, NULL);
+    conn_mark(s, c, CONN_REFUSED);
+    cs->refused = true;
+    return reply_err(s, c, cs, ep, &e);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_size, void **con_cls)
 {
-    (void)version;
     struct tern_server *s = cls;
     struct conn *cs = *con_cls;
     const int ep = endpoint_of(url);
@@ -463,35 +587,33 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
         cs->t0 = srv_now();
         *con_cls = cs;
-        /* refuse before reading the body when the answer is known already */
-        struct srv_err e;
-        cs->key = authorized(s, c);
-        if (v1 && strcmp(method, "OPTIONS") && cs->key == -2) {
-            srv_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
-                        "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
-                        "given to tern serve with --api-key, --api-key-file or TERN_API_KEY)");
-            log_line(s, method, url, 401, cs->t0, NULL);
-            conn_mark(s, c, CONN_REFUSED);
-            return reply_err(s, c, ep, &e);
-        }
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > s->p.max_body) {
-            srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
-                        "the request body of %s bytes exceeds the server's limit of %zu bytes",
-                        cl, s->p.max_body);
-            log_line(s, method, url, 413, cs->t0, NULL);
-            conn_mark(s, c, CONN_REFUSED);
-            return reply_err(s, c, ep, &e);
-        }
-        return MHD_YES;
+        return request_start(s, c, cs, url, method, version, ep, v1);
     }
     if (*upload_size) {
-        if (!cs->too_big && cs->body.len + *upload_size > s->p.max_body) {
-            cs->too_big = true;
-            sbuf_free(&cs->body);
-        }
-        if (!cs->too_big && !sbuf_add(&cs->body, upload, *upload_size)) cs->too_big = true;
+        const size_t up = *upload_size;
         *upload_size = 0;
+        if (cs->too_big || cs->over_budget) return MHD_YES; /* read and dropped */
+        if (cs->body.len + up > s->p.max_body) {
+            cs->too_big = true;
+            drop_body(s, cs);
+            return MHD_YES;
+        }
+        if (cs->body.len + up > cs->reserved) {
+            /* chunked: the budget is taken as the body comes, 64 KiB at a time at least */
+            size_t more = cs->body.len + up - cs->reserved;
+            if (more < 65536) more = 65536;
+            if (!srv_body_take(s, more)) {
+                cs->over_budget = true;
+                drop_body(s, cs);
+                return MHD_YES;
+            }
+            cs->reserved += more;
+        }
+        if (!sbuf_add(&cs->body, upload, up)) {
+            cs->too_big = true; /* out of memory */
+            drop_body(s, cs);
+        }
+        if (cs->body.len > cs->body_peak) cs->body_peak = cs->body.len;
         return MHD_YES;
     }
     conn_mark(s, c, CONN_ANSWERING); /* the whole request is in: no deadline for its answer */
@@ -499,24 +621,37 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!atomic_load(&s->ready) && strcmp(method, "OPTIONS")) {
         /* the port is bound before the model loads: say so rather than refuse the connection */
         if (!strcmp(url, "/health"))
-            return reply(s, c, ep, 503, "application/json", strdup("{\"status\": \"loading\"}"), "1");
+            return reply(s, c, cs, ep, 503, "application/json", strdup("{\"status\": \"loading\"}"), "1");
         srv_err_set(&e, 503, "server_error", NULL, "model_loading", "the model is loading; retry shortly");
         log_line(s, method, url, 503, cs->t0, NULL);
-        return reply_err(s, c, ep, &e);
+        return reply_err(s, c, cs, ep, &e);
     }
     if (cs->too_big) {
         srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
                     "the request body exceeds the server's limit of %zu bytes", s->p.max_body);
         log_line(s, method, url, 413, cs->t0, NULL);
-        return reply_err(s, c, ep, &e);
+        return reply_err(s, c, cs, ep, &e);
+    }
+    if (cs->over_budget) {
+        budget_error(s, &e);
+        log_line(s, method, url, 503, cs->t0, NULL);
+        return reply_err(s, c, cs, ep, &e);
     }
     if (!strcmp(method, "OPTIONS")) {
+        /* a preflight from an origin --cors allows (another was refused at the start), or a
+         * plain OPTIONS: what the server takes */
         struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
-        enum MHD_Result ret = MHD_queue_response(c, 204, r);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+        if (cs->acao) {
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+        }
+        add_cors(s, cs, r);
+        enum MHD_Result ret = queue(c, 204, r);
         MHD_destroy_response(r);
+        srv_metrics_request(&s->metrics, ep, 204);
         return ret;
     }
     const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
@@ -526,37 +661,68 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     } else if (ep == EP_MODELS) {
         if (get) {
             log_line(s, method, url, 200, cs->t0, NULL);
-            return reply(s, c, ep, 200, "application/json", models_json(s), NULL);
+            return reply(s, c, cs, ep, 200, "application/json", models_json(s), NULL);
         }
     } else if (!strcmp(url, "/health")) {
         if (get) {
             const bool draining = atomic_load(&s->draining);
-            return reply(s, c, ep, draining ? 503 : 200, "application/json",
+            return reply(s, c, cs, ep, draining ? 503 : 200, "application/json",
                          strdup(draining ? "{\"status\": \"shutting down\"}" : "{\"status\": \"ok\"}"), NULL);
         }
     } else if (!strcmp(url, "/metrics")) {
-        if (get) return reply(s, c, ep, 200, "text/plain; version=0.0.4", srv_metrics_text(s), NULL);
+        if (get) return reply(s, c, cs, ep, 200, "text/plain; version=0.0.4", srv_metrics_text(s), NULL);
     } else if (!strcmp(url, "/") || !strcmp(url, "/index.html")) {
-        if (get) return reply(s, c, ep, 200, "text/html; charset=utf-8", strdup(srv_page_html), NULL);
+        if (get) return reply(s, c, cs, ep, 200, "text/html; charset=utf-8", strdup(srv_page_html), NULL);
     } else {
         srv_err_set(&e, 404, "invalid_request_error", NULL, "unknown_url",
                     "Unknown request URL: %s %s. tern serves POST /v1/chat/completions, POST "
                     "/v1/completions, GET /v1/models, GET /health, GET /metrics and GET /", method, url);
         log_line(s, method, url, 404, cs->t0, NULL);
-        return reply_err(s, c, ep, &e);
+        return reply_err(s, c, cs, ep, &e);
     }
     srv_err_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
                 "%s is not allowed on %s (use %s)", method, url,
                 ep == EP_CHAT || ep == EP_COMPLETIONS ? "POST" : "GET");
     log_line(s, method, url, 405, cs->t0, NULL);
-    return reply_err(s, c, ep, &e);
+    return reply_err(s, c, cs, ep, &e);
+}
+
+/* A lingering close: the answer is out (FIN after it), then what the client still sends is read
+ * and dropped until it closes its side, sends nothing for LINGER_IDLE_MS, LINGER_S seconds pass
+ * (the reaper also cuts it at --read-timeout) or 4 x --max-body bytes came (64 MiB at least). */
+enum { LINGER_S = 10, LINGER_IDLE_MS = 2000 };
+static void linger(const struct tern_server *s, int fd)
+{
+    shutdown(fd, SHUT_WR);
+    char buf[16384];
+    const size_t max = 4 * s->p.max_body > (64u << 20) ? 4 * s->p.max_body : 64u << 20;
+    const double t_end = srv_now() + LINGER_S;
+    size_t total = 0;
+    for (;;) {
+        const double left = t_end - srv_now();
+        if (left <= 0 || total > max) break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        const int ms = left * 1e3 < LINGER_IDLE_MS ? (int)(left * 1e3) + 1 : LINGER_IDLE_MS;
+        const int r = poll(&p, 1, ms);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        const ssize_t k = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (k <= 0) break;
+        total += (size_t)k;
+    }
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)toe;
     struct tern_server *s = cls;
     struct conn *cs = *con_cls;
+    const int fd = conn_fd(c);
+    const bool mine = tl.s == s && tl.fd == fd && fd >= 0;
+    if (mine && (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK || toe == MHD_REQUEST_TERMINATED_WITH_ERROR) &&
+        (tl.mhd_status || (cs && cs->refused && cs->body_pending)))
+        linger(s, fd);
+    if (mine) tl.answered = false, tl.mhd_status = 0;
     conn_mark(s, c, CONN_NEXT);
     if (!cs) return;
     if (cs->had_job) {
@@ -564,9 +730,85 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
         s->http_jobs--;
         pthread_mutex_unlock(&s->mu);
     }
-    sbuf_free(&cs->body);
+    drop_body(s, cs);
+#ifdef __GLIBC__
+    if (cs->body_peak >= TRIM_AT) malloc_trim(0);
+#endif
     free(cs);
     *con_cls = NULL;
+}
+
+/* MHD's URI callback: the first call on this thread for a request (its request line is read). */
+static void *request_line(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)uri;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    tl.s = cls;
+    tl.e = ci ? ci->socket_context : NULL;
+    tl.fd = conn_fd(c);
+    tl.answered = false;
+    tl.mhd_status = 0;
+    return NULL; /* the request's *con_cls: made at its first handler call */
+}
+
+/* The text of MHD's HTML error page ("<html><head><title>..</title></head><body>TEXT</body>"). */
+static void html_text(const char *html, char *out, size_t cap)
+{
+    const char *p = html ? strstr(html, "<body>") : NULL;
+    p = p ? p + 6 : html ? html : "";
+    size_t n = 0;
+    for (bool tag = false; *p && n + 1 < cap; p++) {
+        if (!strncmp(p, "</body>", 7)) break;
+        if (*p == '<') tag = true;
+        else if (*p == '>') tag = false;
+        else if (!tag) out[n++] = *p;
+    }
+    out[n] = 0;
+}
+
+/* libmicrohttpd 0.9.75 (and 1.0) logs this, with the status and its HTML, just before it queues
+ * an error response of its own (transmit_error_response_len in connection.c). */
+static const char MHD_ERROR_FMT[] = "Error processing request (HTTP response code is %u ('%s')). Closing connection.\n";
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct tern_server *s = cls;
+    if (!fmt || strcmp(fmt, MHD_ERROR_FMT)) return; /* the rest of MHD's log stays quiet */
+    va_list aq;
+    va_copy(aq, ap);
+    const unsigned status = va_arg(aq, unsigned);
+    const char *html = va_arg(aq, const char *);
+    va_end(aq);
+    srv_metrics_request(&s->metrics, EP_OTHER, (int)status);
+    char text[400];
+    html_text(html, text, sizeof text);
+    if (!s->p.quiet) fprintf(stderr, "tern serve: %u (libmicrohttpd: %s)\n", status, text[0] ? text : "refused");
+    if (tl.s != s || tl.answered || tl.fd < 0) return; /* no request line yet: MHD's HTML goes out */
+    const char *code = status == 413 ? "request_too_large" : status == 414 ? "uri_too_long"
+                     : status == 431 ? "headers_too_large" : status == 505 ? "http_version_not_supported"
+                     : "bad_request";
+    struct srv_err e;
+    srv_err_set(&e, (int)status, status >= 500 && status != 505 ? "server_error" : "invalid_request_error", NULL,
+                code, "the HTTP request was refused by the server's HTTP library: %s",
+                text[0] ? text : "malformed request");
+    char *body = srv_err_body(&e);
+    char resp[2048];
+    const char *phrase = MHD_get_reason_phrase_for(status);
+    const int n = body ? snprintf(resp, sizeof resp, "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"
+                                  "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", status,
+                                  phrase && phrase[0] ? phrase : "Error", strlen(body), body) : -1;
+    free(body);
+    if (n <= 0 || n >= (int)sizeof resp) return;
+    (void)send(tl.fd, resp, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    /* MHD's own page, queued next, now fails to send and the connection closes */
+    shutdown(tl.fd, SHUT_WR);
+    tl.answered = true;
+    tl.mhd_status = (int)status;
+    if (tl.e) {
+        pthread_mutex_lock(&s->conns_mu);
+        tl.e->answered = true; /* the reaper writes no 408 after it */
+        pthread_mutex_unlock(&s->conns_mu);
+    }
 }
 
 /* A connection holds a descriptor (and a thread): raise the soft open-file limit to the hard
@@ -600,9 +842,15 @@ tern_status srv_http_start(struct tern_server *s)
     struct addrinfo *ai = NULL;
     int gai = getaddrinfo(host, port, &hints, &ai);
     if (gai || !ai) return tern_fail(TERN_ERR_ARG, "serve: cannot resolve host '%s': %s", host, gai_strerror(gai));
+    if (!srv_gate_bind(s, ai->ai_addr)) {
+        freeaddrinfo(ai);
+        return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
+    }
     raise_fd_limit(s);
     /* poll(), not select(): select cannot watch a descriptor above 1024 */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
+    /* the error log: MHD's own refusals are counted and answered in JSON (mhd_log) */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)s->p.port, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
@@ -610,7 +858,8 @@ tern_status srv_http_start(struct tern_server *s)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)s->p.max_connections_per_ip,
         /* a stalled reader of an answer (the read deadline covers requests only) */
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_URI_LOG_CALLBACK, request_line, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_END);
     const int err = errno;
     freeaddrinfo(ai);
     if (!d)

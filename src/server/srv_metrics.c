@@ -11,7 +11,9 @@
 
 static const double BUCKETS[SRV_HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                                  0.25,  0.5,    1,     2.5,  5,     10,  30};
-static const int STATUSES[8] = {200, 400, 401, 404, 405, 413, 500, 503};
+/* the statuses counted on their own; others fall into 200, 400 or 500 by class */
+static const int STATUSES[SRV_STATUSES] = {200, 204, 400, 401, 403, 404, 405, 408, 413, 414,
+                                           415, 431, 500, 501, 503, 505};
 static const char *const ENDPOINTS[4] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "other"};
 
 void srv_metrics_init(struct srv_metrics *m)
@@ -35,8 +37,8 @@ void srv_hist_add(struct srv_hist *h, double seconds)
 void srv_metrics_request(struct srv_metrics *m, int endpoint, int status)
 {
     int k = 0;
-    while (k < 7 && STATUSES[k] != status) k++;
-    if (STATUSES[k] != status) k = status >= 500 ? 6 : 1; /* other 5xx / 4xx */
+    while (k < SRV_STATUSES - 1 && STATUSES[k] != status) k++;
+    if (STATUSES[k] != status) k = status >= 500 ? 12 : status >= 400 ? 2 : 0; /* 500, 400, 200 */
     pthread_mutex_lock(&m->mu);
     m->requests[endpoint < 0 || endpoint > 3 ? 3 : endpoint][k]++;
     pthread_mutex_unlock(&m->mu);
@@ -81,7 +83,7 @@ char *srv_metrics_text(struct tern_server *s)
     sbuf_adds(&b, "# HELP tern_requests_total HTTP requests answered, by endpoint and status.\n"
                   "# TYPE tern_requests_total counter\n");
     for (int e = 0; e < 4; e++)
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < SRV_STATUSES; k++) {
             snprintf(line, sizeof line, "tern_requests_total{endpoint=\"%s\",status=\"%d\"} %llu\n",
                      ENDPOINTS[e], STATUSES[k], (unsigned long long)m->requests[e][k]);
             sbuf_adds(&b, line);
@@ -138,5 +140,14 @@ char *srv_metrics_text(struct tern_server *s)
     scalar(&b, "tern_connections_timed_out_total", "counter",
            "Connections closed because a request's headers and body took longer than --read-timeout.",
            (double)timed_out);
+    pthread_mutex_lock(&s->body_mu);
+    const double body = (double)s->body_bytes, body_peak = (double)s->body_bytes_peak, refused = (double)s->body_refused;
+    pthread_mutex_unlock(&s->body_mu);
+    scalar(&b, "tern_request_body_bytes", "gauge",
+           "Request body bytes held now (announced, buffered or parsed), at most --max-body-total.", body);
+    scalar(&b, "tern_request_body_bytes_peak", "gauge", "The most request body bytes held at once.", body_peak);
+    scalar(&b, "tern_request_body_budget_bytes", "gauge", "--max-body-total.", (double)s->p.max_body_total);
+    scalar(&b, "tern_requests_refused_body_budget_total", "counter",
+           "Requests refused with 503 because their body would pass --max-body-total.", refused);
     return b.p;
 }

@@ -1,7 +1,11 @@
 /* test_http.h — a tiny HTTP/1.1 client for the tests that drive tern serve in-process over
- * loopback with raw sockets (Connection: close, whole answers, no chunked bodies). */
+ * loopback with raw sockets (Connection: close, whole answers, no chunked bodies). The raw
+ * exchange (test_http_raw) sends exactly the bytes given, for tests of the server's framing. */
 #ifndef TERN_TEST_HTTP_H
 #define TERN_TEST_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 
@@ -16,5 +20,22 @@ void test_http(int port, const char *method, const char *path, const char *auth,
 /* POST /v1/chat/completions; fails the test unless the status is want_status; the parsed body
  * (caller frees with cJSON_Delete). */
 cJSON *test_post_chat(int port, const char *auth, const char *body, int want_status);
+
+/* One raw exchange: connect, send head then body_len bytes of body (from another thread, so
+ * a server answering early cannot deadlock the send), read until the server closes (or 20 s).
+ * What came back, parsed: status 0 = no HTTP response; headers (the raw header block, with its
+ * final CRLF), body; closed: the server closed cleanly (end of file, no reset); reset: the read
+ * ended in ECONNRESET. The strings are the caller's to free with test_raw_free. */
+struct test_raw {
+    int status;
+    char *headers;
+    char *body;
+    bool closed, reset;
+    size_t sent;      /* body bytes the server took before the exchange ended */
+};
+void test_http_raw(int port, const char *head, const char *body, size_t body_len, struct test_raw *r);
+void test_raw_free(struct test_raw *r);
+/* The value of header name in r->headers (case-insensitive name), copied into out; false if absent. */
+bool test_raw_header(const struct test_raw *r, const char *name, char *out, size_t cap);
 
 #endif

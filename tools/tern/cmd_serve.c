@@ -30,12 +30,26 @@ static void help(void)
            "  --host ADDR            address to listen on (default 127.0.0.1: this machine only;\n"
            "                         0.0.0.0 or :: exposes the server to the network)\n"
            "  --port N               TCP port, 0..65535 (default 8080; 0 = any free port)\n"
-           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1; repeatable: any\n"
-           "                         of the keys is accepted (default: the TERN_API_KEY environment\n"
-           "                         variable, else no key). Requests with different keys never\n"
-           "                         share prompt KV, nor see each other's in cached_tokens\n"
+           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1, /metrics and the\n"
+           "                         page (/health stays open); repeatable: any of the keys is\n"
+           "                         accepted (default: the TERN_API_KEY environment variable, else\n"
+           "                         no key). Requests with different keys never share prompt KV,\n"
+           "                         nor see each other's in cached_tokens\n"
            "  --api-key-file FILE    keys from FILE, one per line ('#' comments and blank lines\n"
            "                         skipped); keeps them out of ps; repeatable, adds to --api-key\n"
+           "  --public-metrics       GET /metrics needs no API key (a scraper without one)\n"
+           "  --public-page          GET / (the chat page) needs no API key (it asks for one)\n"
+           "  --cors ORIGIN          let pages on ORIGIN (scheme://host[:port], e.g.\n"
+           "                         https://app.example) call the server from a browser:\n"
+           "                         preflights answered, Access-Control-Allow-Origin on answers;\n"
+           "                         repeatable; '*' = any origin. Default: none, and a request\n"
+           "                         carrying another origin's Origin header is refused (403)\n"
+           "  --allow-host NAME      accept requests whose Host is NAME (any port) or NAME:PORT;\n"
+           "                         repeatable; '*' = any. On a loopback address the server answers\n"
+           "                         only its own names (localhost, 127.0.0.1, [::1], the --host\n"
+           "                         given; with its port when a port is sent): another Host is how\n"
+           "                         a web page reaches it through DNS rebinding (403). Elsewhere\n"
+           "                         the Host is checked only when this is given\n"
            "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
            "  --cache-mb M           a prompt cache of M MiB of KV shared by all slots: a prompt\n"
            "                         whose prefix was computed before (another conversation's\n"
@@ -81,6 +95,11 @@ static void help(void)
            "                         --draft-max)\n"
            "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
            "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
+           "  --max-body-total BYTES request body bytes held at once over all connections; a body\n"
+           "                         that would pass it is 503 with Retry-After (from its\n"
+           "                         Content-Length, before it is read) (default 67108864, or\n"
+           "                         --max-body if more). Parsing a body costs several times its\n"
+           "                         size: this bounds that memory under many large requests\n"
            "  --max-connections N    open connections at once, 1..1000000 (default 4096; the\n"
            "                         open-file limit is raised to hold them)\n"
            "  --max-connections-per-ip N  open connections from one client address (default: no\n"
@@ -105,6 +124,11 @@ static void help(void)
            "json_schema, grammar (GBNF), top_k, min_p, repeat_penalty, repeat_last_n, cache_prompt,\n"
            "id_slot ...; sampler knobs tern lacks (typical_p, mirostat, ...) only at their off\n"
            "value; unknown names are refused with 400 (README \"Request fields\" has the table).\n"
+           "POST bodies must be sent with 'Content-Type: application/json' (415 otherwise: a page on\n"
+           "another site could post a form or text/plain without asking). A request framed two ways\n"
+           "(two Content-Lengths, Content-Length with chunked) is 400, a Transfer-Encoding other than\n"
+           "chunked 501; errors are OpenAI's JSON error body. Listening on a non-loopback address\n"
+           "without an API key prints a warning.\n"
            "\n"
            "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
            "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
@@ -123,6 +147,8 @@ struct keys {
     char *lora_name[SERVE_MAX_LORA], *lora_path[SERVE_MAX_LORA];
     float lora_scale[SERVE_MAX_LORA];
     int n_lora;
+    const char **cors, **hosts; /* --cors, --allow-host values (argv's strings) */
+    int n_cors, n_hosts;
 };
 
 static bool keys_add(struct keys *k, const char *key, bool owned)
@@ -140,8 +166,20 @@ static bool keys_add(struct keys *k, const char *key, bool owned)
     return true;
 }
 
+/* Append v to a growable list of argv strings. */
+static bool list_add(const char ***list, int *n, const char *v)
+{
+    const char **l = realloc(*list, sizeof *l * (size_t)(*n + 1));
+    if (!l) return false;
+    l[(*n)++] = v;
+    *list = l;
+    return true;
+}
+
 static void keys_free(struct keys *k)
 {
+    free(k->cors);
+    free(k->hosts);
     for (int i = 0; i < k->n_lora; i++) free(k->lora_name[i]), free(k->lora_path[i]);
     for (int i = 0; i < k->n_owned; i++) free(k->owned[i]);
     free(k->owned);
@@ -248,6 +286,14 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
             p.no_repack = true;
             continue;
         }
+        if (!strcmp(a, "--public-metrics")) {
+            p.public_metrics = true;
+            continue;
+        }
+        if (!strcmp(a, "--public-page")) {
+            p.public_page = true;
+            continue;
+        }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &val)) != 0)
         if (OPT("-m", "--model")) {
             if (r < 0) return CLI_EXIT_USAGE;
@@ -265,6 +311,20 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
         } else if (OPT("--api-key-file", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             if ((r = keys_from_file(keys, val))) return r;
+        } else if (OPT("--cors", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (strcmp(val, "*") && !strstr(val, "://"))
+                return cli_usage_error("serve", "--cors '%s' is not an origin: give scheme://host[:port] "
+                                       "(e.g. https://app.example) or '*'", val);
+            if (!list_add(&keys->cors, &keys->n_cors, val)) return cli_usage_error("serve", "out of memory");
+        } else if (OPT("--allow-host", NULL)) {
+            if (r < 0) return CLI_EXIT_USAGE;
+            if (!val[0] || strchr(val, '/'))
+                return cli_usage_error("serve", "--allow-host '%s' is not a host name: give NAME or NAME:PORT", val);
+            if (!list_add(&keys->hosts, &keys->n_hosts, val)) return cli_usage_error("serve", "out of memory");
+        } else if (OPT("--max-body-total", NULL)) {
+            if (r < 0 || !cli_flag_int("serve", "--max-body-total", val, 1024, 1ll << 40, &v)) return CLI_EXIT_USAGE;
+            p.max_body_total = (size_t)v;
         } else if (OPT("--alias", NULL)) {
             if (r < 0) return CLI_EXIT_USAGE;
             p.model_alias = val;
@@ -354,6 +414,10 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
     p.lora_paths = (const char *const *)keys->lora_path;
     p.lora_scales = keys->lora_scale;
     p.n_lora = keys->n_lora;
+    p.cors_origins = keys->cors;
+    p.n_cors_origins = keys->n_cors;
+    p.allowed_hosts = keys->hosts;
+    p.n_allowed_hosts = keys->n_hosts;
     *pp = p;
     return 0;
 }
