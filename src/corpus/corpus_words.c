@@ -4,7 +4,7 @@
  * arguments byte for byte; domains are example.* (RFC 2606) so no address is real. */
 #include <string.h>
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 
 struct word_list {
     const char *name;

@@ -20,8 +20,8 @@
  *   files (corpus_write.c)        train/val/test .jsonl + manifest.json, the public entry point
  * Same seed and size give the same bytes on every platform: the RNG is splitmix64, no floating
  * point value is printed that was not rounded to two decimals first, and nothing reads the clock. */
-#ifndef TERN_TRAIN_CORPUS_H
-#define TERN_TRAIN_CORPUS_H
+#ifndef TERN_CORPUS_CORPUS_H
+#define TERN_CORPUS_CORPUS_H
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -8,7 +8,7 @@
  * can say "I can <description>"). Adding a line adds a family of tools. */
 #include <string.h>
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 
 #define T(dom, act, verbs, objs, vp, np, params, results, descs) \
     {dom, act, verbs, objs, vp, np, params, results, descs}

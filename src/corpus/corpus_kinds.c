@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "train/corpus.h"
-#include "train/corpus_gen.h"
+#include "corpus/corpus.h"
+#include "corpus/corpus_gen.h"
 #include "util/check.h"
 
 #define S CT_STRING
