@@ -2240,7 +2240,7 @@ tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *pa
                                           const int *layers, int n_layers);
 
 /* ===================================================================== training data */
-/* (section owned by src/train/corpus_*.c and bpe_train*.c) A synthetic tool-calling corpus and a
+/* (section owned by src/corpus/ and src/train/bpe_train*.c) A synthetic tool-calling corpus and a
  * byte-level BPE tokenizer trainer, the data side of `tern train`.
  *
  *     struct tern_corpus_params cp = tern_corpus_default_params();  // seed 1, 60000, 90/5/5

@@ -126,18 +126,27 @@ static void test_report_schema(void **state)
     assert_int_equal(at(r, "determinism", "threads", NULL)->valuedouble, 1);
     assert_int_equal(at(r, "determinism", "temperature", NULL)->valuedouble, 0);
     assert_int_equal(at(r, "ttfa", "prompts_with_tools", NULL)->valuedouble, 1);
-    /* TTFT = template + tokenizer + prefill + first step, per prompt (medians of the parts need
-     * not add up; the first repetition's samples are not in the report, so check the medians
-     * within the spread of the parts) and the KV log */
+    /* TTFT = template + tokenizer + prefill + first step in every repetition, but medians of the
+     * parts need not add up to the median TTFT, by any margin a busy machine respects (no unit
+     * test asserts a timing: speed belongs to benchmarks). What holds under any load: each part
+     * is a non-negative share of every sample's TTFT, so its median is at most TTFT's median;
+     * the reported TTFT is the median of its own samples; the KV log is exact. */
     cJSON *p;
     int n = 0;
     cJSON_ArrayForEach(p, at(r, "prompts", NULL, NULL)) {
         n++;
-        double parts = at(p, "template_ms", NULL, NULL)->valuedouble + at(p, "tokenizer_ms", NULL, NULL)->valuedouble +
-                       at(p, "prefill_ms", NULL, NULL)->valuedouble + at(p, "first_step_ms", NULL, NULL)->valuedouble;
         double ttft = at(p, "ttft_ms", NULL, NULL)->valuedouble;
-        assert_true(fabs(parts - ttft) <= 0.25 * ttft);
-        assert_int_equal(cJSON_GetArraySize(at(p, "samples", "ttft_ms", NULL)), 3);
+        assert_true(isfinite(ttft) && ttft > 0);
+        for (const char *const *k = (const char *const[]){"template_ms", "tokenizer_ms", "prefill_ms", "first_step_ms", NULL}; *k; k++) {
+            double part = at(p, *k, NULL, NULL)->valuedouble;
+            if (!(isfinite(part) && part >= 0 && part <= ttft)) fail_msg("%s %g against ttft_ms %g", *k, part, ttft);
+        }
+        cJSON *samples = at(p, "samples", "ttft_ms", NULL);
+        assert_int_equal(cJSON_GetArraySize(samples), 3);
+        double s[3];
+        for (int k = 0; k < 3; k++) s[k] = cJSON_GetArrayItem(samples, k)->valuedouble;
+        double mid = fmax(fmin(s[0], s[1]), fmin(fmax(s[0], s[1]), s[2])); /* the median of three */
+        assert_true(ttft == mid);
         assert_true(at(p, "prompt_tokens", NULL, NULL)->valuedouble > 5);
     }
     assert_int_equal(n, 2);

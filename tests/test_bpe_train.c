@@ -24,7 +24,7 @@
 
 #include "chat/chat.h"
 #include "train/bpe_train.h"
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 
 static char corpus_dir[512], tok_path[600], plain_path[600], plain_tok[600];
 

@@ -1,4 +1,4 @@
-/* test_corpus.c — the synthetic tool-calling corpus (tern corpus toolcalls, src/train/corpus_*.c).
+/* test_corpus.c — the synthetic tool-calling corpus (tern corpus toolcalls, src/corpus/).
  *
  * One corpus of 3000 conversations is written once (setup) and read by most tests:
  *   - every line parses; messages follow the OpenAI shape; 1-6 tools; every tool call names an
@@ -24,8 +24,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "train/corpus.h"
-#include "train/corpus_gen.h"
+#include "corpus/corpus.h"
+#include "corpus/corpus_gen.h"
 
 #define CORPUS_N 3000
 

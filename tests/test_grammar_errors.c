@@ -1,7 +1,7 @@
 /* test_grammar_errors.c — JSON Schema input tern cannot or will not enforce: every case is
  * refused with the right status and a message naming where (line:col for JSON, the JSON path
  * for keywords), or with --schema-lenient compiled with a warning; pathological schemas and
- * regexes compile in bounded time or hit a named limit; nothing crashes. Also the schema
+ * regexes compile to bounded tables or hit a named limit; nothing crashes. Also the schema
  * semantics that are easy to get subtly wrong (numbers, regex anchors, escapes, allOf, oneOf,
  * $ref recursion, deep nesting) at the byte level. */
 #include "test_support.h"
@@ -188,8 +188,12 @@ static void test_pathological(void **state)
         double t0 = now_ms();
         if (tern_grammar_from_json_schema(NULL, s, strlen(s), NULL, &g)) fail_msg("%s: %s", res[i].re, tern_last_error());
         double dt = now_ms() - t0;
-        print_message("pattern %s: %.0f ms\n", res[i].re, dt);
-        assert_true(dt < 20000);
+        struct tern_grammar_info gi;
+        tern_grammar_get_info(g, &gi);
+        print_message("pattern %s: %.0f ms, %zu table bytes, %u nodes\n", res[i].re, dt, gi.table_bytes, gi.n_nodes);
+        /* bounded in what the compiler built, not in the time it took (a busy machine stretches
+         * that; no unit test asserts a timing): the largest here, a.{600}b, is 3.6 MB */
+        if (gi.table_bytes > (size_t)16 << 20) fail_msg("%s: %zu bytes of tables", res[i].re, gi.table_bytes);
         if (res[i].yes && !accepts(g, res[i].yes)) fail_msg("%s refuses %s: %s", res[i].re, res[i].yes, tern_last_error());
         if (accepts(g, res[i].no)) fail_msg("%s accepts %s", res[i].re, res[i].no);
         tern_grammar_free(g);

@@ -24,7 +24,7 @@
 #include "chat/chat.h"
 #include "tokenizer/tok_internal.h"
 #include "train/bpe_train.h"
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 #include "util/check.h"
 #include "util/error.h"
 #include "util/utf8.h"

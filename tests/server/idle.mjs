@@ -1,12 +1,12 @@
 // idle.mjs — idle and slow connections must not lock other clients out (issue 37, item 1).
 // Opens IDLE sockets that send nothing plus tricklers that send a request's headers (or its
 // body) one byte a second, then fires 50 real requests (GET /health and 4-token completions,
-// 10 at a time, a new connection each) while they are all open: every one must answer 200 and
-// the p99 latency must stay under 1 s. Then: a trickler is closed by the server once the
-// receive deadline (--read-timeout T) has passed although it keeps sending, and a stream whose
-// reader pauses longer than T still completes (the deadline covers receiving a request, not
-// sending its answer). Last, with --max-connections-per-ip 8 the 9th connection from one address
-// is closed at once. Bounded: the whole run stops itself within 60 s. Prints a JSON summary.
+// 10 at a time, a new connection each) while they are all open: every one must answer 200
+// (their latency is reported, never asserted: speed belongs to benchmarks). Then: a trickler
+// is closed by the server once the receive deadline (--read-timeout T) has passed although it
+// keeps sending, and a stream whose reader pauses longer than T still completes (the deadline
+// covers receiving a request, not sending its answer). Last, with --max-connections-per-ip 8
+// the 9th connection from one address is closed at once. Bounded: the whole run stops itself within 60 s. Prints a JSON summary.
 // usage: node idle.mjs TERN_BIN MODEL [IDLE=1000] [T=5]   (T = "default": no --read-timeout flag)
 import assert from "node:assert/strict";
 import net from "node:net";
@@ -111,7 +111,6 @@ try {
   assert.equal(connected, IDLE + TRICKLE, "every attacking socket connected and stayed open");
   assert.equal(errs.length, 0, `requests failed under ${IDLE} idle connections: ${errs.slice(0, 5).join(", ")}`);
   assert.ok(still_open >= IDLE, `the idle sockets were still open while the requests ran (${still_open})`);
-  assert.ok(p(0.99) < 1000, `p99 ${p(0.99).toFixed(1)} ms >= 1 s`);
   assert.ok(stream.done, "a stream paused past the deadline completed");
   assert.ok(cut[0] >= T - 0.5 && cut[cut.length - 1] <= T + 3, `tricklers closed ${cut[0]}..${cut[cut.length - 1]} s after connecting (deadline ${T} s)`);
   assert.equal(got408, TRICKLE, "each trickler got a 408");

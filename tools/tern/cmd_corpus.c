@@ -1,5 +1,5 @@
 /* cmd_corpus.c — `tern corpus toolcalls`: write the synthetic tool-calling corpus
- * (tern_corpus_toolcalls_write; the generator lives in src/train/corpus_*.c). */
+ * (tern_corpus_toolcalls_write; the generator lives in src/corpus/). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 #include "util/check.h"
 #include "util/error.h"
 

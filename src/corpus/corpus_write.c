@@ -14,7 +14,7 @@
 
 #include <nettle/sha2.h>
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 #include "util/error.h"
 
 static const char *const split_names[3] = {"train", "val", "test"};

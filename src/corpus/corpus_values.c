@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/corpus.h"
-#include "train/corpus_gen.h"
+#include "corpus/corpus.h"
+#include "corpus/corpus_gen.h"
 
 /* ------------------------------------------------------------------ helpers */
 

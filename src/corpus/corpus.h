@@ -1,12 +1,16 @@
 /* corpus.h — the synthetic tool-calling corpus (tern corpus toolcalls): shared pieces. Read first.
  *
- * Everything is built from tables written here, never from existing datasets:
- *   value kinds (corpus_kinds.c)  what a parameter or a result field holds: JSON type, the names a
- *                                 parameter may take, descriptions, and a generator that draws a
- *                                 value together with the words a user says for it ("tomorrow at
+ * Everything is built from tables written for tern, never from existing datasets. The word lists,
+ * value kinds and templates are data files in data/corpus/ that the build turns into C
+ * arrays (corpus_tables.h says how and why):
+ *   word lists (words.txt,        the words values are drawn from (cities, names, subjects ...)
+ *     corpus_words.c)
+ *   value kinds (kinds.txt,       what a parameter or a result field holds: JSON type, the names a
+ *     corpus_kinds.c,             parameter may take, descriptions, and a generator that draws a
+ *     corpus_values.c)            value together with the words a user says for it ("tomorrow at
  *                                 5pm" -> "2025-03-15T17:00:00", "twelve" -> 12, "2.5 km" -> 2500)
- *   templates (corpus_domains.c)  one line per operation of a domain: action class, verbs and
- *                                 objects that make tool names, noun phrases, parameters (kind
+ *   templates (templates.txt,     one record per operation of a domain: action class, verbs and
+ *     corpus_domains.c)           objects that make tool names, noun phrases, parameters (kind
  *                                 keys, '!' = required), result fields
  *   tool pool (corpus_tools.c)    each template gives several tools (verb/object/parameter-name
  *                                 variants, optional parameters left out), split by template into
@@ -20,8 +24,8 @@
  *   files (corpus_write.c)        train/val/test .jsonl + manifest.json, the public entry point
  * Same seed and size give the same bytes on every platform: the RNG is splitmix64, no floating
  * point value is printed that was not rounded to two decimals first, and nothing reads the clock. */
-#ifndef TERN_TRAIN_CORPUS_H
-#define TERN_TRAIN_CORPUS_H
+#ifndef TERN_CORPUS_CORPUS_H
+#define TERN_CORPUS_CORPUS_H
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/corpus.h"
-#include "train/corpus_gen.h"
+#include "corpus/corpus.h"
+#include "corpus/corpus_gen.h"
 #include "util/error.h"
 
 const char *const corpus_kind_names[CK_COUNT] = {"single", "parallel", "followup", "tool_error",

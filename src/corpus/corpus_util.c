@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 #include "util/error.h"
 
 uint64_t corpus_hash(uint64_t h, const void *p, size_t n)

@@ -1,9 +1,9 @@
 /* corpus_gen.h — helpers shared by the value generators (corpus_values.c), the kind table
  * (corpus_kinds.c) and the conversation writer (corpus_convo.c). Read corpus.h first. */
-#ifndef TERN_TRAIN_CORPUS_GEN_H
-#define TERN_TRAIN_CORPUS_GEN_H
+#ifndef TERN_CORPUS_CORPUS_GEN_H
+#define TERN_CORPUS_CORPUS_GEN_H
 
-#include "train/corpus.h"
+#include "corpus/corpus.h"
 
 struct corpus_gen_entry {
     const char *name;
