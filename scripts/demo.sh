@@ -4,8 +4,9 @@
 #   2. a real pretrained model answers a real question (SmolLM2-135M-Instruct, greedy, its own chat
 #      template), and a pretrained base model continues a text (Gemma 3 270M), each with its speed;
 #   3. the tool request of models/demo.json ("Check the weather in Oslo, please.", four tools)
-#      answered with a tool call by tern's own tool-calling model (models/tern-tool.gguf, linked
-#      into the binary), and by a real pretrained model (Qwen2.5-Coder-0.5B-Instruct) whose call
+#      answered with a tool call by tern's tool caller tern-tool 2 (SmolLM2 + tern's LoRA adapter,
+#      when installed), by tern-tool 1 (models/tern-tool.gguf, linked into the binary), and by a
+#      real pretrained model (Qwen2.5-Coder-0.5B-Instruct) whose call
 #      the tools' grammar holds to a tool offered and arguments valid for it (--tool-choice
 #      required).
 # Speed governance at a real size (a suite report, bless, gate) is `make demo-gate`.
@@ -42,9 +43,16 @@ echo "== the tool request (system prompt, user message and tools from $DEMO):"
 jq -r '.messages[] | "   \(.role): \(.content)"' "$DEMO"
 jq -r '"   tools: " + ([.tools[].function.name] | join(", "))' "$DEMO"
 echo "   expected: $(jq -c '.expected[]' "$DEMO")"
-if $BIN version | grep -q "embedded model: tern-tool"; then
-    echo "== tern chat --messages $DEMO   (tern's own tool-calling model, 14 M parameters: no -m)"
+if have tern-tool-2; then
+    echo "== tern chat --messages $DEMO   (tern's tool caller: tern-tool 2, SmolLM2-135M-Instruct"
+    echo "   with tern's LoRA adapter, the default of run and chat when installed: no -m)"
     out=$($BIN chat --messages "$DEMO" --json < /dev/null 2>/dev/null | tail -1)
+    echo "$out" | jq -c '"   call: " + (.tool_calls[0].function | tojson)' -r
+    echo "$out" | speed
+fi
+if $BIN version | grep -q "embedded model: tern-tool"; then
+    echo "== tern chat -m tern-tool --messages $DEMO   (tern-tool 1: 14 M parameters, trained from scratch, linked in)"
+    out=$($BIN chat -m tern-tool --messages "$DEMO" --json < /dev/null 2>/dev/null | tail -1)
     echo "$out" | jq -c '"   call: " + (.tool_calls[0].function | tojson)' -r
     echo "$out" | speed
 else

@@ -183,7 +183,8 @@ int cli_resolve_model_args(int *argc_io, char ***argv_io)
     char **argv = *argv_io;
     struct cli_installed *list = NULL;
     int n = -1;
-    /* room for every argument, plus -m BASE --lora ADAPTER once; lives for the process */
+    /* room for every argument, plus -m BASE --lora ADAPTER (serve: and --default-model NAME)
+     * once, and the NULL; lives for the process */
     char **out = calloc((size_t)argc + 7, sizeof *out);
     if (!out) return CLI_EXIT_FAIL;
     int n_out = 0, rc = CLI_EXIT_OK;
