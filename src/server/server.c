@@ -312,7 +312,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
      * that leaves it earlier would start from 0: an in-memory prompt cache (the default budget)
      * gives it the state at a block boundary; a cache directory keeps the states with the
      * blocks. */
-    const bool recurrent = tern_model_get_info(s->model)->n_layer_rec > 0;
+    const bool recurrent = !st && tern_model_get_info(s->model)->n_layer_rec > 0;
     if (!st && (p->cache_bytes || p->prompt_cache_dir || recurrent)) {
         struct tern_prefix_cache_params pp = tern_prefix_cache_default_params();
         pp.budget_bytes = p->cache_bytes;
