@@ -2081,7 +2081,7 @@ struct tern_distill_recipe {
                                and fallbacks as tern quantize picks them) */
     float qat_lr_scale;     /* "qat_lr_scale": the learning rate is multiplied by this during QAT
                                (default 0.1) */
-    /* Seed phase 1, the latency-aware losses (README "Distillation"): */
+    /* The latency-aware losses (README "Distillation"): */
     float early_tool_weight;/* "early_tool_weight": the first early_tool_n tokens of an answer that
                                should call a tool (the data's answer is a call that validates
                                against its tools' schemas, marked in the mask, see the data file)
@@ -2103,7 +2103,7 @@ struct tern_distill_recipe {
      * fraction, the latency weights (early tool-call and length-aware) are halved; they double
      * back, up to full, once it is within again (default 0.05; 0 = no rail). */
     float rail_ce_rise;
-    /* Seed phase 2, length buckets (README "Distillation"; off when n_buckets is 0): each
+    /* Length buckets (README "Distillation"; off when n_buckets is 0): each
      * micro-batch is drawn from one bucket of documents (a document belongs to the first bucket
      * whose length it does not exceed, the last one if it exceeds them all), the bucket chosen
      * with this step's weights, a draw from Dirichlet(bucket_alpha x bucket_weight) (fixed weights
@@ -2176,7 +2176,7 @@ bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, co
 tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
 /* Document weights for the training data (n = its documents; each >= 1, finite; w NULL = all 1
  * again): a trained row of document i weighs w[i] (times its early tool-call weight). Copied.
- * Validation is unweighted. The hook for seed phase 1's length-aware KD, whose weights come from
+ * Validation is unweighted. The hook for the length-aware KD, whose weights come from
  * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
  * answer is longer than the teacher's and leaves a required argument out). */
 tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);

@@ -13,7 +13,7 @@
  * - QAT: after a run whose last half is fake-quantized, the exported model quantized by tern
  *   quantize (Q8_0, Q4_0) gives logits whose cosine with the trainer's QAT forward is >= 0.999,
  *   and at least that of the plain F32 forward;
- * - seed phase 1's weights on batch rows: the early tool-call rows (mask bytes 2..) ramped over the
+ * - the latency-aware weights on batch rows: the early tool-call rows (mask bytes 2..) ramped over the
  *   epochs, document weights, unweighted validation, bad document weights refused. */
 #include "test_support.h"
 
@@ -488,7 +488,7 @@ static void test_recipe(void **state)
 
 /* ------------------------------------------------------------------ latency-aware weights */
 
-/* Seed phase 1's weights on the rows of training batches: a row whose target is token j of a
+/* The latency-aware weights on the rows of training batches: a row whose target is token j of a
  * marked tool-call answer (mask byte 2 + j) weighs 1 + early_tool_weight x ramp when j <
  * early_tool_n, else 1; the ramp is the passes over the data so far / early_tool_warmup_epochs,
  * at most 1; document weights multiply; validation batches are unweighted. Checked on every row
@@ -659,7 +659,7 @@ static void test_length_kd_weight(void **state)
                 def.length_kd_every == 100 && def.length_kd_docs == 0 && def.rail_ce_rise == 0.05f);
 }
 
-/* ------------------------------------------------------------------ length buckets (phase 2) */
+/* ------------------------------------------------------------------ length buckets */
 
 /* Documents of lengths 6..120 whose first two tokens name them (index = (t0 - FIRST_TOK) +
  * N_SYM x (t1 - FIRST_TOK)); none of lengths 49..96 when hole is set, so bucket 2 is empty. */

@@ -355,7 +355,7 @@ static void shipped_pair(const char *name, int seed, int size, char *corpus, cha
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
 }
 
-/* Length-aware KD (seed phase 1) as a user runs it: the shipped model teaches, its 2-block
+/* Length-aware KD as a user runs it: the shipped model teaches, its 2-block
  * drafter is the student, on a small tool-calling corpus. Each mining's JSON line lists the
  * answers it judged; their token counts are checked against `tern eval` answering the same cases
  * with the teacher's and the student's files (the student at step 0 is the drafter), and each

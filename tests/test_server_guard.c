@@ -1,4 +1,4 @@
-/* test_server_guard.c — `tern serve` against smuggled input and other users (issue 37), over
+/* test_server_guard.c — `tern serve` against smuggled input and other users, over
  * real HTTP on loopback with raw sockets, the server in-process on the qwen2-tiny fixture.
  *
  * Checked: a JSON object repeating a key anywhere in the body is a 400 naming the key and its

@@ -1,4 +1,4 @@
-/* test_server_lora.c — tern serve with LoRA adapters resident over one base (issue 36, item 3),
+/* test_server_lora.c — tern serve with LoRA adapters resident over one base,
  * over real HTTP on loopback, the server in-process on the qwen2-tiny fixture with two random
  * adapters (tern_lora_write), one of them carrying its own chat template.
  *

@@ -115,6 +115,40 @@ static void test_demo_request(void **state)
     cJSON_Delete(demo);
 }
 
+/* tern-tool 2 (SmolLM2-135M-Instruct + models/tern-tool-2.lora.gguf, installed by
+ * scripts/install-models.py): the default of `tern chat` without -m answers the demo request with
+ * exactly the expected call, with and without -m tern-tool-2. Skips, saying so, when it or its
+ * base is not installed. */
+static void test_tern_tool_2_demo(void **state)
+{
+    (void)state;
+    char cmd[4096], out[65536];
+    snprintf(cmd, sizeof cmd, "%s models --json 2>/dev/null", test_tern_bin());
+    test_run_cmd(cmd, out, sizeof out);
+    cJSON *list = cJSON_Parse(out), *m;
+    bool have = false;
+    cJSON_ArrayForEach(m, list) {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        if (n && !strcmp(n, "tern-tool-2") && !cJSON_GetObjectItemCaseSensitive(m, "error")) have = true;
+    }
+    cJSON_Delete(list);
+    if (!have) TEST_SKIP("tern-tool-2 is not installed (python3 scripts/install-models.py)\n");
+    char *text = test_read_file(source_file("models/demo.json"), NULL);
+    cJSON *demo = cJSON_Parse(text);
+    free(text);
+    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
+    cJSON *by_default = demo_calls("", "tern-tool-2-default"), *named = demo_calls("-m tern-tool-2", "tern-tool-2");
+    char *got = cJSON_PrintUnformatted(by_default), *want = cJSON_PrintUnformatted(expected);
+    print_message("tern-tool 2 calls: %s\nexpected: %s\n", got, want);
+    if (!cJSON_Compare(by_default, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+    assert_true(cJSON_Compare(by_default, named, true));
+    free(got);
+    free(want);
+    cJSON_Delete(by_default);
+    cJSON_Delete(named);
+    cJSON_Delete(demo);
+}
+
 static double overall(const cJSON *report, const char *a, const char *b)
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(report, "overall");
@@ -179,7 +213,7 @@ static void test_card_scores(void **state)
     check_card_scores("models/tern-tool.gguf", "models/tern-tool-dev.json");
 }
 
-/* The distilled student (issue 15): its card's scores, and the demo request answered with the
+/* The distilled student: its card's scores, and the demo request answered with the
  * expected call. */
 static void test_student(void **state)
 {
@@ -230,6 +264,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_binary_embeds_the_model),
         cmocka_unit_test(test_demo_request),
+        cmocka_unit_test(test_tern_tool_2_demo),
         cmocka_unit_test(test_card_scores),
         cmocka_unit_test(test_student),
         cmocka_unit_test(test_drafter),

@@ -1,4 +1,4 @@
-/* prefix_bench.c — tern_prompt_cache_bench: the three measured targets of issue 6.
+/* prefix_bench.c — tern_prompt_cache_bench: the prompt cache's three measured targets.
  *
  * Read prefix_cache.h first. What is timed, and what is not:
  * (1) TTFT = wall time from "prompt in hand" to "first token chosen" (argmax of the last

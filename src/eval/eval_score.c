@@ -289,7 +289,7 @@ static cJSON *tally_json(struct tally *t)
     return o;
 }
 
-/* The scores per prompt length (seed phase 2's quality drift across shapes): the cases whose
+/* The scores per prompt length (the quality drift across prompt lengths): the cases whose
  * prompt length is known, in buckets of at most 512, 1024, 2048, 4096 tokens and longer; the
  * drift is the spread (max - min) of lax F1 over the buckets whose cases expect calls. */
 static void add_prompt_buckets(cJSON *root, const struct tern_eval_run *r)

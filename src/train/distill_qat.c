@@ -1,4 +1,4 @@
-/* distill_qat.c — quantization-aware training (seed phase 3): in the QAT steps the forward and
+/* distill_qat.c — quantization-aware training: in the QAT steps the forward and
  * backward passes read a copy of the weights rounded to the export format, and the gradient
  * they produce updates the F32 master weights as if the rounding were the identity (the
  * straight-through estimator). Each tensor gets the type tern quantize gives it for the recipe's

@@ -1,4 +1,4 @@
-/* distill_weights.c — the weights of seed phase 1's latency-aware losses, laid on the rows of a
+/* distill_weights.c — the weights of the latency-aware losses, laid on the rows of a
  * distillation step (read the recipe's fields in tern.h first).
  *
  * Both losses are the step's own KD + CE terms, weighted, so their gradient is the usual one

@@ -1,4 +1,4 @@
-/* train_buckets.c — seed phase 2's length buckets: which documents a micro-batch is made of when
+/* train_buckets.c — length buckets: which documents a micro-batch is made of when
  * the recipe names buckets (read the recipe's bucket fields in tern.h first).
  *
  * A document belongs to the first bucket whose length it does not exceed (the last bucket if it

@@ -110,7 +110,7 @@ struct tern_trainer {
     float *gws;                 /* per-thread GEMM + attention workspace */
     size_t gws_floats;          /* per thread */
     struct train_batch *batch;  /* (accum) micro-batches of the current step */
-    /* seed phase 2's length buckets (train_buckets.c; on when the recipe names buckets) */
+    /* length buckets (train_buckets.c; on when the recipe names buckets) */
     const struct tern_train_data *bk_d; /* the data bk_first/bk_docs index (NULL: none yet) */
     uint64_t bk_n_docs;
     uint64_t bk_first[9];       /* bucket i's documents: bk_docs[bk_first[i] .. bk_first[i + 1]) */
@@ -239,7 +239,7 @@ tern_status train_lay_piece(const struct tern_trainer *t, const struct tern_trai
                             struct train_batch *b, int s0, int row, uint64_t doc, uint64_t first,
                             int n);
 void train_pad_rows(struct train_batch *b, int s0, int row, int T);
-/* train_buckets.c: seed phase 2's length buckets. */
+/* train_buckets.c: length buckets. */
 bool train_buckets_on(const struct tern_trainer *t);
 int train_bucket_of(const struct tern_trainer *t, uint64_t len);
 /* This step's bucket weights (a Dirichlet draw around the recipe's, seeded by the step). */

@@ -1,4 +1,4 @@
-// idle.mjs — idle and slow connections must not lock other clients out (issue 37, item 1).
+// idle.mjs — idle and slow connections must not lock other clients out.
 // Opens IDLE sockets that send nothing plus tricklers that send a request's headers (or its
 // body) one byte a second, then fires 50 real requests (GET /health and 4-token completions,
 // 10 at a time, a new connection each) while they are all open: every one must answer 200

@@ -1,4 +1,4 @@
-// isolation.mjs — one user's prompt is not reused for, nor visible to, another (issue 37, item 4):
+// isolation.mjs — one user's prompt is not reused for, nor visible to, another:
 // prefix reuse (a slot's KV, another slot's, the prompt cache) happens only within an isolation
 // group, the API key a request was sent with plus its prompt_cache_key. Checked on a server with
 // one slot and a prompt cache (a user's second request finds its prefix in the cache, the slot

@@ -1,4 +1,4 @@
-/* cli_distill_length.c — seed phase 1's length-aware KD for tern distill: the student's own
+/* cli_distill_length.c — the length-aware KD for tern distill: the student's own
  * answers decide which documents weigh more.
  *
  * At open, every assistant message of the training conversations that calls tools becomes a

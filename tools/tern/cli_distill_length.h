@@ -1,4 +1,4 @@
-/* cli_distill_length.h — tern distill's length-aware KD (seed phase 1; read cli_distill_length.c):
+/* cli_distill_length.h — tern distill's length-aware KD (read cli_distill_length.c):
  * every length_kd_every steps the student answers a slice of the training prompts, and the
  * documents it answered too long and incomplete weigh more. */
 #ifndef TERN_CLI_DISTILL_LENGTH_H

@@ -1,4 +1,4 @@
-/* cli_distill_seqkd.c — sequence-level KD for tern distill (issue scope 1, Kim & Rush 2016):
+/* cli_distill_seqkd.c — sequence-level KD for tern distill (Kim & Rush 2016):
  * the student learns from what the teacher *says*, not only from its distribution over the
  * data's words.
  *

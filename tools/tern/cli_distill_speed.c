@@ -1,4 +1,4 @@
-/* cli_distill_speed.c — seed phase 4 for tern distill: at each validation, what the student
+/* cli_distill_speed.c — speed proxies for tern distill: at each validation, what the student
  * gained in speed and lost in quality, measured the way tern measures any model.
  *
  * The teacher is measured once, at the start; at each validation the student is exported,
@@ -25,7 +25,7 @@
 
 struct speed_figures {
     double tokens_p50, ttfa_p50, ttfa_p95, ttfa_ms_p95, f1, exact, false_calls, tps, ttft_ms;
-    double f1_drift; /* lax F1 spread across prompt-length buckets (seed phase 2), -1: none */
+    double f1_drift; /* lax F1 spread across prompt-length buckets, -1: none */
 };
 
 struct cli_distill_speed {

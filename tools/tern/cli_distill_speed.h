@@ -1,4 +1,4 @@
-/* cli_distill_speed.h — tern distill's speed proxies during validation (seed phase 4; read
+/* cli_distill_speed.h — tern distill's speed proxies during validation (read
  * cli_distill_speed.c): the teacher measured once, the exported student at every validation. */
 #ifndef TERN_CLI_DISTILL_SPEED_H
 #define TERN_CLI_DISTILL_SPEED_H

@@ -129,7 +129,7 @@ static void fmt_eta(double s, char *buf, size_t n)
     else snprintf(buf, n, "%ldm%02lds", x / 60, x % 60);
 }
 
-/* Seed phase 2: validation per length bucket, and the drift across the buckets that hold
+/* Validation per length bucket, and the drift across the buckets that hold
  * validation tokens (max - min of top-1 agreement and of CE). */
 static tern_status validate_buckets(const struct cli_train_run *r, int step, bool tty)
 {
