@@ -54,6 +54,18 @@ enum tern_status {
 };
 typedef enum tern_status tern_status;
 
+/* Every function returning a tern_status is declared with this: dropping the result is a
+ * warning (an error in tern's builds, -Werror), so no failure goes unnoticed; a call that
+ * ignores a status on purpose says so with (void). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TERN_NODISCARD __attribute__((warn_unused_result))
+#else
+#define TERN_NODISCARD
+#endif
+/* A status ignored on purpose (GCC does not accept a (void) cast for that): the call site says
+ * why in a comment. */
+static inline void tern_status_ignore(tern_status st) { (void)st; }
+
 /* The message of the last failure on this thread (never NULL; "" if none). Valid until the
  * next failing call on the same thread. */
 const char *tern_last_error(void);
@@ -110,12 +122,12 @@ bool tern_type_is_supported(int type);
 int64_t tern_type_block_size(int type);
 int64_t tern_type_block_bytes(int type);
 /* Parse "q8_0", "Q4_K", "f16", ... (case-insensitive). Returns TERN_ERR_ARG if unknown. */
-tern_status tern_type_from_name(const char *name, int *type_out);
+TERN_NODISCARD tern_status tern_type_from_name(const char *name, int *type_out);
 
 /* Row conversions for weight formats (n must be a multiple of the block size).
  * tern_quantize_row: F32 -> type; tern_dequantize_row: type -> F32. */
-tern_status tern_quantize_row(int type, const float *src, void *dst, int64_t n);
-tern_status tern_dequantize_row(int type, const void *src, float *dst, int64_t n);
+TERN_NODISCARD tern_status tern_quantize_row(int type, const float *src, void *dst, int64_t n);
+TERN_NODISCARD tern_status tern_dequantize_row(int type, const void *src, float *dst, int64_t n);
 
 /* ===================================================================== GGUF */
 
@@ -150,9 +162,9 @@ struct tern_gguf;
 /* Map and validate a GGUF file (v2 or v3). Every count, length, type, dimension and data range
  * is checked before use; a bad file gives TERN_ERR_FORMAT naming the field and byte offset.
  * The caller frees with tern_gguf_close(); all pointers handed out live until then. */
-tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
+TERN_NODISCARD tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
 /* Same, over a caller-owned buffer (not copied; must outlive the handle). */
-tern_status tern_gguf_open_memory(const void *data, size_t size, struct tern_gguf **out);
+TERN_NODISCARD tern_status tern_gguf_open_memory(const void *data, size_t size, struct tern_gguf **out);
 void tern_gguf_close(struct tern_gguf *g);
 
 uint32_t tern_gguf_version(const struct tern_gguf *g);
@@ -178,11 +190,11 @@ uint64_t tern_gguf_kv_value_offset(const struct tern_gguf *g, int64_t i);
 
 /* Typed getters: TERN_ERR_NOT_FOUND if absent, TERN_ERR_FORMAT if the type does not fit
  * (integer getters accept any integer type whose value fits; float getters accept f32/f64). */
-tern_status tern_gguf_get_u32(const struct tern_gguf *g, const char *key, uint32_t *out);
-tern_status tern_gguf_get_i64(const struct tern_gguf *g, const char *key, int64_t *out);
-tern_status tern_gguf_get_f32(const struct tern_gguf *g, const char *key, float *out);
-tern_status tern_gguf_get_bool(const struct tern_gguf *g, const char *key, bool *out);
-tern_status tern_gguf_get_str(const struct tern_gguf *g, const char *key, struct tern_str *out);
+TERN_NODISCARD tern_status tern_gguf_get_u32(const struct tern_gguf *g, const char *key, uint32_t *out);
+TERN_NODISCARD tern_status tern_gguf_get_i64(const struct tern_gguf *g, const char *key, int64_t *out);
+TERN_NODISCARD tern_status tern_gguf_get_f32(const struct tern_gguf *g, const char *key, float *out);
+TERN_NODISCARD tern_status tern_gguf_get_bool(const struct tern_gguf *g, const char *key, bool *out);
+TERN_NODISCARD tern_status tern_gguf_get_str(const struct tern_gguf *g, const char *key, struct tern_str *out);
 
 int64_t tern_gguf_n_tensors(const struct tern_gguf *g);
 const struct tern_gguf_tensor *tern_gguf_tensor(const struct tern_gguf *g, int64_t i);
@@ -191,28 +203,28 @@ const struct tern_gguf_tensor *tern_gguf_find_tensor(const struct tern_gguf *g, 
 /* --- writer: builds a GGUF v3 file in memory and writes it atomically (tmp + rename). --- */
 struct tern_gguf_writer;
 /* Caller frees with tern_gguf_writer_free(). alignment 0 = 32. */
-tern_status tern_gguf_writer_create(uint32_t alignment, struct tern_gguf_writer **out);
+TERN_NODISCARD tern_status tern_gguf_writer_create(uint32_t alignment, struct tern_gguf_writer **out);
 void tern_gguf_writer_free(struct tern_gguf_writer *w);
 /* Values are copied. Setting an existing key replaces it. */
-tern_status tern_gguf_writer_set_u32(struct tern_gguf_writer *w, const char *key, uint32_t v);
-tern_status tern_gguf_writer_set_i32(struct tern_gguf_writer *w, const char *key, int32_t v);
-tern_status tern_gguf_writer_set_u64(struct tern_gguf_writer *w, const char *key, uint64_t v);
-tern_status tern_gguf_writer_set_f32(struct tern_gguf_writer *w, const char *key, float v);
-tern_status tern_gguf_writer_set_bool(struct tern_gguf_writer *w, const char *key, bool v);
-tern_status tern_gguf_writer_set_str(struct tern_gguf_writer *w, const char *key, const char *v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_u32(struct tern_gguf_writer *w, const char *key, uint32_t v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_i32(struct tern_gguf_writer *w, const char *key, int32_t v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_u64(struct tern_gguf_writer *w, const char *key, uint64_t v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_f32(struct tern_gguf_writer *w, const char *key, float v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_bool(struct tern_gguf_writer *w, const char *key, bool v);
+TERN_NODISCARD tern_status tern_gguf_writer_set_str(struct tern_gguf_writer *w, const char *key, const char *v);
 /* Array of a fixed-size element type (not STRING/ARRAY): n elements packed at data. */
-tern_status tern_gguf_writer_set_arr(struct tern_gguf_writer *w, const char *key,
+TERN_NODISCARD tern_status tern_gguf_writer_set_arr(struct tern_gguf_writer *w, const char *key,
                                      enum tern_gguf_type elem_type, const void *data, uint64_t n);
-tern_status tern_gguf_writer_set_arr_str(struct tern_gguf_writer *w, const char *key,
+TERN_NODISCARD tern_status tern_gguf_writer_set_arr_str(struct tern_gguf_writer *w, const char *key,
                                          const char *const *strs, uint64_t n);
 /* Copy key i of an open file verbatim (any type, nested arrays included). */
-tern_status tern_gguf_writer_copy_kv(struct tern_gguf_writer *w, const struct tern_gguf *src,
+TERN_NODISCARD tern_status tern_gguf_writer_copy_kv(struct tern_gguf_writer *w, const struct tern_gguf *src,
                                      int64_t i);
 /* Add a tensor; data (nbytes per its type and shape) is copied. */
-tern_status tern_gguf_writer_add_tensor(struct tern_gguf_writer *w, const char *name, int type,
+TERN_NODISCARD tern_status tern_gguf_writer_add_tensor(struct tern_gguf_writer *w, const char *name, int type,
                                         int n_dims, const int64_t *ne, const void *data);
 /* Write to path via path.tmp + rename; nothing is left half-written on failure. */
-tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, const char *path);
+TERN_NODISCARD tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, const char *path);
 
 /* ===================================================================== model */
 
@@ -314,12 +326,12 @@ struct tern_model;
 
 /* Load a GGUF model (weights stay mmapped; nothing is copied unless repacked, and then
  * reported in repacked_bytes). Caller frees with tern_model_free(). */
-tern_status tern_model_load(const char *path, const struct tern_model_params *params,
+TERN_NODISCARD tern_status tern_model_load(const char *path, const struct tern_model_params *params,
                             struct tern_model **out);
 /* The same from a GGUF image in memory (e.g. a model linked into the program). The memory is
  * used in place, not copied: it must stay valid and unchanged until tern_model_free, and be
  * aligned to the file's alignment (32 bytes by default) for the tensors to be. */
-tern_status tern_model_load_memory(const void *data, size_t size,
+TERN_NODISCARD tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
@@ -344,7 +356,7 @@ uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int
  * metadata and 1-D tensors through src's mapping: src must outlive it. Its fingerprint
  * (tern_model_fingerprint) is src's, so never give it src's prefix cache or snapshots. Caller
  * frees with tern_model_free(). */
-tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
+TERN_NODISCARD tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
                                       int n_threads, struct tern_model **out);
 /* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
  * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
@@ -373,7 +385,7 @@ struct tern_context;
  * one token is decoded and forgotten, so the threads, scratch pages and weight pages are warm
  * and the first request runs as fast as the tenth. Caller frees with tern_context_free(). The
  * model must outlive the context. */
-tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
+TERN_NODISCARD tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
                                 struct tern_context **out);
 void tern_context_free(struct tern_context *ctx);
 int tern_context_n_ctx(const struct tern_context *ctx);
@@ -397,7 +409,7 @@ enum tern_logits_mode {
 /* Run the model on n tokens occupying positions pos0 .. pos0+n-1 (the KV cache must hold
  * exactly positions 0 .. pos0-1: call tern_kv_truncate first to rewind). n may exceed n_batch:
  * the batch is split. Decode (n == 1) performs no heap allocation. */
-tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
+TERN_NODISCARD tern_status tern_decode(struct tern_context *ctx, const int32_t *tokens, int n, int pos0,
                         enum tern_logits_mode mode);
 /* Several sequences in one context (n_seq > 1): a batch may mix tokens of different sequences,
  * each attending only to its own sequence's keys, so independent requests share one forward
@@ -413,7 +425,7 @@ struct tern_batch {
 };
 /* Decode one batch; logits of row i via tern_context_logits(ctx, i). On failure nothing of the
  * batch stays in the cache. */
-tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch *b);
+TERN_NODISCARD tern_status tern_decode_batch(struct tern_context *ctx, const struct tern_batch *b);
 int tern_context_n_seq(const struct tern_context *ctx);
 /* Positions held by sequence seq (-1 if it does not exist). */
 int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
@@ -425,7 +437,7 @@ int tern_kv_seq_n_pos(const struct tern_context *ctx, int seq);
  * only the window of positions a next query reads, plus 128 below it (rollback), unless the
  * context has swa_full: they go back that far, not further (TERN_ERR_UNSUPPORTED). Other
  * attention-only models truncate anywhere. */
-tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
+TERN_NODISCARD tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos);
 /* Can sequence seq be truncated to n_pos (0 <= n_pos <= its positions)? */
 bool tern_kv_seq_can_truncate(const struct tern_context *ctx, int seq, int n_pos);
 /* Bytes of the context's KV cache resident in memory now (pages the process holds, mincore):
@@ -435,7 +447,7 @@ uint64_t tern_context_kv_resident_bytes(const struct tern_context *ctx);
 /* Make sequence dst hold a copy of the first n_pos positions of src (a shared prompt, decoded
  * once, then continued differently). With recurrent layers, n_pos must be one src can be
  * truncated to (tern_kv_seq_can_truncate): the state at n_pos is copied with the KV. */
-tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos);
+TERN_NODISCARD tern_status tern_kv_seq_copy(struct tern_context *ctx, int src, int dst, int n_pos);
 
 /* Logits of batch row i of the last tern_decode (i = n-1 for TERN_LOGITS_LAST); n_vocab
  * floats owned by the context, valid until the next tern_decode. NULL if not computed. */
@@ -443,7 +455,7 @@ const float *tern_context_logits(const struct tern_context *ctx, int i);
 /* Number of positions currently in the KV cache. */
 int tern_kv_n_pos(const struct tern_context *ctx);
 /* Forget positions >= n_pos (rollback). */
-tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
+TERN_NODISCARD tern_status tern_kv_truncate(struct tern_context *ctx, int n_pos);
 
 /* ------------------------------------------------------- LoRA adapters (src/model/lora*.c)
  *
@@ -471,7 +483,7 @@ struct tern_lora;
  * named *_norm.weight are ignored, as llama.cpp ignores them (counted in n_ignored). A, B are
  * kept converted to F32 (the file is closed). Errors name the file and the tensor. m must
  * outlive the adapter. Caller frees with tern_lora_free(). */
-tern_status tern_lora_load(const struct tern_model *m, const char *path, struct tern_lora **out);
+TERN_NODISCARD tern_status tern_lora_load(const struct tern_model *m, const char *path, struct tern_lora **out);
 /* Free an adapter (NULL is fine). No context may still have it attached. */
 void tern_lora_free(struct tern_lora *a);
 
@@ -502,7 +514,7 @@ const char *tern_lora_target(const struct tern_lora *a, int i, int *rank);
  * and values of the set they were decoded with (truncate to recompute them). The prefix cache
  * and KV snapshots do not know the set: do not share them between contexts with different
  * adapters. Not in an MTP context. On failure the previous set stays attached. */
-tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora *const *adapters,
+TERN_NODISCARD tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora *const *adapters,
                                       const float *scales, int n);
 /* Adapters attached to ctx (0: the plain model). */
 int tern_context_n_adapters(const struct tern_context *ctx);
@@ -528,7 +540,7 @@ bool tern_model_has_mtp(const struct tern_model *m, const char **why_not);
 /* Keep (on) or drop the final normalized hidden state of the positions of sequence 0, as each
  * decode computes it: the last min(n_ctx, 4096) positions' (that many x n_embd floats, allocated
  * here). An MTP context always keeps its own (the MTP's output state). */
-tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on);
+TERN_NODISCARD tern_status tern_context_keep_hidden(struct tern_context *ctx, bool on);
 /* The kept hidden state at position pos of sequence 0 (n_embd floats, owned by the context),
  * or NULL when not kept, or not computed for the current contents (positions restored from a
  * snapshot or the prefix cache have none; truncated ones neither), or older than the last 4096
@@ -539,7 +551,7 @@ const float *tern_context_hidden(const struct tern_context *ctx, int pos);
  * n x n_embd floats, the target's state at the position before token i's, zeros at position
  * 0). Logits row i predict the token after token i, as the target's row i does, but from the
  * target's state one position earlier: a draft one token further ahead than the target. */
-tern_status tern_decode_mtp(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
+TERN_NODISCARD tern_status tern_decode_mtp(struct tern_context *ctx, const int32_t *tokens, const float *hidden,
                             int n, int pos0, enum tern_logits_mode mode);
 
 /* ===================================================================== profiling */
@@ -592,7 +604,7 @@ int32_t tern_logits_argmax(const float *logits, int n);
 struct tern_sampler;
 /* Allocates all scratch for up to n_vocab candidates up front. Caller frees with
  * tern_sampler_free(). */
-tern_status tern_sampler_create(const struct tern_sampler_params *p, int n_vocab,
+TERN_NODISCARD tern_status tern_sampler_create(const struct tern_sampler_params *p, int n_vocab,
                                 struct tern_sampler **out);
 void tern_sampler_free(struct tern_sampler *s);
 /* Pick a token from logits[n_vocab] (not modified). Remembers it for the repetition penalty. */
@@ -661,7 +673,7 @@ struct tern_tokenizer; /* declared in the tokenizer section below */
  * holding the byte 0xFF (byte tokens: never valid UTF-8) are never allowed either. tok may be
  * freed afterwards. Caller frees with tern_grammar_vocab_free(); grammars made from it must be
  * freed first. */
-tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok,
                                       struct tern_grammar_vocab **out);
 void tern_grammar_vocab_free(struct tern_grammar_vocab *v);
 /* 32-bit words of a token mask: (n_vocab + 31) / 32. */
@@ -704,13 +716,13 @@ struct tern_grammar_params tern_grammar_default_params(void);
  * TERN_ERR_RANGE naming the limit. v may be NULL: the grammar then only works at the byte level
  * (tern_grammar_matcher_accept_bytes), e.g. to validate a schema without a model. Caller frees
  * with tern_grammar_free(); v must outlive the grammar. */
-tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, const char *schema,
+TERN_NODISCARD tern_status tern_grammar_from_json_schema(const struct tern_grammar_vocab *v, const char *schema,
                                           size_t len, const struct tern_grammar_params *p,
                                           struct tern_grammar **out);
 /* Compile GBNF text (llama.cpp's grammar format). Syntax errors and undefined rules give
  * TERN_ERR_FORMAT with line:col; left recursion is refused with the rule cycle. Same ownership
  * as above. */
-tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const char *gbnf, size_t len,
+TERN_NODISCARD tern_status tern_grammar_from_gbnf(const struct tern_grammar_vocab *v, const char *gbnf, size_t len,
                                    const struct tern_grammar_params *p, struct tern_grammar **out);
 
 /* Tool calls: a grammar for an OpenAI `tools` array ([{"type": "function", "function":
@@ -748,10 +760,10 @@ struct tern_tool_grammar_params {
 };
 struct tern_tool_grammar_params tern_tool_grammar_default_params(void);
 /* Also parses "auto" | "none" | "required" | a tool name (CLI --tool-choice). */
-tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_params *p);
+TERN_NODISCARD tern_status tern_tool_choice_parse(const char *s, struct tern_tool_grammar_params *p);
 /* tools[0..len) is the JSON array. Errors name the JSON path ("$[1].function.parameters
  * .properties.x: ..."). Same ownership as above. */
-tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
+TERN_NODISCARD tern_status tern_grammar_from_tools(const struct tern_grammar_vocab *v, const char *tools, size_t len,
                                     const struct tern_tool_grammar_params *p,
                                     struct tern_grammar **out);
 
@@ -785,11 +797,11 @@ struct tern_grammar_info {
 void tern_grammar_get_info(const struct tern_grammar *g, struct tern_grammar_info *out);
 /* Classify the vocabulary at every grammar position now, so no mask ever pays for a first
  * visit (servers that want flat latency). Can take long for big grammars. */
-tern_status tern_grammar_precompute(const struct tern_grammar *g);
+TERN_NODISCARD tern_status tern_grammar_precompute(const struct tern_grammar *g);
 
 /* A matcher: the parse state of one sequence. Small (its tables grow with the depths and states
  * the parse reaches). g must outlive it. Caller frees with tern_grammar_matcher_free(). */
-tern_status tern_grammar_matcher_create(const struct tern_grammar *g,
+TERN_NODISCARD tern_status tern_grammar_matcher_create(const struct tern_grammar *g,
                                         struct tern_grammar_matcher **out);
 void tern_grammar_matcher_free(struct tern_grammar_matcher *m);
 /* Back to the start (as created). */
@@ -799,12 +811,12 @@ void tern_grammar_matcher_reset(struct tern_grammar_matcher *m);
  * *refused_at (may be NULL) = index of the first refused byte inside the token's bytes (0 for
  * an end-of-generation or control token). An end-of-generation token is allowed exactly when
  * the document is complete; after it nothing more is. */
-tern_status tern_grammar_matcher_accept(struct tern_grammar_matcher *m, int32_t token,
+TERN_NODISCARD tern_status tern_grammar_matcher_accept(struct tern_grammar_matcher *m, int32_t token,
                                         size_t *refused_at);
 /* Advance by raw bytes (no tokenizer involved: tests, forced text). All or nothing: on refusal
  * *n_ok (may be NULL) = bytes that would have been accepted and the state is unchanged. Counts
  * as one step for rollback. */
-tern_status tern_grammar_matcher_accept_bytes(struct tern_grammar_matcher *m, const char *s, size_t n,
+TERN_NODISCARD tern_status tern_grammar_matcher_accept_bytes(struct tern_grammar_matcher *m, const char *s, size_t n,
                                               size_t *n_ok);
 /* Write the allowed tokens to mask (tern_grammar_mask_words words; bit i of word i/32 = token
  * i). Returns how many tokens are allowed (0 only after an end-of-generation token). */
@@ -837,7 +849,7 @@ int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m);
 int tern_grammar_matcher_forced_tokens(struct tern_grammar_matcher *m, int32_t *out, int cap);
 /* Undo the last n accepted steps (tokens or accept_bytes calls), for speculative decoding.
  * TERN_ERR_ARG if n exceeds the steps taken. */
-tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n);
+TERN_NODISCARD tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n);
 /* Steps accepted since the start (rollback can go back this many). */
 int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
 
@@ -847,7 +859,7 @@ int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
  * the constrained part only. Writes up to cap bytes to buf; *n = length. TERN_ERR_RANGE if no
  * complete document fit in cap, or if the grammar is so ambiguous that finishing one would take
  * more than a fixed work budget (about 0.1 s). Deterministic for a seed. */
-tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
+TERN_NODISCARD tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
                                   char *buf, size_t cap, size_t *n);
 
 /* What the fast paths did (README "Constrained decoding"). */
@@ -877,7 +889,7 @@ void tern_grammar_matcher_get_stats(const struct tern_grammar_matcher *m,
  * goes to *n_fallbacks (may be NULL). The vocabulary is byte-level (256 byte tokens + ChatML
  * control tokens, padded to the real size) with a ChatML template. Written atomically
  * (tmp + rename). */
-tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
+TERN_NODISCARD tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
                                    const char *path, int *n_fallbacks);
 /* Same, but the tokenizer is a real one: every tokenizer.* key of the GGUF at vocab_path (a
  * vocab-only file such as llama.cpp's ggml-vocab-*.gguf is enough: model, pre, tokens, token
@@ -885,7 +897,7 @@ tern_status tern_synth_model_write(const char *shape, const char *type_name, uin
  * verbatim, so the file tokenizes like the real model and llama.cpp loads it too. A vocabulary
  * whose size differs from the shape's n_vocab is refused (TERN_ERR_ARG), as is one tern's
  * tokenizer cannot load. vocab_path NULL = the byte-level vocabulary above. */
-tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
+TERN_NODISCARD tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
                                          const char *vocab_path, const char *path,
                                          int *n_fallbacks);
 const char *tern_synth_shape_names(void);
@@ -894,13 +906,13 @@ const char *tern_synth_shape_names(void);
  * above); 1-D tensors stay as they are, metadata is copied (general.file_type and
  * general.quantization_version updated), tensors are written in llama-quantize's order, so the
  * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
-tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+TERN_NODISCARD tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks);
 /* tern_quantize_model with adapters merged: every adapted 2-D weight is written as
  * W + sum scale * B A (dequantized, the deltas added in F32, then quantized to type_name; the
  * other tensors as tern_quantize_model writes them). The adapters must have been loaded for a
  * model of the file at in_path (tern_lora_load). scales NULL = all 1. Atomic. */
-tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
+TERN_NODISCARD tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
                                      const char *type_name, struct tern_lora *const *adapters,
                                      const float *scales, int n, int *n_fallbacks);
 
@@ -917,11 +929,11 @@ struct tern_lora_tensor {
  * "adapter", adapter.type "lora", adapter.lora.alpha) holding t[0..n) with A and B in
  * type_name (f32, f16, bf16, q8_0: what llama.cpp's converter writes; q8_0 needs n_in and r
  * multiples of 32). Atomic (tmp + rename). */
-tern_status tern_lora_write(const char *path, const char *arch, float alpha,
+TERN_NODISCARD tern_status tern_lora_write(const char *path, const char *arch, float alpha,
                             const struct tern_lora_tensor *t, int n, const char *type_name);
 /* The same with string metadata: kv holds n_kv (key, value) pairs (not general.* or
  * adapter.*), e.g. "tokenizer.chat_template": the template the adapter was trained with. */
-tern_status tern_lora_write_kv(const char *path, const char *arch, float alpha,
+TERN_NODISCARD tern_status tern_lora_write_kv(const char *path, const char *arch, float alpha,
                                const struct tern_lora_tensor *t, int n, const char *type_name,
                                const char *const *kv, int n_kv);
 
@@ -950,23 +962,23 @@ uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx);
 /* SHA-256 identity of a model: GGUF header, metadata and tensor table bytes plus a sample of
  * every tensor's data (4 KiB at 8 spread offsets). Two files with equal fingerprints compute
  * the same KV. */
-tern_status tern_model_fingerprint(const struct tern_model *m, uint8_t out[32]);
+TERN_NODISCARD tern_status tern_model_fingerprint(const struct tern_model *m, uint8_t out[32]);
 /* SHA-256 over the raw bytes of every tokenizer.ggml.* metadata entry, in file order. */
-tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[32]);
+TERN_NODISCARD tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[32]);
 /* The same of any GGUF (a vocabulary-only tokenizer file too). */
-tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t out[32]);
+TERN_NODISCARD tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t out[32]);
 
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
  * tern_kv_snapshot_free(). The snapshot does not reference ctx; its model
  * must outlive it. A model with recurrent layers (qwen35) also needs its state at n: n must be
  * 0, the end, or where the last decode call started (else TERN_ERR_UNSUPPORTED). */
-tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
+TERN_NODISCARD tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
                                     struct tern_kv_snapshot **out);
 /* Replace ctx's KV contents with the snapshot: afterwards tern_kv_n_pos(ctx) == its n and
  * decoding continues at position n. Refused (TERN_ERR_ARG) if ctx belongs to a model with a
  * different KV layout or fingerprint, or n exceeds ctx's n_ctx; ctx is unchanged then. */
-tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern_kv_snapshot *s);
+TERN_NODISCARD tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern_kv_snapshot *s);
 int tern_kv_snapshot_n_pos(const struct tern_kv_snapshot *s);
 uint64_t tern_kv_snapshot_bytes(const struct tern_kv_snapshot *s);
 void tern_kv_snapshot_free(struct tern_kv_snapshot *s);
@@ -1001,7 +1013,7 @@ struct tern_prefix_cache;
  * by another model/tokenizer/KV layout/block size, or damaged, are refused, counted, and the
  * last such message is kept (tern_prefix_cache_warning). Caller frees with
  * tern_prefix_cache_free(). Not thread-safe: one caller at a time. */
-tern_status tern_prefix_cache_create(const struct tern_model *m,
+TERN_NODISCARD tern_status tern_prefix_cache_create(const struct tern_model *m,
                                      const struct tern_prefix_cache_params *p,
                                      struct tern_prefix_cache **out);
 void tern_prefix_cache_free(struct tern_prefix_cache *pc);
@@ -1013,7 +1025,7 @@ void tern_prefix_cache_free(struct tern_prefix_cache *pc);
  * tern_decode(..., TERN_LOGITS_LAST), and every new full block stored. ctx's previous contents
  * are discarded. On success *n_reused (may be NULL) is the number of restored tokens, and the
  * last token's logits are tern_context_logits(ctx, n - 1 - *n_reused). */
-tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
+TERN_NODISCARD tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_context *ctx,
                                       const int32_t *tokens, int n, int *n_reused);
 /* Models with recurrent layers (qwen35): a block may also hold the state after it; prefill keeps
  * the state at the prompt's deepest usable block boundary and stores it with that block, and a
@@ -1030,17 +1042,17 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
  * group; blocks stored under one group are restored only under the same one (0 = the shared
  * group, which prefill and match use; tern serve gives each API key and prompt_cache_key its
  * own, so one user's prompt can neither be restored nor timed by another). */
-tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+TERN_NODISCARD tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
                                       uint64_t group, const int32_t *tokens, int n, int more_than,
                                       int *n_restored);
-tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+TERN_NODISCARD tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
                                     uint64_t group, const int32_t *tokens, int n);
 /* Tokens of the longest block-aligned cached prefix of tokens[0..n) in the shared group (no side
  * effects). */
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
 /* Write every block not yet on disk to dir (one file per block, tmp + fsync + rename).
  * TERN_ERR_ARG if the cache has no dir. */
-tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc);
+TERN_NODISCARD tern_status tern_prefix_cache_save(struct tern_prefix_cache *pc);
 /* Drop every block held in memory (files stay). */
 void tern_prefix_cache_clear(struct tern_prefix_cache *pc);
 void tern_prefix_cache_get_stats(const struct tern_prefix_cache *pc,
@@ -1066,9 +1078,9 @@ struct tern_cache_file_info {
  * blocks before it, so a missing, damaged or refused block makes every later block of its chain
  * unusable; the model-specific checks of a run (model/tokenizer fingerprint, vocabulary) need a
  * model and are not made. *out is malloc'ed (caller frees with free()). */
-tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n);
+TERN_NODISCARD tern_status tern_cache_dir_list(const char *dir, struct tern_cache_file_info **out, int *n);
 /* Delete every cache file (*.tkv and leftover *.tkv.tmp) in dir; *n_removed may be NULL. */
-tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
+TERN_NODISCARD tern_status tern_cache_dir_clear(const char *dir, int *n_removed);
 
 /* ===================================================================== generation */
 /* The sampling loop over a context: decode a prompt,
@@ -1201,7 +1213,7 @@ struct tern_gen_stats {
  * does not know them and starts by treating the cache as empty (they are overwritten).
  * tok must match the model. Both must outlive the generator. Allocates a record of n_ctx token
  * ids and a detokenizer, once. Caller frees with tern_generator_free(). */
-tern_status tern_generator_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status tern_generator_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
                                   struct tern_generator **out);
 void tern_generator_free(struct tern_generator *g);
 /* Decode prompt[0..n) (reusing the longest cached prefix; at least the last prompt token is
@@ -1211,7 +1223,7 @@ void tern_generator_free(struct tern_generator *g);
  * stopped generation. stats may be NULL; on_piece may be NULL. Fails (TERN_ERR_RANGE) if the
  * prompt does not fit the context; a context that fills up during generation just stops
  * (stats->stop). No allocation per token. */
-tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt,
+TERN_NODISCARD tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, const int32_t *prompt,
                           int n, const struct tern_gen_params *p, tern_piece_fn on_piece,
                           void *user, struct tern_gen_stats *stats);
 /* The tokens whose KV the context holds, as the generator knows them (*n of them); owned by
@@ -1276,7 +1288,7 @@ struct tern_draft;
  * runs. Allocates everything drafting needs (drafter model and context, n_max distributions of
  * n_vocab floats), once. Caller frees with tern_draft_free(), after detaching it from every
  * generator. */
-tern_status tern_draft_create(const struct tern_model *target, const struct tern_draft_params *p,
+TERN_NODISCARD tern_status tern_draft_create(const struct tern_model *target, const struct tern_draft_params *p,
                               struct tern_draft **out);
 void tern_draft_free(struct tern_draft *d);
 /* "ngram", "self" or "model". */
@@ -1286,7 +1298,7 @@ const struct tern_model *tern_draft_model(const struct tern_draft *d);
 /* Speculate in g's generations with d (NULL: stop). d must have been made for g's model
  * (TERN_ERR_ARG otherwise); one draft serves one generator (or batcher) at a time. Allocates g's verify
  * scratch (n_max + 1 tokens, one distribution) here, not per token. */
-tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
+TERN_NODISCARD tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
 
 /* --- batched generation (src/gen/batcher.c; README "Server") ---
  * Continuous batching over one multi-sequence context (tern_context_params.n_seq): each
@@ -1411,13 +1423,13 @@ struct tern_batch_request tern_batch_request_default(void);
  * (n_seq x n_ctx ids), detokenizers and the batch arrays once. Caller frees with
  * tern_batcher_free(), which finishes nothing: call tern_batcher_cancel on active requests
  * first if their on_done must run. */
-tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status tern_batcher_create(struct tern_context *ctx, const struct tern_tokenizer *tok,
                                 const struct tern_batcher_params *p, struct tern_batcher **out);
 void tern_batcher_free(struct tern_batcher *b);
 /* Put a request into a free slot (*slot, may be NULL). TERN_ERR_RANGE when every slot is busy
  * (nothing changes), TERN_ERR_ARG for a bad request (empty prompt, one with no room to generate,
  * ids outside the vocabulary). No callback runs here. */
-tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_request *r, int *slot);
+TERN_NODISCARD tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_request *r, int *slot);
 /* End the request in slot now (on_done runs with TERN_GEN_STOP_CALLBACK); the slot is free on
  * return. No-op for a free slot. */
 void tern_batcher_cancel(struct tern_batcher *b, int slot);
@@ -1444,7 +1456,7 @@ struct tern_batcher_step_info {
 /* One forward pass and the sampling after it. On a forward failure every active request ends
  * (on_done with the status in stats->stop = TERN_GEN_STOP_CALLBACK) and the status is returned.
  * info may be NULL. */
-tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info);
+TERN_NODISCARD tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_info *info);
 int tern_batcher_n_active(const struct tern_batcher *b);
 int tern_batcher_n_slots(const struct tern_batcher *b);
 /* Share prompts across slots and time through a prefix cache made for the context's model
@@ -1494,9 +1506,9 @@ enum {
 
 /* Build from a GGUF's tokenizer.ggml.* keys. Everything needed is copied: g may be closed
  * afterwards. Caller frees with tern_tokenizer_free(). */
-tern_status tern_tokenizer_from_gguf(const struct tern_gguf *g, struct tern_tokenizer **out);
+TERN_NODISCARD tern_status tern_tokenizer_from_gguf(const struct tern_gguf *g, struct tern_tokenizer **out);
 /* Open path (vocab-only GGUFs are fine), build, close. Caller frees with tern_tokenizer_free(). */
-tern_status tern_tokenizer_load(const char *gguf_path, struct tern_tokenizer **out);
+TERN_NODISCARD tern_status tern_tokenizer_load(const char *gguf_path, struct tern_tokenizer **out);
 void tern_tokenizer_free(struct tern_tokenizer *t);
 
 int tern_tokenizer_n_vocab(const struct tern_tokenizer *t);
@@ -1527,11 +1539,11 @@ int32_t tern_token_control_id(const struct tern_tokenizer *t, const char *text, 
 /* Text -> ids into out[0..cap). On success *n_out = count. If cap is too small: TERN_ERR_RANGE
  * with "needs N" in the message, *n_out = N and out holds the first cap ids. No allocation
  * once the tokenizer has seen an input at least as long (scratch is kept and reused). */
-tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+TERN_NODISCARD tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t *out, size_t cap, size_t *n_out);
 /* tern_tokenize into the malloc'ed buffer *ids of *cap ids, grown with realloc when the text
  * needs more (*ids may start NULL with *cap 0). The caller frees *ids. */
-tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+TERN_NODISCARD tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                int32_t **ids, size_t *cap, size_t *n_out);
 /* tern_tokenize where TERN_TOK_PARSE_SPECIAL recognizes a control (or unknown-type) token only
  * when its whole text lies inside one of special[0..n_special) (sorted, disjoint byte ranges of
@@ -1541,25 +1553,25 @@ tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_
  * ranges it crosses, so merges across a range's edge are those of tokenizing that piece plainly,
  * and with every control token's text inside the ranges the ids are tern_tokenize's. */
 struct tern_text_span;
-tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+TERN_NODISCARD tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                 const struct tern_text_span *special, size_t n_special,
                                 int32_t *out, size_t cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
  * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL (to show some control tokens
  * only, pass it for those ids: tern_detokenizer_preserve's rule). Same RANGE rule as above. */
-tern_status tern_token_to_piece(const struct tern_tokenizer *t, int32_t id, unsigned flags,
+TERN_NODISCARD tern_status tern_token_to_piece(const struct tern_tokenizer *t, int32_t id, unsigned flags,
                                 char *buf, size_t cap, size_t *n_out);
 /* All pieces of ids concatenated (raw bytes, not validated). SPM: the space the encoder put
  * in front of the text is removed from the first piece, so detokenize(tokenize(x)) == x. */
-tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, size_t n,
+TERN_NODISCARD tern_status tern_detokenize(const struct tern_tokenizer *t, const int32_t *ids, size_t n,
                             unsigned flags, char *buf, size_t cap, size_t *n_out);
 
 /* Streaming detokenizer: push ids one at a time, get back only complete UTF-8. An incomplete
  * multi-byte sequence at the end is held back until it completes; a byte that can never be
  * part of valid UTF-8 comes out as U+FFFD. SPM's leading space is removed as in
  * tern_detokenize. The tokenizer must outlive it. Caller frees with tern_detokenizer_free(). */
-tern_status tern_detokenizer_create(const struct tern_tokenizer *t, unsigned flags,
+TERN_NODISCARD tern_status tern_detokenizer_create(const struct tern_tokenizer *t, unsigned flags,
                                     struct tern_detokenizer **out);
 void tern_detokenizer_free(struct tern_detokenizer *d);
 /* Preserved tokens (llama-server's "preserved_tokens"): the control tokens ids[0..n) are shown
@@ -1571,13 +1583,13 @@ void tern_detokenizer_free(struct tern_detokenizer *d);
  * TERN_ERR_ARG; nothing changes on an error). Ids that are not control tokens are shown anyway.
  * Copied into d: no allocation here or per token. */
 #define TERN_MAX_PRESERVED 16
-tern_status tern_detokenizer_preserve(struct tern_detokenizer *d, const int32_t *ids, size_t n);
+TERN_NODISCARD tern_status tern_detokenizer_preserve(struct tern_detokenizer *d, const int32_t *ids, size_t n);
 void tern_detokenizer_reset(struct tern_detokenizer *d);
 /* *text points into d (valid until the next call on d); *len may be 0. No allocation. */
-tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const char **text,
+TERN_NODISCARD tern_status tern_detokenizer_push(struct tern_detokenizer *d, int32_t id, const char **text,
                                   size_t *len);
 /* Whatever is held back (as U+FFFD per incomplete sequence), then reset. */
-tern_status tern_detokenizer_flush(struct tern_detokenizer *d, const char **text, size_t *len);
+TERN_NODISCARD tern_status tern_detokenizer_flush(struct tern_detokenizer *d, const char **text, size_t *len);
 
 /* What the fast paths did since load (word cache). */
 struct tern_tokenizer_stats {
@@ -1646,17 +1658,17 @@ struct tern_chat_params tern_chat_default_params(void);
  * and line:col), then the shape of messages, tools and extra variables (JSON path). Returns
  * TERN_ERR_FORMAT with the message tern_chat_render would give; lets a front end refuse a bad
  * conversation before it loads a model. */
-tern_status tern_chat_validate(const struct tern_chat_params *p);
+TERN_NODISCARD tern_status tern_chat_validate(const struct tern_chat_params *p);
 
 /* Compile template source (len bytes). Syntax errors give TERN_ERR_FORMAT with line:col.
  * Caller frees with tern_chat_template_free(). */
-tern_status tern_chat_template_create(const char *source, size_t len,
+TERN_NODISCARD tern_status tern_chat_template_create(const char *source, size_t len,
                                       struct tern_chat_template **out);
 /* The model's own template (tokenizer.chat_template) with bos/eos text taken from
  * tokenizer.ggml.tokens[tokenizer.ggml.bos_token_id / eos_token_id]. A GGUF without a template
  * gets Qwen2.5's (ChatML, plus Hermes-style tool calls when tools are given) and a warning
  * (tern_chat_template_warning). The template does not keep g. */
-tern_status tern_chat_template_from_gguf(const struct tern_gguf *g, struct tern_chat_template **out);
+TERN_NODISCARD tern_status tern_chat_template_from_gguf(const struct tern_gguf *g, struct tern_chat_template **out);
 void tern_chat_template_free(struct tern_chat_template *t);
 /* NUL-terminated template source, owned by t. */
 const char *tern_chat_template_source(const struct tern_chat_template *t);
@@ -1670,7 +1682,7 @@ const char *tern_chat_template_warning(const struct tern_chat_template *t);
  * TERN_ERR_FORMAT with line:col, and runaway templates (endless loops, runaway recursion or
  * output) are stopped with an error too. A template may be rendered from several threads at
  * once. */
-tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
+TERN_NODISCARD tern_status tern_chat_render(const struct tern_chat_template *t, const struct tern_chat_params *p,
                              char **out, size_t *out_len);
 /* Tokenizer flags for a prompt tern_chat_render wrote: control tokens parsed, and the BOS added
  * as the metadata says unless the template already wrote the BOS text itself (most do). */
@@ -1690,14 +1702,14 @@ unsigned tern_chat_prompt_flags(const struct tern_tokenizer *tok, const char *pr
 struct tern_text_span {
     size_t off, len; /* text[off .. off + len) */
 };
-tern_status tern_chat_render_spans(const struct tern_chat_template *t, const struct tern_chat_params *p,
+TERN_NODISCARD tern_status tern_chat_render_spans(const struct tern_chat_template *t, const struct tern_chat_params *p,
                                    char **out, size_t *out_len, struct tern_text_span **spans,
                                    size_t *n_spans);
 /* The ids of a prompt tern_chat_render_spans wrote: tern_chat_prompt_flags's flags, control
  * tokens recognized only inside spans (tern_tokenize_spans); into *ids grown as
  * tern_tokenize_grow does. Where content holds no control token's text the ids are those of
  * tern_tokenize(prompt, tern_chat_prompt_flags(...)). */
-tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,
+TERN_NODISCARD tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,
                                const struct tern_text_span *spans, size_t n_spans, int32_t **ids,
                                size_t *cap, size_t *n_out);
 
@@ -1768,30 +1780,30 @@ struct tern_toolcall {
 
 struct tern_toolcall_parser;
 /* Caller frees with tern_toolcall_parser_free(). */
-tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out);
+TERN_NODISCARD tern_status tern_toolcall_parser_create(enum tern_toolcall_format f, struct tern_toolcall_parser **out);
 void tern_toolcall_parser_free(struct tern_toolcall_parser *p);
 /* Before the first feed: take reasoning in format f apart from the content; starts_open = the
  * prompt left the block open (tern_reasoning_open_at_end). TERN_ERR_ARG after a feed. */
-tern_status tern_toolcall_set_reasoning(struct tern_toolcall_parser *p, enum tern_reasoning_format f,
+TERN_NODISCARD tern_status tern_toolcall_set_reasoning(struct tern_toolcall_parser *p, enum tern_reasoning_format f,
                                         bool starts_open);
 /* Before the first feed, optional: the OpenAI tools array (JSON text) the calls are made against.
  * Formats that write parameter values without JSON types (TERN_TOOLCALL_QWEN_XML) use the
  * parameters' schemas to type them: "42" stays a string for a string parameter and becomes 42
  * for an integer one (without a schema a value that reads as JSON is JSON). Bad JSON gives
  * TERN_ERR_FORMAT; tools it cannot use are ignored. */
-tern_status tern_toolcall_set_tools(struct tern_toolcall_parser *p, const char *tools_json, size_t len);
+TERN_NODISCARD tern_status tern_toolcall_set_tools(struct tern_toolcall_parser *p, const char *tools_json, size_t len);
 /* Feed n bytes. *n_completed (may be NULL) = calls completed by this piece. Fails only on
  * TERN_ERR_NOMEM or after finish. */
-tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n,
+TERN_NODISCARD tern_status tern_toolcall_feed(struct tern_toolcall_parser *p, const char *piece, size_t n,
                                int *n_completed);
 /* End of generation: held-back text is released; an unterminated call becomes content plus
  * an error (a Hermes call whose JSON is complete but lacks </tool_call> is accepted). */
-tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_completed);
+TERN_NODISCARD tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_completed);
 /* End of a generation that was cut short (max_tokens, a full context, a time limit): like
  * tern_toolcall_finish, but a call the cut left open (its opener, its unterminated JSON, a
  * tail that could have been the start of its opener) is dropped, with an error recorded,
  * instead of becoming content: no call markup reaches the content. */
-tern_status tern_toolcall_finish_cut(struct tern_toolcall_parser *p, int *n_completed);
+TERN_NODISCARD tern_status tern_toolcall_finish_cut(struct tern_toolcall_parser *p, int *n_completed);
 /* All content (non-call text) so far, NUL-terminated; text that might still turn into a call
  * is held back until it is decided. Valid until the next feed/finish. */
 const char *tern_toolcall_text(const struct tern_toolcall_parser *p, size_t *len);
@@ -1843,23 +1855,23 @@ const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
  * with tern_train_render_params.call_valid; the early tool-call loss weighs them). --- */
 struct tern_train_data_writer;
 /* Collects documents in memory; caller ends with _finish (writes path atomically) or _free. */
-tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
+TERN_NODISCARD tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
 /* mask may be NULL (every token trained on). n >= 1. */
-tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t *tokens,
+TERN_NODISCARD tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t *tokens,
                                 const uint8_t *mask, int n);
 /* Write via path.tmp + fsync + rename. The writer stays valid (free it after). */
-tern_status tern_train_data_write(struct tern_train_data_writer *w, const char *path);
+TERN_NODISCARD tern_status tern_train_data_write(struct tern_train_data_writer *w, const char *path);
 void tern_train_data_writer_free(struct tern_train_data_writer *w);
 
 struct tern_train_data;
 /* Read and validate a .tdat file (messages name the byte offset or document that is wrong).
  * Caller frees with tern_train_data_free(). */
-tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
+TERN_NODISCARD tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
 /* The same from size bytes at data (copied). */
-tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
+TERN_NODISCARD tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
 void tern_train_data_free(struct tern_train_data *d);
 /* The writer's documents as data, without a file (refused like a file when it holds none). */
-tern_status tern_train_data_from_writer(const struct tern_train_data_writer *w,
+TERN_NODISCARD tern_status tern_train_data_from_writer(const struct tern_train_data_writer *w,
                                        struct tern_train_data **out);
 
 /* --- conversations -> documents (src/train/train_render.c) ---
@@ -1900,7 +1912,7 @@ struct tern_train_render_report { /* accumulated over calls: zero it first */
 };
 /* Add every conversation of path to w. Errors (I/O, a strict malformed line, a template that is
  * not prefix-stable) name FILE:LINE. report may be NULL. */
-tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct tern_tokenizer *tok,
                                       const struct tern_chat_template *tmpl, const char *path,
                                       const struct tern_train_render_params *p,
                                       struct tern_train_render_report *report);
@@ -1957,18 +1969,18 @@ enum { TERN_LORA_Q, TERN_LORA_K, TERN_LORA_V, TERN_LORA_O, TERN_LORA_GATE, TERN_
        TERN_LORA_DOWN, TERN_LORA_N_TARGETS };
 /* "q,k,v,o,gate,up,down" (any subset, comma-separated, or "all") -> bits; unknown names fail
  * naming them. */
-tern_status tern_lora_targets_parse(const char *list, unsigned *out);
+TERN_NODISCARD tern_status tern_lora_targets_parse(const char *list, unsigned *out);
 /* Make c a LoRA run on the GGUF at base: the shape keys (arch .. tied_output) from it, the
  * tokenizer too unless c names another; rank 16, alpha 2 x rank and all seven targets unless c
  * sets them. A base the trainer cannot model is refused naming what differs. */
-tern_status tern_train_config_set_lora(struct tern_train_config *c, const char *base);
+TERN_NODISCARD tern_status tern_train_config_set_lora(struct tern_train_config *c, const char *base);
 struct tern_train_config tern_train_config_default(void);
 /* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
  * message naming the key. The tokenizer GGUF (if given) is opened to read n_vocab. */
-tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
+TERN_NODISCARD tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
 /* The same over the values of start instead of the defaults (e.g. a config made a LoRA run by
  * tern_train_config_set_lora first: the file then needs no shape or tokenizer keys). */
-tern_status tern_train_config_parse_over(const char *json, size_t len,
+TERN_NODISCARD tern_status tern_train_config_parse_over(const char *json, size_t len,
                                          const struct tern_train_config *start,
                                          struct tern_train_config *out);
 
@@ -1993,32 +2005,32 @@ struct tern_train_step_info {
 uint64_t tern_train_memory_bytes(const struct tern_train_config *c);
 /* Allocates everything (refused with TERN_ERR_NOMEM, naming the bytes needed, when that
  * exceeds the machine's available memory). Caller frees with tern_trainer_free(). */
-tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_trainer **out);
+TERN_NODISCARD tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_trainer **out);
 void tern_trainer_free(struct tern_trainer *t);
 /* Seeded initial weights; step 0; data position at the start. */
-tern_status tern_trainer_init(struct tern_trainer *t);
+TERN_NODISCARD tern_status tern_trainer_init(struct tern_trainer *t);
 /* One optimizer step on the next accum micro-batches of d. A NaN/Inf loss or gradient fails
  * with TERN_ERR_RANGE naming the step, leaving weights and optimizer state unchanged. */
-tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
                               struct tern_train_step_info *info);
 int tern_trainer_step_index(const struct tern_trainer *t);
 /* Mean masked cross-entropy on every document of d in file order (forward only: weights,
  * optimizer state and the training data position are untouched). loss_tokens may be NULL. */
-tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,
+TERN_NODISCARD tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,
                               long long *loss_tokens);
 /* Learning rate of (1-based) step s: linear warmup, then cosine down to lr_min. */
 double tern_train_lr(const struct tern_train_config *c, int step);
 /* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created
  * if needed; written to a temporary name, fsynced, renamed). */
-tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
+TERN_NODISCARD tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
 /* A LoRA run starts from an adapter file's A and B (tern train --lora-init: continue training
  * an adapter with fresh optimizer state); its alpha, rank and targets must be the run's. */
-tern_status tern_trainer_load_adapter(struct tern_trainer *t, const char *path);
+TERN_NODISCARD tern_status tern_trainer_load_adapter(struct tern_trainer *t, const char *path);
 /* Restore a checkpoint of a run with the same model shape. */
-tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
+TERN_NODISCARD tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
 /* Write the weights as an F32 GGUF tern_model_load reads (with every tokenizer.* key of the
  * config's tokenizer GGUF, when it has one). */
-tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
+TERN_NODISCARD tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
 /* The weights as one flat F32 array (owned by the trainer) and its tensors in order: name,
  * offset (floats) and shape (ne0 = columns). i in [0, tern_trainer_n_tensors). */
 float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
@@ -2033,11 +2045,11 @@ const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *off
  * micro-batches would, up to the order of the float additions. accum should be a multiple of
  * size (otherwise some processes idle). */
 typedef bool (*tern_allreduce_fn)(void *user, void *buf, size_t n, bool is_double);
-tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
+TERN_NODISCARD tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
                                       tern_allreduce_fn allreduce, void *user);
 /* A string metadata entry the export writes (key and value copied; setting a key again replaces
  * it). tern distill records its run this way: "tern.distill.*" fingerprints and recipe. */
-tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
+TERN_NODISCARD tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
 /* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar", "avx512-bf16"). */
 const char *tern_trainer_kernel(const struct tern_trainer *t);
 
@@ -2122,7 +2134,7 @@ struct tern_distill_recipe tern_distill_recipe_default(void);
  * accum, weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, n_ctx), which are
  * applied over *train (may be NULL: then training keys are refused). Unknown keys, wrong types
  * and bad values fail naming the key. */
-tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_distill_recipe *out,
+TERN_NODISCARD tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_distill_recipe *out,
                                       struct tern_train_config *train);
 
 /* SHA-256 of the documents of d (their offsets, tokens and loss masks): what the teacher saw. */
@@ -2144,25 +2156,25 @@ struct tern_distill_cache;
 /* Run the teacher over every document of d (each n_ctx piece decoded from position 0, as the
  * student sees it) and write the cache to path (path.tmp, fsync, rename). A teacher logit that
  * is not finite fails naming the document and position. */
-tern_status tern_distill_cache_build(struct tern_model *teacher, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_distill_cache_build(struct tern_model *teacher, const struct tern_train_data *d,
                                      const struct tern_distill_cache_params *p, const char *path);
 /* Map and validate a cache file: every refusal (truncated, damaged, out-of-range values,
  * checksum) is TERN_ERR_FORMAT naming the file and byte offset. Caller frees with
  * tern_distill_cache_free(). */
-tern_status tern_distill_cache_open(const char *path, struct tern_distill_cache **out);
+TERN_NODISCARD tern_status tern_distill_cache_open(const char *path, struct tern_distill_cache **out);
 /* The same over size bytes at data (copied). */
-tern_status tern_distill_cache_open_memory(const void *data, size_t size,
+TERN_NODISCARD tern_status tern_distill_cache_open_memory(const void *data, size_t size,
                                            struct tern_distill_cache **out);
 void tern_distill_cache_free(struct tern_distill_cache *c);
 /* Is c the teacher signal of (teacher_fp, d, p)? TERN_ERR_ARG naming what differs (teacher or
  * data fingerprint, top_k, temperature, n_ctx, n_vocab, a document's position count). */
-tern_status tern_distill_cache_check(const struct tern_distill_cache *c, const uint8_t teacher_fp[32],
+TERN_NODISCARD tern_status tern_distill_cache_check(const struct tern_distill_cache *c, const uint8_t teacher_fp[32],
                                      const struct tern_train_data *d,
                                      const struct tern_distill_cache_params *p);
 /* Open path when it holds this teacher's signal for d and p; build it when absent (or, with
  * rebuild, when it does not match); a mismatching cache without rebuild is refused naming what
  * differs. *built (may be NULL) says whether the teacher ran. */
-tern_status tern_distill_cache_ensure(struct tern_model *teacher, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_distill_cache_ensure(struct tern_model *teacher, const struct tern_train_data *d,
                                       const struct tern_distill_cache_params *p, const char *path,
                                       bool rebuild, struct tern_distill_cache **out, bool *built);
 uint64_t tern_distill_cache_n_entries(const struct tern_distill_cache *c);
@@ -2173,17 +2185,17 @@ bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, co
 
 /* Make t a distillation trainer with recipe r (loss weights, temperature, QAT). Allocates the
  * loss scratch. */
-tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
+TERN_NODISCARD tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
 /* Document weights for the training data (n = its documents; each >= 1, finite; w NULL = all 1
  * again): a trained row of document i weighs w[i] (times its early tool-call weight). Copied.
  * Validation is unweighted. The hook for the length-aware KD, whose weights come from
  * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
  * answer is longer than the teacher's and leaves a required argument out). */
-tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
+TERN_NODISCARD tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
 /* The next n documents of d (at most its count) the trainer's sampler will draw, in order, from
  * where it stands (the document it is cutting into pieces first; past the end of this epoch, the
  * next epoch's order). out holds n entries; *n_out = how many were written. */
-tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern_train_data *d,
                                        uint64_t n, uint64_t *out, uint64_t *n_out);
 /* Length-aware KD's weight for one answer: 1 when the student covered every required argument
  * (covered) or was not longer than the teacher by more than the hinge, else
@@ -2202,7 +2214,7 @@ double tern_trainer_latency_rail(struct tern_trainer *t, double val_ce, bool *ch
  * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
  * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply
  * from step floor(qat_start * steps) + 1 on. Failure as tern_trainer_step. */
-tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
                                       const struct tern_distill_cache *kd,
                                       struct tern_train_step_info *info);
 struct tern_distill_eval {
@@ -2214,12 +2226,12 @@ struct tern_distill_eval {
 };
 /* Forward only over every document of d in file order (weights, optimizer and data position
  * untouched); during QAT steps the forward is the fake-quantized one, as in training. */
-tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
                                       const struct tern_distill_cache *kd,
                                       struct tern_distill_eval *out);
 /* The same over the documents of one length bucket (recipe shape_buckets; bucket < n_buckets),
  * so quality can be compared across buckets; a bucket without documents gives tokens 0. */
-tern_status tern_trainer_eval_distill_bucket(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status tern_trainer_eval_distill_bucket(struct tern_trainer *t, const struct tern_train_data *d,
                                              const struct tern_distill_cache *kd, int bucket,
                                              struct tern_distill_eval *out);
 /* Is step s (1-based) of t's run a QAT step? */
@@ -2229,14 +2241,14 @@ bool tern_trainer_qat_step(const struct tern_trainer *t, int s);
  * (arch, n_embd, n_layer, heads, n_ff, n_vocab, rope_base, rms_eps, tied_output; n_ctx from
  * context_length, capped at 4096; tokenizer = path) over tern_train_config_default()'s training
  * keys. Architectures or tensors the trainer does not model are refused, naming them. */
-tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *c);
+TERN_NODISCARD tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *c);
 /* Load the weights of the GGUF at path (any weight type tern reads; dequantized to F32) into t,
  * whose config came from tern_train_config_from_gguf; optimizer state zeroed, step 0. */
-tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path);
+TERN_NODISCARD tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path);
 /* The same with a student that keeps n_layers of the file's blocks: its block j starts as the
  * file's block layers[j] (DistilBERT's start from every other teacher layer); the config's
  * n_layer must be n_layers, and the dropped blocks' tensors are skipped. */
-tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
+TERN_NODISCARD tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
                                           const int *layers, int n_layers);
 
 /* ===================================================================== training data */
@@ -2270,7 +2282,7 @@ struct tern_corpus_report {
 /* Write dir/train.jsonl, val.jsonl, test.jsonl and manifest.json (seed, counts per kind and
  * domain, SHA-256 of each file); dir is created if absent. Each file is written to a .tmp name
  * and renamed. report may be NULL. */
-tern_status tern_corpus_toolcalls_write(const char *dir, const struct tern_corpus_params *p,
+TERN_NODISCARD tern_status tern_corpus_toolcalls_write(const char *dir, const struct tern_corpus_params *p,
                                         struct tern_corpus_report *report);
 
 /* The tokenizer trainer: byte-level BPE (GPT-2 byte map, qwen2 pre-tokenizer) learned from
@@ -2296,7 +2308,7 @@ struct tern_bpe_train_report {
 /* Train on files[0..n_files) (".jsonl" = corpus lines, anything else = plain text) and write a
  * vocab-only GGUF to out_path (tmp + rename). A malformed line names file:line and the JSON
  * path. report may be NULL. */
-tern_status tern_tokenizer_train(const char *const *files, int n_files,
+TERN_NODISCARD tern_status tern_tokenizer_train(const char *const *files, int n_files,
                                  const struct tern_bpe_train_params *p, const char *out_path,
                                  struct tern_bpe_train_report *report);
 
@@ -2409,12 +2421,12 @@ struct tern_server_params tern_server_default_params(void);
 struct tern_server;
 /* Load the model, create the context and the batcher, start listening. Errors name what failed
  * (the model file, the address in use, ...). Caller frees with tern_server_free(). */
-tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out);
+TERN_NODISCARD tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out);
 /* The TCP port it listens on. */
 int tern_server_port(const struct tern_server *s);
 /* Serve until tern_server_stop; then refuse new requests (503), let every admitted request
  * finish, and return. */
-tern_status tern_server_run(struct tern_server *s);
+TERN_NODISCARD tern_status tern_server_run(struct tern_server *s);
 /* Ask tern_server_run to drain and return. Only sets a flag: safe in a signal handler. */
 void tern_server_stop(struct tern_server *s);
 void tern_server_free(struct tern_server *s);

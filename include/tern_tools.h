@@ -50,7 +50,7 @@ struct tern_ref_report {
 /* Run the check; n_threads 0 = all CPUs; tol <= 0 picks the default for the model's weight
  * types (5e-3 for F16/BF16/F32 files, 0.03 for quantized ones). Progress and per-sequence
  * figures are written to log (may be NULL). */
-tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
+TERN_NODISCARD tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_threads, double tol,
                            FILE *log, struct tern_ref_report *out);
 
 /* ===================================================================== prompt-cache benchmark */
@@ -83,7 +83,7 @@ struct tern_prompt_cache_bench_report {
     bool disk_identical;                       /* logits after load == cold logits, bitwise */
 };
 struct tern_prompt_cache_bench_params tern_prompt_cache_bench_default_params(void);
-tern_status tern_prompt_cache_bench(struct tern_model *m,
+TERN_NODISCARD tern_status tern_prompt_cache_bench(struct tern_model *m,
                                     const struct tern_prompt_cache_bench_params *p,
                                     struct tern_prompt_cache_bench_report *out);
 
@@ -164,19 +164,19 @@ struct tern_ppl_report {
  * BPE vocabularies) every byte that is not part of well-formed UTF-8 read as U+FFFD, as
  * llama.cpp's tokenizer reads it (tern_tokenize itself keeps such bytes). *ids is malloc'ed
  * (caller frees); *n_invalid (may be NULL) gets the count of such bytes. */
-tern_status tern_ppl_tokenize(struct tern_tokenizer *tok, const char *text, size_t len,
+TERN_NODISCARD tern_status tern_ppl_tokenize(struct tern_tokenizer *tok, const char *text, size_t len,
                               int32_t **ids, size_t *n, size_t *n_invalid);
 /* Perplexity of m over tokens[0..n) (tern_ppl_tokenize's; tok is the model's tokenizer, for its
  * BOS). Fewer than 2 x n_ctx tokens is refused (TERN_ERR_RANGE, naming both counts), as is a
  * tokenizer that appends EOS. With p->kl_base_path the base file is written too. */
-tern_status tern_perplexity(struct tern_model *m, struct tern_tokenizer *tok, const int32_t *tokens,
+TERN_NODISCARD tern_status tern_perplexity(struct tern_model *m, struct tern_tokenizer *tok, const int32_t *tokens,
                             size_t n, const struct tern_ppl_params *p, struct tern_ppl_report *out);
 /* KL divergence of m from the base file at base_path (written by tern_perplexity or by
  * llama-perplexity --kl-divergence-base): its chunks and tokens are decoded again (n_ctx is
  * the file's; p->n_ctx is ignored, p->n_chunks limits the chunks), and out gets Q's PPL and
  * the kld statistics. A file of another vocabulary size, or cut short, is refused (naming
  * the sizes). */
-tern_status tern_kl_divergence(struct tern_model *m, struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status tern_kl_divergence(struct tern_model *m, struct tern_tokenizer *tok,
                                const char *base_path, const struct tern_ppl_params *p,
                                struct tern_ppl_report *out);
 
@@ -196,7 +196,7 @@ tern_status tern_kl_divergence(struct tern_model *m, struct tern_tokenizer *tok,
 struct tern_eval_set;
 struct tern_eval_run;
 
-tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out);
+TERN_NODISCARD tern_status tern_eval_set_load(const char *path, struct tern_eval_set **out);
 void tern_eval_set_free(struct tern_eval_set *s);
 int tern_eval_set_count(const struct tern_eval_set *s);
 const char *tern_eval_case_id(const struct tern_eval_set *s, int i);
@@ -208,10 +208,10 @@ const char *tern_eval_case_request(const struct tern_eval_set *s, int i);
 /* Cases from a corpus file (tern corpus toolcalls): one per assistant message, expecting the
  * calls it makes (none for answers and refusals); slice = the conversation's kind; private =
  * its secrets. Written to out_path atomically; *n_cases may be NULL. */
-tern_status tern_eval_cases_from_corpus(const char *corpus_path, const char *out_path,
+TERN_NODISCARD tern_status tern_eval_cases_from_corpus(const char *corpus_path, const char *out_path,
                                         int64_t *n_cases);
 
-tern_status tern_eval_run_create(const struct tern_eval_set *s, struct tern_eval_run **out);
+TERN_NODISCARD tern_status tern_eval_run_create(const struct tern_eval_set *s, struct tern_eval_run **out);
 void tern_eval_run_free(struct tern_eval_run *r);
 
 struct tern_eval_call_in {
@@ -232,9 +232,9 @@ struct tern_eval_answer {
     const char *request_id;              /* or NULL */
 };
 /* Record (copy) the answer to case i, replacing an earlier one. */
-tern_status tern_eval_record(struct tern_eval_run *r, int i, const struct tern_eval_answer *a);
+TERN_NODISCARD tern_status tern_eval_record(struct tern_eval_run *r, int i, const struct tern_eval_answer *a);
 /* The scores of the recorded cases as JSON text (malloc'ed). */
-tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out);
+TERN_NODISCARD tern_status tern_eval_report_json(const struct tern_eval_run *r, char **out);
 /* Tokens of the recorded answer to case i; -1 when it has none or the runner failed on it. */
 int tern_eval_answer_tokens(const struct tern_eval_run *r, int i);
 /* 1 when the answer to case i covers the calls the case expects (each matched by a call to the
@@ -242,12 +242,12 @@ int tern_eval_answer_tokens(const struct tern_eval_run *r, int i);
  * expects none: no call made), 0 when not, -1 when it has no answer (src/eval/eval_cover.c). */
 int tern_eval_answer_covers(const struct tern_eval_run *r, int i);
 /* Every recorded answer as one JSON line (id, content, tool_calls, tokens, ms, ttfa, error). */
-tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f);
+TERN_NODISCARD tern_status tern_eval_outputs_write(const struct tern_eval_run *r, FILE *f);
 
 /* Record every answer of an outputs file (tern_eval_outputs_write's lines) into r: merging the
  * shards of a run, or re-grading one. A line naming a case not in the set, or one already
  * recorded, is an error naming FILE:LINE. */
-tern_status tern_eval_read_outputs(struct tern_eval_run *r, const char *path);
+TERN_NODISCARD tern_status tern_eval_read_outputs(struct tern_eval_run *r, const char *path);
 /* Cases of the set without an answer; *first = the first one's index (-1 if none). */
 int tern_eval_run_missing(const struct tern_eval_run *r, int *first);
 /* 0 when two runs of the same set hold the same answers (content, calls, token counts; failed
@@ -270,7 +270,7 @@ struct tern_eval_local_params tern_eval_local_default_params(void);
 typedef void (*tern_eval_progress_fn)(int done, int total, void *user);
 /* Answer the cases which[0..n_which) (NULL = 0..n_which-1) with the model at path, greedily.
  * A case the model cannot answer (its prompt exceeds the context) is recorded as an error. */
-tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
+TERN_NODISCARD tern_status tern_eval_local(struct tern_eval_run *r, const char *model_path,
                             const struct tern_eval_local_params *p, const int *which, int n_which,
                             tern_eval_progress_fn progress, void *user);
 
@@ -287,7 +287,7 @@ struct tern_eval_http_params tern_eval_http_default_params(void);
  * no retries). A case whose request fails (transport, timeout, an HTTP error status, a stream
  * cut short) is recorded with that error and counted in *n_failed (may be NULL); the return
  * value is for failures of the runner itself. */
-tern_status tern_eval_http(struct tern_eval_run *r, const struct tern_eval_http_params *p,
+TERN_NODISCARD tern_status tern_eval_http(struct tern_eval_run *r, const struct tern_eval_http_params *p,
                            const int *which, int n_which, tern_eval_progress_fn progress,
                            void *user, int *n_failed);
 
@@ -312,9 +312,9 @@ bool tern_eval_call_valid(const char *tools_json, const char *name, const char *
  * A report is an instrument: every fingerprint is computed or the run fails. */
 /* SHA-256 of a whole file as 64 lower-case hex digits and a NUL, as reports fingerprint files
  * (the same as `sha256sum`); an unreadable file fails naming it. */
-tern_status tern_sha256_file(const char *path, char hex[65]);
+TERN_NODISCARD tern_status tern_sha256_file(const char *path, char hex[65]);
 struct tern_bench_suite;
-tern_status tern_bench_suite_load(const char *path, struct tern_bench_suite **out);
+TERN_NODISCARD tern_status tern_bench_suite_load(const char *path, struct tern_bench_suite **out);
 void tern_bench_suite_free(struct tern_bench_suite *s);
 int tern_bench_suite_count(const struct tern_bench_suite *s);
 
@@ -345,22 +345,22 @@ struct tern_bench_suite_params {
 struct tern_bench_suite_params tern_bench_suite_default_params(void);
 /* Run the suite on the model at model_path (greedy: temperature 0, top-p 1) and write the report
  * as JSON text into *report_json (malloc'ed; caller frees). */
-tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench_suite *s,
+TERN_NODISCARD tern_status tern_bench_suite_run(const char *model_path, const struct tern_bench_suite *s,
                                  const struct tern_bench_suite_params *p, char **report_json);
 
 /* Read a report file and check it against the schema (schema_version, hardware.profile,
  * fingerprints, determinism, p50 <= p90 <= p95 <= p99 per metric ...): errors name the file and
  * the key. */
-tern_status tern_bench_report_check_file(const char *path);
+TERN_NODISCARD tern_status tern_bench_report_check_file(const char *path);
 /* A report (JSON text, checked like a file; name is used in errors) as one self-contained HTML
  * page (inline SVG, no network): TTFT and TPS distributions, per-bucket charts, residency.
  * *html malloc'ed; caller frees. */
-tern_status tern_bench_report_html(const char *report_json, const char *name, char **html);
+TERN_NODISCARD tern_status tern_bench_report_html(const char *report_json, const char *name, char **html);
 /* The machine as a report's "hardware" object, matched against the profile file (JSON text,
  * malloc'ed). */
-tern_status tern_bench_hardware_json(const char *profiles_path, bool measure_bandwidth, char **json);
+TERN_NODISCARD tern_status tern_bench_hardware_json(const char *profiles_path, bool measure_bandwidth, char **json);
 /* Check a hardware profile file (every profile; FILE:LINE on errors). */
-tern_status tern_bench_profiles_check(const char *path, int *n_profiles);
+TERN_NODISCARD tern_status tern_bench_profiles_check(const char *path, int *n_profiles);
 
 /* Batch policy (tern bench --batch-policy): decode tokens/s and p95 step time for 1..4
  * sequences at once through the batcher; offline = the batch of 2..4 with the most tokens/s
@@ -380,11 +380,11 @@ struct tern_bench_batch_policy {
     char profile_name[64];
     char profile_source[512];    /* FILE:LINE of the matched profile */
 };
-tern_status tern_bench_batch_policy(const char *model_path, const char *profiles_path, int n_threads,
+TERN_NODISCARD tern_status tern_bench_batch_policy(const char *model_path, const char *profiles_path, int n_threads,
                                     int n_gen, int reps, struct tern_bench_batch_policy *out);
 /* Record offline in the profile at source (FILE:LINE, as tern_bench_batch_policy gives it): its
  * batch_policy.offline line is rewritten in place, the file re-read before it replaces the old. */
-tern_status tern_bench_profile_set_offline(const char *source, int offline);
+TERN_NODISCARD tern_status tern_bench_profile_set_offline(const char *source, int offline);
 
 enum tern_gate_verdict {
     TERN_GATE_PASS = 0,         /* no metric past its limit */
@@ -399,7 +399,7 @@ struct tern_bench_gate_params {
 };
 /* Compare current against baseline with the baseline's limits (its hardware profile's gate).
  * A malformed report is an error naming the file and key; a refusal is a verdict, not an error. */
-tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
+TERN_NODISCARD tern_status tern_bench_gate(const char *baseline_path, const char *current_path,
                             const struct tern_bench_gate_params *p, enum tern_gate_verdict *verdict);
 
 /* The quality half of the gate (src/eval/eval_gate.c): two `tern eval --json` reports of the
@@ -410,7 +410,7 @@ struct tern_eval_gate_params {
     FILE *out;
 };
 struct tern_eval_gate_params tern_eval_gate_default_params(void);
-tern_status tern_eval_gate(const char *baseline_path, const char *current_path,
+TERN_NODISCARD tern_status tern_eval_gate(const char *baseline_path, const char *current_path,
                            const struct tern_eval_gate_params *p, enum tern_gate_verdict *verdict);
 
 #ifdef __cplusplus

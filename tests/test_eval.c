@@ -547,7 +547,7 @@ static void test_cli_local(void **state)
 
 static void *serve_thread(void *arg)
 {
-    tern_server_run(arg);
+    tern_status_ignore(tern_server_run(arg));
     return NULL;
 }
 

@@ -293,7 +293,7 @@ static int brute_check(struct tern_grammar_matcher *m, const char *where)
         if ((st == TERN_OK) != bit(mask, t)) {
             char piece[256];
             size_t pl = 0;
-            tern_token_to_piece(tok, t, TERN_PIECE_SPECIAL, piece, sizeof piece, &pl);
+            tern_status_ignore(tern_token_to_piece(tok, t, TERN_PIECE_SPECIAL, piece, sizeof piece, &pl));
             fail_msg("%s: token %d '%.*s': mask %d, accept %d", where, t, (int)pl, piece, bit(mask, t), st == TERN_OK);
         }
         pc += st == TERN_OK;
@@ -386,7 +386,7 @@ static void walk_compare(struct tern_grammar *g, const char *doc, size_t brute_e
         }
         size_t len;
         char piece[256];
-        tern_token_to_piece(tok, ids[i], 0, piece, sizeof piece, &len);
+        tern_status_ignore(tern_token_to_piece(tok, ids[i], 0, piece, sizeof piece, &len));
         if (bytes + len > refuse_at) {
             assert_false(bit(a, ids[i]));
             break;

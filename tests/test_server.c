@@ -45,7 +45,7 @@ static const char *model_path;
 static void *run_thread(void *arg)
 {
     struct srv *v = arg;
-    tern_server_run(v->s);
+    tern_status_ignore(tern_server_run(v->s));
     return NULL;
 }
 
@@ -915,7 +915,7 @@ static void test_prompt_cache(void **state)
     NEED_MODEL();
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/serve-prompt-cache", test_tmpdir());
-    tern_cache_dir_clear(dir, NULL);
+    tern_status_ignore(tern_cache_dir_clear(dir, NULL));
     const char *conv = "{\"messages\": [{\"role\": \"system\", \"content\": \"You are the archivist of the northern "
                        "library. You answer questions about old maps, ship logs and weather records, citing the shelf "
                        "number of every source you use, and you never guess.\"}, {\"role\": \"user\", \"content\": "
@@ -951,7 +951,7 @@ static void test_prompt_cache(void **state)
     assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), c2);
     cJSON_Delete(a);
     srv_stop(&v);
-    tern_cache_dir_clear(dir, NULL);
+    tern_status_ignore(tern_cache_dir_clear(dir, NULL));
 }
 
 static void test_response_format_and_stop(void **state)

@@ -38,7 +38,7 @@ static const char *model_path;
 static void *run_thread(void *arg)
 {
     struct srv *v = arg;
-    tern_server_run(v->s);
+    tern_status_ignore(tern_server_run(v->s));
     return NULL;
 }
 

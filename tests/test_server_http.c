@@ -40,7 +40,7 @@ static struct srv main_srv;
 static void *run_thread(void *arg)
 {
     struct srv *v = arg;
-    tern_server_run(v->s);
+    tern_status_ignore(tern_server_run(v->s));
     return NULL;
 }
 

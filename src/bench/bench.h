@@ -46,7 +46,7 @@ cJSON *bench_pct_json(double *x, int n);
 /* ---- bench_sha.c: lower-case hex SHA-256 (65 bytes with the NUL) ---- */
 void bench_sha256_hex(const void *data, size_t n, char hex[65]);
 /* Of the bytes [off, off + len) of a file (len < 0: to its end). */
-tern_status bench_sha256_file(const char *path, int64_t off, int64_t len, char hex[65]);
+TERN_NODISCARD tern_status bench_sha256_file(const char *path, int64_t off, int64_t len, char hex[65]);
 
 /* ---- bench_hw.c ---- */
 struct bench_hw {
@@ -116,9 +116,9 @@ struct bench_profile {
 };
 /* Parse the profile file and pick the first profile whose match (arch, vendor, families, isa)
  * fits hw. Errors name FILE:LINE (libyaml's marks). No profile matching is TERN_ERR_NOT_FOUND. */
-tern_status bench_profile_match(const char *path, const struct bench_hw *hw, struct bench_profile *out);
+TERN_NODISCARD tern_status bench_profile_match(const char *path, const struct bench_hw *hw, struct bench_profile *out);
 /* Only parse (every profile checked), for tests and `tern bench --check-profiles`. */
-tern_status bench_profiles_check(const char *path, int *n_profiles);
+TERN_NODISCARD tern_status bench_profiles_check(const char *path, int *n_profiles);
 struct bench_gate_limits bench_gate_default_limits(void);
 /* "profile/vendor-fFAMILY-mMODEL/isa/Ncpu": what two reports must share to be compared. */
 void bench_profile_key(const struct bench_profile *p, const struct bench_hw *hw, char *out, size_t n);
@@ -184,12 +184,12 @@ cJSON *bench_report_build(const struct bench_results *r);
 /* ---- bench_check.c ---- */
 /* Validate a parsed report: schema_version, the required sections and keys, six fingerprints of
  * 64 hex digits, p50 <= p90 <= p95 <= p99 per metric. Errors name path and the key. */
-tern_status bench_report_check(const cJSON *r, const char *path);
+TERN_NODISCARD tern_status bench_report_check(const cJSON *r, const char *path);
 /* Parse and check report text (path names it in errors); *out owned by the caller. */
-tern_status bench_report_parse(const char *text, size_t len, const char *path, cJSON **out);
+TERN_NODISCARD tern_status bench_report_parse(const char *text, size_t len, const char *path, cJSON **out);
 /* Parse and check a report file; *out owned by the caller (cJSON_Delete). Reports are a few
  * KiB; a file past BENCH_REPORT_MAX_BYTES is refused as not one. */
 #define BENCH_REPORT_MAX_BYTES (64u << 20)
-tern_status bench_report_load(const char *path, cJSON **out);
+TERN_NODISCARD tern_status bench_report_load(const char *path, cJSON **out);
 
 #endif

@@ -249,7 +249,7 @@ static tern_status bench_disk(struct bench *b, int n_ctx_max, const char *tmp_ro
         r->recompute_ms = median(rec, b->reps);
         r->disk_speedup = r->recompute_ms / r->disk_load_ms;
     }
-    tern_cache_dir_clear(dir, NULL);
+    tern_status_ignore(tern_cache_dir_clear(dir, NULL)); /* best effort: a temporary folder */
     rmdir(dir);
 out:
     tern_prefix_cache_free(pc);

@@ -257,7 +257,7 @@ static tern_status compare_full(struct tern_context *ctx, const struct tern_mode
             break;
         }
         const struct ref_seq *s = &seqs[sp[0]];
-        tern_kv_truncate(ctx, 0);
+        if ((st = tern_kv_truncate(ctx, 0))) break;
         if ((st = tern_decode(ctx, s->tokens, (int)sp[1] + 1, 0, TERN_LOGITS_LAST))) break;
         const float *ours = tern_context_logits(ctx, (int)sp[1]);
         for (int i = 0; i < nv; i++) {
@@ -301,7 +301,7 @@ tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_th
         const int k = s->n_top;
         struct tern_ref_report before = r;
         /* 1. the prompt in one batch, logits for every position */
-        tern_kv_truncate(ctx, 0);
+        if ((st = tern_kv_truncate(ctx, 0))) break;
         if ((st = tern_decode(ctx, s->tokens, s->n, 0, TERN_LOGITS_ALL))) break;
         for (int i = 0; i < s->n; i++)
             compare_top(tern_context_logits(ctx, i), nv, s->top_id + (size_t)i * k,
@@ -314,7 +314,7 @@ tern_status tern_ref_check(struct tern_model *m, const char *ref_jsonl, int n_th
         }
         if (st) break;
         /* 3. free-running greedy: must agree while the reference margin is clearly decisive */
-        tern_kv_truncate(ctx, 0);
+        if ((st = tern_kv_truncate(ctx, 0))) break;
         if ((st = tern_decode(ctx, s->tokens, s->n, 0, TERN_LOGITS_LAST))) break;
         const float *lg = tern_context_logits(ctx, s->n - 1);
         for (int g = 0; g < s->n_greedy; g++) {

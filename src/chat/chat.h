@@ -26,7 +26,7 @@ struct tern_chat_template {
 enum { CHAT_TYPED_UNKNOWN, CHAT_TYPED_NO, CHAT_TYPED_YES };
 
 /* Compile and wrap; copies every string. */
-tern_status chat_template_new(const char *source, size_t len, const char *bos, const char *eos,
+TERN_NODISCARD tern_status chat_template_new(const char *source, size_t len, const char *bos, const char *eos,
                               const char *warning, struct tern_chat_template **out);
 
 /* Qwen2.5's template (ChatML, plus Hermes-style tools and tool calls), used when a model
@@ -37,7 +37,7 @@ extern const char chat_fallback_template[];
  * names the document in errors ("messages"); TERN_ERR_FORMAT with byte offset, line:col and
  * JSON path, or TERN_ERR_NOMEM. */
 #define CHAT_JSON_MAX_DEPTH 1000
-tern_status chat_json_parse(struct tmpl_arena *a, const char *what, const char *text, size_t len,
+TERN_NODISCARD tern_status chat_json_parse(struct tmpl_arena *a, const char *what, const char *text, size_t len,
                             struct tval *out);
 
 #endif

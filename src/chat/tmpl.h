@@ -233,7 +233,7 @@ struct tmpl_token {
 /* Tokenize a whole template (newlines normalized to \n, one trailing newline dropped, whitespace
  * control applied to TEXT tokens). Tokens and strings live in `a`. The last token is TK_EOF.
  * TERN_ERR_FORMAT with "line L:C: ..." on a lexical error. */
-tern_status tmpl_lex(struct tmpl_arena *a, const char *src, size_t len, struct tmpl_token **toks,
+TERN_NODISCARD tern_status tmpl_lex(struct tmpl_arena *a, const char *src, size_t len, struct tmpl_token **toks,
                      int *n_toks);
 
 /* ------------------------------------------------------------------ AST */
@@ -304,7 +304,7 @@ struct tmpl_program {
 
 /* Compile source (len bytes, need not be NUL-terminated). On failure returns TERN_ERR_FORMAT
  * with "line L:C: ..." recorded; *out untouched. Free with tmpl_program_free. */
-tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out);
+TERN_NODISCARD tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out);
 void tmpl_program_free(struct tmpl_program *p);
 
 /* One named variable handed to a render. */
@@ -329,7 +329,7 @@ struct tmpl_render_opts {
  * output). On success *out points into the arena (NUL-terminated, *out_len bytes). On failure
  * the message names line:col and the Python exception kind (TemplateError, UndefinedError,
  * TypeError). */
-tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *arena,
+TERN_NODISCARD tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *arena,
                         const struct tmpl_var *vars, int n_vars,
                         const struct tmpl_render_opts *opts, const char **out, size_t *out_len);
 

@@ -15,7 +15,7 @@ struct convert_row_hook {
 };
 
 /* tern_quantize_model, with hook applied to every 2-D weight it rewrites (NULL: none). */
-tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+TERN_NODISCARD tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                    const struct convert_row_hook *hook, int *n_fallbacks);
 
 #endif

@@ -101,7 +101,8 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
     if (tern_gguf_get_str(g, "general.architecture", &arch) == TERN_OK && arch.len < 64) {
         char key[96];
         snprintf(key, sizeof key, "%.*s.block_count", (int)arch.len, arch.ptr);
-        tern_gguf_get_i64(g, key, &n_layer);
+        /* absent: 0 layers, and the q4_k_m rule then gives every layer the base type */
+        tern_status_ignore(tern_gguf_get_i64(g, key, &n_layer));
     }
     /* without an output matrix the embeddings are also the output (tied): the q4_k_m rule
      * gives them the output's type */

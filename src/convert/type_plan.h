@@ -28,7 +28,7 @@ struct type_plan {
 };
 
 /* Parse "q8_0", "Q4_K", "q4_k_m", ...; TERN_ERR_ARG naming the accepted names otherwise. */
-tern_status type_plan_parse(const char *name, struct type_plan *out);
+TERN_NODISCARD tern_status type_plan_parse(const char *name, struct type_plan *out);
 
 /* Type for tensor `kind` ("token_embd", "output", "attn_q", "attn_v", "ffn_down", ...) of layer
  * il of n_layer with rows of `cols` elements; a fallback (see above) is counted in *fallbacks. */

@@ -121,7 +121,7 @@ typedef void (*corpus_piece_fn)(void *ctx, const char *text, size_t len);
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments " \
     "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "          \
     "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
-tern_status corpus_conv_text(const cJSON *conv, corpus_piece_fn piece, void *ctx, size_t *total);
+TERN_NODISCARD tern_status corpus_conv_text(const cJSON *conv, corpus_piece_fn piece, void *ctx, size_t *total);
 
 /* ------------------------------------------------------------------ calendar */
 
@@ -284,7 +284,7 @@ struct corpus_pool {
 };
 
 /* Build the tool pool for seed. Caller frees with corpus_pool_free. */
-tern_status corpus_pool_build(uint64_t seed, struct corpus_pool *pool);
+TERN_NODISCARD tern_status corpus_pool_build(uint64_t seed, struct corpus_pool *pool);
 void corpus_pool_free(struct corpus_pool *pool);
 
 /* ------------------------------------------------------------------ conversations */
@@ -301,7 +301,7 @@ extern const char *const corpus_kind_names[CK_COUNT];
  * RNG stream so any index can be made alone. Rendered prompt length stays under
  * CORPUS_MAX_RENDER_BYTES (so under 4096 tokens in any byte-level vocabulary). */
 #define CORPUS_MAX_RENDER_BYTES 4000
-tern_status corpus_conversation(const struct corpus_pool *pool, uint64_t seed, int split,
+TERN_NODISCARD tern_status corpus_conversation(const struct corpus_pool *pool, uint64_t seed, int split,
                                 uint64_t index, cJSON **out);
 /* Bytes a Qwen2.5/Hermes ChatML template renders for conv (system, tools block, messages). */
 size_t corpus_render_estimate(const cJSON *conv);

@@ -66,7 +66,7 @@ struct tern_eval_run {
 };
 
 /* eval_cases.c: the dataset from an open stream (path names it in errors). */
-tern_status eval_set_read(FILE *f, const char *path, struct tern_eval_set **out);
+TERN_NODISCARD tern_status eval_set_read(FILE *f, const char *path, struct tern_eval_set **out);
 
 /* eval_json.c */
 /* Strict: the same JSON tokens in the same order (whitespace between tokens ignored; key

@@ -239,7 +239,7 @@ static tern_status pass(struct batch_draft *bd, int n, struct batch_draft_info *
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tern_last_error());
         for (int r = 0; r < n; r++) {
-            (void)tern_kv_seq_truncate(bd->ctx, bd->b_seq[r], 0);
+            tern_status_ignore(tern_kv_seq_truncate(bd->ctx, bd->b_seq[r], 0)); /* to 0: cannot fail */
             bd->slots[bd->b_seq[r]].n_rec = 0;
         }
         return tern_fail(st, "draft model: %s", msg);

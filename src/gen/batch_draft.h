@@ -19,7 +19,7 @@ struct batch_draft;
  * least n_slots sequences and n_ctx positions; TERN_ERR_ARG otherwise), drafting up to n_max
  * tokens (<= d's n_max) for a target of n_vocab_t tokens, and stopping a slot's drafts where
  * the drafter's top probability is below p_min (0: never). Marks d in use. */
-tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int n_vocab_t, int n_max,
+TERN_NODISCARD tern_status batch_draft_create(struct tern_draft *d, int n_slots, int n_ctx, int n_vocab_t, int n_max,
                                float p_min, struct batch_draft **out);
 /* Frees bd's own state; d is released (not freed) and its sequence 0 forgotten. */
 void batch_draft_free(struct batch_draft *bd);
@@ -30,7 +30,7 @@ void batch_draft_free(struct batch_draft *bd);
  * nothing kept). sp: the request's sampler params (temperature 0 drafts greedily; otherwise drafts are
  * drawn from q under the same temperature and filters, no repetition penalty, a seed derived
  * from sp's). Returns the prompt tokens the sequence holds in *reused. */
-tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *prompt, int n,
+TERN_NODISCARD tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *prompt, int n,
                               const struct tern_sampler_params *sp, bool share, uint64_t group,
                               int *reused);
 
@@ -62,7 +62,7 @@ struct batch_draft_info {
  * beyond two tokens per drafting slot and prompt chunks share `budget` tokens (requests first
  * come first served: give prefilling requests in admission order after the drafting ones). On a
  * failed pass the sequences involved are emptied and the error returned. */
-tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, int n_rq, int budget,
+TERN_NODISCARD tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, int n_rq, int budget,
                             struct batch_draft_info *info);
 /* The slot's record now holds n tokens in common with what the last drafts assumed (the kept
  * drafts): the sequence forgets what lies past n. */

@@ -113,7 +113,9 @@ void tern_batcher_set_prefix_cache(struct tern_batcher *b, struct tern_prefix_ca
  * a full budget or no memory only means less reuse later. */
 static void cache_store(struct tern_batcher *b, int i, int n)
 {
-    if (b->pc && n > 0) (void)tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].group, b->slots[i].toks, n);
+    /* a block the cache cannot take (its budget) is simply not cached */
+    if (b->pc && n > 0)
+        tern_status_ignore(tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].group, b->slots[i].toks, n));
 }
 
 struct tern_batcher_params tern_batcher_default_params(void)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/check.h"
 #include "gen/spec.h"
 #include "util/error.h"
 #include "util/clock.h"
@@ -97,7 +98,11 @@ static int admit_prefix(void *user, const int32_t *d, int k)
     int ok = 0;
     while (ok < k && !tern_grammar_matcher_is_done(m) && tern_grammar_matcher_accept(m, d[ok], NULL) == TERN_OK)
         ok++;
-    if (ok) tern_grammar_matcher_rollback(m, ok);
+    if (ok) { /* the tokens just accepted: rolling them back cannot fail */
+        const tern_status rs = tern_grammar_matcher_rollback(m, ok);
+        TERN_ASSERT(rs == TERN_OK);
+        (void)rs;
+    }
     return ok;
 }
 
@@ -147,7 +152,11 @@ tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, i
         total += ok;
         if (ok == 0) break; /* forced tokens come only after a choice: nothing more to add */
     }
-    if (depth) tern_grammar_matcher_rollback(m, depth);
+    if (depth) { /* the tokens accepted above: rolling them back cannot fail */
+        const tern_status rs = tern_grammar_matcher_rollback(m, depth);
+        TERN_ASSERT(rs == TERN_OK);
+        (void)rs;
+    }
     gr->ms += gen_cpu_ms() - t0;
     *n_out = total;
     return st;

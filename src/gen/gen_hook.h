@@ -12,6 +12,6 @@
 #include "gen/spec.h"
 
 /* Copy *h into g (NULL or an empty hook: none). Allocates the n_vocab mask scratch once. */
-tern_status gen_generator_set_hook(struct tern_generator *g, const struct gen_token_hook *h);
+TERN_NODISCARD tern_status gen_generator_set_hook(struct tern_generator *g, const struct gen_token_hook *h);
 
 #endif

@@ -43,7 +43,7 @@ double gen_now_ms(void);
  * ids[0..n) and the control tokens grammar g (may be NULL) produces, which the output must show
  * since the grammar counts their text. TERN_ERR_ARG / TERN_ERR_RANGE name the bad id or the
  * count; `who` prefixes the message ("generate", "batcher"). */
-tern_status gen_out_preserve(struct tern_detokenizer *d, const int32_t *ids, int n,
+TERN_NODISCARD tern_status gen_out_preserve(struct tern_detokenizer *d, const int32_t *ids, int n,
                              const struct tern_grammar *g, const char *who);
 
 /* Hand the caller one chosen token that will sit at KV position pos: count it, on_token,

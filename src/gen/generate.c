@@ -124,7 +124,7 @@ const int32_t *tern_generator_tokens(const struct tern_generator *g, int *n)
 void tern_generator_reset(struct tern_generator *g)
 {
     g->n_hist = 0;
-    tern_kv_truncate(g->ctx, 0);
+    tern_status_ignore(tern_kv_truncate(g->ctx, 0)); /* to 0: cannot fail */
 }
 
 tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d)

@@ -78,16 +78,16 @@ struct spec_source {
 /* ngram: prompt lookup over the history (spec_ngram.c). tok: the target's tokenizer, for the
  * text lookup under a grammar (NULL: token lookup only); tokenizing changes its caches, so no
  * other thread may use it meanwhile. own_tok: the source frees it (on failure too). */
-tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct tern_tokenizer *tok,
+TERN_NODISCARD tern_status spec_ngram_create(int ngram_min, int ngram_max, int n_vocab, struct tern_tokenizer *tok,
                               bool own_tok, struct spec_source **out);
 /* A drafter model with its own context of n_seq sequences (spec_model.c; a generator drafts in
  * sequence 0, a batcher in one per slot: batch_draft.c); owns model if own_model. */
-tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
+TERN_NODISCARD tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,
                               int n_vocab_target, int n_ctx, int n_seq, int n_threads, int n_max,
                               struct spec_source **out);
 /* The target's own multi-token-prediction layer (spec_mtp.c): its context is made when a
  * generator attaches (the target's n_ctx). */
-tern_status spec_mtp_create(struct tern_model *model, int n_threads, int n_max, struct spec_source **out);
+TERN_NODISCARD tern_status spec_mtp_create(struct tern_model *model, int n_threads, int n_max, struct spec_source **out);
 /* What drafting from a model source's context needs (batch_draft.c); false for ngram. */
 struct spec_model_view {
     struct tern_context *ctx; /* the drafter's context (n_seq sequences) */
@@ -106,7 +106,7 @@ int32_t spec_model_pick(struct tern_sampler *smp, const float *logits, int n_voc
 /* A model source's sampler for a generation with the target's params sp: greedy (*greedy, no
  * sampler needed) at temperature 0, else *smp (re)made for sp without the repetition penalty
  * and with its own seed stream (*cur: the params *smp was made with), and reset. */
-tern_status spec_model_sampler_begin(struct tern_sampler **smp, struct tern_sampler_params *cur,
+TERN_NODISCARD tern_status spec_model_sampler_begin(struct tern_sampler **smp, struct tern_sampler_params *cur,
                                      int n_vocab, const struct tern_sampler_params *sp, bool *greedy);
 /* The two halves of a sampled pick: q into qrow (as above; returns q's largest entry, 0 when
  * nothing has mass), then a draw from it. */
@@ -247,7 +247,7 @@ struct gen_grammar {
 /* Use grammar g (NULL: none) for the next generation, counters zeroed: the matcher of the last
  * constrained generation, reset, when g is the grammar it follows (its serial; then the tables
  * the matcher grew are kept and a steady run of requests allocates nothing), else a new one. */
-tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g);
+TERN_NODISCARD tern_status gen_grammar_begin(struct gen_grammar *gr, const struct tern_grammar *g);
 void gen_grammar_free(struct gen_grammar *gr);
 /* Advance the matcher by a token the output keeps. */
 void gen_grammar_accept(struct gen_grammar *gr, int32_t tok);
@@ -263,7 +263,7 @@ int gen_grammar_check_drafts(struct gen_grammar *gr, const int32_t *d, int k);
  * the next value. The draft is also written after hist[0..n) as it grows (hist must have room
  * for n + k; the source reads it there). *cls: the first lookup's class. The matcher is left as
  * it was. */
-tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, int32_t *hist, int n, int k,
+TERN_NODISCARD tern_status gen_grammar_draft(struct gen_grammar *gr, struct spec_source *src, int32_t *hist, int n, int k,
                               int32_t *out, int *n_out, int *cls);
 /* Undo the last n accepted tokens (forced tokens the caller did not hand over). */
 void gen_grammar_rollback(struct gen_grammar *gr, int n);

@@ -26,8 +26,9 @@ static void describe_tokenizer(const struct tern_model *m, char *buf, size_t cap
 {
     const struct tern_gguf *g = tern_model_gguf(m);
     struct tern_str model = {"?", 1}, pre = {"", 0};
-    tern_gguf_get_str(g, "tokenizer.ggml.model", &model);
-    tern_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+    /* absent keys keep the defaults above */
+    tern_status_ignore(tern_gguf_get_str(g, "tokenizer.ggml.model", &model));
+    tern_status_ignore(tern_gguf_get_str(g, "tokenizer.ggml.pre", &pre));
     int64_t i = tern_gguf_find_key(g, "tokenizer.ggml.tokens");
     unsigned long long n = i >= 0 ? (unsigned long long)tern_gguf_arr_len(g, i) : 0;
     snprintf(buf, cap, "%.*s%s%.*s%s, %llu tokens", (int)(model.len > 32 ? 32 : model.len),

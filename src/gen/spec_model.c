@@ -158,7 +158,7 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
     if (!st) st = tern_decode(ms->ctx, hist + ms->off + common, m0 - common, common, TERN_LOGITS_LAST);
     if (st) {
         ms->n_rec = 0;
-        tern_kv_truncate(ms->ctx, 0);
+        tern_status_ignore(tern_kv_truncate(ms->ctx, 0)); /* to 0: cannot fail */
         return tern_fail_prefix(st, "draft model: catching up with %d tokens: ", m0 - common);
     }
     memcpy(ms->rec + common, hist + ms->off + common, sizeof(int32_t) * (size_t)(m0 - common));
@@ -175,7 +175,7 @@ static tern_status model_propose(struct spec_source *src, const int32_t *hist, i
         if (i + 1 == k) break;
         if ((st = tern_decode(ms->ctx, &t, 1, m0 + i, TERN_LOGITS_LAST))) {
             ms->n_rec = 0;
-            tern_kv_truncate(ms->ctx, 0);
+            tern_status_ignore(tern_kv_truncate(ms->ctx, 0)); /* to 0: cannot fail */
             return tern_fail_prefix(st, "draft model: drafted token %d: ", i);
         }
         ms->rec[ms->n_rec++] = t;
@@ -232,7 +232,7 @@ void spec_model_forget(struct spec_source *src)
     struct model_source *ms = (struct model_source *)src;
     ms->n_rec = 0;
     ms->off = 0;
-    (void)tern_kv_truncate(ms->ctx, 0);
+    tern_status_ignore(tern_kv_truncate(ms->ctx, 0)); /* to 0: cannot fail */
 }
 
 tern_status spec_model_create(struct tern_model *model, bool own_model, const char *kind,

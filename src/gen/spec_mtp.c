@@ -86,7 +86,7 @@ static void mtp_reset(struct mtp_source *ms)
 {
     ms->off = 0;
     ms->n_seen = 0;
-    (void)tern_kv_truncate(ms->ctx, 0);
+    tern_status_ignore(tern_kv_truncate(ms->ctx, 0)); /* to 0: cannot fail */
 }
 
 static tern_status mtp_propose(struct spec_source *src, const int32_t *hist, int n, int k,

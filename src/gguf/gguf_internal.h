@@ -78,7 +78,7 @@ static inline uint32_t gguf_rd_u32(const uint8_t *p)
 }
 
 /* Name index sized for count names; TERN_ERR_NOMEM (with a message) if allocation fails. */
-tern_status gguf_index_init(struct gguf_index *ix, uint64_t count);
+TERN_NODISCARD tern_status gguf_index_init(struct gguf_index *ix, uint64_t count);
 void gguf_index_free(struct gguf_index *ix);
 /* Insert name -> id; returns -1 if inserted, else the id of the existing equal name.
  * names(ctx, id) gives the name stored for an id. */

@@ -181,7 +181,7 @@ uint32_t gir_cpclass(struct gram_ir *ir, const uint32_t *ranges, size_t n_ranges
 uint32_t gir_rule(struct gram_ir *ir, const char *name, size_t len);
 uint32_t gir_rule_new(struct gram_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void gir_rule_set(struct gram_ir *ir, uint32_t rule, uint32_t ex);
-tern_status gir_status(const struct gram_ir *ir, const char *what);
+TERN_NODISCARD tern_status gir_status(const struct gram_ir *ir, const char *what);
 
 /* DFA helpers for builders */
 void gdfa_init(struct gram_dfa *d);
@@ -207,16 +207,16 @@ struct gram_schema_opts {
 uint32_t gram_until(struct gram_ir *ir, const char *end, bool incl);
 /* JSON Schema text -> IR with its root rule in *root. Warnings (lenient) appended to *warn
  * (malloc'ed, newline-separated; caller frees). */
-tern_status gram_schema_to_ir(const char *text, size_t len, const struct gram_schema_opts *o,
+TERN_NODISCARD tern_status gram_schema_to_ir(const char *text, size_t len, const struct gram_schema_opts *o,
                               struct gram_ir *ir, uint32_t *root, char **warn);
 /* Same from a parsed schema (cJSON *), with `path` naming it in messages ("$" or
  * "$.tools[0].function.parameters"); several schemas may go into one IR (tool calls). */
 struct cJSON;
-tern_status gram_schema_json_to_ir(const struct cJSON *schema, const char *path,
+TERN_NODISCARD tern_status gram_schema_json_to_ir(const struct cJSON *schema, const char *path,
                                    const struct gram_schema_opts *o, struct gram_ir *ir,
                                    uint32_t *root, char **warn);
 /* GBNF text -> IR; root rule named root_name. Errors carry line:col. */
-tern_status gram_gbnf_to_ir(const char *text, size_t len, const char *root_name,
+TERN_NODISCARD tern_status gram_gbnf_to_ir(const char *text, size_t len, const char *root_name,
                             struct gram_ir *ir, uint32_t *root);
 /* Regex (the JSON Schema `pattern` subset) -> expression over the *decoded* characters of a
  * JSON string: json_escape makes every character come out as it must appear inside a JSON
@@ -225,7 +225,7 @@ tern_status gram_gbnf_to_ir(const char *text, size_t len, const char *root_name,
  * Errors name the pattern offset. *risky (may be NULL): a counted repetition sits inside
  * another, or a long one in a search, so the compiler may refuse the automaton as too
  * ambiguous (the schema compiler then tries the pattern alone, to name it). */
-tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struct gram_ir *ir,
+TERN_NODISCARD tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struct gram_ir *ir,
                              uint32_t *ex, bool *risky);
 /* Numbers: a JSON number (integer only if is_int) within bounds given as decimal strings (NULL
  * = unbounded), optionally a multiple of `step` (decimal string). */
@@ -235,7 +235,7 @@ struct gram_num_spec {
     bool min_excl, max_excl;
     const char *step;        /* multipleOf, or NULL */
 };
-tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, uint32_t *ex);
+TERN_NODISCARD tern_status gram_num_to_ir(const struct gram_num_spec *s, struct gram_ir *ir, uint32_t *ex);
 /* The grammar of a string format ("date", "uuid", ...) as a regex for gram_regex_to_ir, or
  * NULL if the format is unknown. */
 const char *gram_format_regex(const char *format);
@@ -453,15 +453,15 @@ struct tern_grammar {
 /* IR -> a finished grammar (compile, classification cache, trigger) with compile_ms measured
  * from t0; takes ownership of warn (gram_api.c). ctl[0..n_ctl): the control tokens the IR
  * names (gir_token); a trigger may be one's literal. */
-tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, uint32_t root,
+TERN_NODISCARD tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, uint32_t root,
                         const char *trigger, bool forbid, const int32_t *ctl, uint32_t n_ctl,
                         char *warn, double t0, struct tern_grammar **out);
 /* IR -> automata into g (vocab may be NULL). */
-tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
+TERN_NODISCARD tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
                          const struct tern_grammar_vocab *vocab, struct tern_grammar *g);
 void gram_free_tables(struct tern_grammar *g);
 /* Set up the lazy trigger tables (gram_matcher.c). */
-tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool forbid,
+TERN_NODISCARD tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool forbid,
                                bool rearm);
 
 /* ---------------------------------------------------------------- engine (gram_engine.c) */
@@ -502,7 +502,7 @@ struct gram_engine {
     bool overflow;           /* GRAM_MAX_STACKS / frames exceeded in this step */
 };
 
-tern_status gram_engine_init(struct gram_engine *e, const struct tern_grammar *g, bool sim);
+TERN_NODISCARD tern_status gram_engine_init(struct gram_engine *e, const struct tern_grammar *g, bool sim);
 void gram_engine_free(struct gram_engine *e);
 void gram_engine_reset(struct gram_engine *e);
 /* out[] must hold GRAM_MAX_STACKS + 4 entries. Returns the number of stacks written (sorted,
@@ -564,7 +564,7 @@ struct gram_cls_scratch {
 #define GRAM_PAIR_MASK 8191
 #define GRAM_DENSE_TABLES 64
 #define GRAM_CLASS_INF 32767
-tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
+TERN_NODISCARD tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
 void gram_cls_scratch_free(struct gram_cls_scratch *s);
 /* The classification of node (computed and published on first use; *fresh says whether this
  * call computed it). NULL on OOM. */
@@ -580,7 +580,7 @@ static inline uint32_t gram_count_sat(const struct tern_grammar *g)
     return (g->vocab ? g->vocab->max_len : GRAM_CTL_LEN) + 1;
 }
 void gram_cls_free(struct gram_cls *c);
-tern_status gram_cache_create(struct tern_grammar *g);
+TERN_NODISCARD tern_status gram_cache_create(struct tern_grammar *g);
 void gram_cache_free(struct tern_grammar *g);
 
 #endif

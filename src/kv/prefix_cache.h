@@ -87,7 +87,7 @@ uint64_t pc_chain_key(uint64_t parent, const int32_t *tokens, int B);
 struct pc_block *pc_find(const struct tern_prefix_cache *pc, uint64_t key);
 /* Take ownership of b and add it (its key must be absent); counts it as its parent's child, or
  * as an orphan, and adopts the orphans that name it as parent. */
-tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b);
+TERN_NODISCARD tern_status pc_insert(struct tern_prefix_cache *pc, struct pc_block *b);
 /* Make room for `need` bytes by evicting LRU leaves other than `keep`; false if impossible. */
 bool pc_make_room(struct tern_prefix_cache *pc, uint64_t need, const struct pc_block *keep);
 void pc_block_free(struct pc_block *b);
@@ -107,10 +107,10 @@ bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap);
  * with pc_insert or frees it with pc_block_free); otherwise a FORMAT (or NOMEM) status whose
  * message names the file and the reason. Reads nothing outside p[0..n); p needs no alignment.
  * The directory loader and the fuzz target (tests/fuzz/fuzz_cachefile.c) both go through it. */
-tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
+TERN_NODISCARD tern_status pc_block_from_bytes(const struct tern_prefix_cache *pc, const uint8_t *p, uint64_t n,
                                 const char *name, struct pc_block **out);
-tern_status pc_load_dir(struct tern_prefix_cache *pc);
-tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b);
+TERN_NODISCARD tern_status pc_load_dir(struct tern_prefix_cache *pc);
+TERN_NODISCARD tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc_block *b);
 /* Sync the directory entry after renames, so saved files survive a crash. */
 void pc_sync_dir(const char *dir);
 

@@ -121,11 +121,11 @@ bool prof_is_fallback(int wtype);
 
 /* One forward pass over n <= n_batch tokens whose positions and sequences are in bpos/bseq,
  * computing logits for the rows in out_list (n_out of them) (forward.c). */
-tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n);
+TERN_NODISCARD tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n);
 /* The same through the MTP layer (an MTP context; forward_mtp.c): token t's embedding with
  * hidden row t (n_embd floats), the main model's normalized last hidden state at the position
  * before t's (zeros at position 0), give logits for the token after t, and ctx->hid
  * the MTP's own output state for the next draft step. */
-tern_status forward_mtp_batch(struct tern_context *ctx, const int32_t *tokens, const float *hidden, int n);
+TERN_NODISCARD tern_status forward_mtp_batch(struct tern_context *ctx, const int32_t *tokens, const float *hidden, int n);
 
 #endif

@@ -28,13 +28,13 @@ size_t kv_context_state_bytes(const struct tern_context *ctx);
 /* Copy sequence seq's state at n_pos positions to dst (state_bytes): n_pos must be one the
  * sequence can truncate to (tern_kv_seq_can_truncate) without replay: 0 (zeros), its end, or
  * its rollback base; TERN_ERR_UNSUPPORTED otherwise. */
-tern_status kv_context_state_out(const struct tern_context *ctx, int seq, int n_pos, void *dst);
+TERN_NODISCARD tern_status kv_context_state_out(const struct tern_context *ctx, int seq, int n_pos, void *dst);
 /* Make src (state_bytes; NULL: zeros) the state of sequence seq, with kv_context_set_seq_n_pos
  * for its positions (which drops the rollback base and captures). */
 void kv_context_state_in(struct tern_context *ctx, int seq, const void *src);
 /* Keep the state of sequence seq when a later decode passes pos positions (one request per
  * sequence; the first one allocates the capture buffers, hence TERN_ERR_NOMEM). */
-tern_status kv_context_state_capture(struct tern_context *ctx, int seq, int pos);
+TERN_NODISCARD tern_status kv_context_state_capture(struct tern_context *ctx, int seq, int pos);
 /* The state kept at pos for seq (state_bytes), or NULL if it was not or is stale. */
 const void *kv_context_state_captured(const struct tern_context *ctx, int seq, int pos);
 

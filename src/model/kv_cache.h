@@ -68,7 +68,7 @@ struct kv_cache {
     int *win_lo;     /* (n_seq) windowed blocks hold sequence s's positions >= win_lo[s] only */
 };
 
-tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx, int n_seq);
+TERN_NODISCARD tern_status kv_init(struct kv_cache *kv, const struct kv_layout *lay, int n_ctx, int n_seq);
 void kv_free(struct kv_cache *kv);
 
 /* The first key a query at position p reads in a layer of window win: its window's start

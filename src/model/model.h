@@ -115,7 +115,7 @@ struct tern_model {
 /* Copy the matrices the forward pass multiplies into the kernels' packed layout where the active
  * kernel path has one (model_repack.c); file_mapped: the weights are tern_gguf_open's read-only
  * file mapping, whose pages may be handed back once nothing reads them. */
-tern_status model_repack(struct tern_model *m, bool file_mapped);
+TERN_NODISCARD tern_status model_repack(struct tern_model *m, bool file_mapped);
 
 /* Point the MTP layer's shared q and output (mtp.q_from, an output that is the model's) at the
  * weights they share, packed copies included (after loading, repacking or converting). */

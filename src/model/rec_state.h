@@ -44,7 +44,7 @@ struct rec_state {
     struct vexp_kernels vk;      /* the conv's SiLU (the same bits on every path) */
 };
 
-tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
+TERN_NODISCARD tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
 void rec_free(struct rec_state *r);
 
 /* The state of layer l (recurrent index) of sequence s in buffer b: conv window, then matrices. */

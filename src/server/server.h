@@ -100,7 +100,7 @@ void srv_grammars_free(struct srv_grammars *c);
 /* The grammar compiled from key (key_len bytes naming everything it is compiled from): the
  * cached one, or compile(user, &g) on a miss. *out holds a reference: give it back with
  * srv_grammar_put. */
-tern_status srv_grammar_get(struct srv_grammars *c, const char *key, size_t key_len,
+TERN_NODISCARD tern_status srv_grammar_get(struct srv_grammars *c, const char *key, size_t key_len,
                             tern_status (*compile)(void *user, struct tern_grammar **out), void *user,
                             struct srv_grammar **out);
 void srv_grammar_put(struct srv_grammars *c, struct srv_grammar *e);
@@ -342,7 +342,7 @@ void srv_job_release(struct job *j); /* under s->mu */
 void srv_engine_drain(struct tern_server *s);
 
 /* srv_http.c */
-tern_status srv_http_start(struct tern_server *s);
+TERN_NODISCARD tern_status srv_http_start(struct tern_server *s);
 void srv_http_quiesce(struct tern_server *s);
 void srv_http_stop(struct tern_server *s);
 

@@ -261,11 +261,13 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
         emit_content(j, t, n);
         return;
     }
-    if (n) tern_toolcall_feed(j->tp, t, n, NULL);
+    /* a call the parser cannot read stays text and is counted (tern_toolcall_n_errors): the
+     * statuses say the same, so they are not looked at here */
+    if (n) tern_status_ignore(tern_toolcall_feed(j->tp, t, n, NULL));
     /* an answer cut short (max_tokens, the context, --request-timeout) drops the call it cut:
      * its markup is no content, and finish_reason says "length" (OpenAI's way) */
-    if (final && cut_short(j)) tern_toolcall_finish_cut(j->tp, NULL);
-    else if (final) tern_toolcall_finish(j->tp, NULL);
+    if (final && cut_short(j)) tern_status_ignore(tern_toolcall_finish_cut(j->tp, NULL));
+    else if (final) tern_status_ignore(tern_toolcall_finish(j->tp, NULL));
     size_t len;
     const char *all = tern_toolcall_reasoning(j->tp, &len);
     if (len > j->reasoning_sent) {

@@ -89,7 +89,7 @@ struct tok_strmap {
     const uint32_t *len;  /* [n ids] */
 };
 uint32_t tok_hash_bytes(const void *p, size_t n);
-tern_status tok_strmap_init(struct tok_strmap *m, uint32_t n_keys);
+TERN_NODISCARD tern_status tok_strmap_init(struct tok_strmap *m, uint32_t n_keys);
 void tok_strmap_free(struct tok_strmap *m);
 /* Insert id (its key is arena[off[id]], len[id]); a later insert of the same key wins. */
 void tok_strmap_put(struct tok_strmap *m, int32_t id);
@@ -102,7 +102,7 @@ struct tok_pairmap {
     int32_t *rank;    /* [capacity] */
     int32_t *result;  /* [capacity] */
 };
-tern_status tok_pairmap_init(struct tok_pairmap *m, uint32_t n_keys);
+TERN_NODISCARD tern_status tok_pairmap_init(struct tok_pairmap *m, uint32_t n_keys);
 void tok_pairmap_free(struct tok_pairmap *m);
 /* Keeps the first (lowest) rank when a pair repeats. */
 void tok_pairmap_put(struct tok_pairmap *m, int32_t left, int32_t right, int32_t rank,
@@ -138,7 +138,7 @@ struct tok_cache {
     uint64_t hits, misses, resets;
 };
 #define TOK_CACHE_MAX_WORD 96
-tern_status tok_cache_init(struct tok_cache *c, uint32_t slots, size_t arena_bytes);
+TERN_NODISCARD tern_status tok_cache_init(struct tok_cache *c, uint32_t slots, size_t arena_bytes);
 void tok_cache_free(struct tok_cache *c);
 /* Ids for word, or NULL (then *n is untouched). */
 const int32_t *tok_cache_get(struct tok_cache *c, const char *w, size_t wn, uint32_t h, int *n);
@@ -184,9 +184,9 @@ struct tok_scratch {
  * fewer than 3n entries are ever queued. */
 #define TOK_HEAP_ENTRY_MAX 24
 #define TOK_HEAP_CAP(s) ((s)->cap_sym * 3)
-tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n);
-tern_status tok_scratch_sym(struct tok_scratch *s, size_t n);
-tern_status tok_scratch_esc(struct tok_scratch *s, size_t n);
+TERN_NODISCARD tern_status tok_scratch_cpt(struct tok_scratch *s, size_t n);
+TERN_NODISCARD tern_status tok_scratch_sym(struct tok_scratch *s, size_t n);
+TERN_NODISCARD tern_status tok_scratch_esc(struct tok_scratch *s, size_t n);
 void tok_scratch_free(struct tok_scratch *s);
 
 struct tern_tokenizer {
@@ -242,16 +242,16 @@ struct tern_tokenizer {
 /* tok_pretok.c: split text[0..n) into words, calling word(ctx, byte_begin, byte_end) for each.
  * Uses t->scratch for the code point arrays. */
 typedef void (*tok_word_fn)(void *ctx, size_t b0, size_t b1);
-tern_status tok_pretokenize(struct tern_tokenizer *t, const char *text, size_t n, tok_word_fn word,
+TERN_NODISCARD tern_status tok_pretokenize(struct tern_tokenizer *t, const char *text, size_t n, tok_word_fn word,
                             void *ctx);
 /* tok_bpe.c: encode one pre-token word (raw bytes) into o. */
 void tok_bpe_word(struct tern_tokenizer *t, const char *w, size_t n, struct tok_out *o);
-tern_status tok_bpe_segment(struct tern_tokenizer *t, const char *text, size_t n,
+TERN_NODISCARD tern_status tok_bpe_segment(struct tern_tokenizer *t, const char *text, size_t n,
                             struct tok_out *o);
 /* tok_spm.c: encode one raw segment; prefix_space adds the SPM leading space. */
-tern_status tok_spm_segment(struct tern_tokenizer *t, const char *text, size_t n,
+TERN_NODISCARD tern_status tok_spm_segment(struct tern_tokenizer *t, const char *text, size_t n,
                             bool prefix_space, struct tok_out *o);
 /* tok_decode.c: fill piece_off/piece_len (called by the loader once texts are in place). */
-tern_status tok_build_pieces(struct tern_tokenizer *t);
+TERN_NODISCARD tern_status tok_build_pieces(struct tern_tokenizer *t);
 
 #endif

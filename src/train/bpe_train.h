@@ -20,14 +20,14 @@
 struct bpe_trainer;
 
 /* Caller frees with bpe_trainer_free. Specials are copied; extras are validated here. */
-tern_status bpe_trainer_create(const struct tern_bpe_train_params *p, struct bpe_trainer **out);
+TERN_NODISCARD tern_status bpe_trainer_create(const struct tern_bpe_train_params *p, struct bpe_trainer **out);
 void bpe_trainer_free(struct bpe_trainer *t);
 /* Count the words of text[0..n) (one document: words never span two calls). */
-tern_status bpe_trainer_add_text(struct bpe_trainer *t, const char *text, size_t n);
+TERN_NODISCARD tern_status bpe_trainer_add_text(struct bpe_trainer *t, const char *text, size_t n);
 /* Count the prompt text of every line of a corpus .jsonl buffer; errors name name:line. */
-tern_status bpe_trainer_add_jsonl(struct bpe_trainer *t, const char *name, const char *data, size_t n);
+TERN_NODISCARD tern_status bpe_trainer_add_jsonl(struct bpe_trainer *t, const char *name, const char *data, size_t n);
 /* Learn the merges and write the vocabulary to path (tmp + rename). report may be NULL. */
-tern_status bpe_trainer_finish(struct bpe_trainer *t, const char *path, struct tern_bpe_train_report *report);
+TERN_NODISCARD tern_status bpe_trainer_finish(struct bpe_trainer *t, const char *path, struct tern_bpe_train_report *report);
 
 
 #endif

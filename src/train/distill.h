@@ -69,7 +69,7 @@ void train_kd_row(float *logits, int V, int32_t target, float w, const int32_t *
  * norms and biases as they are. Gradients flow to the master weights unchanged (straight-through
  * estimator). prepare allocates; apply runs once per QAT step. */
 struct tern_trainer;
-tern_status train_qat_prepare(struct tern_trainer *t, const char *type_name);
+TERN_NODISCARD tern_status train_qat_prepare(struct tern_trainer *t, const char *type_name);
 void train_qat_apply(struct tern_trainer *t);
 
 #endif

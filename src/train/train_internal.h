@@ -175,7 +175,7 @@ void train_latency_weights(struct tern_trainer *t, const struct tern_train_data 
 #define TRAIN_RED_CHUNKS 16
 
 /* train_model.c */
-tern_status train_layout(struct tern_trainer *t);
+TERN_NODISCARD tern_status train_layout(struct tern_trainer *t);
 /* A trained tensor of cols x rows floats appended to w's layout; its offset. */
 size_t train_add_tensor(struct tern_trainer *t, const char *name, int64_t cols, int64_t rows,
                         int n_dims);
@@ -195,17 +195,17 @@ void train_par(struct tern_trainer *t, tp_fn fn, void *arg, int n_chunks);
 /* train_import.c: the shape keys of c (arch .. tied_output; n_ctx when < 2) from the GGUF at
  * path, refused naming what differs when the trainer cannot model it; role names it in
  * messages ("student", "lora.base"). */
-tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c);
+TERN_NODISCARD tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c);
 
 /* train_lora.c */
 /* Open c.lora_base, check it against the config, lay out the frozen base and the adapters
  * (t->tensors, n_params), and allocate the LoRA scratch. Called by tern_trainer_create. */
-tern_status train_lora_create(struct tern_trainer *t);
+TERN_NODISCARD tern_status train_lora_create(struct tern_trainer *t);
 void train_lora_free(struct tern_trainer *t);
 /* Adapter init: A ~ U(-1/sqrt(n_in), 1/sqrt(n_in)) seeded, B = 0 (PEFT's). */
 void train_lora_init(struct tern_trainer *t);
 /* The adapters as a llama.cpp LoRA GGUF (F32), with the run's metadata and chat template. */
-tern_status train_lora_export(const struct tern_trainer *t, const char *path);
+TERN_NODISCARD tern_status train_lora_export(const struct tern_trainer *t, const char *path);
 /* Y (n, out) (+)= X (n, in) . W^T for a frozen matrix (dequantized tile by tile). */
 void train_qmat_fwd(struct tern_trainer *t, const struct train_qmat *W, const float *X, int n,
                     float *Y, bool acc);
@@ -223,19 +223,19 @@ void train_lora_mat_bwd(struct tern_trainer *t, int l, int m, const float *X, co
 
 /* train_config.c: one key of a config object (cJSON item) onto c; unknown keys fail naming it */
 struct cJSON;
-tern_status train_config_set_key(struct tern_train_config *c, const struct cJSON *it);
+TERN_NODISCARD tern_status train_config_set_key(struct tern_train_config *c, const struct cJSON *it);
 
 /* train_data.c */
 /* The arrays of d (read only): documents' offsets (n_docs + 1), tokens and masks (n_tok). */
 void train_data_view(const struct tern_train_data *d, uint64_t *n_docs, uint64_t *n_tok,
                      const uint64_t **off, const int32_t **tok, const uint8_t **mask);
-tern_status train_batch_alloc(struct train_batch *b, int N);
+TERN_NODISCARD tern_status train_batch_alloc(struct train_batch *b, int N);
 void train_batch_free(struct train_batch *b);
 /* Fill b with the next n_seq sequences of the data stream from *pos (advanced). */
 /* train_data.c, for both training samplers: lay the n tokens of document doc from token `first`
  * at rows [row, row + n) of the sequence at row s0 (a token outside the vocabulary is an error
  * naming it), weighted by the early tool-call and document weights; pad a sequence's rest. */
-tern_status train_lay_piece(const struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status train_lay_piece(const struct tern_trainer *t, const struct tern_train_data *d,
                             struct train_batch *b, int s0, int row, uint64_t doc, uint64_t first,
                             int n);
 void train_pad_rows(struct train_batch *b, int s0, int row, int T);
@@ -247,12 +247,12 @@ void train_bucket_weights(const struct tern_trainer *t, int step, double w[8]);
 /* Micro-batch number t->micro (then advanced) in bucket mode into b; with b NULL, nothing is
  * filled or advanced: the documents the micro-batches from t->micro on will draw go to
  * out[0..n) (*n_out written). */
-tern_status train_bucket_fill(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status train_bucket_fill(struct tern_trainer *t, const struct tern_train_data *d,
                               struct train_batch *b, uint64_t *out, uint64_t n, uint64_t *n_out);
-tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
+TERN_NODISCARD tern_status train_batch_fill(struct tern_trainer *t, const struct tern_train_data *d,
                              struct train_batch *b);
 /* Every token id of d below V, or TERN_ERR_FORMAT naming the first that is not. */
-tern_status train_data_check_vocab(const struct tern_train_data *d, int V);
+TERN_NODISCARD tern_status train_data_check_vocab(const struct tern_train_data *d, int V);
 /* Fill b with the next n_seq sequences of d in file order from document *doc, piece *piece
  * (advanced); false when d is exhausted and b holds nothing (evaluation). */
 bool train_batch_fill_ordered(struct tern_trainer *t, const struct tern_train_data *d,

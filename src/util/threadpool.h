@@ -19,7 +19,7 @@ struct tp;
 typedef void (*tp_fn)(void *arg, int chunk, int n_chunks, int tid);
 
 /* n_threads >= 1 (1 = no worker threads). Caller frees with tp_free(). */
-tern_status tp_create(int n_threads, struct tp **out);
+TERN_NODISCARD tern_status tp_create(int n_threads, struct tp **out);
 void tp_free(struct tp *tp);
 int tp_n_threads(const struct tp *tp);
 /* Run fn on chunks 0..n_chunks-1 across the pool and return when all are done. Not reentrant. */

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     volatile uint64_t sum = 0;
     struct tern_gguf_writer *w = NULL;
-    (void)tern_gguf_writer_create(32, &w);
+    tern_status_ignore(tern_gguf_writer_create(32, &w));
     for (int64_t i = 0; i < tern_gguf_n_kv(g); i++) {
         struct tern_str k = tern_gguf_key(g, i);
         for (uint64_t c = 0; c < k.len; c++) sum += (uint8_t)k.ptr[c];
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 sum += ((const uint8_t *)tern_gguf_arr_data(g, i))[0];
             }
         }
-        if (w) (void)tern_gguf_writer_copy_kv(w, g, i);
+        if (w) tern_status_ignore(tern_gguf_writer_copy_kv(w, g, i));
     }
     for (int64_t i = 0; i < tern_gguf_n_tensors(g); i++) {
         const struct tern_gguf_tensor *t = tern_gguf_tensor(g, i);

@@ -117,7 +117,7 @@ int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, co
 
 /* cli_model.c: the -m file, or without one the embedded model (call cli_need_model first:
  * without an embedded model a NULL path gives TERN_ERR_ARG). */
-tern_status cli_load_model(const char *path, struct tern_model **out);
+TERN_NODISCARD tern_status cli_load_model(const char *path, struct tern_model **out);
 /* The embedded model's image (used in place; lives as long as the program), or false. */
 bool cli_embedded_model(const void **data, size_t *size);
 /* "<cmd>: <model>: N MiB of weights repacked at load ..." on stderr when the load repacked any. */

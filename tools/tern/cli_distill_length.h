@@ -22,12 +22,12 @@ struct cli_distill_length_params {
     bool json;                    /* JSON lines on stdout, else a line on stderr */
 };
 /* Turn the data's tool-calling answers into cases and tie each to its document. */
-tern_status cli_distill_length_open(const struct cli_distill_length_params *p,
+TERN_NODISCARD tern_status cli_distill_length_open(const struct cli_distill_length_params *p,
                                     struct cli_distill_length **out);
 /* Before training step step + 1: when step is a multiple of length_kd_every (and at a run's or a
  * resumed run's first step), mine the documents of d the next length_kd_every steps will draw
  * and set the trainer's document weights; otherwise nothing. */
-tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t,
+TERN_NODISCARD tern_status cli_distill_length_step(struct cli_distill_length *m, struct tern_trainer *t,
                                     const struct tern_train_data *d, int step);
 /* How many answers that call tools the data holds (0: nothing to mine). */
 int cli_distill_length_cases(const struct cli_distill_length *m);

@@ -19,6 +19,6 @@ struct cli_seqkd_params {
  * one conversation per assistant message of the data, the messages before it followed by the
  * teacher's greedy answer (tool calls constrained by the conversation's tools). out gets its
  * path. Progress, a summary and any failure go to stderr. */
-tern_status cli_seqkd_prepare(const struct cli_seqkd_params *p, char *out, size_t out_cap);
+TERN_NODISCARD tern_status cli_seqkd_prepare(const struct cli_seqkd_params *p, char *out, size_t out_cap);
 
 #endif

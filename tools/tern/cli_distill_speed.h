@@ -20,9 +20,9 @@ struct cli_distill_speed_params {
     bool json;             /* JSON lines on stdout, else a line on stderr */
 };
 /* Load the cases and the suite, measure the teacher and print its line. */
-tern_status cli_distill_speed_open(const struct cli_distill_speed_params *p, struct cli_distill_speed **out);
+TERN_NODISCARD tern_status cli_distill_speed_open(const struct cli_distill_speed_params *p, struct cli_distill_speed **out);
 /* Export the student, quantize it, measure it and print its line (step = the trainer's step). */
-tern_status cli_distill_speed_step(struct cli_distill_speed *s, struct tern_trainer *t, int step);
+TERN_NODISCARD tern_status cli_distill_speed_step(struct cli_distill_speed *s, struct tern_trainer *t, int step);
 void cli_distill_speed_free(struct cli_distill_speed *s);
 
 #endif

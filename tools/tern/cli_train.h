@@ -14,12 +14,12 @@
  * answers whose tool calls validate (tern eval's validator) are marked in the mask for the early
  * tool-call loss (tern.h, data file). doc_lines (may be NULL): for a .jsonl, a malloc'ed array of
  * each document's file line (else NULL). */
-tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
+TERN_NODISCARD tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
                                 bool strict, bool loss_on_prompt, bool mark_tools,
                                 int64_t **doc_lines, struct tern_train_data **out);
 /* The same, rendering .jsonl with template_file's template when given (NULL or "": the
  * tokenizer GGUF's own). */
-tern_status cli_train_load_data_tmpl(const char *cmd, const char *path, const char *tokenizer,
+TERN_NODISCARD tern_status cli_train_load_data_tmpl(const char *cmd, const char *path, const char *tokenizer,
                                      const char *template_file, int n_ctx, bool strict,
                                      bool loss_on_prompt, bool mark_tools, int64_t **doc_lines,
                                      struct tern_train_data **out);
@@ -68,9 +68,9 @@ struct cli_lora_train_opts {
 /* 1: argv[*i] (and its value) was one of them; 0: not; -1: a usage error (printed). */
 int cli_lora_train_opt(const char *cmd, int argc, char **argv, int *i, struct cli_lora_train_opts *o);
 /* --lora-base onto c, before its config file is parsed over it (tern_train_config_parse_over). */
-tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c);
+TERN_NODISCARD tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c);
 /* The other flags over c (after its config file): errors name the flag. */
-tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c);
+TERN_NODISCARD tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c);
 #define CLI_LORA_USAGE                                                                             \
     "  --lora-base MODEL    train LoRA adapters on this frozen model (a GGUF or an installed\n"   \
     "                       name; its shape and tokenizer; the config's model keys are not\n"    \

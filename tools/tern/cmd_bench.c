@@ -153,7 +153,7 @@ static double sample_seconds; /* time spent in the sampler during runs (for --pr
 /* Fill positions 0..depth-1 of the cache (untimed); run_once starts after them. */
 static int fill_depth(struct tern_context *ctx, int n_vocab, int depth, int32_t *buf)
 {
-    tern_kv_truncate(ctx, 0);
+    tern_status_ignore(tern_kv_truncate(ctx, 0));
     if (depth == 0) return 0;
     for (int i = 0; i < depth; i++) buf[i] = token_for(i + 7919, n_vocab);
     tern_status st = tern_decode(ctx, buf, depth, 0, TERN_LOGITS_NONE);
@@ -166,7 +166,7 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
     /* a recurrent model (qwen35) cannot go back to `depth` after a run of one-token calls:
      * fill it again, untimed */
     if (!tern_kv_seq_can_truncate(ctx, 0, depth) && fill_depth(ctx, n_vocab, depth, buf)) return -1;
-    tern_kv_truncate(ctx, depth);
+    tern_status_ignore(tern_kv_truncate(ctx, depth));
     double t0 = cli_now_s();
     tern_status st = TERN_OK;
     if (n_prompt > 0) {

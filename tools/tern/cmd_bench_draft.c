@@ -122,7 +122,7 @@ static double bd_pass_ms(struct tern_context *ctx, const int32_t *toks, int dept
     if (reps > BD_MAX_REPS) reps = BD_MAX_REPS;
     tern_context_set_exact_batches(ctx, exact);
     for (int r = 0; r <= reps; r++) { /* run 0 is the warm-up */
-        tern_kv_truncate(ctx, depth);
+        tern_status_ignore(tern_kv_truncate(ctx, depth));
         const double t0 = cli_now_ms();
         tern_status st = tern_decode(ctx, toks + depth, b, depth, b > 1 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
         t[r] = st ? -1 : cli_now_ms() - t0;
@@ -260,7 +260,7 @@ int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int thr
         const int depth = prompts[0].n;
         int32_t toks[512];
         for (int i = 0; i < depth + 9 && i < 512; i++) toks[i] = i < depth ? prompts[0].ids[i] : prompts[0].ids[i % depth];
-        tern_kv_truncate(ctx, 0);
+        tern_status_ignore(tern_kv_truncate(ctx, 0));
         if (depth + 9 <= 512 && !(st = tern_decode(ctx, toks, depth, 0, TERN_LOGITS_NONE))) {
             for (int ex = 0; ex < 2; ex++)
                 for (int bsz = 1; bsz <= 9; bsz++) vc[ex][bsz] = bd_pass_ms(ctx, toks, depth, bsz, ex, reps * 3);

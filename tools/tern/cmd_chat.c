@@ -575,7 +575,10 @@ int cmd_chat(int argc, char **argv)
         tp.schema.strict_properties = true; /* declared parameters only, as tern serve */
         if (!gro.have_ws) tp.schema.ws = TERN_GRAMMAR_WS_ONE_LINE; /* the model's own spacing */
         tp.format = c.fmt;
-        if (tool_choice) tern_tool_choice_parse(tool_choice, &tp);
+        if (tool_choice && (st = tern_tool_choice_parse(tool_choice, &tp))) {
+            rc = cli_report("chat", st); /* a --tool-choice that names no mode and no tool */
+            goto done;
+        }
         char *ttxt = cJSON_PrintUnformatted(c.tools);
         st = ttxt ? tern_grammar_vocab_create(c.tok, &c.gvoc) : TERN_ERR_NOMEM;
         if (!st) st = tern_grammar_from_tools(c.gvoc, ttxt, strlen(ttxt), &tp, &c.gram);
