@@ -194,6 +194,7 @@ int cli_resolve_model_args(int *argc_io, char ***argv_io)
         const bool model_flag = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model");
         const bool path_flag = model_flag || !strcmp(argv[i], "--lora-base");
         const bool draft_flag = !strcmp(argv[i], "--draft") || !strcmp(argv[i], "--teacher");
+        model_given |= model_flag; /* also a -m without its value: the command says so */
         if ((!path_flag && !draft_flag) || i + 1 >= argc) {
             out[n_out++] = argv[i];
             continue;
