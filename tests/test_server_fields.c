@@ -33,23 +33,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-struct srv {
-    struct tern_server *s;
-    pthread_t th;
-    int port;
-};
 
 static const char *model_path;
-static struct srv main_srv;
+static struct test_srv main_srv;
 
-static void *run_thread(void *arg)
-{
-    struct srv *v = arg;
-    tern_status_ignore(tern_server_run(v->s));
-    return NULL;
-}
-
-static void srv_start(struct srv *v, struct tern_server_params p)
+static void srv_start(struct test_srv *v, struct tern_server_params p)
 {
     if (!p.model_data) p.model_path = model_path;
     p.port = 0;
@@ -57,17 +45,7 @@ static void srv_start(struct srv *v, struct tern_server_params p)
     p.n_ctx = 1024;
     p.n_threads = 1;
     p.quiet = true;
-    assert_tern_ok(tern_server_create(&p, &v->s));
-    v->port = tern_server_port(v->s);
-    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
-}
-
-static void srv_stop(struct srv *v)
-{
-    tern_server_stop(v->s);
-    pthread_join(v->th, NULL);
-    tern_server_free(v->s);
-    v->s = NULL;
+    test_srv_start(v, &p);
 }
 
 /* HTTP/1.0 (no chunked framing, closed at the end): status, headers and body apart. */
@@ -344,7 +322,7 @@ static void test_caps(void **state)
     NEED_MODEL();
     struct tern_server_params p = tern_server_default_params();
     p.max_tokens_cap = 4;
-    struct srv v;
+    struct test_srv v;
     srv_start(&v, p);
     cJSON *a = post(v.port, CHAT, "{" MSG ", \"max_tokens\": 100, \"ignore_eos\": true}", 200);
     assert_int_equal((int)jnum(a, "usage.completion_tokens"), 4);
@@ -353,7 +331,7 @@ static void test_caps(void **state)
     a = post(v.port, "/v1/completions", "{\"prompt\": \"Once\", \"n_predict\": -1, \"ignore_eos\": true}", 200);
     assert_int_equal((int)jnum(a, "usage.completion_tokens"), 4);
     cJSON_Delete(a);
-    srv_stop(&v);
+    test_srv_stop(&v);
 
     p = tern_server_default_params();
     p.request_timeout_ms = 1;
@@ -362,7 +340,7 @@ static void test_caps(void **state)
     assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
     assert_true(jnum(a, "usage.completion_tokens") < 900);
     cJSON_Delete(a);
-    srv_stop(&v);
+    test_srv_stop(&v);
 }
 
 /* The port before the model: a port in use is the error even when the model cannot load, and
@@ -467,12 +445,12 @@ static void test_model_in_memory(void **state)
     p.model_data = img;
     p.model_size = (size_t)n;
     p.model_alias = "in-memory";
-    struct srv v;
+    struct test_srv v;
     srv_start(&v, p);
     cJSON *a = post(v.port, CHAT, "{" MSG ", \"max_tokens\": 2}", 200);
     assert_string_equal(jstr(a, "model"), "in-memory");
     cJSON_Delete(a);
-    srv_stop(&v);
+    test_srv_stop(&v);
     free(img);
 }
 
@@ -491,7 +469,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (main_srv.s) srv_stop(&main_srv);
+    if (main_srv.s) test_srv_stop(&main_srv);
     return 0;
 }
 

@@ -27,22 +27,10 @@
 static const char *AUTH = "Bearer " KEY;
 
 
-struct srv {
-    struct tern_server *s;
-    pthread_t th;
-    int port;
-};
 
 static const char *model_path;
 
-static void *run_thread(void *arg)
-{
-    struct srv *v = arg;
-    tern_status_ignore(tern_server_run(v->s));
-    return NULL;
-}
-
-static void srv_start_keys(struct srv *v, const char *keys)
+static void srv_start_keys(struct test_srv *v, const char *keys)
 {
     struct tern_server_params p = tern_server_default_params();
     p.model_path = model_path;
@@ -54,18 +42,7 @@ static void srv_start_keys(struct srv *v, const char *keys)
     p.max_queue = 8;
     p.max_body = 256 * 1024;
     p.quiet = true;
-    assert_tern_ok(tern_server_create(&p, &v->s));
-    v->port = tern_server_port(v->s);
-    assert_true(v->port > 0);
-    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
-}
-
-static void srv_stop(struct srv *v)
-{
-    tern_server_stop(v->s);
-    pthread_join(v->th, NULL);
-    tern_server_free(v->s);
-    v->s = NULL;
+    test_srv_start(v, &p);
 }
 
 /* ------------------------------------------------------------------ HTTP (test_http.h) */
@@ -99,7 +76,7 @@ static int num(const cJSON *o, const char *a, const char *b, const char *c)
         if (!model_path) TEST_SKIP("../shared (fixtures) not found; set TERN_SHARED to run\n"); \
     } while (0)
 
-static struct srv main_srv;
+static struct test_srv main_srv;
 
 static int setup(void **state)
 {
@@ -116,7 +93,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (main_srv.s) srv_stop(&main_srv);
+    if (main_srv.s) test_srv_stop(&main_srv);
     return 0;
 }
 

@@ -28,21 +28,9 @@
 #define KEY "http-key-1"
 static const char *AUTH = "Bearer " KEY;
 
-struct srv {
-    struct tern_server *s;
-    pthread_t th;
-    int port;
-};
 
 static const char *model_path;
-static struct srv main_srv;
-
-static void *run_thread(void *arg)
-{
-    struct srv *v = arg;
-    tern_status_ignore(tern_server_run(v->s));
-    return NULL;
-}
+static struct test_srv main_srv;
 
 static struct tern_server_params base_params(void)
 {
@@ -59,20 +47,9 @@ static struct tern_server_params base_params(void)
     return p;
 }
 
-static void srv_start(struct srv *v, const struct tern_server_params *p)
+static void srv_start(struct test_srv *v, const struct tern_server_params *p)
 {
-    assert_tern_ok(tern_server_create(p, &v->s));
-    v->port = tern_server_port(v->s);
-    assert_true(v->port > 0);
-    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
-}
-
-static void srv_stop(struct srv *v)
-{
-    tern_server_stop(v->s);
-    pthread_join(v->th, NULL);
-    tern_server_free(v->s);
-    v->s = NULL;
+    test_srv_start(v, p);
 }
 
 #define NEED_MODEL()                                                                           \
@@ -96,7 +73,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (main_srv.s) srv_stop(&main_srv);
+    if (main_srv.s) test_srv_stop(&main_srv);
     return 0;
 }
 
@@ -441,7 +418,7 @@ static void test_body_budget(void **state)
     NEED_MODEL();
     struct tern_server_params p = base_params();
     p.max_body = 8u << 20;
-    struct srv v;
+    struct test_srv v;
     srv_start(&v, &p);
     /* a valid request whose one message is 7.5 MB of words: parsed, rendered, tokenized, then
      * refused for the context (what a client's runaway paste costs) */
@@ -496,7 +473,7 @@ static void test_body_budget(void **state)
     assert_true(hwm1 - rss0 < 640 * 1024);
     /* and the memory is given back (was +286 MiB; +220 MiB after the warm-up body) */
     assert_true(rss1 - rss0 < 48 * 1024);
-    srv_stop(&v);
+    test_srv_stop(&v);
     free(body);
 }
 

@@ -57,20 +57,8 @@ static void write_adapter(const struct tern_model *m, const char *path, uint64_t
     free(t);
 }
 
-struct srv {
-    struct tern_server *s;
-    pthread_t th;
-    int port;
-};
 
-static void *run_thread(void *arg)
-{
-    struct srv *v = arg;
-    tern_status_ignore(tern_server_run(v->s));
-    return NULL;
-}
-
-static void srv_start(struct srv *v, int n_parallel, uint64_t cache_bytes)
+static void srv_start(struct test_srv *v, int n_parallel, uint64_t cache_bytes)
 {
     static const char *names[2] = {"ad1", "ad2"};
     const char *paths[2] = {ad1, ad2};
@@ -85,16 +73,7 @@ static void srv_start(struct srv *v, int n_parallel, uint64_t cache_bytes)
     p.lora_names = names;
     p.lora_paths = paths;
     p.n_lora = 2;
-    assert_tern_ok(tern_server_create(&p, &v->s));
-    v->port = tern_server_port(v->s);
-    assert_int_equal(pthread_create(&v->th, NULL, run_thread, v), 0);
-}
-
-static void srv_stop(struct srv *v)
-{
-    tern_server_stop(v->s);
-    pthread_join(v->th, NULL);
-    tern_server_free(v->s);
+    test_srv_start(v, &p);
 }
 
 struct answer {
@@ -144,7 +123,7 @@ static void test_models_and_routing(void **state)
 {
     (void)state;
     if (!model_path) TEST_SKIP("../shared (fixtures) not found\n");
-    struct srv v;
+    struct test_srv v;
     srv_start(&v, 1, 64u << 20);
     struct test_resp r;
     test_http(v.port, "GET", "/v1/models", NULL, NULL, &r);
@@ -181,7 +160,7 @@ static void test_models_and_routing(void **state)
     assert_int_equal(a1.cached, 0);
     assert_true(a1b.cached > 0);
     assert_true(b1.cached > 0);
-    srv_stop(&v);
+    test_srv_stop(&v);
 }
 
 struct conc {
@@ -201,7 +180,7 @@ static void test_concurrent_flavors(void **state)
 {
     (void)state;
     if (!model_path) TEST_SKIP("../shared (fixtures) not found\n");
-    struct srv v;
+    struct test_srv v;
     srv_start(&v, 3, 0);
     const char *models[3] = {"x-base", "ad1", "ad2"};
     struct answer solo[3];
@@ -214,7 +193,7 @@ static void test_concurrent_flavors(void **state)
     }
     for (int i = 0; i < 9; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < 9; i++) assert_string_equal(c[i].a.text, solo[i % 3].text);
-    srv_stop(&v);
+    test_srv_stop(&v);
 }
 
 static void test_bad_adapter(void **state)

@@ -156,3 +156,26 @@ bool test_raw_header(const struct test_raw *r, const char *name, char *out, size
     }
     return false;
 }
+
+static void *srv_thread(void *arg)
+{
+    struct test_srv *v = arg;
+    tern_status_ignore(tern_server_run(v->s)); /* its failures show in the requests' answers */
+    return NULL;
+}
+
+void test_srv_start(struct test_srv *v, const struct tern_server_params *p)
+{
+    assert_tern_ok(tern_server_create(p, &v->s));
+    v->port = tern_server_port(v->s);
+    assert_true(v->port > 0);
+    assert_int_equal(pthread_create(&v->th, NULL, srv_thread, v), 0);
+}
+
+void test_srv_stop(struct test_srv *v)
+{
+    tern_server_stop(v->s);
+    pthread_join(v->th, NULL);
+    tern_server_free(v->s);
+    v->s = NULL;
+}

@@ -7,7 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <pthread.h>
+
 #include <cjson/cJSON.h>
+
+#include "tern.h"
 
 struct test_resp {
     int status;
@@ -37,5 +41,16 @@ void test_http_raw(int port, const char *head, const char *body, size_t body_len
 void test_raw_free(struct test_raw *r);
 /* The value of header name in r->headers (case-insensitive name), copied into out; false if absent. */
 bool test_raw_header(const struct test_raw *r, const char *name, char *out, size_t cap);
+
+/* A tern serve in this process: created from p (port 0: the OS picks) and run in a thread. */
+struct test_srv {
+    struct tern_server *s;
+    pthread_t th;
+    int port;
+};
+/* Fails the test when the server cannot be created. */
+void test_srv_start(struct test_srv *v, const struct tern_server_params *p);
+/* Stops it (the server drains), joins the thread, frees it. */
+void test_srv_stop(struct test_srv *v);
 
 #endif
