@@ -18,6 +18,7 @@
  * prompt cache across slots and restarts (--cache-mb, --prompt-cache), and
  * tern_server_stop draining a running stream to its end. */
 #include "test_support.h"
+#include "test_http.h"
 #include "ctl_model.h"
 
 #include <arpa/inet.h>
@@ -90,16 +91,6 @@ struct resp {
     size_t len;
 };
 
-static int connect_to(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) fail_msg("cannot connect to port %d", port);
-    struct timeval tv = {.tv_sec = 60};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
 
 static void send_all(int fd, const char *p, size_t n)
 {
@@ -162,7 +153,7 @@ static void read_response(int fd, struct resp *r)
 
 static void req(int port, const char *method, const char *path, const char *auth, const char *body, struct resp *r)
 {
-    int fd = connect_to(port);
+    int fd = test_http_connect(port);
     send_request(fd, method, path, auth, body, body ? strlen(body) : 0);
     read_response(fd, r);
 }
@@ -180,26 +171,6 @@ static cJSON *post_json(int port, const char *path, const char *body, int want_s
     return j;
 }
 
-static const char *jstr(const cJSON *o, const char *path)
-{
-    /* "a.b.0.c" */
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    const cJSON *x = o;
-    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
-        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
-    return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-static double jnum(const cJSON *o, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", path);
-    const cJSON *x = o;
-    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
-        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
-    if (!cJSON_IsNumber(x)) fail_msg("%s is not a number", path);
-    return x->valuedouble;
-}
 
 /* An OpenAI error body: {"error": {"message": str, "type": str, "param": str|null, "code": str|null}}. */
 static void check_error_body(const char *body, const char *param, const char *needle)
@@ -321,9 +292,9 @@ static void test_health_models_auth(void **state)
     req(port, "GET", "/v1/models", AUTH, NULL, &r);
     assert_int_equal(r.status, 200);
     cJSON *j = cJSON_Parse(r.body);
-    assert_string_equal(jstr(j, "object"), "list");
-    assert_string_equal(jstr(j, "data.0.id"), "qwen2-tiny-q8_0.gguf");
-    assert_string_equal(jstr(j, "data.0.object"), "model");
+    assert_string_equal(test_json_str(j, "object"), "list");
+    assert_string_equal(test_json_str(j, "data.0.id"), "qwen2-tiny-q8_0.gguf");
+    assert_string_equal(test_json_str(j, "data.0.object"), "model");
     cJSON_Delete(j);
     free(r.body);
     /* health needs no key (load balancers); the metrics do, unless --public-metrics */
@@ -420,7 +391,7 @@ static void test_body_limit(void **state)
     NEED_MODEL();
     const int port = main_srv.port;
     /* announced too big: refused before the body is read */
-    int fd = connect_to(port);
+    int fd = test_http_connect(port);
     const char *h = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
                     "Authorization: Bearer " KEY "\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n";
     send_all(fd, h, strlen(h));
@@ -430,7 +401,7 @@ static void test_body_limit(void **state)
     check_error_body(r.body, NULL, "exceeds the server's limit of 65536 bytes");
     free(r.body);
     /* chunked, no length: refused once it passes the limit */
-    fd = connect_to(port);
+    fd = test_http_connect(port);
     h = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
         "Authorization: Bearer " KEY "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
     send_all(fd, h, strlen(h));
@@ -458,20 +429,20 @@ static void test_chat_and_stream(void **state)
     char body[1024];
     snprintf(body, sizeof body, "%s}", HI);
     cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
-    assert_string_equal(jstr(a, "object"), "chat.completion");
-    assert_true(!strncmp(jstr(a, "id"), "chatcmpl-", 9));
-    assert_string_equal(jstr(a, "choices.0.message.role"), "assistant");
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
-    const int n_prompt = (int)jnum(a, "usage.prompt_tokens");
+    assert_string_equal(test_json_str(a, "object"), "chat.completion");
+    assert_true(!strncmp(test_json_str(a, "id"), "chatcmpl-", 9));
+    assert_string_equal(test_json_str(a, "choices.0.message.role"), "assistant");
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
+    const int n_prompt = (int)test_json_num(a, "usage.prompt_tokens");
     assert_true(n_prompt > 10);
-    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 12);
-    assert_int_equal((int)jnum(a, "usage.total_tokens"), n_prompt + 12);
-    const char *content = jstr(a, "choices.0.message.content");
+    assert_int_equal((int)test_json_num(a, "usage.completion_tokens"), 12);
+    assert_int_equal((int)test_json_num(a, "usage.total_tokens"), n_prompt + 12);
+    const char *content = test_json_str(a, "choices.0.message.content");
     assert_non_null(content);
     /* the same prompt again: its KV is still in a slot (all but the last token reused) */
     cJSON *b = post_json(port, "/v1/chat/completions", body, 200);
-    assert_string_equal(jstr(b, "choices.0.message.content"), content);
-    assert_int_equal((int)jnum(b, "usage.prompt_tokens_details.cached_tokens"), n_prompt - 1);
+    assert_string_equal(test_json_str(b, "choices.0.message.content"), content);
+    assert_int_equal((int)test_json_num(b, "usage.prompt_tokens_details.cached_tokens"), n_prompt - 1);
     cJSON_Delete(b);
 
     snprintf(body, sizeof body, "%s, \"stream\": true, \"stream_options\": {\"include_usage\": true}}", HI);
@@ -483,25 +454,25 @@ static void test_chat_and_stream(void **state)
     const int n_ev = cJSON_GetArraySize(ev);
     assert_true(n_ev >= 4);
     const cJSON *first = cJSON_GetArrayItem(ev, 0);
-    assert_string_equal(jstr(first, "object"), "chat.completion.chunk");
-    assert_string_equal(jstr(first, "choices.0.delta.role"), "assistant");
+    assert_string_equal(test_json_str(first, "object"), "chat.completion.chunk");
+    assert_string_equal(test_json_str(first, "choices.0.delta.role"), "assistant");
     char text[4096] = "";
-    const char *id = jstr(first, "id");
+    const char *id = test_json_str(first, "id");
     for (int i = 0; i < n_ev - 2; i++) {
         const cJSON *e = cJSON_GetArrayItem(ev, i);
-        assert_string_equal(jstr(e, "id"), id);
+        assert_string_equal(test_json_str(e, "id"), id);
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "usage")));
         assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0), "finish_reason")));
-        const char *c = jstr(e, "choices.0.delta.content");
+        const char *c = test_json_str(e, "choices.0.delta.content");
         if (c) strncat(text, c, sizeof text - strlen(text) - 1);
     }
     assert_string_equal(text, content);
     const cJSON *last = cJSON_GetArrayItem(ev, n_ev - 2);
-    assert_string_equal(jstr(last, "choices.0.finish_reason"), "length");
+    assert_string_equal(test_json_str(last, "choices.0.finish_reason"), "length");
     const cJSON *usage = cJSON_GetArrayItem(ev, n_ev - 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(usage, "choices")), 0);
-    assert_int_equal((int)jnum(usage, "usage.completion_tokens"), 12);
-    assert_int_equal((int)jnum(usage, "usage.prompt_tokens"), n_prompt);
+    assert_int_equal((int)test_json_num(usage, "usage.completion_tokens"), 12);
+    assert_int_equal((int)test_json_num(usage, "usage.prompt_tokens"), n_prompt);
     cJSON_Delete(ev);
     free(r.body);
     cJSON_Delete(a);
@@ -517,16 +488,16 @@ static const char *TOOLS =
 
 static void check_call(const cJSON *call, const char *name)
 {
-    assert_true(!strncmp(jstr(call, "id"), "call_", 5));
-    assert_string_equal(jstr(call, "type"), "function");
-    assert_string_equal(jstr(call, "function.name"), name);
-    const char *args = jstr(call, "function.arguments");
+    assert_true(!strncmp(test_json_str(call, "id"), "call_", 5));
+    assert_string_equal(test_json_str(call, "type"), "function");
+    assert_string_equal(test_json_str(call, "function.name"), name);
+    const char *args = test_json_str(call, "function.arguments");
     assert_non_null(args);
     cJSON *a = cJSON_Parse(args);
     if (!cJSON_IsObject(a)) fail_msg("arguments are not a JSON object: %s", args);
     if (!strcmp(name, "get_weather")) {
         assert_true(cJSON_IsString(cJSON_GetObjectItem(a, "city")));
-        const char *u = jstr(a, "unit");
+        const char *u = test_json_str(a, "unit");
         assert_true(u && (!strcmp(u, "c") || !strcmp(u, "f")));
     } else {
         assert_true(cJSON_IsString(cJSON_GetObjectItem(a, "zone")));
@@ -554,7 +525,7 @@ static void test_grammar_cache(void **state)
             cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls");
         assert_true(cJSON_GetArraySize(calls) >= 1);
         for (int c = 0; c < cJSON_GetArraySize(calls); c++)
-            check_call(cJSON_GetArrayItem(calls, c), jstr(cJSON_GetArrayItem(calls, c), "function.name"));
+            check_call(cJSON_GetArrayItem(calls, c), test_json_str(cJSON_GetArrayItem(calls, c), "function.name"));
         char *args = cJSON_PrintUnformatted(calls);
         char *p = strstr(args, "\"arguments\""); /* ids differ per request: compare from the first call's arguments */
         if (!first) first = strdup(p);
@@ -575,7 +546,7 @@ static void test_grammar_cache(void **state)
     cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
     check_call(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
                    cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls"), 0),
-               jstr(a, "choices.0.message.tool_calls.0.function.name"));
+               test_json_str(a, "choices.0.message.tool_calls.0.function.name"));
     cJSON_Delete(a);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 2);
     assert_int_equal((int)(metric(port, "tern_grammar_cache_hits_total") - h0), 2);
@@ -591,7 +562,7 @@ static void test_grammar_cache(void **state)
                  "\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"%s\"}}, \"temperature\": 0}",
                  name, name);
         a = post_json(port, "/v1/chat/completions", body, 200);
-        assert_string_equal(jstr(a, "choices.0.message.tool_calls.0.function.name"), name);
+        assert_string_equal(test_json_str(a, "choices.0.message.tool_calls.0.function.name"), name);
         cJSON_Delete(a);
     }
     assert_int_equal((int)(metric(port, "tern_grammar_cache_misses_total") - m0), 3);
@@ -607,12 +578,12 @@ static void test_tool_calls(void **state)
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}], "
              "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0}", TOOLS);
     cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "tool_calls");
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "tool_calls");
     const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(msg, "content")));
     const cJSON *calls = cJSON_GetObjectItem(msg, "tool_calls");
     assert_int_equal(cJSON_GetArraySize(calls), 1);
-    const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+    const char *name = test_json_str(cJSON_GetArrayItem(calls, 0), "function.name");
     assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
     check_call(cJSON_GetArrayItem(calls, 0), name);
 
@@ -635,14 +606,14 @@ static void test_tool_calls(void **state)
         if (cJSON_IsString(fr)) finish = fr->valuestring;
         const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "tool_calls"), 0);
         if (!tc) continue;
-        assert_int_equal((int)jnum(tc, "index"), 0);
-        if (jstr(tc, "id")) {
+        assert_int_equal((int)test_json_num(tc, "index"), 0);
+        if (test_json_str(tc, "id")) {
             headers++;
-            cJSON_AddStringToObject(call, "id", jstr(tc, "id"));
-            cJSON_AddStringToObject(call, "type", jstr(tc, "type"));
-            cJSON_AddStringToObject(fn, "name", jstr(tc, "function.name"));
+            cJSON_AddStringToObject(call, "id", test_json_str(tc, "id"));
+            cJSON_AddStringToObject(call, "type", test_json_str(tc, "type"));
+            cJSON_AddStringToObject(fn, "name", test_json_str(tc, "function.name"));
         }
-        const char *ap = jstr(tc, "function.arguments");
+        const char *ap = test_json_str(tc, "function.arguments");
         if (ap) strncat(args, ap, sizeof args - strlen(args) - 1);
     }
     cJSON_AddStringToObject(fn, "arguments", args);
@@ -661,8 +632,8 @@ static void test_tool_calls(void **state)
              "\\\"unit\\\": \\\"c\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": "
              "\"4 C, rain\"}], %s, \"max_tokens\": 5, \"temperature\": 0, \"tool_choice\": \"none\"}", TOOLS);
     cJSON *c = post_json(port, "/v1/chat/completions", body, 200);
-    assert_true((int)jnum(c, "usage.prompt_tokens") > 30);
-    assert_non_null(jstr(c, "choices.0.message.content"));
+    assert_true((int)test_json_num(c, "usage.prompt_tokens") > 30);
+    assert_non_null(test_json_str(c, "choices.0.message.content"));
     cJSON_Delete(c);
     cJSON_Delete(a);
 }
@@ -687,14 +658,14 @@ static void test_tool_formats(void **state)
         snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather in Oslo?\"}], "
                  "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0}", TOOLS);
         cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
-        if (!jstr(a, "choices.0.finish_reason") || strcmp(jstr(a, "choices.0.finish_reason"), "tool_calls")) {
+        if (!test_json_str(a, "choices.0.finish_reason") || strcmp(test_json_str(a, "choices.0.finish_reason"), "tool_calls")) {
             char *txt = cJSON_Print(a);
             fail_msg("%s: no tool call: %s", tmpls[t], txt);
         }
         const cJSON *calls = cJSON_GetObjectItem(
             cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message"), "tool_calls");
         assert_int_equal(cJSON_GetArraySize(calls), 1);
-        const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+        const char *name = test_json_str(cJSON_GetArrayItem(calls, 0), "function.name");
         assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
         check_call(cJSON_GetArrayItem(calls, 0), name);
         cJSON_Delete(a);
@@ -715,12 +686,12 @@ static void test_tool_formats(void **state)
             if (cJSON_IsString(fr)) finish = fr->valuestring;
             const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "delta"), "tool_calls"), 0);
             if (!tc) continue;
-            if (jstr(tc, "id")) {
-                cJSON_AddStringToObject(call, "id", jstr(tc, "id"));
-                cJSON_AddStringToObject(call, "type", jstr(tc, "type"));
-                cJSON_AddStringToObject(fn, "name", jstr(tc, "function.name"));
+            if (test_json_str(tc, "id")) {
+                cJSON_AddStringToObject(call, "id", test_json_str(tc, "id"));
+                cJSON_AddStringToObject(call, "type", test_json_str(tc, "type"));
+                cJSON_AddStringToObject(fn, "name", test_json_str(tc, "function.name"));
             }
-            const char *ap = jstr(tc, "function.arguments");
+            const char *ap = test_json_str(tc, "function.arguments");
             if (ap) strncat(args, ap, sizeof args - strlen(args) - 1);
         }
         cJSON_AddStringToObject(fn, "arguments", args);
@@ -733,7 +704,7 @@ static void test_tool_formats(void **state)
         snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, "
                  "\"max_tokens\": 6, \"temperature\": 0}", TOOLS);
         a = post_json(v.port, "/v1/chat/completions", body, 200);
-        assert_non_null(jstr(a, "choices.0.finish_reason"));
+        assert_non_null(test_json_str(a, "choices.0.finish_reason"));
         cJSON_Delete(a);
         srv_stop(&v);
     }
@@ -770,15 +741,15 @@ static void test_control_opener(void **state)
              "%s, \"tool_choice\": \"required\", \"parallel_tool_calls\": false, \"temperature\": 0, "
              "\"logprobs\": true}", TOOLS);
     cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
-    if (!jstr(a, "choices.0.finish_reason") || strcmp(jstr(a, "choices.0.finish_reason"), "tool_calls"))
+    if (!test_json_str(a, "choices.0.finish_reason") || strcmp(test_json_str(a, "choices.0.finish_reason"), "tool_calls"))
         fail_msg("no tool call: %s", cJSON_Print(a));
     /* the first token is the control token itself (forced), not its spelling "[" "T" ... */
-    assert_string_equal(jstr(a, "choices.0.logprobs.content.0.token"), "[TOOL_CALLS]");
-    assert_string_equal(jstr(a, "choices.0.logprobs.content.1.token"), "[");
+    assert_string_equal(test_json_str(a, "choices.0.logprobs.content.0.token"), "[TOOL_CALLS]");
+    assert_string_equal(test_json_str(a, "choices.0.logprobs.content.1.token"), "[");
     const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(a, "choices"), 0), "message");
     const cJSON *calls = cJSON_GetObjectItem(msg, "tool_calls");
     assert_int_equal(cJSON_GetArraySize(calls), 1);
-    const char *name = jstr(cJSON_GetArrayItem(calls, 0), "function.name");
+    const char *name = test_json_str(cJSON_GetArrayItem(calls, 0), "function.name");
     assert_true(!strcmp(name, "get_weather") || !strcmp(name, "get_time"));
     check_call(cJSON_GetArrayItem(calls, 0), name);
     const cJSON *content = cJSON_GetObjectItem(msg, "content");
@@ -800,8 +771,8 @@ static void test_control_opener(void **state)
         const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
         if (cJSON_IsString(fr)) finish = fr->valuestring;
         const cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "delta"), "tool_calls"), 0);
-        if (tc && jstr(tc, "function.name")) {
-            assert_string_equal(jstr(tc, "function.name"), "get_time");
+        if (tc && test_json_str(tc, "function.name")) {
+            assert_string_equal(test_json_str(tc, "function.name"), "get_time");
             n_calls++;
         }
     }
@@ -813,7 +784,7 @@ static void test_control_opener(void **state)
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, "
              "\"max_tokens\": 6, \"temperature\": 0}", TOOLS);
     a = post_json(v.port, "/v1/chat/completions", body, 200);
-    assert_non_null(jstr(a, "choices.0.finish_reason"));
+    assert_non_null(test_json_str(a, "choices.0.finish_reason"));
     cJSON_Delete(a);
     srv_stop(&v);
 }
@@ -837,9 +808,9 @@ static void test_reasoning(void **state)
     char body[4096];
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0}", RF);
     cJSON *a = post_json(v.port, "/v1/chat/completions", body, 200);
-    assert_string_equal(jstr(a, "choices.0.message.reasoning_content"), "\"x");
-    assert_string_equal(jstr(a, "choices.0.message.content"), "y\"");
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "stop");
+    assert_string_equal(test_json_str(a, "choices.0.message.reasoning_content"), "\"x");
+    assert_string_equal(test_json_str(a, "choices.0.message.content"), "y\"");
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "stop");
     cJSON_Delete(a);
 
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
@@ -854,7 +825,7 @@ static void test_reasoning(void **state)
         const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "choices"), 0);
         const cJSON *fr = cJSON_GetObjectItem(ch, "finish_reason");
         if (cJSON_IsString(fr)) finish = fr->valuestring;
-        const char *rc = jstr(ch, "delta.reasoning_content"), *cc = jstr(ch, "delta.content");
+        const char *rc = test_json_str(ch, "delta.reasoning_content"), *cc = test_json_str(ch, "delta.content");
         if (rc) strncat(reasoning, rc, sizeof reasoning - strlen(reasoning) - 1);
         if (cc) strncat(content, cc, sizeof content - strlen(content) - 1);
     }
@@ -868,16 +839,16 @@ static void test_reasoning(void **state)
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
              "\"chat_template_kwargs\": {\"enable_thinking\": false}}", RF);
     a = post_json(v.port, "/v1/chat/completions", body, 200);
-    assert_null(jstr(a, "choices.0.message.reasoning_content"));
-    assert_string_equal(jstr(a, "choices.0.message.content"), "\"x</think>y\"");
+    assert_null(test_json_str(a, "choices.0.message.reasoning_content"));
+    assert_string_equal(test_json_str(a, "choices.0.message.content"), "\"x</think>y\"");
     cJSON_Delete(a);
 
     snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], %s, \"temperature\": 0, "
              "\"max_tokens\": 1}", RF);
     a = post_json(v.port, "/v1/chat/completions", body, 200);
-    assert_string_equal(jstr(a, "choices.0.message.reasoning_content"), "\"");
-    assert_string_equal(jstr(a, "choices.0.message.content"), "");
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
+    assert_string_equal(test_json_str(a, "choices.0.message.reasoning_content"), "\"");
+    assert_string_equal(test_json_str(a, "choices.0.message.content"), "");
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
     cJSON_Delete(a);
 
     a = post_json(v.port, "/v1/chat/completions",
@@ -923,8 +894,8 @@ static void test_prompt_cache(void **state)
     struct srv v;
     start_cached(&v, dir);
     cJSON *a = post_json(v.port, "/v1/chat/completions", conv, 200);
-    const int n1 = (int)jnum(a, "usage.prompt_tokens");
-    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), 0);
+    const int n1 = (int)test_json_num(a, "usage.prompt_tokens");
+    assert_int_equal((int)test_json_num(a, "usage.prompt_tokens_details.cached_tokens"), 0);
     cJSON_Delete(a);
     for (int i = 0; i < 2; i++) { /* both slots now hold something else */
         char other[256];
@@ -933,7 +904,7 @@ static void test_prompt_cache(void **state)
         cJSON_Delete(post_json(v.port, "/v1/chat/completions", other, 200));
     }
     a = post_json(v.port, "/v1/chat/completions", conv, 200);
-    const int c2 = (int)jnum(a, "usage.prompt_tokens_details.cached_tokens");
+    const int c2 = (int)test_json_num(a, "usage.prompt_tokens_details.cached_tokens");
     cJSON_Delete(a);
     /* blocks of 32: everything but the last, partial one */
     if (c2 < (n1 - 1) / 32 * 32 || c2 % 32) fail_msg("restored %d of %d prompt tokens", c2, n1);
@@ -948,7 +919,7 @@ static void test_prompt_cache(void **state)
     /* a new process (here: server) finds the conversation in the files */
     start_cached(&v, dir);
     a = post_json(v.port, "/v1/chat/completions", conv, 200);
-    assert_int_equal((int)jnum(a, "usage.prompt_tokens_details.cached_tokens"), c2);
+    assert_int_equal((int)test_json_num(a, "usage.prompt_tokens_details.cached_tokens"), c2);
     cJSON_Delete(a);
     srv_stop(&v);
     tern_status_ignore(tern_cache_dir_clear(dir, NULL));
@@ -965,19 +936,19 @@ static void test_response_format_and_stop(void **state)
                        "\"maximum\": 999}}, \"required\": [\"n\"], \"additionalProperties\": false}}}, "
                        "\"temperature\": 0}";
     cJSON *a = post_json(port, "/v1/chat/completions", body, 200);
-    cJSON *doc = cJSON_Parse(jstr(a, "choices.0.message.content"));
-    if (!doc) fail_msg("not JSON: %s", jstr(a, "choices.0.message.content"));
+    cJSON *doc = cJSON_Parse(test_json_str(a, "choices.0.message.content"));
+    if (!doc) fail_msg("not JSON: %s", test_json_str(a, "choices.0.message.content"));
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(doc, "n")));
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "stop");
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "stop");
     cJSON_Delete(doc);
     cJSON_Delete(a);
 
     /* stop: cut the greedy answer at a string taken from its middle */
     const char *plain = "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, \"ignore_eos\": true}";
     cJSON *p = post_json(port, "/v1/completions", plain, 200);
-    assert_string_equal(jstr(p, "object"), "text_completion");
-    assert_string_equal(jstr(p, "choices.0.finish_reason"), "length");
-    const char *text = jstr(p, "choices.0.text");
+    assert_string_equal(test_json_str(p, "object"), "text_completion");
+    assert_string_equal(test_json_str(p, "choices.0.finish_reason"), "length");
+    const char *text = test_json_str(p, "choices.0.text");
     size_t tl = strlen(text);
     assert_true(tl > 20);
     char stop[8];
@@ -990,10 +961,10 @@ static void test_response_format_and_stop(void **state)
     snprintf(body2, sizeof body2, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, "
              "\"ignore_eos\": true, \"stop\": [\"zzzzqqqq\", %s]}", stop_json);
     cJSON *q = post_json(port, "/v1/completions", body2, 200);
-    assert_string_equal(jstr(q, "choices.0.finish_reason"), "stop");
-    assert_int_equal(strlen(jstr(q, "choices.0.text")), cut);
-    assert_memory_equal(jstr(q, "choices.0.text"), text, cut);
-    assert_true((int)jnum(q, "usage.completion_tokens") < 24);
+    assert_string_equal(test_json_str(q, "choices.0.finish_reason"), "stop");
+    assert_int_equal(strlen(test_json_str(q, "choices.0.text")), cut);
+    assert_memory_equal(test_json_str(q, "choices.0.text"), text, cut);
+    assert_true((int)test_json_num(q, "usage.completion_tokens") < 24);
     /* streamed completions end with [DONE] and give the same text */
     snprintf(body2, sizeof body2, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 24, \"temperature\": 0, "
              "\"ignore_eos\": true, \"stream\": true}");
@@ -1002,8 +973,8 @@ static void test_response_format_and_stop(void **state)
     cJSON *ev = parse_sse(r.body);
     char all[4096] = "";
     for (const cJSON *e = ev->child; e; e = e->next) {
-        assert_string_equal(jstr(e, "object"), "text_completion");
-        strncat(all, jstr(e, "choices.0.text"), sizeof all - strlen(all) - 1);
+        assert_string_equal(test_json_str(e, "object"), "text_completion");
+        strncat(all, test_json_str(e, "choices.0.text"), sizeof all - strlen(all) - 1);
     }
     assert_string_equal(all, text);
     cJSON_Delete(ev);
@@ -1022,7 +993,7 @@ struct client {
 static void *client_thread(void *arg)
 {
     struct client *c = arg;
-    int fd = connect_to(c->port);
+    int fd = test_http_connect(c->port);
     send_request(fd, "POST", "/v1/chat/completions", AUTH, c->body, strlen(c->body));
     read_response(fd, &c->r);
     return NULL;
@@ -1051,7 +1022,7 @@ static void test_concurrent_batching(void **state)
         cJSON *ev = parse_sse(c[i].r.body);
         int n_content = 0;
         for (const cJSON *e = ev->child; e; e = e->next)
-            if (jstr(e, "choices.0.delta.content")) n_content++;
+            if (test_json_str(e, "choices.0.delta.content")) n_content++;
         assert_true(n_content > 0);
         cJSON_Delete(ev);
         free(c[i].r.body);
@@ -1071,7 +1042,7 @@ static void test_disconnect(void **state)
     NEED_MODEL();
     const int port = main_srv.port;
     const double cancelled0 = metric(port, "tern_requests_cancelled_total");
-    int fd = connect_to(port);
+    int fd = test_http_connect(port);
     const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Go on\"}], \"ignore_eos\": true, \"stream\": true}";
     send_request(fd, "POST", "/v1/chat/completions", AUTH, body, strlen(body));
     char buf[2048];
@@ -1120,7 +1091,7 @@ static void test_queue_full(void **state)
         pthread_join(th[i], NULL);
         assert_int_equal(c[i].r.status, 200);
         cJSON *j = cJSON_Parse(c[i].r.body);
-        assert_int_equal((int)jnum(j, "usage.completion_tokens"), 300);
+        assert_int_equal((int)test_json_num(j, "usage.completion_tokens"), 300);
         cJSON_Delete(j);
         free(c[i].r.body);
     }
@@ -1134,7 +1105,7 @@ static void test_drain(void **state)
     NEED_MODEL();
     struct srv v;
     srv_start(&v, 2, 4, 1 << 20);
-    int fd = connect_to(v.port);
+    int fd = test_http_connect(v.port);
     const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Drain\"}], \"max_tokens\": 150, "
                        "\"ignore_eos\": true, \"stream\": true}";
     send_request(fd, "POST", "/v1/chat/completions", AUTH, body, strlen(body));
@@ -1148,7 +1119,7 @@ static void test_drain(void **state)
     assert_int_equal(r.status, 200);
     cJSON *ev = parse_sse(r.body);
     const cJSON *last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
-    assert_string_equal(jstr(last, "choices.0.finish_reason"), "length");
+    assert_string_equal(test_json_str(last, "choices.0.finish_reason"), "length");
     cJSON_Delete(ev);
     free(r.body);
     pthread_join(v.th, NULL);

@@ -116,32 +116,13 @@ static cJSON *post(int port, const char *path, const char *body, int want)
     return j;
 }
 
-static const char *jstr(const cJSON *o, const char *dotted)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", dotted);
-    const cJSON *x = o;
-    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
-        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
-    return cJSON_IsString(x) ? x->valuestring : NULL;
-}
-static double jnum(const cJSON *o, const char *dotted)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", dotted);
-    const cJSON *x = o;
-    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
-        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
-    if (!cJSON_IsNumber(x)) fail_msg("%s is not a number", dotted);
-    return x->valuedouble;
-}
 
 /* A 400 whose param is param (NULL: not checked) and whose message holds every needle. */
 static void want_400(int port, const char *path, const char *body, const char *param, const char *n1,
                      const char *n2)
 {
     cJSON *j = post(port, path, body, 400);
-    const char *m = jstr(j, "error.message"), *p = jstr(j, "error.param");
+    const char *m = test_json_str(j, "error.message"), *p = test_json_str(j, "error.param");
     if (!m) fail_msg("no message: %s", body);
     if (param && (!p || strcmp(p, param))) fail_msg("param %s, want %s (%s)", p ? p : "null", param, m);
     if (n1 && !strstr(m, n1)) fail_msg("message lacks '%s': %s", n1, m);
@@ -195,7 +176,7 @@ static void test_strict_schemas(void **state)
                  "{\"name\": \"ping\", %s\"parameters\": {\"type\": \"object\"}}}], \"tool_choice\": \"required\"}",
                  strict ? "\"strict\": true, " : "");
         cJSON *a = post(port, CHAT, body, 200);
-        const char *args = jstr(a, "choices.0.message.tool_calls.0.function.arguments");
+        const char *args = test_json_str(a, "choices.0.message.tool_calls.0.function.arguments");
         if (!args || strcmp(args, "{}")) fail_msg("arguments %s, want {}", args ? args : "(none)");
         cJSON_Delete(a);
     }
@@ -208,9 +189,9 @@ static void test_strict_schemas(void **state)
                  "{\"a\": {\"type\": \"%s\"}, \"b\": {\"type\": \"%s\", \"minimum\": 0}}, \"required\": [\"a\", \"b\"], \"additionalProperties\": false}}}}",
                  types[t], types[t]);
         cJSON *a = post(port, CHAT, body, 200);
-        const char *content = jstr(a, "choices.0.message.content");
+        const char *content = test_json_str(a, "choices.0.message.content");
         cJSON *doc = content ? cJSON_Parse(content) : NULL;
-        if (!doc) fail_msg("%s: not closed JSON (%s): %s", types[t], jstr(a, "choices.0.finish_reason"), content);
+        if (!doc) fail_msg("%s: not closed JSON (%s): %s", types[t], test_json_str(a, "choices.0.finish_reason"), content);
         assert_true(cJSON_IsNumber(cJSON_GetObjectItem(doc, "a")) && cJSON_IsNumber(cJSON_GetObjectItem(doc, "b")));
         cJSON_Delete(doc);
         cJSON_Delete(a);
@@ -240,15 +221,15 @@ static void test_forced_calls(void **state)
     /* {} is no parameters, as leaving it out */
     cJSON *ok = post(port, CHAT, "{" MSG ", \"temperature\": 0, \"tools\": [{\"type\": \"function\", \"function\": "
                      "{\"name\": \"f\", \"parameters\": {}}}], \"tool_choice\": \"required\"}", 200);
-    assert_string_equal(jstr(ok, "choices.0.message.tool_calls.0.function.arguments"), "{}");
+    assert_string_equal(test_json_str(ok, "choices.0.message.tool_calls.0.function.arguments"), "{}");
     cJSON_Delete(ok);
     /* max_tokens cuts the forced call: "length", no markup in the content */
     for (int named = 0; named < 2; named++) {
         snprintf(body, sizeof body, "{" MSG ", \"temperature\": 0, \"max_tokens\": 6, \"tools\": [" TOOL_F "], "
                  "\"tool_choice\": %s}", named ? "{\"type\": \"function\", \"function\": {\"name\": \"lookup\"}}" : "\"required\"");
         cJSON *a = post(port, CHAT, body, 200);
-        assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
-        const char *c = jstr(a, "choices.0.message.content");
+        assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
+        const char *c = test_json_str(a, "choices.0.message.content");
         if (c && (strstr(c, "<tool_call") || strstr(c, "{\"name\""))) fail_msg("markup in content: %s", c);
         cJSON_Delete(a);
         /* streamed: the same */
@@ -278,25 +259,25 @@ static void test_client_fields(void **state)
                     "\"presence_penalty\": 0, \"frequency_penalty\": 0, \"safety_identifier\": \"s\", "
                     "\"cache_prompt\": true, \"id_slot\": -1, \"typical_p\": 1, \"min_p\": 0.05, \"top_k\": 40, "
                     "\"repeat_penalty\": 1.1, \"repeat_last_n\": 64, \"mirostat\": 0, \"n_keep\": 0, \"samplers\": [\"top_k\"]}", 200);
-    assert_true(jnum(a, "usage.completion_tokens") <= 3);
+    assert_true(test_json_num(a, "usage.completion_tokens") <= 3);
     cJSON_Delete(a);
     /* n_predict is max_tokens; completions too */
     a = post(port, CHAT, "{" MSG ", \"n_predict\": 5, \"ignore_eos\": true}", 200);
-    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 5);
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
+    assert_int_equal((int)test_json_num(a, "usage.completion_tokens"), 5);
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
     cJSON_Delete(a);
     a = post(port, "/v1/completions", "{\"prompt\": \"Once\", \"n_predict\": 7, \"ignore_eos\": true, \"cache_prompt\": true}", 200);
-    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 7);
+    assert_int_equal((int)test_json_num(a, "usage.completion_tokens"), 7);
     cJSON_Delete(a);
     /* llama-server's json_schema and grammar constrain the answer */
     a = post(port, CHAT, "{" MSG ", \"temperature\": 0, \"max_tokens\": 60, \"json_schema\": {\"type\": \"object\", "
              "\"properties\": {\"ok\": {\"type\": \"boolean\"}}, \"required\": [\"ok\"], \"additionalProperties\": false}}", 200);
-    cJSON *doc = cJSON_Parse(jstr(a, "choices.0.message.content"));
-    if (!doc || !cJSON_IsBool(cJSON_GetObjectItem(doc, "ok"))) fail_msg("json_schema not followed: %s", jstr(a, "choices.0.message.content"));
+    cJSON *doc = cJSON_Parse(test_json_str(a, "choices.0.message.content"));
+    if (!doc || !cJSON_IsBool(cJSON_GetObjectItem(doc, "ok"))) fail_msg("json_schema not followed: %s", test_json_str(a, "choices.0.message.content"));
     cJSON_Delete(doc);
     cJSON_Delete(a);
     a = post(port, "/v1/completions", "{\"prompt\": \"Answer:\", \"max_tokens\": 20, \"grammar\": \"root ::= (\\\"yes\\\" | \\\"no\\\") \\\".\\\"\"}", 200);
-    const char *t = jstr(a, "choices.0.text");
+    const char *t = test_json_str(a, "choices.0.text");
     if (!t || (strcmp(t, "yes.") && strcmp(t, "no."))) fail_msg("grammar not followed: %s", t ? t : "(null)");
     cJSON_Delete(a);
     /* still refused: knobs tern lacks at a value that matters, wrong types, unknown names */
@@ -325,11 +306,11 @@ static void test_caps(void **state)
     struct test_srv v;
     srv_start(&v, p);
     cJSON *a = post(v.port, CHAT, "{" MSG ", \"max_tokens\": 100, \"ignore_eos\": true}", 200);
-    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 4);
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
+    assert_int_equal((int)test_json_num(a, "usage.completion_tokens"), 4);
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
     cJSON_Delete(a);
     a = post(v.port, "/v1/completions", "{\"prompt\": \"Once\", \"n_predict\": -1, \"ignore_eos\": true}", 200);
-    assert_int_equal((int)jnum(a, "usage.completion_tokens"), 4);
+    assert_int_equal((int)test_json_num(a, "usage.completion_tokens"), 4);
     cJSON_Delete(a);
     test_srv_stop(&v);
 
@@ -337,8 +318,8 @@ static void test_caps(void **state)
     p.request_timeout_ms = 1;
     srv_start(&v, p);
     a = post(v.port, CHAT, "{" MSG ", \"max_tokens\": 900, \"ignore_eos\": true}", 200);
-    assert_string_equal(jstr(a, "choices.0.finish_reason"), "length");
-    assert_true(jnum(a, "usage.completion_tokens") < 900);
+    assert_string_equal(test_json_str(a, "choices.0.finish_reason"), "length");
+    assert_true(test_json_num(a, "usage.completion_tokens") < 900);
     cJSON_Delete(a);
     test_srv_stop(&v);
 }
@@ -448,7 +429,7 @@ static void test_model_in_memory(void **state)
     struct test_srv v;
     srv_start(&v, p);
     cJSON *a = post(v.port, CHAT, "{" MSG ", \"max_tokens\": 2}", 200);
-    assert_string_equal(jstr(a, "model"), "in-memory");
+    assert_string_equal(test_json_str(a, "model"), "in-memory");
     cJSON_Delete(a);
     test_srv_stop(&v);
     free(img);

@@ -16,7 +16,7 @@
 
 #include "test_support.h"
 
-static int connect_to(int port)
+int test_http_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -30,7 +30,7 @@ static int connect_to(int port)
 void test_http(int port, const char *method, const char *path, const char *auth, const char *body,
                struct test_resp *r)
 {
-    int fd = connect_to(port);
+    int fd = test_http_connect(port);
     char h[1024];
     const size_t len = body ? strlen(body) : 0;
     int n = snprintf(h, sizeof h, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s%s%s"
@@ -89,7 +89,7 @@ static void *raw_send_main(void *arg)
 void test_http_raw(int port, const char *head, const char *body, size_t body_len, struct test_raw *r)
 {
     memset(r, 0, sizeof *r);
-    int fd = connect_to(port);
+    int fd = test_http_connect(port);
     struct timeval tv = {.tv_sec = 20};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -178,4 +178,27 @@ void test_srv_stop(struct test_srv *v)
     pthread_join(v->th, NULL);
     tern_server_free(v->s);
     v->s = NULL;
+}
+
+static const cJSON *json_at(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *x = o;
+    for (char *t = strtok(buf, "."); t && x; t = strtok(NULL, "."))
+        x = (*t >= '0' && *t <= '9') ? cJSON_GetArrayItem(x, atoi(t)) : cJSON_GetObjectItemCaseSensitive(x, t);
+    return x;
+}
+
+const char *test_json_str(const cJSON *o, const char *path)
+{
+    const cJSON *x = json_at(o, path);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+double test_json_num(const cJSON *o, const char *path)
+{
+    const cJSON *x = json_at(o, path);
+    if (!cJSON_IsNumber(x)) fail_msg("%s is not a number", path);
+    return x->valuedouble;
 }

@@ -18,6 +18,13 @@ struct test_resp {
     char *body; /* caller frees */
 };
 
+/* A socket connected to 127.0.0.1:port (60 s receive timeout); fails the test if it cannot. */
+int test_http_connect(int port);
+/* The string / number at a dotted path of a JSON answer ("choices.0.message.content": digits
+ * index arrays); the string is NULL when absent or not a string, a number that is not there
+ * fails the test naming the path. */
+const char *test_json_str(const cJSON *o, const char *path);
+double test_json_num(const cJSON *o, const char *path);
 /* method path on 127.0.0.1:port with an optional Authorization value and JSON body. */
 void test_http(int port, const char *method, const char *path, const char *auth, const char *body,
                struct test_resp *r);
