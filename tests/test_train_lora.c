@@ -11,6 +11,7 @@
  * - bad input: shape keys with lora, a rank or target that does not exist, a base the trainer
  *   cannot model, a checkpoint of another rank: refused naming what differs. */
 #include "test_support.h"
+#include "test_train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,40 +22,6 @@
 
 #include "train/train_internal.h"
 
-static char tok_path[512];
-
-static const char *tokenizer(void)
-{
-    if (!tok_path[0]) {
-        snprintf(tok_path, sizeof tok_path, "%s/tok.gguf", test_tmpdir());
-        assert_tern_ok(tern_synth_model_write("tiny", "q8_0", 7, tok_path, NULL));
-    }
-    return tok_path;
-}
-
-static const char *write_data(const char *name, int n_docs, int maxlen, uint64_t seed)
-{
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
-    struct tern_train_data_writer *w;
-    assert_tern_ok(tern_train_data_writer_create(&w));
-    int32_t tok[512];
-    uint8_t mask[512];
-    for (int d = 0; d < n_docs; d++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        const int len = 3 + (int)((seed >> 33) % (uint64_t)(maxlen - 2));
-        int x = (int)((seed >> 20) % 64);
-        for (int i = 0; i < len; i++) {
-            tok[i] = 300 + (x + i * 3) % 64;
-            mask[i] = i >= len / 2;
-        }
-        assert_tern_ok(tern_train_data_add(w, tok, mask, len));
-    }
-    assert_tern_ok(tern_train_data_write(w, path));
-    tern_train_data_writer_free(w);
-    return path;
-}
-
 static struct tern_train_config full_config(enum tern_arch arch)
 {
     struct tern_train_config c = tern_train_config_default();
@@ -63,7 +30,7 @@ static struct tern_train_config full_config(enum tern_arch arch)
     c.tied_output = arch == TERN_ARCH_QWEN2;
     c.rope_base = arch == TERN_ARCH_QWEN2 ? 1e6f : 10000.0f;
     c.rms_eps = arch == TERN_ARCH_QWEN2 ? 1e-6f : 1e-5f;
-    snprintf(c.tokenizer, sizeof c.tokenizer, "%s", tokenizer());
+    snprintf(c.tokenizer, sizeof c.tokenizer, "%s", test_train_tokenizer());
     c.n_vocab = 512;
     c.lr = 3e-3f, c.lr_min = 3e-4f, c.warmup = 2, c.steps = 20;
     c.batch_tokens = 64, c.accum = 2, c.threads = 2, c.seed = 42;
@@ -80,7 +47,7 @@ static const char *make_base(enum tern_arch arch)
     snprintf(p, 600, "%s/base_%d.gguf", test_tmpdir(), (int)arch);
     struct tern_train_config c = full_config(arch);
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("base.tdat", 40, 30, 5), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("base.tdat", 40, 30, 5, 3), &d));
     struct tern_trainer *t;
     assert_tern_ok(tern_trainer_create(&c, &t));
     assert_tern_ok(tern_trainer_init(t));
@@ -335,7 +302,7 @@ static void test_resume_and_threads(void **state)
     assert_tern_ok(tern_quantize_model(make_base(TERN_ARCH_QWEN2), q, "q4_1", NULL));
     struct tern_train_config c = lora_config(q, 8, 0.1f);
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("lora.tdat", 25, 40, 3), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("lora.tdat", 25, 40, 3, 3), &d));
     const int N = 6;
     struct tern_trainer *a, *b, *one;
     assert_tern_ok(tern_trainer_create(&c, &a));

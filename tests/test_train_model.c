@@ -15,6 +15,7 @@
  *   that does not fit in memory: refused with a message naming what is wrong;
  * - the loss goes down on a learnable task. */
 #include "test_support.h"
+#include "test_train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,46 +25,6 @@
 #include "kernels/gemm_f32.h"
 #include "train/train_internal.h"
 
-
-
-
-static char tok_path[512];
-
-/* The tokenizer GGUF (512 tokens, byte-level + ChatML) from tern synth's tiny shape. */
-static const char *tokenizer(void)
-{
-    if (!tok_path[0]) {
-        snprintf(tok_path, sizeof tok_path, "%s/tok.gguf", test_tmpdir());
-        assert_tern_ok(tern_synth_model_write("tiny", "q8_0", 7, tok_path, NULL));
-    }
-    return tok_path;
-}
-
-/* n_docs documents of pseudo-random lengths in [3, maxlen] over a learnable pattern
- * (each token = previous + 1 mod 64, from a random start); the mask covers the second half. */
-static const char *write_data(const char *name, int n_docs, int maxlen, uint64_t seed)
-{
-    static char path[512];
-    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
-    struct tern_train_data_writer *w;
-    assert_tern_ok(tern_train_data_writer_create(&w));
-    int32_t tok[512];
-    uint8_t mask[512];
-    for (int d = 0; d < n_docs; d++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        const int len = 3 + (int)((seed >> 33) % (uint64_t)(maxlen - 2));
-        int x = (int)((seed >> 20) % 64);
-        for (int i = 0; i < len; i++) {
-            tok[i] = 300 + (x + i) % 64;
-            mask[i] = i >= len / 2;
-        }
-        assert_tern_ok(tern_train_data_add(w, tok, mask, len));
-    }
-    assert_tern_ok(tern_train_data_write(w, path));
-    tern_train_data_writer_free(w);
-    return path;
-}
-
 static struct tern_train_config small_config(enum tern_arch arch)
 {
     struct tern_train_config c = tern_train_config_default();
@@ -72,7 +33,7 @@ static struct tern_train_config small_config(enum tern_arch arch)
     c.tied_output = arch == TERN_ARCH_QWEN2;
     c.rope_base = arch == TERN_ARCH_QWEN2 ? 1e6f : 10000.0f;
     c.rms_eps = arch == TERN_ARCH_QWEN2 ? 1e-6f : 1e-5f;
-    snprintf(c.tokenizer, sizeof c.tokenizer, "%s", tokenizer());
+    snprintf(c.tokenizer, sizeof c.tokenizer, "%s", test_train_tokenizer());
     c.n_vocab = 512;
     c.lr = 3e-3f, c.lr_min = 3e-4f, c.warmup = 2, c.steps = 20;
     c.batch_tokens = 64, c.accum = 2, c.threads = 2, c.seed = 42;
@@ -88,7 +49,7 @@ static void parity_case(enum tern_arch arch)
      * larger projections one F16 rounding of q/k/v can land on the other side (llama: 4.5e-5) */
     c.init_std_proj = c.init_std / sqrtf(2.0f * (float)c.n_layer);
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("parity.tdat", 40, 30, 1), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("parity.tdat", 40, 30, 1, 1), &d));
     struct tern_trainer *t;
     assert_tern_ok(tern_trainer_create(&c, &t));
     assert_tern_ok(tern_trainer_init(t));
@@ -144,7 +105,7 @@ static void parity_case(enum tern_arch arch)
 
     /* every tokenizer.* key arrives; the file quantizes and the Q8_0 model predicts alike */
     struct tern_gguf *src, *dst;
-    assert_tern_ok(tern_gguf_open(tokenizer(), &src));
+    assert_tern_ok(tern_gguf_open(test_train_tokenizer(), &src));
     assert_tern_ok(tern_gguf_open(gguf, &dst));
     int n_tok_keys = 0;
     for (int64_t i = 0; i < tern_gguf_n_kv(src); i++) {
@@ -206,7 +167,7 @@ static void test_resume_bit_identical(void **state)
     struct tern_train_config c = small_config(TERN_ARCH_LLAMA);
     struct tern_train_data *d;
     /* 25 short documents: an epoch is a few steps, so the run crosses epochs */
-    assert_tern_ok(tern_train_data_open(write_data("resume.tdat", 25, 40, 3), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("resume.tdat", 25, 40, 3, 1), &d));
     const int N = 8;
     struct tern_trainer *a, *b;
     assert_tern_ok(tern_trainer_create(&c, &a));
@@ -276,7 +237,7 @@ static void test_nan_stops(void **state)
     (void)state;
     struct tern_train_config c = small_config(TERN_ARCH_LLAMA);
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("nan.tdat", 20, 30, 5), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("nan.tdat", 20, 30, 5, 1), &d));
     struct tern_trainer *t;
     assert_tern_ok(tern_trainer_create(&c, &t));
     assert_tern_ok(tern_trainer_init(t));
@@ -309,7 +270,7 @@ static void test_packing(void **state)
     c.batch_tokens = 32;
     const int n_docs = 9;
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("pack.tdat", n_docs, 20, 9), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("pack.tdat", n_docs, 20, 9, 1), &d));
     struct tern_trainer *t;
     assert_tern_ok(tern_trainer_create(&c, &t));
     assert_tern_ok(tern_trainer_init(t));
@@ -367,7 +328,7 @@ static void test_bad_data(void **state)
     assert_int_equal(tern_train_data_open(path, &d), TERN_ERR_FORMAT);
     assert_non_null(strstr(tern_last_error(), "header"));
     /* a good file, then damaged copies */
-    const char *good = write_data("good.tdat", 3, 10, 11);
+    const char *good = test_train_write_data("good.tdat", 3, 10, 11, 1);
     size_t n;
     char *buf = test_read_file(good, &n);
     assert_non_null(buf);
@@ -430,7 +391,7 @@ static void test_config(void **state)
     snprintf(json, sizeof json, "{\"arch\": \"qwen2\", \"n_embd\": 96, \"n_head\": 6, \"n_head_kv\": 2, "
              "\"n_layer\": 3, \"n_ff\": 256, \"n_ctx\": 128, \"tokenizer\": \"%s\", \"lr\": 0.002, "
              "\"steps\": 50, \"batch_tokens\": 256, \"accum\": 4, \"seed\": 9, \"tied_output\": false}",
-             tokenizer());
+             test_train_tokenizer());
     struct tern_train_config c;
     assert_tern_ok(tern_train_config_parse(json, strlen(json), &c));
     assert_int_equal(c.arch, TERN_ARCH_QWEN2);
@@ -515,7 +476,7 @@ static void test_init_std(void **state)
         tern_trainer_free(t);
     }
     char json[1024];
-    snprintf(json, sizeof json, "{\"tokenizer\": \"%s\", \"init_std_proj\": 0.005}", tokenizer());
+    snprintf(json, sizeof json, "{\"tokenizer\": \"%s\", \"init_std_proj\": 0.005}", test_train_tokenizer());
     assert_tern_ok(tern_train_config_parse(json, strlen(json), &c));
     assert_true(fabsf(c.init_std_proj - 0.005f) < 1e-9f);
     assert_true(tern_train_config_default().init_std_proj < 0.0f);
@@ -530,7 +491,7 @@ static void test_loss_decreases(void **state)
     struct tern_train_config c = small_config(TERN_ARCH_QWEN2);
     c.steps = 40;
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("learn.tdat", 200, 30, 13), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("learn.tdat", 200, 30, 13, 1), &d));
     struct tern_trainer *t;
     assert_tern_ok(tern_trainer_create(&c, &t));
     assert_tern_ok(tern_trainer_init(t));
@@ -556,7 +517,7 @@ static void test_matmul_bf16(void **state)
 {
     (void)state;
     char json[1024];
-    snprintf(json, sizeof json, "{\"matmul\": \"bf16\", \"tokenizer\": \"%s\"}", tokenizer());
+    snprintf(json, sizeof json, "{\"matmul\": \"bf16\", \"tokenizer\": \"%s\"}", test_train_tokenizer());
     struct tern_train_config c;
     assert_tern_ok(tern_train_config_parse(json, strlen(json), &c));
     assert_true(c.matmul_bf16);
@@ -580,7 +541,7 @@ static void test_matmul_bf16(void **state)
     assert_tern_ok(tern_trainer_init(t16));
     assert_tern_ok(tern_trainer_init(t32));
     struct tern_train_data *d;
-    assert_tern_ok(tern_train_data_open(write_data("bf16.tdat", 200, 30, 21), &d));
+    assert_tern_ok(tern_train_data_open(test_train_write_data("bf16.tdat", 200, 30, 21, 1), &d));
     double worst = 0, first = 0, last32 = 0, last16 = 0;
     for (int i = 0; i < c.steps; i++) {
         struct tern_train_step_info s32, s16;

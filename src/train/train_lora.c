@@ -320,8 +320,7 @@ static void gemm(struct tern_trainer *t, int M, int N, int K, const float *A, pt
 }
 
 /* dropout over (N, in): dst = src * keep / (1 - p), keep drawn from (seed, micro-batch, l, m,
- * row, column); with scale_only the src is already a gradient to be masked the same way and
- * ADDED to dst. */
+ * row, column); with add, dst += that instead (the backward masks a gradient the same way). */
 struct drop_job {
     const struct tern_trainer *t;
     int l, m, in;
