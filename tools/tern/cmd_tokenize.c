@@ -1,6 +1,8 @@
 /* cmd_tokenize.c — `tern tokenize` and `tern detokenize`: text <-> token ids with a model's (or
  * a vocab-only GGUF's) tokenizer. Input is taken byte for byte: no newline is stripped and
- * nothing is normalized. */
+ * nothing is normalized. --jsonl takes many documents at once (one JSON string per line, so a
+ * document may hold newlines), which is how bench/peers compares ids with other tokenizers;
+ * --time reports the speed of the tokenization itself, loading and printing excluded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,14 @@ static void help_tokenize(void)
            "  --no-bos               do not add bos/eos (default: as the model's metadata says)\n"
            "  --parse-special        recognize control tokens such as <|im_start|> in the text\n"
            "  --json                 print the ids as one JSON array (default: one line per\n"
-           "                         token, 'id -> piece')\n");
+           "                         token, 'id -> piece')\n"
+           "  --jsonl                each input line is a JSON string (a whole document,\n"
+           "                         newlines escaped); print one JSON array per line\n"
+           "  --time                 print to stderr the bytes, tokens and seconds of the\n"
+           "                         tokenization alone (no loading, no printing), and MB/s\n"
+           "  --repeat N             with --time: tokenize N times (the first run is 'cold':\n"
+           "                         the word cache empty; also reported: the median of the\n"
+           "                         others, 'warm'); default 1\n");
 }
 
 static void print_piece(const struct tern_tokenizer *t, int32_t id)
@@ -66,10 +75,88 @@ static tern_status encode(struct tern_tokenizer *t, const char *s, size_t len, u
     return st;
 }
 
+/* An escaped NUL (\u0000) would end cJSON's C string early and the document would be cut in
+ * silence: such lines are refused instead. Scans the raw line, skipping other escapes. */
+static bool has_escaped_nul(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '\\') continue;
+        if (s[i + 1] == 'u' && i + 6 <= n && !memcmp(s + i + 2, "0000", 4)) return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
+/* --jsonl: every non-empty line of s[0..len) is one JSON string; prints one array per line. */
+static int tokenize_jsonl(struct tern_tokenizer *t, const char *file, const char *s, size_t len,
+                          unsigned flags, int32_t **ids, size_t *cap)
+{
+    size_t a = 0, line = 0;
+    while (a < len) {
+        const char *nl = memchr(s + a, '\n', len - a);
+        size_t b = nl ? (size_t)(nl - s) : len;
+        line++;
+        if (b > a) {
+            cJSON *doc = cJSON_ParseWithLength(s + a, b - a);
+            if (!cJSON_IsString(doc) || has_escaped_nul(s + a, b - a)) {
+                cJSON_Delete(doc);
+                fprintf(stderr, "tern tokenize: %s:%zu: %s\n", file, line,
+                        cJSON_IsString(doc) ? "an escaped NUL (\\u0000) is not supported in a document"
+                                            : "not a JSON string (--jsonl wants one per line)");
+                return CLI_EXIT_FAIL;
+            }
+            size_t n = 0;
+            tern_status st = encode(t, doc->valuestring, strlen(doc->valuestring), flags, ids, cap, &n);
+            cJSON_Delete(doc);
+            if (st) return cli_report("tokenize", st);
+            int rc = print_json(*ids, n);
+            if (rc) return rc;
+        }
+        a = b + 1;
+    }
+    return CLI_EXIT_OK;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* --time: `repeat` tokenizations of the whole text, timed one by one. */
+static int time_tokenize(struct tern_tokenizer *t, const char *s, size_t len, unsigned flags,
+                         int repeat, int32_t **ids, size_t *cap)
+{
+    double *sec = malloc((size_t)repeat * sizeof *sec);
+    if (!sec) return cli_report("tokenize", TERN_ERR_NOMEM);
+    size_t n = 0;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = cli_now_s();
+        tern_status st = encode(t, s, len, flags, ids, cap, &n);
+        sec[r] = cli_now_s() - t0;
+        if (st) {
+            free(sec);
+            return cli_report("tokenize", st);
+        }
+    }
+    fprintf(stderr, "tern tokenize: %zu bytes -> %zu tokens; cold %.4f s (%.2f MB/s)", len, n, sec[0],
+            len / 1e6 / sec[0]);
+    if (repeat > 1) {
+        qsort(sec + 1, (size_t)repeat - 1, sizeof *sec, cmp_double);
+        double med = sec[1 + (repeat - 1) / 2];
+        fprintf(stderr, "; warm median of %d %.4f s (%.2f MB/s)", repeat - 1, med, len / 1e6 / med);
+    }
+    fputc('\n', stderr);
+    free(sec);
+    return CLI_EXIT_OK;
+}
+
 int cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL, *prompt = NULL, *file = NULL, *v;
-    bool lines = false, no_bos = false, parse_special = false, json = false;
+    bool lines = false, no_bos = false, parse_special = false, json = false, jsonl = false;
+    bool timed = false;
+    int repeat = 1;
     for (int i = 1; i < argc; i++) {
         int r;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help_tokenize(); return 0; }
@@ -77,6 +164,17 @@ int cmd_tokenize(int argc, char **argv)
         if (!strcmp(argv[i], "--no-bos")) { no_bos = true; continue; }
         if (!strcmp(argv[i], "--parse-special")) { parse_special = true; continue; }
         if (!strcmp(argv[i], "--json")) { json = true; continue; }
+        if (!strcmp(argv[i], "--jsonl")) { jsonl = true; continue; }
+        if (!strcmp(argv[i], "--time")) { timed = true; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--repeat", NULL, &v)) != 0) {
+            if (r < 0) return 2;
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (*end || end == v || x < 1 || x > 1000)
+                return cli_usage_error("tokenize", "--repeat: '%s' is not a count from 1 to 1000", v);
+            repeat = (int)x;
+            continue;
+        }
         if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v)) != 0) { if (r < 0) return 2; model = v; }
         else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v)) != 0) { if (r < 0) return 2; prompt = v; }
         else if ((r = cli_opt(argc, argv, &i, "-f", "--file", &v)) != 0) { if (r < 0) return 2; file = v; }
@@ -84,6 +182,10 @@ int cmd_tokenize(int argc, char **argv)
     }
     if (!model) return cli_usage_error("tokenize", "missing -m MODEL");
     if (!prompt == !file) return cli_usage_error("tokenize", "give exactly one of -p TEXT or -f FILE");
+    if ((int)lines + (int)jsonl + (int)timed > 1)
+        return cli_usage_error("tokenize", "--lines, --jsonl and --time go one at a time");
+    if (jsonl && !file) return cli_usage_error("tokenize", "--jsonl reads -f FILE");
+    if (repeat > 1 && !timed) return cli_usage_error("tokenize", "--repeat goes with --time");
 
     size_t len;
     char *text = NULL;
@@ -109,7 +211,11 @@ int cmd_tokenize(int argc, char **argv)
     int32_t *ids = malloc(cap * sizeof *ids);
     int rc = CLI_EXIT_OK;
     if (!ids) { st = TERN_ERR_NOMEM; goto fail; }
-    if (lines) {
+    if (jsonl) {
+        rc = tokenize_jsonl(t, file, s, len, flags, &ids, &cap);
+    } else if (timed) {
+        rc = time_tokenize(t, s, len, flags, repeat, &ids, &cap);
+    } else if (lines) {
         size_t a = 0;
         while (a < len) {
             const char *nl = memchr(s + a, '\n', len - a);
