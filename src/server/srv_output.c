@@ -58,6 +58,9 @@ static const struct srv_writer *writer(const struct job *j)
 
 void srv_job_event(struct job *j, const char *name, cJSON *o, bool locked)
 {
+    /* name may live in o (its "type"): copied before o goes */
+    char ev[64];
+    snprintf(ev, sizeof ev, "%s", name ? name : "");
     char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     struct tern_server *s = j->srv;
@@ -65,7 +68,7 @@ void srv_job_event(struct job *j, const char *name, cJSON *o, bool locked)
     if (txt) {
         if (name) {
             sbuf_adds(&j->out, "event: ");
-            sbuf_adds(&j->out, name);
+            sbuf_adds(&j->out, ev);
             sbuf_add(&j->out, "\n", 1);
         }
         sbuf_adds(&j->out, "data: ");
