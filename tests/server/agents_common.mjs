@@ -1,7 +1,7 @@
 // agents_common.mjs — what the Responses and Messages client tests share: starting `tern serve`
 // on tern's tool caller (tern-tool-2: SmolLM2-135M-Instruct + tern's LoRA adapter, a real
 // installed model), a checker of arguments against the JSON Schema they were constrained to
-// (written here, independent of tern's grammar compiler), and a tiny check runner.
+// (written here, independent of tern's grammar compiler).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
@@ -56,22 +56,4 @@ export function checkSchema(value, schema, path = "$") {
       checkSchema(v, sub, `${path}.${k}`);
     }
   }
-}
-
-// Run named async checks in order; print TAP-like lines; exit 1 if any failed.
-export async function runChecks(checks, srv) {
-  let passed = 0, failed = 0;
-  for (const { name, fn } of checks) {
-    try {
-      await fn();
-      passed++;
-      console.log(`ok - ${name}`);
-    } catch (e) {
-      failed++;
-      console.log(`not ok - ${name}\n${e.stack}`);
-    }
-  }
-  await srv.stop();
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
 }

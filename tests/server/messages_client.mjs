@@ -10,7 +10,8 @@
 // wrong x-api-key.
 // usage: node messages_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2 is started)
 import assert from "node:assert/strict";
-import { KEY, MODEL, startToolServer, checkSchema, runChecks } from "./agents_common.mjs";
+import { runChecks } from "./serve.mjs";
+import { KEY, MODEL, startToolServer, checkSchema } from "./agents_common.mjs";
 
 const [bin] = process.argv.slice(2);
 let Anthropic;

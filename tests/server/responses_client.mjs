@@ -9,8 +9,8 @@
 // text.format json_schema; max_output_tokens -> incomplete; errors as the SDK surfaces them.
 // usage: node responses_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2 is started)
 import assert from "node:assert/strict";
-import { importOpenAI } from "./serve.mjs";
-import { KEY, OTHER_KEY, MODEL, startToolServer, checkSchema, runChecks } from "./agents_common.mjs";
+import { importOpenAI, runChecks } from "./serve.mjs";
+import { KEY, OTHER_KEY, MODEL, startToolServer, checkSchema } from "./agents_common.mjs";
 
 const [bin] = process.argv.slice(2);
 const OpenAI = await importOpenAI();
