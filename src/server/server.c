@@ -63,6 +63,7 @@ void tern_server_free(struct tern_server *s)
     pthread_cond_destroy(&s->conns_cv);
     pthread_cond_destroy(&s->wake);
     srv_metrics_free(&s->metrics);
+    srv_store_free(&s->store);
     free(s);
 }
 
@@ -233,6 +234,7 @@ tern_status tern_server_create(const struct tern_server_params *p, struct tern_s
     srv_grammars_init(&s->grammars);
     pthread_cond_init(&s->wake, NULL);
     srv_metrics_init(&s->metrics);
+    srv_store_init(&s->store);
     s->started = srv_unix_time();
     atomic_init(&s->seq, (uint64_t)time(NULL));
     s->queue = calloc((size_t)s->p.max_queue, sizeof *s->queue);

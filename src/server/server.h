@@ -12,7 +12,12 @@
  *   (refs). The connection thread waits on job->cv; a client that goes away sets cancelled,
  *   and the engine frees its slot before the next step.
  * Errors a client causes are answered with OpenAI's error body {"error": {"message", "type",
- * "param", "code"}} and a 4xx status; the server keeps serving. */
+ * "param", "code"}} (Anthropic's {"type": "error", "error": {"type", "message"}} on /v1/messages)
+ * and a 4xx status; the server keeps serving.
+ * Three protocols, one engine: /v1/responses (OpenAI's Responses API, srv_responses.c) and
+ * /v1/messages (Anthropic's Messages API, srv_messages.c) are translated into a chat-completions
+ * body that srv_req_parse checks and renders like any other; their answers are written by the
+ * protocol's writer (srv_out_responses.c, srv_out_messages.c) from the same engine callbacks. */
 #ifndef TERN_SERVER_SERVER_H
 #define TERN_SERVER_SERVER_H
 
@@ -48,6 +53,13 @@ void srv_err_set(struct srv_err *e, int status, const char *type, const char *pa
 /* {"error": {...}} as malloc'ed text. */
 char *srv_err_body(const struct srv_err *e);
 
+/* The protocols a job may speak: its request's shape and its answer's. */
+enum srv_api { SRV_API_CHAT = 0, SRV_API_COMPLETIONS, SRV_API_RESPONSES, SRV_API_MESSAGES };
+/* The error body in the protocol's shape: Anthropic's {"type": "error", "error": {"type",
+ * "message"}} for SRV_API_MESSAGES (its type from the status: invalid_request_error,
+ * authentication_error, not_found_error, ...), else OpenAI's. Malloc'ed. */
+char *srv_err_body_api(const struct srv_err *e, enum srv_api api);
+
 /* ---------------------------------------------------------------- metrics (srv_metrics.c) */
 #define SRV_HIST_BUCKETS 14
 struct srv_hist {
@@ -58,8 +70,9 @@ struct srv_hist {
 struct srv_metrics {
     pthread_mutex_t mu;
 #define SRV_STATUSES 16
-    uint64_t requests[4][SRV_STATUSES]; /* [endpoint][status index]: see srv_metrics.c (with the
-                                 answers libmicrohttpd gives itself, under "other") */
+#define SRV_ENDPOINTS 6
+    uint64_t requests[SRV_ENDPOINTS][SRV_STATUSES]; /* [endpoint][status index]: see srv_metrics.c
+                                 (with the answers libmicrohttpd gives itself, under "other") */
     struct srv_hist ttft, itl, queue_wait;
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     uint64_t steps, step_tokens;
@@ -79,7 +92,7 @@ struct srv_metrics {
 void srv_metrics_init(struct srv_metrics *m);
 void srv_metrics_free(struct srv_metrics *m);
 void srv_hist_add(struct srv_hist *h, double seconds);
-/* endpoint: 0 chat, 1 completions, 2 models, 3 other. */
+/* endpoint: 0 chat, 1 completions, 2 models, 3 responses, 4 messages, 5 other. */
 void srv_metrics_request(struct srv_metrics *m, int endpoint, int status);
 /* Compiled grammars shared by requests asking for the same one (srv_grammars.c). */
 #define SRV_GRAMMARS 16
@@ -109,9 +122,26 @@ char *srv_metrics_text(struct tern_server *s);
 
 /* ---------------------------------------------------------------- a parsed request */
 enum job_kind { JOB_CHAT = 0, JOB_COMPLETION = 1 };
+#define SRV_MAX_STOP 16 /* chat and completions take 4 (OpenAI's limit), Anthropic's stop_sequences 16 */
+
+/* What a Responses or Messages request keeps beyond its chat translation (srv_responses.c,
+ * srv_messages.c): what its answer repeats and, for Responses, the conversation it stores. */
+struct srv_proto {
+    cJSON *echo;       /* responses: the request's fields the response object repeats
+                          (instructions, tools, tool_choice, text, temperature, ...); owned */
+    cJSON *history;    /* responses: the conversation as input items (the previous response's,
+                          then this request's input); the output items are added when it is
+                          stored; owned */
+    bool store;        /* responses: keep the answer for previous_response_id and GET */
+    int key;           /* the API key it came with (index into srv->keys, -1: none): a stored
+                          response is read back with the same key only */
+};
+void srv_proto_free(struct srv_proto *p);
 
 struct srv_req {
     enum job_kind kind;
+    enum srv_api api;            /* the protocol it came in (responses / messages: kind JOB_CHAT) */
+    struct srv_proto *proto;     /* responses / messages: owned; NULL otherwise */
     cJSON *body;                 /* the parsed request (owned) */
     const char *raw;             /* its text (borrowed: valid during srv_req_parse only) */
     size_t raw_len;
@@ -121,7 +151,7 @@ struct srv_req {
     int logprobs;                /* -1 = none; else log-probs with this many alternatives
                                     (chat: top_logprobs 0..20; completions: logprobs 0..5) */
     bool ignore_eos;
-    char *stop[4];               /* owned */
+    char *stop[SRV_MAX_STOP];    /* owned */
     int n_stop;
     bool tools;                  /* the request has tools and tool_choice is not "none" */
     enum tern_tool_choice tool_choice;
@@ -142,10 +172,10 @@ struct srv_req {
     int flavor;                  /* index into srv->flv: the base (0) or an adapter */
 };
 void srv_req_free(struct srv_req *r);
-/* srv_fields.c: every top-level field of body is one tern knows for kind (OpenAI's documented
- * fields, llama-server's); ignored ones are type-checked, sampler knobs tern lacks accepted at
+/* srv_fields.c: every top-level field of body is one tern knows for api (OpenAI's documented
+ * fields, llama-server's, Anthropic's); ignored ones are type-checked, sampler knobs tern lacks accepted at
  * their off value only. false + *e (400) otherwise. */
-bool srv_fields_check(const cJSON *body, enum job_kind kind, struct srv_err *e);
+bool srv_fields_check(const cJSON *body, enum srv_api api, struct srv_err *e);
 /* srv_strict.c: schema follows OpenAI's strict mode (additionalProperties false or absent on
  * every object); where names it in messages ("response_format.json_schema.schema"). */
 bool srv_strict_check(const cJSON *schema, const char *where, const char *param, struct srv_err *e);
@@ -153,6 +183,51 @@ bool srv_strict_check(const cJSON *schema, const char *where, const char *param,
  * Renders (chat) and tokenizes the prompt; builds nothing else. */
 bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
                    struct srv_req *r, struct srv_err *e);
+/* The checks every body passes before its fields are read: UTF-8, JSON syntax (byte offset,
+ * line:col), an object, no escaped NUL, no repeated key anywhere. *out: the document (caller
+ * deletes), NULL on failure (*e: 400). */
+bool srv_body_parse(const char *body, size_t len, cJSON **out, struct srv_err *e);
+/* "an object", "a string", ... for messages about a value's type. */
+const char *srv_jtype(const cJSON *v);
+/* A tool name as OpenAI allows it: ^[a-zA-Z0-9_-]{1,64}$ (it also keeps every call format
+ * writable and readable back). */
+bool srv_tool_name_ok(const char *name);
+
+/* srv_responses.c / srv_messages.c: a Responses / Messages body -> r (api set, kind JOB_CHAT,
+ * proto filled), through srv_req_parse of its chat translation; errors name the protocol's
+ * fields. key: the API key the request came with (previous_response_id reads that key's
+ * responses only). count_only (messages): /v1/messages/count_tokens, max_tokens not needed. */
+bool srv_responses_parse(struct tern_server *s, const char *body, size_t len, int key,
+                         struct srv_req *r, struct srv_err *e);
+bool srv_messages_parse(struct tern_server *s, const char *body, size_t len, bool count_only,
+                        struct srv_req *r, struct srv_err *e);
+/* srv_translate.c: the chat request's errors in the words of the protocol it was translated
+ * from: its field names (text.format for response_format, tools[i].parameters, ...) and, through
+ * src (src[i]: the protocol's index of chat message i, -1: its system text), its message
+ * indices. */
+void srv_err_translate(struct srv_err *e, enum srv_api api, const int *src, int n_src);
+/* The chat-completions body a translator builds: its messages, and where each came from. */
+struct srv_chat {
+    cJSON *body;        /* the chat request (owned) */
+    cJSON *msgs;        /* its "messages" */
+    int *src;           /* (n) the protocol's index of each message (srv_err_translate) */
+    int n, cap;
+    bool assistant_open; /* the last message is an assistant turn that later calls join */
+};
+bool srv_chat_init(struct srv_chat *c);
+void srv_chat_free(struct srv_chat *c);
+/* Append {"role", "content"} (content NULL: none); the message, or NULL (out of memory). */
+cJSON *srv_chat_add(struct srv_chat *c, const char *role, const char *content, int src);
+/* A tool call {id, type "function", function {name, arguments}} of the current assistant turn
+ * (a new assistant message with content "" when there is none open). */
+bool srv_chat_add_call(struct srv_chat *c, const char *id, const char *name, const char *args, int src);
+/* A chat tool {"type": "function", "function": {name, description, parameters, strict}}. */
+cJSON *srv_chat_tool(const char *name, const cJSON *description, const cJSON *parameters, bool strict);
+/* from[key] (when present and not null) into the chat body as `as` (NULL: the same key). */
+void srv_chat_copy(struct srv_chat *c, const cJSON *from, const char *key, const char *as);
+/* The chat body through srv_req_parse (every chat check), its errors translated; r->api = api. */
+bool srv_chat_parse(struct tern_server *s, struct srv_chat *c, enum srv_api api, struct srv_req *r,
+                    struct srv_err *e);
 
 /* ---------------------------------------------------------------- jobs */
 struct job {
@@ -174,12 +249,21 @@ struct job {
     struct sbuf hold;            /* text held back because it may begin a stop string */
     struct sbuf text;            /* the answer's content so far (non-stream bodies) */
     bool stop_hit;
+    int stop_which;              /* the stop string that ended it (stop_hit), index into req.stop */
     bool role_sent;
     cJSON *lp;                   /* logprobs entries (chat's shape) not yet sent: a stream's
                                     next chunk takes them, a whole answer all of them */
     size_t lp_offset;            /* bytes of the tokens' text so far (completions' text_offset) */
     int slot;
     struct tern_gen_stats st;
+    /* responses / messages writers (srv_out_responses.c, srv_out_messages.c) */
+    struct {
+        int seq;                 /* responses: the next event's sequence_number */
+        int n_items;             /* output items (responses) / content blocks (messages) begun */
+        bool text_open;          /* a message item / text block is open (stream) */
+        struct sbuf text;        /* its text so far */
+        cJSON *items;            /* output items / content blocks done so far (stream) */
+    } pw;
 
     /* shared: guarded by srv->mu */
     int refs;
@@ -196,8 +280,64 @@ struct job {
 int srv_job_on_piece(const char *text, size_t len, void *user);
 int srv_job_on_logprob(const struct tern_token_logprob *lp, void *user);
 void srv_job_on_done(const struct tern_gen_stats *st, void *user);
-/* The stream's opening chunk (role), appended to out at enqueue. */
+/* The stream's opening chunk (role), appended to out at enqueue (under srv->mu). */
 void srv_job_open_stream(struct job *j);
+/* An SSE event on the job's stream: "event: NAME\n" (when name) + "data: <o>\n\n"; o is
+ * deleted. locked: the caller holds srv->mu (else it is taken). */
+void srv_job_event(struct job *j, const char *name, cJSON *o, bool locked);
+/* The job failed before it ran (engine side, under srv->mu): the error as its protocol's stream
+ * event or body, status e->status, done. */
+void srv_job_fail_locked(struct job *j, const struct srv_err *e);
+/* The answer ran out of room (max_tokens, the context) or time, rather than ending. */
+bool srv_job_cut_short(const struct job *j);
+/* The answer's content: the tool-call parser's text, or all of it without one. */
+const char *srv_job_content(const struct job *j, size_t *len);
+/* An id unique per request and i: prefix + the request id's random part + "_" + i. */
+void srv_job_sub_id(const struct job *j, const char *prefix, int i, char *buf, size_t cap);
+
+/* The writers of the Responses and Messages protocols (engine thread). open: the stream's first
+ * events (under srv->mu); text: content bytes of a stream; call: a stream's complete tool call i;
+ * finish: a stream's last events; body: the whole answer of a request that is not streamed
+ * (malloc'ed JSON, NULL: out of memory). */
+struct srv_writer {
+    void (*open)(struct job *j);
+    void (*text)(struct job *j, const char *s, size_t n);
+    void (*call)(struct job *j, int i, const struct tern_toolcall *c);
+    void (*finish)(struct job *j);
+    char *(*body)(struct job *j);
+};
+extern const struct srv_writer srv_responses_writer, srv_messages_writer;
+
+/* ---------------------------------------------------------------- stored responses (srv_store.c) */
+/* The Responses API's previous_response_id and GET /v1/responses/{id}: the last SRV_STORE_MAX
+ * responses (at most SRV_STORE_BYTES of them), least recently used evicted first. Each is its
+ * API key's: another key's lookup is a miss. Thread-safe (its own lock). */
+#define SRV_STORE_MAX 256
+#define SRV_STORE_BYTES (64u << 20)
+struct srv_stored {
+    char id[64];
+    int key;
+    char *response;   /* the response object's JSON text */
+    cJSON *history;   /* the conversation as input items, its output included */
+    size_t bytes;
+    uint64_t used;
+};
+struct srv_store {
+    pthread_mutex_t mu;
+    struct srv_stored *ent[SRV_STORE_MAX];
+    size_t bytes;
+    uint64_t tick;
+};
+void srv_store_init(struct srv_store *st);
+void srv_store_free(struct srv_store *st);
+/* Keep a response (history is taken over; response is copied). */
+void srv_store_put(struct srv_store *st, const char *id, int key, const char *response, cJSON *history);
+/* A copy of the stored response's history (caller deletes) / its JSON text (caller frees), or
+ * NULL: no such id for this key. */
+cJSON *srv_store_history(struct srv_store *st, const char *id, int key);
+char *srv_store_response(struct srv_store *st, const char *id, int key);
+/* Forget it; false: no such id for this key. */
+bool srv_store_delete(struct srv_store *st, const char *id, int key);
 
 /* The isolation group of a request's prefix reuse (tern_batch_request.cache_group): 0 (shared)
  * for the base model on a server without API keys and a request without prompt_cache_key; else
@@ -331,6 +471,7 @@ struct tern_server {
     bool reaper_started, reaper_exit;
 
     struct srv_metrics metrics;
+    struct srv_store store;            /* responses kept for previous_response_id */
 };
 
 /* srv_engine.c */

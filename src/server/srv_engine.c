@@ -26,8 +26,9 @@ struct job *srv_job_new(struct tern_server *s, struct srv_req *req)
     pthread_cond_init(&j->cv, NULL);
     uint64_t n = atomic_fetch_add(&s->seq, 1);
     uint64_t r = (uint64_t)srv_unix_time() * 0x9e3779b97f4a7c15ull ^ (n * 0xbf58476d1ce4e5b9ull) ^ (uint64_t)(uintptr_t)j;
-    snprintf(j->id, sizeof j->id, "%s-%016llx", j->req.kind == JOB_CHAT ? "chatcmpl" : "cmpl",
-             (unsigned long long)r);
+    /* each protocol's own id shape: chatcmpl-..., cmpl-..., resp_..., msg_... */
+    static const char *const PREFIX[] = {"chatcmpl-", "cmpl-", "resp_", "msg_"};
+    snprintf(j->id, sizeof j->id, "%s%016llx", PREFIX[j->req.api], (unsigned long long)r);
     j->created = srv_unix_time();
     j->t_queued = srv_now();
     return j;
@@ -42,6 +43,8 @@ static void job_free(struct job *j)
     sbuf_free(&j->hold);
     sbuf_free(&j->text);
     sbuf_free(&j->out);
+    sbuf_free(&j->pw.text);
+    cJSON_Delete(j->pw.items);
     cJSON_Delete(j->lp);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -311,18 +314,7 @@ static void admit(struct tern_server *s, struct job *j)
         /* cannot happen (the request was checked, a slot was free): answer 500, never hang */
         struct srv_err e;
         srv_err_set(&e, 500, "server_error", NULL, NULL, "scheduling the request: %s", tern_last_error());
-        char *b = srv_err_body(&e);
-        if (j->req.stream) {
-            sbuf_adds(&j->out, "data: ");
-            if (b) sbuf_adds(&j->out, b);
-            sbuf_adds(&j->out, "\n\ndata: [DONE]\n\n");
-        } else if (b) {
-            sbuf_adds(&j->out, b);
-        }
-        free(b);
-        j->status = 500;
-        j->done = true;
-        pthread_cond_signal(&j->cv);
+        srv_job_fail_locked(j, &e);
         srv_job_release(j);
     } else {
         j->slot = slot;

@@ -1,6 +1,8 @@
 /* srv_fields.c — every request field tern knows, and what it does with each: OpenAI's documented
- * Chat Completions and Completions fields and llama-server's extensions. README "Server" has the
- * same table for users; keep the two in step.
+ * Chat Completions and Completions fields and llama-server's extensions, OpenAI's Responses
+ * fields and Anthropic's Messages fields (their translators, srv_responses.c and srv_messages.c,
+ * read the honoured ones). README "Server" and docs/agents-apis.md have the same tables for
+ * users; keep them in step.
  *
  * A field is one of
  *   honoured  read by srv_request.c (its type and range are checked there);
@@ -17,7 +19,7 @@
 
 #include "server/server.h"
 
-enum { CHAT = 1, COMPL = 2, BOTH = 3 };
+enum { CHAT = 1, COMPL = 2, BOTH = 3, RESP = 4, MSGS = 8 };
 enum { HONOURED, IGNORED, NEUTRAL, REFUSED };
 /* JSON types a field may have (null always may: it means "absent") */
 enum { J_NUM = 1, J_BOOL = 2, J_STR = 4, J_ARR = 8, J_OBJ = 16, J_ANY = 31 };
@@ -112,6 +114,56 @@ static const struct field FIELDS[] = {
     {"dynatemp_range", BOTH, NEUTRAL, J_NUM, 0, 0, "dynamic temperature"},
     {"top_n_sigma", BOTH, NEUTRAL, J_NUM, -1e300, 0, "top-n-sigma sampling"},
     {"lora", BOTH, NEUTRAL, J_ARR, 0, 0, "per-request LoRA scales (pick an adapter by \"model\")"},
+
+    /* OpenAI Responses (srv_responses.c) */
+    {"model", RESP, HONOURED, 0, 0, 0, NULL},
+    {"input", RESP, HONOURED, 0, 0, 0, NULL},
+    {"instructions", RESP, HONOURED, 0, 0, 0, NULL},
+    {"tools", RESP, HONOURED, 0, 0, 0, NULL},
+    {"tool_choice", RESP, HONOURED, 0, 0, 0, NULL},
+    {"parallel_tool_calls", RESP, HONOURED, 0, 0, 0, NULL},
+    {"text", RESP, HONOURED, 0, 0, 0, NULL},
+    {"max_output_tokens", RESP, HONOURED, 0, 0, 0, NULL},
+    {"temperature", RESP, HONOURED, 0, 0, 0, NULL},
+    {"top_p", RESP, HONOURED, 0, 0, 0, NULL},
+    {"stream", RESP, HONOURED, 0, 0, 0, NULL},
+    {"store", RESP, HONOURED, 0, 0, 0, NULL},
+    {"previous_response_id", RESP, HONOURED, 0, 0, 0, NULL},
+    {"prompt_cache_key", RESP, HONOURED, 0, 0, 0, NULL},
+    {"truncation", RESP, HONOURED, 0, 0, 0, NULL},  /* "disabled" only */
+    {"background", RESP, HONOURED, 0, 0, 0, NULL},  /* false only */
+    {"top_logprobs", RESP, HONOURED, 0, 0, 0, NULL}, /* 0 only */
+    {"metadata", RESP, IGNORED, J_OBJ, 0, 0, NULL},    /* repeated in the response */
+    {"user", RESP, IGNORED, J_STR, 0, 0, NULL},
+    {"safety_identifier", RESP, IGNORED, J_STR, 0, 0, NULL},
+    {"service_tier", RESP, IGNORED, J_STR, 0, 0, NULL},
+    {"reasoning", RESP, IGNORED, J_OBJ, 0, 0, NULL},   /* tern's models do not reason on request */
+    {"include", RESP, IGNORED, J_ARR, 0, 0, NULL},     /* extra data of built-in tools and reasoning */
+    {"max_tool_calls", RESP, IGNORED, J_NUM, 0, 0, NULL}, /* built-in tools' calls: none here */
+    {"stream_options", RESP, IGNORED, J_OBJ, 0, 0, NULL}, /* include_obfuscation: nothing to pad */
+    {"conversation", RESP, REFUSED, J_STR | J_OBJ, 0, 0,
+     "'conversation' objects are not supported by tern: send 'previous_response_id' or the whole 'input'"},
+    {"prompt", RESP, REFUSED, J_OBJ, 0, 0, "reusable prompts ('prompt') are not supported by tern: send 'instructions' and 'input'"},
+
+    /* Anthropic Messages (srv_messages.c) */
+    {"model", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"messages", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"system", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"max_tokens", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"stop_sequences", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"temperature", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"top_p", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"top_k", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"stream", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"tools", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"tool_choice", MSGS, HONOURED, 0, 0, 0, NULL},
+    {"thinking", MSGS, HONOURED, 0, 0, 0, NULL},       /* {"type": "disabled"} only */
+    {"metadata", MSGS, IGNORED, J_OBJ, 0, 0, NULL},
+    {"service_tier", MSGS, IGNORED, J_STR, 0, 0, NULL},
+    {"container", MSGS, REFUSED, J_STR | J_OBJ, 0, 0, "'container' (code execution) is not supported by tern"},
+    {"mcp_servers", MSGS, REFUSED, J_ARR, 0, 0, "'mcp_servers' is not supported by tern: run the MCP client "
+     "yourself and send its tools as 'tools'"},
+    {"context_management", MSGS, REFUSED, J_OBJ, 0, 0, "'context_management' is not supported by tern"},
 };
 
 static const char *type_names(unsigned t, char *buf, size_t cap)
@@ -146,16 +198,21 @@ static const char *jname(unsigned bit)
            : bit == J_ARR ? "an array" : "an object";
 }
 
-bool srv_fields_check(const cJSON *body, enum job_kind kind, struct srv_err *e)
+bool srv_fields_check(const cJSON *body, enum srv_api api, struct srv_err *e)
 {
-    const unsigned want = kind == JOB_CHAT ? CHAT : COMPL;
+    static const unsigned char WANT[] = {CHAT, COMPL, RESP, MSGS};
+    const unsigned want = WANT[api];
     for (const cJSON *k = body->child; k; k = k->next) {
         const struct field *f = NULL;
         for (size_t i = 0; i < sizeof FIELDS / sizeof FIELDS[0] && !f; i++)
             if ((FIELDS[i].kinds & want) && !strcmp(FIELDS[i].name, k->string)) f = &FIELDS[i];
         if (!f) {
-            srv_err_set(e, 400, "invalid_request_error", k->string, NULL,
-                        "Unrecognized request argument supplied: %s", k->string);
+            if (api == SRV_API_MESSAGES)
+                srv_err_set(e, 400, "invalid_request_error", k->string, NULL, "%s: Extra inputs are not "
+                            "permitted", k->string);
+            else
+                srv_err_set(e, 400, "invalid_request_error", k->string, NULL,
+                            "Unrecognized request argument supplied: %s", k->string);
             return false;
         }
         if (f->what == HONOURED || cJSON_IsNull(k)) continue;

@@ -55,7 +55,16 @@
 #include "server/server.h"
 #include "util/error.h"
 
-enum { EP_CHAT = 0, EP_COMPLETIONS = 1, EP_MODELS = 2, EP_OTHER = 3 };
+/* the metrics' endpoints (srv_metrics.c): /v1/responses/{id} counts as responses,
+ * /v1/messages/count_tokens as messages */
+enum { EP_CHAT = 0, EP_COMPLETIONS = 1, EP_MODELS = 2, EP_RESPONSES = 3, EP_MESSAGES = 4, EP_OTHER = 5 };
+
+/* The protocol whose shapes an endpoint's answers (and errors) take. */
+static enum srv_api api_of(int endpoint)
+{
+    return endpoint == EP_COMPLETIONS ? SRV_API_COMPLETIONS : endpoint == EP_RESPONSES ? SRV_API_RESPONSES
+           : endpoint == EP_MESSAGES ? SRV_API_MESSAGES : SRV_API_CHAT;
+}
 
 struct conn {
     int key;               /* the API key it carries (index into s->keys), -1 none needed */
@@ -80,6 +89,7 @@ static _Thread_local struct {
     int fd;
     bool answered;         /* a response is queued for the current request */
     int mhd_status;        /* MHD refused the request (we answered it): drained at close */
+    bool anthropic;        /* the request line names /v1/messages: errors in Anthropic's shape */
 } tl;
 
 /* A body at least this large is followed by malloc_trim: glibc keeps freed memory in the
@@ -156,21 +166,26 @@ static enum MHD_Result reply(struct tern_server *s, struct MHD_Connection *c, co
 static enum MHD_Result reply_err(struct tern_server *s, struct MHD_Connection *c, const struct conn *cs,
                                  int endpoint, const struct srv_err *e)
 {
-    return reply(s, c, cs, endpoint, e->status, "application/json", srv_err_body(e),
+    return reply(s, c, cs, endpoint, e->status, "application/json", srv_err_body_api(e, api_of(endpoint)),
                  e->status == 503 ? "1" : NULL);
 }
 
 /* The index of the API key the request carries, -1 when the server needs none, -2 when it is
- * refused. Every key is compared, each in constant time in its length: the time does not tell
- * how much of a guess matched, nor which key. */
+ * refused. The key comes as "Authorization: Bearer KEY" (OpenAI's clients) or "x-api-key: KEY"
+ * (Anthropic's); a Bearer one is read first. Every key is compared, each in constant time in its
+ * length: the time does not tell how much of a guess matched, nor which key. */
 static int authorized(const struct tern_server *s, struct MHD_Connection *c)
 {
     if (!s->n_keys) return -1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     /* RFC 7235: the scheme is case-insensitive, then one or more spaces */
-    if (!h || strncasecmp(h, "Bearer ", 7)) return -2;
-    h += 7;
-    while (*h == ' ') h++;
+    if (h && !strncasecmp(h, "Bearer ", 7)) {
+        h += 7;
+        while (*h == ' ') h++;
+    } else {
+        h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    }
+    if (!h) return -2;
     const size_t hn = strlen(h);
     int found = -2;
     for (int j = 0; j < s->n_keys; j++) {
@@ -384,8 +399,8 @@ static void stream_free(void *cls)
     struct tern_server *s = j->srv;
     pthread_mutex_lock(&s->mu);
     cancel_job(s, j);
-    log_line(s, "POST", j->req.kind == JOB_CHAT ? "/v1/chat/completions" : "/v1/completions",
-             200, st->t0, j);
+    static const char *const URL[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"};
+    log_line(s, "POST", URL[j->req.api], 200, st->t0, j);
     srv_job_release(j);
     pthread_mutex_unlock(&s->mu);
     free(st);
@@ -396,13 +411,25 @@ static enum MHD_Result handle_job(struct tern_server *s, struct MHD_Connection *
 {
     struct srv_err e = {0};
     struct srv_req req;
-    const bool parsed = srv_req_parse(s, endpoint == EP_CHAT ? JOB_CHAT : JOB_COMPLETION,
-                                      cs->body.p ? cs->body.p : "", cs->body.len, &req, &e);
+    const char *text = cs->body.p ? cs->body.p : "";
+    const bool count = !strcmp(url, "/v1/messages/count_tokens");
+    const bool parsed = endpoint == EP_RESPONSES ? srv_responses_parse(s, text, cs->body.len, cs->key, &req, &e)
+                        : endpoint == EP_MESSAGES ? srv_messages_parse(s, text, cs->body.len, count, &req, &e)
+                        : srv_req_parse(s, endpoint == EP_CHAT ? JOB_CHAT : JOB_COMPLETION, text,
+                                        cs->body.len, &req, &e);
     sbuf_free(&cs->body); /* parsed: its budget stays taken for what was parsed from it */
     if (!parsed) {
         srv_req_free(&req);
         log_line(s, "POST", url, e.status, cs->t0, NULL);
         return reply_err(s, c, cs, endpoint, &e);
+    }
+    if (count) {
+        /* Anthropic's count_tokens: the prompt as tern would run it, nothing generated */
+        char *b = malloc(48);
+        if (b) snprintf(b, 48, "{\"input_tokens\":%d}", req.n_prompt);
+        srv_req_free(&req);
+        log_line(s, "POST", url, 200, cs->t0, NULL);
+        return reply(s, c, cs, endpoint, 200, "application/json", b, NULL);
     }
     req.cache_group = srv_cache_group(s, cs->key, req.cache_key, req.flavor);
     struct job *j = srv_job_new(s, &req);
@@ -507,7 +534,39 @@ static int endpoint_of(const char *url)
     if (!strcmp(url, "/v1/chat/completions")) return EP_CHAT;
     if (!strcmp(url, "/v1/completions")) return EP_COMPLETIONS;
     if (!strcmp(url, "/v1/models")) return EP_MODELS;
+    if (!strcmp(url, "/v1/responses") || !strncmp(url, "/v1/responses/", 14)) return EP_RESPONSES;
+    if (!strcmp(url, "/v1/messages") || !strcmp(url, "/v1/messages/count_tokens")) return EP_MESSAGES;
     return EP_OTHER;
+}
+
+/* GET /v1/responses/{id}: the stored response; DELETE: forget it. Another key's is not found. */
+static enum MHD_Result stored_response(struct tern_server *s, struct MHD_Connection *c, struct conn *cs,
+                                       const char *method, const char *url)
+{
+    const char *id = url + 14;
+    struct srv_err e;
+    char *body = NULL;
+    if (!strcmp(method, "DELETE")) {
+        if (srv_store_delete(&s->store, id, cs->key)) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", id);
+            cJSON_AddStringToObject(o, "object", "response");
+            cJSON_AddTrueToObject(o, "deleted");
+            body = cJSON_PrintUnformatted(o);
+            cJSON_Delete(o);
+        }
+    } else {
+        body = srv_store_response(&s->store, id, cs->key);
+    }
+    if (body) {
+        log_line(s, method, url, 200, cs->t0, NULL);
+        return reply(s, c, cs, EP_RESPONSES, 200, "application/json", body, NULL);
+    }
+    srv_err_set(&e, 404, "invalid_request_error", NULL, "response_not_found",
+                "Response with id '%.100s' not found. (tern keeps the last %d responses sent with store "
+                "true, each readable with the API key it was made with.)", id, SRV_STORE_MAX);
+    log_line(s, method, url, 404, cs->t0, NULL);
+    return reply_err(s, c, cs, EP_RESPONSES, &e);
 }
 
 /* The paths the API key covers: /v1, and /metrics and the page unless made public. */
@@ -549,10 +608,10 @@ static enum MHD_Result request_start(struct tern_server *s, struct MHD_Connectio
     if (ok && strcmp(method, "OPTIONS") && cs->key == -2 && needs_key(s, url, v1)) {
         ok = false;
         srv_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key",
-                    "Incorrect API key provided: send 'Authorization: Bearer <key>' (the key "
-                    "given to tern serve with --api-key, --api-key-file or TERN_API_KEY)");
+                    "Incorrect API key provided: send 'Authorization: Bearer <key>' or 'x-api-key: <key>' "
+                    "(the key given to tern serve with --api-key, --api-key-file or TERN_API_KEY)");
     }
-    if (ok && !strcmp(method, "POST") && (ep == EP_CHAT || ep == EP_COMPLETIONS)) ok = srv_gate_json(c, &e);
+    if (ok && !strcmp(method, "POST") && ep != EP_MODELS && ep != EP_OTHER) ok = srv_gate_json(c, &e);
     if (ok && n > s->p.max_body) {
         ok = false;
         srv_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
@@ -642,10 +701,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
          * plain OPTIONS: what the server takes */
         struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (!r) return MHD_NO;
-        MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+        MHD_add_response_header(r, "Allow", "GET, POST, DELETE, OPTIONS");
         if (cs->acao) {
-            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-            MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+            MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+            /* Anthropic's clients send their key and version in headers of their own */
+            MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                                    "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
             MHD_add_response_header(r, "Access-Control-Max-Age", "600");
         }
         add_cors(s, cs, r);
@@ -656,7 +717,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     const bool post = !strcmp(method, "POST");
-    if (ep == EP_CHAT || ep == EP_COMPLETIONS) {
+    const bool stored = ep == EP_RESPONSES && url[13] == '/';
+    if (stored) {
+        if (get || !strcmp(method, "DELETE")) return stored_response(s, c, cs, method, url);
+    } else if (ep == EP_CHAT || ep == EP_COMPLETIONS || ep == EP_RESPONSES || ep == EP_MESSAGES) {
         if (post) return handle_job(s, c, ep, cs, url);
     } else if (ep == EP_MODELS) {
         if (get) {
@@ -676,13 +740,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     } else {
         srv_err_set(&e, 404, "invalid_request_error", NULL, "unknown_url",
                     "Unknown request URL: %s %s. tern serves POST /v1/chat/completions, POST "
-                    "/v1/completions, GET /v1/models, GET /health, GET /metrics and GET /", method, url);
+                    "/v1/completions, POST /v1/responses, GET and DELETE /v1/responses/{id}, POST "
+                    "/v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /health, GET "
+                    "/metrics and GET /", method, url);
         log_line(s, method, url, 404, cs->t0, NULL);
         return reply_err(s, c, cs, ep, &e);
     }
     srv_err_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed",
                 "%s is not allowed on %s (use %s)", method, url,
-                ep == EP_CHAT || ep == EP_COMPLETIONS ? "POST" : "GET");
+                stored ? "GET or DELETE" : ep == EP_MODELS || ep == EP_OTHER ? "GET" : "POST");
     log_line(s, method, url, 405, cs->t0, NULL);
     return reply_err(s, c, cs, ep, &e);
 }
@@ -741,13 +807,13 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 /* MHD's URI callback: the first call on this thread for a request (its request line is read). */
 static void *request_line(void *cls, const char *uri, struct MHD_Connection *c)
 {
-    (void)uri;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     tl.s = cls;
     tl.e = ci ? ci->socket_context : NULL;
     tl.fd = conn_fd(c);
     tl.answered = false;
     tl.mhd_status = 0;
+    tl.anthropic = uri && !strncmp(uri, "/v1/messages", 12);
     return NULL; /* the request's *con_cls: made at its first handler call */
 }
 
@@ -791,7 +857,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     srv_err_set(&e, (int)status, status >= 500 && status != 505 ? "server_error" : "invalid_request_error", NULL,
                 code, "the HTTP request was refused by the server's HTTP library: %s",
                 text[0] ? text : "malformed request");
-    char *body = srv_err_body(&e);
+    char *body = srv_err_body_api(&e, tl.anthropic ? SRV_API_MESSAGES : SRV_API_CHAT);
     char resp[2048];
     const char *phrase = MHD_get_reason_phrase_for(status);
     const int n = body ? snprintf(resp, sizeof resp, "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n"

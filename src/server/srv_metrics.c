@@ -14,7 +14,8 @@ static const double BUCKETS[SRV_HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.0
 /* the statuses counted on their own; others fall into 200, 400 or 500 by class */
 static const int STATUSES[SRV_STATUSES] = {200, 204, 400, 401, 403, 404, 405, 408, 413, 414,
                                            415, 431, 500, 501, 503, 505};
-static const char *const ENDPOINTS[4] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "other"};
+static const char *const ENDPOINTS[SRV_ENDPOINTS] = {"/v1/chat/completions", "/v1/completions", "/v1/models",
+                                                     "/v1/responses", "/v1/messages", "other"};
 
 void srv_metrics_init(struct srv_metrics *m)
 {
@@ -40,7 +41,7 @@ void srv_metrics_request(struct srv_metrics *m, int endpoint, int status)
     while (k < SRV_STATUSES - 1 && STATUSES[k] != status) k++;
     if (STATUSES[k] != status) k = status >= 500 ? 12 : status >= 400 ? 2 : 0; /* 500, 400, 200 */
     pthread_mutex_lock(&m->mu);
-    m->requests[endpoint < 0 || endpoint > 3 ? 3 : endpoint][k]++;
+    m->requests[endpoint < 0 || endpoint >= SRV_ENDPOINTS ? SRV_ENDPOINTS - 1 : endpoint][k]++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -82,7 +83,7 @@ char *srv_metrics_text(struct tern_server *s)
     pthread_mutex_lock(&m->mu);
     sbuf_adds(&b, "# HELP tern_requests_total HTTP requests answered, by endpoint and status.\n"
                   "# TYPE tern_requests_total counter\n");
-    for (int e = 0; e < 4; e++)
+    for (int e = 0; e < SRV_ENDPOINTS; e++)
         for (int k = 0; k < SRV_STATUSES; k++) {
             snprintf(line, sizeof line, "tern_requests_total{endpoint=\"%s\",status=\"%d\"} %llu\n",
                      ENDPOINTS[e], STATUSES[k], (unsigned long long)m->requests[e][k]);

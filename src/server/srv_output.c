@@ -3,6 +3,10 @@
  * is written in OpenAI's shapes: chat.completion(.chunk) or text_completion objects, streamed
  * as server-sent events ("data: {...}\n\n" ... "data: [DONE]\n\n") or as one body at the end.
  *
+ * Responses and Messages requests (srv_req.api) are written by their protocol's writer
+ * (struct srv_writer: srv_out_responses.c, srv_out_messages.c) at the same points: the stream's
+ * opening, content as it comes, each complete tool call, the end; and the whole body.
+ *
  * Streams follow OpenAI's order: a first chunk with the role, content deltas, for each tool call
  * one delta with its index, id, type and name (arguments "") and one with the arguments string,
  * a last chunk with an empty delta and the finish_reason, then (stream_options.include_usage)
@@ -45,22 +49,39 @@ static cJSON *usage_json(const struct job *j)
     return u;
 }
 
-/* Append "data: <json>\n\n" to the stream (under the lock) and wake the connection. */
-static void push_event(struct job *j, cJSON *o)
+/* The writer of a Responses or Messages job, NULL for chat and completions. */
+static const struct srv_writer *writer(const struct job *j)
 {
+    return j->req.api == SRV_API_RESPONSES ? &srv_responses_writer
+           : j->req.api == SRV_API_MESSAGES ? &srv_messages_writer : NULL;
+}
+
+void srv_job_event(struct job *j, const char *name, cJSON *o, bool locked)
+{
+    /* name may live in o (its "type"): copied before o goes */
+    char ev[64];
+    snprintf(ev, sizeof ev, "%s", name ? name : "");
     char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     struct tern_server *s = j->srv;
-    pthread_mutex_lock(&s->mu);
+    if (!locked) pthread_mutex_lock(&s->mu);
     if (txt) {
+        if (name) {
+            sbuf_adds(&j->out, "event: ");
+            sbuf_adds(&j->out, ev);
+            sbuf_add(&j->out, "\n", 1);
+        }
         sbuf_adds(&j->out, "data: ");
         sbuf_adds(&j->out, txt);
         sbuf_add(&j->out, "\n\n", 2);
     }
     pthread_cond_signal(&j->cv);
-    pthread_mutex_unlock(&s->mu);
+    if (!locked) pthread_mutex_unlock(&s->mu);
     free(txt);
 }
+
+/* Append "data: <json>\n\n" to the stream (under the lock) and wake the connection. */
+static void push_event(struct job *j, cJSON *o) { srv_job_event(j, NULL, o, false); }
 
 /* ---------------------------------------------------------------- log-probabilities
  * Each sampled token's entry is kept in chat's shape {token, logprob, bytes, top_logprobs:
@@ -179,6 +200,10 @@ static cJSON *chunk(struct job *j, cJSON *delta, const char *text, const char *f
 void srv_job_open_stream(struct job *j)
 {
     if (!j->req.stream || j->req.kind != JOB_CHAT) return;
+    if (writer(j)) {
+        writer(j)->open(j);
+        return;
+    }
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "role", "assistant");
     cJSON_AddStringToObject(d, "content", "");
@@ -194,12 +219,14 @@ void srv_job_open_stream(struct job *j)
     }
 }
 
-static void call_id(const struct job *j, int i, char *buf, size_t cap)
+void srv_job_sub_id(const struct job *j, const char *prefix, int i, char *buf, size_t cap)
 {
-    /* unique per request and call: the request id's random part and the call's index */
-    const char *tail = strchr(j->id, '-');
-    snprintf(buf, cap, "call_%s_%d", tail ? tail + 1 : j->id, i);
+    /* unique per request and i: the request id's random part (after "chatcmpl-", "resp_", ...) */
+    const char *tail = j->id + strcspn(j->id, "-_");
+    snprintf(buf, cap, "%s%s_%d", prefix, *tail ? tail + 1 : j->id, i);
 }
+
+static void call_id(const struct job *j, int i, char *buf, size_t cap) { srv_job_sub_id(j, "call_", i, buf, cap); }
 
 /* Content bytes ready to go out: stream them, keep them for the final body. */
 static void emit_content(struct job *j, const char *t, size_t n)
@@ -207,6 +234,10 @@ static void emit_content(struct job *j, const char *t, size_t n)
     if (n == 0) return;
     sbuf_add(&j->text, t, n);
     if (!j->req.stream) return;
+    if (writer(j)) {
+        writer(j)->text(j, t, n);
+        return;
+    }
     char *s = malloc(n + 1);
     if (!s) return;
     memcpy(s, t, n);
@@ -226,6 +257,10 @@ static void emit_calls(struct job *j)
     for (; j->calls_sent < tern_toolcall_count(j->tp); j->calls_sent++) {
         if (!j->req.stream) continue;
         const struct tern_toolcall *c = tern_toolcall_get(j->tp, j->calls_sent);
+        if (writer(j)) {
+            writer(j)->call(j, j->calls_sent, c);
+            continue;
+        }
         char id[96];
         call_id(j, j->calls_sent, id, sizeof id);
         for (int part = 0; part < 2; part++) {
@@ -248,7 +283,7 @@ static void emit_calls(struct job *j)
 }
 
 /* Did the answer end because it ran out of room or time, not because the model was done? */
-static bool cut_short(const struct job *j)
+bool srv_job_cut_short(const struct job *j)
 {
     return j->timed_out || (!j->stop_hit && (j->st.stop == TERN_GEN_STOP_MAX_TOKENS ||
                                              j->st.stop == TERN_GEN_STOP_CONTEXT_FULL));
@@ -266,12 +301,13 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
     if (n) tern_status_ignore(tern_toolcall_feed(j->tp, t, n, NULL));
     /* an answer cut short (max_tokens, the context, --request-timeout) drops the call it cut:
      * its markup is no content, and finish_reason says "length" (OpenAI's way) */
-    if (final && cut_short(j)) tern_status_ignore(tern_toolcall_finish_cut(j->tp, NULL));
+    if (final && srv_job_cut_short(j)) tern_status_ignore(tern_toolcall_finish_cut(j->tp, NULL));
     else if (final) tern_status_ignore(tern_toolcall_finish(j->tp, NULL));
     size_t len;
     const char *all = tern_toolcall_reasoning(j->tp, &len);
     if (len > j->reasoning_sent) {
-        if (j->req.stream) {
+        /* the Responses and Messages writers give no reasoning (docs/agents-apis.md) */
+        if (j->req.stream && !writer(j)) {
             cJSON *d = cJSON_CreateObject();
             char *s = malloc(len - j->reasoning_sent + 1);
             if (d && s) {
@@ -290,7 +326,9 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
     if (len > j->content_sent) {
         size_t k = len - j->content_sent;
         /* the parser's text is the content alone: keep the final body from it, not from here */
-        if (j->req.stream) {
+        if (j->req.stream && writer(j)) {
+            writer(j)->text(j, all + j->content_sent, k);
+        } else if (j->req.stream) {
             char *s = malloc(k + 1);
             if (s) {
                 memcpy(s, all + j->content_sent, k);
@@ -337,6 +375,13 @@ int srv_job_on_piece(const char *text, size_t len, void *user)
         if (at && (size_t)(at - j->hold.p) < cut) cut = (size_t)(at - j->hold.p);
     }
     if (cut < j->hold.len) {
+        for (int i = 0; i < j->req.n_stop; i++) {
+            char *at = memmem(j->hold.p, j->hold.len, j->req.stop[i], strlen(j->req.stop[i]));
+            if (at && (size_t)(at - j->hold.p) == cut) {
+                j->stop_which = i;
+                break;
+            }
+        }
         emit_text(j, j->hold.p, cut, false);
         j->hold.len = 0;
         j->stop_hit = true;
@@ -355,13 +400,21 @@ int srv_job_on_piece(const char *text, size_t len, void *user)
 static const char *finish_reason(const struct job *j)
 {
     /* cut short: "length" even after whole calls (OpenAI's order: the cut is what ended it) */
-    if (cut_short(j)) return "length";
+    if (srv_job_cut_short(j)) return "length";
     if (j->tp && tern_toolcall_count(j->tp) > 0) return "tool_calls";
     return "stop";
 }
 
+const char *srv_job_content(const struct job *j, size_t *len)
+{
+    if (j->tp) return tern_toolcall_text(j->tp, len);
+    *len = j->text.len;
+    return j->text.p ? j->text.p : "";
+}
+
 static char *final_body(struct job *j)
 {
+    if (writer(j)) return writer(j)->body(j);
     const bool chat = j->req.kind == JOB_CHAT;
     cJSON *o = envelope(j, chat ? "chat.completion" : "text_completion");
     cJSON *ch = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
@@ -415,7 +468,9 @@ void srv_job_on_done(const struct tern_gen_stats *st, void *user)
     j->hold.len = 0;
     if (j->tp) emit_text(j, NULL, 0, true);
     char *body = NULL;
-    if (j->req.stream) {
+    if (j->req.stream && writer(j)) {
+        writer(j)->finish(j);
+    } else if (j->req.stream) {
         push_event(j, chunk(j, j->req.kind == JOB_CHAT ? cJSON_CreateObject() : NULL, "", finish_reason(j)));
         if (j->req.include_usage) {
             cJSON *o = envelope(j, j->req.kind == JOB_CHAT ? "chat.completion.chunk" : "text_completion");
@@ -434,14 +489,14 @@ void srv_job_on_done(const struct tern_gen_stats *st, void *user)
 
     pthread_mutex_lock(&s->mu);
     if (j->req.stream) {
-        sbuf_adds(&j->out, "data: [DONE]\n\n");
+        if (!writer(j)) sbuf_adds(&j->out, "data: [DONE]\n\n");
     } else if (body) {
         sbuf_adds(&j->out, body);
         j->status = 200;
     } else {
         struct srv_err e;
         srv_err_set(&e, 500, "server_error", NULL, NULL, "out of memory building the response");
-        char *eb = srv_err_body(&e);
+        char *eb = srv_err_body_api(&e, j->req.api);
         if (eb) sbuf_adds(&j->out, eb);
         free(eb);
         j->status = 500;
@@ -450,4 +505,34 @@ void srv_job_on_done(const struct tern_gen_stats *st, void *user)
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&s->mu);
     free(body);
+}
+
+void srv_job_fail_locked(struct job *j, const struct srv_err *e)
+{
+    char *b = srv_err_body_api(e, j->req.api);
+    if (j->req.stream && j->req.api == SRV_API_MESSAGES) {
+        /* Anthropic's stream: an "error" event (its body is the error object) */
+        sbuf_adds(&j->out, "event: error\ndata: ");
+        if (b) sbuf_adds(&j->out, b);
+        sbuf_adds(&j->out, "\n\n");
+    } else if (j->req.stream && j->req.api == SRV_API_RESPONSES) {
+        /* the Responses stream's "error" event: {type, code, message, param, sequence_number} */
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", "error");
+        cJSON_AddStringToObject(o, "code", e->code[0] ? e->code : e->type);
+        cJSON_AddStringToObject(o, "message", e->message);
+        cJSON_AddNullToObject(o, "param");
+        cJSON_AddNumberToObject(o, "sequence_number", j->pw.seq++);
+        srv_job_event(j, "error", o, true);
+    } else if (j->req.stream) {
+        sbuf_adds(&j->out, "data: ");
+        if (b) sbuf_adds(&j->out, b);
+        sbuf_adds(&j->out, "\n\ndata: [DONE]\n\n");
+    } else if (b) {
+        sbuf_adds(&j->out, b);
+    }
+    free(b);
+    j->status = e->status;
+    j->done = true;
+    pthread_cond_signal(&j->cv);
 }

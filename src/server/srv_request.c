@@ -19,6 +19,7 @@
 
 void srv_req_free(struct srv_req *r)
 {
+    srv_proto_free(r->proto);
     cJSON_Delete(r->body);
     cJSON_Delete(r->owned_schema);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
@@ -164,7 +165,7 @@ static bool known(const char *const *keys, const char *k)
         return false;                                                                          \
     } while (0)
 
-static const char *jtype(const cJSON *v)
+const char *srv_jtype(const cJSON *v)
 {
     if (cJSON_IsNull(v)) return "null";
     if (cJSON_IsBool(v)) return "a boolean";
@@ -172,6 +173,17 @@ static const char *jtype(const cJSON *v)
     if (cJSON_IsString(v)) return "a string";
     if (cJSON_IsArray(v)) return "an array";
     return "an object";
+}
+#define jtype srv_jtype
+
+bool srv_tool_name_ok(const char *nv)
+{
+    size_t nl = strlen(nv);
+    bool ok = nl >= 1 && nl <= 64;
+    for (size_t k = 0; ok && k < nl; k++)
+        ok = (nv[k] >= 'a' && nv[k] <= 'z') || (nv[k] >= 'A' && nv[k] <= 'Z') ||
+             (nv[k] >= '0' && nv[k] <= '9') || nv[k] == '_' || nv[k] == '-';
+    return ok;
 }
 
 /* A number field in [lo, hi] (absent or null: *out untouched). */
@@ -395,11 +407,8 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
             /* OpenAI's rule for names; it also keeps every call format writable and readable
              * back (a name holding "</tool_call>" or a quote ends the call it is written in) */
             const char *nv = nm->valuestring;
-            size_t nl = strlen(nv), ok = nl <= 64;
-            for (size_t k = 0; ok && k < nl; k++)
-                ok = (nv[k] >= 'a' && nv[k] <= 'z') || (nv[k] >= 'A' && nv[k] <= 'Z') ||
-                     (nv[k] >= '0' && nv[k] <= '9') || nv[k] == '_' || nv[k] == '-';
-            if (!ok) {
+            const size_t nl = strlen(nv);
+            if (!srv_tool_name_ok(nv)) {
                 srv_err_set(e, 400, "invalid_request_error", "tools", "invalid_function_name",
                             "'tools[%d].function.name' \"%.80s%s\" is not a valid function name: it must "
                             "match ^[a-zA-Z0-9_-]{1,64}$ (letters, digits, '_' and '-', at most 64)",
@@ -595,29 +604,10 @@ static bool completion_fields(struct tern_server *s, struct srv_req *r, struct s
     return fits_context(s, r, "prompt", e);
 }
 
-bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
-                   struct srv_req *r, struct srv_err *e)
+/* The checks of doc (parsed from body[0..len)) that need the whole document. */
+static bool body_checks(const cJSON *doc, const char *body, size_t len, struct srv_err *e)
 {
-    memset(r, 0, sizeof *r);
-    r->logprobs = -1;
-    r->kind = kind;
-    r->raw = body;
-    r->raw_len = len;
-    long long bad = utf8_invalid_at(body, len);
-    if (bad >= 0) BAD(NULL, "the request body is not valid UTF-8 (byte %lld)", bad);
-    const char *end = NULL;
-    r->body = cJSON_ParseWithLengthOpts(body, len, &end, false);
-    if (!r->body) {
-        size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
-        int line, col;
-        line_col(body, off, &line, &col);
-        BAD(NULL, "malformed JSON in the request body at byte %zu (line %d, column %d)", off, line, col);
-    }
-    for (const char *q = end; q && q < body + len; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\r' && *q != '\n')
-            BAD(NULL, "malformed JSON in the request body: unexpected text after the value at byte %zu",
-                (size_t)(q - body));
-    if (!cJSON_IsObject(r->body)) BAD(NULL, "the request body must be a JSON object, got %s", jtype(r->body));
+    if (!cJSON_IsObject(doc)) BAD(NULL, "the request body must be a JSON object, got %s", jtype(doc));
     /* cJSON ends a string at an escaped NUL while the template's reader keeps the rest: the
      * check would see role "user" and the template "user\u0000anything" */
     for (size_t i = 0; i + 5 < len; i++) {
@@ -627,8 +617,47 @@ bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, 
                 "not accepted in requests", i);
         i++; /* the escaped character (a backslash must not start another escape) */
     }
-    if (!no_duplicate_keys(r->body, e)) return false;
-    if (!srv_fields_check(r->body, kind, e)) return false;
+    return no_duplicate_keys(doc, e);
+}
+
+bool srv_body_parse(const char *body, size_t len, cJSON **out, struct srv_err *e)
+{
+    *out = NULL;
+    long long bad = utf8_invalid_at(body, len);
+    if (bad >= 0) BAD(NULL, "the request body is not valid UTF-8 (byte %lld)", bad);
+    const char *end = NULL;
+    cJSON *doc = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!doc) {
+        size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
+        int line, col;
+        line_col(body, off, &line, &col);
+        BAD(NULL, "malformed JSON in the request body at byte %zu (line %d, column %d)", off, line, col);
+    }
+    for (const char *q = end; q && q < body + len; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\r' && *q != '\n') {
+            cJSON_Delete(doc);
+            BAD(NULL, "malformed JSON in the request body: unexpected text after the value at byte %zu",
+                (size_t)(q - body));
+        }
+    if (!body_checks(doc, body, len, e)) {
+        cJSON_Delete(doc);
+        return false;
+    }
+    *out = doc;
+    return true;
+}
+
+bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,
+                   struct srv_req *r, struct srv_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->logprobs = -1;
+    r->kind = kind;
+    r->api = kind == JOB_CHAT ? SRV_API_CHAT : SRV_API_COMPLETIONS;
+    r->raw = body;
+    r->raw_len = len;
+    if (!srv_body_parse(body, len, &r->body, e)) return false;
+    if (!srv_fields_check(r->body, r->api, e)) return false;
     if (!common_fields(s, r, e)) return false;
     if (!(kind == JOB_CHAT ? chat_fields(s, r, e) : completion_fields(s, r, e))) return false;
     /* llama-server's n_predict when max_tokens is not given (-1: no limit) */

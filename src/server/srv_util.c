@@ -86,3 +86,30 @@ char *srv_err_body(const struct srv_err *e)
 double srv_now(void) { return util_now_s(); }
 
 long long srv_unix_time(void) { return (long long)time(NULL); }
+
+/* Anthropic's error types by status (its documented list; 503 is "overloaded" there too). */
+static const char *anthropic_type(int status)
+{
+    switch (status) {
+    case 401: return "authentication_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 503: return "overloaded_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+    }
+}
+
+char *srv_err_body_api(const struct srv_err *e, enum srv_api api)
+{
+    if (api != SRV_API_MESSAGES) return srv_err_body(e);
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "type", "error");
+    cJSON_AddItemToObject(root, "error", o);
+    cJSON_AddStringToObject(o, "type", anthropic_type(e->status));
+    cJSON_AddStringToObject(o, "message", e->message);
+    char *txt = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return txt;
+}

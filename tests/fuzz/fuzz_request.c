@@ -4,13 +4,18 @@
  * the tools' grammar in the template's call format, response_format schemas).
  *
  * Input: one selector byte, then the body. 'p': POST /v1/completions; 'l': chat with Llama
- * 3.1's template (llama3 calls); 'm': chat with Mistral Nemo's (mistral calls); anything else:
- * chat with the model's own (Qwen2.5: hermes calls). Seeds (tests/fuzz/corpus/request) are
+ * 3.1's template (llama3 calls); 'm': chat with Mistral Nemo's (mistral calls); 'R': POST
+ * /v1/responses and 'M': POST /v1/messages (translated into chat, the model's template; the
+ * store holds one response, "resp_seed", whose conversation ends in a function_call with
+ * call_id "call_1", so previous_response_id continuations are reached); anything else: chat
+ * with the model's own (Qwen2.5: hermes calls). Seeds (tests/fuzz/corpus/request) are
  * valid requests of every kind the server answers, so mutations stay close to the real thing.
  * Promises checked (a broken one aborts, so the fuzzer reports it):
  * - a refusal is an OpenAI error: status 4xx (500 only for running out of memory, type
  *   server_error), a non-empty type and message, and srv_err_body gives valid UTF-8 JSON
  *   {"error": {"message": string, "type": string, "param": string|null, "code": string|null}};
+ *   on /v1/messages also Anthropic's {"type": "error", "error": {"type": string, "message":
+ *   string}}, its type one Anthropic documents for the status;
  * - an accepted body repeats no key in any object (the checks read the first copy, the
  *   template the last), holds no escaped NUL, and its chat_template_kwargs names no variable
  *   the server sets (tools, messages, add_generation_prompt);
@@ -123,6 +128,12 @@ static void init(void)
         CHECK(st == TERN_OK, "%s", tern_last_error());
         s->flv->fmt = tern_toolcall_detect(tern_chat_template_source(s->flv->tmpl));
     }
+    for (int i = 0; i < 3; i++) srv_store_init(&srv[i].store);
+    cJSON *h = cJSON_Parse("[{\"type\":\"message\",\"role\":\"user\",\"content\":\"Weather in Oslo?\"},"
+                           "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"get_weather\","
+                           "\"arguments\":\"{\\\"city\\\":\\\"Oslo\\\"}\"}]");
+    CHECK(h, "the seed conversation");
+    srv_store_put(&srv[0].store, "resp_seed", -1, "{}", h);
     CHECK(srv[0].flv->fmt == TERN_TOOLCALL_HERMES && srv[1].flv->fmt == TERN_TOOLCALL_LLAMA3 &&
               srv[2].flv->fmt == TERN_TOOLCALL_MISTRAL, "formats %d %d %d", srv[0].flv->fmt,
           srv[1].flv->fmt, srv[2].flv->fmt);
@@ -147,7 +158,7 @@ static bool log_on(void)
     return on;
 }
 
-static void check_refusal(const struct srv_err *e, const char *where)
+static void check_refusal(const struct srv_err *e, const char *where, enum srv_api api)
 {
     if (log_on()) fprintf(stderr, "%s: %d %s: %s\n", where, e->status, e->param, e->message);
     const bool oom = e->status == 500 && !strcmp(e->type, "server_error") && strstr(e->message, "out of memory");
@@ -163,6 +174,22 @@ static void check_refusal(const struct srv_err *e, const char *where)
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "param"), *c = cJSON_GetObjectItemCaseSensitive(o, "code");
     CHECK(cJSON_IsString(m) && cJSON_IsString(t) && (cJSON_IsString(p) || cJSON_IsNull(p)) &&
               (cJSON_IsString(c) || cJSON_IsNull(c)), "%s: not an OpenAI error body: %s", where, body);
+    cJSON_Delete(j);
+    free(body);
+    if (api != SRV_API_MESSAGES) return;
+    body = srv_err_body_api(e, api);
+    CHECK(body && utf8_valid(body, strlen(body)), "%s: Anthropic error body missing or not UTF-8", where);
+    j = cJSON_Parse(body);
+    o = cJSON_GetObjectItemCaseSensitive(j, "error");
+    t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    m = cJSON_GetObjectItemCaseSensitive(o, "message");
+    static const char *const types[] = {"invalid_request_error", "authentication_error", "permission_error",
+                                        "not_found_error", "request_too_large", "rate_limit_error", "api_error",
+                                        "overloaded_error", NULL};
+    bool known = false;
+    for (int i = 0; cJSON_IsString(t) && types[i] && !known; i++) known = !strcmp(types[i], t->valuestring);
+    CHECK(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "type")) && known && cJSON_IsString(m),
+          "%s: not an Anthropic error body: %s", where, body);
     cJSON_Delete(j);
     free(body);
 }
@@ -187,6 +214,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char sel = (char)data[0];
     struct tern_server *s = &srv[sel == 'l' ? 1 : sel == 'm' ? 2 : 0];
     const enum job_kind kind = sel == 'p' ? JOB_COMPLETION : JOB_CHAT;
+    const enum srv_api api = sel == 'R' ? SRV_API_RESPONSES : sel == 'M' ? SRV_API_MESSAGES
+                             : kind == JOB_CHAT ? SRV_API_CHAT : SRV_API_COMPLETIONS;
     /* an exact-size copy: a read past the body shows */
     const size_t n = size - 1;
     char *body = malloc(n ? n : 1);
@@ -195,15 +224,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct srv_req r;
     struct srv_err e;
     memset(&e, 0, sizeof e);
-    if (!srv_req_parse(s, kind, body, n, &r, &e)) {
-        check_refusal(&e, "parse");
+    const bool parsed = api == SRV_API_RESPONSES ? srv_responses_parse(s, body, n, -1, &r, &e)
+                        : api == SRV_API_MESSAGES ? srv_messages_parse(s, body, n, false, &r, &e)
+                        : srv_req_parse(s, kind, body, n, &r, &e);
+    if (!parsed) {
+        check_refusal(&e, "parse", api);
         srv_req_free(&r);
         free(body);
         return 0;
     }
     const int n_vocab = tern_model_n_vocab(model);
-    /* one document: the checks and the template cannot read different copies of a key */
+    /* one document: the checks and the template cannot read different copies of a key (the
+     * client's body, and the chat translation of a Responses / Messages one) */
     CHECK(!repeats_key(r.body), "an accepted body repeats a key");
+    CHECK(r.api == api && (api < SRV_API_RESPONSES || r.kind == JOB_CHAT), "api %d kind %d", r.api, r.kind);
+    CHECK((api == SRV_API_RESPONSES) == (r.proto != NULL), "protocol state %p", (void *)r.proto);
+    if (api >= SRV_API_RESPONSES) {
+        cJSON *orig = cJSON_ParseWithLength(body, n);
+        CHECK(orig && !repeats_key(orig), "an accepted %s body repeats a key", api == SRV_API_MESSAGES ? "messages" : "responses");
+        /* Anthropic requires max_tokens; Responses never carries chat's own field names */
+        CHECK(api != SRV_API_MESSAGES || cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(orig, "max_tokens")),
+              "a messages body without max_tokens accepted");
+        CHECK(api != SRV_API_RESPONSES || !cJSON_GetObjectItemCaseSensitive(orig, "messages"),
+              "a responses body with 'messages' accepted");
+        cJSON_Delete(orig);
+    }
     CHECK(!memmem(body, n, "\\u0000", 6) || memmem(body, n, "\\\\", 2), "an accepted body holds \\u0000");
     const cJSON *kw = cJSON_GetObjectItemCaseSensitive(r.body, "chat_template_kwargs");
     CHECK(!cJSON_GetObjectItemCaseSensitive(kw, "tools") && !cJSON_GetObjectItemCaseSensitive(kw, "messages") &&
@@ -218,7 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(r.n_prompt >= 1 && r.n_prompt < s->n_ctx, "prompt of %d tokens", r.n_prompt);
     for (int i = 0; i < r.n_prompt; i++)
         CHECK(r.prompt[i] >= 0 && r.prompt[i] < n_vocab, "prompt[%d] = %d", i, r.prompt[i]);
-    CHECK(r.n_stop >= 0 && r.n_stop <= 4, "%d stop strings", r.n_stop);
+    CHECK(r.n_stop >= 0 && r.n_stop <= (api == SRV_API_MESSAGES ? SRV_MAX_STOP : 4), "%d stop strings", r.n_stop);
     for (int i = 0; i < r.n_stop; i++) CHECK(r.stop[i] && r.stop[i][0], "stop[%d] empty", i);
     CHECK(r.max_tokens >= 0, "max_tokens %d", r.max_tokens);
     CHECK(r.sp.temperature >= 0 && r.sp.temperature <= 2 && r.sp.top_p >= 0 && r.sp.top_p <= 1,
@@ -249,7 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(j, "out of memory for a job");
     memset(&e, 0, sizeof e);
     if (!srv_job_prepare(j, &e)) {
-        check_refusal(&e, "prepare");
+        check_refusal(&e, "prepare", api);
     } else {
         CHECK(j->sampler, "a prepared job without a sampler");
         if (log_on())

@@ -4,7 +4,7 @@
 // errors as the SDK's typed exceptions (401, 400 with param, context_length_exceeded).
 // usage: node openai_client.mjs TERN_BIN MODEL   (exit 77 when the client is not installed)
 import assert from "node:assert/strict";
-import { startServer, importOpenAI } from "./serve.mjs";
+import { startServer, importOpenAI, runChecks } from "./serve.mjs";
 
 const [bin, model] = process.argv.slice(2);
 const OpenAI = await importOpenAI();
@@ -130,17 +130,4 @@ check("errors: 401, 400 with param, context_length_exceeded", async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.param === "tool_choice");
 });
 
-let passed = 0, failed = 0;
-for (const { name, fn } of checks) {
-  try {
-    await fn();
-    passed++;
-    console.log(`ok - ${name}`);
-  } catch (e) {
-    failed++;
-    console.log(`not ok - ${name}\n${e.stack}`);
-  }
-}
-await srv.stop();
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await runChecks(checks, srv);

@@ -40,3 +40,22 @@ export async function importOpenAI() {
     process.exit(77);
   }
 }
+
+// Run named async checks in order, print "ok - NAME" / "not ok - NAME" lines, stop the server,
+// and exit 1 if any failed.
+export async function runChecks(checks, srv) {
+  let passed = 0, failed = 0;
+  for (const { name, fn } of checks) {
+    try {
+      await fn();
+      passed++;
+      console.log(`ok - ${name}`);
+    } catch (e) {
+      failed++;
+      console.log(`not ok - ${name}\n${e.stack}`);
+    }
+  }
+  await srv.stop();
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}

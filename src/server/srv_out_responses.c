@@ -1,0 +1,271 @@
+/* srv_out_responses.c — the answer of a POST /v1/responses request (engine thread): the response
+ * object, or its stream of events (struct srv_writer; srv_output.c calls it where a chat answer
+ * would be written).
+ *
+ * The object: {id "resp_...", object "response", created_at, status "completed" | "incomplete"
+ * (incomplete_details {reason "max_output_tokens"} when max_output_tokens, the context or
+ * --request-timeout cut it), output: a message item {type "message", role "assistant",
+ * content [{type "output_text", text, annotations []}]} for the text, a function_call item
+ * {id "fc_...", call_id "call_...", name, arguments} per tool call, usage {input_tokens,
+ * input_tokens_details {cached_tokens}, output_tokens, output_tokens_details {reasoning_tokens},
+ * total_tokens}} plus what the request set (proto->echo: instructions, tools, tool_choice, text,
+ * temperature, ...).
+ *
+ * The stream, each event "event: TYPE" + "data: {type, sequence_number, ...}": response.created
+ * and response.in_progress; for the text, response.output_item.added (the message),
+ * response.content_part.added, response.output_text.delta per piece, then .output_text.done,
+ * .content_part.done and .output_item.done; for each call, .output_item.added,
+ * .function_call_arguments.delta (the whole arguments: a call is emitted once parsed),
+ * .function_call_arguments.done, .output_item.done; last response.completed (or
+ * response.incomplete) with the whole object. A stored response (store true, the default) is
+ * put in the server's store before the last event or the body goes out, so a client that reads
+ * it can continue from it at once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+
+static cJSON *response_obj(const struct job *j, const char *status)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "id", j->id);
+    cJSON_AddStringToObject(o, "object", "response");
+    cJSON_AddNumberToObject(o, "created_at", (double)j->created);
+    cJSON_AddStringToObject(o, "status", status);
+    cJSON_AddNullToObject(o, "error");
+    if (!strcmp(status, "incomplete"))
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "incomplete_details"), "reason", "max_output_tokens");
+    else
+        cJSON_AddNullToObject(o, "incomplete_details");
+    cJSON_AddStringToObject(o, "model", j->srv->flv[j->req.flavor].name);
+    cJSON_AddArrayToObject(o, "output");
+    const cJSON *echo = j->req.proto ? j->req.proto->echo : NULL;
+    for (const cJSON *f = echo ? echo->child : NULL; f; f = f->next)
+        cJSON_AddItemToObject(o, f->string, cJSON_Duplicate(f, true));
+    cJSON_AddNullToObject(o, "usage");
+    return o;
+}
+
+static cJSON *usage(const struct job *j)
+{
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "input_tokens", j->req.n_prompt);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "input_tokens_details"), "cached_tokens", j->st.n_reused);
+    cJSON_AddNumberToObject(u, "output_tokens", j->st.n_generated);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "output_tokens_details"), "reasoning_tokens", 0);
+    cJSON_AddNumberToObject(u, "total_tokens", j->req.n_prompt + j->st.n_generated);
+    return u;
+}
+
+static cJSON *text_part(const char *text)
+{
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "type", "output_text");
+    cJSON_AddStringToObject(p, "text", text);
+    cJSON_AddArrayToObject(p, "annotations");
+    cJSON_AddArrayToObject(p, "logprobs");
+    return p;
+}
+
+/* The message item at output index idx (text NULL: in progress, no content yet). */
+static cJSON *message_item(const struct job *j, int idx, const char *text, const char *status)
+{
+    char id[96];
+    srv_job_sub_id(j, "msg_", idx, id, sizeof id);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", id);
+    cJSON_AddStringToObject(m, "type", "message");
+    cJSON_AddStringToObject(m, "status", status);
+    cJSON_AddStringToObject(m, "role", "assistant");
+    cJSON *c = cJSON_AddArrayToObject(m, "content");
+    if (text) cJSON_AddItemToArray(c, text_part(text));
+    return m;
+}
+
+/* The function_call item of call i at output index idx (arguments NULL: in progress, ""). */
+static cJSON *call_item(const struct job *j, int i, int idx, const struct tern_toolcall *c, bool done)
+{
+    char id[96], call_id[96];
+    srv_job_sub_id(j, "fc_", idx, id, sizeof id);
+    srv_job_sub_id(j, "call_", i, call_id, sizeof call_id);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", id);
+    cJSON_AddStringToObject(m, "type", "function_call");
+    cJSON_AddStringToObject(m, "status", done ? "completed" : "in_progress");
+    cJSON_AddStringToObject(m, "call_id", call_id);
+    cJSON_AddStringToObject(m, "name", c->name);
+    cJSON_AddStringToObject(m, "arguments", done ? c->arguments : "");
+    return m;
+}
+
+/* An event's object, its type first (OpenAI's order). */
+static cJSON *ev(const char *type)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    return o;
+}
+
+/* The event o (ev's) on the stream, numbered. */
+static void event(struct job *j, cJSON *o, bool locked)
+{
+    if (!o) return;
+    cJSON_AddNumberToObject(o, "sequence_number", j->pw.seq++);
+    srv_job_event(j, cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, o, locked);
+}
+
+static cJSON *at(const struct job *j, const char *type, int idx, bool content)
+{
+    char id[96];
+    srv_job_sub_id(j, "msg_", idx, id, sizeof id);
+    cJSON *o = ev(type);
+    cJSON_AddStringToObject(o, "item_id", id);
+    cJSON_AddNumberToObject(o, "output_index", idx);
+    if (content) cJSON_AddNumberToObject(o, "content_index", 0);
+    return o;
+}
+
+static void item_event(struct job *j, const char *type, int idx, cJSON *item)
+{
+    cJSON *o = ev(type);
+    cJSON_AddNumberToObject(o, "output_index", idx);
+    cJSON_AddItemToObject(o, "item", item);
+    event(j, o, false);
+}
+
+static void open_stream(struct job *j)
+{
+    /* under srv->mu (srv_enqueue) */
+    if (!(j->pw.items = cJSON_CreateArray())) return;
+    static const char *const types[] = {"response.created", "response.in_progress"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *o = ev(types[k]);
+        cJSON_AddItemToObject(o, "response", response_obj(j, "in_progress"));
+        event(j, o, true);
+    }
+}
+
+static void close_text(struct job *j, const char *status)
+{
+    if (!j->pw.text_open) return;
+    const int idx = j->pw.n_items - 1;
+    const char *t = j->pw.text.p ? j->pw.text.p : "";
+    cJSON *o = at(j, "response.output_text.done", idx, true);
+    cJSON_AddStringToObject(o, "text", t);
+    cJSON_AddArrayToObject(o, "logprobs");
+    event(j, o, false);
+    o = at(j, "response.content_part.done", idx, true);
+    cJSON_AddItemToObject(o, "part", text_part(t));
+    event(j, o, false);
+    cJSON_AddItemToArray(j->pw.items, message_item(j, idx, t, status));
+    item_event(j, "response.output_item.done", idx, message_item(j, idx, t, status));
+    j->pw.text_open = false;
+    j->pw.text.len = 0;
+}
+
+static void stream_text(struct job *j, const char *s, size_t n)
+{
+    if (!j->pw.text_open) {
+        const int idx = j->pw.n_items++;
+        item_event(j, "response.output_item.added", idx, message_item(j, idx, NULL, "in_progress"));
+        cJSON *o = at(j, "response.content_part.added", idx, true);
+        cJSON_AddItemToObject(o, "part", text_part(""));
+        event(j, o, false);
+        j->pw.text_open = true;
+        j->pw.text.len = 0;
+    }
+    const size_t from = j->pw.text.len;
+    if (!sbuf_add(&j->pw.text, s, n)) return;
+    cJSON *o = at(j, "response.output_text.delta", j->pw.n_items - 1, true);
+    cJSON_AddStringToObject(o, "delta", j->pw.text.p + from);
+    cJSON_AddArrayToObject(o, "logprobs");
+    event(j, o, false);
+}
+
+static void stream_call(struct job *j, int i, const struct tern_toolcall *c)
+{
+    close_text(j, "completed");
+    const int idx = j->pw.n_items++;
+    char id[96];
+    srv_job_sub_id(j, "fc_", idx, id, sizeof id);
+    item_event(j, "response.output_item.added", idx, call_item(j, i, idx, c, false));
+    cJSON *o = ev("response.function_call_arguments.delta");
+    cJSON_AddStringToObject(o, "item_id", id);
+    cJSON_AddNumberToObject(o, "output_index", idx);
+    cJSON_AddStringToObject(o, "delta", c->arguments);
+    event(j, o, false);
+    o = ev("response.function_call_arguments.done");
+    cJSON_AddStringToObject(o, "item_id", id);
+    cJSON_AddNumberToObject(o, "output_index", idx);
+    cJSON_AddStringToObject(o, "name", c->name);
+    cJSON_AddStringToObject(o, "arguments", c->arguments);
+    event(j, o, false);
+    cJSON_AddItemToArray(j->pw.items, call_item(j, i, idx, c, true));
+    item_event(j, "response.output_item.done", idx, call_item(j, i, idx, c, true));
+}
+
+/* The finished response object with output (taken over); stored when the request asked. */
+static cJSON *finished(struct job *j, cJSON *output)
+{
+    const char *status = srv_job_cut_short(j) ? "incomplete" : "completed";
+    cJSON *o = response_obj(j, status);
+    if (!o || !output) {
+        cJSON_Delete(o);
+        cJSON_Delete(output);
+        return NULL;
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(o, "output", output);
+    cJSON_ReplaceItemInObjectCaseSensitive(o, "usage", usage(j));
+    struct srv_proto *px = j->req.proto;
+    if (px && px->store && px->history) {
+        /* the conversation goes on from its input and output: output items are input items */
+        char *txt = cJSON_PrintUnformatted(o);
+        for (const cJSON *it = output->child; it; it = it->next)
+            cJSON_AddItemToArray(px->history, cJSON_Duplicate(it, true));
+        if (txt) srv_store_put(&j->srv->store, j->id, px->key, txt, px->history);
+        if (txt) px->history = NULL; /* the store's now */
+        free(txt);
+    }
+    return o;
+}
+
+static void finish_stream(struct job *j)
+{
+    const bool cut = srv_job_cut_short(j);
+    close_text(j, cut ? "incomplete" : "completed");
+    cJSON *o = ev(cut ? "response.incomplete" : "response.completed");
+    cJSON *r = finished(j, j->pw.items);
+    j->pw.items = NULL;
+    if (!r) {
+        cJSON_Delete(o);
+        struct srv_err e;
+        srv_err_set(&e, 500, "server_error", NULL, NULL, "out of memory building the response");
+        pthread_mutex_lock(&j->srv->mu);
+        srv_job_fail_locked(j, &e);
+        pthread_mutex_unlock(&j->srv->mu);
+        return;
+    }
+    cJSON_AddItemToObject(o, "response", r);
+    event(j, o, false);
+}
+
+static char *body(struct job *j)
+{
+    cJSON *output = cJSON_CreateArray();
+    size_t n = 0;
+    const char *content = srv_job_content(j, &n);
+    const char *status = srv_job_cut_short(j) ? "incomplete" : "completed";
+    int idx = 0;
+    if (n > 0) cJSON_AddItemToArray(output, message_item(j, idx++, content, status));
+    const int nc = j->tp ? tern_toolcall_count(j->tp) : 0;
+    for (int i = 0; i < nc; i++, idx++) cJSON_AddItemToArray(output, call_item(j, i, idx, tern_toolcall_get(j->tp, i), true));
+    cJSON *o = finished(j, output);
+    char *txt = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return txt;
+}
+
+const struct srv_writer srv_responses_writer = {
+    .open = open_stream, .text = stream_text, .call = stream_call, .finish = finish_stream, .body = body};
