@@ -10,6 +10,8 @@
 //   silent    reads requests and never answers
 //   rpcerror  answers tools/call with a JSON-RPC error (code -32603)
 //   crashcall exits (status 4) when a tool is called
+//   stubborn  never answers, ignores the end of its stdin and SIGTERM (only SIGKILL ends it)
+// $MCP_PIDFILE (optional): the server appends its pid there, so a test can check it is gone.
 // $MCP_PREFIX (optional) is put before the tool names (two servers with distinct tool names).
 import { appendFileSync } from "node:fs";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -19,11 +21,16 @@ import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode } fr
 const mode = process.env.MCP_MODE || "";
 const prefix = process.env.MCP_PREFIX || "";
 
+if (process.env.MCP_PIDFILE) appendFileSync(process.env.MCP_PIDFILE, `${process.pid}\n`);
 if (mode === "exit") {
   process.stderr.write("mcp_server: exiting at once (MCP_MODE=exit)\n");
   process.exit(3);
 }
-if (mode === "garbage" || mode === "silent") {
+if (mode === "stubborn") {
+  process.on("SIGTERM", () => process.stderr.write("mcp_server: SIGTERM ignored (MCP_MODE=stubborn)\n"));
+  process.stdin.resume();
+  setInterval(() => {}, 1000);
+} else if (mode === "garbage" || mode === "silent") {
   // not the SDK: a server that breaks the protocol is what these modes test
   process.stdin.on("data", () => {
     if (mode === "garbage") process.stdout.write("this is not JSON-RPC\n");
