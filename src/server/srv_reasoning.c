@@ -5,8 +5,8 @@
  * Read docs/mcp-and-reasoning.md for the behaviour a client sees. Only templates with <think>
  * markup (tern_reasoning_detect: TERN_REASONING_THINK) get the control; for the others both
  * fields are accepted and have nothing to act on. The control is taken when the request has a
- * budget or a constraint (tools, response_format, grammar: they must start after the thinking)
- * and the prompt has not closed the thinking already (Qwen3 with enable_thinking false ends it
+ * budget or tools (their calls must start after the thinking; a response_format or grammar
+ * then waits for its end too) and the prompt has not closed the thinking already (Qwen3 with enable_thinking false ends it
  * with "<think>\n\n</think>\n\n"). A prompt that does not open the thinking itself (Qwen3's
  * generation prompt is only "<|im_start|>assistant\n": the model writes "<think>\n" first) is
  * given the "<think>\n" the model would write, so the reply starts inside it and the budget
@@ -78,8 +78,9 @@ bool srv_reasoning_prepare(struct tern_server *s, struct srv_req *r, char **prom
     r->reasoning_ctl = false;
     r->reasoning_budget = budget;
     if (s->flv[r->flavor].rfmt != TERN_REASONING_THINK) return true;
-    const bool constrained = r->tools || r->response_schema || r->gbnf;
-    if (budget < 0 && !constrained) return true; /* the parser alone separates the thinking */
+    /* tool calls must come after the thinking (a call inside it is no call); response_format
+     * and grammar constrain the whole reply as before unless a budget is given */
+    if (budget < 0 && !r->tools) return true; /* the parser alone separates the thinking */
     if (!r->reasoning_open && ends_closed(*prompt, *plen)) return true;
     if (!r->reasoning_open) {
         /* open it as the model would: "<think>" is template markup (a span), so it is the
