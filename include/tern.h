@@ -1127,6 +1127,27 @@ struct tern_token_logprob {
  * during the call. Return non-zero to stop generating. */
 typedef int (*tern_logprob_fn)(const struct tern_token_logprob *lp, void *user);
 
+/* Reasoning control, for a model that thinks before it answers (<think>...</think>; see
+ * "Reasoning" in the chat section and docs/mcp-and-reasoning.md). Off while `end` is NULL (the
+ * default). With `open` (the prompt ended inside the reasoning, tern_reasoning_open_at_end; a
+ * front end may open it itself by ending the prompt with the open tag) the reply starts as
+ * reasoning and lasts until its text contains `end`:
+ * - the grammar (tern_gen_params.grammar) waits until then, so a constrained tool call (or any
+ *   constrained answer) starts after the reasoning, and a <tool_call> written while thinking
+ *   does not arm a lazy grammar;
+ * - with budget >= 0, once that many reasoning tokens were generated (0: at once) the tokens
+ *   close[0..n_close) are appended without sampling (say the tokens of "\n</think>\n\n"); the
+ *   reasoning ends with the last of them and the answer goes on from there;
+ * - drafts are not taken while inside (speculation resumes after it).
+ * `end` is at most 31 bytes; n_close 1..32 when budget >= 0; both are copied at the start. */
+struct tern_reasoning_ctl {
+    bool open;
+    const char *end;        /* e.g. "</think>"; NULL = no reasoning control */
+    int budget;             /* reasoning tokens at most; -1 = no limit */
+    const int32_t *close;   /* (n_close) forced when the budget is spent */
+    int n_close;
+};
+
 struct tern_gen_params {
     int max_tokens;       /* tokens to sample at most; default 256 */
     bool ignore_eog;      /* do not stop at end-of-generation tokens (they are still not shown) */
@@ -1154,6 +1175,7 @@ struct tern_gen_params {
      * each call (kept until the next call or tern_generator_free). Lazy grammars (tool calls) leave free text
      * free and constrain from their trigger on. */
     const struct tern_grammar *grammar;
+    struct tern_reasoning_ctl reasoning; /* default: off */
 };
 struct tern_gen_params tern_gen_default_params(void);
 
@@ -1207,6 +1229,8 @@ struct tern_gen_stats {
     int grammar_draft_refused; /* drafted tokens the grammar refused before the target's pass */
     bool incomplete;         /* generation stopped (max_tokens, context full, a callback) inside an
                                 open document: the output is a prefix of one, not a document */
+    int reasoning_tokens;    /* tokens generated inside the reasoning (tern_reasoning_ctl; its
+                                forced close included); 0 without a reasoning control */
 };
 
 /* A generator over ctx (one sequence). The KV cache may already hold tokens: the generator
@@ -1415,6 +1439,7 @@ struct tern_batch_request {
     uint64_t cache_group;    /* isolation group: the prompt reuses KV only from slots whose last
                                 request had the same group and from prefix-cache blocks stored
                                 under it (tern_prefix_cache_restore); 0 = the shared group */
+    struct tern_reasoning_ctl reasoning; /* as tern_gen_params.reasoning; default: off */
 };
 struct tern_batch_request tern_batch_request_default(void);
 

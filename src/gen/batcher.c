@@ -319,6 +319,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
      * many of them, leaves a free slot's set, which the next add replaces) */
     tern_status st = gen_out_preserve(s->detok, r->preserve, r->n_preserve, r->grammar, "batcher");
     if (st) return st;
+    struct gen_reason rs;
+    if ((st = gen_reason_init(&rs, &r->reasoning, "batcher"))) return st;
     /* the matcher first: nothing has changed yet if it cannot be made */
     st = gen_grammar_begin(&s->gram, r->grammar);
     if (st) return tern_fail_prefix(st, "batcher: ");
@@ -379,7 +381,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
                               .on_token = r->on_token, .on_piece = r->on_piece, .user = r->user,
                               .on_logprob = r->on_logprob, .n_top_logprobs = r->n_top_logprobs,
                               .ignore_eog = r->ignore_eog, .max_tokens = r->max_tokens,
-                              .n_ctx = b->n_ctx, .st = &s->st, .t0 = gen_now_ms()};
+                              .n_ctx = b->n_ctx, .st = &s->st, .t0 = gen_now_ms(), .rs = rs};
+    gen_out_reason_start(&s->out);
     s->t_prompt = 0;
     tern_detokenizer_reset(s->detok);
     tern_sampler_reset(r->sampler);
@@ -664,7 +667,7 @@ static int ctl_choose(struct tern_batcher *b, bool pure, int *m, int *lag, struc
         /* a constrained request drafts by lookup only (never model_drafts), after all its
          * pending tokens */
         const bool ok = s->ver.gr ? s->src != NULL : s->n_pending == 1;
-        if (!ok || s->r.on_logprob || !(s->src || s->model_drafts)) continue;
+        if (!ok || s->r.on_logprob || !(s->src || s->model_drafts) || gen_out_reasoning(&s->out)) continue;
         if (s->model_drafts && s->draft_skip > 0) { /* backing off (draft_outcome) */
             s->draft_skip--;
             continue;

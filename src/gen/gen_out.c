@@ -41,6 +41,69 @@ tern_status gen_out_preserve(struct tern_detokenizer *d, const int32_t *ids, int
     return st ? tern_fail_prefix(st, "%s: ", who) : TERN_OK;
 }
 
+tern_status gen_reason_init(struct gen_reason *rs, const struct tern_reasoning_ctl *c, const char *who)
+{
+    *rs = (struct gen_reason){.forcing = -1, .budget = -1};
+    if (!c || !c->end) return TERN_OK;
+    const size_t el = strlen(c->end);
+    if (el == 0 || el >= sizeof rs->end)
+        return tern_fail(TERN_ERR_ARG, "%s: reasoning: the end text is %zu bytes (1..%zu)", who, el, sizeof rs->end - 1);
+    if (c->budget < -1) return tern_fail(TERN_ERR_ARG, "%s: reasoning: budget %d (-1 = none, or >= 0)", who, c->budget);
+    if (c->budget >= 0 && (c->n_close < 1 || c->n_close > GEN_MAX_CLOSE || !c->close))
+        return tern_fail(TERN_ERR_ARG, "%s: reasoning: a budget needs 1..%d close tokens, got %d", who, GEN_MAX_CLOSE,
+                         c->n_close);
+    memcpy(rs->end, c->end, el + 1);
+    rs->end_len = el;
+    rs->inside = c->open;
+    rs->budget = c->budget;
+    if (c->budget >= 0) {
+        memcpy(rs->close, c->close, sizeof(int32_t) * (size_t)c->n_close);
+        rs->n_close = c->n_close;
+        if (c->open && c->budget == 0) rs->forcing = 0; /* closed before any thought */
+    }
+    return TERN_OK;
+}
+
+void gen_out_reason_start(struct gen_out *o)
+{
+    if (!o->rs.inside) return;
+    o->rs.gr_wait = o->ver->gr;
+    o->ver->gr = NULL;
+}
+
+/* The reasoning is over: the grammar starts from here. */
+static void reason_end(struct gen_out *o)
+{
+    struct gen_reason *rs = &o->rs;
+    rs->inside = false;
+    if (rs->forcing < 0 && rs->gr_wait) {
+        o->ver->gr = rs->gr_wait;
+        rs->gr_wait = NULL;
+    }
+}
+
+/* A token sampled inside the reasoning, with its text: count it, look for the end text, and
+ * start forcing the close once the budget is spent. */
+static void reason_track(struct gen_out *o, const char *text, size_t len)
+{
+    struct gen_reason *rs = &o->rs;
+    rs->used++;
+    /* keep the last end_len - 1 bytes before this piece: the end may start in an earlier one */
+    const size_t keep = rs->end_len - 1;
+    for (size_t i = 0; i < len; i++) {
+        if (rs->tail_len == sizeof rs->tail) {
+            memmove(rs->tail, rs->tail + rs->tail_len - keep, keep);
+            rs->tail_len = keep;
+        }
+        rs->tail[rs->tail_len++] = text[i];
+        if (rs->tail_len >= rs->end_len && !memcmp(rs->tail + rs->tail_len - rs->end_len, rs->end, rs->end_len)) {
+            reason_end(o);
+            return;
+        }
+    }
+    if (rs->budget >= 0 && rs->used >= rs->budget) rs->forcing = 0;
+}
+
 static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
 {
     return fn && len > 0 && fn(text, len, user) != 0;
@@ -49,6 +112,7 @@ static bool emit(tern_piece_fn fn, void *user, const char *text, size_t len)
 bool gen_out_deliver(struct gen_out *o, int32_t tok, int pos, bool last, tern_status *rc)
 {
     struct tern_gen_stats *st = o->st;
+    if (gen_out_reasoning(o)) st->reasoning_tokens++;
     if (st->n_generated++ == 0) {
         o->t_first = gen_now_ms();
         st->ttft_ms = o->t_first - o->t0;
@@ -68,6 +132,7 @@ bool gen_out_deliver(struct gen_out *o, int32_t tok, int pos, bool last, tern_st
         st->stop = TERN_GEN_STOP_CALLBACK;
         o->stop = true;
     }
+    if (o->rs.inside && o->rs.forcing < 0) reason_track(o, text, len);
     /* the document is complete and nothing can follow (or an end-of-generation token was kept
      * with ignore_eog): sampling on could only produce what the grammar refuses */
     if (last && o->ver->gr && tern_grammar_matcher_is_done(o->ver->gr->m)) {
@@ -131,6 +196,24 @@ bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *
                     tern_status *rc)
 {
     *np = 0;
+    if (o->rs.forcing >= 0) { /* the reasoning budget is spent: its close, one token per step */
+        const int32_t t = o->rs.close[o->rs.forcing++];
+        if (o->rs.forcing == o->rs.n_close) { /* the last one: the answer (and the grammar) from here */
+            o->rs.forcing = -1;
+            reason_end(o);
+            o->st->reasoning_tokens++; /* still the reasoning's, though deliver sees it after */
+        }
+        pend[(*np)++] = t;
+        tern_sampler_accept(o->sampler, t); /* repetition history, as if sampled: no draw */
+        if (o->on_logprob) {
+            gen_logprob_compute(logits, o->ver->n_vocab, t, o->n_top_logprobs, &o->lp);
+            if (o->on_logprob(&o->lp, o->user) != 0) {
+                o->st->stop = TERN_GEN_STOP_CALLBACK;
+                o->stop = true;
+            }
+        }
+        return gen_out_deliver(o, t, pos, true, rc);
+    }
     if (!o->on_logprob) {
         if (gen_out_add_forced(o, pend, np, pos, cap, rc)) return true;
         if (*np > 0) return false;

@@ -17,6 +17,23 @@
  * forced tokens after it (one forward pass takes them all). */
 #define GEN_MAX_PENDING 64
 
+/* Reasoning control (tern_reasoning_ctl) of one sequence: while inside, the grammar is held in
+ * gr_wait (ver->gr NULL: unconstrained), reasoning tokens are counted, and once the budget is
+ * spent the close tokens are chosen one per step without sampling (forcing >= 0). */
+#define GEN_MAX_CLOSE 32
+struct gen_reason {
+    bool inside;
+    int budget, used;
+    int32_t close[GEN_MAX_CLOSE];
+    int n_close;
+    int forcing;                 /* index of the next close token to force; -1: not forcing */
+    char end[32];                /* the closing text, NUL-terminated */
+    size_t end_len;
+    char tail[64];               /* the last bytes of reasoning text (end may span pieces) */
+    size_t tail_len;
+    struct gen_grammar *gr_wait; /* the request's grammar, held back while inside */
+};
+
 struct gen_out {
     const struct tern_tokenizer *tok;  /* end-of-generation tokens */
     struct spec_verifier *ver;         /* masks; ver->gr: the grammar's matcher (NULL: none) */
@@ -35,7 +52,15 @@ struct gen_out {
     double t0;                         /* ms (CLOCK_MONOTONIC) the request started: TTFT */
     double t_first;                    /* set at the first token */
     bool stop;                         /* a callback asked to stop (st->stop says which) */
+    struct gen_reason rs;              /* gen_reason_init, then gen_out_reason_start */
 };
+
+/* Check c and fill rs (not yet started); `who` prefixes errors ("generate", "batcher"). */
+TERN_NODISCARD tern_status gen_reason_init(struct gen_reason *rs, const struct tern_reasoning_ctl *c, const char *who);
+/* Start o->rs on o (its ver->gr set for the request): inside, the grammar waits. */
+void gen_out_reason_start(struct gen_out *o);
+/* Inside the reasoning or forcing its close: no drafts now. */
+static inline bool gen_out_reasoning(const struct gen_out *o) { return o->rs.inside || o->rs.forcing >= 0; }
 
 double gen_now_ms(void);
 

@@ -265,11 +265,15 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     if ((rc = gen_out_preserve(d, prm.preserve, prm.n_preserve, prm.grammar, "generate"))) return rc;
     if (prm.grammar && !g->ver.masked && !(g->ver.masked = malloc(sizeof(float) * (size_t)g->n_vocab)))
         return tern_fail(TERN_ERR_NOMEM, "generate: out of memory for the mask scratch");
+    struct gen_reason rs;
+    if ((rc = gen_reason_init(&rs, &prm.reasoning, "generate"))) return rc;
     if ((rc = gen_grammar_begin(&g->gram, prm.grammar))) return rc;
     g->ver.gr = prm.grammar ? &g->gram : NULL;
     struct gen_out r = {.tok = g->tok, .ver = &g->ver, .sampler = s, .d = d, .on_token = prm.on_token,
                         .on_piece = on_piece, .user = user, .ignore_eog = prm.ignore_eog,
-                        .max_tokens = prm.max_tokens, .n_ctx = g->n_ctx, .st = &st, .t0 = t0, .t_first = t1};
+                        .max_tokens = prm.max_tokens, .n_ctx = g->n_ctx, .st = &st, .t0 = t0, .t_first = t1,
+                        .rs = rs};
+    gen_out_reason_start(&r);
 
     /* Speculation set-up: greedy verification must give one-token bits, so where the kernels
      * are not batch-invariant the verify passes run with exact batches. Passes of several tokens
@@ -306,7 +310,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
     while (!rc && !ended) {
         int k = 0, cls = 0;
         double t_draft = 0, ta = gen_now_ms();
-        if (dr) {
+        if (dr && !gen_out_reasoning(&r)) {
             int k_cap = prm.max_tokens - st.n_generated;    /* every draft could be shown */
             if (k_cap > g->n_ctx - g->n_hist - np) k_cap = g->n_ctx - g->n_hist - np;
             if (k_cap > n_batch - np) k_cap = n_batch - np;

@@ -165,6 +165,10 @@ struct srv_req {
                                     "json_schema" (llama-server's) */
     const char *gbnf;            /* llama-server's "grammar": GBNF text (borrowed from body) */
     bool reasoning_open;         /* the rendered prompt ends inside a reasoning block */
+    bool reasoning_ctl;          /* the generation gets a reasoning control (srv_reasoning.c) */
+    int reasoning_budget;        /* reasoning_effort / thinking_budget_tokens; -1 = none */
+    int32_t reasoning_close[16]; /* the tokens of "\n</think>\n\n", forced when it is spent */
+    int n_reasoning_close;
     int32_t *prompt;             /* owned */
     int n_prompt;
     const char *cache_key;       /* prompt_cache_key, or NULL (borrowed from body) */
@@ -179,6 +183,14 @@ bool srv_fields_check(const cJSON *body, enum srv_api api, struct srv_err *e);
 /* srv_strict.c: schema follows OpenAI's strict mode (additionalProperties false or absent on
  * every object); where names it in messages ("response_format.json_schema.schema"). */
 bool srv_strict_check(const cJSON *schema, const char *where, const char *param, struct srv_err *e);
+/* srv_reasoning.c: reasoning_effort / thinking_budget_tokens of a chat request (400 + *e when
+ * bad), and whether its generation gets a reasoning control: then a prompt that does not open
+ * the thinking is given "<think>\n" (*prompt, *spans grown; r->reasoning_open set) and the
+ * close tokens are made. Between rendering and tokenizing. */
+bool srv_reasoning_prepare(struct tern_server *s, struct srv_req *r, char **prompt, size_t *plen,
+                           struct tern_text_span **spans, size_t *n_spans, struct srv_err *e);
+/* The batch request's reasoning control for r (off unless srv_reasoning_prepare took it). */
+struct tern_reasoning_ctl srv_reasoning_ctl(const struct srv_req *r);
 /* Parse and check body[0..len) for kind; on failure *e is filled (4xx) and false returned.
  * Renders (chat) and tokenizes the prompt; builds nothing else. */
 bool srv_req_parse(struct tern_server *s, enum job_kind kind, const char *body, size_t len,

@@ -299,6 +299,7 @@ static void admit(struct tern_server *s, struct job *j)
     r.on_done = on_done;
     r.user = j;
     r.cache_group = j->req.cache_group;
+    r.reasoning = srv_reasoning_ctl(&j->req); /* the budget; constraints after the thinking */
     int slot = -1;
     j->t_admitted = srv_now();
     pthread_mutex_lock(&s->metrics.mu);

@@ -59,13 +59,14 @@ static const struct field FIELDS[] = {
     {"best_of", COMPL, HONOURED, 0, 0, 0, NULL},          /* 1 only */
     {"suffix", COMPL, HONOURED, 0, 0, 0, NULL},           /* null only */
     {"modalities", CHAT, HONOURED, 0, 0, 0, NULL},        /* ["text"] only */
+    {"reasoning_effort", CHAT, HONOURED, 0, 0, 0, NULL},  /* a thinking budget (srv_reasoning.c) */
+    {"thinking_budget_tokens", CHAT, HONOURED, 0, 0, 0, NULL}, /* llama.cpp's: the same in tokens */
     /* OpenAI, ignored: platform bookkeeping, or a hint with no meaning for a local model */
     {"user", BOTH, IGNORED, J_STR, 0, 0, NULL},
     {"metadata", CHAT, IGNORED, J_OBJ, 0, 0, NULL},
     {"store", CHAT, IGNORED, J_BOOL, 0, 0, NULL},
     {"service_tier", CHAT, IGNORED, J_STR, 0, 0, NULL},
     {"safety_identifier", CHAT, IGNORED, J_STR, 0, 0, NULL},
-    {"reasoning_effort", CHAT, IGNORED, J_STR, 0, 0, NULL},
     {"verbosity", CHAT, IGNORED, J_STR, 0, 0, NULL},
     {"prediction", CHAT, IGNORED, J_OBJ, 0, 0, NULL},
     {"web_search_options", CHAT, IGNORED, J_OBJ, 0, 0, NULL},

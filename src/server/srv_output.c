@@ -45,7 +45,8 @@ static cJSON *usage_json(const struct job *j)
     cJSON *pd = cJSON_AddObjectToObject(u, "prompt_tokens_details");
     cJSON_AddNumberToObject(pd, "cached_tokens", j->st.n_reused);
     cJSON *cd = cJSON_AddObjectToObject(u, "completion_tokens_details");
-    cJSON_AddNumberToObject(cd, "reasoning_tokens", 0);
+    /* counted by the generator under a reasoning control (srv_reasoning.c); 0 without one */
+    cJSON_AddNumberToObject(cd, "reasoning_tokens", j->st.reasoning_tokens);
     return u;
 }
 

@@ -557,7 +557,9 @@ static bool chat_fields(struct tern_server *s, struct srv_req *r, struct srv_err
     /* a generation prompt that opens the reasoning (Qwen3.5: "<think>\n") makes the reply
      * start inside it */
     r->reasoning_open = tern_reasoning_open_at_end(s->flv[r->flavor].rfmt, prompt, plen);
-    bool ok = tokenize(s, prompt, plen, 0, spans, n_spans, true, r, e);
+    /* a reasoning budget, or a constraint that must wait for the end of the thinking */
+    bool ok = srv_reasoning_prepare(s, r, &prompt, &plen, &spans, &n_spans, e) &&
+              tokenize(s, prompt, plen, 0, spans, n_spans, true, r, e);
     free(prompt);
     free(spans);
     return ok && fits_context(s, r, "messages", e);

@@ -8,7 +8,11 @@
  * parser: reasoning (<think>..., when the template shows such markup) goes apart to stderr,
  * content to stdout as it is decided, completed calls come out as JSON lines the moment their
  * closing markup arrives, and all end up in the assistant message appended to the history
- * (reasoning as "reasoning_content", which the reasoning templates read back). */
+ * (reasoning as "reasoning_content", which the reasoning templates read back).
+ *
+ * With --mcp the tools come from MCP servers (cli_mcp.h): an answer that calls them is followed
+ * by the calls' results as tool messages and another answer, until the model answers in text
+ * or --max-tool-rounds rounds of calls were run for the user's message. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include "cli.h"
 #include "cli_draft.h"
 #include "cli_grammar.h"
+#include "cli_mcp.h"
 
 static void help(void)
 {
@@ -79,6 +84,18 @@ static void help(void)
     cli_grammar_help(stdout);
     printf("  (--ws, --strict-properties and --schema-lenient also apply to the tools' parameters)\n"
            "\n"
+           "MCP tools (docs/mcp-and-reasoning.md):\n"
+           "  --mcp \"COMMAND ARGS\"  start an MCP server (stdio transport) and offer its tools to the\n"
+           "                         model, constrained as --tools are; repeatable (a tool name two\n"
+           "                         servers offer is refused). The model's calls are run on the\n"
+           "                         server and their results fed back, until it answers in text\n"
+           "  --yes                  run the model's calls without asking (default: each call is shown\n"
+           "                         and the terminal asked y/n; with no terminal it is declined)\n"
+           "  --max-tool-rounds N    rounds of calls run per user message, 1..1000 (default 8); with\n"
+           "                         --tool-choice required or NAME only the first answer of a user\n"
+           "                         message is forced to call, the ones after the results are auto\n"
+           "  --mcp-timeout S        seconds to wait for each answer of a server, 0.1..3600 (default 60)\n"
+           "\n"
            "Tool calls (format detected from the template: hermes, qwen-xml, gemma4, llama3, mistral,\n"
            "granite) are printed as JSON lines on stderr (stdout with --json) and stored in the\n"
            "assistant message. Reasoning (<think>...</think>, Gemma 4's thought channel) is kept\n"
@@ -99,6 +116,11 @@ struct chat {
     struct tern_generator *gen;
     struct tern_draft *draft;   /* or NULL */
     struct tern_grammar *gram;  /* --json-schema / --grammar / the tools' calls, or NULL */
+    struct tern_grammar *gram_auto; /* --mcp with --tool-choice required / NAME: the calls' grammar
+                                   (auto) of the answers after tool results, or NULL */
+    struct cli_mcp_set *mcp;    /* --mcp servers, or NULL */
+    bool yes;                   /* --yes */
+    int max_rounds;             /* --max-tool-rounds */
     struct tern_grammar_vocab *gvoc;
     struct tern_gen_params gp;
     int32_t preserve[4];  /* with tools: the format's control-token markup, shown to the parser */
@@ -141,18 +163,27 @@ static long long utf8_invalid_at(const char *s, size_t n)
     return -1;
 }
 
-/* A tool call as the assistant message stores it (OpenAI shape, arguments as an object). */
-static cJSON *call_json(const struct tern_toolcall *c)
+/* A tool call as the assistant message stores it (OpenAI shape, arguments as an object); id
+ * (may be NULL) when the format gave none: tool messages answer calls by id. */
+static cJSON *call_json(const struct tern_toolcall *c, const char *id)
 {
     cJSON *fn = cJSON_CreateObject(), *call = cJSON_CreateObject();
     cJSON *args = cJSON_Parse(c->arguments);
     if (!args) args = cJSON_CreateString(c->arguments); /* the parser guarantees JSON; be safe */
     cJSON_AddStringToObject(fn, "name", c->name);
     cJSON_AddItemToObject(fn, "arguments", args);
-    if (c->id) cJSON_AddStringToObject(call, "id", c->id);
+    if (c->id || id) cJSON_AddStringToObject(call, "id", c->id ? c->id : id);
     cJSON_AddStringToObject(call, "type", "function");
     cJSON_AddItemToObject(call, "function", fn);
     return call;
+}
+
+/* With --mcp, call i of this answer gets the id "call_TURN_I" when its format writes none. */
+static const char *call_id(const struct chat *c, int i, char *buf, size_t n)
+{
+    if (!c->mcp) return NULL;
+    snprintf(buf, n, "call_%d_%d", c->turn, i);
+    return buf;
 }
 
 /* Write to f and flush; a failure on stdout is kept in c->write_errno. */
@@ -194,7 +225,9 @@ static void drain(struct chat *c)
     for (; c->reported < tern_toolcall_count(c->tp); c->reported++) {
         cJSON *line = cJSON_CreateObject();
         cJSON_AddNumberToObject(line, "turn", c->turn);
-        cJSON_AddItemToObject(line, "tool_call", call_json(tern_toolcall_get(c->tp, c->reported)));
+        char idb[48];
+        cJSON_AddItemToObject(line, "tool_call", call_json(tern_toolcall_get(c->tp, c->reported),
+                                                           call_id(c, c->reported, idb, sizeof idb)));
         print_json_line(c, c->json ? stdout : stderr, line);
         cJSON_Delete(line);
     }
@@ -282,8 +315,10 @@ static int answer(struct chat *c)
     cJSON *calls = NULL;
     if (tern_toolcall_count(c->tp) > 0) {
         calls = cJSON_AddArrayToObject(msg, "tool_calls");
-        for (int i = 0; i < tern_toolcall_count(c->tp); i++)
-            cJSON_AddItemToArray(calls, call_json(tern_toolcall_get(c->tp, i)));
+        for (int i = 0; i < tern_toolcall_count(c->tp); i++) {
+            char idb[48];
+            cJSON_AddItemToArray(calls, call_json(tern_toolcall_get(c->tp, i), call_id(c, i, idb, sizeof idb)));
+        }
     }
     cJSON_AddItemToArray(c->messages, msg);
 
@@ -344,6 +379,29 @@ static bool ends_with_user(const cJSON *messages)
     if (n == 0) return false;
     const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(messages, n - 1), "role"));
     return role && (!strcmp(role, "user") || !strcmp(role, "tool"));
+}
+
+/* Answer the conversation; with --mcp, run the answer's calls and answer again from their
+ * results, at most max_rounds times. The first answer has --tool-choice's grammar, the ones
+ * after results the auto grammar (a forced call each time would never let the model answer). */
+static int converse(struct chat *c)
+{
+    c->gp.grammar = c->gram;
+    int rc = answer(c);
+    for (int round = 0; c->mcp && !rc && !c->closed; round++) {
+        const cJSON *last = cJSON_GetArrayItem(c->messages, cJSON_GetArraySize(c->messages) - 1);
+        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(last, "tool_calls"))) break;
+        if (round == c->max_rounds) {
+            fprintf(stderr, "tern chat: stopped after %d round%s of tool calls (--max-tool-rounds): the last "
+                    "answer's calls were not run\n", round, round == 1 ? "" : "s");
+            break;
+        }
+        struct cli_mcp_run_opts ro = {.yes = c->yes, .json = c->json, .turn = c->turn, .out = stdout};
+        (void)cli_mcp_run_calls(c->mcp, last, c->messages, &ro); /* every call got a tool message */
+        if (c->gram_auto) c->gp.grammar = c->gram_auto;
+        rc = answer(c);
+    }
+    return rc;
 }
 
 /* Create path.XXXXXX beside path (the rename at the end stays within one file system). The
@@ -428,12 +486,16 @@ int cmd_chat(int argc, char **argv)
     struct cli_draft_opts dro = {0};
     struct tern_prefix_cache *pc = NULL;
     struct save_target sv = {0};
-    struct chat c = {.gp = tern_gen_default_params()};
+    struct chat c = {.gp = tern_gen_default_params(), .max_rounds = 8};
+    const char *mcp_cmd[16];
+    int n_mcp = 0;
+    double mcp_timeout = 60;
     for (int i = 1; i < argc; i++) {
         int r = 0;
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
         if (!strcmp(argv[i], "--json")) { c.json = true; continue; }
         if (!strcmp(argv[i], "--show-prompt")) { c.show_prompt = true; continue; }
+        if (!strcmp(argv[i], "--yes")) { c.yes = true; continue; }
 #define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
         if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
         else if (OPT("--system", NULL)) { if (r < 0) return 2; system = v; }
@@ -443,6 +505,17 @@ int cmd_chat(int argc, char **argv)
         else if (OPT("--tool-choice", NULL)) { if (r < 0) return 2; tool_choice = v; }
         else if (OPT("--template-vars", NULL)) { if (r < 0) return 2; c.vars = v; }
         else if (OPT("--chat-template-file", NULL)) { if (r < 0) return 2; tmpl_path = v; }
+        else if (OPT("--mcp", NULL)) {
+            if (r < 0) return 2;
+            if (n_mcp == 16) return cli_usage_error("chat", "--mcp: at most 16 servers");
+            mcp_cmd[n_mcp++] = v;
+        } else if (OPT("--max-tool-rounds", NULL)) {
+            long long x;
+            if (r < 0 || !cli_flag_int("chat", "--max-tool-rounds", v, 1, 1000, &x)) return CLI_EXIT_USAGE;
+            c.max_rounds = (int)x;
+        } else if (OPT("--mcp-timeout", NULL)) {
+            if (r < 0 || !cli_flag_float("chat", "--mcp-timeout", v, 0.1, 3600, &mcp_timeout)) return CLI_EXIT_USAGE;
+        }
         else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_grammar_opt("chat", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
         else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
@@ -455,6 +528,11 @@ int cmd_chat(int argc, char **argv)
         return cli_usage_error("chat", "--tool-choice constrains the tools' calls; it cannot be combined with "
                                "--json-schema or --grammar");
     if (tool_choice && !*tool_choice) return cli_usage_error("chat", "--tool-choice: empty");
+    if (n_mcp && tools_path)
+        return cli_usage_error("chat", "--mcp with --tools: the model's calls of --tools tools could not be run; "
+                               "offer tools from MCP servers or from a file, not both");
+    if (n_mcp && (gro.schema || gro.gbnf))
+        return cli_usage_error("chat", "--mcp with --json-schema or --grammar: the tools' calls are the constraint");
     if (go.lora.n && go.cache_dir)
         return cli_usage_error("chat", "--lora with --prompt-cache: the cache's KV would not be the "
                                "adapters'");
@@ -515,8 +593,28 @@ int cmd_chat(int argc, char **argv)
         fprintf(stderr, "tern chat: %s: cannot hold these tools\n", tools_path);
         goto done;
     }
+    if (n_mcp) {
+        /* the servers start before the model loads: one that cannot start costs nothing more */
+        if (c.tools) {
+            rc = cli_usage_error("chat", "--mcp with a --messages file that has \"tools\": the model's calls of "
+                                 "those could not be run");
+            goto done;
+        }
+        char err[1024];
+        if (!cli_mcp_set_create(&c.mcp)) {
+            fprintf(stderr, "tern chat: --mcp: out of memory\n");
+            goto done;
+        }
+        for (int i = 0; i < n_mcp; i++)
+            if (!cli_mcp_set_add(c.mcp, mcp_cmd[i], (int)(mcp_timeout * 1e3), err, sizeof err)) {
+                fprintf(stderr, "tern chat: %s\n", err);
+                goto done;
+            }
+        if (cli_mcp_set_tools(c.mcp)) c.tools = cJSON_Duplicate(cli_mcp_set_tools(c.mcp), true);
+    }
     if (tool_choice && !c.tools) {
-        rc = cli_usage_error("chat", "--tool-choice needs tools (--tools FILE, or \"tools\" in --messages)");
+        rc = cli_usage_error("chat", "--tool-choice needs tools (--tools FILE, \"tools\" in --messages, or an "
+                             "--mcp server that offers some)");
         goto done;
     }
     if ((rc = cli_grammar_read("chat", &gro))) goto done;
@@ -582,10 +680,18 @@ int cmd_chat(int argc, char **argv)
         char *ttxt = cJSON_PrintUnformatted(c.tools);
         st = ttxt ? tern_grammar_vocab_create(c.tok, &c.gvoc) : TERN_ERR_NOMEM;
         if (!st) st = tern_grammar_from_tools(c.gvoc, ttxt, strlen(ttxt), &tp, &c.gram);
+        if (!st && c.mcp && (tp.choice == TERN_TOOL_CHOICE_REQUIRED || tp.choice == TERN_TOOL_CHOICE_NAMED)) {
+            tp.choice = TERN_TOOL_CHOICE_AUTO; /* the answers after tool results (converse) */
+            st = tern_grammar_from_tools(c.gvoc, ttxt, strlen(ttxt), &tp, &c.gram_auto);
+            if (st == TERN_ERR_UNSUPPORTED) { /* a format whose free calls cannot be waited for: unconstrained */
+                tern_status_ignore(st);
+                st = TERN_OK;
+            }
+        }
         free(ttxt);
         if (st && (tool_choice || st != TERN_ERR_UNSUPPORTED)) {
-            fprintf(stderr, "tern chat: %s%s: %s: %s\n", tools_path ? "--tools " : "tools of --messages ",
-                    tools_path ? tools_path : msgs_path, tern_status_name(st), tern_last_error());
+            fprintf(stderr, "tern chat: %s%s: %s: %s\n", tools_path ? "--tools " : c.mcp ? "tools of the --mcp servers" : "tools of --messages ",
+                    tools_path ? tools_path : c.mcp ? "" : msgs_path, tern_status_name(st), tern_last_error());
             goto done;
         }
         if (st) {
@@ -639,7 +745,7 @@ int cmd_chat(int argc, char **argv)
     cli_warn_train_ctx("chat", c.model, tern_context_n_ctx(c.ctx), 0);
 
     rc = CLI_EXIT_OK;
-    if (ends_with_user(c.messages) && ((rc = answer(&c)) || c.closed)) goto done;
+    if (ends_with_user(c.messages) && ((rc = converse(&c)) || c.closed)) goto done;
     bool tty = isatty(STDIN_FILENO);
     size_t cap = 0;
     int lineno = 0;
@@ -669,7 +775,7 @@ int cmd_chat(int argc, char **argv)
         cJSON_AddStringToObject(m, "role", "user");
         cJSON_AddStringToObject(m, "content", line);
         cJSON_AddItemToArray(c.messages, m);
-        if ((rc = answer(&c)) || c.closed) break;
+        if ((rc = converse(&c)) || c.closed) break;
     }
     if (ferror(stdin)) {
         fprintf(stderr, "tern chat: reading stdin: %s\n", strerror(errno));
@@ -690,6 +796,8 @@ done:
     free(c.ids);
     tern_generator_free(c.gen);
     tern_grammar_free(c.gram);
+    tern_grammar_free(c.gram_auto);
+    cli_mcp_set_free(c.mcp);
     tern_grammar_vocab_free(c.gvoc);
     cli_grammar_opts_free(&gro);
     tern_draft_free(c.draft);
