@@ -1,6 +1,6 @@
 /* srv_fields.c — every request field tern knows, and what it does with each: OpenAI's documented
- * Chat Completions and Completions fields and llama-server's extensions. README "Server" has the
- * same table for users; keep the two in step.
+ * Chat Completions and Completions fields and llama-server's extensions. docs/serve.md "Request
+ * fields" has the same table for users; keep the two in step.
  *
  * A field is one of
  *   honoured  read by srv_request.c (its type and range are checked there);
