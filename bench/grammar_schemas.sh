@@ -6,7 +6,7 @@
 # compile time = median of --reps fresh compiles, mask time per token over walks of 64 documents
 # generated from the grammar, first visits of grammar positions included), and prints one
 # markdown table: a row per schema (compile ms, mask p50/p99/max µs, masks timed), then the
-# median and the worst of each column over all schemas and the schemas over the README targets
+# median and the worst of each column over all schemas and the schemas over the targets of docs/tools.md
 # (mask p50 <= 10 µs, p99 <= 500 µs, max <= 5 ms; compile <= 5 ms). Thread CPU time, so other
 # processes on the machine do not inflate it, though they still share caches and memory
 # bandwidth with it: say so when quoting figures taken on a busy machine.

@@ -1,13 +1,13 @@
 #!/bin/sh
 # serve_overhead.sh — what `tern serve` adds to time to first token over the library called
-# directly (README "Server", target <= 1 ms). Starts `tern serve -m MODEL -np 1 -c 2048 -t T` on
-# loopback, then alternates ROUNDS times: N chat requests one at a time through HTTP (curl,
-# non-streamed, max_tokens 1: the response is the first token; or with CLIENT=node
-# bench/serve_ttft.mjs, streamed, which counts Node's own work too) and the same N requests
-# through the library in a separate process (build/bin/bench_ttft: render, tokenize, generate
-# to the first token on one generator that keeps its KV like a server slot). Every request of
-# the run is a different conversation (request numbers never repeat), so both sides compute
-# the same prompt suffix. Prints each round's JSON and the median difference (server - library).
+# directly (docs/results/server-2026-11.md, target <= 1 ms). Starts `tern serve -m MODEL -np 1 -c
+# 2048 -t T` on loopback, then alternates ROUNDS times: N chat requests one at a time through HTTP
+# (curl, non-streamed, max_tokens 1: the response is the first token; or with CLIENT=node
+# bench/serve_ttft.mjs, streamed, which counts Node's own work too) and the same N requests through
+# the library in a separate process (build/bin/bench_ttft: render, tokenize, generate to the first
+# token on one generator that keeps its KV like a server slot). Every request of the run is a
+# different conversation (request numbers never repeat), so both sides compute the same prompt
+# suffix. Prints each round's JSON and the median difference (server - library).
 #
 #   sh bench/serve_overhead.sh MODEL [N=30] [ROUNDS=3] [THREADS=2] [PORT=18431]
 #   CLIENT=node sh bench/serve_overhead.sh ...   (the Node client, streamed, as serve_ttft.mjs)

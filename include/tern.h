@@ -228,7 +228,7 @@ TERN_NODISCARD tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, co
 
 /* ===================================================================== model */
 
-/* The architectures tern runs (README "Architectures"): the general.architecture names of
+/* The architectures tern runs (docs/models.md "Architectures"): the general.architecture names of
  * llama.cpp's converters. Append-only. */
 enum tern_arch {
     TERN_ARCH_LLAMA = 0,
@@ -317,7 +317,7 @@ struct tern_model_params {
     bool no_repack;          /* keep the weights mmap-only: no copy in the kernels' packed layout
                                 (by default Q8_0, Q4_0, Q5_0, Q4_K and Q6_K matrices are
                                 repacked once on AVX-512 and AVX2, and the file pages they
-                                replace are released; README "Tensor formats and kernels").
+                                replace are released; docs/kernels.md "Weights repacked at load").
                                 TERN_REPACK=0 in the environment
                                 turns repacking off for every load as well. */
 };
@@ -359,9 +359,9 @@ uint64_t tern_model_kv_bytes_windowed(const struct tern_model *m, int n_ctx, int
 TERN_NODISCARD tern_status tern_model_quantized_copy(const struct tern_model *src, const char *type_name,
                                       int n_threads, struct tern_model **out);
 /* True when every matmul of m (layers and output) gives a token the same bits whatever batch it
- * is in, on the kernel path in use (README "Batch-invariant sums": the scalar path; AVX-512 with
- * Q4_0 / Q8_0, and Q4_K matrices repacked at load). Then a batch's logits equal one-token
- * decoding's without exact batches. */
+ * is in, on the kernel path in use (docs/kernels.md "Integer sums and batch invariance": the scalar
+ * path; AVX-512 with Q4_0 / Q8_0, and Q4_K matrices repacked at load). Then a batch's logits equal
+ * one-token decoding's without exact batches. */
 bool tern_model_batch_invariant(const struct tern_model *m);
 
 /* ===================================================================== context */
@@ -633,8 +633,8 @@ void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_p
 /* Constrained decoding: every sampled token keeps the output a prefix of a document the
  * grammar admits, and end-of-generation tokens are allowed exactly when the document is
  * complete. Grammars come from a JSON Schema, from GBNF text (llama.cpp's format) or from an
- * OpenAI `tools` array (tool calls that always parse). README "Constrained decoding" lists
- * what is supported.
+ * OpenAI `tools` array (tool calls that always parse). docs/tools.md "Constrained decoding"
+ * lists what is supported.
  *
  *     struct tern_grammar_vocab *v;
  *     tern_grammar_vocab_create(tok, &v);                    // once per tokenizer (~0.1-0.2 s)
@@ -730,16 +730,16 @@ TERN_NODISCARD tern_status tern_grammar_from_gbnf(const struct tern_grammar_voca
  * TERN_TOOLCALL_HERMES: <tool_call>\n{"name": "<one of the tools>", "arguments": <that tool's
  * parameters>}\n</tool_call>, calls separated by "\n" when parallel; TERN_TOOLCALL_MISTRAL:
  * [TOOL_CALLS][{"name": .., "arguments": ..}, ...]; TERN_TOOLCALL_GRANITE: the same list after
- * <|tool_call|>; TERN_TOOLCALL_QWEN_XML (README); TERN_TOOLCALL_LLAMA3: {"name": ..,
- * "parameters": ..} as the whole reply, for tool_choice required / NAME; auto and none only
- * where <|python_tag|> is a control token of the vocabulary (the call after that token; else
+ * <|tool_call|>; TERN_TOOLCALL_QWEN_XML (docs/tools.md "Tool-call formats"); TERN_TOOLCALL_LLAMA3:
+ * {"name": .., "parameters": ..} as the whole reply, for tool_choice required / NAME; auto and none
+ * only where <|python_tag|> is a control token of the vocabulary (the call after that token; else
  * TERN_ERR_UNSUPPORTED: a call opening with a bare '{' is nothing a lazy grammar can wait for).
  * Markup that is a control token of v (tern_token_control_id: Mistral's [TOOL_CALLS] in tekken
- * vocabularies, Granite's <|tool_call|>, <|python_tag|>) is that token, never its spelling: a
- * lazy grammar arms when the model samples it, none masks it, required / named force it (one
- * forced token, as the model was trained), and tern_grammar_info.control_tokens lists it so the
- * generator shows its text to the tool-call parser. Where the markup is plain text (Qwen2.5's
- * <tool_call>, any vocabulary without the token), it is matched as text. */
+ * vocabularies, Granite's <|tool_call|>, <|python_tag|>) is that token, never its spelling: a lazy
+ * grammar arms when the model samples it, none masks it, required / named force it (one forced
+ * token, as the model was trained), and tern_grammar_info.control_tokens lists it so the generator
+ * shows its text to the tool-call parser. Where the markup is plain text (Qwen2.5's <tool_call>,
+ * any vocabulary without the token), it is matched as text. */
 enum tern_tool_choice {
     TERN_TOOL_CHOICE_AUTO = 0, /* free text; once the model opens a call, the call is constrained
                                   (lazy grammar armed by the opener); re-arms after each call */
@@ -862,7 +862,7 @@ int tern_grammar_matcher_n_steps(const struct tern_grammar_matcher *m);
 TERN_NODISCARD tern_status tern_grammar_generate(const struct tern_grammar *g, uint64_t seed, size_t target_len,
                                   char *buf, size_t cap, size_t *n);
 
-/* What the fast paths did (README "Constrained decoding"). */
+/* What the fast paths did (docs/tools.md "Constrained decoding"). */
 struct tern_grammar_stats {
     uint64_t masks;            /* fill_mask / apply calls */
     uint64_t mask_cache_hits;  /* states whose checked tokens came from the matcher's cache */
@@ -1264,7 +1264,7 @@ void tern_generator_set_prefix_cache(struct tern_generator *g, struct tern_prefi
 /* "eog", "max_tokens", "callback", "context_full", "done". */
 const char *tern_gen_stop_name(enum tern_gen_stop s);
 
-/* --- speculative decoding (src/gen/spec_*.c; README "Speculative decoding") ---
+/* --- speculative decoding (src/gen/spec_*.c; docs/speculative.md) ---
  * A draft proposes the next few tokens cheaply; the target checks k of them in ONE forward pass
  * over k + 1 positions (the pending token and the drafts, logits for every row), keeps the
  * longest accepted prefix plus one token of its own, and rolls the rest back out of its KV
@@ -1324,7 +1324,7 @@ const struct tern_model *tern_draft_model(const struct tern_draft *d);
  * scratch (n_max + 1 tokens, one distribution) here, not per token. */
 TERN_NODISCARD tern_status tern_generator_set_draft(struct tern_generator *g, struct tern_draft *d);
 
-/* --- batched generation (src/gen/batcher.c; README "Server") ---
+/* --- batched generation (src/gen/batcher.c; docs/serve.md "Scheduling") ---
  * Continuous batching over one multi-sequence context (tern_context_params.n_seq): each
  * sequence of the context is a slot; a request added to a free slot is prefilled in chunks and
  * then generates, and every tern_batcher_step runs ONE forward pass holding the next token of
@@ -1548,8 +1548,8 @@ int32_t tern_token_eos(const struct tern_tokenizer *t); /* -1 if none */
  * <|im_end|>, <|end|>, <|endoftext|>, <end_of_turn>, <|eom_id|>, <EOT>. */
 bool tern_token_is_eog(const struct tern_tokenizer *t, int32_t id);
 /* Control token (never produced from plain text; rendered only with TERN_PIECE_SPECIAL). As in
- * llama.cpp, tokens named like a role (end of turn, FIM <|fim_prefix|> <PRE> ..., see README
- * "Tokenizers") are control whatever type the GGUF gives them, unless a key names that role. */
+ * llama.cpp, tokens named like a role (end of turn, FIM <|fim_prefix|> <PRE> ..., see
+ * docs/tokenizers.md) are control whatever type the GGUF gives them, unless a key names that role. */
 bool tern_token_is_control(const struct tern_tokenizer *t, int32_t id);
 /* The token's text as stored in the GGUF (not NUL-terminated; NULL/0 if id is out of range). */
 const char *tern_token_text(const struct tern_tokenizer *t, int32_t id, size_t *len);
@@ -1625,7 +1625,7 @@ void tern_tokenizer_get_stats(const struct tern_tokenizer *t, struct tern_tokeni
 /* ===================================================================== chat templates */
 /* Chat templates are the Jinja programs models ship (GGUF key tokenizer.chat_template). tern
  * renders them byte for byte as Hugging Face transformers' apply_chat_template does (Jinja2 3.1,
- * trim_blocks + lstrip_blocks, json.dumps-style tojson); README "Chat templates and tool calls"
+ * trim_blocks + lstrip_blocks, json.dumps-style tojson); docs/tools.md "Chat templates and tool calls"
  * lists the supported Jinja subset. Conversations are passed as JSON text, read as Python's
  * json.loads reads them (1 stays an int, 1.0 a float). Errors name where the problem is: the
  * JSON path or byte offset ("messages[1].role: expected a string, got a number"), or the
@@ -1965,14 +1965,16 @@ struct tern_train_config {
     float init_std;          /* weights ~ N(0, init_std) */
     float init_std_proj;     /* attn_output and ffn_down ~ N(0, init_std_proj); < 0 = init_std.
                               * GPT-2's init_std / sqrt(2 n_layer) delays copying (induction
-                              * heads) by hundreds of steps on tool-call data: README "Training" */
+                              * heads) by hundreds of steps on tool-call data:
+                              * docs/train-and-distill.md */
     uint64_t seed;
     int threads;             /* 0 = online CPUs */
     int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */
     bool matmul_bf16;        /* "matmul": "bf16": every matrix product (linear layers, attention)
                               * rounds its operands to BF16 and sums in F32 (vdpbf16ps, about 1.5x
                               * the F32 GEMM; needs AVX512-BF16); weights, gradients, optimizer,
-                              * norms, softmax and loss stay F32. Default "f32". README "Training" */
+                              * norms, softmax and loss stay F32. Default "f32".
+                              * docs/train-and-distill.md */
     /* LoRA (the QLoRA recipe; "lora": {"base", "rank", "alpha", "dropout", "targets"}): with
      * lora_rank > 0 the model is lora_base (a GGUF: llama or qwen2 as the trainer models them),
      * frozen in its own tensor types (each matrix dequantized tile by tile inside the products,
@@ -2118,7 +2120,7 @@ struct tern_distill_recipe {
                                and fallbacks as tern quantize picks them) */
     float qat_lr_scale;     /* "qat_lr_scale": the learning rate is multiplied by this during QAT
                                (default 0.1) */
-    /* The latency-aware losses (README "Distillation"): */
+    /* The latency-aware losses (docs/train-and-distill.md "Distillation"): */
     float early_tool_weight;/* "early_tool_weight": the first early_tool_n tokens of an answer that
                                should call a tool (the data's answer is a call that validates
                                against its tools' schemas, marked in the mask, see the data file)
@@ -2140,7 +2142,7 @@ struct tern_distill_recipe {
      * fraction, the latency weights (early tool-call and length-aware) are halved; they double
      * back, up to full, once it is within again (default 0.05; 0 = no rail). */
     float rail_ce_rise;
-    /* Length buckets (README "Distillation"; off when n_buckets is 0): each
+    /* Length buckets (docs/train-and-distill.md "Distillation"; off when n_buckets is 0): each
      * micro-batch is drawn from one bucket of documents (a document belongs to the first bucket
      * whose length it does not exceed, the last one if it exceeds them all), the bucket chosen
      * with this step's weights, a draw from Dirichlet(bucket_alpha x bucket_weight) (fixed weights
@@ -2288,8 +2290,9 @@ TERN_NODISCARD tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t,
  */
 
 /* The corpus: one OpenAI-format conversation per line ({"messages", "tools", "meta"}), drawn
- * from tern's own word lists and templates (README "Training data" lists the kinds). The test
- * split only uses tools whose names and parameter signatures never occur in train or val. */
+ * from tern's own word lists and templates (docs/train-and-distill.md "Training data" lists the
+ * kinds). The test split only uses tools whose names and parameter signatures never occur in train
+ * or val. */
 struct tern_corpus_params {
     uint64_t seed;        /* same seed and size -> byte-identical files */
     int64_t size;         /* conversations over all splits (3 .. 1e8); 0 = 60000 */
@@ -2338,7 +2341,7 @@ TERN_NODISCARD tern_status tern_tokenizer_train(const char *const *files, int n_
                                  struct tern_bpe_train_report *report);
 
 /* ===================================================================== HTTP server */
-/* (src/server; README "Server") An OpenAI-compatible HTTP server on libmicrohttpd: POST
+/* (src/server; docs/serve.md) An OpenAI-compatible HTTP server on libmicrohttpd: POST
  * /v1/chat/completions and /v1/completions (streamed as server-sent events or whole), GET
  * /v1/models, /health, /metrics (Prometheus text) and a chat page at /. Requests are batched
  * continuously on one multi-sequence context (tern_batcher): up to n_parallel answers are

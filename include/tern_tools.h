@@ -55,7 +55,7 @@ TERN_NODISCARD tern_status tern_ref_check(struct tern_model *m, const char *ref_
 
 /* ===================================================================== prompt-cache benchmark */
 
-/* The three prompt-cache targets (README "KV cache and prompt cache"), measured on model with n_threads threads:
+/* The three prompt-cache targets (docs/prompt-cache.md), measured on model with n_threads threads:
  * (1) TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache hit; (2) prefix-token hit
  * rate over n_requests requests drawn from 4 system prompts (1-2k tokens) with varied user turns
  * under a budget that holds them; (3) loading a saved 2048-token prefix from disk vs recomputing
@@ -181,8 +181,8 @@ TERN_NODISCARD tern_status tern_kl_divergence(struct tern_model *m, struct tern_
                                struct tern_ppl_report *out);
 
 /* ===================================================================== evaluation */
-/* tern eval (src/eval): tool-call quality and speed of a model on a dataset of cases (README
- * "Evaluation" documents the format and every scoring rule).
+/* tern eval (src/eval): tool-call quality and speed of a model on a dataset of cases (docs/eval.md
+ * documents the format and every scoring rule).
  *
  *     struct tern_eval_set *s;
  *     tern_eval_set_load("cases.jsonl", &s);                 // every malformed line: FILE:LINE
@@ -298,8 +298,8 @@ bool tern_eval_call_valid(const char *tools_json, const char *name, const char *
                           char *why, size_t why_len);
 
 /* ===================================================================== speed governance */
-/* tern bench --suite / tern gate / tern bless (src/bench; README "Speed governance" documents
- * the report schema, configs/hardware_profiles.yaml and the gate).
+/* tern bench --suite / tern gate / tern bless (src/bench; docs/bench-and-gate.md "Speed governance"
+ * documents the report schema, configs/hardware_profiles.yaml and the gate).
  *
  *     struct tern_bench_suite *s;
  *     tern_bench_suite_load("bench/suites/toolcalls.jsonl", &s);   // bad lines: FILE:LINE

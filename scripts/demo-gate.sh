@@ -2,10 +2,11 @@
 # `make demo-gate`: speed governance at a real size. A random-weight model with the exact shape of
 # Qwen2.5-0.5B (Q8_0) written with tern's own GGUF writer and quantizer, validated, generating from
 # a text prompt, its speed table; then a suite report blessed as the baseline at the start, the
-# same suite measured again at the end and gated against it (README "Speed governance"). Takes
-# about 10 minutes on a 2-core machine. A gate that fails while the machine was busy (a load
-# average above the CPU count, or a report whose noise target was not met) says its verdict is not
-# trustworthy and exits 0: a newcomer's demo does not end on a FAIL that other processes caused.
+# same suite measured again at the end and gated against it (docs/bench-and-gate.md "Speed
+# governance"). Takes about 10 minutes on a 2-core machine. A gate that fails while the machine was
+# busy (a load average above the CPU count, or a report whose noise target was not met) says its
+# verdict is not trustworthy and exits 0: a newcomer's demo does not end on a FAIL that other
+# processes caused.
 set -e
 BIN=build/bin/tern
 DIR=${TERN_SYNTH_DIR:-${TMPDIR:-/tmp}/tern-synth}
@@ -27,7 +28,7 @@ if [ ! -f "$MODEL" ]; then
 fi
 # threads and rounds as the hardware profile measures (configs/hardware_profiles.yaml: on this
 # project's 2-vCPU machines 1 thread, 3-9 rounds until every median is pinned to 1 %), so the
-# gate at the end is the one whose false-alarm rate the README reports
+# gate at the end is the one whose false-alarm rate docs/results/gate-rates-2026-11.md reports
 SUITE_ARGS="--suite bench/suites/toolcalls.jsonl -m $MODEL"
 echo "== tern bench $SUITE_ARGS --json $OUT/baseline.json   (the baseline, made first)"
 $BIN bench $SUITE_ARGS --json "$OUT/baseline.json" > /dev/null

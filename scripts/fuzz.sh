@@ -8,7 +8,7 @@
 # corpus is never written). A crash, leak or sanitizer report fails the run; the input is kept
 # as build-fuzz/crashes/<name>-crash-<sha1> and must become a regression: copy it to
 # tests/fuzz/regress/<name>/ (ctest replays those in every build) and fix the bug. The summary
-# lists executions, coverage (edges) and corpus size per target, as the README reports them.
+# lists executions, coverage (edges) and corpus size per target, as the docs report them.
 set -eu
 cd "$(dirname "$0")/.."
 SECONDS_PER=${1:-60}

@@ -1,12 +1,12 @@
-/* test_bench_suite.c — speed governance as a user drives it (README "Speed governance"):
- * `tern bench --suite` on a tern synth model writes a report that holds every required key, with
- * p50 <= p90 <= p95 <= p99 per metric, TTFT equal to the sum of its parts, identical tokens over
- * repetitions, and fingerprints that are the SHA-256 of the named bytes as coreutils' sha256sum
- * computes them (an independent implementation); `tern gate` exit codes on reports edited to
- * regress (or not) past each limit, across hardware profiles (refused / allowed), and on
- * malformed reports (the error names file and key); `tern bless`; profile-file and suite errors
- * naming FILE:LINE; the HTML page rendered by headless Chromium with its charts. Speed itself is
- * never asserted. */
+/* test_bench_suite.c — speed governance as a user drives it (docs/bench-and-gate.md "Speed
+ * governance"): `tern bench --suite` on a tern synth model writes a report that holds every
+ * required key, with p50 <= p90 <= p95 <= p99 per metric, TTFT equal to the sum of its parts,
+ * identical tokens over repetitions, and fingerprints that are the SHA-256 of the named bytes as
+ * coreutils' sha256sum computes them (an independent implementation); `tern gate` exit codes on
+ * reports edited to regress (or not) past each limit, across hardware profiles (refused / allowed),
+ * and on malformed reports (the error names file and key); `tern bless`; profile-file and suite
+ * errors naming FILE:LINE; the HTML page rendered by headless Chromium with its charts. Speed
+ * itself is never asserted. */
 #include "test_support.h"
 
 #include <cjson/cJSON.h>

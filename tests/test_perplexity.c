@@ -8,7 +8,7 @@
  * The model is a fixture of ../shared/fixtures/models (llama-spm-tiny-q8_0: SentencePiece, adds
  * BOS, so every chunk starts with BOS; qwen2-tiny-q8_0: byte-level BPE, no BOS); the text is the
  * GPL-3 of every Debian machine (/usr/share/common-licenses/GPL-3). Either missing: skipped.
- * Agreement with llama-perplexity itself is measured by hand (README "Perplexity"): llama.cpp is
+ * Agreement with llama-perplexity itself is measured by hand (docs/perplexity.md): llama.cpp is
  * not on the machines that run this. */
 #include "test_support.h"
 

@@ -7,7 +7,7 @@
  * text; for UndefinedError / TypeError the same exception kind is required. strftime_now is
  * pinned to 2025-01-15 09:30:00 as in the fixtures. One deliberate difference: where a case has
  * tools and the template never names `tools`, Hugging Face drops them silently and tern refuses
- * with TERN_ERR_UNSUPPORTED (README "Chat templates and tool calls"). Prints the number of
+ * with TERN_ERR_UNSUPPORTED (docs/tools.md "Chat templates and tool calls"). Prints the number of
  * matches. */
 #include "test_support.h"
 

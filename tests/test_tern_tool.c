@@ -1,4 +1,5 @@
-/* test_tern_tool.c — tern's own model (models/tern-tool.gguf) does what the README says it does.
+/* test_tern_tool.c — tern's own model (models/tern-tool.gguf) does what its card (models/README.md)
+ * says it does.
  *
  * The build links the file in as the default of `tern run` / `tern chat`; this test checks that
  * the binary carries it, that `make demo`'s request (models/demo.json: messages, tools and the

@@ -2,7 +2,7 @@
  *
  * llama.cpp's loader makes every token whose text names a role (end of turn <|im_end|>, FIM
  * <|fim_prefix|> <fim-prefix> <PRE> ..., repo / file separators) a control token unless the
- * GGUF names that role by key (README "Tokenizers"; rule in src/tokenizer/tok_load.c). Here
+ * GGUF names that role by key (docs/tokenizers.md; rule in src/tokenizer/tok_load.c). Here
  * every such token of the 8 fixture vocabularies is checked: plain text containing it gives the
  * literal tokenization (the encoder alone, without the special-token partition; for Qwen2 also
  * the ids of an independent tiktoken implementation over the original rank file, which agrees

@@ -511,8 +511,8 @@ static void test_loss_decreases(void **state)
 }
 
 /* "matmul": "bf16" trains the same model as F32 within BF16's rounding: from the same weights and
- * batches the losses stay together step by step (README "Training" has the long comparison);
- * on a CPU without AVX512-BF16 the trainer refuses it, saying why. */
+ * batches the losses stay together step by step (docs/results/training-2026-11-24.md has the long
+ * comparison); on a CPU without AVX512-BF16 the trainer refuses it, saying why. */
 static void test_matmul_bf16(void **state)
 {
     (void)state;

@@ -1,7 +1,7 @@
 /* bench.h — the bench room's speed governance (read first): one report for every suite run,
  * the hardware it ran on, and the gate that compares two reports (API in tern_tools.h, "speed
- * governance"; README "Speed governance" documents the report schema, the profile file and the
- * gate).
+ * governance"; docs/bench-and-gate.md "Speed governance" documents the report schema, the profile
+ * file and the gate).
  *
  * Files: bench_stats.c (percentiles, medians, spread), bench_sha.c (SHA-256 fingerprints, Debian's
  * nettle), bench_hw.c (CPU, caches, memory, OS, a measured memory bandwidth), bench_calib.c (a

@@ -6,7 +6,7 @@
  * (clock, a busy SMT sibling, the L3 shared with neighbours). Within one report interleaved
  * rounds spread that drift over every prompt, but a baseline blessed an hour ago ran on another
  * "machine": the same build measured TTFT p50 x0.94-1.06 across 45 minutes of one quiet session
- * (README "Speed governance", Noise), and the probe below moved with it (-5 % probe, +5-7 %
+ * (docs/results/gate-rates-2026-11.md), and the probe below moved with it (-5 % probe, +5-7 %
  * TTFT). The probe is deliberately not tern's code (none of its kernels, no model), so a slower
  * tern build leaves it alone and a slower machine moves both.
  *

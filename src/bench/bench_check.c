@@ -1,7 +1,7 @@
 /* bench_check.c — reading a report back (tern gate, tern bless, the HTML page): the schema of
- * README "Speed governance", checked key by key. Every error names the file and the key's path
- * ("current.json: fingerprints.tokenizer is missing"), so a hand-edited or truncated baseline is
- * caught before it is compared. */
+ * docs/bench-and-gate.md "Speed governance", checked key by key. Every error names the file and the
+ * key's path ("current.json: fingerprints.tokenizer is missing"), so a hand-edited or truncated
+ * baseline is caught before it is compared. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

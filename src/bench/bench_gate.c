@@ -1,5 +1,5 @@
 /* bench_gate.c — tern gate: is the current report slower than the blessed baseline beyond the
- * limits of the baseline's hardware profile? Gated (README "Speed governance"):
+ * limits of the baseline's hardware profile? Gated (docs/bench-and-gate.md "Speed governance"):
  *   TTFT p50 and p95 may grow by at most gate.ttft_regress_pct (5 %),
  *   TPS p50 and p95 may fall by at most gate.tps_regress_pct (5 %),
  *   TTFA p95 may be at most gate.ttfa_p95_max_tokens (25 tokens; n/a when neither report has a

@@ -1,5 +1,5 @@
-/* bench_report.c — the report of a suite run as JSON (schema_version 1; README "Speed
- * governance" lists every key). Aggregates are percentiles over prompts of each prompt's median
+/* bench_report.c — the report of a suite run as JSON (schema_version 1; docs/bench-and-gate.md
+ * "Speed governance" lists every key). Aggregates are percentiles over prompts of each prompt's median
  * over its repetitions; the noise section says how much repetitions of one prompt differ
  * (median relative MAD over prompts) and how much each round's TTFT p50 / TPS p50 moved between
  * rounds (the spread a gate sees between two runs of the same build). */

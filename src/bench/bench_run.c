@@ -320,8 +320,8 @@ static tern_status prepare(struct runner *rn, const char *model_path, const stru
 
 /* Settings left unset (0; max_reps -1) take the matched profile's measure section: on small shared
  * machines a profile measures at 1 thread with rounds until the noise target is met, because the
- * host's placement of two vCPUs moves 2-thread decode by up to 28 % between runs (README
- * "Speed governance", Noise). Then the whole run is checked. */
+ * host's placement of two vCPUs moves 2-thread decode by up to 28 % between runs
+ * (docs/results/gate-rates-2026-11.md). Then the whole run is checked. */
 static tern_status resolve_measure(struct bench_results *res)
 {
     struct tern_bench_suite_params *q = &res->params;

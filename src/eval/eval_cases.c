@@ -1,4 +1,4 @@
-/* eval_cases.c — the evaluation dataset (README "Evaluation": one case per line, {"messages",
+/* eval_cases.c — the evaluation dataset (docs/eval.md: one case per line, {"messages",
  * "tools", "expected": [{"name", "arguments"}], "private": [...], "slice", "id"}) and its
  * making from a tool-calling corpus (tern eval cases).
  *

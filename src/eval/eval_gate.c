@@ -1,6 +1,6 @@
 /* eval_gate.c — the quality half of `tern gate`: is the current `tern eval` report worse than the
  * baseline's beyond the limits? Speed gates alone let a faster build that calls the wrong tools
- * pass; this co-gates it (README "Speed governance", "Evaluation"). Gated:
+ * pass; this co-gates it (docs/bench-and-gate.md "Speed governance", docs/eval.md). Gated:
  *   strict F1 (overall) may drop by at most f1_drop_max (0.01),
  *   leaked cases (private strings in an answer) may not grow,
  *   failed cases (runner errors) may not grow: a request that failed scores nothing, and a gate

@@ -1,5 +1,5 @@
 /* eval_json.c — how `tern eval` compares a call's arguments with the expected ones, and checks
- * them against the tool's schema (rules documented in the README, "Evaluation").
+ * them against the tool's schema (rules documented in docs/eval.md).
  *
  * Strict compares JSON token by token, skipping only whitespace between tokens: the same keys in
  * the same order, numbers spelled the same, strings escaped the same. Lax compares values: keys

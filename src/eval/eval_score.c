@@ -1,5 +1,5 @@
 /* eval_score.c — answers recorded per case, the scores `tern eval` reports (overall and per
- * slice), and the outputs file (README "Evaluation" states every rule below).
+ * slice), and the outputs file (docs/eval.md states every rule below).
  *
  * Calls are matched per case: each expected call takes the first unmatched answered call with
  * the same name and equal arguments (strict or lax, eval_json.c); matched calls are true

@@ -574,7 +574,7 @@ tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struc
 }
 
 /* Formats as anchored patterns over plain ASCII (they never need escapes). Semantics, stated
- * in README "Constrained decoding":
+ * in docs/tools.md "Constrained decoding":
  *   date       RFC 3339 full-date with the real month lengths; Feb 29 only in leap years
  *   time       RFC 3339 full-time: hh:mm:ss, optional fraction, Z or +hh:mm / -hh:mm (second 60
  *              allowed, as RFC 3339 does for leap seconds); t and z in either case

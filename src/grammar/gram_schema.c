@@ -1,5 +1,5 @@
-/* gram_schema.c — JSON Schema -> IR (the keywords tool schemas use; README "Constrained
- * decoding" has the list and the exact semantics).
+/* gram_schema.c — JSON Schema -> IR (the keywords tool schemas use; docs/tools.md
+ * "Constrained decoding" has the list and the exact semantics).
  *
  * Shape of the output: one expression per schema, built recursively; the JSON value grammars
  * every schema shares (an unconstrained string, number, integer, any value) are rules, so

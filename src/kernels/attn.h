@@ -59,7 +59,8 @@ struct attn_kernels {
 /* Most queries a block holds, and the per-thread score memory the context aims for: a block has
  * ATTN_BLOCK_MAX rows up to n_ctx 16384, fewer beyond (down to 1), so score rows take at most
  * 2 MiB per thread whenever n_ctx <= 512K (context.c). 32 rather than 16: each K and V row is
- * read and converted once per block (pp512 at depth 4096, Qwen2.5-0.5B: +3 %, README). */
+ * read and converted once per block (pp512 at depth 4096, Qwen2.5-0.5B: +3 %,
+ * docs/results/kernels-2026-11.md "Attention"). */
 enum { ATTN_BLOCK_MAX = 32, ATTN_SCORE_BYTES = 2 << 20 };
 /* Keys per tile of the block scores (attn_bscores' scratch holds ATTN_TILE_KEYS * hd floats). */
 enum { ATTN_TILE_KEYS = 32 };

@@ -233,7 +233,7 @@ void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int
 }
 
 /* Both tiles read the copy from 1 token on (kern_avx512_packed_min_tok; the 256-bit tile's
- * decode figures are in the README, "Weights repacked at load"). */
+ * decode figures are in docs/results/kernels-2026-11.md "Repacked at load"). */
 bool kern_packed_replaces(int wtype)
 {
     kern_init();

@@ -30,8 +30,9 @@ void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int
 /* kern_matmul(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy), reading P (a packed copy of W, or
  * NULL) where the active path's route prefers it. W stays the fallback: a path without a panel
  * tile forced after packing (kern_force_isa: scalar) reads W, so keep it mapped. Same results,
- * bit for bit, as kern_matmul on the avx512 path (the same tile; README "Batch-invariant sums"),
- * and the same bits on avx2 (the 256-bit tile runs the same float operations per lane). */
+ * bit for bit, as kern_matmul on the avx512 path (the same tile; docs/kernels.md "Integer sums and
+ * batch invariance"), and the same bits on avx2 (the 256-bit tile runs the same float operations
+ * per lane). */
 void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, const void *A,
                         size_t as, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
                         int64_t ldy);

@@ -235,7 +235,7 @@ PN_INLINE void pk_many_unpacked(int fmt, pk_run2_fn run2, const uint8_t *P, cons
 PK_DEFINE_UNPACKED(pk_q5_0, PN_Q5_0)
 PK_DEFINE_UNPACKED(pk_q6_K, PN_Q6_K)
 
-/* From 1 token: the copy is also the decode kernel (README "Tensor formats and kernels" has the
+/* From 1 token: the copy is also the decode kernel (docs/results/kernels-2026-11.md has the
  * bench_smallm figures behind this). */
 int kern_avx512_packed_min_tok(int wtype)
 {

@@ -3,12 +3,13 @@
  * shapes and the activation side are ISA-neutral: kern_panel_layout.h, kern_panel_act.h). Two files
  * include it: kern_panel_avx512.c (weights repacked on the fly, per call, into struct pn_panel on
  * the stack) and kern_packed_avx512.c (weights repacked once, at model load, into a stored layout
- * that keeps each format's bytes: README "Tensor formats and kernels").
+ * that keeps each format's bytes: docs/kernels.md "Weights repacked at load").
  *
  * Read kern_panel_avx512.c's opening comment first: it explains the panels. Everything here is
  * static inline, for files compiled with the AVX-512 flags only. The tile reads its weights
  * through pn_src, so both layouts run the same float operations in the same order, which is
- * what keeps a token's result the same bits whatever the batch (README "Batch-invariant sums"). */
+ * what keeps a token's result the same bits whatever the batch (docs/kernels.md "Integer sums and batch
+ * invariance"). */
 #ifndef TERN_KERN_PANEL_AVX512_H
 #define TERN_KERN_PANEL_AVX512_H
 

@@ -1,8 +1,8 @@
 /* srv_fields.c — every request field tern knows, and what it does with each: OpenAI's documented
  * Chat Completions and Completions fields and llama-server's extensions, OpenAI's Responses
  * fields and Anthropic's Messages fields (their translators, srv_responses.c and srv_messages.c,
- * read the honoured ones). README "Server" and docs/agents-apis.md have the same tables for
- * users; keep them in step.
+ * read the honoured ones). docs/serve.md "Request fields" and docs/agents-apis.md have the same
+ * tables for users; keep them in step.
  *
  * A field is one of
  *   honoured  read by srv_request.c (its type and range are checked there);

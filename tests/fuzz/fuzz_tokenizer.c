@@ -11,9 +11,9 @@
  *   the first cap ids written), every id is in the vocabulary, a second call gives the same ids
  *   (the word cache agrees with the merge loop);
  * - ADD_SPECIAL adds exactly bos/eos as the tokenizer says around the same ids;
- * - without PARSE_SPECIAL no control token comes out of the text (README "Tokenizers");
- * - detokenize(tokenize(x)) == x where the README promises it: no byte the vocabulary cannot
- *   represent, and for SentencePiece no U+2581 in the text (it stands for a space) and no
+ * - without PARSE_SPECIAL no control token comes out of the text (docs/tokenizers.md);
+ * - detokenize(tokenize(x)) == x where docs/tokenizers.md promises it: no byte the vocabulary
+ *   cannot represent, and for SentencePiece no U+2581 in the text (it stands for a space) and no
  *   special token matched (each text segment after one gets SentencePiece's leading space, as
  *   in llama.cpp); with PARSE_SPECIAL the byte-level BPE
  *   vocabularies round-trip too when control tokens are rendered (TERN_PIECE_SPECIAL);
@@ -44,7 +44,7 @@ static const char *const vocab_names[] = {"gpt-2", "qwen2-tiktoken", "llama3-tik
 
 static struct vocab {
     struct tern_tokenizer *t;
-    bool lossy[256]; /* a lone byte that does not come back (README: starcoder, falcon, deepseek) */
+    bool lossy[256]; /* lone bytes not given back: starcoder, falcon, deepseek (docs/tokenizers.md) */
 } vocabs[N_VOCABS];
 
 #define CHECK(cond, ...)                                                                       \

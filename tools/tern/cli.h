@@ -93,7 +93,7 @@ int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o);
 /* For the commands that stream generated text (run, chat): a reader that goes away (`tern run
  * | head -1`) must not kill the process before it saves its prompt cache or conversation, so
  * SIGPIPE is ignored and a write failing with EPIPE stops generation instead (exit status 0:
- * the reader has what it wanted; see README "Running a model"). Other subcommands keep the
+ * the reader has what it wanted; see docs/run-and-chat.md "`tern run`"). Other subcommands keep the
  * default, which ends them promptly since they do not check their writes. */
 void cli_ignore_sigpipe(void);
 

@@ -8,10 +8,10 @@
  *     by the case's tools): tokens per answer (median), TTFA tokens p50/p95 and ms p95, strict
  *     F1, exact arguments, false calls;
  *   - decode speed: `tern bench --suite`'s runner on the suite (tps p50, TTFT p50).
- * These are proxies (README "Distillation"): a few dozen cases and one suite run on a machine
- * that is also training, so they say which way the student moves, not what a quiet bench or the
- * full development set will say. Each measurement prints one JSON line (`{"step":N,"speed":
- * {...}}`, step 0 for the teacher) with --json, a stderr line otherwise. */
+ * These are proxies (docs/train-and-distill.md "Distillation"): a few dozen cases and one suite run
+ * on a machine that is also training, so they say which way the student moves, not what a quiet
+ * bench or the full development set will say. Each measurement prints one JSON line
+ * (`{"step":N,"speed": {...}}`, step 0 for the teacher) with --json, a stderr line otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -56,9 +56,10 @@ int cli_grammar_check(const char *cmd, const struct cli_grammar_opts *o, bool al
 
 void cli_grammar_help(FILE *f)
 {
-    fprintf(f, "  --json-schema FILE     constrain the output to JSON valid for this schema (README\n"
-               "                         \"Constrained decoding\"); generation ends when the document is\n"
-               "                         complete (stop \"done\"); out of -n inside it: \"incomplete\"\n"
+    fprintf(f, "  --json-schema FILE     constrain the output to JSON valid for this schema\n"
+               "                         (docs/tools.md \"Constrained decoding\"); generation ends\n"
+               "                         when the document is complete (stop \"done\"); out of -n\n"
+               "                         inside it: \"incomplete\"\n"
                "  --grammar FILE         constrain the output to a GBNF grammar (llama.cpp's format)\n"
                "  --root NAME            GBNF start rule (default root)\n"
                "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"

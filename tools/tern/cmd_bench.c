@@ -210,7 +210,8 @@ int cmd_bench(int argc, char **argv)
     double layer_scale = 0;
     long long widen_ffn = 0;
     struct cli_lora_opts lora = {0};
-    /* the suite run (README "Speed governance") has its own options: --json takes a file there */
+    /* the suite run (docs/bench-and-gate.md "Speed governance") has its own options: --json takes a
+     * file there */
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
             return cli_bench_suite(argc, argv);

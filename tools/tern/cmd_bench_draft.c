@@ -201,7 +201,7 @@ int cli_bench_draft(const char *model, const struct cli_draft_opts *dro, int thr
             goto done;
         }
         np++;
-        if (i == 0) { /* the tool conversation second, as in the README table */
+        if (i == 0) { /* the tool conversation second, as in docs/results/speculative-2026-11.md */
             snprintf(prompts[np].name, sizeof prompts[np].name, "toolcall");
             if (!(prompts[np].ids = bd_tool_prompt(m, tk, &prompts[np].n))) {
                 rc = CLI_EXIT_FAIL;

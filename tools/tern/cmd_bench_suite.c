@@ -1,8 +1,8 @@
 /* cmd_bench_suite.c — `tern bench --suite FILE -m MODEL [--json report.json] [--html page.html]`:
- * the suite run of README "Speed governance" (src/bench/bench_run.c does the measuring). The
- * summary goes to stdout; the full report to --json, the page to --html (both written
- * atomically). Tool calls are judged valid by tern eval's validator (tern_eval_call_valid), the
- * same rule as the eval's "invalid calls". */
+ * the suite run of docs/bench-and-gate.md "Speed governance" (src/bench/bench_run.c does the
+ * measuring). The summary goes to stdout; the full report to --json, the page to --html (both
+ * written atomically). Tool calls are judged valid by tern eval's validator (tern_eval_call_valid),
+ * the same rule as the eval's "invalid calls". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@ static void help(void)
            "  --suite FILE         prompts, one {\"messages\": [...], \"tools\": [...]} per line\n"
            "                       (tern ships bench/suites/toolcalls.jsonl)\n"
            "  -m, --model FILE     the model\n"
-           "  --json FILE          write the report (schema: README \"Speed governance\")\n"
+           "  --json FILE          write the report (schema: docs/bench-and-gate.md)\n"
            "  --html FILE          write the report as one self-contained HTML page\n"
            "  -t, --threads N      threads, fixed for the run (default: the hardware profile's\n"
            "                       measure.threads; all CPUs where it says 0)\n"

@@ -1,6 +1,6 @@
 /* cmd_distill.c — `tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json)
  * --data train.jsonl [--val val.jsonl] -o student.gguf [--recipe recipe.json]`: train a student
- * to match a teacher (tern.h "distillation"; README "Distillation: `tern distill`").
+ * to match a teacher (tern.h "distillation"; docs/train-and-distill.md "Distillation: `tern distill`").
  *
  * Order of work: the student's config (from its GGUF or its config file) with the recipe's
  * training keys over it; the tokenizer check (teacher and student must share a tokenizer, by

@@ -1,5 +1,5 @@
 /* cmd_eval.c — `tern eval`: tool-call quality and speed of a model on a dataset of cases
- * (src/eval; README "Evaluation").
+ * (src/eval; docs/eval.md).
  *
  *   tern eval --data cases.jsonl (-m MODEL | --endpoint URL [--api-key K] [--model NAME]
  *             [--concurrency N] [--timeout S]) [--shard i/n] [--limit N] [--json report.json]
@@ -29,8 +29,8 @@ static void usage(void)
            "       tern eval merge --data CASES.jsonl OUTPUTS.jsonl... [--json R] [--against FULL.jsonl]\n\n"
            "Answers every case greedily with the model and scores the tool calls: precision,\n"
            "recall and F1 (strict and lax), correct tool, exact arguments, false calls, invalid\n"
-           "and malformed calls, leaked private strings, TTFA, tokens per answer (README\n"
-           "\"Evaluation\" has the dataset format and every rule).\n\n"
+           "and malformed calls, leaked private strings, TTFA, tokens per answer\n"
+           "(docs/eval.md has the dataset format and every rule).\n\n"
            "options:\n"
            "  --data FILE          cases, one JSON object per line: messages, tools, expected,\n"
            "                       private, slice, id\n"

@@ -20,7 +20,7 @@ static void help(void)
            "       tern grammar bench -m MODEL GRAMMAR [--docs FILE] [options] [--json]\n"
            "\n"
            "GRAMMAR is one of:\n"
-           "  --json-schema FILE     a JSON Schema (README \"Constrained decoding\": supported keywords)\n"
+           "  --json-schema FILE     a JSON Schema (keywords: docs/tools.md \"Constrained decoding\")\n"
            "  --grammar FILE         a GBNF grammar (llama.cpp's format)\n"
            "  --tools FILE           an OpenAI tools array: the Hermes tool-call grammar\n"
            "      --tool-choice C    auto | none | required | NAME (default required)\n"

@@ -327,7 +327,7 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "tern run: RSS %.1f MiB (model file %.1f MiB mapped, KV cache %.1f MiB",
                 cli_rss_bytes() / 1048576.0, tern_gguf_file_size(tern_model_gguf(m)) / 1048576.0,
                 tern_model_kv_bytes(m, (int)n_ctx) / 1048576.0);
-        if (state) /* two buffers per sequence: the rollback base (README "Architectures") */
+        if (state) /* two buffers per sequence: the rollback base (docs/models.md "Architectures") */
             fprintf(stderr, ", recurrent state 2 x %.1f MiB", state / 1048576.0);
         fprintf(stderr, ")\n");
     }

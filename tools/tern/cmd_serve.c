@@ -123,7 +123,7 @@ static void help(void)
            "means nothing here: user, metadata, store, ...), and llama-server's n_predict,\n"
            "json_schema, grammar (GBNF), top_k, min_p, repeat_penalty, repeat_last_n, cache_prompt,\n"
            "id_slot ...; sampler knobs tern lacks (typical_p, mirostat, ...) only at their off\n"
-           "value; unknown names are refused with 400 (README \"Request fields\" has the table).\n"
+           "value; unknown names are refused with 400 (docs/serve.md \"Request fields\" has the table).\n"
            "POST bodies must be sent with 'Content-Type: application/json' (415 otherwise: a page on\n"
            "another site could post a form or text/plain without asking). A request framed two ways\n"
            "(two Content-Lengths, Content-Length with chunked) is 400, a Transfer-Encoding other than\n"

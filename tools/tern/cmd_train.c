@@ -57,7 +57,7 @@ static void usage(void)
            "                       --steps N timed steps after one warm-up step\n\n"
            "Data parallelism: mpirun -np N tern train ... splits each step's micro-batches (accum,\n"
            "a multiple of N) over N processes and sums their gradients (Open MPI); process 0\n"
-           "prints, validates, checkpoints and exports (README \"Distillation\").\n");
+           "prints, validates, checkpoints and exports (docs/train-and-distill.md \"Distillation\").\n");
 }
 
 /* Parse the config file at path over *c (the defaults, or a LoRA base's shape). */
