@@ -19,8 +19,7 @@
  *     exponent's digits are then counted against that range;
  * built breadth first over reachable tuples, with tuples that can no longer satisfy a bound
  * dropped early, then minimized (Moore's partition refinement: the exponent's counters and the
- * two notations' comparators make many tuples that accept the same suffixes). "-0" (and -0.0 ...) is not produced under constraints: it equals 0 but
- * would need the comparison to ignore the sign; a model has no reason to write it.
+ * two notations' comparators make many tuples that accept the same suffixes). "-0" (and -0.0 ...) equals 0: it is admitted wherever 0 is.
  * Unconstrained numbers skip all this and also admit exponents.
  *
  * Every number has a bounded number of digits: at most NUM_INT_DIGITS before the point (21: any
@@ -464,6 +463,16 @@ static void set_branches(struct numctx *x, const struct dec *lo, bool lo_ex, con
             p->none = true;
             n->lo = (struct bound){.kind = hi_ex ? K_GT : K_GE, .b = hi};
         }
+    }
+    /* -0 (Python writes -0.0) equals 0: where 0 is in range, the negative branch also takes
+     * magnitude 0 */
+    bool zero_in = (!lo || lo->neg || (lo->zero && !lo_ex)) && (!hi || (!hi->neg && !(hi->zero && hi_ex)));
+    if (zero_in && n->none) {
+        n->none = false;
+        n->lo = (struct bound){.kind = K_GE, .b = zero};
+        n->hi = (struct bound){.kind = K_LE, .b = zero};
+    } else if (zero_in && n->lo.kind == K_GT && n->lo.b == zero) {
+        n->lo.kind = K_GE;
     }
 }
 
