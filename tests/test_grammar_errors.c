@@ -246,9 +246,13 @@ static void test_pathological(void **state)
 static void test_semantics(void **state)
 {
     (void)state;
-    static const struct { const char *schema, *yes[6], *no[6]; } t[] = {
+    static const struct { const char *schema, *yes[10], *no[10]; } t[] = {
+        /* scientific notation under bounds: 1e-3 is 0.001, in range (refused before: the bounds'
+         * comparison read positional digits only); 2.6e-1 is 0.26, above; -0 and -0.0 equal 0 */
         {"{\"type\": \"number\", \"exclusiveMinimum\": -1.5, \"maximum\": 0.25}",
-         {"-1.49", "0.25", "0", "-1", "0.250", "-1.4999999999"}, {"-1.5", "0.26", "-0", "1", "0.2500001", "1e-3"}},
+         {"-1.49", "0.25", "0", "-1", "0.250", "-1.4999999999", "1e-3", "-1.49E+0", "-0", "-0.0"},
+         {"-1.5", "0.26", "-1.51", "1", "0.2500001", "2.6e-1", "-1.5e0", "-1.5e-0", "0.1e1", "1e"}},
+        {"{\"type\": \"number\", \"minimum\": 0}", {"0", "-0.0", "1e-12", NULL}, {"-1e-12", "-0.1", NULL}},
         {"{\"type\": \"integer\", \"minimum\": 0, \"maximum\": 1000, \"multipleOf\": 25}",
          {"0", "25", "1000", "975", NULL}, {"10", "1025", "-25", "25.0", NULL}},
         {"{\"type\": \"number\", \"multipleOf\": 0.1, \"minimum\": 0, \"exclusiveMaximum\": 1}",
@@ -271,9 +275,9 @@ static void test_semantics(void **state)
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         struct tern_grammar *g;
         if (tern_grammar_from_json_schema(NULL, t[i].schema, strlen(t[i].schema), NULL, &g)) fail_msg("%s: %s", t[i].schema, tern_last_error());
-        for (int k = 0; k < 6 && t[i].yes[k]; k++)
+        for (int k = 0; k < 10 && t[i].yes[k]; k++)
             if (!accepts(g, t[i].yes[k])) fail_msg("%s refuses %s: %s", t[i].schema, t[i].yes[k], tern_last_error());
-        for (int k = 0; k < 6 && t[i].no[k]; k++)
+        for (int k = 0; k < 10 && t[i].no[k]; k++)
             if (accepts(g, t[i].no[k])) fail_msg("%s accepts %s", t[i].schema, t[i].no[k]);
         tern_grammar_free(g);
     }

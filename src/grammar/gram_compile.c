@@ -400,8 +400,14 @@ static void build_classes(const struct gram_ir *ir, struct classes *c)
     memset(c, 0, sizeof *c);
     c->n = 1;
     for (uint32_t i = 0; i < ir->n_sets && c->n < 256; i++) refine(c, &ir->sets[i]);
+    /* embedded automata repeat the same few ranges over many edges (a number's digits): each
+     * distinct range refines once (refining is idempotent, and costs two passes over 256 bytes) */
+    uint64_t done[65536 / 64] = {0};
     for (uint32_t d = 0; d < ir->n_dfas && c->n < 256; d++)
         for (uint32_t i = 0; i < ir->dfas[d].n_edges && c->n < 256; i++) {
+            uint32_t key = (uint32_t)ir->dfas[d].edges[i].lo << 8 | ir->dfas[d].edges[i].hi;
+            if (done[key >> 6] >> (key & 63) & 1) continue;
+            done[key >> 6] |= 1ull << (key & 63);
             struct gram_bset s = {{0}};
             gram_bset_add_range(&s, ir->dfas[d].edges[i].lo, ir->dfas[d].edges[i].hi);
             refine(c, &s);

@@ -1102,9 +1102,63 @@ static uint32_t number_expr(struct sc *c, const cJSON *s, bool is_int)
 
 /* ---------------------------------------------------------------- objects */
 
-/* A JSON string of plain characters (no escapes) that is none of names[0..n); in Gemma's syntax
- * a bare key (printable characters but space : , { } < " , or non-ASCII ones) that is none of
- * them. */
+/* The escape sequences of an extra key (key_excluding), as DFA states ending in `to`: `free`
+ * starts after the backslash of a key that already differs from every declared name (any
+ * escape: \" \\ \/ \b \f \n \r \t, \uXXXX but a lone surrogate, or a surrogate pair); `near`
+ * after one of a key that may still become a declared name: only escapes of characters no
+ * declared name has (quote, backslash, controls, and non-ASCII characters when every name is
+ * ASCII), so an escaped spelling of a declared name (\u0061 for "a") stays impossible. */
+static bool key_escapes(struct gram_dfa *d, uint32_t to, bool ascii_names, uint32_t *free_bs, uint32_t *near_bs)
+{
+    uint32_t s[20];
+    for (int i = 0; i < 20; i++)
+        if ((s[i] = gdfa_state(d, false)) == GRAM_NONE) return false;
+    enum { BS, U1, A2, A3, A4, D1, S2, S3, S4, S5, S6, S7, S8, S9, NBS, R1, R2, R3, R4, R5 };
+    bool ok = true;
+#define E(f, lo, hi, t) (ok &= gdfa_edge(d, s[f], (uint8_t)(lo), (uint8_t)(hi), (t)))
+#define HEX(f, t) (E(f, '0', '9', t), E(f, 'a', 'f', t), E(f, 'A', 'F', t))
+    for (const char *p = "\"\\/bfnrt"; *p; p++) E(BS, *p, *p, to);
+    E(BS, 'u', 'u', s[U1]);
+    /* \uXXXX: not a surrogate (first digit not d, or d then 0-7), or a high one then \u low */
+    E(U1, '0', '9', s[A2]), E(U1, 'a', 'c', s[A2]), E(U1, 'e', 'f', s[A2]), E(U1, 'A', 'C', s[A2]), E(U1, 'E', 'F', s[A2]);
+    E(U1, 'd', 'd', s[D1]), E(U1, 'D', 'D', s[D1]);
+    HEX(A2, s[A3]);
+    HEX(A3, s[A4]);
+    HEX(A4, to);
+    E(D1, '0', '7', s[A3]);
+    E(D1, '8', '9', s[S2]), E(D1, 'a', 'b', s[S2]), E(D1, 'A', 'B', s[S2]);
+    HEX(S2, s[S3]);
+    HEX(S3, s[S4]);
+    E(S4, '\\', '\\', s[S5]);
+    E(S5, 'u', 'u', s[S6]);
+    E(S6, 'd', 'd', s[S7]), E(S6, 'D', 'D', s[S7]);
+    E(S7, 'c', 'f', s[S8]), E(S7, 'C', 'F', s[S8]);
+    HEX(S8, s[S9]);
+    HEX(S9, to);
+    /* near a declared name: no \/ (a name may hold '/'), \u only for what no name holds */
+    for (const char *p = "\"\\bfnrt"; *p; p++) E(NBS, *p, *p, to);
+    E(NBS, 'u', 'u', s[R1]);
+    E(R1, '0', '0', s[R2]);
+    E(R2, '0', '0', s[R3]);
+    E(R3, '0', '1', s[A4]);                  /* U+0000..U+001F */
+    E(R3, '2', '2', s[R4]), E(R4, '2', '2', to); /* U+0022 */
+    E(R3, '5', '5', s[R5]), E(R5, 'c', 'c', to), E(R5, 'C', 'C', to); /* U+005C */
+    if (ascii_names) {                       /* U+0080 and above */
+        E(R3, '8', '9', s[A4]), E(R3, 'a', 'f', s[A4]), E(R3, 'A', 'F', s[A4]);
+        E(R2, '1', '9', s[A3]), E(R2, 'a', 'f', s[A3]), E(R2, 'A', 'F', s[A3]);
+        E(R1, '1', '9', s[A2]), E(R1, 'a', 'c', s[A2]), E(R1, 'e', 'f', s[A2]), E(R1, 'A', 'C', s[A2]), E(R1, 'E', 'F', s[A2]);
+        E(R1, 'd', 'd', s[D1]), E(R1, 'D', 'D', s[D1]);
+    }
+#undef HEX
+#undef E
+    *free_bs = s[BS];
+    *near_bs = s[NBS];
+    return ok;
+}
+
+/* A JSON string that is none of names[0..n) (escapes as key_escapes allows them: none when a
+ * declared name itself needs one); in Gemma's syntax a bare key (printable characters but space
+ * : , { } < " , or non-ASCII ones) that is none of them. */
 static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n)
 {
     const bool gm = c->o->gemma;
@@ -1114,12 +1168,17 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
     struct tnode *t = calloc(cap, sizeof *t);
     if (!t) { c->ir->oom = true; return GRAM_NONE; }
     memset(t[0].child, 0xFF, sizeof t[0].child);
+    bool escapes = !gm, ascii_names = true;
     for (uint32_t i = 0; i < n; i++) {
         const unsigned char *p = (const unsigned char *)names[i];
         bool plain = true;
-        for (const unsigned char *q = p; *q; q++)
-            if (*q < 0x20 || *q == '"' || *q == '\\' || *q == 0x7F) plain = false;
-        if (!plain || !valid_utf8(names[i])) continue;
+        for (const unsigned char *q = p; *q; q++) {
+            if (*q < 0x20 || *q == '"' || *q == '\\') plain = false;
+            if (*q >= 0x80) ascii_names = false;
+        }
+        if (!valid_utf8(names[i])) continue;
+        if (!plain) escapes = false; /* its escaped spelling is a key: keys stay plain */
+        if (!plain) continue;
         uint32_t cur = 0;
         for (; *p; p++) {
             if (t[cur].child[*p] == GRAM_NONE) {
@@ -1155,6 +1214,16 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
     id[U_START * (nt + 1) + 0] = body0;
     queue[qt++] = U_START * (nt + 1) + 0;
     bool ok = true;
+    /* escapes lead to a key that differs from every name: (U_START, FREE) */
+    uint32_t free_bs = GRAM_NONE, near_bs = GRAM_NONE;
+    if (escapes) {
+        uint32_t kf = U_START * (nt + 1) + FREE;
+        if (id[kf] == GRAM_NONE) {
+            id[kf] = gdfa_state(&d, false);
+            queue[qt++] = kf;
+        }
+        ok = id[kf] != GRAM_NONE && key_escapes(&d, id[kf], ascii_names, &free_bs, &near_bs);
+    }
     while (qh < qt && ok) {
         uint32_t key = queue[qh++];
         uint32_t u = key / (nt + 1), tn = key % (nt + 1);
@@ -1164,8 +1233,12 @@ static uint32_t key_excluding(struct sc *c, const char *const *names, uint32_t n
             uint32_t nu;
             switch (u) {
             case U_START:
+                if (b == '\\' && escapes) {
+                    ok &= gdfa_edge(&d, from, '\\', '\\', tn == FREE ? free_bs : near_bs);
+                    continue;
+                }
                 if (gm ? b > 0x20 && b < 0x7F && !strchr(":,{}<\"", (int)b)
-                       : b >= 0x20 && b < 0x80 && b != '"' && b != '\\' && b != 0x7F)
+                       : b >= 0x20 && b < 0x80 && b != '"' && b != '\\') /* DEL needs no escape */
                     nu = U_START;
                 else if (b >= 0xC2 && b <= 0xDF) nu = U_C1;
                 else if (b == 0xE0) nu = U_E0;
