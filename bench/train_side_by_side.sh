@@ -7,9 +7,9 @@
 # backward and AdamW, one untimed warm-up step each. Reported per engine: the median tokens/s
 # over the rounds (wall clock) and the CPU seconds per step (user + sys of the process, which a
 # busy machine inflates far less than wall time), and the ratios tern / PyTorch. PyTorch is
-# Debian's python3-torch (1.13: explicit attention, no fused kernel) over OpenBLAS
-# (scripts/install-deps.sh); it is found as the first of python3, /usr/bin/python3 that imports
-# torch. When the machine is shared, look at `uptime` and repeat when the load is low.
+# the first of $PYTHON (bench/peers/run.sh sets it to its virtual environment's PyTorch 2.x),
+# python3, /usr/bin/python3 that imports torch (Debian's python3-torch is 1.13: explicit
+# attention, no fused kernel, over OpenBLAS). When the machine is shared, look at `uptime` and repeat when the load is low.
 #
 # usage: bench/train_side_by_side.sh [ROUNDS=3] [STEPS=3] [THREADS=2]
 set -u
@@ -19,7 +19,7 @@ THREADS=${3:-2}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TERN=${TERN:-$ROOT/build/bin/tern}
 PY=""
-for p in python3 /usr/bin/python3; do
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
     if $p -c 'import torch' >/dev/null 2>&1; then PY=$p; break; fi
 done
 [ -x "$TERN" ] || { echo "build tern first ($TERN)"; exit 2; }

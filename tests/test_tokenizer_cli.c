@@ -1,6 +1,7 @@
 /* test_tokenizer_cli.c — `tern tokenize` / `tern detokenize` print what the library computes:
- * --json, --lines (one array per line, newline excluded), --no-bos, --parse-special, -f byte
- * for byte, detokenize writing the exact bytes, and usage / file errors with their exit codes. */
+ * --json, --lines (one array per line, newline excluded), --jsonl (one JSON string per line, a
+ * whole document each), --time, --no-bos, --parse-special, -f byte for byte, detokenize writing
+ * the exact bytes, and usage / file errors with their exit codes. */
 #include "test_support.h"
 
 #include <stdio.h>
@@ -75,7 +76,51 @@ static void test_tokenize_cli(void **state)
     strcat(want, "]\n");
     assert_string_equal(out, want);
     free(out);
+
+    /* --jsonl: each line a JSON string holding a document (its newlines escaped): the ids of the
+     * whole document, as tern_tokenize gives them; an empty line is skipped */
+    snprintf(file, sizeof file, "%s/docs.jsonl", test_tmpdir());
+    f = fopen(file, "wb");
+    fputs("\"Hello world\\nHello world\\n\"\n\n\"Hello world\"\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s tokenize -m %s -f %s --jsonl --no-bos", test_tern_bin(), v, file);
+    out = run(cmd, &code);
+    assert_int_equal(code, 0);
+    char want2[1200];
+    want[strlen(want) - 1] = 0;
+    snprintf(want2, sizeof want2, "%s\n[15043, 3186]\n", want);
+    assert_string_equal(out, want2);
+    free(out);
     tern_tokenizer_free(t);
+    /* a line that is not a JSON string, or a document with an escaped NUL (cJSON would cut it
+     * there): exit 1 naming file and line */
+    static const char *const bad_lines[] = {"\"ok\"\n{\"a\": 1}\n", "\"ok\"\n\"a\\u0000b\"\n", "\"ok\"\n\"open\n"};
+    for (size_t k = 0; k < sizeof bad_lines / sizeof *bad_lines; k++) {
+        f = fopen(file, "wb");
+        fputs(bad_lines[k], f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "%s tokenize -m %s -f %s --jsonl 2>&1 >/dev/null", test_tern_bin(), v, file);
+        out = run(cmd, &code);
+        assert_int_equal(code, 1);
+        assert_non_null(strstr(out, "docs.jsonl:2: "));
+        free(out);
+    }
+
+    /* --time: the counts of the text on stderr, nothing on stdout */
+    snprintf(cmd, sizeof cmd, "%s tokenize -m %s -p 'Hello world' --no-bos --time --cpu-clock --repeat 3 2>&1",
+             test_tern_bin(), v);
+    out = run(cmd, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "11 bytes -> 2 tokens (thread CPU time); cold "));
+    assert_non_null(strstr(out, "warm median of 2 "));
+    free(out);
+    static const char *const bad_flags[] = {"--repeat 3", "--cpu-clock", "--time --repeat 0", "--time --lines",
+                                            "--jsonl"};
+    for (size_t k = 0; k < sizeof bad_flags / sizeof *bad_flags; k++) {
+        snprintf(cmd, sizeof cmd, "%s tokenize -m %s -p x %s 2>/dev/null", test_tern_bin(), v, bad_flags[k]);
+        free(run(cmd, &code));
+        assert_int_equal(code, 2);
+    }
 
     /* detokenize writes exactly the text (SPM leading space removed, no newline added) */
     snprintf(cmd, sizeof cmd, "%s detokenize -m %s --tokens 1,15043,3186", test_tern_bin(), v);
