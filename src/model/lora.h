@@ -15,6 +15,9 @@
 enum { LORA_MAX_ADAPTERS = 16 }; /* attached to one context at once */
 
 enum lora_kind { LORA_Q, LORA_K, LORA_V, LORA_O, LORA_GATE, LORA_UP, LORA_DOWN, LORA_KINDS };
+/* Up to this many tokens in one forward step, an adapter is applied in one parallel step
+ * (lora_apply.c): decoding, and a short speculative verification. */
+enum { LORA_FUSED_TOKENS = 2 };
 
 /* Slots after the layers' */
 static inline int lora_slot_output(const struct tern_model *m) { return m->info.n_layer * LORA_KINDS; }
@@ -69,6 +72,8 @@ struct lora_set {
     int32_t *first;          /* (n_slots + 1) */
     struct lora_term *terms;
     float *ax;               /* (n_batch, ax_stride) A x of every term of one group of slots */
+    float *ax_thread;        /* (n_threads, LORA_FUSED_TOKENS * ax_stride): each thread's own A x
+                                when a few tokens go through in one step (lora_apply.c) */
     int ax_stride;           /* the largest sum of ranks over a group (a layer's q,k,v; gate,up) */
     struct kern_vec vec;     /* the dot and axpy of this CPU (kernels/vec.h) */
 };

@@ -5,9 +5,15 @@
  * y += scale * B (A x) in F32, A x first (r is small): step one computes every term's A x for
  * every token of the group of slots that share an input (a layer's q, k, v; gate, up), one
  * (token, rank row) dot per unit; step two splits the group's output rows over the threads
- * and adds scale * (A x)_k times row k of B^T (kept transposed at load) to them, k by k. Each dot runs in a fixed order whatever the
- * batch or the thread count, so a token gets the same delta in any batch. Both steps are timed
- * as F32 matmuls when the context profiles. */
+ * and adds scale * (A x)_k times row k of B^T (kept transposed at load) to them, k by k. Each
+ * dot runs in a fixed order whatever the batch or the thread count, so a token gets the same
+ * delta in any batch. Both steps are timed as F32 matmuls when the context profiles.
+ *
+ * Decoding (at most LORA_FUSED_TOKENS tokens) takes one step instead of two: every thread
+ * computes the whole A x itself, into its own scratch, and goes on to its rows of B. The dots are
+ * the same in the same order, so the delta is bit for bit the two-step one; what it saves is a
+ * hand-off between the threads per group (eight per layer otherwise), which at one token costs
+ * more than the duplicated dots (r x n_in each: a few microseconds). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +31,7 @@ void lora_set_free(struct lora_set *ls)
     free(ls->first);
     free(ls->terms);
     free(ls->ax);
+    free(ls->ax_thread);
     free(ls);
 }
 
@@ -119,7 +126,9 @@ tern_status tern_context_set_adapters(struct tern_context *ctx, struct tern_lora
     ls->ax_stride = stride;
     ls->vec = kern_vec_select();
     ls->ax = malloc((size_t)ctx->n_batch * (size_t)(stride ? stride : 1) * sizeof(float));
-    if (!ls->ax) {
+    ls->ax_thread = malloc((size_t)ctx->n_threads * LORA_FUSED_TOKENS * (size_t)(stride ? stride : 1) *
+                           sizeof(float));
+    if (!ls->ax || !ls->ax_thread) {
         lora_set_free(ls);
         return tern_fail(TERN_ERR_NOMEM, "LoRA adapters: out of memory (A x scratch)");
     }
@@ -168,11 +177,9 @@ static void step_lora_a(void *arg, int chunk, int n_chunks, int tid)
 }
 
 /* out[j][t][r] += scale * sum_k ax[t][term k] * B^T[k][r] over slot j's terms, as axpys over the
- * thread's contiguous rows (each element gets its terms' products added in one fixed order). */
-static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
+ * chunk's contiguous rows (each element gets its terms' products added in one fixed order). */
+static void lora_b_rows(const struct lora_step *s, const float *ax_base, int chunk, int n_chunks)
 {
-    (void)tid;
-    struct lora_step *s = arg;
     const struct lora_set *ls = s->ctx->lora;
     long long lo, hi;
     tp_split(s->row_base[s->n_out_slots], chunk, n_chunks, 16, &lo, &hi);
@@ -182,7 +189,7 @@ static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
         if (g0 >= g1) continue;
         const int64_t r0 = g0 - s->row_base[j], nr = g1 - g0;
         for (int t = 0; t < s->n_tok; t++) {
-            const float *ax = ls->ax + (size_t)t * ls->ax_stride;
+            const float *ax = ax_base + (size_t)t * ls->ax_stride;
             float *o = s->out[j] + (size_t)t * s->rows[j] + r0;
             for (int q = s->t0[j]; q < s->t1[j]; q++) {
                 const struct lora_term *tm = s->term[q];
@@ -195,6 +202,36 @@ static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
             }
         }
     }
+}
+
+static void step_lora_b(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)tid;
+    const struct lora_step *s = arg;
+    lora_b_rows(s, s->ctx->lora->ax, chunk, n_chunks);
+}
+
+/* The one-step form for a few tokens: this chunk computes every (token, rank row) dot of A x
+ * into its thread's scratch, exactly as step_lora_a would, then adds its rows of B as
+ * step_lora_b does. A thread that runs two chunks computes A x twice: the same values. */
+static void step_lora_fused(void *arg, int chunk, int n_chunks, int tid)
+{
+    struct lora_step *s = arg;
+    const struct lora_set *ls = s->ctx->lora;
+    float *ax = ls->ax_thread + (size_t)tid * LORA_FUSED_TOKENS * ls->ax_stride;
+    TERN_ASSERT(tid < s->ctx->n_threads && s->n_tok <= LORA_FUSED_TOKENS);
+    for (int t = 0; t < s->n_tok; t++) {
+        const float *x = s->src + (size_t)(s->row0 + t) * s->cols;
+        for (int q = 0; q < s->nt; q++) {
+            const struct lora_term *tm = s->term[q];
+            for (int k = 0; k < tm->rank; k++) {
+                const size_t row = (size_t)k * tm->n_in;
+                ax[(size_t)t * ls->ax_stride + s->off[q] + k] =
+                    tm->a16 ? ls->vec.dot_f16(tm->a16 + row, x, tm->n_in) : ls->vec.dot(tm->a + row, x, tm->n_in);
+            }
+        }
+    }
+    lora_b_rows(s, ax, chunk, n_chunks);
 }
 
 void lora_add(struct tern_context *ctx, const int *slots, int cnt, const float *src, int cols,
@@ -224,6 +261,11 @@ void lora_add(struct tern_context *ctx, const int *slots, int cnt, const float *
     s.nt = nt;
     s.rank_sum = off;
     TERN_ASSERT(off <= ls->ax_stride);
+    if (s.n_tok <= LORA_FUSED_TOKENS) {
+        fwd_run_step(ctx, TERN_PROF_MATMUL_F32, step_lora_fused, &s,
+                     fwd_chunks_for(ctx, (s.row_base[s.n_out_slots] + 15) / 16, 1));
+        return;
+    }
     fwd_run_step(ctx, TERN_PROF_MATMUL_F32, step_lora_a, &s,
                  fwd_chunks_for(ctx, (long long)s.n_tok * s.rank_sum, 4));
     fwd_run_step(ctx, TERN_PROF_MATMUL_F32, step_lora_b, &s,
