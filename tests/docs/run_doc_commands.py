@@ -257,7 +257,10 @@ def source_refs(src):
     """(file, line, page, heading or None) of every docs/<page>.md ["<heading>"] in the tree."""
     files = [os.path.join(src, f) for f in REF_FILES]
     for d in REF_DIRS:
-        for root, _, names in os.walk(os.path.join(src, d)):
+        for root, dirs, names in os.walk(os.path.join(src, d)):
+            # installed packages (npm's node_modules, bench/peers' virtual environment) and
+            # bench/peers' outputs are not ours: their own docs/ links mean nothing here
+            dirs[:] = [x for x in dirs if x not in ('node_modules', '.venv', 'out')]
             if '/tests/fuzz/corpus' in root or '/tests/fuzz/regress' in root:
                 continue
             files += [os.path.join(root, n) for n in names]
