@@ -64,7 +64,11 @@ try {
   };
   for (const [mode, want] of Object.entries(failing)) {
     const pidfile = join(tmp, `${mode}.pids`);
-    r = await chat(["--mcp", server, "--yes", "--mcp-timeout", "1"], { input: "hi\n", env: { MCP_MODE: mode, MCP_PIDFILE: pidfile } });
+    // a server that exits or writes garbage is seen at once: its timeout is long (node itself may
+    // take more than a second to start on a busy machine), and the 15 s bound below proves that
+    // tern did not wait for it; the silent ones get 1 s
+    const timeout = mode === "exit" || mode === "garbage" ? "20" : "1";
+    r = await chat(["--mcp", server, "--yes", "--mcp-timeout", timeout], { input: "hi\n", env: { MCP_MODE: mode, MCP_PIDFILE: pidfile } });
     assert.equal(r.code, 1, `${mode}: ${r.err}`);
     assert.match(r.err, want, mode);
     // 1 s of timeout, then 2 s for the server to leave after its stdin closes, 1 s after SIGTERM
