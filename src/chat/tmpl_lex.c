@@ -98,7 +98,7 @@ static bool emit_text(struct lexer *lx, size_t from, size_t to)
 static size_t text_end_before_tag(const struct lexer *lx, size_t from, size_t to, char kind,
                                   char marker)
 {
-    TERN_ASSERT(from <= to && to <= lx->n && (kind == '{' || kind == '%'));
+    TERN_ASSERT(from <= to && to <= lx->n && (kind == '{' || kind == '%' || kind == '#'));
     if (marker == '-') {
         while (to > from && is_ws(lx->s[to - 1])) to--;
         return to;

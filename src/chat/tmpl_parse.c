@@ -153,7 +153,7 @@ static void nv_push(struct parser *p, struct nvec *nv, struct tmpl_node *x)
         nv->v = v;
         nv->cap = cap;
     }
-    TERN_ASSERT(nv->n < nv->cap && x, "a pushed node exists");
+    TERN_ASSERT(nv->n < nv->cap, "room for the node (absent optional parts are NULL)");
     nv->v[nv->n++] = x;
 }
 struct svec {
@@ -169,7 +169,7 @@ static void sv_push(struct parser *p, struct svec *sv, const char *x)
         sv->v = v;
         sv->cap = cap;
     }
-    TERN_ASSERT(sv->n < sv->cap && x);
+    TERN_ASSERT(sv->n < sv->cap);
     sv->v[sv->n++] = x;
 }
 
