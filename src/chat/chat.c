@@ -11,6 +11,7 @@
  * parts itself), and tools given to a template that never reads `tools` are refused rather
  * than dropped. The GGUF entry point and the fallback template live in chat_gguf.c. */
 #include "chat/chat.h"
+#include "util/check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,12 +284,15 @@ tern_status tern_chat_validate(const struct tern_chat_params *p)
 static bool flatten_parts(struct tmpl_arena *a, struct tval content, struct tval *out)
 {
     size_t n = 0;
+    /* check_content accepted only parts whose "text" is a string */
+    TERN_ASSERT(content.kind == TV_LIST, "a parts array");
     for (size_t k = 0; k < content.u.l->n; k++) n += get(content.u.l->v[k], "text").u.s.n;
     char *s = tmpl_arena_alloc(a, n + 1);
     if (!s) return false;
     size_t w = 0;
     for (size_t k = 0; k < content.u.l->n; k++) {
         struct tval t = get(content.u.l->v[k], "text");
+        TERN_ASSERT(t.kind == TV_STR && w + t.u.s.n <= n, "the parts' texts were summed above");
         memcpy(s + w, t.u.s.p, t.u.s.n);
         w += t.u.s.n;
     }
@@ -303,6 +307,7 @@ static bool flatten_messages(struct tmpl_arena *a, struct tval msgs, struct tval
     bool copied = false;
     for (size_t i = 0; i < msgs.u.l->n; i++) {
         struct tval m = msgs.u.l->v[i];
+        TERN_ASSERT(m.kind == TV_DICT, "check_messages let only objects through");
         struct tval *c = tmpl_dict_get(m.u.d, tv_str("content", 7));
         if (!c || c->kind != TV_LIST) continue;
         if (!copied) {
@@ -321,6 +326,7 @@ static bool flatten_messages(struct tmpl_arena *a, struct tval msgs, struct tval
         memcpy(vals, m.u.d->v, m.u.d->n * sizeof *vals);
         *d = *m.u.d;
         d->v = vals;
+        TERN_ASSERT(c >= m.u.d->v && c < m.u.d->v + m.u.d->n, "the content slot is one of the message's values");
         if (!flatten_parts(a, *c, &vals[c - m.u.d->v])) return false;
         out->u.l->v[i].u.d = d;
     }

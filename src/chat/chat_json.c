@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -285,6 +286,7 @@ static bool vec_push(struct jp *p, struct vec *v, struct tval x)
         v->v = nv;
         v->cap = cap;
     }
+    TERN_ASSERT(v->n < v->cap);
     v->v[v->n++] = x;
     return true;
 }
@@ -387,10 +389,14 @@ static bool parse_container(struct jp *p, struct tval *out, bool object)
                                  : object ? "expected ',' or '}' after an object member"
                                           : "expected ',' or ']' after an array element");
         }
+    TERN_ASSERT(p->depth >= 1 && p->depth <= CHAT_JSON_MAX_DEPTH, "a container closes the level it opened");
     p->depth--;
+    /* an object has a value per key; an array counted each element */
+    TERN_ASSERT(object ? keys.n == vals.n && vals.n == count : vals.n == count);
     struct tval r = {0};
     if (object) {
         if (!dedupe(p, &keys, &vals)) return false;
+        TERN_ASSERT(keys.n == vals.n && keys.n <= count, "deduplication drops keys with their values");
         struct tdict *d = tmpl_arena_alloc(p->a, sizeof *d);
         if (!d) return oom(p);
         d->n = d->cap = keys.n;

@@ -69,6 +69,7 @@ static int64_t int_arg(struct tmpl_ev *ev, struct tval v, const struct tmpl_node
 
 static int32_t cp_at(const char *p, size_t n, size_t i, size_t *len)
 {
+    TERN_ASSERT(i < n, "a code point starts inside the string");
     utf8proc_int32_t cp;
     utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)p + i, (utf8proc_ssize_t)(n - i), &cp);
     if (k <= 0) {
@@ -82,6 +83,7 @@ static int32_t cp_at(const char *p, size_t n, size_t i, size_t *len)
 static void put_cp(struct tmpl_buf *b, int32_t cp)
 {
     utf8proc_uint8_t tmp[4];
+    TERN_ASSERT(cp >= 0 && cp <= 0x10FFFF, "a code point utf8proc can encode");
     utf8proc_ssize_t k = utf8proc_encode_char(cp, tmp);
     tmpl_buf_add(b, (const char *)tmp, (size_t)(k > 0 ? k : 0));
 }
@@ -97,6 +99,7 @@ static bool is_alpha_cp(int32_t cp)
 
 static struct tval change_case(struct tmpl_ev *ev, struct tval s, int mode)
 {
+    TERN_ASSERT(s.kind == TV_STR && mode >= CASE_UPPER && mode <= CASE_SWAP, "string methods get a string (str_arg / tmpl_ev_str made it one)");
     struct tmpl_buf b;
     tmpl_buf_init(&b, tmpl_ev_arena(ev));
     tmpl_buf_add(&b, "", 0);
@@ -142,6 +145,7 @@ static bool in_chars(int32_t cp, struct tval chars)
 
 static struct tval strip(struct tmpl_ev *ev, struct tval s, struct tval chars, bool left, bool right)
 {
+    TERN_ASSERT(s.kind == TV_STR, "string methods get a string (str_arg / tmpl_ev_str made it one)");
     size_t b = 0, e = s.u.s.n;
     if (left)
         while (b < e) {
@@ -175,6 +179,7 @@ static const char *find_sub(const char *h, size_t hn, const char *n, size_t nn)
 static struct tval replace(struct tmpl_ev *ev, struct tval s, struct tval old, struct tval new_,
                            int64_t count)
 {
+    TERN_ASSERT(s.kind == TV_STR && old.kind == TV_STR && new_.kind == TV_STR, "replace's arguments were checked to be strings");
     struct tmpl_buf b;
     tmpl_buf_init(&b, tmpl_ev_arena(ev));
     tmpl_buf_add(&b, "", 0);
@@ -206,6 +211,7 @@ static struct tval replace(struct tmpl_ev *ev, struct tval s, struct tval old, s
 static struct tval split(struct tmpl_ev *ev, struct tval s, struct tval sep, int64_t maxsplit,
                          const struct tmpl_node *at)
 {
+    TERN_ASSERT(s.kind == TV_STR, "string methods get a string (str_arg / tmpl_ev_str made it one)");
     struct tval out = mk_list(ev, s.u.s.n + 1, 0);
     size_t k = 0;
     const char *p = s.u.s.p;
@@ -254,12 +260,14 @@ static struct tval split(struct tmpl_ev *ev, struct tval s, struct tval sep, int
             i = (size_t)(f - p) + sep.u.s.n;
         }
     }
+    TERN_ASSERT(k <= s.u.s.n + 1, "at most one piece per byte, plus one");
     out.u.l->n = k;
     return out;
 }
 
 static bool affix(struct tval s, struct tval a, bool start)
 {
+    TERN_ASSERT(s.kind == TV_STR && a.kind == TV_STR, "both sides were checked to be strings");
     if (a.u.s.n > s.u.s.n) return false;
     const char *p = start ? s.u.s.p : s.u.s.p + s.u.s.n - a.u.s.n;
     return !memcmp(p, a.u.s.p, a.u.s.n);
@@ -267,6 +275,7 @@ static bool affix(struct tval s, struct tval a, bool start)
 
 static struct tval splitlines(struct tmpl_ev *ev, struct tval s)
 {
+    TERN_ASSERT(s.kind == TV_STR, "string methods get a string (str_arg / tmpl_ev_str made it one)");
     struct tval out = mk_list(ev, s.u.s.n + 1, 0);
     size_t k = 0, i = 0, st = 0;
     const char *p = s.u.s.p;
@@ -283,6 +292,7 @@ static struct tval splitlines(struct tmpl_ev *ev, struct tval s)
         } else i += l;
     }
     if (st < s.u.s.n) out.u.l->v[k++] = tv_str(p + st, s.u.s.n - st);
+    TERN_ASSERT(k <= s.u.s.n + 1, "at most one piece per byte, plus one");
     out.u.l->n = k;
     return out;
 }
@@ -581,6 +591,7 @@ static struct tval select_impl(struct tmpl_ev *ev, struct tval v, const struct t
 {
     /* jinja select_or_reject: `if value:` first, so None/empty yield nothing */
     struct tval items = tmpl_truthy(v) ? tmpl_ev_list_of(ev, v, at) : mk_list(ev, 0, 0);
+    TERN_ASSERT(items.kind == TV_LIST);
     int first_test = by_attr ? 1 : 0;
     struct tval attr = by_attr ? tmpl_arg(a, 0, "attribute", NULL) : tv_undef();
     struct tval test = tmpl_arg(a, first_test, NULL, NULL);
@@ -604,6 +615,7 @@ static struct tval select_impl(struct tmpl_ev *ev, struct tval v, const struct t
         }
         if (r == keep) out.u.l->v[k++] = x;
     }
+    TERN_ASSERT(k <= items.u.l->n, "select/reject keeps at most its items");
     out.u.l->n = k;
     return out;
 }
@@ -612,6 +624,7 @@ static struct tval map_impl(struct tmpl_ev *ev, struct tval v, const struct tmpl
                             const struct tmpl_node *at)
 {
     struct tval items = tmpl_truthy(v) ? tmpl_ev_list_of(ev, v, at) : mk_list(ev, 0, 0); /* `if value:` */
+    TERN_ASSERT(items.kind == TV_LIST);
     bool has_attr;
     struct tval attr = tmpl_arg(a, -1, "attribute", &has_attr);
     bool has_def;

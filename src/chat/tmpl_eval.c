@@ -170,6 +170,7 @@ static void frame_set(struct tmpl_ev *ev, struct frame *f, const char *name, siz
         f->vals = vals;
         f->cap = cap;
     }
+    TERN_ASSERT(f->n < f->cap && name, "a scope has room for the new name");
     f->names[f->n] = name;
     f->lens[f->n] = len;
     f->vals[f->n] = v;
@@ -223,6 +224,7 @@ static void dict_set(struct tmpl_ev *ev, struct tdict *d, struct tval k, struct 
         d->v = nv;
         d->cap = cap;
     }
+    TERN_ASSERT(d->n < d->cap);
     d->k[d->n] = k;
     d->v[d->n] = v;
     d->n++;
@@ -253,6 +255,7 @@ struct tval tmpl_ev_list_of(struct tmpl_ev *ev, struct tval v, const struct tmpl
             l.u.l->v[k++] = tv_str(v.u.s.p + i, j - i);
             i = j;
         }
+        TERN_ASSERT(k == n, "every character of the string is an item");
         l.u.l->n = k;
         return l;
     }
@@ -359,6 +362,8 @@ struct tval tmpl_ev_getitem(struct tmpl_ev *ev, struct tval obj, struct tval key
         if (i >= 0 && i < n) {
             size_t s = tmpl_utf8_offset(obj.u.s.p, obj.u.s.n, i);
             size_t e = tmpl_utf8_offset(obj.u.s.p, obj.u.s.n, i + 1);
+            /* count and offset split characters by the same rule: character i exists */
+            TERN_ASSERT(s < e && e <= obj.u.s.n, "character i lies inside the string");
             return tv_str(obj.u.s.p + s, e - s);
         }
         return undef_why(ev, "%s has no element %lld", obj_desc(obj), (long long)orig);
@@ -396,6 +401,8 @@ const struct tmpl_mark *tmpl_str_marks(const struct tval *v, struct tmpl_mark *o
 static void marks_add(struct tmpl_ev *ev, struct tmpl_marks *mk, size_t off, size_t len)
 {
     if (!len) return;
+    /* ranges are added in output order: sorted and disjoint */
+    TERN_ASSERT(!mk->n || mk->m[mk->n - 1].off + mk->m[mk->n - 1].len <= off, "markup ranges grow left to right");
     if (mk->n && mk->m[mk->n - 1].off + mk->m[mk->n - 1].len == off) {
         mk->m[mk->n - 1].len += len;
         return;
@@ -427,6 +434,7 @@ static struct tval marked_str(struct tmpl_ev *ev, const char *p, size_t n, const
 {
     struct tval v = tv_str(p, n);
     if (!mk || !mk->n) return v;
+    TERN_ASSERT(mk->m[mk->n - 1].off + mk->m[mk->n - 1].len <= n, "markup lies inside its string");
     if (mk->n == 1 && mk->m[0].off == 0 && mk->m[0].len == n) {
         v.flags = TVF_MARKUP;
         return v;
@@ -447,6 +455,7 @@ struct tval tmpl_ev_substr(struct tmpl_ev *ev, struct tval s, size_t b, size_t e
 {
     struct tmpl_mark one;
     size_t n;
+    TERN_ASSERT(s.kind == TV_STR && b <= e && e <= s.u.s.n, "a substring of the string");
     const struct tmpl_mark *m = tmpl_str_marks(&s, &one, &n);
     if (!n) return tv_str(s.u.s.p + b, e - b);
     struct tmpl_marks mk = {0};
@@ -460,6 +469,7 @@ struct tval tmpl_ev_substr(struct tmpl_ev *ev, struct tval s, size_t b, size_t e
 /* x + y for two strings, keeping both sides' markup. */
 static struct tval concat(struct tmpl_ev *ev, struct tval x, struct tval y)
 {
+    TERN_ASSERT(x.kind == TV_STR && y.kind == TV_STR, "+ on strings only (tmpl_ev_arith checked)");
     char *p = tmpl_ev_alloc(ev, x.u.s.n + y.u.s.n + 1);
     memcpy(p, x.u.s.p, x.u.s.n);
     memcpy(p + x.u.s.n, y.u.s.p, y.u.s.n);
@@ -512,6 +522,8 @@ static struct tval slice(struct tmpl_ev *ev, struct tval obj, struct tval s0, st
     }
     lo = out[0];
     hi = out[1];
+    /* norm_index clamps: a positive step walks [0, n], a negative one [-1, n - 1] */
+    TERN_ASSERT(step > 0 ? (lo >= 0 && lo <= n && hi >= 0 && hi <= n) : (lo >= -1 && lo < n && hi >= -1 && hi < n));
     struct tval r = mk_list(ev, (size_t)n, items.flags & TVF_TUPLE);
     size_t k = 0;
     /* 0 <= i <= n here, so i + step cannot overflow going down; going up, stop before it would */
@@ -519,6 +531,7 @@ static struct tval slice(struct tmpl_ev *ev, struct tval obj, struct tval s0, st
         for (int64_t i = lo; i < hi; i = step > hi - i ? hi : i + step) r.u.l->v[k++] = items.u.l->v[i];
     else
         for (int64_t i = lo; i > hi && i >= 0; i += step) r.u.l->v[k++] = items.u.l->v[i];
+    TERN_ASSERT(k <= (size_t)n, "a slice holds at most the sequence");
     tmpl_ev_tick(ev, k, at);
     r.u.l->n = k;
     if (obj.kind != TV_STR) return r;
@@ -556,6 +569,7 @@ _Noreturn static void bad_operands(struct tmpl_ev *ev, const struct tmpl_node *a
  * (an empty sequence times 10**18 is empty at once, not 10**18 empty copies). */
 static struct tval repeat(struct tmpl_ev *ev, struct tval seq, int64_t times, const struct tmpl_node *at)
 {
+    TERN_ASSERT(seq.kind == TV_STR || seq.kind == TV_LIST, "only strings and lists repeat");
     size_t unit = seq.kind == TV_STR ? seq.u.s.n : seq.u.l->n;
     if (times <= 0 || unit == 0) {
         if (seq.kind == TV_STR) return tv_str("", 0);
@@ -570,6 +584,7 @@ static struct tval repeat(struct tmpl_ev *ev, struct tval seq, int64_t times, co
         return tv_str(p, unit * (size_t)times);
     }
     struct tval r = mk_list(ev, unit * (size_t)times, seq.flags & TVF_TUPLE);
+    TERN_ASSERT(r.u.l->cap >= unit * (size_t)times, "the result was sized before the copies");
     for (int64_t i = 0; i < times; i++)
         memcpy(r.u.l->v + (size_t)i * unit, seq.u.l->v, unit * sizeof(struct tval));
     r.u.l->n = unit * (size_t)times;
@@ -680,6 +695,8 @@ struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval
                     q--;
                     m += y;
                 }
+                /* Python's floor division: the remainder takes the divisor's sign */
+                TERN_ASSERT(m == 0 || (m < 0) == (y < 0), "a floored remainder has the divisor's sign");
                 return op == OP_FLOORDIV ? tv_int(q) : tv_int(m);
             }
         case OP_POW:
@@ -706,6 +723,7 @@ struct tval tmpl_ev_arith(struct tmpl_ev *ev, int op, struct tval a, struct tval
     if (op == OP_ADD && a.kind == TV_LIST && b.kind == TV_LIST && !(a.flags & TVF_GEN) &&
         !(b.flags & TVF_GEN) && (a.flags & TVF_TUPLE) == (b.flags & TVF_TUPLE)) {
         struct tval r = mk_list(ev, a.u.l->n + b.u.l->n, a.flags & TVF_TUPLE);
+        TERN_ASSERT(r.u.l->cap >= a.u.l->n + b.u.l->n);
         memcpy(r.u.l->v, a.u.l->v, a.u.l->n * sizeof(struct tval));
         memcpy(r.u.l->v + a.u.l->n, b.u.l->v, b.u.l->n * sizeof(struct tval));
         r.u.l->n = a.u.l->n + b.u.l->n;
@@ -852,9 +870,13 @@ static struct tval call_macro(struct tmpl_ev *ev, const struct tmpl_node *m, con
     struct tmpl_buf b;
     tmpl_buf_init(&b, ev->a);
     b.marks = marks_new(ev);
+    TERN_ASSERT(m->kind == N_MACRO && ev->depth >= 0 && ev->depth < TMPL_MAX_CALL_DEPTH);
+    const int depth0 = ev->depth, rdepth0 = ev->rdepth;
     ev->depth++;
     exec_body(ev, m->body, m->n_body, f, &b);
     ev->depth--;
+    /* errors leave by longjmp: a normal return comes back to the depths it started at */
+    TERN_ASSERT(ev->depth == depth0 && ev->rdepth == rdepth0, "macro call and evaluation depths balance");
     check_buf(ev, &b, at);
     return marked_str(ev, b.p ? b.p : "", b.n, b.marks);
 }
@@ -901,6 +923,7 @@ static void enter(struct tmpl_ev *ev, const struct tmpl_node *n)
 {
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     uintptr_t used = here < ev->stack_base ? ev->stack_base - here : here - ev->stack_base;
+    TERN_ASSERT(ev->rdepth >= 0 && ev->rdepth <= TMPL_MAX_EVAL_DEPTH, "enter() keeps the depth within its limit");
     if (++ev->rdepth > TMPL_MAX_EVAL_DEPTH || used > TMPL_MAX_STACK)
         tmpl_throw(ev, n, "RecursionError", "evaluation nested deeper than %d levels (or %u KiB of stack)",
                    TMPL_MAX_EVAL_DEPTH, TMPL_MAX_STACK >> 10);
@@ -911,7 +934,10 @@ static struct tval eval(struct tmpl_ev *ev, const struct tmpl_node *n, struct fr
     enter(ev, n);
     tmpl_ev_tick(ev, 1, n);
     struct tval v = eval_node(ev, n, f);
+    TERN_ASSERT(ev->rdepth >= 1);
     ev->rdepth--;
+    /* an expression's value is a value: the statement kinds never come out of eval */
+    TERN_ASSERT(v.kind <= TV_LOOP, "eval yields a value of a known kind");
     return v;
 }
 
@@ -988,6 +1014,7 @@ static struct tval eval_node(struct tmpl_ev *ev, const struct tmpl_node *n, stru
         if (tmpl_truthy(eval(ev, n->a, f))) return eval(ev, n->b, f);
         return n->c ? eval(ev, n->c, f) : undef_why(ev, "the inline if-expression evaluated to false and no else section was defined");
     case N_COMPARE: {
+        TERN_ASSERT(n->n_args >= 1 && n->ops, "the parser gives a comparison its operators");
         struct tval left = eval(ev, n->a, f);
         for (int i = 0; i < n->n_args; i++) {
             struct tval right = eval(ev, n->args[i], f);
@@ -1004,6 +1031,7 @@ static struct tval eval_node(struct tmpl_ev *ev, const struct tmpl_node *n, stru
         return l;
     }
     case N_DICT: {
+        TERN_ASSERT(n->n_args == 0 || (n->args && n->kwargs), "a dict literal's keys and values pair up");
         struct tdict *d = tmpl_ev_alloc(ev, sizeof *d);
         for (int i = 0; i < n->n_args; i++) {
             struct tval k = eval(ev, n->args[i], f);
@@ -1034,6 +1062,7 @@ static void assign(struct tmpl_ev *ev, const struct tmpl_node *target, struct fr
         return;
     }
     struct tval items = tmpl_ev_list_of(ev, v, target);
+    TERN_ASSERT(items.kind == TV_LIST && items.u.l);
     if ((int)items.u.l->n != target->n_names)
         tmpl_throw(ev, target, "ValueError", "%s values to unpack (expected %d, got %zu)",
                    (int)items.u.l->n > target->n_names ? "too many" : "not enough",
@@ -1049,6 +1078,7 @@ static void bind_targets(struct tmpl_ev *ev, const struct tmpl_node *n, struct f
         return;
     }
     struct tval items = tmpl_ev_list_of(ev, item, n);
+    TERN_ASSERT(items.kind == TV_LIST && items.u.l && n->n_names >= 2);
     if ((int)items.u.l->n != n->n_names)
         tmpl_throw(ev, n, "ValueError", "%s values to unpack (expected %d, got %zu)",
                    (int)items.u.l->n > n->n_names ? "too many" : "not enough", n->n_names, items.u.l->n);
@@ -1074,6 +1104,7 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
 {
     struct tval src = eval(ev, n->a, f);
     struct tval items = tmpl_ev_list_of(ev, src, n->a);
+    TERN_ASSERT(items.kind == TV_LIST && items.u.l && n->n_names >= 1, "a loop iterates a list of items");
     struct frame *lf = frame_new(ev, f);
     if (n->b) { /* {% for x in xs if cond %}: filter first, so loop.length/last see the result */
         struct tval kept = mk_list(ev, items.u.l->n, 0);
@@ -1083,6 +1114,7 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
             bind_targets(ev, n, lf, items.u.l->v[i]);
             if (tmpl_truthy(eval(ev, n->b, lf))) kept.u.l->v[k++] = items.u.l->v[i];
         }
+        TERN_ASSERT(k <= items.u.l->n);
         kept.u.l->n = k;
         items = kept;
         lf = frame_new(ev, f);
@@ -1095,6 +1127,7 @@ static enum flow exec_for(struct tmpl_ev *ev, const struct tmpl_node *n, struct 
     L->length = (int64_t)items.u.l->n;
     L->items = items.u.l;
     L->depth0 = loop_depth(f);
+    TERN_ASSERT(L->depth0 >= 0 && L->length > 0);
     struct tval lv = {0};
     lv.kind = TV_LOOP;
     lv.u.loop = L;
@@ -1114,6 +1147,7 @@ static enum flow exec_node(struct tmpl_ev *ev, const struct tmpl_node *n, struct
     enter(ev, n);
     tmpl_ev_tick(ev, 1, n);
     enum flow fl = exec_stmt(ev, n, f, out);
+    TERN_ASSERT(ev->rdepth >= 1);
     ev->rdepth--;
     return fl;
 }
@@ -1190,6 +1224,8 @@ tern_status tmpl_render(const struct tmpl_program *prog, struct tmpl_arena *aren
         b.marks = opts ? opts->marks : NULL;
         tmpl_buf_add(&b, "", 0);
         exec_body(ev, prog->body, prog->n_body, ev->root, &b);
+        /* a render that completes unwound every macro call and evaluation frame it entered */
+        TERN_ASSERT(ev->depth == 0 && ev->rdepth == 0, "scopes and evaluation depth balance");
         check_buf(ev, &b, NULL);
         *out = b.p;
         *out_len = b.n;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -64,6 +65,7 @@ static struct tmpl_token *push(struct lexer *lx, int kind, size_t off)
         lx->toks = t;
         lx->cap = cap;
     }
+    TERN_ASSERT(lx->n_toks < lx->cap && off <= lx->n, "a token starts inside the source");
     struct tmpl_token *t = &lx->toks[lx->n_toks++];
     memset(t, 0, sizeof *t);
     t->kind = kind;
@@ -84,6 +86,7 @@ static size_t skip_ws(const struct lexer *lx, size_t p)
 static bool emit_text(struct lexer *lx, size_t from, size_t to)
 {
     if (to <= from) return true;
+    TERN_ASSERT(to <= lx->n);
     struct tmpl_token *t = push(lx, TK_TEXT, from);
     if (!t) return false;
     t->p = lx->s + from;
@@ -95,6 +98,7 @@ static bool emit_text(struct lexer *lx, size_t from, size_t to)
 static size_t text_end_before_tag(const struct lexer *lx, size_t from, size_t to, char kind,
                                   char marker)
 {
+    TERN_ASSERT(from <= to && to <= lx->n && (kind == '{' || kind == '%' || kind == '#'));
     if (marker == '-') {
         while (to > from && is_ws(lx->s[to - 1])) to--;
         return to;
@@ -113,6 +117,7 @@ static size_t text_end_before_tag(const struct lexer *lx, size_t from, size_t to
 /* After a closing "%}" / "#}" / "}}" at `p` (just past it), with its marker. */
 static size_t after_tag_end(const struct lexer *lx, size_t p, char marker, bool is_var)
 {
+    TERN_ASSERT(p <= lx->n, "a tag ends inside the source");
     if (marker == '-') return skip_ws(lx, p);
     if (marker == '+' || is_var) return p;
     if (p < lx->n && lx->s[p] == '\n') p++; /* trim_blocks */
@@ -401,9 +406,11 @@ tern_status tmpl_lex(struct tmpl_arena *a, const char *src, size_t len, struct t
         if (!push(&lx, is_var ? TK_VAR_BEGIN : TK_BLOCK_BEGIN, t)) goto oom;
         pos = lex_tag(&lx, p, is_var, t, &st);
         if (!pos) return st;
+        TERN_ASSERT(pos > t && pos <= n, "every tag consumes bytes: the lexer always moves on");
     }
     struct tmpl_token *e = push(&lx, TK_EOF, n);
     if (!e) goto oom;
+    TERN_ASSERT(lx.n_toks >= 1 && lx.toks[lx.n_toks - 1].kind == TK_EOF, "the parser relies on a final EOF token");
     *toks = lx.toks;
     *n_toks = lx.n_toks;
     return TERN_OK;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 #define TMPL_MAX_NEST 200
@@ -57,9 +58,15 @@ static void *palloc(struct parser *p, size_t n)
     return r;
 }
 
-static struct tmpl_token *cur(struct parser *p) { return &p->t[p->i]; }
+/* The token stream ends with TK_EOF and next() never moves past it. */
+static struct tmpl_token *cur(struct parser *p)
+{
+    TERN_ASSERT(p->i >= 0 && p->i < p->n && p->t[p->n - 1].kind == TK_EOF, "the cursor stays on the tokens");
+    return &p->t[p->i];
+}
 static struct tmpl_token *peek(struct parser *p, int k)
 {
+    TERN_ASSERT(k >= 0 && p->n >= 1);
     int j = p->i + k;
     return &p->t[j < p->n ? j : p->n - 1];
 }
@@ -146,6 +153,7 @@ static void nv_push(struct parser *p, struct nvec *nv, struct tmpl_node *x)
         nv->v = v;
         nv->cap = cap;
     }
+    TERN_ASSERT(nv->n < nv->cap, "room for the node (absent optional parts are NULL)");
     nv->v[nv->n++] = x;
 }
 struct svec {
@@ -161,6 +169,7 @@ static void sv_push(struct parser *p, struct svec *sv, const char *x)
         sv->v = v;
         sv->cap = cap;
     }
+    TERN_ASSERT(sv->n < sv->cap);
     sv->v[sv->n++] = x;
 }
 
@@ -169,7 +178,11 @@ static void enter(struct parser *p)
     if (++p->depth > TMPL_MAX_NEST)
         perr(p, cur(p), "template nesting deeper than %d levels", TMPL_MAX_NEST);
 }
-static void leave(struct parser *p) { p->depth--; }
+static void leave(struct parser *p)
+{
+    TERN_ASSERT(p->depth > 0, "leave() pairs with enter()");
+    p->depth--;
+}
 
 static struct tmpl_node *parse_expr(struct parser *p, bool condexpr);
 static struct tmpl_node *parse_unary(struct parser *p, bool with_filter);
@@ -447,6 +460,7 @@ static struct tmpl_node *parse_unary(struct parser *p, bool with_filter)
 static struct tmpl_node *binop(struct parser *p, const struct tmpl_token *at, int op,
                                struct tmpl_node *a, struct tmpl_node *b)
 {
+    TERN_ASSERT(a && b, "both operands were parsed (errors longjmp out)");
     struct tmpl_node *n = mk(p, N_BINOP, at);
     n->op = op;
     n->a = a;
@@ -895,6 +909,8 @@ tern_status tmpl_compile(const char *src, size_t len, struct tmpl_program **out)
     if (st == TERN_OK) {
         if (setjmp(p->jb) == 0) {
             prog->body = parse_body(p, NULL, &prog->n_body, NULL, NULL);
+            /* a parse that completes consumed every token and closed every level it opened */
+            TERN_ASSERT(p->depth == 0 && cur(p)->kind == TK_EOF && prog->n_body >= 0, "the parse ends balanced at EOF");
         } else st = p->st;
     }
     free(p);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
+
 /* ------------------------------------------------------------------ arena */
 
 struct tmpl_chunk {
@@ -59,6 +61,8 @@ void *tmpl_arena_alloc(struct tmpl_arena *a, size_t n)
         a->head = c;
         a->total += cap;
     }
+    /* 16-byte granules inside the chunk: values and pointers stored in the arena are aligned */
+    TERN_ASSERT(n % 16 == 0 && c->used % 16 == 0 && c->cap - c->used >= n && a->total <= a->limit);
     void *p = c->data + c->used;
     c->used += n;
     memset(p, 0, n);
@@ -91,6 +95,7 @@ void tmpl_buf_add(struct tmpl_buf *b, const char *p, size_t n)
         b->p = np;
         b->cap = cap;
     }
+    TERN_ASSERT(b->p && b->n + n < b->cap, "room for the bytes and the NUL");
     if (n) memcpy(b->p + b->n, p, n);
     b->n += n;
     b->p[b->n] = '\0';
@@ -126,6 +131,7 @@ size_t tmpl_utf8_offset(const char *p, size_t n, int64_t ci)
     int64_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (char_start(p, i) && k++ == ci) return i;
+    TERN_ASSERT(k <= ci, "an offset inside the string was returned above");
     return n;
 }
 
@@ -514,6 +520,7 @@ static bool equal(struct tval a, struct tval b, int depth)
         return a.u.f == b.u.f;
     }
     if (a.kind != b.kind) return false;
+    TERN_ASSERT(depth >= 0 && depth <= TMPL_MAX_DATA_DEPTH, "equal() stops at the data depth limit");
     switch (a.kind) {
     case TV_UNDEF:
     case TV_NONE: return true;
@@ -553,6 +560,7 @@ bool tmpl_equal(struct tval a, struct tval b) { return equal(a, b, 0); }
 struct tval *tmpl_dict_get(const struct tdict *d, struct tval key)
 {
     tmpl_meter.work += d->n / 8; /* a key comparison is a few instructions */
+    TERN_ASSERT(d->n <= d->cap && (!d->n || (d->k && d->v)));
     for (size_t i = 0; i < d->n; i++) {
         const struct tval *k = &d->k[i];
         if (key.kind == TV_STR && k->kind == TV_STR) {

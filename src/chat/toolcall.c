@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/error.h"
 
 enum { S_TEXT, S_TAGGED, S_L3_START, S_L3_TAG, S_JSON, S_L3_AFTER, S_MIS_OPEN, S_MIS_ELEM, S_MIS_SEP };
@@ -116,6 +117,7 @@ bool toolcall_buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, co
         b->p = q;
         b->cap = cap;
     }
+    TERN_ASSERT(b->p && b->n + n < b->cap, "room for the bytes and the NUL");
     if (n) memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = '\0';
@@ -127,6 +129,9 @@ bool toolcall_buf_add(struct tern_toolcall_parser *p, struct toolcall_buf *b, co
 /* pending[0..k) leaves the window (emit_text copies it first) */
 static void advance(struct tern_toolcall_parser *p, size_t k)
 {
+    /* the window only ever gives up bytes it holds, and the scanner never runs past them */
+    TERN_ASSERT(k <= p->pending.n && p->scan <= p->pending.n && p->json_start <= p->pending.n,
+                "the window gives up only bytes it holds");
     memmove(p->pending.p, p->pending.p + k, p->pending.n - k);
     p->pending.n -= k;
     p->pending.p[p->pending.n] = '\0';
@@ -218,6 +223,7 @@ static bool add_call(struct tern_toolcall_parser *p, struct tern_toolcall *c)
         p->calls = v;
         p->cap_calls = cap;
     }
+    TERN_ASSERT(p->n_calls < p->cap_calls && c->name, "a kept call has a name");
     p->calls[p->n_calls++] = *c;
     p->completed++;
     return true;
@@ -300,6 +306,7 @@ static void finish_object(struct tern_toolcall_parser *p, size_t e, bool lenient
 {
     struct tern_toolcall c;
     char why[256];
+    TERN_ASSERT(p->json_start <= e && e <= p->pending.n, "the call's JSON lies in the window");
     enum toolcall_verdict v = toolcall_decode(p->pending.p + p->json_start, e - p->json_start, &c, why, sizeof why);
     if (v == TC_CALL) {
         if (add_call(p, &c)) consume(p, e);
@@ -328,6 +335,9 @@ static void group_bad(struct tern_toolcall_parser *p, size_t start, size_t end)
         p->segs = v;
         p->cap_segs = cap;
     }
+    TERN_ASSERT(start <= end && end <= p->pending.n && p->n_segs < p->cap_segs);
+    /* segments come in list order: later entries start after earlier ones end */
+    TERN_ASSERT(p->n_segs == 0 || p->segs[p->n_segs - 1].end <= start);
     p->segs[p->n_segs++] = (struct toolcall_seg){start, end};
 }
 
@@ -336,6 +346,7 @@ static void group_entry(struct tern_toolcall_parser *p, size_t e)
 {
     struct tern_toolcall c;
     char why[256];
+    TERN_ASSERT(p->json_start <= e && e <= p->pending.n);
     enum toolcall_verdict v = toolcall_decode(p->pending.p + p->json_start, e - p->json_start, &c, why, sizeof why);
     if (v == TC_CALL && add_call(p, &c)) {
         p->group_valid++;
@@ -360,6 +371,7 @@ static void group_end(struct tern_toolcall_parser *p, size_t e)
             buf_add(p, &p->text, p->pending.p + g->start, g->end - g->start);
             kept += g->end - g->start;
         }
+        TERN_ASSERT(kept <= e && e <= p->pending.n, "the kept entries are part of the list");
         p->dropped += e - kept;
         advance(p, e);
     }
@@ -391,6 +403,7 @@ static const char *find(const char *h, size_t hn, const char *n)
 size_t toolcall_tag_prefix_tail(const char *s, size_t n, const char *tag)
 {
     size_t tl = strlen(tag);
+    TERN_ASSERT(tl >= 1, "a tag has bytes");
     for (size_t k = tl - 1 < n ? tl - 1 : n; k > 0; k--)
         if (!memcmp(s + n - k, tag, k)) return k;
     return 0;
@@ -434,6 +447,7 @@ static int json_scan(struct tern_toolcall_parser *p, size_t *end)
                 *end = p->scan + 1;
                 return -1;
             }
+            TERN_ASSERT(p->depth >= 0 && p->depth < TOOLCALL_MAX_DEPTH);
             p->stack[p->depth++] = c;
         } else if (c == '}' || c == ']') {
             if (p->depth == 0 || p->stack[p->depth - 1] != (c == '}' ? '{' : '[')) {
@@ -759,7 +773,9 @@ tern_status tern_toolcall_finish(struct tern_toolcall_parser *p, int *n_complete
     p->fed = true;
     toolcall_reason_feed(p, NULL, 0, true);
     run(p, true);
-    if (p->pending.n) emit_text(p, p->pending.n); /* defensive: nothing stays undecided */
+    /* run(eof) decides every byte; kept defensive (SQLite's NEVER): an unchecked build still
+     * hands anything left over back as content */
+    if (TERN_NEVER(p->pending.n && !p->oom)) emit_text(p, p->pending.n);
     p->finished = true;
     if (p->oom) return tern_fail(TERN_ERR_NOMEM, "out of memory in the tool-call parser");
     if (n_completed) *n_completed = p->completed;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "chat/toolcall.h"
+#include "util/check.h"
 
 static bool ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
@@ -37,6 +38,7 @@ static bool has_control(const char *s, size_t n)
 static const char *memfind(const char *h, size_t hn, const char *t)
 {
     size_t tl = strlen(t);
+    TERN_ASSERT(tl > 0, "a needle has bytes (t[0] is read below)");
     for (size_t i = 0; i + tl <= hn; i++)
         if (h[i] == t[0] && !memcmp(h + i, t, tl)) return h + i;
     return NULL;
@@ -46,6 +48,8 @@ static const char *memfind(const char *h, size_t hn, const char *t)
 static enum toolcall_verdict make_call(const char *name, size_t nl, cJSON *args, struct tern_toolcall *call,
                                        char *why, size_t why_n)
 {
+    /* the decoders hand over a checked name (no control bytes) and an arguments object */
+    TERN_ASSERT(name && nl > 0 && !has_control(name, nl) && cJSON_IsObject(args), "a call is a name and an object");
     char *a = cJSON_PrintUnformatted(args);
     char *nm = malloc(nl + 1);
     cJSON_Delete(args);
@@ -234,12 +238,14 @@ struct gscan {
 
 static void gskip(struct gscan *g)
 {
+    TERN_ASSERT(g->i <= g->n, "the scanner stays inside the call");
     while (g->i < g->n && ws(g->s[g->i])) g->i++;
 }
 
 static bool glit(struct gscan *g, const char *t)
 {
     size_t tl = strlen(t);
+    TERN_ASSERT(g->i <= g->n && tl > 0);
     if (g->n - g->i >= tl && !memcmp(g->s + g->i, t, tl)) {
         g->i += tl;
         return true;

@@ -138,6 +138,7 @@ static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
 static void rewind_to(struct batch_draft *bd, int i, int n)
 {
     struct bd_slot *s = &bd->slots[i];
+    TERN_ASSERT(i >= 0 && i < bd->n_slots && n >= 0);
     TERN_ASSERT(tern_kv_seq_n_pos(bd->ctx, i) == s->n_rec);
     if (n >= s->n_rec) return;
     /* a recurrent drafter (qwen35) goes back only inside its last decode call, or to 0 */
@@ -146,6 +147,7 @@ static void rewind_to(struct batch_draft *bd, int i, int n)
     TERN_ASSERT(st == TERN_OK);
     (void)st;
     s->n_rec = n;
+    TERN_ASSERT(tern_kv_seq_n_pos(bd->ctx, i) == n, "the drafter's KV follows its record after a rewind");
 }
 
 tern_status batch_draft_admit(struct batch_draft *bd, int slot, const int32_t *prompt, int n,
@@ -228,6 +230,7 @@ static bool pick(struct batch_draft *bd, int i, int j, int32_t *out)
  * the cache, but the records were rewound for it and no longer say what it would have added). */
 static tern_status pass(struct batch_draft *bd, int n, struct batch_draft_info *in)
 {
+    TERN_ASSERT(n > 0 && n <= bd->n_batch, "a pass fits the drafter's batch");
     const double t0 = gen_now_ms(), c0 = util_process_cpu_ms();
     const struct tern_batch b = {.n = n, .tokens = bd->b_tok, .seq = bd->b_seq, .logits = bd->b_logits};
     tern_status st = tern_decode_batch(bd->ctx, &b);
@@ -296,9 +299,11 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
     for (int r = 0; !st && r < n_rq; r++) { /* the records follow their sequences */
         struct bd_slot *s = &bd->slots[rq[r].slot];
         if (s->take > 0) {
+            TERN_ASSERT(s->n_rec + s->take <= rq[r].n && s->n_rec + s->take <= bd->n_ctx);
             memcpy(s->rec + s->n_rec, rq[r].toks + s->n_rec, sizeof(int32_t) * (size_t)s->take);
             s->n_rec += s->take;
         }
+        TERN_ASSERT(tern_kv_seq_n_pos(bd->ctx, rq[r].slot) == s->n_rec, "the records follow their sequences");
     }
     for (int r = 0; !st && r < n_rq; r++) {
         struct batch_draft_req *q = &rq[r];
@@ -328,6 +333,7 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
             struct batch_draft_req *q = &rq[r];
             struct bd_slot *s = &bd->slots[q->slot];
             if (s->row < 0) continue;
+            TERN_ASSERT(s->n_rec < bd->n_ctx && q->n_out == j && j < q->k && q->k <= bd->n_max);
             s->rec[s->n_rec++] = q->out[j - 1];
             if (pick(bd, q->slot, j, &q->out[j])) q->n_out = j + 1;
             else s->row = -1;
@@ -338,6 +344,7 @@ tern_status batch_draft_run(struct batch_draft *bd, struct batch_draft_req *rq, 
             rq[r].n_out = 0;
             rq[r].looked = false;
         }
+    for (int r = 0; r < n_rq; r++) TERN_ASSERT(rq[r].n_out >= 0 && rq[r].n_out <= rq[r].k, "drafted <= asked");
     if (info) *info = in;
     return st;
 }

@@ -253,6 +253,28 @@ void batcher_set_cost(struct tern_batcher *b, batch_cost_fn fn, void *user)
 }
 int tern_batcher_n_slots(const struct tern_batcher *b) { return b->n_slots; }
 
+/* The invariants of slot i between steps (see the top of the file): the record within the
+ * context, the pending tokens at its end and fitting their rows, the KV holding exactly the
+ * decoded part of the record (a prefilling slot: a prefix of its prompt). */
+static void slot_check(const struct tern_batcher *b, int i)
+{
+    const struct slot *s = &b->slots[i];
+    TERN_ASSERT(i >= 0 && i < b->n_slots);
+    TERN_ASSERT(s->n_toks >= 0 && s->n_toks <= b->n_ctx, "a record fits its sequence");
+    TERN_ASSERT(s->n_pending >= 0 && s->n_pending <= b->pend_cap && s->n_pending <= s->n_toks,
+                "pending tokens are the record's last ones and fit the slot's rows");
+    const int kv = tern_kv_seq_n_pos(b->ctx, i);
+    if (!s->active) {
+        TERN_ASSERT(s->n_pending == 0 && s->n_toks <= kv, "a free slot's record is in its KV");
+        return;
+    }
+    TERN_ASSERT(s->n_prompt >= 1 && s->n_prompt <= s->n_toks, "the record starts with the prompt");
+    if (s->n_pending > 0)
+        TERN_ASSERT(kv == s->n_toks - s->n_pending, "a generating slot's KV holds its record but the pending tokens");
+    else
+        TERN_ASSERT(s->n_toks == s->n_prompt && kv <= s->n_prompt, "a prefilling slot's KV holds part of its prompt");
+}
+
 static int common_prefix(const int32_t *a, int na, const int32_t *c, int nc)
 {
     int n = na < nc ? na : nc, i = 0;
@@ -358,6 +380,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
         gen_grammar_free(&s->gram);
         return tern_fail_prefix(st, "batcher: ");
     }
+    TERN_ASSERT(!s->active && reused >= 0 && reused <= cap, "the last prompt token is always decoded");
+    TERN_ASSERT(tern_kv_seq_n_pos(b->ctx, best) == reused, "the slot's KV holds exactly the reused prefix");
     memcpy(s->toks, r->prompt, sizeof(int32_t) * (size_t)r->n_prompt);
     s->group = r->cache_group;
     s->n_toks = r->n_prompt;
@@ -389,6 +413,8 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     for (int i = 0; i < r->n_prompt; i++) tern_sampler_accept(r->sampler, r->prompt[i]);
     s->active = true;
     b->n_active++;
+    TERN_ASSERT(b->n_active <= b->n_slots);
+    slot_check(b, best);
     if (slot_out) *slot_out = best;
     return TERN_OK;
 }
@@ -430,6 +456,7 @@ static void finish(struct tern_batcher *b, int i, tern_status rc)
     s->n_pending = 0;
     s->active = false;
     s->last_used = ++b->tick;
+    TERN_ASSERT(b->n_active > 0, "a slot leaves once");
     b->n_active--;
     s->r.on_done(&s->st, s->r.user);
 }
@@ -464,6 +491,7 @@ static int draft_room(const struct tern_batcher *b, const struct slot *s)
     const int left = s->r.max_tokens - s->st.n_generated - 1;     /* tokens after t's successor */
     if (k > room) k = room;
     if (k > left) k = left;
+    TERN_ASSERT(k <= SPEC_MAX_DRAFT && s->n_pending + k <= b->pend_cap, "drafts fit the slot's draft array and rows");
     return k > 0 ? k : 0;
 }
 
@@ -493,6 +521,7 @@ static int propose(struct tern_batcher *b, struct slot *s, int k_ctl)
     const tern_status st = s->ver.gr ? gen_grammar_draft(&s->gram, s->src, s->toks, s->n_toks, k, s->draft, &got, &cls)
                                      : s->src->ops->propose(s->src, s->toks, s->n_toks, k, 0, s->draft, &got, &cls);
     if (st) return 0;
+    TERN_ASSERT(got >= 0 && got <= k, "a source drafts no more than asked");
     s->st.spec_drafted += got;
     if (got > 0) s->st.spec_rounds++;
     return got;
@@ -510,6 +539,9 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
     int32_t next = -1;
     int32_t *forced = b->pend; /* the grammar's forced tokens at the position being checked */
     const float *q = s->model_drafts ? batch_draft_q(b->bd, i) : NULL; /* NULL: point masses */
+    TERN_ASSERT(s->n_draft > 0 && s->n_draft <= SPEC_MAX_DRAFT && s->row >= 0);
+    /* the pass decoded t and every draft after the record's decoded part */
+    TERN_ASSERT(tern_kv_seq_n_pos(b->ctx, i) == base + s->n_draft, "KV holds t and the drafts");
     for (;;) {
         if (s->ver.gr && (nf = gen_grammar_forced(&s->gram, forced, b->pend_cap)) > 0) {
             ended = gen_out_forced_drafts(&s->out, s->draft, s->n_draft, &a, forced, &nf, s->toks, base, &rc);
@@ -529,6 +561,7 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
         }
         a++;
     }
+    TERN_ASSERT(a >= 0 && a <= s->n_draft, "accepted <= drafted");
     *acc = a + (ended ? 1 : 0);
     s->st.spec_accepted += *acc;
     /* tested: the kept drafts, plus the one rejected (later ones never were) */
@@ -551,6 +584,7 @@ static bool verify(struct tern_batcher *b, int i, int *acc)
                 gen_out_add_forced(&s->out, forced, &np, s->n_toks, b->pend_cap, &rc);
     }
     /* the KV holds t and every draft: it keeps what the record holds, once all slots sampled */
+    TERN_ASSERT(s->n_toks == base + a && s->n_toks <= tern_kv_seq_n_pos(b->ctx, i));
     s->kv_keep = s->n_toks;
     if (ended || rc) {
         finish(b, i, rc);
@@ -607,6 +641,7 @@ static tern_status model_drafts(struct tern_batcher *b, int n_order, int k_ctl, 
     for (int r = 0; !st && r < n; r++) {
         struct slot *s = &b->slots[b->dreq[r].slot];
         if (b->dreq[r].k == 0) continue;
+        TERN_ASSERT(b->dreq[r].n_out >= 0 && b->dreq[r].n_out <= b->dreq[r].k, "the drafter drafts no more than asked");
         s->n_draft = b->dreq[r].n_out;
         s->st.spec_drafted += s->n_draft;
         if (s->n_draft > 0) s->st.spec_rounds++;
@@ -802,12 +837,15 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
         }
         in.n_drafted += s->n_draft;
     }
+    /* pend_cap was chosen so every slot's pending tokens and drafts fit one batch */
+    TERN_ASSERT(n <= b->n_batch, "the generating slots' rows fit the batch");
     int budget = b->p.n_prefill < b->n_batch - n ? b->p.n_prefill : b->n_batch - n;
     for (int k = 0; k < n_order && budget > 0; k++) {
         const int i = b->order[k];
         struct slot *s = &b->slots[i];
         const int kv = tern_kv_seq_n_pos(b->ctx, i);
         int chunk = s->n_prompt - kv;
+        TERN_ASSERT(chunk > 0, "a prefilling slot has prompt left to decode");
         if (chunk > budget) chunk = budget;
         for (int j = 0; j < chunk; j++) {
             b->b_tok[n] = s->toks[kv + j];
@@ -822,6 +860,7 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             s->row = n - 1;
         }
     }
+    TERN_ASSERT(n <= b->n_batch && budget >= 0);
     in.n_tokens = n;
     if (n == 0) {
         if (info) *info = in;
@@ -858,6 +897,7 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
                      gen_out_choose(&s->out, logits, b->pend, &np, s->n_toks, b->pend_cap, &rc);
         in.mask_ms += s->gram.mask_ms - m0;
         if (!ended && !rc && !(s->ver.gr && s->gram.failed)) {
+            TERN_ASSERT(np >= 1 && np <= b->pend_cap && s->n_toks + np <= b->n_ctx, "chosen tokens fit the record");
             memcpy(s->toks + s->n_toks, b->pend, sizeof(int32_t) * (size_t)np);
             s->n_toks += np;
             s->n_pending = np;
@@ -873,6 +913,12 @@ tern_status tern_batcher_step(struct tern_batcher *b, struct tern_batcher_step_i
             TERN_ASSERT(ts == TERN_OK);
             (void)ts;
         }
+    int n_active = 0;
+    for (int i = 0; i < b->n_slots; i++) {
+        slot_check(b, i);
+        n_active += b->slots[i].active;
+    }
+    TERN_ASSERT(n_active == b->n_active, "n_active counts the active slots");
     in.sample_ms = gen_now_ms() - t1;
     if (b->ctl && pure && m > 0) {
         if (!b->cost) t_verify = util_process_cpu_ms() - c1; /* the pass, verifying, sampling */

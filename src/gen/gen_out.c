@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "gen/gen_out.h"
+#include "util/check.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -151,6 +152,7 @@ bool gen_out_deliver(struct gen_out *o, int32_t tok, int pos, bool last, tern_st
 bool gen_out_hand_forced(struct gen_out *o, int32_t *pend, int *np, int pos0, int n, tern_status *rc)
 {
     struct gen_grammar *gr = o->ver->gr;
+    TERN_ASSERT(n >= 0 && *np >= 0 && *np + n <= GEN_MAX_PENDING, "forced tokens fit the pending array");
     for (int i = 0; i < n; i++) {
         const int32_t t = pend[(*np)++];
         tern_sampler_accept(o->sampler, t); /* repetition history, as if sampled */
@@ -176,6 +178,7 @@ bool gen_out_forced_drafts(struct gen_out *o, const int32_t *d, int k, int *a, i
     struct gen_grammar *gr = o->ver->gr;
     const int n = *nf;
     int m = 0;
+    TERN_ASSERT(gr && n > 0 && n <= GEN_MAX_PENDING && *a >= 0 && *a <= k, "checking forced tokens against the drafts");
     while (m < n && *a < k && d[*a] == forced[m]) {
         const int32_t t = forced[m++];
         tern_sampler_accept(o->sampler, t); /* repetition history, as if sampled: no draw */
@@ -188,6 +191,7 @@ bool gen_out_forced_drafts(struct gen_out *o, const int32_t *d, int k, int *a, i
         rec[pos0 + (*a)++] = t;
     }
     *nf = n - m;
+    TERN_ASSERT(*a <= k && *nf >= 0);
     if (*nf > 0) memmove(forced, forced + m, sizeof(int32_t) * (size_t)*nf);
     return false;
 }
@@ -196,7 +200,9 @@ bool gen_out_choose(struct gen_out *o, const float *logits, int32_t *pend, int *
                     tern_status *rc)
 {
     *np = 0;
+    TERN_ASSERT(cap >= 1 && cap <= GEN_MAX_PENDING && pos >= 0);
     if (o->rs.forcing >= 0) { /* the reasoning budget is spent: its close, one token per step */
+        TERN_ASSERT(o->rs.forcing < o->rs.n_close);
         const int32_t t = o->rs.close[o->rs.forcing++];
         if (o->rs.forcing == o->rs.n_close) { /* the last one: the answer (and the grammar) from here */
             o->rs.forcing = -1;

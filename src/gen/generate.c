@@ -23,6 +23,7 @@
 #include "gen/gen_hook.h"
 #include "gen/gen_out.h"
 #include "gen/spec.h"
+#include "util/check.h"
 #include "tern.h"
 #include "util/error.h"
 
@@ -352,6 +353,9 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
         }
         const double tb = gen_now_ms();
         const int nb = np + k;
+        TERN_ASSERT(np >= 1 && np <= pend_cap && k >= 0 && (k == 0 || k <= dr->n_max) && nb <= n_batch);
+        TERN_ASSERT(g->n_hist + nb <= g->n_ctx, "pending tokens and drafts fit the context");
+        TERN_ASSERT(tern_kv_n_pos(g->ctx) == g->n_hist, "the cache holds the history, nothing pending");
         const bool exact = nb > 1 && exact_needed;
         if (exact) tern_context_set_exact_batches(g->ctx, true);
         rc = tern_decode(g->ctx, pend, nb, g->n_hist, k > 0 ? TERN_LOGITS_ALL : TERN_LOGITS_LAST);
@@ -361,6 +365,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
             rc = tern_fail_prefix(rc, "generate: generated token %d: ", st.n_generated - 1);
             break;
         }
+        TERN_ASSERT(tern_kv_n_pos(g->ctx) == g->n_hist + nb, "the pass decoded every pending token and draft");
         memcpy(g->hist + g->n_hist, pend, (size_t)np * sizeof *pend);
         g->n_hist += np;
         if (k == 0) {
@@ -425,6 +430,9 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
                     gen_out_add_forced(&r, pend, &np, g->n_hist, pend_cap, &rc);
         }
         const double tc = gen_now_ms();
+        /* accepted <= drafted also keeps the rollback histogram's index in 0..100 */
+        TERN_ASSERT(a >= 0 && a <= k, "accepted <= drafted");
+        TERN_ASSERT(g->n_hist >= h0 && g->n_hist <= h0 + a, "the history keeps at most the accepted drafts");
         st.spec_rounds++;
         st.spec_drafted += k;
         st.spec_accepted += a;
@@ -438,6 +446,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
          * pending tokens of the next pass are out of the cache too */
         tern_status trc = tern_kv_truncate(g->ctx, g->n_hist);
         if (!rc && trc) rc = tern_fail_prefix(trc, "generate: rolling back to %d: ", g->n_hist);
+        TERN_ASSERT(trc || tern_kv_n_pos(g->ctx) == g->n_hist, "KV positions after rollback equal the accepted length");
     }
     if (!rc && tern_kv_n_pos(g->ctx) > g->n_hist) rc = tern_kv_truncate(g->ctx, g->n_hist);
     if (!rc && prm.grammar && g->gram.failed)

@@ -38,12 +38,14 @@
 #include <string.h>
 
 #include "gen/spec.h"
+#include "util/check.h"
 
 enum { CTL_REPLAIN = 256, CTL_OFF_MIN = 16, CTL_OFF_MAX = 1024 };
 #define CTL_FORGET 0.9
 
 static void est_add(struct spec_est *e, double x)
 {
+    TERN_ASSERT(e->head >= 0 && e->head < SPEC_EST_N && e->n >= 0 && e->n <= SPEC_EST_N);
     e->v[e->head] = x;
     e->head = (e->head + 1) % SPEC_EST_N;
     if (e->n < SPEC_EST_N) e->n++;
@@ -53,6 +55,7 @@ static void est_add(struct spec_est *e, double x)
 static double est_get(const struct spec_est *e)
 {
     double s[SPEC_EST_N];
+    TERN_ASSERT(e->n >= 0 && e->n <= SPEC_EST_N);
     memcpy(s, e->v, sizeof(double) * (size_t)e->n);
     for (int i = 1; i < e->n; i++)
         for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
@@ -80,6 +83,8 @@ static double plain_step(const struct spec_ctl *c)
 
 void spec_ctl_init(struct spec_ctl *c, int n_min, int n_max, bool costly, double size_ratio)
 {
+    /* t_ver and the expectation arrays are sized for SPEC_MAX_DRAFT drafts */
+    TERN_ASSERT(n_min >= 0 && n_min <= n_max && n_max <= SPEC_MAX_DRAFT);
     memset(c, 0, sizeof *c);
     c->n_min = n_min;
     c->n_max = n_max;
@@ -177,6 +182,7 @@ static int choose(struct spec_ctl *c, int k_cap, const double *e, int lag, int *
         return 0;
     }
     const double t_plain = plain_step(c);
+    TERN_ASSERT(k_cap <= SPEC_MAX_DRAFT && t_plain >= 0);
     if (!e) {
         /* nothing known about this class yet: the cheapest probe, as soon as the credit pays */
         const int k = c->n_min < k_cap ? c->n_min : k_cap;
@@ -226,6 +232,7 @@ bool spec_ctl_resting(const struct spec_ctl *c)
 int spec_ctl_choose(struct spec_ctl *c, int k_cap, int cls, int lag, int *lag_max)
 {
     if (k_cap > c->n_max) k_cap = c->n_max;
+    TERN_ASSERT(cls >= 0 && cls < SPEC_N_CLASS, "a proposal class indexes acc and tested");
     if (c->tested[cls] < 1) return choose(c, k_cap, NULL, lag, lag_max);
     /* one acceptance a for every position: E(k) = 1 + a + ... + a^k */
     const double a = (c->acc[cls] + 0.5) / (c->tested[cls] + 1.0); /* prior 1/2, weight 1 */
@@ -271,6 +278,8 @@ void spec_ctl_account(struct spec_ctl *c, int k, double a, double t_draft, doubl
 void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, double t_sync,
                      int n_sync, double t_verify)
 {
+    TERN_ASSERT(cls >= 0 && cls < SPEC_N_CLASS && k >= 0 && k <= SPEC_MAX_DRAFT);
+    TERN_ASSERT(a >= 0 && a <= k, "accepted <= drafted");
     if (k > 0) {
         /* tokens tested: the kept ones, plus the one that was rejected (later ones never were) */
         c->acc[cls] = CTL_FORGET * c->acc[cls] + a;
@@ -281,6 +290,7 @@ void spec_ctl_update(struct spec_ctl *c, int cls, int k, int a, double t_draft, 
 
 void spec_ctl_refused(struct spec_ctl *c, int cls, double t_draft)
 {
+    TERN_ASSERT(cls >= 0 && cls < SPEC_N_CLASS);
     c->acc[cls] = CTL_FORGET * c->acc[cls];
     c->tested[cls] = CTL_FORGET * c->tested[cls] + 1;
     spec_ctl_charge(c, t_draft);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gen/spec.h"
+#include "util/check.h"
 
 /* The logits the sampler should see: masked by the hook and the grammar into v->masked, or as
  * they are. *only: the one token the grammar allows here, or -1 (several, or no grammar). */
@@ -22,6 +23,8 @@ static const float *view(struct spec_verifier *v, const float *logits, int32_t *
     *only = -1;
     const bool hook = v->hook && v->hook->mask, gram = v->gr && v->gr->m;
     if (!hook && !gram) return logits;
+    TERN_ASSERT(v->masked && (!gram || (v->gr->n_tok > 0 && v->gr->n_tok <= v->n_vocab)),
+                "the tokenizer's ids are a prefix of the model's rows");
     memcpy(v->masked, logits, sizeof(float) * (size_t)v->n_vocab);
     if (hook) v->hook->mask(v->hook->user, v->masked, v->n_vocab);
     if (gram) {
@@ -72,6 +75,7 @@ static int32_t sample_in_mask(struct spec_verifier *v, struct tern_sampler *s, c
             if (gr->allow[w]) only = w * 32 + __builtin_ctz(gr->allow[w]);
     const int32_t t = only >= 0 ? only : tern_sampler_sample_masked(s, logits, gr->allow, gr->n_tok);
     const double dt = gen_cpu_ms() - t0;
+    TERN_ASSERT(t >= 0 && t < gr->n_tok, "a masked draw picks a token of the tokenizer");
     gr->masks++;
     gr->mask_ms += dt;
     gr->ms += dt;
@@ -87,6 +91,7 @@ int32_t spec_sample(struct spec_verifier *v, struct tern_sampler *s, const float
     const float *l = view(v, logits, &only);
     if (only >= 0) return forced(v, s, only);
     int32_t t = tern_sampler_sample(s, l);
+    TERN_ASSERT(t >= 0 && t < v->n_vocab);
     kept(v, t);
     return t;
 }
@@ -96,6 +101,8 @@ static int32_t draw(struct tern_sampler *s, const float *p, int n)
 {
     double total = 0.0;
     for (int i = 0; i < n; i++) total += p[i];
+    /* the caller falls back to p itself when the residual is empty */
+    TERN_ASSERT(n > 0 && total > 0.0 && isfinite(total), "a draw from a distribution with mass");
     double r = tern_sampler_uniform(s) * total, acc = 0.0;
     int32_t last = -1;
     for (int i = 0; i < n; i++) {
@@ -119,6 +126,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
     }
     const int nv = v->n_vocab;
     float *p = v->p;
+    TERN_ASSERT(d >= 0 && d < nv && p, "a draft is a token of the model");
     int32_t only;
     const float *l = view(v, logits, &only);
     if (only >= 0) {
@@ -127,6 +135,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
     }
     tern_sampler_probs(s, l, p);
     const double qx = q ? q[d] : 1.0;
+    TERN_ASSERT(qx > 0.0 && qx <= 1.0 + 1e-3, "q(x) > 0: x was drawn from q");
     /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
     if (tern_sampler_uniform(s) * qx < (double)p[d]) {
         tern_sampler_accept(s, d);
@@ -157,6 +166,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
 int spec_verify(struct spec_verifier *v, struct tern_sampler *s, const float *const *L,
                 const int32_t *d, const float *q, int k, int32_t *next)
 {
+    TERN_ASSERT(k >= 0 && k <= SPEC_MAX_DRAFT);
     for (int i = 0; i < k; i++)
         if (!spec_check(v, s, L[i], d[i], q ? q + (size_t)i * v->n_vocab : NULL, next)) return i;
     *next = spec_sample(v, s, L[k]);

@@ -4,6 +4,7 @@
  * the owner for the name of an id (names live in the mapped file), so it costs 8 bytes per
  * slot. Built once at open time, read-only afterwards (safe to share between threads). */
 #include "gguf/gguf_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 #include <stdlib.h>
@@ -48,6 +49,8 @@ static int name_eq(struct tern_str a, const char *b, uint64_t len)
 int64_t gguf_index_insert(struct gguf_index *ix, const char *name, uint64_t len, int64_t id,
                           struct tern_str (*names)(const void *ctx, int64_t id), const void *ctx)
 {
+    /* sized at twice the count (gguf_index_init): the probe always meets an empty slot */
+    TERN_ASSERT(ix->slots && ix->cap >= 8 && (ix->cap & (ix->cap - 1)) == 0 && id >= 0);
     uint64_t mask = ix->cap - 1;
     for (uint64_t s = fnv1a(name, len) & mask;; s = (s + 1) & mask) {
         int64_t cur = ix->slots[s];
@@ -63,6 +66,7 @@ int64_t gguf_index_find(const struct gguf_index *ix, const char *name, uint64_t 
                         struct tern_str (*names)(const void *ctx, int64_t id), const void *ctx)
 {
     if (!ix->slots) return -1;
+    TERN_ASSERT(ix->cap >= 8 && (ix->cap & (ix->cap - 1)) == 0);
     uint64_t mask = ix->cap - 1;
     for (uint64_t s = fnv1a(name, len) & mask;; s = (s + 1) & mask) {
         int64_t cur = ix->slots[s];

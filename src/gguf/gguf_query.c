@@ -6,6 +6,7 @@
  * Typed getters convert between integer widths when the value fits and say which key and which
  * type in the message when it does not. */
 #include "gguf/gguf_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 #include <inttypes.h>
@@ -31,7 +32,9 @@ static struct tern_str tensor_name(const void *ctx, int64_t id)
 int64_t tern_gguf_find_key(const struct tern_gguf *g, const char *key)
 {
     if (!g || !key) return -1;
-    return gguf_index_find(&g->kv_index, key, strlen(key), kv_name, g);
+    const int64_t i = gguf_index_find(&g->kv_index, key, strlen(key), kv_name, g);
+    TERN_ASSERT(i < g->n_kv, "the index holds kv ids");
+    return i;
 }
 
 static const struct gguf_kv *kv_at(const struct tern_gguf *g, int64_t i)
@@ -67,6 +70,7 @@ const void *tern_gguf_arr_data(const struct tern_gguf *g, int64_t i)
 {
     const struct gguf_kv *kv = kv_at(g, i);
     if (!kv || kv->type != TERN_GGUF_ARRAY || gguf_type_size(kv->arr_type) == 0) return NULL;
+    TERN_ASSERT(kv->arr_data_offset <= g->size && kv->arr_len * gguf_type_size(kv->arr_type) <= g->size - kv->arr_data_offset);
     return g->data + kv->arr_data_offset;
 }
 
@@ -77,6 +81,8 @@ struct tern_str tern_gguf_arr_str(const struct tern_gguf *g, int64_t i, uint64_t
         j >= kv->arr_len)
         return (struct tern_str){NULL, 0};
     uint64_t at = kv->str_offsets[j];
+    /* the reader checked every element string lies in the file */
+    TERN_ASSERT(at + 8 <= g->size && gguf_rd_u64(g->data + at) <= g->size - at - 8);
     return (struct tern_str){(const char *)g->data + at + 8, gguf_rd_u64(g->data + at)};
 }
 
@@ -208,5 +214,6 @@ const struct tern_gguf_tensor *tern_gguf_find_tensor(const struct tern_gguf *g, 
 {
     if (!g || !name) return NULL;
     int64_t i = gguf_index_find(&g->tensor_index, name, strlen(name), tensor_name, g);
+    TERN_ASSERT(i < g->n_tensors, "the index holds tensor ids");
     return i < 0 ? NULL : &g->tensors[i];
 }

@@ -7,6 +7,7 @@
  * return TERN_ERR_FORMAT (bad content) or TERN_ERR_IO (cannot open/map) with a message naming
  * the file, the item (kv index + key, tensor index + name) and the byte offset. */
 #include "gguf/gguf_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 #include <errno.h>
@@ -94,6 +95,8 @@ static tern_status fail_at(const struct parser *ps, uint64_t off, const char *fm
 
 static tern_status need(const struct parser *ps, uint64_t n, const char *field)
 {
+    /* every read checks before it advances: the cursor never passes the end */
+    TERN_ASSERT(ps->pos <= ps->size, "the parser stays inside the file");
     if (n > ps->size - ps->pos)
         return fail_at(ps, ps->pos, "%s needs %llu bytes but the file ends at %llu", field,
                        (ull)n, (ull)ps->size);
@@ -131,6 +134,7 @@ static tern_status rd_str(struct parser *ps, const char *field, struct tern_str 
     out->ptr = (const char *)ps->p + ps->pos;
     out->len = len;
     ps->pos += len;
+    TERN_ASSERT(ps->pos <= ps->size);
     return TERN_OK;
 }
 
@@ -291,6 +295,7 @@ static tern_status read_alignment(struct parser *ps, struct tern_gguf *g)
     if (a == 0 || (a & (a - 1)) != 0)
         return fail_at(ps, kv->value_offset, "alignment %u is not a power of two", a);
     g->alignment = a;
+    TERN_ASSERT(g->alignment && (g->alignment & (g->alignment - 1)) == 0);
     return TERN_OK;
 }
 
@@ -344,6 +349,9 @@ static tern_status parse_info(struct parser *ps, struct tern_gguf *g, int64_t i,
         return fail_at(ps, dims_at, "byte size of %llu elements of type %s overflows",
                        (ull)n_el, tern_type_name(t->type));
     t->nbytes = blocks * (uint64_t)bb;
+    /* the model reads rows of ne[0] elements: the size is whole rows of whole blocks */
+    TERN_ASSERT(t->nbytes % (uint64_t)bb == 0 && t->nbytes / (uint64_t)bb * (uint64_t)bs == n_el,
+                "tensor bytes are whole blocks of its elements");
 
     *offset_at = ps->pos;
     if ((st = rd_u64(ps, "data offset", &t->offset))) return st;
@@ -379,6 +387,10 @@ static tern_status check_ranges(struct parser *ps, struct tern_gguf *g, const ui
                            "from offset %llu)",
                            (ull)t->offset, (ull)t->nbytes, (ull)room, (ull)g->data_offset);
         t->data = ps->p + g->data_offset + t->offset;
+        /* inside the data section, aligned as the file says (offsets are multiples of it) */
+        TERN_ASSERT((const uint8_t *)t->data >= ps->p + g->data_offset &&
+                    (uint64_t)((const uint8_t *)t->data - ps->p) + t->nbytes <= ps->size);
+        TERN_ASSERT((g->data_offset + t->offset) % g->alignment == 0 || g->data_offset == ps->size);
     }
     if (g->n_tensors < 2) return TERN_OK;
     struct span *order = malloc((size_t)g->n_tensors * sizeof *order);
@@ -389,6 +401,7 @@ static tern_status check_ranges(struct parser *ps, struct tern_gguf *g, const ui
     for (int64_t k = 1; k < g->n_tensors && !st; k++) {
         const struct tern_gguf_tensor *a = &g->tensors[order[k - 1].index];
         const struct tern_gguf_tensor *b = &g->tensors[order[k].index];
+        TERN_ASSERT(a->offset <= b->offset, "sorted by offset");
         if (a->offset + a->nbytes > b->offset) {
             char qa[200];
             quote_name(qa, sizeof qa, a->name.ptr, a->name.len);
@@ -422,6 +435,7 @@ static tern_status parse_tensors(struct parser *ps, struct tern_gguf *g)
                              (ull)g->data_offset, (ull)ps->size);
             g->data_offset = ps->size; /* vocab-only files may stop right after the metadata */
         }
+        TERN_ASSERT(g->data_offset <= ps->size && (g->data_offset >= end || g->data_offset == ps->size));
     }
     if (!st) st = check_ranges(ps, g, offset_at);
     free(offset_at);
@@ -460,6 +474,7 @@ static tern_status parse_header(struct parser *ps, struct tern_gguf *g)
                        (ull)left);
     g->n_kv = (int64_t)nk; /* both bounded by the file size */
     g->n_tensors = (int64_t)nt;
+    TERN_ASSERT(g->n_kv >= 0 && g->n_tensors >= 0 && ps->pos == 24, "the header is 24 bytes");
     return TERN_OK;
 }
 

@@ -85,6 +85,8 @@ tern_status gram_finish(const struct tern_grammar_vocab *v, struct gram_ir *ir, 
                      (size_t)g->n_ranges * sizeof *g->ranges + (size_t)g->n_calls * sizeof *g->calls +
                      (size_t)g->n_rules * sizeof *g->rules + (size_t)g->n_follow * 4;
     g->compile_ms = util_now_ms() - t0;
+    /* the matcher's classification cache and lazy tables exist for every finished grammar */
+    TERN_ASSERT(g->cache && g->n_nodes > 0 && g->root < g->n_rules && (!g->lazy || g->kmp), "a finished grammar is complete");
     *out = g;
     return TERN_OK;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 /* ---------------------------------------------------------------- growable arrays */
@@ -64,6 +65,7 @@ static uint32_t nfa_state(struct nfa *a)
         a->head = h;
         a->cap_states = nc;
     }
+    TERN_ASSERT(a->n_states < a->cap_states);
     a->head[a->n_states] = GRAM_NONE;
     return a->n_states++;
 }
@@ -79,6 +81,7 @@ static void nfa_edge(struct nfa *a, uint32_t from, uint8_t kind, uint32_t arg, u
         a->e = e;
         a->cap_e = nc;
     }
+    TERN_ASSERT(from < a->n_states && to < a->n_states && a->n_e < a->cap_e, "edges join states already made");
     a->e[a->n_e] = (struct nfa_edge){a->head[from], to, arg, kind};
     a->head[from] = a->n_e++;
 }
@@ -1108,6 +1111,47 @@ static void set_flags(struct tern_grammar *g)
     }
 }
 
+/* The finished tables, checked once per compile (O(nodes + ranges + calls)): every index the
+ * engine follows without a bounds check lies in its table, and each node's flags agree with
+ * what it holds (the engine's fast paths trust GN_PLAIN, GN_POPONLY and GN_COUNT). */
+static void check_tables(const struct tern_grammar *g, uint32_t root_rule)
+{
+    TERN_ASSERT(root_rule < g->n_rules && g->rules[root_rule].start < g->n_nodes);
+    TERN_ASSERT(g->n_nodes <= GRAM_MAX_NODES);
+    for (uint32_t r = 0; r < g->n_rules; r++) {
+        const struct gram_rule *ru = &g->rules[r];
+        TERN_ASSERT(ru->start < g->n_nodes && g->nodes[ru->start].rule == r, "a rule starts at one of its nodes");
+        TERN_ASSERT((uint64_t)ru->fol_off + ru->fol_n <= g->n_follow);
+        TERN_ASSERT(!ru->counter || ru->cmax == GRAM_INF || ru->cmin <= ru->cmax, "counter bounds are ordered");
+    }
+    for (uint32_t i = 0; i < g->n_follow; i++) TERN_ASSERT(g->follow[i] < g->n_nodes);
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const struct gram_node *nd = &g->nodes[i];
+        TERN_ASSERT(nd->rule < g->n_rules);
+        TERN_ASSERT((uint64_t)nd->r_off + nd->r_n <= g->n_ranges && (uint64_t)nd->c_off + nd->c_n <= g->n_calls);
+        for (uint32_t k = 0; k < nd->r_n; k++) {
+            const struct gram_range *rg = &g->ranges[nd->r_off + k];
+            TERN_ASSERT(rg->lo <= rg->hi && rg->to < g->n_nodes && g->nodes[rg->to].rule == nd->rule,
+                        "a byte edge stays inside its rule");
+            /* sorted by lo: the step's early exit (r.lo > byte) depends on it */
+            TERN_ASSERT(k == 0 || g->ranges[nd->r_off + k - 1].lo <= rg->lo);
+            TERN_ASSERT((nd->flags & GN_NONDET) || k == 0 || g->ranges[nd->r_off + k - 1].hi < rg->lo,
+                        "a deterministic node's ranges do not overlap");
+        }
+        for (uint32_t k = 0; k < nd->c_n; k++) {
+            const struct gram_call *c = &g->calls[nd->c_off + k];
+            TERN_ASSERT(c->rule < g->n_rules && c->ret < g->n_nodes && g->nodes[c->ret].rule == nd->rule);
+        }
+        if (nd->flags & GN_COUNT)
+            TERN_ASSERT(g->rules[nd->rule].counter && nd->r_n == 0 && nd->c_n <= 1 && (!nd->c_n || g->calls[nd->c_off].ret == i),
+                        "a counter node calls its body and returns to itself");
+        else if (nd->flags & GN_PLAIN)
+            TERN_ASSERT(!(nd->flags & GN_FINAL) && nd->c_n == 0 && nd->r_n > 0);
+        else if (nd->flags & GN_POPONLY)
+            TERN_ASSERT((nd->flags & GN_FINAL) && nd->r_n == 0 && nd->c_n == 0);
+    }
+}
+
 void gram_free_tables(struct tern_grammar *g)
 {
     if (g->rules)
@@ -1313,6 +1357,7 @@ tern_status gram_compile(const struct gram_ir *ir, uint32_t root_rule,
     if ((st = prune(g, avail, prod))) goto fail;
     set_flags(g);
     if ((st = follow_sets(g))) goto fail;
+    check_tables(g, root_rule);
     free(nullable);
     free(prod);
     free(nfa_start);

@@ -34,6 +34,8 @@ static uint64_t mix64(uint64_t x)
 
 static bool frames_rehash(struct gram_frames *f, uint32_t nmask)
 {
+    /* the probe loop below ends only if the table keeps an empty slot */
+    TERN_ASSERT(f->n - f->n_fixed <= nmask / 2, "frame table grown before it fills");
     uint32_t *ns = malloc(((size_t)nmask + 1) * sizeof *ns);
     if (!ns) return false;
     memset(ns, 0xFF, ((size_t)nmask + 1) * sizeof *ns);
@@ -50,6 +52,7 @@ static bool frames_rehash(struct gram_frames *f, uint32_t nmask)
 
 static bool frames_init(struct gram_frames *f, uint32_t n_fixed)
 {
+    TERN_ASSERT(n_fixed >= 1 && n_fixed <= GRAM_VLEVELS, "one bottom per virtual level");
     memset(f, 0, sizeof *f);
     f->cap = 256;
     f->node = malloc(f->cap * sizeof *f->node);
@@ -82,6 +85,7 @@ static void frames_free(struct gram_frames *f)
 uint32_t gram_frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent, uint32_t cnt)
 {
     if ((f->n - f->n_fixed + 1) * 2 > f->mask && !frames_rehash(f, f->mask * 2 + 1)) return GRAM_NONE;
+    TERN_ASSERT(f->n >= f->n_fixed && f->n <= f->cap && (f->n - f->n_fixed + 1) * 2 <= f->mask);
     uint32_t k = (uint32_t)mix64((((uint64_t)node << 32) | parent) ^ ((uint64_t)cnt * 0x9E3779B97F4A7C15ull)) & f->mask;
     for (;;) {
         uint32_t i = f->slot[k];
@@ -106,7 +110,8 @@ uint32_t gram_frame_intern(struct gram_frames *f, uint32_t node, uint32_t parent
         f->level = c;
         f->cap = nc;
     }
-    TERN_ASSERT(parent < f->n);
+    TERN_ASSERT(parent < f->n, "a frame's parent is interned before it");
+    TERN_ASSERT(node != GRAM_NONE, "a frame returns to a node");
     uint32_t id = f->n++;
     f->node[id] = node;
     f->parent[id] = parent;
@@ -148,6 +153,7 @@ void gram_engine_free(struct gram_engine *e)
 /* Forget every frame (a matcher reset). */
 void gram_engine_reset(struct gram_engine *e)
 {
+    TERN_ASSERT(e->fr.slot && e->fr.n >= e->fr.n_fixed, "reset of an engine that was set up");
     e->fr.n = e->fr.n_fixed;
     memset(e->fr.slot, 0xFF, ((size_t)e->fr.mask + 1) * sizeof *e->fr.slot);
 }
@@ -176,6 +182,7 @@ static bool visit(struct gram_engine *e, uint32_t node, uint32_t frame)
         e->visit_used = nu;
         e->visit_mask = nm;
     }
+    TERN_ASSERT(e->n_visit * 2 < e->visit_mask, "the visited set keeps an empty slot");
     uint32_t s = (uint32_t)mix64(key) & e->visit_mask;
     while (e->visit[s] != UINT64_MAX) {
         if (e->visit[s] == key) return false;
@@ -188,6 +195,7 @@ static bool visit(struct gram_engine *e, uint32_t node, uint32_t frame)
 
 static void visit_clear(struct gram_engine *e)
 {
+    TERN_ASSERT(e->n_visit <= e->visit_mask);
     for (uint32_t i = 0; i < e->n_visit; i++) e->visit[e->visit_used[i]] = UINT64_MAX;
     e->n_visit = 0;
 }
@@ -196,6 +204,7 @@ static inline void emit(struct gram_engine *e, struct gram_stack *out, uint32_t 
                         uint32_t frame)
 {
     if (*n >= GRAM_MAX_STACKS) { e->overflow = true; return; }
+    TERN_ASSERT(node < e->g->n_nodes || gram_is_marker(node));
     out[*n] = (struct gram_stack){node, frame};
     (*n)++;
 }
@@ -209,6 +218,7 @@ static bool work_push(struct gram_engine *e, uint32_t node, uint32_t frame)
         e->work = w;
         e->cap_work = nc;
     }
+    TERN_ASSERT(node < e->g->n_nodes && frame < e->fr.n, "work items name a node and a live frame");
     e->work[e->n_work++] = (struct gram_stack){node, frame};
     return true;
 }
@@ -226,6 +236,8 @@ static void count_arrive(struct gram_engine *e, struct gram_stack *out, uint32_t
     const struct gram_node *nd = &g->nodes[L];
     const struct gram_rule *r = &g->rules[nd->rule];
     TERN_ASSERT(nd->flags & GN_COUNT);
+    TERN_ASSERT(r->counter && nd->c_n <= 1 && nd->r_n == 0, "a counter node has one call and no ranges");
+    TERN_ASSERT(unknown || r->cmax == GRAM_INF || k <= r->cmax, "a count never passes its maximum");
     if (nd->c_n) {
         uint32_t body = g->rules[g->calls[nd->c_off].rule].start;
         if (unknown) {
@@ -249,6 +261,7 @@ static void count_arrive(struct gram_engine *e, struct gram_stack *out, uint32_t
 static void pop_end(struct gram_engine *e, struct gram_stack *out, uint32_t *n, uint32_t node, uint32_t frame)
 {
     const struct tern_grammar *g = e->g;
+    TERN_ASSERT(node < g->n_nodes && frame < e->fr.n);
     if (frame >= e->fr.n_fixed) {
         if (e->fr.cnt[frame]) count_arrive(e, out, n, e->fr.node[frame], e->fr.parent[frame], e->fr.cnt[frame], false);
         else work_push(e, e->fr.node[frame], e->fr.parent[frame]);
@@ -259,6 +272,7 @@ static void pop_end(struct gram_engine *e, struct gram_stack *out, uint32_t *n, 
         return;
     }
     uint32_t lvl = frame;
+    TERN_ASSERT(lvl < GRAM_VLEVELS, "virtual bottoms are the fixed frames");
     const struct gram_node *nd = &g->nodes[node];
     const struct gram_rule *r = &g->rules[nd->rule];
     emit(e, out, n, lvl == 0 ? GRAM_POPPED : GRAM_VPOPPED, 0);
@@ -302,6 +316,7 @@ static void drain(struct gram_engine *e, struct gram_stack *out, uint32_t *n)
         if (!(nd->flags & GN_FINAL)) continue;
         pop_end(e, out, n, s.node, s.frame); /* the rule of s.node ends */
     }
+    TERN_ASSERT(*n <= GRAM_MAX_STACKS);
     visit_clear(e);
 }
 
@@ -367,6 +382,7 @@ uint32_t gram_engine_start(struct gram_engine *e, uint32_t node, uint32_t frame,
                            struct gram_stack *out)
 {
     uint32_t n = 0;
+    TERN_ASSERT(e->n_visit == 0, "the previous step cleared its visited set");
     e->overflow = false;
     e->n_work = 0;
     work_push(e, node, frame);
@@ -379,12 +395,14 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
 {
     const struct tern_grammar *g = e->g;
     uint32_t n = 0;
+    TERN_ASSERT(e->n_visit == 0 && (n_in == 0 || in != out), "stepping in place would overwrite the input");
     e->overflow = false;
     e->n_work = 0;
     for (uint32_t i = 0; i < n_in; i++) {
         uint32_t node = in[i].node;
         if (node == GRAM_FOLBYTES) { /* classification: k bytes past an unfollowed rule end */
             uint32_t k = in[i].frame % GRAM_FOLLOW_BYTES;
+            TERN_ASSERT(e->sim && in[i].frame / GRAM_FOLLOW_BYTES < g->n_rules);
             const struct gram_bset *fb = gram_follow_bytes(g, in[i].frame / GRAM_FOLLOW_BYTES);
             if (!fb || gram_bset_has(&fb[k], byte))
                 emit(e, out, &n, k + 1 < GRAM_FOLLOW_BYTES && fb ? GRAM_FOLBYTES : GRAM_OVERFLOW,
@@ -407,6 +425,7 @@ uint32_t gram_engine_step(struct gram_engine *e, const struct gram_stack *in, ui
         }
     }
     if (e->n_work) drain(e, out, &n);
+    TERN_ASSERT(n <= GRAM_MAX_STACKS && e->n_work == 0);
     /* the matcher keys its cache on the state: canonical order; classification needs none */
     return e->sim ? n : sort_unique(out, n);
 }
@@ -417,7 +436,9 @@ void gram_engine_next_bytes(const struct tern_grammar *g, const struct gram_stac
     memset(out, 0, sizeof *out);
     for (uint32_t i = 0; i < n; i++) {
         if (gram_is_marker(in[i].node)) continue;
+        TERN_ASSERT(in[i].node < g->n_nodes);
         const struct gram_node *nd = &g->nodes[in[i].node];
+        TERN_ASSERT((uint64_t)nd->r_off + nd->r_n <= g->n_ranges);
         for (uint32_t k = 0; k < nd->r_n; k++)
             gram_bset_add_range(out, g->ranges[nd->r_off + k].lo, g->ranges[nd->r_off + k].hi);
     }
@@ -451,6 +472,7 @@ static bool follow_bytes_of(const struct tern_grammar *g, uint32_t rule, struct 
     struct gram_stack *nxt = malloc((cap + GRAM_MAX_STACKS + 8) * sizeof *nxt);
     if (!cur || !nxt) { free(cur); free(nxt); gram_engine_free(&e); return false; }
     const struct gram_rule *r = &g->rules[rule];
+    TERN_ASSERT((uint64_t)r->fol_off + r->fol_n <= g->n_follow);
     uint32_t n = 0;
     bool any = false; /* every byte from here on */
     for (uint32_t i = 0; i < r->fol_n && !any; i++) {
@@ -485,6 +507,7 @@ static bool follow_bytes_of(const struct tern_grammar *g, uint32_t rule, struct 
 
 const struct gram_bset *gram_follow_bytes(const struct tern_grammar *g, uint32_t rule)
 {
+    TERN_ASSERT(rule < g->n_rules && g->cache);
     struct gram_bset *fb = atomic_load_explicit(&g->cache->folb[rule], memory_order_acquire);
     if (fb) return fb;
     fb = malloc(GRAM_FOLLOW_BYTES * sizeof *fb);

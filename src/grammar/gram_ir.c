@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -63,6 +64,14 @@ static uint32_t new_ex(struct gram_ir *ir, uint32_t kind, uint32_t a, uint32_t b
     if (!ir_ok(ir)) return GRAM_NONE;
     if (ir->n_ex >= GRAM_MAX_EXPRS) { ir->too_big = true; return GRAM_NONE; }
     if (!grow(ir, (void **)&ir->ex, &ir->cap_ex, ir->n_ex + 1, sizeof *ir->ex)) return GRAM_NONE;
+    /* what an expression names exists already: the IR is built bottom-up, without cycles
+     * except through rules */
+    TERN_ASSERT(kind != GX_BYTES || a < ir->n_sets);
+    TERN_ASSERT((kind != GX_SEQ && kind != GX_ALT) || ((uint64_t)a + b <= ir->n_kids && b >= 2));
+    TERN_ASSERT((kind != GX_REP && kind != GX_COUNT) || (c == GRAM_INF || b <= c));
+    TERN_ASSERT(kind != GX_REP || a < ir->n_ex);
+    TERN_ASSERT((kind != GX_REF && kind != GX_COUNT) || a < ir->n_rules);
+    TERN_ASSERT(kind != GX_DFA || a < ir->n_dfas);
     ir->ex[ir->n_ex] = (struct gram_ex){kind, a, b, c};
     return ir->n_ex++;
 }
@@ -273,6 +282,7 @@ uint32_t gir_rule_new(struct gram_ir *ir, const char *fmt, ...)
 void gir_rule_set(struct gram_ir *ir, uint32_t rule, uint32_t ex)
 {
     if (rule == GRAM_NONE || rule >= ir->n_rules) return;
+    TERN_ASSERT(ex == GRAM_NONE || ex < ir->n_ex, "a rule's body is an expression of this IR");
     ir->rules[rule].ex = ex;
 }
 
@@ -297,6 +307,7 @@ uint32_t gdfa_state(struct gram_dfa *d, bool final)
         if (!f) return GRAM_NONE;
         d->final = f;
     }
+    TERN_ASSERT(d->final);
     d->final[d->n_states] = final;
     return d->n_states++;
 }
@@ -304,6 +315,7 @@ uint32_t gdfa_state(struct gram_dfa *d, bool final)
 bool gdfa_edge(struct gram_dfa *d, uint32_t from, uint8_t lo, uint8_t hi, uint32_t to)
 {
     if (from == GRAM_NONE || to == GRAM_NONE) return false;
+    TERN_ASSERT(from < d->n_states && to < d->n_states && lo <= hi, "edges join states already made");
     if (d->n_edges == d->cap_edges) {
         uint32_t nc = d->cap_edges ? d->cap_edges * 2 : 64;
         struct gram_dfa_edge *e = realloc(d->edges, nc * sizeof *e);
@@ -318,6 +330,7 @@ bool gdfa_edge(struct gram_dfa *d, uint32_t from, uint8_t lo, uint8_t hi, uint32
 bool gdfa_xedge(struct gram_dfa *d, uint32_t from, uint32_t ex, uint32_t to)
 {
     if (from == GRAM_NONE || to == GRAM_NONE || ex == GRAM_NONE) return false;
+    TERN_ASSERT(from < d->n_states && to < d->n_states);
     if (d->n_xedges == d->cap_xedges) {
         uint32_t nc = d->cap_xedges ? d->cap_xedges * 2 : 32;
         struct gram_dfa_xedge *e = realloc(d->xedges, nc * sizeof *e);

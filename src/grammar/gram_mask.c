@@ -389,7 +389,10 @@ static int cmp_i32(const void *a, const void *b)
 /* The dense table of a deterministic node (built on first use in this walk). */
 static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node)
 {
+    /* a dense table maps each byte to one target: only a deterministic node has one */
+    TERN_ASSERT(node < g->n_nodes && !(g->nodes[node].flags & GN_NONDET));
     uint32_t sl = s->dslot[node];
+    TERN_ASSERT(sl <= s->n_dtab && (!sl || s->dnode[sl - 1] == node), "dslot and dnode agree");
     if (sl) return s->dtab + (size_t)(sl - 1) * 256;
     if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
     uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
@@ -400,6 +403,7 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
         uint32_t to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE;
         for (unsigned b = r->lo; b <= r->hi; b++) t[b] = to;
     }
+    TERN_ASSERT(s->n_dtab < GRAM_DENSE_TABLES);
     s->dnode[s->n_dtab] = node;
     s->dcap[s->n_dtab] = -2;
     s->dslot[node] = ++s->n_dtab;
@@ -525,6 +529,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
 {
     const struct tern_grammar_vocab *v = g->vocab;
     struct gram_depth *at = s->at;
+    TERN_ASSERT(v && node < g->n_nodes && frame0 < s->eng.fr.n && s->eng.sim, "a walk starts from one stack");
+    TERN_ASSERT(tr == &v->all || tr == &v->rest);
     at[0] = (struct gram_depth){node, frame0, GRAM_TAB_LAZY, 0, 1, 0, 0};
     const struct gram_trie_node *trie = tr->node;
     /* min_d > 0: the tokens of at most min_d bytes are known already (classify): subtrees
@@ -593,11 +599,13 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             in_n = 1;
         } else {
             uint32_t poff = d >= 2 ? at[d - 2].off_next : 0;
+            TERN_ASSERT(poff <= off, "each depth's stacks follow the previous depth's in buf");
             in = s->buf + poff;
             in_n = off - poff;
         }
         struct gram_stack *out = s->buf + off;
         uint32_t n = gram_engine_step(&s->eng, in, in_n, tn->byte, out);
+        TERN_ASSERT(n <= GRAM_MAX_STACKS && (size_t)off + n <= s->cap_buf);
         const uint8_t *level = s->eng.fr.level;
         bool live_real = false, live_virt = false, popped = false, vpopped = false;
         if (s->eng.overflow) ovf = 1;
@@ -684,6 +692,7 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     dense_reset(s);
     /* on top of a counter frame: that frame (the caller below it stays virtual) */
     uint32_t frame0 = 0;
+    TERN_ASSERT(node < g->n_nodes && v && s->n_dtab == 0 && s->eng.fr.n == s->eng.fr.n_fixed);
     if (L != GRAM_NONE) {
         frame0 = gram_frame_intern(&s->eng.fr, L, 0, cnt);
         if (frame0 == GRAM_NONE) return NULL;
@@ -720,6 +729,8 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     }
     s->min_depth = 0;
     if (!ok) return NULL;
+    /* a walk records each token at most once, as accepted or as uncertain */
+    TERN_ASSERT((uint64_t)s->n_acc + s->n_unc <= (uint64_t)v->n_vocab);
     /* the base's short tokens: uncertain ones always as ids, accepted ids too (a bitset is
      * masked below) */
     if (base) {
@@ -739,6 +750,7 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     c->n_acc = n_acc;
     c->n_unc = n_unc;
     c->bytes = sizeof *c;
+    TERN_ASSERT(!c->text || !almost, "a node is a text node or an almost-text one, not both");
     if (almost) {
         /* the slice tokens not starting with an exception, up to 1 + tcap characters */
         uint32_t lim = tcap == TCAP_INF ? GRAM_SLICE_MAX_CHARS : (uint32_t)tcap + 1;
@@ -775,6 +787,7 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
         qsort(c->acc_ids, n_acc, sizeof *c->acc_ids, cmp_i32);
         c->bytes += (size_t)n_acc * 4;
     }
+    TERN_ASSERT(!c->acc_ids || !c->acc_bits, "accepted tokens are either ids or a bitset");
     if (n_unc) {
         c->unc = malloc(n_unc * sizeof *c->unc);
         if (!c->unc) { gram_cls_free(c); return NULL; }
@@ -920,6 +933,7 @@ static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
             reps = expected;
         }
     }
+    TERN_ASSERT(node >= g->rules[r].start, "a rule's nodes start at its start node");
     return reps[node - g->rules[r].start];
 }
 
@@ -955,6 +969,8 @@ static bool pair_add(struct gram_cls_scratch *s, uint32_t x, uint32_t y, bool sa
         k = (k + 1) & GRAM_PAIR_MASK;
     }
     if (s->n_pused == GRAM_MAX_PAIRS) return false;
+    /* every queued pair is in pused: the level arrays cannot outgrow it */
+    TERN_ASSERT(s->n_pcur + s->n_pnext < GRAM_MAX_PAIRS);
     s->pset[k] = key;
     s->pused[s->n_pused++] = k;
     if (same) s->pcur[s->n_pcur++] = (struct gram_stack){x, y};
@@ -1033,6 +1049,7 @@ static uint32_t agree_depth(const struct tern_grammar *g, struct gram_cls_scratc
 /* Remember node as one of its rule's recent classifications (a base for the next). */
 static void recent_add(const struct tern_grammar *g, uint32_t node)
 {
+    TERN_ASSERT(node < g->n_nodes && g->nodes[node].rule < g->n_rules);
     uint32_t r = g->nodes[node].rule;
     unsigned k = atomic_fetch_add_explicit(&g->cache->recent_n[r], 1, memory_order_relaxed) % GRAM_RECENT;
     atomic_store_explicit(&g->cache->recent[(size_t)r * GRAM_RECENT + k], node + 1, memory_order_release);
@@ -1063,9 +1080,11 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
                                      struct gram_cls_scratch *s, bool *fresh)
 {
     *fresh = false;
+    TERN_ASSERT(node < g->n_nodes && g->vocab && g->cache, "classification needs a vocabulary");
     struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
     if (c) return c;
     uint32_t rep = node_rep(g, node);
+    TERN_ASSERT(rep < g->n_nodes && g->nodes[rep].rule == g->nodes[node].rule, "a representative is in the node's rule");
     const struct gram_cls *share = NULL;
     if (rep != node) { /* the representative's classification */
         share = gram_node_cls(g, rep, s, fresh);
@@ -1147,6 +1166,7 @@ static bool ccls_put(struct ccls_map *m, uint32_t node, uint32_t L, uint32_t cnt
         m->e = ne;
         m->mask = nm;
     }
+    TERN_ASSERT((m->n + 1) * 2 <= m->mask && c, "the table keeps an empty slot");
     uint32_t k = ccls_hash(node, L, cnt) & m->mask;
     while (m->e[k].c) k = (k + 1) & m->mask;
     m->e[k] = (struct ccls_ent){node, L, cnt, c};
@@ -1180,6 +1200,8 @@ const struct gram_cls *gram_node_cls_count(const struct tern_grammar *g, uint32_
                                            struct gram_cls_scratch *s, bool *fresh)
 {
     *fresh = false;
+    TERN_ASSERT(node < g->n_nodes && L < g->n_nodes && (g->nodes[L].flags & GN_COUNT), "L is a counter's node");
+    TERN_ASSERT(cnt > 0, "counts start at 1 in a counter frame");
     struct ccls_map *m = g->cache->ccls;
     pthread_mutex_lock(&m->mu);
     struct gram_cls *c = ccls_find(m, node, L, cnt);

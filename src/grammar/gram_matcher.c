@@ -81,6 +81,7 @@ static bool listed(const struct tern_grammar *g, int32_t id)
 
 static uint32_t kmp_step(const struct tern_grammar *g, uint32_t k, uint8_t b)
 {
+    TERN_ASSERT(k < g->trigger_len, "trigger progress stops short of the whole trigger");
     while (k > 0 && (uint8_t)g->trigger[k] != b) k = g->kmp[k];
     if ((uint8_t)g->trigger[k] == b) k++;
     return k;
@@ -106,6 +107,7 @@ tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool
         uint32_t j = g->kmp[k];
         while (j > 0 && trigger[j] != trigger[k]) j = g->kmp[j];
         if (trigger[j] == trigger[k] && j != k) j++;
+        TERN_ASSERT(j <= k, "a border is shorter than the prefix it borders");
         g->kmp[k + 1] = j;
     }
     const struct tern_grammar_vocab *v = g->vocab;
@@ -126,6 +128,7 @@ tern_status gram_setup_trigger(struct tern_grammar *g, const char *trigger, bool
                 if (k == len) hit = true;
             }
             if (!hit) continue;
+            TERN_ASSERT(g->n_trig_tokens[k0] <= cap[k0]);
             if (g->n_trig_tokens[k0] == cap[k0]) {
                 cap[k0] = cap[k0] ? cap[k0] * 2 : 16;
                 int32_t *p = realloc(g->trig_tokens[k0], cap[k0] * sizeof *p);
@@ -165,6 +168,8 @@ static size_t feed(struct tern_grammar_matcher *m, const uint8_t *b, size_t len,
     struct gram_stack *bufs[2] = {m->ta, m->tb};
     int which = 0;
     size_t i = 0;
+    TERN_ASSERT(*mode <= MODE_EOG && n <= STEPBUF && (n == 0 || st), "feed starts from a real position");
+    TERN_ASSERT(*mode != MODE_FREE || (g->lazy && *kmp < g->trigger_len), "free text only in a lazy grammar");
     for (; i < len; i++) {
         if (*mode == MODE_FREE) {
             uint32_t k = kmp_step(g, *kmp, b[i]);
@@ -190,6 +195,7 @@ static size_t feed(struct tern_grammar_matcher *m, const uint8_t *b, size_t len,
             ncur = 0;
         }
     }
+    TERN_ASSERT(*mode != MODE_CALL || ncur > 0 || i < len || n == 0, "a constrained position keeps stacks");
     *res = cur;
     *n_res = ncur;
     return i;
@@ -203,7 +209,9 @@ static struct mstep *top(struct tern_grammar_matcher *m)
 
 static const struct gram_stack *cur_state(const struct tern_grammar_matcher *m, uint32_t *n)
 {
+    TERN_ASSERT(m->n_steps > 0, "the history always holds the start position");
     const struct mstep *s = &m->steps[m->n_steps - 1];
+    TERN_ASSERT((uint64_t)s->off + s->n <= m->n_hs && s->mode <= MODE_EOG);
     *n = s->n;
     return s->n ? m->hs + s->off : m->hs; /* an empty state (free text) may have no history yet */
 }
@@ -232,6 +240,10 @@ static tern_status push_step(struct tern_grammar_matcher *m, uint8_t mode, uint3
         m->cap_hs = nc;
     }
     if (inside) st = m->hs + rel;
+    TERN_ASSERT(m->n_steps < m->cap_steps && m->n_hs + n <= m->cap_hs);
+    TERN_ASSERT(n <= STEPBUF && mode <= MODE_EOG && (mode != MODE_FREE || n == 0), "free text has no parse state");
+    /* a step never un-accepts bytes: the document only grows along the history */
+    TERN_ASSERT(m->n_steps == 0 || bytes >= m->steps[m->n_steps - 1].bytes);
     if (n) memmove(m->hs + m->n_hs, st, n * sizeof *st);
     m->steps[m->n_steps++] = (struct mstep){m->n_hs, n, kmp, bytes, mode};
     m->n_hs += n;
@@ -246,7 +258,9 @@ void tern_grammar_matcher_reset(struct tern_grammar_matcher *m)
     gram_engine_reset(&m->eng);
     m->n_canon = 0;
     /* frames are gone: the start state must be rebuilt, and cached states mean nothing now */
+    TERN_ASSERT(m->g->root < m->g->n_rules);
     m->n_init = gram_engine_start(&m->eng, m->g->rules[m->g->root].start, 0, m->init);
+    TERN_ASSERT(m->n_init <= GRAM_MAX_STACKS && m->eng.fr.n >= m->eng.fr.n_fixed);
     for (int i = 0; i < MCACHE; i++) m->cache[i].valid = false;
     if (m->g->lazy) push_step(m, MODE_FREE, 0, NULL, 0, 0);
     else push_step(m, MODE_CALL, 0, m->init, m->n_init, 0);
@@ -512,6 +526,7 @@ static int free_mask(struct tern_grammar_matcher *m, uint32_t kmp, uint32_t *mas
 {
     const struct tern_grammar_vocab *v = m->v;
     const struct tern_grammar *g = m->g;
+    TERN_ASSERT(g->lazy && kmp < g->trigger_len && v->n_words * 32 >= (uint32_t)v->n_vocab);
     m->stats.free_masks++;
     memset(mask, 0xFF, (size_t)v->n_words * 4);
     if (v->n_vocab & 31) mask[v->n_words - 1] = (1u << (v->n_vocab & 31)) - 1;
@@ -574,12 +589,15 @@ static uint32_t canon_frame(struct tern_grammar_matcher *m, uint32_t f)
         x = fr->parent[x];
     }
     uint32_t below = x < fr->n_fixed ? x : m->canon[x];
+    TERN_ASSERT(below < fr->n, "a canonical frame is a live frame");
     const uint32_t sat = gram_count_sat(g);
     while (k-- > 0) {
         uint32_t y = m->chain[k], c = fr->cnt[y];
         if (c) {
             const struct gram_rule *r = &g->rules[g->nodes[fr->node[y]].rule];
+            TERN_ASSERT(r->counter && (r->cmax == GRAM_INF || c <= r->cmax));
             c = gram_count_canon(c, r->cmin, r->cmax, sat);
+            TERN_ASSERT(c > 0, "saturation keeps a counter frame a counter frame");
         }
         uint32_t cy = y;
         if (below != fr->parent[y] || c != fr->cnt[y]) {
@@ -617,6 +635,7 @@ static const struct gram_stack *canon_state(struct tern_grammar_matcher *m, cons
     uint32_t k = n ? 1 : 0;
     for (uint32_t i = 1; i < n; i++)
         if (m->cst[i].node != m->cst[k - 1].node || m->cst[i].frame != m->cst[k - 1].frame) m->cst[k++] = m->cst[i];
+    TERN_ASSERT(k <= n);
     *n_out = k;
     return m->cst;
 }
@@ -640,6 +659,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
     const struct tern_grammar_vocab *v = m->v;
     const struct tern_grammar *g = m->g;
     struct mstep pos = *top(m);
+    TERN_ASSERT(v->n_words == ((uint32_t)v->n_vocab + 31) / 32, "a mask word per 32 tokens");
     m->stats.masks++;
     if (pos.mode == MODE_EOG) {
         memset(mask, 0, (size_t)v->n_words * 4);
@@ -657,6 +677,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
     if (g->n_counters && !(st = canon_state(m, st, n, &n))) goto fail;
     /* accepted sets of the distinct top nodes (the state is sorted by node); a node directly
      * on a counter frame is classified with its (saturated) count */
+    TERN_ASSERT(n <= STEPBUF, "node_cls holds a classification per stack");
     uint32_t n_nodes = 0;
     const struct gram_cls *single = NULL;
     const struct gram_frames *fr = &m->eng.fr;
@@ -698,6 +719,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
     } else {
         ids_only = false;
     }
+    TERN_ASSERT((n_nodes == 0) == (single == NULL));
     if (n_nodes == 1) {
         const struct gram_cls *c = single;
         if (c->text) {
@@ -707,6 +729,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 slice_count = v->n_slice;
             } else {
                 uint32_t lo = v->slice_off[r + 1]; /* slice tokens of at most r characters */
+                TERN_ASSERT(lo <= v->n_slice);
                 if (r < GRAM_SLICE_SMALL) {
                     memcpy(mask, v->slice_upto + (size_t)r * v->n_words, (size_t)v->n_words * 4);
                 } else if (lo < v->n_slice - lo) {
@@ -801,6 +824,7 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
                 if (!pass_add(m, &n_pass, id)) goto fail;
             }
         }
+        TERN_ASSERT(n_pass <= (uint32_t)v->n_vocab, "a token passes once");
         cache_store(e, h, st, n, m->cls.unc, n_pass);
         extra = n_pass;
     }
@@ -813,6 +837,8 @@ int tern_grammar_matcher_fill_mask(struct tern_grammar_matcher *m, uint32_t *mas
             set_bit(mask, v->eog[i]);
         }
     if (count < 0) count = popcount_mask(mask, v->n_words);
+    /* the counted path adds up disjoint sets; the mask's bits are the truth (O(vocabulary)) */
+    TERN_ASSERT_SLOW(count == popcount_mask(mask, v->n_words));
     return count;
 fail:
     /* out of memory: refuse everything rather than allow what was not checked */
@@ -864,6 +890,7 @@ int32_t tern_grammar_matcher_forced_token(struct tern_grammar_matcher *m)
     if (tern_grammar_matcher_fill_mask(m, m->mask) != 1) return -1;
     for (uint32_t w = 0; w < m->v->n_words; w++)
         if (m->mask[w]) return (int32_t)(w * 32 + (uint32_t)__builtin_ctz(m->mask[w]));
+    TERN_ASSERT(0, "a mask counted 1 has a bit set");
     return -1;
 }
 
@@ -993,6 +1020,7 @@ int tern_grammar_matcher_forced_tokens(struct tern_grammar_matcher *m, int32_t *
         int32_t id = 0;
         size_t l = longest_token(m->v, buf + i, k - i, &id);
         if (!l) break;
+        TERN_ASSERT(l <= k - i && id >= 0 && id < m->v->n_vocab, "a forced token lies within the forced bytes");
         out[nt++] = id;
         i += l;
     }
@@ -1007,6 +1035,9 @@ tern_status tern_grammar_matcher_rollback(struct tern_grammar_matcher *m, int n)
         return tern_fail(TERN_ERR_ARG, "grammar: cannot roll back %d steps (%u taken)", n, m->n_steps - 1);
     m->n_steps -= (uint32_t)n;
     const struct mstep *s = top(m);
+    /* the history is append-only: the kept position's stacks are the last ones written, so
+     * truncating there restores exactly the state the matcher had before those steps */
+    TERN_ASSERT(n == 0 || m->steps[m->n_steps].off >= s->off + s->n, "later steps lie after the kept one");
     m->n_hs = s->off + s->n;
     return TERN_OK;
 }

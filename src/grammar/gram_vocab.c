@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "grammar/gram_internal.h"
+#include "util/check.h"
 #include "util/error.h"
 
 #define GRAM_MAX_TOKEN_BYTES 65535
@@ -136,6 +137,8 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
             uint32_t m = p->len < e->len ? p->len : e->len;
             while (l < m && p->p[l] == e->p[l]) l++;
         }
+        TERN_ASSERT(e->len >= 1 && e->len <= v->max_len && l <= e->len && depth <= v->max_len,
+                    "the path holds one node per byte of the longest token");
         if (i && l == e->len && l == ents[i - 1].len) { /* same bytes as the previous token */
             v->same[last_id] = e->id;
             last_id = e->id;
@@ -158,6 +161,8 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     while (depth > 0) t->node[path[depth--]].end = nt;
     free(path);
     t->n = nt;
+    /* a subtree ends past its root, and no later than its parent's: the walks skip subtrees by end */
+    for (uint32_t i = 0; i < nt; i++) TERN_ASSERT(t->node[i].end > i && t->node[i].end <= nt);
     /* subtree summaries, children before parents (reverse depth-first order) */
     t->below = calloc(nt ? nt : 1, sizeof *t->below);
     t->below_other = calloc(nt ? nt : 1, 1);
@@ -168,6 +173,7 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     uint32_t sp = 0;
     for (uint32_t i = 0; i < nt; i++) {
         while (sp && t->node[stack[sp - 1]].depth >= t->node[i].depth) sp--;
+        TERN_ASSERT(sp <= v->max_len && (uint32_t)sp + 1 == t->node[i].depth, "a child is one byte below its parent");
         parent[i] = sp ? stack[sp - 1] : GRAM_NONE;
         stack[sp++] = i;
         t->below_depth[i] = t->node[i].depth;

@@ -2,6 +2,7 @@
  * path (see attn.h). The scalar block kernels simply run the per-query loops: they define what
  * every SIMD block kernel must reproduce per query. */
 #include "kernels/attn.h"
+#include "util/check.h"
 
 #include <math.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0);
     for (int p = 0; p < n_keys; p++) {
         const uint16_t *kr = k + (size_t)p * hd;
         float dot = 0.0f;
@@ -25,6 +27,7 @@ void attn_scores_scalar(const float *q, const uint16_t *k, int n_keys, int hd, f
 
 void attn_wsum_scalar(const float *w, const uint16_t *v, int n_keys, int hd, float *out)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0);
     for (int j = 0; j < hd; j++) out[j] = 0.0f;
     for (int p = 0; p < n_keys; p++) {
         const uint16_t *vr = v + (size_t)p * hd;
@@ -49,6 +52,7 @@ static void normalize_scalar(float *s, int n, float inv)
 
 void attn_softmax_scalar(float *s, int n)
 {
+    TERN_ASSERT(n >= 1, "a softmax over at least one key");
     const double sum = vexp_sum_scalar(s, n, max_scalar(s, n));
     normalize_scalar(s, n, (float)(1.0 / sum));
 }
@@ -92,7 +96,10 @@ void attn_bsoftmax_with(float *s, size_t ss, const int *off, const int *n, int n
 {
     float *row[ATTN_BLOCK_MAX] = {0};
     double sum[ATTN_BLOCK_MAX];
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX, "row and sum hold ATTN_BLOCK_MAX rows");
     for (int i = 0; i < nq; i++) {
+        /* once per row, not per score: the row lies inside its ss floats, and is not empty */
+        TERN_ASSERT(n[i] >= 1 && off[i] >= 0 && (size_t)off[i] + (size_t)n[i] <= ss);
         row[i] = s + (size_t)i * ss + off[i];
         exp_sub(row[i], n[i], max(row[i], n[i]));
     }
@@ -102,12 +109,15 @@ void attn_bsoftmax_with(float *s, size_t ss, const int *off, const int *n, int n
 
 void attn_bsoftmax_scalar(float *s, size_t ss, const int *off, const int *n, int nq)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX, "a block holds at most ATTN_BLOCK_MAX queries");
     attn_bsoftmax_with(s, ss, off, n, nq, max_scalar, vexp_sub_scalar, normalize_scalar);
 }
 
 void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile)
 {
+    TERN_ASSERT(nq >= 1 && n_keys >= 0 && hd > 0);
+    TERN_ASSERT(ss >= ((size_t)n_keys + 15) / 16 * 16, "score rows have room for n_keys rounded up to 16");
     (void)tile;
     for (int i = 0; i < nq; i++) attn_scores_scalar(q + (size_t)i * hd, k, n_keys, hd, scale, s + i * ss);
 }
@@ -115,16 +125,19 @@ void attn_bscores_scalar(const float *q, int nq, const uint16_t *k, int n_keys, 
 void attn_bwsum_scalar(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX && hd > 0);
     for (int i = 0; i < nq; i++) attn_wsum_scalar(w + i * ws, v, nk[i], hd, out[i]);
 }
 
 void attn_round_f16_scalar(const float *x, float *y, int n)
 {
+    TERN_ASSERT(n >= 0);
     for (int i = 0; i < n; i++) y[i] = fp16_to_f32(fp16_from_f32(x[i]));
 }
 
 struct attn_kernels attn_select(int hd)
 {
+    TERN_ASSERT(hd > 0, "a head dimension from a model that loaded");
     const char *isa = kern_isa_name();
 #if defined(__x86_64__)
     if (!strcmp(isa, "avx512") && hd % 16 == 0)

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "kernels/attn.h"
+#include "util/check.h"
 #include "kernels/vexp.h"
 #include "util/fp16.h"
 
@@ -21,6 +22,7 @@ static inline float hsum256(__m256 v)
 
 void attn_scores_avx2(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     int p = 0;
     for (; p + 4 <= n_keys; p += 4) { /* four keys' chains side by side, each in j order */
         const uint16_t *kr = k + (size_t)p * hd;
@@ -46,6 +48,7 @@ void attn_scores_avx2(const float *q, const uint16_t *k, int n_keys, int hd, flo
 
 void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float *out)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     for (int j = 0; j < hd; j += 8) {
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
         int p = 0;
@@ -65,6 +68,7 @@ void attn_wsum_avx2(const float *w, const uint16_t *v, int n_keys, int hd, float
 
 void attn_round_f16_avx2(const float *x, float *y, int n)
 {
+    TERN_ASSERT(n >= 0);
     int i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
@@ -99,12 +103,14 @@ static void normalize_avx2(float *s, int n, float inv)
 
 void attn_softmax_avx2(float *s, int n)
 {
+    TERN_ASSERT(n >= 1, "a softmax over at least one key");
     const double sum = vexp_sum_avx2(s, n, max_avx2(s, n));
     normalize_avx2(s, n, (float)(1.0 / sum));
 }
 
 void attn_bsoftmax_avx2(float *s, size_t ss, const int *off, const int *n, int nq)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX, "a block holds at most ATTN_BLOCK_MAX queries");
     attn_bsoftmax_with(s, ss, off, n, nq, max_avx2, vexp_sub_avx2, normalize_avx2);
 }
 
@@ -136,6 +142,8 @@ static const int slot_key[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 void attn_bscores_avx2(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
                        float *s, size_t ss, float *tile)
 {
+    TERN_ASSERT(nq >= 1 && n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
+    TERN_ASSERT(ss >= ((size_t)n_keys + 15) / 16 * 16, "score rows have room for n_keys rounded up to 16");
     const __m256 vs = _mm256_set1_ps(scale);
     for (int p0 = 0; p0 < n_keys; p0 += 8) {
         const int nt = n_keys - p0 < 8 ? n_keys - p0 : 8;
@@ -206,6 +214,7 @@ static inline __attribute__((always_inline)) void wsum_group(const float *w, siz
 void attn_bwsum_avx2(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                      float *const *out)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     for (int j = 0; j < hd; j += 8)
         for (int i0 = 0; i0 < nq; i0 += 6) {
             const float *wi = w + i0 * ws;

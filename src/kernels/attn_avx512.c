@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "kernels/attn.h"
+#include "util/check.h"
 #include "kernels/vexp.h"
 
 /* The score of one (query, key) in this path's summation order: two chains over the head
@@ -17,6 +18,7 @@
  * is the reference test_attn holds the block kernel to, bit for bit). */
 void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 16 == 0, "attn_select picks this path only for head_dim % 16 == 0");
     for (int p = 0; p < n_keys; p++) {
         const uint16_t *kr = k + (size_t)p * hd;
         float a = q[0] * _cvtsh_ss(kr[0]), b = q[1] * _cvtsh_ss(kr[1]);
@@ -30,6 +32,7 @@ void attn_scores_avx512(const float *q, const uint16_t *k, int n_keys, int hd, f
 
 void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, float *out)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 16 == 0, "attn_select picks this path only for head_dim % 16 == 0");
     for (int j = 0; j < hd; j += 16) {
         __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
         int p = 0;
@@ -49,6 +52,7 @@ void attn_wsum_avx512(const float *w, const uint16_t *v, int n_keys, int hd, flo
 
 void attn_round_f16_avx512(const float *x, float *y, int n)
 {
+    TERN_ASSERT(n >= 0);
     for (int i = 0; i < n; i += 16) {
         const __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
         const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -81,12 +85,14 @@ static void normalize_avx512(float *s, int n, float inv_f)
 
 void attn_softmax_avx512(float *s, int n)
 {
+    TERN_ASSERT(n >= 1, "a softmax over at least one key");
     const double sum = vexp_sum_avx512(s, n, max_avx512(s, n));
     normalize_avx512(s, n, (float)(1.0 / sum));
 }
 
 void attn_bsoftmax_avx512(float *s, size_t ss, const int *off, const int *n, int nq)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX, "a block holds at most ATTN_BLOCK_MAX queries");
     attn_bsoftmax_with(s, ss, off, n, nq, max_avx512, vexp_sub_avx512, normalize_avx512);
 }
 
@@ -172,6 +178,8 @@ static inline __attribute__((always_inline)) void bscores_queries(const float *q
 void attn_bscores_avx512(const float *q, int nq, const uint16_t *k, int n_keys, int hd,
                          float scale, float *s, size_t ss, float *tile)
 {
+    TERN_ASSERT(nq >= 1 && n_keys >= 0 && hd > 0 && hd % 16 == 0, "attn_select picks this path only for head_dim % 16 == 0");
+    TERN_ASSERT(ss >= ((size_t)n_keys + 15) / 16 * 16, "score rows have room for n_keys rounded up to 16");
     const __m512 vs = _mm512_set1_ps(scale);
     for (int p0 = 0; p0 < n_keys; p0 += ATTN_TILE_KEYS) { /* two vectors of 16 keys */
         const int nt = n_keys - p0 < ATTN_TILE_KEYS ? n_keys - p0 : ATTN_TILE_KEYS, nv = nt > 16 ? 2 : 1;
@@ -234,6 +242,7 @@ static inline __attribute__((always_inline)) void wsum_group(const float *w, siz
 void attn_bwsum_avx512(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                        float *const *out)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX && hd > 0 && hd % 16 == 0, "attn_select picks this path only for head_dim % 16 == 0");
     for (int j = 0; j < hd; j += 16)
         for (int i0 = 0; i0 < nq; i0 += 8) {
             const float *wi = w + i0 * ws;

@@ -7,6 +7,7 @@
  * per block and reduce 4 (query, key) vectors with two pairwise adds (vpaddq_f32), which pair
  * the lanes the same way, so every score has the per-query kernel's bits. */
 #include "kernels/attn.h"
+#include "util/check.h"
 #include "kernels/attn_neon.h"
 #include "kernels/vexp.h"
 
@@ -27,6 +28,7 @@ static inline void load8_f16(const uint16_t *p, float32x4_t *lo, float32x4_t *hi
 
 void attn_scores_neon(const float *q, const uint16_t *k, int n_keys, int hd, float scale, float *s)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     for (int p = 0; p < n_keys; p++) {
         const uint16_t *kr = k + (size_t)p * hd;
         float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
@@ -42,6 +44,7 @@ void attn_scores_neon(const float *q, const uint16_t *k, int n_keys, int hd, flo
 
 void attn_wsum_neon(const float *w, const uint16_t *v, int n_keys, int hd, float *out)
 {
+    TERN_ASSERT(n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     for (int j = 0; j < hd; j += 8) {
         /* two keys per step in separate accumulators: the FMA chains overlap */
         float32x4_t a0 = vdupq_n_f32(0), a1 = vdupq_n_f32(0);
@@ -91,18 +94,22 @@ static void normalize_neon(float *s, int n, float inv)
 
 void attn_softmax_neon(float *s, int n)
 {
+    TERN_ASSERT(n >= 1, "a softmax over at least one key");
     const double sum = vexp_sum_scalar(s, n, max_neon(s, n));
     normalize_neon(s, n, (float)(1.0 / sum));
 }
 
 void attn_bsoftmax_neon(float *s, size_t ss, const int *off, const int *n, int nq)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX, "a block holds at most ATTN_BLOCK_MAX queries");
     attn_bsoftmax_with(s, ss, off, n, nq, max_neon, vexp_sub_scalar, normalize_neon);
 }
 
 void attn_bscores_neon(const float *q, int nq, const uint16_t *k, int n_keys, int hd, float scale,
                        float *s, size_t ss, float *tile)
 {
+    TERN_ASSERT(nq >= 1 && n_keys >= 0 && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
+    TERN_ASSERT(ss >= ((size_t)n_keys + 15) / 16 * 16, "score rows have room for n_keys rounded up to 16");
     for (int p0 = 0; p0 < n_keys; p0 += 4) {
         const int nt = n_keys - p0 < 4 ? n_keys - p0 : 4;
         for (int r = 0; r < 4; r++) { /* rows past the last key are zero: finite, unused */
@@ -188,6 +195,7 @@ static inline __attribute__((always_inline)) void wsum_group(const float *w, siz
 void attn_bwsum_neon(const float *w, size_t ws, const int *nk, int nq, const uint16_t *v, int hd,
                      float *const *out)
 {
+    TERN_ASSERT(nq >= 1 && nq <= ATTN_BLOCK_MAX && hd > 0 && hd % 8 == 0, "attn_select picks this path only for head_dim % 8 == 0");
     for (int j = 0; j < hd; j += 8)
         for (int i0 = 0; i0 < nq; i0 += 6) {
             const float *wi = w + i0 * ws;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "util/check.h"
 
 void delta_keep_cols(const struct delta_run *run, int i, const float *S, size_t ld, int j0, int nb)
 {
@@ -88,6 +89,7 @@ static void run_block(const struct delta_run *run, const float *S0, size_t ld0, 
 void delta_run_scalar(const struct delta_run *run, const float *S0, float *S, int j0, int j1)
 {
     const size_t hv = (size_t)run->hv;
+    TERN_ASSERT(j0 >= 0 && j0 <= j1 && j1 <= run->hv && run->m >= 1 && run->hk >= 1);
     for (int j = j0; j < j1; j += DELTA_BLOCK) {
         const int nb = j1 - j < DELTA_BLOCK ? j1 - j : DELTA_BLOCK;
         if (run->work && run->m > DELTA_WORK_MIN) {
@@ -102,6 +104,7 @@ void delta_run_scalar(const struct delta_run *run, const float *S0, float *S, in
 
 void delta_conv_scalar(const float *const *x, int k, const float *w, size_t ws, float *y, int n)
 {
+    TERN_ASSERT(k >= 1 && n >= 0);
     for (int c = 0; c < n; c++) {
         float s = 0.0f;
         for (int j = 0; j < k; j++) {

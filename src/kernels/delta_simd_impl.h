@@ -14,9 +14,11 @@
  * (decode) goes token by token over whole rows of the state, 4 vectors of columns at a time for
  * v' and o (8 FMA chains). */
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "kernels/delta.h"
+#include "util/check.h"
 
 /* The block's rows W + c * nb after a token: W = clamp(W * decay + u k^T), and with next the
  * next token's v' and o (vp, ov) from the rows as they are written. The work buffer's zeros
@@ -137,6 +139,9 @@ static void token_direct(const struct delta_run *run, int i, const float *S0, fl
 
 void DELTA_FN(delta_run)(const struct delta_run *run, const float *S0, float *S, int j0, int j1)
 {
+    /* delta_select chose this path for hv % DL == 0: whole vectors, no tail */
+    TERN_ASSERT(j0 >= 0 && j0 <= j1 && j1 <= run->hv && (j1 - j0) % DL == 0 && run->m >= 1);
+    TERN_ASSERT(!run->work || ((uintptr_t)run->work & 63) == 0, "the work block is 64-byte aligned");
     if (!run->work || run->m <= DELTA_WORK_MIN) {
         for (int i = 0; i < run->m; i++, S0 = S) token_direct(run, i, S0, S, j0, j1);
         return;
@@ -162,6 +167,7 @@ void DELTA_FN(delta_conv)(const float *const *x, int k, const float *w, size_t w
     }
     if (c == n) return;
     const float *xt[64];
+    TERN_ASSERT(k >= 1 && k <= 64, "xt holds a tap per kernel position");
     for (int j = 0; j < k; j++) xt[j] = x[j] + c;
     delta_conv_scalar(xt, k, w + c, ws, y + c, n - c);
 }

@@ -17,6 +17,7 @@
 
 #include <string.h>
 
+#include "util/check.h"
 #include "util/fp16.h"
 
 #define BF_KC 512  /* deepest K slice (a multiple of 8: pairs, and gemm_f32.c's rule) */
@@ -48,6 +49,7 @@ static inline uint32_t pair(float lo, float hi)
 
 static void pack_b_scalar(const struct kern_gemm *g, int k0, int kc, int j0, int nc, uint32_t *dst)
 {
+    TERN_ASSERT(nc >= 1 && (nc + NR - 1) / NR * NR <= BF_NC && kc >= 1 && kc <= BF_KC, "B's pairs fit the workspace");
     const int kcp = (kc + 1) / 2;
     for (int q = 0; q < nc; q += NR) {
         uint32_t *d = dst + (size_t)q * kcp;
@@ -77,6 +79,7 @@ static void pack_a_rows_scalar(const struct kern_gemm *g, int i0, int mc, int k0
                                uint32_t *dst)
 {
     const int kcp = (kc + 1) / 2, mpad = (mc + MR - 1) / MR * MR;
+    TERN_ASSERT(mc >= 1 && mpad <= BF_MC && kc >= 1 && kc <= BF_KC, "A's rows fit the workspace");
     for (int r = 0; r < mpad; r++)
         for (int p = 0; p < kcp; p++) dst[(size_t)r * kcp + p] = a_word(g, i0, mc, k0, kc, r, p);
 }
@@ -84,6 +87,7 @@ static void pack_a_rows_scalar(const struct kern_gemm *g, int i0, int mc, int k0
 static void pack_a_panels_scalar(const struct kern_gemm *g, int i0, int mc, int k0, int kc,
                                  uint32_t *dst)
 {
+    TERN_ASSERT(mc >= 1 && (mc + MR - 1) / MR * MR <= BF_MC && kc >= 1 && kc <= BF_KC, "A's panels fit the workspace");
     const int kcp = (kc + 1) / 2;
     for (int q = 0; q < mc; q += MR)
         for (int p = 0; p < kcp; p++)
@@ -134,6 +138,9 @@ void gemm_bf16_block(const struct kern_gemm *g, bool simd, float *ws, int i0, in
     }
     const bool rows_form = g->acs == 1;
     const int kc_max = bf_kc(g->K);
+    /* the workspace holds BF_KC x BF_NC of B and BF_MC x BF_KC of A, as pairs */
+    TERN_ASSERT(kc_max >= 1 && kc_max <= BF_KC && ((uintptr_t)ws & 63) == 0);
+    TERN_ASSERT(i0 >= 0 && i0 < i1 && i1 <= g->M && j0 >= 0 && j0 < j1 && j1 <= g->N);
     for (int jc = j0; jc < j1; jc += BF_NC) {
         const int nc = j1 - jc < BF_NC ? j1 - jc : BF_NC;
         for (int pc = 0; pc < g->K; pc += kc_max) {

@@ -17,6 +17,7 @@
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_f32_micro.h"
 #include "kernels/kernels.h"
+#include "util/check.h"
 
 #define GEMM_KC 512  /* the deepest K slice; a call cuts K into equal slices no deeper */
 #define GEMM_MC 96   /* a multiple of every MR (12, 6, 4) */
@@ -135,6 +136,8 @@ size_t kern_gemm_ws_floats(void)
  * (rows p*MR .. p*MR+MR-1, zero past mc). */
 static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, int mr, float *dst)
 {
+    /* the A part of the workspace holds GEMM_MC rows of GEMM_KC */
+    TERN_ASSERT(mc >= 1 && (mc + mr - 1) / mr * mr <= GEMM_MC && kc >= 1 && kc <= GEMM_KC && i0 + mc <= g->M);
     for (int p = 0; p < mc; p += mr) {
         const int rows = mc - p < mr ? mc - p : mr;
         float *d = dst + (size_t)p * kc;
@@ -160,6 +163,8 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
 /* B k [k0, k0+kc) x cols [j0, j0+nc) into NR-wide panels (zero past nc). */
 static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, int nr, float *dst)
 {
+    /* the B part of the workspace holds GEMM_NC columns (padded to nr) of GEMM_KC */
+    TERN_ASSERT(nc >= 1 && (nc + nr - 1) / nr * nr <= GEMM_NC && kc >= 1 && kc <= GEMM_KC && k0 + kc <= g->K);
 #if defined(__x86_64__)
     if (nr == 32 && g->brs == 1 && g->bcs != 1) { /* the AVX-512 path's transposed B */
         gemm_pack_bt_avx512(g->B + (ptrdiff_t)j0 * g->bcs + k0, g->bcs, kc, nc, dst);
@@ -218,6 +223,9 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
         return;
     }
     const int kc_max = gemm_kc(g->K);
+    /* the workspace is laid out for GEMM_KC x GEMM_NC of B and GEMM_MC x GEMM_KC of A */
+    TERN_ASSERT(kc_max >= 1 && kc_max <= GEMM_KC && mr >= 1 && mr <= GEMM_MC && nr >= 1 && nr <= GEMM_NC);
+    TERN_ASSERT(i0 >= 0 && i0 < i1 && i1 <= g->M && j0 >= 0 && j0 < j1 && j1 <= g->N);
     for (int jc = j0; jc < j1; jc += GEMM_NC) {
         const int nc = j1 - jc < GEMM_NC ? j1 - jc : GEMM_NC;
         for (int pc = 0; pc < g->K; pc += kc_max) {
@@ -276,6 +284,10 @@ void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *w
 {
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
+    TERN_ASSERT(g->K >= 0 && (g->K == 0 || (g->A && g->B)) && g->C && (g->M == 1 || g->ldc >= g->N),
+                "C's rows do not overlap");
+    TERN_ASSERT(ws && ((uintptr_t)ws & 63) == 0, "the packing workspace is 64-byte aligned");
+    TERN_ASSERT(kern_gemm_path_ok(path), "a path this CPU runs");
     gemm_tile(g, path, ws, 0, g->M, 0, g->N);
 }
 
@@ -331,7 +343,9 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
     struct gemm_mt t = {g, path, ws, kern_gemm_ws_floats(), g->M, g->N, 1};
+    TERN_ASSERT(ws && ((uintptr_t)ws & 63) == 0 && nth >= 1, "one 64-byte aligned workspace per thread");
     gemm_tiles(g->M, g->N, 2 * nth, &t.tm, &t.tn);
+    TERN_ASSERT(t.tm >= 1 && t.tm <= g->M && t.tn >= 1 && t.tn <= g->N);
     t.n_tn = (g->N + t.tn - 1) / t.tn;
     const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
     if (nth == 1 || n_tiles == 1) {

@@ -32,6 +32,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
+#include "util/check.h"
 
 #define DC_RG 16   /* rows per group: the lanes of the chains */
 #define DC_SEG 256 /* sub-blocks per segment (a multiple of 16 and of every format's per-block count) */
@@ -431,6 +432,9 @@ DC_INLINE void dc_matmul(int fmt, dc_dots_fn dots, dc_scales_fn scales, const vo
 {
     struct dc_act S[DC_TG];
     struct dc_rows R;
+    /* whole super-blocks of the format, rows in order; the tiles read no partial block */
+    TERN_ASSERT(k > 0 && k % DC_SBE(fmt) == 0 && k % 32 == 0, "k is whole blocks");
+    TERN_ASSERT(n_tok >= 1 && r0 >= 0 && (n_tok == 1 || r1 <= r0 || ldy >= r1));
     const int64_t nsb = k / DC_SBE(fmt);
     const int nseg = (int)((nsb + DC_SEG - 1) / DC_SEG);
     for (int t0 = 0; t0 < n_tok; t0 += DC_TG) {

@@ -19,6 +19,8 @@
 #endif
 
 #include "kernels/kern_packed.h"
+#include "quant/quant.h"
+#include "util/check.h"
 #include "tern.h"
 #if defined(__aarch64__)
 #include "kernels/kern_neon.h"
@@ -171,10 +173,27 @@ const char *kern_path_name(void)
     return active == ISA_AVX2 && avx2_vnni ? "avx2+avxvnni" : isa_names[active];
 }
 
+/* kern_matmul's contract (kernels.h), checked once per call, never per row or block: every
+ * path's tiles read whole blocks of k and whole rows of both operands, and write Y[t*ldy + r]. */
+static void check_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_t a_stride, int n_tok,
+                         int64_t k, int64_t r0, int64_t r1, const float *Y, int64_t ldy)
+{
+    const struct quant_traits *tr = quant_traits_get(wtype);
+    TERN_ASSERT(tr != NULL, "a weight type the quant table knows");
+    TERN_ASSERT(k > 0 && k % tr->block_size == 0, "k is a multiple of the block size");
+    TERN_ASSERT(n_tok >= 1 && r0 >= 0, "a non-empty token range (rows [r0, r1) may be empty)");
+    TERN_ASSERT(n_tok == 1 || r1 <= r0 || ldy >= r1, "token rows of Y do not overlap");
+    TERN_ASSERT(W && A && Y);
+    TERN_ASSERT(w_stride >= quant_row_bytes(wtype, k), "weight rows hold k elements");
+    TERN_ASSERT(n_tok == 1 || a_stride >= quant_row_bytes(tr->vec_dot_type, k),
+                "activation rows hold k elements in the weight's vec_dot_type");
+}
+
 void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_t a_stride,
                  int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     kern_init();
+    check_matmul(wtype, W, w_stride, A, a_stride, n_tok, k, r0, r1, Y, ldy);
 #if defined(__x86_64__)
     if (active == ISA_AVX2 && wtype >= 0 &&
         n_tok >= (avx2_vnni ? kern_avxvnni_panel_min_tok(wtype) : kern_avx2_panel_min_tok(wtype))) {
@@ -196,6 +215,8 @@ void kern_matmul(int wtype, const void *W, size_t w_stride, const void *A, size_
 void kern_quantize_act(int act_type, const float *x, void *y, int64_t k)
 {
     kern_init();
+    const struct quant_traits *tr = quant_traits_get(act_type);
+    TERN_ASSERT(tr && k > 0 && k % tr->block_size == 0 && x && y, "a whole number of activation blocks");
     kern_quant_fn fn = (act_type >= 0 && act_type < TERN_TYPE_COUNT_)
                            ? paths[active].quant[act_type]
                            : NULL;
@@ -225,6 +246,9 @@ size_t kern_packed_size(int wtype, int64_t rows, int64_t k)
 void kern_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t k, int64_t r0,
                int64_t r1, void *P)
 {
+    /* threads pack disjoint whole panels: r0 on a panel boundary, r1 on one or at the end */
+    TERN_ASSERT(r0 >= 0 && r0 % 16 == 0 && r0 <= r1 && r1 <= rows && (r1 % 16 == 0 || r1 == rows));
+    TERN_ASSERT(((uintptr_t)P & 63) == 0, "the packed copy is 64-byte aligned");
 #if defined(__x86_64__)
     kern_panel_pack(wtype, W, ws, rows, k, r0, r1, P);
 #else
@@ -251,6 +275,8 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
                         int64_t ldy)
 {
     kern_init();
+    check_matmul(wtype, W, ws, A, as, n_tok, k, r0, r1, Y, ldy);
+    TERN_ASSERT(!P || ((uintptr_t)P & 63) == 0, "the packed copy is 64-byte aligned");
 #if defined(__x86_64__)
     if (P && packed_path() && n_tok >= kern_avx512_packed_min_tok(wtype)) {
         if (active == ISA_AVX512)

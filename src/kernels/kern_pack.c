@@ -12,6 +12,7 @@
 #include "kernels/kern_panel_layout.h"
 #include "quant/quant.h"
 #include "tern.h"
+#include "util/check.h"
 
 size_t kern_panel_packed_size(int wtype, int64_t rows, int64_t k)
 {
@@ -36,6 +37,7 @@ static inline uint32_t pk_u32(const uint8_t *p)
 /* One chunk (blocks [b0, b0 + nbc)) of one panel into out. */
 static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int nbc, uint8_t *out)
 {
+    TERN_ASSERT(nbc >= 1 && nbc <= PN_KC / PN_BLK(fmt) && b0 >= 0, "a chunk holds at most PN_KC elements");
     memset(out, 0, pn_st_chunk_bytes(fmt, nbc));
     uint8_t *sc = out + (size_t)nbc * PN_ST_CODES(fmt);
     for (int b = 0; b < nbc; b++)
@@ -92,8 +94,10 @@ void kern_panel_pack(int wtype, const void *W, size_t ws, int64_t rows, int64_t 
                       int64_t r1, void *P)
 {
     const int fmt = pn_st_fmt(wtype);
+    TERN_ASSERT(fmt >= 0, "a format with a packed layout (kern_panel_packed_size said so)");
     const int bpc = PN_KC / PN_BLK(fmt);
     const int64_t nb = k / PN_BLK(fmt);
+    TERN_ASSERT(k > 0 && k % PN_BLK(fmt) == 0 && bpc > 0 && r0 % PN_ROWS == 0 && r0 <= r1 && r1 <= rows);
     const size_t pbytes = pn_st_panel_bytes(fmt, k), cfull = pn_st_chunk_bytes(fmt, bpc);
     for (int64_t p = r0 / PN_ROWS; p < (r1 + PN_ROWS - 1) / PN_ROWS; p++) {
         /* rows past the matrix repeat the panel's first row: their lanes are never stored */

@@ -29,6 +29,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
+#include "util/check.h"
 
 /* ---------------------------------------------------------------- matmul over the copy */
 
@@ -246,12 +247,14 @@ int kern_avx512_packed_min_tok(int wtype)
 void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
+    /* a range may cut a 16-row panel (pk_rows masks its lanes); the copy is 64-byte aligned */
+    TERN_ASSERT(r0 >= 0 && n_tok >= 1 && ((uintptr_t)P & 63) == 0);
     switch (wtype) {
     case TERN_TYPE_Q8_0: pk_q8_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_0: pk_q4_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q5_0: pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q6_K: pk_q6_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_K: pk_q4_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
-    default: break;
+    default: TERN_ASSERT(0, "a packed copy exists only for the types kern_panel_packed_size sizes");
     }
 }

@@ -44,6 +44,7 @@
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "tern.h"
+#include "util/check.h"
 
 
 
@@ -250,6 +251,7 @@ static void pn_pack(pn_pack_fn pack, pn_pack16_fn pack16, int fmt, struct pn_pan
         struct pn_act S[PN_FUSE_TILES];                                                        \
         const int bpc = PN_KC / PN_BLK(fmt); /* blocks per chunk */                            \
         const int64_t nb = k / PN_BLK(fmt);                                                    \
+        TERN_ASSERT(k > 0 && k % PN_BLK(fmt) == 0 && n_tok >= 1, "whole blocks");   \
         /* few tokens: each panel is packed into panels[0] and used at once, from L1 */        \
         const int fused = n_tok <= PN_FUSE_TILES * PN_NT;                                      \
         for (int64_t rb = r0; rb < r1; rb += PN_MB * PN_ROWS) {                                \

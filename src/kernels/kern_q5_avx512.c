@@ -25,6 +25,7 @@
 #include "kernels/kern_q5_simd.h"
 #pragma GCC diagnostic pop
 #include "kernels/kern_q5_layout.h"
+#include "util/check.h"
 
 /* ------------------------------------------------------------------ decode */
 
@@ -172,11 +173,13 @@ static bool qd_decode(int fm, const void *W, size_t ws, const void *A, size_t as
     struct qd_pair P[QD_MAX_SLOTS] __attribute__((aligned(64)));
     float SA[QD_MAX_SLOTS][16] __attribute__((aligned(64))); /* the mins' formats (untouched for Q5_0) */
     const int64_t nb = k / 32, npair = (nb + 1) / 2;
+    TERN_ASSERT(k > 0 && k % 32 == 0 && n_tok >= 1, "rows are whole 32-element blocks");
     if (npair > QD_MAX_SLOTS) return false;
     int group = (int)(QD_MAX_SLOTS / npair);
     if (group > QD_MAX_TOK) group = QD_MAX_TOK;
     for (int t = 0; t < n_tok; t += group) {
         const int nt = n_tok - t < group ? n_tok - t : group;
+        TERN_ASSERT(nt >= 1 && nt * npair <= QD_MAX_SLOTS, "a group's pairs fit P and SA");
         qd_pack_act(P, SA, (int)npair, (const uint8_t *)A + (size_t)t * as, as, nt, nb, fm);
         if (fm == Q5F_Q5_1)
             qd_rows_q5_1(W, ws, P, (const float (*)[16])SA, (int)npair, nb, nt, r0, r1,

@@ -25,6 +25,7 @@
 
 #include "kernels/kern_q5_layout.h"
 #include "tern.h"
+#include "util/check.h"
 
 #ifndef Q5D_VNNI
 #error "define Q5D_VNNI (0 or 1) before including kern_q5_decode_avx2.h"
@@ -171,11 +172,13 @@ static bool q5d_decode(int wtype, const void *W, size_t ws, const void *A, size_
     float SA[Q5D_MAX_SLOTS][8] __attribute__((aligned(32))); /* the mins' formats (untouched for Q5_0) */
     const int fm = q5_fmt_of(wtype);
     const int64_t nb = k / 32;
+    TERN_ASSERT(k % 32 == 0 && n_tok >= 1, "Q5_0 / Q5_1 / Q4_1 rows are whole 32-element blocks");
     if (nb > Q5D_MAX_SLOTS || nb == 0) return false;
     int group = (int)(Q5D_MAX_SLOTS / nb);
     if (group > Q5D_MAX_TOK) group = Q5D_MAX_TOK;
     for (int t = 0; t < n_tok; t += group) {
         const int nt = n_tok - t < group ? n_tok - t : group;
+        TERN_ASSERT(nt >= 1 && nt * nb <= Q5D_MAX_SLOTS, "a group's records fit R and SA");
         q5d_pack_act(R, SA, nb, (const uint8_t *)A + (size_t)t * as, as, nt, fm);
         if (fm == Q5F_Q5_1)
             q5d_rows_q5_1(W, ws, R, (const float (*)[8])SA, nb, nt, r0, r1, Y + (size_t)t * ldy, ldy);

@@ -4,12 +4,16 @@
 #include "kernels/kernels.h"
 
 #include "quant/quant.h"
+#include "util/check.h"
 
 void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A,
                         size_t a_stride, int n_tok, int64_t k, int64_t r0, int64_t r1, float *Y,
                         int64_t ldy)
 {
     const struct quant_traits *tr = quant_traits_get(wtype);
+    /* the oracle the tests call directly: the same contract as kern_matmul */
+    TERN_ASSERT(tr && k > 0 && k % tr->block_size == 0, "k is a multiple of the block size");
+    TERN_ASSERT(n_tok >= 1 && r0 >= 0 && (n_tok == 1 || r1 <= r0 || ldy >= r1));
     /* rows outer: each weight row is read from memory once and stays in cache for all tokens */
     for (int64_t r = r0; r < r1; r++) {
         const char *w = (const char *)W + (size_t)r * w_stride;
@@ -20,5 +24,7 @@ void kern_matmul_scalar(int wtype, const void *W, size_t w_stride, const void *A
 
 void kern_quantize_act_scalar(int act_type, const float *x, void *y, int64_t k)
 {
-    quant_traits_get(act_type)->from_float(x, y, k);
+    const struct quant_traits *tr = quant_traits_get(act_type);
+    TERN_ASSERT(tr && k % tr->block_size == 0);
+    tr->from_float(x, y, k);
 }

@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "util/check.h"
 #include "util/fp16.h"
 
 /* Eight running lanes (which the compiler keeps in vector registers), summed pairwise. */
 float kern_vec_dot_scalar(const float *a, const float *b, int64_t n)
 {
+    TERN_ASSERT(n >= 0);
     float acc[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -19,11 +21,13 @@ float kern_vec_dot_scalar(const float *a, const float *b, int64_t n)
 
 void kern_vec_axpy_scalar(float c, const float *x, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && (n == 0 || x == y || x + n <= y || y + n <= x), "y does not partly overlap x");
     for (int64_t i = 0; i < n; i++) y[i] += c * x[i];
 }
 
 float kern_vec_dot_f16_scalar(const uint16_t *a, const float *b, int64_t n)
 {
+    TERN_ASSERT(n >= 0);
     float acc[8] = {0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
@@ -34,6 +38,7 @@ float kern_vec_dot_f16_scalar(const uint16_t *a, const float *b, int64_t n)
 
 void kern_vec_axpy_f16_scalar(float c, const uint16_t *x, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0);
     for (int64_t i = 0; i < n; i++) y[i] += c * fp16_to_f32(x[i]);
 }
 

@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include "util/check.h"
 #include "util/fp16.h"
 
 float kern_vec_dot_avx2(const float *a, const float *b, int64_t n)
@@ -27,6 +28,8 @@ float kern_vec_dot_avx2(const float *a, const float *b, int64_t n)
 
 void kern_vec_axpy_avx2(float c, const float *x, float *y, int64_t n)
 {
+    /* y is read and written 8 lanes at a time: x is y itself or lies apart from it */
+    TERN_ASSERT(n >= 0 && (n == 0 || x == y || x + n <= y || y + n <= x), "y does not partly overlap x");
     const __m256 vc = _mm256_set1_ps(c);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model/context_kv.h"
+#include "util/check.h"
 #include "util/error.h"
 
 struct tern_kv_snapshot {
@@ -48,6 +49,8 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
     struct tern_kv_snapshot *s = calloc(1, sizeof *s);
     if (!s) return tern_fail(TERN_ERR_NOMEM, "KV snapshot: out of memory");
     s->win_lo = n ? kv->win_lo[0] : 0;
+    /* kv_win_holds: the rows a query at n reads are held, so they start at or below n */
+    TERN_ASSERT(s->win_lo >= 0 && s->win_lo <= n);
     s->model = kv_context_model(ctx);
     s->n_layer = kv->n_layer;
     s->n_head_kv = kv->n_head_kv;
@@ -64,6 +67,7 @@ tern_status tern_kv_snapshot_create(const struct tern_context *ctx, int n,
         return tern_fail(TERN_ERR_NOMEM, "KV snapshot of %d positions: out of memory (%zu bytes)",
                          n, bytes);
     }
+    TERN_ASSERT(n <= kv->n_ctx && s->bytes >= kvb);
     if (n) kv_copy_out(kv, 0, n, s->data);
     tern_status st = s->state_bytes ? kv_context_state_out(ctx, 0, n, (char *)s->data + kvb) : TERN_OK;
     if (st) {
@@ -101,6 +105,7 @@ tern_status tern_kv_snapshot_restore(struct tern_context *ctx, const struct tern
     kv_win_reset(kv, 0, s->win_lo); /* before the copy: rows below are neither held nor copied */
     if (s->n) kv_copy_in(kv, 0, s->n, s->data);
     kv_context_set_n_pos(ctx, s->n);
+    TERN_ASSERT(kv->seq_pos[0] == s->n && kv->win_lo[0] <= s->n, "a restore leaves exactly the snapshot's positions");
     if (s->state_bytes)
         kv_context_state_in(ctx, 0, (const char *)s->data + kv_run_bytes(kv, s->n));
     return TERN_OK;

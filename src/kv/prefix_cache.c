@@ -463,6 +463,8 @@ static int restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int s
     if (found != stackbuf) free(found);
     const int reused = nb * pc->B;
     kv_context_set_seq_n_pos(ctx, seq, reused);
+    /* a hit leaves the tokens the active kernel path must decode itself (pc_min_suffix) */
+    TERN_ASSERT(kv->seq_pos[seq] == reused && reused > more_than && (reused == 0 || reused <= n - min_suffix));
     if (pc->state_bytes) kv_context_state_in(ctx, seq, state);
     if (nb) pc->st.hits++; else pc->st.misses++;
     pc->st.hit_tokens += (uint64_t)reused;

@@ -96,9 +96,9 @@ void pc_recount_children(struct tern_prefix_cache *pc);
 /* Whole-table consistency check (the invariants above), O(blocks + buckets). Returns false on
  * the first broken one, with the reason in why[0..cap) (or on stderr if why is NULL). Only
  * writes the blocks' check_children scratch. The cache calls it through PC_CHECK, which is
- * compiled in TERN_CHECKS builds only; tests call it directly. */
+ * TERN_ASSERT_SLOW: compiled in TERN_CHECKS builds only; tests call it directly. */
 bool pc_check_table(struct tern_prefix_cache *pc, char *why, size_t cap);
-#define PC_CHECK(pc) TERN_ASSERT(pc_check_table((pc), NULL, 0))
+#define PC_CHECK(pc) TERN_ASSERT_SLOW(pc_check_table((pc), NULL, 0))
 
 /* prefix_file.c */
 /* Verify the n bytes at p as a whole cache file (named `name` in messages) for pc: header

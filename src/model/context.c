@@ -367,6 +367,7 @@ static void rec_rewind(struct tern_context *ctx, int s, int n)
 {
     struct rec_state *r = &ctx->rec;
     const int end = ctx->kv.seq_pos[s];
+    TERN_ASSERT(n >= 0 && n <= end, "a rewind goes back, never forward");
     if (n == end) return;
     if (n == 0) {
         r->base[s] = -1; /* a decode at position 0 reads zeros */
@@ -404,6 +405,7 @@ tern_status tern_kv_seq_truncate(struct tern_context *ctx, int seq, int n_pos)
         if (ctx->rec.cap_pos[seq] > n_pos) ctx->rec.cap_done[seq] = false; /* states of the gone tokens */
     }
     ctx->kv.seq_pos[seq] = n_pos;
+    TERN_ASSERT(ctx->kv.win_lo[seq] <= n_pos || n_pos == 0, "a kept position's window rows are held");
     ctx->n_logits = 0;
     return TERN_OK;
 }
@@ -515,6 +517,8 @@ static tern_status run_batch(struct tern_context *ctx, const struct tern_batch *
         TERN_ASSERT(seq >= 0 && seq < ctx->n_seq && ctx->kv.seq_pos[seq] < ctx->n_ctx);
         ctx->bseq[i] = seq;
         ctx->bpos[i] = ctx->kv.seq_pos[seq]++;
+        /* positions grow by one per token of a sequence, in batch order */
+        TERN_ASSERT(i == 0 || ctx->bseq[i - 1] != seq || ctx->bpos[i] == ctx->bpos[i - 1] + 1);
         ctx->out_row[i] = -1;
         if (b->logits && b->logits[i]) {
             ctx->out_row[i] = ctx->n_out;

@@ -132,7 +132,10 @@ static void win_release(struct kv_cache *kv, int s, int below)
 void kv_win_advance(struct kv_cache *kv, int s)
 {
     if (!kv->win) return;
+    TERN_ASSERT(s >= 0 && s < kv->n_seq && kv->seq_pos[s] >= 0 && kv->seq_pos[s] <= kv->n_ctx);
     const int keep = kv_win_first_key(kv, kv->seq_pos[s]) - KV_WIN_KEEP;
+    /* never past the first key a query at the current end reads */
+    TERN_ASSERT(keep <= kv->seq_pos[s]);
     if (keep - kv->win_lo[s] >= KV_WIN_STEP) win_release(kv, s, keep);
 }
 

@@ -3,6 +3,7 @@
  * The quantizer follows quantize_row_q4_0_ref: the scale is the signed value of largest
  * magnitude divided by -8, so that value maps to code 0 and the others fall in 1..15. */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -10,6 +11,7 @@
 
 void quant_q4_0_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     struct quant_block_q4_0 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK4_0; b++, x += QUANT_QK4_0) {
         float amax = 0, max = 0;
@@ -35,6 +37,7 @@ void quant_q4_0_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q4_0_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     const struct quant_block_q4_0 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK4_0; b++, y += QUANT_QK4_0) {
         const float d = fp16_to_f32(x[b].d);
@@ -47,6 +50,7 @@ void quant_q4_0_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q4_0_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     const struct quant_block_q4_0 *w = vw;
     const struct quant_block_q8_0 *a = va;
     float sum = 0;

@@ -6,6 +6,7 @@
  * The quantizer follows llama.cpp's quantize_row_q4_1_ref: d = (max - min)/15, m = min, codes
  * min(15, trunc((x - min)/d + 0.5)) (unlike Q5_1, the code is clamped). */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <float.h>
 
@@ -13,6 +14,7 @@
 
 void quant_q4_1_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     struct quant_block_q4_1 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK4_0; b++, x += QUANT_QK4_0) {
         float min = FLT_MAX, max = -FLT_MAX;
@@ -36,6 +38,7 @@ void quant_q4_1_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q4_1_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     const struct quant_block_q4_1 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK4_0; b++, y += QUANT_QK4_0) {
         const float d = fp16_to_f32(x[b].d), m = fp16_to_f32(x[b].m);
@@ -48,6 +51,7 @@ void quant_q4_1_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q4_1_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK4_0 == 0, "a row is whole blocks");
     const struct quant_block_q4_1 *w = vw;
     const struct quant_block_q8_1 *a = va;
     float sum = 0;

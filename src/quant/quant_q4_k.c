@@ -11,6 +11,7 @@
  * j >= 4: low 4 bits in scales[j+4] (sc low nibble, m high nibble), high 2 bits in the top
  * bits of scales[j-4] (sc) and scales[j] (m). */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -18,6 +19,7 @@
 
 void quant_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 {
+    TERN_ASSERT(j >= 0 && j < 8, "a super-block has 8 sub-blocks");
     if (j < 4) {
         *sc = q[j] & 63;
         *m = q[j + 4] & 63;
@@ -33,6 +35,7 @@ void quant_q4k_scale_min(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 float quant_fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
                           float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep)
 {
+    TERN_ASSERT(n >= 1 && n <= 32 && nmax >= 1 && nstep >= 0, "a sub-block of at most 32 weights (L, Laux)");
     float min = x[0], max = x[0];
     float sum_w = w[0];
     float sum_x = sum_w * x[0];
@@ -154,6 +157,7 @@ void quant_kquant_fit_superblock(const float *x, int nmax, float rmin, float rde
 
 void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     struct quant_block_q4_K *y = vy;
     uint8_t L[QUANT_QK_K];
 
@@ -168,6 +172,7 @@ void quant_q4_K_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q4_K_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q4_K *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK_K; b++) {
         const float d = fp16_to_f32(x[b].d), dmin = fp16_to_f32(x[b].dmin);
@@ -185,6 +190,7 @@ void quant_q4_K_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q4_K_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q4_K *w = vw;
     const struct quant_block_q8_K *a = va;
     float sum = 0;

@@ -6,6 +6,7 @@
  * importance matrix is given): the scale is the signed value of largest magnitude divided by
  * -16, so that value maps to code 0 and the others fall in 1..31 (rounded half up, clamped). */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -20,6 +21,7 @@ static uint32_t q5_0_high_bits(const struct quant_block_q5_0 *b)
 
 void quant_q5_0_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     struct quant_block_q5_0 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK5_0; b++, x += QUANT_QK5_0) {
         float amax = 0, max = 0;
@@ -49,6 +51,7 @@ void quant_q5_0_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q5_0_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     const struct quant_block_q5_0 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK5_0; b++, y += QUANT_QK5_0) {
         const float d = fp16_to_f32(x[b].d);
@@ -64,6 +67,7 @@ void quant_q5_0_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q5_0_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     const struct quant_block_q5_0 *w = vw;
     const struct quant_block_q8_0 *a = va;
     float sum = 0;

@@ -8,6 +8,7 @@
  * The Q8_1 activation quantizer follows ggml-cpu's x86 path (127/amax, round half to even, s
  * from the float d), like quant_q8_0_from_float_act. */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <float.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 
 void quant_q5_1_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     struct quant_block_q5_1 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK5_0; b++, x += QUANT_QK5_0) {
         float min = FLT_MAX, max = -FLT_MAX;
@@ -41,6 +43,7 @@ void quant_q5_1_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q5_1_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     const struct quant_block_q5_1 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK5_0; b++, y += QUANT_QK5_0) {
         const float d = fp16_to_f32(x[b].d), m = fp16_to_f32(x[b].m);
@@ -57,6 +60,7 @@ void quant_q5_1_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q5_1_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK5_0 == 0, "a row is whole blocks");
     const struct quant_block_q5_1 *w = vw;
     const struct quant_block_q8_1 *a = va;
     float sum = 0;
@@ -77,6 +81,7 @@ float quant_q5_1_dot_ref(int64_t n, const void *vw, const void *va)
 
 void quant_q8_1_from_float_act(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     struct quant_block_q8_1 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK8_0; b++, x += QUANT_QK8_0) {
         float amax = 0;
@@ -95,6 +100,7 @@ void quant_q8_1_from_float_act(const float *x, void *vy, int64_t n)
 
 void quant_q8_1_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     const struct quant_block_q8_1 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK8_0; b++) {
         const float d = fp16_to_f32(x[b].d);

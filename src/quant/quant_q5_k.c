@@ -7,6 +7,7 @@
  * llama.cpp's Q5_K search parameters (rmin -0.5, 15 steps of 0.1), the same 6-bit packing of
  * scales and mins, then the codes re-derived from the rounded scales. */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -21,6 +22,7 @@ static inline int q5k_code(const struct quant_block_q5_K *b, int j, int l)
 
 void quant_q5_K_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     struct quant_block_q5_K *y = vy;
     uint8_t L[QUANT_QK_K];
 
@@ -39,6 +41,7 @@ void quant_q5_K_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q5_K_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q5_K *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK_K; b++) {
         const float d = fp16_to_f32(x[b].d), dmin = fp16_to_f32(x[b].dmin);
@@ -53,6 +56,7 @@ void quant_q5_K_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q5_K_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q5_K *w = vw;
     const struct quant_block_q8_K *a = va;
     float sum = 0;

@@ -10,6 +10,7 @@
  * a weighted search for each sub-block's scale (fit_scale_sym), then the 16 scales quantized
  * to int8 against the one of largest magnitude. */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -69,6 +70,7 @@ static float fit_scale_sym(int n, int nmax, const float *x, int8_t *L)
 
 void quant_q6_K_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     struct quant_block_q6_K *y = vy;
     int8_t L[QUANT_QK_K];
     float scales[16];
@@ -130,6 +132,7 @@ static void q6k_unpack(const struct quant_block_q6_K *x, int8_t *q)
 
 void quant_q6_K_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q6_K *x = vx;
     int8_t q[QUANT_QK_K];
     for (int64_t b = 0; b < n / QUANT_QK_K; b++, y += QUANT_QK_K) {
@@ -141,6 +144,7 @@ void quant_q6_K_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q6_K_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q6_K *w = vw;
     const struct quant_block_q8_K *a = va;
     int8_t q[QUANT_QK_K];

@@ -7,6 +7,7 @@
  * Q8_K follows quantize_row_q8_K_ref: the scale comes from the signed value of largest
  * magnitude, so that value maps to exactly -127. */
 #include "quant/quant.h"
+#include "util/check.h"
 
 #include <math.h>
 
@@ -14,6 +15,7 @@
 
 void quant_q8_0_from_float_ref(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     struct quant_block_q8_0 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK8_0; b++, x += QUANT_QK8_0) {
         float amax = 0;
@@ -27,6 +29,7 @@ void quant_q8_0_from_float_ref(const float *x, void *vy, int64_t n)
 
 void quant_q8_0_from_float_act(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     struct quant_block_q8_0 *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK8_0; b++, x += QUANT_QK8_0) {
         float amax = 0;
@@ -41,6 +44,7 @@ void quant_q8_0_from_float_act(const float *x, void *vy, int64_t n)
 
 void quant_q8_0_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     const struct quant_block_q8_0 *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK8_0; b++) {
         const float d = fp16_to_f32(x[b].d);
@@ -50,6 +54,7 @@ void quant_q8_0_to_float(const void *vx, float *y, int64_t n)
 
 float quant_q8_0_dot_ref(int64_t n, const void *vw, const void *va)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK8_0 == 0, "a row is whole blocks");
     const struct quant_block_q8_0 *w = vw;
     const struct quant_block_q8_0 *a = va;
     float sum = 0;
@@ -63,6 +68,7 @@ float quant_q8_0_dot_ref(int64_t n, const void *vw, const void *va)
 
 void quant_q8_K_from_float(const float *x, void *vy, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     struct quant_block_q8_K *y = vy;
     for (int64_t b = 0; b < n / QUANT_QK_K; b++, x += QUANT_QK_K) {
         float amax = 0, max = 0;
@@ -93,6 +99,7 @@ void quant_q8_K_from_float(const float *x, void *vy, int64_t n)
 
 void quant_q8_K_to_float(const void *vx, float *y, int64_t n)
 {
+    TERN_ASSERT(n >= 0 && n % QUANT_QK_K == 0, "a row is whole blocks");
     const struct quant_block_q8_K *x = vx;
     for (int64_t b = 0; b < n / QUANT_QK_K; b++)
         for (int j = 0; j < QUANT_QK_K; j++) y[b * QUANT_QK_K + j] = x[b].d * x[b].qs[j];

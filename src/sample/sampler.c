@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/check.h"
 #include "util/error.h"
 #include "util/heap.h"
 
@@ -115,6 +116,8 @@ void tern_sampler_free(struct tern_sampler *s)
 
 void tern_sampler_accept(struct tern_sampler *s, int32_t token)
 {
+    TERN_ASSERT(s->recent_head >= 0 && s->recent_head < s->p.repeat_last_n && s->n_recent <= s->p.repeat_last_n,
+                "the recent ring stays inside repeat_last_n");
     s->recent[s->recent_head] = token;
     s->recent_head = (s->recent_head + 1) % s->p.repeat_last_n;
     if (s->n_recent < s->p.repeat_last_n) s->n_recent++;
@@ -135,6 +138,7 @@ TERN_HEAP_DEFINE(cand_heap, struct cand, worse)
 static void select_top(struct cand *c, int n, int k)
 {
     if (k >= n) k = n;
+    TERN_ASSERT(k >= 0 && n >= 0);
     size_t hn = 0, hk = (size_t)k;
     /* heap in c[0..k): worst at the root */
     for (int i = 0; i < n; i++) {
@@ -152,6 +156,7 @@ static void select_top(struct cand *c, int n, int k)
         struct cand worst = cand_heap_pop(c, &hn);
         c[--end] = worst;
     }
+    TERN_ASSERT(k <= 1 || !better(&c[1], &c[0]), "the survivors come out best first");
 }
 
 /* The index of token id among the candidates c[0..n) (ascending ids), or -1. */
@@ -176,6 +181,8 @@ static void prepare_cands(struct tern_sampler *s, const float *logits, int n, in
 {
     const struct tern_sampler_params *p = &s->p;
     struct cand *c = s->cands;
+    /* candidates are ids in ascending order: all of them (c[i].id == i) or a mask's */
+    TERN_ASSERT(n >= 1 && n <= s->n_vocab && (n != s->n_vocab || c[n - 1].id == n - 1));
 
     /* repetition penalty (CTRL style, as llama.cpp): divide positive logits, multiply negative */
     if (p->repeat_penalty != 1.0f) {
@@ -239,6 +246,9 @@ static void prepare_cands(struct tern_sampler *s, const float *logits, int n, in
             k = k * 4 < n ? k * 4 : n;
         }
     }
+    /* with a finite maximum, the best candidate survives every filter (min-p keeps it, top-k
+     * and top-p take the best first); only NaN or all -inf logits can leave none */
+    TERN_ASSERT(!(mx > -FLT_MAX && mx < FLT_MAX) || (n >= 1 && n <= s->n_vocab), "a candidate survives the filters");
     *n_out = n;
     *mx_out = mx;
 }
@@ -258,6 +268,7 @@ static int32_t draw_prepared(struct tern_sampler *s, int n, float mx)
     if (s->p.temperature != 0.0f) {
         double total = 0.0;
         for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+        TERN_ASSERT(!(mx > -FLT_MAX && mx < FLT_MAX) || total >= 1.0, "the maximum's own weight exp(0) is in the total");
         double r = rng_uniform(s->rng) * total, acc = 0.0;
         chosen = c[n - 1].id;
         for (int i = 0; i < n; i++) {
@@ -348,9 +359,18 @@ int32_t tern_sampler_sample_masked(struct tern_sampler *s, const float *logits, 
         }
     }
     if (n == 0) return tern_sampler_sample(s, logits);
+    TERN_ASSERT(n <= lim && c[n - 1].id < lim, "one candidate per allowed id");
     float mx;
     prepare_cands(s, logits, n, &n, &mx);
     return draw_prepared(s, n, mx);
+}
+
+/* sum(p) == 1 within float rounding over n terms (TERN_ASSERT_SLOW in tern_sampler_probs) */
+static __attribute__((unused)) bool probs_sum_is_one(const float *p, int n)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += p[i];
+    return fabs(sum - 1.0) <= 1e-6 * (n > 1000 ? n / 1000.0 : 1.0) + 1e-5;
 }
 
 void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs)
@@ -367,7 +387,10 @@ void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *prob
     /* the same sums, in the same order, as the draw in tern_sampler_sample */
     double total = 0.0;
     for (int i = 0; i < n; i++) total += exp((double)(c[i].logit - mx));
+    TERN_ASSERT(!(mx > -FLT_MAX && mx < FLT_MAX) || total >= 1.0, "the maximum's own weight exp(0) is in the total");
     for (int i = 0; i < n; i++) probs[c[i].id] = (float)(exp((double)(c[i].logit - mx)) / total);
+    /* normalized, as the verifier's rejection rule assumes (O(vocabulary): checked builds) */
+    TERN_ASSERT_SLOW(!(mx > -FLT_MAX && mx < FLT_MAX) || probs_sum_is_one(probs, s->n_vocab));
 }
 
 double tern_sampler_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
