@@ -4,7 +4,9 @@
  * draw, for greedy decoding (ties included), temperature with top-k / top-p / min-p, the
  * repetition penalty (penalized tokens inside and outside the mask), masks from a handful of
  * tokens to nearly all, padding ids past n_allow, and an empty mask. Also greedy
- * tern_sampler_sample itself (read in place, without candidates) against a plain scan. */
+ * tern_sampler_sample itself (read in place, without candidates) against a plain scan, and
+ * sampling from NaN logits: a NaN token is never drawn, and with no finite logit at all the
+ * first candidate is (no read outside the candidates, whatever the filters). */
 #include "test_support.h"
 #include "test_rng.h"
 
@@ -146,12 +148,53 @@ static void test_greedy_in_place(void **state)
     free(l);
 }
 
+/* Temperature with every filter over logits with NaNs: never a NaN token; all NaN (or NaN and
+ * -inf): the lowest candidate id, masked or not. Before, min-p kept no candidate there and the
+ * draw read the slot before the array. */
+static void test_nan_logits(void **state)
+{
+    (void)state;
+    struct tern_sampler_params sp = tern_sampler_default_params();
+    sp.temperature = 0.8f;
+    sp.min_p = 0.1f;
+    sp.top_k = 40;
+    sp.top_p = 0.9f;
+    float *l = malloc(NV * sizeof *l);
+    uint32_t m[(NV + 31) / 32];
+    uint64_t rng = 23;
+    for (int step = 0; step < 300; step++) {
+        struct tern_sampler *a;
+        sp.seed = (uint32_t)step;
+        assert_tern_ok(tern_sampler_create(&sp, NV, &a));
+        const int kind = step % 3; /* some NaN; all NaN; NaN and -inf only */
+        for (int i = 0; i < NV; i++) {
+            const double u = test_rand_uniform(&rng);
+            l[i] = kind == 0 ? (u < 0.3 ? NAN : 3.0f * test_rand_normal(&rng)) : kind == 1 || u < 0.5 ? NAN : -INFINITY;
+        }
+        for (int w = 0; w < (NV + 31) / 32; w++) m[w] = (uint32_t)(test_rand_uniform(&rng) * 4294967295.0) | 0x100u;
+        const int32_t t = tern_sampler_sample(a, l), tm = tern_sampler_sample_masked(a, l, m, NV);
+        if (kind == 0) {
+            assert_false(isnan(l[t]));
+            assert_false(isnan(l[tm]));
+            assert_true((m[tm / 32] >> (tm % 32)) & 1u);
+        } else {
+            int first = 0;
+            while (!((m[first / 32] >> (first % 32)) & 1u)) first++;
+            assert_int_equal(t, 0);
+            assert_int_equal(tm, first);
+        }
+        tern_sampler_free(a);
+    }
+    free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_in_place),
         cmocka_unit_test(test_same_choice),
         cmocka_unit_test(test_empty_mask),
+        cmocka_unit_test(test_nan_logits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -207,8 +207,19 @@ static void prepare_cands(struct tern_sampler *s, const float *logits, int n, in
     }
     float mx = -FLT_MAX;
     for (int i = 0; i < n; i++) {
-        c[i].logit /= p->temperature;
+        /* a NaN logit (a broken model or a bad adapter) is never drawn: it would poison the
+         * sums below; it counts as refused, like -inf */
+        c[i].logit = isnan(c[i].logit) ? -INFINITY : c[i].logit / p->temperature;
         if (c[i].logit > mx) mx = c[i].logit;
+    }
+    if (!(mx > -FLT_MAX)) {
+        /* no finite logit at all: nothing to weigh; the first candidate (the lowest id, as the
+         * greedy scan of tern_logits_argmax answers for such logits), drawn as a weight of one
+         * so the draw still takes its number from the seed's stream */
+        c[0].logit = 0.0f;
+        *n_out = 1;
+        *mx_out = 0.0f;
+        return;
     }
     /* n_all: the count with the refused tokens (-inf) still in, until a filter drops them; the
      * filters decide on it as the unmasked path would, so the order of the survivors, and so
