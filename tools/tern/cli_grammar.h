@@ -48,4 +48,24 @@ void cli_grammar_json_stats(cJSON *obj, const struct tern_gen_stats *gs);
 int cli_bench_grammar(const char *model, struct cli_grammar_opts *gro, int threads, int n_gen, int reps,
                       bool json);
 
+/* `tern grammar check --masks FILE` (cmd_grammar_masks.c): every step's allowed-token set as a
+ * count and an order-independent hash, one JSON line per document, for comparing engines. */
+struct cli_masks;
+/* What one allowed id adds to a step's hash (the hash is the sum of these modulo 2^64). */
+uint64_t cli_masks_id_hash(int32_t id);
+/* --mask-ids DOC:STEP into *doc (from 1) and *step (from 0); 0, or the usage error's status. */
+int cli_masks_parse_at(const char *cmd, const char *s, long long *doc, long long *step);
+/* Start FILE.tmp with the header line; ids_doc 0 when --mask-ids is absent. -1 on success (*out
+ * owned by the caller: cli_masks_close or cli_masks_abandon), else the exit status (printed). */
+int cli_masks_open(const char *cmd, const char *path, long long ids_doc, long long ids_step,
+                   const struct tern_tokenizer *tok, struct cli_masks **out);
+void cli_masks_begin(struct cli_masks *w);                                /* a document starts */
+void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us); /* one filled mask */
+/* The document's line: its tokens and the steps recorded since cli_masks_begin. */
+void cli_masks_end(struct cli_masks *w, const int32_t *tokens, size_t n_tokens, bool accepted);
+/* Finish: rename FILE.tmp to FILE; frees w. The exit status (a failure printed). */
+int cli_masks_close(const char *cmd, struct cli_masks *w);
+/* Free w and remove FILE.tmp (an error elsewhere: no half-written FILE). NULL is fine. */
+void cli_masks_abandon(struct cli_masks *w);
+
 #endif
