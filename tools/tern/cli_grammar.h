@@ -53,11 +53,14 @@ int cli_bench_grammar(const char *model, struct cli_grammar_opts *gro, int threa
 struct cli_masks;
 /* What one allowed id adds to a step's hash (the hash is the sum of these modulo 2^64). */
 uint64_t cli_masks_id_hash(int32_t id);
-/* --mask-ids DOC:STEP into *doc (from 1) and *step (from 0); 0, or the usage error's status. */
-int cli_masks_parse_at(const char *cmd, const char *s, long long *doc, long long *step);
-/* Start FILE.tmp with the header line; ids_doc 0 when --mask-ids is absent. -1 on success (*out
- * owned by the caller: cli_masks_close or cli_masks_abandon), else the exit status (printed). */
-int cli_masks_open(const char *cmd, const char *path, long long ids_doc, long long ids_step,
+struct cli_mask_at { long long doc, step; }; /* a document from 1, a step from 0 */
+/* --mask-ids DOC:STEP[,DOC:STEP...] into *at (malloc'ed, caller frees) and *n; 0, or the usage
+ * error's status (printed). */
+int cli_masks_parse_at(const char *cmd, const char *s, struct cli_mask_at **at, size_t *n);
+/* Start FILE.tmp with the header line; at/n_at: --mask-ids (borrowed until close; none: NULL, 0).
+ * -1 on success (*out owned by the caller: cli_masks_close or cli_masks_abandon), else the exit
+ * status (printed). */
+int cli_masks_open(const char *cmd, const char *path, const struct cli_mask_at *at, size_t n_at,
                    const struct tern_tokenizer *tok, struct cli_masks **out);
 void cli_masks_begin(struct cli_masks *w);                                /* a document starts */
 void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us); /* one filled mask */

@@ -54,8 +54,8 @@ static void help(void)
            "  --reps N               bench: compiles to time (20)\n"
            "  --masks FILE           check: write each step's allowed-token count, hash and mask\n"
            "                         time as JSON lines (one per document) to FILE\n"
-           "  --mask-ids DOC:STEP    check: with --masks, also list the allowed ids at that step\n"
-           "                         of that document (document from 1, step from 0)\n"
+           "  --mask-ids DOC:STEP[,DOC:STEP...]  check: with --masks, also list the allowed ids\n"
+           "                         at those steps (documents from 1, steps from 0)\n"
            "  --cpu-clock            time compiles (bench) and masks with this thread's CPU clock\n"
            "                         (excludes time the scheduler gave to other processes: use on a\n"
            "                         busy machine)\n"
@@ -71,7 +71,8 @@ struct gopts {
     struct tern_grammar_params gp;
     bool json, json_lines, cpu_clock, have_ws;
     long long n_docs, seed, reps, profile;
-    long long ids_doc, ids_step; /* --mask-ids; ids_doc 0 when absent */
+    struct cli_mask_at *at;      /* --mask-ids, malloc'ed; n_at 0 when absent */
+    size_t n_at;
 };
 
 /* Parse options shared by check and bench. Returns -1 on success, else an exit code. */
@@ -100,7 +101,8 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
         if ((r = cli_opt(argc, argv, &i, "--docs", NULL, &v))) { if (r < 0) return 2; o->docs = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--masks", NULL, &v))) { if (r < 0) return 2; o->masks = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--mask-ids", NULL, &v))) {
-            if (r < 0 || cli_masks_parse_at(cmd, v, &o->ids_doc, &o->ids_step)) return 2;
+            free(o->at);
+            if (r < 0 || cli_masks_parse_at(cmd, v, &o->at, &o->n_at)) return 2;
             continue;
         }
         if ((r = cli_opt(argc, argv, &i, "--ws", NULL, &v))) {
@@ -140,7 +142,7 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
     if ((o->schema != NULL) + (o->gbnf != NULL) + (o->tools != NULL) != 1)
         return cli_usage_error(cmd, "give exactly one of --json-schema FILE, --grammar FILE, --tools FILE");
     if (o->choice && !o->tools) return cli_usage_error(cmd, "--tool-choice needs --tools");
-    if (o->ids_doc && !o->masks) return cli_usage_error(cmd, "--mask-ids needs --masks FILE");
+    if (o->n_at && !o->masks) return cli_usage_error(cmd, "--mask-ids needs --masks FILE");
     if (o->masks && strcmp(cmd, "grammar check")) return cli_usage_error(cmd, "--masks applies to grammar check");
     o->gp.root = o->root;
     return -1;
@@ -332,10 +334,11 @@ static int grammar_check(int argc, char **argv)
 {
     struct gopts o;
     int rc = parse("grammar check", argc, argv, &o);
-    if (rc >= 0) return rc;
-    if (!o.input) return cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
+    if (rc >= 0) { free(o.at); return rc; }
     struct loaded l;
-    if ((rc = load("grammar check", &o, &l)) >= 0) { unload(&l); return rc; }
+    if (!o.input) rc = cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
+    else if ((rc = load("grammar check", &o, &l)) >= 0) unload(&l);
+    if (rc >= 0) { free(o.at); return rc; }
     struct tern_grammar *g = NULL;
     struct tern_grammar_matcher *m = NULL;
     struct cli_masks *mw = NULL;
@@ -349,7 +352,7 @@ static int grammar_check(int argc, char **argv)
     if (tern_grammar_warnings(g)) fprintf(stderr, "tern grammar check: warning: %s", tern_grammar_warnings(g));
     if ((st = tern_grammar_matcher_create(g, &m))) { rc = cli_report("grammar check", st); goto done; }
     if ((rc = read_docs("grammar check", o.input, o.json_lines, &docs, &lens, &n_docs)) >= 0) goto done;
-    if (o.masks && (rc = cli_masks_open("grammar check", o.masks, o.ids_doc, o.ids_step, l.tok, &mw)) >= 0) goto done;
+    if (o.masks && (rc = cli_masks_open("grammar check", o.masks, o.at, o.n_at, l.tok, &mw)) >= 0) goto done;
     rc = CLI_EXIT_OK;
     int32_t eog = first_eog(l.tok);
     size_t n_ok = 0, n_bad = 0, n_internal = 0;
@@ -411,6 +414,7 @@ static int grammar_check(int argc, char **argv)
     }
 done:
     cli_masks_abandon(mw);
+    free(o.at);
     free_docs(docs, lens, n_docs);
     free(ids);
     free(mask);
@@ -487,7 +491,7 @@ static int grammar_bench(int argc, char **argv)
 {
     struct gopts o;
     int rc = parse("grammar bench", argc, argv, &o);
-    if (rc >= 0) return rc;
+    if (rc >= 0) { free(o.at); return rc; }
     if (o.input) return cli_usage_error("grammar bench", "unexpected argument '%s' (documents go in --docs FILE)", o.input);
     struct loaded l;
     if ((rc = load("grammar bench", &o, &l)) >= 0) { unload(&l); return rc; }

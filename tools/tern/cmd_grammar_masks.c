@@ -8,13 +8,13 @@
  * (numpy), and with the count a collision between two different sets is negligible. End-of-
  * generation tokens are kept out of count and hash and counted apart ("eog"), because engines
  * name different stop tokens (tern allows every EOG token of the vocabulary, a peer its one EOS):
- * a comparison then decides explicitly how to treat them. --mask-ids DOC:STEP adds the full
- * sorted id list of one step, to see what differs.
+ * a comparison then decides explicitly how to treat them. --mask-ids DOC:STEP[,DOC:STEP...] adds
+ * the full sorted id lists of those steps (end-of-generation ids included), to see what differs.
  *
  * The file is JSON lines, written to FILE.tmp and renamed when complete:
  *   {"n_vocab": N, "eog": [ids], "hash": "splitmix64-sum"}                    (header)
  *   {"doc": 1, "accept": true, "tokens": [...], "n": [...], "hash": ["%016llx",...], "eog": [...],
- *    "us": [...]}                                                              (per document)
+ *    "us": [...], "ids": {"STEP": [...]}}                   (per document; "ids" with --mask-ids)
  * Step i is the mask before tokens[i]; an accepted document has one step more than tokens (the
  * mask at its end), a refused one ends with the mask that refused its token (one step per token
  * when the document ended incomplete). "us" is the time of fill_mask (thread CPU time with
@@ -33,16 +33,18 @@ struct cli_masks {
     const struct tern_tokenizer *tok;
     int32_t n_vocab;
     uint8_t *is_eog;             /* per id */
-    long long ids_doc, ids_step; /* --mask-ids, 1-based document, 0-based step; 0/-1 when absent */
+    const struct cli_mask_at *at; /* --mask-ids: 1-based documents, 0-based steps */
+    size_t n_at;
+    bool *found;                 /* per --mask-ids entry: its step was reached */
     size_t doc;                  /* documents begun */
     /* the current document's steps */
     size_t n, cap;
     uint32_t *count, *eog;
     uint64_t *hash;
     double *us;
-    int32_t *ids;                /* the --mask-ids step's ids, when it is in this document */
-    size_t n_ids;
-    bool have_ids, failed;
+    struct { size_t step, n; int32_t *ids; } *lists; /* the --mask-ids steps of this document */
+    size_t n_lists;
+    bool failed;
 };
 
 uint64_t cli_masks_id_hash(int32_t id)
@@ -53,19 +55,40 @@ uint64_t cli_masks_id_hash(int32_t id)
     return z ^ (z >> 31);
 }
 
-int cli_masks_parse_at(const char *cmd, const char *s, long long *doc, long long *step)
+int cli_masks_parse_at(const char *cmd, const char *s, struct cli_mask_at **at, size_t *n)
 {
-    const char *colon = strchr(s, ':');
-    char d[32];
-    if (!colon || (size_t)(colon - s) >= sizeof d) return cli_usage_error(cmd, "--mask-ids: '%s' is not DOC:STEP", s);
-    memcpy(d, s, (size_t)(colon - s));
-    d[colon - s] = 0;
-    if (!cli_parse_int(d, 1, INT32_MAX, doc) || !cli_parse_int(colon + 1, 0, INT32_MAX, step))
-        return cli_usage_error(cmd, "--mask-ids: '%s' is not DOC:STEP (document from 1, step from 0)", s);
-    return 0;
+    *at = NULL;
+    *n = 0;
+    for (const char *p = s;; p++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[64], *colon;
+        long long doc, step;
+        if (len == 0 || len >= sizeof item) goto bad;
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!(colon = strchr(item, ':'))) goto bad;
+        *colon = 0;
+        if (!cli_parse_int(item, 1, INT32_MAX, &doc) || !cli_parse_int(colon + 1, 0, INT32_MAX, &step)) goto bad;
+        struct cli_mask_at *na = realloc(*at, (*n + 1) * sizeof *na);
+        if (!na) {
+            free(*at);
+            *at = NULL;
+            return cli_report(cmd, TERN_ERR_NOMEM);
+        }
+        *at = na;
+        (*at)[(*n)++] = (struct cli_mask_at){doc, step};
+        if (!end) return 0;
+        p = end;
+    }
+bad:
+    free(*at);
+    *at = NULL;
+    *n = 0;
+    return cli_usage_error(cmd, "--mask-ids: '%s' is not DOC:STEP[,DOC:STEP...] (documents from 1, steps from 0)", s);
 }
 
-int cli_masks_open(const char *cmd, const char *path, long long ids_doc, long long ids_step,
+int cli_masks_open(const char *cmd, const char *path, const struct cli_mask_at *at, size_t n_at,
                    const struct tern_tokenizer *tok, struct cli_masks **out)
 {
     *out = NULL;
@@ -73,12 +96,13 @@ int cli_masks_open(const char *cmd, const char *path, long long ids_doc, long lo
     if (!w) return cli_report(cmd, TERN_ERR_NOMEM);
     w->tok = tok;
     w->n_vocab = tern_tokenizer_n_vocab(tok);
-    w->ids_doc = ids_doc;
-    w->ids_step = ids_step;
+    w->at = at;
+    w->n_at = n_at;
+    w->found = calloc(n_at + 1, sizeof *w->found);
     w->path = strdup(path);
     w->tmp = malloc(strlen(path) + 5);
     w->is_eog = calloc((size_t)w->n_vocab + 1, 1);
-    if (!w->path || !w->tmp || !w->is_eog) {
+    if (!w->path || !w->tmp || !w->is_eog || !w->found) {
         cli_masks_abandon(w);
         return cli_report(cmd, TERN_ERR_NOMEM);
     }
@@ -102,11 +126,28 @@ int cli_masks_open(const char *cmd, const char *path, long long ids_doc, long lo
     return -1;
 }
 
+static void free_lists(struct cli_masks *w)
+{
+    for (size_t i = 0; i < w->n_lists; i++) free(w->lists[i].ids);
+    free(w->lists);
+    w->lists = NULL;
+    w->n_lists = 0;
+}
+
 void cli_masks_begin(struct cli_masks *w)
 {
     w->doc++;
     w->n = 0;
-    w->have_ids = false;
+    free_lists(w);
+}
+
+/* Whether --mask-ids asks for step `step` of the current document (marking it found). */
+static bool wanted(struct cli_masks *w, size_t step)
+{
+    bool any = false;
+    for (size_t i = 0; i < w->n_at; i++)
+        if ((size_t)w->at[i].doc == w->doc && (size_t)w->at[i].step == step) any = w->found[i] = true;
+    return any;
 }
 
 static bool grow(struct cli_masks *w)
@@ -129,13 +170,13 @@ void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us)
 {
     if (w->failed) return;
     if (w->n == w->cap && !grow(w)) { w->failed = true; return; }
-    bool want_ids = (long long)w->doc == w->ids_doc && (long long)w->n == w->ids_step;
-    if (want_ids) {
-        free(w->ids);
-        w->ids = malloc((size_t)w->n_vocab * sizeof *w->ids);
-        if (!w->ids) { w->failed = true; return; }
-        w->n_ids = 0;
-        w->have_ids = true;
+    int32_t *list = NULL;
+    size_t n_list = 0;
+    if (wanted(w, w->n)) {
+        void *nl = realloc(w->lists, (w->n_lists + 1) * sizeof *w->lists);
+        list = malloc((size_t)w->n_vocab * sizeof *list);
+        if (nl) w->lists = nl;
+        if (!nl || !list) { free(list); w->failed = true; return; }
     }
     uint32_t count = 0, eog = 0;
     uint64_t hash = 0;
@@ -144,7 +185,7 @@ void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us)
         for (uint32_t bits = mask[k]; bits; bits &= bits - 1) {
             int32_t id = (int32_t)(k * 32 + (size_t)__builtin_ctz(bits));
             if (id >= w->n_vocab) break;
-            if (want_ids) w->ids[w->n_ids++] = id;
+            if (list) list[n_list++] = id;
             if (w->is_eog[id]) { eog++; continue; }
             count++;
             hash += cli_masks_id_hash(id);
@@ -153,6 +194,11 @@ void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us)
     w->eog[w->n] = eog;
     w->hash[w->n] = hash;
     w->us[w->n] = us;
+    if (list) {
+        w->lists[w->n_lists].step = w->n;
+        w->lists[w->n_lists].n = n_list;
+        w->lists[w->n_lists++].ids = list;
+    }
     w->n++;
 }
 
@@ -171,10 +217,14 @@ void cli_masks_end(struct cli_masks *w, const int32_t *tokens, size_t n_tokens, 
     fprintf(f, "], \"us\": [");
     for (size_t i = 0; i < w->n; i++) fprintf(f, "%s%.3f", i ? ", " : "", w->us[i]);
     fprintf(f, "]");
-    if (w->have_ids) {
-        fprintf(f, ", \"ids_step\": %lld, \"ids\": [", w->ids_step);
-        for (size_t i = 0; i < w->n_ids; i++) fprintf(f, "%s%d", i ? ", " : "", w->ids[i]);
-        fprintf(f, "]");
+    if (w->n_lists) {
+        fprintf(f, ", \"ids\": {");
+        for (size_t k = 0; k < w->n_lists; k++) {
+            fprintf(f, "%s\"%zu\": [", k ? ", " : "", w->lists[k].step);
+            for (size_t i = 0; i < w->lists[k].n; i++) fprintf(f, "%s%d", i ? ", " : "", w->lists[k].ids[i]);
+            fprintf(f, "]");
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "}\n");
 }
@@ -184,10 +234,11 @@ int cli_masks_close(const char *cmd, struct cli_masks *w)
     if (!w) return CLI_EXIT_OK;
     int rc = CLI_EXIT_OK;
     if (w->failed) rc = cli_report(cmd, TERN_ERR_NOMEM);
-    else if (w->ids_doc && !w->ids) {
-        fprintf(stderr, "tern %s: --mask-ids %lld:%lld: no such document and step\n", cmd, w->ids_doc, w->ids_step);
-        rc = CLI_EXIT_FAIL;
-    }
+    for (size_t i = 0; rc == CLI_EXIT_OK && i < w->n_at; i++)
+        if (!w->found[i]) {
+            fprintf(stderr, "tern %s: --mask-ids %lld:%lld: no such document and step\n", cmd, w->at[i].doc, w->at[i].step);
+            rc = CLI_EXIT_FAIL;
+        }
     bool ok = !ferror(w->f);
     if (fclose(w->f) != 0) ok = false;
     w->f = NULL;
@@ -207,10 +258,11 @@ void cli_masks_abandon(struct cli_masks *w)
     free(w->path);
     free(w->tmp);
     free(w->is_eog);
+    free(w->found);
     free(w->count);
     free(w->eog);
     free(w->hash);
     free(w->us);
-    free(w->ids);
+    free_lists(w);
     free(w);
 }
