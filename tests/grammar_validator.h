@@ -162,10 +162,20 @@ GV_FN bool gv_uri(const char *s, size_t n)
             i += 2;
             continue;
         }
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("-._~:/?#[]@!$&'()*+,;=", c))) {
-            if (c == '[' || c == ']') return false; /* the documented set has no brackets */
+        if (c == '[') { /* an IPv6 literal (RFC 3986 IP-literal), checked by inet_pton */
+            const char *close = memchr(s + i, ']', n - i);
+            char lit[64];
+            unsigned char buf[16];
+            size_t len = close ? (size_t)(close - (s + i + 1)) : 0;
+            if (!close || len == 0 || len >= sizeof lit) return false;
+            memcpy(lit, s + i + 1, len);
+            lit[len] = 0;
+            if (inet_pton(AF_INET6, lit, buf) != 1) return false;
+            i += len + 1;
             continue;
         }
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("-._~:/?#@!$&'()*+,;=", c)))
+            continue;
         return false;
     }
     return true;

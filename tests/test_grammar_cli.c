@@ -4,7 +4,8 @@
  * per document, {"accept": true} exactly for the valid instances (the labels the corpus test
  * cross-checks with an independent validator), refusals carry token, offset and reason; the
  * tool-call grammar with --json-lines documents; GBNF; usage and input errors exit 2 and 1
- * with messages. bench: the --json object has the documented keys. The whole corpus goes
+ * with messages. --masks: each step's allowed-token count and hash against brute force on a
+ * two-word language. bench: the --json object has the documented keys. The whole corpus goes
  * through the same library calls in test_grammar_schema. */
 #include "test_support.h"
 
@@ -160,6 +161,171 @@ static void test_bench_json(void **state)
     free(out);
 }
 
+/* The definition of --masks' hash (docs/tools.md "Comparing masks"): the sum modulo 2^64 of
+ * splitmix64's finalizer over the allowed ids. */
+static uint64_t id_hash(int32_t id)
+{
+    uint64_t z = (uint64_t)(uint32_t)id + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* --masks on a language of two words, {"yes", "no"} as JSON strings: at each step the allowed
+ * tokens are, by brute force over the vocabulary, the non-control tokens whose piece extends
+ * the text so far to a prefix of "yes" or "no" (with quotes); end of generation exactly when a
+ * word is complete. Counts, hashes, the id list of --mask-ids and the end-of-generation counts
+ * are checked against that, and the pieces of one step by hand. */
+static void test_check_masks(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(q, "fixtures/tokenizer/ggml-vocab-qwen2-tiktoken.gguf");
+    char spath[1024], dpath[1024], mpath[1024], cmd[4096], *out;
+    snprintf(spath, sizeof spath, "%s/yesno.schema.json", test_tmpdir());
+    snprintf(dpath, sizeof dpath, "%s/yesno.docs", test_tmpdir());
+    snprintf(mpath, sizeof mpath, "%s/yesno.masks", test_tmpdir());
+    write_file(spath, "{\"enum\": [\"yes\", \"no\"]}");
+    static const char *docs[] = {"\"yes\"", "\"no\"", "\"maybe\""};
+    write_file(dpath, "\"yes\"\n\"no\"\n\"maybe\"\n");
+    snprintf(cmd, sizeof cmd, "%s grammar check -m %s --json-schema %s --masks %s --mask-ids 1:1,2:3,1:3 %s 2>/dev/null",
+             test_tern_bin(), q, spath, mpath, dpath);
+    assert_int_equal(run(cmd, &out), 0);
+    free(out);
+    struct tern_tokenizer *tok;
+    assert_int_equal(tern_tokenizer_load(q, &tok), TERN_OK);
+    int32_t nv = tern_tokenizer_n_vocab(tok);
+    size_t len;
+    char *txt = test_read_file(mpath, &len);
+    assert_non_null(txt);
+    char *line = strtok(txt, "\n");
+    cJSON *h = cJSON_Parse(line);
+    assert_non_null(h);
+    assert_int_equal((int)cJSON_GetObjectItem(h, "n_vocab")->valuedouble, nv);
+    int n_eog = 0;
+    cJSON *e = cJSON_GetObjectItem(h, "eog")->child;
+    for (int32_t i = 0; i < nv; i++)
+        if (tern_token_is_eog(tok, i)) {
+            assert_non_null(e);
+            assert_int_equal((int)e->valuedouble, i);
+            e = e->next;
+            n_eog++;
+        }
+    assert_null(e);
+    assert_true(n_eog > 0);
+    cJSON_Delete(h);
+    static const char *words[] = {"\"yes\"", "\"no\""};
+    int32_t *expect = malloc((size_t)nv * sizeof *expect);
+    for (int d = 0; d < 3; d++) {
+        line = strtok(NULL, "\n");
+        assert_non_null(line);
+        cJSON *j = cJSON_Parse(line);
+        if (!j) fail_msg("not JSON: %s", line);
+        assert_int_equal((int)cJSON_GetObjectItem(j, "doc")->valuedouble, d + 1);
+        bool accepted = d < 2;
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(j, "accept")), accepted);
+        int32_t ids[16];
+        size_t n_ids;
+        assert_int_equal(tern_tokenize(tok, docs[d], strlen(docs[d]), 0, ids, 16, &n_ids), TERN_OK);
+        cJSON *toks = cJSON_GetObjectItem(j, "tokens");
+        assert_int_equal(cJSON_GetArraySize(toks), (int)n_ids);
+        for (size_t i = 0; i < n_ids; i++) assert_int_equal((int)cJSON_GetArrayItem(toks, (int)i)->valuedouble, ids[i]);
+        cJSON *jn = cJSON_GetObjectItem(j, "n"), *jh = cJSON_GetObjectItem(j, "hash"), *je = cJSON_GetObjectItem(j, "eog");
+        /* accepted: a mask before each token and one at the end; "maybe" is refused at its
+         * second token ("m" after the quote), so its masks stop there */
+        int steps = accepted ? (int)n_ids + 1 : 2;
+        assert_int_equal(cJSON_GetArraySize(jn), steps);
+        assert_int_equal(cJSON_GetArraySize(jh), steps);
+        assert_int_equal(cJSON_GetArraySize(je), steps);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "us")), steps);
+        char prefix[64] = "";
+        for (int k = 0; k < steps; k++) {
+            size_t pl = strlen(prefix), n_expect = 0;
+            uint64_t hash = 0;
+            for (int32_t id = 0; id < nv; id++) {
+                char piece[256];
+                size_t n;
+                if (tern_token_is_control(tok, id) || tern_token_is_eog(tok, id)) continue;
+                if (tern_token_to_piece(tok, id, 0, piece, sizeof piece - 1, &n) || n == 0 || pl + n > 32) continue;
+                char ext[64];
+                memcpy(ext, prefix, pl);
+                memcpy(ext + pl, piece, n);
+                for (int w = 0; w < 2; w++)
+                    if (pl + n <= strlen(words[w]) && !memcmp(words[w], ext, pl + n)) {
+                        expect[n_expect++] = id;
+                        hash += id_hash(id);
+                        break;
+                    }
+            }
+            bool complete = !strcmp(prefix, words[0]) || !strcmp(prefix, words[1]);
+            assert_int_equal((int)cJSON_GetArrayItem(jn, k)->valuedouble, (int)n_expect);
+            assert_int_equal((int)cJSON_GetArrayItem(je, k)->valuedouble, complete ? n_eog : 0);
+            char hex[17];
+            snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
+            assert_string_equal(cJSON_GetArrayItem(jh, k)->valuestring, hex);
+            /* --mask-ids 1:1,2:3,1:3: the ids of those steps, exactly the expected ones */
+            cJSON *lists = cJSON_GetObjectItem(j, "ids");
+            char key[16];
+            snprintf(key, sizeof key, "%d", k);
+            bool listed = (d == 0 && (k == 1 || k == 3)) || (d == 1 && k == 3);
+            assert_int_equal(cJSON_GetObjectItem(lists, key) != NULL, listed);
+            if (listed) { /* every allowed id, end-of-generation ones included */
+                cJSON *jl = cJSON_GetObjectItem(lists, key);
+                int at = 0;
+                size_t e_i = 0;
+                for (int32_t id = 0; id < nv; id++) {
+                    bool allowed = (e_i < n_expect && expect[e_i] == id) || (complete && tern_token_is_eog(tok, id));
+                    if (e_i < n_expect && expect[e_i] == id) e_i++;
+                    if (!allowed) continue;
+                    assert_true(at < cJSON_GetArraySize(jl));
+                    assert_int_equal((int)cJSON_GetArrayItem(jl, at++)->valuedouble, id);
+                }
+                assert_int_equal(at, cJSON_GetArraySize(jl));
+            }
+            if (d == 0 && k == 1) { /* after the opening quote */
+                /* by hand: Qwen2's vocabulary spells the words' starts as these tokens */
+                const char *want[] = {"n", "no", "y", "ye", "yes"};
+                int seen = 0;
+                for (size_t i = 0; i < n_expect; i++) {
+                    char piece[64];
+                    size_t n;
+                    assert_int_equal(tern_token_to_piece(tok, expect[i], 0, piece, sizeof piece - 1, &n), TERN_OK);
+                    piece[n] = 0;
+                    for (int w = 0; w < 5; w++) seen += !strcmp(piece, want[w]);
+                }
+                assert_int_equal((int)n_expect, 5);
+                assert_int_equal(seen, 5);
+            }
+            if (k < (int)n_ids) {
+                char piece[256];
+                size_t n;
+                assert_int_equal(tern_token_to_piece(tok, ids[k], 0, piece, sizeof piece - 1, &n), TERN_OK);
+                size_t at = strlen(prefix);
+                assert_true(at + n < sizeof prefix);
+                memcpy(prefix + at, piece, n);
+                prefix[at + n] = 0;
+            }
+        }
+        cJSON_Delete(j);
+    }
+    assert_null(strtok(NULL, "\n"));
+    free(expect);
+    free(txt);
+    /* a step that does not exist: an error, and no file left behind, not even the temporary */
+    remove(mpath);
+    snprintf(cmd, sizeof cmd, "%s grammar check -m %s --json-schema %s --masks %s --mask-ids 1:0,3:5 %s 2>&1",
+             test_tern_bin(), q, spath, mpath, dpath);
+    assert_int_equal(run(cmd, &out), 1);
+    if (!strstr(out, "--mask-ids 3:5: no such document and step")) fail_msg("%s", out);
+    free(out);
+    FILE *f = fopen(mpath, "r");
+    assert_null(f);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", mpath);
+    f = fopen(tmp, "r");
+    assert_null(f);
+    tern_tokenizer_free(tok);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -175,6 +341,11 @@ static void test_errors(void **state)
         {"check -m %s --json-schema %s --ws pretty -", 2, "--ws: 'pretty'"},
         {"bench -m %s --json-schema %s --n-docs 0", 2, "--n-docs"},
         {"frobnicate -m %s %s", 2, "unknown subcommand"},
+        {"check -m %s --json-schema %s --mask-ids 1:0 -", 2, "--mask-ids needs --masks FILE"},
+        {"check -m %s --json-schema %s --masks /dev/null --mask-ids 0:1 -", 2, "--mask-ids: '0:1'"},
+        {"check -m %s --json-schema %s --masks /dev/null --mask-ids 1 -", 2, "--mask-ids: '1' is not DOC:STEP"},
+        {"check -m %s --json-schema %s --masks /dev/null --mask-ids 1:2, -", 2, "--mask-ids: '1:2,' is not DOC:STEP"},
+        {"bench -m %s --json-schema %s --masks /dev/null", 2, "--masks applies to grammar check"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char args[2048];
@@ -190,6 +361,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_check_masks),
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_check_tools_gbnf),
         cmocka_unit_test(test_check_corpus),

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from gguf_hf import load_tokenizer
+
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -150,12 +152,6 @@ def tern_ids(tern, model, docs, workdir):
     return ids
 
 
-def gguf_pre_type(model):
-    from gguf import GGUFReader
-    field = GGUFReader(model).fields.get("tokenizer.ggml.pre")
-    return bytes(field.parts[field.data[0]]).decode() if field else "default"
-
-
 def first_difference(a, b):
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
@@ -164,20 +160,10 @@ def first_difference(a, b):
 
 
 def compare(tern, model, repeat, mb, workdir):
-    from transformers import AutoTokenizer
     t0 = time.perf_counter()
-    hf = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(model)), gguf_file=os.path.basename(model))
+    hf, pre = load_tokenizer(model)  # the SmolLM2 digit split is restored there
     load_s = time.perf_counter() - t0
     backend = hf.backend_tokenizer
-    pre = gguf_pre_type(model)
-    if pre == "smollm":
-        # transformers' GGUF reader builds SmolLM's tokenizer with ByteLevel alone; SmolLM2's own
-        # tokenizer.json splits digits one by one first (llama.cpp's "smollm" pre-type: \p{N}
-        # then the GPT-2 expression). Without it the peer would not be SmolLM2's tokenizer.
-        from tokenizers import pre_tokenizers
-        backend.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Digits(individual_digits=True),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
     result = {"model": os.path.basename(model), "pre": pre, "peer_class": type(hf).__name__,
               "peer_load_s": round(load_s, 1)}
     for name, docs in (("held", held_texts()), ("mixed", mixed_documents(mb))):

@@ -586,7 +586,9 @@ tern_status gram_regex_to_ir(const char *re, size_t len, bool json_escape, struc
  *   ipv6       RFC 4291 text forms, :: compression, optional trailing IPv4
  *   uuid       8-4-4-4-12 hex digits, either case
  *   uri        RFC 3986 absolute URI: scheme ":" then characters of the URI set (unreserved,
- *              reserved, percent escapes), no spaces */
+ *              reserved, percent escapes) and IPv6 literals in brackets (http://[::1]:8080/:
+ *              RFC 3986 reserves "[" and "]" for IP literals, so a lone bracket is refused), no
+ *              spaces */
 #define D2 "[0-9]{2}"
 #define LEAP "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
 #define DATE "([0-9]{4}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|[0-9]{4}-(0[469]|11)-(0[1-9]|[12][0-9]|30)" \
@@ -615,6 +617,6 @@ const char *gram_format_regex(const char *f)
     if (!strcmp(f, "ipv6")) return "^" IPV6 "$";
     if (!strcmp(f, "uuid")) return "^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$";
     if (!strcmp(f, "uri"))
-        return "^[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*$";
+        return "^[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9._~:/?#@!$&'()*+,;=-]|%[0-9A-Fa-f]{2}|\\[" IPV6 "\\])*$";
     return NULL;
 }

@@ -48,4 +48,27 @@ void cli_grammar_json_stats(cJSON *obj, const struct tern_gen_stats *gs);
 int cli_bench_grammar(const char *model, struct cli_grammar_opts *gro, int threads, int n_gen, int reps,
                       bool json);
 
+/* `tern grammar check --masks FILE` (cmd_grammar_masks.c): every step's allowed-token set as a
+ * count and an order-independent hash, one JSON line per document, for comparing engines. */
+struct cli_masks;
+/* What one allowed id adds to a step's hash (the hash is the sum of these modulo 2^64). */
+uint64_t cli_masks_id_hash(int32_t id);
+struct cli_mask_at { long long doc, step; }; /* a document from 1, a step from 0 */
+/* --mask-ids DOC:STEP[,DOC:STEP...] into *at (malloc'ed, caller frees) and *n; 0, or the usage
+ * error's status (printed). */
+int cli_masks_parse_at(const char *cmd, const char *s, struct cli_mask_at **at, size_t *n);
+/* Start FILE.tmp with the header line; at/n_at: --mask-ids (borrowed until close; none: NULL, 0).
+ * -1 on success (*out owned by the caller: cli_masks_close or cli_masks_abandon), else the exit
+ * status (printed). */
+int cli_masks_open(const char *cmd, const char *path, const struct cli_mask_at *at, size_t n_at,
+                   const struct tern_tokenizer *tok, struct cli_masks **out);
+void cli_masks_begin(struct cli_masks *w);                                /* a document starts */
+void cli_masks_step(struct cli_masks *w, const uint32_t *mask, double us); /* one filled mask */
+/* The document's line: its tokens and the steps recorded since cli_masks_begin. */
+void cli_masks_end(struct cli_masks *w, const int32_t *tokens, size_t n_tokens, bool accepted);
+/* Finish: rename FILE.tmp to FILE; frees w. The exit status (a failure printed). */
+int cli_masks_close(const char *cmd, struct cli_masks *w);
+/* Free w and remove FILE.tmp (an error elsewhere: no half-written FILE). NULL is fine. */
+void cli_masks_abandon(struct cli_masks *w);
+
 #endif

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "cli_grammar.h"
 
 static void help(void)
 {
@@ -30,6 +31,9 @@ static void help(void)
            "One JSON object per line: {\"accept\": true} or {\"accept\": false, \"token\": i,\n"
            "\"offset\": byte, \"reason\": \"...\"} (the first refused token, or the end reached in\n"
            "an incomplete document: token = token count). A summary goes to stderr.\n"
+           "--masks FILE also writes every step's allowed tokens (count and hash, end-of-\n"
+           "generation tokens counted apart) per document, to compare with other engines\n"
+           "(docs/tools.md \"Comparing masks\").\n"
            "\n"
            "bench: prints compile time (median of --reps compiles), mask time per token\n"
            "(p50/p90/p99/max in microseconds, first visits of grammar positions included) over\n"
@@ -48,7 +52,11 @@ static void help(void)
            "  --n-docs N             bench: documents to generate when --docs is absent (64)\n"
            "  --seed N               bench: generator seed (1)\n"
            "  --reps N               bench: compiles to time (20)\n"
-           "  --cpu-clock            bench: time compiles and masks with this thread's CPU clock\n"
+           "  --masks FILE           check: write each step's allowed-token count, hash and mask\n"
+           "                         time as JSON lines (one per document) to FILE\n"
+           "  --mask-ids DOC:STEP[,DOC:STEP...]  check: with --masks, also list the allowed ids\n"
+           "                         at those steps (documents from 1, steps from 0)\n"
+           "  --cpu-clock            time compiles (bench) and masks with this thread's CPU clock\n"
            "                         (excludes time the scheduler gave to other processes: use on a\n"
            "                         busy machine)\n"
            "  --profile N            bench: also print the N slowest masks (to stderr) with what\n"
@@ -59,10 +67,12 @@ static void help(void)
 }
 
 struct gopts {
-    const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input;
+    const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input, *masks;
     struct tern_grammar_params gp;
     bool json, json_lines, cpu_clock, have_ws;
     long long n_docs, seed, reps, profile;
+    struct cli_mask_at *at;      /* --mask-ids, malloc'ed; n_at 0 when absent */
+    size_t n_at;
 };
 
 /* Parse options shared by check and bench. Returns -1 on success, else an exit code. */
@@ -89,6 +99,12 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
         if ((r = cli_opt(argc, argv, &i, "--tool-choice", NULL, &v))) { if (r < 0) return 2; o->choice = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--root", NULL, &v))) { if (r < 0) return 2; o->root = v; continue; }
         if ((r = cli_opt(argc, argv, &i, "--docs", NULL, &v))) { if (r < 0) return 2; o->docs = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--masks", NULL, &v))) { if (r < 0) return 2; o->masks = v; continue; }
+        if ((r = cli_opt(argc, argv, &i, "--mask-ids", NULL, &v))) {
+            free(o->at);
+            if (r < 0 || cli_masks_parse_at(cmd, v, &o->at, &o->n_at)) return 2;
+            continue;
+        }
         if ((r = cli_opt(argc, argv, &i, "--ws", NULL, &v))) {
             if (r < 0) return 2;
             o->have_ws = true;
@@ -126,6 +142,8 @@ static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
     if ((o->schema != NULL) + (o->gbnf != NULL) + (o->tools != NULL) != 1)
         return cli_usage_error(cmd, "give exactly one of --json-schema FILE, --grammar FILE, --tools FILE");
     if (o->choice && !o->tools) return cli_usage_error(cmd, "--tool-choice needs --tools");
+    if (o->n_at && !o->masks) return cli_usage_error(cmd, "--mask-ids needs --masks FILE");
+    if (o->masks && strcmp(cmd, "grammar check")) return cli_usage_error(cmd, "--masks applies to grammar check");
     o->gp.root = o->root;
     return -1;
 }
@@ -316,31 +334,38 @@ static int grammar_check(int argc, char **argv)
 {
     struct gopts o;
     int rc = parse("grammar check", argc, argv, &o);
-    if (rc >= 0) return rc;
-    if (!o.input) return cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
+    if (rc >= 0) { free(o.at); return rc; }
     struct loaded l;
-    if ((rc = load("grammar check", &o, &l)) >= 0) { unload(&l); return rc; }
+    if (!o.input) rc = cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
+    else if ((rc = load("grammar check", &o, &l)) >= 0) unload(&l);
+    if (rc >= 0) { free(o.at); return rc; }
     struct tern_grammar *g = NULL;
     struct tern_grammar_matcher *m = NULL;
+    struct cli_masks *mw = NULL;
     char **docs = NULL;
     size_t *lens = NULL, n_docs = 0, cap_ids = 256, n_ids;
     int32_t *ids = malloc(cap_ids * sizeof *ids);
     uint32_t *mask = malloc(tern_grammar_mask_words(l.v) * sizeof *mask);
+    double (*clk)(void) = o.cpu_clock ? cli_thread_cpu_ms : cli_now_ms;
     tern_status st = compile(&o, &l, &g);
     if (st) { rc = cli_report("grammar check", st); goto done; }
     if (tern_grammar_warnings(g)) fprintf(stderr, "tern grammar check: warning: %s", tern_grammar_warnings(g));
     if ((st = tern_grammar_matcher_create(g, &m))) { rc = cli_report("grammar check", st); goto done; }
     if ((rc = read_docs("grammar check", o.input, o.json_lines, &docs, &lens, &n_docs)) >= 0) goto done;
+    if (o.masks && (rc = cli_masks_open("grammar check", o.masks, o.at, o.n_at, l.tok, &mw)) >= 0) goto done;
     rc = CLI_EXIT_OK;
     int32_t eog = first_eog(l.tok);
     size_t n_ok = 0, n_bad = 0, n_internal = 0;
     for (size_t d = 0; d < n_docs; d++) {
         if ((st = encode(l.tok, docs[d], lens[d], doc_flags(g), &ids, &cap_ids, &n_ids))) { rc = cli_report("grammar check", st); goto done; }
         tern_grammar_matcher_reset(m);
+        if (mw) cli_masks_begin(mw);
         size_t off = 0;
         bool refused = false;
         for (size_t i = 0; i < n_ids && !refused; i++) {
+            double t0 = clk();
             tern_grammar_matcher_fill_mask(m, mask);
+            if (mw) cli_masks_step(mw, mask, (clk() - t0) * 1000.0);
             bool in_mask = (mask[ids[i] >> 5] >> (ids[i] & 31)) & 1;
             size_t at;
             st = tern_grammar_matcher_accept(m, ids[i], &at);
@@ -364,22 +389,32 @@ static int grammar_check(int argc, char **argv)
             print_refusal(n_ids, off, why);
             refused = true;
         }
-        if (!refused && eog >= 0) { /* as generation ends: the end-of-generation token must be allowed */
+        if (!refused && (eog >= 0 || mw)) { /* as generation ends: the end-of-generation token must be allowed */
+            double t0 = clk();
             tern_grammar_matcher_fill_mask(m, mask);
-            if (!((mask[eog >> 5] >> (eog & 31)) & 1)) {
+            if (mw) cli_masks_step(mw, mask, (clk() - t0) * 1000.0);
+            if (eog >= 0 && !((mask[eog >> 5] >> (eog & 31)) & 1)) {
                 n_internal++;
                 fprintf(stderr, "tern grammar check: internal: line %zu: complete but end of generation not allowed\n", d + 1);
             }
         }
         if (refused) n_bad++;
         else { n_ok++; puts("{\"accept\": true}"); }
+        if (mw) cli_masks_end(mw, ids, n_ids, !refused);
     }
     fprintf(stderr, "tern grammar check: %zu documents: %zu accepted, %zu refused\n", n_docs, n_ok, n_bad);
     if (n_internal) {
         fprintf(stderr, "tern grammar check: %zu internal disagreements between mask and matcher (a bug: please report)\n", n_internal);
         rc = CLI_EXIT_FAIL;
     }
+    if (mw) {
+        int mrc = cli_masks_close("grammar check", mw);
+        mw = NULL;
+        if (mrc != CLI_EXIT_OK) rc = mrc;
+    }
 done:
+    cli_masks_abandon(mw);
+    free(o.at);
     free_docs(docs, lens, n_docs);
     free(ids);
     free(mask);
@@ -456,7 +491,7 @@ static int grammar_bench(int argc, char **argv)
 {
     struct gopts o;
     int rc = parse("grammar bench", argc, argv, &o);
-    if (rc >= 0) return rc;
+    if (rc >= 0) { free(o.at); return rc; }
     if (o.input) return cli_usage_error("grammar bench", "unexpected argument '%s' (documents go in --docs FILE)", o.input);
     struct loaded l;
     if ((rc = load("grammar bench", &o, &l)) >= 0) { unload(&l); return rc; }
