@@ -480,6 +480,8 @@ def main():
     summaries = []
     for model in a.models:
         summaries += run_vocab(tern, model, files, a.reps)
+    for row in table_rows(summaries):
+        print("ROW " + json.dumps(row), flush=True)
     table = markdown(summaries)
     log(table)
     if a.table:
@@ -635,6 +637,35 @@ def fmt_ratio(tern_v, peer_v):
     if not tern_v or peer_v is None:
         return "-"
     return "%.2fx" % (peer_v / tern_v)
+
+
+def table_rows(summaries):
+    """The rows of bench/peers/table.py (run.sh's one table): times with ratio = peer / tern (how
+    many times faster tern is), then support and agreement as counts."""
+    out = []
+    by = {}
+    for s in summaries:
+        by.setdefault(s["vocab"], {})[s["engine"]] = s
+    for v, es in by.items():
+        t = es.get("tern")
+        for peer in PEERS:
+            p = es.get(peer)
+            if not t or not p:
+                continue
+            layer = "grammar %s (%d)" % (v.split("-")[0], p["n_vocab"])
+            who = "%s %s" % (peer, p["version"])
+            me, tn = p["vs_tern"]["self"], p["vs_tern"]["other"]
+            for metric, key, unit in (("compile p50", "compile_ms_p50", "ms"), ("compile p99", "compile_ms_p99", "ms"),
+                                      ("mask p50", "mask_us_p50", "us"), ("mask p99", "mask_us_p99", "us")):
+                a, b = tn[key], me[key]
+                out.append({"layer": layer, "peer": who, "metric": "%s (%s, thread CPU)" % (metric, unit),
+                            "tern": a, "peer_value": b, "ratio": (b / a) if a and b else None})
+            out.append({"layer": layer, "peer": who, "metric": "schemas supported",
+                        "tern": "%d/%d" % (t["supported"], t["schemas"]), "peer_value": "%d/%d" % (p["supported"], p["schemas"])})
+            ag = p["vs_tern"]["agreement"]
+            out.append({"layer": layer, "peer": who, "metric": "steps with the same allowed set (docs/results/grammar-peers.md: why not all)",
+                        "tern": "%d/%d" % (ag["agree"], ag["steps"]), "peer_value": "%d/%d" % (ag["agree"], ag["steps"])})
+    return out
 
 
 def markdown(summaries):

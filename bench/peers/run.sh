@@ -54,7 +54,7 @@ PY=$VENV/bin/python
 echo "installing the pinned peers (bench/peers/requirements.txt) into $VENV" >&2
 "$PY" -m pip install -q -r "$ROOT/bench/peers/requirements.txt" > "$OUT/pip.log" 2>&1 ||
     echo "run.sh: pip could not install every pinned peer (reason: $(tail -1 "$OUT/pip.log")); going on with what imports" >&2
-version() { "$PY" -c "import $1; print($1.__version__)" 2>/dev/null; }
+version() { "$PY" -c "import importlib.metadata as m, $1; print(m.version('$1'))" 2>/dev/null; }
 why_not() { "$PY" -c "import $1" 2>&1 | tail -1; }
 
 # ---- tokenizers ----
@@ -81,9 +81,19 @@ fi
 if want grammar; then
     if [ -f "$ROOT/bench/peers/grammar_compare.py" ]; then
         echo "grammar: XGrammar $(version xgrammar), LLGuidance $(version llguidance)" >&2
-        "$PY" "$ROOT/bench/peers/grammar_compare.py" --tern "$TERN" $([ $QUICK = 1 ] && echo --quick) \
-            2>> "$OUT/grammar.log" | tee -a "$OUT/grammar.jsonl" | grep '^ROW ' >> "$ROWS" ||
-            row "grammar" "XGrammar, LLGuidance" "all" "the comparison failed: see $OUT/grammar.log"
+        vocabs=""
+        for f in smollm2-135m-instruct-q4_1.gguf qwen2.5-coder-0.5b-instruct-q4_k_m.gguf gemma-3-270m-q4_k_m.gguf; do
+            [ -f "$MODELS/$f" ] && vocabs="$vocabs $MODELS/$f"
+        done
+        if [ -z "$vocabs" ]; then
+            row "grammar" "XGrammar, LLGuidance" "all" "no real model installed (scripts/install-models.py)"
+        else
+            # shellcheck disable=SC2086
+            "$PY" "$ROOT/bench/peers/grammar_compare.py" --tern "$TERN" $([ $QUICK = 1 ] && echo "--limit 8 --reps 2") \
+                --table "$OUT/grammar-table.md" $vocabs 2>> "$OUT/grammar.log" | tee -a "$OUT/grammar.jsonl" |
+                grep '^ROW ' >> "$ROWS" ||
+                row "grammar" "XGrammar, LLGuidance" "all" "the comparison failed: see $OUT/grammar.log"
+        fi
     else
         row "grammar" "XGrammar, LLGuidance" "all" "bench/peers/grammar_compare.py is missing"
     fi
