@@ -104,6 +104,15 @@ static void test_conversation_same_as_chat(void **state)
     cJSON_Delete(m);
 }
 
+/* Two bodies posted to path answer the same number at field (a JSON path). */
+static void same_number(const char *path, const char *a_body, const char *b_body, const char *field)
+{
+    cJSON *a = post(path, a_body, 200), *b = post(path, b_body, 200);
+    assert_true(test_json_num(a, field) == test_json_num(b, field));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
 /* A template without reasoning markup (the fixture's ChatML): reasoning.effort and thinking are
  * accepted and change nothing: no reasoning item, no thinking block, the same call as without
  * them, 0 reasoning tokens; thinking sent back is accepted and this template does not render it. */
@@ -150,22 +159,14 @@ static void test_no_thinking_template(void **state)
                        "\"redacted_thinking\",\"data\":\"x\"},{\"type\":\"text\",\"text\":\"Hello\"}]},{\"role\":\"user\",\"content\":\"More\"}]}";
     const char *without = "{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\","
                           "\"content\":\"Hello\"},{\"role\":\"user\",\"content\":\"More\"}]}";
-    a = post("/v1/messages/count_tokens", with, 200);
-    b = post("/v1/messages/count_tokens", without, 200);
-    assert_true(test_json_num(a, "input_tokens") == test_json_num(b, "input_tokens"));
-    cJSON_Delete(a);
-    cJSON_Delete(b);
+    same_number("/v1/messages/count_tokens", with, without, "input_tokens");
     const char *rwith = "{\"max_output_tokens\":1,\"store\":false,\"input\":[{\"role\":\"user\",\"content\":\"Hi\"},"
                         "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"opaque\",\"content\":"
                         "[{\"type\":\"reasoning_text\",\"text\":\"long thoughts\"}]},{\"role\":\"assistant\",\"content\":\"Hello\"}"
                         ",{\"role\":\"user\",\"content\":\"More\"}]}";
     const char *rwithout = "{\"max_output_tokens\":1,\"store\":false,\"input\":[{\"role\":\"user\",\"content\":\"Hi\"},"
                            "{\"role\":\"assistant\",\"content\":\"Hello\"},{\"role\":\"user\",\"content\":\"More\"}]}";
-    a = post("/v1/responses", rwith, 200);
-    b = post("/v1/responses", rwithout, 200);
-    assert_true(test_json_num(a, "usage.input_tokens") == test_json_num(b, "usage.input_tokens"));
-    cJSON_Delete(a);
-    cJSON_Delete(b);
+    same_number("/v1/responses", rwith, rwithout, "usage.input_tokens");
 }
 
 /* The store keeps the last SRV_STORE_MAX responses: the oldest is evicted. */

@@ -8,9 +8,10 @@
  * {id "toolu_...", name, input (the arguments as an object)} per tool call, stop_reason
  * ("end_turn", "max_tokens" when max_tokens, the context or --request-timeout cut it,
  * "stop_sequence" with stop_sequence the one met, "tool_use"), usage {input_tokens,
- * output_tokens, cache_read_input_tokens, cache_creation_input_tokens}}. Usage counts as Anthropic's does: input_tokens are the prompt
- * tokens computed for this request, cache_read_input_tokens those reused from earlier requests'
- * KV (their sum is the prompt), cache_creation_input_tokens 0 (tern caches without being asked).
+ * output_tokens, cache_read_input_tokens, cache_creation_input_tokens}}. Usage counts as
+ * Anthropic's does: input_tokens are the prompt tokens computed for this request,
+ * cache_read_input_tokens those reused from earlier requests' KV (their sum is the prompt),
+ * cache_creation_input_tokens 0 (tern caches without being asked).
  *
  * The stream, each event "event: NAME" + "data: {type NAME, ...}": message_start (the message
  * with empty content; its usage says the whole prompt as input, the split is known only once the

@@ -83,15 +83,22 @@ static cJSON *reasoning_part(const char *text)
     return p;
 }
 
+/* An item's {id PREFIX..., type} at output index idx. */
+static cJSON *item_head(const struct job *j, const char *prefix, const char *type, int idx)
+{
+    char id[96];
+    srv_job_sub_id(j, prefix, idx, id, sizeof id);
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", id);
+    cJSON_AddStringToObject(m, "type", type);
+    return m;
+}
+
 /* The reasoning item at output index idx (text NULL: in progress, no content yet). summary is
  * empty: tern gives the thinking itself, not a summary of it. */
 static cJSON *reasoning_item(const struct job *j, int idx, const char *text, const char *status)
 {
-    char id[96];
-    srv_job_sub_id(j, "rs_", idx, id, sizeof id);
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", id);
-    cJSON_AddStringToObject(m, "type", "reasoning");
+    cJSON *m = item_head(j, "rs_", "reasoning", idx);
     cJSON_AddArrayToObject(m, "summary");
     cJSON *c = cJSON_AddArrayToObject(m, "content");
     if (text) cJSON_AddItemToArray(c, reasoning_part(text));
@@ -102,11 +109,7 @@ static cJSON *reasoning_item(const struct job *j, int idx, const char *text, con
 /* The message item at output index idx (text NULL: in progress, no content yet). */
 static cJSON *message_item(const struct job *j, int idx, const char *text, const char *status)
 {
-    char id[96];
-    srv_job_sub_id(j, "msg_", idx, id, sizeof id);
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", id);
-    cJSON_AddStringToObject(m, "type", "message");
+    cJSON *m = item_head(j, "msg_", "message", idx);
     cJSON_AddStringToObject(m, "status", status);
     cJSON_AddStringToObject(m, "role", "assistant");
     cJSON *c = cJSON_AddArrayToObject(m, "content");
@@ -114,15 +117,25 @@ static cJSON *message_item(const struct job *j, int idx, const char *text, const
     return m;
 }
 
+/* The two items whose text streams in: the reasoning item and the message. Each has one content
+ * part, announced, filled by deltas, then done; only output_text's events carry logprobs. */
+struct streamed {
+    const char *prefix, *delta, *done;
+    cJSON *(*part)(const char *text);
+    cJSON *(*item)(const struct job *j, int idx, const char *text, const char *status);
+    bool logprobs;
+};
+static const struct streamed REASONING = {"rs_", "response.reasoning_text.delta", "response.reasoning_text.done",
+                                          reasoning_part, reasoning_item, false};
+static const struct streamed TEXT = {"msg_", "response.output_text.delta", "response.output_text.done", text_part,
+                                     message_item, true};
+
 /* The function_call item of call i at output index idx (arguments NULL: in progress, ""). */
 static cJSON *call_item(const struct job *j, int i, int idx, const struct tern_toolcall *c, bool done)
 {
-    char id[96], call_id[96];
-    srv_job_sub_id(j, "fc_", idx, id, sizeof id);
+    char call_id[96];
     srv_job_sub_id(j, "call_", i, call_id, sizeof call_id);
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", id);
-    cJSON_AddStringToObject(m, "type", "function_call");
+    cJSON *m = item_head(j, "fc_", "function_call", idx);
     cJSON_AddStringToObject(m, "status", done ? "completed" : "in_progress");
     cJSON_AddStringToObject(m, "call_id", call_id);
     cJSON_AddStringToObject(m, "name", c->name);
@@ -146,21 +159,16 @@ static void event(struct job *j, cJSON *o, bool locked)
     srv_job_event(j, cJSON_GetObjectItemCaseSensitive(o, "type")->valuestring, o, locked);
 }
 
-/* An event about content part 0 (content) or the whole of the item at idx; prefix: its id's. */
-static cJSON *at_item(const struct job *j, const char *prefix, const char *type, int idx, bool content)
+/* An event about content part 0 of the item at idx; prefix: its id's. */
+static cJSON *at(const struct job *j, const char *prefix, const char *type, int idx)
 {
     char id[96];
     srv_job_sub_id(j, prefix, idx, id, sizeof id);
     cJSON *o = ev(type);
     cJSON_AddStringToObject(o, "item_id", id);
     cJSON_AddNumberToObject(o, "output_index", idx);
-    if (content) cJSON_AddNumberToObject(o, "content_index", 0);
+    cJSON_AddNumberToObject(o, "content_index", 0);
     return o;
-}
-
-static cJSON *at(const struct job *j, const char *type, int idx, bool content)
-{
-    return at_item(j, "msg_", type, idx, content);
 }
 
 static void item_event(struct job *j, const char *type, int idx, cJSON *item)
@@ -183,80 +191,64 @@ static void open_stream(struct job *j)
     }
 }
 
-/* The reasoning item ends (the text or a call begins, or the answer ends): its text's done
- * events and the item's, with status (the response's when nothing follows it). */
-static void close_reasoning(struct job *j, const char *status)
+/* The open item of kind k ends (what follows begins, or the answer ends): its text's done
+ * events and the item's, with status. *open: its flag in pw. */
+static void close_item(struct job *j, const struct streamed *k, bool *open, const char *status)
 {
-    if (!j->pw.reasoning_open) return;
+    if (!*open) return;
     const int idx = j->pw.n_items - 1;
     const char *t = j->pw.text.p ? j->pw.text.p : "";
-    cJSON *o = at_item(j, "rs_", "response.reasoning_text.done", idx, true);
+    cJSON *o = at(j, k->prefix, k->done, idx);
     cJSON_AddStringToObject(o, "text", t);
+    if (k->logprobs) cJSON_AddArrayToObject(o, "logprobs");
     event(j, o, false);
-    o = at_item(j, "rs_", "response.content_part.done", idx, true);
-    cJSON_AddItemToObject(o, "part", reasoning_part(t));
+    o = at(j, k->prefix, "response.content_part.done", idx);
+    cJSON_AddItemToObject(o, "part", k->part(t));
     event(j, o, false);
-    cJSON_AddItemToArray(j->pw.items, reasoning_item(j, idx, t, status));
-    item_event(j, "response.output_item.done", idx, reasoning_item(j, idx, t, status));
-    j->pw.reasoning_open = false;
+    cJSON_AddItemToArray(j->pw.items, k->item(j, idx, t, status));
+    item_event(j, "response.output_item.done", idx, k->item(j, idx, t, status));
+    *open = false;
     j->pw.text.len = 0;
 }
 
-/* Thinking as it comes (always before the text and the calls: the parser ends it first). */
-static void stream_reasoning(struct job *j, const char *s, size_t n)
+/* s[0..n) onto the item of kind k, which is opened (added, its part added) when it is not. */
+static void stream_item(struct job *j, const struct streamed *k, bool *open, const char *s, size_t n)
 {
-    if (!j->pw.reasoning_open) {
+    if (!*open) {
         const int idx = j->pw.n_items++;
-        item_event(j, "response.output_item.added", idx, reasoning_item(j, idx, NULL, "in_progress"));
-        cJSON *o = at_item(j, "rs_", "response.content_part.added", idx, true);
-        cJSON_AddItemToObject(o, "part", reasoning_part(""));
+        item_event(j, "response.output_item.added", idx, k->item(j, idx, NULL, "in_progress"));
+        cJSON *o = at(j, k->prefix, "response.content_part.added", idx);
+        cJSON_AddItemToObject(o, "part", k->part(""));
         event(j, o, false);
-        j->pw.reasoning_open = true;
+        *open = true;
         j->pw.text.len = 0;
     }
     const size_t from = j->pw.text.len;
     if (!sbuf_add(&j->pw.text, s, n)) return;
-    cJSON *o = at_item(j, "rs_", "response.reasoning_text.delta", j->pw.n_items - 1, true);
+    cJSON *o = at(j, k->prefix, k->delta, j->pw.n_items - 1);
     cJSON_AddStringToObject(o, "delta", j->pw.text.p + from);
+    if (k->logprobs) cJSON_AddArrayToObject(o, "logprobs");
     event(j, o, false);
 }
 
-static void close_text(struct job *j, const char *status)
+static void close_reasoning(struct job *j, const char *status)
 {
-    if (!j->pw.text_open) return;
-    const int idx = j->pw.n_items - 1;
-    const char *t = j->pw.text.p ? j->pw.text.p : "";
-    cJSON *o = at(j, "response.output_text.done", idx, true);
-    cJSON_AddStringToObject(o, "text", t);
-    cJSON_AddArrayToObject(o, "logprobs");
-    event(j, o, false);
-    o = at(j, "response.content_part.done", idx, true);
-    cJSON_AddItemToObject(o, "part", text_part(t));
-    event(j, o, false);
-    cJSON_AddItemToArray(j->pw.items, message_item(j, idx, t, status));
-    item_event(j, "response.output_item.done", idx, message_item(j, idx, t, status));
-    j->pw.text_open = false;
-    j->pw.text.len = 0;
+    close_item(j, &REASONING, &j->pw.reasoning_open, status);
+}
+
+static void close_text(struct job *j, const char *status) { close_item(j, &TEXT, &j->pw.text_open, status); }
+
+/* Thinking as it comes (always before the text and the calls: the parser ends it first). */
+static void stream_reasoning(struct job *j, const char *s, size_t n)
+{
+    close_text(j, "completed");
+    stream_item(j, &REASONING, &j->pw.reasoning_open, s, n);
 }
 
 static void stream_text(struct job *j, const char *s, size_t n)
 {
     close_reasoning(j, "completed");
-    if (!j->pw.text_open) {
-        const int idx = j->pw.n_items++;
-        item_event(j, "response.output_item.added", idx, message_item(j, idx, NULL, "in_progress"));
-        cJSON *o = at(j, "response.content_part.added", idx, true);
-        cJSON_AddItemToObject(o, "part", text_part(""));
-        event(j, o, false);
-        j->pw.text_open = true;
-        j->pw.text.len = 0;
-    }
-    const size_t from = j->pw.text.len;
-    if (!sbuf_add(&j->pw.text, s, n)) return;
-    cJSON *o = at(j, "response.output_text.delta", j->pw.n_items - 1, true);
-    cJSON_AddStringToObject(o, "delta", j->pw.text.p + from);
-    cJSON_AddArrayToObject(o, "logprobs");
-    event(j, o, false);
+    stream_item(j, &TEXT, &j->pw.text_open, s, n);
 }
 
 static void stream_call(struct job *j, int i, const struct tern_toolcall *c)

@@ -27,18 +27,12 @@
 // - bad values are 400s in each protocol's error shape, naming the field.
 // usage: node reasoning_agents.mjs TERN_BIN MODEL
 import assert from "node:assert/strict";
-import { importOpenAI, runChecks } from "./serve.mjs";
+import { importAnthropic, importOpenAI, runChecks } from "./serve.mjs";
 import { CLOSE, startThinkingServer } from "./reasoning_common.mjs";
 
 const [bin, model] = process.argv.slice(2);
 const OpenAI = await importOpenAI();
-let Anthropic;
-try {
-  Anthropic = (await import("@anthropic-ai/sdk")).default;
-} catch (e) {
-  console.log("SKIP: the @anthropic-ai/sdk npm package is not installed (npm ci --prefix tests/server): " + e.message);
-  process.exit(77);
-}
+const Anthropic = await importAnthropic();
 const srv = await startThinkingServer(bin, model);
 const openai = new OpenAI({ baseURL: srv.baseURL, apiKey: "none", maxRetries: 0 });
 const anthropic = new Anthropic({ baseURL: srv.baseURL.replace(/\/v1$/, ""), apiKey: "none", maxRetries: 0 });
