@@ -12,7 +12,8 @@
 //   and holds chat's reasoning_content, output_tokens_details.reasoning_tokens chat's count; the
 //   stream says it with output_item.added, content_part.added, reasoning_text.delta (their
 //   concatenation the text), reasoning_text.done, content_part.done, output_item.done before the
-//   message's events, sequence numbers 0, 1, 2, ...;
+//   message's events, sequence numbers 0, 1, 2, ...; cut short inside the thinking, the reasoning
+//   item is the incomplete item and the last;
 // - Messages: thinking {enabled, budget_tokens N} is thinking_budget_tokens N (N = 8 and 3: the
 //   thinking block holds chat's reasoning_content, cut at N tokens); the stream gives
 //   thinking_delta pieces then one signature_delta before the block's stop, then the text block;
@@ -134,6 +135,23 @@ check("responses: the stream gives the reasoning item's events first, numbered i
   assert.equal(last.type, "response.incomplete");
   assert.deepEqual(last.response.output.map((o) => ({ ...o, id: "" })), whole.output.map((o) => ({ ...o, id: "" })));
   assert.deepEqual(last.response.usage.output_tokens_details, whole.usage.output_tokens_details);
+});
+
+check("responses: cut short inside the thinking, the reasoning item is the incomplete one (create and stream)", async () => {
+  const ref = await chat({ max_tokens: 20, reasoning_effort: "low" });
+  assert.equal(ref.message.content, "");
+  const req = { model: "any", input: USER, temperature: 0, max_output_tokens: 20, reasoning: { effort: "low" }, store: false };
+  const r = await openai.responses.create(req);
+  assert.equal(r.status, "incomplete");
+  assert.deepEqual(r.output.map((o) => [o.type, o.status]), [["reasoning", "incomplete"]]);
+  assert.equal(r.output[0].content[0].text, ref.message.reasoning_content);
+  assert.equal(r.usage.output_tokens_details.reasoning_tokens, 20);
+  const events = [];
+  for await (const ev of openai.responses.stream(req)) events.push(ev);
+  const last = events[events.length - 1];
+  assert.equal(last.type, "response.incomplete");
+  assert.deepEqual(last.response.output.map((o) => ({ ...o, id: "" })), r.output.map((o) => ({ ...o, id: "" })));
+  assert.ok(!events.some((e) => e.type.startsWith("response.output_text")), "no message item");
 });
 
 check("responses: a required call follows the thinking (create and stream); previous_response_id continues", async () => {
