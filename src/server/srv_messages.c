@@ -9,9 +9,8 @@
  * JSON); its thinking blocks its reasoning_content (the template renders it or not: Qwen3's only
  * in the current turn's tool loop, as Anthropic keeps only that turn's), redacted_thinking blocks
  * are dropped. thinking {enabled | adaptive | disabled} becomes a reasoning budget (thinking_of).
- * Tools {name,
- * description, input_schema} become chat function tools; server tools (web_search, bash,
- * text_editor, ...) are a 400 naming their type. tool_choice {auto, any, tool, none} becomes
+ * Tools {name, description, input_schema} become chat function tools; server tools (web_search,
+ * bash, text_editor, ...) are a 400 naming their type. tool_choice {auto, any, tool, none} becomes
  * "auto", "required", the named function and "none"; disable_parallel_tool_use becomes
  * parallel_tool_calls false. max_tokens is required, as Anthropic requires it. stop_sequences
  * (up to 16) are set on the parsed request directly: chat's "stop" takes 4. */
