@@ -7,7 +7,8 @@
  * usage.prompt_tokens, Anthropic's input_tokens + cache_read_input_tokens) and, greedy with the
  * same seed, give the same tool call (the arguments text, or the tool_use input as an object) —
  * for a first turn with tools and for a conversation holding a call and its result. Also: the
- * store keeps SRV_STORE_MAX responses (the oldest evicted, a 404 after), errors name the
+ * store keeps SRV_STORE_MAX responses (the oldest evicted, a 404 after), a template without
+ * reasoning markup gets no reasoning item or thinking block whatever is asked, errors name the
  * protocol's fields (tools[0].parameters, input_schema, input for the context), Anthropic's
  * error shape on /v1/messages (401 with x-api-key, 400), 404 / 405 on /v1/responses/{id}. */
 #include "test_support.h"
@@ -101,6 +102,71 @@ static void test_conversation_same_as_chat(void **state)
     cJSON_Delete(c);
     cJSON_Delete(r);
     cJSON_Delete(m);
+}
+
+/* Two bodies posted to path answer the same number at field (a JSON path). */
+static void same_number(const char *path, const char *a_body, const char *b_body, const char *field)
+{
+    cJSON *a = post(path, a_body, 200), *b = post(path, b_body, 200);
+    assert_true(test_json_num(a, field) == test_json_num(b, field));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+/* A template without reasoning markup (the fixture's ChatML): reasoning.effort and thinking are
+ * accepted and change nothing: no reasoning item, no thinking block, the same call as without
+ * them, 0 reasoning tokens; thinking sent back is accepted and this template does not render it. */
+static void test_no_thinking_template(void **state)
+{
+    (void)state;
+    if (!model_path) skip();
+    const char *tools = "[{\"type\":\"function\",\"name\":\"get_weather\",\"parameters\":" TOOL_PARAMS ",\"strict\":false}]";
+    char plain[1024], effort[1024];
+    snprintf(plain, sizeof plain, "{\"input\":\"Weather in Oslo?\",\"tools\":%s,\"tool_choice\":\"required\",\"temperature\":0,"
+             "\"store\":false}", tools);
+    snprintf(effort, sizeof effort, "{\"input\":\"Weather in Oslo?\",\"tools\":%s,\"tool_choice\":\"required\",\"temperature\":0,"
+             "\"store\":false,\"reasoning\":{\"effort\":\"low\"}}", tools);
+    cJSON *a = post("/v1/responses", plain, 200), *b = post("/v1/responses", effort, 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(b, "output")), 1);
+    assert_string_equal(test_json_str(b, "output.0.type"), "function_call");
+    assert_string_equal(test_json_str(b, "output.0.arguments"), test_json_str(a, "output.0.arguments"));
+    assert_true(test_json_num(b, "usage.output_tokens_details.reasoning_tokens") == 0);
+    assert_string_equal(test_json_str(b, "reasoning.effort"), "low");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "reasoning"), "summary")));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    const char *msgs[] = {
+        "{\"max_tokens\":6,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
+        "{\"max_tokens\":6,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"thinking\":"
+        "{\"type\":\"enabled\",\"budget_tokens\":2}}",
+        "{\"max_tokens\":6,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"thinking\":"
+        "{\"type\":\"disabled\"}}",
+        "{\"max_tokens\":6,\"temperature\":0,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"thinking\":"
+        "{\"type\":\"adaptive\"}}"};
+    cJSON *ref = post("/v1/messages", msgs[0], 200);
+    for (int i = 1; i < 4; i++) {
+        cJSON *m = post("/v1/messages", msgs[i], 200);
+        cJSON *content = cJSON_GetObjectItem(m, "content");
+        assert_int_equal(cJSON_GetArraySize(content), 1);
+        assert_string_equal(test_json_str(m, "content.0.type"), "text");
+        assert_string_equal(test_json_str(m, "content.0.text"), test_json_str(ref, "content.0.text"));
+        cJSON_Delete(m);
+    }
+    cJSON_Delete(ref);
+    /* thinking and reasoning items sent back: accepted, not rendered by this template */
+    const char *with = "{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\","
+                       "\"content\":[{\"type\":\"thinking\",\"thinking\":\"long thoughts\",\"signature\":\"\"},{\"type\":"
+                       "\"redacted_thinking\",\"data\":\"x\"},{\"type\":\"text\",\"text\":\"Hello\"}]},{\"role\":\"user\",\"content\":\"More\"}]}";
+    const char *without = "{\"max_tokens\":1,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\","
+                          "\"content\":\"Hello\"},{\"role\":\"user\",\"content\":\"More\"}]}";
+    same_number("/v1/messages/count_tokens", with, without, "input_tokens");
+    const char *rwith = "{\"max_output_tokens\":1,\"store\":false,\"input\":[{\"role\":\"user\",\"content\":\"Hi\"},"
+                        "{\"type\":\"reasoning\",\"id\":\"rs_1\",\"summary\":[],\"encrypted_content\":\"opaque\",\"content\":"
+                        "[{\"type\":\"reasoning_text\",\"text\":\"long thoughts\"}]},{\"role\":\"assistant\",\"content\":\"Hello\"}"
+                        ",{\"role\":\"user\",\"content\":\"More\"}]}";
+    const char *rwithout = "{\"max_output_tokens\":1,\"store\":false,\"input\":[{\"role\":\"user\",\"content\":\"Hi\"},"
+                           "{\"role\":\"assistant\",\"content\":\"Hello\"},{\"role\":\"user\",\"content\":\"More\"}]}";
+    same_number("/v1/responses", rwith, rwithout, "usage.input_tokens");
 }
 
 /* The store keeps the last SRV_STORE_MAX responses: the oldest is evicted. */
@@ -224,7 +290,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_as_chat), cmocka_unit_test(test_conversation_same_as_chat),
-        cmocka_unit_test(test_store_bound), cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_store_bound), cmocka_unit_test(test_errors), cmocka_unit_test(test_no_thinking_template),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -169,6 +169,7 @@ struct srv_req {
     int reasoning_budget;        /* reasoning_effort / thinking_budget_tokens; -1 = none */
     int32_t reasoning_close[16]; /* the tokens of "\n</think>\n\n", forced when it is spent */
     int n_reasoning_close;
+    bool reasoning_omitted;      /* messages: thinking display "omitted" (blocks without text) */
     int32_t *prompt;             /* owned */
     int n_prompt;
     const char *cache_key;       /* prompt_cache_key, or NULL (borrowed from body) */
@@ -225,11 +226,17 @@ struct srv_chat {
     int *src;           /* (n) the protocol's index of each message (srv_err_translate) */
     int n, cap;
     bool assistant_open; /* the last message is an assistant turn that later calls join */
+    char *reasoning;     /* thinking waiting for the assistant turn it came with (owned) */
 };
 bool srv_chat_init(struct srv_chat *c);
 void srv_chat_free(struct srv_chat *c);
 /* Append {"role", "content"} (content NULL: none); the message, or NULL (out of memory). */
 cJSON *srv_chat_add(struct srv_chat *c, const char *role, const char *content, int src);
+/* Thinking sent back (a Responses reasoning item, Messages thinking blocks): it becomes the
+ * reasoning_content of the assistant message the next assistant item starts or joins, which the
+ * template renders or leaves out as it wants (Qwen3's renders the current turn's only); a user or
+ * tool message coming first drops it. Several are joined by a blank line. false: out of memory. */
+bool srv_chat_reasoning(struct srv_chat *c, const char *text);
 /* A tool call {id, type "function", function {name, arguments}} of the current assistant turn
  * (a new assistant message with content "" when there is none open). */
 bool srv_chat_add_call(struct srv_chat *c, const char *id, const char *name, const char *args, int src);
@@ -273,7 +280,8 @@ struct job {
         int seq;                 /* responses: the next event's sequence_number */
         int n_items;             /* output items (responses) / content blocks (messages) begun */
         bool text_open;          /* a message item / text block is open (stream) */
-        struct sbuf text;        /* its text so far */
+        bool reasoning_open;     /* a reasoning item / thinking block is open (stream) */
+        struct sbuf text;        /* the open item's text so far */
         cJSON *items;            /* output items / content blocks done so far (stream) */
     } pw;
 
@@ -304,6 +312,8 @@ void srv_job_fail_locked(struct job *j, const struct srv_err *e);
 bool srv_job_cut_short(const struct job *j);
 /* The answer's content: the tool-call parser's text, or all of it without one. */
 const char *srv_job_content(const struct job *j, size_t *len);
+/* The answer's reasoning (the parser took it apart from the content), "" when none. */
+const char *srv_job_reasoning(const struct job *j, size_t *len);
 /* An id unique per request and i: prefix + the request id's random part + "_" + i. */
 void srv_job_sub_id(const struct job *j, const char *prefix, int i, char *buf, size_t cap);
 
@@ -313,6 +323,7 @@ void srv_job_sub_id(const struct job *j, const char *prefix, int i, char *buf, s
  * (malloc'ed JSON, NULL: out of memory). */
 struct srv_writer {
     void (*open)(struct job *j);
+    void (*reasoning)(struct job *j, const char *s, size_t n); /* thinking: before the text */
     void (*text)(struct job *j, const char *s, size_t n);
     void (*call)(struct job *j, int i, const struct tern_toolcall *c);
     void (*finish)(struct job *j);

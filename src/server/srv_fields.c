@@ -138,7 +138,7 @@ static const struct field FIELDS[] = {
     {"user", RESP, IGNORED, J_STR, 0, 0, NULL},
     {"safety_identifier", RESP, IGNORED, J_STR, 0, 0, NULL},
     {"service_tier", RESP, IGNORED, J_STR, 0, 0, NULL},
-    {"reasoning", RESP, IGNORED, J_OBJ, 0, 0, NULL},   /* tern's models do not reason on request */
+    {"reasoning", RESP, HONOURED, 0, 0, 0, NULL},      /* effort: a thinking budget; summary: none given */
     {"include", RESP, IGNORED, J_ARR, 0, 0, NULL},     /* extra data of built-in tools and reasoning */
     {"max_tool_calls", RESP, IGNORED, J_NUM, 0, 0, NULL}, /* built-in tools' calls: none here */
     {"stream_options", RESP, IGNORED, J_OBJ, 0, 0, NULL}, /* include_obfuscation: nothing to pad */
@@ -158,7 +158,7 @@ static const struct field FIELDS[] = {
     {"stream", MSGS, HONOURED, 0, 0, 0, NULL},
     {"tools", MSGS, HONOURED, 0, 0, 0, NULL},
     {"tool_choice", MSGS, HONOURED, 0, 0, 0, NULL},
-    {"thinking", MSGS, HONOURED, 0, 0, 0, NULL},       /* {"type": "disabled"} only */
+    {"thinking", MSGS, HONOURED, 0, 0, 0, NULL},       /* enabled (a budget), adaptive, disabled */
     {"metadata", MSGS, IGNORED, J_OBJ, 0, 0, NULL},
     {"service_tier", MSGS, IGNORED, J_STR, 0, 0, NULL},
     {"container", MSGS, REFUSED, J_STR | J_OBJ, 0, 0, "'container' (code execution) is not supported by tern"},

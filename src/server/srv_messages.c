@@ -6,9 +6,11 @@
  * answering the tool_use with its id, which an earlier assistant turn must hold (is_error: its
  * text is marked "Error: ", the chat form has no flag for it). An assistant turn's text blocks
  * become its content and its tool_use blocks its tool_calls (input printed as the arguments'
- * JSON); thinking blocks are dropped (tern's answers have none to give back). Tools {name,
- * description, input_schema} become chat function tools; server tools (web_search, bash,
- * text_editor, ...) are a 400 naming their type. tool_choice {auto, any, tool, none} becomes
+ * JSON); its thinking blocks its reasoning_content (the template renders it or not: Qwen3's only
+ * in the current turn's tool loop, as Anthropic keeps only that turn's), redacted_thinking blocks
+ * are dropped. thinking {enabled | adaptive | disabled} becomes a reasoning budget (thinking_of).
+ * Tools {name, description, input_schema} become chat function tools; server tools (web_search,
+ * bash, text_editor, ...) are a 400 naming their type. tool_choice {auto, any, tool, none} becomes
  * "auto", "required", the named function and "none"; disable_parallel_tool_use becomes
  * parallel_tool_calls false. max_tokens is required, as Anthropic requires it. stop_sequences
  * (up to 16) are set on the parsed request directly: chat's "stop" takes 4. */
@@ -176,10 +178,23 @@ static bool assistant_turn(struct srv_chat *c, const cJSON *content, int mi, str
                 sbuf_free(&text);
                 BAD("messages", "messages.%d.content.%d.%s: Field required", mi, bi, bad);
             }
-        } else if (strcmp(t->valuestring, "thinking") && strcmp(t->valuestring, "redacted_thinking")) {
+        } else if (!strcmp(t->valuestring, "thinking")) {
+            const cJSON *th = cJSON_GetObjectItemCaseSensitive(b, "thinking");
+            const cJSON *sg = cJSON_GetObjectItemCaseSensitive(b, "signature");
+            if (!cJSON_IsString(th) || (sg && !cJSON_IsString(sg))) {
+                sbuf_free(&text);
+                BAD("messages", "messages.%d.content.%d.%s: Field required (a string)", mi, bi,
+                    !cJSON_IsString(th) ? "thinking" : "signature");
+            }
+            /* the signature is not checked: tern signs nothing (its own are "") */
+            if (!srv_chat_reasoning(c, th->valuestring)) {
+                sbuf_free(&text);
+                BAD(NULL, "out of memory");
+            }
+        } else if (strcmp(t->valuestring, "redacted_thinking")) {
             sbuf_free(&text);
             BAD("messages", "messages.%d.content.%d.type: '%.60s' blocks are not supported by tern in an assistant "
-                "message (it takes text, tool_use and thinking, which it drops)", mi, bi, t->valuestring);
+                "message (it takes text, tool_use, thinking and redacted_thinking)", mi, bi, t->valuestring);
         }
     }
     cJSON *m = srv_chat_add(c, "assistant", text.p ? text.p : "", mi);
@@ -300,6 +315,50 @@ static bool tools_of(struct srv_chat *c, const cJSON *b, struct srv_err *e)
     return true;
 }
 
+/* thinking: {type "enabled", budget_tokens N} -> chat's thinking_budget_tokens N (the thinking is
+ * cut after N tokens, srv_reasoning.c); {type "adaptive"} -> the model thinks as long as it
+ * wants; {type "disabled"} -> enable_thinking false for templates that take it (Qwen3's closes the
+ * thinking in the prompt) and a budget of 0 for those that do not (closed at once). display
+ * "omitted" is read by srv_messages_parse. Anthropic's rules hold but one: budget_tokens must be
+ * below max_tokens (mt; NULL for count_tokens, which has none), and may be under Anthropic's
+ * minimum of 1024, small models thinking in fewer tokens. */
+static bool thinking_of(struct srv_chat *c, const cJSON *th, const cJSON *mt, struct srv_err *e)
+{
+    if (!th || cJSON_IsNull(th)) return true;
+    const cJSON *ty = cJSON_IsObject(th) ? cJSON_GetObjectItemCaseSensitive(th, "type") : NULL;
+    if (!cJSON_IsString(ty))
+        BAD("thinking", "thinking: must be an object {\"type\": \"enabled\" | \"adaptive\" | \"disabled\"}");
+    const char *t = ty->valuestring;
+    const bool enabled = !strcmp(t, "enabled"), disabled = !strcmp(t, "disabled");
+    if (!enabled && !disabled && strcmp(t, "adaptive"))
+        BAD("thinking", "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled', got '%.60s'", t);
+    for (const cJSON *k = th->child; k; k = k->next)
+        if (strcmp(k->string, "type") && (disabled || strcmp(k->string, "display")) &&
+            (!enabled || strcmp(k->string, "budget_tokens")))
+            BAD("thinking", "thinking.%s.%.60s: Extra inputs are not permitted", t, k->string);
+    const cJSON *dp = cJSON_GetObjectItemCaseSensitive(th, "display");
+    if (dp && !cJSON_IsNull(dp) &&
+        !(cJSON_IsString(dp) && (!strcmp(dp->valuestring, "summarized") || !strcmp(dp->valuestring, "omitted"))))
+        BAD("thinking", "thinking.%s.display: Input should be 'summarized' or 'omitted'", t);
+    if (disabled) {
+        cJSON_AddFalseToObject(cJSON_AddObjectToObject(c->body, "chat_template_kwargs"), "enable_thinking");
+        cJSON_AddNumberToObject(c->body, "thinking_budget_tokens", 0);
+        return true;
+    }
+    if (!enabled) return true;
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(th, "budget_tokens");
+    if (!bt) BAD("thinking", "thinking.enabled.budget_tokens: Field required");
+    if (!cJSON_IsNumber(bt) || bt->valuedouble != (double)(long long)bt->valuedouble || bt->valuedouble < 0 ||
+        bt->valuedouble > (1 << 30))
+        BAD("thinking", "thinking.enabled.budget_tokens: Input should be an integer from 0 to %d (tern allows "
+            "budgets under Anthropic's minimum of 1024)", 1 << 30);
+    if (mt && bt->valuedouble >= mt->valuedouble)
+        BAD("max_tokens", "`max_tokens` must be greater than `thinking.budget_tokens` (%lld >= %lld): the thinking "
+            "counts toward max_tokens", (long long)bt->valuedouble, (long long)mt->valuedouble);
+    cJSON_AddNumberToObject(c->body, "thinking_budget_tokens", bt->valuedouble);
+    return true;
+}
+
 static bool options_of(struct srv_chat *c, const cJSON *b, bool count_only, struct srv_err *e)
 {
     srv_chat_copy(c, b, "model", NULL);
@@ -317,13 +376,7 @@ static bool options_of(struct srv_chat *c, const cJSON *b, bool count_only, stru
             BAD("temperature", "temperature: Input should be a number between 0 and 1");
         srv_chat_copy(c, b, "temperature", NULL);
     }
-    const cJSON *th = cJSON_GetObjectItemCaseSensitive(b, "thinking");
-    if (th && !cJSON_IsNull(th)) {
-        const cJSON *ty = cJSON_IsObject(th) ? cJSON_GetObjectItemCaseSensitive(th, "type") : NULL;
-        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "disabled"))
-            BAD("thinking", "thinking: extended thinking is not supported by tern; leave 'thinking' out or send "
-                "{\"type\": \"disabled\"}");
-    }
+    if (!thinking_of(c, cJSON_GetObjectItemCaseSensitive(b, "thinking"), count_only ? NULL : mt, e)) return false;
     const cJSON *ss = cJSON_GetObjectItemCaseSensitive(b, "stop_sequences");
     if (ss && !cJSON_IsNull(ss)) {
         if (!cJSON_IsArray(ss)) BAD("stop_sequences", "stop_sequences: must be an array of strings, got %s", srv_jtype(ss));
@@ -350,6 +403,9 @@ bool srv_messages_parse(struct tern_server *s, const char *body, size_t len, boo
     bool ok = srv_body_parse(body, len, &doc, e) && srv_fields_check(doc, SRV_API_MESSAGES, e) &&
               options_of(&c, doc, count_only, e) && conversation_of(&c, doc, e) && tools_of(&c, doc, e) &&
               srv_chat_parse(s, &c, SRV_API_MESSAGES, r, e);
+    /* display "omitted": the thinking blocks come without their text (srv_out_messages.c) */
+    const cJSON *dp = ok ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "thinking"), "display") : NULL;
+    r->reasoning_omitted = cJSON_IsString(dp) && !strcmp(dp->valuestring, "omitted");
     /* the stop sequences: on the parsed request (chat's "stop" takes at most 4) */
     const cJSON *ss = ok ? cJSON_GetObjectItemCaseSensitive(doc, "stop_sequences") : NULL;
     for (const cJSON *x = cJSON_IsArray(ss) ? ss->child : NULL; x && ok; x = x->next) {

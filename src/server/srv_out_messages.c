@@ -2,21 +2,24 @@
  * message object, or its stream of events (struct srv_writer; srv_output.c calls it where a
  * chat answer would be written).
  *
- * The object: {id "msg_...", type "message", role "assistant", model, content: a text block
- * {type "text", text} when there is text, a tool_use block {id "toolu_...", name, input (the
- * arguments as an object)} per tool call, stop_reason ("end_turn", "max_tokens" when max_tokens,
- * the context or --request-timeout cut it, "stop_sequence" with stop_sequence the one met,
- * "tool_use"), usage {input_tokens, output_tokens, cache_read_input_tokens,
- * cache_creation_input_tokens}}. Usage counts as Anthropic's does: input_tokens are the prompt
- * tokens computed for this request, cache_read_input_tokens those reused from earlier requests'
- * KV (their sum is the prompt), cache_creation_input_tokens 0 (tern caches without being asked).
+ * The object: {id "msg_...", type "message", role "assistant", model, content: a thinking block
+ * {type "thinking", thinking, signature ""} first when the model thought (a template with
+ * reasoning markup), a text block {type "text", text} when there is text, a tool_use block
+ * {id "toolu_...", name, input (the arguments as an object)} per tool call, stop_reason
+ * ("end_turn", "max_tokens" when max_tokens, the context or --request-timeout cut it,
+ * "stop_sequence" with stop_sequence the one met, "tool_use"), usage {input_tokens,
+ * output_tokens, cache_read_input_tokens, cache_creation_input_tokens}}. Usage counts as
+ * Anthropic's does: input_tokens are the prompt tokens computed for this request,
+ * cache_read_input_tokens those reused from earlier requests' KV (their sum is the prompt),
+ * cache_creation_input_tokens 0 (tern caches without being asked).
  *
  * The stream, each event "event: NAME" + "data: {type NAME, ...}": message_start (the message
  * with empty content; its usage says the whole prompt as input, the split is known only once the
- * request runs), ping, then per block content_block_start, content_block_delta (text_delta per
- * piece; one input_json_delta with the whole arguments for a call, emitted once parsed),
- * content_block_stop; then message_delta {delta {stop_reason, stop_sequence}, usage} and
- * message_stop. */
+ * request runs), ping, then per block content_block_start, content_block_delta (thinking_delta
+ * per piece of thinking then one signature_delta; text_delta per piece; one input_json_delta with
+ * the whole arguments for a call, emitted once parsed), content_block_stop; then message_delta
+ * {delta {stop_reason, stop_sequence}, usage} and message_stop. output_tokens include the
+ * thinking's, as Anthropic counts them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +82,17 @@ static cJSON *tool_use(const struct job *j, int i, const struct tern_toolcall *c
     return b;
 }
 
+/* A thinking block: its text (none with display "omitted") and a signature, "" (Anthropic signs
+ * its thinking so it can check what comes back; tern has nothing to verify and keeps none). */
+static cJSON *thinking_block(const struct job *j, const char *text)
+{
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "thinking");
+    cJSON_AddStringToObject(b, "thinking", j->req.reasoning_omitted ? "" : text);
+    cJSON_AddStringToObject(b, "signature", "");
+    return b;
+}
+
 static cJSON *text_block(const char *text)
 {
     cJSON *b = cJSON_CreateObject();
@@ -120,30 +134,62 @@ static void open_stream(struct job *j)
     event(j, ev("ping"), true);
 }
 
+static cJSON *delta(const char *type, int idx, const char *key, const char *value)
+{
+    cJSON *o = indexed("content_block_delta", idx), *d = cJSON_AddObjectToObject(o, "delta");
+    cJSON_AddStringToObject(d, "type", type);
+    cJSON_AddStringToObject(d, key, value);
+    return o;
+}
+
+/* The open text or thinking block ends; a thinking block's signature comes just before its
+ * stop, as Anthropic sends it. */
 static void close_block(struct job *j)
 {
-    if (!j->pw.text_open) return;
+    if (!j->pw.text_open && !j->pw.reasoning_open) return;
+    if (j->pw.reasoning_open) event(j, delta("signature_delta", j->pw.n_items - 1, "signature", ""), false);
     event(j, indexed("content_block_stop", j->pw.n_items - 1), false);
-    j->pw.text_open = false;
+    j->pw.text_open = j->pw.reasoning_open = false;
+}
+
+/* s[0..n) (whole UTF-8 characters) as a string; NULL when out of memory. */
+static char *piece(const char *s, size_t n)
+{
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memcpy(t, s, n);
+    t[n] = 0;
+    return t;
+}
+
+/* Thinking as it comes: always before the text and the calls (the parser ends it first). */
+static void stream_reasoning(struct job *j, const char *s, size_t n)
+{
+    if (!j->pw.reasoning_open) {
+        close_block(j);
+        cJSON *o = indexed("content_block_start", j->pw.n_items++);
+        cJSON_AddItemToObject(o, "content_block", thinking_block(j, ""));
+        event(j, o, false);
+        j->pw.reasoning_open = true;
+    }
+    if (j->req.reasoning_omitted) return;
+    char *t = piece(s, n);
+    if (t) event(j, delta("thinking_delta", j->pw.n_items - 1, "thinking", t), false);
+    free(t);
 }
 
 static void stream_text(struct job *j, const char *s, size_t n)
 {
+    if (j->pw.reasoning_open) close_block(j);
     if (!j->pw.text_open) {
         cJSON *o = indexed("content_block_start", j->pw.n_items++);
         cJSON_AddItemToObject(o, "content_block", text_block(""));
         event(j, o, false);
         j->pw.text_open = true;
     }
-    char *t = malloc(n + 1);
-    if (!t) return;
-    memcpy(t, s, n);
-    t[n] = 0;
-    cJSON *o = indexed("content_block_delta", j->pw.n_items - 1), *d = cJSON_AddObjectToObject(o, "delta");
-    cJSON_AddStringToObject(d, "type", "text_delta");
-    cJSON_AddStringToObject(d, "text", t);
+    char *t = piece(s, n);
+    if (t) event(j, delta("text_delta", j->pw.n_items - 1, "text", t), false);
     free(t);
-    event(j, o, false);
 }
 
 static void stream_call(struct job *j, int i, const struct tern_toolcall *c)
@@ -153,11 +199,7 @@ static void stream_call(struct job *j, int i, const struct tern_toolcall *c)
     cJSON *o = indexed("content_block_start", idx);
     cJSON_AddItemToObject(o, "content_block", tool_use(j, i, c, false));
     event(j, o, false);
-    o = indexed("content_block_delta", idx);
-    cJSON *d = cJSON_AddObjectToObject(o, "delta");
-    cJSON_AddStringToObject(d, "type", "input_json_delta");
-    cJSON_AddStringToObject(d, "partial_json", c->arguments);
-    event(j, o, false);
+    event(j, delta("input_json_delta", idx, "partial_json", c->arguments), false);
     event(j, indexed("content_block_stop", idx), false);
 }
 
@@ -175,7 +217,9 @@ static char *body(struct job *j)
 {
     cJSON *m = message(j);
     cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-    size_t n = 0;
+    size_t n = 0, rn = 0;
+    const char *reasoning = srv_job_reasoning(j, &rn);
+    if (rn > 0) cJSON_AddItemToArray(content, thinking_block(j, reasoning));
     const char *text = srv_job_content(j, &n);
     if (n > 0) cJSON_AddItemToArray(content, text_block(text));
     const int nc = j->tp ? tern_toolcall_count(j->tp) : 0;
@@ -187,5 +231,5 @@ static char *body(struct job *j)
     return txt;
 }
 
-const struct srv_writer srv_messages_writer = {
-    .open = open_stream, .text = stream_text, .call = stream_call, .finish = finish_stream, .body = body};
+const struct srv_writer srv_messages_writer = {.open = open_stream, .reasoning = stream_reasoning, .text = stream_text,
+                                               .call = stream_call, .finish = finish_stream, .body = body};

@@ -5,7 +5,8 @@
  *
  * Responses and Messages requests (srv_req.api) are written by their protocol's writer
  * (struct srv_writer: srv_out_responses.c, srv_out_messages.c) at the same points: the stream's
- * opening, content as it comes, each complete tool call, the end; and the whole body.
+ * opening, reasoning and content as they come, each complete tool call, the end; and the whole
+ * body.
  *
  * Streams follow OpenAI's order: a first chunk with the role, content deltas, for each tool call
  * one delta with its index, id, type and name (arguments "") and one with the arguments string,
@@ -307,8 +308,9 @@ static void emit_text(struct job *j, const char *t, size_t n, bool final)
     size_t len;
     const char *all = tern_toolcall_reasoning(j->tp, &len);
     if (len > j->reasoning_sent) {
-        /* the Responses and Messages writers give no reasoning (docs/agents-apis.md) */
-        if (j->req.stream && !writer(j)) {
+        if (j->req.stream && writer(j)) {
+            writer(j)->reasoning(j, all + j->reasoning_sent, len - j->reasoning_sent);
+        } else if (j->req.stream) {
             cJSON *d = cJSON_CreateObject();
             char *s = malloc(len - j->reasoning_sent + 1);
             if (d && s) {
@@ -413,6 +415,13 @@ const char *srv_job_content(const struct job *j, size_t *len)
     return j->text.p ? j->text.p : "";
 }
 
+const char *srv_job_reasoning(const struct job *j, size_t *len)
+{
+    if (j->tp) return tern_toolcall_reasoning(j->tp, len);
+    *len = 0;
+    return "";
+}
+
 static char *final_body(struct job *j)
 {
     if (writer(j)) return writer(j)->body(j);
@@ -431,7 +440,7 @@ static char *final_body(struct job *j)
         if (nc > 0 && clen == 0) cJSON_AddNullToObject(m, "content");
         else cJSON_AddStringToObject(m, "content", content);
         size_t rlen = 0;
-        const char *reasoning = j->tp ? tern_toolcall_reasoning(j->tp, &rlen) : "";
+        const char *reasoning = srv_job_reasoning(j, &rlen);
         if (rlen) cJSON_AddStringToObject(m, "reasoning_content", reasoning);
         cJSON_AddNullToObject(m, "refusal");
         if (nc > 0) {

@@ -9,9 +9,10 @@
  * output items, srv_store.c) before this input; instructions are not carried over (OpenAI's
  * rule). Function tools {type, name, description, parameters, strict} become chat tools, strict
  * by default as in the Responses API; any other tool type (web_search, file_search, ...) is a 400
- * naming it. text.format becomes response_format. What the response object repeats of the
- * request is kept in proto->echo, and the conversation (to store with the answer) in
- * proto->history. */
+ * naming it. text.format becomes response_format, reasoning.effort chat's reasoning_effort, and
+ * a reasoning item's text the reasoning_content of the assistant turn after it. What the
+ * response object repeats of the request is kept in proto->echo, and the conversation (to store
+ * with the answer) in proto->history. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,33 @@ static const cJSON *find_call(const cJSON *items, int k, const char *call_id)
     return NULL;
 }
 
+/* A reasoning item sent back {type "reasoning", id, summary, content [{type "reasoning_text",
+ * text}], encrypted_content, status}: its reasoning_text goes with the assistant turn after it
+ * (srv_chat_reasoning: the template decides whether to render it). Summaries are not the thinking
+ * and encrypted content is another server's: both are dropped. */
+static bool reasoning_item(struct srv_chat *c, const cJSON *it, const char *where, struct srv_err *e)
+{
+    static const char *const keys[] = {"type", "id", "summary", "content", "encrypted_content", "status", NULL};
+    const char *bad = NULL;
+    if (!only_keys(it, keys, &bad)) BAD("input", "'%s': unknown field '%.60s' in a reasoning item", where, bad);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(it, "summary");
+    if (sum && !cJSON_IsNull(sum) && !cJSON_IsArray(sum))
+        BAD("input", "'%s.summary' must be an array of summary parts, got %s", where, srv_jtype(sum));
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+    if (!content || cJSON_IsNull(content)) return true;
+    if (!cJSON_IsArray(content))
+        BAD("input", "'%s.content' must be an array of reasoning_text parts, got %s", where, srv_jtype(content));
+    int i = 0;
+    for (const cJSON *p = content->child; p; p = p->next, i++) {
+        const cJSON *ty = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "type") : NULL;
+        const cJSON *tx = cJSON_IsObject(p) ? cJSON_GetObjectItemCaseSensitive(p, "text") : NULL;
+        if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "reasoning_text") || !cJSON_IsString(tx))
+            BAD("input", "'%s.content[%d]' must be {\"type\": \"reasoning_text\", \"text\": ...}", where, i);
+        if (!srv_chat_reasoning(c, tx->valuestring)) BAD(NULL, "out of memory");
+    }
+    return true;
+}
+
 /* One input item (items[k], named `where`) onto the chat messages. src: its index for errors. */
 static bool add_item(struct srv_chat *c, const cJSON *items, int k, const cJSON *it, const char *where, int src,
                      struct srv_err *e)
@@ -168,7 +196,7 @@ static bool add_item(struct srv_chat *c, const cJSON *items, int k, const cJSON 
         cJSON_AddStringToObject(m, "name", cJSON_GetObjectItemCaseSensitive(call, "name")->valuestring);
         return true;
     }
-    if (!strcmp(type, "reasoning")) return true; /* a reasoning model's own state: not conversation */
+    if (!strcmp(type, "reasoning")) return reasoning_item(c, it, where, e);
     if (!strcmp(type, "item_reference"))
         BAD("input", "'%s': item references are not supported by tern: send the item itself, or "
             "'previous_response_id'", where);
@@ -290,6 +318,35 @@ static bool text_of(struct srv_chat *c, const cJSON *text, cJSON *echo, struct s
     return true;
 }
 
+/* reasoning: {effort, summary} -> chat's reasoning_effort (the same budgets: srv_reasoning.c, whose
+ * error names 'reasoning.effort' once translated). summary asks OpenAI for a summary of the
+ * thinking; tern gives the thinking itself (the reasoning item's content) and no summary, so it is
+ * checked and repeated, nothing more. */
+static bool reasoning_of(struct srv_chat *c, const cJSON *rs, cJSON *echo, struct srv_err *e)
+{
+    cJSON *shown = cJSON_AddObjectToObject(echo, "reasoning");
+    if (!rs || cJSON_IsNull(rs)) {
+        cJSON_AddNullToObject(shown, "effort");
+        cJSON_AddNullToObject(shown, "summary");
+        return true;
+    }
+    if (!cJSON_IsObject(rs)) BAD("reasoning", "'reasoning' must be an object {\"effort\", \"summary\"}, got %s", srv_jtype(rs));
+    static const char *const keys[] = {"effort", "summary", "generate_summary", NULL};
+    const char *bad = NULL;
+    if (!only_keys(rs, keys, &bad)) BAD("reasoning", "'reasoning': unknown field '%.60s'", bad);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(rs, "summary");
+    if (!sum || cJSON_IsNull(sum)) sum = cJSON_GetObjectItemCaseSensitive(rs, "generate_summary"); /* its old name */
+    static const char *const kinds[] = {"auto", "concise", "detailed", NULL};
+    bool ok = !sum || cJSON_IsNull(sum);
+    for (int i = 0; !ok && cJSON_IsString(sum) && kinds[i]; i++) ok = !strcmp(sum->valuestring, kinds[i]);
+    if (!ok) BAD("reasoning.summary", "'reasoning.summary' must be \"auto\", \"concise\" or \"detailed\"");
+    const cJSON *eff = cJSON_GetObjectItemCaseSensitive(rs, "effort");
+    srv_chat_copy(c, rs, "effort", "reasoning_effort");
+    cJSON_AddItemToObject(shown, "effort", eff ? cJSON_Duplicate(eff, true) : cJSON_CreateNull());
+    cJSON_AddItemToObject(shown, "summary", sum ? cJSON_Duplicate(sum, true) : cJSON_CreateNull());
+    return true;
+}
+
 /* The request's fields that are not the conversation; echo gets what the response repeats. */
 static bool options_of(struct srv_chat *c, const cJSON *b, struct srv_proto *px, struct srv_err *e)
 {
@@ -337,10 +394,7 @@ static bool options_of(struct srv_chat *c, const cJSON *b, struct srv_proto *px,
     if (!cJSON_GetObjectItemCaseSensitive(echo, "tools")) cJSON_AddArrayToObject(echo, "tools");
     cJSON_AddBoolToObject(echo, "store", px->store);
     cJSON_AddStringToObject(echo, "truncation", "disabled");
-    cJSON *rs = cJSON_AddObjectToObject(echo, "reasoning");
-    cJSON_AddNullToObject(rs, "effort");
-    cJSON_AddNullToObject(rs, "summary");
-    return true;
+    return reasoning_of(c, cJSON_GetObjectItemCaseSensitive(b, "reasoning"), echo, e);
 }
 
 /* The conversation: the previous response's items, then this input's, into px->history and the

@@ -91,7 +91,8 @@ void srv_err_translate(struct srv_err *e, enum srv_api api, const int *src, int 
         {"].function.parameters", "].parameters"}, {"].function.name", "].name"},
         {"].function.strict", "].strict"}, {"response_format.json_schema.schema", "text.format.schema"},
         {"response_format.json_schema.strict", "text.format.strict"}, {"'response_format'", "'text.format'"},
-        {"'max_tokens'", "'max_output_tokens'"}, {"your messages resulted", "your input resulted"},
+        {"'max_tokens'", "'max_output_tokens'"}, {"'reasoning_effort'", "'reasoning.effort'"},
+        {"your messages resulted", "your input resulted"},
         {"length of the messages.", "length of the input."}, {"'tool_choice.function.name'", "'tool_choice.name'"},
         {NULL, NULL}};
     static const char *const MSGS[][2] = {
@@ -104,6 +105,7 @@ void srv_err_translate(struct srv_err *e, enum srv_api api, const int *src, int 
         if (!strcmp(e->param, "messages")) snprintf(e->param, sizeof e->param, "input");
         else if (!strcmp(e->param, "response_format")) snprintf(e->param, sizeof e->param, "text.format");
         else if (!strcmp(e->param, "max_tokens")) snprintf(e->param, sizeof e->param, "max_output_tokens");
+        else if (!strcmp(e->param, "reasoning_effort")) snprintf(e->param, sizeof e->param, "reasoning.effort");
     } else if (!strcmp(e->param, "stop")) {
         snprintf(e->param, sizeof e->param, "stop_sequences");
     }
@@ -122,7 +124,20 @@ void srv_chat_free(struct srv_chat *c)
 {
     cJSON_Delete(c->body);
     free(c->src);
+    free(c->reasoning);
     memset(c, 0, sizeof *c);
+}
+
+/* The pending thinking onto m when m is an assistant turn without any yet; else (a user or tool
+ * message came first) it is dropped: thinking belongs to the answer it preceded. */
+static void take_reasoning(struct srv_chat *c, cJSON *m)
+{
+    if (!c->reasoning) return;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!strcmp(role->valuestring, "assistant") && !cJSON_GetObjectItemCaseSensitive(m, "reasoning_content"))
+        cJSON_AddStringToObject(m, "reasoning_content", c->reasoning);
+    free(c->reasoning);
+    c->reasoning = NULL;
 }
 
 cJSON *srv_chat_add(struct srv_chat *c, const char *role, const char *content, int src)
@@ -141,15 +156,31 @@ cJSON *srv_chat_add(struct srv_chat *c, const char *role, const char *content, i
     cJSON_AddItemToArray(c->msgs, m);
     c->src[c->n++] = src;
     c->assistant_open = !strcmp(role, "assistant");
+    take_reasoning(c, m);
     return m;
+}
+
+bool srv_chat_reasoning(struct srv_chat *c, const char *text)
+{
+    if (!text[0]) return true;
+    const size_t had = c->reasoning ? strlen(c->reasoning) : 0, n = strlen(text);
+    char *r = realloc(c->reasoning, had + 2 + n + 1);
+    if (!r) return false;
+    if (had) memcpy(r + had, "\n\n", 2);
+    memcpy(r + had + (had ? 2 : 0), text, n + 1);
+    c->reasoning = r;
+    return true;
 }
 
 bool srv_chat_add_call(struct srv_chat *c, const char *id, const char *name, const char *args, int src)
 {
     /* calls that follow an assistant turn (its text, or calls before them) are that turn's */
     cJSON *m = cJSON_GetArrayItem(c->msgs, c->n - 1);
-    if (!m || !c->assistant_open)
+    if (!m || !c->assistant_open) {
         if (!(m = srv_chat_add(c, "assistant", "", src))) return false;
+    } else {
+        take_reasoning(c, m);
+    }
     cJSON *tcs = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     if (!tcs) tcs = cJSON_AddArrayToObject(m, "tool_calls");
     cJSON *tc = cJSON_CreateObject(), *fn = cJSON_CreateObject();

@@ -10,17 +10,11 @@
 // wrong x-api-key.
 // usage: node messages_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2 is started)
 import assert from "node:assert/strict";
-import { runChecks } from "./serve.mjs";
+import { importAnthropic, runChecks } from "./serve.mjs";
 import { KEY, MODEL, startToolServer, checkSchema } from "./agents_common.mjs";
 
 const [bin] = process.argv.slice(2);
-let Anthropic;
-try {
-  Anthropic = (await import("@anthropic-ai/sdk")).default;
-} catch (e) {
-  console.log("SKIP: the @anthropic-ai/sdk npm package is not installed (npm ci --prefix tests/server): " + e.message);
-  process.exit(77);
-}
+const Anthropic = await importAnthropic();
 const srv = await startToolServer(bin);
 // the SDK appends /v1/messages to its base URL
 const baseURL = srv.baseURL.replace(/\/v1$/, "");

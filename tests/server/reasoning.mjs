@@ -1,6 +1,7 @@
 // reasoning.mjs — tern serve's reasoning budget on /v1/chat/completions, with a Qwen3-style
-// template (<think> markup; the generation prompt leaves the opening to the model, and
-// enable_thinking false closes it in the prompt) on the random-weight fixture model, greedy:
+// template (reasoning_common.mjs: <think> markup; the generation prompt leaves the opening to the
+// model, and enable_thinking false closes it in the prompt) on the random-weight fixture model,
+// greedy:
 // - thinking_budget_tokens N: the first N generated tokens are the reasoning, then exactly the
 //   tokens of "\n</think>\n\n" are forced, then the answer; message.reasoning_content holds the
 //   reasoning, message.content the answer, neither holds the markup; usage reports N + the
@@ -14,56 +15,20 @@
 // The token texts come from logprobs (each generated token's text, in order).
 // usage: node reasoning.mjs TERN_BIN MODEL
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { CLOSE, startThinkingServer } from "./reasoning_common.mjs";
 
 const [bin, model] = process.argv.slice(2);
 const hardStop = setTimeout(() => { console.log("FAIL: the test did not finish within 120 s"); process.exit(1); }, 120000);
 hardStop.unref();
-const tmp = mkdtempSync(join(tmpdir(), "tern-reasoning-"));
-const tmpl = join(tmp, "qwen3-like.jinja");
-writeFileSync(tmpl, `{%- if tools %}<|im_start|>system
-<tools>
-{%- for t in tools %}
-{{ t | tojson }}
-{%- endfor %}
-</tools>
-Call a tool as <tool_call>{"name": NAME, "arguments": ARGS}</tool_call><|im_end|>
-{% endif %}
-{%- for m in messages %}<|im_start|>{{ m.role }}
-{{ m.content }}<|im_end|>
-{% endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% if enable_thinking is defined and enable_thinking is false %}<think>
-
-</think>
-
-{% endif %}{%- endif %}`);
-const child = spawn(bin, ["serve", "-m", model, "--chat-template-file", tmpl, "--port", "0", "-c", "1024", "-t", "1", "--quiet"],
-                    { stdio: ["ignore", "ignore", "pipe"] });
-let log = "";
-child.stderr.on("data", (d) => { log += d; });
-const CLOSE = "\n</think>\n\n";
+const srv = await startThinkingServer(bin, model);
 
 try {
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no listening line:\n" + log)), 30000);
-    const poll = setInterval(() => {
-      const m = /listening on http:\/\/[^ ]*:(\d+) /.exec(log);
-      if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
-    }, 50);
-    child.on("exit", (code) => reject(new Error(`tern serve exited with ${code}:\n${log}`)));
-  });
+  const port = srv.port;
   const url = `http://127.0.0.1:${port}/v1/chat/completions`;
   async function post(body) {
-    for (let i = 0; ; i++) { /* the port is bound before the model loads */
-      const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" },
-                                   body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }], temperature: 0, ...body }) });
-      if (r.status !== 503 || i === 100) return { status: r.status, body: body.stream ? await r.text() : await r.json() };
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json" },
+                                 body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }], temperature: 0, ...body }) });
+    return { status: r.status, body: body.stream ? await r.text() : await r.json() };
   }
   const report = {};
 
@@ -152,6 +117,5 @@ try {
   }
   console.log(JSON.stringify(report));
 } finally {
-  child.kill("SIGTERM");
-  rmSync(tmp, { recursive: true, force: true });
+  await srv.stop();
 }

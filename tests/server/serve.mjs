@@ -41,6 +41,16 @@ export async function importOpenAI() {
   }
 }
 
+// Import the official Anthropic client, or exit 77 (ctest: skipped) when it is not installed.
+export async function importAnthropic() {
+  try {
+    return (await import("@anthropic-ai/sdk")).default;
+  } catch (e) {
+    console.log("SKIP: the @anthropic-ai/sdk npm package is not installed (npm ci --prefix tests/server): " + e.message);
+    process.exit(77);
+  }
+}
+
 // Run named async checks in order, print "ok - NAME" / "not ok - NAME" lines, stop the server,
 // and exit 1 if any failed.
 export async function runChecks(checks, srv) {
