@@ -63,7 +63,7 @@ static void full_help(const struct cli_flat *e, char *buf, size_t cap)
 {
     const struct cli_option *o = e->o;
     const struct cli_note *nt = note_of(e);
-    char parts[4][640], def[512];
+    char parts[5][640], def[512];
     int np = 0;
     if (o->kind == CLI_INT && (o->imin || o->imax)) snprintf(parts[np++], sizeof parts[0], "%lld..%lld", o->imin, o->imax);
     if (o->kind == CLI_DOUBLE && (o->dmin || o->dmax)) snprintf(parts[np++], sizeof parts[0], "%g..%g", o->dmin, o->dmax);
@@ -76,6 +76,7 @@ static void full_help(const struct cli_flat *e, char *buf, size_t cap)
     }
     default_text(e, def, sizeof def);
     if (def[0]) snprintf(parts[np++], sizeof parts[0], "default %s", def);
+    if (o->flags & CLI_REQUIRED) snprintf(parts[np++], sizeof parts[0], "required");
     if (o->env) snprintf(parts[np++], sizeof parts[0], "env %s", o->env);
     if (o->kind == CLI_LIST || (o->flags & CLI_REPEAT)) snprintf(parts[np++], sizeof parts[0], "repeatable");
     size_t n = (size_t)snprintf(buf, cap, "%s", nt && nt->help ? nt->help : o->help ? o->help : "");
