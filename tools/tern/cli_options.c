@@ -259,7 +259,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *opts)
             if (k < 0) return cli_usage_error(name, "unknown option '%.*s'", (int)len, a);
             const struct cli_option *o = f[k].o;
             if (seen[k] && !(o->flags & CLI_REPEAT) && o->kind != CLI_LIST)
-                return cli_usage_error(name, "%.*s given twice (it takes one value)", (int)len, a);
+                return cli_usage_error(name, "%.*s given twice%s", (int)len, a,
+                                       cli_takes_value(o) ? " (it takes one value)" : "");
             const char *val = NULL;
             if (!cli_takes_value(o)) {
                 if (eq) return cli_usage_error(name, "%.*s takes no value", (int)len, a);
@@ -276,7 +277,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *opts)
         }
         while (next_pos < n && !is_positional(f[next_pos].o)) next_pos++;
         if (next_pos == n)
-            return cli_usage_error(name, a[0] == '-' && a[1] ? "unknown option '%s'" : "unexpected argument '%s'", a);
+            return cli_usage_error(name, !only_positional && a[0] == '-' && a[1] ? "unknown option '%s'"
+                                                                                : "unexpected argument '%s'", a);
         const struct cli_flat *p = &f[next_pos];
         if (!set_value(name, p->o, p->base, p->o->meta, a)) return CLI_EXIT_USAGE;
         seen[next_pos] = true;
