@@ -113,7 +113,8 @@ int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int 
 /* Resident set size of this process in bytes (-1 if unknown). */
 long cli_rss_bytes(void);
 
-/* For option loops: if argv[*i] equals name, take the next argument as its value. Returns
+/* For the option loops of the commands whose options are not yet a table (cli_options.h is the
+ * way for new options): if argv[*i] equals name, take the next argument as its value. Returns
  * 1 if matched (value in *val, *i advanced), 0 if not this option, -1 if the value is missing
  * (an error was printed). */
 int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val);

@@ -40,8 +40,8 @@ static void markdown(FILE *f)
                "Every option of these subcommands, as `tern CMD --help` prints it: the range, choices "
                "and default\nshown are the ones the parser applies (one table per subcommand, "
                "tools/tern/cli_options.h).\nOptions take their value as `--opt value` or "
-               "`--opt=value`; `--` ends the options; an option\ngiven twice is an error unless it "
-               "is repeatable. Usage errors exit with status 2. See\n[cli.md](cli.md) for the "
+               "`--opt=value`; `--` ends the options; an option\ngiven twice keeps its last value "
+               "unless it is repeatable. Usage errors exit with status 2. See\n[cli.md](cli.md) for the "
                "subcommands and the environment.\n\n");
     for (size_t i = 0; specs[i]; i++) {
         char anchor[128];

@@ -120,7 +120,7 @@ void cli_int_bounds(const struct cli_option *o, long long *lo, long long *hi)
 
 bool cli_takes_value(const struct cli_option *o)
 {
-    return o->kind != CLI_FLAG && !(o->kind == CLI_CALL && (o->flags & CLI_NOVALUE));
+    return o->kind != CLI_FLAG;
 }
 
 /* Store one value for o in the struct at base; name is what the user wrote (the option's name
@@ -258,9 +258,6 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *opts)
             const int k = find_option(f, n, a, len);
             if (k < 0) return cli_usage_error(name, "unknown option '%.*s'", (int)len, a);
             const struct cli_option *o = f[k].o;
-            if (seen[k] && !(o->flags & CLI_REPEAT) && o->kind != CLI_LIST)
-                return cli_usage_error(name, "%.*s given twice%s", (int)len, a,
-                                       cli_takes_value(o) ? " (it takes one value)" : "");
             const char *val = NULL;
             if (!cli_takes_value(o)) {
                 if (eq) return cli_usage_error(name, "%.*s takes no value", (int)len, a);
@@ -287,7 +284,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *opts)
     }
     for (int k = 0; k < n; k++) {
         const struct cli_option *o = f[k].o;
-        if (!o->env || (o->flags & CLI_ENV_SELF) || was_given(&f[k], seen[k])) continue;
+        if (!o->env || was_given(&f[k], seen[k])) continue;
         const char *v = getenv(o->env);
         if (!v || !*v) continue;
         if (!set_value(name, o, f[k].base, o->env, v)) return CLI_EXIT_USAGE;

@@ -23,7 +23,9 @@
  *
  * Values: `--opt value` and `--opt=value` (long names); `--` ends the options; `-` alone is a
  * positional (stdin). A value may begin with '-' (`-n -5` is refused by the range, not taken for
- * an option). An option given twice is a usage error unless it is CLI_LIST or has CLI_REPEAT.
+ * an option). A single-value option given twice keeps the last value, as it always has: wrappers
+ * (tests/server/serve.mjs, scripts) pass defaults first and let their caller's flags override
+ * them. CLI_LIST and CLI_REPEAT options collect every value instead.
  * Entries with neither name are positionals, taken in table order (a CLI_LIST positional takes
  * the rest). Every command has -h/--help. */
 #ifndef TERN_CLI_OPTIONS_H
@@ -43,16 +45,13 @@ enum cli_kind {
     CLI_PATH,     /* a file or directory: a non-empty string into a const char * field */
     CLI_ENUM,     /* one of .choices; the choice's value into an int-sized field */
     CLI_LIST,     /* repeatable string: appended to a const char *[.max_count] with an int count */
-    CLI_CALL,     /* the value (NULL for a CLI_NOVALUE callback) is handed to .call */
+    CLI_CALL,     /* the value is handed to .call */
     CLI_INCLUDE,  /* the options of .sub, whose struct lives at .off in this one */
 };
 
 enum {
-    CLI_REPEAT = 1,     /* may be given more than once (CLI_CALL: each value to .call; else last wins) */
+    CLI_REPEAT = 1,     /* CLI_CALL: each value goes to .call (help says "repeatable") */
     CLI_REQUIRED = 2,   /* must be given (positionals: must be present) */
-    CLI_NOVALUE = 4,    /* CLI_CALL taking no value */
-    CLI_NODEF = 8,      /* print no default in help */
-    CLI_ENV_SELF = 16,  /* .env is read by the command itself (documented, not applied here) */
 };
 
 struct cli_choice {

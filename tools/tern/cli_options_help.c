@@ -30,7 +30,7 @@ static void default_text(const struct cli_flat *e, char *buf, size_t cap)
     buf[0] = '\0';
     if (nt && nt->def) { snprintf(buf, cap, "%s", nt->def); return; }
     if (o->def) { snprintf(buf, cap, "%s", o->def); return; }
-    if ((o->flags & CLI_NODEF) || !e->base) return;
+    if (!e->base) return;
     const void *field = e->base + o->off;
     switch (o->kind) {
     case CLI_INT:
