@@ -1,4 +1,4 @@
-/* cli.c — helpers shared by the subcommands (see cli.h): errors, numbers with their ranges,
+/* cli.c — helpers shared by the subcommands (see cli.h): status reports, token lists,
  * files, the generating commands' common flags, SIGPIPE, the training-context warning. */
 #include "cli.h"
 
@@ -15,76 +15,6 @@ int cli_report(const char *cmd, tern_status st)
 {
     fprintf(stderr, "tern %s: %s: %s\n", cmd, tern_status_name(st), tern_last_error());
     return CLI_EXIT_FAIL;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "tern %s: ", cmd);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n(see `tern %s --help`)\n", cmd);
-    return CLI_EXIT_USAGE;
-}
-
-bool cli_parse_int(const char *s, long long min, long long max, long long *out)
-{
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < min || v > max) return false;
-    *out = v;
-    return true;
-}
-
-bool cli_parse_float(const char *s, double min, double max, double *out)
-{
-    if (!s || !*s) return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || isnan(v) || v < min || v > max) return false;
-    *out = v;
-    return true;
-}
-
-bool cli_flag_int(const char *cmd, const char *flag, const char *s, long long min, long long max,
-                  long long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long v = s && *s ? strtoll(s, &end, 10) : 0;
-    if (!s || !*s || *end) {
-        cli_usage_error(cmd, "%s: '%s' is not an integer (allowed: %lld..%lld)", flag, s ? s : "", min, max);
-        return false;
-    }
-    if (errno == ERANGE || v < min || v > max) {
-        cli_usage_error(cmd, "%s: %s is out of range %lld..%lld", flag, s, min, max);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-bool cli_flag_float(const char *cmd, const char *flag, const char *s, double min, double max,
-                    double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = s && *s ? strtod(s, &end) : 0;
-    if (!s || !*s || *end || isnan(v)) {
-        cli_usage_error(cmd, "%s: '%s' is not a number (allowed: %g..%g)", flag, s ? s : "", min, max);
-        return false;
-    }
-    /* ERANGE on underflow (1e-400) leaves a tiny value that the bounds judge; overflow is inf */
-    if (v < min || v > max) {
-        cli_usage_error(cmd, "%s: %s is out of range %g..%g", flag, s, min, max);
-        return false;
-    }
-    *out = v;
-    return true;
 }
 
 bool cli_parse_token_list(const char *s, int32_t **ids, int *n, int *bad_index)
@@ -198,72 +128,38 @@ struct cli_gen_opts cli_gen_opts_default(long long n_predict)
     return o;
 }
 
-/* The generating commands' numeric flags and their ranges: the bounds are what the library
- * accepts (sampler, context) or what can be allocated sensibly, and are printed when a value
- * falls outside them. */
-enum gen_field { GF_N_PREDICT, GF_N_CTX, GF_THREADS, GF_CACHE_MB, GF_TEMP, GF_TOP_K, GF_TOP_P,
-                 GF_MIN_P, GF_REPEAT_PENALTY, GF_REPEAT_LAST_N, GF_SEED };
-static const struct gen_flag {
-    const char *name, *alt;
-    enum gen_field field;
-    bool is_float;
-    double min, max;
-} gen_flags[] = {
-    {"-n", "--n-predict", GF_N_PREDICT, false, 0, CLI_MAX_N_PREDICT},
-    {"-c", "--ctx-size", GF_N_CTX, false, 1, CLI_MAX_N_CTX},
-    {"-t", "--threads", GF_THREADS, false, 1, 512},
-    {"--cache-mb", NULL, GF_CACHE_MB, false, 1, 1 << 22},
-    {"--temp", NULL, GF_TEMP, true, 0, 100},
-    {"--top-k", NULL, GF_TOP_K, false, 0, 1 << 24},
-    {"--top-p", NULL, GF_TOP_P, true, 0, 1},
-    {"--min-p", NULL, GF_MIN_P, true, 0, 1},
-    {"--repeat-penalty", NULL, GF_REPEAT_PENALTY, true, 0, 100},
-    {"--repeat-last-n", NULL, GF_REPEAT_LAST_N, false, 1, 1 << 20},
-    {"-s", "--seed", GF_SEED, false, 0, (double)INT64_MAX},
+/* The generating commands' options. The bounds are what the library accepts (sampler,
+ * context) or what can be allocated sensibly; the parser prints them when a value falls outside. */
+#define O struct cli_gen_opts
+const struct cli_option cli_gen_table[] = {
+    {"-n", "--n-predict", CLI_INT, "N", CLI_AT(O, n_predict), CLI_RANGE(0, CLI_MAX_N_PREDICT),
+     .group = "Context, threads and sampling", .help = "tokens to generate"},
+    {"-c", "--ctx-size", CLI_INT, "N", CLI_AT(O, n_ctx), CLI_RANGE(1, CLI_MAX_N_CTX), .help = "context size"},
+    {NULL, "--swa-full", CLI_FLAG, NULL, CLI_AT(O, swa_full),
+     .help = "sliding-window layers (gemma3/4, phi3) keep every position, not only their window "
+             "(more memory; rollback to any position)"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(O, threads), CLI_RANGE(1, 512), .def = "all CPUs", .help = "threads"},
+    {NULL, "--temp", CLI_DOUBLE, "T", CLI_AT(O, sampler.temperature), CLI_FRANGE(0, 100),
+     .def = "0 = greedy", .help = "temperature"},
+    {NULL, "--top-k", CLI_INT, "K", CLI_AT(O, sampler.top_k), CLI_RANGE(0, 1 << 24), .def = "0 = off",
+     .help = "sample from the K most likely tokens"},
+    {NULL, "--top-p", CLI_DOUBLE, "P", CLI_AT(O, sampler.top_p), CLI_FRANGE(0, 1),
+     .def = "1 = off", .help = "sample from the most likely tokens whose probabilities add up to P"},
+    {NULL, "--min-p", CLI_DOUBLE, "P", CLI_AT(O, sampler.min_p), CLI_FRANGE(0, 1),
+     .def = "0 = off", .help = "drop tokens less likely than P times the most likely one"},
+    {NULL, "--repeat-penalty", CLI_DOUBLE, "R", CLI_AT(O, sampler.repeat_penalty), CLI_FRANGE(0, 100),
+     .def = "1 = off", .help = "divide the logits of tokens among the last --repeat-last-n by R"},
+    {NULL, "--repeat-last-n", CLI_INT, "N", CLI_AT(O, sampler.repeat_last_n), CLI_RANGE(1, 1 << 20),
+     .def = "64", .help = "how many of the last tokens the repeat penalty looks at"},
+    {"-s", "--seed", CLI_INT, "S", CLI_AT(O, sampler.seed), CLI_RANGE(0, INT64_MAX), .help = "RNG seed"},
+    {NULL, "--prompt-cache", CLI_PATH, "DIR", CLI_AT(O, cache_dir),
+     .help = "reuse the KV of cached prompt prefixes (saved in DIR)"},
+    {NULL, "--cache-mb", CLI_INT, "N", CLI_AT(O, cache_mb), CLI_RANGE(1, 1 << 22),
+     .help = "prompt cache memory budget in MiB"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(O, lora)},
+    {0},
 };
-
-int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o)
-{
-    const char *v;
-    int r;
-    if ((r = cli_opt(argc, argv, i, "--prompt-cache", NULL, &v)) != 0) {
-        if (r < 0) return -1;
-        o->cache_dir = v;
-        return 1;
-    }
-    if (!strcmp(argv[*i], "--swa-full")) {
-        o->swa_full = true;
-        return 1;
-    }
-    if ((r = cli_lora_opt(argc, argv, i, &o->lora)) != 0) return r;
-    for (size_t k = 0; k < sizeof gen_flags / sizeof gen_flags[0]; k++) {
-        const struct gen_flag *f = &gen_flags[k];
-        if ((r = cli_opt(argc, argv, i, f->name, f->alt, &v)) == 0) continue;
-        if (r < 0) return -1;
-        long long ll = 0;
-        double d = 0;
-        /* the seed's upper bound is INT64_MAX exactly, which a double cannot hold */
-        long long imax = f->field == GF_SEED ? INT64_MAX : (long long)f->max;
-        bool ok = f->is_float ? cli_flag_float(argv[0], f->name, v, f->min, f->max, &d)
-                              : cli_flag_int(argv[0], f->name, v, (long long)f->min, imax, &ll);
-        if (!ok) return -1;
-        switch (f->field) {
-        case GF_N_PREDICT: o->n_predict = ll; break;
-        case GF_N_CTX: o->n_ctx = ll; break;
-        case GF_THREADS: o->threads = ll; break;
-        case GF_CACHE_MB: o->cache_mb = ll; break;
-        case GF_TEMP: o->sampler.temperature = (float)d; break;
-        case GF_TOP_K: o->sampler.top_k = (int)ll; break;
-        case GF_TOP_P: o->sampler.top_p = (float)d; break;
-        case GF_MIN_P: o->sampler.min_p = (float)d; break;
-        case GF_REPEAT_PENALTY: o->sampler.repeat_penalty = (float)d; break;
-        case GF_REPEAT_LAST_N: o->sampler.repeat_last_n = (int)ll; break;
-        case GF_SEED: o->sampler.seed = (uint64_t)ll; break;
-        }
-        return 1;
-    }
-    return 0;
-}
+#undef O
 
 double cli_clock_ms(clockid_t clock)
 {

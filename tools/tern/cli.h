@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "cli_options.h"
 #include "tern.h"
 #include "tern_tools.h"
 
@@ -65,7 +66,10 @@ struct cli_lora_opts {
     float scale[CLI_MAX_LORA];
     struct tern_lora *ad[CLI_MAX_LORA];  /* loaded by cli_lora_load */
 };
-/* If argv[*i] is --lora, take its value: 1; not it: 0; a bad value (printed): -1. */
+/* --lora as an option table (cli_options.h) over struct cli_lora_opts, for CLI_INCLUDE. */
+extern const struct cli_option cli_lora_table[];
+/* If argv[*i] is --lora, take its value: 1; not it: 0; a bad value (printed): -1. For the
+ * commands whose options are not yet a table. */
 int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o);
 /* Load every adapter for m; a line per adapter on note (may be NULL): path, targets, rank,
  * alpha, scale. CLI_EXIT_OK or the failure's exit code (message printed). */
@@ -86,9 +90,8 @@ struct cli_gen_opts {
     struct cli_lora_opts lora;          /* --lora FILE[:SCALE] */
 };
 struct cli_gen_opts cli_gen_opts_default(long long n_predict);
-/* If argv[*i] is one of those options, take it (and its value): 1. Not one: 0. A missing or bad
- * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
-int cli_gen_opt(int argc, char **argv, int *i, struct cli_gen_opts *o);
+/* Those options as a table (cli_options.h) over struct cli_gen_opts, for CLI_INCLUDE. */
+extern const struct cli_option cli_gen_table[];
 
 /* For the commands that stream generated text (run, chat): a reader that goes away (`tern run
  * | head -1`) must not kill the process before it saves its prompt cache or conversation, so
@@ -110,7 +113,8 @@ int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int 
 /* Resident set size of this process in bytes (-1 if unknown). */
 long cli_rss_bytes(void);
 
-/* For option loops: if argv[*i] equals name, take the next argument as its value. Returns
+/* For the option loops of the commands whose options are not yet a table (cli_options.h is the
+ * way for new options): if argv[*i] equals name, take the next argument as its value. Returns
  * 1 if matched (value in *val, *i advanced), 0 if not this option, -1 if the value is missing
  * (an error was printed). */
 int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val);

@@ -6,24 +6,24 @@
 
 #include "cli.h"
 #include "cli_json.h"
+#include "cli_options.h"
 
-int cli_draft_opt(int argc, char **argv, int *i, struct cli_draft_opts *o)
-{
-    const char *v;
-    int r;
-    if ((r = cli_opt(argc, argv, i, "--draft", NULL, &v)) != 0) {
-        if (r < 0) return -1;
-        o->source = v;
-        return 1;
-    }
-    long long *dst = NULL;
-    const char *flag = argv[*i];
-    if ((r = cli_opt(argc, argv, i, "--draft-max", NULL, &v)) != 0) dst = &o->n_max;
-    else if ((r = cli_opt(argc, argv, i, "--draft-min", NULL, &v)) != 0) dst = &o->n_min;
-    if (!dst) return 0;
-    if (r < 0) return -1;
-    return cli_flag_int(argv[0], flag, v, 1, 64, dst) ? 1 : -1;
-}
+#define D struct cli_draft_opts
+const struct cli_option cli_draft_table[] = {
+    {NULL, "--draft", CLI_STRING, "SRC", CLI_AT(D, source), .group = "Speculative decoding",
+     .help = "speculative decoding: 'ngram' (prompt lookup), 'mtp' (the model's own "
+             "multi-token-prediction layer: Qwen3.5 files with one), 'self:q4_0' (a q4_0 copy of the "
+             "model's weights made at load; any weight type), or a drafter GGUF with the same "
+             "tokenizer. Output at --temp 0 is the model's own greedy output token for token; sampled "
+             "output keeps the model's distribution"},
+    {NULL, "--draft-max", CLI_INT, "K", CLI_AT(D, n_max), CLI_RANGE(1, 64), .def = "8",
+     .help = "most tokens drafted per step"},
+    {NULL, "--draft-min", CLI_INT, "K", CLI_AT(D, n_min), CLI_RANGE(1, 64), .def = "1",
+     .help = "fewest tokens drafted per step; --draft-min = --draft-max fixes the length and keeps "
+             "speculation on, for reproducible sampling"},
+    {0},
+};
+#undef D
 
 int cli_draft_check(const char *cmd, const struct cli_draft_opts *o)
 {
@@ -32,19 +32,6 @@ int cli_draft_check(const char *cmd, const struct cli_draft_opts *o)
     if (o->n_max && o->n_min > o->n_max)
         return cli_usage_error(cmd, "--draft-min %lld exceeds --draft-max %lld", o->n_min, o->n_max);
     return 0;
-}
-
-void cli_draft_help(FILE *f)
-{
-    fprintf(f, "  --draft SRC            speculative decoding: 'ngram' (prompt lookup), 'mtp' (the\n"
-               "                         model's own multi-token-prediction layer: Qwen3.5 files with one),\n"
-               "                         'self:q4_0' (a q4_0 copy of the model's weights made at load; any\n"
-               "                         weight type), or a drafter GGUF with the same tokenizer. Output\n"
-               "                         at --temp 0 is the model's own greedy output token for token;\n"
-               "                         sampled output keeps the model's distribution\n"
-               "  --draft-max K          most tokens drafted per step, 1..64 (default 8)\n"
-               "  --draft-min K          fewest, 1..64 (default 1); --draft-min = --draft-max fixes the\n"
-               "                         length and keeps speculation on (reproducible sampling)\n");
 }
 
 int cli_draft_create(const char *cmd, const struct cli_draft_opts *o, const struct tern_model *target,

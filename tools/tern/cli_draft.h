@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_options.h"
 #include "tern.h"
 
 struct cli_draft_opts {
@@ -17,13 +18,10 @@ struct cli_draft_opts {
     long long n_max, n_min;   /* --draft-max / --draft-min; 0 = the library's defaults */
 };
 
-/* If argv[*i] is one of the draft flags, take it and its value: 1. Not one: 0. A missing or bad
- * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
-int cli_draft_opt(int argc, char **argv, int *i, struct cli_draft_opts *o);
+/* The three flags as an option table (cli_options.h) over struct cli_draft_opts (CLI_INCLUDE). */
+extern const struct cli_option cli_draft_table[];
 /* Flags that make sense only with --draft given without it: a usage error (printed, 2), else 0. */
 int cli_draft_check(const char *cmd, const struct cli_draft_opts *o);
-/* The help text lines of the three flags. */
-void cli_draft_help(FILE *f);
 /* Make the draft for target with a drafter context of n_ctx positions and `threads` threads (0 =
  * all CPUs); on failure the message is printed and the exit status returned (0 on success). With
  * log, one line says what was set up and in how long (a self:TYPE copy is converted here). */

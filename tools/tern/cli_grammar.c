@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_options.h"
 
 void cli_grammar_opts_init(struct cli_grammar_opts *o)
 {
@@ -20,52 +21,40 @@ void cli_grammar_opts_free(struct cli_grammar_opts *o)
     o->src = NULL;
 }
 
-int cli_grammar_opt(const char *cmd, int argc, char **argv, int *i, struct cli_grammar_opts *o)
-{
-    const char *v;
-    int r;
-    if (!strcmp(argv[*i], "--schema-lenient")) { o->gp.lenient = o->have_params = true; return 1; }
-    if (!strcmp(argv[*i], "--strict-properties")) { o->gp.strict_properties = o->have_params = true; return 1; }
-    if ((r = cli_opt(argc, argv, i, "--json-schema", NULL, &v))) { if (r > 0) o->schema = v; return r; }
-    if ((r = cli_opt(argc, argv, i, "--grammar", NULL, &v))) { if (r > 0) o->gbnf = v; return r; }
-    if ((r = cli_opt(argc, argv, i, "--root", NULL, &v))) { if (r > 0) o->gp.root = v; return r; }
-    if ((r = cli_opt(argc, argv, i, "--ws", NULL, &v))) {
-        if (r < 0) return r;
-        o->have_params = o->have_ws = true;
-        if (!strcmp(v, "compact")) o->gp.ws = TERN_GRAMMAR_WS_COMPACT;
-        else if (!strcmp(v, "minified")) o->gp.ws = TERN_GRAMMAR_WS_MINIFIED;
-        else if (!strcmp(v, "flexible")) o->gp.ws = TERN_GRAMMAR_WS_FLEXIBLE;
-        else if (!strcmp(v, "one-line")) o->gp.ws = TERN_GRAMMAR_WS_ONE_LINE;
-        else {
-            cli_usage_error(cmd, "--ws: '%s' is not compact, minified, flexible or one-line", v);
-            return -1;
-        }
-        return 1;
-    }
-    return 0;
-}
+static const struct cli_choice ws_choices[] = {
+    {"compact", TERN_GRAMMAR_WS_COMPACT},
+    {"minified", TERN_GRAMMAR_WS_MINIFIED},
+    {"flexible", TERN_GRAMMAR_WS_FLEXIBLE},
+    {"one-line", TERN_GRAMMAR_WS_ONE_LINE},
+    {NULL, 0},
+};
+
+#define G struct cli_grammar_opts
+const struct cli_option cli_grammar_table[] = {
+    {NULL, "--json-schema", CLI_PATH, "FILE", CLI_AT(G, schema), .group = "Constrained decoding",
+     .help = "constrain the output to JSON valid for this schema (docs/tools.md \"Constrained "
+             "decoding\"); generation ends when the document is complete (stop \"done\"); out of -n "
+             "inside it: \"incomplete\""},
+    {NULL, "--grammar", CLI_PATH, "FILE", CLI_AT(G, gbnf),
+     .help = "constrain the output to a GBNF grammar (llama.cpp's format)"},
+    {NULL, "--root", CLI_STRING, "NAME", CLI_AT(G, gp.root), .def = "root", .help = "GBNF start rule"},
+    {NULL, "--schema-lenient", CLI_FLAG, NULL, CLI_AT(G, gp.lenient), CLI_GIVEN(G, have_params),
+     .help = "ignore unsupported schema keywords (with a warning)"},
+    {NULL, "--strict-properties", CLI_FLAG, NULL, CLI_AT(G, gp.strict_properties), CLI_GIVEN(G, have_params),
+     .help = "objects without additionalProperties admit no other keys"},
+    {NULL, "--ws", CLI_ENUM, "W", CLI_AT(G, gp.ws), CLI_GIVEN(G, have_ws), .choices = ws_choices,
+     .help = "JSON whitespace: separators with or without one space; one-line is --tools' default"},
+    {0},
+};
+#undef G
 
 int cli_grammar_check(const char *cmd, const struct cli_grammar_opts *o, bool allow_params)
 {
     if (o->schema && o->gbnf) return cli_usage_error(cmd, "give --json-schema or --grammar, not both");
     if (o->gp.root && !o->gbnf) return cli_usage_error(cmd, "--root applies to --grammar only");
-    if (o->have_params && !o->schema && !allow_params)
+    if ((o->have_params || o->have_ws) && !o->schema && !allow_params)
         return cli_usage_error(cmd, "--schema-lenient, --strict-properties and --ws apply to --json-schema");
     return 0;
-}
-
-void cli_grammar_help(FILE *f)
-{
-    fprintf(f, "  --json-schema FILE     constrain the output to JSON valid for this schema\n"
-               "                         (docs/tools.md \"Constrained decoding\"); generation ends\n"
-               "                         when the document is complete (stop \"done\"); out of -n\n"
-               "                         inside it: \"incomplete\"\n"
-               "  --grammar FILE         constrain the output to a GBNF grammar (llama.cpp's format)\n"
-               "  --root NAME            GBNF start rule (default root)\n"
-               "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"
-               "  --strict-properties    objects without additionalProperties admit no other keys\n"
-               "  --ws W                 JSON whitespace: compact (default), minified, flexible, one-line\n"
-               "                         (separators with or without one space: --tools' default)\n");
 }
 
 int cli_grammar_read(const char *cmd, struct cli_grammar_opts *o)

@@ -10,26 +10,25 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli_options.h"
 #include "tern.h"
 
 struct cli_grammar_opts {
     const char *schema, *gbnf;        /* --json-schema FILE / --grammar FILE, or NULL */
     struct tern_grammar_params gp;    /* --schema-lenient --strict-properties --ws --root */
-    bool have_params;                 /* one of those was given */
+    bool have_params;                 /* --schema-lenient or --strict-properties was given */
     bool have_ws;                     /* --ws was given */
     char *src;                        /* the file's text (cli_grammar_read), owned */
     size_t src_len;
 };
 void cli_grammar_opts_init(struct cli_grammar_opts *o);
 void cli_grammar_opts_free(struct cli_grammar_opts *o);
-/* If argv[*i] is one of the flags above, take it and its value: 1. Not one: 0. A missing or bad
- * value: the usage message is printed and -1 returned (exit with CLI_EXIT_USAGE). */
-int cli_grammar_opt(const char *cmd, int argc, char **argv, int *i, struct cli_grammar_opts *o);
+/* The flags above as an option table (cli_options.h) over struct cli_grammar_opts, for
+ * CLI_INCLUDE; the struct must be set up by cli_grammar_opts_init first. */
+extern const struct cli_option cli_grammar_table[];
 /* Both --json-schema and --grammar, or schema flags without either (allow_params: the command
  * has another use for them, chat's --tools): a usage error (printed, 2), else 0. */
 int cli_grammar_check(const char *cmd, const struct cli_grammar_opts *o, bool allow_params);
-/* The help text lines. */
-void cli_grammar_help(FILE *f);
 /* Read the grammar file (before the model is loaded, so a missing file costs nothing). 0 or
  * the exit status after printing why. */
 int cli_grammar_read(const char *cmd, struct cli_grammar_opts *o);

@@ -7,26 +7,37 @@
 
 #include "cli.h"
 
+/* FILE:SCALE when what follows the last ':' is a number; a path may hold ':' itself. The value
+ * is cut at the ':' in place: it is argv's string (C11 5.1.2.2.1 lets the program change those)
+ * or the environment's. */
+static int lora_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct cli_lora_opts *o = opts;
+    if (o->n == CLI_MAX_LORA) return cli_usage_error(cmd, "--lora: at most %d adapters", CLI_MAX_LORA), -1;
+    char *v = (char *)val;
+    double scale = 1.0;
+    const char *colon = strrchr(v, ':');
+    if (colon && colon > v && cli_parse_float(colon + 1, -1e6, 1e6, &scale)) v[colon - v] = '\0';
+    else scale = 1.0;
+    o->path[o->n] = v;
+    o->scale[o->n] = (float)scale;
+    o->n++;
+    return 0;
+}
+
+const struct cli_option cli_lora_table[] = {
+    {NULL, "--lora", CLI_CALL, "FILE[:SCALE]", .call = lora_take, .flags = CLI_REPEAT,
+     .help = "a LoRA adapter (llama.cpp's GGUF) at SCALE (default 1); adapters add up"},
+    {0},
+};
+
 int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o)
 {
     const char *v;
     const int r = cli_opt(argc, argv, i, "--lora", NULL, &v);
     if (r <= 0) return r;
-    if (o->n == CLI_MAX_LORA) {
-        cli_usage_error(argv[0], "--lora: at most %d adapters", CLI_MAX_LORA);
-        return -1;
-    }
-    /* FILE:SCALE when what follows the last ':' is a number; a path may hold ':' itself */
-    double scale = 1.0;
-    const char *colon = strrchr(v, ':');
-    if (colon && colon > v && cli_parse_float(colon + 1, -1e6, 1e6, &scale))
-        argv[*i][colon - v] = '\0'; /* argv's strings are the program's to change (C11 5.1.2.2.1) */
-    else
-        scale = 1.0;
-    o->path[o->n] = argv[*i];
-    o->scale[o->n] = (float)scale;
-    o->n++;
-    return 1;
+    return lora_take(argv[0], cli_lora_table, v, o) ? -1 : 1;
 }
 
 int cli_lora_load(const char *cmd, struct cli_lora_opts *o, const struct tern_model *m, FILE *note)

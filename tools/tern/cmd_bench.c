@@ -31,75 +31,145 @@ static double process_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void help(void)
+/* A comma-separated list of counts (-p 128,512), bounded by its option's CLI_RANGE. */
+struct bench_list {
+    long long v[MAX_LIST];
+    int n;
+};
+
+struct bench_opts {
+    const char *models[MAX_LIST];   /* -m FILE or --synthetic SHAPE:TYPE, in the order given */
+    bool is_synth[MAX_LIST];
+    int n_models;
+    const char *vocab, *suite;
+    struct bench_list pp, tg, th, dp;
+    long long reps, n_batch, widen_ffn;
+    bool reps_set, json, profile, prompt_cache, no_repack, hardware, batch_policy;
+    struct cli_draft_opts draft;
+    struct cli_grammar_opts grammar;
+    const char *prompt_files[16];
+    int n_files;
+    struct tern_sampler_params dsp;  /* --temp, -s of --draft */
+    double layer_scale;
+    struct cli_lora_opts lora;
+};
+
+static void bench_init(void *p)
 {
-    printf("usage: tern bench (-m MODEL | --synthetic SHAPE:TYPE)... [options]\n"
-           "\n"
-           "  -m, --model FILE        model to test (repeatable)\n"
-           "  --synthetic SHAPE:TYPE  random-weight model with a real shape, written once to\n"
-           "                          $TERN_SYNTH_DIR or /tmp/tern-synth (repeatable); shapes: %s\n"
-           "  --vocab VOCAB.gguf      tokenizer for the --synthetic models (see tern synth --help);\n"
-           "                          the cached file's name then ends in the vocab file's name\n"
-           "  -p, --n-prompt LIST     prompt lengths to test, comma-separated (default 512; 0 = skip)\n"
-           "  -n, --n-gen LIST        generation lengths to test (default 128; 0 = skip)\n"
-           "  -t, --threads LIST      thread counts (default: all CPUs)\n"
-           "  -r, --repetitions N     timed repetitions per test (default 5)\n"
-           "  -b, --batch-size N      prompt batch size (default 512)\n"
-           "  --lora FILE[:SCALE]     with one -m: time the model with this LoRA adapter attached\n"
-           "                          (llama.cpp's GGUF; repeatable)\n"
-           "  -d, --depth LIST        tokens already in the KV cache when each test starts\n"
-           "                          (default 0; filled once per test, untimed)\n"
-           "  --json                  JSON array, one object per test (llama-bench field names,\n"
-           "                          plus avg_cpu_ms: process CPU time per run)\n"
-           "  --suite FILE            instead of pp/tg: time a suite of chat prompts and write the\n"
-           "                          governance report (see tern bench --suite --help)\n"
-           "  --batch-policy          instead of pp/tg: measure batch 1..4 and pick the offline batch\n"
-           "  --profile               per op class: time share, kernel used, scalar fallbacks\n"
-           "  --no-repack             keep the weights mmap-only (no copy repacked at load; the\n"
-           "                          bytes repacked are printed to stderr otherwise)\n"
-           "  --prompt-cache          instead of pp/tg: the prompt-cache targets (TTFT cold vs hit\n"
-           "                          for a 1024-token prefix, hit rate over 200 requests, disk load\n"
-           "                          vs recompute of a 2048-token prefix); first -t value used\n"
-           "  --draft SRC             instead of pp/tg: speculative decoding with SRC (ngram, self:TYPE,\n"
-           "                          drafter.gguf) beside plain decoding of the same prompts (story,\n"
-           "                          toolcall, repeat, code, + --prompt-file), -n tokens each, -r runs\n"
-           "                          alternating; first model, -n and -t values used (default -r 3)\n"
-           "  --draft-max K, --draft-min K   draft lengths (see tern run --help)\n"
-           "  --prompt-file FILE      with --draft: another prompt (text; repeatable)\n"
-           "  --json-schema FILE, --grammar FILE   instead of pp/tg: constrained decoding timed against\n"
-           "                          unconstrained decoding of as many tokens, greedy, -r rounds\n"
-           "                          alternating the order; prints both tokens/s (wall and CPU), their\n"
-           "                          ratio, forced tokens and mask time; first model, -n, -t values\n"
-           "  --temp T, -s SEED       with --draft: sample instead of greedy decoding\n"
-           "  --scale-layers S        with --draft: run on a copy of the model whose attn_output and\n"
-           "                          ffn_down (qwen35: ssm_out) are scaled by S (0 < S <= 1; written\n"
-           "                          once beside it): a random-weight model with tied embeddings then\n"
-           "                          mostly repeats tokens, an acceptance S dials (0.03: repeats; 0.1:\n"
-           "                          in runs); a qwen35 MTP layer reads its token alone (eh_proj [I|0])\n"
-           "  --widen-ffn N           with --draft: run on a copy of the model whose feed-forward blocks\n"
-           "                          are N times as wide, the new rows zero (2..1000; written once\n"
-           "                          beside it): the same outputs, N times the FFN bytes per token, so\n"
-           "                          a small trained model decodes bound by memory as a large one does\n"
-           "\n"
-           "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
-           "untimed (warm-up) before its repetitions.\n",
-           tern_synth_shape_names());
+    struct bench_opts *o = p;
+    *o = (struct bench_opts){.pp = {{512}, 1}, .tg = {{128}, 1}, .th = {{0}, 1}, .dp = {{0}, 1},
+                             .reps = 5, .n_batch = 512, .dsp = tern_sampler_default_params()};
+    cli_grammar_opts_init(&o->grammar);
 }
 
-static bool parse_list(const char *s, long long lo, long long hi, long long *out, int *n)
+static int model_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
 {
+    struct bench_opts *o = opts;
+    if (o->n_models == MAX_LIST) return cli_usage_error(cmd, "more than %d models", MAX_LIST), -1;
+    /* --synthetic is written after parsing, once --vocab (which may come later) is known */
+    o->is_synth[o->n_models] = !strcmp(opt->lname, "--synthetic");
+    o->models[o->n_models++] = val;
+    return 0;
+}
+
+static int list_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    struct bench_list *l = (struct bench_list *)((char *)opts + opt->off);
     int32_t *ids;
     int cnt, bad;
-    if (!cli_parse_token_list(s, &ids, &cnt, &bad)) return false;
-    bool ok = cnt <= MAX_LIST;
-    for (int i = 0; ok && i < cnt; i++) {
-        if (ids[i] < lo || ids[i] > hi) ok = false;
-        out[i] = ids[i];
+    bool ok = cli_parse_token_list(val, &ids, &cnt, &bad);
+    if (ok) {
+        ok = cnt <= MAX_LIST;
+        for (int i = 0; ok && i < cnt; i++) {
+            if (ids[i] < opt->imin || ids[i] > opt->imax) ok = false;
+            l->v[i] = ids[i];
+        }
+        free(ids);
     }
-    free(ids);
-    *n = cnt;
-    return ok;
+    if (!ok) return cli_usage_error(cmd, "%s: '%s' is not a comma-separated list of up to %d values in %lld..%lld",
+                                    cli_option_name(opt), val, MAX_LIST, opt->imin, opt->imax), -1;
+    l->n = cnt;
+    return 0;
 }
+
+#define B struct bench_opts
+static const struct cli_option bench_table[] = {
+    {"-m", "--model", CLI_CALL, "FILE", .call = model_take, .flags = CLI_REPEAT, .help = "model to test"},
+    {NULL, "--synthetic", CLI_CALL, "SHAPE:TYPE", .call = model_take, .flags = CLI_REPEAT,
+     .help = "random-weight model with a real shape, written once to $TERN_SYNTH_DIR or "
+             "/tmp/tern-synth; shapes: tern synth --help"},
+    {NULL, "--vocab", CLI_PATH, "VOCAB.gguf", CLI_AT(B, vocab),
+     .help = "tokenizer for the --synthetic models (see tern synth --help); the cached file's name "
+             "then ends in the vocab file's name"},
+    {"-p", "--n-prompt", CLI_CALL, "LIST", CLI_AT(B, pp), CLI_RANGE(0, 1 << 20), .call = list_take, .def = "512",
+     .help = "prompt lengths to test, comma-separated (0 = skip)"},
+    {"-n", "--n-gen", CLI_CALL, "LIST", CLI_AT(B, tg), CLI_RANGE(0, 1 << 20), .call = list_take, .def = "128",
+     .help = "generation lengths to test (0 = skip)"},
+    {"-t", "--threads", CLI_CALL, "LIST", CLI_AT(B, th), CLI_RANGE(1, 512), .call = list_take,
+     .def = "all CPUs", .help = "thread counts"},
+    {"-r", "--repetitions", CLI_INT, "N", CLI_AT(B, reps), CLI_RANGE(1, 64), CLI_GIVEN(B, reps_set),
+     .help = "timed repetitions per test (--draft: default 3)"},
+    {"-b", "--batch-size", CLI_INT, "N", CLI_AT(B, n_batch), CLI_RANGE(1, 1 << 16), .help = "prompt batch size"},
+    {"-d", "--depth", CLI_CALL, "LIST", CLI_AT(B, dp), CLI_RANGE(0, 1 << 20), .call = list_take, .def = "0",
+     .help = "tokens already in the KV cache when each test starts (filled once per test, untimed)"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(B, json),
+     .help = "JSON array, one object per test (llama-bench field names, plus avg_cpu_ms: process CPU "
+             "time per run)"},
+    {NULL, "--profile", CLI_FLAG, NULL, CLI_AT(B, profile),
+     .help = "per op class: time share, kernel used, scalar fallbacks"},
+    {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(B, no_repack),
+     .help = "keep the weights mmap-only (no copy repacked at load; the bytes repacked are printed to "
+             "stderr otherwise)"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(B, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "with one -m: time the model with this LoRA "
+                                         "adapter (llama.cpp's GGUF) attached"}, {NULL}}},
+    {NULL, "--suite", CLI_PATH, "FILE", CLI_AT(B, suite), .group = "Instead of pp/tg",
+     .help = "time a suite of chat prompts and write the governance report (tern bench --suite --help "
+             "lists its own options)"},
+    {NULL, "--hardware", CLI_FLAG, NULL, CLI_AT(B, hardware),
+     .help = "print this machine's hardware and matched profile as JSON (tern bench --suite --help)"},
+    {NULL, "--batch-policy", CLI_FLAG, NULL, CLI_AT(B, batch_policy),
+     .help = "measure batch 1..4 and pick the offline batch (tern bench --suite --help)"},
+    {NULL, "--prompt-cache", CLI_FLAG, NULL, CLI_AT(B, prompt_cache),
+     .help = "the prompt-cache targets (TTFT cold vs hit for a 1024-token prefix, hit rate over 200 "
+             "requests, disk load vs recompute of a 2048-token prefix); first -t value used"},
+    {.kind = CLI_INCLUDE, .sub = cli_draft_table, CLI_AT(B, draft),
+     .notes = (const struct cli_note[]){{"--draft", NULL, "speculative decoding with SRC (ngram, "
+             "self:TYPE, drafter.gguf) beside plain decoding of the same prompts (story, toolcall, "
+             "repeat, code, + --prompt-file), -n tokens each, -r runs alternating; first model, -n "
+             "and -t values used"}, {NULL}}},
+    {NULL, "--prompt-file", CLI_LIST, "FILE", CLI_AT(B, prompt_files), CLI_COUNT(B, n_files, 16),
+     .help = "with --draft: another prompt (text)"},
+    {NULL, "--temp", CLI_DOUBLE, "T", CLI_AT(B, dsp.temperature), CLI_FRANGE(0, 100),
+     .help = "with --draft: sample at this temperature instead of greedy decoding"},
+    {"-s", "--seed", CLI_INT, "SEED", CLI_AT(B, dsp.seed), CLI_RANGE(0, INT64_MAX), .help = "with --draft: RNG seed"},
+    {NULL, "--scale-layers", CLI_DOUBLE, "S", CLI_AT(B, layer_scale), CLI_FRANGE(1e-6, 1), .def = "",
+     .help = "with --draft: run on a copy of the model whose attn_output and ffn_down (qwen35: ssm_out) "
+             "are scaled by S (written once beside it): a random-weight model with tied embeddings then "
+             "mostly repeats tokens, an acceptance S dials (0.03: repeats; 0.1: in runs); a qwen35 MTP "
+             "layer reads its token alone (eh_proj [I|0])"},
+    {NULL, "--widen-ffn", CLI_INT, "N", CLI_AT(B, widen_ffn), CLI_RANGE(2, 1000), .def = "",
+     .help = "with --draft: run on a copy of the model whose feed-forward blocks are N times as wide, "
+             "the new rows zero (written once beside it): the same outputs, N times the FFN bytes per "
+             "token, so a small trained model decodes bound by memory as a large one does"},
+    {.kind = CLI_INCLUDE, .sub = cli_grammar_table, CLI_AT(B, grammar),
+     .notes = (const struct cli_note[]){
+         {"--json-schema", NULL, "constrained decoding timed against unconstrained decoding of as many "
+          "tokens, greedy, -r rounds alternating the order; prints both tokens/s (wall and CPU), their "
+          "ratio, forced tokens and mask time; first model, -n, -t values"},
+         {"--grammar", NULL, "the same with a GBNF grammar (llama.cpp's format)"}, {NULL}}},
+    {0},
+};
+#undef B
+
+const struct cli_command cli_spec_bench = {
+    "bench", "(-m MODEL | --synthetic SHAPE:TYPE)... [options]",
+    "Prompt processing (ppN) and generation (tgN) speed, llama-bench style: every model x\n"
+    "thread count x depth x length, -r timed repetitions each.\n",
+    bench_table, CLI_OPTS(struct bench_opts, bench_init),
+    "Timed: forward passes + greedy sampling; tokenization excluded. Each test runs once\n"
+    "untimed (warm-up) before its repetitions.\n",
+};
 
 /* Path of the cached synthetic model for spec (with vocab's tokenizer if not NULL), writing it
  * if missing. */
@@ -193,99 +263,30 @@ static double run_once(struct tern_context *ctx, struct tern_sampler *smp, int n
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *models[MAX_LIST], *v, *vocab = NULL;
-    char synth_paths[MAX_LIST][512];
-    bool is_synth[MAX_LIST] = {false};
-    int n_models = 0;
-    long long pp[MAX_LIST] = {512}, tg[MAX_LIST] = {128}, th[MAX_LIST] = {0}, dp[MAX_LIST] = {0};
-    long long reps = 5, n_batch = 512;
-    int n_pp = 1, n_tg = 1, n_th = 1, n_dp = 1;
-    bool json = false, profile = false, prompt_cache = false, reps_set = false, no_repack = false;
-    struct cli_draft_opts dro = {0};
-    struct cli_grammar_opts gro;
-    cli_grammar_opts_init(&gro);
-    const char *prompt_files[16];
-    int n_files = 0;
-    struct tern_sampler_params dsp = tern_sampler_default_params();
-    double layer_scale = 0;
-    long long widen_ffn = 0;
-    struct cli_lora_opts lora = {0};
     /* the suite run (docs/bench-and-gate.md "Speed governance") has its own options: --json takes a
      * file there */
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--suite") || !strcmp(argv[i], "--hardware") || !strcmp(argv[i], "--batch-policy"))
             return cli_bench_suite(argc, argv);
-    for (int i = 1; i < argc; i++) {
-        int r = 0;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--profile")) { profile = true; continue; }
-        if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
-        if (!strcmp(argv[i], "--prompt-cache")) { prompt_cache = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-        if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) {
-            if (r < 0) return CLI_EXIT_USAGE;
-        } else if ((r = cli_lora_opt(argc, argv, &i, &lora)) != 0) {
-            if (r < 0) return CLI_EXIT_USAGE;
-        } else if ((r = cli_grammar_opt("bench", argc, argv, &i, &gro)) != 0) {
-            if (r < 0) return CLI_EXIT_USAGE;
-        } else if (OPT("--prompt-file", NULL)) {
-            if (r < 0) return 2;
-            if (n_files == 16) return cli_usage_error("bench", "too many --prompt-file");
-            prompt_files[n_files++] = v;
-        } else if (OPT("--temp", NULL)) {
-            if (r < 0) return 2;
-            double t;
-            if (!cli_flag_float("bench", "--temp", v, 0, 100, &t)) return CLI_EXIT_USAGE;
-            dsp.temperature = (float)t;
-        } else if (OPT("--scale-layers", NULL)) {
-            if (r < 0) return 2;
-            if (!cli_flag_float("bench", "--scale-layers", v, 1e-6, 1, &layer_scale)) return CLI_EXIT_USAGE;
-        } else if (OPT("--widen-ffn", NULL)) {
-            if (r < 0) return 2;
-            if (!cli_flag_int("bench", "--widen-ffn", v, 2, 1000, &widen_ffn)) return CLI_EXIT_USAGE;
-        } else if (OPT("-s", "--seed")) {
-            if (r < 0) return 2;
-            long long sd;
-            if (!cli_flag_int("bench", "-s", v, 0, INT64_MAX, &sd)) return CLI_EXIT_USAGE;
-            dsp.seed = (uint64_t)sd;
-        } else if (OPT("-m", "--model")) {
-            if (r < 0) return 2;
-            if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
-            models[n_models++] = v;
-        } else if (OPT("--synthetic", NULL)) {
-            if (r < 0) return 2;
-            if (n_models == MAX_LIST) return cli_usage_error("bench", "too many models");
-            /* written after parsing, once --vocab (which may come later) is known */
-            is_synth[n_models] = true;
-            models[n_models++] = v;
-        } else if (OPT("--vocab", NULL)) {
-            if (r < 0) return 2;
-            vocab = v;
-        } else if (OPT("-p", "--n-prompt")) {
-            if (r < 0) return 2;
-            if (!parse_list(v, 0, 1 << 20, pp, &n_pp)) return cli_usage_error("bench", "-p '%s' is not a list of lengths", v);
-        } else if (OPT("-n", "--n-gen")) {
-            if (r < 0) return 2;
-            if (!parse_list(v, 0, 1 << 20, tg, &n_tg)) return cli_usage_error("bench", "-n '%s' is not a list of lengths", v);
-        } else if (OPT("-t", "--threads")) {
-            if (r < 0) return 2;
-            if (!parse_list(v, 1, 512, th, &n_th)) return cli_usage_error("bench", "-t '%s' is not a list of thread counts", v);
-        } else if (OPT("-r", "--repetitions")) {
-            if (r < 0) return 2;
-            if (!cli_parse_int(v, 1, 64, &reps)) return cli_usage_error("bench", "-r '%s' must be 1..64", v);
-            reps_set = true;
-        } else if (OPT("-d", "--depth")) {
-            if (r < 0) return 2;
-            if (!parse_list(v, 0, 1 << 20, dp, &n_dp)) return cli_usage_error("bench", "-d '%s' is not a list of depths", v);
-        } else if (OPT("-b", "--batch-size")) {
-            if (r < 0) return 2;
-            if (!cli_parse_int(v, 1, 1 << 16, &n_batch)) return cli_usage_error("bench", "-b '%s' is not valid", v);
-        } else {
-            return cli_usage_error("bench", "unknown option '%s'", argv[i]);
-        }
-#undef OPT
-    }
+    static struct bench_opts o; /* a few KiB of lists */
+    bench_init(&o);
+    const int pr = cli_parse(&cli_spec_bench, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char **models = o.models, *vocab = o.vocab;
+    const bool *is_synth = o.is_synth;
+    char synth_paths[MAX_LIST][512];
+    const int n_models = o.n_models, n_pp = o.pp.n, n_tg = o.tg.n, n_th = o.th.n, n_dp = o.dp.n;
+    const long long *pp = o.pp.v, *tg = o.tg.v, *th = o.th.v, *dp = o.dp.v;
+    const long long reps = o.reps, n_batch = o.n_batch, widen_ffn = o.widen_ffn;
+    const bool json = o.json, profile = o.profile, prompt_cache = o.prompt_cache, reps_set = o.reps_set,
+               no_repack = o.no_repack;
+    struct cli_draft_opts dro = o.draft;
+    struct cli_grammar_opts gro = o.grammar;
+    const char *const *prompt_files = o.prompt_files;
+    const int n_files = o.n_files;
+    const struct tern_sampler_params dsp = o.dsp;
+    const double layer_scale = o.layer_scale;
+    struct cli_lora_opts lora = o.lora;
     if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
     if (vocab) {
         bool any = false;

@@ -27,85 +27,115 @@
 #include "cli_grammar.h"
 #include "cli_mcp.h"
 
-static void help(void)
+struct chat_opts {
+    const char *model, *system, *messages, *tools, *save, *tool_choice, *vars, *template_file;
+    const char *mcp[16];
+    int n_mcp;
+    long long max_rounds;
+    double mcp_timeout;
+    bool json, show_prompt, yes;
+    struct cli_gen_opts gen;
+    struct cli_draft_opts draft;
+    struct cli_grammar_opts grammar;
+};
+
+static void chat_init(void *p)
 {
-    printf("usage: tern chat [-m MODEL] [options] < messages.txt\n"
-           "\n"
-           "Chats with the model using its own chat template (ChatML with a warning if the GGUF has\n"
-           "none). On a terminal it prompts with \"> \" (/exit or end-of-file quits); otherwise each\n"
-           "stdin line is one user message. The answer streams to stdout; per-turn statistics go to\n"
-           "stderr.\n"
-           "\n"
-           "  -m, --model FILE       GGUF model (default: tern's own embedded tool-calling model)\n"
-           "  --system TEXT          a system message at the start of the conversation\n"
-           "  --messages FILE        continue this conversation (array of OpenAI-style messages, or an\n"
-           "                         object with \"messages\" and \"tools\"); if it ends with a user\n"
-           "                         message or tool results, the model answers them first\n"
-           "  --tools FILE           an array of OpenAI function tools for the template; the calls\n"
-           "                         the model makes are constrained (see --tool-choice); markup\n"
-           "                         of the template's call format that is a control token of the\n"
-           "                         vocabulary ([TOOL_CALLS], <|python_tag|>) is shown, so the calls\n"
-           "                         are read (llama-server's preserved tokens)\n"
-           "  --chat-template-file FILE  a Jinja chat template instead of the model's own (as\n"
-           "                         `tern serve`; bos_token/eos_token are \"\")\n"
-           "  --template-vars JSON   extra chat-template variables, a JSON object, e.g.\n"
-           "                         '{\"enable_thinking\": false}' (Qwen3, Qwen3.5, SmolLM3, Gemma 4)\n"
-           "  --tool-choice C        auto (default with tools: free text stays free; once the model\n"
-           "                         opens a call in its template's format, the call is constrained:\n"
-           "                         a tool's name, arguments valid for its parameters), none (no\n"
-           "                         call can be opened), required (a call from the first token;\n"
-           "                         several where the format allows), or a tool's NAME\n"
-           "  --save-messages FILE   write the final conversation (JSON) to FILE (atomically; a\n"
-           "                         temporary file beside FILE is created first, so a path that\n"
-           "                         cannot be written fails before any work)\n"
-           "  -n, --n-predict N      tokens per answer at most, 0..16777216 (default 256)\n"
-           "  -c, --ctx-size N       context size, 1..4194304 (default: min(training context, 4096))\n"
-           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
-           "                         only their window (more memory; rollback to any position)\n"
-           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
-           "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
-           "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
-           "  --repeat-penalty R (0..100), --repeat-last-n N (1..1048576)\n"
-           "  -s, --seed S           RNG seed, 0..2^63-1 (default 0); the sampler restarts from it\n"
-           "                         each turn\n"
-           "  --prompt-cache DIR     reuse the KV of prompt prefixes seen before, across restarts\n"
-           "                         (blocks saved in DIR at exit)\n"
-           "  --cache-mb N           prompt cache memory budget in MiB (default 256); models with\n"
-           "                         recurrent layers (qwen35) always keep one (their states are\n"
-           "                         saved with the blocks when DIR is given)\n"
-           "  --lora FILE[:SCALE]    a LoRA adapter (llama.cpp's GGUF) at SCALE (default 1); repeatable\n"
-           "  --show-prompt          also print the exact rendered prompt of each turn (stderr, or\n"
-           "                         the \"prompt\" field with --json)\n"
-           "  --json                 stdout gets JSON lines instead of text: {\"tool_call\": ..} as each\n"
-           "                         call completes and one {\"turn\": .., \"content\": .., \"stats\": ..}\n"
-           "                         per answer (\"reasoning_content\" too when the template has\n"
-           "                         reasoning markup; with --draft, stats holds a \"spec\" object)\n");
-    cli_draft_help(stdout);
-    cli_grammar_help(stdout);
-    printf("  (--ws, --strict-properties and --schema-lenient also apply to the tools' parameters)\n"
-           "\n"
-           "MCP tools (docs/mcp-and-reasoning.md):\n"
-           "  --mcp \"COMMAND ARGS\"  start an MCP server (stdio transport) and offer its tools to the\n"
-           "                         model, constrained as --tools are; repeatable (a tool name two\n"
-           "                         servers offer is refused). The model's calls are run on the\n"
-           "                         server and their results fed back, until it answers in text\n"
-           "  --yes                  run the model's calls without asking (default: each call is shown\n"
-           "                         and the terminal asked y/n; with no terminal it is declined)\n"
-           "  --max-tool-rounds N    rounds of calls run per user message, 1..1000 (default 8); with\n"
-           "                         --tool-choice required or NAME only the first answer of a user\n"
-           "                         message is forced to call, the ones after the results are auto\n"
-           "  --mcp-timeout S        seconds to wait for each answer of a server, 0.1..3600 (default 60)\n"
-           "\n"
-           "Tool calls (format detected from the template: hermes, qwen-xml, gemma4, llama3, mistral,\n"
-           "granite) are printed as JSON lines on stderr (stdout with --json) and stored in the\n"
-           "assistant message. Reasoning (<think>...</think>, Gemma 4's thought channel) is kept\n"
-           "apart from the answer: streamed to stderr (\"reasoning_content\" with --json) and stored\n"
-           "as the message's \"reasoning_content\"; a tool call inside it is not a call.\n"
-           "\n"
-           "If stdout is closed by its reader (tern chat ... | head -1), the answer stops there, the\n"
-           "conversation ends, the prompt cache and --save-messages are still saved and the exit\n"
-           "status is 0. Exit status 1: an error (message on stderr); 2: a usage error.\n");
+    struct chat_opts *o = p;
+    *o = (struct chat_opts){.max_rounds = 8, .mcp_timeout = 60, .gen = cli_gen_opts_default(256)};
+    cli_grammar_opts_init(&o->grammar);
 }
+
+#define C struct chat_opts
+static const struct cli_note chat_gen_notes[] = {
+    {"--n-predict", NULL, "tokens per answer at most"},
+    {"--ctx-size", "min(training context, 4096)", NULL},
+    {"--seed", NULL, "RNG seed; the sampler restarts from it each turn"},
+    {"--prompt-cache", NULL, "reuse the KV of prompt prefixes seen before, across restarts (blocks "
+                             "saved in DIR at exit)"},
+    {"--cache-mb", NULL, "prompt cache memory budget in MiB; models with recurrent layers (qwen35) "
+                         "always keep one (their states are saved with the blocks when DIR is given)"},
+    {NULL},
+};
+static const struct cli_note chat_grammar_notes[] = {
+    {"--schema-lenient", NULL, "ignore unsupported schema keywords (with a warning); also applies to "
+                               "the tools' parameters"},
+    {"--strict-properties", NULL, "objects without additionalProperties admit no other keys; also "
+                                  "applies to the tools' parameters"},
+    {"--ws", NULL, "JSON whitespace of the output and of the tools' arguments: separators with or "
+                   "without one space"},
+    {NULL},
+};
+static const struct cli_option chat_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(C, model), .def = "tern's own embedded tool-calling model",
+     .help = "GGUF model, or an installed model's name as tern models lists it"},
+    {NULL, "--system", CLI_STRING, "TEXT", CLI_AT(C, system), .help = "a system message at the start of the conversation"},
+    {NULL, "--messages", CLI_PATH, "FILE", CLI_AT(C, messages),
+     .help = "continue this conversation (array of OpenAI-style messages, or an object with "
+             "\"messages\" and \"tools\"); if it ends with a user message or tool results, the model "
+             "answers them first"},
+    {NULL, "--tools", CLI_PATH, "FILE", CLI_AT(C, tools),
+     .help = "an array of OpenAI function tools for the template; the calls the model makes are "
+             "constrained (see --tool-choice); markup of the template's call format that is a control "
+             "token of the vocabulary ([TOOL_CALLS], <|python_tag|>) is shown, so the calls are read "
+             "(llama-server's preserved tokens)"},
+    {NULL, "--chat-template-file", CLI_PATH, "FILE", CLI_AT(C, template_file),
+     .help = "a Jinja chat template instead of the model's own (as `tern serve`; bos_token/eos_token "
+             "are \"\")"},
+    {NULL, "--template-vars", CLI_STRING, "JSON", CLI_AT(C, vars),
+     .help = "extra chat-template variables, a JSON object, e.g. '{\"enable_thinking\": false}' "
+             "(Qwen3, Qwen3.5, SmolLM3, Gemma 4)"},
+    {NULL, "--tool-choice", CLI_STRING, "C", CLI_AT(C, tool_choice),
+     .help = "auto (default with tools: free text stays free; once the model opens a call in its "
+             "template's format, the call is constrained: a tool's name, arguments valid for its "
+             "parameters), none (no call can be opened), required (a call from the first token; "
+             "several where the format allows), or a tool's NAME"},
+    {NULL, "--save-messages", CLI_PATH, "FILE", CLI_AT(C, save),
+     .help = "write the final conversation (JSON) to FILE (atomically; a temporary file beside FILE "
+             "is created first, so a path that cannot be written fails before any work)"},
+    {NULL, "--show-prompt", CLI_FLAG, NULL, CLI_AT(C, show_prompt),
+     .help = "also print the exact rendered prompt of each turn (stderr, or the \"prompt\" field with --json)"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(C, json),
+     .help = "stdout gets JSON lines instead of text: {\"tool_call\": ..} as each call completes and one "
+             "{\"turn\": .., \"content\": .., \"stats\": ..} per answer (\"reasoning_content\" too when "
+             "the template has reasoning markup; with --draft, stats holds a \"spec\" object)"},
+    {NULL, "--mcp", CLI_LIST, "\"COMMAND ARGS\"", CLI_AT(C, mcp), CLI_COUNT(C, n_mcp, 16),
+     .group = "MCP tools (docs/mcp-and-reasoning.md)",
+     .help = "start an MCP server (stdio transport) and offer its tools to the model, constrained as "
+             "--tools are (a tool name two servers offer is refused). The model's calls are run on the "
+             "server and their results fed back, until it answers in text"},
+    {NULL, "--yes", CLI_FLAG, NULL, CLI_AT(C, yes),
+     .help = "run the model's calls without asking (default: each call is shown and the terminal "
+             "asked y/n; with no terminal it is declined)"},
+    {NULL, "--max-tool-rounds", CLI_INT, "N", CLI_AT(C, max_rounds), CLI_RANGE(1, 1000),
+     .help = "rounds of calls run per user message; with --tool-choice required or NAME only the first "
+             "answer of a user message is forced to call, the ones after the results are auto"},
+    {NULL, "--mcp-timeout", CLI_DOUBLE, "S", CLI_AT(C, mcp_timeout), CLI_FRANGE(0.1, 3600),
+     .help = "seconds to wait for each answer of a server"},
+    {.kind = CLI_INCLUDE, .sub = cli_gen_table, CLI_AT(C, gen), .notes = chat_gen_notes},
+    {.kind = CLI_INCLUDE, .sub = cli_draft_table, CLI_AT(C, draft)},
+    {.kind = CLI_INCLUDE, .sub = cli_grammar_table, CLI_AT(C, grammar), .notes = chat_grammar_notes},
+    {0},
+};
+#undef C
+
+const struct cli_command cli_spec_chat = {
+    "chat", "[-m MODEL] [options] < messages.txt",
+    "Chats with the model using its own chat template (ChatML with a warning if the GGUF has\n"
+    "none). On a terminal it prompts with \"> \" (/exit or end-of-file quits); otherwise each\n"
+    "stdin line is one user message. The answer streams to stdout; per-turn statistics go to\n"
+    "stderr.\n",
+    chat_table, CLI_OPTS(struct chat_opts, chat_init),
+    "Tool calls (format detected from the template: hermes, qwen-xml, gemma4, llama3, mistral,\n"
+    "granite) are printed as JSON lines on stderr (stdout with --json) and stored in the\n"
+    "assistant message. Reasoning (<think>...</think>, Gemma 4's thought channel) is kept\n"
+    "apart from the answer: streamed to stderr (\"reasoning_content\" with --json) and stored\n"
+    "as the message's \"reasoning_content\"; a tool call inside it is not a call.\n"
+    "\n"
+    "If stdout is closed by its reader (tern chat ... | head -1), the answer stops there, the\n"
+    "conversation ends, the prompt cache and --save-messages are still saved and the exit\n"
+    "status is 0. Exit status 1: an error (message on stderr); 2: a usage error.\n",
+};
 
 struct chat {
     struct tern_model *model;
@@ -478,50 +508,22 @@ static int save_messages(const struct chat *c, struct save_target *sv)
 
 int cmd_chat(int argc, char **argv)
 {
-    const char *model = NULL, *system = NULL, *msgs_path = NULL, *tools_path = NULL, *save_path = NULL, *v;
-    const char *tool_choice = NULL, *tmpl_path = NULL;
-    struct cli_grammar_opts gro;
-    cli_grammar_opts_init(&gro);
-    struct cli_gen_opts go = cli_gen_opts_default(256);
-    struct cli_draft_opts dro = {0};
+    struct chat_opts o;
+    chat_init(&o);
+    const int pr = cli_parse(&cli_spec_chat, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *system = o.system, *msgs_path = o.messages, *tools_path = o.tools;
+    const char *save_path = o.save, *tool_choice = o.tool_choice, *tmpl_path = o.template_file;
+    struct cli_grammar_opts gro = o.grammar;
+    struct cli_gen_opts go = o.gen;
+    struct cli_draft_opts dro = o.draft;
     struct tern_prefix_cache *pc = NULL;
     struct save_target sv = {0};
-    struct chat c = {.gp = tern_gen_default_params(), .max_rounds = 8};
-    const char *mcp_cmd[16];
-    int n_mcp = 0;
-    double mcp_timeout = 60;
-    for (int i = 1; i < argc; i++) {
-        int r = 0;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if (!strcmp(argv[i], "--json")) { c.json = true; continue; }
-        if (!strcmp(argv[i], "--show-prompt")) { c.show_prompt = true; continue; }
-        if (!strcmp(argv[i], "--yes")) { c.yes = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
-        else if (OPT("--system", NULL)) { if (r < 0) return 2; system = v; }
-        else if (OPT("--messages", NULL)) { if (r < 0) return 2; msgs_path = v; }
-        else if (OPT("--tools", NULL)) { if (r < 0) return 2; tools_path = v; }
-        else if (OPT("--save-messages", NULL)) { if (r < 0) return 2; save_path = v; }
-        else if (OPT("--tool-choice", NULL)) { if (r < 0) return 2; tool_choice = v; }
-        else if (OPT("--template-vars", NULL)) { if (r < 0) return 2; c.vars = v; }
-        else if (OPT("--chat-template-file", NULL)) { if (r < 0) return 2; tmpl_path = v; }
-        else if (OPT("--mcp", NULL)) {
-            if (r < 0) return 2;
-            if (n_mcp == 16) return cli_usage_error("chat", "--mcp: at most 16 servers");
-            mcp_cmd[n_mcp++] = v;
-        } else if (OPT("--max-tool-rounds", NULL)) {
-            long long x;
-            if (r < 0 || !cli_flag_int("chat", "--max-tool-rounds", v, 1, 1000, &x)) return CLI_EXIT_USAGE;
-            c.max_rounds = (int)x;
-        } else if (OPT("--mcp-timeout", NULL)) {
-            if (r < 0 || !cli_flag_float("chat", "--mcp-timeout", v, 0.1, 3600, &mcp_timeout)) return CLI_EXIT_USAGE;
-        }
-        else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else if ((r = cli_grammar_opt("chat", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else if ((r = cli_gen_opt(argc, argv, &i, &go)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else return cli_usage_error("chat", "unknown option '%s'", argv[i]);
-#undef OPT
-    }
+    struct chat c = {.gp = tern_gen_default_params(), .max_rounds = (int)o.max_rounds, .json = o.json,
+                     .show_prompt = o.show_prompt, .yes = o.yes, .vars = o.vars};
+    const char *const *mcp_cmd = o.mcp;
+    const int n_mcp = o.n_mcp;
+    const double mcp_timeout = o.mcp_timeout;
     if (cli_need_model("chat", model)) return CLI_EXIT_USAGE;
     if (cli_draft_check("chat", &dro) || cli_grammar_check("chat", &gro, true)) return CLI_EXIT_USAGE;
     if (tool_choice && (gro.schema || gro.gbnf))

@@ -6,20 +6,37 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help(void)
-{
-    printf("usage: tern check -m MODEL [--json] [--no-repack] [--lora FILE ...]\n"
-           "\n"
-           "Loads the model (validating every tensor's type and shape) and prints its\n"
-           "architecture, hyperparameters, tensor types with counts and bytes, and the KV cache\n"
-           "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes (and\n"
-           "what stays resident when sliding-window layers keep only their window),\n"
-           "and the bytes of weights repacked at load on this CPU's kernel path (none with\n"
-           "--no-repack: the weights then stay mmap-only).\n"
-           "With --lora FILE[:SCALE] (repeatable), each LoRA adapter is loaded and checked\n"
-           "against the model and reported: matrices adapted, rank, alpha, types, targets.\n"
-           "Exits 1 with the reason if tern cannot run the model (or use an adapter).\n");
-}
+struct check_opts {
+    const char *model, *pos_model;
+    bool json, no_repack;
+    struct cli_lora_opts lora;
+};
+
+#define K struct check_opts
+static const struct cli_option check_table[] = {
+    {"-m", "--model", CLI_PATH, "MODEL", CLI_AT(K, model), .help = "the GGUF model to check"},
+    {.meta = "MODEL", .kind = CLI_PATH, CLI_AT(K, pos_model), .help = "the same, without -m"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(K, json), .help = "print one JSON object"},
+    {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(K, no_repack),
+     .help = "keep the weights mmap-only: no bytes repacked at load"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(K, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "load a LoRA adapter and check it against the "
+             "model: matrices adapted, rank, alpha, types, targets"}, {NULL}}},
+    {0},
+};
+#undef K
+
+const struct cli_command cli_spec_check = {
+    "check", "-m MODEL [--json] [--no-repack] [--lora FILE ...]",
+    "Loads the model (validating every tensor's type and shape) and prints its\n"
+    "architecture, hyperparameters, tensor types with counts and bytes, and the KV cache\n"
+    "size at 512/1024/2048/4096 context as (layers, kv_heads, head_dim, ctx) -> bytes (and\n"
+    "what stays resident when sliding-window layers keep only their window),\n"
+    "and the bytes of weights repacked at load on this CPU's kernel path (none with\n"
+    "--no-repack: the weights then stay mmap-only).\n",
+    check_table, CLI_OPTS(struct check_opts, NULL),
+    "Exits 1 with the reason if tern cannot run the model (or use an adapter).\n",
+};
 
 /* An adapter's targets by kind: "attn_q x 30, ffn_down x 30, output" ("blk.N." dropped). */
 static void lora_targets(const struct tern_lora *a, char *buf, size_t cap)
@@ -54,19 +71,13 @@ static void lora_targets(const struct tern_lora *a, char *buf, size_t cap)
 
 int cmd_check(int argc, char **argv)
 {
-    const char *model = NULL, *v;
-    bool json = false, no_repack = false;
-    struct cli_lora_opts lora = {0};
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return 2; continue; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--no-repack")) { no_repack = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; model = v; continue; }
-        if (!model && argv[i][0] != '-') { model = argv[i]; continue; }
-        return cli_usage_error("check", "unknown option '%s'", argv[i]);
-    }
+    struct check_opts o = {0};
+    const int pr = cli_parse(&cli_spec_check, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    if (o.model && o.pos_model) return cli_usage_error("check", "give the model once: -m MODEL or MODEL");
+    const char *model = o.model ? o.model : o.pos_model;
+    const bool json = o.json, no_repack = o.no_repack;
+    struct cli_lora_opts lora = o.lora;
     if (!model) return cli_usage_error("check", "missing -m MODEL");
     struct tern_model *m;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack}, &m);

@@ -15,137 +15,128 @@
 #include "cli.h"
 #include "cli_grammar.h"
 
-static void help(void)
-{
-    printf("usage: tern grammar check -m MODEL GRAMMAR [options] FILE|-\n"
-           "       tern grammar bench -m MODEL GRAMMAR [--docs FILE] [options] [--json]\n"
-           "\n"
-           "GRAMMAR is one of:\n"
-           "  --json-schema FILE     a JSON Schema (keywords: docs/tools.md \"Constrained decoding\")\n"
-           "  --grammar FILE         a GBNF grammar (llama.cpp's format)\n"
-           "  --tools FILE           an OpenAI tools array: the Hermes tool-call grammar\n"
-           "      --tool-choice C    auto | none | required | NAME (default required)\n"
-           "\n"
-           "check: each line of FILE (or stdin) is one document, tokenized with the model's\n"
-           "tokenizer (no BOS, no special tokens) and walked token by token as generation would.\n"
-           "One JSON object per line: {\"accept\": true} or {\"accept\": false, \"token\": i,\n"
-           "\"offset\": byte, \"reason\": \"...\"} (the first refused token, or the end reached in\n"
-           "an incomplete document: token = token count). A summary goes to stderr.\n"
-           "--masks FILE also writes every step's allowed tokens (count and hash, end-of-\n"
-           "generation tokens counted apart) per document, to compare with other engines\n"
-           "(docs/tools.md \"Comparing masks\").\n"
-           "\n"
-           "bench: prints compile time (median of --reps compiles), mask time per token\n"
-           "(p50/p90/p99/max in microseconds, first visits of grammar positions included) over\n"
-           "walks of valid documents, and the grammar's memory.\n"
-           "\n"
-           "options:\n"
-           "  -m, --model FILE       GGUF model or vocab-only GGUF (only the tokenizer is used)\n"
-           "  --ws W                 JSON whitespace: compact (default: \", \" and \": \"), minified,\n"
-           "                         flexible, one-line (\",\" or \", \": the default with tools)\n"
-           "  --schema-lenient       ignore unsupported schema keywords (with a warning)\n"
-           "  --strict-properties    objects without additionalProperties admit no other keys\n"
-           "  --root NAME            GBNF start rule (default root)\n"
-           "  --json-lines           each input line is a JSON string holding the document\n"
-           "                         (documents with newlines, e.g. tool calls)\n"
-           "  --docs FILE            bench: documents to walk, one per line\n"
-           "  --n-docs N             bench: documents to generate when --docs is absent (64)\n"
-           "  --seed N               bench: generator seed (1)\n"
-           "  --reps N               bench: compiles to time (20)\n"
-           "  --masks FILE           check: write each step's allowed-token count, hash and mask\n"
-           "                         time as JSON lines (one per document) to FILE\n"
-           "  --mask-ids DOC:STEP[,DOC:STEP...]  check: with --masks, also list the allowed ids\n"
-           "                         at those steps (documents from 1, steps from 0)\n"
-           "  --cpu-clock            time compiles (bench) and masks with this thread's CPU clock\n"
-           "                         (excludes time the scheduler gave to other processes: use on a\n"
-           "                         busy machine)\n"
-           "  --profile N            bench: also print the N slowest masks (to stderr) with what\n"
-           "                         each did: positions classified, uncertain tokens checked, state\n"
-           "                         cache hit, and what the grammar expected there\n"
-           "  --json                 check: accepted for symmetry (output is JSON lines already);\n"
-           "                         bench: print one JSON object\n");
-}
-
 struct gopts {
-    const char *model, *schema, *gbnf, *tools, *choice, *root, *docs, *input, *masks;
+    const char *model, *tools, *choice, *docs, *input;
+    struct cli_grammar_opts g;         /* --json-schema --grammar --root --ws ... (cli_grammar.h) */
+    /* copied from g after parsing, for the code below */
+    const char *schema, *gbnf;
     struct tern_grammar_params gp;
-    bool json, json_lines, cpu_clock, have_ws;
+    bool have_ws;
+    bool json, json_lines, cpu_clock;
     long long n_docs, seed, reps, profile;
+    const char *masks;           /* check --masks FILE */
     struct cli_mask_at *at;      /* --mask-ids, malloc'ed; n_at 0 when absent */
     size_t n_at;
 };
 
-/* Parse options shared by check and bench. Returns -1 on success, else an exit code. */
-static int parse(const char *cmd, int argc, char **argv, struct gopts *o)
+static void gopts_init(void *p)
 {
-    memset(o, 0, sizeof *o);
-    o->gp = tern_grammar_default_params();
-    o->n_docs = 64;
-    o->seed = 1;
-    o->reps = 20;
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if (!strcmp(argv[i], "--json")) { o->json = true; continue; }
-        if (!strcmp(argv[i], "--json-lines")) { o->json_lines = true; continue; }
-        if (!strcmp(argv[i], "--cpu-clock")) { o->cpu_clock = true; continue; }
-        if (!strcmp(argv[i], "--schema-lenient")) { o->gp.lenient = true; continue; }
-        if (!strcmp(argv[i], "--strict-properties")) { o->gp.strict_properties = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; o->model = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--json-schema", NULL, &v))) { if (r < 0) return 2; o->schema = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--grammar", NULL, &v))) { if (r < 0) return 2; o->gbnf = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--tools", NULL, &v))) { if (r < 0) return 2; o->tools = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--tool-choice", NULL, &v))) { if (r < 0) return 2; o->choice = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--root", NULL, &v))) { if (r < 0) return 2; o->root = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--docs", NULL, &v))) { if (r < 0) return 2; o->docs = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--masks", NULL, &v))) { if (r < 0) return 2; o->masks = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--mask-ids", NULL, &v))) {
-            free(o->at);
-            if (r < 0 || cli_masks_parse_at(cmd, v, &o->at, &o->n_at)) return 2;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--ws", NULL, &v))) {
-            if (r < 0) return 2;
-            o->have_ws = true;
-            if (!strcmp(v, "compact")) o->gp.ws = TERN_GRAMMAR_WS_COMPACT;
-            else if (!strcmp(v, "minified")) o->gp.ws = TERN_GRAMMAR_WS_MINIFIED;
-            else if (!strcmp(v, "flexible")) o->gp.ws = TERN_GRAMMAR_WS_FLEXIBLE;
-            else if (!strcmp(v, "one-line")) o->gp.ws = TERN_GRAMMAR_WS_ONE_LINE;
-            else return cli_usage_error(cmd, "--ws: '%s' is not compact, minified, flexible or one-line", v);
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--n-docs", NULL, &v))) {
-            if (r < 0 || !cli_flag_int(cmd, "--n-docs", v, 1, 1000000, &o->n_docs)) return 2;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--seed", NULL, &v))) {
-            if (r < 0 || !cli_flag_int(cmd, "--seed", v, 0, INT64_MAX, &o->seed)) return 2;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--profile", NULL, &v))) {
-            if (r < 0 || !cli_flag_int(cmd, "--profile", v, 1, 1000000, &o->profile)) return 2;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--reps", NULL, &v))) {
-            if (r < 0 || !cli_flag_int(cmd, "--reps", v, 1, 100000, &o->reps)) return 2;
-            continue;
-        }
-        if (argv[i][0] != '-' || !strcmp(argv[i], "-")) {
-            if (o->input) return cli_usage_error(cmd, "more than one input file ('%s')", argv[i]);
-            o->input = argv[i];
-            continue;
-        }
-        return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-    }
-    if (!o->model) return cli_usage_error(cmd, "missing -m MODEL");
+    struct gopts *o = p;
+    *o = (struct gopts){.n_docs = 64, .seed = 1, .reps = 20};
+    cli_grammar_opts_init(&o->g);
+}
+
+#define G struct gopts
+/* --mask-ids DOC:STEP[,...]: parsed into o->at (cli_grammar.h) */
+static int take_mask_ids(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct gopts *o = opts;
+    free(o->at);
+    o->at = NULL;
+    o->n_at = 0;
+    return cli_masks_parse_at(cmd, val, &o->at, &o->n_at) ? -1 : 0;
+}
+
+static const struct cli_note grammar_notes[] = {
+    {"--ws", "compact; one-line with --tools", "JSON whitespace: compact is \", \" and \": \"; one-line is "
+                                               "\",\" or \", \""},
+    {NULL},
+};
+/* What check and bench share: the model and the grammar (one of --json-schema, --grammar, --tools). */
+static const struct cli_option grammar_common[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(G, model), .flags = CLI_REQUIRED,
+     .help = "GGUF model or vocab-only GGUF (only the tokenizer is used)"},
+    {NULL, "--tools", CLI_PATH, "FILE", CLI_AT(G, tools),
+     .help = "an OpenAI tools array: the Hermes tool-call grammar (instead of --json-schema or --grammar)"},
+    {NULL, "--tool-choice", CLI_STRING, "C", CLI_AT(G, choice), .def = "required",
+     .help = "with --tools: auto | none | required | NAME"},
+    {NULL, "--json-lines", CLI_FLAG, NULL, CLI_AT(G, json_lines),
+     .help = "each input line is a JSON string holding the document (documents with newlines, e.g. tool calls)"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(G, json),
+     .help = "check: accepted for symmetry (output is JSON lines already); bench: print one JSON object"},
+    {.kind = CLI_INCLUDE, .sub = cli_grammar_table, CLI_AT(G, g), .notes = grammar_notes},
+    {0},
+};
+
+static const struct cli_option grammar_check_table[] = {
+    {.meta = "FILE", .kind = CLI_PATH, CLI_AT(G, input), .help = "the documents, one per line (- for stdin)"},
+    {.kind = CLI_INCLUDE, .sub = grammar_common},
+    {NULL, "--masks", CLI_PATH, "FILE", CLI_AT(G, masks), .group = "Comparing masks",
+     .help = "write each step's allowed-token count, hash and mask time as JSON lines (one per "
+             "document) to FILE (docs/tools.md \"Comparing masks\")"},
+    {NULL, "--mask-ids", CLI_CALL, "DOC:STEP[,...]", .call = take_mask_ids,
+     .help = "with --masks, also list the allowed ids at those steps (documents from 1, steps from 0)"},
+    {NULL, "--cpu-clock", CLI_FLAG, NULL, CLI_AT(G, cpu_clock),
+     .help = "time the masks with this thread's CPU clock (excludes time the scheduler gave to other "
+             "processes: use on a busy machine)"},
+    {0},
+};
+
+static const struct cli_option grammar_bench_table[] = {
+    {.kind = CLI_INCLUDE, .sub = grammar_common},
+    {NULL, "--docs", CLI_PATH, "FILE", CLI_AT(G, docs), .group = "Measuring",
+     .help = "documents to walk, one per line"},
+    {NULL, "--n-docs", CLI_INT, "N", CLI_AT(G, n_docs), CLI_RANGE(1, 1000000),
+     .help = "documents to generate when --docs is absent"},
+    {NULL, "--seed", CLI_INT, "N", CLI_AT(G, seed), CLI_RANGE(0, INT64_MAX), .help = "generator seed"},
+    {NULL, "--reps", CLI_INT, "N", CLI_AT(G, reps), CLI_RANGE(1, 100000), .help = "compiles to time"},
+    {NULL, "--cpu-clock", CLI_FLAG, NULL, CLI_AT(G, cpu_clock),
+     .help = "time compiles and masks with this thread's CPU clock (excludes time the scheduler gave "
+             "to other processes: use on a busy machine)"},
+    {NULL, "--profile", CLI_INT, "N", CLI_AT(G, profile), CLI_RANGE(1, 1000000), .def = "",
+     .help = "also print the N slowest masks (to stderr) with what each did: positions classified, "
+             "uncertain tokens checked, state cache hit, and what the grammar expected there"},
+    {0},
+};
+#undef G
+
+const struct cli_command cli_spec_grammar_check = {
+    "grammar check", "-m MODEL GRAMMAR [options] FILE|-",
+    "GRAMMAR is --json-schema FILE (keywords: docs/tools.md \"Constrained decoding\"),\n"
+    "--grammar FILE (GBNF) or --tools FILE. Each line of FILE (or stdin) is one document,\n"
+    "tokenized with the model's tokenizer (no BOS, no special tokens) and walked token by\n"
+    "token as generation would. One JSON object per line: {\"accept\": true} or {\"accept\":\n"
+    "false, \"token\": i, \"offset\": byte, \"reason\": \"...\"} (the first refused token, or the\n"
+    "end reached in an incomplete document: token = token count). A summary goes to stderr.\n",
+    grammar_check_table, CLI_OPTS(struct gopts, gopts_init), NULL,
+};
+
+const struct cli_command cli_spec_grammar_bench = {
+    "grammar bench", "-m MODEL GRAMMAR [--docs FILE] [options] [--json]",
+    "GRAMMAR is --json-schema FILE, --grammar FILE or --tools FILE. Prints compile time\n"
+    "(median of --reps compiles), mask time per token (p50/p90/p99/max in microseconds,\n"
+    "first visits of grammar positions included) over walks of valid documents, and the\n"
+    "grammar's memory.\n",
+    grammar_bench_table, CLI_OPTS(struct gopts, gopts_init), NULL,
+};
+
+/* Parse check's or bench's options into o. CLI_PARSED, or the exit status. */
+static int parse(const struct cli_command *spec, int argc, char **argv, struct gopts *o)
+{
+    const char *cmd = spec->name;
+    gopts_init(o);
+    const int pr = cli_parse(spec, argc, argv, o);
+    if (pr != CLI_PARSED) return pr;
+    o->schema = o->g.schema;
+    o->gbnf = o->g.gbnf;
+    o->gp = o->g.gp;
+    o->have_ws = o->g.have_ws;
     if ((o->schema != NULL) + (o->gbnf != NULL) + (o->tools != NULL) != 1)
         return cli_usage_error(cmd, "give exactly one of --json-schema FILE, --grammar FILE, --tools FILE");
     if (o->choice && !o->tools) return cli_usage_error(cmd, "--tool-choice needs --tools");
     if (o->n_at && !o->masks) return cli_usage_error(cmd, "--mask-ids needs --masks FILE");
-    if (o->masks && strcmp(cmd, "grammar check")) return cli_usage_error(cmd, "--masks applies to grammar check");
-    o->gp.root = o->root;
-    return -1;
+    return CLI_PARSED;
 }
 
 struct loaded {
@@ -333,7 +324,7 @@ static void print_refusal(size_t tok, size_t off, const char *why)
 static int grammar_check(int argc, char **argv)
 {
     struct gopts o;
-    int rc = parse("grammar check", argc, argv, &o);
+    int rc = parse(&cli_spec_grammar_check, argc, argv, &o);
     if (rc >= 0) { free(o.at); return rc; }
     struct loaded l;
     if (!o.input) rc = cli_usage_error("grammar check", "missing the input FILE (or - for stdin)");
@@ -490,9 +481,8 @@ static void print_profile(struct mprof *p, size_t n, long long top, struct tern_
 static int grammar_bench(int argc, char **argv)
 {
     struct gopts o;
-    int rc = parse("grammar bench", argc, argv, &o);
+    int rc = parse(&cli_spec_grammar_bench, argc, argv, &o);
     if (rc >= 0) { free(o.at); return rc; }
-    if (o.input) return cli_usage_error("grammar bench", "unexpected argument '%s' (documents go in --docs FILE)", o.input);
     struct loaded l;
     if ((rc = load("grammar bench", &o, &l)) >= 0) { unload(&l); return rc; }
     struct tern_grammar *g = NULL;
@@ -632,7 +622,10 @@ done:
 int cmd_grammar(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        help();
+        FILE *f = argc < 2 ? stderr : stdout;
+        cli_print_help(&cli_spec_grammar_check, f, 100);
+        fputc('\n', f);
+        cli_print_help(&cli_spec_grammar_bench, f, 100);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     if (!strcmp(argv[1], "check")) return grammar_check(argc - 1, argv + 1);

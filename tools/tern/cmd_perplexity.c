@@ -16,39 +16,61 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help(void)
+struct ppl_opts {
+    const char *model, *file, *base;
+    long long n_ctx, chunks, threads, batch;
+    bool json, kld, ctx_given;
+    struct cli_lora_opts lora;
+};
+
+static void ppl_init(void *o)
 {
-    printf("usage: tern perplexity [-m MODEL] -f TEXT [-c N] [--chunks K] [options]\n"
-           "       tern perplexity [-m MODEL] --kl-divergence --kl-divergence-base FILE [options]\n"
-           "\n"
-           "Perplexity as llama.cpp's llama-perplexity computes it: the text is tokenized (BOS\n"
-           "added as the model's tokenizer says, one final newline dropped), cut into chunks of\n"
-           "N tokens, and each chunk is decoded alone (its first token replaced by BOS when the\n"
-           "tokenizer adds one). Only the second half of each chunk is scored: tokens N/2+1 .. N-1,\n"
-           "each from the logits one position earlier. Prints the running perplexity after each\n"
-           "chunk ([1]x,[2]y,...) and \"Final estimate: PPL = X +/- Y\" (Y = PPL x the standard\n"
-           "error of the mean negative log-likelihood).\n"
-           "\n"
-           "  -m, --model FILE        GGUF model or installed name (default: tern's embedded model)\n"
-           "  -f, --file FILE         the text (UTF-8; malformed bytes read as U+FFFD, as llama.cpp)\n"
-           "  -c, --ctx-size N        tokens per chunk, 4..%d (default 512); the text needs >= 2N\n"
-           "  --chunks K              evaluate at most K chunks, 1..%d (default: all the text holds)\n"
-           "  -b, --batch-size N      tokens per forward pass, 1..%d (default min(N, 512))\n"
-           "  -t, --threads N         threads, 1..512 (default: all CPUs)\n"
-           "  --lora FILE[:SCALE]     measure with a LoRA adapter attached (llama.cpp's GGUF, as\n"
-           "                          llama-perplexity --lora / --lora-scaled); repeatable\n"
-           "  --json                  print one JSON object: ppl, ppl_err, n_ctx, n_chunks, n_tokens,\n"
-           "                          n_scored, chunks (running PPL), seconds; with KL: \"kld\"\n"
-           "  --kl-divergence-base F  also save the model's log-probabilities of the scored tokens to\n"
-           "                          F (llama.cpp's format: it reads tern's files and vice versa)\n"
-           "  --kl-divergence         instead, read F (with --kl-divergence-base F) and compare the\n"
-           "                          model with it: KL divergence, PPL ratio, same top token, ...;\n"
-           "                          the tokens and -c come from F, -f is not needed\n"
-           "\n"
-           "Exit status 0: done; 1: an error (an unreadable or too short text, a bad base file);\n"
-           "2: a usage error.\n",
-           CLI_MAX_N_CTX, 1 << 30, CLI_MAX_N_CTX);
+    *(struct ppl_opts *)o = (struct ppl_opts){.n_ctx = 512};
 }
+
+#define P struct ppl_opts
+static const struct cli_option ppl_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(P, model), .def = "tern's embedded model",
+     .help = "GGUF model or installed name"},
+    {"-f", "--file", CLI_PATH, "FILE", CLI_AT(P, file),
+     .help = "the text (UTF-8; malformed bytes read as U+FFFD, as llama.cpp)"},
+    {"-c", "--ctx-size", CLI_INT, "N", CLI_AT(P, n_ctx), CLI_RANGE(4, CLI_MAX_N_CTX), CLI_GIVEN(P, ctx_given),
+     .help = "tokens per chunk; the text needs at least 2N"},
+    {NULL, "--chunks", CLI_INT, "K", CLI_AT(P, chunks), CLI_RANGE(1, 1 << 30), .def = "all the text holds",
+     .help = "evaluate at most K chunks"},
+    {"-b", "--batch-size", CLI_INT, "N", CLI_AT(P, batch), CLI_RANGE(1, CLI_MAX_N_CTX), .def = "min(N, 512)",
+     .help = "tokens per forward pass"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(P, threads), CLI_RANGE(1, 512), .def = "all CPUs", .help = "threads"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(P, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "measure with a LoRA adapter attached (llama.cpp's "
+             "GGUF, as llama-perplexity --lora / --lora-scaled)"}, {NULL}}},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(P, json),
+     .help = "print one JSON object: ppl, ppl_err, n_ctx, n_chunks, n_tokens, n_scored, chunks (running "
+             "PPL), seconds; with KL: \"kld\""},
+    {NULL, "--kl-divergence-base", CLI_PATH, "F", CLI_AT(P, base),
+     .help = "also save the model's log-probabilities of the scored tokens to F (llama.cpp's format: it "
+             "reads tern's files and vice versa)"},
+    {NULL, "--kl-divergence", CLI_FLAG, NULL, CLI_AT(P, kld),
+     .help = "instead, read F (with --kl-divergence-base F) and compare the model with it: KL "
+             "divergence, PPL ratio, same top token, ...; the tokens and -c come from F, -f is not needed"},
+    {0},
+};
+#undef P
+
+const struct cli_command cli_spec_perplexity = {
+    "perplexity", "[-m MODEL] -f TEXT [-c N] [--chunks K] [options]\n"
+    "       tern perplexity [-m MODEL] --kl-divergence --kl-divergence-base FILE [options]",
+    "Perplexity as llama.cpp's llama-perplexity computes it: the text is tokenized (BOS\n"
+    "added as the model's tokenizer says, one final newline dropped), cut into chunks of\n"
+    "N tokens, and each chunk is decoded alone (its first token replaced by BOS when the\n"
+    "tokenizer adds one). Only the second half of each chunk is scored: tokens N/2+1 .. N-1,\n"
+    "each from the logits one position earlier. Prints the running perplexity after each\n"
+    "chunk ([1]x,[2]y,...) and \"Final estimate: PPL = X +/- Y\" (Y = PPL x the standard\n"
+    "error of the mean negative log-likelihood).\n",
+    ppl_table, CLI_OPTS(struct ppl_opts, ppl_init),
+    "Exit status 0: done; 1: an error (an unreadable or too short text, a bad base file);\n"
+    "2: a usage error.\n",
+};
 
 /* What the progress callback prints, and keeps for the end. */
 struct ppl_out {
@@ -198,38 +220,14 @@ static int base_n_ctx(const char *path)
 int cmd_perplexity(int argc, char **argv)
 {
     const char *cmd = "perplexity";
-    const char *model = NULL, *file = NULL, *base = NULL, *v;
-    long long n_ctx = 512, chunks = 0, threads = 0, batch = 0;
-    bool json = false, kld = false, ctx_given = false;
-    struct cli_lora_opts lora = {0};
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
-        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return CLI_EXIT_USAGE; continue; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--kl-divergence")) { kld = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return CLI_EXIT_USAGE; model = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-f", "--file", &v))) { if (r < 0) return CLI_EXIT_USAGE; file = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--kl-divergence-base", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; base = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-c", "--ctx-size", &v))) {
-            if (r < 0 || !cli_flag_int(cmd, argv[i - 1], v, 4, CLI_MAX_N_CTX, &n_ctx)) return CLI_EXIT_USAGE;
-            ctx_given = true;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--chunks", NULL, &v))) {
-            if (r < 0 || !cli_flag_int(cmd, argv[i - 1], v, 1, 1 << 30, &chunks)) return CLI_EXIT_USAGE;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "-b", "--batch-size", &v))) {
-            if (r < 0 || !cli_flag_int(cmd, argv[i - 1], v, 1, CLI_MAX_N_CTX, &batch)) return CLI_EXIT_USAGE;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || !cli_flag_int(cmd, argv[i - 1], v, 1, 512, &threads)) return CLI_EXIT_USAGE;
-            continue;
-        }
-        return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-    }
+    struct ppl_opts o;
+    ppl_init(&o);
+    const int pr = cli_parse(&cli_spec_perplexity, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *file = o.file, *base = o.base;
+    const long long n_ctx = o.n_ctx, chunks = o.chunks, threads = o.threads, batch = o.batch;
+    const bool json = o.json, kld = o.kld, ctx_given = o.ctx_given;
+    struct cli_lora_opts lora = o.lora;
     int rc;
     if ((rc = cli_need_model(cmd, model))) return rc;
     if (kld && !base)

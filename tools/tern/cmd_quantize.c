@@ -6,35 +6,46 @@
 
 #include "cli.h"
 
+struct quantize_opts {
+    const char *in, *out, *type;
+    struct cli_lora_opts lora;
+};
+
+#define Q struct quantize_opts
+static const struct cli_option quantize_table[] = {
+    {.meta = "IN.gguf", .kind = CLI_PATH, CLI_AT(Q, in), .flags = CLI_REQUIRED, .help = "the model to rewrite"},
+    {.meta = "OUT.gguf", .kind = CLI_PATH, CLI_AT(Q, out), .flags = CLI_REQUIRED,
+     .help = "where to write it, atomically; not IN"},
+    {.meta = "TYPE", .kind = CLI_STRING, CLI_AT(Q, type), .flags = CLI_REQUIRED,
+     .help = "f32, f16, bf16, q8_0, q5_1, q5_0, q4_1, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m or keep"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(Q, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "merge a LoRA adapter (llama.cpp's GGUF, checked "
+             "against IN) into the weights: W + SCALE * alpha / r * B A, summed in F32 before "
+             "quantizing to TYPE (default SCALE 1)"}, {NULL}}},
+    {0},
+};
+#undef Q
+
+const struct cli_command cli_spec_quantize = {
+    "quantize", "IN.gguf OUT.gguf TYPE [--lora FILE[:SCALE] ...]",
+    "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q5_1, q5_0, q4_1,\n"
+    "q4_0, q4_k, q5_k, q6_k; or the mixes q4_k_m / q5_k_m, made as llama-quantize makes\n"
+    "Q4_K_M / Q5_K_M). Plain types go everywhere (like llama-quantize --pure), except\n"
+    "where a row is not a multiple of the block: Q4_K -> Q5_0, Q5_K -> Q5_1,\n"
+    "Q6_K -> Q8_0, else F16.\n"
+    "Norms and biases are kept. TYPE keep: every tensor stays in its own type (with\n"
+    "--lora: the adapter merged into a model of its base's types). OUT is written\n"
+    "atomically.\n",
+    quantize_table, CLI_OPTS(struct quantize_opts, NULL), NULL,
+};
+
 int cmd_quantize(int argc, char **argv)
 {
-    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: tern quantize IN.gguf OUT.gguf TYPE [--lora FILE[:SCALE] ...]\n\n"
-               "Rewrites the model's 2-D weights in TYPE (f32, f16, bf16, q8_0, q5_1, q5_0, q4_1,\n"
-               "q4_0, q4_k, q5_k, q6_k; or the mixes q4_k_m / q5_k_m, made as llama-quantize makes\n"
-               "Q4_K_M / Q5_K_M). Plain types go everywhere (like llama-quantize --pure), except\n"
-               "where a row is not a multiple of the block: Q4_K -> Q5_0, Q5_K -> Q5_1,\n"
-               "Q6_K -> Q8_0, else F16.\n"
-               "Norms and biases are kept. TYPE keep: every tensor stays in its own type (with\n"
-               "--lora: the adapter merged into a model of its base's types). OUT is written\n"
-               "atomically.\n\n"
-               "  --lora FILE[:SCALE]  merge a LoRA adapter (llama.cpp's GGUF, checked against IN)\n"
-               "                       into the weights: W + SCALE * alpha / r * B A, summed in F32\n"
-               "                       before quantizing to TYPE (default SCALE 1; repeatable)\n");
-        return CLI_EXIT_OK;
-    }
-    const char *pos[3];
-    int n_pos = 0;
-    struct cli_lora_opts lora = {0};
-    for (int i = 1; i < argc; i++) {
-        int r = cli_lora_opt(argc, argv, &i, &lora);
-        if (r < 0) return CLI_EXIT_USAGE;
-        if (r) continue;
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("quantize", "unknown option '%s'", argv[i]);
-        if (n_pos == 3) return cli_usage_error("quantize", "need IN.gguf OUT.gguf TYPE");
-        pos[n_pos++] = argv[i];
-    }
-    if (n_pos != 3) return cli_usage_error("quantize", "need IN.gguf OUT.gguf TYPE");
+    struct quantize_opts o = {0};
+    const int pr = cli_parse(&cli_spec_quantize, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *pos[3] = {o.in, o.out, o.type};
+    struct cli_lora_opts lora = o.lora;
     if (!strcmp(pos[0], pos[1])) return cli_usage_error("quantize", "IN and OUT must differ");
     int fb = 0;
     tern_status st;

@@ -15,47 +15,58 @@
 #include "cli_draft.h"
 #include "cli_grammar.h"
 
-static void help(void)
+struct run_opts {
+    const char *model, *tokens, *prompt, *file;
+    bool json, ignore_eos, parse_special;
+    struct cli_gen_opts gen;
+    struct cli_draft_opts draft;
+    struct cli_grammar_opts grammar;
+};
+
+static void run_init(void *p)
 {
-    printf("usage: tern run [-m MODEL] (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [options]\n"
-           "\n"
-           "Generates up to N tokens after the prompt, stopping at an end-of-generation token (eos,\n"
-           "eot, <|im_end|>, ...: tern_token_is_eog). With -p/-f the prompt is tokenized with the\n"
-           "model's tokenizer (bos added as its metadata says) and the answer is streamed as text;\n"
-           "with --tokens the generated ids are printed (comma-separated, the stopping token\n"
-           "included).\n"
-           "\n"
-           "  -m, --model FILE       GGUF model (default: tern's own embedded tool-calling model)\n"
-           "  -p, --prompt TEXT      prompt text\n"
-           "  -f, --file FILE        prompt text from a file (byte for byte)\n"
-           "  --parse-special        recognize control tokens (<|im_start|> ...) in the prompt text\n"
-           "  --tokens LIST          prompt as comma-separated token ids\n"
-           "  -n, --n-predict N      tokens to generate, 0..16777216 (default 32)\n"
-           "  -c, --ctx-size N       context size, 1..4194304 (default: prompt + N)\n"
-           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
-           "                         only their window (more memory; rollback to any position)\n"
-           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
-           "  --temp T               temperature, 0..100 (default 0 = greedy)\n"
-           "  --top-k K (0..16777216), --top-p P (0..1), --min-p P (0..1),\n"
-           "  --repeat-penalty R (0..100), --repeat-last-n N (1..1048576)\n"
-           "  -s, --seed S           RNG seed, 0..2^63-1 (default 0)\n"
-           "  --ignore-eos           do not stop at end-of-generation tokens\n"
-           "  --prompt-cache DIR     reuse the KV of cached prompt prefixes (saved in DIR)\n"
-           "  --cache-mb N           prompt cache memory budget in MiB (default 256)\n"
-           "  --lora FILE[:SCALE]    a LoRA adapter (llama.cpp's GGUF) at SCALE (default 1); repeatable\n"
-           "  --json                 print one object: {\"model\", \"tokens\": [...], \"text\", \"n_prompt\",\n"
-           "                         \"n_reused\", \"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..};\n"
-           "                         NUL bytes of the text become U+FFFD; with --draft a \"spec\" object\n");
-    cli_draft_help(stdout);
-    cli_grammar_help(stdout);
-    printf("\n"
-           "With a grammar, a \"grammar\" line on stderr (a \"grammar\" object with --json) gives the\n"
-           "masks computed, their CPU time, the forced tokens and whether the output is incomplete.\n"
-           "A warning goes to stderr when the context exceeds the model's training context. If\n"
-           "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
-           "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
-           "stderr); 2: a usage error.\n");
+    struct run_opts *o = p;
+    *o = (struct run_opts){.gen = cli_gen_opts_default(32)};
+    cli_grammar_opts_init(&o->grammar);
 }
+
+#define R struct run_opts
+static const struct cli_note run_gen_notes[] = {{"--ctx-size", "prompt + N", NULL}, {NULL}};
+static const struct cli_option run_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(R, model), .def = "tern's own embedded tool-calling model",
+     .help = "GGUF model, or an installed model's name as tern models lists it"},
+    {"-p", "--prompt", CLI_STRING, "TEXT", CLI_AT(R, prompt), .help = "prompt text"},
+    {"-f", "--file", CLI_PATH, "FILE", CLI_AT(R, file), .help = "prompt text from a file (byte for byte)"},
+    {NULL, "--parse-special", CLI_FLAG, NULL, CLI_AT(R, parse_special),
+     .help = "recognize control tokens (<|im_start|> ...) in the prompt text"},
+    {NULL, "--tokens", CLI_STRING, "LIST", CLI_AT(R, tokens), .help = "prompt as comma-separated token ids"},
+    {NULL, "--ignore-eos", CLI_FLAG, NULL, CLI_AT(R, ignore_eos), .help = "do not stop at end-of-generation tokens"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(R, json),
+     .help = "print one object: {\"model\", \"tokens\": [...], \"text\", \"n_prompt\", \"n_reused\", "
+             "\"n_generated\", \"prompt_ms\", \"gen_ms\", \"stop\", ..}; NUL bytes of the text become "
+             "U+FFFD; with --draft a \"spec\" object"},
+    {.kind = CLI_INCLUDE, .sub = cli_gen_table, CLI_AT(R, gen), .notes = run_gen_notes},
+    {.kind = CLI_INCLUDE, .sub = cli_draft_table, CLI_AT(R, draft)},
+    {.kind = CLI_INCLUDE, .sub = cli_grammar_table, CLI_AT(R, grammar)},
+    {0},
+};
+#undef R
+
+const struct cli_command cli_spec_run = {
+    "run", "[-m MODEL] (-p TEXT | -f FILE | --tokens 1,2,3) [-n N] [options]",
+    "Generates up to N tokens after the prompt, stopping at an end-of-generation token (eos,\n"
+    "eot, <|im_end|>, ...: tern_token_is_eog). With -p/-f the prompt is tokenized with the\n"
+    "model's tokenizer (bos added as its metadata says) and the answer is streamed as text;\n"
+    "with --tokens the generated ids are printed (comma-separated, the stopping token\n"
+    "included).\n",
+    run_table, CLI_OPTS(struct run_opts, run_init),
+    "With a grammar, a \"grammar\" line on stderr (a \"grammar\" object with --json) gives the\n"
+    "masks computed, their CPU time, the forced tokens and whether the output is incomplete.\n"
+    "A warning goes to stderr when the context exceeds the model's training context. If\n"
+    "stdout is closed by its reader (tern run ... | head -1), generation stops, the prompt\n"
+    "cache is still saved and the exit status is 0. Exit status 1: an error (message on\n"
+    "stderr); 2: a usage error.\n",
+};
 
 /* Where the generator's callbacks put the answer. */
 struct run_out {
@@ -171,30 +182,15 @@ static tern_status tokenize_prompt(struct tern_tokenizer *tkz, const char *text,
 
 int cmd_run(int argc, char **argv)
 {
-    const char *model = NULL, *tokens_s = NULL, *v;
-    struct cli_gen_opts g = cli_gen_opts_default(32);
-    struct cli_draft_opts dro = {0};
-    struct cli_grammar_opts gro;
-    cli_grammar_opts_init(&gro);
-    bool json = false, ignore_eos = false, parse_special = false;
-    const char *prompt_text = NULL, *prompt_file = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = 0;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--ignore-eos")) { ignore_eos = true; continue; }
-        if (!strcmp(argv[i], "--parse-special")) { parse_special = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
-        else if (OPT("--tokens", NULL)) { if (r < 0) return 2; tokens_s = v; }
-        else if (OPT("-p", "--prompt")) { if (r < 0) return 2; prompt_text = v; }
-        else if (OPT("-f", "--file")) { if (r < 0) return 2; prompt_file = v; }
-        else if ((r = cli_draft_opt(argc, argv, &i, &dro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else if ((r = cli_grammar_opt("run", argc, argv, &i, &gro)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else if ((r = cli_gen_opt(argc, argv, &i, &g)) != 0) { if (r < 0) return CLI_EXIT_USAGE; }
-        else return cli_usage_error("run", "unknown option '%s'", argv[i]);
-#undef OPT
-    }
+    struct run_opts o;
+    run_init(&o);
+    const int pr = cli_parse(&cli_spec_run, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *tokens_s = o.tokens, *prompt_text = o.prompt, *prompt_file = o.file;
+    const bool json = o.json, ignore_eos = o.ignore_eos, parse_special = o.parse_special;
+    struct cli_gen_opts g = o.gen;
+    struct cli_draft_opts dro = o.draft;
+    struct cli_grammar_opts gro = o.grammar;
     if (cli_need_model("run", model)) return CLI_EXIT_USAGE;
     if (cli_draft_check("run", &dro) || cli_grammar_check("run", &gro, false)) return CLI_EXIT_USAGE;
     if (!!tokens_s + !!prompt_text + !!prompt_file != 1)

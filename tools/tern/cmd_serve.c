@@ -9,132 +9,6 @@
 
 #include "cli.h"
 
-static void help(void)
-{
-    printf("usage: tern serve [-m MODEL] [--host ADDR] [--port N] [--api-key KEY]... [--parallel N]\n"
-           "                  [-c N] [-t N] [options]\n"
-           "\n"
-           "Serves the model over OpenAI's HTTP API: POST /v1/chat/completions (tools, tool_choice,\n"
-           "response_format, streaming), POST /v1/completions, GET /v1/models, GET /health,\n"
-           "GET /metrics (Prometheus) and a chat page at /. Up to --parallel requests are decoded\n"
-           "together in one forward pass (continuous batching); more wait in a queue, and a full\n"
-           "queue answers 503 with Retry-After. SIGTERM or Ctrl-C stops accepting, finishes the\n"
-           "requests already admitted, and exits 0.\n"
-           "\n"
-           "  -m, --model FILE       GGUF model, or the name of an installed one (tern models);\n"
-           "                         without -m: tern's tool caller, the installed adapter\n"
-           "                         tern-tool-2 on its base (requests naming no other model run\n"
-           "                         it), else the model embedded in this binary (tern-tool)\n"
-           "  --default-model NAME   what a request whose \"model\" is neither the model's id nor an\n"
-           "                         adapter's name runs (an adapter's NAME; default: the model)\n"
-           "  --host ADDR            address to listen on (default 127.0.0.1: this machine only;\n"
-           "                         0.0.0.0 or :: exposes the server to the network)\n"
-           "  --port N               TCP port, 0..65535 (default 8080; 0 = any free port)\n"
-           "  --api-key KEY          require 'Authorization: Bearer KEY' on /v1, /metrics and the\n"
-           "                         page (/health stays open); repeatable: any of the keys is\n"
-           "                         accepted (default: the TERN_API_KEY environment variable, else\n"
-           "                         no key). Requests with different keys never share prompt KV,\n"
-           "                         nor see each other's in cached_tokens\n"
-           "  --api-key-file FILE    keys from FILE, one per line ('#' comments and blank lines\n"
-           "                         skipped); keeps them out of ps; repeatable, adds to --api-key\n"
-           "  --public-metrics       GET /metrics needs no API key (a scraper without one)\n"
-           "  --public-page          GET / (the chat page) needs no API key (it asks for one)\n"
-           "  --cors ORIGIN          let pages on ORIGIN (scheme://host[:port], e.g.\n"
-           "                         https://app.example) call the server from a browser:\n"
-           "                         preflights answered, Access-Control-Allow-Origin on answers;\n"
-           "                         repeatable; '*' = any origin. Default: none, and a request\n"
-           "                         carrying another origin's Origin header is refused (403)\n"
-           "  --allow-host NAME      accept requests whose Host is NAME (any port) or NAME:PORT;\n"
-           "                         repeatable; '*' = any. On a loopback address the server answers\n"
-           "                         only its own names (localhost, 127.0.0.1, [::1], the --host\n"
-           "                         given; with its port when a port is sent): another Host is how\n"
-           "                         a web page reaches it through DNS rebinding (403). Elsewhere\n"
-           "                         the Host is checked only when this is given\n"
-           "  --alias NAME           model id reported by /v1/models (default: the file name)\n"
-           "  --cache-mb M           a prompt cache of M MiB of KV shared by all slots: a prompt\n"
-           "                         whose prefix was computed before (another conversation's\n"
-           "                         system prompt, a turn whose slot was reused since) is restored\n"
-           "                         instead of recomputed (default: none; the slots' own KV is\n"
-           "                         always reused)\n"
-           "  --prompt-cache DIR     keep the prompt cache in DIR across restarts: loaded at start,\n"
-           "                         new blocks saved on SIGTERM (default --cache-mb 256)\n"
-           "  --chat-template-file FILE  a Jinja chat template instead of the model's own (its\n"
-           "                         tool-call format, hermes / llama3 / mistral, is detected)\n"
-           "  --lora [NAME=]FILE[:SCALE]  a LoRA adapter kept resident over the model (repeatable,\n"
-           "                         up to 16): requests with \"model\": NAME run with it (NAME\n"
-           "                         defaults to the file's name without .gguf), rendered by its\n"
-           "                         own chat template when it has one; /v1/models lists them;\n"
-           "                         switching costs no reload\n"
-           "  -np, --parallel N      requests decoded together, 1..256 (default 4)\n"
-           "  -c, --ctx-size N       context positions per request (default: min(training, 4096));\n"
-           "                         the KV cache holds parallel x ctx positions\n"
-           "  --swa-full             sliding-window layers (gemma3/4, phi3) keep every position, not\n"
-           "                         only their window (more memory; rollback to any position)\n"
-           "  -t, --threads N        threads, 1..512 (default: all CPUs)\n"
-           "  --chunk N              prompt tokens per forward pass (chunked prefill), 1..65536\n"
-           "                         (default 256): lower keeps running streams smoother\n"
-           "  --draft SRC            speculative decoding, drafts checked in the shared forward pass:\n"
-           "                         'ngram' (each request drafts by lookup in its own prompt and\n"
-           "                         answer), 'self:q4_0' (a q4_0 copy of the model's weights made at\n"
-           "                         load; any weight type) or a drafter GGUF with the same tokenizer\n"
-           "                         (refused at start otherwise): a drafter model has a context of\n"
-           "                         its own with a sequence per slot and drafts for every request\n"
-           "                         in batched passes before each step's. Greedy output is\n"
-           "                         unchanged where the kernels are batch-invariant (Q8_0/Q4_0 on\n"
-           "                         AVX-512, scalar); sampled output keeps the model's\n"
-           "                         distribution. Requests with a grammar (tools, response_format)\n"
-           "                         or log-probs are not drafted\n"
-           "  --draft-max N          tokens drafted per request and step, 1..64 (default 8)\n"
-           "  --draft-min N          the fewest tokens drafted when drafting (default 1). The\n"
-           "                         length is chosen per step for the whole batch from measured\n"
-           "                         CPU time and each request's acceptance, and drafting is held\n"
-           "                         off while it does not pay (at most ~3 %% lost finding out);\n"
-           "                         --draft-min N = --draft-max N: always N, never held off\n"
-           "  --draft-p-min P        drafter models: a request stops drafting where the drafter's\n"
-           "                         top probability is below P, 0..1 (default 0.75; 0 = always\n"
-           "                         --draft-max)\n"
-           "  --max-queue N          requests waiting for a slot before 503, 1..65536 (default 64)\n"
-           "  --max-body BYTES       largest request body before 413 (default 8388608)\n"
-           "  --max-body-total BYTES request body bytes held at once over all connections; a body\n"
-           "                         that would pass it is 503 with Retry-After (from its\n"
-           "                         Content-Length, before it is read) (default 67108864, or\n"
-           "                         --max-body if more). Parsing a body costs several times its\n"
-           "                         size: this bounds that memory under many large requests\n"
-           "  --max-connections N    open connections at once, 1..1000000 (default 4096; the\n"
-           "                         open-file limit is raised to hold them)\n"
-           "  --max-connections-per-ip N  open connections from one client address (default: no\n"
-           "                         limit; behind a reverse proxy every client is the proxy)\n"
-           "  --read-timeout S       seconds a client has to send a request's headers and body,\n"
-           "                         however slowly its bytes come (also the idle time of a kept-\n"
-           "                         alive connection), then 408 and closed, 1..86400 (default 30);\n"
-           "                         answers, streamed or not, are not timed\n"
-           "  --max-tokens-cap N     tokens any one answer may have: a request asking for more, or\n"
-           "                         for no limit, gets N (finish_reason \"length\" when cut;\n"
-           "                         default: none, the context is the limit)\n"
-           "  --request-timeout S    seconds an admitted request may run (queue time not counted),\n"
-           "                         1..604800: then it ends as if max_tokens were reached, with\n"
-           "                         what it generated and finish_reason \"length\" (default: none)\n"
-           "  --quiet                no log line per request\n"
-           "  --no-repack            keep the weights mmap-only (no copy repacked at load)\n"
-           "\n"
-           "The port is bound before the model loads: a port in use fails at once, and until the\n"
-           "model is ready GET /health answers 503 {\"status\": \"loading\"} (other requests 503).\n"
-           "Request fields: every documented OpenAI field is accepted (honoured, or ignored where it\n"
-           "means nothing here: user, metadata, store, ...), and llama-server's n_predict,\n"
-           "json_schema, grammar (GBNF), top_k, min_p, repeat_penalty, repeat_last_n, cache_prompt,\n"
-           "id_slot ...; sampler knobs tern lacks (typical_p, mirostat, ...) only at their off\n"
-           "value; unknown names are refused with 400 (docs/serve.md \"Request fields\" has the table).\n"
-           "POST bodies must be sent with 'Content-Type: application/json' (415 otherwise: a page on\n"
-           "another site could post a form or text/plain without asking). A request framed two ways\n"
-           "(two Content-Lengths, Content-Length with chunked) is 400, a Transfer-Encoding other than\n"
-           "chunked 501; errors are OpenAI's JSON error body. Listening on a non-loopback address\n"
-           "without an API key prints a warning.\n"
-           "\n"
-           "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
-           "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
-           "2: a usage error.\n");
-}
-
 static struct tern_server *g_server;
 
 #define SERVE_MAX_LORA 16
@@ -262,138 +136,210 @@ static int lora_arg(struct keys *k, const char *v)
     return 0;
 }
 
-/* Flags into p (keys: the API keys it points to). 0: serve; -1: done (help); else an exit code. */
-static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, struct keys *keys)
+/* What the options set: the server's parameters, and what the flags own for them. */
+struct serve_opts {
+    struct tern_server_params p;
+    struct keys keys;
+    bool keys_given;               /* --api-key or --api-key-file: TERN_API_KEY is not used */
+    long long cache_mb, request_timeout_s;
+};
+
+static void serve_init(void *o)
 {
-    struct tern_server_params p = *pp;
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        int r;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help();
-            return -1;
-        }
-        if (!strcmp(a, "--quiet")) {
-            p.quiet = true;
-            continue;
-        }
-        if (!strcmp(a, "--swa-full")) {
-            p.swa_full = true;
-            continue;
-        }
-        if (!strcmp(a, "--no-repack")) {
-            p.no_repack = true;
-            continue;
-        }
-        if (!strcmp(a, "--public-metrics")) {
-            p.public_metrics = true;
-            continue;
-        }
-        if (!strcmp(a, "--public-page")) {
-            p.public_page = true;
-            continue;
-        }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &val)) != 0)
-        if (OPT("-m", "--model")) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.model_path = val;
-        } else if (OPT("--host", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.host = val;
-        } else if (OPT("--port", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--port", val, 0, 65535, &v)) return CLI_EXIT_USAGE;
-            p.port = (int)v;
-        } else if (OPT("--api-key", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!val[0]) return cli_usage_error("serve", "--api-key is empty");
-            if (!keys_add(keys, val, false)) return cli_usage_error("serve", "out of memory");
-        } else if (OPT("--api-key-file", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if ((r = keys_from_file(keys, val))) return r;
-        } else if (OPT("--cors", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (strcmp(val, "*") && !strstr(val, "://"))
-                return cli_usage_error("serve", "--cors '%s' is not an origin: give scheme://host[:port] "
-                                       "(e.g. https://app.example) or '*'", val);
-            if (!list_add(&keys->cors, &keys->n_cors, val)) return cli_usage_error("serve", "out of memory");
-        } else if (OPT("--allow-host", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!val[0] || strchr(val, '/'))
-                return cli_usage_error("serve", "--allow-host '%s' is not a host name: give NAME or NAME:PORT", val);
-            if (!list_add(&keys->hosts, &keys->n_hosts, val)) return cli_usage_error("serve", "out of memory");
-        } else if (OPT("--max-body-total", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-body-total", val, 1024, 1ll << 40, &v)) return CLI_EXIT_USAGE;
-            p.max_body_total = (size_t)v;
-        } else if (OPT("--alias", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.model_alias = val;
-        } else if (OPT("--cache-mb", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--cache-mb", val, 1, 1 << 20, &v)) return CLI_EXIT_USAGE;
-            p.cache_bytes = (uint64_t)v << 20;
-        } else if (OPT("--prompt-cache", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.prompt_cache_dir = val;
-        } else if (OPT("--chat-template-file", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.chat_template_file = val;
-        } else if (OPT("--lora", NULL)) {
-            if (r < 0 || (r = lora_arg(keys, val))) return r < 0 ? CLI_EXIT_USAGE : r;
-        } else if (OPT("-np", "--parallel")) {
-            if (r < 0 || !cli_flag_int("serve", "--parallel", val, 1, 256, &v)) return CLI_EXIT_USAGE;
-            p.n_parallel = (int)v;
-        } else if (OPT("-c", "--ctx-size")) {
-            if (r < 0 || !cli_flag_int("serve", "--ctx-size", val, 2, CLI_MAX_N_CTX, &v)) return CLI_EXIT_USAGE;
-            p.n_ctx = (int)v;
-        } else if (OPT("-t", "--threads")) {
-            if (r < 0 || !cli_flag_int("serve", "--threads", val, 1, 512, &v)) return CLI_EXIT_USAGE;
-            p.n_threads = (int)v;
-        } else if (OPT("--chunk", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--chunk", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
-            p.n_prefill = (int)v;
-        } else if (OPT("--draft", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!val[0]) return cli_usage_error("serve", "--draft needs 'ngram', 'self:TYPE' or a GGUF path");
-            p.draft = val;
-        } else if (OPT("--draft-max", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--draft-max", val, 1, 64, &v)) return CLI_EXIT_USAGE;
-            p.draft_max = (int)v;
-        } else if (OPT("--draft-min", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--draft-min", val, 1, 64, &v)) return CLI_EXIT_USAGE;
-            p.draft_min = (int)v;
-        } else if (OPT("--draft-p-min", NULL)) {
-            double pm;
-            if (r < 0 || !cli_flag_float("serve", "--draft-p-min", val, 0, 1, &pm)) return CLI_EXIT_USAGE;
-            p.draft_p_min = (float)pm;
-        } else if (OPT("--max-queue", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-queue", val, 1, 65536, &v)) return CLI_EXIT_USAGE;
-            p.max_queue = (int)v;
-        } else if (OPT("--max-connections", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-connections", val, 1, 1000000, &v)) return CLI_EXIT_USAGE;
-            p.max_connections = (int)v;
-        } else if (OPT("--max-connections-per-ip", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-connections-per-ip", val, 1, 1000000, &v)) return CLI_EXIT_USAGE;
-            p.max_connections_per_ip = (int)v;
-        } else if (OPT("--read-timeout", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--read-timeout", val, 1, 86400, &v)) return CLI_EXIT_USAGE;
-            p.read_timeout = (int)v;
-        } else if (OPT("--default-model", NULL)) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            p.default_model = val;
-        } else if (OPT("--max-tokens-cap", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-tokens-cap", val, 1, 1 << 30, &v)) return CLI_EXIT_USAGE;
-            p.max_tokens_cap = (int)v;
-        } else if (OPT("--request-timeout", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--request-timeout", val, 1, 86400 * 7, &v)) return CLI_EXIT_USAGE;
-            p.request_timeout_ms = (int)v * 1000;
-        } else if (OPT("--max-body", NULL)) {
-            if (r < 0 || !cli_flag_int("serve", "--max-body", val, 1024, 1ll << 32, &v)) return CLI_EXIT_USAGE;
-            p.max_body = (size_t)v;
-        } else {
-            return cli_usage_error("serve", "unknown option '%s'", a);
-        }
-#undef OPT
-    }
+    *(struct serve_opts *)o = (struct serve_opts){.p = tern_server_default_params()};
+}
+
+static int api_key_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct serve_opts *o = opts;
+    if (!val[0]) return cli_usage_error(cmd, "--api-key is empty"), -1;
+    return keys_add(&o->keys, val, false) ? 0 : (cli_usage_error(cmd, "out of memory"), -1);
+}
+
+static int api_key_file_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)cmd, (void)opt;
+    return keys_from_file(&((struct serve_opts *)opts)->keys, val) ? -1 : 0;
+}
+
+static int cors_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct keys *k = &((struct serve_opts *)opts)->keys;
+    if (strcmp(val, "*") && !strstr(val, "://"))
+        return cli_usage_error(cmd, "--cors '%s' is not an origin: give scheme://host[:port] "
+                               "(e.g. https://app.example) or '*'", val), -1;
+    return list_add(&k->cors, &k->n_cors, val) ? 0 : (cli_usage_error(cmd, "out of memory"), -1);
+}
+
+static int allow_host_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct keys *k = &((struct serve_opts *)opts)->keys;
+    if (!val[0] || strchr(val, '/'))
+        return cli_usage_error(cmd, "--allow-host '%s' is not a host name: give NAME or NAME:PORT", val), -1;
+    return list_add(&k->hosts, &k->n_hosts, val) ? 0 : (cli_usage_error(cmd, "out of memory"), -1);
+}
+
+static int lora_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)cmd, (void)opt;
+    return lora_arg(&((struct serve_opts *)opts)->keys, val) ? -1 : 0;
+}
+
+#define S struct serve_opts
+static const struct cli_option serve_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(S, p.model_path),
+     .def = "tern's tool caller: the installed adapter tern-tool-2 on its base (requests naming no "
+            "other model run it), else the model embedded in this binary (tern-tool)",
+     .help = "GGUF model, or the name of an installed one (tern models)"},
+    {NULL, "--default-model", CLI_STRING, "NAME", CLI_AT(S, p.default_model), .def = "the model",
+     .help = "what a request whose \"model\" is neither the model's id nor an adapter's name runs (an "
+             "adapter's NAME)"},
+    {NULL, "--alias", CLI_STRING, "NAME", CLI_AT(S, p.model_alias), .def = "the file name",
+     .help = "model id reported by /v1/models"},
+    {NULL, "--chat-template-file", CLI_PATH, "FILE", CLI_AT(S, p.chat_template_file),
+     .help = "a Jinja chat template instead of the model's own (its tool-call format, hermes / llama3 "
+             "/ mistral, is detected)"},
+    {NULL, "--lora", CLI_CALL, "[NAME=]FILE[:SCALE]", .call = lora_take, .flags = CLI_REPEAT,
+     .help = "a LoRA adapter kept resident over the model (up to 16): requests with \"model\": NAME "
+             "run with it (NAME defaults to the file's name without .gguf), rendered by its own chat "
+             "template when it has one; /v1/models lists them; switching costs no reload"},
+    {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(S, p.no_repack),
+     .help = "keep the weights mmap-only (no copy repacked at load)"},
+    {NULL, "--host", CLI_STRING, "ADDR", CLI_AT(S, p.host), .group = "Network and access",
+     .def = "127.0.0.1: this machine only",
+     .help = "address to listen on (0.0.0.0 or :: exposes the server to the network)"},
+    {NULL, "--port", CLI_INT, "N", CLI_AT(S, p.port), CLI_RANGE(0, 65535), .help = "TCP port (0 = any free port)"},
+    {NULL, "--api-key", CLI_CALL, "KEY", .call = api_key_take, CLI_GIVEN(S, keys_given), .flags = CLI_REPEAT,
+     .env = "TERN_API_KEY", .def = "none",
+     .help = "require 'Authorization: Bearer KEY' on /v1, /metrics and the page (/health stays open); "
+             "any of the keys is accepted; the environment's key is used when neither --api-key nor "
+             "--api-key-file is given (it stays out of ps). Requests with different keys never share "
+             "prompt KV, nor see each other's in cached_tokens"},
+    {NULL, "--api-key-file", CLI_CALL, "FILE", .call = api_key_file_take, CLI_GIVEN(S, keys_given),
+     .flags = CLI_REPEAT,
+     .help = "keys from FILE, one per line ('#' comments and blank lines skipped); keeps them out of "
+             "ps; adds to --api-key"},
+    {NULL, "--public-metrics", CLI_FLAG, NULL, CLI_AT(S, p.public_metrics),
+     .help = "GET /metrics needs no API key (a scraper without one)"},
+    {NULL, "--public-page", CLI_FLAG, NULL, CLI_AT(S, p.public_page),
+     .help = "GET / (the chat page) needs no API key (it asks for one)"},
+    {NULL, "--cors", CLI_CALL, "ORIGIN", .call = cors_take, .flags = CLI_REPEAT, .def = "none",
+     .help = "let pages on ORIGIN (scheme://host[:port], e.g. https://app.example) call the server "
+             "from a browser: preflights answered, Access-Control-Allow-Origin on answers; '*' = any "
+             "origin. Without it a request carrying another origin's Origin header is refused (403)"},
+    {NULL, "--allow-host", CLI_CALL, "NAME", .call = allow_host_take, .flags = CLI_REPEAT,
+     .help = "accept requests whose Host is NAME (any port) or NAME:PORT; '*' = any. On a loopback "
+             "address the server answers only its own names (localhost, 127.0.0.1, [::1], the --host "
+             "given; with its port when a port is sent): another Host is how a web page reaches it "
+             "through DNS rebinding (403). Elsewhere the Host is checked only when this is given"},
+    {NULL, "--quiet", CLI_FLAG, NULL, CLI_AT(S, p.quiet), .help = "no log line per request"},
+    {"-np", "--parallel", CLI_INT, "N", CLI_AT(S, p.n_parallel), CLI_RANGE(1, 256), .def = "4",
+     .group = "Batching and context", .help = "requests decoded together"},
+    {"-c", "--ctx-size", CLI_INT, "N", CLI_AT(S, p.n_ctx), CLI_RANGE(2, CLI_MAX_N_CTX),
+     .def = "min(training, 4096)",
+     .help = "context positions per request; the KV cache holds parallel x ctx positions"},
+    {NULL, "--swa-full", CLI_FLAG, NULL, CLI_AT(S, p.swa_full),
+     .help = "sliding-window layers (gemma3/4, phi3) keep every position, not only their window (more "
+             "memory; rollback to any position)"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(S, p.n_threads), CLI_RANGE(1, 512), .def = "all CPUs", .help = "threads"},
+    {NULL, "--chunk", CLI_INT, "N", CLI_AT(S, p.n_prefill), CLI_RANGE(1, 65536), .def = "256",
+     .help = "prompt tokens per forward pass (chunked prefill): lower keeps running streams smoother"},
+    {NULL, "--cache-mb", CLI_INT, "M", CLI_AT(S, cache_mb), CLI_RANGE(1, 1 << 20),
+     .def = "none; 256 with --prompt-cache",
+     .help = "a prompt cache of M MiB of KV shared by all slots: a prompt whose prefix was computed "
+             "before (another conversation's system prompt, a turn whose slot was reused since) is "
+             "restored instead of recomputed (the slots' own KV is always reused)"},
+    {NULL, "--prompt-cache", CLI_PATH, "DIR", CLI_AT(S, p.prompt_cache_dir),
+     .help = "keep the prompt cache in DIR across restarts: loaded at start, new blocks saved on SIGTERM"},
+    {NULL, "--draft", CLI_STRING, "SRC", CLI_AT(S, p.draft), .group = "Speculative decoding",
+     .help = "drafts checked in the shared forward pass: 'ngram' (each request drafts by lookup in its "
+             "own prompt and answer), 'self:q4_0' (a q4_0 copy of the model's weights made at load; any "
+             "weight type) or a drafter GGUF with the same tokenizer (refused at start otherwise): a "
+             "drafter model has a context of its own with a sequence per slot and drafts for every "
+             "request in batched passes before each step's. Greedy output is unchanged where the "
+             "kernels are batch-invariant (Q8_0/Q4_0 on AVX-512, scalar); sampled output keeps the "
+             "model's distribution. Requests with a grammar (tools, response_format) or log-probs are "
+             "not drafted"},
+    {NULL, "--draft-max", CLI_INT, "N", CLI_AT(S, p.draft_max), CLI_RANGE(1, 64), .def = "8",
+     .help = "tokens drafted per request and step"},
+    {NULL, "--draft-min", CLI_INT, "N", CLI_AT(S, p.draft_min), CLI_RANGE(1, 64), .def = "1",
+     .help = "the fewest tokens drafted when drafting. The length is chosen per step for the whole "
+             "batch from measured CPU time and each request's acceptance, and drafting is held off "
+             "while it does not pay (at most ~3 % lost finding out); --draft-min N = --draft-max N: "
+             "always N, never held off"},
+    {NULL, "--draft-p-min", CLI_DOUBLE, "P", CLI_AT(S, p.draft_p_min), CLI_FRANGE(0, 1),
+     .help = "drafter models: a request stops drafting where the drafter's top probability is below "
+             "P (0 = always --draft-max)"},
+    {NULL, "--max-queue", CLI_INT, "N", CLI_AT(S, p.max_queue), CLI_RANGE(1, 65536), .def = "64",
+     .group = "Limits", .help = "requests waiting for a slot before 503"},
+    {NULL, "--max-body", CLI_INT, "BYTES", CLI_AT(S, p.max_body), CLI_RANGE(1024, 1ll << 32),
+     .def = "8388608", .help = "largest request body before 413"},
+    {NULL, "--max-body-total", CLI_INT, "BYTES", CLI_AT(S, p.max_body_total), CLI_RANGE(1024, 1ll << 40),
+     .def = "67108864, or --max-body if more",
+     .help = "request body bytes held at once over all connections; a body that would pass it is 503 "
+             "with Retry-After (from its Content-Length, before it is read). Parsing a body costs "
+             "several times its size: this bounds that memory under many large requests"},
+    {NULL, "--max-connections", CLI_INT, "N", CLI_AT(S, p.max_connections), CLI_RANGE(1, 1000000),
+     .def = "4096", .help = "open connections at once (the open-file limit is raised to hold them)"},
+    {NULL, "--max-connections-per-ip", CLI_INT, "N", CLI_AT(S, p.max_connections_per_ip),
+     CLI_RANGE(1, 1000000), .def = "no limit",
+     .help = "open connections from one client address (behind a reverse proxy every client is the proxy)"},
+    {NULL, "--read-timeout", CLI_INT, "S", CLI_AT(S, p.read_timeout), CLI_RANGE(1, 86400), .def = "30",
+     .help = "seconds a client has to send a request's headers and body, however slowly its bytes "
+             "come (also the idle time of a kept-alive connection), then 408 and closed; answers, "
+             "streamed or not, are not timed"},
+    {NULL, "--max-tokens-cap", CLI_INT, "N", CLI_AT(S, p.max_tokens_cap), CLI_RANGE(1, 1 << 30),
+     .def = "none, the context is the limit",
+     .help = "tokens any one answer may have: a request asking for more, or for no limit, gets N "
+             "(finish_reason \"length\" when cut)"},
+    {NULL, "--request-timeout", CLI_INT, "S", CLI_AT(S, request_timeout_s), CLI_RANGE(1, 86400 * 7),
+     .def = "none",
+     .help = "seconds an admitted request may run (queue time not counted): then it ends as if "
+             "max_tokens were reached, with what it generated and finish_reason \"length\""},
+    {0},
+};
+#undef S
+
+const struct cli_command cli_spec_serve = {
+    "serve", "[-m MODEL] [--host ADDR] [--port N] [--api-key KEY]... [--parallel N] [-c N] [-t N] [options]",
+    "Serves the model over OpenAI's HTTP API: POST /v1/chat/completions (tools, tool_choice,\n"
+    "response_format, streaming), POST /v1/completions, GET /v1/models, GET /health,\n"
+    "GET /metrics (Prometheus) and a chat page at /. Up to --parallel requests are decoded\n"
+    "together in one forward pass (continuous batching); more wait in a queue, and a full\n"
+    "queue answers 503 with Retry-After. SIGTERM or Ctrl-C stops accepting, finishes the\n"
+    "requests already admitted, and exits 0.\n",
+    serve_table, CLI_OPTS(struct serve_opts, serve_init),
+    "The port is bound before the model loads: a port in use fails at once, and until the\n"
+    "model is ready GET /health answers 503 {\"status\": \"loading\"} (other requests 503).\n"
+    "Request fields: every documented OpenAI field is accepted (honoured, or ignored where it\n"
+    "means nothing here: user, metadata, store, ...), and llama-server's n_predict,\n"
+    "json_schema, grammar (GBNF), top_k, min_p, repeat_penalty, repeat_last_n, cache_prompt,\n"
+    "id_slot ...; sampler knobs tern lacks (typical_p, mirostat, ...) only at their off\n"
+    "value; unknown names are refused with 400 (docs/serve.md \"Request fields\" has the table).\n"
+    "POST bodies must be sent with 'Content-Type: application/json' (415 otherwise: a page on\n"
+    "another site could post a form or text/plain without asking). A request framed two ways\n"
+    "(two Content-Lengths, Content-Length with chunked) is 400, a Transfer-Encoding other than\n"
+    "chunked 501; errors are OpenAI's JSON error body. Listening on a non-loopback address\n"
+    "without an API key prints a warning.\n"
+    "\n"
+    "Exit status 1: the model or drafter could not be loaded (a drafter with another\n"
+    "tokenizer is refused naming both fingerprints) or the port not bound (message on stderr);\n"
+    "2: a usage error.\n",
+};
+
+/* Options into o (the keys and lists it owns point into argv). CLI_PARSED: serve; otherwise
+ * the exit status. */
+static int cmd_serve_args(int argc, char **argv, struct serve_opts *o)
+{
+    const int pr = cli_parse(&cli_spec_serve, argc, argv, o);
+    if (pr != CLI_PARSED) return pr;
+    struct tern_server_params p = o->p;
+    struct keys *keys = &o->keys;
+    if (o->cache_mb) p.cache_bytes = (uint64_t)o->cache_mb << 20;
+    if (o->request_timeout_s) p.request_timeout_ms = (int)o->request_timeout_s * 1000;
     /* no -m: the model embedded in this binary, as run and chat use (cli_models.c already put
      * the installed default adapter on its base here when there is one) */
     if (!p.model_path) {
@@ -402,11 +348,9 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
                                    "model (models/tern-tool.gguf was absent when it was built)");
         if (!p.model_alias) p.model_alias = CLI_EMBEDDED_NAME;
     }
+    if (p.draft && !p.draft[0]) return cli_usage_error("serve", "--draft needs 'ngram', 'self:TYPE' or a GGUF path");
     if (p.draft_max && !p.draft) return cli_usage_error("serve", "--draft-max needs --draft SRC");
     if (p.draft_min && !p.draft) return cli_usage_error("serve", "--draft-min needs --draft SRC");
-    /* the environment's key when no flag gives one (it stays out of ps) */
-    const char *env = getenv("TERN_API_KEY");
-    if (!keys->n && env && env[0] && !keys_add(keys, env, false)) return cli_usage_error("serve", "out of memory");
     p.api_key = NULL;
     p.api_keys = keys->v;
     p.n_api_keys = keys->n;
@@ -418,8 +362,8 @@ static int cmd_serve_args(int argc, char **argv, struct tern_server_params *pp, 
     p.n_cors_origins = keys->n_cors;
     p.allowed_hosts = keys->hosts;
     p.n_allowed_hosts = keys->n_hosts;
-    *pp = p;
-    return 0;
+    o->p = p;
+    return CLI_PARSED;
 }
 
 static int serve(const struct tern_server_params *pp)
@@ -452,10 +396,10 @@ static int serve(const struct tern_server_params *pp)
 
 int cmd_serve(int argc, char **argv)
 {
-    struct tern_server_params p = tern_server_default_params();
-    struct keys keys = {0};
-    int rc = cmd_serve_args(argc, argv, &p, &keys);
-    if (rc == 0) rc = serve(&p);
-    keys_free(&keys);
-    return rc < 0 ? CLI_EXIT_OK : rc;
+    struct serve_opts o;
+    serve_init(&o);
+    int rc = cmd_serve_args(argc, argv, &o);
+    if (rc == CLI_PARSED) rc = serve(&o.p);
+    keys_free(&o.keys);
+    return rc;
 }

@@ -10,31 +10,52 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help_tokenize(void)
+struct tokenize_opts {
+    const char *model, *prompt, *file;
+    bool lines, no_bos, parse_special, json, jsonl, timed, cpu_clock;
+    long long repeat;
+};
+
+static void tokenize_init(void *o)
 {
-    printf("usage: tern tokenize -m MODEL (-p TEXT | -f FILE) [options]\n"
-           "\n"
-           "Prints the token ids of TEXT (byte for byte: no newline stripped, no normalization).\n"
-           "\n"
-           "  -m, --model FILE       GGUF model or vocab-only GGUF\n"
-           "  -p, --prompt TEXT      text to tokenize\n"
-           "  -f, --file FILE        read the text from FILE\n"
-           "  --lines                tokenize each line (without its newline) on its own and\n"
-           "                         print one JSON array per line\n"
-           "  --no-bos               do not add bos/eos (default: as the model's metadata says)\n"
-           "  --parse-special        recognize control tokens such as <|im_start|> in the text\n"
-           "  --json                 print the ids as one JSON array (default: one line per\n"
-           "                         token, 'id -> piece')\n"
-           "  --jsonl                each input line is a JSON string (a whole document,\n"
-           "                         newlines escaped); print one JSON array per line\n"
-           "  --time                 print to stderr the bytes, tokens and seconds of the\n"
-           "                         tokenization alone (no loading, no printing), and MB/s\n"
-           "  --repeat N             with --time: tokenize N times (the first run is 'cold':\n"
-           "                         the word cache empty; also reported: the median of the\n"
-           "                         others, 'warm'); default 1\n"
-           "  --cpu-clock            with --time: this thread's CPU time instead of wall time\n"
-           "                         (what other processes take of the machine is left out)\n");
+    *(struct tokenize_opts *)o = (struct tokenize_opts){.repeat = 1};
 }
+
+#define T struct tokenize_opts
+static const struct cli_option tokenize_table[] = {
+    {"-m", "--model", CLI_PATH, "MODEL", CLI_AT(T, model), .flags = CLI_REQUIRED,
+     .help = "GGUF model or vocab-only GGUF"},
+    {"-p", "--prompt", CLI_STRING, "TEXT", CLI_AT(T, prompt), .help = "text to tokenize"},
+    {"-f", "--file", CLI_PATH, "FILE", CLI_AT(T, file), .help = "read the text from FILE"},
+    {NULL, "--lines", CLI_FLAG, NULL, CLI_AT(T, lines),
+     .help = "tokenize each line (without its newline) on its own and print one JSON array per line"},
+    {NULL, "--no-bos", CLI_FLAG, NULL, CLI_AT(T, no_bos),
+     .help = "do not add bos/eos (default: as the model's metadata says)"},
+    {NULL, "--parse-special", CLI_FLAG, NULL, CLI_AT(T, parse_special),
+     .help = "recognize control tokens such as <|im_start|> in the text"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(T, json),
+     .help = "print the ids as one JSON array (default: one line per token, 'id -> piece')"},
+    {NULL, "--jsonl", CLI_FLAG, NULL, CLI_AT(T, jsonl),
+     .help = "each input line is a JSON string (a whole document, newlines escaped); print one JSON "
+             "array per line"},
+    {NULL, "--time", CLI_FLAG, NULL, CLI_AT(T, timed),
+     .help = "print to stderr the bytes, tokens and seconds of the tokenization alone (no loading, no "
+             "printing), and MB/s"},
+    {NULL, "--repeat", CLI_INT, "N", CLI_AT(T, repeat), CLI_RANGE(1, 1000),
+     .help = "with --time: tokenize N times (the first run is 'cold': the word cache empty; also "
+             "reported: the median of the others, 'warm')"},
+    {NULL, "--cpu-clock", CLI_FLAG, NULL, CLI_AT(T, cpu_clock),
+     .help = "with --time: this thread's CPU time instead of wall time (what other processes take of "
+             "the machine is left out)"},
+    {0},
+};
+#undef T
+
+const struct cli_command cli_spec_tokenize = {
+    "tokenize", "-m MODEL (-p TEXT | -f FILE) [options]",
+    "Prints the token ids of TEXT (byte for byte: no newline stripped, no normalization).\n",
+    tokenize_table, CLI_OPTS(struct tokenize_opts, tokenize_init), NULL,
+};
 
 static void print_piece(const struct tern_tokenizer *t, int32_t id)
 {
@@ -156,35 +177,14 @@ static int time_tokenize(struct tern_tokenizer *t, const char *s, size_t len, un
 
 int cmd_tokenize(int argc, char **argv)
 {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *v;
-    bool lines = false, no_bos = false, parse_special = false, json = false, jsonl = false;
-    bool timed = false, cpu_clock = false;
-    int repeat = 1;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help_tokenize(); return 0; }
-        if (!strcmp(argv[i], "--lines")) { lines = true; continue; }
-        if (!strcmp(argv[i], "--no-bos")) { no_bos = true; continue; }
-        if (!strcmp(argv[i], "--parse-special")) { parse_special = true; continue; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if (!strcmp(argv[i], "--jsonl")) { jsonl = true; continue; }
-        if (!strcmp(argv[i], "--time")) { timed = true; continue; }
-        if (!strcmp(argv[i], "--cpu-clock")) { cpu_clock = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--repeat", NULL, &v)) != 0) {
-            if (r < 0) return 2;
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (*end || end == v || x < 1 || x > 1000)
-                return cli_usage_error("tokenize", "--repeat: '%s' is not a count from 1 to 1000", v);
-            repeat = (int)x;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v)) != 0) { if (r < 0) return 2; model = v; }
-        else if ((r = cli_opt(argc, argv, &i, "-p", "--prompt", &v)) != 0) { if (r < 0) return 2; prompt = v; }
-        else if ((r = cli_opt(argc, argv, &i, "-f", "--file", &v)) != 0) { if (r < 0) return 2; file = v; }
-        else return cli_usage_error("tokenize", "unknown option '%s'", argv[i]);
-    }
-    if (!model) return cli_usage_error("tokenize", "missing -m MODEL");
+    struct tokenize_opts o;
+    tokenize_init(&o);
+    const int pr = cli_parse(&cli_spec_tokenize, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *prompt = o.prompt, *file = o.file;
+    const bool lines = o.lines, no_bos = o.no_bos, parse_special = o.parse_special, json = o.json,
+               jsonl = o.jsonl, timed = o.timed, cpu_clock = o.cpu_clock;
+    const int repeat = (int)o.repeat;
     if (!prompt == !file) return cli_usage_error("tokenize", "give exactly one of -p TEXT or -f FILE");
     if ((int)lines + (int)jsonl + (int)timed > 1)
         return cli_usage_error("tokenize", "--lines, --jsonl and --time go one at a time");
@@ -245,31 +245,36 @@ done:
     return rc;
 }
 
-static void help_detokenize(void)
-{
-    printf("usage: tern detokenize -m MODEL --tokens 1,2,3 [--special]\n"
-           "\n"
-           "Writes the text of the ids to stdout, byte for byte (no newline added).\n"
-           "\n"
-           "  -m, --model FILE       GGUF model or vocab-only GGUF\n"
-           "  --tokens LIST          comma-separated token ids\n"
-           "  --special              render control tokens (<|im_end|>, <s>) as their text\n");
-}
+struct detokenize_opts {
+    const char *model, *tokens;
+    bool special;
+};
+
+#define D struct detokenize_opts
+static const struct cli_option detokenize_table[] = {
+    {"-m", "--model", CLI_PATH, "MODEL", CLI_AT(D, model), .flags = CLI_REQUIRED,
+     .help = "GGUF model or vocab-only GGUF"},
+    {NULL, "--tokens", CLI_STRING, "LIST", CLI_AT(D, tokens), .flags = CLI_REQUIRED,
+     .help = "comma-separated token ids"},
+    {NULL, "--special", CLI_FLAG, NULL, CLI_AT(D, special),
+     .help = "render control tokens (<|im_end|>, <s>) as their text"},
+    {0},
+};
+#undef D
+
+const struct cli_command cli_spec_detokenize = {
+    "detokenize", "-m MODEL --tokens 1,2,3 [--special]",
+    "Writes the text of the ids to stdout, byte for byte (no newline added).\n",
+    detokenize_table, CLI_OPTS(struct detokenize_opts, NULL), NULL,
+};
 
 int cmd_detokenize(int argc, char **argv)
 {
-    const char *model = NULL, *tokens_s = NULL, *v;
-    bool special = false;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help_detokenize(); return 0; }
-        if (!strcmp(argv[i], "--special")) { special = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v)) != 0) { if (r < 0) return 2; model = v; }
-        else if ((r = cli_opt(argc, argv, &i, "--tokens", NULL, &v)) != 0) { if (r < 0) return 2; tokens_s = v; }
-        else return cli_usage_error("detokenize", "unknown option '%s'", argv[i]);
-    }
-    if (!model) return cli_usage_error("detokenize", "missing -m MODEL");
-    if (!tokens_s) return cli_usage_error("detokenize", "missing --tokens LIST");
+    struct detokenize_opts o = {0};
+    const int pr = cli_parse(&cli_spec_detokenize, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *tokens_s = o.tokens;
+    const bool special = o.special;
     int32_t *ids;
     int n, bad;
     if (!cli_parse_token_list(tokens_s, &ids, &n, &bad))

@@ -21,6 +21,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: tern <command> [options]   (tern <command> --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`tern help --markdown` prints the option reference of every command (docs/cli-options.md).\n");
 }
 
 int main(int argc, char **argv)
@@ -28,6 +29,11 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "help") && argc > 2) return cli_help_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--help-markdown")) {
+        char *md[] = {"help", "--markdown", NULL};
+        return cli_help_main(2, md);
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
