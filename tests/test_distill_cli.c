@@ -17,6 +17,7 @@
  * - sequence-level KD: the teacher's answers equal tern eval's with the same teacher, the file is
  *   reused while teacher and data match (test_sequence_kd). */
 #include "test_support.h"
+#include "tern_train.h"
 
 #include <math.h>
 #include <stdio.h>

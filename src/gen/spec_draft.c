@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gen/spec.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 struct tern_draft_params tern_draft_default_params(void)

@@ -6,7 +6,7 @@
 #ifndef TERN_MODEL_MODEL_H
 #define TERN_MODEL_MODEL_H
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 /* A 1-D or 2-D weight inside the mapping. */
 struct model_weight {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "train/train_internal.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c)

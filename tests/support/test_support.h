@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "tern.h"
-#include "tern_tools.h"
+#include "tern_gguf.h"
 
 /* Absolute path of ../shared/<rel> into a static buffer, or NULL if ../shared is absent. */
 const char *test_shared_path(const char *rel);

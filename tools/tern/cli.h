@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "tern.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #define CMD(name, fn, summary) int fn(int argc, char **argv);
 #include "commands.def"

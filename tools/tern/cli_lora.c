@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o)
 {

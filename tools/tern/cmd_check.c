@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 #include "cli_json.h"
 
 static void help(void)

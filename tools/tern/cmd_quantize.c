@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 int cmd_quantize(int argc, char **argv)
 {
