@@ -344,7 +344,7 @@ static void test_speed_proxies(void **state)
 }
 
 /* The shipped model (teacher) and its drafter (student), and a small tool-calling corpus made
- * by tern corpus in DIR/name: what the phase-1 tests distill with. */
+ * by tern corpus in DIR/name: what the distillation tests below distill with. */
 static void shipped_pair(const char *name, int seed, int size, char *corpus, char *model, char *drafter)
 {
     char cmd[2048], out[4096];
