@@ -139,7 +139,15 @@ enum tern_arch {
     TERN_ARCH_QWEN35 = 7,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
 };
 
+/* The model's stable core: what every architecture has. Fields are only ever appended, never
+ * removed or reordered; struct_size is the size of the struct the library filled, so a program
+ * built against a later tern.h reads an appended field only when struct_size covers it
+ * (offsetof(struct tern_model_info, field) + sizeof field <= struct_size). What an architecture
+ * adds beyond it (RoPE variants, sliding windows, norms, recurrent layers, per-layer shapes, the
+ * MTP layer) is read by name with tern_model_hparam, so a new architecture's parameters change
+ * no struct. */
 struct tern_model_info {
+    size_t struct_size;      /* sizeof(struct tern_model_info) of the library */
     enum tern_arch arch;
     const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4",
                                 "qwen35" */
@@ -147,66 +155,18 @@ struct tern_model_info {
     int n_embd;
     int n_layer;
     int n_head;
-    int n_head_kv;
-    int head_dim;
+    int n_head_kv;           /* of the global (full-attention) layers where layers differ */
+    int head_dim;            /* likewise */
     int n_ff;
     int n_ctx_train;
-    int n_rot;               /* rope dimension count */
-    float rope_freq_base;
-    float rope_freq_scale;   /* linear scaling factor (1 = none) */
-    bool rope_neox;          /* rotate (i, i+d/2) pairs (qwen2) vs (2i, 2i+1) (llama) */
-    bool has_rope_freqs;     /* Llama-3.x rope_freqs tensor present */
-    float rms_eps;
-    bool tied_output;        /* logits use token_embd */
-    bool has_qkv_bias;
+    int n_layer_kv;          /* layers that store their own KV (n_layer, but for layers that share
+                                an earlier layer's or keep a recurrent state instead) */
+    int n_layer_rec;         /* layers that keep a recurrent state instead of KV (0: none) */
     uint64_t weight_bytes;   /* bytes of all tensors in the file */
     uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
-    /* Beyond llama / qwen2 (each at its neutral value for those two): */
-    bool has_qk_norm;        /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
-    bool has_post_norms;     /* RMSNorm of the attention and FFN outputs before the residual add (gemma3) */
-    bool ffn_gelu;           /* FFN is down(gelu(gate) * up) (gemma3), else down(silu(gate) * up) */
-    bool fused_qkv;          /* q, k, v come from one attn_qkv matrix, gate and up from one ffn_up (phi3) */
-    float embd_scale;        /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); 1 = none */
-    float attn_scale;        /* the q.k scale (1/sqrt(head_dim) unless the architecture says otherwise) */
-    int nope_every;          /* every nope_every-th layer (1-based) applies no RoPE (smollm3: 4); 0 = none */
-    int n_swa;               /* sliding window of the SWA layers (a query sees its last n_swa positions); 0 = none */
-    int n_layer_swa;         /* layers that use the sliding window */
-    float rope_freq_base_swa;/* RoPE base of the SWA layers (gemma3: 10000) */
-    float rope_attn_factor;  /* long-RoPE magnitude: cos and sin are multiplied by it (phi3); 1 = none */
-    bool has_rope_long;      /* long/short RoPE factor tensors (phi3 128k): long ones are used when
-                                the context is longer than n_ctx_orig */
-    int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
-    /* Per-layer shapes (gemma4; elsewhere equal to the fields above): n_head_kv, head_dim and
-     * n_rot are the global (full-attention) layers' values, these the SWA layers'. */
-    int n_head_kv_swa;
-    int head_dim_swa;
-    int n_rot_swa;
-    int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
-    int n_layer_kv;          /* layers that store their own KV: n_layer, but for gemma4's shared-KV
-                                layers (they read an earlier layer's) and qwen35's Gated DeltaNet
-                                layers (they keep a recurrent state instead) */
-    int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
-    bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
-    float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
-    /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
-    int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
-    int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
-    int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
-    int ssm_n_k_heads;       /* key / query heads of the DeltaNet (ssm.group_count) */
-    int ssm_n_v_heads;       /* value heads, one state matrix each (ssm.time_step_rank) */
-    int ssm_head_k;          /* key head size (ssm.state_size) */
-    int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
-    bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
-                                per head with the q rows of attn_q (qwen35) */
-    int n_nextn;             /* multi-token-prediction layers at the end of the file: not run by
-                                the model, only by an MTP context (tern_model_has_mtp) */
-    uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
-    uint64_t mtp_bytes;      /* weights one MTP draft step reads (its layer, eh_proj, the output
-                                head); 0 without a usable MTP layer */
-    uint64_t mtp_layer_bytes;/* of those, the layer and eh_proj: what each further token of an MTP
-                                pass adds (the head runs for the rows that want logits) */
+    uint64_t state_bytes;    /* recurrent state of one sequence (0 without recurrent layers) */
 };
 
 struct tern_model_params {
@@ -232,7 +192,19 @@ TERN_NODISCARD tern_status tern_model_load(const char *path, const struct tern_m
 TERN_NODISCARD tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
+/* The stable core, owned by m. */
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
+/* An architecture's hyperparameter beyond the core, by name: true and *value (bools 0 or 1) when
+ * m's architecture has it, false when the name is unknown. Each is at its neutral value where an
+ * architecture lacks it (n_swa 0, embd_scale 1, ...). The names: n_rot, rope_freq_base,
+ * rope_freq_scale, rope_neox, has_rope_freqs, rms_eps, tied_output, has_qkv_bias, has_qk_norm,
+ * has_post_norms, ffn_gelu, fused_qkv, embd_scale, attn_scale, nope_every, n_swa, n_layer_swa,
+ * rope_freq_base_swa, rope_attn_factor, has_rope_long, n_ctx_orig, n_head_kv_swa, head_dim_swa,
+ * n_rot_swa, n_ff_max, n_embd_per_layer, v_norm, final_softcap, full_attn_interval, ssm_d_conv,
+ * ssm_n_k_heads, ssm_n_v_heads, ssm_head_k, ssm_head_v, attn_gate, n_nextn, mtp_bytes,
+ * mtp_layer_bytes (the bytes an MTP draft step reads, and of those its layer's); the core's
+ * fields answer by name too. `tern check` prints them all. */
+bool tern_model_hparam(const struct tern_model *m, const char *name, double *value);
 /* The kernel path the matmuls run on this CPU ("avx512", "avx2+avxvnni", "avx2", "scalar",
  * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
  * AVX-VNNI tile off), which decides what repacking does. */
@@ -522,10 +494,6 @@ void tern_sampler_reset(struct tern_sampler *s);
  * temperature 0 puts 1 on the greedy choice. Draws nothing and remembers nothing. Speculative
  * decoding compares it with the draft's distribution. No allocation. */
 void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs);
-/* The next uniform double in [0, 1) of the sampler's seeded RNG (the stream its draws use). */
-double tern_sampler_uniform(struct tern_sampler *s);
-/* The parameters in effect (top_p 0 and repeat_penalty 0 already turned into 1). */
-void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out);
 
 /* ===================================================================== grammar */
 /* Constrained decoding: every sampled token keeps the output a prefix of a document the
@@ -864,22 +832,6 @@ TERN_NODISCARD tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *p
  * the state at the prompt's deepest usable block boundary and stores it with that block, and a
  * restore stops at the deepest matching block that has one. A cache directory keeps the states
  * in the blocks' files (after the KV), so they survive restarts like the KV does. */
-/* The two halves of prefill for a context of several sequences (a batcher's slots, whose
- * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
- * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into
- * sequence seq, discarding what it held, decoding nothing (*n_restored tokens; the sequence then
- * holds positions 0 .. *n_restored-1); otherwise leave the sequence alone (*n_restored = 0).
- * Counted as a lookup either way (a hit when something was restored). Store: every full block
- * of tokens[0..n) that the cache lacks, from sequence seq, which must hold positions 0..n-1
- * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). group: an isolation
- * group; blocks stored under one group are restored only under the same one (0 = the shared
- * group, which prefill and match use; tern serve gives each API key and prompt_cache_key its
- * own, so one user's prompt can neither be restored nor timed by another). */
-TERN_NODISCARD tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                      uint64_t group, const int32_t *tokens, int n, int more_than,
-                                      int *n_restored);
-TERN_NODISCARD tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                    uint64_t group, const int32_t *tokens, int n);
 /* Tokens of the longest block-aligned cached prefix of tokens[0..n) in the shared group (no side
  * effects). */
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
@@ -1271,7 +1223,7 @@ struct tern_batch_request {
     void *user;
     uint64_t cache_group;    /* isolation group: the prompt reuses KV only from slots whose last
                                 request had the same group and from prefix-cache blocks stored
-                                under it (tern_prefix_cache_restore); 0 = the shared group */
+                                under it (the prefix cache's restore); 0 = the shared group */
     struct tern_reasoning_ctl reasoning; /* as tern_gen_params.reasoning; default: off */
 };
 struct tern_batch_request tern_batch_request_default(void);
@@ -1318,7 +1270,7 @@ TERN_NODISCARD tern_status tern_batcher_step(struct tern_batcher *b, struct tern
 int tern_batcher_n_active(const struct tern_batcher *b);
 int tern_batcher_n_slots(const struct tern_batcher *b);
 /* Share prompts across slots and time through a prefix cache made for the context's model
- * (NULL: stop). At add, a prompt is restored from it (tern_prefix_cache_restore) when it holds a
+ * (NULL: stop). At add, a prompt is restored from it when it holds a
  * longer prefix than any slot; a prompt's blocks are stored when its prefill completes and the
  * whole record (prompt and answer) when the request leaves. stats->n_reused counts restored
  * tokens like slot-kept ones. Not owned; used only inside add / step / cancel (the batcher's
@@ -1403,17 +1355,6 @@ TERN_NODISCARD tern_status tern_tokenize(struct tern_tokenizer *t, const char *t
  * needs more (*ids may start NULL with *cap 0). The caller frees *ids. */
 TERN_NODISCARD tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                int32_t **ids, size_t *cap, size_t *n_out);
-/* tern_tokenize where TERN_TOK_PARSE_SPECIAL recognizes a control (or unknown-type) token only
- * when its whole text lies inside one of special[0..n_special) (sorted, disjoint byte ranges of
- * text, struct tern_text_span in "chat templates": a template's markup); elsewhere the text is
- * text, as without the flag (user-defined tokens match everywhere, as they always do). Nothing
- * else changes: the text between two recognized specials is encoded as one piece, whatever
- * ranges it crosses, so merges across a range's edge are those of tokenizing that piece plainly,
- * and with every control token's text inside the ranges the ids are tern_tokenize's. */
-struct tern_text_span;
-TERN_NODISCARD tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
-                                const struct tern_text_span *special, size_t n_special,
-                                int32_t *out, size_t cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
  * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL (to show some control tokens
@@ -1564,7 +1505,7 @@ TERN_NODISCARD tern_status tern_chat_render_spans(const struct tern_chat_templat
                                    char **out, size_t *out_len, struct tern_text_span **spans,
                                    size_t *n_spans);
 /* The ids of a prompt tern_chat_render_spans wrote: tern_chat_prompt_flags's flags, control
- * tokens recognized only inside spans (tern_tokenize_spans); into *ids grown as
+ * tokens recognized only inside spans; into *ids grown as
  * tern_tokenize_grow does. Where content holds no control token's text the ids are those of
  * tern_tokenize(prompt, tern_chat_prompt_flags(...)). */
 TERN_NODISCARD tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,

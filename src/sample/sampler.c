@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample/sampler.h"
 #include "util/error.h"
 #include "util/heap.h"
 
@@ -370,9 +371,9 @@ void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *prob
     for (int i = 0; i < n; i++) probs[c[i].id] = (float)(exp((double)(c[i].logit - mx)) / total);
 }
 
-double tern_sampler_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
+double sample_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
 
-void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out)
+void sample_get_params(const struct tern_sampler *s, struct tern_sampler_params *out)
 {
     *out = s->p;
 }

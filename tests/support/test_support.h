@@ -65,6 +65,10 @@ char *test_read_file(const char *path, size_t *len);
  * exit status, or 128 + the signal that killed it. */
 int test_run_cmd(const char *cmd, char *buf, size_t cap);
 
+/* The architecture hyperparameter `name` of m (tern_model_hparam), failing the test when the
+ * model does not know the name. */
+double test_hparam(const struct tern_model *m, const char *name);
+
 /* Assert a tern call succeeded, printing tern_last_error() if not. */
 #define assert_tern_ok(expr)                                                                   \
     do {                                                                                       \
