@@ -1,5 +1,5 @@
 /* bench_tokenizer.c — single-thread encoding speed of tern_tokenize per vocabulary and text
- * kind (src/tokenizer room). Later to merge into `tern bench --tokenizer`.
+ * kind (src/tokenizer room).
  *
  * Text (generated deterministically, no downloads), about 1 MiB per kind by default:
  * - prose: /usr/share/common-licenses/(all) then /usr/share/doc/ * /copyright, concatenated;

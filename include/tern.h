@@ -1,5 +1,6 @@
 /*
- * tern.h — the whole public surface of libtern.
+ * tern.h — the tern runtime (libtern): load a model, decode, sample, tokenize, render chat
+ * templates, constrain with grammars, generate, keep KV and prompt caches.
  *
  * Quick tour (error handling omitted):
  *
@@ -26,7 +27,16 @@
  *   exits on bad input.
  * - Ownership: a function that allocates says who frees, in its comment. Out-pointers are only
  *   written on success.
- * - Enums that reach files (tern_type) are append-only and keep GGUF's numbering.
+ * - Enums that reach files are append-only.
+ *
+ * The other public headers (docs/architecture.md lists libraries and dependencies):
+ *   tern_gguf.h    GGUF files and tensor formats: read, write, quantize, synthetic models,
+ *                  LoRA adapter files (part of libtern)
+ *   tern_train.h   training, distillation, the corpus and the tokenizer trainer (libtern_train)
+ *   tern_server.h  the OpenAI-compatible HTTP server (libtern_server: libmicrohttpd)
+ *   tern_bench.h   measurement: reference checks, perplexity, evaluation, speed suites and
+ *                  gates (libtern_bench: libcurl, libyaml)
+ * libtern itself needs only libc, libm, pthreads, cJSON, utf8proc and nettle.
  */
 #ifndef TERN_H
 #define TERN_H
@@ -76,8 +86,8 @@ const char *tern_version(void);
 
 /* ===================================================================== tensor types */
 
-/* Numbering is GGUF's (ggml_type). Only the types listed in tern_type_is_supported() can be
- * loaded; any other id in a file is refused with its name. */
+/* Numbering is GGUF's (ggml_type). Only the types tern_type_is_supported() (tern_gguf.h) lists
+ * can be loaded; any other id in a file is refused with its name. */
 enum tern_type {
     TERN_TYPE_F32 = 0,
     TERN_TYPE_F16 = 1,
@@ -113,119 +123,6 @@ enum tern_type {
     TERN_TYPE_COUNT_ = 39 /* ids >= this are unknown */
 };
 
-/* "Q4_K", "F16", ... or "unknown(N)" in a static buffer for ids tern does not know. */
-const char *tern_type_name(int type);
-/* true for the eleven weight types tern computes with: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
- * Q5_1, Q4_K, Q5_K, Q6_K (plus Q8_1 and Q8_K, which exist here only as activation formats). */
-bool tern_type_is_supported(int type);
-/* Elements per block (1 for float types) and bytes per block; 0 for unknown types. */
-int64_t tern_type_block_size(int type);
-int64_t tern_type_block_bytes(int type);
-/* Parse "q8_0", "Q4_K", "f16", ... (case-insensitive). Returns TERN_ERR_ARG if unknown. */
-TERN_NODISCARD tern_status tern_type_from_name(const char *name, int *type_out);
-
-/* Row conversions for weight formats (n must be a multiple of the block size).
- * tern_quantize_row: F32 -> type; tern_dequantize_row: type -> F32. */
-TERN_NODISCARD tern_status tern_quantize_row(int type, const float *src, void *dst, int64_t n);
-TERN_NODISCARD tern_status tern_dequantize_row(int type, const void *src, float *dst, int64_t n);
-
-/* ===================================================================== GGUF */
-
-/* GGUF metadata value types (on disk; append-only). */
-enum tern_gguf_type {
-    TERN_GGUF_UINT8 = 0, TERN_GGUF_INT8 = 1, TERN_GGUF_UINT16 = 2, TERN_GGUF_INT16 = 3,
-    TERN_GGUF_UINT32 = 4, TERN_GGUF_INT32 = 5, TERN_GGUF_FLOAT32 = 6, TERN_GGUF_BOOL = 7,
-    TERN_GGUF_STRING = 8, TERN_GGUF_ARRAY = 9, TERN_GGUF_UINT64 = 10, TERN_GGUF_INT64 = 11,
-    TERN_GGUF_FLOAT64 = 12,
-};
-
-#define TERN_MAX_DIMS 4
-
-/* A string inside a mapped GGUF file: NOT NUL-terminated, valid while the file is open. */
-struct tern_str {
-    const char *ptr;
-    uint64_t len;
-};
-
-struct tern_gguf_tensor {
-    struct tern_str name;
-    int type;                        /* enum tern_type */
-    int n_dims;
-    int64_t ne[TERN_MAX_DIMS];       /* ne[0] = elements per row (contiguous), unused dims = 1 */
-    uint64_t offset;                 /* from the start of the data section */
-    uint64_t nbytes;
-    const void *data;                /* into the mapping */
-};
-
-struct tern_gguf;
-
-/* Map and validate a GGUF file (v2 or v3). Every count, length, type, dimension and data range
- * is checked before use; a bad file gives TERN_ERR_FORMAT naming the field and byte offset.
- * The caller frees with tern_gguf_close(); all pointers handed out live until then. */
-TERN_NODISCARD tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
-/* Same, over a caller-owned buffer (not copied; must outlive the handle). */
-TERN_NODISCARD tern_status tern_gguf_open_memory(const void *data, size_t size, struct tern_gguf **out);
-void tern_gguf_close(struct tern_gguf *g);
-
-uint32_t tern_gguf_version(const struct tern_gguf *g);
-uint64_t tern_gguf_alignment(const struct tern_gguf *g);
-uint64_t tern_gguf_data_offset(const struct tern_gguf *g);
-size_t tern_gguf_file_size(const struct tern_gguf *g);
-const void *tern_gguf_file_data(const struct tern_gguf *g);
-
-/* Metadata. Keys are looked up by exact name; index order is file order. */
-int64_t tern_gguf_n_kv(const struct tern_gguf *g);
-int64_t tern_gguf_find_key(const struct tern_gguf *g, const char *key); /* -1 if absent */
-struct tern_str tern_gguf_key(const struct tern_gguf *g, int64_t i);
-enum tern_gguf_type tern_gguf_kv_type(const struct tern_gguf *g, int64_t i);
-/* For arrays: element type and count (nested arrays: element type ARRAY). */
-enum tern_gguf_type tern_gguf_arr_type(const struct tern_gguf *g, int64_t i);
-uint64_t tern_gguf_arr_len(const struct tern_gguf *g, int64_t i);
-/* Pointer to the packed array data for fixed-size element types (unaligned: use memcpy). */
-const void *tern_gguf_arr_data(const struct tern_gguf *g, int64_t i);
-/* j-th string of a string array. */
-struct tern_str tern_gguf_arr_str(const struct tern_gguf *g, int64_t i, uint64_t j);
-/* Raw bytes of the value (for nested arrays and custom walking); offset into the file. */
-uint64_t tern_gguf_kv_value_offset(const struct tern_gguf *g, int64_t i);
-
-/* Typed getters: TERN_ERR_NOT_FOUND if absent, TERN_ERR_FORMAT if the type does not fit
- * (integer getters accept any integer type whose value fits; float getters accept f32/f64). */
-TERN_NODISCARD tern_status tern_gguf_get_u32(const struct tern_gguf *g, const char *key, uint32_t *out);
-TERN_NODISCARD tern_status tern_gguf_get_i64(const struct tern_gguf *g, const char *key, int64_t *out);
-TERN_NODISCARD tern_status tern_gguf_get_f32(const struct tern_gguf *g, const char *key, float *out);
-TERN_NODISCARD tern_status tern_gguf_get_bool(const struct tern_gguf *g, const char *key, bool *out);
-TERN_NODISCARD tern_status tern_gguf_get_str(const struct tern_gguf *g, const char *key, struct tern_str *out);
-
-int64_t tern_gguf_n_tensors(const struct tern_gguf *g);
-const struct tern_gguf_tensor *tern_gguf_tensor(const struct tern_gguf *g, int64_t i);
-const struct tern_gguf_tensor *tern_gguf_find_tensor(const struct tern_gguf *g, const char *name);
-
-/* --- writer: builds a GGUF v3 file in memory and writes it atomically (tmp + rename). --- */
-struct tern_gguf_writer;
-/* Caller frees with tern_gguf_writer_free(). alignment 0 = 32. */
-TERN_NODISCARD tern_status tern_gguf_writer_create(uint32_t alignment, struct tern_gguf_writer **out);
-void tern_gguf_writer_free(struct tern_gguf_writer *w);
-/* Values are copied. Setting an existing key replaces it. */
-TERN_NODISCARD tern_status tern_gguf_writer_set_u32(struct tern_gguf_writer *w, const char *key, uint32_t v);
-TERN_NODISCARD tern_status tern_gguf_writer_set_i32(struct tern_gguf_writer *w, const char *key, int32_t v);
-TERN_NODISCARD tern_status tern_gguf_writer_set_u64(struct tern_gguf_writer *w, const char *key, uint64_t v);
-TERN_NODISCARD tern_status tern_gguf_writer_set_f32(struct tern_gguf_writer *w, const char *key, float v);
-TERN_NODISCARD tern_status tern_gguf_writer_set_bool(struct tern_gguf_writer *w, const char *key, bool v);
-TERN_NODISCARD tern_status tern_gguf_writer_set_str(struct tern_gguf_writer *w, const char *key, const char *v);
-/* Array of a fixed-size element type (not STRING/ARRAY): n elements packed at data. */
-TERN_NODISCARD tern_status tern_gguf_writer_set_arr(struct tern_gguf_writer *w, const char *key,
-                                     enum tern_gguf_type elem_type, const void *data, uint64_t n);
-TERN_NODISCARD tern_status tern_gguf_writer_set_arr_str(struct tern_gguf_writer *w, const char *key,
-                                         const char *const *strs, uint64_t n);
-/* Copy key i of an open file verbatim (any type, nested arrays included). */
-TERN_NODISCARD tern_status tern_gguf_writer_copy_kv(struct tern_gguf_writer *w, const struct tern_gguf *src,
-                                     int64_t i);
-/* Add a tensor; data (nbytes per its type and shape) is copied. */
-TERN_NODISCARD tern_status tern_gguf_writer_add_tensor(struct tern_gguf_writer *w, const char *name, int type,
-                                        int n_dims, const int64_t *ne, const void *data);
-/* Write to path via path.tmp + rename; nothing is left half-written on failure. */
-TERN_NODISCARD tern_status tern_gguf_writer_write(struct tern_gguf_writer *w, const char *path);
-
 /* ===================================================================== model */
 
 /* The architectures tern runs (docs/models.md "Architectures"): the general.architecture names of
@@ -242,7 +139,15 @@ enum tern_arch {
     TERN_ARCH_QWEN35 = 7,  /* Gated DeltaNet (recurrent) layers among gated full-attention ones */
 };
 
+/* The model's stable core: what every architecture has. Fields are only ever appended, never
+ * removed or reordered; struct_size is the size of the struct the library filled, so a program
+ * built against a later tern.h reads an appended field only when struct_size covers it
+ * (offsetof(struct tern_model_info, field) + sizeof field <= struct_size). What an architecture
+ * adds beyond it (RoPE variants, sliding windows, norms, recurrent layers, per-layer shapes, the
+ * MTP layer) is read by name with tern_model_hparam, so a new architecture's parameters change
+ * no struct. */
 struct tern_model_info {
+    size_t struct_size;      /* sizeof(struct tern_model_info) of the library */
     enum tern_arch arch;
     const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4",
                                 "qwen35" */
@@ -250,66 +155,18 @@ struct tern_model_info {
     int n_embd;
     int n_layer;
     int n_head;
-    int n_head_kv;
-    int head_dim;
+    int n_head_kv;           /* of the global (full-attention) layers where layers differ */
+    int head_dim;            /* likewise */
     int n_ff;
     int n_ctx_train;
-    int n_rot;               /* rope dimension count */
-    float rope_freq_base;
-    float rope_freq_scale;   /* linear scaling factor (1 = none) */
-    bool rope_neox;          /* rotate (i, i+d/2) pairs (qwen2) vs (2i, 2i+1) (llama) */
-    bool has_rope_freqs;     /* Llama-3.x rope_freqs tensor present */
-    float rms_eps;
-    bool tied_output;        /* logits use token_embd */
-    bool has_qkv_bias;
+    int n_layer_kv;          /* layers that store their own KV (n_layer, but for layers that share
+                                an earlier layer's or keep a recurrent state instead) */
+    int n_layer_rec;         /* layers that keep a recurrent state instead of KV (0: none) */
     uint64_t weight_bytes;   /* bytes of all tensors in the file */
     uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
-    /* Beyond llama / qwen2 (each at its neutral value for those two): */
-    bool has_qk_norm;        /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
-    bool has_post_norms;     /* RMSNorm of the attention and FFN outputs before the residual add (gemma3) */
-    bool ffn_gelu;           /* FFN is down(gelu(gate) * up) (gemma3), else down(silu(gate) * up) */
-    bool fused_qkv;          /* q, k, v come from one attn_qkv matrix, gate and up from one ffn_up (phi3) */
-    float embd_scale;        /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); 1 = none */
-    float attn_scale;        /* the q.k scale (1/sqrt(head_dim) unless the architecture says otherwise) */
-    int nope_every;          /* every nope_every-th layer (1-based) applies no RoPE (smollm3: 4); 0 = none */
-    int n_swa;               /* sliding window of the SWA layers (a query sees its last n_swa positions); 0 = none */
-    int n_layer_swa;         /* layers that use the sliding window */
-    float rope_freq_base_swa;/* RoPE base of the SWA layers (gemma3: 10000) */
-    float rope_attn_factor;  /* long-RoPE magnitude: cos and sin are multiplied by it (phi3); 1 = none */
-    bool has_rope_long;      /* long/short RoPE factor tensors (phi3 128k): long ones are used when
-                                the context is longer than n_ctx_orig */
-    int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
-    /* Per-layer shapes (gemma4; elsewhere equal to the fields above): n_head_kv, head_dim and
-     * n_rot are the global (full-attention) layers' values, these the SWA layers'. */
-    int n_head_kv_swa;
-    int head_dim_swa;
-    int n_rot_swa;
-    int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
-    int n_layer_kv;          /* layers that store their own KV: n_layer, but for gemma4's shared-KV
-                                layers (they read an earlier layer's) and qwen35's Gated DeltaNet
-                                layers (they keep a recurrent state instead) */
-    int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
-    bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
-    float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
-    /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
-    int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
-    int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
-    int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
-    int ssm_n_k_heads;       /* key / query heads of the DeltaNet (ssm.group_count) */
-    int ssm_n_v_heads;       /* value heads, one state matrix each (ssm.time_step_rank) */
-    int ssm_head_k;          /* key head size (ssm.state_size) */
-    int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
-    bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
-                                per head with the q rows of attn_q (qwen35) */
-    int n_nextn;             /* multi-token-prediction layers at the end of the file: not run by
-                                the model, only by an MTP context (tern_model_has_mtp) */
-    uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
-    uint64_t mtp_bytes;      /* weights one MTP draft step reads (its layer, eh_proj, the output
-                                head); 0 without a usable MTP layer */
-    uint64_t mtp_layer_bytes;/* of those, the layer and eh_proj: what each further token of an MTP
-                                pass adds (the head runs for the rows that want logits) */
+    uint64_t state_bytes;    /* recurrent state of one sequence (0 without recurrent layers) */
 };
 
 struct tern_model_params {
@@ -322,6 +179,7 @@ struct tern_model_params {
                                 turns repacking off for every load as well. */
 };
 
+struct tern_gguf; /* a GGUF file (tern_gguf.h) */
 struct tern_model;
 
 /* Load a GGUF model (weights stay mmapped; nothing is copied unless repacked, and then
@@ -334,7 +192,19 @@ TERN_NODISCARD tern_status tern_model_load(const char *path, const struct tern_m
 TERN_NODISCARD tern_status tern_model_load_memory(const void *data, size_t size,
                                    const struct tern_model_params *params, struct tern_model **out);
 void tern_model_free(struct tern_model *m);
+/* The stable core, owned by m. */
 const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
+/* An architecture's hyperparameter beyond the core, by name: true and *value (bools 0 or 1) when
+ * m's architecture has it, false when the name is unknown. Each is at its neutral value where an
+ * architecture lacks it (n_swa 0, embd_scale 1, ...). The names: n_rot, rope_freq_base,
+ * rope_freq_scale, rope_neox, has_rope_freqs, rms_eps, tied_output, has_qkv_bias, has_qk_norm,
+ * has_post_norms, ffn_gelu, fused_qkv, embd_scale, attn_scale, nope_every, n_swa, n_layer_swa,
+ * rope_freq_base_swa, rope_attn_factor, has_rope_long, n_ctx_orig, n_head_kv_swa, head_dim_swa,
+ * n_rot_swa, n_ff_max, n_embd_per_layer, v_norm, final_softcap, full_attn_interval, ssm_d_conv,
+ * ssm_n_k_heads, ssm_n_v_heads, ssm_head_k, ssm_head_v, attn_gate, n_nextn, mtp_bytes,
+ * mtp_layer_bytes (the bytes an MTP draft step reads, and of those its layer's); the core's
+ * fields answer by name too. `tern check` prints them all. */
+bool tern_model_hparam(const struct tern_model *m, const char *name, double *value);
 /* The kernel path the matmuls run on this CPU ("avx512", "avx2+avxvnni", "avx2", "scalar",
  * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
  * AVX-VNNI tile off), which decides what repacking does. */
@@ -624,10 +494,6 @@ void tern_sampler_reset(struct tern_sampler *s);
  * temperature 0 puts 1 on the greedy choice. Draws nothing and remembers nothing. Speculative
  * decoding compares it with the draft's distribution. No allocation. */
 void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *probs);
-/* The next uniform double in [0, 1) of the sampler's seeded RNG (the stream its draws use). */
-double tern_sampler_uniform(struct tern_sampler *s);
-/* The parameters in effect (top_p 0 and repeat_penalty 0 already turned into 1). */
-void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out);
 
 /* ===================================================================== grammar */
 /* Constrained decoding: every sampled token keeps the output a prefix of a document the
@@ -874,69 +740,6 @@ struct tern_grammar_stats {
 void tern_grammar_matcher_get_stats(const struct tern_grammar_matcher *m,
                                     struct tern_grammar_stats *out);
 
-/* ===================================================================== synthetic models */
-
-/* Write a random-weight model with the exact shape of a real one (shape names: see
- * tern_synth_shape_names(): "tiny", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
- * "llama-3.2-1b", "llama-3.2-3b", "qwen3-0.6b", "smollm3-3b", "phi-4-mini", "gemma-3-1b",
- * and the tiny parity-test shapes "qwen3-tiny", "smollm3-tiny", "phi4-tiny", "gemma3-tiny"),
- * with the keys and tensor names llama.cpp's converters write for its architecture, in
- * weight type `type_name`: a plain type (f32, f16, bf16,
- * q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k: every 2-D weight gets it, as llama-quantize --pure)
- * or a mix (q4_k_m / q5_k_m: llama-quantize's per-tensor rule, Q6_K for the output matrix and
- * some attn_v / ffn_down layers). A tensor whose rows the type's block does not divide falls
- * back as llama-quantize does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, then F16); the count
- * goes to *n_fallbacks (may be NULL). The vocabulary is byte-level (256 byte tokens + ChatML
- * control tokens, padded to the real size) with a ChatML template. Written atomically
- * (tmp + rename). */
-TERN_NODISCARD tern_status tern_synth_model_write(const char *shape, const char *type_name, uint64_t seed,
-                                   const char *path, int *n_fallbacks);
-/* Same, but the tokenizer is a real one: every tokenizer.* key of the GGUF at vocab_path (a
- * vocab-only file such as llama.cpp's ggml-vocab-*.gguf is enough: model, pre, tokens, token
- * types, merges, scores, special ids, add_bos/eos, the chat template if it has one) is copied
- * verbatim, so the file tokenizes like the real model and llama.cpp loads it too. A vocabulary
- * whose size differs from the shape's n_vocab is refused (TERN_ERR_ARG), as is one tern's
- * tokenizer cannot load. vocab_path NULL = the byte-level vocabulary above. */
-TERN_NODISCARD tern_status tern_synth_model_write_vocab(const char *shape, const char *type_name, uint64_t seed,
-                                         const char *vocab_path, const char *path,
-                                         int *n_fallbacks);
-const char *tern_synth_shape_names(void);
-
-/* Rewrite a GGUF model with its 2-D weights in type `type_name` (same names and fallbacks as
- * above); 1-D tensors stay as they are, metadata is copied (general.file_type and
- * general.quantization_version updated), tensors are written in llama-quantize's order, so the
- * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
-TERN_NODISCARD tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
-                                int *n_fallbacks);
-/* tern_quantize_model with adapters merged: every adapted 2-D weight is written as
- * W + sum scale * B A (dequantized, the deltas added in F32, then quantized to type_name; the
- * other tensors as tern_quantize_model writes them). The adapters must have been loaded for a
- * model of the file at in_path (tern_lora_load). scales NULL = all 1. Atomic. */
-TERN_NODISCARD tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
-                                     const char *type_name, struct tern_lora *const *adapters,
-                                     const float *scales, int n, int *n_fallbacks);
-
-/* One adapted weight for tern_lora_write: A and B as F32, row-major, in ggml's layout. */
-struct tern_lora_tensor {
-    const char *name;      /* base weight, e.g. "blk.0.attn_q.weight" */
-    int rank;              /* r */
-    int64_t n_in, n_out;   /* the base matrix's ne[0] (columns) and ne[1] (rows) */
-    const float *a;        /* (r, n_in): lora_a, ne [n_in, r]; token_embd.weight: (n_out, r),
-                              ne [r, n_vocab] (llama.cpp's flipped pair) */
-    const float *b;        /* (n_out, r): lora_b, ne [r, n_out]; token_embd.weight: (n_in, r) */
-};
-/* Write a LoRA adapter GGUF in llama.cpp's format (general.architecture arch, general.type
- * "adapter", adapter.type "lora", adapter.lora.alpha) holding t[0..n) with A and B in
- * type_name (f32, f16, bf16, q8_0: what llama.cpp's converter writes; q8_0 needs n_in and r
- * multiples of 32). Atomic (tmp + rename). */
-TERN_NODISCARD tern_status tern_lora_write(const char *path, const char *arch, float alpha,
-                            const struct tern_lora_tensor *t, int n, const char *type_name);
-/* The same with string metadata: kv holds n_kv (key, value) pairs (not general.* or
- * adapter.*), e.g. "tokenizer.chat_template": the template the adapter was trained with. */
-TERN_NODISCARD tern_status tern_lora_write_kv(const char *path, const char *arch, float alpha,
-                               const struct tern_lora_tensor *t, int n, const char *type_name,
-                               const char *const *kv, int n_kv);
-
 /* ===================================================================== KV cache and prompt cache */
 /* Snapshots copy positions 0..n-1 of a context's KV cache (exact F16 bytes) and restore them
  * into another context of the same model. The prefix cache keeps such KV in blocks of
@@ -965,8 +768,6 @@ uint64_t tern_kv_bytes(int n_layer, int n_head_kv, int head_dim, int n_ctx);
 TERN_NODISCARD tern_status tern_model_fingerprint(const struct tern_model *m, uint8_t out[32]);
 /* SHA-256 over the raw bytes of every tokenizer.ggml.* metadata entry, in file order. */
 TERN_NODISCARD tern_status tern_tokenizer_fingerprint(const struct tern_model *m, uint8_t out[32]);
-/* The same of any GGUF (a vocabulary-only tokenizer file too). */
-TERN_NODISCARD tern_status tern_gguf_tokenizer_fingerprint(const struct tern_gguf *g, uint8_t out[32]);
 
 struct tern_kv_snapshot;
 /* Copy positions 0..n-1 of ctx's KV cache (n <= tern_kv_n_pos(ctx)). Caller frees with
@@ -1031,22 +832,6 @@ TERN_NODISCARD tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *p
  * the state at the prompt's deepest usable block boundary and stores it with that block, and a
  * restore stops at the deepest matching block that has one. A cache directory keeps the states
  * in the blocks' files (after the KV), so they survive restarts like the KV does. */
-/* The two halves of prefill for a context of several sequences (a batcher's slots, whose
- * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
- * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into
- * sequence seq, discarding what it held, decoding nothing (*n_restored tokens; the sequence then
- * holds positions 0 .. *n_restored-1); otherwise leave the sequence alone (*n_restored = 0).
- * Counted as a lookup either way (a hit when something was restored). Store: every full block
- * of tokens[0..n) that the cache lacks, from sequence seq, which must hold positions 0..n-1
- * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). group: an isolation
- * group; blocks stored under one group are restored only under the same one (0 = the shared
- * group, which prefill and match use; tern serve gives each API key and prompt_cache_key its
- * own, so one user's prompt can neither be restored nor timed by another). */
-TERN_NODISCARD tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                      uint64_t group, const int32_t *tokens, int n, int more_than,
-                                      int *n_restored);
-TERN_NODISCARD tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
-                                    uint64_t group, const int32_t *tokens, int n);
 /* Tokens of the longest block-aligned cached prefix of tokens[0..n) in the shared group (no side
  * effects). */
 int tern_prefix_cache_match(const struct tern_prefix_cache *pc, const int32_t *tokens, int n);
@@ -1438,7 +1223,7 @@ struct tern_batch_request {
     void *user;
     uint64_t cache_group;    /* isolation group: the prompt reuses KV only from slots whose last
                                 request had the same group and from prefix-cache blocks stored
-                                under it (tern_prefix_cache_restore); 0 = the shared group */
+                                under it (the prefix cache's restore); 0 = the shared group */
     struct tern_reasoning_ctl reasoning; /* as tern_gen_params.reasoning; default: off */
 };
 struct tern_batch_request tern_batch_request_default(void);
@@ -1485,7 +1270,7 @@ TERN_NODISCARD tern_status tern_batcher_step(struct tern_batcher *b, struct tern
 int tern_batcher_n_active(const struct tern_batcher *b);
 int tern_batcher_n_slots(const struct tern_batcher *b);
 /* Share prompts across slots and time through a prefix cache made for the context's model
- * (NULL: stop). At add, a prompt is restored from it (tern_prefix_cache_restore) when it holds a
+ * (NULL: stop). At add, a prompt is restored from it when it holds a
  * longer prefix than any slot; a prompt's blocks are stored when its prefill completes and the
  * whole record (prompt and answer) when the request leaves. stats->n_reused counts restored
  * tokens like slot-kept ones. Not owned; used only inside add / step / cancel (the batcher's
@@ -1570,17 +1355,6 @@ TERN_NODISCARD tern_status tern_tokenize(struct tern_tokenizer *t, const char *t
  * needs more (*ids may start NULL with *cap 0). The caller frees *ids. */
 TERN_NODISCARD tern_status tern_tokenize_grow(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                int32_t **ids, size_t *cap, size_t *n_out);
-/* tern_tokenize where TERN_TOK_PARSE_SPECIAL recognizes a control (or unknown-type) token only
- * when its whole text lies inside one of special[0..n_special) (sorted, disjoint byte ranges of
- * text, struct tern_text_span in "chat templates": a template's markup); elsewhere the text is
- * text, as without the flag (user-defined tokens match everywhere, as they always do). Nothing
- * else changes: the text between two recognized specials is encoded as one piece, whatever
- * ranges it crosses, so merges across a range's edge are those of tokenizing that piece plainly,
- * and with every control token's text inside the ranges the ids are tern_tokenize's. */
-struct tern_text_span;
-TERN_NODISCARD tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
-                                const struct tern_text_span *special, size_t n_special,
-                                int32_t *out, size_t cap, size_t *n_out);
 
 /* Raw bytes of one token (SPM: ▁ -> space, <0xNN> -> the byte; BPE: GPT-2 byte map undone).
  * May be a partial UTF-8 sequence. flags: TERN_PIECE_SPECIAL (to show some control tokens
@@ -1731,7 +1505,7 @@ TERN_NODISCARD tern_status tern_chat_render_spans(const struct tern_chat_templat
                                    char **out, size_t *out_len, struct tern_text_span **spans,
                                    size_t *n_spans);
 /* The ids of a prompt tern_chat_render_spans wrote: tern_chat_prompt_flags's flags, control
- * tokens recognized only inside spans (tern_tokenize_spans); into *ids grown as
+ * tokens recognized only inside spans; into *ids grown as
  * tern_tokenize_grow does. Where content holds no control token's text the ids are those of
  * tern_tokenize(prompt, tern_chat_prompt_flags(...)). */
 TERN_NODISCARD tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, size_t len,
@@ -1842,622 +1616,6 @@ const struct tern_toolcall *tern_toolcall_get(const struct tern_toolcall_parser 
 int tern_toolcall_n_errors(const struct tern_toolcall_parser *p);
 const char *tern_toolcall_error(const struct tern_toolcall_parser *p, int i);
 
-
-/* ===================================================================== training */
-/*
- * tern train: a Llama/Qwen2 model trained from scratch in F32 on the CPU, exported as GGUF.
- *
- *     struct tern_train_config c;
- *     tern_train_config_parse(json_text, len, &c);           // or tern_train_config_default()
- *     struct tern_train_data *d;
- *     tern_train_data_open("chats.tdat", &d);                // (token ids, loss mask) sequences
- *     struct tern_trainer *t;
- *     tern_trainer_create(&c, &t);                           // all memory allocated here, once
- *     tern_trainer_init(t);                                  // seeded weights (or _checkpoint_load)
- *     struct tern_train_step_info si;
- *     while (tern_trainer_step_index(t) < c.steps) {
- *         tern_trainer_step(t, d, &si);                      // accum micro-batches + one AdamW step
- *         if (si.step % c.ckpt_every == 0) tern_trainer_checkpoint_save(t, "ckpt");
- *     }
- *     tern_trainer_export(t, "model.gguf");                  // F32 GGUF + the tokenizer's keys
- *
- * Data: a document is a sequence of token ids with a loss mask (1 = train on predicting this
- * token: the assistant's tokens). Documents are packed into sequences of n_ctx tokens in a
- * seeded order (reshuffled every epoch); a document attends only to itself and its positions
- * start at 0; a document longer than n_ctx is cut into n_ctx pieces; the tail of a sequence
- * that no next document fits into is padding (masked). The loss of a step is the mean
- * cross-entropy over the masked tokens of all its micro-batches.
- *
- * Determinism: the same config (seed, threads) and data give bit-identical weights, and a run
- * resumed from a checkpoint continues exactly as the uninterrupted run would have.
- */
-
-/* --- data file (.tdat, little-endian): "TRND", u32 version 1, u64 n_docs, u64 n_tokens,
- * u64 offsets[n_docs + 1] (token index of each document's start; offsets[0] = 0,
- * offsets[n_docs] = n_tokens, non-decreasing), i32 tokens[n_tokens], u8 mask[n_tokens]:
- * 0 = not trained on, 1 = trained on, 2..255 = trained on, token (mask - 2) of an answer that
- * calls tools which its tools' schemas validate (255: token 253 or later; set when rendering
- * with tern_train_render_params.call_valid; the early tool-call loss weighs them). --- */
-struct tern_train_data_writer;
-/* Collects documents in memory; caller ends with _finish (writes path atomically) or _free. */
-TERN_NODISCARD tern_status tern_train_data_writer_create(struct tern_train_data_writer **out);
-/* mask may be NULL (every token trained on). n >= 1. */
-TERN_NODISCARD tern_status tern_train_data_add(struct tern_train_data_writer *w, const int32_t *tokens,
-                                const uint8_t *mask, int n);
-/* Write via path.tmp + fsync + rename. The writer stays valid (free it after). */
-TERN_NODISCARD tern_status tern_train_data_write(struct tern_train_data_writer *w, const char *path);
-void tern_train_data_writer_free(struct tern_train_data_writer *w);
-
-struct tern_train_data;
-/* Read and validate a .tdat file (messages name the byte offset or document that is wrong).
- * Caller frees with tern_train_data_free(). */
-TERN_NODISCARD tern_status tern_train_data_open(const char *path, struct tern_train_data **out);
-/* The same from size bytes at data (copied). */
-TERN_NODISCARD tern_status tern_train_data_open_memory(const void *data, size_t size, struct tern_train_data **out);
-void tern_train_data_free(struct tern_train_data *d);
-/* The writer's documents as data, without a file (refused like a file when it holds none). */
-TERN_NODISCARD tern_status tern_train_data_from_writer(const struct tern_train_data_writer *w,
-                                       struct tern_train_data **out);
-
-/* --- conversations -> documents (src/train/train_render.c) ---
- * Each line of a .jsonl file is one conversation ({"messages": [...], "tools": [...]}, OpenAI
- * format; other keys ignored) rendered with the model's chat template and tokenized with its
- * tokenizer, the loss mask set on the assistant's turns: a turn is what the template adds for
- * assistant message i beyond the prompt it renders for messages[0..i) with the generation
- * prompt, tokenized on its own as inference would generate it, trained on up to and including
- * its first end-of-generation token. A template that rewrites earlier turns when later ones
- * are added (so no prompt is a prefix of the conversation) is refused, naming the message. */
-struct tern_train_render_params {
-    int max_tokens;     /* conversations longer are skipped (counted in too_long); 0 = no limit */
-    bool strict;        /* a malformed line fails the call (else it is skipped and counted) */
-    int64_t now_unix;   /* strftime_now() for templates (default 0: reproducible documents) */
-    bool loss_on_prompt;/* train on the prompt's tokens too (system, user, tool results: language
-                           modelling of the whole conversation); default false: the turns only */
-    /* When set: an assistant turn with "tool_calls", every one of which validates (this
-     * function: e.g. tern_eval_call_valid, the validator of the scores), is marked in the mask
-     * (bytes 2.., see the data file) so the early tool-call loss can find it. NULL: masks 0/1. */
-    bool (*call_valid)(const char *tools_json, const char *name, const char *arguments, void *user);
-    void *call_valid_user;
-    /* When set: called with the file line (1-based, blank lines counted, as FILE:LINE messages
-     * and tern_eval_cases_from_corpus's case ids count them) of each document added, in order,
-     * so a caller can tie documents back to conversations (tern distill's length-aware KD). */
-    void (*on_doc)(int64_t line, void *user);
-    void *on_doc_user;
-};
-struct tern_train_render_params tern_train_render_default_params(void);
-struct tern_train_render_report { /* accumulated over calls: zero it first */
-    int64_t lines;              /* non-empty lines read */
-    int64_t docs;               /* documents added */
-    int64_t malformed;          /* skipped: bad JSON, bad messages, a render error */
-    int64_t no_assistant;       /* skipped: nothing to train on */
-    int64_t too_long;           /* skipped: more than max_tokens */
-    uint64_t tokens, loss_tokens;
-    int64_t tool_turns;         /* turns marked as validated tool calls (call_valid set) */
-    char first_problem[512];    /* "FILE:LINE: what" of the first skipped line, or "" */
-};
-/* Add every conversation of path to w. Errors (I/O, a strict malformed line, a template that is
- * not prefix-stable) name FILE:LINE. report may be NULL. */
-TERN_NODISCARD tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct tern_tokenizer *tok,
-                                      const struct tern_chat_template *tmpl, const char *path,
-                                      const struct tern_train_render_params *p,
-                                      struct tern_train_render_report *report);
-uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
-uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);
-
-/* --- configuration (JSON keys have the field names; tern_train_config_parse) --- */
-struct tern_train_config {
-    enum tern_arch arch;     /* "arch": "llama" (NORM RoPE) | "qwen2" (NEOX RoPE, q/k/v biases) */
-    int n_embd, n_layer, n_head, n_head_kv, n_ff;
-    int n_ctx;               /* sequence length of training */
-    int n_vocab;             /* taken from "tokenizer" when that is given */
-    float rope_base;         /* "rope_base" */
-    float rms_eps;
-    bool tied_output;        /* "tied_output": logits use token_embd */
-    char tokenizer[1024];    /* "tokenizer": a GGUF whose tokenizer.* keys the export copies */
-    float lr, lr_min;        /* peak and final learning rate (cosine from peak to lr_min) */
-    int warmup;              /* linear warmup steps */
-    int steps;               /* optimizer steps of the whole run */
-    int batch_tokens;        /* tokens per micro-batch (a multiple of n_ctx) */
-    int accum;               /* micro-batches per optimizer step (gradient accumulation) */
-    float weight_decay;      /* AdamW, on matrices only (not norms, biases) */
-    float beta1, beta2, adam_eps;
-    float clip;              /* global gradient norm limit; 0 = off */
-    float init_std;          /* weights ~ N(0, init_std) */
-    float init_std_proj;     /* attn_output and ffn_down ~ N(0, init_std_proj); < 0 = init_std.
-                              * GPT-2's init_std / sqrt(2 n_layer) delays copying (induction
-                              * heads) by hundreds of steps on tool-call data:
-                              * docs/train-and-distill.md */
-    uint64_t seed;
-    int threads;             /* 0 = online CPUs */
-    int ckpt_every;          /* checkpoint every N steps (tern train); 0 = only at the end */
-    bool matmul_bf16;        /* "matmul": "bf16": every matrix product (linear layers, attention)
-                              * rounds its operands to BF16 and sums in F32 (vdpbf16ps, about 1.5x
-                              * the F32 GEMM; needs AVX512-BF16); weights, gradients, optimizer,
-                              * norms, softmax and loss stay F32. Default "f32".
-                              * docs/train-and-distill.md */
-    /* LoRA (the QLoRA recipe; "lora": {"base", "rank", "alpha", "dropout", "targets"}): with
-     * lora_rank > 0 the model is lora_base (a GGUF: llama or qwen2 as the trainer models them),
-     * frozen in its own tensor types (each matrix dequantized tile by tile inside the products,
-     * never held whole in F32), and only adapters are trained: every targeted matrix W computes
-     * W x + (alpha / rank) B A dropout(x) (PEFT's convention: A (rank, n_in) ~ U(+-1/sqrt(n_in)),
-     * B (n_out, rank) = 0). The shape keys come from the base; tokenizer defaults to it. The
-     * export writes an adapter GGUF in llama.cpp's format (tern_lora_write). */
-    char lora_base[1024];
-    int lora_rank;           /* 0 = full training */
-    float lora_alpha;        /* default = 2 * rank */
-    float lora_dropout;      /* on the adapters' input, training steps only; default 0 */
-    unsigned lora_targets;   /* bit i = TERN_LORA_Q.. (default: all seven) */
-    char chat_template_file[1024]; /* "chat_template_file": renders .jsonl data instead of the
-                                      tokenizer GGUF's template; the adapter export carries it */
-};
-/* The matrices of a layer LoRA can adapt (bits of tern_train_config.lora_targets), in the order
- * of their names "q", "k", "v", "o", "gate", "up", "down". */
-enum { TERN_LORA_Q, TERN_LORA_K, TERN_LORA_V, TERN_LORA_O, TERN_LORA_GATE, TERN_LORA_UP,
-       TERN_LORA_DOWN, TERN_LORA_N_TARGETS };
-/* "q,k,v,o,gate,up,down" (any subset, comma-separated, or "all") -> bits; unknown names fail
- * naming them. */
-TERN_NODISCARD tern_status tern_lora_targets_parse(const char *list, unsigned *out);
-/* Make c a LoRA run on the GGUF at base: the shape keys (arch .. tied_output) from it, the
- * tokenizer too unless c names another; rank 16, alpha 2 x rank and all seven targets unless c
- * sets them. A base the trainer cannot model is refused naming what differs. */
-TERN_NODISCARD tern_status tern_train_config_set_lora(struct tern_train_config *c, const char *base);
-struct tern_train_config tern_train_config_default(void);
-/* Parse a JSON config over the defaults. Unknown keys, wrong types and bad values fail with a
- * message naming the key. The tokenizer GGUF (if given) is opened to read n_vocab. */
-TERN_NODISCARD tern_status tern_train_config_parse(const char *json, size_t len, struct tern_train_config *out);
-/* The same over the values of start instead of the defaults (e.g. a config made a LoRA run by
- * tern_train_config_set_lora first: the file then needs no shape or tokenizer keys). */
-TERN_NODISCARD tern_status tern_train_config_parse_over(const char *json, size_t len,
-                                         const struct tern_train_config *start,
-                                         struct tern_train_config *out);
-
-/* --- trainer --- */
-struct tern_trainer;
-struct tern_train_step_info {
-    int step;                /* 1-based index of the step just taken */
-    double loss;             /* mean masked cross-entropy of the step */
-    double lr;               /* learning rate used */
-    double grad_norm;        /* global norm before clipping */
-    long long tokens;        /* tokens in the step (padding included) */
-    long long loss_tokens;   /* tokens the loss was taken on */
-    /* distillation steps (tern_trainer_step_distill) only; 0 otherwise: */
-    double kl;               /* mean KL(teacher top-k at tau || student at tau) */
-    double ce;               /* mean cross-entropy on the data */
-    double agree;            /* share of trained tokens where the student's argmax is the teacher's top-1 */
-    bool qat;                /* the forward pass fake-quantized the weights */
-    double early_tool_ramp;  /* the early tool-call loss's ramp (0..1; 0 when it is off) */
-};
-/* Bytes the trainer will allocate for config c (weights, gradients, AdamW moments,
- * activations of one micro-batch, scratch). */
-uint64_t tern_train_memory_bytes(const struct tern_train_config *c);
-/* Allocates everything (refused with TERN_ERR_NOMEM, naming the bytes needed, when that
- * exceeds the machine's available memory). Caller frees with tern_trainer_free(). */
-TERN_NODISCARD tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_trainer **out);
-void tern_trainer_free(struct tern_trainer *t);
-/* Seeded initial weights; step 0; data position at the start. */
-TERN_NODISCARD tern_status tern_trainer_init(struct tern_trainer *t);
-/* One optimizer step on the next accum micro-batches of d. A NaN/Inf loss or gradient fails
- * with TERN_ERR_RANGE naming the step, leaving weights and optimizer state unchanged. */
-TERN_NODISCARD tern_status tern_trainer_step(struct tern_trainer *t, const struct tern_train_data *d,
-                              struct tern_train_step_info *info);
-int tern_trainer_step_index(const struct tern_trainer *t);
-/* Mean masked cross-entropy on every document of d in file order (forward only: weights,
- * optimizer state and the training data position are untouched). loss_tokens may be NULL. */
-TERN_NODISCARD tern_status tern_trainer_eval(struct tern_trainer *t, const struct tern_train_data *d, double *loss,
-                              long long *loss_tokens);
-/* Learning rate of (1-based) step s: linear warmup, then cosine down to lr_min. */
-double tern_train_lr(const struct tern_train_config *c, int step);
-/* Save weights, AdamW moments, step, RNG and data position as dir/checkpoint.bin (dir created
- * if needed; written to a temporary name, fsynced, renamed). */
-TERN_NODISCARD tern_status tern_trainer_checkpoint_save(const struct tern_trainer *t, const char *dir);
-/* A LoRA run starts from an adapter file's A and B (tern train --lora-init: continue training
- * an adapter with fresh optimizer state); its alpha, rank and targets must be the run's. */
-TERN_NODISCARD tern_status tern_trainer_load_adapter(struct tern_trainer *t, const char *path);
-/* Restore a checkpoint of a run with the same model shape. */
-TERN_NODISCARD tern_status tern_trainer_checkpoint_load(struct tern_trainer *t, const char *dir);
-/* Write the weights as an F32 GGUF tern_model_load reads (with every tokenizer.* key of the
- * config's tokenizer GGUF, when it has one). */
-TERN_NODISCARD tern_status tern_trainer_export(const struct tern_trainer *t, const char *path);
-/* The weights as one flat F32 array (owned by the trainer) and its tensors in order: name,
- * offset (floats) and shape (ne0 = columns). i in [0, tern_trainer_n_tensors). */
-float *tern_trainer_weights(struct tern_trainer *t, size_t *n_floats);
-int tern_trainer_n_tensors(const struct tern_trainer *t);
-const char *tern_trainer_tensor(const struct tern_trainer *t, int i, size_t *offset, int64_t ne[2]);
-/* Data parallelism (tern train / tern distill under mpirun): `size` processes run the same
- * trainer on the same data; each fills every micro-batch of a step (the order is the same
- * everywhere) but runs forward and backward only on micro-batches i with i % size == rank.
- * allreduce must sum n values (float when is_double is false, else double) in place across all
- * processes and return false on failure; it is called with the gradient and with the step's
- * loss sums, so every process takes the same AdamW step a single process computing all
- * micro-batches would, up to the order of the float additions. accum should be a multiple of
- * size (otherwise some processes idle). */
-typedef bool (*tern_allreduce_fn)(void *user, void *buf, size_t n, bool is_double);
-TERN_NODISCARD tern_status tern_trainer_set_parallel(struct tern_trainer *t, int rank, int size,
-                                      tern_allreduce_fn allreduce, void *user);
-/* A string metadata entry the export writes (key and value copied; setting a key again replaces
- * it). tern distill records its run this way: "tern.distill.*" fingerprints and recipe. */
-TERN_NODISCARD tern_status tern_trainer_set_export_str(struct tern_trainer *t, const char *key, const char *value);
-/* Which GEMM microkernel the trainer runs ("avx512", "avx2", "scalar", "avx512-bf16"). */
-const char *tern_trainer_kernel(const struct tern_trainer *t);
-
-/* ===================================================================== distillation */
-/*
- * tern distill: a student trained to match a teacher (any GGUF tern runs) on top of tern's
- * trainer. The teacher's signal is computed once by tern's own inference and cached on disk:
- *
- *     struct tern_distill_recipe r = tern_distill_recipe_default();   // or _parse(json, ...)
- *     struct tern_distill_cache_params cp = tern_distill_cache_default_params();
- *     cp.top_k = r.top_k; cp.temperature = r.temperature; cp.n_ctx = c.n_ctx; cp.n_vocab = c.n_vocab;
- *     struct tern_distill_cache *kd;
- *     tern_distill_cache_ensure(teacher, data, &cp, "train.kd", false, &kd, NULL);
- *     tern_trainer_set_distill(t, &r);
- *     tern_trainer_step_distill(t, data, kd, &si);      // KL to the teacher + CE on the data
- *
- * Teacher signal: for every position of the data whose next token is trained on (the loss mask,
- * after cutting documents into n_ctx pieces exactly as the trainer does), the teacher's
- * distribution at temperature tau over the student's vocabulary, kept as its top_k token ids
- * (by descending probability, ties to the lower id) with their log-probabilities and the mass
- * of all other tokens (the tail). Loss per trained token, averaged over the step's trained
- * tokens: kd_weight * tau^2 * KL(q || p_tau) + ce_weight * CE(target), where q is the teacher's
- * top-k distribution with the tail as one more outcome and p_tau the student's softmax at tau
- * bucketed the same way (its tail = its mass outside the teacher's top-k ids).
- *
- * Cache file (.kd, little-endian): "TKDC", u32 version 1, u32 top_k, u32 n_vocab, f32
- * temperature, u32 n_ctx, u64 n_docs, u64 n_entries, u8[32] teacher fingerprint
- * (tern_model_fingerprint), u8[32] data fingerprint (tern_train_data_fingerprint), u8[32]
- * SHA-256 of the rest of the file; then u64 doc_first[n_docs + 1] (first entry of each
- * document), then n_entries entries of {i32 id[top_k], f32 logp[top_k], f32 tail}.
- */
-struct tern_distill_recipe {
-    int top_k;              /* "top_k": teacher ids kept per position (default 32) */
-    float temperature;      /* "temperature": tau of the KL term (default 1) */
-    float kd_weight;        /* "kd_weight": weight of tau^2 * KL (default 1) */
-    float ce_weight;        /* "ce_weight": weight of the data's cross-entropy (default 0.5) */
-    float qat_start;        /* "qat_start": fraction of the steps after which the forward pass
-                               fake-quantizes the weights (default 1 = no QAT) */
-    char qat_type[16];      /* "qat_type": the export format the forward pass rounds to: "q8_0"
-                               (default), "q4_0", or any type of tern quantize (per-tensor types
-                               and fallbacks as tern quantize picks them) */
-    float qat_lr_scale;     /* "qat_lr_scale": the learning rate is multiplied by this during QAT
-                               (default 0.1) */
-    /* The latency-aware losses (docs/train-and-distill.md "Distillation"): */
-    float early_tool_weight;/* "early_tool_weight": the first early_tool_n tokens of an answer that
-                               should call a tool (the data's answer is a call that validates
-                               against its tools' schemas, marked in the mask, see the data file)
-                               weigh 1 + this x ramp (default 0 = off) */
-    int early_tool_n;       /* "early_tool_n": how many of an answer's first tokens (default 25) */
-    float early_tool_warmup_epochs; /* "early_tool_warmup_epochs": the ramp grows linearly from 0
-                               to 1 over this many passes over the data (default 1; 0 = at once) */
-    /* Length-aware KD (tern distill mines it: the student answers training prompts, see
-     * tern_length_kd_weight): a document whose answer came out longer than the teacher's by more
-     * than the hinge while leaving a required argument out weighs more in KD + CE. */
-    float length_kd_weight; /* "length_kd_weight": the penalty's weight (default 0 = off) */
-    float length_kd_hinge;  /* "length_kd_hinge": excess length (relative) forgiven (default 0.15) */
-    float length_kd_slope;  /* "length_kd_slope": weight per unit of excess past the hinge (1) */
-    int length_kd_every;    /* "length_kd_every": steps between minings (default 100) */
-    int length_kd_docs;     /* "length_kd_docs": at most this many answers per mining (default 0:
-                               every tool-calling answer of the documents the next
-                               length_kd_every steps will train on) */
-    /* The safety rail: at a validation whose CE exceeds the best so far by more than this
-     * fraction, the latency weights (early tool-call and length-aware) are halved; they double
-     * back, up to full, once it is within again (default 0.05; 0 = no rail). */
-    float rail_ce_rise;
-    /* Length buckets (docs/train-and-distill.md "Distillation"; off when n_buckets is 0): each
-     * micro-batch is drawn from one bucket of documents (a document belongs to the first bucket
-     * whose length it does not exceed, the last one if it exceeds them all), the bucket chosen
-     * with this step's weights, a draw from Dirichlet(bucket_alpha x bucket_weight) (fixed weights
-     * when bucket_alpha is 0); documents are drawn uniformly within the bucket; validation is also
-     * reported per bucket. */
-    int n_buckets;          /* "shape_buckets": [512, 1024, 2048, 4096] (or true for these) */
-    int bucket_len[8];      /* ascending */
-    float bucket_weight[8]; /* "bucket_weights": default 0.4/0.4/0.15/0.05 for four buckets, else
-                               equal; normalized */
-    float bucket_alpha;     /* "bucket_alpha": the Dirichlet concentration (default 100) */
-    int n_weights;          /* entries "bucket_weights" gave (0: the defaults); parsing only */
-};
-struct tern_distill_recipe tern_distill_recipe_default(void);
-/* Parse a recipe: one flat JSON object with the keys above plus the training keys of
- * tern_train_config that are not the model's shape (lr, lr_min, warmup, steps, batch_tokens,
- * accum, weight_decay, beta1, beta2, adam_eps, clip, seed, threads, ckpt_every, n_ctx), which are
- * applied over *train (may be NULL: then training keys are refused). Unknown keys, wrong types
- * and bad values fail naming the key. */
-TERN_NODISCARD tern_status tern_distill_recipe_parse(const char *json, size_t len, struct tern_distill_recipe *out,
-                                      struct tern_train_config *train);
-
-/* SHA-256 of the documents of d (their offsets, tokens and loss masks): what the teacher saw. */
-void tern_train_data_fingerprint(const struct tern_train_data *d, uint8_t out[32]);
-
-struct tern_distill_cache_params {
-    int top_k;              /* 1 .. 1024 */
-    float temperature;      /* > 0 */
-    int n_ctx;              /* the student's n_ctx: documents are cut into pieces this long */
-    int n_vocab;            /* the student's vocabulary: the teacher's distribution is taken over
-                               ids < n_vocab (a teacher with a padded, larger output is fine) */
-    int n_threads;          /* teacher inference threads (0 = online CPUs) */
-    void (*progress)(void *user, uint64_t docs_done, uint64_t n_docs); /* may be NULL */
-    void *user;
-};
-struct tern_distill_cache_params tern_distill_cache_default_params(void);
-
-struct tern_distill_cache;
-/* Run the teacher over every document of d (each n_ctx piece decoded from position 0, as the
- * student sees it) and write the cache to path (path.tmp, fsync, rename). A teacher logit that
- * is not finite fails naming the document and position. */
-TERN_NODISCARD tern_status tern_distill_cache_build(struct tern_model *teacher, const struct tern_train_data *d,
-                                     const struct tern_distill_cache_params *p, const char *path);
-/* Map and validate a cache file: every refusal (truncated, damaged, out-of-range values,
- * checksum) is TERN_ERR_FORMAT naming the file and byte offset. Caller frees with
- * tern_distill_cache_free(). */
-TERN_NODISCARD tern_status tern_distill_cache_open(const char *path, struct tern_distill_cache **out);
-/* The same over size bytes at data (copied). */
-TERN_NODISCARD tern_status tern_distill_cache_open_memory(const void *data, size_t size,
-                                           struct tern_distill_cache **out);
-void tern_distill_cache_free(struct tern_distill_cache *c);
-/* Is c the teacher signal of (teacher_fp, d, p)? TERN_ERR_ARG naming what differs (teacher or
- * data fingerprint, top_k, temperature, n_ctx, n_vocab, a document's position count). */
-TERN_NODISCARD tern_status tern_distill_cache_check(const struct tern_distill_cache *c, const uint8_t teacher_fp[32],
-                                     const struct tern_train_data *d,
-                                     const struct tern_distill_cache_params *p);
-/* Open path when it holds this teacher's signal for d and p; build it when absent (or, with
- * rebuild, when it does not match); a mismatching cache without rebuild is refused naming what
- * differs. *built (may be NULL) says whether the teacher ran. */
-TERN_NODISCARD tern_status tern_distill_cache_ensure(struct tern_model *teacher, const struct tern_train_data *d,
-                                      const struct tern_distill_cache_params *p, const char *path,
-                                      bool rebuild, struct tern_distill_cache **out, bool *built);
-uint64_t tern_distill_cache_n_entries(const struct tern_distill_cache *c);
-/* Entry i: top_k ids and log-probabilities (descending) and the tail mass. false if i is out of
- * range. Pointers into the cache. */
-bool tern_distill_cache_entry(const struct tern_distill_cache *c, uint64_t i, const int32_t **ids,
-                              const float **logp, float *tail);
-
-/* Make t a distillation trainer with recipe r (loss weights, temperature, QAT). Allocates the
- * loss scratch. */
-TERN_NODISCARD tern_status tern_trainer_set_distill(struct tern_trainer *t, const struct tern_distill_recipe *r);
-/* Document weights for the training data (n = its documents; each >= 1, finite; w NULL = all 1
- * again): a trained row of document i weighs w[i] (times its early tool-call weight). Copied.
- * Validation is unweighted. The hook for the length-aware KD, whose weights come from
- * the student's own answers (1 + weight x slope x (excess length - hinge) where the student's
- * answer is longer than the teacher's and leaves a required argument out). */
-TERN_NODISCARD tern_status tern_trainer_set_doc_weights(struct tern_trainer *t, const float *w, uint64_t n);
-/* The next n documents of d (at most its count) the trainer's sampler will draw, in order, from
- * where it stands (the document it is cutting into pieces first; past the end of this epoch, the
- * next epoch's order). out holds n entries; *n_out = how many were written. */
-TERN_NODISCARD tern_status tern_trainer_upcoming_docs(struct tern_trainer *t, const struct tern_train_data *d,
-                                       uint64_t n, uint64_t *out, uint64_t *n_out);
-/* Length-aware KD's weight for one answer: 1 when the student covered every required argument
- * (covered) or was not longer than the teacher by more than the hinge, else
- * 1 + length_kd_weight x length_kd_slope x ((n_student - n_teacher) / n_teacher - hinge).
- * The hinged excess is not differentiable in the weights, so it weighs the document's own KD
- * and CE terms: the student is pulled harder toward the teacher's shorter, complete answer. */
-float tern_length_kd_weight(const struct tern_distill_recipe *r, int n_student, int n_teacher,
-                            bool covered);
-/* The safety rail (recipe rail_ce_rise), fed each validation's CE: returns the scale now applied
- * to the latency weights' excess over 1 (1, 0.5, 0.25, ...; halved when val_ce exceeds the best
- * seen by more than rail_ce_rise, doubled back up to 1 when it is within again); *changed says
- * whether this call moved it (may be NULL); a NaN val_ce only reads the scale. Not saved in
- * checkpoints: a resumed run's rail starts at 1. */
-double tern_trainer_latency_rail(struct tern_trainer *t, double val_ce, bool *changed);
-/* One optimizer step of the distillation loss on d with its teacher signal kd (checked against
- * d and the recipe the first time this (kd, d) pair is used: hashing d every step would cost
- * more than the step). info's kl/ce/agree are filled. QAT and its learning-rate scale apply
- * from step floor(qat_start * steps) + 1 on. Failure as tern_trainer_step. */
-TERN_NODISCARD tern_status tern_trainer_step_distill(struct tern_trainer *t, const struct tern_train_data *d,
-                                      const struct tern_distill_cache *kd,
-                                      struct tern_train_step_info *info);
-struct tern_distill_eval {
-    double loss;             /* the recipe's loss */
-    double kl;               /* mean KL(teacher top-k at tau || student at tau), nats */
-    double ce;               /* mean cross-entropy on the data's next tokens */
-    double agree;            /* share of tokens whose student argmax is the teacher's top-1 */
-    long long tokens;
-};
-/* Forward only over every document of d in file order (weights, optimizer and data position
- * untouched); during QAT steps the forward is the fake-quantized one, as in training. */
-TERN_NODISCARD tern_status tern_trainer_eval_distill(struct tern_trainer *t, const struct tern_train_data *d,
-                                      const struct tern_distill_cache *kd,
-                                      struct tern_distill_eval *out);
-/* The same over the documents of one length bucket (recipe shape_buckets; bucket < n_buckets),
- * so quality can be compared across buckets; a bucket without documents gives tokens 0. */
-TERN_NODISCARD tern_status tern_trainer_eval_distill_bucket(struct tern_trainer *t, const struct tern_train_data *d,
-                                             const struct tern_distill_cache *kd, int bucket,
-                                             struct tern_distill_eval *out);
-/* Is step s (1-based) of t's run a QAT step? */
-bool tern_trainer_qat_step(const struct tern_trainer *t, int s);
-
-/* A student from a GGUF: *c gets the shape and hyperparameters of the llama/qwen2 model at path
- * (arch, n_embd, n_layer, heads, n_ff, n_vocab, rope_base, rms_eps, tied_output; n_ctx from
- * context_length, capped at 4096; tokenizer = path) over tern_train_config_default()'s training
- * keys. Architectures or tensors the trainer does not model are refused, naming them. */
-TERN_NODISCARD tern_status tern_train_config_from_gguf(const char *path, struct tern_train_config *c);
-/* Load the weights of the GGUF at path (any weight type tern reads; dequantized to F32) into t,
- * whose config came from tern_train_config_from_gguf; optimizer state zeroed, step 0. */
-TERN_NODISCARD tern_status tern_trainer_load_gguf(struct tern_trainer *t, const char *path);
-/* The same with a student that keeps n_layers of the file's blocks: its block j starts as the
- * file's block layers[j] (DistilBERT's start from every other teacher layer); the config's
- * n_layer must be n_layers, and the dropped blocks' tensors are skipped. */
-TERN_NODISCARD tern_status tern_trainer_load_gguf_layers(struct tern_trainer *t, const char *path,
-                                          const int *layers, int n_layers);
-
-/* ===================================================================== training data */
-/* (section owned by src/corpus/ and src/train/bpe_train*.c) A synthetic tool-calling corpus and a
- * byte-level BPE tokenizer trainer, the data side of `tern train`.
- *
- *     struct tern_corpus_params cp = tern_corpus_default_params();  // seed 1, 60000, 90/5/5
- *     tern_corpus_toolcalls_write("corpus", &cp, NULL);   // corpus/{train,val,test}.jsonl + manifest.json
- *     const char *files[] = {"corpus/train.jsonl"};
- *     struct tern_bpe_train_params tp = tern_bpe_train_default_params();   // 4096 tokens
- *     tern_tokenizer_train(files, 1, &tp, "tok.gguf", NULL);  // loads with tern_tokenizer_load
- */
-
-/* The corpus: one OpenAI-format conversation per line ({"messages", "tools", "meta"}), drawn
- * from tern's own word lists and templates (docs/train-and-distill.md "Training data" lists the
- * kinds). The test split only uses tools whose names and parameter signatures never occur in train
- * or val. */
-struct tern_corpus_params {
-    uint64_t seed;        /* same seed and size -> byte-identical files */
-    int64_t size;         /* conversations over all splits (3 .. 1e8); 0 = 60000 */
-    int val_percent;      /* 0 = 5 */
-    int test_percent;     /* 0 = 5 */
-};
-struct tern_corpus_params tern_corpus_default_params(void);
-struct tern_corpus_report {
-    int64_t n_train, n_val, n_test; /* conversations per split */
-    uint64_t bytes[3];              /* file sizes: train, val, test */
-    int n_tools_used[3];            /* distinct tools offered per split */
-    int n_tools, n_tools_test;      /* tool pool: all, test-only */
-    int n_domains;
-};
-/* Write dir/train.jsonl, val.jsonl, test.jsonl and manifest.json (seed, counts per kind and
- * domain, SHA-256 of each file); dir is created if absent. Each file is written to a .tmp name
- * and renamed. report may be NULL. */
-TERN_NODISCARD tern_status tern_corpus_toolcalls_write(const char *dir, const struct tern_corpus_params *p,
-                                        struct tern_corpus_report *report);
-
-/* The tokenizer trainer: byte-level BPE (GPT-2 byte map, qwen2 pre-tokenizer) learned from
- * .jsonl corpus files (the prompt text of each conversation: tool definitions as JSON, message
- * contents, tool calls as {"name": .., "arguments": ..}) or plain text files. The vocabulary is
- * the 256 byte tokens, the special tokens <|endoftext|> <|im_start|> <|im_end|> (control) and
- * <tool_call> </tool_call> <tool_response> </tool_response> plus extra_special (user-defined,
- * matched in any text), then the merges, padded with unused tokens to vocab_size. eos =
- * <|im_end|>, bos = pad = <|endoftext|>, add_bos false; tokenizer.chat_template is Qwen2.5's
- * (ChatML with Hermes tool calls). Same inputs and parameters -> byte-identical file. */
-struct tern_bpe_train_params {
-    int vocab_size;                     /* all tokens, 300 .. 1048576; 0 = 4096 */
-    const char *const *extra_special;   /* more user-defined tokens (copied), or NULL */
-    int n_extra_special;
-    int min_pair_count;                 /* pairs seen fewer times are not merged; 0 = 2 */
-};
-struct tern_bpe_train_params tern_bpe_train_default_params(void);
-struct tern_bpe_train_report {
-    uint64_t text_bytes;        /* training text after extraction */
-    uint64_t n_words, n_unique_words;
-    int n_merges, n_special, n_padding, n_vocab;
-};
-/* Train on files[0..n_files) (".jsonl" = corpus lines, anything else = plain text) and write a
- * vocab-only GGUF to out_path (tmp + rename). A malformed line names file:line and the JSON
- * path. report may be NULL. */
-TERN_NODISCARD tern_status tern_tokenizer_train(const char *const *files, int n_files,
-                                 const struct tern_bpe_train_params *p, const char *out_path,
-                                 struct tern_bpe_train_report *report);
-
-/* ===================================================================== HTTP server */
-/* (src/server; docs/serve.md) An OpenAI-compatible HTTP server on libmicrohttpd: POST
- * /v1/chat/completions and /v1/completions (streamed as server-sent events or whole), GET
- * /v1/models, /health, /metrics (Prometheus text) and a chat page at /. Requests are batched
- * continuously on one multi-sequence context (tern_batcher): up to n_parallel answers are
- * computed in the same forward pass.
- *
- *     struct tern_server_params sp = tern_server_default_params();
- *     sp.model_path = "model.gguf"; sp.port = 8080;
- *     struct tern_server *srv;
- *     tern_server_create(&sp, &srv);          // loads the model, binds the port
- *     tern_server_run(srv);                   // serves until tern_server_stop, then drains
- *     tern_server_free(srv);
- */
-struct tern_server_params {
-    const char *model_path;   /* required */
-    const char *model_alias;  /* the model id /v1/models reports; NULL = the file's base name */
-    const char *host;         /* NULL = "127.0.0.1" (loopback: another address is a choice) */
-    int port;                 /* 0 = any free port (tern_server_port tells which); default 8080 */
-    const char *api_key;      /* NULL = none; else every /v1 request, /metrics and the page
-                                 need "Authorization: Bearer <key>" (401 otherwise; the scheme's
-                                 case does not matter); /health never does */
-    const char *const *api_keys; /* more keys, any of which is accepted (n_api_keys of them,
-                                 with api_key if set; copied). Requests with different keys never
-                                 share prompt KV (nor see it in usage.cached_tokens); nor do
-                                 requests with different prompt_cache_key values */
-    int n_api_keys;
-    bool public_metrics;      /* GET /metrics needs no API key (a scraper without one) */
-    bool public_page;         /* GET / (the chat page) needs no API key */
-    /* Browsers. A page on another origin may call the server only if its origin is listed
-     * (exactly, e.g. "https://app.example:8443"; "*" = any): its requests get
-     * Access-Control-Allow-Origin and its preflights an answer; any other origin's request (an
-     * Origin header that is neither listed nor the server's own) is 403. NULL / 0 = none. */
-    const char *const *cors_origins;
-    int n_cors_origins;
-    /* DNS rebinding: a server on a loopback address answers only requests whose Host is one of
-     * its names (localhost, 127.0.0.1, [::1], the host it was given; with its port, if a port is
-     * given) or one of these ("name" any port, "name:port" that port; "*" = any Host), else 403.
-     * On another address the Host is checked only against these, when there are any. */
-    const char *const *allowed_hosts;
-    int n_allowed_hosts;
-    int n_parallel;           /* sequences decoded together; 0 = 4 */
-    int n_ctx;                /* positions per sequence; 0 = min(training context, 4096) */
-    int n_threads;            /* 0 = all CPUs */
-    int n_prefill;            /* prompt tokens per step (chunked prefill); 0 = 256 */
-    int max_queue;            /* requests waiting for a slot before 503; 0 = 64 */
-    size_t max_body;          /* request body bytes before 413; 0 = 8 MiB */
-    size_t max_body_total;    /* request body bytes held at once over all connections: a body
-                                 whose Content-Length would pass it is 503 (Retry-After) before a
-                                 byte is read, a chunked one when it does; 0 = 64 MiB, or
-                                 max_body when that is more; less than max_body is refused */
-    int max_connections;      /* open connections at once; 0 = 4096 (the process's soft
-                                 open-file limit is raised, up to the hard one, to hold them, or
-                                 this lowered to what fits, said on stderr) */
-    int max_connections_per_ip; /* open connections from one client address; 0 = no limit */
-    int read_timeout;         /* seconds a client has to send a request's headers and body (and
-                                 the idle time before a kept-alive connection's next request),
-                                 however slowly its bytes come: then 408 and closed; answers are
-                                 not timed by it; 0 = 30 */
-    bool quiet;               /* no per-request log line on stderr */
-    const char *chat_template_file; /* a Jinja chat template used instead of the model's own
-                                 (its tool-call format is detected from it); NULL = the model's */
-    /* LoRA adapters kept resident over the one base (--lora [NAME=]FILE[:SCALE]): a request whose
-     * "model" is lora_names[i] runs with adapter i at lora_scales[i] (NULL = all 1), rendered by
-     * the adapter's own chat template when it carries one; any other name runs the base. Requests
-     * of different adapters are not batched together: the engine switches the attached adapter
-     * (no reload) when the slots of the previous one are done. /v1/models lists them. */
-    const char *const *lora_names;
-    const char *const *lora_paths;
-    const float *lora_scales;
-    int n_lora;
-    uint64_t cache_bytes;     /* a prefix cache shared by all slots (tern_batcher_set_prefix_cache)
-                                 holding up to this many KV bytes; 0 = none, unless
-                                 prompt_cache_dir is set (then 256 MiB) */
-    const char *prompt_cache_dir; /* load the prefix cache's files from here at start and save
-                                 new blocks there when the server stops; NULL = memory only */
-    const char *draft;        /* speculative decoding (tern_batcher_params.draft): "ngram" (n-gram
-                                 lookup in each request's own prompt and answer), "self:TYPE" (the
-                                 model's weights converted to TYPE at load) or the path of a
-                                 drafter GGUF with the same tokenizer (else TERN_ERR_ARG naming
-                                 both fingerprints); NULL = none */
-    int draft_max;            /* tokens drafted per request and step, 1..64; 0 = 8 */
-    int draft_min;            /* the fewest the controller drafts when it drafts
-                                 (tern_batcher_params.n_draft_min); 0 = 1; >= draft_max: always
-                                 draft_max, never held off */
-    float draft_p_min;        /* drafter models: stop a request's drafts where the drafter's top
-                                 probability falls below this, 0..1 (tern_batcher_params.draft_p_min;
-                                 tern_server_default_params: 0.75, as llama.cpp; 0 = never) */
-    bool no_repack;           /* keep the weights mmap-only (tern_model_params.no_repack) */
-    bool swa_full;            /* sliding-window layers keep every position (tern_context_params) */
-    int max_tokens_cap;       /* tokens any one answer may have (a request asking for more, or
-                                 for no limit, gets this many; finish_reason "length" when cut);
-                                 0 = no cap (the context) */
-    int request_timeout_ms;   /* milliseconds an admitted request may run (queue time not counted):
-                                 then it is ended as if max_tokens were reached (finish_reason
-                                 "length", what was generated kept); 0 = no limit */
-    const char *default_model; /* what a request whose "model" names neither the base (its id)
-                                 nor an adapter runs: an adapter's name (lora_names), or NULL =
-                                 the base (llama-server's way: any name runs the model) */
-    const void *model_data;   /* instead of model_path: a GGUF image in memory, used in place
-                                 (tern_model_load_memory; it must outlive the server), e.g. the
-                                 model embedded in the tern binary; model_alias names it */
-    size_t model_size;
-};
-struct tern_server_params tern_server_default_params(void);
-
-struct tern_server;
-/* Load the model, create the context and the batcher, start listening. Errors name what failed
- * (the model file, the address in use, ...). Caller frees with tern_server_free(). */
-TERN_NODISCARD tern_status tern_server_create(const struct tern_server_params *p, struct tern_server **out);
-/* The TCP port it listens on. */
-int tern_server_port(const struct tern_server *s);
-/* Serve until tern_server_stop; then refuse new requests (503), let every admitted request
- * finish, and return. */
-TERN_NODISCARD tern_status tern_server_run(struct tern_server *s);
-/* Ask tern_server_run to drain and return. Only sets a flag: safe in a signal handler. */
-void tern_server_stop(struct tern_server *s);
-void tern_server_free(struct tern_server *s);
 
 #ifdef __cplusplus
 }

@@ -8,8 +8,7 @@
 # probability 0.6) a new name of 1-2 words from the words of all parameter names; the tools'
 # schemas ("properties" keys, "required"), the assistant's calls (name, argument keys) and any
 # message text naming a tool are rewritten consistently. This is the exact transform behind
-# models/tern-tool.gguf's second training phase (models/README.md); it is to move into
-# `tern corpus toolcalls` itself.
+# the second training stage of models/tern-tool.gguf (models/README.md).
 import json, random, sys, re
 src, dst, seed, frac = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 rng = random.Random(seed)

@@ -12,6 +12,7 @@
  *
  * Also here: the refusals of variants tern does not run, which must name the variant. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <nettle/sha2.h>
 #include <stdio.h>

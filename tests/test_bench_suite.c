@@ -8,6 +8,7 @@
  * errors naming FILE:LINE; the HTML page rendered by headless Chromium with its charts. Speed
  * itself is never asserted. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -2,6 +2,7 @@
  * continuations on the F16 fixtures, and bad input (flags, files) gives a clear message and a
  * non-zero exit, never a crash. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

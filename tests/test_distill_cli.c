@@ -17,6 +17,7 @@
  * - sequence-level KD: the teacher's answers equal tern eval's with the same teacher, the file is
  *   reused while teacher and data match (test_sequence_kd). */
 #include "test_support.h"
+#include "tern_train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -343,7 +344,7 @@ static void test_speed_proxies(void **state)
 }
 
 /* The shipped model (teacher) and its drafter (student), and a small tool-calling corpus made
- * by tern corpus in DIR/name: what the phase-1 tests distill with. */
+ * by tern corpus in DIR/name: what the distillation tests below distill with. */
 static void shipped_pair(const char *name, int seed, int size, char *corpus, char *model, char *drafter)
 {
     char cmd[2048], out[4096];

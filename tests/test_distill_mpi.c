@@ -5,6 +5,7 @@
  * 1e-5 of the weights' scale). Skipped with a message when mpirun is missing or tern was built
  * without MPI (scripts/install-deps.sh installs libopenmpi-dev and openmpi-bin). */
 #include "test_support.h"
+#include "tern_train.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -6,6 +6,8 @@
  * assistant message, expecting its calls), dataset errors naming FILE:LINE, the outputs file,
  * and the local runner end to end on a synthetic model through the CLI. */
 #include "test_support.h"
+#include "tern_server.h"
+#include "tern_train.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

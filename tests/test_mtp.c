@@ -145,7 +145,7 @@ static void make_model(const char *type, char *path, size_t cap, struct tern_mod
     assert_tern_ok(tern_model_load(path, NULL, m));
     const char *why = NULL;
     assert_true(tern_model_has_mtp(*m, &why));
-    assert_true(tern_model_get_info(*m)->mtp_bytes > 0);
+    assert_true(test_hparam(*m, "mtp_bytes") > 0);
 }
 
 static void check_parity(const char *type, double tol, double mean_tol, int min_greedy, int threads)

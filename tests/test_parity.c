@@ -8,6 +8,7 @@
  * the Q8_0, Q4_0 and Q4_K_M ones also on the avx2 path, repacked at load for its 256-bit panel
  * tile, with AVX-VNNI (where the CPU has it) and without. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* test_perplexity.c — `tern perplexity` and the library behind it (tern_perplexity,
- * tern_kl_divergence in include/tern_tools.h): the printed format, the same figures with 1 and
+ * tern_kl_divergence in include/tern_bench.h): the printed format, the same figures with 1 and
  * 2 threads, the figures against a plain recomputation (each chunk decoded whole, log-softmax in
  * double), refusals (too short a text, missing -f, bad values, unreadable and empty files, a cut
  * or foreign base file), malformed UTF-8 read as llama.cpp reads it, and the KL round trip: a
@@ -11,6 +11,7 @@
  * Agreement with llama-perplexity itself is measured by hand (docs/perplexity.md): llama.cpp is
  * not on the machines that run this. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

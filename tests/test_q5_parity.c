@@ -13,6 +13,7 @@
  *      activation rounding flips than Q5_1's 5e-5: the coarser weights), llama-spm-tiny 0.021 /
  *      1.9e-3. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,6 +16,7 @@
  * Each model is skipped, naming its package, when it is not installed. Under the sanitizers
  * (TERN_SANITIZED) only the first 3 prompts and 24 steps run, and no perplexity. */
 #include "test_support.h"
+#include "tern_bench.h"
 
 #include <math.h>
 #include <stdio.h>

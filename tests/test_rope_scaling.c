@@ -43,8 +43,8 @@ static float *logits_of(const char *path, int *n_vocab, bool *has_freqs, float *
 {
     struct tern_model *m;
     assert_tern_ok(tern_model_load(path, NULL, &m));
-    *has_freqs = tern_model_get_info(m)->has_rope_freqs;
-    *freq_scale = tern_model_get_info(m)->rope_freq_scale;
+    *has_freqs = test_hparam(m, "has_rope_freqs") != 0;
+    *freq_scale = (float)test_hparam(m, "rope_freq_scale");
     struct tern_context_params cp = {.n_ctx = 64, .n_threads = 1};
     struct tern_context *ctx;
     assert_tern_ok(tern_context_create(m, &cp, &ctx));

@@ -18,6 +18,7 @@
  * prompt cache across slots and restarts (--cache-mb, --prompt-cache), and
  * tern_server_stop draining a running stream to its end. */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 #include "ctl_model.h"
 

@@ -12,6 +12,7 @@
  * protocol's fields (tools[0].parameters, input_schema, input for the context), Anthropic's
  * error shape on /v1/messages (401 with x-api-key, 400), 404 / 405 on /v1/responses/{id}. */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 
 #include <cjson/cJSON.h>

@@ -17,6 +17,7 @@
  *   with "length"; the port is bound before the model loads (a port in use fails before the
  *   model is read; /health is 503 "loading" meanwhile); a model image in memory is served. */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 
 #include <arpa/inet.h>

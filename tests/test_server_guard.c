@@ -10,6 +10,7 @@
  * the same text); cached_tokens never tells one API key (or prompt_cache_key) about another's
  * prompt. The slow-client lock-out is tests/server/slow_clients.py (ctest server_slow_clients). */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 
 #include <arpa/inet.h>

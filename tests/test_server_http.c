@@ -15,6 +15,7 @@
  * for 100-continue is read and discarded so the client can send it all and read its 413. tests/server/http_guard.mjs drives the same with
  * Node's fetch. */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 
 #include <cjson/cJSON.h>

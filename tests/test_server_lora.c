@@ -9,6 +9,7 @@
  * flavor is never reused for another (cached_tokens 0), while the same flavor reuses its own;
  * requests of all three flavors sent at once each get exactly their solo answer. */
 #include "test_support.h"
+#include "tern_server.h"
 #include "test_http.h"
 
 #include <pthread.h>

@@ -202,6 +202,20 @@ static void test_vocab_copied(void **state)
     struct tern_model *m;
     assert_tern_ok(tern_model_load(model, NULL, &m));
     assert_int_equal(tern_model_get_info(m)->n_vocab, TINY_VOCAB);
+    /* the stable core carries its size; the core answers by name too, an architecture's other
+     * parameters are at their neutral values where a llama lacks them, unknown names are refused
+     * without touching the output */
+    const struct tern_model_info *in = tern_model_get_info(m);
+    assert_int_equal(in->struct_size, sizeof *in);
+    assert_true(test_hparam(m, "n_vocab") == TINY_VOCAB);
+    assert_true(test_hparam(m, "n_layer") == in->n_layer);
+    assert_true(test_hparam(m, "n_swa") == 0);
+    assert_true(test_hparam(m, "embd_scale") == 1);
+    assert_true(test_hparam(m, "n_layer_rec") == 0);
+    double v = -1;
+    assert_false(tern_model_hparam(m, "no_such_parameter", &v));
+    assert_false(tern_model_hparam(m, NULL, &v));
+    assert_true(v == -1);
     tern_model_free(m);
 }
 

@@ -16,6 +16,7 @@
 
 #include "kernels/gemm_f32.h"
 #include "tern.h"
+#include "tern_train.h"
 
 static char dir[512], tok[600], data[600], cfg[600];
 

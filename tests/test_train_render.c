@@ -25,7 +25,8 @@
 #include <sys/wait.h>
 
 #include "tern.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
+#include "tern_train.h"
 
 static char dir[512], corpus[600], tok_path[600], train_path[700];
 static struct tern_tokenizer *tok;

@@ -1,5 +1,5 @@
 /* bench.h — the bench room's speed governance (read first): one report for every suite run,
- * the hardware it ran on, and the gate that compares two reports (API in tern_tools.h, "speed
+ * the hardware it ran on, and the gate that compares two reports (API in tern_bench.h, "speed
  * governance"; docs/bench-and-gate.md "Speed governance" documents the report schema, the profile
  * file and the gate).
  *
@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #define BENCH_SCHEMA_VERSION 1
 

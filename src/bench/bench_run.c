@@ -36,6 +36,7 @@
 #include <nettle/sha2.h>
 
 #include "bench/bench.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 #include "util/clock.h"
 

@@ -2,7 +2,7 @@
  * llama-perplexity (commit c392e50, examples/perplexity: perplexity() and kl_divergence()),
  * written again on tern's public API.
  *
- * Read include/tern_tools.h "perplexity" first: how the text is chunked, which tokens are
+ * Read include/tern_bench.h "perplexity" first: how the text is chunked, which tokens are
  * scored, the base file's layout. The per-token arithmetic follows llama.cpp's operation by
  * operation (which quantities are float, which sums double), so the figures agree to the last
  * printed digit whenever the logits do. The one deliberate difference is the reduction order:
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #include "util/error.h"
 #include "util/threadpool.h"

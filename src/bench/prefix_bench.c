@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #include "kv/prefix_cache.h"
 #include "util/error.h"

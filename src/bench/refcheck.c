@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #include "model/model.h"
 #include "util/error.h"

@@ -12,6 +12,7 @@
  * than dropped. The GGUF entry point and the fallback template live in chat_gguf.c. */
 #include "chat/chat.h"
 #include "util/check.h"
+#include "tokenizer/tok_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,7 +505,7 @@ tern_status tern_chat_tokenize(struct tern_tokenizer *tok, const char *prompt, s
         if (!n_spans || spans[0].off != 0 || spans[0].len < bos_len) flags |= TERN_TOK_ADD_SPECIAL;
     }
     for (;;) {
-        tern_status st = tern_tokenize_spans(tok, prompt, len, flags, spans, n_spans, *ids, *cap, n_out);
+        tern_status st = tok_tokenize_spans(tok, prompt, len, flags, spans, n_spans, *ids, *cap, n_out);
         if (st != TERN_ERR_RANGE || *n_out <= *cap) return st;
         int32_t *grown = realloc(*ids, *n_out * sizeof *grown);
         if (!grown) return tern_fail(TERN_ERR_NOMEM, "tokenize: out of memory for %zu ids", *n_out);

@@ -4,6 +4,7 @@
  *
  * Read chat.h first. Key names are llama.cpp's (gguf-py constants). */
 #include "chat/chat.h"
+#include "tern_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

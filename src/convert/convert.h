@@ -4,7 +4,7 @@
 #ifndef TERN_CONVERT_CONVERT_H
 #define TERN_CONVERT_CONVERT_H
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 struct convert_row_hook {
     void *user;

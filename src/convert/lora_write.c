@@ -1,5 +1,5 @@
 /* lora_write.c — tern_lora_write: a LoRA adapter GGUF in llama.cpp's format, from F32 A and B
- * (the tests' random adapters now, the trainer's later), through tern's GGUF writer (tmp +
+ * (the trainer's adapters, tern train with lora; the tests' random ones), through tern's GGUF writer (tmp +
  * rename). The keys are those llama.cpp c392e50's convert_lora_to_gguf.py writes and its
  * llama_adapter_lora_init reads: general.architecture, general.type "adapter", adapter.type
  * "lora", adapter.lora.alpha (F32). Tensors go in the order given, each "<weight>.lora_a" then

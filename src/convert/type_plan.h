@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 struct type_plan {
     int base;        /* enum tern_type */

@@ -34,7 +34,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tern.h"
+#include "tern_train.h"
 
 /* ------------------------------------------------------------------ random numbers */
 

@@ -1,5 +1,5 @@
 /* eval.h — the evaluation room's shared state (read first): cases, answers and scores of
- * `tern eval` (API in tern_tools.h, "evaluation").
+ * `tern eval` (API in tern_bench.h, "evaluation").
  *
  * A set holds the cases of a dataset file, each parsed once: its conversation and tools as JSON
  * text (what a runner sends), its expected calls, private strings and slice. A run holds one
@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 struct eval_call {
     char *name;

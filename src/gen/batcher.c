@@ -29,6 +29,8 @@
 
 #include "gen/batch_draft.h"
 #include "gen/gen_out.h"
+#include "kv/prefix_cache.h"
+#include "sample/sampler.h"
 #include "tern.h"
 #include "util/check.h"
 #include "util/clock.h"
@@ -115,7 +117,7 @@ static void cache_store(struct tern_batcher *b, int i, int n)
 {
     /* a block the cache cannot take (its budget) is simply not cached */
     if (b->pc && n > 0)
-        tern_status_ignore(tern_prefix_cache_store(b->pc, b->ctx, i, b->slots[i].group, b->slots[i].toks, n));
+        tern_status_ignore(pc_store(b->pc, b->ctx, i, b->slots[i].group, b->slots[i].toks, n));
 }
 
 struct tern_batcher_params tern_batcher_default_params(void)
@@ -350,7 +352,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     const bool model_drafts = b->bd && !r->grammar && !r->on_logprob;
     if (model_drafts) {
         struct tern_sampler_params sp;
-        tern_sampler_get_params(r->sampler, &sp);
+        sample_get_params(r->sampler, &sp);
         if ((st = batch_draft_admit(b->bd, best, r->prompt, r->n_prompt, &sp, b->p.share_prefix, r->cache_group, NULL))) {
             gen_grammar_free(&s->gram);
             return st;
@@ -370,7 +372,7 @@ tern_status tern_batcher_add(struct tern_batcher *b, const struct tern_batch_req
     /* The process-wide prefix cache may know more of it than any slot (a conversation whose
      * slot was reused since, or one seen before a restart): restore from it. */
     int reused = best_lcp, restored = 0;
-    if (b->pc && tern_prefix_cache_restore(b->pc, b->ctx, best, r->cache_group, r->prompt, r->n_prompt,
+    if (b->pc && pc_restore(b->pc, b->ctx, best, r->cache_group, r->prompt, r->n_prompt,
                                            src_lcp > best_lcp ? src_lcp : best_lcp, &restored) == TERN_OK &&
         restored > 0) {
         reused = restored;

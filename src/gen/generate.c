@@ -24,6 +24,7 @@
 #include "gen/gen_out.h"
 #include "gen/spec.h"
 #include "util/check.h"
+#include "sample/sampler.h"
 #include "tern.h"
 #include "util/error.h"
 
@@ -282,7 +283,7 @@ tern_status tern_generate(struct tern_generator *g, struct tern_sampler *s, cons
      * with and without a draft. */
     struct tern_draft *dr = g->draft;
     struct tern_sampler_params sp;
-    tern_sampler_get_params(s, &sp);
+    sample_get_params(s, &sp);
     const bool greedy = sp.temperature == 0.0f;
     const bool exact_needed = greedy && !tern_model_batch_invariant(tern_context_model(g->ctx));
     if (dr && (rc = dr->src->ops->begin(dr->src, &sp))) {

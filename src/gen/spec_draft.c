@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gen/spec.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 struct tern_draft_params tern_draft_default_params(void)
@@ -99,10 +100,13 @@ tern_status tern_draft_create(const struct tern_model *target, const struct tern
     } else if (!strcmp(dp.source, "mtp")) {
         /* the target's own MTP layer; the source makes a context of the model (which needs it
          * non-const) but never changes it */
-        const struct tern_model_info *in = tern_model_get_info(target);
+        const double w = (double)tern_model_get_info(target)->weight_bytes;
+        double mtp = 0, mtp_layer = 0;
+        tern_model_hparam(target, "mtp_bytes", &mtp);
+        tern_model_hparam(target, "mtp_layer_bytes", &mtp_layer);
         st = spec_mtp_create((struct tern_model *)target, dp.n_threads, dp.n_max, &d->src);
-        d->cost_ratio = in->weight_bytes ? (double)in->mtp_bytes / (double)in->weight_bytes : 0;
-        d->catch_ratio = in->weight_bytes ? (double)in->mtp_layer_bytes / (double)in->weight_bytes : 0;
+        d->cost_ratio = w > 0 ? mtp / w : 0;
+        d->catch_ratio = w > 0 ? mtp_layer / w : 0;
     } else if (!strncmp(dp.source, "self:", 5)) {
         struct tern_model *copy = NULL;
         st = tern_model_quantized_copy(target, dp.source + 5, dp.n_threads, &copy);

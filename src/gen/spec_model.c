@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "gen/spec.h"
+#include "sample/sampler.h"
 #include "util/error.h"
 #include "util/clock.h"
 
@@ -85,7 +86,7 @@ double spec_model_q(struct tern_sampler *smp, const float *logits, int n_vocab_d
 
 int32_t spec_model_draw(struct tern_sampler *smp, const float *qrow, int n_ok)
 {
-    double r = tern_sampler_uniform(smp), acc = 0.0;
+    double r = sample_uniform(smp), acc = 0.0;
     int32_t last = -1;
     for (int i = 0; i < n_ok; i++) {
         if (qrow[i] <= 0.0f) continue;

@@ -15,6 +15,7 @@
 
 #include "gen/spec.h"
 #include "util/check.h"
+#include "sample/sampler.h"
 
 /* The logits the sampler should see: masked by the hook and the grammar into v->masked, or as
  * they are. *only: the one token the grammar allows here, or -1 (several, or no grammar). */
@@ -103,7 +104,7 @@ static int32_t draw(struct tern_sampler *s, const float *p, int n)
     for (int i = 0; i < n; i++) total += p[i];
     /* the caller falls back to p itself when the residual is empty */
     TERN_ASSERT(n > 0 && total > 0.0 && isfinite(total), "a draw from a distribution with mass");
-    double r = tern_sampler_uniform(s) * total, acc = 0.0;
+    double r = sample_uniform(s) * total, acc = 0.0;
     int32_t last = -1;
     for (int i = 0; i < n; i++) {
         if (p[i] <= 0.0f) continue;
@@ -118,7 +119,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
                 const float *q, int32_t *next)
 {
     struct tern_sampler_params sp;
-    tern_sampler_get_params(s, &sp);
+    sample_get_params(s, &sp);
     if (sp.temperature == 0.0f) {
         const int32_t t = spec_sample(v, s, logits);
         *next = t;
@@ -137,7 +138,7 @@ bool spec_check(struct spec_verifier *v, struct tern_sampler *s, const float *lo
     const double qx = q ? q[d] : 1.0;
     TERN_ASSERT(qx > 0.0 && qx <= 1.0 + 1e-3, "q(x) > 0: x was drawn from q");
     /* u < p/q, written without dividing (q(x) > 0: x was drawn from q) */
-    if (tern_sampler_uniform(s) * qx < (double)p[d]) {
+    if (sample_uniform(s) * qx < (double)p[d]) {
         tern_sampler_accept(s, d);
         kept(v, d);
         *next = d;

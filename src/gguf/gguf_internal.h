@@ -13,7 +13,7 @@
 #ifndef TERN_GGUF_INTERNAL_H
 #define TERN_GGUF_INTERNAL_H
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -10,6 +10,7 @@
 #include <nettle/sha2.h>
 
 #include "tern.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 #define FP_SAMPLES 8

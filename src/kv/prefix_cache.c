@@ -535,7 +535,7 @@ tern_status tern_prefix_cache_prefill(struct tern_prefix_cache *pc, struct tern_
     return TERN_OK;
 }
 
-tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+tern_status pc_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
                                       uint64_t group, const int32_t *tokens, int n, int more_than,
                                       int *n_restored)
 {
@@ -544,13 +544,13 @@ tern_status tern_prefix_cache_restore(struct tern_prefix_cache *pc, struct tern_
     uint64_t key;
     const int reused = restore(pc, ctx, seq, group, tokens, n, more_than, &key, &st);
     /* the caller decodes the rest and stores: the state at the prompt's last usable block
-     * boundary is kept for tern_prefix_cache_store (if no decode passes it, nothing is kept) */
+     * boundary is kept for pc_store (if no decode passes it, nothing is kept) */
     if (!st) st = arm_capture(pc, ctx, seq, n, reused);
     if (!st && n_restored) *n_restored = reused;
     return st;
 }
 
-tern_status tern_prefix_cache_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+tern_status pc_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
                                     uint64_t group, const int32_t *tokens, int n)
 {
     tern_status st = check_args(pc, ctx, seq, tokens, n, "store");

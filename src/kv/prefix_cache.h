@@ -114,4 +114,21 @@ TERN_NODISCARD tern_status pc_save_block(struct tern_prefix_cache *pc, struct pc
 /* Sync the directory entry after renames, so saved files survive a crash. */
 void pc_sync_dir(const char *dir);
 
+/* The two halves of prefill for a context of several sequences (a batcher's slots, whose
+ * prompts are decoded by tern_batcher_step). Restore: when the longest cached prefix of
+ * tokens[0..n) (the same limit as prefill) is longer than more_than tokens, copy it into
+ * sequence seq, discarding what it held, decoding nothing (*n_restored tokens; the sequence then
+ * holds positions 0 .. *n_restored-1); otherwise leave the sequence alone (*n_restored = 0).
+ * Counted as a lookup either way (a hit when something was restored). Store: every full block
+ * of tokens[0..n) that the cache lacks, from sequence seq, which must hold positions 0..n-1
+ * computed from exactly those tokens (TERN_ERR_ARG if it holds fewer). group: an isolation
+ * group; blocks stored under one group are restored only under the same one (0 = the shared
+ * group, which prefill and match use; tern serve gives each API key and prompt_cache_key its
+ * own, so one user's prompt can neither be restored nor timed by another). */
+TERN_NODISCARD tern_status pc_restore(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                      uint64_t group, const int32_t *tokens, int n, int more_than,
+                                      int *n_restored);
+TERN_NODISCARD tern_status pc_store(struct tern_prefix_cache *pc, struct tern_context *ctx, int seq,
+                                    uint64_t group, const int32_t *tokens, int n);
+
 #endif

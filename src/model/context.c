@@ -36,7 +36,7 @@ static float *alloc_floats(struct tern_context *ctx, size_t n, tern_status *st)
 tern_status tern_context_create(struct tern_model *m, const struct tern_context_params *p,
                                 struct tern_context **out)
 {
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     struct tern_context_params cp = p ? *p : tern_context_default_params();
     if (cp.n_ctx < 0 || cp.n_batch < 0 || cp.n_threads < 0 || cp.n_ctx > (1 << 22) ||
         cp.n_threads > 512 || cp.n_seq < 0 || cp.n_seq > 256)

@@ -335,7 +335,7 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const struct model_layer *L = &m->layers[s->il];
     const int hd = L->hd, qd = in->n_head * hd, n_kv = L->n_kv, kvd = n_kv * hd, nr = L->n_rot;
     const bool own_kv = L->kv_src == s->il; /* a shared-KV layer only rotates its queries */
@@ -401,7 +401,7 @@ static void step_attention(void *arg, int chunk, int n_chunks, int tid)
 {
     struct step *s = arg;
     struct tern_context *ctx = s->ctx;
-    const struct tern_model_info *in = &ctx->model->info;
+    const struct model_hparams *in = &ctx->model->info;
     const struct model_layer *L = &ctx->model->layers[s->il];
     const int hd = L->hd, qd = in->n_head * hd, n_kv = L->n_kv;
     const int group = in->n_head / n_kv, gsz = ctx->attn_gsz;
@@ -543,7 +543,7 @@ void fwd_matmuls(struct tern_context *ctx, int il, const float *src, int cols, i
 static void per_layer_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const int n_pl = in->n_embd_per_layer, row = n_pl * in->n_layer;
     fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &m->ple_model_proj);
     struct step mm = {.ctx = ctx, .n = n};
@@ -572,7 +572,7 @@ static void per_layer_inputs(struct tern_context *ctx, const int32_t *tokens, in
 static void per_layer_block(struct tern_context *ctx, struct step *s)
 {
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const struct model_layer *L = &m->layers[s->il];
     const int n = s->n, n_pl = in->n_embd_per_layer;
     fwd_ensure_act(ctx, ctx->x, in->n_embd, n, 0, &L->ple_gate);
@@ -594,7 +594,7 @@ static void per_layer_block(struct tern_context *ctx, struct step *s)
 void fwd_batch_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const int d = in->n_embd;
     /* every scratch buffer holds n_batch rows; logits rows are a subset of the batch */
     TERN_ASSERT(n > 0 && n <= ctx->n_batch && ctx->n_out >= 0 && ctx->n_out <= n);
@@ -634,7 +634,7 @@ void fwd_batch_inputs(struct tern_context *ctx, const int32_t *tokens, int n)
 void fwd_layer(struct tern_context *ctx, int il, int n)
 {
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const int d = in->n_embd;
     const struct model_layer *L = &m->layers[il];
     struct step s = {.ctx = ctx, .n = n, .il = il};
@@ -754,7 +754,7 @@ void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n)
 void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight *norm,
                      const struct model_weight *output)
 {
-    const struct tern_model_info *in = &ctx->model->info;
+    const struct model_hparams *in = &ctx->model->info;
     const int d = in->n_embd;
     ctx->n_logits = ctx->n_out;
     if (ctx->n_out == 0) return;
@@ -795,7 +795,7 @@ void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight 
 tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n)
 {
     const struct tern_model *m = ctx->model;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     fwd_batch_inputs(ctx, tokens, n);
     if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
     if (in->n_layer_rec) rec_batch_begin(ctx, n);

@@ -22,7 +22,7 @@ tern_status forward_mtp_batch(struct tern_context *ctx, const int32_t *tokens, c
 {
     const struct tern_model *m = ctx->model;
     const struct model_mtp *t = &m->mtp;
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const int d = in->n_embd;
     TERN_ASSERT(ctx->mtp && t->il >= 0 && ctx->mtp_in && ctx->hid);
     fwd_batch_inputs(ctx, tokens, n);

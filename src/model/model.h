@@ -6,7 +6,7 @@
 #ifndef TERN_MODEL_MODEL_H
 #define TERN_MODEL_MODEL_H
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 /* A 1-D or 2-D weight inside the mapping. */
 struct model_weight {
@@ -84,9 +84,84 @@ struct model_mtp {
     char why_not[200];            /* il < 0 in a file with nextn layers: what is wrong with them */
 };
 
+/* Every hyperparameter the forward pass uses, of every architecture (each field at its neutral
+ * value where an architecture lacks it). Internal: the public view is the stable core of
+ * struct tern_model_info (model_publish_info copies it) and, by name, tern_model_hparam
+ * (model_hparams.c), so a field added here for a new architecture changes no public struct. */
+struct model_hparams {
+    enum tern_arch arch;
+    const char *arch_name;   /* "llama", "qwen2", "qwen3", "smollm3", "phi3", "gemma3", "gemma4",
+                                "qwen35" */
+    int n_vocab;
+    int n_embd;
+    int n_layer;
+    int n_head;
+    int n_head_kv;
+    int head_dim;
+    int n_ff;
+    int n_ctx_train;
+    int n_rot;               /* rope dimension count */
+    float rope_freq_base;
+    float rope_freq_scale;   /* linear scaling factor (1 = none) */
+    bool rope_neox;          /* rotate (i, i+d/2) pairs (qwen2) vs (2i, 2i+1) (llama) */
+    bool has_rope_freqs;     /* Llama-3.x rope_freqs tensor present */
+    float rms_eps;
+    bool tied_output;        /* logits use token_embd */
+    bool has_qkv_bias;
+    uint64_t weight_bytes;   /* bytes of all tensors in the file */
+    uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
+    /* Beyond llama / qwen2 (each at its neutral value for those two): */
+    bool has_qk_norm;        /* per-head RMSNorm of q and k before RoPE (qwen3, gemma3) */
+    bool has_post_norms;     /* RMSNorm of the attention and FFN outputs before the residual add (gemma3) */
+    bool ffn_gelu;           /* FFN is down(gelu(gate) * up) (gemma3), else down(silu(gate) * up) */
+    bool fused_qkv;          /* q, k, v come from one attn_qkv matrix, gate and up from one ffn_up (phi3) */
+    float embd_scale;        /* token embeddings are multiplied by this (gemma3: sqrt(n_embd)); 1 = none */
+    float attn_scale;        /* the q.k scale (1/sqrt(head_dim) unless the architecture says otherwise) */
+    int nope_every;          /* every nope_every-th layer (1-based) applies no RoPE (smollm3: 4); 0 = none */
+    int n_swa;               /* sliding window of the SWA layers (a query sees its last n_swa positions); 0 = none */
+    int n_layer_swa;         /* layers that use the sliding window */
+    float rope_freq_base_swa;/* RoPE base of the SWA layers (gemma3: 10000) */
+    float rope_attn_factor;  /* long-RoPE magnitude: cos and sin are multiplied by it (phi3); 1 = none */
+    bool has_rope_long;      /* long/short RoPE factor tensors (phi3 128k): long ones are used when
+                                the context is longer than n_ctx_orig */
+    int n_ctx_orig;          /* rope.scaling.original_context_length (0 = n_ctx_train) */
+    uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
+                                repacking at load (the kernels read only the copies; 0 = none) */
+    /* Per-layer shapes (gemma4; elsewhere equal to the fields above): n_head_kv, head_dim and
+     * n_rot are the global (full-attention) layers' values, these the SWA layers'. */
+    int n_head_kv_swa;
+    int head_dim_swa;
+    int n_rot_swa;
+    int n_ff_max;            /* widest FFN of any layer (gemma4's double-wide shared layers) */
+    int n_layer_kv;          /* layers that store their own KV: n_layer, but for gemma4's shared-KV
+                                layers (they read an earlier layer's) and qwen35's Gated DeltaNet
+                                layers (they keep a recurrent state instead) */
+    int n_embd_per_layer;    /* per-layer embedding width (gemma4 E2B/E4B); 0 = none */
+    bool v_norm;             /* v is RMS-normalized per head, without a weight (gemma4) */
+    float final_softcap;     /* logits = c * tanh(logits / c) (gemma4: 30); 0 = none */
+    /* Hybrid recurrent models (qwen35; all 0 / false elsewhere): */
+    int n_layer_rec;         /* Gated DeltaNet layers, which keep a recurrent state instead */
+    int full_attn_interval;  /* every full_attn_interval-th layer (1-based) is full attention */
+    int ssm_d_conv;          /* causal conv1d kernel width (ssm.conv_kernel) */
+    int ssm_n_k_heads;       /* key / query heads of the DeltaNet (ssm.group_count) */
+    int ssm_n_v_heads;       /* value heads, one state matrix each (ssm.time_step_rank) */
+    int ssm_head_k;          /* key head size (ssm.state_size) */
+    int ssm_head_v;          /* value head size (ssm.inner_size / value heads) */
+    bool attn_gate;          /* attention output times sigmoid(gate), the gate rows interleaved
+                                per head with the q rows of attn_q (qwen35) */
+    int n_nextn;             /* multi-token-prediction layers at the end of the file: not run by
+                                the model, only by an MTP context (tern_model_has_mtp) */
+    uint64_t state_bytes;    /* recurrent state of one sequence (conv + DeltaNet matrices, F32) */
+    uint64_t mtp_bytes;      /* weights one MTP draft step reads (its layer, eh_proj, the output
+                                head); 0 without a usable MTP layer */
+    uint64_t mtp_layer_bytes;/* of those, the layer and eh_proj: what each further token of an MTP
+                                pass adds (the head runs for the rows that want logits) */
+};
+
 struct tern_model {
     struct tern_gguf *gguf;
-    struct tern_model_info info;
+    struct model_hparams info;                  /* every hyperparameter (internal) */
+    struct tern_model_info pub;                 /* its public core: tern_model_get_info */
     struct model_weight tok_embd;               /* (n_vocab rows of n_embd) */
     struct model_weight output_norm;            /* (n_embd) */
     struct model_weight output;                 /* (n_vocab rows of n_embd); == tok_embd if tied */
@@ -126,5 +201,8 @@ const char *model_mtp_why_not(const struct tern_model *m);
 /* Does w give a token the same bits whatever batch it is in (kern_batch_invariant, or a packed
  * copy that every batch size reads)? */
 bool model_weight_batch_invariant(const struct model_weight *w);
+
+/* Fill m->pub from m->info: at the end of every load or copy, once the byte counts are final. */
+void model_publish_info(struct tern_model *m);
 
 #endif

@@ -172,6 +172,7 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->info.released_bytes = 0; /* src's copies it shares are src's to report */
     free(w);
     free(sw);
+    model_publish_info(m);
     *out = m;
     return TERN_OK;
 fail:

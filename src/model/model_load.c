@@ -138,7 +138,7 @@ static tern_status bind(const struct tern_gguf *g, struct model_weight *w, const
  * from the converter except ssm_norm, so they are plain RMSNorm weights here. */
 static tern_status qwen35_hparams(const struct tern_gguf *g, struct tern_model *m)
 {
-    struct tern_model_info *in = &m->info;
+    struct model_hparams *in = &m->info;
     const char *a = m->arch_name;
     uint32_t d_conv, inner, d_state, dt_rank, n_group, interval = 4, nextn = 0;
     tern_status st;
@@ -222,7 +222,7 @@ static tern_status qwen35_hparams(const struct tern_gguf *g, struct tern_model *
  * converter adds no 1). */
 static tern_status read_gemma4(const struct tern_gguf *g, struct tern_model *m)
 {
-    struct tern_model_info *in = &m->info;
+    struct model_hparams *in = &m->info;
     const char *a = m->arch_name;
     uint32_t n_swa = 0, hd_swa = 0, vd_swa = 0, n_rot_swa = (uint32_t)in->n_rot, shared = 0,
              n_pl = 0, n_ff_exp = 0;
@@ -324,7 +324,7 @@ static tern_status read_gemma4(const struct tern_gguf *g, struct tern_model *m)
 static tern_status read_arch_hparams(const struct tern_gguf *g, struct tern_model *m,
                                      uint32_t key_len)
 {
-    struct tern_model_info *in = &m->info;
+    struct model_hparams *in = &m->info;
     const char *a = m->arch_name;
     uint32_t n_expert = 0, val_len = 0, n_swa = 0, n_ctx_orig = 0;
     tern_status st;
@@ -450,7 +450,7 @@ static const struct {
 
 static tern_status read_hparams(const struct tern_gguf *g, struct tern_model *m)
 {
-    struct tern_model_info *in = &m->info;
+    struct model_hparams *in = &m->info;
     struct tern_str arch;
     tern_status st = tern_gguf_get_str(g, "general.architecture", &arch);
     if (st == TERN_ERR_NOT_FOUND)
@@ -584,7 +584,7 @@ static void bind_rows(const struct model_weight *full, struct model_weight *w, i
 /* Long-RoPE factors: n_rot/2 values (llama.cpp's converter) or head_dim/2 (what ik_llama.cpp's
  * phi3 loader asks for; only the first n_rot/2 are used, by it and by tern). */
 static tern_status bind_factors(const struct tern_gguf *g, struct model_weight *w, const char *name,
-                                const struct tern_model_info *in)
+                                const struct model_hparams *in)
 {
     const struct tern_gguf_tensor *t = tern_gguf_find_tensor(g, name);
     int64_t n = in->n_rot / 2;
@@ -593,7 +593,7 @@ static tern_status bind_factors(const struct tern_gguf *g, struct model_weight *
 }
 
 /* A qwen35 gated attention layer's tensors after attn_q: k, v, output and the q/k norms. */
-static tern_status bind_qwen35_attn_rest(const struct tern_gguf *g, const struct tern_model_info *in,
+static tern_status bind_qwen35_attn_rest(const struct tern_gguf *g, const struct model_hparams *in,
                                          int il, struct model_layer *L)
 {
     const int64_t d = in->n_embd, hd = in->head_dim;
@@ -611,7 +611,7 @@ static tern_status bind_qwen35_attn_rest(const struct tern_gguf *g, const struct
 /* A qwen35 layer: attn_norm, post_attention_norm (the FFN's norm) and the SwiGLU FFN, then
  * either the Gated DeltaNet tensors or gated full attention (attn_q holds q and gate rows
  * interleaved per head: 2 * n_head * head_dim rows). */
-static tern_status bind_qwen35_layer(const struct tern_gguf *g, const struct tern_model_info *in,
+static tern_status bind_qwen35_layer(const struct tern_gguf *g, const struct model_hparams *in,
                                      int il, struct model_layer *L)
 {
     const int64_t d = in->n_embd, hd = in->head_dim;
@@ -673,7 +673,7 @@ int model_layer_matrices(struct model_layer *L, struct model_weight **out)
  * loads: m->mtp.il stays -1 and why_not says what is wrong (--draft mtp reports it). */
 static tern_status bind_qwen35_mtp(const struct tern_gguf *g, struct tern_model *m)
 {
-    const struct tern_model_info *in = &m->info;
+    const struct model_hparams *in = &m->info;
     const int il = in->n_layer;
     const int64_t d = in->n_embd, hd = in->head_dim;
     struct model_layer *L = &m->layers[il];
@@ -738,7 +738,7 @@ void model_mtp_share(struct tern_model *m)
 
 static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
 {
-    struct tern_model_info *in = &m->info;
+    struct model_hparams *in = &m->info;
     const struct tern_gguf_tensor *te = tern_gguf_find_tensor(g, "token_embd.weight");
     if (!te) return tern_fail(TERN_ERR_FORMAT, "tensor 'token_embd.weight' is missing");
     if (te->n_dims != 2 || te->ne[1] < 1 || te->ne[1] > (1 << 24))
@@ -912,6 +912,7 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool f
         tern_model_free(m);
         return st;
     }
+    model_publish_info(m);
     *out = m;
     return TERN_OK;
 }
@@ -942,7 +943,6 @@ void tern_model_free(struct tern_model *m)
     free(m);
 }
 
-const struct tern_model_info *tern_model_get_info(const struct tern_model *m) { return &m->info; }
 const char *tern_kernels_name(void) { return kern_path_name(); }
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }

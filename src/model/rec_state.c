@@ -19,6 +19,7 @@
  * columns: kernels/delta.h), with each element's operations those of one token at a time: the
  * bits are the same for any split of the tokens into calls. */
 #include "model/rec_state.h"
+#include "model/model.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@
 #include "util/check.h"
 #include "util/error.h"
 
-tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap)
+tern_status rec_init(struct rec_state *r, const struct model_hparams *in, int n_seq, int rec_cap)
 {
     memset(r, 0, sizeof *r);
     if (!in->n_layer_rec) return TERN_OK;

@@ -23,6 +23,8 @@
 #include "kernels/vexp.h"
 #include "tern.h"
 
+struct model_hparams; /* model/model.h */
+
 struct rec_state {
     int n_layer, n_seq;          /* recurrent layers, sequences */
     int d_conv, conv_dim, n_k, n_v, hk, hv;
@@ -44,7 +46,7 @@ struct rec_state {
     struct vexp_kernels vk;      /* the conv's SiLU (the same bits on every path) */
 };
 
-TERN_NODISCARD tern_status rec_init(struct rec_state *r, const struct tern_model_info *in, int n_seq, int rec_cap);
+TERN_NODISCARD tern_status rec_init(struct rec_state *r, const struct model_hparams *in, int n_seq, int rec_cap);
 void rec_free(struct rec_state *r);
 
 /* The state of layer l (recurrent index) of sequence s in buffer b: conv window, then matrices. */

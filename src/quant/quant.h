@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tern.h"
+#include "tern_gguf.h"
 
 #define QUANT_QK4_0 32
 #define QUANT_QK5_0 32

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "util/check.h"
+#include "sample/sampler.h"
 #include "util/error.h"
 #include "util/heap.h"
 
@@ -404,9 +405,9 @@ void tern_sampler_probs(struct tern_sampler *s, const float *logits, float *prob
     TERN_ASSERT_SLOW(!(mx > -FLT_MAX && mx < FLT_MAX) || probs_sum_is_one(probs, s->n_vocab));
 }
 
-double tern_sampler_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
+double sample_uniform(struct tern_sampler *s) { return rng_uniform(s->rng); }
 
-void tern_sampler_get_params(const struct tern_sampler *s, struct tern_sampler_params *out)
+void sample_get_params(const struct tern_sampler *s, struct tern_sampler_params *out)
 {
     *out = s->p;
 }

@@ -29,7 +29,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tern.h"
+#include "tern_server.h"
 
 /* ---------------------------------------------------------------- growable byte buffer */
 struct sbuf {

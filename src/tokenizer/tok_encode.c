@@ -67,15 +67,15 @@ tern_status tern_tokenize(struct tern_tokenizer *t, const char *text, size_t len
     return tokenize(t, text, len, flags, NULL, 0, false, out, cap, n_out);
 }
 
-tern_status tern_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+tern_status tok_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
                                 const struct tern_text_span *special, size_t n_special,
                                 int32_t *out, size_t cap, size_t *n_out)
 {
-    if (n_special && !special) return tern_fail(TERN_ERR_ARG, "tern_tokenize_spans: NULL spans");
+    if (n_special && !special) return tern_fail(TERN_ERR_ARG, "tok_tokenize_spans: NULL spans");
     for (size_t k = 0; k < n_special; k++)
         if (special[k].off > len || special[k].len > len - special[k].off ||
             (k && special[k].off < special[k - 1].off + special[k - 1].len))
-            return tern_fail(TERN_ERR_ARG, "tern_tokenize_spans: span %zu [%zu, +%zu) is outside the "
+            return tern_fail(TERN_ERR_ARG, "tok_tokenize_spans: span %zu [%zu, +%zu) is outside the "
                              "%zu-byte text or not after the one before", k, special[k].off, special[k].len, len);
     return tokenize(t, text, len, flags, special, n_special, true, out, cap, n_out);
 }

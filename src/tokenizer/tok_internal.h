@@ -254,4 +254,16 @@ TERN_NODISCARD tern_status tok_spm_segment(struct tern_tokenizer *t, const char 
 /* tok_decode.c: fill piece_off/piece_len (called by the loader once texts are in place). */
 TERN_NODISCARD tern_status tok_build_pieces(struct tern_tokenizer *t);
 
+/* tern_tokenize where TERN_TOK_PARSE_SPECIAL recognizes a control (or unknown-type) token only
+ * when its whole text lies inside one of special[0..n_special) (sorted, disjoint byte ranges of
+ * text, struct tern_text_span in "chat templates": a template's markup); elsewhere the text is
+ * text, as without the flag (user-defined tokens match everywhere, as they always do). Nothing
+ * else changes: the text between two recognized specials is encoded as one piece, whatever
+ * ranges it crosses, so merges across a range's edge are those of tokenizing that piece plainly,
+ * and with every control token's text inside the ranges the ids are tern_tokenize's. */
+struct tern_text_span;
+TERN_NODISCARD tern_status tok_tokenize_spans(struct tern_tokenizer *t, const char *text, size_t len, unsigned flags,
+                                const struct tern_text_span *special, size_t n_special,
+                                int32_t *out, size_t cap, size_t *n_out);
+
 #endif

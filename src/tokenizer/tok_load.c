@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 #define KEY(x) "tokenizer.ggml." x

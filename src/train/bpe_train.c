@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "chat/chat.h"
+#include "tern_gguf.h"
 #include "tokenizer/tok_internal.h"
 #include "train/bpe_train.h"
 #include "corpus/corpus.h"

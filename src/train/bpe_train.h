@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tern.h"
+#include "tern_train.h"
 
 struct bpe_trainer;
 

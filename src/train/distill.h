@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tern.h"
+#include "tern_train.h"
 
 #define KD_MAGIC "TKDC"
 #define KD_VERSION 1u

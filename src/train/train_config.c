@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "train/train_internal.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 enum { K_INT, K_FLOAT, K_BOOL, K_U64 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "train/train_internal.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 tern_status tern_trainer_export(const struct tern_trainer *t, const char *path)

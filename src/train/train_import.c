@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/model.h"
 #include "train/train_internal.h"
+#include "tern_gguf.h"
 #include "util/error.h"
 
 tern_status train_shape_from_gguf(const char *path, const char *role, struct tern_train_config *c)
@@ -19,7 +21,7 @@ tern_status train_shape_from_gguf(const char *path, const char *role, struct ter
     struct tern_model_params mp = {.no_repack = true}; /* only the metadata is read */
     tern_status st = tern_model_load(path, &mp, &m);
     if (st) return tern_fail_prefix(st, "%s %s: ", role, path);
-    const struct tern_model_info *i = tern_model_get_info(m);
+    const struct model_hparams *i = &m->info; /* the trainer models a subset: every field counts */
     const char *why = NULL;
     if (i->arch != TERN_ARCH_LLAMA && i->arch != TERN_ARCH_QWEN2) why = "its architecture";
     else if (i->rope_neox != (i->arch == TERN_ARCH_QWEN2)) why = "its RoPE pairing";

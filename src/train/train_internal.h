@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "kernels/gemm_f32.h"
-#include "tern.h"
+#include "tern_train.h"
 #include "util/threadpool.h"
 
 struct train_tensor {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "train/distill.h"
+#include "tern_gguf.h"
 #include "train/train_internal.h"
 #include "train/train_ops.h"
 #include "util/error.h"

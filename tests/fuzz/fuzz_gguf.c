@@ -6,6 +6,7 @@
  * one that does not aborts, so the fuzzer reports it. Seeds: tests/fuzz/corpus/gguf (small
  * files with every metadata type, nested arrays, tensors of several types, a v2 header). */
 #include "tern.h"
+#include "tern_gguf.h"
 
 #include <stdint.h>
 #include <stdio.h>

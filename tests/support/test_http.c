@@ -1,5 +1,6 @@
 /* test_http.c — the tests' tiny HTTP client (test_http.h). */
 #include "test_http.h"
+#include "tern_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

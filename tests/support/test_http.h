@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "tern.h"
+#include "tern_server.h"
 
 struct test_resp {
     int status;

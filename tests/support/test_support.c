@@ -127,3 +127,10 @@ int test_run_cmd(const char *cmd, char *buf, size_t cap)
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+double test_hparam(const struct tern_model *m, const char *name)
+{
+    double v = 0;
+    if (!tern_model_hparam(m, name, &v)) fail_msg("the model has no hyperparameter \"%s\"", name);
+    return v;
+}

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "tern.h"
-#include "tern_tools.h"
+#include "tern_gguf.h"
 
 /* Absolute path of ../shared/<rel> into a static buffer, or NULL if ../shared is absent. */
 const char *test_shared_path(const char *rel);
@@ -64,6 +64,10 @@ char *test_read_file(const char *path, size_t *len);
 /* Run a shell command; its stdout (up to cap - 1 bytes, NUL-terminated) into buf. Returns the
  * exit status, or 128 + the signal that killed it. */
 int test_run_cmd(const char *cmd, char *buf, size_t cap);
+
+/* The architecture hyperparameter `name` of m (tern_model_hparam), failing the test when the
+ * model does not know the name. */
+double test_hparam(const struct tern_model *m, const char *name);
 
 /* Assert a tern call succeeded, printing tern_last_error() if not. */
 #define assert_tern_ok(expr)                                                                   \

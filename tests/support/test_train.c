@@ -1,5 +1,6 @@
 /* test_train.c — the trainer tests' shared inputs (test_train.h). */
 #include "test_train.h"
+#include "tern_train.h"
 
 #include <stdio.h>
 

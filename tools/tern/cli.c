@@ -1,6 +1,7 @@
 /* cli.c — helpers shared by the subcommands (see cli.h): status reports, token lists,
  * files, the generating commands' common flags, SIGPIPE, the training-context warning. */
 #include "cli.h"
+#include "tern_gguf.h"
 
 #include <errno.h>
 #include <limits.h>

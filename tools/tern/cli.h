@@ -12,7 +12,7 @@
 
 #include "cli_options.h"
 #include "tern.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 #define CMD(name, fn, summary) int fn(int argc, char **argv);
 #include "commands.def"

@@ -27,7 +27,9 @@
 
 #include "cli.h"
 #include "cli_distill_length.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
+#include "tern_gguf.h"
+#include "tern_train.h"
 
 struct cli_distill_length {
     struct cli_distill_length_params p;

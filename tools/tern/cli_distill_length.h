@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tern.h"
+#include "tern_train.h"
 
 struct cli_distill_length;
 struct cli_distill_length_params {

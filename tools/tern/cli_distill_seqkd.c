@@ -27,7 +27,7 @@
 #include "cli.h"
 #include "cli_distill_seqkd.h"
 #include "cli_gov.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 static void hex(const uint8_t *b, size_t n, char *out)
 {

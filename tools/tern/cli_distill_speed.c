@@ -21,7 +21,9 @@
 #include "cli.h"
 #include "cli_distill_speed.h"
 #include "cli_gov.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
+#include "tern_gguf.h"
+#include "tern_train.h"
 
 struct speed_figures {
     double tokens_p50, ttfa_p50, ttfa_p95, ttfa_ms_p95, f1, exact, false_calls, tps, ttft_ms;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "tern.h"
+#include "tern_train.h"
 
 struct cli_distill_speed;
 struct cli_distill_speed_params {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 /* FILE:SCALE when what follows the last ':' is a number; a path may hold ':' itself. The value
  * is cut at the ':' in place: it is argv's string (C11 5.1.2.2.1 lets the program change those)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 #include "cli_draft.h"
 
 /* out = <in without .gguf><suffix>.gguf; returns true when that file already exists. */

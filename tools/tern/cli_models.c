@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 uint64_t cli_gguf_tensor_stats(const struct tern_gguf *g, int64_t *count, uint64_t *bytes)
 {

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
+#include "tern_train.h"
 #include "util/error.h"
 #include "cli_distill_length.h"
 #include "cli_distill_speed.h"

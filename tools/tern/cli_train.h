@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "tern.h"
+#include "tern_train.h"
 
 /* A .jsonl of conversations rendered with the GGUF `tokenizer`'s tokenizer and chat template
  * (conversations longer than n_ctx skipped and counted on stderr), or a .tdat file. mark_tools:

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 #include "cli_draft.h"
 #include "cli_grammar.h"
 #include "cli_json.h"

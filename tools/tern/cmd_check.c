@@ -5,6 +5,18 @@
 
 #include "cli.h"
 #include "cli_json.h"
+#include "tern_gguf.h"
+
+/* The hyperparameters an architecture adds beyond the stable core (struct tern_model_info), read
+ * by name: a parameter a new architecture brings is printed once it is listed here, and nothing
+ * breaks before that. HPI for counts and flags, HPF for scales and byte counts. */
+static double hparam(const struct tern_model *m, const char *name)
+{
+    double v = 0;
+    return tern_model_hparam(m, name, &v) ? v : 0;
+}
+#define HPI(name) ((int)hparam(m, #name))
+#define HPF(name) hparam(m, #name)
 
 struct check_opts {
     const char *model, *pos_model;
@@ -108,46 +120,46 @@ int cmd_check(int argc, char **argv)
         cli_json_int(j, "head_dim", in->head_dim);
         cli_json_int(j, "n_ff", in->n_ff);
         cli_json_int(j, "n_ctx_train", in->n_ctx_train);
-        cli_json_int(j, "n_rot", in->n_rot);
-        cli_json_f32(j, "rope_freq_base", in->rope_freq_base);
-        cli_json_f32(j, "rope_freq_scale", in->rope_freq_scale);
-        cli_json_bool(j, "rope_neox", in->rope_neox);
-        cli_json_bool(j, "rope_freqs", in->has_rope_freqs);
-        cli_json_f32(j, "rms_eps", in->rms_eps);
-        cli_json_bool(j, "tied_output", in->tied_output);
-        cli_json_bool(j, "qkv_bias", in->has_qkv_bias);
-        cli_json_bool(j, "qk_norm", in->has_qk_norm);
-        cli_json_bool(j, "post_norms", in->has_post_norms);
-        cli_json_bool(j, "fused_qkv", in->fused_qkv);
-        cli_json_str(j, "ffn_act", in->ffn_gelu ? "gelu" : "silu");
-        cli_json_f32(j, "embd_scale", in->embd_scale);
-        cli_json_f32(j, "attn_scale", in->attn_scale);
-        cli_json_int(j, "nope_every", in->nope_every);
-        cli_json_int(j, "n_swa", in->n_swa);
-        cli_json_int(j, "n_layer_swa", in->n_layer_swa);
-        cli_json_f32(j, "rope_freq_base_swa", in->rope_freq_base_swa);
-        cli_json_bool(j, "rope_long", in->has_rope_long);
-        cli_json_f32(j, "rope_attn_factor", in->rope_attn_factor);
-        cli_json_int(j, "n_ctx_orig", in->n_ctx_orig);
+        cli_json_int(j, "n_rot", HPI(n_rot));
+        cli_json_f32(j, "rope_freq_base", HPF(rope_freq_base));
+        cli_json_f32(j, "rope_freq_scale", HPF(rope_freq_scale));
+        cli_json_bool(j, "rope_neox", HPI(rope_neox));
+        cli_json_bool(j, "rope_freqs", HPI(has_rope_freqs));
+        cli_json_f32(j, "rms_eps", HPF(rms_eps));
+        cli_json_bool(j, "tied_output", HPI(tied_output));
+        cli_json_bool(j, "qkv_bias", HPI(has_qkv_bias));
+        cli_json_bool(j, "qk_norm", HPI(has_qk_norm));
+        cli_json_bool(j, "post_norms", HPI(has_post_norms));
+        cli_json_bool(j, "fused_qkv", HPI(fused_qkv));
+        cli_json_str(j, "ffn_act", HPI(ffn_gelu) ? "gelu" : "silu");
+        cli_json_f32(j, "embd_scale", HPF(embd_scale));
+        cli_json_f32(j, "attn_scale", HPF(attn_scale));
+        cli_json_int(j, "nope_every", HPI(nope_every));
+        cli_json_int(j, "n_swa", HPI(n_swa));
+        cli_json_int(j, "n_layer_swa", HPI(n_layer_swa));
+        cli_json_f32(j, "rope_freq_base_swa", HPF(rope_freq_base_swa));
+        cli_json_bool(j, "rope_long", HPI(has_rope_long));
+        cli_json_f32(j, "rope_attn_factor", HPF(rope_attn_factor));
+        cli_json_int(j, "n_ctx_orig", HPI(n_ctx_orig));
         cli_json_int(j, "n_layer_kv", in->n_layer_kv);
         cli_json_int(j, "n_layer_rec", in->n_layer_rec);
         if (in->n_layer_rec) {
             cJSON *r = cli_json_obj(j, "recurrent");
-            cli_json_int(r, "full_attn_interval", in->full_attn_interval);
-            cli_json_int(r, "conv_kernel", in->ssm_d_conv);
-            cli_json_int(r, "k_heads", in->ssm_n_k_heads);
-            cli_json_int(r, "v_heads", in->ssm_n_v_heads);
-            cli_json_int(r, "head_k", in->ssm_head_k);
-            cli_json_int(r, "head_v", in->ssm_head_v);
+            cli_json_int(r, "full_attn_interval", HPI(full_attn_interval));
+            cli_json_int(r, "conv_kernel", HPI(ssm_d_conv));
+            cli_json_int(r, "k_heads", HPI(ssm_n_k_heads));
+            cli_json_int(r, "v_heads", HPI(ssm_n_v_heads));
+            cli_json_int(r, "head_k", HPI(ssm_head_k));
+            cli_json_int(r, "head_v", HPI(ssm_head_v));
             cli_json_uint(r, "state_bytes_per_seq", in->state_bytes);
         }
-        cli_json_bool(j, "attn_gate", in->attn_gate);
-        cli_json_int(j, "n_nextn", in->n_nextn);
-        if (in->n_nextn) {
+        cli_json_bool(j, "attn_gate", HPI(attn_gate));
+        cli_json_int(j, "n_nextn", HPI(n_nextn));
+        if (HPI(n_nextn)) {
             const char *why = NULL;
             const bool mtp = tern_model_has_mtp(m, &why);
             cli_json_bool(j, "mtp", mtp);
-            if (mtp) cli_json_uint(j, "mtp_bytes", in->mtp_bytes);
+            if (mtp) cli_json_uint(j, "mtp_bytes", HPF(mtp_bytes));
             else cli_json_str(j, "mtp_unusable", why);
         }
         cli_json_uint(j, "params", params);
@@ -176,13 +188,13 @@ int cmd_check(int argc, char **argv)
         }
         if (in->arch == TERN_ARCH_GEMMA4) {
             cJSON *g4 = cli_json_obj(j, "gemma4");
-            cli_json_int(g4, "kv_heads_swa", in->n_head_kv_swa);
-            cli_json_int(g4, "head_dim_swa", in->head_dim_swa);
-            cli_json_int(g4, "rope_dims_swa", in->n_rot_swa);
-            cli_json_int(g4, "n_ff_max", in->n_ff_max);
+            cli_json_int(g4, "kv_heads_swa", HPI(n_head_kv_swa));
+            cli_json_int(g4, "head_dim_swa", HPI(head_dim_swa));
+            cli_json_int(g4, "rope_dims_swa", HPI(n_rot_swa));
+            cli_json_int(g4, "n_ff_max", HPI(n_ff_max));
             cli_json_int(g4, "layers_with_own_kv", in->n_layer_kv);
-            cli_json_int(g4, "per_layer_embedding", in->n_embd_per_layer);
-            cli_json_num(g4, "final_softcap", in->final_softcap);
+            cli_json_int(g4, "per_layer_embedding", HPI(n_embd_per_layer));
+            cli_json_num(g4, "final_softcap", HPF(final_softcap));
         }
         if (lora.n) {
             cJSON *la = cli_json_arr(j, "lora");
@@ -215,51 +227,51 @@ int cmd_check(int argc, char **argv)
                in->n_head_kv, in->n_head / in->n_head_kv, in->head_dim);
         printf("n_ff:          %d\n", in->n_ff);
         printf("context:       %d (training)\n", in->n_ctx_train);
-        printf("rope:          %s, %d dims, base %g, scale %g%s\n", in->rope_neox ? "neox" : "norm",
-               in->n_rot, (double)in->rope_freq_base, (double)in->rope_freq_scale,
-               in->has_rope_freqs ? ", frequency factors (rope_freqs)" : "");
-        printf("rms epsilon:   %g\n", (double)in->rms_eps);
-        printf("output:        %s\n", in->tied_output ? "tied to token_embd" : "separate output.weight");
-        printf("q/k/v biases:  %s\n", in->has_qkv_bias ? "yes" : "no");
-        if (in->has_qk_norm) printf("q/k norms:     per-head RMSNorm before RoPE\n");
-        if (in->fused_qkv) printf("fused:         attn_qkv (q|k|v), ffn_up (gate|up)\n");
-        if (in->has_post_norms) printf("post-norms:    attention and FFN outputs\n");
-        if (in->ffn_gelu) printf("ffn:           gelu(gate) * up\n");
-        if (in->embd_scale != 1.0f) printf("embd scale:    %g\n", (double)in->embd_scale);
-        if (in->nope_every)
-            printf("no RoPE:       every %d%s layer\n", in->nope_every, in->nope_every == 4 ? "th" : "-th");
-        if (in->n_swa)
+        printf("rope:          %s, %d dims, base %g, scale %g%s\n", HPI(rope_neox) ? "neox" : "norm",
+               HPI(n_rot), (double)HPF(rope_freq_base), (double)HPF(rope_freq_scale),
+               HPI(has_rope_freqs) ? ", frequency factors (rope_freqs)" : "");
+        printf("rms epsilon:   %g\n", (double)HPF(rms_eps));
+        printf("output:        %s\n", HPI(tied_output) ? "tied to token_embd" : "separate output.weight");
+        printf("q/k/v biases:  %s\n", HPI(has_qkv_bias) ? "yes" : "no");
+        if (HPI(has_qk_norm)) printf("q/k norms:     per-head RMSNorm before RoPE\n");
+        if (HPI(fused_qkv)) printf("fused:         attn_qkv (q|k|v), ffn_up (gate|up)\n");
+        if (HPI(has_post_norms)) printf("post-norms:    attention and FFN outputs\n");
+        if (HPI(ffn_gelu)) printf("ffn:           gelu(gate) * up\n");
+        if (HPF(embd_scale) != 1.0f) printf("embd scale:    %g\n", (double)HPF(embd_scale));
+        if (HPI(nope_every))
+            printf("no RoPE:       every %d%s layer\n", HPI(nope_every), HPI(nope_every) == 4 ? "th" : "-th");
+        if (HPI(n_swa))
             printf("sliding window: %d positions on %d of %d layers (rope base %g there)\n",
-                   in->n_swa, in->n_layer_swa, in->n_layer, (double)in->rope_freq_base_swa);
+                   HPI(n_swa), HPI(n_layer_swa), in->n_layer, (double)HPF(rope_freq_base_swa));
         if (in->n_layer_rec)
             printf("recurrent:     %d Gated DeltaNet layers (every %d-th layer is full attention), "
                    "conv %d, %d key / %d value heads of %d / %d; state %llu bytes per sequence\n",
-                   in->n_layer_rec, in->full_attn_interval, in->ssm_d_conv, in->ssm_n_k_heads,
-                   in->ssm_n_v_heads, in->ssm_head_k, in->ssm_head_v,
+                   in->n_layer_rec, HPI(full_attn_interval), HPI(ssm_d_conv), HPI(ssm_n_k_heads),
+                   HPI(ssm_n_v_heads), HPI(ssm_head_k), HPI(ssm_head_v),
                    (unsigned long long)in->state_bytes);
-        if (in->attn_gate) printf("attention:     output gated by sigmoid(gate) (gate rows in attn_q)\n");
-        if (in->n_nextn) {
+        if (HPI(attn_gate)) printf("attention:     output gated by sigmoid(gate) (gate rows in attn_q)\n");
+        if (HPI(n_nextn)) {
             const char *why = NULL;
             if (tern_model_has_mtp(m, &why))
                 printf("MTP layer:     yes (--draft mtp drafts with it: %.1f MiB per draft step, "
-                       "%.0f%% of the model's weights)\n", (double)in->mtp_bytes / 1048576.0,
-                       100.0 * (double)in->mtp_bytes / (double)in->weight_bytes);
+                       "%.0f%% of the model's weights)\n", (double)HPF(mtp_bytes) / 1048576.0,
+                       100.0 * (double)HPF(mtp_bytes) / (double)in->weight_bytes);
             else
-                printf("MTP layers:    %d, not usable: %s\n", in->n_nextn, why);
+                printf("MTP layers:    %d, not usable: %s\n", HPI(n_nextn), why);
         }
         if (in->arch == TERN_ARCH_GEMMA4) {
             printf("sliding layers: %d kv, head_dim %d, %d rotated dims; v RMS-normalized; q.k unscaled\n",
-                   in->n_head_kv_swa, in->head_dim_swa, in->n_rot_swa);
-            if (in->n_ff_max != in->n_ff) printf("n_ff (widest): %d\n", in->n_ff_max);
+                   HPI(n_head_kv_swa), HPI(head_dim_swa), HPI(n_rot_swa));
+            if (HPI(n_ff_max) != in->n_ff) printf("n_ff (widest): %d\n", HPI(n_ff_max));
             if (in->n_layer_kv < in->n_layer)
                 printf("shared KV:     the last %d layers read layer %d's (sliding) / %d's (global) KV\n",
                        in->n_layer - in->n_layer_kv, in->n_layer_kv - 2, in->n_layer_kv - 1);
-            if (in->n_embd_per_layer) printf("per-layer embeddings: %d per layer\n", in->n_embd_per_layer);
-            if (in->final_softcap > 0) printf("logit softcap: %g\n", (double)in->final_softcap);
+            if (HPI(n_embd_per_layer)) printf("per-layer embeddings: %d per layer\n", HPI(n_embd_per_layer));
+            if (HPF(final_softcap) > 0) printf("logit softcap: %g\n", (double)HPF(final_softcap));
         }
-        if (in->has_rope_long)
+        if (HPI(has_rope_long))
             printf("long rope:     factors long/short (long above %d positions), magnitude %g\n",
-                   in->n_ctx_orig, (double)in->rope_attn_factor);
+                   HPI(n_ctx_orig), (double)HPF(rope_attn_factor));
         printf("tensors:       %lld (%llu bytes)\n", (long long)tern_gguf_n_tensors(g),
                (unsigned long long)in->weight_bytes);
         for (int t = 0; t < TERN_TYPE_COUNT_; t++)
@@ -276,7 +288,7 @@ int cmd_check(int argc, char **argv)
         for (int i = 0; i < 4; i++) {
             if (in->arch == TERN_ARCH_GEMMA4) /* layers differ: the sum of the layers that store KV */
                 printf("  (%d of %d layers: %d x %d sliding, %d x %d global, %d) -> %llu bytes\n",
-                       in->n_layer_kv, in->n_layer, in->n_head_kv_swa, in->head_dim_swa,
+                       in->n_layer_kv, in->n_layer, HPI(n_head_kv_swa), HPI(head_dim_swa),
                        in->n_head_kv, in->head_dim, ctxs[i],
                        (unsigned long long)tern_model_kv_bytes(m, ctxs[i]));
             else /* n_layer_kv: n_layer, or qwen35's attention layers */
@@ -285,7 +297,7 @@ int cmd_check(int argc, char **argv)
             const uint64_t w = tern_model_kv_bytes_windowed(m, ctxs[i], 512);
             if (w < tern_model_kv_bytes(m, ctxs[i]))
                 printf("    resident at most %llu bytes: the sliding-window layers (window %d) keep only "
-                       "their window (--swa-full: all)\n", (unsigned long long)w, in->n_swa);
+                       "their window (--swa-full: all)\n", (unsigned long long)w, HPI(n_swa));
         }
         for (int k = 0; k < lora.n; k++) {
             struct tern_lora_info li;

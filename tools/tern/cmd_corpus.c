@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "tern_train.h"
 
 static void help(void)
 {

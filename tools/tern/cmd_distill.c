@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
+#include "tern_train.h"
 #include "cli_distill_length.h"
 #include "cli_distill_seqkd.h"
 #include "cli_distill_speed.h"

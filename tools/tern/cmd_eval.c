@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "tern_tools.h"
+#include "tern_bench.h"
 
 static void usage(void)
 {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 #include "cli_json.h"
 
 struct models_opts {

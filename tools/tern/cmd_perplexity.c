@@ -1,7 +1,7 @@
 /* cmd_perplexity.c — `tern perplexity`: llama-perplexity's measurement of a model on a text, and
  * the KL divergence of a model from a base model's saved distribution.
  *
- * The computation is the library's (tern_perplexity, tern_kl_divergence in include/tern_tools.h
+ * The computation is the library's (tern_perplexity, tern_kl_divergence in include/tern_bench.h
  * "perplexity"); this file reads flags and the text, and prints. Output follows llama-perplexity:
  * the running perplexity after each chunk as "[1]x.xxxx,[2]..." and "Final estimate: PPL = X +/-
  * Y" on stdout, or one JSON object with --json. When stderr is a terminal a progress line with

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 struct quantize_opts {
     const char *in, *out, *type;

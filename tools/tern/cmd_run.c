@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 #include "cli_draft.h"
 #include "cli_grammar.h"
 

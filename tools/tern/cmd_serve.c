@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tern_server.h"
 
 static struct tern_server *g_server;
 

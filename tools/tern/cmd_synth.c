@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "tern_gguf.h"
 
 static void help(void)
 {

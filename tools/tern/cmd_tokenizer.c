@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "tern_train.h"
 
 static void help(void)
 {

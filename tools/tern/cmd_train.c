@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "tern_train.h"
 #include "cli_train.h"
 
 static void usage(void)

@@ -1,15 +1,14 @@
 /*
- * tern_tools.h — measuring tools built on libtern, apart from the runtime API of tern.h.
- *
- * What lives here checks or measures tern rather than running a model for a user: the
- * comparison against llama.cpp's reference dumps (`tern probe --ref`, test_parity) and the
+ * tern_bench.h — libtern_bench: measuring tern rather than running a model for a user: the
+ * comparison against llama.cpp's reference dumps (`tern probe --ref`, test_parity), the
  * prompt-cache benchmark (`tern cache bench`, `tern bench --prompt-cache`), perplexity and KL
- * divergence (`tern perplexity`), evaluation and speed governance. They live in
- * src/bench and are linked into libtern; an application embedding tern does not need this
- * header.
+ * divergence (`tern perplexity`), tool-call evaluation (`tern eval`, locally or against an HTTP
+ * endpoint) and speed governance (suites, hardware profiles, reports, gates). It lives in
+ * src/bench and src/eval, is built on libtern (tern.h) and brings libcurl (remote evaluation)
+ * and libyaml (hardware profiles); an application embedding tern does not need it.
  */
-#ifndef TERN_TOOLS_H
-#define TERN_TOOLS_H
+#ifndef TERN_BENCH_H
+#define TERN_BENCH_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -416,4 +415,4 @@ TERN_NODISCARD tern_status tern_eval_gate(const char *baseline_path, const char 
 #ifdef __cplusplus
 }
 #endif
-#endif /* TERN_TOOLS_H */
+#endif /* TERN_BENCH_H */
