@@ -138,6 +138,9 @@ static void matmul_slice(struct tern_context *ctx, int tid, const struct model_w
 {
     const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
+    TERN_ASSERT(n_tok >= 1 && n_tok <= ctx->n_batch, "a batch the context's buffers hold");
+    TERN_ASSERT(lo >= 0 && lo <= hi && hi <= w->rows, "rows of this weight");
+    TERN_ASSERT(w->data && w->cols > 0 && w->row_bytes > 0, "a loaded weight");
     if (ctx->exact_batches && n_tok > 1 && !model_weight_batch_invariant(w)) {
         /* Exact batches: each token through the one-token kernel, so it gets the bits it gets
          * decoded alone. Rows go in blocks of about 128 KiB (a multiple of 16 rows, as the
@@ -346,6 +349,7 @@ static void step_rope_store(void *arg, int chunk, int n_chunks, int tid)
     tp_split(s->n, chunk, n_chunks, 1, &lo, &hi);
     for (long long t = lo; t < hi; t++) {
         const int pos = ctx->bpos[t], seq = ctx->bseq[t];
+        TERN_ASSERT(pos >= 0 && pos < ctx->n_ctx && seq >= 0 && seq < ctx->n_seq, "a KV row of the cache");
         const float *cs = cs_all + (size_t)t * nr;
         float *q = ctx->q + (size_t)t * qd;
         float *k = ctx->k + (size_t)t * kvd;
@@ -497,6 +501,8 @@ void fwd_ensure_act(struct tern_context *ctx, const float *src, int cols, int n,
                        const struct model_weight *w)
 {
     const int at = act_type_of(w);
+    TERN_ASSERT(cols == w->cols, "the activation is as wide as the weight's input");
+    TERN_ASSERT(row0 >= 0 && row0 <= n && n <= ctx->n_batch);
     if (ctx->act_src == src && ctx->act_type == at) return;
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .cols = cols, .act_type = at};
     fwd_run_step(ctx, TERN_PROF_QUANT, step_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
@@ -508,6 +514,8 @@ void fwd_norm_and_quantize(struct tern_context *ctx, const float *src, const flo
                               int cols, int n, int row0, const struct model_weight *w)
 {
     const int at = act_type_of(w);
+    TERN_ASSERT(cols == w->cols, "the activation is as wide as the weight's input");
+    TERN_ASSERT(row0 >= 0 && row0 <= n && n <= ctx->n_batch);
     struct step s = {.ctx = ctx, .n = n, .row0 = row0, .src = src, .norm_w = norm_w,
                      .cols = cols, .act_type = at};
     fwd_run_step(ctx, TERN_PROF_NORM_QUANT, step_norm_quantize, &s, fwd_chunks_for(ctx, n - row0, 4));
@@ -519,6 +527,9 @@ void fwd_matmuls(struct tern_context *ctx, int il, const float *src, int cols, i
                  const struct model_weight *const *w, float *const *out,
                  const struct model_weight *const *bias, int cnt)
 {
+    TERN_ASSERT(cnt >= 1 && n >= 1 && n <= ctx->n_batch);
+    for (int j = 0; j < cnt; j++)
+        TERN_ASSERT(w[j]->cols == cols && out[j], "every matrix of a group reads the same input");
     for (int j = 0; j < cnt;) {
         /* matrices usually share an activation format; group the ones that do, 3 at a time */
         struct step mm = {.ctx = ctx, .n = n, .il = il};
@@ -638,6 +649,8 @@ void fwd_layer(struct tern_context *ctx, int il, int n)
     const int d = in->n_embd;
     const struct model_layer *L = &m->layers[il];
     struct step s = {.ctx = ctx, .n = n, .il = il};
+    TERN_ASSERT(il >= 0 && n >= 1 && n <= ctx->n_batch);
+    TERN_ASSERT(L->recurrent || (L->kv_src >= 0 && L->kv_src <= il), "an attention layer reads the KV of itself or an earlier layer");
     /* attached adapters (lora_apply.c); NULL: the plain pass */
     const struct lora_set *lora = il < in->n_layer ? ctx->lora : NULL;
     ctx->act_src = NULL; /* buffers from the previous layer hold other values now */
@@ -796,6 +809,7 @@ tern_status forward_batch(struct tern_context *ctx, const int32_t *tokens, int n
 {
     const struct tern_model *m = ctx->model;
     const struct model_hparams *in = &m->info;
+    TERN_ASSERT(n >= 1 && n <= ctx->n_batch, "tern_decode splits batches to n_batch");
     fwd_batch_inputs(ctx, tokens, n);
     if (in->n_embd_per_layer) per_layer_inputs(ctx, tokens, n);
     if (in->n_layer_rec) rec_batch_begin(ctx, n);
