@@ -148,7 +148,7 @@ static void test_bad_config(void **state)
     snprintf(cmd, sizeof cmd, "%s train --config %s --matmul fp8 --data %s -o %s/x.gguf 2>&1",
              test_tern_bin(), cfg, data, dir);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
-    assert_non_null(strstr(out, "--matmul 'fp8'"));
+    assert_non_null(strstr(out, "--matmul: 'fp8'"));
 }
 
 /* FNV-1a 64, as the checkpoint's trailer */

@@ -72,19 +72,6 @@ char *cli_read_file(const char *path, size_t *len)
     return buf;
 }
 
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val)
-{
-    const char *a = argv[*i];
-    if (strcmp(a, name) != 0 && !(alt && strcmp(a, alt) == 0)) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "tern %s: option %s needs a value (see `tern %s --help`)\n", argv[0], a,
-                argv[0]);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
-
 void cli_ignore_sigpipe(void)
 {
     signal(SIGPIPE, SIG_IGN);

@@ -68,9 +68,6 @@ struct cli_lora_opts {
 };
 /* --lora as an option table (cli_options.h) over struct cli_lora_opts, for CLI_INCLUDE. */
 extern const struct cli_option cli_lora_table[];
-/* If argv[*i] is --lora, take its value: 1; not it: 0; a bad value (printed): -1. For the
- * commands whose options are not yet a table. */
-int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o);
 /* Load every adapter for m; a line per adapter on note (may be NULL): path, targets, rank,
  * alpha, scale. CLI_EXIT_OK or the failure's exit code (message printed). */
 int cli_lora_load(const char *cmd, struct cli_lora_opts *o, const struct tern_model *m, FILE *note);
@@ -112,12 +109,6 @@ int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int 
 
 /* Resident set size of this process in bytes (-1 if unknown). */
 long cli_rss_bytes(void);
-
-/* For the option loops of the commands whose options are not yet a table (cli_options.h is the
- * way for new options): if argv[*i] equals name, take the next argument as its value. Returns
- * 1 if matched (value in *val, *i advanced), 0 if not this option, -1 if the value is missing
- * (an error was printed). */
-int cli_opt(int argc, char **argv, int *i, const char *name, const char *alt, const char **val);
 
 /* cli_model.c: the -m file, or without one the embedded model (call cli_need_model first:
  * without an embedded model a NULL path gives TERN_ERR_ARG). */

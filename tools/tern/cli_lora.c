@@ -33,14 +33,6 @@ const struct cli_option cli_lora_table[] = {
     {0},
 };
 
-int cli_lora_opt(int argc, char **argv, int *i, struct cli_lora_opts *o)
-{
-    const char *v;
-    const int r = cli_opt(argc, argv, i, "--lora", NULL, &v);
-    if (r <= 0) return r;
-    return lora_take(argv[0], cli_lora_table, v, o) ? -1 : 1;
-}
-
 int cli_lora_load(const char *cmd, struct cli_lora_opts *o, const struct tern_model *m, FILE *note)
 {
     for (int i = 0; i < o->n; i++) {

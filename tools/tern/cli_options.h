@@ -133,7 +133,7 @@ const struct cli_command *const *cli_all_commands(size_t *n);
 /* The command whose name is name ("grammar check"), or NULL. */
 const struct cli_command *cli_find_command(const char *name);
 
-/* `tern help [--markdown | --options CMD | CMD]`: the option reference of every converted
+/* `tern help [--markdown | --options CMD | CMD]`: the option reference of every
  * command, one command's option names, or its --help. */
 int cli_help_main(int argc, char **argv);
 

@@ -275,41 +275,49 @@ int cli_train_loop(const struct cli_train_run *r)
     return st ? cli_report(cmd, st) : CLI_EXIT_OK;
 }
 
-int cli_lora_train_opt(const char *cmd, int argc, char **argv, int *i, struct cli_lora_train_opts *o)
+/* --lora-alpha: (0, 1e6], an open bound CLI_FRANGE cannot say. */
+static int alpha_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
 {
-    const char *v;
-    int r;
-    if ((r = cli_opt(argc, argv, i, "--lora-base", NULL, &v))) {
-        if (r > 0) o->base = v;
-    } else if ((r = cli_opt(argc, argv, i, "--lora-rank", NULL, &v))) {
-        if (r > 0 && !cli_parse_int(v, 1, 1024, &o->rank)) {
-            cli_usage_error(cmd, "--lora-rank '%s' is not an integer in 1..1024", v);
-            return -1;
-        }
-    } else if ((r = cli_opt(argc, argv, i, "--lora-alpha", NULL, &v))) {
-        char *e;
-        if (r > 0 && (o->alpha = strtod(v, &e), *e || !(o->alpha > 0) || o->alpha > 1e6)) {
-            cli_usage_error(cmd, "--lora-alpha '%s' is not a number in (0, 1e6]", v);
-            return -1;
-        }
-    } else if ((r = cli_opt(argc, argv, i, "--lora-dropout", NULL, &v))) {
-        char *e;
-        if (r > 0 && (o->dropout = strtod(v, &e), *e || !(o->dropout >= 0) || !(o->dropout < 1))) {
-            cli_usage_error(cmd, "--lora-dropout '%s' is not a number in [0, 1)", v);
-            return -1;
-        }
-        if (r > 0 && o->dropout == 0) o->dropout = -1; /* given as 0: distinct from unset */
-    } else if ((r = cli_opt(argc, argv, i, "--lora-targets", NULL, &v))) {
-        if (r > 0) o->targets = v;
-    } else if ((r = cli_opt(argc, argv, i, "--chat-template-file", NULL, &v))) {
-        if (r > 0) o->template_file = v;
-    } else {
-        return 0;
-    }
-    if (r < 0) return -1;
-    o->given = true;
-    return 1;
+    (void)opt;
+    struct cli_lora_train_opts *o = opts;
+    char *e;
+    if (!*val || (o->alpha = strtod(val, &e), *e || !(o->alpha > 0) || o->alpha > 1e6))
+        return cli_usage_error(cmd, "--lora-alpha '%s' is not a number in (0, 1e6]", val), -1;
+    return 0;
 }
+
+/* --lora-dropout: [0, 1); given as 0 it is stored as -1, distinct from not given. */
+static int dropout_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct cli_lora_train_opts *o = opts;
+    char *e;
+    if (!*val || (o->dropout = strtod(val, &e), *e || !(o->dropout >= 0) || !(o->dropout < 1)))
+        return cli_usage_error(cmd, "--lora-dropout '%s' is not a number in [0, 1)", val), -1;
+    if (o->dropout == 0) o->dropout = -1;
+    return 0;
+}
+
+#define L struct cli_lora_train_opts
+const struct cli_option cli_lora_train_table[] = {
+    {NULL, "--lora-base", CLI_PATH, "MODEL", CLI_AT(L, base), CLI_GIVEN(L, given), .group = "LoRA",
+     .help = "train LoRA adapters on this frozen model (a GGUF or an installed name; its shape and "
+             "tokenizer; the config's model keys are not needed); -o then writes the adapter "
+             "(llama.cpp's LoRA GGUF)"},
+    {NULL, "--lora-rank", CLI_INT, "R", CLI_AT(L, rank), CLI_RANGE(1, 1024), CLI_GIVEN(L, given),
+     .def = "16", .help = "adapter rank"},
+    {NULL, "--lora-alpha", CLI_CALL, "A", .call = alpha_take, CLI_GIVEN(L, given),
+     .def = "alpha = 2 x rank", .help = "scale alpha / rank, in (0, 1e6]"},
+    {NULL, "--lora-dropout", CLI_CALL, "P", .call = dropout_take, CLI_GIVEN(L, given), .def = "0",
+     .help = "dropout on the adapters' input while training, in [0, 1)"},
+    {NULL, "--lora-targets", CLI_STRING, "LIST", CLI_AT(L, targets), CLI_GIVEN(L, given), .def = "all",
+     .help = "matrices to adapt: q,k,v,o,gate,up,down or all"},
+    {NULL, "--chat-template-file", CLI_PATH, "FILE", CLI_AT(L, template_file), CLI_GIVEN(L, given),
+     .help = "render .jsonl data with this Jinja template instead of the tokenizer's own; a LoRA "
+             "adapter carries it (tokenizer.chat_template)"},
+    {0},
+};
+#undef L
 
 tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c)
 {

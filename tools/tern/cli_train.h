@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cli_options.h"
 #include "tern.h"
 #include "tern_train.h"
 
@@ -66,21 +67,11 @@ struct cli_lora_train_opts {
     double alpha, dropout;
     bool given;          /* any of them */
 };
-/* 1: argv[*i] (and its value) was one of them; 0: not; -1: a usage error (printed). */
-int cli_lora_train_opt(const char *cmd, int argc, char **argv, int *i, struct cli_lora_train_opts *o);
+/* Those flags as an option table (cli_options.h) over struct cli_lora_train_opts, for
+ * CLI_INCLUDE. */
+extern const struct cli_option cli_lora_train_table[];
 /* --lora-base onto c, before its config file is parsed over it (tern_train_config_parse_over). */
 TERN_NODISCARD tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c);
 /* The other flags over c (after its config file): errors name the flag. */
 TERN_NODISCARD tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c);
-#define CLI_LORA_USAGE                                                                             \
-    "  --lora-base MODEL    train LoRA adapters on this frozen model (a GGUF or an installed\n"   \
-    "                       name; its shape and tokenizer; the config's model keys are not\n"    \
-    "                       needed); -o then writes the adapter (llama.cpp's LoRA GGUF)\n"       \
-    "  --lora-rank R        adapter rank (default 16)\n"                                          \
-    "  --lora-alpha A       scale alpha / rank (default alpha = 2 x rank)\n"                     \
-    "  --lora-dropout P     dropout on the adapters' input while training (default 0)\n"        \
-    "  --lora-targets LIST  matrices to adapt: q,k,v,o,gate,up,down or all (default all)\n"      \
-    "  --chat-template-file FILE  render .jsonl data with this Jinja template instead of the\n"  \
-    "                       tokenizer's own; a LoRA adapter carries it (tokenizer.chat_template)\n"
-
 #endif

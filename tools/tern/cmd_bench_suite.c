@@ -12,38 +12,73 @@
 #include "cli.h"
 #include "cli_gov.h"
 
-static void help(void)
+struct suite_opts {
+    const char *suite, *model, *json, *html, *profiles;
+    long long threads, n_gen, max_reps, reps;
+    double noise_pct;
+    bool hardware, batch_policy, write_profile, n_set, r_set;
+};
+
+/* --suite FILE: an option name in its place ("--suite -m MODEL") is a forgotten FILE, not a
+ * suite file called "-m" (./-m still names one) */
+static int suite_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
 {
-    printf("usage: tern bench --suite SUITE.jsonl -m MODEL [options]\n"
-           "       tern bench --hardware [--profiles FILE]\n"
-           "       tern bench --batch-policy -m MODEL [-t N] [-n N] [-r N] [--write-profile]\n"
-           "\n"
-           "  --suite FILE         prompts, one {\"messages\": [...], \"tools\": [...]} per line\n"
-           "                       (tern ships bench/suites/toolcalls.jsonl)\n"
-           "  -m, --model FILE     the model\n"
-           "  --json FILE          write the report (schema: docs/bench-and-gate.md)\n"
-           "  --html FILE          write the report as one self-contained HTML page\n"
-           "  -t, --threads N      threads, fixed for the run (default: the hardware profile's\n"
-           "                       measure.threads; all CPUs where it says 0)\n"
-           "  -n, --n-gen N        tokens generated per prompt, end-of-generation ignored (default 32)\n"
-           "  -r, --repetitions N  timed repetitions of every prompt, interleaved (>= 2; alone: exactly\n"
-           "                       N rounds; default: the profile's, 3 unless it says otherwise)\n"
-           "  --max-repetitions M  keep adding rounds, up to M, until every prompt's TTFT and TPS\n"
-           "                       median has an estimated relative standard error <= the target\n"
-           "                       (default: the profile's when -r is not given)\n"
-           "  --noise-target PCT   that target in percent (default: the profile's, else 1)\n"
-           "  --profiles FILE      hardware profiles (default configs/hardware_profiles.yaml)\n"
-           "  --hardware           print this machine's hardware and matched profile as JSON\n"
-           "  --batch-policy       decode 1..4 sequences at once (batcher), -n tokens each (default\n"
-           "                       64), -r rounds (default 3): tokens/s and p95 step time; offline =\n"
-           "                       the batch of 2..4 that raises tokens/s >= 10 %% with < 10 %% p95\n"
-           "                       step penalty (the profile's thresholds), else 1\n"
-           "  --write-profile      with --batch-policy: record offline in the matched profile\n"
-           "\n"
-           "Timed per prompt from an empty KV cache: template_ms + tokenizer_ms + prefill_ms +\n"
-           "first_step_ms = ttft_ms; tps after the first token; TTFA (tokens, ms) to the first valid\n"
-           "tool call. Greedy (temperature 0, top-p 1); repetitions must give identical tokens.\n");
+    (void)opt;
+    if (val[0] == '-' && val[1])
+        return cli_usage_error(cmd, "option --suite needs a value (FILE), not the option '%s'", val), -1;
+    if (!*val) return cli_usage_error(cmd, "--suite: empty path"), -1;
+    ((struct suite_opts *)opts)->suite = val;
+    return 0;
 }
+
+/* 0 (not given) leaves a figure to the hardware profile (tern_bench_suite_default_params) */
+#define S struct suite_opts
+static const struct cli_option suite_table[] = {
+    {NULL, "--suite", CLI_CALL, "FILE", .call = suite_take,
+     .help = "prompts, one {\"messages\": [...], \"tools\": [...]} per line (tern ships "
+             "bench/suites/toolcalls.jsonl)"},
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(S, model), .help = "the model"},
+    {NULL, "--json", CLI_PATH, "FILE", CLI_AT(S, json), .help = "write the report (schema: docs/bench-and-gate.md)"},
+    {NULL, "--html", CLI_PATH, "FILE", CLI_AT(S, html), .help = "write the report as one self-contained HTML page"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(S, threads), CLI_RANGE(1, 512),
+     .def = "the hardware profile's measure.threads; all CPUs where it says 0",
+     .help = "threads, fixed for the run"},
+    {"-n", "--n-gen", CLI_INT, "N", CLI_AT(S, n_gen), CLI_RANGE(2, 65536), CLI_GIVEN(S, n_set),
+     .def = "32; --batch-policy 64", .help = "tokens generated per prompt, end-of-generation ignored"},
+    {"-r", "--repetitions", CLI_INT, "N", CLI_AT(S, reps), CLI_RANGE(1, 1000), CLI_GIVEN(S, r_set),
+     .def = "the profile's, 3 unless it says otherwise; --batch-policy 3",
+     .help = "timed repetitions of every prompt, interleaved (>= 2 for a suite; alone: exactly N rounds)"},
+    {NULL, "--max-repetitions", CLI_INT, "M", CLI_AT(S, max_reps), CLI_RANGE(2, 1000),
+     .def = "the profile's when -r is not given",
+     .help = "keep adding rounds, up to M, until every prompt's TTFT and TPS median has an estimated "
+             "relative standard error <= the target"},
+    {NULL, "--noise-target", CLI_DOUBLE, "PCT", CLI_AT(S, noise_pct), CLI_FRANGE(0.01, 50),
+     .def = "the profile's, else 1", .help = "that target in percent"},
+    {NULL, "--profiles", CLI_PATH, "FILE", CLI_AT(S, profiles), .def = "configs/hardware_profiles.yaml",
+     .help = "hardware profiles"},
+    {NULL, "--hardware", CLI_FLAG, NULL, CLI_AT(S, hardware),
+     .help = "print this machine's hardware and matched profile as JSON"},
+    {NULL, "--batch-policy", CLI_FLAG, NULL, CLI_AT(S, batch_policy),
+     .help = "decode 1..4 sequences at once (batcher), -n tokens each, -r rounds: tokens/s and p95 step "
+             "time; offline = the batch of 2..4 that raises tokens/s >= 10 % with < 10 % p95 step "
+             "penalty (the profile's thresholds), else 1"},
+    {NULL, "--write-profile", CLI_FLAG, NULL, CLI_AT(S, write_profile),
+     .help = "with --batch-policy: record offline in the matched profile"},
+    {0},
+};
+#undef S
+
+const struct cli_command cli_spec_bench_suite = {
+    "bench --suite", "SUITE.jsonl -m MODEL [options]\n"
+    "       tern bench --hardware [--profiles FILE]\n"
+    "       tern bench --batch-policy -m MODEL [-t N] [-n N] [-r N] [--write-profile]",
+    "The speed governance runs of docs/bench-and-gate.md (any of --suite, --hardware or\n"
+    "--batch-policy selects these options instead of tern bench's pp/tg ones).\n",
+    suite_table, CLI_OPTS(struct suite_opts, NULL),
+    "Timed per prompt from an empty KV cache: template_ms + tokenizer_ms + prefill_ms +\n"
+    "first_step_ms = ttft_ms; tps after the first token; TTFA (tokens, ms) to the first valid\n"
+    "tool call. Greedy (temperature 0, top-p 1); repetitions must give identical tokens.\n",
+};
 
 bool cli_eval_call_valid(const char *tools_json, const char *name, const char *args, void *user)
 {
@@ -145,43 +180,24 @@ static int batch_policy_run(const char *model, const char *prof, int threads, in
 
 int cli_bench_suite(int argc, char **argv)
 {
-    const char *suite = NULL, *model = NULL, *json = NULL, *html = NULL, *profiles = NULL, *v;
+    /* `tern bench --suite --help`: --help where --suite's FILE goes is still the help */
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            cli_print_help(&cli_spec_bench_suite, stdout, 100);
+            return CLI_EXIT_OK;
+        }
+    struct suite_opts o = {0};
+    const int pr = cli_parse(&cli_spec_bench_suite, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *suite = o.suite, *model = o.model, *json = o.json, *html = o.html, *profiles = o.profiles;
+    const bool hardware = o.hardware, batch_policy = o.batch_policy, write_profile = o.write_profile;
+    const bool n_set = o.n_set, r_set = o.r_set;
     struct tern_bench_suite_params p = tern_bench_suite_default_params();
-    bool hardware = false, batch_policy = false, write_profile = false, n_set = false, r_set = false;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        long long x;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
-        if (!strcmp(argv[i], "--hardware")) { hardware = true; continue; }
-        if (!strcmp(argv[i], "--batch-policy")) { batch_policy = true; continue; }
-        if (!strcmp(argv[i], "--write-profile")) { write_profile = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-        if (OPT("--suite", NULL)) { if (r < 0) return CLI_EXIT_USAGE; suite = v; }
-        else if (OPT("-m", "--model")) { if (r < 0) return CLI_EXIT_USAGE; model = v; }
-        else if (OPT("--json", NULL)) { if (r < 0) return CLI_EXIT_USAGE; json = v; }
-        else if (OPT("--html", NULL)) { if (r < 0) return CLI_EXIT_USAGE; html = v; }
-        else if (OPT("--profiles", NULL)) { if (r < 0) return CLI_EXIT_USAGE; profiles = v; }
-        else if (OPT("-t", "--threads")) {
-            if (r < 0 || !cli_flag_int("bench", "-t", v, 1, 512, &x)) return CLI_EXIT_USAGE;
-            p.n_threads = (int)x;
-        } else if (OPT("-n", "--n-gen")) {
-            if (r < 0 || !cli_flag_int("bench", "-n", v, 2, 65536, &x)) return CLI_EXIT_USAGE;
-            p.n_gen = (int)x;
-            n_set = true;
-        } else if (OPT("--max-repetitions", NULL)) {
-            if (r < 0 || !cli_flag_int("bench", "--max-repetitions", v, 2, 1000, &x)) return CLI_EXIT_USAGE;
-            p.max_reps = (int)x;
-        } else if (OPT("--noise-target", NULL)) {
-            double pct;
-            if (r < 0 || !cli_flag_float("bench", "--noise-target", v, 0.01, 50, &pct)) return CLI_EXIT_USAGE;
-            p.noise_target = pct / 100;
-        } else if (OPT("-r", "--repetitions")) {
-            if (r < 0 || !cli_flag_int("bench", "-r", v, 1, 1000, &x)) return CLI_EXIT_USAGE;
-            p.reps = (int)x;
-            r_set = true;
-        } else return cli_usage_error("bench", "unknown option '%s' with --suite (see tern bench --suite --help)", argv[i]);
-#undef OPT
-    }
+    if (o.threads) p.n_threads = (int)o.threads;
+    if (n_set) p.n_gen = (int)o.n_gen;
+    if (r_set) p.reps = (int)o.reps;
+    if (o.max_reps) p.max_reps = (int)o.max_reps;
+    if (o.noise_pct > 0) p.noise_target = o.noise_pct / 100;
     const char *prof = cli_profiles_path("bench", profiles);
     if (!prof) return CLI_EXIT_USAGE;
     if (hardware) {

@@ -14,13 +14,27 @@
 #include "cli.h"
 #include "cli_gov.h"
 
-static void help(void)
-{
-    printf("usage: tern bless REPORT.json [-o BLESSED.json]\n"
-           "\n"
-           "Checks the report and stores it as the baseline of `tern gate` (default:\n"
-           "baselines/<hardware profile key>.json, '/' in the key written as '_').\n");
-}
+struct bless_opts {
+    const char *report, *out;
+};
+
+#define B struct bless_opts
+static const struct cli_option bless_table[] = {
+    {.meta = "REPORT.json", .kind = CLI_PATH, CLI_AT(B, report), .flags = CLI_REQUIRED,
+     .help = "the report to bless (tern bench --suite --json)"},
+    {"-o", "--output", CLI_PATH, "BLESSED.json", CLI_AT(B, out),
+     .def = "baselines/<hardware profile key>.json, '/' in the key written as '_'",
+     .help = "where to store the baseline (atomically)"},
+    {0},
+};
+#undef B
+
+const struct cli_command cli_spec_bless = {
+    "bless", "REPORT.json [-o BLESSED.json]",
+    "Checks the report and stores it as the baseline of `tern gate`; a report whose\n"
+    "repetitions did not give identical tokens is refused.\n",
+    bless_table, CLI_OPTS(struct bless_opts, NULL), NULL,
+};
 
 static cJSON *load(const char *path)
 {
@@ -56,22 +70,10 @@ int cli_bless_default_path(const char *report, char *key, size_t key_n, char *pa
 
 int cmd_bless(int argc, char **argv)
 {
-    const char *report = NULL, *out = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
-        if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            out = v;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("bless", "unknown option '%s'", argv[i]);
-        } else if (report) {
-            return cli_usage_error("bless", "one report only ('%s' and '%s')", report, argv[i]);
-        } else {
-            report = argv[i];
-        }
-    }
-    if (!report) return cli_usage_error("bless", "give the report: tern bless REPORT.json");
+    struct bless_opts o = {0};
+    const int pr = cli_parse(&cli_spec_bless, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *report = o.report, *out = o.out;
     char key[256], path[600];
     if (cli_bless_default_path(report, key, sizeof key, path, sizeof path)) return CLI_EXIT_USAGE;
     if (!out) {

@@ -7,28 +7,69 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help(void)
-{
-    printf("usage: tern cache ls DIR [--json]\n"
-           "       tern cache clear DIR\n"
-           "       tern cache bench -m MODEL [-t N] [--requests N] [--reps N] [--block N] [--json]\n"
-           "\n"
-           "Prompt-cache files (one per block of tokens, *.tkv) are written by a prefix cache with\n"
-           "a directory (tern run --prompt-cache DIR). `ls` lists them with their model\n"
-           "fingerprint, verifies every checksum and follows each chain of blocks as a run\n"
-           "would: a block after a damaged or missing one is unusable, and the longest usable\n"
-           "prefix counts only blocks a run can reach. `clear` deletes them.\n"
-           "`bench` measures: TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache\n"
-           "hit; prefix-token hit rate of N requests (default 200) over 4 system prompts of\n"
-           "1-2k tokens; loading a saved 2048-token prefix from disk vs recomputing it.\n"
-           "\n"
-           "  -m, --model FILE    GGUF model (bench)\n"
-           "  -t, --threads N     threads (default: all CPUs)\n"
-           "  --requests N        requests of the hit-rate workload (default 200)\n"
-           "  --reps N            repetitions of each timing, median reported (default 3)\n"
-           "  --block N           tokens per cache block (default 32)\n"
-           "  --json              machine-readable output\n");
-}
+struct cache_dir_opts {
+    const char *dir;
+    bool json;
+};
+
+#define D struct cache_dir_opts
+static const struct cli_option cache_ls_table[] = {
+    {.meta = "DIR", .kind = CLI_PATH, CLI_AT(D, dir), .flags = CLI_REQUIRED,
+     .help = "a prompt-cache directory (tern run --prompt-cache DIR)"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(D, json), .help = "machine-readable output"},
+    {0},
+};
+static const struct cli_option cache_clear_table[] = {
+    {.meta = "DIR", .kind = CLI_PATH, CLI_AT(D, dir), .flags = CLI_REQUIRED,
+     .help = "a prompt-cache directory (tern run --prompt-cache DIR)"},
+    {0},
+};
+#undef D
+
+const struct cli_command cli_spec_cache_ls = {
+    "cache ls", "DIR [--json]",
+    "Prompt-cache files (one per block of tokens, *.tkv) are written by a prefix cache with\n"
+    "a directory (tern run --prompt-cache DIR). `ls` lists them with their model\n"
+    "fingerprint, verifies every checksum and follows each chain of blocks as a run\n"
+    "would: a block after a damaged or missing one is unusable, and the longest usable\n"
+    "prefix counts only blocks a run can reach.\n",
+    cache_ls_table, CLI_OPTS(struct cache_dir_opts, NULL), NULL,
+};
+
+const struct cli_command cli_spec_cache_clear = {
+    "cache clear", "DIR", "Deletes the prompt-cache files (*.tkv) of DIR.\n",
+    cache_clear_table, CLI_OPTS(struct cache_dir_opts, NULL), NULL,
+};
+
+struct cache_bench_opts {
+    const char *model;
+    long long threads, requests, reps, block;
+    bool json;
+};
+
+/* 0 leaves a figure to the library's default (tern_prompt_cache_bench_default_params) */
+#define B struct cache_bench_opts
+static const struct cli_option cache_bench_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(B, model), .flags = CLI_REQUIRED, .help = "GGUF model"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(B, threads), CLI_RANGE(1, 512), .def = "all CPUs", .help = "threads"},
+    {NULL, "--requests", CLI_INT, "N", CLI_AT(B, requests), CLI_RANGE(1, 100000), .def = "200",
+     .help = "requests of the hit-rate workload"},
+    {NULL, "--reps", CLI_INT, "N", CLI_AT(B, reps), CLI_RANGE(1, 1000), .def = "3",
+     .help = "repetitions of each timing, median reported"},
+    {NULL, "--block", CLI_INT, "N", CLI_AT(B, block), CLI_RANGE(1, 1024), .def = "32",
+     .help = "tokens per cache block"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(B, json), .help = "machine-readable output"},
+    {0},
+};
+#undef B
+
+const struct cli_command cli_spec_cache_bench = {
+    "cache bench", "-m MODEL [-t N] [--requests N] [--reps N] [--block N] [--json]",
+    "Measures: TTFT of a 1024-token shared prefix + 32-token turn, cold vs cache\n"
+    "hit; prefix-token hit rate of N requests over 4 system prompts of\n"
+    "1-2k tokens; loading a saved 2048-token prefix from disk vs recomputing it.\n",
+    cache_bench_table, CLI_OPTS(struct cache_bench_opts, NULL), NULL,
+};
 
 static void hex8(const uint8_t *p, char *out)
 {
@@ -158,49 +199,35 @@ int cli_prompt_cache_bench(const char *cmd, const char *model, int threads, int 
 
 static int cache_bench(int argc, char **argv)
 {
-    const char *model = NULL, *v;
-    long long threads = 0, requests = 0, reps = 0, block = 0;
-    bool json = false;
-    for (int i = 2; i < argc; i++) {
-        int r = 0;
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-#define OPT(name, alt) ((r = cli_opt(argc, argv, &i, name, alt, &v)) != 0)
-#define BAD(what) return cli_usage_error("cache", "%s '%s' is not valid", what, v)
-        if (OPT("-m", "--model")) { if (r < 0) return 2; model = v; }
-        else if (OPT("-t", "--threads")) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 512, &threads)) BAD("-t"); }
-        else if (OPT("--requests", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 100000, &requests)) BAD("--requests"); }
-        else if (OPT("--reps", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1000, &reps)) BAD("--reps"); }
-        else if (OPT("--block", NULL)) { if (r < 0) return 2; if (!cli_parse_int(v, 1, 1024, &block)) BAD("--block"); }
-        else return cli_usage_error("cache", "unknown option '%s'", argv[i]);
-#undef OPT
-#undef BAD
-    }
-    if (!model) return cli_usage_error("cache", "bench: missing -m MODEL");
-    return cli_prompt_cache_bench("cache", model, (int)threads, (int)requests, (int)reps, (int)block, json);
+    struct cache_bench_opts o = {0};
+    const int pr = cli_parse(&cli_spec_cache_bench, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    return cli_prompt_cache_bench("cache", o.model, (int)o.threads, (int)o.requests, (int)o.reps,
+                                  (int)o.block, o.json);
 }
 
 int cmd_cache(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        help();
+        FILE *f = argc < 2 ? stderr : stdout;
+        const struct cli_command *sub[] = {&cli_spec_cache_ls, &cli_spec_cache_clear, &cli_spec_cache_bench};
+        for (int i = 0; i < 3; i++) {
+            if (i) fputc('\n', f);
+            cli_print_help(sub[i], f, 100);
+        }
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
-    if (!strcmp(argv[1], "bench")) return cache_bench(argc, argv);
-    if (strcmp(argv[1], "ls") && strcmp(argv[1], "clear"))
+    if (!strcmp(argv[1], "bench")) return cache_bench(argc - 1, argv + 1);
+    const bool ls = !strcmp(argv[1], "ls");
+    if (!ls && strcmp(argv[1], "clear"))
         return cli_usage_error("cache", "unknown subcommand '%s' (ls, clear, bench)", argv[1]);
-    const char *dir = NULL;
-    bool json = false;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        else if (!dir && argv[i][0] != '-') dir = argv[i];
-        else return cli_usage_error("cache", "unexpected argument '%s'", argv[i]);
-    }
-    if (!dir) return cli_usage_error("cache", "%s: missing DIR", argv[1]);
-    if (!strcmp(argv[1], "ls")) return cache_ls(dir, json);
+    struct cache_dir_opts o = {0};
+    const int pr = cli_parse(ls ? &cli_spec_cache_ls : &cli_spec_cache_clear, argc - 1, argv + 1, &o);
+    if (pr != CLI_PARSED) return pr;
+    if (ls) return cache_ls(o.dir, o.json);
     int n;
-    tern_status st = tern_cache_dir_clear(dir, &n);
+    tern_status st = tern_cache_dir_clear(o.dir, &n);
     if (st) return cli_report("cache", st);
-    printf("removed %d cache files from %s\n", n, dir);
+    printf("removed %d cache files from %s\n", n, o.dir);
     return CLI_EXIT_OK;
 }

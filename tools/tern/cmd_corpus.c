@@ -8,70 +8,57 @@
 #include "cli.h"
 #include "tern_train.h"
 
-static void help(void)
+struct corpus_opts {
+    const char *out;
+    bool json;
+    struct tern_corpus_params p;
+};
+
+static void corpus_init(void *o)
 {
-    printf("usage: tern corpus toolcalls -o DIR [--seed S] [--size N] [--val-percent P]\n"
-           "                             [--test-percent P] [--json]\n"
-           "\n"
-           "Writes a synthetic tool-calling corpus in the OpenAI chat format, generated from tern's\n"
-           "own word lists and templates (no dataset is copied): DIR/train.jsonl, val.jsonl,\n"
-           "test.jsonl (one conversation per line: messages, tools, meta) and DIR/manifest.json\n"
-           "(seed, counts per kind and domain, SHA-256 of each file). Files are written to a .tmp\n"
-           "name and renamed. The test split only offers tools that never occur in train or val.\n"
-           "\n"
-           "  -o, --output DIR     output directory (created if absent)\n"
-           "  -s, --seed S         seed (default 1): same seed and size give identical files\n"
-           "  -n, --size N         conversations over all splits (default 60000)\n"
-           "  --val-percent P      share of val (default 5)\n"
-           "  --test-percent P     share of test (default 5)\n"
-           "  --json               print the manifest on stdout\n"
-           "\n"
-           "Example: tern corpus toolcalls -o corpus --seed 1 --size 60000\n");
+    *(struct corpus_opts *)o = (struct corpus_opts){.p = tern_corpus_default_params()};
 }
+
+#define C struct corpus_opts
+static const struct cli_option corpus_table[] = {
+    {"-o", "--output", CLI_PATH, "DIR", CLI_AT(C, out), .flags = CLI_REQUIRED,
+     .help = "output directory (created if absent)"},
+    {"-s", "--seed", CLI_INT, "S", CLI_AT(C, p.seed), CLI_RANGE(0, INT64_MAX),
+     .help = "seed: same seed and size give identical files"},
+    {"-n", "--size", CLI_INT, "N", CLI_AT(C, p.size), CLI_RANGE(3, 100000000),
+     .help = "conversations over all splits"},
+    {NULL, "--val-percent", CLI_INT, "P", CLI_AT(C, p.val_percent), CLI_RANGE(1, 45), .help = "share of val"},
+    {NULL, "--test-percent", CLI_INT, "P", CLI_AT(C, p.test_percent), CLI_RANGE(1, 45), .help = "share of test"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(C, json), .help = "print the manifest on stdout"},
+    {0},
+};
+#undef C
+
+const struct cli_command cli_spec_corpus_toolcalls = {
+    "corpus toolcalls", "-o DIR [--seed S] [--size N] [--val-percent P] [--test-percent P] [--json]",
+    "Writes a synthetic tool-calling corpus in the OpenAI chat format, generated from tern's\n"
+    "own word lists and templates (no dataset is copied): DIR/train.jsonl, val.jsonl,\n"
+    "test.jsonl (one conversation per line: messages, tools, meta) and DIR/manifest.json\n"
+    "(seed, counts per kind and domain, SHA-256 of each file). Files are written to a .tmp\n"
+    "name and renamed. The test split only offers tools that never occur in train or val.\n",
+    corpus_table, CLI_OPTS(struct corpus_opts, corpus_init),
+    "Example: tern corpus toolcalls -o corpus --seed 1 --size 60000\n",
+};
 
 int cmd_corpus(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        help();
+        cli_print_help(&cli_spec_corpus_toolcalls, argc < 2 ? stderr : stdout, 100);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "toolcalls")) return cli_usage_error("corpus", "unknown corpus '%s' (known: toolcalls)", argv[1]);
-    struct tern_corpus_params p = tern_corpus_default_params();
-    const char *out = NULL, *v;
-    bool json = false;
-    for (int i = 2; i < argc; i++) {
-        int r;
-        long long x;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) { if (r < 0) return CLI_EXIT_USAGE; out = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 0, INT64_MAX, &x)) return cli_usage_error("corpus", "--seed '%s' is not a number >= 0", v);
-            p.seed = (uint64_t)x;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--size", "-n", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 3, 100000000, &x)) return cli_usage_error("corpus", "--size '%s' is not in 3 .. 100000000", v);
-            p.size = x;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--val-percent", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 45, &x)) return cli_usage_error("corpus", "--val-percent '%s' is not in 1 .. 45", v);
-            p.val_percent = (int)x;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--test-percent", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 45, &x)) return cli_usage_error("corpus", "--test-percent '%s' is not in 1 .. 45", v);
-            p.test_percent = (int)x;
-            continue;
-        }
-        return cli_usage_error("corpus", "unknown option '%s'", argv[i]);
-    }
-    if (!out) return cli_usage_error("corpus", "need -o DIR");
+    struct corpus_opts o;
+    corpus_init(&o);
+    const int pr = cli_parse(&cli_spec_corpus_toolcalls, argc - 1, argv + 1, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *out = o.out;
+    const bool json = o.json;
+    struct tern_corpus_params p = o.p;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct tern_corpus_report rep;

@@ -27,60 +27,94 @@
 #include "cli_gov.h"
 #include "cli_train.h"
 
-static void usage(void)
+struct distill_opts {
+    const char *teacher, *student, *student_cfg, *data, *val, *out, *recipe, *kd_path, *vkd_path,
+               *ckdir, *resume, *layers, *speed_cases, *speed_suite, *speed_type;
+    long long speed_max, seqkd_max, threads, until, val_every;
+    bool json, strict, loss_on_prompt, rebuild, seqkd;
+};
+
+static void distill_init(void *p)
 {
-    printf("usage: tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json)\n"
-           "                    --data DATA.jsonl|.tdat -o student.gguf [options]\n\n"
-           "Trains a student (llama or qwen2, F32 on the CPU) to match a teacher (any GGUF tern\n"
-           "runs) that shares its tokenizer: KL to the teacher's top-k distribution at temperature\n"
-           "tau plus cross-entropy on the data, weighted by the recipe; optional QAT at the end.\n\n"
-           "options:\n"
-           "  --teacher FILE       the teacher model (GGUF)\n"
-           "  --student FILE       start from this model (llama/qwen2 GGUF, any weight type)\n"
-           "  --student-layers L   with --student: keep only these blocks of it, e.g. 0,2,4,6\n"
-           "                       (block j of the student starts as block L[j] of the file)\n"
-           "  --student-config F   or from scratch: a tern train config (with \"tokenizer\")\n"
-           "  --data FILE          training data (.jsonl conversations or .tdat documents)\n"
-           "  --val FILE           validation data: loss, KL, CE and top-1 agreement with the\n"
-           "                       teacher every --val-every steps and at the end\n"
-           "  --recipe FILE        JSON: top_k (32), temperature (1), kd_weight (1), ce_weight\n"
-           "                       (0.5), qat_start (1 = no QAT), qat_type (q8_0), qat_lr_scale\n"
-           "                       (0.1), and the training keys lr, lr_min, warmup, steps,\n"
-           "                       batch_tokens, accum, weight_decay, beta1, beta2, adam_eps,\n"
-           "                       clip, seed, threads, ckpt_every, n_ctx (over the student's);\n"
-           "                       latency-aware: early_tool_weight (0 = off), early_tool_n (25),\n"
-           "                       early_tool_warmup_epochs (1), length_kd_weight (0 = off),\n"
-           "                       length_kd_hinge (0.15), length_kd_slope (1), length_kd_every\n"
-           "                       (100), length_kd_docs (0 = all); the safety rail rail_ce_rise\n"
-           "                       (0.05); length buckets: shape_buckets ([512,1024,2048,4096] or\n"
-           "                       true; off by default), bucket_weights (0.4,0.4,0.15,0.05),\n"
-           "                       bucket_alpha (100; 0 = fixed weights)\n"
-           "  -o, --output FILE    the distilled student (GGUF, F32; tern quantize it)\n"
-           "  --teacher-cache FILE the teacher's signal on --data (default CKPT/teacher.kd)\n"
-           "  --val-cache FILE     the same on --val (default CKPT/teacher-val.kd)\n"
-           "  --rebuild-cache      recompute a cache that does not match (default: refuse it)\n"
-           "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
-           "  --resume DIR         continue the run saved in DIR\n"
-           "  --until STEP         stop after this step (checkpoint + export)\n"
-           "  --val-every N        steps between validations (default ckpt_every, else 100)\n"
-           "  --speed-cases FILE   at each validation, speed and quality proxies: tern eval\n"
-           "                       cases answered (constrained) by the exported student, and a\n"
-           "                       tern bench --suite run; the teacher once at the start\n"
-           "  --speed-suite FILE   the suite (default bench/suites/toolcalls.jsonl)\n"
-           "  --speed-max N        the first N cases (default 64)\n"
-           "  --speed-type TYPE    both measured at this type (default q8_0)\n"
-           "  -t, --threads N      trainer and teacher threads\n"
-           "  --strict             a malformed .jsonl line is fatal\n"
-           "  --loss-on-prompt     .jsonl: train on every token, not only the assistant's turns\n"
-           "  --sequence-kd        sequence-level KD: train on the teacher's own answers (each\n"
-           "                       assistant message of --data answered by the teacher, tool\n"
-           "                       calls constrained; kept in CKPT/teacher-answers.jsonl)\n"
-           "  --sequence-kd-max-tokens N  answers cut at N tokens are left out (default 512)\n"
-           "  --json               one JSON object per step on stdout\n\n"
-           "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
-           "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
-           "process 0 runs the teacher, prints, validates, checkpoints and exports.\n");
+    *(struct distill_opts *)p = (struct distill_opts){
+        .speed_suite = "bench/suites/toolcalls.jsonl", .speed_type = "q8_0", .speed_max = 64,
+        .seqkd_max = 512};
 }
+
+#define D struct distill_opts
+static const struct cli_option distill_table[] = {
+    {NULL, "--teacher", CLI_PATH, "FILE", CLI_AT(D, teacher), .flags = CLI_REQUIRED,
+     .help = "the teacher model (GGUF)"},
+    {NULL, "--student", CLI_PATH, "FILE", CLI_AT(D, student),
+     .help = "start from this model (llama/qwen2 GGUF, any weight type)"},
+    {NULL, "--student-layers", CLI_STRING, "L", CLI_AT(D, layers),
+     .help = "with --student: keep only these blocks of it, e.g. 0,2,4,6 (block j of the student "
+             "starts as block L[j] of the file)"},
+    {NULL, "--student-config", CLI_PATH, "F", CLI_AT(D, student_cfg),
+     .help = "or from scratch: a tern train config (with \"tokenizer\")"},
+    {NULL, "--data", CLI_PATH, "FILE", CLI_AT(D, data), .flags = CLI_REQUIRED,
+     .help = "training data (.jsonl conversations or .tdat documents)"},
+    {NULL, "--val", CLI_PATH, "FILE", CLI_AT(D, val),
+     .help = "validation data: loss, KL, CE and top-1 agreement with the teacher every --val-every "
+             "steps and at the end"},
+    {NULL, "--recipe", CLI_PATH, "FILE", CLI_AT(D, recipe),
+     .help = "JSON: top_k (32), temperature (1), kd_weight (1), ce_weight (0.5), qat_start (1 = no "
+             "QAT), qat_type (q8_0), qat_lr_scale (0.1), and the training keys lr, lr_min, warmup, "
+             "steps, batch_tokens, accum, weight_decay, beta1, beta2, adam_eps, clip, seed, threads, "
+             "ckpt_every, n_ctx (over the student's); latency-aware: early_tool_weight (0 = off), "
+             "early_tool_n (25), early_tool_warmup_epochs (1), length_kd_weight (0 = off), "
+             "length_kd_hinge (0.15), length_kd_slope (1), length_kd_every (100), length_kd_docs (0 = "
+             "all); the safety rail rail_ce_rise (0.05); length buckets: shape_buckets "
+             "([512,1024,2048,4096] or true; off by default), bucket_weights (0.4,0.4,0.15,0.05), "
+             "bucket_alpha (100; 0 = fixed weights)"},
+    {"-o", "--output", CLI_PATH, "FILE", CLI_AT(D, out), .flags = CLI_REQUIRED,
+     .help = "the distilled student (GGUF, F32; tern quantize it)"},
+    {NULL, "--teacher-cache", CLI_PATH, "FILE", CLI_AT(D, kd_path), .def = "CKPT/teacher.kd",
+     .help = "the teacher's signal on --data"},
+    {NULL, "--val-cache", CLI_PATH, "FILE", CLI_AT(D, vkd_path), .def = "CKPT/teacher-val.kd",
+     .help = "the same on --val"},
+    {NULL, "--rebuild-cache", CLI_FLAG, NULL, CLI_AT(D, rebuild),
+     .help = "recompute a cache that does not match (default: refuse it)"},
+    {NULL, "--checkpoint-dir", CLI_PATH, "DIR", CLI_AT(D, ckdir), .def = "OUT.ckpt", .help = "checkpoints"},
+    {NULL, "--resume", CLI_PATH, "DIR", CLI_AT(D, resume), .help = "continue the run saved in DIR"},
+    {NULL, "--until", CLI_INT, "STEP", CLI_AT(D, until), CLI_RANGE(1, 1000000000), .def = "",
+     .help = "stop after this step (checkpoint + export)"},
+    {NULL, "--val-every", CLI_INT, "N", CLI_AT(D, val_every), CLI_RANGE(1, 1000000000),
+     .def = "ckpt_every, else 100", .help = "steps between validations"},
+    {NULL, "--speed-cases", CLI_PATH, "FILE", CLI_AT(D, speed_cases),
+     .help = "at each validation, speed and quality proxies: tern eval cases answered (constrained) "
+             "by the exported student, and a tern bench --suite run; the teacher once at the start"},
+    {NULL, "--speed-suite", CLI_PATH, "FILE", CLI_AT(D, speed_suite), .help = "the suite"},
+    {NULL, "--speed-max", CLI_INT, "N", CLI_AT(D, speed_max), CLI_RANGE(1, 1000000),
+     .help = "the first N cases"},
+    {NULL, "--speed-type", CLI_STRING, "TYPE", CLI_AT(D, speed_type), .help = "both measured at this type"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(D, threads), CLI_RANGE(1, 1024), .def = "the recipe's",
+     .help = "trainer and teacher threads"},
+    {NULL, "--strict", CLI_FLAG, NULL, CLI_AT(D, strict), .help = "a malformed .jsonl line is fatal"},
+    {NULL, "--loss-on-prompt", CLI_FLAG, NULL, CLI_AT(D, loss_on_prompt),
+     .help = ".jsonl: train on every token, not only the assistant's turns"},
+    {NULL, "--sequence-kd", CLI_FLAG, NULL, CLI_AT(D, seqkd),
+     .help = "sequence-level KD: train on the teacher's own answers (each assistant message of --data "
+             "answered by the teacher, tool calls constrained; kept in CKPT/teacher-answers.jsonl)"},
+    {NULL, "--sequence-kd-max-tokens", CLI_INT, "N", CLI_AT(D, seqkd_max), CLI_RANGE(1, 65536),
+     .help = "answers cut at N tokens are left out"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(D, json), .help = "one JSON object per step on stdout"},
+    {0},
+};
+#undef D
+
+const struct cli_command cli_spec_distill = {
+    "distill", "--teacher T.gguf (--student S.gguf | --student-config cfg.json)\n"
+    "                    --data DATA.jsonl|.tdat -o student.gguf [options]",
+    "Trains a student (llama or qwen2, F32 on the CPU) to match a teacher (any GGUF tern\n"
+    "runs) that shares its tokenizer: KL to the teacher's top-k distribution at temperature\n"
+    "tau plus cross-entropy on the data, weighted by the recipe; optional QAT at the end.\n"
+    "Give one of --student or --student-config.\n",
+    distill_table, CLI_OPTS(struct distill_opts, distill_init),
+    "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
+    "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
+    "process 0 runs the teacher, prints, validates, checkpoints and exports.\n",
+};
 
 /* "0,2,4,6" -> layers (distinct, ascending not required, each < n_file_layers). */
 static int parse_layers(const char *v, int n_file_layers, int *layers, int cap, int *n)
@@ -213,100 +247,23 @@ static tern_status teacher_signal(struct tern_model *teacher, const struct tern_
 
 int cmd_distill(int argc, char **argv)
 {
-    const char *teacher_path = NULL, *student = NULL, *student_cfg = NULL, *data = NULL, *val = NULL,
-               *out = NULL, *recipe_path = NULL, *kd_path = NULL, *vkd_path = NULL, *ckdir = NULL,
-               *resume = NULL, *layers_arg = NULL, *speed_cases = NULL,
-               *speed_suite = "bench/suites/toolcalls.jsonl", *speed_type = "q8_0", *v;
-    long long speed_max = 64;
+    struct distill_opts o;
+    distill_init(&o);
+    const int pr = cli_parse(&cli_spec_distill, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *teacher_path = o.teacher, *student = o.student, *student_cfg = o.student_cfg,
+               *data = o.data, *val = o.val, *out = o.out, *recipe_path = o.recipe,
+               *kd_path = o.kd_path, *vkd_path = o.vkd_path, *ckdir = o.ckdir, *resume = o.resume,
+               *layers_arg = o.layers, *speed_cases = o.speed_cases, *speed_suite = o.speed_suite,
+               *speed_type = o.speed_type;
+    const long long speed_max = o.speed_max, seqkd_max = o.seqkd_max, threads = o.threads,
+                    until = o.until;
+    long long val_every = o.val_every;
     int layers[256], n_layers = 0;
-    bool json = false, strict = false, loss_on_prompt = false, rebuild = false, seqkd = false;
-    long long seqkd_max = 512;
-    long long threads = 0, until = 0, val_every = 0;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return CLI_EXIT_OK;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--strict")) {
-            strict = true;
-        } else if (!strcmp(a, "--loss-on-prompt")) {
-            loss_on_prompt = true;
-        } else if (!strcmp(a, "--sequence-kd")) {
-            seqkd = true;
-        } else if ((r = cli_opt(argc, argv, &i, "--sequence-kd-max-tokens", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_flag_int("distill", "--sequence-kd-max-tokens", v, 1, 65536, &seqkd_max))
-                return CLI_EXIT_USAGE;
-        } else if (!strcmp(a, "--rebuild-cache")) {
-            rebuild = true;
-        } else if ((r = cli_opt(argc, argv, &i, "--teacher", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            teacher_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--student", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            student = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--speed-cases", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            speed_cases = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--speed-suite", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            speed_suite = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--speed-type", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            speed_type = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--speed-max", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_flag_int("distill", "--speed-max", v, 1, 1000000, &speed_max)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--student-layers", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            layers_arg = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--student-config", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            student_cfg = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            data = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--val", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            val = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            out = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--recipe", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            recipe_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--teacher-cache", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            kd_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--val-cache", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            vkd_path = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--checkpoint-dir", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            ckdir = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--resume", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            resume = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--until", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_flag_int("distill", "--until", v, 1, 1000000000, &until)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--val-every", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_flag_int("distill", "--val-every", v, 1, 1000000000, &val_every))
-                return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_flag_int("distill", "-t", v, 1, 1024, &threads)) return CLI_EXIT_USAGE;
-        } else {
-            return cli_usage_error("distill", "unknown option '%s'", a);
-        }
-    }
-    if (!teacher_path || !data || !out || (!student == !student_cfg))
-        return cli_usage_error("distill", "need --teacher, one of --student / --student-config, "
-                               "--data and -o");
+    const bool json = o.json, strict = o.strict, loss_on_prompt = o.loss_on_prompt,
+               rebuild = o.rebuild, seqkd = o.seqkd;
+    if (!student == !student_cfg)
+        return cli_usage_error("distill", "need one of --student / --student-config");
     if (seqkd && !cli_ends_with(data, ".jsonl"))
         return cli_usage_error("distill", "--sequence-kd needs --data as .jsonl conversations (the "
                                "teacher answers their prompts), not %s", data);

@@ -21,61 +21,133 @@
 #include "cli.h"
 #include "tern_bench.h"
 
-static void usage(void)
+struct eval_opts {
+    const char *data, *model, *endpoint, *api_key, *model_name, *json, *outputs;
+    long long shard_i, shard_n, limit, threads, n_ctx, max_tokens, concurrency, timeout_s;
+    bool constrained;
+    struct cli_lora_opts lora;
+};
+
+static void eval_init(void *p)
 {
-    printf("usage: tern eval --data CASES.jsonl -m MODEL [options]\n"
-           "       tern eval --data CASES.jsonl --endpoint http://HOST:PORT/v1 [--api-key K] [--model NAME] [options]\n"
-           "       tern eval cases CORPUS.jsonl -o CASES.jsonl\n"
-           "       tern eval merge --data CASES.jsonl OUTPUTS.jsonl... [--json R] [--against FULL.jsonl]\n\n"
-           "Answers every case greedily with the model and scores the tool calls: precision,\n"
-           "recall and F1 (strict and lax), correct tool, exact arguments, false calls, invalid\n"
-           "and malformed calls, leaked private strings, TTFA, tokens per answer\n"
-           "(docs/eval.md has the dataset format and every rule).\n\n"
-           "options:\n"
-           "  --data FILE          cases, one JSON object per line: messages, tools, expected,\n"
-           "                       private, slice, id\n"
-           "  -m FILE              the model (GGUF) answering, run here\n"
-           "  --endpoint URL       or an OpenAI-compatible server answering (streamed chat\n"
-           "                       completions, temperature 0, no retries: a failed request fails\n"
-           "                       the run)\n"
-           "  --api-key K          Bearer key for the endpoint (default: env TERN_API_KEY)\n"
-           "  --model NAME         the endpoint's model name (default \"default\")\n"
-           "  --concurrency N      requests in flight (endpoint; default 1)\n"
-           "  --timeout S          seconds per request (endpoint; default 120)\n"
-           "  --shard I/N          answer only the cases whose index is I modulo N\n"
-           "  --limit N            answer only the first N cases (of the shard)\n"
-           "  --json FILE          write the report as JSON\n"
-           "  --outputs FILE       write every answer (content, tool calls, tokens, ms) as JSON lines\n"
-           "  --max-tokens N       tokens per answer at most (default 512)\n"
-           "  --lora FILE[:SCALE]  (-m) a LoRA adapter on the model (repeatable); its chat\n"
-           "                       template, when it carries one, renders the cases\n"
-           "  --constrained        (-m) constrain tool calls by the case's tools: free text stays\n"
-           "                       free, an opened call is a tool's name and valid arguments\n"
-           "  -c, --ctx-size N     context (default: the model's, at most 4096)\n"
-           "  -t, --threads N      threads (default: all)\n"
-           "cases: one case per assistant message of a corpus file (tern corpus toolcalls).\n"
-           "merge: the --outputs files of the shards of a run, scored together; every case must be\n"
-           "answered exactly once; --against compares the answers case by case with an unsharded\n"
-           "run's outputs.\n");
+    *(struct eval_opts *)p = (struct eval_opts){.shard_n = 1, .max_tokens = 512, .concurrency = 1,
+                                                .timeout_s = 120};
 }
+
+/* --shard I/N: both numbers at once, so a CLI_INT each would not do. */
+static int shard_take(const char *cmd, const struct cli_option *opt, const char *val, void *opts)
+{
+    (void)opt;
+    struct eval_opts *o = opts;
+    char extra;
+    if (sscanf(val, "%lld/%lld%c", &o->shard_i, &o->shard_n, &extra) != 2 || o->shard_n < 1 ||
+        o->shard_i < 0 || o->shard_i >= o->shard_n)
+        return cli_usage_error(cmd, "--shard '%s' must be I/N with 0 <= I < N", val), -1;
+    return 0;
+}
+
+#define E struct eval_opts
+static const struct cli_option eval_table[] = {
+    {NULL, "--data", CLI_PATH, "FILE", CLI_AT(E, data), .flags = CLI_REQUIRED,
+     .help = "cases, one JSON object per line: messages, tools, expected, private, slice, id"},
+    {"-m", NULL, CLI_PATH, "FILE", CLI_AT(E, model), .help = "the model (GGUF) answering, run here"},
+    {NULL, "--endpoint", CLI_STRING, "URL", CLI_AT(E, endpoint),
+     .help = "or an OpenAI-compatible server answering (streamed chat completions, temperature 0, no "
+             "retries: a failed request fails the run)"},
+    {NULL, "--api-key", CLI_STRING, "K", CLI_AT(E, api_key), .env = "TERN_API_KEY",
+     .help = "Bearer key for the endpoint"},
+    {NULL, "--model", CLI_STRING, "NAME", CLI_AT(E, model_name), .def = "\"default\"",
+     .help = "the endpoint's model name"},
+    {NULL, "--concurrency", CLI_INT, "N", CLI_AT(E, concurrency), CLI_RANGE(1, 256),
+     .help = "requests in flight (endpoint)"},
+    {NULL, "--timeout", CLI_INT, "S", CLI_AT(E, timeout_s), CLI_RANGE(1, 86400),
+     .help = "seconds per request (endpoint)"},
+    {NULL, "--shard", CLI_CALL, "I/N", .call = shard_take, .def = "0/1",
+     .help = "answer only the cases whose index is I modulo N"},
+    {NULL, "--limit", CLI_INT, "N", CLI_AT(E, limit), CLI_RANGE(1, 100000000), .def = "all",
+     .help = "answer only the first N cases (of the shard)"},
+    {NULL, "--json", CLI_PATH, "FILE", CLI_AT(E, json), .help = "write the report as JSON"},
+    {NULL, "--outputs", CLI_PATH, "FILE", CLI_AT(E, outputs),
+     .help = "write every answer (content, tool calls, tokens, ms) as JSON lines"},
+    {NULL, "--max-tokens", CLI_INT, "N", CLI_AT(E, max_tokens), CLI_RANGE(1, 1000000),
+     .help = "tokens per answer at most"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(E, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "(-m) a LoRA adapter on the model at SCALE "
+             "(default 1); its chat template, when it carries one, renders the cases"}, {NULL}}},
+    {NULL, "--constrained", CLI_FLAG, NULL, CLI_AT(E, constrained),
+     .help = "(-m) constrain tool calls by the case's tools: free text stays free, an opened call is a "
+             "tool's name and valid arguments"},
+    {"-c", "--ctx-size", CLI_INT, "N", CLI_AT(E, n_ctx), CLI_RANGE(16, 1 << 24),
+     .def = "the model's, at most 4096", .help = "context"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(E, threads), CLI_RANGE(1, 1024), .def = "all",
+     .help = "threads"},
+    {0},
+};
+#undef E
+
+const struct cli_command cli_spec_eval = {
+    "eval", "--data CASES.jsonl (-m MODEL | --endpoint http://HOST:PORT/v1 [--api-key K] [--model NAME]) [options]",
+    "Answers every case greedily with the model and scores the tool calls: precision,\n"
+    "recall and F1 (strict and lax), correct tool, exact arguments, false calls, invalid\n"
+    "and malformed calls, leaked private strings, TTFA, tokens per answer\n"
+    "(docs/eval.md has the dataset format and every rule). Give one of -m or --endpoint.\n",
+    eval_table, CLI_OPTS(struct eval_opts, eval_init),
+    "See also `tern eval cases --help` and `tern eval merge --help`.\n",
+};
+
+struct eval_cases_opts {
+    const char *in, *out;
+};
+
+#define C struct eval_cases_opts
+static const struct cli_option eval_cases_table[] = {
+    {.meta = "CORPUS.jsonl", .kind = CLI_PATH, CLI_AT(C, in), .flags = CLI_REQUIRED,
+     .help = "a corpus file (tern corpus toolcalls)"},
+    {"-o", "--output", CLI_PATH, "CASES.jsonl", CLI_AT(C, out), .flags = CLI_REQUIRED,
+     .help = "where to write the cases"},
+    {0},
+};
+#undef C
+
+const struct cli_command cli_spec_eval_cases = {
+    "eval cases", "CORPUS.jsonl -o CASES.jsonl",
+    "Writes one case per assistant message of a corpus file (tern corpus toolcalls).\n",
+    eval_cases_table, CLI_OPTS(struct eval_cases_opts, NULL), NULL,
+};
+
+#define EVAL_MAX_OUTPUTS 256
+struct eval_merge_opts {
+    const char *data, *json, *against;
+    const char *files[EVAL_MAX_OUTPUTS];
+    int n_files;
+};
+
+#define M struct eval_merge_opts
+static const struct cli_option eval_merge_table[] = {
+    {NULL, "--data", CLI_PATH, "FILE", CLI_AT(M, data), .flags = CLI_REQUIRED,
+     .help = "the cases the shards answered"},
+    {NULL, "--json", CLI_PATH, "FILE", CLI_AT(M, json), .help = "write the report as JSON"},
+    {NULL, "--against", CLI_PATH, "FULL.jsonl", CLI_AT(M, against),
+     .help = "compare the answers case by case with an unsharded run's outputs"},
+    {.meta = "OUTPUTS.jsonl", .kind = CLI_LIST, CLI_AT(M, files), CLI_COUNT(M, n_files, EVAL_MAX_OUTPUTS),
+     .flags = CLI_REQUIRED, .help = "the --outputs files of the shards of a run"},
+    {0},
+};
+#undef M
+
+const struct cli_command cli_spec_eval_merge = {
+    "eval merge", "--data CASES.jsonl OUTPUTS.jsonl... [--json R] [--against FULL.jsonl]",
+    "Scores the --outputs files of the shards of a run together; every case must be answered\n"
+    "exactly once.\n",
+    eval_merge_table, CLI_OPTS(struct eval_merge_opts, NULL), NULL,
+};
 
 static int cmd_cases(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *v;
-    for (int i = 2; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            out = v;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("eval", "unknown option '%s'", argv[i]);
-        } else if (!in) {
-            in = argv[i];
-        } else {
-            return cli_usage_error("eval", "eval cases takes one corpus file");
-        }
-    }
-    if (!in || !out) return cli_usage_error("eval", "usage: tern eval cases CORPUS.jsonl -o CASES.jsonl");
+    struct eval_cases_opts o = {0};
+    const int pr = cli_parse(&cli_spec_eval_cases, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *in = o.in, *out = o.out;
     int64_t n = 0;
     tern_status st = tern_eval_cases_from_corpus(in, out, &n);
     if (st) return cli_report("eval", st);
@@ -98,29 +170,12 @@ static void print_report(const char *json);
 
 static int cmd_merge(int argc, char **argv)
 {
-    const char *data = NULL, *json = NULL, *against = NULL, *v;
-    const char *files[256];
-    int n_files = 0;
-    for (int i = 2; i < argc; i++) {
-        int r;
-        if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            data = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--json", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            json = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--against", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            against = v;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("eval", "unknown option '%s'", argv[i]);
-        } else if (n_files < 256) {
-            files[n_files++] = argv[i];
-        } else {
-            return cli_usage_error("eval", "at most 256 outputs files");
-        }
-    }
-    if (!data || !n_files) return cli_usage_error("eval", "usage: tern eval merge --data CASES.jsonl OUTPUTS.jsonl...");
+    struct eval_merge_opts o = {0};
+    const int pr = cli_parse(&cli_spec_eval_merge, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *data = o.data, *json = o.json, *against = o.against;
+    const char *const *files = o.files;
+    const int n_files = o.n_files;
     struct tern_eval_set *s = NULL;
     struct tern_eval_run *r = NULL, *full = NULL;
     char *report = NULL;
@@ -232,69 +287,21 @@ static void print_report(const char *json)
 
 int cmd_eval(int argc, char **argv)
 {
-    if (argc >= 2 && !strcmp(argv[1], "cases")) return cmd_cases(argc, argv);
-    if (argc >= 2 && !strcmp(argv[1], "merge")) return cmd_merge(argc, argv);
-    const char *data = NULL, *model = NULL, *json = NULL, *outputs = NULL, *v;
-    const char *endpoint = NULL, *api_key = getenv("TERN_API_KEY"), *model_name = NULL;
-    long long shard_i = 0, shard_n = 1, limit = 0, threads = 0, n_ctx = 0, max_tokens = 512;
-    long long concurrency = 1, timeout_s = 120;
-    bool constrained = false;
-    struct cli_lora_opts lora = {0};
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return CLI_EXIT_OK;
-        } else if (!strcmp(a, "--constrained")) {
-            constrained = true;
-        } else if ((r = cli_lora_opt(argc, argv, &i, &lora))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            data = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-m", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            model = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--endpoint", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            endpoint = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--api-key", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            api_key = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--model", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            model_name = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--concurrency", NULL, &v))) {
-            if (r < 0 || !cli_flag_int("eval", "--concurrency", v, 1, 256, &concurrency)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--timeout", NULL, &v))) {
-            if (r < 0 || !cli_flag_int("eval", "--timeout", v, 1, 86400, &timeout_s)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--json", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            json = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--outputs", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            outputs = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--shard", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            char extra;
-            if (sscanf(v, "%lld/%lld%c", &shard_i, &shard_n, &extra) != 2 || shard_n < 1 ||
-                shard_i < 0 || shard_i >= shard_n)
-                return cli_usage_error("eval", "--shard '%s' must be I/N with 0 <= I < N", v);
-        } else if ((r = cli_opt(argc, argv, &i, "--limit", NULL, &v))) {
-            if (r < 0 || !cli_flag_int("eval", "--limit", v, 1, 100000000, &limit)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "--max-tokens", NULL, &v))) {
-            if (r < 0 || !cli_flag_int("eval", "--max-tokens", v, 1, 1000000, &max_tokens)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "-c", "--ctx-size", &v))) {
-            if (r < 0 || !cli_flag_int("eval", "-c", v, 16, 1 << 24, &n_ctx)) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0 || !cli_flag_int("eval", "-t", v, 1, 1024, &threads)) return CLI_EXIT_USAGE;
-        } else {
-            return cli_usage_error("eval", "unknown option '%s'", a);
-        }
-    }
-    if (!data || (!model == !endpoint))
-        return cli_usage_error("eval", "need --data CASES.jsonl and one of -m MODEL or --endpoint URL");
+    if (argc >= 2 && !strcmp(argv[1], "cases")) return cmd_cases(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "merge")) return cmd_merge(argc - 1, argv + 1);
+    struct eval_opts o;
+    eval_init(&o);
+    const int pr = cli_parse(&cli_spec_eval, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *data = o.data, *model = o.model, *json = o.json, *outputs = o.outputs;
+    const char *endpoint = o.endpoint, *api_key = o.api_key, *model_name = o.model_name;
+    const long long shard_i = o.shard_i, shard_n = o.shard_n, limit = o.limit, threads = o.threads;
+    const long long n_ctx = o.n_ctx, max_tokens = o.max_tokens, concurrency = o.concurrency;
+    const long long timeout_s = o.timeout_s;
+    const bool constrained = o.constrained;
+    struct cli_lora_opts lora = o.lora;
+    if (!model == !endpoint)
+        return cli_usage_error("eval", "need one of -m MODEL or --endpoint URL");
     if (lora.n && endpoint)
         return cli_usage_error("eval", "--lora is for -m (an endpoint serves its own adapters: "
                                "pick one with --model)");

@@ -14,63 +14,71 @@
 #include "cli.h"
 #include "cli_gov.h"
 
-static void help(void)
+struct gate_opts {
+    const char *baseline, *current, *eval_base, *eval_cur;
+    bool cross, raw;
+    double f1_drop;
+};
+
+static void gate_init(void *p)
 {
-    printf("usage: tern gate [--baseline BLESSED.json] CURRENT.json [--allow-cross-hw] [--raw]\n"
-           "                 [--eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]]\n"
-           "       tern gate --eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]\n"
-           "\n"
-           "Exit 0: within every limit; 1: a metric regressed past its limit (TTFT p50/p95 grew or\n"
-           "TPS p50/p95 fell by more than 5 %%, TTFA p95 above 25 tokens, residency down more than\n"
-           "10 points; limits from the baseline's hardware profile); 2: refused (different hardware\n"
-           "profile without --allow-cross-hw, different suite) or a bad report (named with its key).\n"
-           "Without --baseline: baselines/<profile key>.json as written by tern bless.\n"
-           "\n"
-           "TTFT changes are gated after allowing for the machine's own speed during each run (the\n"
-           "reports' machine_speed probe: a fixed int8 loop that is not tern's code, run between\n"
-           "rounds), so a host that got 4 %% slower since the baseline is not a 4 %% regression. Not\n"
-           "done when a report has no probe, the probes differ, or the machine moved by over 20 %%;\n"
-           "--raw gates TTFT as measured. TPS (decode, memory-bound) is always gated as measured.\n"
-           "\n"
-           "--eval-baseline / --eval: two tern eval --json reports of the same dataset, gated too:\n"
-           "strict F1 may drop by at most D (default 0.01), leaked and failed cases may not grow;\n"
-           "different datasets or case counts are refused. The exit code is the worse verdict.\n");
+    *(struct gate_opts *)p = (struct gate_opts){.f1_drop = tern_eval_gate_default_params().f1_drop_max};
 }
+
+#define G struct gate_opts
+static const struct cli_option gate_table[] = {
+    {.meta = "CURRENT.json", .kind = CLI_PATH, CLI_AT(G, current),
+     .help = "the speed report to gate (tern bench --suite --json)"},
+    {NULL, "--baseline", CLI_PATH, "BLESSED.json", CLI_AT(G, baseline),
+     .def = "baselines/<profile key>.json as written by tern bless", .help = "the baseline"},
+    {NULL, "--allow-cross-hw", CLI_FLAG, NULL, CLI_AT(G, cross),
+     .help = "compare reports of different hardware profiles instead of refusing"},
+    {NULL, "--raw", CLI_FLAG, NULL, CLI_AT(G, raw),
+     .help = "gate TTFT as measured, without allowing for the machine's own speed"},
+    {NULL, "--eval-baseline", CLI_PATH, "EVAL0.json", CLI_AT(G, eval_base),
+     .help = "a tern eval --json report, the quality baseline (with --eval)"},
+    {NULL, "--eval", CLI_PATH, "EVAL1.json", CLI_AT(G, eval_cur),
+     .help = "the tern eval --json report to gate against --eval-baseline"},
+    {NULL, "--f1-drop", CLI_DOUBLE, "D", CLI_AT(G, f1_drop), CLI_FRANGE(0, 1),
+     .help = "how far strict F1 may drop"},
+    {0},
+};
+#undef G
+
+const struct cli_command cli_spec_gate = {
+    "gate", "[--baseline BLESSED.json] CURRENT.json [--allow-cross-hw] [--raw]\n"
+    "                 [--eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]]\n"
+    "       tern gate --eval-baseline EVAL0.json --eval EVAL1.json [--f1-drop D]",
+    "Exit 0: within every limit; 1: a metric regressed past its limit (TTFT p50/p95 grew or\n"
+    "TPS p50/p95 fell by more than 5 %, TTFA p95 above 25 tokens, residency down more than\n"
+    "10 points; limits from the baseline's hardware profile); 2: refused (different hardware\n"
+    "profile without --allow-cross-hw, different suite) or a bad report (named with its key).\n"
+    "Without --baseline: baselines/<profile key>.json as written by tern bless.\n"
+    "\n"
+    "TTFT changes are gated after allowing for the machine's own speed during each run (the\n"
+    "reports' machine_speed probe: a fixed int8 loop that is not tern's code, run between\n"
+    "rounds), so a host that got 4 % slower since the baseline is not a 4 % regression. Not\n"
+    "done when a report has no probe, the probes differ, or the machine moved by over 20 %;\n"
+    "--raw gates TTFT as measured. TPS (decode, memory-bound) is always gated as measured.\n"
+    "\n"
+    "--eval-baseline / --eval: two tern eval --json reports of the same dataset, gated too:\n"
+    "strict F1 may drop by at most D, leaked and failed cases may not grow;\n"
+    "different datasets or case counts are refused. The exit code is the worse verdict.\n",
+    gate_table, CLI_OPTS(struct gate_opts, gate_init), NULL,
+};
 
 int cmd_gate(int argc, char **argv)
 {
-    const char *baseline = NULL, *current = NULL, *eval_base = NULL, *eval_cur = NULL, *v;
-    bool cross = false, raw = false;
+    struct gate_opts o;
+    gate_init(&o);
+    const int pr = cli_parse(&cli_spec_gate, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *baseline = o.baseline, *current = o.current, *eval_base = o.eval_base,
+               *eval_cur = o.eval_cur;
+    const bool cross = o.cross, raw = o.raw;
     struct tern_eval_gate_params ep = tern_eval_gate_default_params();
     ep.out = stdout;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return CLI_EXIT_OK; }
-        if (!strcmp(argv[i], "--allow-cross-hw")) { cross = true; continue; }
-        if (!strcmp(argv[i], "--raw")) { raw = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--baseline", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            baseline = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--eval-baseline", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            eval_base = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--eval", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            eval_cur = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--f1-drop", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            char *end;
-            ep.f1_drop_max = strtod(v, &end);
-            if (*end || end == v || !(ep.f1_drop_max >= 0 && ep.f1_drop_max <= 1))
-                return cli_usage_error("gate", "--f1-drop wants a number in [0, 1], not '%s'", v);
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("gate", "unknown option '%s'", argv[i]);
-        } else if (current) {
-            return cli_usage_error("gate", "one current report only ('%s' and '%s')", current, argv[i]);
-        } else {
-            current = argv[i];
-        }
-    }
+    ep.f1_drop_max = o.f1_drop;
     if (!eval_base != !eval_cur)
         return cli_usage_error("gate", "--eval-baseline and --eval go together (two tern eval --json reports)");
     if (!current && !eval_cur)

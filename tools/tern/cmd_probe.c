@@ -7,26 +7,53 @@
 #include "cli.h"
 #include "cli_json.h"
 
-static void help(void)
+enum { LOGITS_NONE = 0, LOGITS_FIRST = 1, LOGITS_LAST = 2, LOGITS_ALL = 4 };
+
+struct probe_opts {
+    const char *model, *tokens, *ref;
+    int logits; /* LOGITS_* bits */
+    long long top, threads;
+    double tol;
+    bool json;
+    struct cli_lora_opts lora;
+};
+
+static void probe_init(void *p)
 {
-    printf("usage: tern probe -m MODEL (--tokens 1,2,3 | --ref REF.jsonl) [options]\n"
-           "\n"
-           "Decodes the tokens in one batch and prints one JSON object per position:\n"
-           "  {\"pos\": i, \"top\": [[id, logit], ...]}  (the distribution for position i+1)\n"
-           "\n"
-           "  -m, --model FILE     GGUF model\n"
-           "  --tokens LIST        comma-separated token ids\n"
-           "  --top K              entries in each top list (default 10)\n"
-           "  --logits WHICH       also print full \"logits\" for: first,last | all | none (default)\n"
-           "  -t, --threads N      threads (default: all CPUs)\n"
-           "  --ref FILE           compare with a llama.cpp reference (<model>.jsonl and the\n"
-           "                       .logits.bin beside it, format of shared/fixtures/README.md);\n"
-           "                       prints the figures and exits 1 beyond the tolerance\n"
-           "  --tol X              tolerance for --ref (default 5e-3 for F16 models, 0.03 quantized)\n"
-           "  --json               with --ref: print the report as one JSON object\n"
-           "  --lora FILE[:SCALE]  with --tokens: a LoRA adapter (llama.cpp's GGUF) at SCALE\n"
-           "                       (default 1); repeatable\n");
+    *(struct probe_opts *)p = (struct probe_opts){.top = 10};
 }
+
+#define P struct probe_opts
+static const struct cli_option probe_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(P, model), .flags = CLI_REQUIRED, .help = "GGUF model"},
+    {NULL, "--tokens", CLI_STRING, "LIST", CLI_AT(P, tokens), .help = "comma-separated token ids"},
+    {NULL, "--top", CLI_INT, "K", CLI_AT(P, top), CLI_RANGE(1, 1000), .help = "entries in each top list"},
+    {NULL, "--logits", CLI_ENUM, "WHICH", CLI_AT(P, logits),
+     .choices = (const struct cli_choice[]){{"none", LOGITS_NONE}, {"first", LOGITS_FIRST},
+                                            {"last", LOGITS_LAST}, {"first,last", LOGITS_FIRST | LOGITS_LAST},
+                                            {"last,first", LOGITS_FIRST | LOGITS_LAST}, {"all", LOGITS_ALL},
+                                            {NULL}},
+     .help = "also print full \"logits\" for these positions"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(P, threads), CLI_RANGE(1, 512), .def = "all CPUs", .help = "threads"},
+    {NULL, "--ref", CLI_PATH, "FILE", CLI_AT(P, ref),
+     .help = "compare with a llama.cpp reference (<model>.jsonl and the .logits.bin beside it, format "
+             "of shared/fixtures/README.md); prints the figures and exits 1 beyond the tolerance"},
+    {NULL, "--tol", CLI_DOUBLE, "X", CLI_AT(P, tol), CLI_FRANGE(1e-9, 1e3),
+     .def = "5e-3 for F16 models, 0.03 quantized", .help = "tolerance for --ref"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(P, json), .help = "with --ref: print the report as one JSON object"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(P, lora),
+     .notes = (const struct cli_note[]){{"--lora", NULL, "with --tokens: a LoRA adapter (llama.cpp's "
+             "GGUF) at SCALE (default 1)"}, {NULL}}},
+    {0},
+};
+#undef P
+
+const struct cli_command cli_spec_probe = {
+    "probe", "-m MODEL (--tokens 1,2,3 | --ref REF.jsonl) [options]",
+    "Decodes the tokens in one batch and prints one JSON object per position:\n"
+    "  {\"pos\": i, \"top\": [[id, logit], ...]}  (the distribution for position i+1)\n",
+    probe_table, CLI_OPTS(struct probe_opts, probe_init), NULL,
+};
 
 static int run_ref(struct tern_model *m, const char *ref, int threads, double tol, bool json)
 {
@@ -67,46 +94,18 @@ static int run_ref(struct tern_model *m, const char *ref, int threads, double to
 
 int cmd_probe(int argc, char **argv)
 {
-    const char *model = NULL, *tokens_s = NULL, *logits_s = "none", *ref = NULL, *v;
-    long long top = 10, threads = 0;
-    double tol = 0;
-    bool json = false;
-    struct cli_lora_opts lora = {0};
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if ((r = cli_lora_opt(argc, argv, &i, &lora))) { if (r < 0) return 2; continue; }
-        if (!strcmp(argv[i], "--json")) { json = true; continue; }
-        if ((r = cli_opt(argc, argv, &i, "-m", "--model", &v))) { if (r < 0) return 2; model = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--tokens", NULL, &v))) { if (r < 0) return 2; tokens_s = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--logits", NULL, &v))) { if (r < 0) return 2; logits_s = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--ref", NULL, &v))) { if (r < 0) return 2; ref = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--top", NULL, &v))) {
-            if (r < 0) return 2;
-            if (!cli_parse_int(v, 1, 1000, &top)) return cli_usage_error("probe", "--top '%s' must be 1..1000", v);
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0) return 2;
-            if (!cli_parse_int(v, 1, 512, &threads)) return cli_usage_error("probe", "-t '%s' must be 1..512", v);
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--tol", NULL, &v))) {
-            if (r < 0) return 2;
-            if (!cli_parse_float(v, 1e-9, 1e3, &tol)) return cli_usage_error("probe", "--tol '%s' must be a positive number", v);
-            continue;
-        }
-        return cli_usage_error("probe", "unknown option '%s'", argv[i]);
-    }
-    if (!model) return cli_usage_error("probe", "missing -m MODEL");
+    struct probe_opts o;
+    probe_init(&o);
+    const int pr = cli_parse(&cli_spec_probe, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *tokens_s = o.tokens, *ref = o.ref;
+    const long long top = o.top, threads = o.threads;
+    const double tol = o.tol;
+    const bool json = o.json;
+    struct cli_lora_opts lora = o.lora;
     if (!tokens_s && !ref) return cli_usage_error("probe", "give --tokens or --ref");
     if (lora.n && ref) return cli_usage_error("probe", "--lora applies to --tokens, not to --ref");
-    bool first = false, last = false, all = false;
-    if (!strcmp(logits_s, "all")) all = true;
-    else if (!strcmp(logits_s, "first")) first = true;
-    else if (!strcmp(logits_s, "last")) last = true;
-    else if (!strcmp(logits_s, "first,last") || !strcmp(logits_s, "last,first")) first = last = true;
-    else if (strcmp(logits_s, "none")) return cli_usage_error("probe", "--logits '%s': use first,last | all | none", logits_s);
+    const bool all = o.logits & LOGITS_ALL, first = o.logits & LOGITS_FIRST, last = o.logits & LOGITS_LAST;
 
     int32_t *ids = NULL;
     int n = 0, bad;

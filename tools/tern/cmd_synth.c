@@ -7,42 +7,56 @@
 #include "cli.h"
 #include "tern_gguf.h"
 
-static void help(void)
+struct synth_opts {
+    const char *spec, *out, *vocab;
+    long long seed;
+};
+
+static void synth_init(void *p)
 {
-    printf("usage: tern synth SHAPE:TYPE -o OUT.gguf [--seed S] [--vocab VOCAB.gguf]\n"
-           "\n"
-           "Writes a random-weight GGUF with the exact shape of a real model, using tern's own\n"
-           "GGUF writer and quantizer (no download). Shapes: %s.\n"
-           "Types: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m.\n"
-           "\n"
-           "  --vocab VOCAB.gguf  copy the tokenizer (every tokenizer.* key: tokens, types, merges,\n"
-           "                      special ids, chat template if any) from this GGUF (a vocab-only\n"
-           "                      file is enough) instead of the byte-level default; its size must\n"
-           "                      be the shape's vocabulary size\n"
-           "\n"
-           "Example: tern synth qwen2.5-0.5b:q8_0 -o /tmp/qwen-0.5b-q8_0.gguf \\\n"
-           "           --vocab ggml-vocab-qwen2-tiktoken.gguf\n",
-           tern_synth_shape_names());
+    *(struct synth_opts *)p = (struct synth_opts){.seed = 1};
 }
+
+#define S struct synth_opts
+static const struct cli_option synth_table[] = {
+    {.meta = "SHAPE:TYPE", .kind = CLI_STRING, CLI_AT(S, spec), .flags = CLI_REQUIRED,
+     .help = "a real model's shape (the list follows with --help) and a weight type: f32, f16, bf16, "
+             "q8_0, q4_0, q4_k, q6_k, q4_k_m"},
+    {"-o", "--output", CLI_PATH, "OUT.gguf", CLI_AT(S, out), .flags = CLI_REQUIRED,
+     .help = "the model to write"},
+    {"-s", "--seed", CLI_INT, "S", CLI_AT(S, seed), CLI_RANGE(0, INT64_MAX), .help = "RNG seed of the weights"},
+    {NULL, "--vocab", CLI_PATH, "VOCAB.gguf", CLI_AT(S, vocab),
+     .help = "copy the tokenizer (every tokenizer.* key: tokens, types, merges, special ids, chat "
+             "template if any) from this GGUF (a vocab-only file is enough) instead of the byte-level "
+             "default; its size must be the shape's vocabulary size"},
+    {0},
+};
+#undef S
+
+const struct cli_command cli_spec_synth = {
+    "synth", "SHAPE:TYPE -o OUT.gguf [--seed S] [--vocab VOCAB.gguf]",
+    "Writes a random-weight GGUF with the exact shape of a real model, using tern's own\n"
+    "GGUF writer and quantizer (no download). `tern synth --help` ends with the shapes.\n",
+    synth_table, CLI_OPTS(struct synth_opts, synth_init),
+    "Example: tern synth qwen2.5-0.5b:q8_0 -o /tmp/qwen-0.5b-q8_0.gguf \\\n"
+    "           --vocab ggml-vocab-qwen2-tiktoken.gguf\n",
+};
 
 int cmd_synth(int argc, char **argv)
 {
-    const char *spec = NULL, *out = NULL, *vocab = NULL, *v;
-    long long seed = 1;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { help(); return 0; }
-        if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) { if (r < 0) return 2; out = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--vocab", NULL, &v))) { if (r < 0) return 2; vocab = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--seed", "-s", &v))) {
-            if (r < 0) return 2;
-            if (!cli_parse_int(v, 0, INT64_MAX, &seed)) return cli_usage_error("synth", "--seed '%s' is not valid", v);
-            continue;
+    /* the shapes are the library's list, so --help adds them after the table's text */
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            cli_print_help(&cli_spec_synth, stdout, 100);
+            printf("\nShapes: %s.\n", tern_synth_shape_names());
+            return CLI_EXIT_OK;
         }
-        if (!spec && argv[i][0] != '-') { spec = argv[i]; continue; }
-        return cli_usage_error("synth", "unknown option '%s'", argv[i]);
-    }
-    if (!spec || !out) return cli_usage_error("synth", "need SHAPE:TYPE and -o OUT.gguf");
+    struct synth_opts o;
+    synth_init(&o);
+    const int pr = cli_parse(&cli_spec_synth, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *spec = o.spec, *out = o.out, *vocab = o.vocab;
+    const long long seed = o.seed;
     const char *colon = strchr(spec, ':');
     if (!colon || colon == spec || !colon[1] || colon - spec >= 64)
         return cli_usage_error("synth", "'%s' is not SHAPE:TYPE (e.g. qwen2.5-0.5b:q8_0)", spec);

@@ -8,29 +8,53 @@
 #include "cli.h"
 #include "tern_gguf.h"
 
-static void help(void)
+struct template_opts {
+    const char *model, *tmpl, *bos, *eos, *messages, *tools, *vars;
+    long long now;
+    bool no_gen_prompt, show_format;
+};
+
+static void template_init(void *p)
 {
-    printf("usage: tern template (-m MODEL | --template FILE) --messages CONV.json [options]\n"
-           "\n"
-           "Renders the conversation with the chat template and prints the prompt exactly\n"
-           "(no newline is added). CONV.json is an array of OpenAI-style messages, or an object\n"
-           "with \"messages\" (and optionally \"tools\", \"add_generation_prompt\").\n"
-           "\n"
-           "  -m, --model FILE        use the GGUF's tokenizer.chat_template and its bos/eos text\n"
-           "                          (ChatML with a warning if it has none)\n"
-           "  --template FILE         a Jinja chat template file\n"
-           "  --bos-token TEXT        bos_token text (default: the model's, or \"\")\n"
-           "  --eos-token TEXT        eos_token text (default: the model's, or \"\")\n"
-           "  --messages FILE         the conversation (required)\n"
-           "  --tools FILE            an array of OpenAI function tools (not with a \"tools\" key in\n"
-           "                          the messages file)\n"
-           "  --template-vars JSON    a JSON object of extra template variables, e.g.\n"
-           "                          '{\"enable_thinking\": false}' (Qwen3, SmolLM3, Gemma 4) or\n"
-           "                          '{\"reasoning_effort\": \"low\"}' (gpt-oss)\n"
-           "  --no-generation-prompt  add_generation_prompt = false (default true)\n"
-           "  --now UNIX_SECONDS      the time strftime_now() formats, in UTC (default: the clock)\n"
-           "  --tool-format           print the detected tool-call format instead of rendering\n");
+    *(struct template_opts *)p = (struct template_opts){.now = TERN_CHAT_NOW_CLOCK};
 }
+
+#define T struct template_opts
+static const struct cli_option template_table[] = {
+    {"-m", "--model", CLI_PATH, "FILE", CLI_AT(T, model),
+     .help = "use the GGUF's tokenizer.chat_template and its bos/eos text (ChatML with a warning if it "
+             "has none)"},
+    {NULL, "--template", CLI_PATH, "FILE", CLI_AT(T, tmpl), .help = "a Jinja chat template file"},
+    {NULL, "--bos-token", CLI_STRING, "TEXT", CLI_AT(T, bos), .def = "the model's, or \"\"",
+     .help = "bos_token text"},
+    {NULL, "--eos-token", CLI_STRING, "TEXT", CLI_AT(T, eos), .def = "the model's, or \"\"",
+     .help = "eos_token text"},
+    {NULL, "--messages", CLI_PATH, "FILE", CLI_AT(T, messages),
+     .help = "the conversation (required, except with --tool-format)"},
+    {NULL, "--tools", CLI_PATH, "FILE", CLI_AT(T, tools),
+     .help = "an array of OpenAI function tools (not with a \"tools\" key in the messages file)"},
+    {NULL, "--template-vars", CLI_STRING, "JSON", CLI_AT(T, vars),
+     .help = "a JSON object of extra template variables, e.g. '{\"enable_thinking\": false}' (Qwen3, "
+             "SmolLM3, Gemma 4) or '{\"reasoning_effort\": \"low\"}' (gpt-oss)"},
+    {NULL, "--no-generation-prompt", CLI_FLAG, NULL, CLI_AT(T, no_gen_prompt),
+     .help = "add_generation_prompt = false (default true, or the messages file's "
+             "\"add_generation_prompt\")"},
+    /* any second of the years 1..9999 UTC, 0 and earlier included (strftime's %Y range) */
+    {NULL, "--now", CLI_INT, "UNIX_SECONDS", CLI_AT(T, now), CLI_RANGE(-62135596800LL, 253402300799LL),
+     .def = "the clock", .help = "the time strftime_now() formats, in UTC"},
+    {NULL, "--tool-format", CLI_FLAG, NULL, CLI_AT(T, show_format),
+     .help = "print the detected tool-call format instead of rendering"},
+    {0},
+};
+#undef T
+
+const struct cli_command cli_spec_template = {
+    "template", "(-m MODEL | --template FILE) --messages CONV.json [options]",
+    "Renders the conversation with the chat template and prints the prompt exactly\n"
+    "(no newline is added). CONV.json is an array of OpenAI-style messages, or an object\n"
+    "with \"messages\" (and optionally \"tools\", \"add_generation_prompt\").\n",
+    template_table, CLI_OPTS(struct template_opts, template_init), NULL,
+};
 
 /* Read a whole file for the API, which parses it and names any problem's byte and line:col. */
 static char *load_text(const char *what, const char *path, size_t *len)
@@ -42,40 +66,16 @@ static char *load_text(const char *what, const char *path, size_t *len)
 
 int cmd_template(int argc, char **argv)
 {
-    const char *model = NULL, *tmpl_path = NULL, *bos = NULL, *eos = NULL, *msgs_path = NULL,
-               *tools_path = NULL, *now_s = NULL, *vars = NULL, *v;
-    bool gen_prompt = true, gen_prompt_set = false, show_format = false;
-    for (int i = 1; i < argc; i++) {
-        int r;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            help();
-            return CLI_EXIT_OK;
-        }
-        if (!strcmp(argv[i], "--no-generation-prompt")) {
-            gen_prompt = false;
-            gen_prompt_set = true;
-            continue;
-        }
-        if (!strcmp(argv[i], "--tool-format")) {
-            show_format = true;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "--model", "-m", &v))) { if (r < 0) return CLI_EXIT_USAGE; model = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--template", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; tmpl_path = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--bos-token", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; bos = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--eos-token", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; eos = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--messages", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; msgs_path = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--tools", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; tools_path = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--now", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; now_s = v; continue; }
-        if ((r = cli_opt(argc, argv, &i, "--template-vars", NULL, &v))) { if (r < 0) return CLI_EXIT_USAGE; vars = v; continue; }
-        return cli_usage_error("template", "unknown option '%s'", argv[i]);
-    }
+    struct template_opts o;
+    template_init(&o);
+    const int pr = cli_parse(&cli_spec_template, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *model = o.model, *tmpl_path = o.tmpl, *bos = o.bos, *eos = o.eos,
+               *msgs_path = o.messages, *tools_path = o.tools, *vars = o.vars;
+    const bool show_format = o.show_format;
+    const long long now = o.now;
     if (!!model == !!tmpl_path) return cli_usage_error("template", "give exactly one of -m MODEL or --template FILE");
     if (!msgs_path && !show_format) return cli_usage_error("template", "--messages FILE is required");
-    /* Any second of the years 1..9999 UTC, 0 and earlier included (strftime's %Y range). */
-    long long now = TERN_CHAT_NOW_CLOCK;
-    if (now_s && !cli_flag_int("template", "--now", now_s, -62135596800LL, 253402300799LL, &now))
-        return CLI_EXIT_USAGE;
     if (vars && cli_check_template_vars("template", vars)) return CLI_EXIT_USAGE;
 
     struct tern_chat_template *t = NULL;
@@ -116,7 +116,7 @@ int cmd_template(int argc, char **argv)
     const cJSON *agp = cJSON_GetObjectItemCaseSensitive(obj, "add_generation_prompt");
     if (cJSON_IsBool(agp)) p.add_generation_prompt = cJSON_IsTrue(agp);
     cJSON_Delete(obj);
-    if (gen_prompt_set) p.add_generation_prompt = gen_prompt;
+    if (o.no_gen_prompt) p.add_generation_prompt = false;
     if (tools_path) {
         if (!(tools = load_text("tools", tools_path, &tools_len))) goto out;
         p.tools_json = tools;

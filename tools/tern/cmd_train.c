@@ -17,49 +17,76 @@
 #include "tern_train.h"
 #include "cli_train.h"
 
-static void usage(void)
+struct train_opts {
+    const char *config, *data, *val, *out, *ckdir, *resume, *lora_init;
+    bool json, bench, strict, loss_on_prompt;
+    int matmul; /* -1 the config's, else 0 f32 / 1 bf16 */
+    long long threads, until, bench_steps, val_every;
+    struct cli_lora_train_opts lo;
+};
+
+static void train_init(void *p)
 {
-    printf("usage: tern train --config model.json --data DATA.jsonl|.tdat -o model.gguf [options]\n"
-           "       tern train --bench [--config model.json] [--steps N] [-t N] [--json]\n\n"
-           "Trains a llama or qwen2 model from scratch in F32 on the CPU (AdamW, warmup + cosine,\n"
-           "gradient clipping and accumulation) and writes it as an F32 GGUF with the tokenizer\n"
-           "of the config's \"tokenizer\" GGUF (tern quantize makes Q8_0 etc. from it).\n\n"
-           "options:\n"
-           "  --config FILE        JSON: arch (llama|qwen2), n_embd, n_layer, n_head, n_head_kv,\n"
-           "                       n_ff, n_ctx, rope_base, rms_eps, tied_output, tokenizer (GGUF)\n"
-           "                       or n_vocab; lr, lr_min, warmup, steps, batch_tokens (tokens per\n"
-           "                       micro-batch, a multiple of n_ctx), accum, weight_decay, beta1,\n"
-           "                       beta2, adam_eps, clip, init_std, init_std_proj, seed, threads,\n"
-           "                       ckpt_every, matmul (\"f32\" | \"bf16\")\n"
-           "  --data FILE          training data: conversations (.jsonl, one {\"messages\", \"tools\"}\n"
-           "                       per line, rendered with the tokenizer GGUF's chat template, loss\n"
-           "                       on the assistant's turns) or documents of (token ids, loss mask)\n"
-           "                       (.tdat, format in tern.h)\n"
-           "  --val FILE           validation data (.jsonl or .tdat): mean loss every --val-every\n"
-           "                       steps (default: ckpt_every, else 100) and at the end\n"
-           "  --strict             a malformed .jsonl line is fatal (default: skipped and counted)\n"
-           "  --loss-on-prompt     .jsonl: train on every token of the conversation, not only the\n"
-           "                       assistant's turns (a language-modelling phase)\n"
-           "  -o, --output FILE    the trained model (GGUF, F32)\n"
-           "  --checkpoint-dir DIR checkpoints (default OUT.ckpt)\n"
-           "  --val-every N        steps between validations\n"
-           "  --resume DIR         continue the run saved in DIR (checkpoints keep going there)\n"
-           "  --until STEP         stop after this step (checkpoint + export), e.g. to split a run\n"
-           "  -t, --threads N      override the config's threads\n"
-           "  --matmul f32|bf16    override the config's matmul: bf16 rounds the operands of every\n"
-           "                       matrix product to BF16 and sums in F32 (AVX512-BF16 CPUs only;\n"
-           "                       weights, optimizer, norms and loss stay F32)\n"
-           CLI_LORA_USAGE
-           "  --lora-init FILE     start the adapters from this adapter file (same rank, alpha,\n"
-           "                       targets; fresh optimizer state) instead of PEFT's init\n"
-           "  --json               one JSON object per step on stdout\n"
-           "  --bench              time training steps on random tokens (default config: n_embd\n"
-           "                       384, 6 layers, 6 heads, n_ff 1024, vocab 8192, n_ctx 1024);\n"
-           "                       --steps N timed steps after one warm-up step\n\n"
-           "Data parallelism: mpirun -np N tern train ... splits each step's micro-batches (accum,\n"
-           "a multiple of N) over N processes and sums their gradients (Open MPI); process 0\n"
-           "prints, validates, checkpoints and exports (docs/train-and-distill.md \"Distillation\").\n");
+    *(struct train_opts *)p = (struct train_opts){.matmul = -1, .bench_steps = 3};
 }
+
+#define T struct train_opts
+static const struct cli_option train_table[] = {
+    {NULL, "--config", CLI_PATH, "FILE", CLI_AT(T, config),
+     .help = "JSON: arch (llama|qwen2), n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx, rope_base, "
+             "rms_eps, tied_output, tokenizer (GGUF) or n_vocab; lr, lr_min, warmup, steps, batch_tokens "
+             "(tokens per micro-batch, a multiple of n_ctx), accum, weight_decay, beta1, beta2, adam_eps, "
+             "clip, init_std, init_std_proj, seed, threads, ckpt_every, matmul (\"f32\" | \"bf16\")"},
+    {NULL, "--data", CLI_PATH, "FILE", CLI_AT(T, data),
+     .help = "training data: conversations (.jsonl, one {\"messages\", \"tools\"} per line, rendered with "
+             "the tokenizer GGUF's chat template, loss on the assistant's turns) or documents of (token "
+             "ids, loss mask) (.tdat, format in tern.h)"},
+    {NULL, "--val", CLI_PATH, "FILE", CLI_AT(T, val),
+     .help = "validation data (.jsonl or .tdat): mean loss every --val-every steps and at the end"},
+    {NULL, "--strict", CLI_FLAG, NULL, CLI_AT(T, strict),
+     .help = "a malformed .jsonl line is fatal (default: skipped and counted)"},
+    {NULL, "--loss-on-prompt", CLI_FLAG, NULL, CLI_AT(T, loss_on_prompt),
+     .help = ".jsonl: train on every token of the conversation, not only the assistant's turns (a "
+             "language-modelling phase)"},
+    {"-o", "--output", CLI_PATH, "FILE", CLI_AT(T, out), .help = "the trained model (GGUF, F32)"},
+    {NULL, "--checkpoint-dir", CLI_PATH, "DIR", CLI_AT(T, ckdir), .def = "OUT.ckpt", .help = "checkpoints"},
+    {NULL, "--val-every", CLI_INT, "N", CLI_AT(T, val_every), CLI_RANGE(1, 1000000000),
+     .def = "ckpt_every, else 100", .help = "steps between validations"},
+    {NULL, "--resume", CLI_PATH, "DIR", CLI_AT(T, resume),
+     .help = "continue the run saved in DIR (checkpoints keep going there)"},
+    {NULL, "--until", CLI_INT, "STEP", CLI_AT(T, until), CLI_RANGE(1, 1000000000), .def = "",
+     .help = "stop after this step (checkpoint + export), e.g. to split a run"},
+    {"-t", "--threads", CLI_INT, "N", CLI_AT(T, threads), CLI_RANGE(1, 1024), .def = "the config's",
+     .help = "override the config's threads"},
+    {NULL, "--matmul", CLI_ENUM, "f32|bf16", CLI_AT(T, matmul),
+     .choices = (const struct cli_choice[]){{"f32", 0}, {"bf16", 1}, {NULL}}, .def = "the config's",
+     .help = "override the config's matmul: bf16 rounds the operands of every matrix product to BF16 "
+             "and sums in F32 (AVX512-BF16 CPUs only; weights, optimizer, norms and loss stay F32)"},
+    {NULL, "--json", CLI_FLAG, NULL, CLI_AT(T, json), .help = "one JSON object per step on stdout"},
+    {NULL, "--bench", CLI_FLAG, NULL, CLI_AT(T, bench), .group = "Benchmark",
+     .help = "time training steps on random tokens (default config: n_embd 384, 6 layers, 6 heads, "
+             "n_ff 1024, vocab 8192, n_ctx 1024)"},
+    {NULL, "--steps", CLI_INT, "N", CLI_AT(T, bench_steps), CLI_RANGE(1, 1000000),
+     .help = "--bench: timed steps after one warm-up step"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_train_table, CLI_AT(T, lo)},
+    {NULL, "--lora-init", CLI_PATH, "FILE", CLI_AT(T, lora_init),
+     .help = "start the adapters from this adapter file (same rank, alpha, targets; fresh optimizer "
+             "state) instead of PEFT's init"},
+    {0},
+};
+#undef T
+
+const struct cli_command cli_spec_train = {
+    "train", "--config model.json --data DATA.jsonl|.tdat -o model.gguf [options]\n"
+    "       tern train --bench [--config model.json] [--steps N] [-t N] [--json]",
+    "Trains a llama or qwen2 model from scratch in F32 on the CPU (AdamW, warmup + cosine,\n"
+    "gradient clipping and accumulation) and writes it as an F32 GGUF with the tokenizer\n"
+    "of the config's \"tokenizer\" GGUF (tern quantize makes Q8_0 etc. from it).\n",
+    train_table, CLI_OPTS(struct train_opts, train_init),
+    "Data parallelism: mpirun -np N tern train ... splits each step's micro-batches (accum,\n"
+    "a multiple of N) over N processes and sums their gradients (Open MPI); process 0\n"
+    "prints, validates, checkpoints and exports (docs/train-and-distill.md \"Distillation\").\n",
+};
 
 /* Parse the config file at path over *c (the defaults, or a LoRA base's shape). */
 static int load_config(const char *path, struct tern_train_config *c)
@@ -154,73 +181,16 @@ static int run_bench(struct tern_train_config *c, int steps, bool json)
 
 int cmd_train(int argc, char **argv)
 {
-    const char *config = NULL, *data = NULL, *val = NULL, *out = NULL, *ckdir = NULL,
-               *resume = NULL, *matmul = NULL, *lora_init = NULL, *v;
-    bool json = false, bench = false, strict = false, loss_on_prompt = false;
-    long long threads = 0, until = 0, bench_steps = 3, val_every = 0;
-    struct cli_lora_train_opts lo = {0};
-    for (int i = 1; i < argc; i++) {
-        int r;
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage();
-            return CLI_EXIT_OK;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--bench")) {
-            bench = true;
-        } else if (!strcmp(a, "--strict")) {
-            strict = true;
-        } else if (!strcmp(a, "--loss-on-prompt")) {
-            loss_on_prompt = true;
-        } else if ((r = cli_opt(argc, argv, &i, "--val", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            val = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--val-every", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 1000000000, &val_every))
-                return cli_usage_error("train", "--val-every '%s' is not a step count", v);
-        } else if ((r = cli_opt(argc, argv, &i, "--config", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            config = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--data", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            data = v;
-        } else if ((r = cli_opt(argc, argv, &i, "-o", "--output", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            out = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--checkpoint-dir", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            ckdir = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--resume", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            resume = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--until", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 1000000000, &until))
-                return cli_usage_error("train", "--until '%s' is not a step number", v);
-        } else if ((r = cli_opt(argc, argv, &i, "--steps", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 1000000, &bench_steps))
-                return cli_usage_error("train", "--steps '%s' is not valid", v);
-        } else if ((r = cli_opt(argc, argv, &i, "--matmul", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (strcmp(v, "f32") && strcmp(v, "bf16"))
-                return cli_usage_error("train", "--matmul '%s' is not f32 or bf16", v);
-            matmul = v;
-        } else if ((r = cli_opt(argc, argv, &i, "--lora-init", NULL, &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            lora_init = v;
-        } else if ((r = cli_lora_train_opt("train", argc, argv, &i, &lo))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-        } else if ((r = cli_opt(argc, argv, &i, "-t", "--threads", &v))) {
-            if (r < 0) return CLI_EXIT_USAGE;
-            if (!cli_parse_int(v, 1, 1024, &threads))
-                return cli_usage_error("train", "-t '%s' is not valid", v);
-        } else {
-            return cli_usage_error("train", "unknown option '%s'", a);
-        }
-    }
+    struct train_opts o;
+    train_init(&o);
+    const int pr = cli_parse(&cli_spec_train, argc, argv, &o);
+    if (pr != CLI_PARSED) return pr;
+    const char *config = o.config, *data = o.data, *val = o.val, *out = o.out, *ckdir = o.ckdir,
+               *resume = o.resume, *lora_init = o.lora_init;
+    const bool json = o.json, bench = o.bench, strict = o.strict, loss_on_prompt = o.loss_on_prompt;
+    const long long threads = o.threads, until = o.until, bench_steps = o.bench_steps;
+    long long val_every = o.val_every;
+    const struct cli_lora_train_opts lo = o.lo;
     struct tern_train_config c = tern_train_config_default();
     if (bench) {
         c.n_embd = 384, c.n_layer = 6, c.n_head = 6, c.n_head_kv = 6, c.n_ff = 1024;
@@ -229,7 +199,7 @@ int cmd_train(int argc, char **argv)
         if (lst) return cli_report("train", lst);
         if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
         if (threads) c.threads = (int)threads;
-        if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
+        if (o.matmul >= 0) c.matmul_bf16 = o.matmul == 1;
         if ((lst = cli_lora_train_apply(&lo, &c))) return cli_report("train", lst);
         return run_bench(&c, (int)bench_steps, json);
     }
@@ -243,7 +213,7 @@ int cmd_train(int argc, char **argv)
     if (config && load_config(config, &c)) return CLI_EXIT_FAIL;
     if ((lst = cli_lora_train_apply(&lo, &c))) return cli_report("train", lst);
     if (threads) c.threads = (int)threads;
-    if (matmul) c.matmul_bf16 = !strcmp(matmul, "bf16");
+    if (o.matmul >= 0) c.matmul_bf16 = o.matmul == 1;
     char ckbuf[4096];
     if (!ckdir) {
         if (resume) ckdir = resume;
