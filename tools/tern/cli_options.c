@@ -267,7 +267,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, void *opts)
                 if (i + 1 >= argc) return cli_usage_error(name, "option %s needs a value", a);
                 val = argv[++i];
             }
-            if (!set_value(name, o, f[k].base, cli_option_name(o), val)) return CLI_EXIT_USAGE;
+            /* errors name the option as it was typed (--size, not its -n) */
+            char typed[64];
+            snprintf(typed, sizeof typed, "%.*s", (int)len, a);
+            if (!set_value(name, o, f[k].base, typed, val)) return CLI_EXIT_USAGE;
             seen[k] = true;
             mark_given(&f[k]);
             continue;
