@@ -139,7 +139,7 @@ static void test_flag_ranges(void **state)
     static const char *cases[][2] = {
         {"-t 1000", "-t: 1000 is out of range 1..512"},
         {"-t 0", "-t: 0 is out of range 1..512"},
-        {"--threads abc", "-t: 'abc' is not an integer (allowed: 1..512)"},
+        {"--threads abc", "--threads: 'abc' is not an integer (allowed: 1..512)"}, /* named as typed */
         {"-c 100000000", "-c: 100000000 is out of range 1..4194304"},
         {"-c 99999999999999999999", "-c: 99999999999999999999 is out of range 1..4194304"},
         {"-n -5", "-n: -5 is out of range 0..16777216"},

@@ -175,8 +175,8 @@ static void test_ranges_and_values(void **state)
 {
     (void)state;
     expect_error("-l 0 in", "-l: 0 is out of range 1..512");
-    expect_error("--level 513 in", "-l: 513 is out of range 1..512");
-    expect_error("--level abc in", "-l: 'abc' is not an integer (allowed: 1..512)");
+    expect_error("--level 513 in", "--level: 513 is out of range 1..512"); /* named as typed */
+    expect_error("--level abc in", "--level: 'abc' is not an integer (allowed: 1..512)");
     expect_error("-l 1.5 in", "-l: '1.5' is not an integer");
     expect_error("-l 99999999999999999999 in", "-l: 99999999999999999999 is out of range 1..512");
     expect_error("--big -1 in", "--big: -1 is out of range 0..9223372036854775807");
