@@ -248,7 +248,7 @@ static bool request(struct cli_mcp *m, const char *method, cJSON *params, cJSON 
     size_t scan = 0; /* bytes of buf already searched for a newline */
     for (;;) {
         char *nl;
-        while ((nl = memchr(m->buf + scan, '\n', m->len - scan))) {
+        while (m->len > scan && (nl = memchr(m->buf + scan, '\n', m->len - scan))) { /* buf is NULL before the first read */
             const size_t n = (size_t)(nl - m->buf);
             const int r = take_line(m, m->buf, n, id, method, result, deadline, err, errlen);
             memmove(m->buf, nl + 1, m->len - n - 1);

