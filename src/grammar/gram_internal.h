@@ -247,9 +247,12 @@ struct gram_trie_node {
     uint32_t end;   /* index one past this node's subtree */
     int32_t token;  /* first token whose bytes end here, or -1 (more via tern_grammar_vocab.same) */
     uint8_t byte;
-    uint8_t pad;
+    uint8_t flags;  /* GRAM_TRIE_* */
     uint16_t depth; /* 1-based: bytes from the root */
 };
+/* more tokens have this node's bytes (the walk follows `same` only then: a random read of a
+ * vocabulary-sized array per token would cost a cache miss each) */
+#define GRAM_TRIE_DUP 1
 
 struct gram_trie {
     struct gram_trie_node *node;
@@ -390,7 +393,7 @@ struct gram_cls {
     uint32_t text_cap;       /* characters (GRAM_CAP_INF: unbounded) */
     uint32_t n_acc;          /* accepted tokens */
     uint32_t *acc_bits;      /* [n_words] bitset, or NULL when acc_ids holds them */
-    int32_t *acc_ids;        /* sorted ids (when small) */
+    int32_t *acc_ids;        /* ids, unordered (when few) */
     uint32_t n_unc;
     int32_t *unc;            /* uncertain: checked against the real stack at decode time */
     size_t bytes;
@@ -400,14 +403,12 @@ struct gram_cls {
  * compare-and-swap), so concurrent matchers never see a half-built classification. */
 struct gram_cache {
     _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
-    _Atomic(uint32_t *) *rep;            /* [n_rules] per rule: each node's representative */
     atomic_uint *recent;                 /* [n_rules][GRAM_RECENT] last classified nodes + 1 */
     atomic_uint *recent_n;               /* [n_rules] classifications recorded */
     atomic_uint n_shared;                /* positions given another's classification (alike) */
     atomic_uint n_derived;               /* classifications that walked only the long tokens */
     _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
                                             can come k bytes after its end (gram_engine.c) */
-    atomic_uint *rule_cls;               /* [n_rules] classifications asked for (gram_mask.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
     /* classifications of positions directly under a counter frame, keyed by (node, saturated
      * count): a small hash map under a lock (gram_mask.c, gram_node_cls_count) */

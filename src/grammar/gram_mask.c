@@ -53,20 +53,16 @@ tern_status gram_cache_create(struct tern_grammar *g)
     if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
-    g->cache->rep = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rep);
-    g->cache->rule_cls = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->rule_cls);
     g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
     g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
     g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->rep || !g->cache->rule_cls || !g->cache->recent ||
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->recent ||
         !g->cache->recent_n || !g->cache->folb) {
         free(g->cache->folb);
         free(g->cache->slot);
         free(g->cache->tcap);
-        free(g->cache->rep);
         free(g->cache->recent);
         free(g->cache->recent_n);
-        free(g->cache->rule_cls);
         free(g->cache);
         g->cache = NULL;
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
@@ -76,8 +72,6 @@ tern_status gram_cache_create(struct tern_grammar *g)
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
     }
     for (uint32_t r = 0; r < g->n_rules; r++) {
-        atomic_init(&g->cache->rep[r], NULL);
-        atomic_init(&g->cache->rule_cls[r], 0);
         atomic_init(&g->cache->recent_n[r], 0);
         atomic_init(&g->cache->folb[r], NULL);
         for (int k = 0; k < GRAM_RECENT; k++) atomic_init(&g->cache->recent[(size_t)r * GRAM_RECENT + k], 0);
@@ -128,13 +122,10 @@ void gram_cache_free(struct tern_grammar *g)
             if (!i || all[i] != all[i - 1]) gram_cls_free(all[i]);
         free(all);
     }
-    for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->rep[r]));
-    free(g->cache->rep);
     free(g->cache->recent);
     free(g->cache->recent_n);
     for (uint32_t r = 0; r < g->n_rules; r++) free(atomic_load(&g->cache->folb[r]));
     free(g->cache->folb);
-    free(g->cache->rule_cls);
     free(g->cache->slot);
     free(g->cache->tcap);
     free(g->cache);
@@ -195,6 +186,15 @@ static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, st
     uint32_t a0 = delta(g, n, 0xC2);
     uint32_t target = a0 == GRAM_NONE ? GRAM_NONE : delta(g, a0, 0x80);
     if (a0 != GRAM_NONE && target == GRAM_NONE) return false;
+    if (target == GRAM_NONE) { /* text only if it takes no slice character: any ASCII one says no */
+        const struct gram_node *nd = &g->nodes[n];
+        const struct gram_range *r = g->ranges + nd->r_off;
+        for (uint32_t k = 0; k < nd->r_n; k++) {
+            unsigned lo = r[k].lo < 0x20 ? 0x20 : r[k].lo, hi = r[k].hi > 0x7E ? 0x7E : r[k].hi;
+            for (unsigned b = lo; b <= hi; b++)
+                if (b != '"' && b != '\\') return false;
+        }
+    }
     for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
         uint32_t prev = GRAM_NONE;
         for (unsigned b = leads[i].lo; b <= leads[i].hi; b++) {
@@ -363,22 +363,17 @@ static bool push_id(int32_t **v, uint32_t *n, uint32_t *cap, int32_t id)
 }
 
 /* Add a trie node's token and every token with the same bytes. */
-static inline bool push_tokens(const struct tern_grammar_vocab *v, int32_t tok, int32_t **ids, uint32_t *n,
-                               uint32_t *cap)
+static inline bool push_tokens(const struct tern_grammar_vocab *v, const struct gram_trie_node *tn, int32_t **ids,
+                               uint32_t *n, uint32_t *cap)
 {
-    if (*n < *cap && v->same[tok] < 0) {
+    const int32_t tok = tn->token;
+    if (*n < *cap && !(tn->flags & GRAM_TRIE_DUP)) {
         (*ids)[(*n)++] = tok;
         return true;
     }
     for (int32_t t = tok; t >= 0; t = v->same[t])
         if (!push_id(ids, n, cap, t)) return false;
     return true;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* dense table entries besides node ids */
@@ -504,8 +499,8 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
     const struct tern_grammar_vocab *v = g->vocab;
     for (uint32_t j = i + 1; j < tn->end; j++) {
         if (tr->node[j].token < 0 || tr->node[j].depth <= min_d) continue;
-        bool ok = virt ? push_tokens(v, tr->node[j].token, &s->unc, &s->n_unc, &s->cap_unc)
-                       : push_tokens(v, tr->node[j].token, &s->acc, &s->n_acc, &s->cap_acc);
+        bool ok = virt ? push_tokens(v, &tr->node[j], &s->unc, &s->n_unc, &s->cap_unc)
+                       : push_tokens(v, &tr->node[j], &s->acc, &s->n_acc, &s->cap_acc);
         if (!ok) return -1;
     }
     return 1;
@@ -558,8 +553,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                     ca->virt = pa->virt;
                     ca->ovf = ovf;
                     if (tok >= 0) {
-                        bool ok = ca->virt ? push_tokens(v, tok, &s->unc, &s->n_unc, &s->cap_unc)
-                                           : push_tokens(v, tok, &s->acc, &s->n_acc, &s->cap_acc);
+                        bool ok = ca->virt ? push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc)
+                                           : push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc);
                         if (!ok) return false;
                     }
                     if (tn->end > i + 1 && !ovf) {
@@ -573,7 +568,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                 if (to == DENSE_NONE) { /* dead prefix */
                     if (ovf)
                         for (uint32_t j = i; j < tn->end; j++)
-                            if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                            if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, &trie[j], &s->unc, &s->n_unc, &s->cap_unc))
                                 return false;
                     i = tn->end;
                     continue;
@@ -632,15 +627,15 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
         }
         if (tok >= 0) {
             if (live_real || popped) {
-                if (!push_tokens(v, tok, &s->acc, &s->n_acc, &s->cap_acc)) return false;
+                if (!push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc)) return false;
             } else if (live_virt || vpopped || ovf) {
-                if (!push_tokens(v, tok, &s->unc, &s->n_unc, &s->cap_unc)) return false;
+                if (!push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc)) return false;
             }
         }
         if (!live_real && !live_virt) {
             if (ovf) /* no context we know rules these out: the matcher decides */
                 for (uint32_t j = i + 1; j < tn->end; j++)
-                    if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, trie[j].token, &s->unc, &s->n_unc, &s->cap_unc))
+                    if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, &trie[j], &s->unc, &s->n_unc, &s->cap_unc))
                         return false;
             i = tn->end;
             continue;
@@ -783,8 +778,7 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     } else if (n_acc) {
         c->acc_ids = malloc(n_acc * sizeof *c->acc_ids);
         if (!c->acc_ids) { free(c); return NULL; }
-        memcpy(c->acc_ids, s->acc, n_acc * sizeof *c->acc_ids);
-        qsort(c->acc_ids, n_acc, sizeof *c->acc_ids, cmp_i32);
+        memcpy(c->acc_ids, s->acc, n_acc * sizeof *c->acc_ids); /* in trie order: setting them needs no order */
         c->bytes += (size_t)n_acc * 4;
     }
     TERN_ASSERT(!c->acc_ids || !c->acc_bits, "accepted tokens are either ids or a bitset");
@@ -797,152 +791,13 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
     return c;
 }
 
-/* ---------------------------------------------------------------- equivalent positions */
-
-/* Nodes of one rule that no byte string of up to max_len bytes (the longest token) tells
- * apart get the same token classification. Counters make this common: a string of at most 300
- * characters has a node per count, and all but the last ~max_len behave alike for any single
- * token. Found by partition refinement (Moore's algorithm) on the rule's automaton: start
- * from what a node does by itself (final, calls), then split by where each byte leads, one
- * round per byte of horizon, stopping early once nothing splits. Signatures are 128-bit hashes
- * (a collision would need two 64-bit hashes to agree). Rules above REP_MAX_NODES nodes, and
- * nondeterministic nodes, are left alone (each node its own class). A round follows one byte
- * or one call; a call of a rule that may match nothing consumes no byte, so in a rule with
- * such calls the rounds do not bound bytes and only a refinement that settled (a true
- * equivalence) is used. */
-#define REP_MAX_NODES 4096
-#define REP_AFTER 12 /* classifications of a rule before its equivalences are computed */
-
-struct sigent {
-    uint64_t h1, h2;
-    uint32_t idx;
-};
-
-static inline uint64_t mixh(uint64_t h, uint64_t x)
-{
-    h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
-}
-
-static uint32_t *compute_reps(const struct tern_grammar *g, uint32_t rule)
-{
-    uint32_t lo = g->rules[rule].start;
-    uint32_t hi = rule + 1 < g->n_rules ? g->rules[rule + 1].start : g->n_nodes;
-    uint32_t n = hi > lo ? hi - lo : 0;
-    uint32_t *rep = malloc(((size_t)n + 1) * sizeof *rep);
-    if (!rep) return NULL;
-    for (uint32_t i = 0; i < n; i++) rep[i] = lo + i;
-    if (n < 2 || n > REP_MAX_NODES || !g->vocab) return rep;
-    bool calls_nullable = false;
-    for (uint32_t i = lo; i < hi && !calls_nullable; i++)
-        for (uint32_t k = 0; k < g->nodes[i].c_n; k++)
-            if (g->rules[g->calls[g->nodes[i].c_off + k].rule].nullable) calls_nullable = true;
-    uint32_t *cls = malloc(n * sizeof *cls), *nxt = malloc(n * sizeof *nxt);
-    struct sigent *e = malloc(n * sizeof *e);
-    uint32_t hmask = 1;
-    while (hmask < 2 * n) hmask = hmask * 2 + 1;
-    uint32_t *slot = malloc(((size_t)hmask + 1) * sizeof *slot);
-    if (!cls || !nxt || !e || !slot) { free(cls); free(nxt); free(e); free(slot); return rep; }
-    /* a node outside the rule (a bug, or never) or nondeterministic: its own class forever */
-#define CLS_OF(t) ((t) >= lo && (t) < hi ? (uint64_t)cls[(t) - lo] : 0x100000000ull + (t))
-    uint32_t n_cls = 0;
-    bool settled = false;
-    for (uint32_t round = 0; round <= g->vocab->max_len + 1; round++) {        for (uint32_t i = 0; i < n; i++) {
-            const struct gram_node *nd = &g->nodes[lo + i];
-            uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
-            if (nd->flags & GN_NONDET) { h1 = mixh(h1, 0xABCDull << 32 | i); h2 = mixh(h2, i); }
-            h1 = mixh(h1, nd->flags & GN_FINAL);
-            h2 = mixh(h2, (nd->flags & GN_FINAL) + 7);
-            if (round) { h1 = mixh(h1, cls[i]); h2 = mixh(h2, (uint64_t)cls[i] * 31 + 1); }
-            for (uint32_t k = 0; k < nd->c_n; k++) {
-                const struct gram_call *c = &g->calls[nd->c_off + k];
-                uint64_t rc = round ? CLS_OF(c->ret) : 0;
-                h1 = mixh(h1, (uint64_t)c->rule << 40 ^ rc);
-                h2 = mixh(h2, rc * 1000003u + c->rule);
-            }
-            /* ranges, adjacent ones with the same target class merged */
-            for (uint32_t k = 0; k < nd->r_n;) {
-                const struct gram_range *r = &g->ranges[nd->r_off + k];
-                uint64_t tc = round ? CLS_OF(r->to) : 1;
-                unsigned a = r->lo, b = r->hi;
-                uint32_t j = k + 1;
-                while (j < nd->r_n && g->ranges[nd->r_off + j].lo == b + 1 &&
-                       (round ? CLS_OF(g->ranges[nd->r_off + j].to) : 1) == tc) {
-                    b = g->ranges[nd->r_off + j].hi;
-                    j++;
-                }
-                h1 = mixh(h1, (uint64_t)a << 48 ^ (uint64_t)b << 40 ^ tc);
-                h2 = mixh(h2, tc * 2654435761u + a * 257u + b);
-                k = j;
-            }
-            e[i] = (struct sigent){h1, h2, i};
-        }
-        /* group equal signatures: open addressing on h1, exact on (h1, h2) */
-        for (uint32_t i = 0; i <= hmask; i++) slot[i] = GRAM_NONE;
-        uint32_t c = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t k = (uint32_t)e[i].h1 & hmask;
-            for (;;) {
-                uint32_t q = slot[k];
-                if (q == GRAM_NONE) {
-                    slot[k] = i;
-                    nxt[i] = c++;
-                    break;
-                }
-                if (e[q].h1 == e[i].h1 && e[q].h2 == e[i].h2) {
-                    nxt[i] = nxt[q];
-                    break;
-                }
-                k = (k + 1) & hmask;
-            }
-        }
-        memcpy(cls, nxt, n * sizeof *cls);
-        if (c == n_cls) { settled = true; break; } /* stable: a true equivalence */
-        n_cls = c;
-    }
-#undef CLS_OF
-    /* representative: the smallest node of each class */
-    if (settled || !calls_nullable) {
-        uint32_t *first = nxt;
-        for (uint32_t i = 0; i < n; i++) first[i] = GRAM_NONE;
-        for (uint32_t i = 0; i < n; i++) {
-            if (first[cls[i]] == GRAM_NONE) first[cls[i]] = lo + i;
-            rep[i] = first[cls[i]];
-        }
-    }
-    free(cls);
-    free(nxt);
-    free(e);
-    free(slot);
-    return rep;
-}
-
-static uint32_t node_rep(const struct tern_grammar *g, uint32_t node)
-{
-    uint32_t r = g->nodes[node].rule;
-    uint32_t *reps = atomic_load_explicit(&g->cache->rep[r], memory_order_acquire);
-    if (!reps) {
-        /* only rules that keep needing classifications are worth the refinement */
-        if (atomic_fetch_add_explicit(&g->cache->rule_cls[r], 1, memory_order_relaxed) < REP_AFTER) return node;
-        reps = compute_reps(g, r);
-        if (!reps) return node;
-        uint32_t *expected = NULL;
-        if (!atomic_compare_exchange_strong_explicit(&g->cache->rep[r], &expected, reps, memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            free(reps);
-            reps = expected;
-        }
-    }
-    TERN_ASSERT(node >= g->rules[r].start, "a rule's nodes start at its start node");
-    return reps[node - g->rules[r].start];
-}
-
 /* ---------------------------------------------------------------- positions alike up to h bytes */
 
 /* Two positions of one rule that no string of up to h bytes tells apart classify every token
- * of at most h bytes alike. Counters make such pairs common and the refinement above does not
- * join them: the positions of `[a-z0-9-]{0,61}` all differ (by a string running to the bound),
- * but those more than h from the bound agree up to h. So a new position is compared with the
+ * of at most h bytes alike. Counters make such pairs common: the positions of `[a-z0-9-]{0,61}`
+ * all differ (by a string running to the bound), but those more than h from the bound agree up
+ * to h. (A per-rule partition refinement that joined only the fully equivalent positions cost
+ * more than it saved: its rounds ran once per byte of the longest token over the whole rule.) So a new position is compared with the
  * rule's last few classified ones, a breadth-first walk over the pairs of nodes the same string
  * leads to (one level per byte) until they differ; with the best, the new position copies the
  * tokens of at most h bytes and walks only the longer ones (the vocabulary trie has 7 % of its
@@ -1083,15 +938,9 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     TERN_ASSERT(node < g->n_nodes && g->vocab && g->cache, "classification needs a vocabulary");
     struct gram_cls *c = atomic_load_explicit(&g->cache->slot[node], memory_order_acquire);
     if (c) return c;
-    uint32_t rep = node_rep(g, node);
-    TERN_ASSERT(rep < g->n_nodes && g->nodes[rep].rule == g->nodes[node].rule, "a representative is in the node's rule");
     const struct gram_cls *share = NULL;
-    if (rep != node) { /* the representative's classification */
-        share = gram_node_cls(g, rep, s, fresh);
-        if (!share) return NULL;
-    }
     uint32_t depth = 0;
-    const struct gram_cls *base = share ? NULL : best_base(g, s, node, &depth);
+    const struct gram_cls *base = best_base(g, s, node, &depth);
     if (base && depth == AGREE_ALL) share = base;
     if (share) {
         struct gram_cls *expected = NULL;

@@ -142,6 +142,7 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
         if (i && l == e->len && l == ents[i - 1].len) { /* same bytes as the previous token */
             v->same[last_id] = e->id;
             last_id = e->id;
+            t->node[path[depth]].flags |= GRAM_TRIE_DUP;
             continue;
         }
         while (depth > l) t->node[path[depth--]].end = nt;
