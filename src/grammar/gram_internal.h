@@ -253,6 +253,7 @@ struct gram_trie_node {
 /* more tokens have this node's bytes (the walk follows `same` only then: a random read of a
  * vocabulary-sized array per token would cost a cache miss each) */
 #define GRAM_TRIE_DUP 1
+#define GRAM_TRIE_WIDE 2 /* at least GRAM_CIDX_MIN children: indexed (struct gram_trie cidx) */
 
 struct gram_trie {
     struct gram_trie_node *node;
@@ -263,7 +264,40 @@ struct gram_trie {
     uint64_t (*below)[2];
     uint8_t *below_other;
     uint16_t *below_depth;
+    /* children of the nodes with many (GRAM_TRIE_WIDE, and the root): a walk whose state takes
+     * few bytes there jumps from one live child to the next instead of reading every sibling
+     * (each one a subtree apart in the array, so a cache miss each) */
+    struct gram_cidx *cidx;  /* [n_cidx] ascending by node; the root's is root_cidx */
+    uint32_t n_cidx;
+    struct gram_cidx *root_cidx;
+    uint32_t *cpos;          /* children's indices, by node then byte */
+    uint32_t n_cpos;
 };
+struct gram_cidx {
+    uint64_t bits[4];        /* the children's bytes */
+    uint32_t node;           /* the node (UINT32_MAX: the root) */
+    uint32_t first;          /* its children in cpos[first ..], ascending by byte */
+};
+#define GRAM_CIDX_MIN 8      /* children for an index */
+/* The index of trie node i (flagged GRAM_TRIE_WIDE). */
+static inline const struct gram_cidx *gram_trie_cidx(const struct gram_trie *t, uint32_t i)
+{
+    uint32_t lo = 0, hi = t->n_cidx;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (t->cidx[mid].node < i) lo = mid + 1;
+        else hi = mid;
+    }
+    return &t->cidx[lo];
+}
+/* Trie index of the child of x with byte b (b must be one of x's children's bytes). */
+static inline uint32_t gram_cidx_child(const struct gram_trie *t, const struct gram_cidx *x, unsigned b)
+{
+    uint32_t r = 0;
+    for (unsigned w = 0; w < (b >> 6); w++) r += (uint32_t)__builtin_popcountll(x->bits[w]);
+    r += (uint32_t)__builtin_popcountll(x->bits[b >> 6] & ((1ull << (b & 63)) - 1));
+    return t->cpos[x->first + r];
+}
 
 /* The "text slice": tokens made only of whole UTF-8 characters that any JSON-like string body
  * admits unescaped (code points >= 0x20 except '"', '\\' and DEL). A grammar position that
@@ -533,6 +567,11 @@ struct gram_depth {
                                         yet, NULL: none) */
     uint32_t off_next;               /* where depth d+1's state starts in buf */
     uint8_t simple, virt, ovf;
+    /* the trie node's child index when the walk descends with a dense table (NULL: the
+     * children are read one by one): only the children of bytes in live lead anywhere */
+    const struct gram_cidx *cx;
+    uint64_t live[4];
+    uint32_t pend;                   /* the trie node's end (past its children) */
 };
 
 /* Scratch of token classification (one per matcher, created on first need). */
@@ -547,6 +586,7 @@ struct gram_cls_scratch {
     /* dense byte -> next node tables of the nodes a walk visits (a walk stays on few nodes) */
     uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
     uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
+    uint64_t (*dlive)[4];            /* [GRAM_DENSE_TABLES] the bytes each table takes */
     uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
     uint64_t (*dclass)[2];           /* [GRAM_DENSE_TABLES] the node's ASCII loop class */
     int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take

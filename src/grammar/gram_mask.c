@@ -16,7 +16,10 @@
  * `"}` that close the string in a way some caller accepts), which is what makes a mask cheap.
  *
  * The walk follows the vocabulary trie (gram_vocab.c) keeping one parse state per depth, and
- * skips a whole subtree as soon as no stack survives its prefix. Results are published into
+ * skips a whole subtree as soon as no stack survives its prefix. Below a trie node with many
+ * children it reads only the children of bytes the state takes (the trie's child index): a
+ * position that allows a few bytes (a key, a literal, a number's digits) costs a few reads per
+ * level instead of one per sibling, each a subtree away in the array. Results are published into
  * the grammar's cache with an atomic compare-and-swap (a racing thread's duplicate is freed).
  *
  * Text nodes: inside a string body nearly every token is allowed, and walking 150k tokens
@@ -320,10 +323,11 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->buf = malloc(s->cap_buf * sizeof *s->buf);
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
     s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
+    s->dlive = malloc(GRAM_DENSE_TABLES * sizeof *s->dlive);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
     s->dclass = malloc(GRAM_DENSE_TABLES * sizeof *s->dclass);
     s->dcap = malloc(GRAM_DENSE_TABLES * sizeof *s->dcap);
-    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dnode || !s->dclass || !s->dcap) {
+    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dlive || !s->dnode || !s->dclass || !s->dcap) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -339,6 +343,7 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->unc);
     free(s->dslot);
     free(s->dtab);
+    free(s->dlive);
     free(s->dnode);
     free(s->dclass);
     free(s->dcap);
@@ -391,12 +396,17 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
     if (sl) return s->dtab + (size_t)(sl - 1) * 256;
     if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
     uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
+    uint64_t *live = s->dlive[s->n_dtab];
     for (int b = 0; b < 256; b++) t[b] = DENSE_NONE;
+    memset(live, 0, sizeof s->dlive[0]);
     const struct gram_node *nd = &g->nodes[node];
     for (uint32_t k = 0; k < nd->r_n; k++) {
         const struct gram_range *r = &g->ranges[nd->r_off + k];
         uint32_t to = (g->nodes[r->to].flags & GN_PLAIN) ? r->to : DENSE_ENGINE;
-        for (unsigned b = r->lo; b <= r->hi; b++) t[b] = to;
+        for (unsigned b = r->lo; b <= r->hi; b++) {
+            t[b] = to;
+            live[b >> 6] |= 1ull << (b & 63);
+        }
     }
     TERN_ASSERT(s->n_dtab < GRAM_DENSE_TABLES);
     s->dnode[s->n_dtab] = node;
@@ -513,6 +523,36 @@ static inline const uint32_t *tab_of(struct gram_cls_scratch *s, const struct te
     return a->tab;
 }
 
+/* About to descend from trie node i into its children with the state a: where that state is
+ * one stack with a dense table and i has a child index, the children worth reading are those
+ * of the bytes the table takes (a dead child only matters to a walk that overflowed, whose
+ * tokens become uncertain). first: at the root, only those bytes. */
+static inline void set_children(struct gram_cls_scratch *s, const struct tern_grammar *g,
+                                struct gram_depth *a, const struct gram_cidx *x, uint32_t pend,
+                                const struct gram_bset *first)
+{
+    a->cx = NULL;
+    if (!x || !a->simple || a->ovf) return;
+    const uint32_t *tab = tab_of(s, g, a);
+    if (!tab) return;
+    const uint64_t *lv = s->dlive[s->dslot[a->node] - 1];
+    for (int w = 0; w < 4; w++) a->live[w] = x->bits[w] & lv[w] & (first ? first->w[w] : ~0ull);
+    a->cx = x;
+    a->pend = pend;
+}
+
+/* The first byte >= b in live, or -1. */
+static inline int next_live(const uint64_t live[4], unsigned b)
+{
+    unsigned w = b >> 6;
+    uint64_t m = live[w] & (~0ull << (b & 63));
+    while (!m) {
+        if (++w == 4) return -1;
+        m = live[w];
+    }
+    return (int)(w * 64 + (unsigned)__builtin_ctzll(m));
+}
+
 /* Walk trie tr from the single stack (node, virtual bottom) and append accepted / uncertain
  * tokens to s->acc / s->unc. first: the first bytes whose subtrees are walked (NULL: all).
  *
@@ -526,7 +566,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
     struct gram_depth *at = s->at;
     TERN_ASSERT(v && node < g->n_nodes && frame0 < s->eng.fr.n && s->eng.sim, "a walk starts from one stack");
     TERN_ASSERT(tr == &v->all || tr == &v->rest);
-    at[0] = (struct gram_depth){node, frame0, GRAM_TAB_LAZY, 0, 1, 0, 0};
+    at[0] = (struct gram_depth){node, frame0, GRAM_TAB_LAZY, 0, 1, 0, 0, NULL, {0, 0, 0, 0}, 0};
+    set_children(s, g, &at[0], tr->root_cidx, tr->n, first);
     const struct gram_trie_node *trie = tr->node;
     /* min_d > 0: the tokens of at most min_d bytes are known already (classify): subtrees
      * without a longer token are skipped, and only longer tokens are recorded */
@@ -534,6 +575,16 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
     for (uint32_t i = 0; i < tr->n;) {
         const struct gram_trie_node *tn = &trie[i];
         uint32_t d = tn->depth;
+        if (at[d - 1].cx) { /* the parent's next live child */
+            const struct gram_depth *pa = &at[d - 1];
+            int b = next_live(pa->live, tn->byte);
+            if (b < 0) { i = pa->pend; continue; }
+            if ((unsigned)b != tn->byte) {
+                i = gram_cidx_child(tr, pa->cx, (unsigned)b);
+                tn = &trie[i];
+                TERN_ASSERT(tn->depth == d && tn->byte == (unsigned)b, "a child index lists its node's children");
+            }
+        }
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
         if (tr->below_depth[i] <= min_d) { i = tn->end; continue; }
         const int32_t tok = d > min_d ? tn->token : -1;
@@ -562,6 +613,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                         if (sk < 0) return false;
                         if (sk) { i = tn->end; continue; }
                     }
+                    set_children(s, g, ca, (tn->flags & GRAM_TRIE_WIDE) ? gram_trie_cidx(tr, i) : NULL, tn->end, NULL);
                     i++;
                     continue;
                 }
@@ -640,6 +692,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             i = tn->end;
             continue;
         }
+        if (tn->end > i + 1)
+            set_children(s, g, ca, (tn->flags & GRAM_TRIE_WIDE) ? gram_trie_cidx(tr, i) : NULL, tn->end, NULL);
         i++;
     }
     return true;

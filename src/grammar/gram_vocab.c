@@ -5,7 +5,9 @@
  * to the output text), its kind (text, end of generation, never: control tokens and tokens
  * with no bytes), and tries of the text tokens in depth-first order: node i's subtree is
  * i .. end-1, so a walk that finds a prefix impossible skips all tokens under it in one jump.
- * Tokens with identical bytes share a trie node and are chained through `same`. Two tries:
+ * Tokens with identical bytes share a trie node and are chained through `same`. Nodes with many
+ * children (and the root) get a child index: their children's bytes as a bitset and their
+ * positions in byte order, so a walk can go straight to the children it can use. Two tries:
  * all text tokens, and those outside the text slice (gram_internal.h), with the slice itself
  * kept as a bitset and as a list ordered by character count.
  *
@@ -51,6 +53,8 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
         free(ts[i]->below);
         free(ts[i]->below_other);
         free(ts[i]->below_depth);
+        free(ts[i]->cidx);
+        free(ts[i]->cpos);
     }
     free(v->slice_chars);
     free(v->slice_bits);
@@ -117,6 +121,50 @@ static uint32_t slice_chars(const uint8_t *b, uint32_t n)
         chars++;
     }
     return chars <= GRAM_SLICE_MAX_CHARS ? chars : 0;
+}
+
+/* The child indices of the nodes with at least GRAM_CIDX_MIN children and of the root
+ * (parent[i]: node i's parent, GRAM_NONE at depth 1). */
+static bool build_cidx(struct gram_trie *t, const uint32_t *parent)
+{
+    const uint32_t nt = t->n;
+    uint32_t *nch = calloc((size_t)nt + 1, sizeof *nch); /* [nt]: the root's count */
+    if (!nch) return false;
+    for (uint32_t i = 0; i < nt; i++) nch[parent[i] == GRAM_NONE ? nt : parent[i]]++;
+    uint32_t n_idx = 0, n_pos = 0;
+    for (uint32_t i = 0; i <= nt; i++)
+        if (i == nt || nch[i] >= GRAM_CIDX_MIN) { n_idx++; n_pos += nch[i]; }
+    t->cidx = calloc(n_idx ? n_idx : 1, sizeof *t->cidx);
+    t->cpos = malloc((n_pos ? n_pos : 1) * sizeof *t->cpos);
+    uint32_t *slot = malloc(((size_t)nt + 1) * sizeof *slot); /* node -> its index, or GRAM_NONE */
+    if (!t->cidx || !t->cpos || !slot) { free(nch); free(slot); return false; }
+    uint32_t k = 0, pos = 0;
+    for (uint32_t i = 0; i <= nt; i++) {
+        slot[i] = GRAM_NONE;
+        if (i < nt && nch[i] < GRAM_CIDX_MIN) continue;
+        if (i == nt) continue; /* the root's goes last */
+        t->cidx[k] = (struct gram_cidx){{0, 0, 0, 0}, i, pos};
+        t->node[i].flags |= GRAM_TRIE_WIDE;
+        slot[i] = k++;
+        pos += nch[i];
+    }
+    t->cidx[k] = (struct gram_cidx){{0, 0, 0, 0}, UINT32_MAX, pos};
+    slot[nt] = k;
+    t->n_cidx = k; /* the root's stays out of the searched part */
+    t->root_cidx = &t->cidx[k];
+    t->n_cpos = n_pos;
+    memset(nch, 0, ((size_t)nt + 1) * sizeof *nch); /* now: children placed so far */
+    for (uint32_t i = 0; i < nt; i++) { /* depth-first order: each node's children by byte */
+        uint32_t p = parent[i] == GRAM_NONE ? nt : parent[i];
+        if (slot[p] == GRAM_NONE) continue;
+        struct gram_cidx *x = &t->cidx[slot[p]];
+        uint8_t b = t->node[i].byte;
+        x->bits[b >> 6] |= 1ull << (b & 63);
+        t->cpos[x->first + nch[p]++] = i;
+    }
+    free(nch);
+    free(slot);
+    return true;
 }
 
 /* Lay out the trie of ents[0..n) (sorted by bytes, duplicates adjacent). */
@@ -190,9 +238,10 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
         t->below_other[p] |= t->below_other[i];
         if (t->below_depth[i] > t->below_depth[p]) t->below_depth[p] = t->below_depth[i];
     }
-    free(parent);
     free(stack);
-    return true;
+    bool ok = build_cidx(t, parent);
+    free(parent);
+    return ok;
 }
 
 tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct tern_grammar_vocab **out)
@@ -342,6 +391,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
                    (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2) +
+                   ((size_t)v->all.n_cidx + v->rest.n_cidx + 2) * sizeof(struct gram_cidx) + ((size_t)v->all.n_cpos + v->rest.n_cpos) * 4 +
                    (size_t)v->n_ctl * 8 + ctext_cap;
     *out = v;
     return TERN_OK;
