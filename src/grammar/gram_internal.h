@@ -54,6 +54,7 @@
 #define GRAM_GENERATE_WORK (8ull << 20)
 #define GRAM_MAX_FRAMES (1u << 22)      /* interned frames per matcher (nesting) */
 #define GRAM_VLEVELS 4                  /* virtual caller levels in token classification */
+#define GRAM_ALIKE_SLOTS 256            /* classified positions kept by shape as bases (gram_mask.c) */
 #define GRAM_VFOLLOW_MAX 24             /* follow sets larger than this are not expanded */
 #define GRAM_FORCED_MAX 256             /* forced bytes looked at by forced_tokens at once */
 
@@ -272,6 +273,10 @@ struct gram_trie {
     struct gram_cidx *root_cidx;
     uint32_t *cpos;          /* children's indices, by node then byte */
     uint32_t n_cpos;
+    /* every token in depth-first order (those with the same bytes together): node i's subtree
+     * holds dfs_tok[tok_first[i] .. tok_first[end]), so a walk accepts a subtree with one copy */
+    int32_t *dfs_tok;
+    uint32_t *tok_first;     /* [n + 1] */
 };
 struct gram_cidx {
     uint64_t bits[4];        /* the children's bytes */
@@ -439,6 +444,8 @@ struct gram_cache {
     _Atomic(struct gram_cls *) *slot;    /* [n_nodes] (equivalent nodes share one) */
     atomic_uint *recent;                 /* [n_rules][GRAM_RECENT] last classified nodes + 1 */
     atomic_uint *recent_n;               /* [n_rules] classifications recorded */
+    atomic_uint alike[GRAM_ALIKE_SLOTS]; /* by the shape of a node's own bytes (gram_mask.c): the
+                                            last classified node of that shape + 1 */
     atomic_uint n_shared;                /* positions given another's classification (alike) */
     atomic_uint n_derived;               /* classifications that walked only the long tokens */
     _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
@@ -601,6 +608,7 @@ struct gram_cls_scratch {
     uint32_t n_pused;
 };
 #define GRAM_RECENT 4                /* classified positions per rule kept as bases */
+
 #define GRAM_MAX_PAIRS 4096
 #define GRAM_PAIR_MASK 8191
 #define GRAM_DENSE_TABLES 64

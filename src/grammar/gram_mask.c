@@ -79,6 +79,7 @@ tern_status gram_cache_create(struct tern_grammar *g)
         atomic_init(&g->cache->folb[r], NULL);
         for (int k = 0; k < GRAM_RECENT; k++) atomic_init(&g->cache->recent[(size_t)r * GRAM_RECENT + k], 0);
     }
+    for (int k = 0; k < GRAM_ALIKE_SLOTS; k++) atomic_init(&g->cache->alike[k], 0);
     atomic_init(&g->cache->n_shared, 0);
     atomic_init(&g->cache->n_derived, 0);
     atomic_init(&g->cache->bytes, 0);
@@ -491,6 +492,33 @@ static void class_info(struct gram_cls_scratch *s, const struct tern_grammar *g,
     *cap = s->dcap[sl - 1] < 0 ? 0 : s->dcap[sl - 1];
 }
 
+/* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
+ * s->min_depth as uncertain (unc) or accepted: one copy when all are wanted. */
+static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
+                         uint32_t a, uint32_t b, bool unc)
+{
+    int32_t **ids = unc ? &s->unc : &s->acc;
+    uint32_t *n = unc ? &s->n_unc : &s->n_acc, *cap = unc ? &s->cap_unc : &s->cap_acc;
+    if (s->min_depth) {
+        for (uint32_t j = a; j < b; j++)
+            if (tr->node[j].token >= 0 && tr->node[j].depth > s->min_depth && !push_tokens(v, &tr->node[j], ids, n, cap))
+                return false;
+        return true;
+    }
+    const uint32_t lo = tr->tok_first[a], k = tr->tok_first[b] - lo;
+    if (*n + k > *cap) {
+        uint32_t nc = *cap ? *cap : 1024;
+        while (nc < *n + k) nc *= 2;
+        int32_t *p = realloc(*ids, nc * sizeof *p);
+        if (!p) return false;
+        *ids = p;
+        *cap = nc;
+    }
+    memcpy(*ids + *n, tr->dfs_tok + lo, k * sizeof **ids);
+    *n += k;
+    return true;
+}
+
 /* Trie node i (depth d) left the walk on one stack at node: if every longer token below i
  * stays in node's loop class, accept them all (or record them uncertain under a virtual
  * caller) and tell the caller to skip the subtree. */
@@ -499,21 +527,13 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
 {
     const struct gram_trie_node *tn = &tr->node[i];
     if (tn->end == i + 1 || tr->below_other[i]) return 0;
-    uint32_t min_d = s->min_depth;
     if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
     uint64_t k[2];
     int cap;
     class_info(s, g, node, k, &cap);
     if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
     if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
-    const struct tern_grammar_vocab *v = g->vocab;
-    for (uint32_t j = i + 1; j < tn->end; j++) {
-        if (tr->node[j].token < 0 || tr->node[j].depth <= min_d) continue;
-        bool ok = virt ? push_tokens(v, &tr->node[j], &s->unc, &s->n_unc, &s->cap_unc)
-                       : push_tokens(v, &tr->node[j], &s->acc, &s->n_acc, &s->cap_acc);
-        if (!ok) return -1;
-    }
-    return 1;
+    return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
 }
 
 /* The dense table of a simple depth state (looked up on first need: leaves never need it). */
@@ -618,10 +638,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                     continue;
                 }
                 if (to == DENSE_NONE) { /* dead prefix */
-                    if (ovf)
-                        for (uint32_t j = i; j < tn->end; j++)
-                            if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, &trie[j], &s->unc, &s->n_unc, &s->cap_unc))
-                                return false;
+                    if (ovf && !push_subtree(s, v, tr, i, tn->end, true)) return false;
                     i = tn->end;
                     continue;
                 }
@@ -685,10 +702,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             }
         }
         if (!live_real && !live_virt) {
-            if (ovf) /* no context we know rules these out: the matcher decides */
-                for (uint32_t j = i + 1; j < tn->end; j++)
-                    if (trie[j].token >= 0 && trie[j].depth > min_d && !push_tokens(v, &trie[j], &s->unc, &s->n_unc, &s->cap_unc))
-                        return false;
+            if (ovf && !push_subtree(s, v, tr, i + 1, tn->end, true)) /* no context we know rules these out: the matcher decides */
+                return false;
             i = tn->end;
             continue;
         }
@@ -955,16 +970,35 @@ static uint32_t agree_depth(const struct tern_grammar *g, struct gram_cls_scratc
     return res;
 }
 
-/* Remember node as one of its rule's recent classifications (a base for the next). */
+/* The shape of a node: what it does with the next byte, without where it leads (its byte ranges,
+ * finality, the rules it calls). Positions alike share it; a rule's recent positions may be of
+ * other shapes only (a schema whose object is one inlined rule classifies keys, enums and a
+ * format's characters in turn), so the last node of each shape is kept too. */
+static uint32_t shape_slot(const struct tern_grammar *g, uint32_t node)
+{
+    const struct gram_node *nd = &g->nodes[node];
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (nd->flags & (GN_FINAL | GN_NONDET)) ^ (uint64_t)nd->rule << 8;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        const struct gram_range *r = &g->ranges[nd->r_off + k];
+        h = (h ^ ((uint64_t)r->lo << 8 | r->hi)) * 0xff51afd7ed558ccdull;
+    }
+    for (uint32_t k = 0; k < nd->c_n; k++) h = (h ^ g->calls[nd->c_off + k].rule) * 0xc4ceb9fe1a85ec53ull;
+    return (uint32_t)(h >> 40) % GRAM_ALIKE_SLOTS;
+}
+
+/* Remember node as one of its rule's recent classifications and the last of its shape (bases
+ * for the next). */
 static void recent_add(const struct tern_grammar *g, uint32_t node)
 {
     TERN_ASSERT(node < g->n_nodes && g->nodes[node].rule < g->n_rules);
     uint32_t r = g->nodes[node].rule;
     unsigned k = atomic_fetch_add_explicit(&g->cache->recent_n[r], 1, memory_order_relaxed) % GRAM_RECENT;
     atomic_store_explicit(&g->cache->recent[(size_t)r * GRAM_RECENT + k], node + 1, memory_order_release);
+    atomic_store_explicit(&g->cache->alike[shape_slot(g, node)], node + 1, memory_order_release);
 }
 
-/* The best base among the rule's recent classifications: *depth = how far it agrees with node. */
+/* The best base among the rule's recent classifications and the last of node's shape: *depth =
+ * how far it agrees with node. */
 static const struct gram_cls *best_base(const struct tern_grammar *g, struct gram_cls_scratch *s, uint32_t node,
                                         uint32_t *depth)
 {
@@ -980,8 +1014,19 @@ static const struct gram_cls *best_base(const struct tern_grammar *g, struct gra
         if (!c) continue;
         uint32_t d = agree_depth(g, s, o - 1, node);
         if (!best || d > *depth) { best = c; *depth = d; }
-        if (d >= gram_horizon[GRAM_NH - 1]) break; /* as good as it gets for what it costs */
+        if (d >= gram_horizon[GRAM_NH - 1]) return best; /* as good as it gets for what it costs */
     }
+    /* the last position of the same shape, unless it was among those */
+    unsigned o = atomic_load_explicit(&g->cache->alike[shape_slot(g, node)], memory_order_acquire);
+    if (!o || o - 1 == node || g->nodes[o - 1].rule != r) return best;
+    for (unsigned i = 0; i < GRAM_RECENT && i < last; i++)
+        if (atomic_load_explicit(&g->cache->recent[(size_t)r * GRAM_RECENT + (last - 1 - i) % GRAM_RECENT],
+                                 memory_order_relaxed) == o)
+            return best;
+    const struct gram_cls *c = atomic_load_explicit(&g->cache->slot[o - 1], memory_order_acquire);
+    if (!c) return best;
+    uint32_t d = agree_depth(g, s, o - 1, node);
+    if (!best || d > *depth) { best = c; *depth = d; }
     return best;
 }
 

@@ -55,6 +55,8 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
         free(ts[i]->below_depth);
         free(ts[i]->cidx);
         free(ts[i]->cpos);
+        free(ts[i]->dfs_tok);
+        free(ts[i]->tok_first);
     }
     free(v->slice_chars);
     free(v->slice_bits);
@@ -241,7 +243,20 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     free(stack);
     bool ok = build_cidx(t, parent);
     free(parent);
-    return ok;
+    /* tokens in depth-first order */
+    t->tok_first = malloc(((size_t)nt + 1) * sizeof *t->tok_first);
+    t->dfs_tok = malloc((n ? n : 1) * sizeof *t->dfs_tok);
+    if (!ok || !t->tok_first || !t->dfs_tok) return false;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < nt; i++) {
+        t->tok_first[i] = k;
+        for (int32_t id = t->node[i].token; id >= 0; id = v->same[id]) {
+            TERN_ASSERT(k < n, "each token is in one node");
+            t->dfs_tok[k++] = id;
+        }
+    }
+    t->tok_first[nt] = k;
+    return true;
 }
 
 tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct tern_grammar_vocab **out)
@@ -392,6 +407,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
                    (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2) +
                    ((size_t)v->all.n_cidx + v->rest.n_cidx + 2) * sizeof(struct gram_cidx) + ((size_t)v->all.n_cpos + v->rest.n_cpos) * 4 +
+                   ((size_t)v->all.n + v->rest.n) * 8 +
                    (size_t)v->n_ctl * 8 + ctext_cap;
     *out = v;
     return TERN_OK;
