@@ -30,9 +30,9 @@
  * vocabulary's precomputed slice at mask time, and the walk covers only the other tokens.
  *
  * Positions alike (end of file): a position equivalent to another shares its classification;
- * one that agrees with an already classified position on every string of up to h bytes (the
- * counts of `{0,61}` far from the bound) copies that one's verdicts for tokens of at most h
- * bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
+ * one that agrees with an already classified position (its rule's last few, and the last of its
+ * shape) on every string of up to h bytes (the counts of `{0,61}` far from the bound) copies
+ * that one's verdicts for tokens of at most h bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
  * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
  * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
 #include <pthread.h>
