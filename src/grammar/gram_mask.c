@@ -155,24 +155,63 @@ static bool det_plain(const struct tern_grammar *g, uint32_t n)
     return (g->nodes[n].flags & (GN_PLAIN | GN_NONDET)) == GN_PLAIN;
 }
 
-/* Every continuation byte lo..hi from a, followed by `more` further continuation bytes
- * 80..BF, ends at target? */
+/* No token holds a byte of lo .. end-1 (the compiler drops such bytes from the automaton, so a
+ * byte missing there says nothing about the text a position takes). */
+static bool unused(const struct tern_grammar *g, unsigned lo, unsigned end)
+{
+    for (unsigned b = lo; b < end; b++)
+        if (gram_bset_has(&g->vocab->avail, b)) return false;
+    return true;
+}
+
+/* Every byte lo..hi from node a (deterministic, plain) that some token holds is taken, and
+ * leads to target (more == 0) or on through `more` further continuation bytes 80..BF to
+ * target? Range by range: a string under maxLength has a node per count, each asked this for
+ * every UTF-8 lead. */
 static bool conts_reach(const struct tern_grammar *g, uint32_t a, unsigned lo, unsigned hi, int more,
                         uint32_t target)
 {
     if (a == GRAM_NONE || !det_plain(g, a)) return false;
+    const struct gram_node *nd = &g->nodes[a];
+    const struct gram_range *r = g->ranges + nd->r_off;
+    unsigned next = lo; /* the first byte not yet seen covered */
     uint32_t last = GRAM_NONE;
-    for (unsigned c = lo; c <= hi; c++) {
-        uint32_t t = delta(g, a, c);
-        if (t == GRAM_NONE) return false;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        if (r[k].hi < next) continue;
+        if (!unused(g, next, r[k].lo)) return false; /* a byte not taken */
         if (more == 0) {
-            if (t != target) return false;
-        } else if (t != last) { /* consecutive bytes usually share a node: check it once */
-            if (!conts_reach(g, t, 0x80, 0xBF, more - 1, target)) return false;
+            if (r[k].to != target) return false;
+        } else if (r[k].to != last) { /* neighbouring ranges usually share a node: check it once */
+            if (!conts_reach(g, r[k].to, 0x80, 0xBF, more - 1, target)) return false;
+            last = r[k].to;
         }
-        last = t;
+        if (r[k].hi >= hi) return true;
+        next = r[k].hi + 1u;
     }
-    return true;
+    return unused(g, next, hi + 1);
+}
+
+/* Every lead byte lo..hi from n: none taken (target GRAM_NONE), or each one some token holds
+ * followed by a continuation c1lo..c1hi and `more` bytes 80..BF reaches target. */
+static bool leads_reach(const struct tern_grammar *g, uint32_t n, unsigned lo, unsigned hi, unsigned c1lo,
+                        unsigned c1hi, int more, uint32_t target)
+{
+    const struct gram_node *nd = &g->nodes[n];
+    const struct gram_range *r = g->ranges + nd->r_off;
+    unsigned next = lo;
+    uint32_t last = GRAM_NONE;
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        if (r[k].hi < next) continue;
+        if (r[k].lo > hi) break;
+        if (target == GRAM_NONE || !unused(g, next, r[k].lo)) return false; /* one taken, or one not taken */
+        if (r[k].to != last) {
+            if (!conts_reach(g, r[k].to, c1lo, c1hi, more, target)) return false;
+            last = r[k].to;
+        }
+        if (r[k].hi >= hi) return true;
+        next = r[k].hi + 1u;
+    }
+    return target == GRAM_NONE || unused(g, next, hi + 1);
 }
 
 /* Where slice characters from n lead. *t = the node every multi-byte character and most ASCII
@@ -199,23 +238,20 @@ static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, st
                 if (b != '"' && b != '\\') return false;
         }
     }
-    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
-        uint32_t prev = GRAM_NONE;
-        for (unsigned b = leads[i].lo; b <= leads[i].hi; b++) {
-            uint32_t a = delta(g, n, b);
-            if (target == GRAM_NONE) {
-                if (a != GRAM_NONE) return false;
-                continue;
-            }
-            if (a == prev) continue;
-            if (!conts_reach(g, a, leads[i].c1lo, leads[i].c1hi, leads[i].more, target)) return false;
-            prev = a;
-        }
+    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++)
+        if (!leads_reach(g, n, leads[i].lo, leads[i].hi, leads[i].c1lo, leads[i].c1hi, leads[i].more, target))
+            return false;
+    uint32_t to[0x7F]; /* where each printable ASCII byte leads */
+    for (unsigned b = 0x20; b < 0x7F; b++) to[b] = GRAM_NONE;
+    const struct gram_node *nd = &g->nodes[n];
+    for (uint32_t k = 0; k < nd->r_n; k++) {
+        const struct gram_range *r = &g->ranges[nd->r_off + k];
+        for (unsigned b = r->lo < 0x20 ? 0x20 : r->lo; b <= r->hi && b < 0x7F; b++) to[b] = r->to;
     }
     int n_exc = 0;
     for (unsigned b = 0x20; b < 0x7F; b++) {
         if (b == '"' || b == '\\') continue;
-        if (delta(g, n, b) == target) continue;
+        if (to[b] == target) continue;
         gram_bset_add(exc, b);
         n_exc++;
     }
