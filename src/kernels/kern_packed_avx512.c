@@ -1,4 +1,4 @@
-/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked once (at model
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K weights repacked once (at model
  * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
@@ -163,6 +163,7 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
 
 PK_DEFINE(pk_q8_0, PN_Q8_0)
 PK_DEFINE(pk_q4_0, PN_Q4_0)
+PK_DEFINE(pk_q4_1, PN_Q4_1) /* Q4_0's codes; the min term is one more FMA per block (pn_tile) */
 PK_DEFINE(pk_q4_K, PN_Q4_K)
 
 /* Many tokens over a stored Q5_0 or Q6_K copy: their codes take five or six instructions a
@@ -252,6 +253,7 @@ void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, 
     switch (wtype) {
     case TERN_TYPE_Q8_0: pk_q8_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_0: pk_q4_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
+    case TERN_TYPE_Q4_1: pk_q4_1_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q5_0: pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q6_K: pk_q6_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_K: pk_q4_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;

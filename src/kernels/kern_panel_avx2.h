@@ -21,21 +21,21 @@
  *   a dot. Its dots take 2-4 instructions, so it is bound by the vector ALUs, not by loads.
  * After a sub-block's groups each int32 lane is that row's exact sub-block dot, and the float
  * chain is the AVX-512 tile's, lane for lane:
- *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K: then acc = acc - dm_s * am_s]
+ *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K, Q4_1: then acc = acc - dm_s * am_s]
  * so results are the AVX-512 panels' bits (test_batch_invariance holds them to memcmp), and the
  * same for every batch size on both variants (integer dots are exact whichever instructions sum
  * them).
  *
  * The two dots. VNNI: x = vpdpbusd(x, w, a) with x starting at -off * sum(a), as on AVX-512.
  * Without VNNI, vpmaddubsw sums pairs of u8 x s8 products into int16 with saturation:
- *   Q4_0, Q4_K  codes 0..15: a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a sub-block's
+ *   Q4_0, Q4_1, Q4_K  codes 0..15 (Q4_1: no offset, x starts at 0): a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a sub-block's
  *               8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
  *               token widens them: 2 instructions per group and token instead of 1;
  *   Q8_0        codes w + 128 would saturate (255 x 127 x 2 > 32767), so the signed codes (the
  *               stored byte ^ 0x80) go through the sign trick, |w| x (a with w's sign), whose pairs
  *               are at most 2 x 128 x 127 = 32512, and every group is widened at once: 4
  *               instructions per group and token, and the dot starts at 0 (no offset to remove).
- * Activations are signed Q8_0 / Q8_K bytes in -127..127 (kern_quantize_act), read in place. */
+ * Activations are signed Q8_0 / Q8_1 / Q8_K bytes in -127..127 (kern_quantize_act), read in place. */
 #ifndef TERN_KERN_PANEL_AVX2_H
 #define TERN_KERN_PANEL_AVX2_H
 
@@ -103,7 +103,10 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
         const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + pn_st_q6k_scale_off(s) + 8 * h)));
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
     }
-    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
+    if (fmt == PN_Q4_1 && mins) /* -m, as pn_ws (kern_panel_avx512.h) */
+        return _mm256_xor_ps(_mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 32 + 16 * h))),
+                             _mm256_set1_ps(-0.0f));
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 16 * h)));
 }
 
 /* The same two reads from src as a struct pn_panel (st = 0: packed per call by kern_panel_rows.h,
@@ -220,7 +223,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
     /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
      * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
-    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
+    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_1 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
     const uint8_t *a[P2_NT];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
@@ -253,7 +256,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j][s])),
                                          acc[j]);
-            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+            if (PN_HAS_MIN(fmt)) {
                 const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                 for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j][s]), acc[j]);
             }
@@ -292,7 +295,7 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                 for (int j = 0; j < nt; j++)
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[h][j]),
                                                 _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])), acc[h][j]);
-                if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+                if (PN_HAS_MIN(fmt)) {
                     const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                     for (int j = 0; j < nt; j++)
                         acc[h][j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[h][j]);
@@ -349,7 +352,7 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                     xs32 = _mm256_add_epi32(xs32, _mm256_madd_epi16(z[h], _mm256_set1_epi16(1)));
                 const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
                 acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
-                if (PN_MINS(fmt))
+                if (PN_HAS_MIN(fmt))
                     acc[h] = _mm256_fnmadd_ps(p2_ws(fmt, src, xs, nbc, h, s, 1), _mm256_set1_ps(S->am[0][s]), acc[h]);
             }
         }
@@ -502,17 +505,20 @@ P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
     }
 P2_DEFINE_RUN1(p2_q8_0, PN_Q8_0)
 P2_DEFINE_RUN1(p2_q4_0, PN_Q4_0)
+P2_DEFINE_RUN1(p2_q4_1, PN_Q4_1)
 P2_DEFINE_RUN1(p2_q5_0, PN_Q5_0)
 P2_DEFINE_RUN1(p2_q6_K, PN_Q6_K)
 P2_DEFINE_RUN1(p2_q4_K, PN_Q4_K)
 #if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN(p2_q4_1, PN_Q4_1, 1)
 P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
 #else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN16(p2_q4_1, PN_Q4_1, 1)
 P2_DEFINE_RUN16(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN16(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
@@ -522,6 +528,7 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
 {
     if (fmt == PN_Q8_0) p2_q8_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_1) p2_q4_1_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q6_K) p2_q6_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
@@ -535,6 +542,7 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
 {
     if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_1) p2_q4_1_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q6_K) p2_q6_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
@@ -609,6 +617,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     const float *xq = fmt == PN_Q4_K ? xs : NULL;
                     if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_1) p2_q4_1_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q6_K) p2_q6_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
@@ -729,7 +738,7 @@ P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
  * stored copies' unpacked chunks */
 P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
 P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
-P2_DEFINE_PANEL(p2_p_q4_1, PN_Q5_1, pn_pack_q4_1) /* Q5_1's panel, codes 0..15 */
+P2_DEFINE_PANEL(p2_p_q4_1, PN_Q4_1, pn_pack_q4_1) /* Q5_1's panel and tile, codes 0..15 */
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
@@ -849,6 +858,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     switch (fmt) {
         P2_CASE(PN_Q8_0)
         P2_CASE(PN_Q4_0)
+        P2_CASE(PN_Q4_1)
         P2_CASE(PN_Q5_0)
         P2_CASE(PN_Q6_K)
         P2_CASE(PN_Q4_K)
