@@ -9,9 +9,9 @@
  * 16-row panel by transposes but a partial one row by row, so this is what proves the three
  * sum in the same order. The AVX-512 Q4_K / Q6_K decode kernels (built, not routed: see
  * kern_avx512_decode_kquant) are held to the same bits against the panels directly, and so is
- * the matmul over weights repacked at load (kern_matmul_packed: Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K). The types
- * the query denies are not checked here (test_kernels holds them to a tolerance). Also: the
- * query's answers per path. */
+ * the matmul over weights repacked at load (kern_matmul_packed: Q8_0, Q4_0, Q4_1, Q5_0, Q4_K,
+ * Q6_K). The types the query denies are not checked here (test_kernels holds them to a
+ * tolerance). Also: the query's answers per path. */
 #include "test_support.h"
 #include "test_rng.h"
 

@@ -1,7 +1,7 @@
 /* kern_pack.c — writes the stored panel layout (kern_panel_layout.h, "stored layout"): Q8_0,
  * Q4_0, Q4_1, Q5_0, Q4_K and Q6_K matrices permuted once, at model load, into 16-row panels that
- * both the AVX-512 tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c, kern_packed_avxvnni.c)
- * read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
+ * both the AVX-512 tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c,
+ * kern_packed_avxvnni.c) read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
  * serves every path that has a panel tile, so a model packed under one path is read by another
  * forced later (kern_force_isa) without repacking.
  *

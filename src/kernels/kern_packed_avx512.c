@@ -1,5 +1,5 @@
-/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K weights repacked once (at model
- * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K weights repacked
+ * once (at model load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
  * Read first: kern_panel_avx512.c (the panels, which repack on every call) and

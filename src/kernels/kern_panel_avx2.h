@@ -28,8 +28,8 @@
  *
  * The two dots. VNNI: x = vpdpbusd(x, w, a) with x starting at -off * sum(a), as on AVX-512.
  * Without VNNI, vpmaddubsw sums pairs of u8 x s8 products into int16 with saturation:
- *   Q4_0, Q4_1, Q4_K  codes 0..15 (Q4_1: no offset, x starts at 0): a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a sub-block's
- *               8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
+ *   Q4_0, Q4_1, Q4_K  codes 0..15: a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a
+ *               sub-block's 8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
  *               token widens them: 2 instructions per group and token instead of 1;
  *   Q8_0        codes w + 128 would saturate (255 x 127 x 2 > 32767), so the signed codes (the
  *               stored byte ^ 0x80) go through the sign trick, |w| x (a with w's sign), whose pairs
@@ -103,9 +103,10 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
         const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + pn_st_q6k_scale_off(s) + 8 * h)));
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
     }
-    if (fmt == PN_Q4_1 && mins) /* -m, as pn_ws (kern_panel_avx512.h) */
-        return _mm256_xor_ps(_mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 32 + 16 * h))),
-                             _mm256_set1_ps(-0.0f));
+    if (fmt == PN_Q4_1 && mins) { /* -m, as pn_ws (kern_panel_avx512.h) */
+        const __m128i m = _mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 32 + 16 * h));
+        return _mm256_xor_ps(_mm256_cvtph_ps(m), _mm256_set1_ps(-0.0f));
+    }
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 16 * h)));
 }
 

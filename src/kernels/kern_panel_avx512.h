@@ -117,9 +117,10 @@ PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
     if (fmt == PN_Q4_K) return pn_k4_scale(sc + 256 * (s >> 3), s & 7, mins);
     if (fmt == PN_Q6_K) return pn_k6_scale(sc, s);
-    if (fmt == PN_Q4_1 && mins) /* -m, as the per-call packer stores it: the tile subtracts m * am */
-        return _mm512_xor_ps(_mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + pn_st_d_off(fmt, s) + 32))),
-                             _mm512_set1_ps(-0.0f));
+    if (fmt == PN_Q4_1 && mins) { /* -m, as the per-call packer stores it: the tile subtracts m * am */
+        const __m256i m = _mm256_load_si256((const __m256i *)(sc + pn_st_d_off(fmt, s) + 32));
+        return _mm512_xor_ps(_mm512_cvtph_ps(m), _mm512_set1_ps(-0.0f));
+    }
     return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + pn_st_d_off(fmt, s))));
 }
 
