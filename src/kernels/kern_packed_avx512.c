@@ -163,17 +163,18 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
 
 PK_DEFINE(pk_q8_0, PN_Q8_0)
 PK_DEFINE(pk_q4_0, PN_Q4_0)
-PK_DEFINE(pk_q4_1, PN_Q4_1) /* Q4_0's codes; the min term is one more FMA per block (pn_tile) */
 PK_DEFINE(pk_q4_K, PN_Q4_K)
 
-/* Many tokens over a stored Q5_0 or Q6_K copy: their codes take five or six instructions a
+/* Many tokens over a stored Q5_0, Q6_K or Q4_1 copy: their codes take five or six instructions a
  * panel and group to put together (pn_w), which the two-panel tile would pay once per 4-token
  * pass: bench_kernels prefill of Q5_0, 896 x 4864 at 512 tokens, one thread, 572 GOP/s against
  * Q4_0's ~730. So each row block's chunk is first unpacked into struct pn_panel (the bytes and
  * scales the on-the-fly panels' packers make) and the tile runs over that (st = 0): the
  * unpacking is paid once per chunk (Q5_0: 725 GOP/s). Row blocks of PK_MBU panels, whose
  * unpacked chunks (12 KB each) stay in L2: 192 KB on the stack, the largest frame of the kernels
- * (8 panels gave 656-670 GOP/s where 16 gave 670-704, same minutes). */
+ * (8 panels gave 656-670 GOP/s where 16 gave 670-704, same minutes). Q4_1 too: its scales and
+ * mins, two fp16 conversions a panel and block, were paid per 4-token pass as well (Sapphire
+ * Rapids, same bench: 361 GOP/s read in place, 410-423 unpacked, the per-call panels 352-377). */
 #ifndef PK_MBU
 #define PK_MBU 16
 #endif
@@ -184,6 +185,7 @@ PN_INLINE void pk_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *
         for (int g = 0; g < PN_GS(fmt); g++)
             _mm512_store_si512((void *)P->q[PN_GS(fmt) * s + g], pn_w(fmt, 1, src, s, g));
         _mm512_store_ps(P->d[s], pn_ws(fmt, 1, src, NULL, nbc, s, 0));
+        if (PN_HAS_MIN(fmt)) _mm512_store_ps(P->m[s], pn_ws(fmt, 1, src, NULL, nbc, s, 1));
     }
 }
 
@@ -234,6 +236,7 @@ PN_INLINE void pk_many_unpacked(int fmt, pk_run2_fn run2, const uint8_t *P, cons
             pk_many_unpacked(fmt, name##_x_run2, P, A, as, n_tok, k, r0, r1, Y, ldy);          \
     }
 
+PK_DEFINE_UNPACKED(pk_q4_1, PN_Q4_1)
 PK_DEFINE_UNPACKED(pk_q5_0, PN_Q5_0)
 PK_DEFINE_UNPACKED(pk_q6_K, PN_Q6_K)
 

@@ -743,20 +743,25 @@ P2_DEFINE_PANEL(p2_p_q4_1, PN_Q4_1, pn_pack_q4_1) /* Q5_1's panel and tile, code
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
-/* Many tokens over a stored Q5_0 or Q6_K copy. Their codes cost six instructions a half panel
+/* Many tokens over a stored Q5_0, Q6_K or Q4_1 copy. Their codes cost six instructions a half panel
  * and group to put together (p2_w), which the 256-bit tiles would pay once per token tile:
  * Q5_0 prefill 896 x 4864 at 512 tokens, one thread, 293 GOP/s with VNNI against the per-call
  * panels' 359 (182 against 203 without). So each row block's chunk is first unpacked into
  * struct pn_panel (the bytes and scales the per-call packers make from the rows) and the
  * per-call panels' tile runs over it: the unpacking is paid once per chunk, as the per-call
- * packing is, without reading the rows (Q5_0: 364 and 208 GOP/s). */
+ * packing is, without reading the rows (Q5_0: 364 and 208 GOP/s). Q4_1's codes are Q4_0's, but
+ * its fp16 scales and mins cost as much per token tile (Sapphire Rapids: 242 and 146 GOP/s read in
+ * place, 263-276 and 161-169 unpacked, the per-call panels 257-264 and 156-158). */
 PN_INLINE void p2_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *P)
 {
     for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
         for (int g = 0; g < PN_GS(fmt); g++)
             for (int h = 0; h < 2; h++)
                 _mm256_store_si256((__m256i *)(P->q[PN_GS(fmt) * s + g] + 32 * h), p2_w(fmt, src, h, s, g));
-        for (int h = 0; h < 2; h++) _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
+        for (int h = 0; h < 2; h++) {
+            _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
+            if (PN_HAS_MIN(fmt)) _mm256_store_ps(P->m[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 1));
+        }
     }
 }
 
@@ -787,6 +792,7 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                     for (int j0 = 0; j0 < nt; j0 += P2_NT16) {
                         const int n = nt - j0 < P2_NT16 ? nt - j0 : P2_NT16;
                         float *Yj = Y + (size_t)(t + j0) * ldy + p * PN_ROWS;
+                        if (fmt == PN_Q4_1) p2_p_q4_1_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q5_0) p2_p_q5_0_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q6_K) p2_p_q6_K_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                     }
@@ -795,6 +801,7 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                         int lo, hi;
                         if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
                         float *Yh = Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h;
+                        if (fmt == PN_Q4_1) p2_p_q4_1_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q5_0) p2_p_q5_0_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q6_K) p2_p_q6_K_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                     }
@@ -851,7 +858,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     case f:                                                                                     \
         if (n_tok <= P2_FEW)                                                                    \
             p2_few(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                      \
-        else if (f == PN_Q5_0 || f == PN_Q6_K)                                                  \
+        else if (f == PN_Q4_1 || f == PN_Q5_0 || f == PN_Q6_K)                                 \
             p2_many_unpacked(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                            \
         else                                                                                    \
             p2_many(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                     \
