@@ -10,8 +10,9 @@
  * - prefill: n_tok = 512 tokens against one 896 x 4864 matrix (ffn_down-shaped), reported as
  *   GFLOP/s counting 2*rows*k*n_tok. Activations are quantized beforehand, not timed.
  * - activation quantization: kern_quantize_act of 512 rows of 4864, in GB/s of F32 input.
- * - packed (Q8_0, Q4_0, Q4_K on avx512 and avx2): the same two over a copy repacked beforehand
- *   (kern_packed.h: what a model loaded with repacking runs; packing not timed).
+ * - packed (Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K on avx512 and avx2): the same two over a copy
+ *   repacked beforehand (kern_packed.h: what a model loaded with repacking runs; packing not
+ *   timed).
  * Timed with the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID): a machine shared with other work
  * inflates wall time by up to 2x and CPU time much less (it still shares caches and DRAM).
  * Buffers are filled and touched before timing (first touch of fresh memory is slow on this
@@ -55,8 +56,8 @@ int main(int argc, char **argv)
     printf("kernel path: %s, 1 thread, thread CPU time, %d repetitions (median [min .. max])\n",
            kern_path_name(), reps);
     const int types[] = {TERN_TYPE_F32, TERN_TYPE_F16, TERN_TYPE_BF16, TERN_TYPE_Q8_0,
-                         TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1, TERN_TYPE_Q4_K,
-                         TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
+                         TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1,
+                         TERN_TYPE_Q4_K, TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
     const int64_t k = 4864, base_rows = 896, n_tok = 512;
     float *xf = malloc((size_t)(base_rows * k) * sizeof *xf);
     for (int64_t i = 0; i < base_rows * k; i++) xf[i] = rnd() * 0.05f;

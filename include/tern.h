@@ -172,7 +172,7 @@ struct tern_model_info {
 struct tern_model_params {
     bool prefault;           /* touch every weight page at load (warm start) */
     bool no_repack;          /* keep the weights mmap-only: no copy in the kernels' packed layout
-                                (by default Q8_0, Q4_0, Q5_0, Q4_K and Q6_K matrices are
+                                (by default Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K matrices are
                                 repacked once on AVX-512 and AVX2, and the file pages they
                                 replace are released; docs/kernels.md "Weights repacked at load").
                                 TERN_REPACK=0 in the environment

@@ -9,9 +9,9 @@
  * 16-row panel by transposes but a partial one row by row, so this is what proves the three
  * sum in the same order. The AVX-512 Q4_K / Q6_K decode kernels (built, not routed: see
  * kern_avx512_decode_kquant) are held to the same bits against the panels directly, and so is
- * the matmul over weights repacked at load (kern_matmul_packed: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K). The types
- * the query denies are not checked here (test_kernels holds them to a tolerance). Also: the
- * query's answers per path. */
+ * the matmul over weights repacked at load (kern_matmul_packed: Q8_0, Q4_0, Q4_1, Q5_0, Q4_K,
+ * Q6_K). The types the query denies are not checked here (test_kernels holds them to a
+ * tolerance). Also: the query's answers per path. */
 #include "test_support.h"
 #include "test_rng.h"
 
@@ -150,6 +150,11 @@ static int check_type(const char *path, int wtype, int64_t rows, int64_t k, kern
     return n_cmp;
 }
 
+/* The formats with a copy repacked at load (kern_panel_layout.h, "stored layout"). */
+static const int pk[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K,
+                         TERN_TYPE_Q6_K};
+#define N_PACKED ((int)(sizeof pk / sizeof pk[0]))
+
 static void run_path(const char *path)
 {
     if (!kern_force_isa(path)) {
@@ -194,8 +199,7 @@ static void test_avx512(void **state)
         /* Weights repacked at load (kern_packed.h): every n_tok reads the copy, whose tile is
          * the panels' one; the batch of 64 runs the on-the-fly panels. Rows past one 128-row
          * block and ranges cut inside a panel (r0 = 5, 17; r1 = rows - 2). */
-        static const int pk[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < N_PACKED; i++) {
             const bool kb = quant_traits_get(pk[i])->block_size == 256;
             const int n = check_type("avx512-packed", pk[i], 37, kb ? 256 * 3 : 32 * 27, pk_sub) +
                           check_type("avx512-packed", pk[i], 301, kb ? 256 * 5 : 32 * 51, pk_sub) +
@@ -219,7 +223,6 @@ static void test_avx2_packed(void **state)
         print_message("SKIP: this CPU cannot run the avx2 path\n");
         return;
     }
-    static const int pk[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
     int variants = 0;
     for (int vnni = 1; vnni >= 0; vnni--) {
         assert_true(kern_force_isa("avx2"));
@@ -229,7 +232,7 @@ static void test_avx2_packed(void **state)
         }
         const char *name = vnni ? "avx2+avxvnni-packed" : "avx2-packed";
         variants++;
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < N_PACKED; i++) {
             const bool kb = quant_traits_get(pk[i])->block_size == 256;
             const int64_t shapes[][2] = {{37, kb ? 256 * 3 : 32 * 27}, {301, kb ? 256 * 5 : 32 * 51},
                                          {37, kb ? 256 * 33 : 32 * 301}};

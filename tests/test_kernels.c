@@ -13,7 +13,7 @@
  *    multiple of 16, k past one chunk and not a multiple of it, n_tok not a multiple of the
  *    tile; called through kern_matmul and directly (so small n_tok reach them too). Also the
  *    AVX-512 decode kernels (n_tok < 6): odd block counts, token groups, k past their buffer.
- * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) on every
+ * 2c. The matmul over weights repacked at load (kern_packed.h: Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K) on every
  *    path with a panel tile (avx512; avx2 with AVX-VNNI and without), same shapes and ranges as
  *    2b and the widest pair sums (one token and 16), against scalar: the few-token driver
  *    (n_tok <= 16) and the row-block one, partial panels.
@@ -367,7 +367,9 @@ static void test_packed_vs_scalar(void **state)
                                     {16, 33, 1}, {272, 8, 8}, {37, 301, 5}, {20, 801, 2},
                                     {530, 20, 40}, {200, 20, 24}, {48, 16, 1}, {48, 16, 16}};
     const size_t n_shapes = sizeof shapes / sizeof shapes[0];
-    static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K, TERN_TYPE_Q6_K};
+    static const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K,
+                                TERN_TYPE_Q6_K};
+    const int n_types = (int)(sizeof types / sizeof types[0]);
     const int64_t ranges[][2] = {{0, -1}, {16, -16}, {7, -9}};
     static const char *const variants[] = {"avx512", "avx2+avxvnni", "avx2"};
     int checked = 0;
@@ -377,7 +379,7 @@ static void test_packed_vs_scalar(void **state)
             print_message("SKIP %s: this CPU cannot run it\n", variants[vi]);
             continue;
         }
-        for (int ti = 0; ti < 5; ti++) {
+        for (int ti = 0; ti < n_types; ti++) {
             const int64_t bs = quant_traits_get(types[ti])->block_size;
             for (size_t si = 0; si < n_shapes; si++) {
                 struct problem p;

@@ -1,7 +1,8 @@
 /* test_repack.c — weights repacked at load (src/model/model_repack.c, kern_packed.h) change
  * nothing but speed and memory.
  *
- * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K),
+ * For the fixture models whose matrices have a packed layout (Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K;
+ * Q4_1 made here from the F16 fixtures),
  * loaded twice — repacked (the default) and mmap-only (no_repack) — on every kernel path this
  * CPU runs:
  * - what is reported: on avx512 and avx2 (both variants of its tile: with AVX-VNNI and without)
@@ -16,7 +17,7 @@
  *   order. On
  *   avx2 mmap-only runs the row x token tiles: prompt and decode agree within that order, whose
  *   effect the next layer's 8-bit activations amplify (tolerance below).
- * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K, Q5_0 and Q6_K
+ * - repacked, a token decoded alone gets the bits it gets inside a batch for Q4_K, Q4_1, Q5_0 and Q6_K
  *   too (tern_model_batch_invariant becomes true for a model whose matrices are all packed).
  * - a model repacked on avx512 or avx2 and then run on the scalar path (kern_force_isa) reads
  *   its released file rows again and gives the mmap-only model's bits there.
@@ -56,11 +57,9 @@ static float *run(struct tern_model *m, int *n_vocab)
     return out;
 }
 
-static void check_model(const char *name, bool invariant_unpacked, bool pure)
+/* The checks above for the model at path (name: how the messages call it). */
+static void check_file(const char *name, const char *path, bool invariant_unpacked, bool pure)
 {
-    char rel[256];
-    snprintf(rel, sizeof rel, "fixtures/models/%s.gguf", name);
-    TEST_SHARED_OR_SKIP(path, rel);
     const char *orig = kern_isa_name();
     float *a512 = NULL; /* the avx512 path's repacked logits, when it ran */
     static const char *const paths[] = {"avx512", "avx2+avxvnni", "avx2", "scalar"};
@@ -136,6 +135,15 @@ static void check_model(const char *name, bool invariant_unpacked, bool pure)
     assert_true(kern_force_isa(orig));
 }
 
+/* check_file for fixtures/models/<name>.gguf of ../shared. */
+static void check_model(const char *name, bool invariant_unpacked, bool pure)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "fixtures/models/%s.gguf", name);
+    TEST_SHARED_OR_SKIP(path, rel);
+    check_file(name, path, invariant_unpacked, pure);
+}
+
 static void test_q8_0(void **state)
 {
     (void)state;
@@ -159,6 +167,27 @@ static void test_q4_k_m(void **state)
     check_model("llama-spm-tiny-q4_k_m", false, true); /* Q4_K and Q6_K: every matrix packed */
 }
 
+/* No Q4_1 fixture is shared: the F16 fixtures are quantized here as `tern quantize IN OUT q4_1`
+ * writes them (every matrix Q4_1, the output and embedding too: all packed). The mmap-only
+ * one-token decode runs the streaming Q5/Q4_1 kernel, which sums in another order than the
+ * panels. */
+static void test_q4_1(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"qwen2-tiny", "llama-spm-tiny"};
+    for (int i = 0; i < 2; i++) {
+        char rel[256], out[4096], label[64];
+        snprintf(rel, sizeof rel, "fixtures/models/%s-f16.gguf", names[i]);
+        TEST_SHARED_OR_SKIP(f16, rel);
+        snprintf(out, sizeof out, "%s/%s-q4_1.gguf", test_tmpdir(), names[i]);
+        int fallbacks = -1;
+        assert_tern_ok(tern_quantize_model(f16, out, "q4_1", &fallbacks));
+        assert_int_equal(fallbacks, 0);
+        snprintf(label, sizeof label, "%s-q4_1", names[i]);
+        check_file(label, out, false, true);
+    }
+}
+
 static void test_env(void **state)
 {
     (void)state;
@@ -177,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_q8_0),
         cmocka_unit_test(test_q4_0),
         cmocka_unit_test(test_q4_k_m),
+        cmocka_unit_test(test_q4_1),
         cmocka_unit_test(test_env),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));

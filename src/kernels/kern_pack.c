@@ -1,7 +1,7 @@
 /* kern_pack.c — writes the stored panel layout (kern_panel_layout.h, "stored layout"): Q8_0,
- * Q4_0, Q5_0, Q4_K and Q6_K matrices permuted once, at model load, into 16-row panels that both the AVX-512
- * tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c, kern_packed_avxvnni.c)
- * read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
+ * Q4_0, Q4_1, Q5_0, Q4_K and Q6_K matrices permuted once, at model load, into 16-row panels that
+ * both the AVX-512 tile (kern_packed_avx512.c) and the 256-bit one (kern_packed_avx2.c,
+ * kern_packed_avxvnni.c) read. Compiled without SIMD flags: it runs on whatever x86-64 CPU packs, and the one layout
  * serves every path that has a panel tile, so a model packed under one path is read by another
  * forced later (kern_force_isa) without repacking.
  *
@@ -48,11 +48,16 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                     const uint32_t v = pk_u32((const uint8_t *)x->qs + 4 * g) ^ 0x80808080u; /* w + 128 */
                     memcpy(out + 64 * (8 * b + g) + 4 * i, &v, 4);
                 }
-                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+                memcpy(sc + pn_st_d_off(fmt, b) + 2 * i, &x->d, 2);
             } else if (fmt == PN_Q4_0) {
                 const struct quant_block_q4_0 *x = (const struct quant_block_q4_0 *)row[i] + b0 + b;
                 for (int h = 0; h < 4; h++) memcpy(out + 64 * (4 * b + h) + 4 * i, x->qs + 4 * h, 4);
-                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+                memcpy(sc + pn_st_d_off(fmt, b) + 2 * i, &x->d, 2);
+            } else if (fmt == PN_Q4_1) { /* Q4_0's codes; d, then m, lane = row */
+                const struct quant_block_q4_1 *x = (const struct quant_block_q4_1 *)row[i] + b0 + b;
+                for (int h = 0; h < 4; h++) memcpy(out + 64 * (4 * b + h) + 4 * i, x->qs + 4 * h, 4);
+                memcpy(sc + pn_st_d_off(fmt, b) + 2 * i, &x->d, 2);
+                memcpy(sc + pn_st_d_off(fmt, b) + 32 + 2 * i, &x->m, 2);
             } else if (fmt == PN_Q5_0) {
                 const struct quant_block_q5_0 *x = (const struct quant_block_q5_0 *)row[i] + b0 + b;
                 uint8_t *codes = out + PN_ST_CODES(PN_Q5_0) * (size_t)b;
@@ -63,7 +68,7 @@ static void pk_chunk(int fmt, const uint8_t *const row[PN_ROWS], int64_t b0, int
                     for (int g = 0; g < 8; g++) v |= (uint8_t)(((qh >> (4 * g + c)) & 1u) << g);
                     codes[256 + 4 * i + c] = v;
                 }
-                memcpy(sc + 32 * b + 2 * i, &x->d, 2);
+                memcpy(sc + pn_st_d_off(fmt, b) + 2 * i, &x->d, 2);
             } else if (fmt == PN_Q6_K) {
                 const struct quant_block_q6_K *x = (const struct quant_block_q6_K *)row[i] + b0 + b;
                 uint8_t *codes = out + PN_ST_CODES(PN_Q6_K) * (size_t)b;

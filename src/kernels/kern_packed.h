@@ -4,8 +4,8 @@
  * Read first: kernels.h (kern_matmul's contract, which kern_matmul_packed keeps). The kernels
  * room owns the layout (kern_panel_layout.h, "stored layout"; kern_pack.c writes it); the model
  * room decides what to repack (src/model/model_repack.c). The avx512 and avx2 paths share one
- * layout, for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K: a permutation of the rows' own bytes, so the copy is as large
- * as the matrix (plus up to 15 padding rows and 63 bytes per panel). avx512 reads it with its
+ * layout, for Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K: a permutation of the rows' own bytes, so the
+ * copy is as large as the matrix (plus up to 15 padding rows and 63 bytes per panel). avx512 reads it with its
  * 16-row tile (kern_packed_avx512.c), avx2 with a 256-bit one (kern_panel_avx2.h: AVX-VNNI's
  * vpdpbusd where the CPU has it, vpmaddubsw otherwise). On any other path, type or shape
  * kern_packed_size is 0 and the caller keeps using kern_matmul. */

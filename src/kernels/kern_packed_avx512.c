@@ -1,5 +1,5 @@
-/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked once (at model
- * load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
+/* kern_packed_avx512.c — the matmul over Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K weights repacked
+ * once (at model load, by kern_pack.c) into the layout the AVX-512 panels read. Compiled with the
  * AVX-512 flags; reached only through kern_dispatch.c (kern_packed.h) on the avx512 path.
  *
  * Read first: kern_panel_avx512.c (the panels, which repack on every call) and
@@ -165,14 +165,16 @@ PK_DEFINE(pk_q8_0, PN_Q8_0)
 PK_DEFINE(pk_q4_0, PN_Q4_0)
 PK_DEFINE(pk_q4_K, PN_Q4_K)
 
-/* Many tokens over a stored Q5_0 or Q6_K copy: their codes take five or six instructions a
+/* Many tokens over a stored Q5_0, Q6_K or Q4_1 copy: their codes take five or six instructions a
  * panel and group to put together (pn_w), which the two-panel tile would pay once per 4-token
  * pass: bench_kernels prefill of Q5_0, 896 x 4864 at 512 tokens, one thread, 572 GOP/s against
  * Q4_0's ~730. So each row block's chunk is first unpacked into struct pn_panel (the bytes and
  * scales the on-the-fly panels' packers make) and the tile runs over that (st = 0): the
  * unpacking is paid once per chunk (Q5_0: 725 GOP/s). Row blocks of PK_MBU panels, whose
  * unpacked chunks (12 KB each) stay in L2: 192 KB on the stack, the largest frame of the kernels
- * (8 panels gave 656-670 GOP/s where 16 gave 670-704, same minutes). */
+ * (8 panels gave 656-670 GOP/s where 16 gave 670-704, same minutes). Q4_1 too: its scales and
+ * mins, two fp16 conversions a panel and block, were paid per 4-token pass as well (Sapphire
+ * Rapids, same bench: 361 GOP/s read in place, 410-423 unpacked, the per-call panels 352-377). */
 #ifndef PK_MBU
 #define PK_MBU 16
 #endif
@@ -183,6 +185,7 @@ PN_INLINE void pk_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *
         for (int g = 0; g < PN_GS(fmt); g++)
             _mm512_store_si512((void *)P->q[PN_GS(fmt) * s + g], pn_w(fmt, 1, src, s, g));
         _mm512_store_ps(P->d[s], pn_ws(fmt, 1, src, NULL, nbc, s, 0));
+        if (PN_HAS_MIN(fmt)) _mm512_store_ps(P->m[s], pn_ws(fmt, 1, src, NULL, nbc, s, 1));
     }
 }
 
@@ -233,6 +236,7 @@ PN_INLINE void pk_many_unpacked(int fmt, pk_run2_fn run2, const uint8_t *P, cons
             pk_many_unpacked(fmt, name##_x_run2, P, A, as, n_tok, k, r0, r1, Y, ldy);          \
     }
 
+PK_DEFINE_UNPACKED(pk_q4_1, PN_Q4_1)
 PK_DEFINE_UNPACKED(pk_q5_0, PN_Q5_0)
 PK_DEFINE_UNPACKED(pk_q6_K, PN_Q6_K)
 
@@ -252,6 +256,7 @@ void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, 
     switch (wtype) {
     case TERN_TYPE_Q8_0: pk_q8_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_0: pk_q4_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
+    case TERN_TYPE_Q4_1: pk_q4_1_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q5_0: pk_q5_0_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q6_K: pk_q6_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;
     case TERN_TYPE_Q4_K: pk_q4_K_matmul(P, A, as, n_tok, k, r0, r1, Y, ldy); break;

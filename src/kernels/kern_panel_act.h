@@ -30,7 +30,7 @@ static inline void pn_act_prepare(int fmt, const uint8_t *A, size_t as, int nt, 
                 S->init[j][b] = -off * pn_sum32(ab[b].qs);
                 S->da[j][b] = _cvtsh_ss(ab[b].d);
             }
-        } else if (fmt == PN_Q5_1) {
+        } else if (PN_MIN1(fmt)) { /* Q5_1, Q4_1 */
             const struct quant_block_q8_1 *ab = (const struct quant_block_q8_1 *)row + b0;
             for (int b = 0; b < nbc; b++) {
                 S->init[j][b] = 0; /* codes carry no offset */

@@ -21,21 +21,21 @@
  *   a dot. Its dots take 2-4 instructions, so it is bound by the vector ALUs, not by loads.
  * After a sub-block's groups each int32 lane is that row's exact sub-block dot, and the float
  * chain is the AVX-512 tile's, lane for lane:
- *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K: then acc = acc - dm_s * am_s]
+ *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K, Q4_1: then acc = acc - dm_s * am_s]
  * so results are the AVX-512 panels' bits (test_batch_invariance holds them to memcmp), and the
  * same for every batch size on both variants (integer dots are exact whichever instructions sum
  * them).
  *
  * The two dots. VNNI: x = vpdpbusd(x, w, a) with x starting at -off * sum(a), as on AVX-512.
  * Without VNNI, vpmaddubsw sums pairs of u8 x s8 products into int16 with saturation:
- *   Q4_0, Q4_K  codes 0..15: a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a sub-block's
- *               8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
+ *   Q4_0, Q4_1, Q4_K  codes 0..15: a pair is at most 2 x 15 x 127 = 3810 in magnitude, so a
+ *               sub-block's 8 groups add up in int16 (<= 30480) and one vpmaddwd with ones per sub-block and
  *               token widens them: 2 instructions per group and token instead of 1;
  *   Q8_0        codes w + 128 would saturate (255 x 127 x 2 > 32767), so the signed codes (the
  *               stored byte ^ 0x80) go through the sign trick, |w| x (a with w's sign), whose pairs
  *               are at most 2 x 128 x 127 = 32512, and every group is widened at once: 4
  *               instructions per group and token, and the dot starts at 0 (no offset to remove).
- * Activations are signed Q8_0 / Q8_K bytes in -127..127 (kern_quantize_act), read in place. */
+ * Activations are signed Q8_0 / Q8_1 / Q8_K bytes in -127..127 (kern_quantize_act), read in place. */
 #ifndef TERN_KERN_PANEL_AVX2_H
 #define TERN_KERN_PANEL_AVX2_H
 
@@ -103,7 +103,11 @@ PN_INLINE __m256 p2_ws(int fmt, const uint8_t *src, const float *xs, int nbc, in
         const __m256i v = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(sc + pn_st_q6k_scale_off(s) + 8 * h)));
         return _mm256_mul_ps(d, _mm256_cvtepi32_ps(v));
     }
-    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + 32 * s + 16 * h)));
+    if (fmt == PN_Q4_1 && mins) { /* -m, as pn_ws (kern_panel_avx512.h) */
+        const __m128i m = _mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 32 + 16 * h));
+        return _mm256_xor_ps(_mm256_cvtph_ps(m), _mm256_set1_ps(-0.0f));
+    }
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(sc + pn_st_d_off(fmt, s) + 16 * h)));
 }
 
 /* The same two reads from src as a struct pn_panel (st = 0: packed per call by kern_panel_rows.h,
@@ -220,7 +224,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
     /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
      * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
-    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
+    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_1 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
     const uint8_t *a[P2_NT];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
@@ -253,7 +257,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j][s])),
                                          acc[j]);
-            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+            if (PN_HAS_MIN(fmt)) {
                 const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                 for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j][s]), acc[j]);
             }
@@ -292,7 +296,7 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                 for (int j = 0; j < nt; j++)
                     acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[h][j]),
                                                 _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])), acc[h][j]);
-                if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+                if (PN_HAS_MIN(fmt)) {
                     const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
                     for (int j = 0; j < nt; j++)
                         acc[h][j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[h][j]);
@@ -349,7 +353,7 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
                     xs32 = _mm256_add_epi32(xs32, _mm256_madd_epi16(z[h], _mm256_set1_epi16(1)));
                 const __m256 dw = p2_ws(fmt, src, xs, nbc, h, s, 0);
                 acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(xs32), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[0][s])), acc[h]);
-                if (PN_MINS(fmt))
+                if (PN_HAS_MIN(fmt))
                     acc[h] = _mm256_fnmadd_ps(p2_ws(fmt, src, xs, nbc, h, s, 1), _mm256_set1_ps(S->am[0][s]), acc[h]);
             }
         }
@@ -502,17 +506,20 @@ P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
     }
 P2_DEFINE_RUN1(p2_q8_0, PN_Q8_0)
 P2_DEFINE_RUN1(p2_q4_0, PN_Q4_0)
+P2_DEFINE_RUN1(p2_q4_1, PN_Q4_1)
 P2_DEFINE_RUN1(p2_q5_0, PN_Q5_0)
 P2_DEFINE_RUN1(p2_q6_K, PN_Q6_K)
 P2_DEFINE_RUN1(p2_q4_K, PN_Q4_K)
 #if !P2_VNNI
 P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN(p2_q4_1, PN_Q4_1, 1)
 P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
 #else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
+P2_DEFINE_RUN16(p2_q4_1, PN_Q4_1, 1)
 P2_DEFINE_RUN16(p2_q5_0, PN_Q5_0, 1)
 P2_DEFINE_RUN16(p2_q6_K, PN_Q6_K, 1)
 P2_DEFINE_RUN16(p2_q4_K, PN_Q4_K, 1)
@@ -522,6 +529,7 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
 {
     if (fmt == PN_Q8_0) p2_q8_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_1) p2_q4_1_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q6_K) p2_q6_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
@@ -535,6 +543,7 @@ PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_
 {
     if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
+    if (fmt == PN_Q4_1) p2_q4_1_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q5_0) p2_q5_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q6_K) p2_q6_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
@@ -609,6 +618,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     const float *xq = fmt == PN_Q4_K ? xs : NULL;
                     if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_1) p2_q4_1_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q6_K) p2_q6_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
@@ -729,24 +739,29 @@ P2_DEFINE_PANEL(p2_p_q4_K, PN_Q4_K, pn_pack_q4_K)
  * stored copies' unpacked chunks */
 P2_DEFINE_PANEL(p2_p_q5_0, PN_Q5_0, pn_pack_q5_0)
 P2_DEFINE_PANEL(p2_p_q5_1, PN_Q5_1, pn_pack_q5_1)
-P2_DEFINE_PANEL(p2_p_q4_1, PN_Q5_1, pn_pack_q4_1) /* Q5_1's panel, codes 0..15 */
+P2_DEFINE_PANEL(p2_p_q4_1, PN_Q4_1, pn_pack_q4_1) /* Q5_1's panel and tile, codes 0..15 */
 P2_DEFINE_PANEL(p2_p_q5_K, PN_Q5_K, pn_pack_q5_K)
 P2_DEFINE_PANEL(p2_p_q6_K, PN_Q6_K, pn_pack_q6_K)
 
-/* Many tokens over a stored Q5_0 or Q6_K copy. Their codes cost six instructions a half panel
+/* Many tokens over a stored Q5_0, Q6_K or Q4_1 copy. Their codes cost six instructions a half panel
  * and group to put together (p2_w), which the 256-bit tiles would pay once per token tile:
  * Q5_0 prefill 896 x 4864 at 512 tokens, one thread, 293 GOP/s with VNNI against the per-call
  * panels' 359 (182 against 203 without). So each row block's chunk is first unpacked into
  * struct pn_panel (the bytes and scales the per-call packers make from the rows) and the
  * per-call panels' tile runs over it: the unpacking is paid once per chunk, as the per-call
- * packing is, without reading the rows (Q5_0: 364 and 208 GOP/s). */
+ * packing is, without reading the rows (Q5_0: 364 and 208 GOP/s). Q4_1's codes are Q4_0's, but
+ * its fp16 scales and mins cost as much per token tile (Sapphire Rapids: 242 and 146 GOP/s read in
+ * place, 263-276 and 161-169 unpacked, the per-call panels 257-264 and 156-158). */
 PN_INLINE void p2_unpack(int fmt, const uint8_t *src, int nbc, struct pn_panel *P)
 {
     for (int s = 0; s < nbc * PN_SPB(fmt); s++) {
         for (int g = 0; g < PN_GS(fmt); g++)
             for (int h = 0; h < 2; h++)
                 _mm256_store_si256((__m256i *)(P->q[PN_GS(fmt) * s + g] + 32 * h), p2_w(fmt, src, h, s, g));
-        for (int h = 0; h < 2; h++) _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
+        for (int h = 0; h < 2; h++) {
+            _mm256_store_ps(P->d[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 0));
+            if (PN_HAS_MIN(fmt)) _mm256_store_ps(P->m[s] + P2_ROWS * h, p2_ws(fmt, src, NULL, nbc, h, s, 1));
+        }
     }
 }
 
@@ -777,6 +792,7 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                     for (int j0 = 0; j0 < nt; j0 += P2_NT16) {
                         const int n = nt - j0 < P2_NT16 ? nt - j0 : P2_NT16;
                         float *Yj = Y + (size_t)(t + j0) * ldy + p * PN_ROWS;
+                        if (fmt == PN_Q4_1) p2_p_q4_1_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q5_0) p2_p_q5_0_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q6_K) p2_p_q6_K_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                     }
@@ -785,6 +801,7 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                         int lo, hi;
                         if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
                         float *Yh = Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h;
+                        if (fmt == PN_Q4_1) p2_p_q4_1_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q5_0) p2_p_q5_0_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q6_K) p2_p_q6_K_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
                     }
@@ -841,7 +858,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     case f:                                                                                     \
         if (n_tok <= P2_FEW)                                                                    \
             p2_few(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                      \
-        else if (f == PN_Q5_0 || f == PN_Q6_K)                                                  \
+        else if (f == PN_Q4_1 || f == PN_Q5_0 || f == PN_Q6_K)                                 \
             p2_many_unpacked(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                            \
         else                                                                                    \
             p2_many(f, P, A, as, n_tok, k, r0, r1, Y, ldy);                                     \
@@ -849,6 +866,7 @@ PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int
     switch (fmt) {
         P2_CASE(PN_Q8_0)
         P2_CASE(PN_Q4_0)
+        P2_CASE(PN_Q4_1)
         P2_CASE(PN_Q5_0)
         P2_CASE(PN_Q6_K)
         P2_CASE(PN_Q4_K)

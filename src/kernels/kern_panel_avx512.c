@@ -30,7 +30,7 @@
  * Y accumulates over k chunks (the first chunk stores). Rows past r1 in the last panel are
  * packed as zeros (scale 0) and masked out of the stores.
  *
- * Q8_0, Q4_0, Q5_0, Q4_K and Q6_K matrices loaded with repacking (the default) do not come here: their
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q4_K and Q6_K matrices loaded with repacking (the default) do not come here: their
  * matrices were repacked once at load and kern_packed_avx512.c runs the same token tile
  * (kern_panel_avx512.h) over that copy. This file serves the other formats, mmap-only loads
  * (--no-repack) and direct kern_matmul callers. */
@@ -301,7 +301,7 @@ PN_DEFINE(pn_q8_0, PN_Q8_0, pn_pack_q8_0, pn_pack16_q8_0)
 PN_DEFINE(pn_q4_0, PN_Q4_0, pn_pack_q4_0, pn_pack16_q4_0)
 PN_DEFINE(pn_q5_0, PN_Q5_0, pn_pack_q5_0, NULL)
 PN_DEFINE(pn_q5_1, PN_Q5_1, pn_pack_q5_1, NULL)
-PN_DEFINE(pn_q4_1, PN_Q5_1, pn_pack_q4_1, NULL) /* Q5_1's panel, codes 0..15 */
+PN_DEFINE(pn_q4_1, PN_Q4_1, pn_pack_q4_1, NULL) /* Q5_1's panel and tile, codes 0..15 */
 PN_DEFINE(pn_q4_K, PN_Q4_K, pn_pack_q4_K, pn_pack16_q4_K)
 PN_DEFINE(pn_q5_K, PN_Q5_K, pn_pack_q5_K, NULL)
 PN_DEFINE(pn_q6_K, PN_Q6_K, pn_pack_q6_K, pn_pack16_q6_K)

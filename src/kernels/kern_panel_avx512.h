@@ -117,7 +117,11 @@ PN_INLINE __m512 pn_ws(int fmt, int st, const uint8_t *src, const float *xs, int
     const uint8_t *sc = src + (size_t)nbc * PN_ST_CODES(fmt);
     if (fmt == PN_Q4_K) return pn_k4_scale(sc + 256 * (s >> 3), s & 7, mins);
     if (fmt == PN_Q6_K) return pn_k6_scale(sc, s);
-    return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + 32 * s)));
+    if (fmt == PN_Q4_1 && mins) { /* -m, as the per-call packer stores it: the tile subtracts m * am */
+        const __m256i m = _mm256_load_si256((const __m256i *)(sc + pn_st_d_off(fmt, s) + 32));
+        return _mm512_xor_ps(_mm512_cvtph_ps(m), _mm512_set1_ps(-0.0f));
+    }
+    return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(sc + pn_st_d_off(fmt, s))));
 }
 
 /* The scales and mins of every sub-block of stored chunk src as pn_ws gives them, into xs
@@ -176,7 +180,7 @@ PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, con
             for (int j = 0; j < nt; j++)
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x[j]),
                                          _mm512_mul_ps(dw, _mm512_set1_ps(S->da[j][s])), acc[j]);
-            if (PN_MINS(fmt) || fmt == PN_Q5_1) {
+            if (PN_HAS_MIN(fmt)) {
                 const __m512 dm = pn_ws(fmt, st, src, xs, nbc, s, 1);
                 for (int j = 0; j < nt; j++)
                     acc[j] = _mm512_fnmadd_ps(dm, _mm512_set1_ps(S->am[j][s]), acc[j]);
@@ -236,7 +240,7 @@ PN_INLINE void pn_tile2(int fmt, int st, const uint8_t *src0, const uint8_t *src
                 acc0[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x0[j]), _mm512_mul_ps(dw0, da), acc0[j]);
                 acc1[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x1[j]), _mm512_mul_ps(dw1, da), acc1[j]);
             }
-            if (PN_MINS(fmt)) {
+            if (PN_HAS_MIN(fmt)) {
                 const __m512 dm0 = pn_ws(fmt, st, src0, xs0, nbc, s, 1), dm1 = pn_ws(fmt, st, src1, xs1, nbc, s, 1);
                 for (int j = 0; j < nt; j++) {
                     const __m512 am = _mm512_set1_ps(S->am[j0 + j][s]);

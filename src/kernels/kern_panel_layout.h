@@ -41,17 +41,21 @@ struct pn_act {
 
 /* The formats: groups per sub-block, sub-blocks per activation block, activation block bytes
  * and the offset of its bytes. */
-enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
+enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1, PN_Q4_1 };
 #define PN_MINS(f) ((f) == PN_Q4_K || (f) == PN_Q5_K) /* sub-block mins (x = d*sc*q - dmin*m) */
+/* Q5_1 and Q4_1: a min per 32-element block (x = d*q + m) against Q8_1 activations */
+#define PN_MIN1(f) ((f) == PN_Q5_1 || (f) == PN_Q4_1)
+/* the formats whose tile takes one more FMA per sub-block, acc -= m_row,s * am_tok,s */
+#define PN_HAS_MIN(f) (PN_MINS(f) || PN_MIN1(f))
 #define PN_GS(f) ((f) == PN_Q6_K ? 4 : 8)
 #define PN_SPB(f) (PN_MINS(f) ? 8 : (f) == PN_Q6_K ? 16 : 1)
-/* Q5_1's activations are Q8_1 (Q8_0 plus s = d*sum); its min term m*s takes the mins path with
- * P->m = -m and am = s */
+/* Q5_1's and Q4_1's activations are Q8_1 (Q8_0 plus s = d*sum); their min term m*s takes the
+ * mins path with P->m = -m and am = s */
 #define PN_ABYTES(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)sizeof(struct quant_block_q8_K)      \
-                      : (f) == PN_Q5_1             ? (int)sizeof(struct quant_block_q8_1)      \
+                      : PN_MIN1(f)                 ? (int)sizeof(struct quant_block_q8_1)      \
                                                    : (int)sizeof(struct quant_block_q8_0))
 #define PN_AHDR(f) (PN_MINS(f) || (f) == PN_Q6_K ? (int)offsetof(struct quant_block_q8_K, qs)  \
-                    : (f) == PN_Q5_1             ? (int)offsetof(struct quant_block_q8_1, qs)  \
+                    : PN_MIN1(f)                 ? (int)offsetof(struct quant_block_q8_1, qs)  \
                                                  : (int)offsetof(struct quant_block_q8_0, qs))
 #define PN_BLK(f) (PN_MINS(f) || (f) == PN_Q6_K ? QUANT_QK_K : 32) /* elements per block */
 
@@ -59,8 +63,8 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
 #define PN_INLINE static inline __attribute__((always_inline))
 
 /* ---------------------------------------------------------------- stored layout
- * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0, Q5_0,
- * Q4_K and Q6_K:
+ * The layout kern_pack.c stores at load time (read by the tiles with st = 1), for Q8_0, Q4_0, Q4_1,
+ * Q5_0, Q4_K and Q6_K:
  * per panel of 16 rows and k chunk of PN_KC elements, the chunk's codes of all its nbc blocks,
  * then their scales, padded to 64 bytes. Each keeps its format's bytes, permuted so that one
  * 64-byte line is one group (or two, as nibbles) of 16 rows:
@@ -69,6 +73,8 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
  *   Q4_0 codes  block b at 256 b: line h (0..3) holds groups h (low nibbles) and h + 4 (high
  *               ones): the raw code bytes 4h..4h+3 of the 16 rows       (256 B per block)
  *        scales as Q8_0                                                   (32 B per block)
+ *   Q4_1 codes  as Q4_0                                                   (256 B per block)
+ *        scales the 16 rows' fp16 d at 64 b, their fp16 m at 64 b + 32   (64 B per block)
  *   Q5_0 codes  block b at 320 b: lines 0..3 the nibbles as Q4_0, line 4 the fifth bits: bit g of
  *               byte 4i + c is the fifth bit of element 4g + c of row i, so group g's bits come
  *               to bit 4 of its code bytes with one 16-bit shift by 4 - g   (320 B per block)
@@ -88,15 +94,16 @@ enum { PN_Q8_0, PN_Q4_0, PN_Q4_K, PN_Q6_K, PN_Q5_0, PN_Q5_K, PN_Q5_1 };
  * so the stored copy has exactly as many bytes as the rows it came from (plus padding). The tile
  * unpacks nibbles and scales per panel, not per token: that work is shared by the tile's tokens. */
 #define PN_ST_CODES(f)                                                                          \
-    ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 ? 256 : (f) == PN_Q5_0 ? 320 : (f) == PN_Q6_K ? 3072 : 2048) /* per block */
-#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : (f) == PN_Q6_K ? 288 : 32)
+    ((f) == PN_Q8_0 ? 512 : (f) == PN_Q4_0 || (f) == PN_Q4_1 ? 256 : (f) == PN_Q5_0 ? 320       \
+     : (f) == PN_Q6_K ? 3072 : 2048) /* per block */
+#define PN_ST_SCALES(f) ((f) == PN_Q4_K ? 256 : (f) == PN_Q6_K ? 288 : (f) == PN_Q4_1 ? 64 : 32)
 #define PN_ST_NS 16 /* sub-blocks per stored chunk, at most (512 / 32) */
 
 /* The stored formats whose codes have bits above the nibble, kept in lines of their own. */
 #define PN_ST_HIGH_BITS(f) ((f) == PN_Q5_0 || (f) == PN_Q6_K)
 
 /* Where a stored chunk keeps group g of sub-block s for the formats whose codes are split into
- * nibbles (Q4_0, Q5_0, Q4_K, Q6_K): the 64-byte line of its nibble bytes (high: the high nibbles),
+ * nibbles (Q4_0, Q4_1, Q5_0, Q4_K, Q6_K): the 64-byte line of its nibble bytes (high: the high nibbles),
  * and for PN_ST_HIGH_BITS formats the line of its high bits, the 16-bit left shift that brings
  * them to bit 4 (negative: right) and the mask that keeps them. The one description both
  * tiles read codes through (pn_w of kern_panel_avx512.h, p2_w of kern_panel_avx2.h); kern_pack.c
@@ -107,8 +114,8 @@ struct pn_st_group {
 PN_INLINE struct pn_st_group pn_st_group(int fmt, int s, int g)
 {
     struct pn_st_group r = {0, 0, 0, 0, 0};
-    if (fmt == PN_Q4_0 || fmt == PN_Q5_0) {
-        const int base = fmt == PN_Q4_0 ? 4 * s : 5 * s; /* lines per block: 4, Q5_0 one more */
+    if (fmt == PN_Q4_0 || fmt == PN_Q4_1 || fmt == PN_Q5_0) {
+        const int base = fmt == PN_Q5_0 ? 5 * s : 4 * s; /* lines per block: 4, Q5_0 one more */
         r.line = base + (g & 3);
         r.high = g >= 4;
         if (fmt == PN_Q5_0) r.hline = base + 4, r.hshift = 4 - g, r.hmask = 0x10;
@@ -122,6 +129,13 @@ PN_INLINE struct pn_st_group pn_st_group(int fmt, int s, int g)
         r.hline = 48 * b + 32 + (G >> 2), r.hshift = 4 - 2 * (G & 3), r.hmask = 0x30;
     }
     return r;
+}
+
+/* Q8_0, Q4_0, Q4_1 and Q5_0 stored, block (= sub-block) s of a chunk: where, from the start of the
+ * chunk's scales, the 16 rows' fp16 d lie; Q4_1's fp16 m follow them, 32 bytes on. */
+PN_INLINE int pn_st_d_off(int fmt, int s)
+{
+    return PN_ST_SCALES(fmt) * s;
 }
 
 /* Q6_K stored, sub-block s of a chunk: where, from the start of the chunk's scales, the 16 rows'
@@ -148,6 +162,7 @@ PN_INLINE int pn_st_fmt(int wtype)
     switch (wtype) {
     case TERN_TYPE_Q8_0: return PN_Q8_0;
     case TERN_TYPE_Q4_0: return PN_Q4_0;
+    case TERN_TYPE_Q4_1: return PN_Q4_1;
     case TERN_TYPE_Q5_0: return PN_Q5_0;
     case TERN_TYPE_Q4_K: return PN_Q4_K;
     case TERN_TYPE_Q6_K: return PN_Q6_K;

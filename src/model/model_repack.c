@@ -5,7 +5,7 @@
  * the kernels room owns its layout, this file decides what is packed and when). Packed: per
  * layer wq wk wv wo ffn_gate ffn_up ffn_down, and the output matrix (also when tied to the
  * token embedding, whose rows the embedding lookup keeps reading from the file mapping). Only the
- * formats and the kernel paths that have a layout (today: Q8_0, Q4_0, Q5_0, Q4_K, Q6_K on avx512
+ * formats and the kernel paths that have a layout (today: Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q6_K on avx512
  * and avx2); the rest keep reading the mapping. The copies share one buffer the model owns (model->packed_buf), in
  * transparent huge pages where the kernel gives them (fewer TLB misses when decode streams the
  * whole copy), and are reported in tern_model_info.repacked_bytes (0 also when the buffer or
