@@ -167,6 +167,10 @@ struct tern_model_info {
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
     uint64_t state_bytes;    /* recurrent state of one sequence (0 without recurrent layers) */
+    const char *decode_tiles; /* which tile one-token matmuls over the repacked matrices use per
+                                 format and row length, measured at load or read from the per-CPU
+                                 cache ("measured: q8_0 k=896 zmm (zmm 4.90 ms, ...)"); "" when
+                                 nothing is repacked (docs/kernels.md "One-token tile") */
 };
 
 struct tern_model_params {
@@ -209,6 +213,11 @@ bool tern_model_hparam(const struct tern_model *m, const char *name, double *val
  * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
  * AVX-VNNI tile off), which decides what repacking does. */
 const char *tern_kernels_name(void);
+/* Force the tile one-token matmuls over repacked weights use: "zmm", "ymm-evex", "ymm-vnni",
+ * "ymm", or "auto" (the default: the tile measured fastest at load, docs/kernels.md "One-token
+ * tile"); the environment variable TERN_DECODE_TILE does the same. Results are the same bits
+ * with every tile. An unknown name, or a tile this CPU's kernel path cannot run, is an error. */
+TERN_NODISCARD tern_status tern_set_decode_tile(const char *name);
 int tern_model_n_vocab(const struct tern_model *m);
 /* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);

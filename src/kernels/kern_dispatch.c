@@ -19,6 +19,7 @@
 #endif
 
 #include "kernels/kern_packed.h"
+#include "kernels/kern_tune.h"
 #include "quant/quant.h"
 #include "util/check.h"
 #include "tern.h"
@@ -167,6 +168,15 @@ bool kern_force_avxvnni(bool on)
 #endif
 }
 
+bool kern_cpu_has_avxvnni(void)
+{
+#if defined(__x86_64__)
+    return x86_has_avxvnni();
+#else
+    return false;
+#endif
+}
+
 const char *kern_path_name(void)
 {
     kern_init();
@@ -279,6 +289,10 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
     TERN_ASSERT(!P || ((uintptr_t)P & 63) == 0, "the packed copy is 64-byte aligned");
 #if defined(__x86_64__)
     if (P && packed_path() && n_tok >= kern_avx512_packed_min_tok(wtype)) {
+        if (n_tok == 1) { /* one token: the tile measured fastest for (wtype, k) (kern_tune.h) */
+            kern_matmul_packed_tile(kern_tile_for(wtype, k), wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+            return;
+        }
         if (active == ISA_AVX512)
             kern_avx512_packed_run(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
         else if (avx2_vnni)

@@ -53,6 +53,9 @@ void kern_avx512_packed_run(int wtype, const void *P, const void *A, size_t as, 
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 void kern_avxvnni_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                              int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
+/* the same 256-bit VNNI tile with EVEX-encoded vpdpbusd, on AVX-512 CPUs (kern_tune.h) */
+void kern_ymm512_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
+                            int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 void kern_avx2_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                           int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy);
 /* avx2 with AVX-VNNI, weights without a stored copy: the 16-row tile over panels packed per call

@@ -1,8 +1,9 @@
 /* kern_panel_avx2.h — the 256-bit panel tile and its drivers over weights repacked at load (the
  * stored layout of kern_panel_layout.h, the one the AVX-512 tile reads), for CPUs with AVX2 but
- * no AVX-512. Compiled twice: kern_packed_avxvnni.c (P2_VNNI 1: the u8 x s8 4-byte dot is one
- * VEX-encoded vpdpbusd, AVX-VNNI) and kern_packed_avx2.c (P2_VNNI 0: vpmaddubsw + vpmaddwd);
- * kern_dispatch.c picks one at run time.
+ * no AVX-512. Compiled three times: kern_packed_avxvnni.c (P2_VNNI 1: the u8 x s8 4-byte dot is one
+ * VEX-encoded vpdpbusd, AVX-VNNI), kern_packed_avx2.c (P2_VNNI 0: vpmaddubsw + vpmaddwd) and
+ * kern_packed_ymm_avx512.c (P2_VNNI 2: the same with EVEX-encoded vpdpbusd, for AVX-512 CPUs, as a
+ * candidate one-token tile there, kern_tune.h); kern_dispatch.c picks one at run time.
  *
  * Read first: kern_panel_avx512.c (what a panel is), kern_panel_layout.h ("stored layout") and
  * kern_packed_avx512.c (the AVX-512 drivers these follow).
@@ -52,7 +53,15 @@
 #include "quant/quant.h"
 
 #ifndef P2_VNNI
-#error "define P2_VNNI (0 or 1) before including kern_panel_avx2.h"
+#error "define P2_VNNI (0, 1 or 2) before including kern_panel_avx2.h"
+#endif
+/* The 256-bit vpdpbusd: VEX-encoded (AVX-VNNI) in kern_packed_avxvnni.c, EVEX-encoded
+ * (AVX512-VNNI + VL) in kern_packed_ymm_avx512.c (P2_VNNI 2), the same instruction for CPUs
+ * that have AVX-512 but not AVX-VNNI (Zen 4) */
+#if P2_VNNI == 2
+#define P2_DPBUSD "%{evex%} vpdpbusd %2, %1, %0"
+#else
+#define P2_DPBUSD "%{vex%} vpdpbusd %2, %1, %0"
 #endif
 
 #define P2_ROWS 8 /* rows per ymm: half a stored panel */
@@ -175,7 +184,7 @@ PN_INLINE __m256i p2_dot_vnni(__m256i acc, __m256i w, const void *p)
 #if P2_VNNI
     const __m256i a = _mm256_set1_epi32(p2_load4(p));
     /* inline asm, as on AVX-512: gcc 12 wraps the intrinsic in register copies */
-    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(w), "x"(a));
+    __asm__(P2_DPBUSD : "+x"(acc) : "x"(w), "x"(a));
     return acc;
 #else
     (void)w, (void)p;
@@ -287,8 +296,8 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                 const __m256i w0 = p2_wx(fmt, st, src, 0, s, g), w1 = p2_wx(fmt, st, src, 1, s, g);
                 for (int j = 0; j < nt; j++) {
                     const __m256i av = _mm256_set1_epi32(p2_load4(a[j] + ao + 4 * g));
-                    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x[0][j]) : "x"(w0), "x"(av));
-                    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(x[1][j]) : "x"(w1), "x"(av));
+                    __asm__(P2_DPBUSD : "+x"(x[0][j]) : "x"(w0), "x"(av));
+                    __asm__(P2_DPBUSD : "+x"(x[1][j]) : "x"(w1), "x"(av));
                 }
             }
             for (int h = 0; h < 2; h++) {

@@ -36,6 +36,8 @@ bool kern_force_isa(const char *name);
  * kern_force_avxvnni sets it for tests (false: the CPU lacks AVX-VNNI, nothing changed). */
 bool kern_avx2_vnni(void);
 bool kern_force_avxvnni(bool on);
+/* Whether the CPU has AVX-VNNI (the VEX-encoded vpdpbusd), whatever TERN_AVXVNNI says. */
+bool kern_cpu_has_avxvnni(void);
 /* kern_isa_name, with "+avxvnni" on the avx2 path when its panel tile uses AVX-VNNI: what
  * tern_kernels_name reports (tern check, bench and serve). */
 const char *kern_path_name(void);

@@ -185,12 +185,18 @@ struct tern_model {
     char arch_name[16];
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
     void *packed_buf;/* the packed copies of model_repack.c, or NULL: freed with the model */
+    char tile_report[512]; /* model_tune.c: the one-token tile per (format, k) and why */
 };
 
 /* Copy the matrices the forward pass multiplies into the kernels' packed layout where the active
  * kernel path has one (model_repack.c); file_mapped: the weights are tern_gguf_open's read-only
  * file mapping, whose pages may be handed back once nothing reads them. */
 TERN_NODISCARD tern_status model_repack(struct tern_model *m, bool file_mapped);
+
+/* After repacking: time the tiles that can read the packed matrices for one token, record the
+ * fastest per (format, k) for the kernels (kern_tune.h) and say so in m->tile_report; the
+ * choices are cached per CPU on disk (model_tune.c). */
+void model_tune_tiles(struct tern_model *m);
 
 /* Point the MTP layer's shared q and output (mtp.q_from, an output that is the model's) at the
  * weights they share, packed copies included (after loading, repacking or converting). */

@@ -90,6 +90,7 @@ void model_publish_info(struct tern_model *m)
         .repacked_bytes = h->repacked_bytes,
         .released_bytes = h->released_bytes,
         .state_bytes = h->state_bytes,
+        .decode_tiles = m->tile_report,
     };
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "kernels/kern_tune.h"
 #include "util/error.h"
 
 static tern_status get_u32_req(const struct tern_gguf *g, const char *arch, const char *suffix,
@@ -912,6 +913,7 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool f
         tern_model_free(m);
         return st;
     }
+    if (repack) model_tune_tiles(m);
     model_publish_info(m);
     *out = m;
     return TERN_OK;
@@ -944,6 +946,18 @@ void tern_model_free(struct tern_model *m)
 }
 
 const char *tern_kernels_name(void) { return kern_path_name(); }
+
+tern_status tern_set_decode_tile(const char *name)
+{
+    const int t = kern_tile_from_name(name);
+    if (t < 0)
+        return tern_fail(TERN_ERR_ARG, "decode tile '%s' is not one of auto, zmm, ymm-evex, ymm-vnni, ymm",
+                         name ? name : "(null)");
+    if (!kern_tile_force(t))
+        return tern_fail(TERN_ERR_UNSUPPORTED, "decode tile '%s' cannot run on this CPU's kernel path (%s)",
+                         name, kern_path_name());
+    return TERN_OK;
+}
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
 

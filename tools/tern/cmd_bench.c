@@ -42,7 +42,7 @@ struct bench_opts {
     const char *models[MAX_LIST];   /* -m FILE or --synthetic SHAPE:TYPE, in the order given */
     bool is_synth[MAX_LIST];
     int n_models;
-    const char *vocab, *suite;
+    const char *vocab, *suite, *decode_tile;
     struct bench_list pp, tg, th, dp;
     long long reps, n_batch, widen_ffn;
     bool reps_set, json, profile, prompt_cache, no_repack, hardware, batch_policy;
@@ -121,6 +121,9 @@ static const struct cli_option bench_table[] = {
     {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(B, no_repack),
      .help = "keep the weights mmap-only (no copy repacked at load; the bytes repacked are printed to "
              "stderr otherwise)"},
+    {NULL, "--decode-tile", CLI_STRING, "TILE", CLI_AT(B, decode_tile), .def = "auto",
+     .help = "the tile one-token matmuls over repacked weights use: auto (measured at load, cached "
+             "per CPU; printed to stderr), zmm, ymm-evex, ymm-vnni or ymm (env TERN_DECODE_TILE)"},
     {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(B, lora),
      .notes = (const struct cli_note[]){{"--lora", NULL, "with one -m: time the model with this LoRA "
                                          "adapter (llama.cpp's GGUF) attached"}, {NULL}}},
@@ -288,6 +291,8 @@ int cmd_bench(int argc, char **argv)
     const struct tern_sampler_params dsp = o.dsp;
     const double layer_scale = o.layer_scale;
     struct cli_lora_opts lora = o.lora;
+    if (o.decode_tile && tern_set_decode_tile(o.decode_tile))
+        return cli_usage_error("bench", "--decode-tile: %s", tern_last_error());
     if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
     if (vocab) {
         bool any = false;

@@ -19,7 +19,7 @@ static double hparam(const struct tern_model *m, const char *name)
 #define HPF(name) hparam(m, #name)
 
 struct check_opts {
-    const char *model, *pos_model;
+    const char *model, *pos_model, *decode_tile;
     bool json, no_repack;
     struct cli_lora_opts lora;
 };
@@ -31,6 +31,9 @@ static const struct cli_option check_table[] = {
     {NULL, "--json", CLI_FLAG, NULL, CLI_AT(K, json), .help = "print one JSON object"},
     {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(K, no_repack),
      .help = "keep the weights mmap-only: no bytes repacked at load"},
+    {NULL, "--decode-tile", CLI_STRING, "TILE", CLI_AT(K, decode_tile), .def = "auto",
+     .help = "the tile one-token matmuls over repacked weights use: auto (measured at load, cached "
+             "per CPU), zmm, ymm-evex, ymm-vnni or ymm (env TERN_DECODE_TILE)"},
     {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(K, lora),
      .notes = (const struct cli_note[]){{"--lora", NULL, "load a LoRA adapter and check it against the "
              "model: matrices adapted, rank, alpha, types, targets"}, {NULL}}},
@@ -91,6 +94,8 @@ int cmd_check(int argc, char **argv)
     const bool json = o.json, no_repack = o.no_repack;
     struct cli_lora_opts lora = o.lora;
     if (!model) return cli_usage_error("check", "missing -m MODEL");
+    if (o.decode_tile && tern_set_decode_tile(o.decode_tile))
+        return cli_usage_error("check", "--decode-tile: %s", tern_last_error());
     struct tern_model *m;
     tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack}, &m);
     if (st) return cli_report("check", st);
@@ -168,6 +173,7 @@ int cmd_check(int argc, char **argv)
         cli_json_str(j, "kernels", tern_kernels_name());
         cli_json_uint(j, "repacked_bytes", in->repacked_bytes);
         cli_json_uint(j, "released_bytes", in->released_bytes);
+        cli_json_str(j, "decode_tiles", in->decode_tiles ? in->decode_tiles : "");
         cJSON *types = cli_json_obj(j, "tensor_types");
         for (int t = 0; t < TERN_TYPE_COUNT_; t++)
             if (count[t]) {
@@ -284,6 +290,7 @@ int cmd_check(int argc, char **argv)
             printf("; the %llu bytes of file rows they replace are released",
                    (unsigned long long)in->released_bytes);
         printf("\n");
+        if (in->decode_tiles && *in->decode_tiles) printf("one-token tiles: %s\n", in->decode_tiles);
         printf("KV cache (F16 K+V):\n");
         for (int i = 0; i < 4; i++) {
             if (in->arch == TERN_ARCH_GEMMA4) /* layers differ: the sum of the layers that store KV */
