@@ -451,6 +451,10 @@ struct gram_cache {
     _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
                                             can come k bytes after its end (gram_engine.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
+    /* [n_nodes] loop class memo (gram_mask.c, class_info): the ASCII bytes a node loops on, and
+     * how many of them it can still take; kcls is written before kcap is published */
+    _Atomic uint64_t (*kcls)[2];
+    atomic_int *kcap;
     /* classifications of positions directly under a counter frame, keyed by (node, saturated
      * count): a small hash map under a lock (gram_mask.c, gram_node_cls_count) */
     void *ccls;
@@ -581,6 +585,13 @@ struct gram_depth {
     uint32_t pend;                   /* the trie node's end (past its children) */
 };
 
+#define GRAM_DENSE_TABLES 1024      /* dense tables per walk (the nodes it visits) */
+#define GRAM_DENSE_CHUNK 64
+struct gram_dense_chunk {
+    uint32_t tab[GRAM_DENSE_CHUNK][256];  /* byte -> next node (gram_mask.c, dense) */
+    uint64_t live[GRAM_DENSE_CHUNK][4];   /* the bytes each table takes */
+};
+
 /* Scratch of token classification (one per matcher, created on first need). */
 struct gram_cls_scratch {
     struct gram_engine eng;          /* sim mode */
@@ -592,12 +603,9 @@ struct gram_cls_scratch {
     uint32_t n_acc, n_unc;
     /* dense byte -> next node tables of the nodes a walk visits (a walk stays on few nodes) */
     uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
-    uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
-    uint64_t (*dlive)[4];            /* [GRAM_DENSE_TABLES] the bytes each table takes */
+    struct gram_dense_chunk *dchunk[GRAM_DENSE_TABLES / GRAM_DENSE_CHUNK]; /* allocated as needed:
+                                        a counted string walks a node per count */
     uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
-    uint64_t (*dclass)[2];           /* [GRAM_DENSE_TABLES] the node's ASCII loop class */
-    int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take
-                                        (-2 not computed, GRAM_CLASS_INF a loop) */
     uint32_t n_dtab;
     uint32_t min_depth;              /* the walk records only tokens longer than this */
     /* pairs of nodes compared for agreement (gram_mask.c, agree_depth; allocated on first use) */
@@ -611,7 +619,6 @@ struct gram_cls_scratch {
 
 #define GRAM_MAX_PAIRS 4096
 #define GRAM_PAIR_MASK 8191
-#define GRAM_DENSE_TABLES 64
 #define GRAM_CLASS_INF 32767
 TERN_NODISCARD tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
 void gram_cls_scratch_free(struct gram_cls_scratch *s);

@@ -47,6 +47,7 @@
 #define TCAP_UNKNOWN (-2)
 #define TCAP_NONE (-1)
 #define TCAP_INF INT32_MAX
+#define KCAP_UNKNOWN (-1) /* loop class memo: not computed (else 0 .. GRAM_CLASS_INF) */
 
 static tern_status gram_ccls_create(struct tern_grammar *g);
 
@@ -56,14 +57,18 @@ tern_status gram_cache_create(struct tern_grammar *g)
     if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
+    g->cache->kcls = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcls);
+    g->cache->kcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcap);
     g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
     g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
     g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->recent ||
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->kcls || !g->cache->kcap || !g->cache->recent ||
         !g->cache->recent_n || !g->cache->folb) {
         free(g->cache->folb);
         free(g->cache->slot);
         free(g->cache->tcap);
+        free(g->cache->kcls);
+        free(g->cache->kcap);
         free(g->cache->recent);
         free(g->cache->recent_n);
         free(g->cache);
@@ -73,6 +78,9 @@ tern_status gram_cache_create(struct tern_grammar *g)
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         atomic_init(&g->cache->slot[i], NULL);
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
+        atomic_init(&g->cache->kcap[i], KCAP_UNKNOWN);
+        atomic_init(&g->cache->kcls[i][0], 0);
+        atomic_init(&g->cache->kcls[i][1], 0);
     }
     for (uint32_t r = 0; r < g->n_rules; r++) {
         atomic_init(&g->cache->recent_n[r], 0);
@@ -132,6 +140,8 @@ void gram_cache_free(struct tern_grammar *g)
     free(g->cache->folb);
     free(g->cache->slot);
     free(g->cache->tcap);
+    free(g->cache->kcls);
+    free(g->cache->kcap);
     free(g->cache);
     g->cache = NULL;
 }
@@ -359,12 +369,9 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
     s->buf = malloc(s->cap_buf * sizeof *s->buf);
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
-    s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
-    s->dlive = malloc(GRAM_DENSE_TABLES * sizeof *s->dlive);
+    s->dchunk[0] = malloc(sizeof *s->dchunk[0]);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
-    s->dclass = malloc(GRAM_DENSE_TABLES * sizeof *s->dclass);
-    s->dcap = malloc(GRAM_DENSE_TABLES * sizeof *s->dcap);
-    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dlive || !s->dnode || !s->dclass || !s->dcap) {
+    if (!s->at || !s->buf || !s->dslot || !s->dchunk[0] || !s->dnode) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -379,11 +386,8 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->acc);
     free(s->unc);
     free(s->dslot);
-    free(s->dtab);
-    free(s->dlive);
+    for (size_t k = 0; k < sizeof s->dchunk / sizeof s->dchunk[0]; k++) free(s->dchunk[k]);
     free(s->dnode);
-    free(s->dclass);
-    free(s->dcap);
     free(s->pcur);
     free(s->pnext);
     free(s->pset);
@@ -430,12 +434,14 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
     TERN_ASSERT(node < g->n_nodes && !(g->nodes[node].flags & GN_NONDET));
     uint32_t sl = s->dslot[node];
     TERN_ASSERT(sl <= s->n_dtab && (!sl || s->dnode[sl - 1] == node), "dslot and dnode agree");
-    if (sl) return s->dtab + (size_t)(sl - 1) * 256;
+    if (sl) return s->dchunk[(sl - 1) / GRAM_DENSE_CHUNK]->tab[(sl - 1) % GRAM_DENSE_CHUNK];
     if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
-    uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
-    uint64_t *live = s->dlive[s->n_dtab];
+    struct gram_dense_chunk **ch = &s->dchunk[s->n_dtab / GRAM_DENSE_CHUNK];
+    if (!*ch && !(*ch = malloc(sizeof **ch))) return NULL; /* no table: the general step */
+    uint32_t *t = (*ch)->tab[s->n_dtab % GRAM_DENSE_CHUNK];
+    uint64_t *live = (*ch)->live[s->n_dtab % GRAM_DENSE_CHUNK];
     for (int b = 0; b < 256; b++) t[b] = DENSE_NONE;
-    memset(live, 0, sizeof s->dlive[0]);
+    memset(live, 0, sizeof (*ch)->live[0]);
     const struct gram_node *nd = &g->nodes[node];
     for (uint32_t k = 0; k < nd->r_n; k++) {
         const struct gram_range *r = &g->ranges[nd->r_off + k];
@@ -447,7 +453,6 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
     }
     TERN_ASSERT(s->n_dtab < GRAM_DENSE_TABLES);
     s->dnode[s->n_dtab] = node;
-    s->dcap[s->n_dtab] = -2;
     s->dslot[node] = ++s->n_dtab;
     return t;
 }
@@ -460,72 +465,103 @@ static void dense_reset(struct gram_cls_scratch *s)
 
 #define GRAM_TAB_LAZY ((const uint32_t *)1)
 
-/* The ASCII loop class of a node with a dense table: the printable ASCII bytes that all lead to
- * the same consuming node T (the most common target), and how many bytes of that class it can
- * still take: following T while every class byte leads on to one same node (a loop: unbounded;
- * a counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
- * class, and are no more than that many, stays in the chain, so it is accepted without
- * stepping: the walk accepts whole subtrees this way. */
-static void class_info(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node, uint64_t k[2],
-                       int *cap)
+/* The ASCII loop class of a deterministic node from its ranges: the printable ASCII bytes that
+ * lead to its most common plain (consuming) target, the one reached by the lowest byte among
+ * equals; fewer than 2 such bytes is no class. Returns that target, or GRAM_NONE. */
+static uint32_t loop_class(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
 {
-    /* the chain of nodes whose class is computed but not its capacity: resolved back to front */
-    uint32_t chain[GRAM_DENSE_TABLES + 1];
-    int n = 0;
-    uint32_t cur = node;
-    int c = 0;
+    k[0] = k[1] = 0;
+    const struct gram_node *nd = &g->nodes[node];
+    if (nd->flags & GN_NONDET) return GRAM_NONE;
+    const struct gram_range *r = g->ranges + nd->r_off;
+    uint32_t best = GRAM_NONE;
+    unsigned best_n = 0;
+    for (uint32_t i = 0; i < nd->r_n; i++) {
+        uint32_t to = r[i].to;
+        if (r[i].hi < 0x20 || r[i].lo > 0x7E || to == best || !(g->nodes[to].flags & GN_PLAIN)) continue;
+        unsigned cnt = 0; /* the bytes leading to `to` from this range on */
+        for (uint32_t j = i; j < nd->r_n; j++) {
+            if (r[j].to != to) continue;
+            unsigned lo = r[j].lo < 0x20 ? 0x20 : r[j].lo, hi = r[j].hi > 0x7E ? 0x7E : r[j].hi;
+            if (lo <= hi) cnt += hi - lo + 1;
+        }
+        if (cnt > best_n) { best_n = cnt; best = to; }
+    }
+    if (best_n < 2) return GRAM_NONE;
+    for (uint32_t i = 0; i < nd->r_n; i++) {
+        if (r[i].to != best) continue;
+        unsigned lo = r[i].lo < 0x20 ? 0x20 : r[i].lo, hi = r[i].hi > 0x7E ? 0x7E : r[i].hi;
+        for (unsigned b = lo; b <= hi; b++) k[b >> 6] |= 1ull << (b & 63);
+    }
+    return best;
+}
+
+static void kmemo_put(const struct tern_grammar *g, uint32_t node, const uint64_t k[2], int cap)
+{
+    atomic_store_explicit(&g->cache->kcls[node][0], k[0], memory_order_relaxed);
+    atomic_store_explicit(&g->cache->kcls[node][1], k[1], memory_order_relaxed);
+    atomic_store_explicit(&g->cache->kcap[node], cap, memory_order_release);
+}
+
+static int kmemo_get(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
+{
+    int cap = atomic_load_explicit(&g->cache->kcap[node], memory_order_acquire);
+    if (cap != KCAP_UNKNOWN) {
+        k[0] = atomic_load_explicit(&g->cache->kcls[node][0], memory_order_relaxed);
+        k[1] = atomic_load_explicit(&g->cache->kcls[node][1], memory_order_relaxed);
+    }
+    return cap;
+}
+
+/* The ASCII loop class of a node and how many bytes of that class it can still take: following
+ * the loop target while every class byte leads on to one same node (a loop: unbounded; a
+ * counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
+ * class, and are no more than that many, stays in the chain, so it is accepted without
+ * stepping: the walk accepts whole subtrees this way. A property of the grammar node alone, so
+ * it is kept in the grammar (every position of a format's or a maxLength string's counter
+ * shares one chain) and worked out from the ranges, without the walk's dense tables. */
+#define KCHAIN_MAX 256
+static int class_info(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
+{
+    int known = kmemo_get(g, node, k);
+    if (known != KCAP_UNKNOWN) return known;
+    /* more than any token's bytes is as good as unbounded */
+    const int enough = g->vocab->max_len + 1 < GRAM_CLASS_INF - 1 ? (int)g->vocab->max_len + 1 : GRAM_CLASS_INF - 1;
+    uint32_t chain[KCHAIN_MAX];
+    int n = 0, c = 0;
     uint64_t k0[2] = {0, 0};
-    for (;;) {
-        uint32_t sl = s->dslot[cur];
-        if (!sl) {
-            if ((g->nodes[cur].flags & GN_NONDET) || !dense(s, g, cur)) { c = 0; break; }
-            sl = s->dslot[cur];
-        }
-        sl--;
-        if (s->dcap[sl] != -2) { /* known: the chain continues only with the same class */
-            c = (n == 0 || (s->dclass[sl][0] == k0[0] && s->dclass[sl][1] == k0[1])) ? s->dcap[sl] : 0;
+    for (uint32_t cur = node;;) {
+        uint64_t kk[2];
+        if (n > 0 && (known = kmemo_get(g, cur, kk)) != KCAP_UNKNOWN) {
+            c = (kk[0] == k0[0] && kk[1] == k0[1]) ? known : 0; /* the chain goes on only in its class */
             break;
         }
-        const uint32_t *t = s->dtab + (size_t)sl * 256;
-        /* the most common consuming target over printable ASCII */
-        uint32_t best = DENSE_NONE;
-        int best_n = 0;
-        for (unsigned b = 0x20; b < 0x7F; b++) {
-            uint32_t to = t[b];
-            if (to >= DENSE_ENGINE || to == best) continue;
-            int cnt = 0;
-            for (unsigned q = b; q < 0x7F; q++) cnt += t[q] == to;
-            if (cnt > best_n) { best_n = cnt; best = to; }
-        }
-        uint64_t kk[2] = {0, 0};
-        if (best_n >= 2)
-            for (unsigned b = 0x20; b < 0x7F; b++)
-                if (t[b] == best) kk[b >> 6] |= 1ull << (b & 63);
-        s->dclass[sl][0] = kk[0];
-        s->dclass[sl][1] = kk[1];
+        uint32_t best = loop_class(g, cur, kk);
         if (n == 0) { k0[0] = kk[0]; k0[1] = kk[1]; }
-        if (best_n < 2 || (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1]))) {
-            /* no class, or another class: this node's own capacity is computed on its own */
-            if (n == 0) { s->dcap[sl] = 0; c = 0; break; }
+        if (best == GRAM_NONE) {
+            kmemo_put(g, cur, kk, 0);
             c = 0;
-            s->dcap[sl] = -2; /* leave it for a walk that starts at it */
             break;
         }
+        if (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1])) { c = 0; break; } /* its own chain: later */
+        if (best == cur) { c = GRAM_CLASS_INF; kmemo_put(g, cur, kk, c); break; }
         chain[n++] = cur;
-        if (best == cur) { c = GRAM_CLASS_INF; n--; s->dcap[sl] = GRAM_CLASS_INF; break; }
-        if (n > GRAM_DENSE_TABLES) { c = 0; break; }
+        if (n == KCHAIN_MAX || n > enough) {
+            /* proven: chain[i] takes n - i bytes; those with enough are decided, the rest are
+             * left to a walk that starts at them */
+            for (int i = 0; i < n && n - i >= enough; i++) kmemo_put(g, chain[i], k0, n - i);
+            if (n >= enough) return kmemo_get(g, node, k);
+            c = 0; /* tokens longer than the chain: lower bounds, counted from the cut */
+            break;
+        }
         cur = best;
     }
     /* back to front: each node takes one more byte than the next (a loop stays unbounded) */
     for (int i = n; i-- > 0;) {
         if (c != GRAM_CLASS_INF) c = c + 1 < GRAM_CLASS_INF - 1 ? c + 1 : GRAM_CLASS_INF - 1;
-        s->dcap[s->dslot[chain[i]] - 1] = (int16_t)c;
+        kmemo_put(g, chain[i], k0, c);
     }
-    uint32_t sl = s->dslot[node];
-    if (!sl) { k[0] = k[1] = 0; *cap = 0; return; }
-    k[0] = s->dclass[sl - 1][0];
-    k[1] = s->dclass[sl - 1][1];
-    *cap = s->dcap[sl - 1] < 0 ? 0 : s->dcap[sl - 1];
+    return kmemo_get(g, node, k);
 }
 
 /* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
@@ -563,10 +599,8 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
 {
     const struct gram_trie_node *tn = &tr->node[i];
     if (tn->end == i + 1 || tr->below_other[i]) return 0;
-    if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
     uint64_t k[2];
-    int cap;
-    class_info(s, g, node, k, &cap);
+    const int cap = class_info(g, node, k);
     if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
     if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
     return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
@@ -591,7 +625,8 @@ static inline void set_children(struct gram_cls_scratch *s, const struct tern_gr
     if (!x || !a->simple || a->ovf) return;
     const uint32_t *tab = tab_of(s, g, a);
     if (!tab) return;
-    const uint64_t *lv = s->dlive[s->dslot[a->node] - 1];
+    const uint32_t sl = s->dslot[a->node] - 1;
+    const uint64_t *lv = s->dchunk[sl / GRAM_DENSE_CHUNK]->live[sl % GRAM_DENSE_CHUNK];
     for (int w = 0; w < 4; w++) a->live[w] = x->bits[w] & lv[w] & (first ? first->w[w] : ~0ull);
     a->cx = x;
     a->pend = pend;
