@@ -491,7 +491,10 @@ static uint32_t loop_class(const struct tern_grammar *g, uint32_t node, uint64_t
     for (uint32_t i = 0; i < nd->r_n; i++) {
         if (r[i].to != best) continue;
         unsigned lo = r[i].lo < 0x20 ? 0x20 : r[i].lo, hi = r[i].hi > 0x7E ? 0x7E : r[i].hi;
-        for (unsigned b = lo; b <= hi; b++) k[b >> 6] |= 1ull << (b & 63);
+        for (unsigned w = lo >> 6; lo <= hi && w < 2; w++) { /* the range's bits in each word */
+            unsigned a = lo > w * 64 ? lo - w * 64 : 0, b = hi < w * 64 + 63 ? hi - w * 64 : 63;
+            if (a <= b && hi >= w * 64) k[w] |= (~0ull >> (63 - b)) & (~0ull << a);
+        }
     }
     return best;
 }
@@ -546,9 +549,9 @@ static int class_info(const struct tern_grammar *g, uint32_t node, uint64_t k[2]
         if (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1])) { c = 0; break; } /* its own chain: later */
         if (best == cur) { c = GRAM_CLASS_INF; kmemo_put(g, cur, kk, c); break; }
         chain[n++] = cur;
-        if (n == KCHAIN_MAX || n > enough) {
-            /* proven: chain[i] takes n - i bytes; those with enough are decided, the rest are
-             * left to a walk that starts at them */
+        if (n == KCHAIN_MAX || n >= 2 * enough) {
+            /* proven: chain[i] takes n - i bytes; those with enough (about half) are decided,
+             * the rest are left to a walk that starts at them, which soon meets a decided one */
             for (int i = 0; i < n && n - i >= enough; i++) kmemo_put(g, chain[i], k0, n - i);
             if (n >= enough) return kmemo_get(g, node, k);
             c = 0; /* tokens longer than the chain: lower bounds, counted from the cut */
@@ -577,7 +580,7 @@ static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_v
                 return false;
         return true;
     }
-    const uint32_t lo = tr->tok_first[a], k = tr->tok_first[b] - lo;
+    const uint32_t lo = tr->node[a].tok_first, k = tr->node[b].tok_first - lo;
     if (*n + k > *cap) {
         uint32_t nc = *cap ? *cap : 1024;
         while (nc < *n + k) nc *= 2;
@@ -598,11 +601,14 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
                            uint32_t i, uint32_t d, uint32_t node, bool virt)
 {
     const struct gram_trie_node *tn = &tr->node[i];
-    if (tn->end == i + 1 || tr->below_other[i]) return 0;
+    if (tn->end == i + 1 || (tn->flags & GRAM_TRIE_OTHER)) return 0;
     uint64_t k[2];
     const int cap = class_info(g, node, k);
-    if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
-    if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
+    if (!cap) return 0;
+    /* the class in the trie's layout: bytes 0x20..0x7F as three words */
+    const uint32_t k0 = (uint32_t)(k[0] >> 32), k1 = (uint32_t)k[1], k2 = (uint32_t)(k[1] >> 32);
+    if ((tn->below[0] & ~k0) | (tn->below[1] & ~k1) | (tn->below[2] & ~k2)) return 0;
+    if (cap != GRAM_CLASS_INF && gram_trie_below_depth(tn) - d > (uint32_t)cap) return 0;
     return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
 }
 
@@ -677,7 +683,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
             }
         }
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
-        if (tr->below_depth[i] <= min_d) { i = tn->end; continue; }
+        if (gram_trie_below_depth(tn) <= min_d) { i = tn->end; continue; }
         const int32_t tok = d > min_d ? tn->token : -1;
         TERN_ASSERT(d >= 1 && d <= v->max_len);
         struct gram_depth *pa = &at[d - 1], *ca = &at[d];
@@ -1110,7 +1116,10 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     if (c) return c;
     const struct gram_cls *share = NULL;
     uint32_t depth = 0;
-    const struct gram_cls *base = best_base(g, s, node, &depth);
+    /* a text node walks only the tokens outside the text slice (a few hundred): comparing it
+     * with other positions first (tens of µs at each count of a maxLength string) would cost
+     * more than the walk it saves */
+    const struct gram_cls *base = text_cap(g, node) == TCAP_NONE ? best_base(g, s, node, &depth) : NULL;
     if (base && depth == AGREE_ALL) share = base;
     if (share) {
         struct gram_cls *expected = NULL;
