@@ -682,6 +682,8 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                 TERN_ASSERT(tn->depth == d && tn->byte == (unsigned)b, "a child index lists its node's children");
             }
         }
+        /* the next sibling is read next whatever happens here (a subtree away: a miss) */
+        __builtin_prefetch(&trie[tn->end]);
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
         if (gram_trie_below_depth(tn) <= min_d) { i = tn->end; continue; }
         const int32_t tok = d > min_d ? tn->token : -1;
