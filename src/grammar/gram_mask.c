@@ -32,7 +32,8 @@
  * Positions alike (end of file): a position equivalent to another shares its classification;
  * one that agrees with an already classified position (its rule's last few, and the last of its
  * shape) on every string of up to h bytes (the counts of `{0,61}` far from the bound) copies
- * that one's verdicts for tokens of at most h bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
+ * that one's verdicts for tokens of at most h bytes and walks only the longer tokens (a text node
+ * walks at once: its walk is cheaper than the comparison). Where a rule ends and its callers are too many to
  * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
  * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
 #include <pthread.h>
@@ -224,6 +225,17 @@ static bool leads_reach(const struct tern_grammar *g, uint32_t n, unsigned lo, u
     return target == GRAM_NONE || unused(g, next, hi + 1);
 }
 
+/* Set the bits of the bytes lo..hi (clipped to 0x20..0x7E, the printable ASCII) in k[2]. */
+static inline void ascii_bits(unsigned lo, unsigned hi, uint64_t k[2])
+{
+    if (lo < 0x20) lo = 0x20;
+    if (hi > 0x7E) hi = 0x7E;
+    for (unsigned w = lo >> 6; lo <= hi && w < 2; w++) {
+        unsigned a = lo > w * 64 ? lo - w * 64 : 0, b = hi < w * 64 + 63 ? hi - w * 64 : 63;
+        if (a <= b && hi >= w * 64) k[w] |= (~0ull >> (63 - b)) & (~0ull << a);
+    }
+}
+
 /* Where slice characters from n lead. *t = the node every multi-byte character and most ASCII
  * slice characters reach (GRAM_NONE: none is accepted); *exc = the ASCII slice characters that
  * go elsewhere. Returns false if the node is not text-like at all (multi-byte characters
@@ -251,20 +263,25 @@ static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, st
     for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++)
         if (!leads_reach(g, n, leads[i].lo, leads[i].hi, leads[i].c1lo, leads[i].c1hi, leads[i].more, target))
             return false;
-    uint32_t to[0x7F]; /* where each printable ASCII byte leads */
-    for (unsigned b = 0x20; b < 0x7F; b++) to[b] = GRAM_NONE;
+    /* the printable ASCII slice characters that do not lead to target, range by range */
+    uint64_t hit[2] = {0, 0}, cov[2] = {0, 0}, all[2] = {0, 0};
     const struct gram_node *nd = &g->nodes[n];
     for (uint32_t k = 0; k < nd->r_n; k++) {
         const struct gram_range *r = &g->ranges[nd->r_off + k];
-        for (unsigned b = r->lo < 0x20 ? 0x20 : r->lo; b <= r->hi && b < 0x7F; b++) to[b] = r->to;
+        if (r->hi < 0x20 || r->lo > 0x7E) continue;
+        ascii_bits(r->lo, r->hi, cov);
+        if (r->to == target) ascii_bits(r->lo, r->hi, hit);
     }
-    int n_exc = 0;
-    for (unsigned b = 0x20; b < 0x7F; b++) {
-        if (b == '"' || b == '\\') continue;
-        if (to[b] == target) continue;
-        gram_bset_add(exc, b);
-        n_exc++;
+    ascii_bits(0x20, 0x7E, all);
+    all[0] &= ~(1ull << '"');
+    all[1] &= ~(1ull << ('\\' - 64));
+    if (target == GRAM_NONE) { /* no slice character is taken: the ones taken are the exceptions */
+        hit[0] = ~cov[0];
+        hit[1] = ~cov[1];
     }
+    exc->w[0] = all[0] & ~hit[0];
+    exc->w[1] = all[1] & ~hit[1];
+    int n_exc = __builtin_popcountll(exc->w[0]) + __builtin_popcountll(exc->w[1]);
     if (target == GRAM_NONE && n_exc) return false; /* ASCII only: not text */
     if (n_exc > MAX_EXCEPTIONS) return false;
     *t = target;
@@ -488,14 +505,8 @@ static uint32_t loop_class(const struct tern_grammar *g, uint32_t node, uint64_t
         if (cnt > best_n) { best_n = cnt; best = to; }
     }
     if (best_n < 2) return GRAM_NONE;
-    for (uint32_t i = 0; i < nd->r_n; i++) {
-        if (r[i].to != best) continue;
-        unsigned lo = r[i].lo < 0x20 ? 0x20 : r[i].lo, hi = r[i].hi > 0x7E ? 0x7E : r[i].hi;
-        for (unsigned w = lo >> 6; lo <= hi && w < 2; w++) { /* the range's bits in each word */
-            unsigned a = lo > w * 64 ? lo - w * 64 : 0, b = hi < w * 64 + 63 ? hi - w * 64 : 63;
-            if (a <= b && hi >= w * 64) k[w] |= (~0ull >> (63 - b)) & (~0ull << a);
-        }
-    }
+    for (uint32_t i = 0; i < nd->r_n; i++)
+        if (r[i].to == best) ascii_bits(r[i].lo, r[i].hi, k);
     return best;
 }
 
