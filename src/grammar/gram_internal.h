@@ -244,27 +244,37 @@ const char *gram_format_regex(const char *format);
 void gram_warn(char **warn, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---------------------------------------------------------------- vocabulary (gram_vocab.c) */
+/* 32 bytes, everything a walk reads at a node in one cache line: a walk over a wide position
+ * visits thousands of nodes a subtree apart, so each separate array it read cost a miss. */
 struct gram_trie_node {
-    uint32_t end;   /* index one past this node's subtree */
-    int32_t token;  /* first token whose bytes end here, or -1 (more via tern_grammar_vocab.same) */
+    uint32_t end;        /* index one past this node's subtree */
+    int32_t token;       /* first token whose bytes end here, or -1 (more via tern_grammar_vocab.same) */
+    uint32_t tok_first;  /* its subtree's tokens: dfs_tok[tok_first .. node[end].tok_first) */
+    /* the bytes 0x20..0x7F of every longer token's remaining bytes (bit b - 0x20 of
+     * below[(b - 0x20) >> 5]); any other byte sets GRAM_TRIE_OTHER (walks accept whole subtrees
+     * at once with these, gram_mask.c) */
+    uint32_t below[3];
     uint8_t byte;
-    uint8_t flags;  /* GRAM_TRIE_* */
-    uint16_t depth; /* 1-based: bytes from the root */
+    uint8_t flags;       /* GRAM_TRIE_* */
+    uint16_t depth;      /* 1-based: bytes from the root */
+    uint32_t below_more : 8;  /* the deepest token below is this many bytes deeper (255: at least) */
+    uint32_t cslot : 24;      /* GRAM_TRIE_WIDE: its child index, cidx[cslot] */
 };
+#define GRAM_TRIE_MORE_SAT 255
+/* The deepest token's depth in node tn's subtree (a saturated count: more than any bound). */
+static inline uint32_t gram_trie_below_depth(const struct gram_trie_node *tn)
+{
+    return tn->below_more == GRAM_TRIE_MORE_SAT ? UINT32_MAX / 2 : (uint32_t)tn->depth + tn->below_more;
+}
 /* more tokens have this node's bytes (the walk follows `same` only then: a random read of a
  * vocabulary-sized array per token would cost a cache miss each) */
 #define GRAM_TRIE_DUP 1
 #define GRAM_TRIE_WIDE 2 /* at least GRAM_CIDX_MIN children: indexed (struct gram_trie cidx) */
+#define GRAM_TRIE_OTHER 4 /* some longer token below has a byte outside 0x20..0x7F */
 
 struct gram_trie {
-    struct gram_trie_node *node;
+    struct gram_trie_node *node; /* [n + 1]: node[n] ends the last subtree (its tok_first) */
     uint32_t n;
-    /* below each node: the ASCII bytes of every longer token's remaining bytes (bit b of
-     * below[i][b >> 6]), whether any is not ASCII, and the depth of the deepest token (walks
-     * accept whole subtrees at once with these, gram_mask.c) */
-    uint64_t (*below)[2];
-    uint8_t *below_other;
-    uint16_t *below_depth;
     /* children of the nodes with many (GRAM_TRIE_WIDE, and the root): a walk whose state takes
      * few bytes there jumps from one live child to the next instead of reading every sibling
      * (each one a subtree apart in the array, so a cache miss each) */
@@ -274,9 +284,9 @@ struct gram_trie {
     uint32_t *cpos;          /* children's indices, by node then byte */
     uint32_t n_cpos;
     /* every token in depth-first order (those with the same bytes together): node i's subtree
-     * holds dfs_tok[tok_first[i] .. tok_first[end]), so a walk accepts a subtree with one copy */
+     * holds dfs_tok[node[i].tok_first .. node[end].tok_first), so a walk accepts a subtree with
+     * one copy */
     int32_t *dfs_tok;
-    uint32_t *tok_first;     /* [n + 1] */
 };
 struct gram_cidx {
     uint64_t bits[4];        /* the children's bytes */
@@ -287,13 +297,7 @@ struct gram_cidx {
 /* The index of trie node i (flagged GRAM_TRIE_WIDE). */
 static inline const struct gram_cidx *gram_trie_cidx(const struct gram_trie *t, uint32_t i)
 {
-    uint32_t lo = 0, hi = t->n_cidx;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi) / 2;
-        if (t->cidx[mid].node < i) lo = mid + 1;
-        else hi = mid;
-    }
-    return &t->cidx[lo];
+    return &t->cidx[t->node[i].cslot];
 }
 /* Trie index of the child of x with byte b (b must be one of x's children's bytes). */
 static inline uint32_t gram_cidx_child(const struct gram_trie *t, const struct gram_cidx *x, unsigned b)
@@ -451,6 +455,10 @@ struct gram_cache {
     _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
                                             can come k bytes after its end (gram_engine.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
+    /* [n_nodes] loop class memo (gram_mask.c, class_info): the ASCII bytes a node loops on, and
+     * how many of them it can still take; kcls is written before kcap is published */
+    _Atomic uint64_t (*kcls)[2];
+    atomic_int *kcap;
     /* classifications of positions directly under a counter frame, keyed by (node, saturated
      * count): a small hash map under a lock (gram_mask.c, gram_node_cls_count) */
     void *ccls;
@@ -581,6 +589,13 @@ struct gram_depth {
     uint32_t pend;                   /* the trie node's end (past its children) */
 };
 
+#define GRAM_DENSE_TABLES 1024      /* dense tables per walk (the nodes it visits) */
+#define GRAM_DENSE_CHUNK 64
+struct gram_dense_chunk {
+    uint32_t tab[GRAM_DENSE_CHUNK][256];  /* byte -> next node (gram_mask.c, dense) */
+    uint64_t live[GRAM_DENSE_CHUNK][4];   /* the bytes each table takes */
+};
+
 /* Scratch of token classification (one per matcher, created on first need). */
 struct gram_cls_scratch {
     struct gram_engine eng;          /* sim mode */
@@ -592,12 +607,9 @@ struct gram_cls_scratch {
     uint32_t n_acc, n_unc;
     /* dense byte -> next node tables of the nodes a walk visits (a walk stays on few nodes) */
     uint32_t *dslot;                 /* [n_nodes] table index + 1, 0 = none yet */
-    uint32_t *dtab;                  /* [GRAM_DENSE_TABLES * 256] */
-    uint64_t (*dlive)[4];            /* [GRAM_DENSE_TABLES] the bytes each table takes */
+    struct gram_dense_chunk *dchunk[GRAM_DENSE_TABLES / GRAM_DENSE_CHUNK]; /* allocated as needed:
+                                        a counted string walks a node per count */
     uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
-    uint64_t (*dclass)[2];           /* [GRAM_DENSE_TABLES] the node's ASCII loop class */
-    int16_t *dcap;                   /* [GRAM_DENSE_TABLES] bytes of the class it can still take
-                                        (-2 not computed, GRAM_CLASS_INF a loop) */
     uint32_t n_dtab;
     uint32_t min_depth;              /* the walk records only tokens longer than this */
     /* pairs of nodes compared for agreement (gram_mask.c, agree_depth; allocated on first use) */
@@ -611,7 +623,6 @@ struct gram_cls_scratch {
 
 #define GRAM_MAX_PAIRS 4096
 #define GRAM_PAIR_MASK 8191
-#define GRAM_DENSE_TABLES 64
 #define GRAM_CLASS_INF 32767
 TERN_NODISCARD tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_grammar *g);
 void gram_cls_scratch_free(struct gram_cls_scratch *s);

@@ -32,7 +32,8 @@
  * Positions alike (end of file): a position equivalent to another shares its classification;
  * one that agrees with an already classified position (its rule's last few, and the last of its
  * shape) on every string of up to h bytes (the counts of `{0,61}` far from the bound) copies
- * that one's verdicts for tokens of at most h bytes and walks only the longer tokens. Where a rule ends and its callers are too many to
+ * that one's verdicts for tokens of at most h bytes and walks only the longer tokens (a text node
+ * walks at once: its walk is cheaper than the comparison). Where a rule ends and its callers are too many to
  * follow, the walk keeps going GRAM_FOLLOW_BYTES bytes over the bytes some caller can take
  * (gram_engine.c), so a token that no caller could continue is rejected, not left uncertain. */
 #include <pthread.h>
@@ -47,6 +48,7 @@
 #define TCAP_UNKNOWN (-2)
 #define TCAP_NONE (-1)
 #define TCAP_INF INT32_MAX
+#define KCAP_UNKNOWN (-1) /* loop class memo: not computed (else 0 .. GRAM_CLASS_INF) */
 
 static tern_status gram_ccls_create(struct tern_grammar *g);
 
@@ -56,14 +58,18 @@ tern_status gram_cache_create(struct tern_grammar *g)
     if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
+    g->cache->kcls = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcls);
+    g->cache->kcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcap);
     g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
     g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
     g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->recent ||
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->kcls || !g->cache->kcap || !g->cache->recent ||
         !g->cache->recent_n || !g->cache->folb) {
         free(g->cache->folb);
         free(g->cache->slot);
         free(g->cache->tcap);
+        free(g->cache->kcls);
+        free(g->cache->kcap);
         free(g->cache->recent);
         free(g->cache->recent_n);
         free(g->cache);
@@ -73,6 +79,9 @@ tern_status gram_cache_create(struct tern_grammar *g)
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         atomic_init(&g->cache->slot[i], NULL);
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
+        atomic_init(&g->cache->kcap[i], KCAP_UNKNOWN);
+        atomic_init(&g->cache->kcls[i][0], 0);
+        atomic_init(&g->cache->kcls[i][1], 0);
     }
     for (uint32_t r = 0; r < g->n_rules; r++) {
         atomic_init(&g->cache->recent_n[r], 0);
@@ -132,6 +141,8 @@ void gram_cache_free(struct tern_grammar *g)
     free(g->cache->folb);
     free(g->cache->slot);
     free(g->cache->tcap);
+    free(g->cache->kcls);
+    free(g->cache->kcap);
     free(g->cache);
     g->cache = NULL;
 }
@@ -214,6 +225,17 @@ static bool leads_reach(const struct tern_grammar *g, uint32_t n, unsigned lo, u
     return target == GRAM_NONE || unused(g, next, hi + 1);
 }
 
+/* Set the bits of the bytes lo..hi (clipped to 0x20..0x7E, the printable ASCII) in k[2]. */
+static inline void ascii_bits(unsigned lo, unsigned hi, uint64_t k[2])
+{
+    if (lo < 0x20) lo = 0x20;
+    if (hi > 0x7E) hi = 0x7E;
+    for (unsigned w = lo >> 6; lo <= hi && w < 2; w++) {
+        unsigned a = lo > w * 64 ? lo - w * 64 : 0, b = hi < w * 64 + 63 ? hi - w * 64 : 63;
+        if (a <= b && hi >= w * 64) k[w] |= (~0ull >> (63 - b)) & (~0ull << a);
+    }
+}
+
 /* Where slice characters from n lead. *t = the node every multi-byte character and most ASCII
  * slice characters reach (GRAM_NONE: none is accepted); *exc = the ASCII slice characters that
  * go elsewhere. Returns false if the node is not text-like at all (multi-byte characters
@@ -241,20 +263,25 @@ static bool slice_info(const struct tern_grammar *g, uint32_t n, uint32_t *t, st
     for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++)
         if (!leads_reach(g, n, leads[i].lo, leads[i].hi, leads[i].c1lo, leads[i].c1hi, leads[i].more, target))
             return false;
-    uint32_t to[0x7F]; /* where each printable ASCII byte leads */
-    for (unsigned b = 0x20; b < 0x7F; b++) to[b] = GRAM_NONE;
+    /* the printable ASCII slice characters that do not lead to target, range by range */
+    uint64_t hit[2] = {0, 0}, cov[2] = {0, 0}, all[2] = {0, 0};
     const struct gram_node *nd = &g->nodes[n];
     for (uint32_t k = 0; k < nd->r_n; k++) {
         const struct gram_range *r = &g->ranges[nd->r_off + k];
-        for (unsigned b = r->lo < 0x20 ? 0x20 : r->lo; b <= r->hi && b < 0x7F; b++) to[b] = r->to;
+        if (r->hi < 0x20 || r->lo > 0x7E) continue;
+        ascii_bits(r->lo, r->hi, cov);
+        if (r->to == target) ascii_bits(r->lo, r->hi, hit);
     }
-    int n_exc = 0;
-    for (unsigned b = 0x20; b < 0x7F; b++) {
-        if (b == '"' || b == '\\') continue;
-        if (to[b] == target) continue;
-        gram_bset_add(exc, b);
-        n_exc++;
+    ascii_bits(0x20, 0x7E, all);
+    all[0] &= ~(1ull << '"');
+    all[1] &= ~(1ull << ('\\' - 64));
+    if (target == GRAM_NONE) { /* no slice character is taken: the ones taken are the exceptions */
+        hit[0] = ~cov[0];
+        hit[1] = ~cov[1];
     }
+    exc->w[0] = all[0] & ~hit[0];
+    exc->w[1] = all[1] & ~hit[1];
+    int n_exc = __builtin_popcountll(exc->w[0]) + __builtin_popcountll(exc->w[1]);
     if (target == GRAM_NONE && n_exc) return false; /* ASCII only: not text */
     if (n_exc > MAX_EXCEPTIONS) return false;
     *t = target;
@@ -359,12 +386,9 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->cap_buf = 4 * (GRAM_MAX_STACKS + 8);
     s->buf = malloc(s->cap_buf * sizeof *s->buf);
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
-    s->dtab = malloc((size_t)GRAM_DENSE_TABLES * 256 * sizeof *s->dtab);
-    s->dlive = malloc(GRAM_DENSE_TABLES * sizeof *s->dlive);
+    s->dchunk[0] = malloc(sizeof *s->dchunk[0]);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
-    s->dclass = malloc(GRAM_DENSE_TABLES * sizeof *s->dclass);
-    s->dcap = malloc(GRAM_DENSE_TABLES * sizeof *s->dcap);
-    if (!s->at || !s->buf || !s->dslot || !s->dtab || !s->dlive || !s->dnode || !s->dclass || !s->dcap) {
+    if (!s->at || !s->buf || !s->dslot || !s->dchunk[0] || !s->dnode) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -379,11 +403,8 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->acc);
     free(s->unc);
     free(s->dslot);
-    free(s->dtab);
-    free(s->dlive);
+    for (size_t k = 0; k < sizeof s->dchunk / sizeof s->dchunk[0]; k++) free(s->dchunk[k]);
     free(s->dnode);
-    free(s->dclass);
-    free(s->dcap);
     free(s->pcur);
     free(s->pnext);
     free(s->pset);
@@ -430,12 +451,14 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
     TERN_ASSERT(node < g->n_nodes && !(g->nodes[node].flags & GN_NONDET));
     uint32_t sl = s->dslot[node];
     TERN_ASSERT(sl <= s->n_dtab && (!sl || s->dnode[sl - 1] == node), "dslot and dnode agree");
-    if (sl) return s->dtab + (size_t)(sl - 1) * 256;
+    if (sl) return s->dchunk[(sl - 1) / GRAM_DENSE_CHUNK]->tab[(sl - 1) % GRAM_DENSE_CHUNK];
     if (s->n_dtab == GRAM_DENSE_TABLES) return NULL;
-    uint32_t *t = s->dtab + (size_t)s->n_dtab * 256;
-    uint64_t *live = s->dlive[s->n_dtab];
+    struct gram_dense_chunk **ch = &s->dchunk[s->n_dtab / GRAM_DENSE_CHUNK];
+    if (!*ch && !(*ch = malloc(sizeof **ch))) return NULL; /* no table: the general step */
+    uint32_t *t = (*ch)->tab[s->n_dtab % GRAM_DENSE_CHUNK];
+    uint64_t *live = (*ch)->live[s->n_dtab % GRAM_DENSE_CHUNK];
     for (int b = 0; b < 256; b++) t[b] = DENSE_NONE;
-    memset(live, 0, sizeof s->dlive[0]);
+    memset(live, 0, sizeof (*ch)->live[0]);
     const struct gram_node *nd = &g->nodes[node];
     for (uint32_t k = 0; k < nd->r_n; k++) {
         const struct gram_range *r = &g->ranges[nd->r_off + k];
@@ -447,7 +470,6 @@ static const uint32_t *dense(struct gram_cls_scratch *s, const struct tern_gramm
     }
     TERN_ASSERT(s->n_dtab < GRAM_DENSE_TABLES);
     s->dnode[s->n_dtab] = node;
-    s->dcap[s->n_dtab] = -2;
     s->dslot[node] = ++s->n_dtab;
     return t;
 }
@@ -460,72 +482,100 @@ static void dense_reset(struct gram_cls_scratch *s)
 
 #define GRAM_TAB_LAZY ((const uint32_t *)1)
 
-/* The ASCII loop class of a node with a dense table: the printable ASCII bytes that all lead to
- * the same consuming node T (the most common target), and how many bytes of that class it can
- * still take: following T while every class byte leads on to one same node (a loop: unbounded;
- * a counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
- * class, and are no more than that many, stays in the chain, so it is accepted without
- * stepping: the walk accepts whole subtrees this way. */
-static void class_info(struct gram_cls_scratch *s, const struct tern_grammar *g, uint32_t node, uint64_t k[2],
-                       int *cap)
+/* The ASCII loop class of a deterministic node from its ranges: the printable ASCII bytes that
+ * lead to its most common plain (consuming) target, the one reached by the lowest byte among
+ * equals; fewer than 2 such bytes is no class. Returns that target, or GRAM_NONE. */
+static uint32_t loop_class(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
 {
-    /* the chain of nodes whose class is computed but not its capacity: resolved back to front */
-    uint32_t chain[GRAM_DENSE_TABLES + 1];
-    int n = 0;
-    uint32_t cur = node;
-    int c = 0;
+    k[0] = k[1] = 0;
+    const struct gram_node *nd = &g->nodes[node];
+    if (nd->flags & GN_NONDET) return GRAM_NONE;
+    const struct gram_range *r = g->ranges + nd->r_off;
+    uint32_t best = GRAM_NONE;
+    unsigned best_n = 0;
+    for (uint32_t i = 0; i < nd->r_n; i++) {
+        uint32_t to = r[i].to;
+        if (r[i].hi < 0x20 || r[i].lo > 0x7E || to == best || !(g->nodes[to].flags & GN_PLAIN)) continue;
+        unsigned cnt = 0; /* the bytes leading to `to` from this range on */
+        for (uint32_t j = i; j < nd->r_n; j++) {
+            if (r[j].to != to) continue;
+            unsigned lo = r[j].lo < 0x20 ? 0x20 : r[j].lo, hi = r[j].hi > 0x7E ? 0x7E : r[j].hi;
+            if (lo <= hi) cnt += hi - lo + 1;
+        }
+        if (cnt > best_n) { best_n = cnt; best = to; }
+    }
+    if (best_n < 2) return GRAM_NONE;
+    for (uint32_t i = 0; i < nd->r_n; i++)
+        if (r[i].to == best) ascii_bits(r[i].lo, r[i].hi, k);
+    return best;
+}
+
+static void kmemo_put(const struct tern_grammar *g, uint32_t node, const uint64_t k[2], int cap)
+{
+    atomic_store_explicit(&g->cache->kcls[node][0], k[0], memory_order_relaxed);
+    atomic_store_explicit(&g->cache->kcls[node][1], k[1], memory_order_relaxed);
+    atomic_store_explicit(&g->cache->kcap[node], cap, memory_order_release);
+}
+
+static int kmemo_get(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
+{
+    int cap = atomic_load_explicit(&g->cache->kcap[node], memory_order_acquire);
+    if (cap != KCAP_UNKNOWN) {
+        k[0] = atomic_load_explicit(&g->cache->kcls[node][0], memory_order_relaxed);
+        k[1] = atomic_load_explicit(&g->cache->kcls[node][1], memory_order_relaxed);
+    }
+    return cap;
+}
+
+/* The ASCII loop class of a node and how many bytes of that class it can still take: following
+ * the loop target while every class byte leads on to one same node (a loop: unbounded; a
+ * counter such as {0,61}: its remaining count). A token whose remaining bytes all lie in the
+ * class, and are no more than that many, stays in the chain, so it is accepted without
+ * stepping: the walk accepts whole subtrees this way. A property of the grammar node alone, so
+ * it is kept in the grammar (every position of a format's or a maxLength string's counter
+ * shares one chain) and worked out from the ranges, without the walk's dense tables. */
+#define KCHAIN_MAX 256
+static int class_info(const struct tern_grammar *g, uint32_t node, uint64_t k[2])
+{
+    int known = kmemo_get(g, node, k);
+    if (known != KCAP_UNKNOWN) return known;
+    /* more than any token's bytes is as good as unbounded */
+    const int enough = g->vocab->max_len + 1 < GRAM_CLASS_INF - 1 ? (int)g->vocab->max_len + 1 : GRAM_CLASS_INF - 1;
+    uint32_t chain[KCHAIN_MAX];
+    int n = 0, c = 0;
     uint64_t k0[2] = {0, 0};
-    for (;;) {
-        uint32_t sl = s->dslot[cur];
-        if (!sl) {
-            if ((g->nodes[cur].flags & GN_NONDET) || !dense(s, g, cur)) { c = 0; break; }
-            sl = s->dslot[cur];
-        }
-        sl--;
-        if (s->dcap[sl] != -2) { /* known: the chain continues only with the same class */
-            c = (n == 0 || (s->dclass[sl][0] == k0[0] && s->dclass[sl][1] == k0[1])) ? s->dcap[sl] : 0;
+    for (uint32_t cur = node;;) {
+        uint64_t kk[2];
+        if (n > 0 && (known = kmemo_get(g, cur, kk)) != KCAP_UNKNOWN) {
+            c = (kk[0] == k0[0] && kk[1] == k0[1]) ? known : 0; /* the chain goes on only in its class */
             break;
         }
-        const uint32_t *t = s->dtab + (size_t)sl * 256;
-        /* the most common consuming target over printable ASCII */
-        uint32_t best = DENSE_NONE;
-        int best_n = 0;
-        for (unsigned b = 0x20; b < 0x7F; b++) {
-            uint32_t to = t[b];
-            if (to >= DENSE_ENGINE || to == best) continue;
-            int cnt = 0;
-            for (unsigned q = b; q < 0x7F; q++) cnt += t[q] == to;
-            if (cnt > best_n) { best_n = cnt; best = to; }
-        }
-        uint64_t kk[2] = {0, 0};
-        if (best_n >= 2)
-            for (unsigned b = 0x20; b < 0x7F; b++)
-                if (t[b] == best) kk[b >> 6] |= 1ull << (b & 63);
-        s->dclass[sl][0] = kk[0];
-        s->dclass[sl][1] = kk[1];
+        uint32_t best = loop_class(g, cur, kk);
         if (n == 0) { k0[0] = kk[0]; k0[1] = kk[1]; }
-        if (best_n < 2 || (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1]))) {
-            /* no class, or another class: this node's own capacity is computed on its own */
-            if (n == 0) { s->dcap[sl] = 0; c = 0; break; }
+        if (best == GRAM_NONE) {
+            kmemo_put(g, cur, kk, 0);
             c = 0;
-            s->dcap[sl] = -2; /* leave it for a walk that starts at it */
             break;
         }
+        if (n > 0 && (kk[0] != k0[0] || kk[1] != k0[1])) { c = 0; break; } /* its own chain: later */
+        if (best == cur) { c = GRAM_CLASS_INF; kmemo_put(g, cur, kk, c); break; }
         chain[n++] = cur;
-        if (best == cur) { c = GRAM_CLASS_INF; n--; s->dcap[sl] = GRAM_CLASS_INF; break; }
-        if (n > GRAM_DENSE_TABLES) { c = 0; break; }
+        if (n == KCHAIN_MAX || n >= 2 * enough) {
+            /* proven: chain[i] takes n - i bytes; those with enough (about half) are decided,
+             * the rest are left to a walk that starts at them, which soon meets a decided one */
+            for (int i = 0; i < n && n - i >= enough; i++) kmemo_put(g, chain[i], k0, n - i);
+            if (n >= enough) return kmemo_get(g, node, k);
+            c = 0; /* tokens longer than the chain: lower bounds, counted from the cut */
+            break;
+        }
         cur = best;
     }
     /* back to front: each node takes one more byte than the next (a loop stays unbounded) */
     for (int i = n; i-- > 0;) {
         if (c != GRAM_CLASS_INF) c = c + 1 < GRAM_CLASS_INF - 1 ? c + 1 : GRAM_CLASS_INF - 1;
-        s->dcap[s->dslot[chain[i]] - 1] = (int16_t)c;
+        kmemo_put(g, chain[i], k0, c);
     }
-    uint32_t sl = s->dslot[node];
-    if (!sl) { k[0] = k[1] = 0; *cap = 0; return; }
-    k[0] = s->dclass[sl - 1][0];
-    k[1] = s->dclass[sl - 1][1];
-    *cap = s->dcap[sl - 1] < 0 ? 0 : s->dcap[sl - 1];
+    return kmemo_get(g, node, k);
 }
 
 /* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
@@ -541,7 +591,7 @@ static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_v
                 return false;
         return true;
     }
-    const uint32_t lo = tr->tok_first[a], k = tr->tok_first[b] - lo;
+    const uint32_t lo = tr->node[a].tok_first, k = tr->node[b].tok_first - lo;
     if (*n + k > *cap) {
         uint32_t nc = *cap ? *cap : 1024;
         while (nc < *n + k) nc *= 2;
@@ -562,13 +612,14 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
                            uint32_t i, uint32_t d, uint32_t node, bool virt)
 {
     const struct gram_trie_node *tn = &tr->node[i];
-    if (tn->end == i + 1 || tr->below_other[i]) return 0;
-    if (!s->dslot[node] && (g->nodes[node].flags & GN_NONDET || !dense(s, g, node))) return 0;
+    if (tn->end == i + 1 || (tn->flags & GRAM_TRIE_OTHER)) return 0;
     uint64_t k[2];
-    int cap;
-    class_info(s, g, node, k, &cap);
-    if (!cap || (tr->below[i][0] & ~k[0]) || (tr->below[i][1] & ~k[1])) return 0;
-    if (cap != GRAM_CLASS_INF && (int)tr->below_depth[i] - (int)d > cap) return 0;
+    const int cap = class_info(g, node, k);
+    if (!cap) return 0;
+    /* the class in the trie's layout: bytes 0x20..0x7F as three words */
+    const uint32_t k0 = (uint32_t)(k[0] >> 32), k1 = (uint32_t)k[1], k2 = (uint32_t)(k[1] >> 32);
+    if ((tn->below[0] & ~k0) | (tn->below[1] & ~k1) | (tn->below[2] & ~k2)) return 0;
+    if (cap != GRAM_CLASS_INF && gram_trie_below_depth(tn) - d > (uint32_t)cap) return 0;
     return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
 }
 
@@ -591,7 +642,8 @@ static inline void set_children(struct gram_cls_scratch *s, const struct tern_gr
     if (!x || !a->simple || a->ovf) return;
     const uint32_t *tab = tab_of(s, g, a);
     if (!tab) return;
-    const uint64_t *lv = s->dlive[s->dslot[a->node] - 1];
+    const uint32_t sl = s->dslot[a->node] - 1;
+    const uint64_t *lv = s->dchunk[sl / GRAM_DENSE_CHUNK]->live[sl % GRAM_DENSE_CHUNK];
     for (int w = 0; w < 4; w++) a->live[w] = x->bits[w] & lv[w] & (first ? first->w[w] : ~0ull);
     a->cx = x;
     a->pend = pend;
@@ -641,8 +693,10 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                 TERN_ASSERT(tn->depth == d && tn->byte == (unsigned)b, "a child index lists its node's children");
             }
         }
+        /* the next sibling is read next whatever happens here (a subtree away: a miss) */
+        __builtin_prefetch(&trie[tn->end]);
         if (d == 1 && first && !gram_bset_has(first, tn->byte)) { i = tn->end; continue; }
-        if (tr->below_depth[i] <= min_d) { i = tn->end; continue; }
+        if (gram_trie_below_depth(tn) <= min_d) { i = tn->end; continue; }
         const int32_t tok = d > min_d ? tn->token : -1;
         TERN_ASSERT(d >= 1 && d <= v->max_len);
         struct gram_depth *pa = &at[d - 1], *ca = &at[d];
@@ -1075,7 +1129,10 @@ const struct gram_cls *gram_node_cls(const struct tern_grammar *g, uint32_t node
     if (c) return c;
     const struct gram_cls *share = NULL;
     uint32_t depth = 0;
-    const struct gram_cls *base = best_base(g, s, node, &depth);
+    /* a text node walks only the tokens outside the text slice (a few hundred): comparing it
+     * with other positions first (tens of µs at each count of a maxLength string) would cost
+     * more than the walk it saves */
+    const struct gram_cls *base = text_cap(g, node) == TCAP_NONE ? best_base(g, s, node, &depth) : NULL;
     if (base && depth == AGREE_ALL) share = base;
     if (share) {
         struct gram_cls *expected = NULL;

@@ -50,13 +50,9 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     struct gram_trie *ts[2] = {&v->all, &v->rest};
     for (int i = 0; i < 2; i++) {
         free(ts[i]->node);
-        free(ts[i]->below);
-        free(ts[i]->below_other);
-        free(ts[i]->below_depth);
         free(ts[i]->cidx);
         free(ts[i]->cpos);
         free(ts[i]->dfs_tok);
-        free(ts[i]->tok_first);
     }
     free(v->slice_chars);
     free(v->slice_bits);
@@ -147,6 +143,8 @@ static bool build_cidx(struct gram_trie *t, const uint32_t *parent)
         if (i == nt) continue; /* the root's goes last */
         t->cidx[k] = (struct gram_cidx){{0, 0, 0, 0}, i, pos};
         t->node[i].flags |= GRAM_TRIE_WIDE;
+        TERN_ASSERT(k < (1u << 24), "a trie node's child index fits its 24 bits");
+        t->node[i].cslot = k;
         slot[i] = k++;
         pos += nch[i];
     }
@@ -203,7 +201,7 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
                 if (!q) { free(path); return false; }
                 t->node = q;
             }
-            t->node[nt] = (struct gram_trie_node){0, -1, e->p[d], 0, (uint16_t)(d + 1)};
+            t->node[nt] = (struct gram_trie_node){.end = 0, .token = -1, .byte = e->p[d], .depth = (uint16_t)(d + 1)};
             path[++depth] = nt++;
         }
         t->node[path[depth]].token = e->id;
@@ -214,48 +212,56 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     t->n = nt;
     /* a subtree ends past its root, and no later than its parent's: the walks skip subtrees by end */
     for (uint32_t i = 0; i < nt; i++) TERN_ASSERT(t->node[i].end > i && t->node[i].end <= nt);
+    /* the node past the last subtree (its tok_first closes the last range) */
+    if (nt == tcap) {
+        struct gram_trie_node *q = realloc(t->node, (tcap + 1) * sizeof *q);
+        if (!q) return false;
+        t->node = q;
+    }
+    t->node[nt] = (struct gram_trie_node){.end = nt + 1, .token = -1};
     /* subtree summaries, children before parents (reverse depth-first order) */
-    t->below = calloc(nt ? nt : 1, sizeof *t->below);
-    t->below_other = calloc(nt ? nt : 1, 1);
-    t->below_depth = calloc(nt ? nt : 1, sizeof *t->below_depth);
     uint32_t *parent = malloc((nt ? nt : 1) * sizeof *parent);
     uint32_t *stack = malloc(((size_t)v->max_len + 2) * sizeof *stack);
-    if (!t->below || !t->below_other || !t->below_depth || !parent || !stack) { free(parent); free(stack); return false; }
+    uint16_t *below_depth = malloc((nt ? nt : 1) * sizeof *below_depth);
+    if (!parent || !stack || !below_depth) { free(parent); free(stack); free(below_depth); return false; }
     uint32_t sp = 0;
     for (uint32_t i = 0; i < nt; i++) {
         while (sp && t->node[stack[sp - 1]].depth >= t->node[i].depth) sp--;
         TERN_ASSERT(sp <= v->max_len && (uint32_t)sp + 1 == t->node[i].depth, "a child is one byte below its parent");
         parent[i] = sp ? stack[sp - 1] : GRAM_NONE;
         stack[sp++] = i;
-        t->below_depth[i] = t->node[i].depth;
+        below_depth[i] = t->node[i].depth;
     }
     for (uint32_t i = nt; i-- > 0;) {
+        struct gram_trie_node *c = &t->node[i];
+        uint32_t more = below_depth[i] - c->depth;
+        c->below_more = more < GRAM_TRIE_MORE_SAT ? more : GRAM_TRIE_MORE_SAT;
         uint32_t p = parent[i];
         if (p == GRAM_NONE) continue;
-        uint8_t b = t->node[i].byte;
-        if (b < 0x80) t->below[p][b >> 6] |= 1ull << (b & 63);
-        else t->below_other[p] = 1;
-        t->below[p][0] |= t->below[i][0];
-        t->below[p][1] |= t->below[i][1];
-        t->below_other[p] |= t->below_other[i];
-        if (t->below_depth[i] > t->below_depth[p]) t->below_depth[p] = t->below_depth[i];
+        struct gram_trie_node *pn = &t->node[p];
+        uint8_t b = c->byte;
+        if (b >= 0x20 && b < 0x80) pn->below[(b - 0x20) >> 5] |= 1u << ((b - 0x20) & 31);
+        else pn->flags |= GRAM_TRIE_OTHER;
+        for (int w = 0; w < 3; w++) pn->below[w] |= c->below[w];
+        pn->flags |= c->flags & GRAM_TRIE_OTHER;
+        if (below_depth[i] > below_depth[p]) below_depth[p] = below_depth[i];
     }
+    free(below_depth);
     free(stack);
     bool ok = build_cidx(t, parent);
     free(parent);
     /* tokens in depth-first order */
-    t->tok_first = malloc(((size_t)nt + 1) * sizeof *t->tok_first);
     t->dfs_tok = malloc((n ? n : 1) * sizeof *t->dfs_tok);
-    if (!ok || !t->tok_first || !t->dfs_tok) return false;
+    if (!ok || !t->dfs_tok) return false;
     uint32_t k = 0;
     for (uint32_t i = 0; i < nt; i++) {
-        t->tok_first[i] = k;
+        t->node[i].tok_first = k;
         for (int32_t id = t->node[i].token; id >= 0; id = v->same[id]) {
             TERN_ASSERT(k < n, "each token is in one node");
             t->dfs_tok[k++] = id;
         }
     }
-    t->tok_first[nt] = k;
+    t->node[nt].tok_first = k;
     return true;
 }
 
