@@ -181,6 +181,12 @@ struct tern_model_params {
                                 replace are released; docs/kernels.md "Weights repacked at load").
                                 TERN_REPACK=0 in the environment
                                 turns repacking off for every load as well. */
+    const char *decode_tile; /* NULL or "auto": one-token matmuls over the repacked weights use
+                                the tile measured fastest at load (cached per CPU); "zmm",
+                                "ymm-evex", "ymm-vnni" or "ymm" forces that one for the whole
+                                process, as TERN_DECODE_TILE does (the same bits with every tile;
+                                docs/kernels.md "One-token tile"). An unknown name, or a tile this
+                                CPU's kernel path cannot run, fails the load. */
 };
 
 struct tern_gguf; /* a GGUF file (tern_gguf.h) */
@@ -213,11 +219,6 @@ bool tern_model_hparam(const struct tern_model *m, const char *name, double *val
  * "neon"; the environment variable TERN_KERNELS forces one, TERN_AVXVNNI=0 turns the avx2 path's
  * AVX-VNNI tile off), which decides what repacking does. */
 const char *tern_kernels_name(void);
-/* Force the tile one-token matmuls over repacked weights use: "zmm", "ymm-evex", "ymm-vnni",
- * "ymm", or "auto" (the default: the tile measured fastest at load, docs/kernels.md "One-token
- * tile"); the environment variable TERN_DECODE_TILE does the same. Results are the same bits
- * with every tile. An unknown name, or a tile this CPU's kernel path cannot run, is an error. */
-TERN_NODISCARD tern_status tern_set_decode_tile(const char *name);
 int tern_model_n_vocab(const struct tern_model *m);
 /* The GGUF the model was loaded from (tokenizer metadata lives there); owned by the model. */
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m);

@@ -2,7 +2,7 @@
  * model_tune.c) changes speed only, is cached per CPU, and survives a damaged cache.
  *
  * - every tile the CPU runs gives the default tile's logits bit for bit (forced with
- *   tern_set_decode_tile), for a Q8_0 and a Q4_K_M fixture: a 29-token prompt, then 4 tokens
+ *   tern_model_params.decode_tile), for a Q8_0 and a Q4_K_M fixture: a 29-token prompt, then 4 tokens
  *   decoded one at a time (the one-token matmuls the tile runs);
  * - the first load measures and writes TERN_CACHE_DIR/decode-tiles.tsv, one line per (format, k)
  *   under this CPU's key; the second load reads it ("cached"), whatever order its lines are in;
@@ -41,6 +41,15 @@ static float *run(struct tern_model *m)
     }
     tern_context_free(ctx);
     return out;
+}
+
+/* Force a tile the way a caller does: a load with tern_model_params.decode_tile. */
+static tern_status force(const char *path, const char *tile)
+{
+    struct tern_model *m = NULL;
+    tern_status st = tern_model_load(path, &(struct tern_model_params){.decode_tile = tile}, &m);
+    tern_model_free(m);
+    return st;
 }
 
 static bool has_tiles(void) { return kern_tile_default() != KERN_TILE_AUTO; }
@@ -84,16 +93,16 @@ static void check_same_bits(const char *rel)
         bool runs = false;
         for (int w = 0; w < TERN_TYPE_COUNT_; w++) runs = runs || kern_tile_runs(t, w);
         if (!runs) {
-            assert_int_not_equal(tern_set_decode_tile(kern_tile_name(t)), TERN_OK);
+            assert_int_not_equal(force(path, kern_tile_name(t)), TERN_OK);
             continue;
         }
-        assert_tern_ok(tern_set_decode_tile(kern_tile_name(t)));
+        assert_tern_ok(force(path, kern_tile_name(t)));
         float *got = run(m);
         assert_memory_equal(got, ref, (size_t)(1 + N_GEN) * (size_t)nv * sizeof *ref);
         free(got);
         tested++;
     }
-    assert_tern_ok(tern_set_decode_tile("auto"));
+    assert_tern_ok(force(path, "auto"));
     print_message("%s: %d tiles, the same logits bit for bit (%s)\n", rel, tested,
                   tern_model_get_info(m)->decode_tiles);
     assert_true(tested >= 2); /* an x86 CPU with AVX2 has two at least */
@@ -157,10 +166,9 @@ static void test_cache(void **state)
 static void test_switches(void **state)
 {
     (void)state;
-    assert_int_equal(tern_set_decode_tile("zmm512"), TERN_ERR_ARG);
-    assert_non_null(strstr(tern_last_error(), "zmm512"));
-    assert_int_not_equal(tern_set_decode_tile(NULL), TERN_OK);
     TEST_SHARED_OR_SKIP(path, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    assert_int_equal(force(path, "zmm512"), TERN_ERR_ARG);
+    assert_non_null(strstr(tern_last_error(), "zmm512"));
     if (!has_tiles()) return;
     use_fresh_cache("switches");
     setenv("TERN_TUNE", "0", 1);
@@ -171,11 +179,10 @@ static void test_switches(void **state)
     unsetenv("TERN_TUNE");
     char *c = read_cache();
     assert_null(c); /* nothing measured, nothing written */
-    assert_tern_ok(tern_set_decode_tile("ymm"));
-    assert_tern_ok(tern_model_load(path, NULL, &m));
+    assert_tern_ok(tern_model_load(path, &(struct tern_model_params){.decode_tile = "ymm"}, &m));
     assert_non_null(strstr(tern_model_get_info(m)->decode_tiles, "forced ymm"));
     tern_model_free(m);
-    assert_tern_ok(tern_set_decode_tile("auto"));
+    assert_tern_ok(force(path, "auto"));
     unsetenv("TERN_CACHE_DIR");
 }
 

@@ -234,6 +234,7 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
     }
     for (uint32_t i = nt; i-- > 0;) {
         struct gram_trie_node *c = &t->node[i];
+        TERN_ASSERT(below_depth[i] >= c->depth, "a subtree reaches at least its own root's depth");
         uint32_t more = below_depth[i] - c->depth;
         c->below_more = more < GRAM_TRIE_MORE_SAT ? more : GRAM_TRIE_MORE_SAT;
         uint32_t p = parent[i];
@@ -261,6 +262,7 @@ static bool build_trie(struct tern_grammar_vocab *v, const struct sort_ent *ents
             t->dfs_tok[k++] = id;
         }
     }
+    TERN_ASSERT(k == n, "every token is in the trie, once");
     t->node[nt].tok_first = k;
     return true;
 }

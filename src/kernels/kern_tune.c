@@ -103,7 +103,7 @@ static int forced_tile(void)
     if (f >= 0) return f;
     const char *env = getenv("TERN_DECODE_TILE");
     f = env && *env ? kern_tile_from_name(env) : KERN_TILE_AUTO;
-    if (f < 0) f = KERN_TILE_AUTO; /* tern_set_decode_tile reports bad names; here: ignored */
+    if (f < 0) f = KERN_TILE_AUTO; /* an unknown name: ignored here (tern_model_params.decode_tile refuses it) */
     int expect = -1;
     atomic_compare_exchange_strong(&forced, &expect, f);
     return atomic_load_explicit(&forced, memory_order_relaxed);

@@ -879,6 +879,19 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
 
 /* Bind a model to an opened GGUF (taking it over), warm its pages if asked, repack its matrices
  * unless asked not to. file_mapped: g is tern_gguf_open's mapping of a file. */
+/* params->decode_tile: force a tile (kern_tune.h) for the process, or back to the measured ones. */
+static tern_status set_decode_tile(const char *name)
+{
+    const int t = kern_tile_from_name(name);
+    if (t < 0)
+        return tern_fail(TERN_ERR_ARG, "decode tile '%s' is not one of auto, zmm, ymm-evex, ymm-vnni, ymm",
+                         name ? name : "(null)");
+    if (!kern_tile_force(t))
+        return tern_fail(TERN_ERR_UNSUPPORTED, "decode tile '%s' cannot run on this CPU's kernel path (%s)",
+                         name, kern_path_name());
+    return TERN_OK;
+}
+
 static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool file_mapped,
                                    const struct tern_model_params *params, struct tern_model **out)
 {
@@ -905,6 +918,10 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool f
         unsigned char sink = 0;
         for (size_t off = 0; off < size; off += 4096) sink ^= p[off];
         (void)sink;
+    }
+    if (params && params->decode_tile && (st = set_decode_tile(params->decode_tile))) {
+        tern_model_free(m);
+        return st;
     }
     const char *env = getenv("TERN_REPACK");
     const bool repack = !(params && params->no_repack) && !(env && !strcmp(env, "0"));
@@ -946,18 +963,6 @@ void tern_model_free(struct tern_model *m)
 }
 
 const char *tern_kernels_name(void) { return kern_path_name(); }
-
-tern_status tern_set_decode_tile(const char *name)
-{
-    const int t = kern_tile_from_name(name);
-    if (t < 0)
-        return tern_fail(TERN_ERR_ARG, "decode tile '%s' is not one of auto, zmm, ymm-evex, ymm-vnni, ymm",
-                         name ? name : "(null)");
-    if (!kern_tile_force(t))
-        return tern_fail(TERN_ERR_UNSUPPORTED, "decode tile '%s' cannot run on this CPU's kernel path (%s)",
-                         name, kern_path_name());
-    return TERN_OK;
-}
 int tern_model_n_vocab(const struct tern_model *m) { return m->info.n_vocab; }
 const struct tern_gguf *tern_model_gguf(const struct tern_model *m) { return m->gguf; }
 

@@ -291,8 +291,7 @@ int cmd_bench(int argc, char **argv)
     const struct tern_sampler_params dsp = o.dsp;
     const double layer_scale = o.layer_scale;
     struct cli_lora_opts lora = o.lora;
-    if (o.decode_tile && tern_set_decode_tile(o.decode_tile))
-        return cli_usage_error("bench", "--decode-tile: %s", tern_last_error());
+    const char *decode_tile = o.decode_tile;
     if (n_models == 0) return cli_usage_error("bench", "give -m MODEL or --synthetic SHAPE:TYPE");
     if (vocab) {
         bool any = false;
@@ -351,7 +350,7 @@ int cmd_bench(int argc, char **argv)
     for (int mi = 0; mi < n_models && rc == 0; mi++) {
         struct tern_model *m;
         tern_status st = tern_model_load(
-            models[mi], &(struct tern_model_params){.prefault = true, .no_repack = no_repack}, &m);
+            models[mi], &(struct tern_model_params){.prefault = true, .no_repack = no_repack, .decode_tile = decode_tile}, &m);
         if (st) { rc = cli_report("bench", st); break; }
         const struct tern_model_info *in = tern_model_get_info(m);
         cli_note_repack("bench", models[mi], in);

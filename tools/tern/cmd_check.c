@@ -94,10 +94,8 @@ int cmd_check(int argc, char **argv)
     const bool json = o.json, no_repack = o.no_repack;
     struct cli_lora_opts lora = o.lora;
     if (!model) return cli_usage_error("check", "missing -m MODEL");
-    if (o.decode_tile && tern_set_decode_tile(o.decode_tile))
-        return cli_usage_error("check", "--decode-tile: %s", tern_last_error());
     struct tern_model *m;
-    tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack}, &m);
+    tern_status st = tern_model_load(model, &(struct tern_model_params){.no_repack = no_repack, .decode_tile = o.decode_tile}, &m);
     if (st) return cli_report("check", st);
     if (cli_lora_load("check", &lora, m, NULL)) {
         cli_lora_free(&lora);
