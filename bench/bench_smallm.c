@@ -97,6 +97,7 @@ int main(int argc, char **argv)
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             if (only >= 0 && types[ti] != only) continue;
             const struct quant_traits *tr = quant_traits_get(types[ti]);
+            if (k % tr->block_size) continue; /* the K-quants' 256-element blocks: not at k = 896 */
             const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
             const size_t ws = quant_row_bytes(types[ti], k), as = quant_row_bytes(at->type, k);
             const int64_t rows = (int64_t)((256u << 20) / ws) & ~255ll;
