@@ -116,6 +116,22 @@ static void test_demo_request(void **state)
     cJSON_Delete(demo);
 }
 
+/* Whether `tern models` lists name as installed and usable. */
+static bool installed(const char *name)
+{
+    char cmd[4096], out[65536];
+    snprintf(cmd, sizeof cmd, "%s models --json 2>/dev/null", test_tern_bin());
+    test_run_cmd(cmd, out, sizeof out);
+    cJSON *list = cJSON_Parse(out), *m;
+    bool have = false;
+    cJSON_ArrayForEach(m, list) {
+        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
+        if (n && !strcmp(n, name) && !cJSON_GetObjectItemCaseSensitive(m, "error")) have = true;
+    }
+    cJSON_Delete(list);
+    return have;
+}
+
 /* tern-tool 2 (SmolLM2-135M-Instruct + models/tern-tool-2.lora.gguf, installed by
  * scripts/install-models.py): the default of `tern chat` without -m answers the demo request with
  * the expected tool, every argument the request gives, and the values the reference kernels give
@@ -124,17 +140,7 @@ static void test_demo_request(void **state)
 static void test_tern_tool_2_demo(void **state)
 {
     (void)state;
-    char cmd[4096], out[65536];
-    snprintf(cmd, sizeof cmd, "%s models --json 2>/dev/null", test_tern_bin());
-    test_run_cmd(cmd, out, sizeof out);
-    cJSON *list = cJSON_Parse(out), *m;
-    bool have = false;
-    cJSON_ArrayForEach(m, list) {
-        const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
-        if (n && !strcmp(n, "tern-tool-2") && !cJSON_GetObjectItemCaseSensitive(m, "error")) have = true;
-    }
-    cJSON_Delete(list);
-    if (!have) TEST_SKIP("tern-tool-2 is not installed (python3 scripts/install-models.py)\n");
+    if (!installed("tern-tool-2")) TEST_SKIP("tern-tool-2 is not installed (python3 scripts/install-models.py)\n");
     char *text = test_read_file(source_file("models/demo.json"), NULL);
     cJSON *demo = cJSON_Parse(text);
     free(text);
@@ -166,6 +172,31 @@ static void test_tern_tool_2_demo(void **state)
     free(want);
     cJSON_Delete(by_default);
     cJSON_Delete(named);
+    cJSON_Delete(demo);
+}
+
+/* The Qwen2.5-Coder-0.5B-Instruct adapter (models/tern-tool-2-qwen.lora.gguf, its template with
+ * Mistral-style [TOOL_CALLS] markup inside): the demo request answered with exactly the expected
+ * call, the given city and no optional argument. Skips when the base is not installed. */
+static void test_tern_tool_2_qwen_demo(void **state)
+{
+    (void)state;
+    if (!installed("qwen2.5-coder-0.5b-instruct"))
+        TEST_SKIP("qwen2.5-coder-0.5b-instruct is not installed (python3 scripts/install-models.py)\n");
+    char flag[4200];
+    snprintf(flag, sizeof flag, "-m qwen2.5-coder-0.5b-instruct --lora %s",
+             source_file("models/tern-tool-2-qwen.lora.gguf"));
+    cJSON *calls = demo_calls(flag, "tern-tool-2-qwen");
+    char *text = test_read_file(source_file("models/demo.json"), NULL);
+    cJSON *demo = cJSON_Parse(text);
+    free(text);
+    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
+    char *got = cJSON_PrintUnformatted(calls), *want = cJSON_PrintUnformatted(expected);
+    print_message("tern-tool 2 (Qwen) calls: %s\nexpected: %s\n", got, want);
+    if (!cJSON_Compare(calls, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+    free(got);
+    free(want);
+    cJSON_Delete(calls);
     cJSON_Delete(demo);
 }
 
@@ -285,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_binary_embeds_the_model),
         cmocka_unit_test(test_demo_request),
         cmocka_unit_test(test_tern_tool_2_demo),
+        cmocka_unit_test(test_tern_tool_2_qwen_demo),
         cmocka_unit_test(test_card_scores),
         cmocka_unit_test(test_student),
         cmocka_unit_test(test_drafter),
