@@ -11,12 +11,9 @@
 #include "kernels/kern_panel_avx2.h"
 
 #include "kernels/kern_packed.h"
-#include "util/check.h"
 
 void kern_ymm512_packed_run(int wtype, const void *P, const void *A, size_t as, int n_tok,
                             int64_t k, int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
-    TERN_ASSERT(r0 >= 0 && n_tok >= 1 && ((uintptr_t)P & 63) == 0,
-                "the packed copy is 64-byte aligned (a range may cut a panel: its lanes are masked)");
     p2_matmul(wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
 }

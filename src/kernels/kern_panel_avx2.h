@@ -51,6 +51,7 @@
 #include "kernels/kern_panel_rows.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "util/check.h"
 
 #ifndef P2_VNNI
 #error "define P2_VNNI (0, 1 or 2) before including kern_panel_avx2.h"
@@ -862,6 +863,8 @@ PN_INLINE kern_matmul_fn p2_panel_matmul(int wtype)
 PN_INLINE void p2_matmul(int wtype, const void *P, const void *A, size_t as, int n_tok, int64_t k,
                          int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
+    TERN_ASSERT(r0 >= 0 && n_tok >= 1 && ((uintptr_t)P & 63) == 0,
+                "the packed copy is 64-byte aligned (a range may cut a panel: its lanes are masked)");
     const int fmt = pn_st_fmt(wtype);
 #define P2_CASE(f)                                                                              \
     case f:                                                                                     \

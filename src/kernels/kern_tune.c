@@ -76,6 +76,7 @@ static _Atomic int forced = -1; /* -1: not read from the environment yet */
 
 static uint64_t slot_key(int wtype, int64_t k)
 {
+    TERN_ASSERT(wtype >= 0 && wtype < 256 && k > 0 && k < ((int64_t)1 << 52), "the word's fields hold it");
     return ((uint64_t)k << 12) | ((uint64_t)(wtype & 0xff) << 4);
 }
 
@@ -131,6 +132,7 @@ int kern_tile_for(int wtype, int64_t k)
     for (int i = 0; i < TILE_SLOTS; i++) {
         const uint64_t w = atomic_load_explicit(&slots[i], memory_order_acquire);
         if (w == 0) break; /* slots fill in order and are never emptied */
+        TERN_ASSERT((w & 15) > KERN_TILE_AUTO && (w & 15) < KERN_TILE_COUNT_, "a recorded word names a tile");
         if ((w & ~(uint64_t)15) == key && kern_tile_runs((int)(w & 15), wtype)) return (int)(w & 15);
     }
     return kern_tile_default();

@@ -877,8 +877,6 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     return TERN_OK;
 }
 
-/* Bind a model to an opened GGUF (taking it over), warm its pages if asked, repack its matrices
- * unless asked not to. file_mapped: g is tern_gguf_open's mapping of a file. */
 /* params->decode_tile: force a tile (kern_tune.h) for the process, or back to the measured ones. */
 static tern_status set_decode_tile(const char *name)
 {
@@ -892,6 +890,8 @@ static tern_status set_decode_tile(const char *name)
     return TERN_OK;
 }
 
+/* Bind a model to an opened GGUF (taking it over), warm its pages if asked, repack its matrices
+ * unless asked not to. file_mapped: g is tern_gguf_open's mapping of a file. */
 static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool file_mapped,
                                    const struct tern_model_params *params, struct tern_model **out)
 {

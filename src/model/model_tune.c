@@ -72,27 +72,31 @@ static bool cache_path(char *buf, size_t size, bool create_dir)
     return snprintf(buf, size, "%s/decode-tiles.tsv", dir) < (int)size;
 }
 
-/* The cached tile of (cpu, type, k), or -1. Lines that do not parse are skipped. */
-static int cache_lookup(const char *cpu, int type, int64_t k)
+/* The cached tile of each group for this cpu, read in one pass over the file: g[i].tile and
+ * g[i].cached set where a line names a tile the active path runs. Lines that do not parse are
+ * skipped. */
+static void cache_lookup(const char *cpu, struct tune_group *g, int ng)
 {
     char path[1100], line[512];
-    if (!cache_path(path, sizeof path, false)) return -1;
+    if (!cache_path(path, sizeof path, false)) return;
     FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int found = -1;
+    if (!f) return;
     while (fgets(line, sizeof line, f)) {
         char *tab1 = strchr(line, '\t');
         if (!tab1) continue;
         *tab1 = 0;
         char tname[32], tile[32];
         long long kk;
-        if (strcmp(line, cpu) || sscanf(tab1 + 1, "%31s %lld %31s", tname, &kk, tile) != 3) continue;
-        int t;
-        if (tern_type_from_name(tname, &t) == TERN_OK && t == type && kk == k)
-            found = kern_tile_from_name(tile);
+        int type;
+        if (strcmp(line, cpu) || sscanf(tab1 + 1, "%31s %lld %31s", tname, &kk, tile) != 3 ||
+            tern_type_from_name(tname, &type) != TERN_OK)
+            continue;
+        const int t = kern_tile_from_name(tile);
+        for (int i = 0; i < ng; i++)
+            if (g[i].type == type && g[i].k == kk && t > 0 && kern_tile_runs(t, type))
+                g[i].tile = t, g[i].cached = true;
     }
     fclose(f);
-    return found > 0 ? found : -1;
 }
 
 /* Append (or replace) the lines of the measured groups, atomically (write, then rename). */
@@ -236,16 +240,14 @@ void model_tune_tiles(struct tern_model *m)
     }
     char cpu[256];
     kern_cpu_key(cpu, sizeof cpu);
+    cache_lookup(cpu, groups, ng);
     bool measured = false;
     for (int i = 0; i < ng; i++) {
         struct tune_group *g = &groups[i];
         int cand[KERN_TILE_COUNT_];
         const int nc = kern_tile_candidates(g->type, cand);
         if (nc == 0) continue;
-        const int c = cache_lookup(cpu, g->type, g->k);
-        if (c > 0 && kern_tile_runs(c, g->type)) {
-            g->tile = c, g->cached = true;
-        } else {
+        if (!g->cached) {
             measure(g, cand, nc);
             measured = true;
         }
