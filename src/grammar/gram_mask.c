@@ -592,6 +592,7 @@ static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_v
         return true;
     }
     const uint32_t lo = tr->node[a].tok_first, k = tr->node[b].tok_first - lo;
+    if (k == 0) return true; /* a subtree of tokenless prefixes: nothing to copy, and *ids may be NULL */
     if (*n + k > *cap) {
         uint32_t nc = *cap ? *cap : 1024;
         while (nc < *n + k) nc *= 2;
