@@ -132,33 +132,62 @@ static bool installed(const char *name)
     return have;
 }
 
-/* tern-tool 2 (SmolLM2-135M-Instruct + models/tern-tool-2.lora.gguf, installed by
- * scripts/install-models.py): the default of `tern chat` without -m answers the demo request with
- * the expected tool, every argument the request gives, and the values the reference kernels give
- * (models/tern-tool-2-demo.json), the same with -m tern-tool-2. Skips, saying so, when it or its
- * base is not installed. */
+/* The demo request's expected calls (models/demo.json "expected"); the caller frees. */
+static cJSON *demo_expected(void)
+{
+    char *text = test_read_file(source_file("models/demo.json"), NULL);
+    cJSON *demo = cJSON_Parse(text);
+    free(text);
+    assert_non_null(demo);
+    cJSON *expected = cJSON_DetachItemFromObjectCaseSensitive(demo, "expected");
+    cJSON_Delete(demo);
+    assert_non_null(expected);
+    return expected;
+}
+
+/* tern-tool 2 (Qwen2.5-Coder-0.5B-Instruct + models/tern-tool-2.lora.gguf, installed by
+ * scripts/install-models.py): the default of `tern chat` without -m answers the demo request
+ * with exactly the expected call (the given city, no optional argument), and -m tern-tool-2 the
+ * same. Skips, saying so, when it or its base is not installed. */
 static void test_tern_tool_2_demo(void **state)
 {
     (void)state;
     if (!installed("tern-tool-2")) TEST_SKIP("tern-tool-2 is not installed (python3 scripts/install-models.py)\n");
-    char *text = test_read_file(source_file("models/demo.json"), NULL);
-    cJSON *demo = cJSON_Parse(text);
-    free(text);
-    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
+    cJSON *expected = demo_expected();
     cJSON *by_default = demo_calls("", "tern-tool-2-default"), *named = demo_calls("-m tern-tool-2", "tern-tool-2");
-    char *rec_text = test_read_file(source_file("models/tern-tool-2-demo.json"), NULL);
+    char *got = cJSON_PrintUnformatted(by_default), *want = cJSON_PrintUnformatted(expected);
+    print_message("tern-tool 2 calls: %s\nexpected: %s\n", got, want);
+    if (!cJSON_Compare(by_default, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+    assert_true(cJSON_Compare(by_default, named, true));
+    free(got);
+    free(want);
+    cJSON_Delete(by_default);
+    cJSON_Delete(named);
+    cJSON_Delete(expected);
+}
+
+/* tern-tool 2 on SmolLM2-135M-Instruct (models/tern-tool-2-smollm2.lora.gguf, -m
+ * tern-tool-2-smollm2): the expected tool, every argument the request gives, and the values the
+ * scalar reference kernels give (models/tern-tool-2-smollm2-demo.json says which slips it makes
+ * here). Skips when it or its base is not installed. */
+static void test_tern_tool_2_smollm2_demo(void **state)
+{
+    (void)state;
+    if (!installed("tern-tool-2-smollm2"))
+        TEST_SKIP("tern-tool-2-smollm2 is not installed (python3 scripts/install-models.py)\n");
+    cJSON *expected = demo_expected();
+    cJSON *calls = demo_calls("-m tern-tool-2-smollm2", "tern-tool-2-smollm2");
+    char *rec_text = test_read_file(source_file("models/tern-tool-2-smollm2-demo.json"), NULL);
     cJSON *rec = cJSON_Parse(rec_text);
     free(rec_text);
     const cJSON *recorded = cJSON_GetObjectItemCaseSensitive(rec, "calls");
-    char *got = cJSON_PrintUnformatted(by_default), *want = cJSON_PrintUnformatted(expected);
+    char *got = cJSON_PrintUnformatted(calls), *want = cJSON_PrintUnformatted(expected);
     char *rec_s = cJSON_PrintUnformatted(recorded);
-    print_message("tern-tool 2 calls: %s\nexpected: %s\nrecorded (reference kernels): %s\n", got, want, rec_s);
-    /* the expected tool, one call; the values are the model's own, as the scalar reference
-     * kernels give them (models/tern-tool-2-demo.json says which slips it makes here) */
-    if (cJSON_GetArraySize(by_default) != cJSON_GetArraySize(expected) || !cJSON_Compare(by_default, recorded, true))
+    print_message("tern-tool 2 (SmolLM2) calls: %s\nexpected: %s\nrecorded (reference kernels): %s\n", got, want, rec_s);
+    if (cJSON_GetArraySize(calls) != cJSON_GetArraySize(expected) || !cJSON_Compare(calls, recorded, true))
         fail_msg("demo: %s, expected the tool of %s with the values recorded in %s", got, want, rec_s);
     for (int i = 0; i < cJSON_GetArraySize(expected); i++) {
-        const cJSON *e = cJSON_GetArrayItem(expected, i), *g = cJSON_GetArrayItem(by_default, i);
+        const cJSON *e = cJSON_GetArrayItem(expected, i), *g = cJSON_GetArrayItem(calls, i);
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "name")),
                             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name")));
         const cJSON *ea = cJSON_GetObjectItemCaseSensitive(e, "arguments"), *a;
@@ -166,38 +195,11 @@ static void test_tern_tool_2_demo(void **state)
             assert_non_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(g, "arguments"), a->string));
     }
     free(rec_s);
+    free(got);
+    free(want);
     cJSON_Delete(rec);
-    assert_true(cJSON_Compare(by_default, named, true));
-    free(got);
-    free(want);
-    cJSON_Delete(by_default);
-    cJSON_Delete(named);
-    cJSON_Delete(demo);
-}
-
-/* The Qwen2.5-Coder-0.5B-Instruct adapter (models/tern-tool-2-qwen.lora.gguf, its template with
- * Mistral-style [TOOL_CALLS] markup inside): the demo request answered with exactly the expected
- * call, the given city and no optional argument. Skips when the base is not installed. */
-static void test_tern_tool_2_qwen_demo(void **state)
-{
-    (void)state;
-    if (!installed("qwen2.5-coder-0.5b-instruct"))
-        TEST_SKIP("qwen2.5-coder-0.5b-instruct is not installed (python3 scripts/install-models.py)\n");
-    char flag[4200];
-    snprintf(flag, sizeof flag, "-m qwen2.5-coder-0.5b-instruct --lora %s",
-             source_file("models/tern-tool-2-qwen.lora.gguf"));
-    cJSON *calls = demo_calls(flag, "tern-tool-2-qwen");
-    char *text = test_read_file(source_file("models/demo.json"), NULL);
-    cJSON *demo = cJSON_Parse(text);
-    free(text);
-    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
-    char *got = cJSON_PrintUnformatted(calls), *want = cJSON_PrintUnformatted(expected);
-    print_message("tern-tool 2 (Qwen) calls: %s\nexpected: %s\n", got, want);
-    if (!cJSON_Compare(calls, expected, true)) fail_msg("demo: %s, expected %s", got, want);
-    free(got);
-    free(want);
     cJSON_Delete(calls);
-    cJSON_Delete(demo);
+    cJSON_Delete(expected);
 }
 
 static double overall(const cJSON *report, const char *a, const char *b)
@@ -316,7 +318,7 @@ int main(void)
         cmocka_unit_test(test_binary_embeds_the_model),
         cmocka_unit_test(test_demo_request),
         cmocka_unit_test(test_tern_tool_2_demo),
-        cmocka_unit_test(test_tern_tool_2_qwen_demo),
+        cmocka_unit_test(test_tern_tool_2_smollm2_demo),
         cmocka_unit_test(test_card_scores),
         cmocka_unit_test(test_student),
         cmocka_unit_test(test_drafter),

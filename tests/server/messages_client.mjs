@@ -1,6 +1,6 @@
 // messages_client.mjs — tern serve's POST /v1/messages driven by the official
 // `@anthropic-ai/sdk` client (messages.create / .stream / .countTokens, not written here) on a
-// real model (tern-tool-2): a tool_use constrained to its input_schema (the input is checked
+// real model (tern-tool-2-smollm2): a tool_use constrained to its input_schema (the input is checked
 // against the schema here), its tool_result sent back, a final text answer; the same streamed,
 // with Anthropic's event order checked (message_start, ping, content blocks started, deltas,
 // stopped, message_delta, message_stop) and the SDK's accumulated message equal to what the
@@ -8,7 +8,7 @@
 // prompt, equal to count_tokens); stop_sequences; errors as the SDK surfaces them (status and
 // error.type): missing max_tokens, a tool_result without its tool_use, a server tool type, a
 // wrong x-api-key.
-// usage: node messages_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2 is started)
+// usage: node messages_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2-smollm2 is started)
 import assert from "node:assert/strict";
 import { importAnthropic, runChecks } from "./serve.mjs";
 import { KEY, MODEL, startToolServer, checkSchema } from "./agents_common.mjs";

@@ -1,13 +1,13 @@
 // responses_client.mjs — tern serve's POST /v1/responses driven by the official `openai` npm
 // client (client.responses.create / .stream / .retrieve, not written here) on a real model
-// (tern-tool-2): a tool call constrained to its schema (the arguments are checked against the
+// (tern-tool-2-smollm2): a tool call constrained to its schema (the arguments are checked against the
 // schema here), its result sent back as function_call_output, a final text answer; the same
 // streamed, with the Responses event sequence checked (created first, sequence numbers 0, 1,
 // 2, ..., every item added before its deltas and done after them, completed last); a
 // continuation by previous_response_id and by the whole input list; store false then
 // previous_response_id -> 404; a stored response read back, and not by another API key;
 // text.format json_schema; max_output_tokens -> incomplete; errors as the SDK surfaces them.
-// usage: node responses_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2 is started)
+// usage: node responses_client.mjs TERN_BIN MODEL (MODEL unused: tern-tool-2-smollm2 is started)
 import assert from "node:assert/strict";
 import { importOpenAI, runChecks } from "./serve.mjs";
 import { KEY, OTHER_KEY, MODEL, startToolServer, checkSchema } from "./agents_common.mjs";
