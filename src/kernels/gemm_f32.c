@@ -3,10 +3,10 @@
  *
  * Read gemm_f32.h first. Loop order per call (BLIS): for each NC block of columns, for each KC
  * slice of K: pack B (KC x NC, NR-wide panels, so a KC x NR micro-panel stays in L1); for each
- * MC block of rows (in L2): run the MR x NR microkernel over the block. A is not packed: when
- * one of its strides is 1 the microkernel broadcasts straight from it (gemm_f32_micro.h), which
- * saves a copy of the activations per tile. Edge tiles (M or N not a multiple of MR/NR) are
- * computed into a small buffer and copied, so the microkernels only ever see full tiles. The K
+ * MC block of rows (in L2): run the MR x NR microkernel over the block. Row-major A is not
+ * packed: the microkernel broadcasts straight from it (gemm_f32_micro.h), which saves a copy of
+ * the activations per tile; A read down its columns is (gemm_block). Edge tiles (M or N not a
+ * multiple of MR/NR) are computed into a small buffer and copied, so the microkernels only ever see full tiles. The K
  * order of every sum is fixed (KC slices in order, each summed from zero in registers and then
  * added to C), which is what makes the threaded call bit-identical. */
 #include "kernels/gemm_f32.h"
@@ -204,10 +204,9 @@ static int gemm_kc(int K)
     return kc < GEMM_KC ? kc : GEMM_KC;
 }
 
-/* C rows [i0, i1) x cols [j0, j1) of the product. A is read in place when one of its strides
- * is 1 (every layout the trainer uses), so only B is packed, once per KC x NC block; A is packed
- * only for the last rows of a block when they do not fill an MR tile, or when neither of its
- * strides is 1. */
+/* C rows [i0, i1) x cols [j0, j1) of the product. Row-major A is read in place, so only B is
+ * packed, once per KC x NC block; A is packed for the last rows of a block when they do not fill
+ * an MR tile, and whole when it is not row-major. */
 static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *ws, int i0, int i1,
                        int j0, int j1)
 {
@@ -215,7 +214,7 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
     float *apack = ws + (size_t)GEMM_KC * GEMM_NC;
     float *tile = apack + (size_t)GEMM_MC * GEMM_KC;
     const int mr = um.mr, nr = um.nr;
-    const bool a_rows = g->acs == 1, a_cols = !a_rows && g->ars == 1;
+    const bool a_rows = g->acs == 1;
     if (g->K == 0) {
         if (!g->accumulate)
             for (int i = i0; i < i1; i++) memset(g->C + (ptrdiff_t)i * g->ldc + j0, 0,
@@ -234,7 +233,12 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
             pack_b(g, pc, kc, jc, nc, nr, bpack);
             for (int ic = i0; ic < i1; ic += GEMM_MC) {
                 const int mc = i1 - ic < GEMM_MC ? i1 - ic : GEMM_MC;
-                const int full = a_rows || a_cols ? mc / mr * mr : 0; /* rows read in place */
+                /* rows read in place: only from row-major A. A read down its columns (the weight
+                 * gradient's dY^T, a stride of n_out floats) is packed: in place, each k of a tile
+                 * reads a line n_out * 4 bytes past the last, and at 4 KiB multiples (n_out 1024,
+                 * 4096) those lines fall in one L1 set, which halved the dW products' speed; the
+                 * copy costs 1 / (2 nc) of the block's flops and gives the same sums. */
+                const int full = a_rows ? mc / mr * mr : 0;
                 if (mc > full) pack_a(g, ic + full, mc - full, pc, kc, mr, apack + (size_t)full * kc);
                 for (int jr = 0; jr < nc; jr += nr) {
                     const int nn = nc - jr < nr ? nc - jr : nr;
@@ -248,13 +252,10 @@ static void gemm_block(const struct kern_gemm *g, struct gemm_micro um, float *w
                         if (ir >= full) {
                             a = apack + (size_t)ir * kc;
                             as = mr;
-                        } else if (a_rows) {
+                        } else {
                             fn = um.r;
                             a = g->A + (ptrdiff_t)(ic + ir) * g->ars + pc;
                             as = g->ars;
-                        } else {
-                            a = g->A + (ptrdiff_t)pc * g->acs + ic + ir;
-                            as = g->acs;
                         }
                         if (mm == mr && nn == nr) {
                             fn(kc, a, as, bp, c, g->ldc, acc);
