@@ -138,6 +138,25 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
 {
     /* the A part of the workspace holds GEMM_MC rows of GEMM_KC */
     TERN_ASSERT(mc >= 1 && (mc + mr - 1) / mr * mr <= GEMM_MC && kc >= 1 && kc <= GEMM_KC && i0 + mc <= g->M);
+    if (g->ars == 1 && g->acs != 1) {
+        /* A read down its columns: row k of the source holds the block's mc values side by side,
+         * so each is read once, in order, and dealt to the panels (a pass per panel would
+         * re-read every line from L2, the kc lines n_out*4 bytes apart not staying in L1) */
+        for (int k = 0; k < kc; k++) {
+            const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + i0;
+            int p = 0;
+            if (mr == GEMM_MR_MAX)
+                for (; p + GEMM_MR_MAX <= mc; p += GEMM_MR_MAX)
+                    memcpy(dst + (size_t)p * kc + (size_t)k * GEMM_MR_MAX, s + p, GEMM_MR_MAX * sizeof *s);
+            for (; p < mc; p += mr) {
+                const int rows = mc - p < mr ? mc - p : mr;
+                float *d = dst + (size_t)p * kc + (size_t)k * mr;
+                for (int r = 0; r < rows; r++) d[r] = s[p + r];
+                for (int r = rows; r < mr; r++) d[r] = 0.0f;
+            }
+        }
+        return;
+    }
     for (int p = 0; p < mc; p += mr) {
         const int rows = mc - p < mr ? mc - p : mr;
         float *d = dst + (size_t)p * kc;
@@ -146,9 +165,6 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
                 const float *s = g->A + (ptrdiff_t)(i0 + p + r) * g->ars + k0;
                 for (int k = 0; k < kc; k++) d[k * mr + r] = s[k];
             }
-        } else if (g->ars == 1) {
-            for (int k = 0; k < kc; k++)
-                memcpy(d + k * mr, g->A + (ptrdiff_t)(k0 + k) * g->acs + i0 + p, (size_t)rows * sizeof *d);
         } else {
             for (int k = 0; k < kc; k++) {
                 const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + (ptrdiff_t)(i0 + p) * g->ars;
