@@ -240,11 +240,8 @@ static double metric(int port, const char *name)
 static int setup(void **state)
 {
     (void)state;
-    model_path = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
+    model_path = test_shared_path_copy("fixtures/models/qwen2-tiny-q8_0.gguf");
     if (!model_path) return 0;
-    static char keep[4096];
-    snprintf(keep, sizeof keep, "%s", model_path);
-    model_path = keep;
     srv_start(&main_srv, 4, 8, 64 * 1024);
     return 0;
 }

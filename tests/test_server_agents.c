@@ -263,11 +263,8 @@ static void test_errors(void **state)
 static int setup(void **state)
 {
     (void)state;
-    model_path = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
+    model_path = test_shared_path_copy("fixtures/models/qwen2-tiny-q8_0.gguf");
     if (!model_path) return 0;
-    static char keep[4096];
-    snprintf(keep, sizeof keep, "%s", model_path);
-    model_path = keep;
     struct tern_server_params p = tern_server_default_params();
     p.model_path = model_path;
     p.port = 0;

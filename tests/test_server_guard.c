@@ -82,11 +82,8 @@ static struct test_srv main_srv;
 static int setup(void **state)
 {
     (void)state;
-    model_path = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
+    model_path = test_shared_path_copy("fixtures/models/qwen2-tiny-q8_0.gguf");
     if (!model_path) return 0;
-    static char keep[4096];
-    snprintf(keep, sizeof keep, "%s", model_path);
-    model_path = keep;
     srv_start_keys(&main_srv, KEY);
     return 0;
 }

@@ -103,11 +103,8 @@ static void ask(int port, const char *model, const char *q, struct answer *a)
 static int setup(void **state)
 {
     (void)state;
-    const char *p = test_shared_path("fixtures/models/qwen2-tiny-q8_0.gguf");
-    if (!p) return 0;
-    static char keep[4096];
-    snprintf(keep, sizeof keep, "%s", p);
-    model_path = keep;
+    model_path = test_shared_path_copy("fixtures/models/qwen2-tiny-q8_0.gguf");
+    if (!model_path) return 0;
     struct tern_model *m;
     assert_tern_ok(tern_model_load(model_path, NULL, &m));
     snprintf(ad1, sizeof ad1, "%s/ad1.gguf", test_tmpdir());

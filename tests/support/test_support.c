@@ -21,6 +21,12 @@ const char *test_shared_path(const char *rel)
     return buf;
 }
 
+char *test_shared_path_copy(const char *rel)
+{
+    const char *p = test_shared_path(rel);
+    return p ? strdup(p) : NULL;
+}
+
 const char *test_real_model(const char *name)
 {
     static char path[4096];

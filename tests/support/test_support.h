@@ -17,6 +17,9 @@
 
 /* Absolute path of ../shared/<rel> into a static buffer, or NULL if ../shared is absent. */
 const char *test_shared_path(const char *rel);
+/* test_shared_path in a heap copy of its own, for a path kept past the next lookup (a group
+ * setup's model); NULL if absent. Reachable from the caller's static for the process's life. */
+char *test_shared_path_copy(const char *rel);
 /* Like test_shared_path but skips the current cmocka test (with a message) when absent. */
 #define TEST_SHARED_OR_SKIP(var, rel)                                                          \
     const char *var = test_shared_path(rel);                                                   \
