@@ -50,7 +50,7 @@ if have tern-tool-2; then
 fi
 if have tern-tool-2-smollm2; then
     echo "== tern chat -m tern-tool-2-smollm2 --messages $DEMO   (the same adapter recipe on SmolLM2-135M-Instruct:"
-    echo "   5x faster, copies less exactly)"
+    echo "   6x faster, copies less exactly)"
     out=$($BIN chat -m tern-tool-2-smollm2 --messages "$DEMO" --json < /dev/null 2>/dev/null | tail -1)
     echo "$out" | jq -c '"   call: " + (.tool_calls[0].function | tojson)' -r
     echo "$out" | speed

@@ -1,6 +1,6 @@
 // agents_common.mjs — what the Responses and Messages client tests share: starting `tern serve`
 // on tern's small tool caller (tern-tool-2-smollm2: SmolLM2-135M-Instruct + tern's LoRA adapter,
-// a real installed model, 5x faster than the default tern-tool-2 on Qwen2.5-Coder-0.5B), a
+// a real installed model, 6x faster than the default tern-tool-2 on Qwen2.5-Coder-0.5B), a
 // checker of arguments against the JSON Schema they were constrained to (written here,
 // independent of tern's grammar compiler).
 import assert from "node:assert/strict";

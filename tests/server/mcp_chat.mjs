@@ -91,7 +91,7 @@ try {
   assert.match(r.err, /--mcp with --tools/);
 
   // ---- with a real tool caller: tern-tool 2 on SmolLM2-135M-Instruct (tern's LoRA adapter; the
-  // default, on the 4x larger Qwen2.5-Coder-0.5B, speaks the same protocol 5x slower) ----
+  // default, on the 4x larger Qwen2.5-Coder-0.5B, speaks the same protocol 6x slower) ----
   const SMALL = ["-m", "tern-tool-2-smollm2"];
   const models = JSON.parse(execFileSync(bin, ["models", "--json"]).toString());
   if (!models.some((m) => m.name === "tern-tool-2-smollm2")) {
