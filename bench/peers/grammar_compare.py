@@ -639,21 +639,30 @@ def fmt_ratio(tern_v, peer_v):
     return "%.2fx" % (peer_v / tern_v)
 
 
+def by_vocab(summaries):
+    """The summaries grouped: vocabulary -> engine -> summary, in the order they came."""
+    by = {}
+    for s in summaries:
+        by.setdefault(s["vocab"], {})[s["engine"]] = s
+    return by
+
+
+def peers_of(v, es):
+    """(tern's summary, peer, the peer's summary, layer, who) for each peer that ran beside tern
+    on vocabulary v."""
+    t = es.get("tern")
+    for peer in PEERS:
+        p = es.get(peer)
+        if t and p:
+            yield t, peer, p, "grammar %s (%d)" % (v.split("-")[0], p["n_vocab"]), "%s %s" % (peer, p["version"])
+
+
 def table_rows(summaries):
     """The rows of bench/peers/table.py (run.sh's one table): times with ratio = peer / tern (how
     many times faster tern is), then support and agreement as counts."""
     out = []
-    by = {}
-    for s in summaries:
-        by.setdefault(s["vocab"], {})[s["engine"]] = s
-    for v, es in by.items():
-        t = es.get("tern")
-        for peer in PEERS:
-            p = es.get(peer)
-            if not t or not p:
-                continue
-            layer = "grammar %s (%d)" % (v.split("-")[0], p["n_vocab"])
-            who = "%s %s" % (peer, p["version"])
+    for v, es in by_vocab(summaries).items():
+        for t, peer, p, layer, who in peers_of(v, es):
             me, tn = p["vs_tern"]["self"], p["vs_tern"]["other"]
             for metric, key, unit in (("compile p50", "compile_ms_p50", "ms"), ("compile p99", "compile_ms_p99", "ms"),
                                       ("mask p50", "mask_us_p50", "us"), ("mask p99", "mask_us_p99", "us")):
@@ -670,17 +679,8 @@ def table_rows(summaries):
 
 def markdown(summaries):
     rows = ["| layer | peer | metric | tern | peer | ratio |", "|---|---|---|---:|---:|---:|"]
-    by = {}
-    for s in summaries:
-        by.setdefault(s["vocab"], {})[s["engine"]] = s
-    for v, es in by.items():
-        t = es.get("tern")
-        for peer in PEERS:
-            p = es.get(peer)
-            if not t or not p:
-                continue
-            layer = "grammar %s (%d)" % (v.split("-")[0], p["n_vocab"])
-            who = "%s %s" % (peer, p["version"])
+    for v, es in by_vocab(summaries).items():
+        for t, peer, p, layer, who in peers_of(v, es):
             vs = p["vs_tern"]
             me, tn = vs["self"], vs["other"]
             for metric, key, unit in (("compile p50", "compile_ms_p50", "ms"), ("compile p99", "compile_ms_p99", "ms"),
