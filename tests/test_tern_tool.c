@@ -88,24 +88,38 @@ static cJSON *demo_calls(const char *model_flag, const char *tag)
     return last_calls(saved);
 }
 
-static void test_demo_request(void **state)
+/* The demo request's expected calls (models/demo.json "expected", at least one); the caller
+ * frees. */
+static cJSON *demo_expected(void)
 {
-    (void)state;
-    MODEL_OR_SKIP();
     char *text = test_read_file(source_file("models/demo.json"), NULL);
     assert_non_null(text);
     cJSON *demo = cJSON_Parse(text);
     free(text);
     assert_non_null(demo);
-    const cJSON *expected = cJSON_GetObjectItemCaseSensitive(demo, "expected");
+    cJSON *expected = cJSON_DetachItemFromObjectCaseSensitive(demo, "expected");
+    cJSON_Delete(demo);
     assert_true(cJSON_GetArraySize(expected) > 0);
+    return expected;
+}
 
-    cJSON *embedded = demo_calls("-m tern-tool", "embedded");
-    char *got = cJSON_PrintUnformatted(embedded), *want = cJSON_PrintUnformatted(expected);
-    print_message("calls: %s\nexpected: %s\n", got, want);
-    if (!cJSON_Compare(embedded, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+/* Fails, printing both, unless calls are exactly the expected ones. */
+static void assert_calls(const char *who, const cJSON *calls, const cJSON *expected)
+{
+    char *got = cJSON_PrintUnformatted(calls), *want = cJSON_PrintUnformatted(expected);
+    print_message("%s calls: %s\nexpected: %s\n", who, got, want);
+    if (!cJSON_Compare(calls, expected, true)) fail_msg("demo (%s): %s, expected %s", who, got, want);
     free(got);
     free(want);
+}
+
+static void test_demo_request(void **state)
+{
+    (void)state;
+    MODEL_OR_SKIP();
+    cJSON *expected = demo_expected();
+    cJSON *embedded = demo_calls("-m tern-tool", "embedded");
+    assert_calls("tern-tool", embedded, expected);
 
     char flag[2100];
     snprintf(flag, sizeof flag, "-m %s", source_file("models/tern-tool.gguf"));
@@ -113,7 +127,7 @@ static void test_demo_request(void **state)
     assert_true(cJSON_Compare(embedded, file, true));
     cJSON_Delete(file);
     cJSON_Delete(embedded);
-    cJSON_Delete(demo);
+    cJSON_Delete(expected);
 }
 
 /* Whether `tern models` lists name as installed and usable. */
@@ -132,19 +146,6 @@ static bool installed(const char *name)
     return have;
 }
 
-/* The demo request's expected calls (models/demo.json "expected"); the caller frees. */
-static cJSON *demo_expected(void)
-{
-    char *text = test_read_file(source_file("models/demo.json"), NULL);
-    cJSON *demo = cJSON_Parse(text);
-    free(text);
-    assert_non_null(demo);
-    cJSON *expected = cJSON_DetachItemFromObjectCaseSensitive(demo, "expected");
-    cJSON_Delete(demo);
-    assert_non_null(expected);
-    return expected;
-}
-
 /* tern-tool 2 (Qwen2.5-Coder-0.5B-Instruct + models/tern-tool-2.lora.gguf, installed by
  * scripts/install-models.py): the default of `tern chat` without -m answers the demo request
  * with exactly the expected call (the given city, no optional argument), and -m tern-tool-2 the
@@ -155,12 +156,8 @@ static void test_tern_tool_2_demo(void **state)
     if (!installed("tern-tool-2")) TEST_SKIP("tern-tool-2 is not installed (python3 scripts/install-models.py)\n");
     cJSON *expected = demo_expected();
     cJSON *by_default = demo_calls("", "tern-tool-2-default"), *named = demo_calls("-m tern-tool-2", "tern-tool-2");
-    char *got = cJSON_PrintUnformatted(by_default), *want = cJSON_PrintUnformatted(expected);
-    print_message("tern-tool 2 calls: %s\nexpected: %s\n", got, want);
-    if (!cJSON_Compare(by_default, expected, true)) fail_msg("demo: %s, expected %s", got, want);
+    assert_calls("tern-tool 2", by_default, expected);
     assert_true(cJSON_Compare(by_default, named, true));
-    free(got);
-    free(want);
     cJSON_Delete(by_default);
     cJSON_Delete(named);
     cJSON_Delete(expected);

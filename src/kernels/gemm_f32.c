@@ -6,9 +6,9 @@
  * MC block of rows (in L2): run the MR x NR microkernel over the block. Row-major A is not
  * packed: the microkernel broadcasts straight from it (gemm_f32_micro.h), which saves a copy of
  * the activations per tile; A read down its columns is (gemm_block). Edge tiles (M or N not a
- * multiple of MR/NR) are computed into a small buffer and copied, so the microkernels only ever see full tiles. The K
- * order of every sum is fixed (KC slices in order, each summed from zero in registers and then
- * added to C), which is what makes the threaded call bit-identical. */
+ * multiple of MR/NR) are computed into a small buffer and copied, so the microkernels only ever
+ * see full tiles. The K order of every sum is fixed (KC slices in order, each summed from zero in
+ * registers and then added to C), which is what makes the threaded call bit-identical. */
 #include "kernels/gemm_f32.h"
 
 #include <stdint.h>
