@@ -13,9 +13,16 @@ import sys
 
 
 def main():
-    if len(sys.argv) != 6:
-        sys.exit(__doc__.split("\n")[0])
+    if len(sys.argv) != 6 or not sys.argv[2].lstrip("-").isdigit():
+        sys.exit("usage: " + __doc__.split("\n")[0] + " (SEED an integer)")
     out, seed, base, extra, kinds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+    try:
+        mix(out, seed, base, extra, kinds)
+    except OSError as e:
+        sys.exit("corpus_mix: %s: %s" % (e.filename, e.strerror))
+
+
+def mix(out, seed, base, extra, kinds):
     want = set(kinds.split(","))
     with open(base) as f:
         lines = f.readlines()
