@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "gen/batch_draft.h"
+#include "kv/prefix_cache.h"
 
 static char target_path[4096], close_path[4096], far_path[4096];
 static struct tern_model *model;
@@ -407,7 +408,7 @@ static void test_drafter_prefix(void **state)
     reference(c, 60, MAXGEN, &ref);
     same_tokens(&o1, &ref, "the request it was copied from");
     /* a (100 tokens) runs and is stored in the cache; two unrelated prompts then take both
-     * slots; a again: the target restores 96 tokens from the cache, the drafter has none of
+     * slots; a again: the target restores its blocks from the cache, the drafter has none of
      * them and computes them 16 per step while a generates (no drafts until it has caught up) */
     prompt_of(30, 100, a);
     prompt_of(31, 60, d);
@@ -427,8 +428,11 @@ static void test_drafter_prefix(void **state)
         assert_true(si.n_draft_tokens <= 16 + 2 + 3); /* budget, a free ride, k - 1 passes */
         if (si.n_drafted == 0 && tern_batcher_n_active(g.b)) steps_without++;
     }
-    assert_int_equal(o3.st.n_reused, 96);
-    assert_true(steps_without >= 100 / 16 - 1);
+    /* whole blocks that leave the tokens the active kernel path must decode itself: 96 where
+     * the layer matmuls are batch-invariant (1 token), 80 where they are not (AVX2) */
+    const int ms = pc_min_suffix(pc), restored = (100 - ms) / 16 * 16;
+    assert_int_equal(o3.st.n_reused, restored);
+    assert_true(steps_without >= restored / 16 - 1);
     assert_true(o3.st.spec_drafted > 0); /* it caught up and drafted */
     reference(a, 100, 30, &ref);
     same_tokens(&o3, &ref, "prompt restored from the cache");

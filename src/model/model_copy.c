@@ -172,6 +172,20 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
     m->info.released_bytes = 0; /* src's copies it shares are src's to report */
     free(w);
     free(sw);
+    /* The converted matrices get packed copies as a loaded file's do (when the source has
+     * them: a model loaded without repacking gets a copy without): the same kernels then run
+     * on the copy and on a file quantized to the same type (the same bits), and the drafter
+     * reads the layout decode is fastest on. */
+    m->mmap_only = src->mmap_only;
+    if (!m->mmap_only) {
+        const uint64_t converted = m->info.repacked_bytes;
+        if ((st = model_repack(m, false))) {
+            w = sw = NULL; /* freed above */
+            goto fail;
+        }
+        m->info.repacked_bytes += converted;
+        model_tune_tiles(m);
+    }
     model_publish_info(m);
     *out = m;
     return TERN_OK;

@@ -925,6 +925,7 @@ static tern_status model_from_gguf(struct tern_gguf *g, const char *name, bool f
     }
     const char *env = getenv("TERN_REPACK");
     const bool repack = !(params && params->no_repack) && !(env && !strcmp(env, "0"));
+    m->mmap_only = !repack;
     if (repack && (st = model_repack(m, file_mapped))) {
         tern_fail_prefix(st, "%s: ", name);
         tern_model_free(m);

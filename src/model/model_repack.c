@@ -15,7 +15,8 @@
  * never read the original rows again, so their pages are handed back (madvise MADV_DONTNEED on
  * the read-only file mapping: they stay in the page cache and are faulted back in on demand —
  * the rows of a tied embedding as tokens are met, everything if another kernel path is forced
- * later) and the copy costs no extra resident memory. */
+ * later) and the copy costs no extra resident memory. A quantized copy of a loaded model
+ * (model_copy.c) is packed here too: the matrices it converted get copies of their own. */
 #include "model/model.h"
 
 #include <stdlib.h>
@@ -103,7 +104,9 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
     int n = 0;
     int64_t panels = 0;
     for (int i = 0; i < nw; i++) {
-        const size_t b = kern_packed_size(w[i]->type, w[i]->rows, w[i]->cols);
+        /* a weight that has a copy already (a converted model's unconverted matrix shares its
+         * source's) keeps it */
+        const size_t b = w[i]->packed ? 0 : kern_packed_size(w[i]->type, w[i]->rows, w[i]->cols);
         if (!b) continue;
         todo[n] = w[i];
         dst[n++] = (void *)(uintptr_t)total; /* offsets until the buffer exists */
