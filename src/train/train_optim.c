@@ -213,10 +213,11 @@ tern_status tern_trainer_create(const struct tern_train_config *c, struct tern_t
     t->path = kern_gemm_best();
     if (c->matmul_bf16) {
         if (!kern_gemm_path_ok(KERN_GEMM_BF16_AVX512)) {
+            const enum kern_gemm_path path = t->path; /* named after t is freed */
             tern_trainer_free(t);
             return tern_fail(TERN_ERR_ARG, "train config: \"matmul\": \"bf16\" needs a CPU with "
                              "AVX512-BF16 (this one runs the %s GEMM; TERN_KERNELS may have capped "
-                             "it); use \"f32\"", kern_gemm_path_name(t->path));
+                             "it); use \"f32\"", kern_gemm_path_name(path));
         }
         t->path = KERN_GEMM_BF16_AVX512;
     }
