@@ -344,14 +344,9 @@ static void test_speed_proxies(void **state)
 }
 
 /* The shipped model (teacher) and its drafter (student), and a small tool-calling corpus made
- * by tern corpus in DIR/name: what the distillation tests below distill with. */
-/* Under ASan + UBSan (TERN_SANITIZED, CMakeLists.txt) the KD tests answer fewer conversations:
- * the same code, a tenth of the constrained answers that take seconds each there. */
-static bool sanitized(void)
-{
-    return getenv("TERN_SANITIZED") != NULL;
-}
-
+ * by tern corpus in DIR/name: what the distillation tests below distill with. Under the
+ * sanitizers (test_sanitized) the KD tests answer fewer conversations: the same code, a tenth
+ * of the constrained answers that take seconds each there. */
 static void shipped_pair(const char *name, int seed, int size, char *corpus, char *model, char *drafter)
 {
     char cmd[2048], out[4096];
@@ -387,7 +382,7 @@ static void test_length_kd(void **state)
     static char out[1 << 20];
     shipped_pair("lkc", 3, 40, corpus, model, drafter);
     /* under the sanitizers each constrained answer costs seconds: 2 answers a mining, not 6 */
-    const int docs = sanitized() ? 2 : 6;
+    const int docs = test_sanitized() ? 2 : 6;
     snprintf(rec, sizeof rec, "%s/lk-recipe.json", dir);
     char rj[512];
     snprintf(rj, sizeof rj, "{\"steps\": 2, \"length_kd_weight\": 0.5, \"length_kd_slope\": 2, \"length_kd_hinge\": 0.1,"
@@ -473,7 +468,7 @@ static void test_sequence_kd(void **state)
     setup_files();
     char corpus[700], rec[700], model[700], drafter[700], cmd[8192], cases[700], ref[700], ans[800];
     static char out[1 << 20];
-    shipped_pair("sqc", 5, sanitized() ? 6 : 30, corpus, model, drafter); /* as in test_length_kd */
+    shipped_pair("sqc", 5, test_sanitized() ? 6 : 30, corpus, model, drafter); /* as in test_length_kd */
     snprintf(rec, sizeof rec, "%s/sq-recipe.json", dir);
     write_text(rec, "{\"steps\": 1, \"batch_tokens\": 1536, \"accum\": 1, \"ckpt_every\": 0}");
     snprintf(cmd, sizeof cmd, "%s distill --teacher %s --student %s --data %s/train.jsonl --recipe %s "

@@ -662,7 +662,7 @@ static void test_llama_cpp_reference(void **state)
                   with, plain, checked, r.n);
     assert_true(with < 0.5f);
     assert_true(plain > 1.0f);
-    if (getenv("TERN_SANITIZED")) { /* the same code paths as above, 16 times the tokens */
+    if (test_sanitized()) { /* the same code paths as above, 16 times the tokens */
         print_message("sanitized build: tern-tool 2's 579-token reference is left to the Release suite\n");
         remove(base);
         return;

@@ -92,7 +92,7 @@ static void check_model(const struct real_case *c)
     snprintf(ref, sizeof ref, "%s/tests/data/real/%s.llama.jsonl", test_source_dir(), c->name);
     char *text = test_read_file(ref, NULL);
     if (!text) fail_msg("reference %s is missing", ref);
-    const bool sanitized = getenv("TERN_SANITIZED") != NULL;
+    const bool sanitized = test_sanitized();
     const int max_prompts = sanitized ? 3 : 1000, max_steps = sanitized ? 24 : 1000;
 
     struct tern_model *m;

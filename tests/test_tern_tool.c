@@ -222,7 +222,7 @@ static void check_card_scores(const char *model, const char *card_json)
     char report[2048], cmd[12288], out[16384];
     /* under ASan the whole set would take most of the suite's time: a shard checks the memory
      * safety of the path, the Release suite checks the figures */
-    const bool sanitized = getenv("TERN_SANITIZED") != NULL;
+    const bool sanitized = test_sanitized();
     snprintf(report, sizeof report, "%s/dev.json", test_tmpdir());
     snprintf(cmd, sizeof cmd, "%s eval --data %s -m %s --constrained -t 2 --json %s %s 2>&1", test_tern_bin(),
              source_file("eval/toolcalls-dev.jsonl"), source_file(model), report,

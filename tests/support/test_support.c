@@ -54,6 +54,7 @@ const char *test_real_model(const char *name)
 
 const char *test_tern_bin(void) { return TERN_BIN_DIR "/tern"; }
 const char *test_source_dir(void) { return TERN_SOURCE_DIR; }
+bool test_sanitized(void) { return getenv("TERN_SANITIZED") != NULL; }
 
 static char tmpdir_made[256];
 

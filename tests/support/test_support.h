@@ -62,6 +62,10 @@ const char *test_source_dir(void);
  * passed, keeps it (and says where) when one failed or TERN_KEEP_TEST_TMP is set. */
 const char *test_tmpdir(void);
 
+/* Whether the suite runs under ASan + UBSan with the smaller cases (TERN_SANITIZED, set per
+ * test in CMakeLists.txt for the tests whose full cases take minutes there). */
+bool test_sanitized(void);
+
 /* Whole file into malloc'ed NUL-terminated memory (NULL if unreadable). */
 char *test_read_file(const char *path, size_t *len);
 /* Run a shell command; its stdout (up to cap - 1 bytes, NUL-terminated) into buf. Returns the
