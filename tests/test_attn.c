@@ -14,6 +14,11 @@
 #include "kernels/attn.h"
 #include "util/fp16.h"
 
+/* every buffer ends at an inaccessible page: a SIMD loop reading past it faults
+ * (test_guarded_alloc; the sanitized build leaves the SIMD files uninstrumented) */
+static void *guarded(size_t n) { return test_guarded_alloc(n, 64); }
+static void unguard(void *p) { test_guarded_free(p); }
+
 static float frand(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -24,10 +29,10 @@ static void compare_paths(attn_scores_fn sc, attn_wsum_fn ws, int hd, const char
 {
     uint64_t seed = 42;
     const int max_keys = 77;
-    float *q = malloc(sizeof(float) * hd), *w = malloc(sizeof(float) * max_keys);
-    uint16_t *k = malloc(sizeof(uint16_t) * hd * max_keys), *v = malloc(sizeof(uint16_t) * hd * max_keys);
-    float *s_ref = malloc(sizeof(float) * max_keys), *s = malloc(sizeof(float) * max_keys);
-    float *o_ref = malloc(sizeof(float) * hd), *o = malloc(sizeof(float) * hd);
+    float *q = guarded(sizeof(float) * hd), *w = guarded(sizeof(float) * max_keys);
+    uint16_t *k = guarded(sizeof(uint16_t) * hd * max_keys), *v = guarded(sizeof(uint16_t) * hd * max_keys);
+    float *s_ref = guarded(sizeof(float) * max_keys), *s = guarded(sizeof(float) * max_keys);
+    float *o_ref = guarded(sizeof(float) * hd), *o = guarded(sizeof(float) * hd);
     for (int j = 0; j < hd; j++) q[j] = fp16_to_f32(fp16_from_f32(frand(&seed) * 3));
     for (int i = 0; i < hd * max_keys; i++) {
         k[i] = fp16_from_f32(frand(&seed) * 2);
@@ -43,7 +48,7 @@ static void compare_paths(attn_scores_fn sc, attn_wsum_fn ws, int hd, const char
         for (int j = 0; j < hd; j++) assert_true(fabsf(o[j] - o_ref[j]) <= 1e-6f * n_keys);
     }
     print_message("%s hd=%d agrees with scalar\n", name, hd);
-    free(q); free(w); free(k); free(v); free(s_ref); free(s); free(o_ref); free(o);
+    unguard(q); unguard(w); unguard(k); unguard(v); unguard(s_ref); unguard(s); unguard(o_ref); unguard(o);
 }
 
 static void test_simd_paths(void **state)
@@ -75,10 +80,10 @@ static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, i
     uint64_t seed = 1000u + (uint64_t)hd * 31 + (uint64_t)nq * 7 + (uint64_t)base_keys;
     const int max_keys = base_keys + (nq - 1) / g;
     const size_t ss = ((size_t)max_keys + 15) & ~(size_t)15;
-    float *q = malloc(sizeof(float) * hd * nq), *tile = malloc(sizeof(float) * ATTN_TILE_KEYS * hd);
-    uint16_t *k = malloc(sizeof(uint16_t) * hd * max_keys), *v = malloc(sizeof(uint16_t) * hd * max_keys);
-    float *sb = malloc(sizeof(float) * ss * nq), *s1 = malloc(sizeof(float) * max_keys);
-    float *ob = malloc(sizeof(float) * hd * nq), *o1 = malloc(sizeof(float) * hd);
+    float *q = guarded(sizeof(float) * hd * nq), *tile = guarded(sizeof(float) * ATTN_TILE_KEYS * hd);
+    uint16_t *k = guarded(sizeof(uint16_t) * hd * max_keys), *v = guarded(sizeof(uint16_t) * hd * max_keys);
+    float *sb = guarded(sizeof(float) * ss * nq), *s1 = guarded(sizeof(float) * max_keys);
+    float *ob = guarded(sizeof(float) * hd * nq), *o1 = guarded(sizeof(float) * hd);
     float *outp[16];
     int nk[16];
     for (int i = 0; i < hd * nq; i++) q[i] = fp16_to_f32(fp16_from_f32(frand(&seed) * 3));
@@ -92,7 +97,7 @@ static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, i
     }
     a->bscores(q, nq, k, max_keys, hd, 0.125f, sb, ss, tile);
     /* the block softmax, rows from an offset (a sliding window's first key) and from 0 */
-    float *sw = malloc(sizeof(float) * ss * nq);
+    float *sw = guarded(sizeof(float) * ss * nq);
     memcpy(sw, sb, sizeof(float) * ss * nq);
     int off[16], nw[16];
     const int zero[16] = {0};
@@ -117,13 +122,13 @@ static void compare_block(const struct attn_kernels *a, int hd, int nq, int g, i
         attn_softmax_scalar(s1, nk[i]);
         assert_memory_equal(sb + i * ss, s1, sizeof(float) * nk[i]);
     }
-    free(sw);
+    unguard(sw);
     a->bwsum(sb, ss, nk, nq, v, hd, outp);
     for (int i = 0; i < nq; i++) {
         a->wsum(sb + i * ss, v, nk[i], hd, o1);
         assert_memory_equal(ob + (size_t)i * hd, o1, sizeof(float) * hd);
     }
-    free(q); free(tile); free(k); free(v); free(sb); free(s1); free(ob); free(o1);
+    unguard(q); unguard(tile); unguard(k); unguard(v); unguard(sb); unguard(s1); unguard(ob); unguard(o1);
 }
 
 static void test_block_kernels(void **state)

@@ -35,12 +35,10 @@ static float urand(void)
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
     return (float)((rng_state >> 40) / 16777216.0) * 2.0f - 1.0f;
 }
-static float *falloc(size_t n)
-{
-    void *p = NULL;
-    assert_int_equal(posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)), 0);
-    return p;
-}
+/* n floats ending at an inaccessible page, so a kernel reading or writing past an operand faults
+ * (test_guarded_alloc: the sanitized build leaves the SIMD files uninstrumented) */
+static float *falloc(size_t n) { return test_guarded_alloc((n ? n : 1) * sizeof(float), 64); }
+static void ffree(float *p) { test_guarded_free(p); }
 
 /* the layouts of the trainer's products (gemm_f32.h): 0 forward X.W^T, 1 dX = dY.W,
  * 2 dW += dY^T.X, 3 A with no unit stride (packed element by element), 4 B with no unit stride */
@@ -96,8 +94,8 @@ static double check_bf16(enum kern_gemm_path p, int M, int N, int K, int layout,
     if (worst > 1.0)
         fail_msg("%s M%d N%d K%d layout %d (%s operands): error %.3f x the bound", kern_gemm_path_name(p),
                  M, N, K, layout, rounded ? "rounded" : "F32", worst);
-    free(A), free(B), free(Ar), free(Br), free(Aabs), free(Babs), free(C), free(R), free(S), free(C0);
-    free(ws);
+    ffree(A), ffree(B), ffree(Ar), ffree(Br), ffree(Aabs), ffree(Babs), ffree(C), ffree(R), ffree(S), ffree(C0);
+    ffree(ws);
     return worst;
 }
 
@@ -162,7 +160,7 @@ static void test_bf16_paths_agree(void **state)
                   differ, 5 * M * N, worst);
     /* both are within 2^-7 S of the product; the sums' rounding alone differs */
     assert_true(worst < 1e-3);
-    free(A), free(B), free(C1), free(C2), free(ws);
+    ffree(A), ffree(B), ffree(C1), ffree(C2), ffree(ws);
 }
 
 /* Threaded calls equal the single-threaded call bit for bit, for every path this CPU runs, at
@@ -197,14 +195,14 @@ static void test_threads_identical(void **state)
                 if (memcmp(C1, C2, (size_t)M * N * sizeof *C1) || memcmp(C1, C3, (size_t)M * N * sizeof *C1))
                     fail_msg("%s M%d N%d K%d layout %d: threaded result differs", kern_gemm_path_name(paths[p]),
                              M, N, K, layout);
-                free(A), free(B), free(C1), free(C2), free(C3);
+                ffree(A), ffree(B), ffree(C1), ffree(C2), ffree(C3);
                 ran++;
             }
     }
     print_message("threads: %d (path, shape, layout) cases identical on 1, 2 and 3 threads\n", ran);
     tp_free(tp2);
     tp_free(tp3);
-    free(ws);
+    ffree(ws);
 }
 
 int main(void)

@@ -29,6 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kernels/kern_packed.h"
 #include "kernels/kernels.h"
@@ -58,8 +61,9 @@ static void problem_make(struct problem *p, int wtype, int64_t rows, int64_t k, 
     p->n_tok = n_tok;
     p->w_stride = quant_row_bytes(wtype, k) + 64; /* padding: strides are honoured */
     p->a_stride = quant_row_bytes(p->atype, k) + 32;
-    p->W = calloc((size_t)rows, p->w_stride);
-    p->A = calloc((size_t)n_tok, p->a_stride);
+    /* guarded: a kernel reading past the last row or token faults (test_guarded_alloc) */
+    p->W = test_guarded_alloc((size_t)rows * p->w_stride, 64);
+    p->A = test_guarded_alloc((size_t)n_tok * p->a_stride, 64);
     p->Wf = malloc((size_t)(rows * k) * sizeof(float));
     p->Af = malloc((size_t)(n_tok * k) * sizeof(float));
     float *x = malloc((size_t)k * sizeof *x);
@@ -79,8 +83,8 @@ static void problem_make(struct problem *p, int wtype, int64_t rows, int64_t k, 
 
 static void problem_free(struct problem *p)
 {
-    free(p->W);
-    free(p->A);
+    test_guarded_free(p->W);
+    test_guarded_free(p->A);
     free(p->Wf);
     free(p->Af);
 }
@@ -388,7 +392,7 @@ static void test_packed_vs_scalar(void **state)
                 if (si >= n_shapes - 2) problem_fill_widest(&p);
                 const size_t pn = kern_packed_size(p.wtype, p.rows, p.k);
                 assert_true(pn > 0);
-                void *P = aligned_alloc(64, (pn + 63) & ~(size_t)63);
+                void *P = test_guarded_alloc(pn, 64);
                 assert_non_null(P);
                 kern_pack(p.wtype, p.W, p.w_stride, p.rows, p.k, 0, p.rows, P);
                 const int64_t ldy = p.rows + 5;
@@ -406,7 +410,7 @@ static void test_packed_vs_scalar(void **state)
                 }
                 free(Y);
                 free(R);
-                free(P);
+                test_guarded_free(P);
                 problem_free(&p);
             }
         }
@@ -512,9 +516,34 @@ static void test_dispatch(void **state)
     print_message("detected path: %s\n", name);
 }
 
+/* The guard the problems' buffers carry (test_guarded_alloc) faults on the first byte past the
+ * end, so an overrun of a SIMD kernel, which the sanitized build leaves uninstrumented, fails this
+ * suite instead of passing unseen. */
+static void test_guard_faults(void **state)
+{
+    (void)state;
+    const size_t n = 1000;
+    volatile unsigned char *p = test_guarded_alloc(n, 8);
+    p[0] = 1;
+    p[n - 1] = 2; /* the last byte: n is a multiple of the alignment, so the guard is right after */
+    fflush(NULL);
+    const pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        signal(SIGSEGV, SIG_DFL); /* not cmocka's handler, which would go on with the suite here */
+        (void)p[n];               /* past the end: faults */
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+    test_guarded_free((void *)p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_guard_faults),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_scalar_matmul),
         cmocka_unit_test(test_quantize_act),

@@ -24,7 +24,7 @@ static float *inputs(int *n_out)
                                   0x1p-149f, -0x1p-149f, 1e-30f, 1.0f, -1.0f, 0.5f, 30.0f};
     const int n_edge = (int)(sizeof edges / sizeof edges[0]);
     const int n = n_edge + (int)((1ull << 32) / 1021) + 1;
-    float *x = malloc(sizeof(float) * (size_t)n);
+    float *x = test_guarded_alloc(sizeof(float) * (size_t)n, 64);
     assert_non_null(x);
     memcpy(x, edges, sizeof edges);
     int k = n_edge;
@@ -47,7 +47,7 @@ static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_sub_fn sub_fn,
 {
     int n;
     float *x = inputs(&n);
-    float *y = malloc(sizeof(float) * (size_t)n), *u = malloc(sizeof(float) * (size_t)n);
+    float *y = test_guarded_alloc(sizeof(float) * (size_t)n, 64), *u = test_guarded_alloc(sizeof(float) * (size_t)n, 64);
     assert_non_null(y);
     assert_non_null(u);
     /* exp(x - mx) and the ordered double sum, over rows of odd lengths */
@@ -88,9 +88,9 @@ static void check_path(const char *name, vexp_sum_fn sum_fn, vexp_sub_fn sub_fn,
     assert_int_equal(bad, 0);
     print_message("%s: exp, ordered sum, exp without sum, silu and gelu bit-identical to vexp_f32 on %d inputs\n",
                   name, n);
-    free(x);
-    free(y);
-    free(u);
+    test_guarded_free(x);
+    test_guarded_free(y);
+    test_guarded_free(u);
 }
 
 static void test_simd_bit_identical(void **state)
@@ -119,7 +119,7 @@ static void test_close_to_libm(void **state)
         assert_true(d == 1 || d == -1);
     }
     print_message("vexp_f32 vs libm expf: %d of %d inputs differ (by one ulp)\n", differ, n);
-    free(x);
+    test_guarded_free(x);
 }
 
 static void test_special_values(void **state)

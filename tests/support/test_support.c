@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ftw.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +56,37 @@ const char *test_real_model(const char *name)
 const char *test_tern_bin(void) { return TERN_BIN_DIR "/tern"; }
 const char *test_source_dir(void) { return TERN_SOURCE_DIR; }
 bool test_sanitized(void) { return getenv("TERN_SANITIZED") != NULL; }
+
+/* The mapping is [base, base + len): data pages, then one PROT_NONE page. The mapping's base and
+ * length sit in a header just below the returned pointer (at least 16 bytes of the data pages are
+ * kept for it), so test_guarded_free needs only the pointer. */
+struct guard_header {
+    void *base;
+    size_t len;
+};
+
+void *test_guarded_alloc(size_t n, size_t align)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (align == 0 || (align & (align - 1)) || align > page) fail_msg("test_guarded_alloc: align %zu", align);
+    const size_t data = (n + sizeof(struct guard_header) + align + page - 1) / page * page;
+    const size_t len = data + page;
+    char *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) fail_msg("test_guarded_alloc: mmap of %zu bytes failed", len);
+    if (mprotect(base + data, page, PROT_NONE) != 0) fail_msg("test_guarded_alloc: mprotect failed");
+    char *p = (char *)(((uintptr_t)(base + data - n)) & ~(uintptr_t)(align - 1));
+    struct guard_header h = {base, len};
+    memcpy(p - sizeof h, &h, sizeof h);
+    return p;
+}
+
+void test_guarded_free(void *p)
+{
+    if (!p) return;
+    struct guard_header h;
+    memcpy(&h, (char *)p - sizeof h, sizeof h);
+    munmap(h.base, h.len);
+}
 
 static char tmpdir_made[256];
 

@@ -66,6 +66,14 @@ const char *test_tmpdir(void);
  * test in CMakeLists.txt for the tests whose full cases take minutes there). */
 bool test_sanitized(void);
 
+/* n bytes whose end (rounded down to `align`, a power of two up to 4096) abuts an inaccessible
+ * page, so a kernel reading or writing past its buffer faults in every build. The sanitized build
+ * compiles the SIMD kernel files without AddressSanitizer (CMakeLists.txt), so this is what
+ * catches their overruns there and in Release. Never NULL (fails the test); free with
+ * test_guarded_free. */
+void *test_guarded_alloc(size_t n, size_t align);
+void test_guarded_free(void *p);
+
 /* Whole file into malloc'ed NUL-terminated memory (NULL if unreadable). */
 char *test_read_file(const char *path, size_t *len);
 /* Run a shell command; its stdout (up to cap - 1 bytes, NUL-terminated) into buf. Returns the
