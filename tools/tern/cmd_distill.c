@@ -1,6 +1,8 @@
-/* cmd_distill.c — `tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json)
- * --data train.jsonl [--val val.jsonl] -o student.gguf [--recipe recipe.json]`: train a student
- * to match a teacher (tern.h "distillation"; docs/train-and-distill.md "Distillation: `tern distill`").
+/* cmd_distill.c — `tern distill --teacher T.gguf (--student S.gguf | --student-config cfg.json |
+ * --lora-base MODEL) --data train.jsonl [--val val.jsonl] -o student.gguf [--recipe recipe.json]`:
+ * train a student to match a teacher (tern.h "distillation"; docs/train-and-distill.md
+ * "Distillation: `tern distill`"). With --lora-base the student is a LoRA adapter on that frozen
+ * model (the trainer's LoRA, as `tern train --lora-base`), and -o is the adapter.
  *
  * Order of work: the student's config (from its GGUF or its config file) with the recipe's
  * training keys over it; the tokenizer check (teacher and student must share a tokenizer, by
@@ -30,6 +32,8 @@
 struct distill_opts {
     const char *teacher, *student, *student_cfg, *data, *val, *out, *recipe, *kd_path, *vkd_path,
                *ckdir, *resume, *layers, *speed_cases, *speed_suite, *speed_type;
+    const char *lora_init;
+    struct cli_lora_train_opts lo;
     long long speed_max, seqkd_max, threads, until, val_every;
     bool json, strict, loss_on_prompt, rebuild, seqkd;
 };
@@ -68,7 +72,7 @@ static const struct cli_option distill_table[] = {
              "([512,1024,2048,4096] or true; off by default), bucket_weights (0.4,0.4,0.15,0.05), "
              "bucket_alpha (100; 0 = fixed weights)"},
     {"-o", "--output", CLI_PATH, "FILE", CLI_AT(D, out), .flags = CLI_REQUIRED,
-     .help = "the distilled student (GGUF, F32; tern quantize it)"},
+     .help = "the distilled student (GGUF, F32; tern quantize it), or with --lora-base its adapter"},
     {NULL, "--teacher-cache", CLI_PATH, "FILE", CLI_AT(D, kd_path), .def = "CKPT/teacher.kd",
      .help = "the teacher's signal on --data"},
     {NULL, "--val-cache", CLI_PATH, "FILE", CLI_AT(D, vkd_path), .def = "CKPT/teacher-val.kd",
@@ -99,17 +103,21 @@ static const struct cli_option distill_table[] = {
     {NULL, "--sequence-kd-max-tokens", CLI_INT, "N", CLI_AT(D, seqkd_max), CLI_RANGE(1, 65536),
      .help = "answers cut at N tokens are left out"},
     {NULL, "--json", CLI_FLAG, NULL, CLI_AT(D, json), .help = "one JSON object per step on stdout"},
+    {.kind = CLI_INCLUDE, .sub = cli_lora_train_table, CLI_AT(D, lo)},
+    {NULL, "--lora-init", CLI_PATH, "FILE", CLI_AT(D, lora_init), .group = "LoRA",
+     .help = "with --lora-base: start from this adapter (its rank, alpha and targets must match)"},
     {0},
 };
 #undef D
 
 const struct cli_command cli_spec_distill = {
-    "distill", "--teacher T.gguf (--student S.gguf | --student-config cfg.json)\n"
+    "distill", "--teacher T.gguf (--student S.gguf | --student-config cfg.json | --lora-base MODEL)\n"
     "                    --data DATA.jsonl|.tdat -o student.gguf [options]",
     "Trains a student (llama or qwen2, F32 on the CPU) to match a teacher (any GGUF tern\n"
     "runs) that shares its tokenizer: KL to the teacher's top-k distribution at temperature\n"
     "tau plus cross-entropy on the data, weighted by the recipe; optional QAT at the end.\n"
-    "Give one of --student or --student-config.\n",
+    "Give one of --student, --student-config or --lora-base (a LoRA adapter on that frozen\n"
+    "model is the student, and -o writes the adapter).\n",
     distill_table, CLI_OPTS(struct distill_opts, distill_init),
     "Data parallelism: mpirun -np N tern distill ... splits each step's micro-batches\n"
     "(accum, a multiple of N) over N processes and sums their gradients (Open MPI);\n"
@@ -262,8 +270,17 @@ int cmd_distill(int argc, char **argv)
     int layers[256], n_layers = 0;
     const bool json = o.json, strict = o.strict, loss_on_prompt = o.loss_on_prompt,
                rebuild = o.rebuild, seqkd = o.seqkd;
-    if (!student == !student_cfg)
-        return cli_usage_error("distill", "need one of --student / --student-config");
+    const struct cli_lora_train_opts lo = o.lo;
+    const bool lora = lo.base != NULL;
+    if ((student != NULL) + (student_cfg != NULL) + lora != 1)
+        return cli_usage_error("distill", "need one of --student / --student-config / --lora-base");
+    if (o.lora_init && !lora)
+        return cli_usage_error("distill", "--lora-init needs --lora-base (the model the adapter is on)");
+    /* the proxies and the minings run the exported student as a model: an adapter needs its base */
+    if (lora && speed_cases)
+        return cli_usage_error("distill", "--speed-cases runs the exported student as a model; with "
+                               "--lora-base the export is an adapter: measure it with tern eval -m BASE "
+                               "--lora ADAPTER");
     if (seqkd && !cli_ends_with(data, ".jsonl"))
         return cli_usage_error("distill", "--sequence-kd needs --data as .jsonl conversations (the "
                                "teacher answers their prompts), not %s", data);
@@ -283,7 +300,9 @@ int cmd_distill(int argc, char **argv)
     tern_status st = TERN_OK;
     char *text = NULL;
     size_t len = 0;
-    if (student) {
+    if (lora) {
+        if ((st = cli_lora_train_base(&lo, &c))) return cli_report("distill", st);
+    } else if (student) {
         if ((st = tern_train_config_from_gguf(student, &c))) return cli_report("distill", st);
         if (layers_arg) {
             rc = parse_layers(layers_arg, c.n_layer, layers, 256, &n_layers);
@@ -313,7 +332,11 @@ int cmd_distill(int argc, char **argv)
             return CLI_EXIT_FAIL;
         }
     }
+    if ((st = cli_lora_train_apply(&lo, &c))) return cli_report("distill", st);
     if (threads) c.threads = (int)threads;
+    if (lora && recipe.length_kd_weight > 0.0f)
+        return cli_usage_error("distill", "length_kd_weight has the exported student answer prompts; "
+                               "with --lora-base the export is an adapter, not supported yet");
     if (recipe.length_kd_weight > 0.0f && !cli_ends_with(data, ".jsonl"))
         return cli_usage_error("distill", "length_kd_weight needs --data as .jsonl conversations "
                                "(the student answers their prompts), not %s", data);
@@ -369,15 +392,22 @@ int cmd_distill(int argc, char **argv)
     if (!st) st = resume ? tern_trainer_checkpoint_load(t, resume)
                          : student ? tern_trainer_load_gguf_layers(t, student, n_layers ? layers : NULL,
                                                                    n_layers)
-                                   : tern_trainer_init(t);
+                                   : tern_trainer_init(t); /* a config, or LoRA: B = 0, A random */
+    if (!st && o.lora_init && !resume) st = tern_trainer_load_adapter(t, o.lora_init);
     if (!st) st = tern_trainer_set_distill(t, &recipe);
     const bool length_kd = recipe.length_kd_weight > 0.0f;
     int64_t *doc_lines = NULL;
-    if (!st) st = cli_train_load_data("distill", data, c.tokenizer, c.n_ctx, strict, loss_on_prompt,
-                                          recipe.early_tool_weight > 0.0f,
-                                          length_kd ? &doc_lines : NULL, &d);
-    if (!st && val) st = cli_train_load_data("distill", val, c.tokenizer, c.n_ctx, strict, false, false, NULL, &vd);
-    if (!st) st = record_run(t, teacher, d, &c, &recipe, student);
+    /* rendered with the adapter's template when --chat-template-file gives one (empty: the
+     * tokenizer's own) */
+    if (!st) st = cli_train_load_data_tmpl("distill", data, c.tokenizer, c.chat_template_file, c.n_ctx,
+                                           strict, loss_on_prompt, recipe.early_tool_weight > 0.0f,
+                                           length_kd ? &doc_lines : NULL, &d);
+    if (!st && val)
+        st = cli_train_load_data_tmpl("distill", val, c.tokenizer, c.chat_template_file, c.n_ctx, strict,
+                                      false, false, NULL, &vd);
+    char lora_init_name[4200];
+    if (lora) snprintf(lora_init_name, sizeof lora_init_name, "lora:%s", c.lora_base);
+    if (!st) st = record_run(t, teacher, d, &c, &recipe, lora ? lora_init_name : student);
     if (!st && layers_arg) st = tern_trainer_set_export_str(t, "tern.distill.student_layers", layers_arg);
     if (!st && par.size > 1) st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL);
     bool peer_failed = false;
@@ -435,6 +465,13 @@ int cmd_distill(int argc, char **argv)
                     c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, recipe.kd_weight,
                     recipe.top_k, recipe.temperature, recipe.ce_weight,
                     recipe.qat_start < 1.0f ? recipe.qat_type : "off", start + 1, last);
+        if (!json && par.rank == 0 && lora) {
+            size_t n_trained;
+            tern_trainer_weights(t, &n_trained);
+            fprintf(stderr, "tern distill: LoRA rank %d, alpha %g, dropout %g on %s (frozen); %zu "
+                    "adapter parameters\n", c.lora_rank, c.lora_alpha, c.lora_dropout, c.lora_base,
+                    n_trained);
+        }
         if (!json && par.rank == 0 && recipe.n_buckets) {
             fprintf(stderr, "tern distill: length buckets (Dirichlet alpha %g):", recipe.bucket_alpha);
             for (int b = 0; b < recipe.n_buckets; b++)
