@@ -104,7 +104,7 @@ static const struct cli_option distill_table[] = {
      .help = "answers cut at N tokens are left out"},
     {NULL, "--json", CLI_FLAG, NULL, CLI_AT(D, json), .help = "one JSON object per step on stdout"},
     {.kind = CLI_INCLUDE, .sub = cli_lora_train_table, CLI_AT(D, lo)},
-    {NULL, "--lora-init", CLI_PATH, "FILE", CLI_AT(D, lora_init), .group = "LoRA",
+    {NULL, "--lora-init", CLI_PATH, "FILE", CLI_AT(D, lora_init),
      .help = "with --lora-base: start from this adapter (its rank, alpha and targets must match)"},
     {0},
 };
