@@ -46,14 +46,6 @@ static void add_doc_line(int64_t line, void *user)
     l->v[l->n++] = line;
 }
 
-tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
-                                bool strict, bool loss_on_prompt, bool mark_tools,
-                                int64_t **doc_lines, struct tern_train_data **out)
-{
-    return cli_train_load_data_tmpl(cmd, path, tokenizer, NULL, n_ctx, strict, loss_on_prompt,
-                                    mark_tools, doc_lines, out);
-}
-
 /* The template: template_file's text when given (a config's chat_template_file), else the
  * tokenizer GGUF's own. */
 static tern_status load_template(const struct tern_gguf *g, const char *template_file,
@@ -342,4 +334,12 @@ tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct ter
         snprintf(c->chat_template_file, sizeof c->chat_template_file, "%s", o->template_file);
     }
     return TERN_OK;
+}
+
+void cli_lora_train_report(const char *cmd, struct tern_trainer *t, const struct tern_train_config *c)
+{
+    size_t n_trained;
+    tern_trainer_weights(t, &n_trained);
+    fprintf(stderr, "tern %s: LoRA rank %d, alpha %g, dropout %g on %s (frozen); %zu adapter parameters\n",
+            cmd, c->lora_rank, c->lora_alpha, c->lora_dropout, c->lora_base, n_trained);
 }

@@ -16,11 +16,8 @@
  * answers whose tool calls validate (tern eval's validator) are marked in the mask for the early
  * tool-call loss (tern.h, data file). doc_lines (may be NULL): for a .jsonl, a malloc'ed array of
  * each document's file line (else NULL). */
-TERN_NODISCARD tern_status cli_train_load_data(const char *cmd, const char *path, const char *tokenizer, int n_ctx,
-                                bool strict, bool loss_on_prompt, bool mark_tools,
-                                int64_t **doc_lines, struct tern_train_data **out);
-/* The same, rendering .jsonl with template_file's template when given (NULL or "": the
- * tokenizer GGUF's own). */
+/* .jsonl is rendered with template_file's template when given (NULL or "": the tokenizer
+ * GGUF's own). */
 TERN_NODISCARD tern_status cli_train_load_data_tmpl(const char *cmd, const char *path, const char *tokenizer,
                                      const char *template_file, int n_ctx, bool strict,
                                      bool loss_on_prompt, bool mark_tools, int64_t **doc_lines,
@@ -74,4 +71,7 @@ extern const struct cli_option cli_lora_train_table[];
 TERN_NODISCARD tern_status cli_lora_train_base(const struct cli_lora_train_opts *o, struct tern_train_config *c);
 /* The other flags over c (after its config file): errors name the flag. */
 TERN_NODISCARD tern_status cli_lora_train_apply(const struct cli_lora_train_opts *o, struct tern_train_config *c);
+/* "tern CMD: LoRA rank .., alpha .., dropout .. on BASE (frozen); N adapter parameters" on stderr,
+ * for a trainer made from c with a LoRA base. */
+void cli_lora_train_report(const char *cmd, struct tern_trainer *t, const struct tern_train_config *c);
 #endif

@@ -465,13 +465,7 @@ int cmd_distill(int argc, char **argv)
                     c.n_layer, c.n_head, c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, recipe.kd_weight,
                     recipe.top_k, recipe.temperature, recipe.ce_weight,
                     recipe.qat_start < 1.0f ? recipe.qat_type : "off", start + 1, last);
-        if (!json && par.rank == 0 && lora) {
-            size_t n_trained;
-            tern_trainer_weights(t, &n_trained);
-            fprintf(stderr, "tern distill: LoRA rank %d, alpha %g, dropout %g on %s (frozen); %zu "
-                    "adapter parameters\n", c.lora_rank, c.lora_alpha, c.lora_dropout, c.lora_base,
-                    n_trained);
-        }
+        if (!json && par.rank == 0 && lora) cli_lora_train_report("distill", t, &c);
         if (!json && par.rank == 0 && recipe.n_buckets) {
             fprintf(stderr, "tern distill: length buckets (Dirichlet alpha %g):", recipe.bucket_alpha);
             for (int b = 0; b < recipe.n_buckets; b++)

@@ -254,13 +254,7 @@ int cmd_train(int argc, char **argv)
                 c.arch == TERN_ARCH_QWEN2 ? "qwen2" : "llama", c.n_embd, c.n_layer, c.n_head,
                 c.n_head_kv, c.n_ff, c.n_vocab, c.n_ctx, (unsigned long long)tern_train_data_n_docs(d),
                 (unsigned long long)tern_train_data_n_tokens(d), tern_trainer_kernel(t), start + 1, last);
-    if (!json && d && par.rank == 0 && c.lora_base[0]) {
-        size_t n_trained;
-        tern_trainer_weights(t, &n_trained);
-        fprintf(stderr, "tern train: LoRA rank %d, alpha %g, dropout %g on %s (frozen); %zu "
-                "adapter parameters\n", c.lora_rank, c.lora_alpha, c.lora_dropout, c.lora_base,
-                n_trained);
-    }
+    if (!json && d && par.rank == 0 && c.lora_base[0]) cli_lora_train_report("train", t, &c);
     if (par.size > 1 && (st = tern_trainer_set_parallel(t, par.rank, par.size, cli_par_allreduce, NULL)))
         return cli_report("train", st);
     const struct cli_train_run run = {.cmd = "train", .t = t, .c = &c, .d = d, .vd = vd,
