@@ -110,7 +110,8 @@ struct tern_train_render_report { /* accumulated over calls: zero it first */
     char first_problem[512];    /* "FILE:LINE: what" of the first skipped line, or "" */
 };
 /* Add every conversation of path to w. Errors (I/O, a strict malformed line, a template that is
- * not prefix-stable) name FILE:LINE. report may be NULL. */
+ * not prefix-stable) name FILE:LINE; so does a file none of whose lines gives a document (the
+ * counts and the first skipped line said). report may be NULL. */
 TERN_NODISCARD tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct tern_tokenizer *tok,
                                       const struct tern_chat_template *tmpl, const char *path,
                                       const struct tern_train_render_params *p,

@@ -294,7 +294,10 @@ static void test_bad_lines(void **state)
     memset(&r, 0, sizeof r);
     p.strict = false;
     p.max_tokens = 5;
-    assert_tern_ok(tern_train_data_add_jsonl(w, tok, tmpl, path, &p, &r));
+    assert_int_equal(tern_train_data_add_jsonl(w, tok, tmpl, path, &p, &r), TERN_ERR_FORMAT);
+    assert_non_null(strstr(tern_last_error(), "no conversation could be trained on (6 lines: 4 "
+                                              "malformed, 1 without an assistant message, 1 too long)"));
+    assert_non_null(strstr(tern_last_error(), "first: "));
     assert_int_equal(r.docs, 0);
     assert_int_equal(r.too_long, 1);
     assert_non_null(strstr(r.first_problem, "bad.jsonl:1:"));

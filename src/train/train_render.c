@@ -258,6 +258,7 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
     FILE *f = fopen(path, "rb");
     if (!f) return tern_fail(TERN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct render_buf b = {0};
+    const int64_t docs_before = report->docs; /* the report accumulates over files */
     char *line = NULL;
     size_t line_cap = 0;
     long long lineno = 0;
@@ -311,6 +312,15 @@ tern_status tern_train_data_add_jsonl(struct tern_train_data_writer *w, struct t
         for (size_t i = 0; i < b.n; i++) report->loss_tokens += b.mask[i] != 0;
     }
     if (!st && ferror(f)) st = tern_fail(TERN_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+    /* a file with nothing to train on is said here, with the reasons, rather than later as an
+     * empty token stream */
+    if (!st && report->docs == docs_before)
+        st = tern_fail(TERN_ERR_FORMAT, "%s: no conversation could be trained on (%lld lines: %lld "
+                       "malformed, %lld without an assistant message, %lld too long)%s%s",
+                       path, (long long)report->lines, (long long)report->malformed,
+                       (long long)report->no_assistant, (long long)report->too_long,
+                       report->first_problem[0] ? "; first: " : "",
+                       report->first_problem);
     fclose(f);
     free(line);
     free(b.tok);
