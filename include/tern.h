@@ -207,7 +207,8 @@ const struct tern_model_info *tern_model_get_info(const struct tern_model *m);
 /* An architecture's hyperparameter beyond the core, by name: true and *value (bools 0 or 1) when
  * m's architecture has it, false when the name is unknown. Each is at its neutral value where an
  * architecture lacks it (n_swa 0, embd_scale 1, ...). The names: n_rot, rope_freq_base,
- * rope_freq_scale, rope_neox, has_rope_freqs, rms_eps, tied_output, has_qkv_bias, has_qk_norm,
+ * rope_freq_scale, rope_neox, has_rope_freqs, rms_eps, tied_output, head_rows (the output
+ * head's rows: n_vocab unless a drafter's head is pruned), has_qkv_bias, has_qk_norm,
  * has_post_norms, ffn_gelu, fused_qkv, embd_scale, attn_scale, nope_every, n_swa, n_layer_swa,
  * rope_freq_base_swa, rope_attn_factor, has_rope_long, n_ctx_orig, n_head_kv_swa, head_dim_swa,
  * n_rot_swa, n_ff_max, n_embd_per_layer, v_norm, final_softcap, full_attn_interval, ssm_d_conv,

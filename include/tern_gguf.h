@@ -173,6 +173,15 @@ const char *tern_synth_shape_names(void);
  * file is byte-identical to llama-quantize's for the same input and type. Atomic. */
 TERN_NODISCARD tern_status tern_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                 int *n_fallbacks);
+/* tern_quantize_model for a drafter whose output head keeps only some tokens: OUT's
+ * output.weight holds the rows of token ids[0 .. n_ids) (ascending, inside the vocabulary; taken
+ * from the embeddings when IN's head is tied) and the key tern.output_token_ids lists them. A
+ * model so pruned gives those tokens their logits and every other token -inf, and reads n_ids
+ * instead of n_vocab rows of its head per token; tern's drafters use it (docs/speculative.md),
+ * llama.cpp does not read it. IN already pruned is refused. Atomic. */
+TERN_NODISCARD tern_status tern_quantize_model_head(const char *in_path, const char *out_path,
+                                     const char *type_name, const int32_t *ids, int n_ids,
+                                     int *n_fallbacks);
 /* tern_quantize_model with adapters merged: every adapted 2-D weight is written as
  * W + sum scale * B A (dequantized, the deltas added in F32, then quantized to type_name; the
  * other tensors as tern_quantize_model writes them). The adapters must have been loaded for a

@@ -118,6 +118,9 @@ TERN_NODISCARD tern_status tern_train_data_add_jsonl(struct tern_train_data_writ
                                       struct tern_train_render_report *report);
 uint64_t tern_train_data_n_docs(const struct tern_train_data *d);
 uint64_t tern_train_data_n_tokens(const struct tern_train_data *d);
+/* Every document's tokens, one after another (n_tokens of them), and their loss mask (the file
+ * format's bytes, 0 = not trained on) into *mask when mask is not NULL; owned by d. */
+const int32_t *tern_train_data_tokens(const struct tern_train_data *d, const uint8_t **mask);
 
 /* --- configuration (JSON keys have the field names; tern_train_config_parse) --- */
 struct tern_train_config {

@@ -259,6 +259,68 @@ static void test_quantize(void **state)
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
 }
 
+/* tern quantize --head-ids / --head-data: a drafter's pruned head. The model then writes only
+ * kept tokens; the ids come from a list or from the tokens conversations train on. */
+static void test_quantize_head(void **state)
+{
+    (void)state;
+    TEST_SHARED_OR_SKIP(src, "fixtures/models/qwen2-tiny-q8_0.gguf");
+    char cmd[16384], out[8192], ids[4096], data[4096], pruned[4096];
+    snprintf(ids, sizeof ids, "%s/head-ids.txt", test_tmpdir());
+    snprintf(data, sizeof data, "%s/head-data.jsonl", test_tmpdir());
+    snprintf(pruned, sizeof pruned, "%s/head-pruned.gguf", test_tmpdir());
+    FILE *f = fopen(ids, "w");
+    assert_non_null(f);
+    fprintf(f, "[262, 11, 13,\n 16903, 50256, 290]\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s 2>&1", test_tern_bin(), src,
+             pruned, ids);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "head pruned"));
+    snprintf(cmd, sizeof cmd, "%s check -m %s 2>&1", test_tern_bin(), pruned);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "pruned head: 6 of the 50257 tokens"));
+    snprintf(cmd, sizeof cmd, "%s run -m %s -p \"Once upon a time\" -n 16 --temp 0.9 -s 3 --ignore-eos "
+             "--json 2>/dev/null", test_tern_bin(), pruned);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    cJSON *j = cJSON_Parse(out);
+    assert_non_null(j);
+    const cJSON *toks = cJSON_GetObjectItem(j, "tokens");
+    assert_int_equal(cJSON_GetArraySize(toks), 16);
+    for (const cJSON *t = toks->child; t; t = t->next) {
+        const int id = t->valueint;
+        assert_true(id == 11 || id == 13 || id == 262 || id == 290 || id == 16903 || id == 50256);
+    }
+    cJSON_Delete(j);
+    /* from conversations: the most frequent trained tokens, with their coverage */
+    f = fopen(data, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 20; i++)
+        fprintf(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"count %d\"}, "
+                "{\"role\": \"assistant\", \"content\": \"one two three %d\"}]}\n", i, i % 3);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s q8_0 --head-data %s --head-size 5 2>&1",
+             test_tern_bin(), src, pruned, data);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "head: 5 tokens,"));
+    assert_non_null(strstr(out, "% of the trained positions of"));
+    /* refusals */
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s --head-data %s 2>&1",
+             test_tern_bin(), src, pruned, ids, data);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "not both"));
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-size 9 2>&1", test_tern_bin(), src, pruned);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
+    f = fopen(ids, "w");
+    assert_non_null(f);
+    fprintf(f, "1 2 x3\n");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s 2>&1", test_tern_bin(), src,
+             pruned, ids);
+    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "byte 4: expected a token id"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_template_now),
         cmocka_unit_test(test_synth_check_run),
         cmocka_unit_test(test_quantize),
+        cmocka_unit_test(test_quantize_head),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -1,6 +1,6 @@
 /* convert.h — what src/convert offers the rooms above it (not public): the model rewriter of
  * quantize_model.c with a hook that changes each weight row between dequantizing and
- * quantizing (src/model/lora_merge.c adds LoRA deltas through it). */
+ * quantizing (src/model/lora_merge.c adds LoRA deltas through it) and a pruned output head. */
 #ifndef TERN_CONVERT_CONVERT_H
 #define TERN_CONVERT_CONVERT_H
 
@@ -14,8 +14,14 @@ struct convert_row_hook {
     void (*add_row)(void *user, int h, int64_t r, float *row);
 };
 
-/* tern_quantize_model, with hook applied to every 2-D weight it rewrites (NULL: none). */
+struct convert_opts {
+    const struct convert_row_hook *hook; /* applied to every 2-D weight rewritten, or NULL */
+    const int32_t *head_ids;             /* tern_quantize_model_head's pruned head, or NULL */
+    int n_head_ids;
+};
+
+/* tern_quantize_model with these options (NULL: none). */
 TERN_NODISCARD tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
-                                   const struct convert_row_hook *hook, int *n_fallbacks);
+                                   const struct convert_opts *opts, int *n_fallbacks);
 
 #endif

@@ -84,17 +84,80 @@ tern_status tern_quantize_model(const char *in_path, const char *out_path, const
     return convert_quantize_model(in_path, out_path, type_name, NULL, n_fallbacks);
 }
 
-tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
-                                   const struct convert_row_hook *hook, int *n_fallbacks)
+/* Rewrite one 2-D weight as `name` in dst_type: its rows, or only rows sel[0 .. n_rows) when sel
+ * is given, each dequantized to F32, changed by the hook, quantized; a row the hook leaves alone
+ * in its own type is copied as it is. */
+static tern_status write_matrix(struct tern_gguf_writer *w, const char *name,
+                                const struct tern_gguf_tensor *t, int dst_type, const int32_t *sel,
+                                int64_t n_rows, const struct convert_row_hook *hook)
 {
+    const struct quant_traits *src = quant_traits_get(t->type), *dst = quant_traits_get(dst_type);
+    const int64_t cols = t->ne[0];
+    const size_t src_row = quant_row_bytes(t->type, cols), dst_row = quant_row_bytes(dst_type, cols);
+    float *f32 = malloc((size_t)cols * sizeof *f32);
+    void *q = malloc(dst_row * (size_t)n_rows);
+    tern_status st = TERN_OK;
+    if (!f32 || !q) st = tern_fail(TERN_ERR_NOMEM, "out of memory quantizing '%s'", name);
+    const int h = !st && hook ? hook->find(hook->user, name, cols, t->ne[1]) : -1;
+    for (int64_t r = 0; !st && r < n_rows; r++) {
+        const int64_t from = sel ? sel[r] : r;
+        if (h < 0 && dst_type == t->type) { /* its own bytes: requantizing is not lossless */
+            memcpy((char *)q + (size_t)r * dst_row, (const char *)t->data + (size_t)from * src_row, src_row);
+            continue;
+        }
+        src->to_float((const char *)t->data + (size_t)from * src_row, f32, cols);
+        if (h >= 0) hook->add_row(hook->user, h, r, f32);
+        dst->from_float_ref(f32, (char *)q + (size_t)r * dst_row, cols);
+    }
+    const int64_t ne[2] = {cols, n_rows};
+    if (!st) st = tern_gguf_writer_add_tensor(w, name, dst_type, 2, ne, q);
+    free(f32);
+    free(q);
+    return st;
+}
+
+/* The head's token ids: ascending, inside the vocabulary (token_embd's rows), IN not pruned. */
+static tern_status check_head_ids(const struct tern_gguf *g, const int32_t *ids, int n)
+{
+    const struct tern_gguf_tensor *te = tern_gguf_find_tensor(g, "token_embd.weight");
+    if (!te || te->n_dims != 2)
+        return tern_fail(TERN_ERR_FORMAT, "a pruned head needs token_embd.weight (the vocabulary)");
+    if (tern_gguf_find_key(g, "tern.output_token_ids") >= 0)
+        return tern_fail(TERN_ERR_ARG, "the model's head is already pruned (tern.output_token_ids)");
+    if (n < 1 || n > te->ne[1])
+        return tern_fail(TERN_ERR_ARG, "%d head ids; a pruned head keeps 1 to %lld (the "
+                         "vocabulary)", n, (long long)te->ne[1]);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= te->ne[1] || (i > 0 && ids[i] <= ids[i - 1]))
+            return tern_fail(TERN_ERR_ARG, "head id %d (entry %d): the ids must ascend strictly "
+                             "and lie in [0, %lld)", ids[i], i, (long long)te->ne[1]);
+    return TERN_OK;
+}
+
+tern_status tern_quantize_model_head(const char *in_path, const char *out_path,
+                                     const char *type_name, const int32_t *ids, int n_ids,
+                                     int *n_fallbacks)
+{
+    const struct convert_opts o = {.head_ids = ids, .n_head_ids = n_ids};
+    if (n_ids < 1 || !ids) return tern_fail(TERN_ERR_ARG, "a pruned head needs at least one token id");
+    return convert_quantize_model(in_path, out_path, type_name, &o, n_fallbacks);
+}
+
+tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
+                                   const struct convert_opts *opts, int *n_fallbacks)
+{
+    const struct convert_opts none = {0};
+    const struct convert_opts *o = opts ? opts : &none;
     struct type_plan plan;
     tern_status st = type_plan_parse(type_name, &plan);
     if (st) return st;
     struct tern_gguf *g;
     if ((st = tern_gguf_open(in_path, &g))) return st;
+    if (o->n_head_ids && (st = check_head_ids(g, o->head_ids, o->n_head_ids))) {
+        tern_gguf_close(g);
+        return st;
+    }
     struct tern_gguf_writer *w = NULL;
-    float *f32 = NULL;
-    void *q = NULL;
     int fb = 0;
     struct tern_str arch = {0};
     int64_t n_layer = 0;
@@ -106,7 +169,8 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
     }
     /* without an output matrix the embeddings are also the output (tied): the q4_k_m rule
      * gives them the output's type */
-    plan.has_output = tern_gguf_find_tensor(g, "output.weight") != NULL;
+    const bool has_output = tern_gguf_find_tensor(g, "output.weight") != NULL;
+    plan.has_output = has_output || o->n_head_ids; /* a pruned head is an output of its own */
     st = tern_gguf_writer_create((uint32_t)tern_gguf_alignment(g), &w);
     for (int64_t i = 0; !st && i < tern_gguf_n_kv(g); i++) {
         struct tern_str k = tern_gguf_key(g, i);
@@ -120,6 +184,9 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
     uint32_t ft_in = 0; /* keep: the input's own file type */
     const bool keep_ft = plan.keep && tern_gguf_get_u32(g, "general.file_type", &ft_in) == TERN_OK;
     if (!st) st = tern_gguf_writer_set_u32(w, "general.file_type", keep_ft ? ft_in : file_type_of(&plan));
+    if (!st && o->n_head_ids)
+        st = tern_gguf_writer_set_arr(w, "tern.output_token_ids", TERN_GGUF_INT32, o->head_ids,
+                                      (uint64_t)o->n_head_ids);
     const int64_t n_tensors = tern_gguf_n_tensors(g);
     struct tensor_order *order = malloc((size_t)(n_tensors > 0 ? n_tensors : 1) * sizeof *order);
     if (!order && !st) st = tern_fail(TERN_ERR_NOMEM, "out of memory ordering %lld tensors",
@@ -148,31 +215,19 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
         char kind[128];
         int il;
         tensor_kind(&t->name, kind, sizeof kind, &il);
-        const int64_t cols = t->ne[0], rows = t->ne[1];
-        const int dst_type = plan.keep && quant_traits_get(t->type)
-                                 ? t->type
-                                 : type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, cols, &fb);
-        const struct quant_traits *dst = quant_traits_get(dst_type);
-        const size_t src_row = quant_row_bytes(t->type, cols), dst_row = quant_row_bytes(dst_type, cols);
-        free(f32);
-        free(q);
-        f32 = malloc((size_t)cols * sizeof *f32);
-        q = malloc(dst_row * (size_t)rows);
-        if (!f32 || !q) {
-            st = tern_fail(TERN_ERR_NOMEM, "out of memory quantizing '%s'", name);
-            break;
+        const bool head_here = o->n_head_ids && (!strcmp(name, "output.weight") ||
+                                                 (!has_output && !strcmp(name, "token_embd.weight")));
+        if (head_here) { /* the pruned head: the kept tokens' rows, as an output matrix */
+            const int head_type = plan.keep ? t->type
+                                            : type_plan_pick(&plan, "output", 0, (int)n_layer, t->ne[0], &fb);
+            st = write_matrix(w, "output.weight", t, head_type, o->head_ids, o->n_head_ids, NULL);
+            if (!strcmp(name, "output.weight")) continue;
         }
-        const int h = hook ? hook->find(hook->user, name, cols, rows) : -1;
-        for (int64_t r = 0; r < rows; r++) {
-            src->to_float((const char *)t->data + (size_t)r * src_row, f32, cols);
-            if (h >= 0) hook->add_row(hook->user, h, r, f32);
-            dst->from_float_ref(f32, (char *)q + (size_t)r * dst_row, cols);
-        }
-        st = tern_gguf_writer_add_tensor(w, name, dst_type, 2, t->ne, q);
+        const int dst_type = plan.keep ? t->type
+                                       : type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, t->ne[0], &fb);
+        if (!st) st = write_matrix(w, name, t, dst_type, NULL, t->ne[1], o->hook);
     }
     if (!st) st = tern_gguf_writer_write(w, out_path);
-    free(f32);
-    free(q);
     free(order);
     tern_gguf_writer_free(w);
     tern_gguf_close(g);

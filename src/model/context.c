@@ -189,6 +189,7 @@ tern_status tern_context_create(struct tern_model *m, const struct tern_context_
     /* Logits for every batch row are only touched when asked for (TERN_LOGITS_ALL), so the
      * untouched part of this buffer costs address space, not memory. */
     ctx->logits = alloc_floats(ctx, nb * (size_t)in->n_vocab, &st);
+    if (m->head_ids) ctx->head_rows = alloc_floats(ctx, nb * (size_t)m->n_head_ids, &st);
     /* Quantized activations: the widest input row in the widest format (F32). */
     size_t widest = d > qd ? d : qd;
     if ((size_t)in->n_ff_max > widest) widest = (size_t)in->n_ff_max;

@@ -62,6 +62,7 @@ struct tern_context {
     struct attn_kernels attn_k; /* attention inner loops for this CPU */
     struct vexp_kernels vexp_k; /* SiLU(gate) * up for this CPU */
     float *logits;   /* (n_batch, n_vocab); rows [0, n_logits) valid after a decode */
+    float *head_rows;/* (n_batch, model->n_head_ids) a pruned head's own logits, or NULL */
     int n_logits;    /* rows of logits computed by the last decode */
     int32_t *bpos;   /* (n_batch) position of each token of the current batch */
     int32_t *bseq;   /* (n_batch) sequence of each token of the current batch */

@@ -764,6 +764,20 @@ void fwd_keep_hidden(struct tern_context *ctx, const float *norm_w, int n)
     ctx->hid_hi = p1;
 }
 
+/* A pruned head's logits (n_out rows of n_head_ids) into their tokens' places in the logits
+ * rows; the tokens the head does not keep get -inf, so no sampler or grammar ever picks them. */
+static void spread_head_rows(struct tern_context *ctx)
+{
+    const struct tern_model *m = ctx->model;
+    const size_t V = (size_t)m->info.n_vocab, H = (size_t)m->n_head_ids;
+    for (int k = 0; k < ctx->n_out; k++) {
+        float *row = ctx->logits + (size_t)k * V;
+        const float *src = ctx->head_rows + (size_t)k * H;
+        for (size_t i = 0; i < V; i++) row[i] = -INFINITY;
+        for (size_t i = 0; i < H; i++) row[m->head_ids[i]] = src[i];
+    }
+}
+
 void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight *norm,
                      const struct model_weight *output)
 {
@@ -786,10 +800,13 @@ void fwd_output_head(struct tern_context *ctx, int n, const struct model_weight 
     const int rows_end = row0 + ctx->n_out;
     if (norm->data) fwd_norm_and_quantize(ctx, src, norm->data, d, rows_end, row0, output);
     else fwd_ensure_act(ctx, src, d, rows_end, row0, output);
+    /* a pruned head (model.h head_ids) writes its rows' logits apart, spread below */
+    const bool pruned = ctx->model->head_ids && output->data == ctx->model->output.data;
     struct step so = {.ctx = ctx, .n = rows_end, .row0 = row0};
     so.w[0] = output;
-    so.out[0] = ctx->logits; /* logits row k is out_list[k] */
+    so.out[0] = pruned ? ctx->head_rows : ctx->logits; /* logits row k is out_list[k] */
     tp_run(ctx->pool, step_matmul, &so, matmul_chunks(ctx, output->rows));
+    if (pruned) spread_head_rows(ctx);
     if (ctx->lora && output == &ctx->model->output &&
         lora_slot_used(ctx->lora, lora_slot_output(ctx->model))) {
         const int slot = lora_slot_output(ctx->model);

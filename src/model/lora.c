@@ -19,8 +19,9 @@ const struct model_weight *lora_slot_weight(const struct tern_model *m, int s)
 {
     const struct model_weight *w = NULL;
     if (s == lora_slot_output(m)) {
-        /* tied: output is the embeddings' matrix under their name, no output.weight to adapt */
-        w = strcmp(m->output.name, "output.weight") ? NULL : &m->output;
+        /* tied: output is the embeddings' matrix under their name, no output.weight to adapt;
+         * a pruned head (head_ids) has fewer rows than any adapter of the vocabulary */
+        w = strcmp(m->output.name, "output.weight") || m->head_ids ? NULL : &m->output;
     } else if (s == lora_slot_embd(m)) {
         w = &m->tok_embd;
     } else if (s >= 0 && s < lora_slot_output(m)) {

@@ -107,6 +107,7 @@ struct model_hparams {
     bool has_rope_freqs;     /* Llama-3.x rope_freqs tensor present */
     float rms_eps;
     bool tied_output;        /* logits use token_embd */
+    int head_rows;           /* the output head's rows: n_vocab, fewer when pruned (head_ids) */
     bool has_qkv_bias;
     uint64_t weight_bytes;   /* bytes of all tensors in the file */
     uint64_t repacked_bytes; /* extra bytes held by weights repacked at load (0 = none) */
@@ -164,7 +165,13 @@ struct tern_model {
     struct tern_model_info pub;                 /* its public core: tern_model_get_info */
     struct model_weight tok_embd;               /* (n_vocab rows of n_embd) */
     struct model_weight output_norm;            /* (n_embd) */
-    struct model_weight output;                 /* (n_vocab rows of n_embd); == tok_embd if tied */
+    struct model_weight output;                 /* (n_vocab rows of n_embd); == tok_embd if tied;
+                                                   n_head_ids rows when the head is pruned */
+    int32_t *head_ids;                          /* a pruned head (tern.output_token_ids, a drafter's):
+                                                   output row i is token head_ids[i] (ascending),
+                                                   every other token's logit is -inf; NULL: row i
+                                                   is token i. Owned. */
+    int n_head_ids;
     struct model_weight rope_freqs;             /* optional (n_rot/2) F32 frequency factors */
     struct model_weight rope_long, rope_short;  /* optional phi3 long-RoPE factors (>= n_rot/2) */
     struct model_layer *layers;                 /* (n_layer + n_nextn) the main layers, then MTP */

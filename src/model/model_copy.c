@@ -119,6 +119,15 @@ tern_status tern_model_quantized_copy(const struct tern_model *src, const char *
         goto fail;
     }
     memcpy(m->layers, src->layers, (size_t)src->info.n_layer * sizeof *m->layers);
+    if (src->head_ids) {
+        m->head_ids = malloc((size_t)src->n_head_ids * sizeof *m->head_ids);
+        if (!m->head_ids) {
+            st = tern_fail(TERN_ERR_NOMEM, "model copy: out of memory");
+            goto fail;
+        }
+        memcpy(m->head_ids, src->head_ids, (size_t)src->n_head_ids * sizeof *m->head_ids);
+        m->n_head_ids = src->n_head_ids;
+    }
     const int nw = model_matrices(m, w);
     model_matrices(srcm, sw);
 

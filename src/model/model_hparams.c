@@ -30,6 +30,7 @@ static const struct hp_row {
     {"has_rope_freqs", offsetof(struct model_hparams, has_rope_freqs), HP_BOOL},
     {"rms_eps", offsetof(struct model_hparams, rms_eps), HP_FLOAT},
     {"tied_output", offsetof(struct model_hparams, tied_output), HP_BOOL},
+    {"head_rows", offsetof(struct model_hparams, head_rows), HP_INT},
     {"has_qkv_bias", offsetof(struct model_hparams, has_qkv_bias), HP_BOOL},
     {"weight_bytes", offsetof(struct model_hparams, weight_bytes), HP_U64},
     {"repacked_bytes", offsetof(struct model_hparams, repacked_bytes), HP_U64},

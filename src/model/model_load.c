@@ -737,6 +737,39 @@ void model_mtp_share(struct tern_model *m)
     if (t->output.data == m->output.data) t->output = m->output;
 }
 
+/* tern.output_token_ids: the output head keeps only these tokens' rows (a drafter that only
+ * proposes the tokens it was seen to need reads a fraction of a 150k-token head per token). The
+ * ids must ascend strictly and lie in the vocabulary; output.weight must then hold exactly their
+ * rows, so a tied or mismatched head is refused. */
+static tern_status bind_head_ids(const struct tern_gguf *g, struct tern_model *m)
+{
+    const char *key = "tern.output_token_ids";
+    const int64_t ki = tern_gguf_find_key(g, key);
+    if (ki < 0) return TERN_OK;
+    const enum tern_gguf_type et = tern_gguf_arr_type(g, ki);
+    if (tern_gguf_kv_type(g, ki) != TERN_GGUF_ARRAY ||
+        (et != TERN_GGUF_INT32 && et != TERN_GGUF_UINT32))
+        return tern_fail(TERN_ERR_FORMAT, "%s must be an array of 32-bit integers", key);
+    const uint64_t n = tern_gguf_arr_len(g, ki);
+    if (n < 1 || n > (uint64_t)m->info.n_vocab)
+        return tern_fail(TERN_ERR_FORMAT, "%s holds %llu ids; a pruned head keeps 1 to %d (the "
+                         "vocabulary)", key, (unsigned long long)n, m->info.n_vocab);
+    if (!tern_gguf_find_tensor(g, "output.weight"))
+        return tern_fail(TERN_ERR_FORMAT, "%s is set but the file has no output.weight (a pruned "
+                         "head cannot be the tied embeddings)", key);
+    m->head_ids = malloc(n * sizeof *m->head_ids);
+    if (!m->head_ids) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory", key);
+    memcpy(m->head_ids, tern_gguf_arr_data(g, ki), n * sizeof *m->head_ids);
+    m->n_head_ids = (int)n;
+    for (uint64_t i = 0; i < n; i++) {
+        const int32_t id = m->head_ids[i];
+        if (id < 0 || id >= m->info.n_vocab || (i > 0 && id <= m->head_ids[i - 1]))
+            return tern_fail(TERN_ERR_FORMAT, "%s[%llu] = %d: the ids must ascend strictly and lie "
+                             "in [0, %d)", key, (unsigned long long)i, id, m->info.n_vocab);
+    }
+    return TERN_OK;
+}
+
 static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
 {
     struct model_hparams *in = &m->info;
@@ -748,15 +781,18 @@ static tern_status bind_weights(const struct tern_gguf *g, struct tern_model *m)
     const int64_t d = in->n_embd, n_pl = in->n_embd_per_layer;
     const bool gemma4 = in->arch == TERN_ARCH_GEMMA4;
     tern_status st;
+    if ((st = bind_head_ids(g, m))) return st;
     if ((st = bind(g, &m->tok_embd, "token_embd.weight", d, in->n_vocab, false)) ||
         (st = bind(g, &m->output_norm, "output_norm.weight", d, 1, false)) ||
-        (st = bind(g, &m->output, "output.weight", d, in->n_vocab, true)))
+        (st = bind(g, &m->output, "output.weight", d, m->head_ids ? m->n_head_ids : in->n_vocab,
+                   !m->head_ids)))
         return st;
     /* gemma4: proportional RoPE of the global layers as factors, head_dim/2 of them (ik) */
     if (gemma4) st = bind_factors(g, &m->rope_freqs, "rope_freqs.weight", in);
     else st = bind(g, &m->rope_freqs, "rope_freqs.weight", in->n_rot / 2, 1, true);
     if (st) return st;
     in->tied_output = m->output.data == NULL;
+    in->head_rows = m->head_ids ? m->n_head_ids : in->n_vocab;
     if (in->tied_output) m->output = m->tok_embd;
     in->has_rope_freqs = m->rope_freqs.data != NULL;
     if (in->arch == TERN_ARCH_PHI3) {
@@ -958,6 +994,7 @@ void tern_model_free(struct tern_model *m)
     if (!m) return;
     free(m->owned);
     free(m->packed_buf);
+    free(m->head_ids);
     free(m->layers);
     tern_gguf_close(m->gguf);
     free(m);

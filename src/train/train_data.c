@@ -261,6 +261,11 @@ void tern_train_data_free(struct tern_train_data *d)
 
 uint64_t tern_train_data_n_docs(const struct tern_train_data *d) { return d->n_docs; }
 uint64_t tern_train_data_n_tokens(const struct tern_train_data *d) { return d->n_tok; }
+const int32_t *tern_train_data_tokens(const struct tern_train_data *d, const uint8_t **mask)
+{
+    if (mask) *mask = d->mask;
+    return d->tok;
+}
 
 /* ---------------------------------------------------------------- batches */
 

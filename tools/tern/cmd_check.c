@@ -235,7 +235,11 @@ int cmd_check(int argc, char **argv)
                HPI(n_rot), (double)HPF(rope_freq_base), (double)HPF(rope_freq_scale),
                HPI(has_rope_freqs) ? ", frequency factors (rope_freqs)" : "");
         printf("rms epsilon:   %g\n", (double)HPF(rms_eps));
-        printf("output:        %s\n", HPI(tied_output) ? "tied to token_embd" : "separate output.weight");
+        if (HPI(head_rows) < HPI(n_vocab))
+            printf("output:        pruned head: %d of the %d tokens (tern.output_token_ids; a drafter's)\n",
+                   HPI(head_rows), HPI(n_vocab));
+        else
+            printf("output:        %s\n", HPI(tied_output) ? "tied to token_embd" : "separate output.weight");
         printf("q/k/v biases:  %s\n", HPI(has_qkv_bias) ? "yes" : "no");
         if (HPI(has_qk_norm)) printf("q/k norms:     per-head RMSNorm before RoPE\n");
         if (HPI(fused_qkv)) printf("fused:         attn_qkv (q|k|v), ffn_up (gate|up)\n");
