@@ -184,8 +184,10 @@ TERN_NODISCARD tern_status tern_quantize_model_head(const char *in_path, const c
                                      int *n_fallbacks);
 /* tern_quantize_model with adapters merged: every adapted 2-D weight is written as
  * W + sum scale * B A (dequantized, the deltas added in F32, then quantized to type_name; the
- * other tensors as tern_quantize_model writes them). The adapters must have been loaded for a
- * model of the file at in_path (tern_lora_load). scales NULL = all 1. Atomic. */
+ * other tensors as tern_quantize_model writes them; the first adapter's chat template, when one
+ * carries it, replaces IN's, so the merged model is prompted as base + adapter is). The adapters
+ * must have been loaded for a model of the file at in_path (tern_lora_load). scales NULL = all 1.
+ * Atomic. */
 TERN_NODISCARD tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
                                      const char *type_name, struct tern_lora *const *adapters,
                                      const float *scales, int n, int *n_fallbacks);

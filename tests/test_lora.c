@@ -212,6 +212,38 @@ static void check_merge_math(const char *rel, const char *synth_shape, bool head
     run_logits(mm, NULL, NULL, 0, false, other);
     tern_model_free(mm);
     assert_true(max_abs_diff(other, ref, nl) < tol);
+    /* the adapter's chat template goes into the merged model (it is prompted as base +
+     * adapter is); an adapter without one leaves the base's */
+    {
+        char pt[4096];
+        snprintf(pt, sizeof pt, "%s", tmp_path("a1-tmpl.gguf"));
+        const char *tmpl = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
+        const char *kv[2] = {"tokenizer.chat_template", tmpl};
+        assert_tern_ok(tern_lora_write_kv(pt, arch, 8.0f, r1.t, r1.n, "f32", kv, 1));
+        struct tern_lora *at;
+        assert_tern_ok(tern_lora_load(m, pt, &at));
+        assert_tern_ok(tern_quantize_model_lora(base_path, kept, "keep", &at, &sc, 1, NULL));
+        tern_lora_free(at);
+        struct tern_str got, base_t = {0};
+        assert_tern_ok(tern_gguf_open(kept, &gk));
+        assert_tern_ok(tern_gguf_get_str(gk, "tokenizer.chat_template", &got));
+        assert_int_equal(got.len, strlen(tmpl));
+        assert_memory_equal(got.ptr, tmpl, got.len);
+        tern_gguf_close(gk);
+        assert_tern_ok(tern_quantize_model_lora(base_path, kept, "keep", &a1, &sc, 1, NULL));
+        assert_tern_ok(tern_gguf_open(base_path, &gb));
+        assert_tern_ok(tern_gguf_open(kept, &gk));
+        const bool base_has = tern_gguf_get_str(gb, "tokenizer.chat_template", &base_t) == TERN_OK;
+        if (base_has) {
+            assert_tern_ok(tern_gguf_get_str(gk, "tokenizer.chat_template", &got));
+            assert_int_equal(got.len, base_t.len);
+            assert_memory_equal(got.ptr, base_t.ptr, got.len);
+        } else {
+            assert_true(tern_gguf_find_key(gk, "tokenizer.chat_template") < 0);
+        }
+        tern_gguf_close(gb);
+        tern_gguf_close(gk);
+    }
     /* prefill and decode agree */
     run_logits(m, &a1, &sc, 1, true, other);
     const float d_dec = max_abs_diff(with, other, nl);

@@ -18,6 +18,7 @@ struct convert_opts {
     const struct convert_row_hook *hook; /* applied to every 2-D weight rewritten, or NULL */
     const int32_t *head_ids;             /* tern_quantize_model_head's pruned head, or NULL */
     int n_head_ids;
+    const char *chat_template;           /* replaces IN's tokenizer.chat_template, or NULL */
 };
 
 /* tern_quantize_model with these options (NULL: none). */

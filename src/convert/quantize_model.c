@@ -178,8 +178,10 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
          * end), so tern's files match llama-quantize's byte for byte */
         if (k.len == 17 && !memcmp(k.ptr, "general.file_type", 17)) continue;
         if (k.len == 28 && !memcmp(k.ptr, "general.quantization_version", 28)) continue;
+        if (o->chat_template && k.len == 23 && !memcmp(k.ptr, "tokenizer.chat_template", 23)) continue;
         st = tern_gguf_writer_copy_kv(w, g, i);
     }
+    if (!st && o->chat_template) st = tern_gguf_writer_set_str(w, "tokenizer.chat_template", o->chat_template);
     if (!st) st = tern_gguf_writer_set_u32(w, "general.quantization_version", 2); /* ggml's */
     uint32_t ft_in = 0; /* keep: the input's own file type */
     const bool keep_ft = plan.keep && tern_gguf_get_u32(g, "general.file_type", &ft_in) == TERN_OK;

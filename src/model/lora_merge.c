@@ -106,7 +106,11 @@ tern_status tern_quantize_model_lora(const char *in_path, const char *out_path,
     mg.tmp = malloc((size_t)cols * sizeof(float));
     if (!mg.tmp) return tern_fail(TERN_ERR_NOMEM, "tern_quantize_model_lora: out of memory");
     const struct convert_row_hook hook = {.user = &mg, .find = merge_find, .add_row = merge_add_row};
-    const struct convert_opts opts = {.hook = n ? &hook : NULL};
+    /* the merged model is used as base + adapter is: with the template the adapter was trained
+     * with (the first adapter's that carries one) */
+    const char *tmpl = NULL;
+    for (int i = 0; i < n && !tmpl; i++) tmpl = adapters[i]->chat_template;
+    const struct convert_opts opts = {.hook = n ? &hook : NULL, .chat_template = tmpl};
     st = convert_quantize_model(in_path, out_path, type_name, &opts, n_fallbacks);
     free(mg.tmp);
     return st;
