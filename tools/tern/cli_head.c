@@ -1,6 +1,7 @@
 /* cli_head.c — the token ids a drafter's pruned output head keeps (`tern quantize --head-ids`,
- * `--head-data`): read from a list, or chosen from training conversations as the tokens the
- * model is trained to write there, most frequent first.
+ * `--head-data`): read from a list, or chosen from conversations: the tokens the answers are
+ * made of, most frequent first, then the other tokens of the conversations (a request's values,
+ * which answers copy), most frequent first, up to the size asked.
  *
  * A drafter only earns its keep when a draft step costs a small part of a target step; with a
  * 150k-token vocabulary the output head alone can be a third of a small model's weights, so a
@@ -76,13 +77,17 @@ tern_status cli_head_ids_read(const char *path, int32_t **ids, int *n)
 
 struct id_count {
     int32_t id;
-    uint64_t count;
+    uint64_t count; /* at the positions trained on */
+    uint64_t seen;  /* anywhere in the conversations */
 };
 
+/* Tokens of the answers first, the most frequent first; then the rest of the conversations'
+ * tokens (values a request gives that an answer may copy), the most frequent first. */
 static int by_count_desc(const void *a, const void *b)
 {
     const struct id_count *x = a, *y = b;
     if (x->count != y->count) return x->count < y->count ? 1 : -1;
+    if (x->seen != y->seen) return x->seen < y->seen ? 1 : -1;
     return (x->id > y->id) - (x->id < y->id); /* ties: the lower id */
 }
 
@@ -112,16 +117,19 @@ tern_status cli_head_ids_from_data(const char *model, const char *data, const ch
     const int32_t *t = tern_train_data_tokens(d, &mask);
     const uint64_t nt = tern_train_data_n_tokens(d);
     uint64_t trained = 0;
-    for (uint64_t i = 0; i < nt; i++)
-        if (mask[i] && t[i] < n_vocab) {
+    for (uint64_t i = 0; i < nt; i++) {
+        if (t[i] >= n_vocab) continue;
+        c[t[i]].seen++;
+        if (mask[i]) {
             c[t[i]].count++;
             trained++;
         }
+    }
     tern_train_data_free(d);
     qsort(c, (size_t)n_vocab, sizeof *c, by_count_desc);
     int keep = 0;
     uint64_t covered = 0;
-    while (keep < size && keep < n_vocab && c[keep].count > 0) covered += c[keep++].count;
+    while (keep < size && keep < n_vocab && c[keep].seen > 0) covered += c[keep++].count;
     int32_t *v = keep ? malloc((size_t)keep * sizeof *v) : NULL;
     if (!keep) st = tern_fail(TERN_ERR_FORMAT, "%s: no trained token to choose the head from", data);
     else if (!v) st = tern_fail(TERN_ERR_NOMEM, "out of memory");

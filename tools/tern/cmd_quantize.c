@@ -34,8 +34,8 @@ static const struct cli_option quantize_table[] = {
      .help = "a drafter's pruned head: keep only these tokens' rows of the output matrix (token ids: "
              "integers separated by white space or commas); the others get no logit"},
     {NULL, "--head-data", CLI_PATH, "DATA.jsonl", CLI_AT(Q, head_data),
-     .help = "or keep the --head-size tokens the model is trained to write most often in these "
-             "conversations (rendered with IN's tokenizer and template)"},
+     .help = "or keep --head-size tokens of these conversations (rendered with IN's tokenizer and "
+             "template): those of the answers, most frequent first, then the rest, most frequent first"},
     {NULL, "--head-size", CLI_INT, "N", CLI_AT(Q, head_size), CLI_RANGE(1, 1 << 24),
      .help = "with --head-data: how many tokens (default 16384)"},
     {NULL, "--chat-template-file", CLI_PATH, "FILE", CLI_AT(Q, head_template),
