@@ -259,6 +259,23 @@ static void test_quantize(void **state)
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
 }
 
+static void put_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* `tern quantize SRC OUT keep --head-ids IDS` -> its exit status, its output into out. */
+static int quantize_head_ids(const char *src, const char *pruned, const char *ids, char *out, size_t cap)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s 2>&1", test_tern_bin(), src,
+             pruned, ids);
+    return test_run_cmd(cmd, out, cap);
+}
+
 /* tern quantize --head-ids / --head-data: a drafter's pruned head. The model then writes only
  * kept tokens; the ids come from a list or from the tokens conversations train on. */
 static void test_quantize_head(void **state)
@@ -269,13 +286,8 @@ static void test_quantize_head(void **state)
     snprintf(ids, sizeof ids, "%s/head-ids.txt", test_tmpdir());
     snprintf(data, sizeof data, "%s/head-data.jsonl", test_tmpdir());
     snprintf(pruned, sizeof pruned, "%s/head-pruned.gguf", test_tmpdir());
-    FILE *f = fopen(ids, "w");
-    assert_non_null(f);
-    fprintf(f, "[262, 11, 13,\n 16903, 50256, 290]\n");
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s 2>&1", test_tern_bin(), src,
-             pruned, ids);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
+    put_text(ids, "[262, 11, 13,\n 16903, 50256, 290]\n");
+    assert_int_equal(quantize_head_ids(src, pruned, ids, out, sizeof out), 0);
     assert_non_null(strstr(out, "head pruned"));
     snprintf(cmd, sizeof cmd, "%s check -m %s 2>&1", test_tern_bin(), pruned);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 0);
@@ -293,7 +305,7 @@ static void test_quantize_head(void **state)
     }
     cJSON_Delete(j);
     /* from conversations: the most frequent trained tokens, with their coverage */
-    f = fopen(data, "w");
+    FILE *f = fopen(data, "w");
     assert_non_null(f);
     for (int i = 0; i < 20; i++)
         fprintf(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"count %d\"}, "
@@ -311,13 +323,8 @@ static void test_quantize_head(void **state)
     assert_non_null(strstr(out, "not both"));
     snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-size 9 2>&1", test_tern_bin(), src, pruned);
     assert_int_equal(test_run_cmd(cmd, out, sizeof out), 2);
-    f = fopen(ids, "w");
-    assert_non_null(f);
-    fprintf(f, "1 2 x3\n");
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s quantize %s %s keep --head-ids %s 2>&1", test_tern_bin(), src,
-             pruned, ids);
-    assert_int_equal(test_run_cmd(cmd, out, sizeof out), 1);
+    put_text(ids, "1 2 x3\n");
+    assert_int_equal(quantize_head_ids(src, pruned, ids, out, sizeof out), 1);
     assert_non_null(strstr(out, "byte 4: expected a token id"));
 }
 
