@@ -50,7 +50,7 @@ int cli_draft_create(const char *cmd, const struct cli_draft_opts *o, const stru
     if (st) return cli_report(cmd, st);
     const struct tern_model *dm = tern_draft_model(*out);
     if (log && dm)
-        fprintf(log, "tern %s: draft %s ready in %.0f ms (%s, %.1f MiB of weights read per token%s)\n",
+        fprintf(log, "tern %s: draft %s ready in %.0f ms (%s, %.1f MiB of weights%s)\n",
                 cmd, o->source, cli_now_ms() - t0, tern_draft_kind(*out),
                 tern_model_get_info(dm)->weight_bytes / 1048576.0,
                 tern_model_get_info(dm)->repacked_bytes ? ", converted in memory" : "");
