@@ -4,7 +4,8 @@
 # answer ending where the model ends it (no --ignore-eos: what a user of tool calls gets).
 #
 # usage: bench/spec_answers.sh -m TARGET --draft SRC [--data FILE] [-N CASES] [--slices a,b] [--echo]
-#                              [-t THREADS] [-r ROUNDS] [--chat-args "MORE"]   (e.g. "--draft-min 3")
+#                              [-t THREADS] [-r ROUNDS] [--chat-args "MORE"]   (speculative runs only,
+#                              e.g. "--draft-min 3 --draft-max 3" to keep speculation on)
 #
 # --echo: only cases whose expected calls echo the request: every string argument value appears
 # verbatim in the messages (what prompt lookup is for; 99 of the 308 development cases).
@@ -46,7 +47,9 @@ jq -c -L "$(dirname "$0")" --arg s "$SLICES" --argjson echo "$ECHO" 'include "ca
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 chat() { # $1 = case file, then extra flags; prints the last JSON line (the answer and its stats)
     f=$1; shift
-    $BIN chat -m "$MODEL" --messages "$f" --json -t "$THREADS" $MORE "$@" < /dev/null 2> /dev/null | tail -1
+    more= # --chat-args are draft flags (--draft-min ...): plain decoding refuses them
+    case " $* " in *" --draft "*) more=$MORE ;; esac
+    $BIN chat -m "$MODEL" --messages "$f" --json -t "$THREADS" $more "$@" < /dev/null 2> /dev/null | tail -1
 }
 echo "target $MODEL, draft $DRAFT, $(wc -l < "$DIR/cases") cases of $DATA${SLICES:+ (slices $SLICES)}$($ECHO && echo ' (echoing the request)'), $THREADS thread(s), $ROUNDS rounds${MORE:+, $MORE}"
 echo "| case | slice | tokens | plain t/s | spec t/s | speed-up | drafted | accepted | same output |"
