@@ -28,8 +28,8 @@ static const struct cli_option quantize_table[] = {
     {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(Q, lora),
      .notes = (const struct cli_note[]){{"--lora", NULL, "merge a LoRA adapter (llama.cpp's GGUF, checked "
              "against IN) into the weights: W + SCALE * alpha / r * B A, summed in F32 before "
-             "quantizing to TYPE (default SCALE 1); the adapter's chat template, when it carries one, replaces "
-             "IN's"}, {NULL}}},
+             "quantizing to TYPE (default SCALE 1); the adapter's chat template, when it carries "
+             "one, replaces IN's"}, {NULL}}},
     {NULL, "--head-ids", CLI_PATH, "FILE", CLI_AT(Q, head_ids),
      .help = "a drafter's pruned head: keep only these tokens' rows of the output matrix (token ids: "
              "integers separated by white space or commas); the others get no logit"},
