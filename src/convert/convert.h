@@ -21,6 +21,11 @@ struct convert_opts {
     const char *chat_template;           /* replaces IN's tokenizer.chat_template, or NULL */
 };
 
+/* The first entry of ids[0 .. n) that is outside [0, n_vocab) or not above the one before it,
+ * or -1 when the ids ascend strictly inside the vocabulary (a pruned head's token ids, checked
+ * where they are written and where a model is loaded). */
+int64_t convert_head_ids_first_bad(const int32_t *ids, int64_t n, int64_t n_vocab);
+
 /* tern_quantize_model with these options (NULL: none). */
 TERN_NODISCARD tern_status convert_quantize_model(const char *in_path, const char *out_path, const char *type_name,
                                    const struct convert_opts *opts, int *n_fallbacks);

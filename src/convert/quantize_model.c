@@ -116,6 +116,13 @@ static tern_status write_matrix(struct tern_gguf_writer *w, const char *name,
     return st;
 }
 
+int64_t convert_head_ids_first_bad(const int32_t *ids, int64_t n, int64_t n_vocab)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= n_vocab || (i > 0 && ids[i] <= ids[i - 1])) return i;
+    return -1;
+}
+
 /* The head's token ids: ascending, inside the vocabulary (token_embd's rows), IN not pruned. */
 static tern_status check_head_ids(const struct tern_gguf *g, const int32_t *ids, int n)
 {
@@ -127,10 +134,10 @@ static tern_status check_head_ids(const struct tern_gguf *g, const int32_t *ids,
     if (n < 1 || n > te->ne[1])
         return tern_fail(TERN_ERR_ARG, "%d head ids; a pruned head keeps 1 to %lld (the "
                          "vocabulary)", n, (long long)te->ne[1]);
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= te->ne[1] || (i > 0 && ids[i] <= ids[i - 1]))
-            return tern_fail(TERN_ERR_ARG, "head id %d (entry %d): the ids must ascend strictly "
-                             "and lie in [0, %lld)", ids[i], i, (long long)te->ne[1]);
+    const int64_t bad = convert_head_ids_first_bad(ids, n, te->ne[1]);
+    if (bad >= 0)
+        return tern_fail(TERN_ERR_ARG, "head id %d (entry %lld): the ids must ascend strictly "
+                         "and lie in [0, %lld)", ids[bad], (long long)bad, (long long)te->ne[1]);
     return TERN_OK;
 }
 
@@ -217,13 +224,13 @@ tern_status convert_quantize_model(const char *in_path, const char *out_path, co
         char kind[128];
         int il;
         tensor_kind(&t->name, kind, sizeof kind, &il);
-        const bool head_here = o->n_head_ids && (!strcmp(name, "output.weight") ||
-                                                 (!has_output && !strcmp(name, "token_embd.weight")));
-        if (head_here) { /* the pruned head: the kept tokens' rows, as an output matrix */
+        const bool is_output = !strcmp(name, "output.weight");
+        if (o->n_head_ids && (is_output || (!has_output && !strcmp(name, "token_embd.weight")))) {
+            /* the pruned head: the kept tokens' rows, as an output matrix */
             const int head_type = plan.keep ? t->type
                                             : type_plan_pick(&plan, "output", 0, (int)n_layer, t->ne[0], &fb);
             st = write_matrix(w, "output.weight", t, head_type, o->head_ids, o->n_head_ids, NULL);
-            if (!strcmp(name, "output.weight")) continue;
+            if (is_output) continue;
         }
         const int dst_type = plan.keep ? t->type
                                        : type_plan_pick(&plan, kind, il < 0 ? 0 : il, (int)n_layer, t->ne[0], &fb);

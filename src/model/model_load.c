@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "convert/convert.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
 #include "kernels/kern_tune.h"
@@ -761,12 +762,10 @@ static tern_status bind_head_ids(const struct tern_gguf *g, struct tern_model *m
     if (!m->head_ids) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory", key);
     memcpy(m->head_ids, tern_gguf_arr_data(g, ki), n * sizeof *m->head_ids);
     m->n_head_ids = (int)n;
-    for (uint64_t i = 0; i < n; i++) {
-        const int32_t id = m->head_ids[i];
-        if (id < 0 || id >= m->info.n_vocab || (i > 0 && id <= m->head_ids[i - 1]))
-            return tern_fail(TERN_ERR_FORMAT, "%s[%llu] = %d: the ids must ascend strictly and lie "
-                             "in [0, %d)", key, (unsigned long long)i, id, m->info.n_vocab);
-    }
+    const int64_t bad = convert_head_ids_first_bad(m->head_ids, (int64_t)n, m->info.n_vocab);
+    if (bad >= 0)
+        return tern_fail(TERN_ERR_FORMAT, "%s[%lld] = %d: the ids must ascend strictly and lie in "
+                         "[0, %d)", key, (long long)bad, m->head_ids[bad], m->info.n_vocab);
     return TERN_OK;
 }
 

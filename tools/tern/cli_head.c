@@ -100,25 +100,20 @@ tern_status cli_head_ids_from_data(const char *model, const char *data, const ch
     tern_status st = cli_train_load_data_tmpl("quantize", data, model, template_file, 0, false,
                                               false, false, NULL, &d);
     if (st) return st;
-    struct tern_tokenizer *tok = NULL;
-    if ((st = tern_tokenizer_load(model, &tok))) {
-        tern_train_data_free(d);
-        return st;
-    }
-    const int n_vocab = tern_tokenizer_n_vocab(tok);
-    tern_tokenizer_free(tok);
-    struct id_count *c = calloc((size_t)n_vocab, sizeof *c);
-    if (!c) {
-        tern_train_data_free(d);
-        return tern_fail(TERN_ERR_NOMEM, "out of memory counting %d tokens", n_vocab);
-    }
-    for (int i = 0; i < n_vocab; i++) c[i].id = i;
     const uint8_t *mask;
     const int32_t *t = tern_train_data_tokens(d, &mask);
     const uint64_t nt = tern_train_data_n_tokens(d);
+    int n_ids = 0; /* one counter per id up to the largest the data holds (the tokenizer's) */
+    for (uint64_t i = 0; i < nt; i++)
+        if (t[i] >= n_ids) n_ids = t[i] + 1;
+    struct id_count *c = calloc((size_t)n_ids, sizeof *c);
+    if (!c) {
+        tern_train_data_free(d);
+        return tern_fail(TERN_ERR_NOMEM, "out of memory counting %d tokens", n_ids);
+    }
+    for (int i = 0; i < n_ids; i++) c[i].id = i;
     uint64_t trained = 0;
     for (uint64_t i = 0; i < nt; i++) {
-        if (t[i] >= n_vocab) continue;
         c[t[i]].seen++;
         if (mask[i]) {
             c[t[i]].count++;
@@ -126,10 +121,10 @@ tern_status cli_head_ids_from_data(const char *model, const char *data, const ch
         }
     }
     tern_train_data_free(d);
-    qsort(c, (size_t)n_vocab, sizeof *c, by_count_desc);
+    qsort(c, (size_t)n_ids, sizeof *c, by_count_desc);
     int keep = 0;
     uint64_t covered = 0;
-    while (keep < size && keep < n_vocab && c[keep].seen > 0) covered += c[keep++].count;
+    while (keep < size && keep < n_ids && c[keep].seen > 0) covered += c[keep++].count;
     int32_t *v = keep ? malloc((size_t)keep * sizeof *v) : NULL;
     if (!keep) st = tern_fail(TERN_ERR_FORMAT, "%s: no trained token to choose the head from", data);
     else if (!v) st = tern_fail(TERN_ERR_NOMEM, "out of memory");
