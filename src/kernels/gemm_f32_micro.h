@@ -26,6 +26,8 @@ void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *d
 /* 6 x 16 */
 void gemm_micro_avx2_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c, ptrdiff_t ldc, bool acc);
 void gemm_micro_avx2_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c, ptrdiff_t ldc, bool acc);
+/* the same for the AVX2 path's 16-wide panels; 8 x 8 transposes */
+void gemm_pack_bt_avx2(const float *B, ptrdiff_t bcs, int kc, int nc, float *dst);
 #endif
 
 #endif
