@@ -323,43 +323,51 @@ struct gemm_mt {
     enum kern_gemm_path path;
     float *ws;
     size_t ws_floats;
-    int tm, tn;      /* tile size */
-    int n_tn;        /* tiles across N */
+    int pm, pn;      /* tiles down M and across N */
 };
+
+/* Row (or column) bound of part i of n over `total`, cut at multiples of `unit`: the parts differ
+ * by at most one unit, where rounding one part size up left the last one short (M 1024 in four
+ * tiles of 288 was 288, 288, 288 and 160: one thread 22 % idle at the end of every call). */
+static int gemm_part(int total, int unit, int n, int i)
+{
+    const long long units = (total + unit - 1) / unit;
+    const long long b = units * i / n * unit;
+    return b < total ? (int)b : total;
+}
 
 static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
 {
     (void)n_chunks;
     struct gemm_mt *t = arg;
-    const int bi = chunk / t->n_tn, bj = chunk % t->n_tn;
-    const int i0 = bi * t->tm, j0 = bj * t->tn;
-    const int i1 = i0 + t->tm < t->g->M ? i0 + t->tm : t->g->M;
-    const int j1 = j0 + t->tn < t->g->N ? j0 + t->tn : t->g->N;
-    gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+    const int bi = chunk / t->pn, bj = chunk % t->pn;
+    const int i0 = gemm_part(t->g->M, 48, t->pm, bi), i1 = gemm_part(t->g->M, 48, t->pm, bi + 1);
+    const int j0 = gemm_part(t->g->N, 32, t->pn, bj), j1 = gemm_part(t->g->N, 32, t->pn, bj + 1);
+    if (i0 < i1 && j0 < j1) gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
 }
 
-/* The tile shape (tm x tn) of a threaded call: at least `want` tiles (two per thread, so a
+/* The grid of a threaded call, pm x pn tiles: at least `want` tiles (two per thread, so a
  * thread that the machine's load delays leaves some of its share to the others), of the shape
- * that reads the least: each tile reads its tm rows of A and packs its tn columns of B over the
- * whole K, so the traffic is (tm + tn) * K per tile, and long thin tiles (all M rows by 64
+ * that reads the least: each tile reads its rows of A and packs its columns of B over the whole
+ * K, so the traffic is (M / pm + N / pn) * K per tile, and long thin tiles (all M rows by 64
  * columns, which re-read a 6144-row A six times) lose to blocks of rows that span all columns.
- * Rows are cut in multiples of 48 (every MR), columns in multiples of 32 (every NR). */
-static void gemm_tiles(int M, int N, int want, int *tm_out, int *tn_out)
+ * Rows are cut in multiples of 48 (every MR), columns in multiples of 32 (every NR), into
+ * near-equal parts (gemm_part). */
+static void gemm_grid(int M, int N, int want, int *pm_out, int *pn_out)
 {
+    const int row_units = (M + 47) / 48, col_units = (N + 31) / 32;
     double best = -1;
     long long best_tiles = 0;
-    *tm_out = M, *tn_out = N;
-    for (int pn = 1; pn <= (N + 31) / 32 && pn <= want; pn++) {
-        const int pm = (want + pn - 1) / pn;
-        int tn = ((N + pn - 1) / pn + 31) / 32 * 32, tm = ((M + pm - 1) / pm + 47) / 48 * 48;
-        if (tn > N) tn = N;
-        if (tm > M) tm = M;
-        const long long tiles = (long long)((M + tm - 1) / tm) * ((N + tn - 1) / tn);
-        const double cost = (double)tiles * (tm + tn);
+    *pm_out = 1, *pn_out = 1;
+    for (int pn = 1; pn <= col_units && pn <= want; pn++) {
+        int pm = (want + pn - 1) / pn;
+        if (pm > row_units) pm = row_units;
+        const long long tiles = (long long)pm * pn;
+        const double cost = (double)tiles * ((double)M / pm + (double)N / pn);
         /* enough tiles first (a small product may have fewer: then the most), then traffic */
         const bool better = best < 0 ||
                             (tiles >= want ? best_tiles < want || cost < best : tiles > best_tiles);
-        if (better) best = cost, best_tiles = tiles, *tm_out = tm, *tn_out = tn;
+        if (better) best = cost, best_tiles = tiles, *pm_out = pm, *pn_out = pn;
     }
 }
 
@@ -369,12 +377,11 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
     if (g->M <= 0 || g->N <= 0) return;
     const int nth = tp ? tp_n_threads(tp) : 1;
-    struct gemm_mt t = {g, path, ws, kern_gemm_ws_floats(), g->M, g->N, 1};
+    struct gemm_mt t = {g, path, ws, kern_gemm_ws_floats(), 1, 1};
     TERN_ASSERT(ws && ((uintptr_t)ws & 63) == 0 && nth >= 1, "one 64-byte aligned workspace per thread");
-    gemm_tiles(g->M, g->N, 2 * nth, &t.tm, &t.tn);
-    TERN_ASSERT(t.tm >= 1 && t.tm <= g->M && t.tn >= 1 && t.tn <= g->N);
-    t.n_tn = (g->N + t.tn - 1) / t.tn;
-    const int n_tiles = ((g->M + t.tm - 1) / t.tm) * t.n_tn;
+    gemm_grid(g->M, g->N, 2 * nth, &t.pm, &t.pn);
+    TERN_ASSERT(t.pm >= 1 && t.pn >= 1);
+    const int n_tiles = t.pm * t.pn;
     if (nth == 1 || n_tiles == 1) {
         gemm_tile(g, path, ws, 0, g->M, 0, g->N);
         return;
