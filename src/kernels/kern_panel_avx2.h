@@ -226,7 +226,7 @@ PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int nbc, int b)
  * pn_tile). */
 PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                        int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
-                       int nt, __m256 acc[P2_NT])
+                       int j0, int nt, __m256 acc[P2_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     /* a whole chunk's lines, whatever this chunk's length (kern_panel_avx512.h, pn_tile) */
@@ -236,7 +236,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
     const int W = fmt == PN_Q4_0 || fmt == PN_Q4_1 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
     const uint8_t *a[P2_NT];
-    p2_act_rows(fmt, A, as, b0, nt, a);
+    p2_act_rows(fmt, A + (size_t)j0 * as, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
         p2_prefetch_share(next, nl, nbc, b);
         for (int sb = 0; sb < SPB; sb++) {
@@ -252,7 +252,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
                 }
             } else {
                 __m256i y[P2_NT];
-                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j][s]), y[j] = _mm256_setzero_si256();
+                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j0 + j][s]), y[j] = _mm256_setzero_si256();
                 for (int g = 0; g < GS; g++) {
                     const __m256i w = p2_wx(fmt, st, src, h, s, g);
                     for (int j = 0; j < nt; j++) y[j] = p2_dot16(y[j], w, a[j] + ao + 4 * g);
@@ -265,11 +265,11 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
             }
             const __m256 dw = p2_wsx(fmt, st, src, xs, nbc, h, s, 0);
             for (int j = 0; j < nt; j++)
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j][s])),
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])),
                                          acc[j]);
             if (PN_HAS_MIN(fmt)) {
                 const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
-                for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j][s]), acc[j]);
+                for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[j]);
             }
         }
     }
@@ -396,15 +396,16 @@ PN_INLINE __m256i p2_mask(int lo, int hi)
  * points at the half's first row; rows [lo, hi) of its 8 are written. */
 PN_INLINE void p2_half_tokens(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
                               int nbc, int h, const uint8_t *A, size_t as, int64_t b0,
-                              const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo, int hi,
-                              int first)
+                              const struct pn_act *S, int j0, int nt, float *Y, int64_t ldy, int lo,
+                              int hi, int first)
 {
     __m256 acc[P2_NT];
+    Y += (size_t)j0 * ldy;
     const int full = lo == 0 && hi == P2_ROWS;
     const __m256i m = p2_mask(lo, hi);
     for (int j = 0; j < nt; j++)
         acc[j] = first ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(Y + j * ldy) : _mm256_maskload_ps(Y + j * ldy, m);
-    p2_tile(fmt, st, src, xs, next, nbc, h, A, as, b0, S, nt, acc);
+    p2_tile(fmt, st, src, xs, next, nbc, h, A, as, b0, S, j0, nt, acc);
     for (int j = 0; j < nt; j++) {
         if (full)
             _mm256_storeu_ps(Y + j * ldy, acc[j]);
@@ -466,20 +467,43 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
     }
 }
 
-/* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled). */
+/* The most tokens one vpmaddubsw tile takes for fmt. Q5_0's dots sum int16 pairs over four
+ * groups (y) before widening them (x), so a tile keeps three vectors per token live, and its
+ * weights need three constants to unpack: from four tokens on the tile spills (Q5_0 over 255 MB
+ * on Zen 3, thread CPU time: one token 16-18 ms, three 24-26, four 40, six 50). Such calls run as
+ * two narrower tiles over the same chunk, the second reading it from L1: four 34 ms, six 45,
+ * sixteen 110 instead of 125-129. Keeping the float sums in memory instead (one load and store a
+ * sub-block) gave four 38. Q4_K and Q6_K lose with the split (their weights cost more to unpack
+ * than the spills). The same float operations per token either way (batch invariance). */
+#define P2_NT_MAX(fmt) ((fmt) == PN_Q5_0 ? 3 : P2_NT) /* >= 3: a split takes at most 6 */
+
+/* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled); wider
+ * than P2_NT_MAX(fmt), two tiles of near-equal width. */
 #define P2_DEFINE_RUN(name, fmt, st)                                                            \
     static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,   \
                            int h, const uint8_t *A, size_t as, int64_t b0,                      \
                            const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo,       \
                            int hi, int first)                                                   \
     {                                                                                           \
+        if (nt > P2_NT_MAX(fmt)) { /* tokens [0, nt/2) then [nt/2, nt); widths constant */     \
+            const int n0 = nt / 2;                                                              \
+            if (n0 == 3)                                                                        \
+                p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 3, Y, ldy, lo, hi, first); \
+            else                                                                                \
+                p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 2, Y, ldy, lo, hi, first); \
+            if (nt - n0 == 3)                                                                   \
+                p2_half_tokens(fmt, st, src, xs, NULL, nbc, h, A, as, b0, S, n0, 3, Y, ldy, lo, hi, first); \
+            else                                                                                \
+                p2_half_tokens(fmt, st, src, xs, NULL, nbc, h, A, as, b0, S, n0, 2, Y, ldy, lo, hi, first); \
+            return;                                                                             \
+        }                                                                                       \
         switch (nt) {                                                                           \
-        case 6: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 6, Y, ldy, lo, hi, first); break; \
-        case 5: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 5, Y, ldy, lo, hi, first); break; \
-        case 4: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 4, Y, ldy, lo, hi, first); break; \
-        case 3: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 3, Y, ldy, lo, hi, first); break; \
-        case 2: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 2, Y, ldy, lo, hi, first); break; \
-        default: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 1, Y, ldy, lo, hi, first); break; \
+        case 6: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 6, Y, ldy, lo, hi, first); break; \
+        case 5: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 5, Y, ldy, lo, hi, first); break; \
+        case 4: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 4, Y, ldy, lo, hi, first); break; \
+        case 3: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 3, Y, ldy, lo, hi, first); break; \
+        case 2: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 2, Y, ldy, lo, hi, first); break; \
+        default: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 1, Y, ldy, lo, hi, first); break; \
         }                                                                                       \
     }
 
