@@ -13,8 +13,9 @@
  * what a model loaded with repacking runs; packing not timed) for the formats that have one
  * (on avx512 and avx2; TERN_AVXVNNI=0 for the avx2 tile without AVX-VNNI).
  *
- * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [reps] (default 5; -k: only that kernel of -a,
- * e.g. packed; -t: only that weight type, e.g. q8_0) */
+ * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB] [reps] (default 5; -k: only that kernel
+ * of -a, e.g. packed; -t: only that weight type, e.g. q8_0; -m: the matrix's size, 256 MB by
+ * default; 1-2 MB keeps it in L2 or L3, which shows a kernel's compute without DRAM) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,14 @@ int main(int argc, char **argv)
         }
         argi += 2;
     }
+    int mb = 256;
+    if (argi + 1 < argc && !strcmp(argv[argi], "-m")) {
+        mb = atoi(argv[argi + 1]);
+        argi += 2;
+    }
     const int reps = argi < argc ? atoi(argv[argi]) : 5;
-    if (reps < 1) {
-        fprintf(stderr, "usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [reps >= 1]\n");
+    if (reps < 1 || mb < 1 || mb > 4096) {
+        fprintf(stderr, "usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB (1..4096)] [reps >= 1]\n");
         return 2;
     }
     kern_init();
@@ -100,7 +106,8 @@ int main(int argc, char **argv)
             if (k % tr->block_size) continue; /* the K-quants' 256-element blocks: not at k = 896 */
             const struct quant_traits *at = quant_traits_get(tr->vec_dot_type);
             const size_t ws = quant_row_bytes(types[ti], k), as = quant_row_bytes(at->type, k);
-            const int64_t rows = (int64_t)((256u << 20) / ws) & ~255ll;
+            int64_t rows = (int64_t)(((size_t)mb << 20) / ws) & ~255ll;
+            if (rows < 256) rows = 256;
             uint8_t *W = malloc(ws * (size_t)rows), *A = malloc(as * max_tok);
             float *Y = malloc((size_t)rows * max_tok * sizeof *Y);
             if (!W || !A || !Y) {
@@ -116,12 +123,15 @@ int main(int argc, char **argv)
             for (int which = 0; which < (all ? 4 : 1); which++) {
                 if ((which == K_PACKED && !P) || (kern_only >= 0 && which != kern_only)) continue;
                 if ((which == K_PANEL || which == K_DECODE) && !avx512) continue; /* AVX-512 only */
-                printf("%-5s k=%-5lld %-6s %5lld MB |", tr->name, (long long)k, kname[which],
-                       (long long)(ws * (size_t)rows >> 20));
+                /* below 64 MB the times are scaled to 256 MB of the same rows (a per-byte rate) */
+                const double bytes = (double)ws * (double)rows, scale = mb < 64 ? (256.0 * 1048576.0) / bytes : 1.0;
+                printf("%-5s k=%-5lld %-6s %5.1f MB%s |", tr->name, (long long)k, kname[which],
+                       bytes / 1048576.0, scale != 1.0 ? " (ms per 256 MB)" : "");
                 double one = 0;
                 for (int i = 0; i < n_nt; i++) {
-                    const double ms = time_one(which, types[ti], W, ws, P, A, as, ntoks[i], k,
-                                               rows, Y, reps, times);
+                    double ms = time_one(which, types[ti], W, ws, P, A, as, ntoks[i], k,
+                                         rows, Y, reps, times);
+                    if (ms >= 0) ms *= scale;
                     if (ms < 0) {
                         printf("  (none)");
                         break;
