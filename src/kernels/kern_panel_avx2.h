@@ -473,8 +473,9 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
  * on Zen 3, thread CPU time: one token 16-18 ms, three 24-26, four 40, six 50). Such calls run as
  * two narrower tiles over the same chunk, the second reading it from L1: four 34 ms, six 45,
  * sixteen 110 instead of 125-129. Keeping the float sums in memory instead (one load and store a
- * sub-block) gave four 38. Q4_K and Q6_K lose with the split (their weights cost more to unpack
- * than the spills). The same float operations per token either way (batch invariance). */
+ * sub-block) gave four 38. Q4_K and Q6_K show no such jump at four tokens (41 -> 48 and 46 -> 47
+ * ms from three) and keep one tile. The same float operations per token either way (batch
+ * invariance). */
 #define P2_NT_MAX(fmt) ((fmt) == PN_Q5_0 ? 3 : P2_NT) /* >= 3: a split takes at most 6 */
 
 /* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled); wider
