@@ -86,6 +86,22 @@ static void test_gemm_paths(void **state)
     print_message("gemm: %d paths checked; best here: %s\n", ran, kern_gemm_path_name(KERN_GEMM_AUTO));
 }
 
+/* A last (or only) panel of 16 columns, narrower than the AVX-512 path's 32: full-panel copies
+ * must not take it for one (N = 48: 32 + 16; N = 16). Registered last, so its random draws do
+ * not move the other tests' inputs. */
+static void test_gemm_narrow_panels(void **state)
+{
+    (void)state;
+    const enum kern_gemm_path paths[] = {KERN_GEMM_SCALAR, KERN_GEMM_AVX2, KERN_GEMM_AVX512};
+    const int shapes[][3] = {{9, 48, 33}, {30, 16, 20}};
+    for (int p = 0; p < 3; p++) {
+        if (!kern_gemm_path_ok(paths[p])) continue;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int layout = 0; layout < 4; layout++)
+                check_gemm(paths[p], shapes[s][0], shapes[s][1], shapes[s][2], layout, layout == 1);
+    }
+}
+
 static void test_gemm_threads_identical(void **state)
 {
     (void)state;
@@ -414,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_grad),     cmocka_unit_test(test_rope_grad),
         cmocka_unit_test(test_swiglu_grad),      cmocka_unit_test(test_attention_grad),
         cmocka_unit_test(test_xent_grad),        cmocka_unit_test(test_model_grad),
+        cmocka_unit_test(test_gemm_narrow_panels),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

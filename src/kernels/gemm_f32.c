@@ -132,6 +132,21 @@ size_t kern_gemm_ws_floats(void)
 
 /* ---------------------------------------------------------------- packing */
 
+/* n floats from s to d, n a tile width (MR or NR of some path): constant sizes for the widths
+ * the paths use, so the compiler inlines each copy as a few vector moves (a variable-size
+ * memcpy, a call or a byte loop, took ~8 % of a training step on Zen 3) */
+static inline void copy_width(float *d, const float *s, int n)
+{
+    switch (n) {
+    case 6: memcpy(d, s, 6 * sizeof *s); break;
+    case 8: memcpy(d, s, 8 * sizeof *s); break;
+    case 12: memcpy(d, s, 12 * sizeof *s); break;
+    case 16: memcpy(d, s, 16 * sizeof *s); break;
+    case 32: memcpy(d, s, 32 * sizeof *s); break;
+    default: memcpy(d, s, (size_t)n * sizeof *s); break;
+    }
+}
+
 /* A rows [i0, i0+mc) x k [k0, k0+kc) into MR-tall panels: panel p holds, for each k, MR values
  * (rows p*MR .. p*MR+MR-1, zero past mc). */
 static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, int mr, float *dst)
@@ -145,13 +160,7 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
         for (int k = 0; k < kc; k++) {
             const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + i0;
             int p = 0;
-            /* constant sizes, so the compiler inlines each copy as a few vector moves (a
-             * variable-size memcpy here, a call or a byte loop, took ~8 % of a training step) */
-            if (mr == 6)
-                for (; p + 6 <= mc; p += 6) memcpy(dst + (size_t)p * kc + (size_t)k * 6, s + p, 6 * sizeof *s);
-            if (mr == GEMM_MR_MAX)
-                for (; p + GEMM_MR_MAX <= mc; p += GEMM_MR_MAX)
-                    memcpy(dst + (size_t)p * kc + (size_t)k * GEMM_MR_MAX, s + p, GEMM_MR_MAX * sizeof *s);
+            for (; p + mr <= mc; p += mr) copy_width(dst + (size_t)p * kc + (size_t)k * mr, s + p, mr);
             for (; p < mc; p += mr) {
                 const int rows = mc - p < mr ? mc - p : mr;
                 float *d = dst + (size_t)p * kc + (size_t)k * mr;
@@ -198,8 +207,8 @@ static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, in
     for (int p = 0; p < nc; p += nr) {
         const int cols = nc - p < nr ? nc - p : nr;
         float *d = dst + (size_t)p * kc;
-        if (g->bcs == 1 && cols == 16) { /* a full AVX2 panel: constant-size copies, inlined */
-            for (int k = 0; k < kc; k++) memcpy(d + k * 16, g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p, 64);
+        if (g->bcs == 1 && cols == nr) { /* a full panel */
+            for (int k = 0; k < kc; k++) copy_width(d + k * nr, g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p, nr);
         } else if (g->bcs == 1) {
             for (int k = 0; k < kc; k++) {
                 const float *s = g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p;
@@ -343,7 +352,9 @@ static void gemm_mt_chunk(void *arg, int chunk, int n_chunks, int tid)
     const int bi = chunk / t->pn, bj = chunk % t->pn;
     const int i0 = gemm_part(t->g->M, 48, t->pm, bi), i1 = gemm_part(t->g->M, 48, t->pm, bi + 1);
     const int j0 = gemm_part(t->g->N, 32, t->pn, bj), j1 = gemm_part(t->g->N, 32, t->pn, bj + 1);
-    if (i0 < i1 && j0 < j1) gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
+    /* gemm_grid takes at most one part per unit, so no part is empty */
+    TERN_ASSERT(i0 < i1 && j0 < j1);
+    gemm_tile(t->g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, j0, j1);
 }
 
 /* The grid of a threaded call, pm x pn tiles: at least `want` tiles (two per thread, so a
