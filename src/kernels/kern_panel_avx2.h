@@ -214,15 +214,21 @@ PN_INLINE void p2_act_rows(int fmt, const uint8_t *A, size_t as, int64_t b0, int
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
 }
 
-/* Block b's share (of nbc) of the nl lines of the chunk next (kern_panel_avx512.h, pn_tile) */
-PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int nbc, int b)
+/* Sub-block s's share (of the chunk's ns) of the nl lines of the chunk next (kern_panel_avx512.h,
+ * pn_tile says why the next chunk is prefetched). A share per sub-block, not per block: Q4_K and
+ * Q6_K have 8 and 16 sub-blocks a block and 2 blocks a chunk, so a block's share was a burst of
+ * 36 and 52 prefetches, more than the core keeps in flight; the burst stalled the loads behind it,
+ * and the dots waited on memory instead of overlapping it (one token over 255 MB, Zen 3: Q4_K
+ * 22.7 -> 16.5-17.5 ms, Q6_K 25.8 -> 15.1-15.6; Q8_0's and Q5_0's shares, a sub-block each,
+ * were already 8-9 and 5-6 lines). */
+PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int ns, int s)
 {
-    for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
 }
 
 /* The vpmaddubsw variant's tile (with VNNI p2_tile16 takes every call): acc[j] (half h's 8 rows
  * of token j) += the chunk's dots over its nbc blocks; fmt and nt are constants after inlining.
- * next: the chunk the caller runs next, prefetched a block's share at a time, or NULL (as
+ * next: the chunk the caller runs next, prefetched a sub-block's share at a time, or NULL (as
  * pn_tile). */
 PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                        int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
@@ -238,9 +244,9 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
     const uint8_t *a[P2_NT];
     p2_act_rows(fmt, A + (size_t)j0 * as, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
-        p2_prefetch_share(next, nl, nbc, b);
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
+            p2_prefetch_share(next, nl, nbc * SPB, s);
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
             __m256i x[P2_NT];
             if (fmt == PN_Q8_0) {
@@ -287,9 +293,9 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
     const uint8_t *a[P2_NT16];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
-        p2_prefetch_share(next, nl, nbc, b);
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
+            p2_prefetch_share(next, nl, nbc * SPB, s);
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
             __m256i x[2][P2_NT16];
             for (int j = 0; j < nt; j++) x[0][j] = x[1][j] = _mm256_set1_epi32(S->init[j0 + j][s]);
@@ -372,14 +378,18 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
     const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
     const uint8_t *a = A + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
-        for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
-            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
         const uint8_t *ab = a + (size_t)b * PN_ABYTES(fmt);
         if (fmt == PN_Q6_K) {
 #pragma GCC unroll 16
-            for (int sb = 0; sb < SPB; sb++) p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc);
+            for (int sb = 0; sb < SPB; sb++) {
+                p2_prefetch_share(next, nl, nbc * SPB, b * SPB + sb);
+                p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc);
+            }
         } else {
-            for (int sb = 0; sb < SPB; sb++) p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc);
+            for (int sb = 0; sb < SPB; sb++) {
+                p2_prefetch_share(next, nl, nbc * SPB, b * SPB + sb);
+                p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc);
+            }
         }
     }
 }
