@@ -13,9 +13,10 @@
  * what a model loaded with repacking runs; packing not timed) for the formats that have one
  * (on avx512 and avx2; TERN_AVXVNNI=0 for the avx2 tile without AVX-VNNI).
  *
- * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB] [reps] (default 5; -k: only that kernel
- * of -a, e.g. packed; -t: only that weight type, e.g. q8_0; -m: the matrix's size, 256 MB by
- * default; 1-2 MB keeps it in L2 or L3, which shows a kernel's compute without DRAM) */
+ * Usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB] [-K COLS] [reps] (default 5; -k: only
+ * that kernel of -a, e.g. packed; -t: only that weight type, e.g. q8_0; -m: the matrix's size,
+ * 256 MB by default; 1-2 MB keeps it in L2 or L3, which shows a kernel's compute without DRAM;
+ * -K: that k instead of 896 and 4864, e.g. 640 for Gemma 3 270M, whose last chunk is short) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +81,16 @@ int main(int argc, char **argv)
         mb = atoi(argv[argi + 1]);
         argi += 2;
     }
+    int64_t ks[] = {896, 4864};
+    size_t nk = 2;
+    if (argi + 1 < argc && !strcmp(argv[argi], "-K")) { /* one k instead of the two defaults */
+        ks[0] = atoll(argv[argi + 1]), nk = 1;
+        argi += 2;
+    }
     const int reps = argi < argc ? atoi(argv[argi]) : 5;
-    if (reps < 1 || mb < 1 || mb > 4096) {
-        fprintf(stderr, "usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB (1..4096)] [reps >= 1]\n");
+    if (reps < 1 || mb < 1 || mb > 4096 || ks[0] < 32 || ks[0] > 65536 || ks[0] % 32) {
+        fprintf(stderr, "usage: bench_smallm [-a | -k KERNEL] [-t TYPE] [-m MB (1..4096)] [-K COLS (32..65536, "
+                        "a multiple of 32)] [reps >= 1]\n");
         return 2;
     }
     kern_init();
@@ -90,11 +98,10 @@ int main(int argc, char **argv)
     printf("kernel path: %s, 1 thread, thread CPU time, median of %d\n", kern_path_name(), reps);
     const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K,
                          TERN_TYPE_Q6_K};
-    const int64_t ks[] = {896, 4864};
     const int ntoks[] = {1, 2, 3, 4, 6, 8, 12, 16};
     const int n_nt = (int)(sizeof ntoks / sizeof ntoks[0]), max_tok = 16;
     double *times = malloc((size_t)reps * sizeof *times);
-    for (size_t ki = 0; ki < 2; ki++) {
+    for (size_t ki = 0; ki < nk; ki++) {
         const int64_t k = ks[ki];
         float *act = malloc((size_t)(max_tok * k) * sizeof *act);
         float *xf = malloc((size_t)(256 * k) * sizeof *xf);
