@@ -377,11 +377,11 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
  * line, shift and nibble half (pn_st_group) are then constants, where a loop computes and
  * branches on them per group (one token over 255 MB of Q6_K on Zen 3: 35 -> 24 ms). Q4_K's 8
  * are not: unrolled they ran slower (24 -> 26 ms). */
-PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
-                        const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
+PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nl,
+                        int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    if (!next) nl = 0;
     const uint8_t *a = A + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
         const uint8_t *ab = a + (size_t)b * PN_ABYTES(fmt);
@@ -465,7 +465,7 @@ PN_INLINE void p2_panel_tokens(int fmt, int st, const uint8_t *src, const float 
 /* One token, the whole panel (both halves) of one stored chunk, accumulated into Y (first chunk:
  * stored): Y points at the panel's first row; rows [lo, hi) of its 16 are written. */
 PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
-                             int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S,
+                             int nl, int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S,
                              float *Y, int lo, int hi, int first)
 {
     __m256 acc[2];
@@ -475,7 +475,7 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
                  : l == 0 && e == P2_ROWS ? _mm256_loadu_ps(Y + P2_ROWS * h)
                                            : _mm256_maskload_ps(Y + P2_ROWS * h, p2_mask(l, e));
     }
-    p2_tile1(fmt, src, xs, next, nbc, A, b0, S, acc);
+    p2_tile1(fmt, src, xs, next, nl, nbc, A, b0, S, acc);
     for (int h = 0; h < 2; h++) {
         const int l = lo - P2_ROWS * h < 0 ? 0 : lo - P2_ROWS * h, e = hi - P2_ROWS * h > P2_ROWS ? P2_ROWS : hi - P2_ROWS * h;
         if (l >= e) continue;
@@ -566,11 +566,11 @@ P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
 #endif
 /* name##_run1: p2_panel_1tok for fmt (one token over a stored chunk). */
 #define P2_DEFINE_RUN1(name, fmt)                                                               \
-    static void name##_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,  \
-                            const uint8_t *A, int64_t b0, const struct pn_act *S, float *Y,     \
-                            int lo, int hi, int first)                                          \
+    static void name##_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nl,   \
+                            int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S,      \
+                            float *Y, int lo, int hi, int first)                                \
     {                                                                                           \
-        p2_panel_1tok(fmt, src, xs, next, nbc, A, b0, S, Y, lo, hi, first);                     \
+        p2_panel_1tok(fmt, src, xs, next, nl, nbc, A, b0, S, Y, lo, hi, first);                 \
     }
 P2_DEFINE_RUN1(p2_q8_0, PN_Q8_0)
 P2_DEFINE_RUN1(p2_q4_0, PN_Q4_0)
@@ -684,12 +684,18 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
                     float *Yp = Y + p * PN_ROWS;
                     const float *xq = fmt == PN_Q4_K ? xs : NULL;
-                    if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
-                    if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
-                    if (fmt == PN_Q4_1) p2_q4_1_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
-                    if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
-                    if (fmt == PN_Q6_K) p2_q6_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
-                    if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    /* one segment: the copy is read in memory order, so the prefetch runs a fixed
+                     * distance ahead and takes as many lines as this chunk has: a short last chunk
+                     * (Gemma 3's k = 640: 512 + 128) fetched a whole chunk's lines in its few
+                     * sub-blocks, in bursts again */
+                    const uint8_t *next1 = nseg == nch ? src + P2_AHEAD * cfull : next;
+                    const int nl1 = (int)((nseg == nch ? pn_st_chunk_bytes(fmt, nbc) : cfull) + 63) / 64;
+                    if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_1) p2_q4_1_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q5_0) p2_q5_0_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q6_K) p2_q6_K_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
+                    if (fmt == PN_Q4_K) p2_q4_K_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     continue;
                 }
                 for (int t = 0, u = 0; t < n_tok; t += P2_TW, u++)
