@@ -376,7 +376,8 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
  * float operations as p2_tile's. Q6_K's 16 sub-blocks a block are unrolled: their weights'
  * line, shift and nibble half (pn_st_group) are then constants, where a loop computes and
  * branches on them per group (one token over 255 MB of Q6_K on Zen 3: 35 -> 24 ms). Q4_K's 8
- * are not: unrolled they ran slower (24 -> 26 ms). */
+ * are not: unrolled they ran slower (24 -> 26 ms). next: where to prefetch, nl lines of it
+ * spread over the chunk's sub-blocks (how many and from where is p2_few's choice), or NULL. */
 PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nl,
                         int nbc, const uint8_t *A, int64_t b0, const struct pn_act *S, __m256 acc[2])
 {
@@ -387,7 +388,7 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
         const uint8_t *ab = a + (size_t)b * PN_ABYTES(fmt);
         if (fmt == PN_Q8_0) { /* its share spread over the group pairs (p2_tile1_sub) */
             const int s = b, l0 = s * nl / nbc;
-            p2_tile1_sub(fmt, src, xs, nbc, ab, S, s, acc, next + 64 * (size_t)l0, (s + 1) * nl / nbc - l0);
+            p2_tile1_sub(fmt, src, xs, nbc, ab, S, s, acc, nl ? next + 64 * (size_t)l0 : NULL, (s + 1) * nl / nbc - l0);
         } else if (fmt == PN_Q6_K) {
 #pragma GCC unroll 16
             for (int sb = 0; sb < SPB; sb++) {
