@@ -235,8 +235,9 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
                        int j0, int nt, __m256 acc[P2_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    /* a whole chunk's lines, whatever this chunk's length (kern_panel_avx512.h, pn_tile) */
-    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    /* as many lines as this chunk has: the drivers' next chunk is as long, or (one segment of
+     * p2_few) the stream a fixed distance ahead */
+    const int nl = st && next ? (int)((pn_st_chunk_bytes(fmt, nbc) + 63) / 64) : 0;
     /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
      * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
@@ -289,7 +290,7 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                          int nt, __m256 acc[2][P2_NT16])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0;
+    const int nl = st && next ? (int)((pn_st_chunk_bytes(fmt, nbc) + 63) / 64) : 0; /* as p2_tile */
     const uint8_t *a[P2_NT16];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
@@ -680,17 +681,17 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                 const int64_t ahead = (p - p0) * nseg + ci + P2_AHEAD;
                 const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes + (size_t)(cs + ahead % nseg) * cfull;
                 if (fmt == PN_Q4_K) p2_st_scales(src, nbc, xs);
+                /* one segment: the copy is read in memory order, so the prefetch runs a fixed
+                 * distance ahead and takes as many lines as this chunk has (p2_tile too): a short
+                 * last chunk (Gemma 3's k = 640: 512 + 128) fetched a whole chunk's lines in its
+                 * few sub-blocks, in bursts again */
+                const uint8_t *next1 = nseg == nch ? src + P2_AHEAD * cfull : next;
+                const int nl1 = (int)((nseg == nch ? pn_st_chunk_bytes(fmt, nbc) : cfull) + 63) / 64;
                 if (n_tok == 1) {
                     const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
                     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
                     float *Yp = Y + p * PN_ROWS;
                     const float *xq = fmt == PN_Q4_K ? xs : NULL;
-                    /* one segment: the copy is read in memory order, so the prefetch runs a fixed
-                     * distance ahead and takes as many lines as this chunk has: a short last chunk
-                     * (Gemma 3's k = 640: 512 + 128) fetched a whole chunk's lines in its few
-                     * sub-blocks, in bursts again */
-                    const uint8_t *next1 = nseg == nch ? src + P2_AHEAD * cfull : next;
-                    const int nl1 = (int)((nseg == nch ? pn_st_chunk_bytes(fmt, nbc) : cfull) + 63) / 64;
                     if (fmt == PN_Q8_0) p2_q8_0_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_0) p2_q4_0_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
                     if (fmt == PN_Q4_1) p2_q4_1_run1(src, xq, next1, nl1, nbc, A, b0, &S[ci][0], Yp, lo, hi, c == 0);
@@ -700,7 +701,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                     continue;
                 }
                 for (int t = 0, u = 0; t < n_tok; t += P2_TW, u++)
-                    p2_panel_step(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 ? next : NULL, nbc, p, A + (size_t)t * as,
+                    p2_panel_step(fmt, src, fmt == PN_Q4_K ? xs : NULL, t == 0 ? next1 : NULL, nbc, p, A + (size_t)t * as,
                                   as, b0, &S[ci][u], n_tok - t < P2_TW ? n_tok - t : P2_TW, Y + (size_t)t * ldy, ldy,
                                   r0, r1, c == 0);
             }
