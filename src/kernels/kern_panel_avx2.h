@@ -228,15 +228,17 @@ PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int ns, int s)
 
 /* The vpmaddubsw variant's tile (with VNNI p2_tile16 takes every call): acc[j] (half h's 8 rows
  * of token j) += the chunk's dots over its nbc blocks; fmt and nt are constants after inlining.
- * next: the chunk the caller runs next, prefetched a sub-block's share at a time, or NULL (as
- * pn_tile). */
+ * next: where the caller reads after this chunk (a chunk two steps on, or with one segment the
+ * stream two full chunks ahead), this chunk's length of it prefetched a sub-block's share at a
+ * time, or NULL (as pn_tile). */
 PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
                        int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                        int j0, int nt, __m256 acc[P2_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    /* as many lines as this chunk has: the drivers' next chunk is as long, or (one segment of
-     * p2_few) the stream a fixed distance ahead */
+    /* as many lines as this chunk has: the drivers' next chunk is mostly as long (p2_many: the
+     * same chunk of a later panel), or (one segment of p2_few) the stream a fixed distance
+     * ahead; a short last chunk before a full one, with k > 8192 only, fetches part of it */
     const int nl = st && next ? (int)((pn_st_chunk_bytes(fmt, nbc) + 63) / 64) : 0;
     /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
      * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
@@ -547,8 +549,8 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
  * As kern_packed_avx512.c's, through p2_panel_step (the VNNI tile takes a whole panel, the other
  * one a half at a time): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
  * prepared once and each panel's chunks are read in memory order (a chunk's second tile reads it
- * from L1),
- * prefetching PK_AHEAD chunks ahead; more tokens take row blocks of P2_MB panels whose chunks stay
+ * from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is one
+ * stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks of P2_MB panels whose chunks stay
  * in L2 while the token tiles take them. */
 #ifndef P2_MB
 #define P2_MB 32 /* panels per row block with many tokens (a 512-row block's chunk: 278 KB of Q8_0) */
