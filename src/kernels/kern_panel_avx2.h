@@ -239,7 +239,7 @@ PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, con
     /* as many lines as this chunk has: the drivers' next chunk is mostly as long (p2_many: the
      * same chunk of a later panel), or (one segment of p2_few) the stream a fixed distance
      * ahead; a short last chunk before a full one, with k > 8192 only, fetches part of it */
-    const int nl = st && next ? (int)((pn_st_chunk_bytes(fmt, nbc) + 63) / 64) : 0;
+    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
     /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
      * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
      * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
@@ -292,7 +292,7 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                          int nt, __m256 acc[2][P2_NT16])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = st && next ? (int)((pn_st_chunk_bytes(fmt, nbc) + 63) / 64) : 0; /* as p2_tile */
+    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* as p2_tile */
     const uint8_t *a[P2_NT16];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
@@ -340,8 +340,7 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
         y[h] = z[h] = _mm256_setzero_si256();
     }
     for (int g = 0; g < GS; g += 2) {
-        for (int l = (g / 2) * npf / (GS / 2); l < (g / 2 + 1) * npf / (GS / 2); l++)
-            _mm_prefetch((const char *)pf + 64 * l, _MM_HINT_T0);
+        p2_prefetch_share(pf, npf, GS / 2, g / 2);
         for (int h = 0; h < 2; h++) {
             const __m256i w0 = p2_w(fmt, src, h, s, g), w1 = p2_w(fmt, src, h, s, g + 1);
             if (P2_VNNI) {
@@ -549,9 +548,9 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
  * As kern_packed_avx512.c's, through p2_panel_step (the VNNI tile takes a whole panel, the other
  * one a half at a time): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
  * prepared once and each panel's chunks are read in memory order (a chunk's second tile reads it
- * from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is one
- * stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks of P2_MB panels whose chunks stay
- * in L2 while the token tiles take them. */
+ * from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is
+ * one stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks
+ * of P2_MB panels whose chunks stay in L2 while the token tiles take them. */
 #ifndef P2_MB
 #define P2_MB 32 /* panels per row block with many tokens (a 512-row block's chunk: 278 KB of Q8_0) */
 #endif
