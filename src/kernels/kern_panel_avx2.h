@@ -10,16 +10,19 @@
  *
  * A stored panel is 16 rows, a 64-byte line one 4-byte group of them; a ymm holds half of it.
  * Two tiles:
- * - VNNI (p2_tile16): both halves (16 rows) x up to P2_NT16 = 4 tokens: per group two 32-byte
- *   loads of the weights and per token one broadcast of its 4 activation bytes feeding two dots.
- *   Eight independent dot chains: a ymm vpdpbusd has a latency of 4 cycles and issues 2 per
- *   cycle on this Zen 5 (6 chains reach 1.5 per cycle, 8 chains 1.85), and 8 int32 sums + 2
- *   weights + a broadcast leave no room for the 8 float sums, which wait in memory between
- *   sub-blocks. It replaced an 8-row x 6-token tile (6 chains, a broadcast per dot): prefill
- *   326 -> 385 GOP/s on Q8_0.
- * - vpmaddubsw (p2_tile): one half (8 rows, P2_ROWS) x up to P2_NT tokens: per group one load
- *   of the weights (nibbles unpacked once for all the tile's tokens), per token a broadcast and
- *   a dot. Its dots take 2-4 instructions, so it is bound by the vector ALUs, not by loads.
+ * - p2_tile16, both halves (16 rows) x up to P2_NT16 = 4 tokens: per group two 32-byte loads of
+ *   the weights (nibbles unpacked once for all the tile's tokens) and per token one broadcast of
+ *   its 4 activation bytes feeding two dots. With VNNI, eight independent dot chains: a ymm
+ *   vpdpbusd has a latency of 4 cycles and issues 2 per cycle on this Zen 5 (6 chains reach 1.5
+ *   per cycle, 8 chains 1.85), and 8 int32 sums + 2 weights + a broadcast leave no room for the
+ *   8 float sums, which wait in memory between sub-blocks. It replaced an 8-row x 6-token tile
+ *   (6 chains, a broadcast per dot): prefill 326 -> 385 GOP/s on Q8_0. Without VNNI the dots take
+ *   2-4 instructions, so the tile is bound by the vector ALUs, not by loads; there too it
+ *   replaced an 8-row tile of up to 6 tokens, which paid the broadcasts, the loop and the
+ *   prefetch arithmetic once per half (Zen 3, 255 MB from DRAM, one thread, 2 tokens: Q8_0 20.2
+ *   -> 14.2 ms, Q4_0 21 -> 17, Q5_0 20 -> 16.5, Q4_K 28 -> 21, Q6_K 30 -> 21.5; 4 tokens 26 ->
+ *   21, 32 -> 30, 35 -> 27, 42 -> 31, 38 -> 31; prefill unchanged).
+ * - p2_tile1, one token, both halves: four dependency chains of dots instead of two.
  * After a sub-block's groups each int32 lane is that row's exact sub-block dot, and the float
  * chain is the AVX-512 tile's, lane for lane:
  *     acc = fma((float)x_s, dw_s * da_s, acc)     [Q4_K, Q4_1: then acc = acc - dm_s * am_s]
@@ -66,17 +69,13 @@
 #endif
 
 #define P2_ROWS 8 /* rows per ymm: half a stored panel */
-#ifndef P2_NT
-#define P2_NT 6 /* tokens per tile: 6 int32 dots + 6 float sums + weights + broadcast in 16 ymm */
-#endif
 #ifndef P2_NT16
-#define P2_NT16 4 /* tokens per 16-row tile (VNNI): 8 int32 dots + two weights + a broadcast; the
-                   * 8 float sums live in memory between sub-blocks */
+#define P2_NT16 4 /* tokens per 16-row tile: with VNNI 8 int32 dots + two weights + a broadcast;
+                   * the 8 float sums live in memory between sub-blocks */
 #endif
 #define P2_FEW 16 /* up to this many tokens, the streaming driver */
-/* tokens per prepared activation tile (struct pn_act): two 16-row tiles of P2_NT16 with VNNI,
- * one 8-row tile of P2_NT without */
-#define P2_TW (P2_VNNI ? 2 * P2_NT16 : P2_NT)
+/* tokens per prepared activation tile (struct pn_act): two 16-row tiles of P2_NT16 */
+#define P2_TW (2 * P2_NT16)
 
 /* ---------------------------------------------------------------- weights of a half panel */
 
@@ -226,73 +225,25 @@ PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int ns, int s)
     for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
 }
 
-/* The vpmaddubsw variant's tile (with VNNI p2_tile16 takes every call): acc[j] (half h's 8 rows
- * of token j) += the chunk's dots over its nbc blocks; fmt and nt are constants after inlining.
- * next: where the caller reads after this chunk (a chunk two steps on, or with one segment the
- * stream two full chunks ahead), this chunk's length of it prefetched a sub-block's share at a
- * time, or NULL (as pn_tile). */
-PN_INLINE void p2_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
-                       int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
-                       int j0, int nt, __m256 acc[P2_NT])
+/* How many groups' vpmaddubsw int16 pair sums add up before they are widened: sums of unsigned
+ * codes up to cmax with bytes of -127..127 are at most 2 x cmax x 127 a pair, so Q4 (15) lets a
+ * sub-block's 8 groups add up (30480), Q5 (31) 4 groups (31496), Q6_K (63) 2 (32004). */
+#define P2_GROUPS16(fmt) ((fmt) == PN_Q4_0 || (fmt) == PN_Q4_1 || (fmt) == PN_Q4_K ? 8 : (fmt) == PN_Q6_K ? 2 : 4)
+
+/* Both halves (16 rows) x up to P2_NT16 tokens j0.. of S: acc[h][j] (half h's 8 rows of token j)
+ * += the chunk's dots over its nbc blocks; per group two weight loads, and one broadcast per token
+ * feeds two dots. fmt and nt are constants after inlining. next: where the caller reads after
+ * this chunk (a chunk two steps on, or with one segment the stream two full chunks ahead), this
+ * chunk's length of it prefetched a sub-block's share at a time, or NULL (as pn_tile). */
+PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
+                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
+                         int nt, __m256 acc[2][P2_NT16])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
     /* as many lines as this chunk has: the drivers' next chunk is mostly as long (p2_many: the
      * same chunk of a later panel), or (one segment of p2_few) the stream a fixed distance
      * ahead; a short last chunk before a full one, with k > 8192 only, fetches part of it */
     const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
-    /* vpmaddubsw's int16 pair sums of unsigned codes up to cmax with bytes of -127..127 are at
-     * most 2 x cmax x 127: Q4 (15) lets a sub-block's 8 groups add up (30480), Q5 (31) 4 groups
-     * (31496), Q6_K (63) 2 (32004); then they are widened into the int32 dot */
-    const int W = fmt == PN_Q4_0 || fmt == PN_Q4_1 || fmt == PN_Q4_K ? 8 : fmt == PN_Q6_K ? 2 : 4;
-    const uint8_t *a[P2_NT];
-    p2_act_rows(fmt, A + (size_t)j0 * as, as, b0, nt, a);
-    for (int b = 0; b < nbc; b++) {
-        for (int sb = 0; sb < SPB; sb++) {
-            const int s = b * SPB + sb;
-            p2_prefetch_share(next, nl, nbc * SPB, s);
-            const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
-            __m256i x[P2_NT];
-            if (fmt == PN_Q8_0) {
-                for (int j = 0; j < nt; j++) x[j] = _mm256_setzero_si256(); /* signed codes: no offset */
-                for (int g = 0; g < GS; g++) {
-                    const __m256i w = _mm256_xor_si256(p2_wx(fmt, st, src, h, s, g), _mm256_set1_epi8((char)0x80));
-                    const __m256i aw = _mm256_abs_epi8(w);
-                    for (int j = 0; j < nt; j++) x[j] = p2_dot_sign(x[j], aw, w, a[j] + ao + 4 * g);
-                }
-            } else {
-                __m256i y[P2_NT];
-                for (int j = 0; j < nt; j++) x[j] = _mm256_set1_epi32(S->init[j0 + j][s]), y[j] = _mm256_setzero_si256();
-                for (int g = 0; g < GS; g++) {
-                    const __m256i w = p2_wx(fmt, st, src, h, s, g);
-                    for (int j = 0; j < nt; j++) y[j] = p2_dot16(y[j], w, a[j] + ao + 4 * g);
-                    if ((g + 1) % W == 0 || g == GS - 1)
-                        for (int j = 0; j < nt; j++) {
-                            x[j] = _mm256_add_epi32(x[j], _mm256_madd_epi16(y[j], _mm256_set1_epi16(1)));
-                            y[j] = _mm256_setzero_si256();
-                        }
-                }
-            }
-            const __m256 dw = p2_wsx(fmt, st, src, xs, nbc, h, s, 0);
-            for (int j = 0; j < nt; j++)
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(x[j]), _mm256_mul_ps(dw, _mm256_set1_ps(S->da[j0 + j][s])),
-                                         acc[j]);
-            if (PN_HAS_MIN(fmt)) {
-                const __m256 dm = p2_wsx(fmt, st, src, xs, nbc, h, s, 1);
-                for (int j = 0; j < nt; j++) acc[j] = _mm256_fnmadd_ps(dm, _mm256_set1_ps(S->am[j0 + j][s]), acc[j]);
-            }
-        }
-    }
-}
-
-/* Both halves (16 rows) x up to P2_NT16 tokens j0.. of S: per group two weight loads and one
- * broadcast per token feed two dots, where p2_tile's one load and one broadcast feed one; the same
- * float operations per lane as p2_tile. acc[h][j]. VNNI only. */
-PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
-                         const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S, int j0,
-                         int nt, __m256 acc[2][P2_NT16])
-{
-    const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* as p2_tile */
     const uint8_t *a[P2_NT16];
     p2_act_rows(fmt, A, as, b0, nt, a);
     for (int b = 0; b < nbc; b++) {
@@ -301,7 +252,9 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
             p2_prefetch_share(next, nl, nbc * SPB, s);
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
             __m256i x[2][P2_NT16];
-            for (int j = 0; j < nt; j++) x[0][j] = x[1][j] = _mm256_set1_epi32(S->init[j0 + j][s]);
+            for (int j = 0; j < nt; j++)
+                x[0][j] = x[1][j] = P2_VNNI || fmt != PN_Q8_0 ? _mm256_set1_epi32(S->init[j0 + j][s]) : _mm256_setzero_si256();
+#if P2_VNNI
             for (int g = 0; g < GS; g++) {
                 const __m256i w0 = p2_wx(fmt, st, src, 0, s, g), w1 = p2_wx(fmt, st, src, 1, s, g);
                 for (int j = 0; j < nt; j++) {
@@ -310,6 +263,37 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
                     __asm__(P2_DPBUSD : "+x"(x[1][j]) : "x"(w1), "x"(av));
                 }
             }
+#else /* vpmaddubsw: int16 sums of P2_GROUPS16 groups, then widened into the int32 dot */
+            const int W = P2_GROUPS16(fmt);
+            __m256i y[2][P2_NT16];
+            for (int j = 0; j < nt; j++) y[0][j] = y[1][j] = _mm256_setzero_si256();
+            /* unrolled, so that pn_st_group's line and nibble half are constants: rolled, two
+             * tokens took 18.6 ms per 256 MB of Q4_0 in cache, unrolled 14.9 */
+#pragma GCC unroll 8
+            for (int g = 0; g < GS; g++) {
+                const __m256i w0 = p2_wx(fmt, st, src, 0, s, g), w1 = p2_wx(fmt, st, src, 1, s, g);
+                if (fmt == PN_Q8_0) {
+                    const __m256i s0 = _mm256_xor_si256(w0, _mm256_set1_epi8((char)0x80));
+                    const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
+                    const __m256i aw0 = _mm256_abs_epi8(s0), aw1 = _mm256_abs_epi8(s1);
+                    for (int j = 0; j < nt; j++) {
+                        x[0][j] = p2_dot_sign(x[0][j], aw0, s0, a[j] + ao + 4 * g);
+                        x[1][j] = p2_dot_sign(x[1][j], aw1, s1, a[j] + ao + 4 * g);
+                    }
+                    continue;
+                }
+                for (int j = 0; j < nt; j++) {
+                    y[0][j] = p2_dot16(y[0][j], w0, a[j] + ao + 4 * g);
+                    y[1][j] = p2_dot16(y[1][j], w1, a[j] + ao + 4 * g);
+                }
+                if ((g + 1) % W == 0 || g == GS - 1)
+                    for (int h = 0; h < 2; h++)
+                        for (int j = 0; j < nt; j++) {
+                            x[h][j] = _mm256_add_epi32(x[h][j], _mm256_madd_epi16(y[h][j], _mm256_set1_epi16(1)));
+                            y[h][j] = _mm256_setzero_si256();
+                        }
+            }
+#endif
             for (int h = 0; h < 2; h++) {
                 const __m256 dw = p2_wsx(fmt, st, src, xs, nbc, h, s, 0);
                 for (int j = 0; j < nt; j++)
@@ -351,7 +335,7 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
                 const __m256i s1 = _mm256_xor_si256(w1, _mm256_set1_epi8((char)0x80));
                 x[h] = p2_dot_sign(x[h], _mm256_abs_epi8(s0), s0, ap + 4 * g);
                 y[h] = p2_dot_sign(y[h], _mm256_abs_epi8(s1), s1, ap + 4 * g + 4);
-            } else if (fmt == PN_Q5_0 || fmt == PN_Q6_K) { /* int16 sums of at most p2_tile's W groups each, widened below */
+            } else if (fmt == PN_Q5_0 || fmt == PN_Q6_K) { /* int16 sums of at most P2_GROUPS16 groups each, widened below */
                 z[h] = p2_dot16(z[h], w0, ap + 4 * g);
                 y[h] = p2_dot16(y[h], w1, ap + 4 * g + 4);
             } else {
@@ -375,7 +359,7 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
 
 /* One token, both halves of the panel in one pass (decode: the chunk is read once, and four
  * dependency chains of dots run instead of two): acc[h] += half h's dots, each lane the same
- * float operations as p2_tile's. Q6_K's 16 sub-blocks a block are unrolled: their weights'
+ * float operations as p2_tile16's. Q6_K's 16 sub-blocks a block are unrolled: their weights'
  * line, shift and nibble half (pn_st_group) are then constants, where a loop computes and
  * branches on them per group (one token over 255 MB of Q6_K on Zen 3: 35 -> 24 ms). Q4_K's 8
  * are not: unrolled they ran slower (24 -> 26 ms). next: where to prefetch, nl lines of it
@@ -412,28 +396,6 @@ PN_INLINE __m256i p2_mask(int lo, int hi)
     const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i),
                             _mm256_cmpgt_epi32(i, _mm256_set1_epi32(lo - 1)));
-}
-
-/* Half h of one stored panel chunk x nt tokens, accumulated into Y (first chunk: stored): Y
- * points at the half's first row; rows [lo, hi) of its 8 are written. */
-PN_INLINE void p2_half_tokens(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
-                              int nbc, int h, const uint8_t *A, size_t as, int64_t b0,
-                              const struct pn_act *S, int j0, int nt, float *Y, int64_t ldy, int lo,
-                              int hi, int first)
-{
-    __m256 acc[P2_NT];
-    Y += (size_t)j0 * ldy;
-    const int full = lo == 0 && hi == P2_ROWS;
-    const __m256i m = p2_mask(lo, hi);
-    for (int j = 0; j < nt; j++)
-        acc[j] = first ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(Y + j * ldy) : _mm256_maskload_ps(Y + j * ldy, m);
-    p2_tile(fmt, st, src, xs, next, nbc, h, A, as, b0, S, j0, nt, acc);
-    for (int j = 0; j < nt; j++) {
-        if (full)
-            _mm256_storeu_ps(Y + j * ldy, acc[j]);
-        else
-            _mm256_maskstore_ps(Y + j * ldy, m, acc[j]);
-    }
 }
 
 /* Both halves of one stored panel chunk x tokens j0..j0+nt of S, accumulated into Y (first
@@ -489,47 +451,6 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
     }
 }
 
-/* The most tokens one vpmaddubsw tile takes for fmt. Q5_0's dots sum int16 pairs over four
- * groups (y) before widening them (x), so a tile keeps three vectors per token live, and its
- * weights need three constants to unpack: from four tokens on the tile spills (Q5_0 over 255 MB
- * on Zen 3, thread CPU time: one token 16-18 ms, three 24-26, four 40, six 50). Such calls run as
- * two narrower tiles over the same chunk, the second reading it from L1: four 34 ms, six 45,
- * sixteen 110 instead of 125-129. Keeping the float sums in memory instead (one load and store a
- * sub-block) gave four 38. Q4_K and Q6_K show no such jump at four tokens (41 -> 48 and 46 -> 47
- * ms from three) and keep one tile. The same float operations per token either way (batch
- * invariance). */
-#define P2_NT_MAX(fmt) ((fmt) == PN_Q5_0 ? 3 : P2_NT) /* >= 3: a split takes at most 6 */
-
-/* name##_run: p2_half_tokens for fmt, one copy per tile width (the token loops unrolled); wider
- * than P2_NT_MAX(fmt), two tiles of near-equal width. */
-#define P2_DEFINE_RUN(name, fmt, st)                                                            \
-    static void name##_run(const uint8_t *src, const float *xs, const uint8_t *next, int nbc,   \
-                           int h, const uint8_t *A, size_t as, int64_t b0,                      \
-                           const struct pn_act *S, int nt, float *Y, int64_t ldy, int lo,       \
-                           int hi, int first)                                                   \
-    {                                                                                           \
-        if (nt > P2_NT_MAX(fmt)) { /* tokens [0, nt/2) then [nt/2, nt); widths constant */     \
-            const int n0 = nt / 2;                                                              \
-            if (n0 == 3)                                                                        \
-                p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 3, Y, ldy, lo, hi, first); \
-            else                                                                                \
-                p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 2, Y, ldy, lo, hi, first); \
-            if (nt - n0 == 3)                                                                   \
-                p2_half_tokens(fmt, st, src, xs, NULL, nbc, h, A, as, b0, S, n0, 3, Y, ldy, lo, hi, first); \
-            else                                                                                \
-                p2_half_tokens(fmt, st, src, xs, NULL, nbc, h, A, as, b0, S, n0, 2, Y, ldy, lo, hi, first); \
-            return;                                                                             \
-        }                                                                                       \
-        switch (nt) {                                                                           \
-        case 6: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 6, Y, ldy, lo, hi, first); break; \
-        case 5: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 5, Y, ldy, lo, hi, first); break; \
-        case 4: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 4, Y, ldy, lo, hi, first); break; \
-        case 3: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 3, Y, ldy, lo, hi, first); break; \
-        case 2: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 2, Y, ldy, lo, hi, first); break; \
-        default: p2_half_tokens(fmt, st, src, xs, next, nbc, h, A, as, b0, S, 0, 1, Y, ldy, lo, hi, first); break; \
-        }                                                                                       \
-    }
-
 /* name##_run16: p2_panel_tokens for fmt, one copy per tile width. */
 #define P2_DEFINE_RUN16(name, fmt, st)                                                          \
     static void name##_run16(const uint8_t *src, const float *xs, const uint8_t *next, int nbc, \
@@ -545,8 +466,7 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
     }
 
 /* ---------------------------------------------------------------- drivers
- * As kern_packed_avx512.c's, through p2_panel_step (the VNNI tile takes a whole panel, the other
- * one a half at a time): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
+ * As kern_packed_avx512.c's, through p2_panel_step (16-row tiles of up to P2_NT16 tokens): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
  * prepared once and each panel's chunks are read in memory order (a chunk's second tile reads it
  * from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is
  * one stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks
@@ -564,9 +484,6 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 #endif
 #define P2_TILES ((P2_FEW + P2_TW - 1) / P2_TW)
 
-#if !P2_VNNI /* the 8-row tiles over the stored copy: the vpmaddubsw variant only */
-P2_DEFINE_RUN(p2_q8_0, PN_Q8_0, 1)
-#endif
 /* name##_run1: p2_panel_1tok for fmt (one token over a stored chunk). */
 #define P2_DEFINE_RUN1(name, fmt)                                                               \
     static void name##_run1(const uint8_t *src, const float *xs, const uint8_t *next, int nl,   \
@@ -581,13 +498,6 @@ P2_DEFINE_RUN1(p2_q4_1, PN_Q4_1)
 P2_DEFINE_RUN1(p2_q5_0, PN_Q5_0)
 P2_DEFINE_RUN1(p2_q6_K, PN_Q6_K)
 P2_DEFINE_RUN1(p2_q4_K, PN_Q4_K)
-#if !P2_VNNI
-P2_DEFINE_RUN(p2_q4_0, PN_Q4_0, 1)
-P2_DEFINE_RUN(p2_q4_1, PN_Q4_1, 1)
-P2_DEFINE_RUN(p2_q5_0, PN_Q5_0, 1)
-P2_DEFINE_RUN(p2_q6_K, PN_Q6_K, 1)
-P2_DEFINE_RUN(p2_q4_K, PN_Q4_K, 1)
-#else
 P2_DEFINE_RUN16(p2_q8_0, PN_Q8_0, 1)
 P2_DEFINE_RUN16(p2_q4_0, PN_Q4_0, 1)
 P2_DEFINE_RUN16(p2_q4_1, PN_Q4_1, 1)
@@ -605,55 +515,22 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
     if (fmt == PN_Q6_K) p2_q6_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
 }
-#endif
 
-#if !P2_VNNI
-PN_INLINE void p2_run(int fmt, const uint8_t *src, const float *xs, const uint8_t *next, int nbc,
-                      int h, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
-                      int nt, float *Y, int64_t ldy, int lo, int hi, int first)
-{
-    if (fmt == PN_Q8_0) p2_q8_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-    if (fmt == PN_Q4_0) p2_q4_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-    if (fmt == PN_Q4_1) p2_q4_1_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-    if (fmt == PN_Q5_0) p2_q5_0_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-    if (fmt == PN_Q6_K) p2_q6_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-    if (fmt == PN_Q4_K) p2_q4_K_run(src, xs, next, nbc, h, A, as, b0, S, nt, Y, ldy, lo, hi, first);
-}
-#endif
 
-/* rows [*lo, *hi) of the 8 of half h of panel p that fall in [r0, r1); false when none */
-PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi);
 
 /* One stored panel chunk src x the nt (<= P2_TW) tokens of the prepared tile S (activations
- * At, Y at the tile's first token), rows [r0, r1): with VNNI 16-row tiles of P2_NT16 tokens,
- * otherwise each half's 8-row tile. next is prefetched by the first tile. */
+ * At, Y at the tile's first token), rows [r0, r1): 16-row tiles of P2_NT16 tokens. next is
+ * prefetched by the first tile. */
 PN_INLINE void p2_panel_step(int fmt, const uint8_t *src, const float *xs, const uint8_t *next,
                              int nbc, int64_t p, const uint8_t *At, size_t as, int64_t b0,
                              const struct pn_act *S, int nt, float *Y, int64_t ldy, int64_t r0,
                              int64_t r1, int first)
 {
-#if P2_VNNI
     const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
     for (int j0 = 0; j0 < nt; j0 += P2_NT16)
         p2_run16(fmt, src, xs, j0 == 0 ? next : NULL, nbc, At + (size_t)j0 * as, as, b0, S, j0,
                  nt - j0 < P2_NT16 ? nt - j0 : P2_NT16, Y + (size_t)j0 * ldy + p * PN_ROWS, ldy, lo, hi, first);
-#else
-    for (int h = 0; h < 2; h++) {
-        int lo, hi;
-        if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
-        p2_run(fmt, src, xs, h == 0 ? next : NULL, nbc, h, At, as, b0, S, nt, Y + p * PN_ROWS + P2_ROWS * h, ldy,
-               lo, hi, first);
-    }
-#endif
-}
-
-PN_INLINE int p2_half_rows(int64_t p, int h, int64_t r0, int64_t r1, int *lo, int *hi)
-{
-    const int64_t base = p * PN_ROWS + P2_ROWS * h;
-    *lo = r0 > base ? (int)(r0 - base) : 0;
-    *hi = r1 - base < P2_ROWS ? (int)(r1 - base) : P2_ROWS;
-    return *lo < *hi;
 }
 
 PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, int n_tok, int64_t k,
@@ -683,7 +560,7 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                 const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes + (size_t)(cs + ahead % nseg) * cfull;
                 if (fmt == PN_Q4_K) p2_st_scales(src, nbc, xs);
                 /* one segment: the copy is read in memory order, so the prefetch runs a fixed
-                 * distance ahead and takes as many lines as this chunk has (p2_tile too): a short
+                 * distance ahead and takes as many lines as this chunk has (p2_tile16 too): a short
                  * last chunk (Gemma 3's k = 640: 512 + 128) fetched a whole chunk's lines in its
                  * few sub-blocks, in bursts again */
                 const uint8_t *next1 = nseg == nch ? src + P2_AHEAD * cfull : next;
@@ -713,7 +590,6 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
                        int64_t r0, int64_t r1, float *Y, int64_t ldy)
 {
     struct pn_act S;
-    static_assert(P2_NT <= 6, "p2_run's switch covers tiles of up to 6 tokens");
     /* Q4_K's unpacked scales (64 KB, untouched for the other formats) */
     float xs[P2_MB][2 * PN_ST_NS * PN_ROWS] __attribute__((aligned(32)));
     const int bpc = PN_KC / PN_BLK(fmt);
@@ -750,27 +626,18 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
  * Weights with no stored copy (Q5_1 and Q5_K, which have no stored layout, and the stored
  * formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
  * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
- * and scales as on AVX-512), then every token tile runs the tile over it (VNNI: the 16-row tile;
- * otherwise each half's 8-row one). The packing is paid once per chunk for all the call's
+ * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is paid once per chunk for all the call's
  * tokens, so kern_matmul routes here only from p2_panel_min_tok tokens on. Rows start at r0 (a
  * panel's row i is row r + i). */
 #ifndef P2_PMB
 #define P2_PMB 8 /* panels per row block: 96 KB of panels on the stack, kept in L2 */
 #endif
 
-#if P2_VNNI
 #define P2_PANEL_RUN(name, fmt) P2_DEFINE_RUN16(name, fmt, 0)
 #define P2_PANEL_STEP(name, P, At, nt, Yt, nrow, first)                                         \
     for (int j0 = 0; j0 < (nt); j0 += P2_NT16)                                                  \
         name##_run16((const uint8_t *)(P), NULL, NULL, nbc, (At) + (size_t)j0 * as, as, b0, &S, j0, \
                      (nt) - j0 < P2_NT16 ? (nt) - j0 : P2_NT16, (Yt) + (size_t)j0 * ldy, ldy, 0, (nrow), (first))
-#else
-#define P2_PANEL_RUN(name, fmt) P2_DEFINE_RUN(name, fmt, 0)
-#define P2_PANEL_STEP(name, P, At, nt, Yt, nrow, first)                                         \
-    for (int h = 0; h < 2 && P2_ROWS * h < (nrow); h++)                                         \
-        name##_run((const uint8_t *)(P), NULL, NULL, nbc, h, (At), as, b0, &S, (nt), (Yt) + P2_ROWS * h, ldy, 0, \
-                   (nrow) - P2_ROWS * h < P2_ROWS ? (nrow) - P2_ROWS * h : P2_ROWS, (first))
-#endif
 
 #define P2_DEFINE_PANEL(name, fmt, packer)                                                      \
     P2_PANEL_RUN(name, fmt)                                                                     \
@@ -863,7 +730,6 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                 pn_act_prepare(fmt, At, as, nt, b0, nbc, &S);
                 for (int64_t p = pb; p < pe; p++) {
                     const uint8_t *pp = (const uint8_t *)&panels[p - pb];
-#if P2_VNNI
                     const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
                     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
                     for (int j0 = 0; j0 < nt; j0 += P2_NT16) {
@@ -873,16 +739,6 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
                         if (fmt == PN_Q5_0) p2_p_q5_0_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                         if (fmt == PN_Q6_K) p2_p_q6_K_run16(pp, NULL, NULL, nbc, At + (size_t)j0 * as, as, b0, &S, j0, n, Yj, ldy, lo, hi, b0 == 0);
                     }
-#else
-                    for (int h = 0; h < 2; h++) {
-                        int lo, hi;
-                        if (!p2_half_rows(p, h, r0, r1, &lo, &hi)) continue;
-                        float *Yh = Y + (size_t)t * ldy + p * PN_ROWS + P2_ROWS * h;
-                        if (fmt == PN_Q4_1) p2_p_q4_1_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
-                        if (fmt == PN_Q5_0) p2_p_q5_0_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
-                        if (fmt == PN_Q6_K) p2_p_q6_K_run(pp, NULL, NULL, nbc, h, At, as, b0, &S, nt, Yh, ldy, lo, hi, b0 == 0);
-                    }
-#endif
                 }
             }
         }
