@@ -96,8 +96,8 @@ int main(int argc, char **argv)
     kern_init();
     const int avx512 = !strcmp(kern_isa_name(), "avx512");
     printf("kernel path: %s, 1 thread, thread CPU time, median of %d\n", kern_path_name(), reps);
-    const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q4_K,
-                         TERN_TYPE_Q6_K};
+    const int types[] = {TERN_TYPE_Q8_0, TERN_TYPE_Q4_0, TERN_TYPE_Q4_1, TERN_TYPE_Q5_0, TERN_TYPE_Q5_1,
+                         TERN_TYPE_Q4_K, TERN_TYPE_Q5_K, TERN_TYPE_Q6_K};
     const int ntoks[] = {1, 2, 3, 4, 6, 8, 12, 16};
     const int n_nt = (int)(sizeof ntoks / sizeof ntoks[0]), max_tok = 16;
     double *times = malloc((size_t)reps * sizeof *times);

@@ -19,9 +19,9 @@
  *   (6 chains, a broadcast per dot): prefill 326 -> 385 GOP/s on Q8_0. Without VNNI the dots take
  *   2-4 instructions, so the tile is bound by the vector ALUs, not by loads; there too it
  *   replaced an 8-row tile of up to 6 tokens, which paid the broadcasts, the loop and the
- *   prefetch arithmetic once per half (Zen 3, 255 MB from DRAM, one thread, 2 tokens: Q8_0 20.2
- *   -> 14.2 ms, Q4_0 21 -> 17, Q5_0 20 -> 16.5, Q4_K 28 -> 21, Q6_K 30 -> 21.5; 4 tokens 26 ->
- *   21, 32 -> 30, 35 -> 27, 42 -> 31, 38 -> 31; prefill unchanged).
+ *   prefetch arithmetic once per half (Zen 3, 255 MB from DRAM, one thread, 2 tokens: Q8_0 19.7
+ *   -> 14.1 ms, Q4_0 20.6 -> 17.2, Q5_0 20.0 -> 16.1, Q4_K 28.5 -> 21.1, Q6_K 30.0 -> 21.2; 4
+ *   tokens 25 -> 20, 33 -> 30, 34 -> 26, 41.5 -> 32, 38 -> 30.5; prefill unchanged).
  * - p2_tile1, one token, both halves: four dependency chains of dots instead of two.
  * After a sub-block's groups each int32 lane is that row's exact sub-block dot, and the float
  * chain is the AVX-512 tile's, lane for lane:
@@ -751,15 +751,20 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
  * Q4_0 at 5, even at 4 (89); Q8_0 at 6 107 -> 115 (at 4 110 -> 87); Q6_K at 6 87 -> 104 (at 4
  * 87 -> 77); Q5_K at 8 101 -> 110; Q4_K, whose row-by-row packing is the dearest, at 8 124 ->
  * 109, so 12. With vpmaddubsw: Q5_0 at 6 66 -> 94, Q5_1 at 6 55 -> 86, Q4_0 at 6 85 -> 95,
- * Q6_K at 8 87 -> 101 (at 6 even), Q5_K and Q8_0 at 12 (100 -> 110, 107 -> 117), Q4_K at 12 117
- * -> 112, so 16; at 64 tokens the panels run 160-196 against 54-123. */
+ * Q5_K and Q8_0 at 12 (100 -> 110, 107 -> 117), Q4_K at 12 117 -> 112, so 16; at 64 tokens the
+ * panels run 160-196 against 54-123. Q6_K's row-by-row packing is dear too: in cache the panels
+ * won from 6-8 tokens (87 -> 101), but a real model's matrix comes from DRAM on every call, and
+ * over 255 MB of Q6_K rows (Zen 3, `bench_smallm -k routed`, ms) the tiles take 105 at 8 tokens
+ * against the panels' 158-164, 142 at 12 against 171-174, 182 at 16 against 188-197: 16. (Q4_1,
+ * Q5_0, Q5_1 and Q5_K measured the same way keep theirs: at 6 tokens 138 / 119 / 128 ms on the
+ * tiles against 117 / 92 / 94 on the panels; Q5_K at 12 168 against 170.) */
 PN_INLINE int p2_panel_min_tok(int wtype)
 {
     switch (wtype) {
     case TERN_TYPE_Q5_0: case TERN_TYPE_Q5_1: case TERN_TYPE_Q4_1: return P2_VNNI ? 3 : 5;
     case TERN_TYPE_Q4_0: return P2_VNNI ? 5 : 6;
     case TERN_TYPE_Q8_0: return P2_VNNI ? 6 : 12;
-    case TERN_TYPE_Q6_K: return P2_VNNI ? 6 : 8;
+    case TERN_TYPE_Q6_K: return P2_VNNI ? 6 : 16;
     case TERN_TYPE_Q5_K: return P2_VNNI ? 8 : 12;
     case TERN_TYPE_Q4_K: return P2_VNNI ? 12 : 16;
     default: return 1 << 30;
