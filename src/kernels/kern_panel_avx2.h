@@ -71,11 +71,16 @@
 #define P2_ROWS 8 /* rows per ymm: half a stored panel */
 #ifndef P2_NT16
 #define P2_NT16 4 /* tokens per 16-row tile: with VNNI 8 int32 dots + two weights + a broadcast;
-                   * the 8 float sums live in memory between sub-blocks */
+                   * the 8 float sums live in memory between sub-blocks. Without VNNI the int16
+                   * sums come on top and 4 tokens spill a few of them, yet 4-token tiles
+                   * measured faster than 3 + 1 or 2 + 2 (Zen 3, 4 tokens of Q5_0 over 255 MB:
+                   * 26.4 ms; the 8-row tile had to split such calls for its spills) */
 #endif
 #define P2_FEW 16 /* up to this many tokens, the streaming driver */
 /* tokens per prepared activation tile (struct pn_act): two 16-row tiles of P2_NT16 */
 #define P2_TW (2 * P2_NT16)
+_Static_assert(P2_NT16 <= 4 && P2_TW <= PN_NT, "P2_DEFINE_RUN16's switch covers tiles of up to 4 "
+               "tokens, and struct pn_act holds PN_NT tokens");
 
 /* ---------------------------------------------------------------- weights of a half panel */
 
@@ -192,7 +197,8 @@ PN_INLINE __m256i p2_dot_vnni(__m256i acc, __m256i w, const void *p)
 #endif
 }
 
-/* int16 pair sums of the 8 rows' codes u (0..15) with the 4 bytes at p, added into acc16 */
+/* int16 pair sums of the 8 rows' unsigned codes u (up to 63: P2_GROUPS16 bounds how many groups
+ * add up) with the 4 bytes at p, added into acc16 */
 PN_INLINE __m256i p2_dot16(__m256i acc16, __m256i u, const void *p)
 {
     return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, _mm256_set1_epi32(p2_load4(p))));
@@ -466,9 +472,9 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
     }
 
 /* ---------------------------------------------------------------- drivers
- * As kern_packed_avx512.c's, through p2_panel_step (16-row tiles of up to P2_NT16 tokens): up to P2_FEW tokens the activations of a segment of P2_SEG chunks are
- * prepared once and each panel's chunks are read in memory order (a chunk's second tile reads it
- * from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is
+ * As kern_packed_avx512.c's, through p2_panel_step (16-row tiles of up to P2_NT16 tokens): up
+ * to P2_FEW tokens the activations of a segment of P2_SEG chunks are prepared once and each
+ * panel's chunks are read in memory order (a chunk's second tile reads it from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is
  * one stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks
  * of P2_MB panels whose chunks stay in L2 while the token tiles take them. */
 #ifndef P2_MB
@@ -515,8 +521,6 @@ PN_INLINE void p2_run16(int fmt, const uint8_t *src, const float *xs, const uint
     if (fmt == PN_Q6_K) p2_q6_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
     if (fmt == PN_Q4_K) p2_q4_K_run16(src, xs, next, nbc, A, as, b0, S, j0, nt, Y, ldy, lo, hi, first);
 }
-
-
 
 /* One stored panel chunk src x the nt (<= P2_TW) tokens of the prepared tile S (activations
  * At, Y at the tile's first token), rows [r0, r1): 16-row tiles of P2_NT16 tokens. next is
@@ -626,8 +630,8 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
  * Weights with no stored copy (Q5_1 and Q5_K, which have no stored layout, and the stored
  * formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
  * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
- * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is paid once per chunk for all the call's
- * tokens, so kern_matmul routes here only from p2_panel_min_tok tokens on. Rows start at r0 (a
+ * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is
+ * paid once per chunk for all the call's tokens, so kern_matmul routes here only from p2_panel_min_tok tokens on. Rows start at r0 (a
  * panel's row i is row r + i). */
 #ifndef P2_PMB
 #define P2_PMB 8 /* panels per row block: 96 KB of panels on the stack, kept in L2 */
@@ -755,9 +759,10 @@ PN_INLINE void p2_many_unpacked(int fmt, const uint8_t *P, const uint8_t *A, siz
  * panels run 160-196 against 54-123. Q6_K's row-by-row packing is dear too: in cache the panels
  * won from 6-8 tokens (87 -> 101), but a real model's matrix comes from DRAM on every call, and
  * over 255 MB of Q6_K rows (Zen 3, `bench_smallm -k routed`, ms) the tiles take 105 at 8 tokens
- * against the panels' 158-164, 142 at 12 against 171-174, 182 at 16 against 188-197: 16. (Q4_1,
- * Q5_0, Q5_1 and Q5_K measured the same way keep theirs: at 6 tokens 138 / 119 / 128 ms on the
- * tiles against 117 / 92 / 94 on the panels; Q5_K at 12 168 against 170.) */
+ * against the panels' 158-164, 142 at 12 against 171-174, 182 at 16 against 188-197: a near tie
+ * at 16, the highest threshold test_avx2_panels allows. (Q4_1, Q5_0, Q5_1 and Q5_K measured the
+ * same way keep theirs: at 6 tokens 138 / 119 / 128 ms on the tiles against 117 / 92 / 94 on the
+ * panels; Q5_K at 12 168 against 170.) */
 PN_INLINE int p2_panel_min_tok(int wtype)
 {
     switch (wtype) {
