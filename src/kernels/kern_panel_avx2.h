@@ -474,9 +474,10 @@ PN_INLINE void p2_panel_1tok(int fmt, const uint8_t *src, const float *xs, const
 /* ---------------------------------------------------------------- drivers
  * As kern_packed_avx512.c's, through p2_panel_step (16-row tiles of up to P2_NT16 tokens): up
  * to P2_FEW tokens the activations of a segment of P2_SEG chunks are prepared once and each
- * panel's chunks are read in memory order (a chunk's second tile reads it from L1), prefetching P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is
- * one stream and the prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks
- * of P2_MB panels whose chunks stay in L2 while the token tiles take them. */
+ * panel's chunks are read in memory order (a chunk's second tile reads it from L1), prefetching
+ * P2_AHEAD chunks ahead (with one segment, k <= 8192, the whole copy is one stream and the
+ * prefetch runs P2_AHEAD full chunks ahead of it); more tokens take row blocks of P2_MB panels
+ * whose chunks stay in L2 while the token tiles take them. */
 #ifndef P2_MB
 #define P2_MB 32 /* panels per row block with many tokens (a 512-row block's chunk: 278 KB of Q8_0) */
 #endif
@@ -568,8 +569,8 @@ PN_INLINE void p2_few(int fmt, const uint8_t *P, const uint8_t *A, size_t as, in
                  * last chunk (Gemma 3's k = 640: 512 + 128) fetched a whole chunk's lines in its
                  * few sub-blocks, in bursts again */
                 const uint8_t *next1 = nseg == nch ? src + P2_AHEAD * cfull : next;
-                const int nl1 = (int)((nseg == nch ? pn_st_chunk_bytes(fmt, nbc) : cfull) + 63) / 64;
                 if (n_tok == 1) {
+                    const int nl1 = (int)((nseg == nch ? pn_st_chunk_bytes(fmt, nbc) : cfull) + 63) / 64;
                     const int lo = r0 > p * PN_ROWS ? (int)(r0 - p * PN_ROWS) : 0;
                     const int hi = r1 - p * PN_ROWS < PN_ROWS ? (int)(r1 - p * PN_ROWS) : PN_ROWS;
                     float *Yp = Y + p * PN_ROWS;
@@ -631,8 +632,8 @@ PN_INLINE void p2_many(int fmt, const uint8_t *P, const uint8_t *A, size_t as, i
  * formats loaded mmap-only): as kern_panel_avx512.c's driver, each k chunk of a row block
  * of P2_PMB panels is packed row by row into struct pn_panel (kern_panel_rows.h: the same bytes
  * and scales as on AVX-512), then every token tile runs the 16-row tile over it. The packing is
- * paid once per chunk for all the call's tokens, so kern_matmul routes here only from p2_panel_min_tok tokens on. Rows start at r0 (a
- * panel's row i is row r + i). */
+ * paid once per chunk for all the call's tokens, so kern_matmul routes here only from
+ * p2_panel_min_tok tokens on. Rows start at r0 (a panel's row i is row r + i). */
 #ifndef P2_PMB
 #define P2_PMB 8 /* panels per row block: 96 KB of panels on the stack, kept in L2 */
 #endif
