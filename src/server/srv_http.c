@@ -97,6 +97,21 @@ static _Thread_local struct {
  * of a burst of large bodies stayed held. */
 enum { TRIM_AT = 1 << 20 };
 
+/* A request's large buffers (its body, the parse, the rendered prompt, the ids) are allocated
+ * and freed on its connection thread, in one of glibc's thread arenas. glibc raises its mmap
+ * threshold after a large free (up to 32 MiB), and with it the size an arena's top must reach
+ * before free gives it back; malloc_trim gives back only the main arena's top. So after a burst
+ * of large bodies a thread arena could keep tens of MiB (CI, test_body_budget: +57 MiB, about
+ * one run in six under load). A fixed threshold keeps buffers of 1 MiB and more in mappings of
+ * their own, returned at free, and the arenas' tops are trimmed past glibc's default 128 KiB.
+ * Process-wide and set when the server starts: nothing on the decode path allocates per token. */
+static void keep_large_buffers_mapped(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, TRIM_AT);
+#endif
+}
+
 struct stream {
     struct job *job;
     int fd;
@@ -913,6 +928,7 @@ tern_status srv_http_start(struct tern_server *s)
         return tern_fail(TERN_ERR_NOMEM, "serve: out of memory");
     }
     raise_fd_limit(s);
+    keep_large_buffers_mapped();
     /* poll(), not select(): select cannot watch a descriptor above 1024 */
     /* the error log: MHD's own refusals are counted and answered in JSON (mhd_log) */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
