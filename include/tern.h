@@ -167,10 +167,11 @@ struct tern_model_info {
     uint64_t released_bytes; /* bytes of the file's matrices whose pages were handed back after
                                 repacking at load (the kernels read only the copies; 0 = none) */
     uint64_t state_bytes;    /* recurrent state of one sequence (0 without recurrent layers) */
-    const char *decode_tiles; /* which tile one-token matmuls over the repacked matrices use per
-                                 format and row length, measured at load or read from the per-CPU
-                                 cache ("measured: q8_0 k=896 zmm (zmm 4.90 ms, ...)"); "" when
-                                 nothing is repacked (docs/kernels.md "One-token tile") */
+    const char *decode_tiles; /* which tile matmuls of 1 and of 2-3 tokens over the repacked
+                                 matrices use per format and row length, measured at load or read
+                                 from the per-CPU cache ("measured: Q8_0 k=896 x1 zmm (zmm 4.90 ms,
+                                 ...); ... x2-3 ..."); "" when nothing is repacked
+                                 (docs/kernels.md "One-token tile") */
 };
 
 struct tern_model_params {
@@ -181,7 +182,7 @@ struct tern_model_params {
                                 replace are released; docs/kernels.md "Weights repacked at load").
                                 TERN_REPACK=0 in the environment
                                 turns repacking off for every load as well. */
-    const char *decode_tile; /* NULL or "auto": one-token matmuls over the repacked weights use
+    const char *decode_tile; /* NULL or "auto": matmuls of 1-3 tokens over the repacked weights use
                                 the tile measured fastest at load (cached per CPU); "zmm",
                                 "ymm-evex", "ymm-vnni" or "ymm" forces that one for the whole
                                 process, as TERN_DECODE_TILE does (the same bits with every tile;

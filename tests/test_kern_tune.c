@@ -1,11 +1,11 @@
-/* test_kern_tune.c — the one-token tile chosen by measurement at load (kern_tune.h,
+/* test_kern_tune.c — the tile of 1-3 token calls chosen by measurement at load (kern_tune.h,
  * model_tune.c) changes speed only, is cached per CPU, and survives a damaged cache.
  *
  * - every tile the CPU runs gives the default tile's logits bit for bit (forced with
- *   tern_model_params.decode_tile), for a Q8_0 and a Q4_K_M fixture: a 29-token prompt, then 4 tokens
- *   decoded one at a time (the one-token matmuls the tile runs);
- * - the first load measures and writes TERN_CACHE_DIR/decode-tiles.tsv, one line per (format, k)
- *   under this CPU's key; the second load reads it ("cached"), whatever order its lines are in;
+ *   tern_model_params.decode_tile), for a Q8_0 and a Q4_K_M fixture: a 29-token prompt, 4 tokens
+ *   decoded one at a time, then 2 and 3 at once (the matmuls of 1-3 tokens the tile runs);
+ * - the first load measures and writes TERN_CACHE_DIR/decode-tiles.tsv, one line per (format, k,
+ *   call size: "1" or "2-3") under this CPU's key; the second load reads it ("cached"), whatever order its lines are in;
  * - a cache file of garbage (binary bytes, a line without a newline, unknown tiles and formats)
  *   is survived: the load measures again and the file is rewritten with valid lines only;
  * - TERN_TUNE=0 measures nothing; a bad tile name or one the CPU cannot run is refused by name.
@@ -21,6 +21,7 @@
 
 #define N_PROMPT 29
 #define N_GEN 4
+#define N_OUT (1 + N_GEN + 2 + 3) /* logits rows kept: the prompt's last, the single steps, a 2- and a 3-token call */
 
 static float *run(struct tern_model *m)
 {
@@ -28,7 +29,7 @@ static float *run(struct tern_model *m)
     struct tern_context_params cp = {.n_ctx = 64, .n_batch = 32, .n_threads = 2, .no_warmup = true};
     struct tern_context *ctx;
     assert_tern_ok(tern_context_create(m, &cp, &ctx));
-    float *out = malloc((size_t)(1 + N_GEN) * (size_t)nv * sizeof *out);
+    float *out = malloc((size_t)N_OUT * (size_t)nv * sizeof *out);
     assert_non_null(out);
     int32_t toks[N_PROMPT];
     for (int i = 0; i < N_PROMPT; i++) toks[i] = 1 + (i * 37) % (nv - 1);
@@ -38,6 +39,15 @@ static float *run(struct tern_model *m)
         const int32_t t = 3 + i * 11;
         assert_tern_ok(tern_decode(ctx, &t, 1, N_PROMPT + i, TERN_LOGITS_LAST));
         memcpy(out + (size_t)(1 + i) * nv, tern_context_logits(ctx, 0), (size_t)nv * sizeof *out);
+    }
+    int pos = N_PROMPT + N_GEN, row = 1 + N_GEN;
+    for (int n = 2; n <= 3; n++) { /* the verification-shaped calls */
+        int32_t t[3];
+        for (int j = 0; j < n; j++) t[j] = 5 + 13 * (pos + j) % (nv - 5);
+        assert_tern_ok(tern_decode(ctx, t, n, pos, TERN_LOGITS_ALL));
+        for (int j = 0; j < n; j++, row++)
+            memcpy(out + (size_t)row * nv, tern_context_logits(ctx, j), (size_t)nv * sizeof *out);
+        pos += n;
     }
     tern_context_free(ctx);
     return out;
@@ -98,7 +108,7 @@ static void check_same_bits(const char *rel)
         }
         assert_tern_ok(force(path, kern_tile_name(t)));
         float *got = run(m);
-        assert_memory_equal(got, ref, (size_t)(1 + N_GEN) * (size_t)nv * sizeof *ref);
+        assert_memory_equal(got, ref, (size_t)N_OUT * (size_t)nv * sizeof *ref);
         free(got);
         tested++;
     }
@@ -133,6 +143,8 @@ static void test_cache(void **state)
     const char *rep = tern_model_get_info(m)->decode_tiles;
     assert_true(!strncmp(rep, "measured: ", 10));
     assert_non_null(strstr(rep, "Q4_K k="));
+    assert_non_null(strstr(rep, " x1 "));
+    assert_non_null(strstr(rep, " x2-3 "));
     tern_model_free(m);
     char key[256];
     kern_cpu_key(key, sizeof key);
@@ -140,6 +152,8 @@ static void test_cache(void **state)
     assert_non_null(c);
     assert_non_null(strstr(c, key));
     assert_non_null(strstr(c, "\tQ4_K\t"));
+    assert_non_null(strstr(c, "\t1\t"));
+    assert_non_null(strstr(c, "\t2-3\t"));
     free(c);
     assert_tern_ok(tern_model_load(path, NULL, &m));
     assert_true(!strncmp(tern_model_get_info(m)->decode_tiles, "cached: ", 8));
@@ -150,7 +164,8 @@ static void test_cache(void **state)
     snprintf(file, sizeof file, "%s/decode-tiles.tsv", cache_dir);
     FILE *f = fopen(file, "wb");
     assert_non_null(f);
-    fprintf(f, "%s\tQ4_K\t256\tnot-a-tile\t\n%s\tNOPE\t256\tzmm\t\n\x01\x02\xff\n", key, key);
+    fprintf(f, "%s\tQ4_K\t256\t1\tnot-a-tile\t\n%s\tNOPE\t256\t1\tzmm\t\n%s\tQ4_K\t256\t7-9\tzmm\t\n"
+               "%s\tQ4_K\t256\tzmm\t\n\x01\x02\xff\n", key, key, key, key);
     for (int i = 0; i < 3000; i++) fputc('x', f); /* a long line without a newline */
     fclose(f);
     assert_tern_ok(tern_model_load(path, NULL, &m));

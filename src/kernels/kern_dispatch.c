@@ -289,8 +289,8 @@ void kern_matmul_packed(int wtype, const void *W, size_t ws, const void *P, cons
     TERN_ASSERT(!P || ((uintptr_t)P & 63) == 0, "the packed copy is 64-byte aligned");
 #if defined(__x86_64__)
     if (P && packed_path() && n_tok >= kern_avx512_packed_min_tok(wtype)) {
-        if (n_tok == 1) { /* one token: the tile measured fastest for (wtype, k) (kern_tune.h) */
-            kern_matmul_packed_tile(kern_tile_for(wtype, k), wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
+        if (kern_tile_class(n_tok) >= 0) { /* 1-3 tokens: the tile measured fastest (kern_tune.h) */
+            kern_matmul_packed_tile(kern_tile_for(wtype, k, n_tok), wtype, P, A, as, n_tok, k, r0, r1, Y, ldy);
             return;
         }
         if (active == ISA_AVX512)

@@ -92,8 +92,13 @@ static inline __mmask16 pk_rows(int64_t p, int64_t r0, int64_t r1)
                     const int64_t ahead = (p - p0) * nseg + ci + PK_AHEAD;                     \
                     const uint8_t *next = P + (size_t)(p0 + ahead / nseg) * pbytes +           \
                                           (size_t)(cs + ahead % nseg) * cfull;                 \
+                    /* one segment: the copy is read in memory order, so the prefetch runs a   \
+                     * fixed distance ahead, as many lines as this chunk has (a short last     \
+                     * chunk, Qwen2.5's k = 896 = 512 + 384, fetched a whole chunk's lines     \
+                     * before, in bursts) */                                                   \
+                    const uint8_t *next1 = nseg == nch ? src + PK_AHEAD * cfull : next;        \
                     for (int t = 0, u = 0; t < n_tok; t += PN_NT, u++)                         \
-                        name##_run(src, NULL, t == 0 ? next : NULL, nbc,                       \
+                        name##_run(src, NULL, t == 0 ? next1 : NULL, nbc,                      \
                                    (const uint8_t *)A + (size_t)t * as, as, b0, &S[ci][u],     \
                                    n_tok - t < PN_NT ? n_tok - t : PN_NT,                      \
                                    Y + (size_t)t * ldy + p * PN_ROWS, ldy, m, c == 0);         \

@@ -135,35 +135,45 @@ PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
     }
 }
 
+/* Sub-block s's share (of the chunk's ns) of the nl lines at next. A share per sub-block, not
+ * per block: Q4_K and Q6_K have 8 and 16 sub-blocks a block, so a block's share was a burst of
+ * 36 and 52 prefetches, more than the core keeps in flight, and the loads behind it waited
+ * (kern_panel_avx2.h, p2_prefetch_share, measured it first on Zen 3). */
+PN_INLINE void pn_prefetch_share(const uint8_t *next, int nl, int ns, int s)
+{
+    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+}
+
 /* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt, st and nt
- * are constants after inlining. next (stored layout only, else NULL): the chunk the caller runs
- * next, prefetched a block's share at a time. The hardware prefetchers stop at every 4 KB page
- * and each chunk is a new stream; without this the copy was slower than repacking on the fly
- * with its prefetches (bench_smallm, 8-16 tokens). A whole chunk's lines are fetched whatever
- * this chunk's length: a short last chunk (k not a multiple of PN_KC) is followed by the next
- * panel's full first chunk, and sizing the prefetch by the short one left three quarters of that
- * to DRAM latency (bench_kernels decode, Q4_0, 1 token: k = 1152, Gemma 3 1B's width, 18.3 GB/s
- * against 36.7 at k = 1024). */
+ * are constants after inlining. next (stored layout only, else NULL): where the caller reads
+ * after this chunk (the same chunk of a later panel, or with one segment the stream a fixed
+ * distance ahead: PK_DEFINE_FEW), as many lines as this chunk has, prefetched a sub-block's
+ * share at a time. The hardware prefetchers stop at every 4 KB page and each chunk is a new
+ * stream; without this the copy was slower than repacking on the fly with its prefetches
+ * (bench_smallm, 8-16 tokens). */
 PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, const uint8_t *next,
                        int nbc, const uint8_t *A, size_t as, int64_t b0, const struct pn_act *S,
                        int nt, __m512 acc[PN_NT])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = st ? (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64) : 0; /* lines to prefetch */
+    const int nl = st && next ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0; /* lines to prefetch */
     const uint8_t *a[PN_NT];
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
-        if (st && next)
-            for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++)
-                _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
+            /* one token of Q8_0 (a sub-block a block, 8-9 lines a share): the share spread
+             * over the group pairs, as kern_panel_avx2.h's one-token Q8_0 tile does (Zen 4,
+             * bench_smallm, 255 MB: 14.8-15.3 -> 11.4-13.3 ms) */
+            const bool spread = nt == 1 && fmt == PN_Q8_0;
+            if (nl && !spread) pn_prefetch_share(next, nl, nbc * SPB, s);
             __m512i x[PN_NT];
             for (int j = 0; j < nt; j++) x[j] = _mm512_set1_epi32(S->init[j][s]);
             if (nt == 1) { /* two chains of vpdpbusd, not one, for latency (integer sums are exact):
                             * bench_smallm Q4_0, 1 token, 256 MB: 10.6-12.5 -> 9.6-11.6 ms */
                 __m512i x1 = _mm512_setzero_si512();
                 for (int g = 0; g < GS; g += 2) {
+                    if (nl && spread) pn_prefetch_share(next, nl, nbc * SPB * GS / 2, s * GS / 2 + g / 2);
                     const uint8_t *ap = a[0] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g);
                     x[0] = pn_dot_bcast(x[0], pn_w(fmt, st, src, s, g), ap);
                     x1 = pn_dot_bcast(x1, pn_w(fmt, st, src, s, g + 1), ap + 4);
@@ -210,18 +220,17 @@ PN_INLINE void pn_tile2(int fmt, int st, const uint8_t *src0, const uint8_t *src
                         int nt, __m512 acc0[4], __m512 acc1[4])
 {
     const int GS = PN_GS(fmt), SPB = PN_SPB(fmt);
-    const int nl = (int)(pn_st_chunk_bytes(fmt, PN_KC / PN_BLK(fmt)) / 64);
+    const int nl = next0 ? (int)(pn_st_chunk_bytes(fmt, nbc) / 64) : 0;
     const uint8_t *a[4];
     for (int j = 0; j < nt; j++)
         a[j] = A + (size_t)(j0 + j) * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
     for (int b = 0; b < nbc; b++) {
-        if (next0)
-            for (int l = b * nl / nbc; l < (b + 1) * nl / nbc; l++) {
-                _mm_prefetch((const char *)next0 + 64 * l, _MM_HINT_T0);
-                _mm_prefetch((const char *)next1 + 64 * l, _MM_HINT_T0);
-            }
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
+            if (nl) {
+                pn_prefetch_share(next0, nl, nbc * SPB, s);
+                pn_prefetch_share(next1, nl, nbc * SPB, s);
+            }
             __m512i x0[4], x1[4];
             for (int j = 0; j < nt; j++) x0[j] = x1[j] = _mm512_set1_epi32(S->init[j0 + j][s]);
             for (int g = 0; g < GS; g++) {

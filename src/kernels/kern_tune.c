@@ -1,9 +1,9 @@
-/* kern_tune.c — the one-token tile per (format, k): candidates, the recorded choices, forcing.
+/* kern_tune.c — the tile per (format, k, call size): candidates, the recorded choices, forcing.
  *
- * Read kern_tune.h first. The choices live in a small table of atomic words, one per (wtype, k)
- * recorded, so a model loading (and recording) while another model's threads decode needs no
+ * Read kern_tune.h first. The choices live in a small table of atomic words, one per (wtype, k,
+ * class) recorded, so a model loading (and recording) while another model's threads decode needs no
  * lock on the hot path: a lookup is a scan of the few words in use (a model has 2-4 distinct
- * (format, k) pairs among its packed matrices). A full table simply stops recording: the
+ * (format, k) pairs among its packed matrices, two classes each). A full table simply stops recording: the
  * default tile then runs, which is correct, only perhaps slower. */
 #include "kernels/kern_tune.h"
 
@@ -67,23 +67,37 @@ int kern_tile_candidates(int wtype, int out[KERN_TILE_COUNT_])
     return n;
 }
 
+int kern_tile_class(int n_tok) { return n_tok == 1 ? 0 : n_tok == 2 || n_tok == 3 ? 1 : -1; }
+
+static const char *const class_names[KERN_TILE_CLASSES] = {"1", "2-3"};
+
+const char *kern_tile_class_name(int cls) { return cls >= 0 && cls < KERN_TILE_CLASSES ? class_names[cls] : "?"; }
+
+int kern_tile_class_from_name(const char *name)
+{
+    for (int i = 0; name && i < KERN_TILE_CLASSES; i++)
+        if (!strcmp(name, class_names[i])) return i;
+    return -1;
+}
+
 /* ---------------------------------------------------------------- the recorded choices
- * A word: bits 0-3 the tile (never 0 once recorded), 4-11 the format, 12-63 k. */
+ * A word: bits 0-3 the tile (never 0 once recorded), 4-11 the format, 12-13 the class, 14-63 k. */
 
 #define TILE_SLOTS 64
 static _Atomic uint64_t slots[TILE_SLOTS];
 static _Atomic int forced = -1; /* -1: not read from the environment yet */
 
-static uint64_t slot_key(int wtype, int64_t k)
+static uint64_t slot_key(int wtype, int64_t k, int cls)
 {
-    TERN_ASSERT(wtype >= 0 && wtype < 256 && k > 0 && k < ((int64_t)1 << 52), "the word's fields hold it");
-    return ((uint64_t)k << 12) | ((uint64_t)(wtype & 0xff) << 4);
+    TERN_ASSERT(wtype >= 0 && wtype < 256 && k > 0 && k < ((int64_t)1 << 50) && cls >= 0 && cls < KERN_TILE_CLASSES,
+                "the word's fields hold it");
+    return ((uint64_t)k << 14) | ((uint64_t)cls << 12) | ((uint64_t)(wtype & 0xff) << 4);
 }
 
-void kern_tile_set(int wtype, int64_t k, int tile)
+void kern_tile_set(int wtype, int64_t k, int cls, int tile)
 {
     TERN_ASSERT(tile > KERN_TILE_AUTO && tile < KERN_TILE_COUNT_ && k > 0 && wtype >= 0);
-    const uint64_t key = slot_key(wtype, k), word = key | (uint64_t)tile;
+    const uint64_t key = slot_key(wtype, k, cls), word = key | (uint64_t)tile;
     for (int i = 0; i < TILE_SLOTS; i++) {
         uint64_t cur = atomic_load_explicit(&slots[i], memory_order_acquire);
         while (cur == 0) { /* an empty slot: claim it (or learn what a racing writer put there) */
@@ -124,11 +138,13 @@ bool kern_tile_force(int tile)
     return true;
 }
 
-int kern_tile_for(int wtype, int64_t k)
+int kern_tile_for(int wtype, int64_t k, int n_tok)
 {
+    const int cls = kern_tile_class(n_tok);
+    if (cls < 0) return kern_tile_default();
     const int f = forced_tile();
     if (f != KERN_TILE_AUTO && kern_tile_runs(f, wtype)) return f;
-    const uint64_t key = slot_key(wtype, k);
+    const uint64_t key = slot_key(wtype, k, cls);
     for (int i = 0; i < TILE_SLOTS; i++) {
         const uint64_t w = atomic_load_explicit(&slots[i], memory_order_acquire);
         if (w == 0) break; /* slots fill in order and are never emptied */
@@ -185,5 +201,6 @@ void kern_cpu_key(char *buf, size_t size)
     for (; *bp && n < sizeof clean - 1; bp++) clean[n++] = (*bp == '\t' || *bp == '\n') ? ' ' : *bp;
     while (n > 0 && clean[n - 1] == ' ') n--;
     clean[n] = 0;
-    snprintf(buf, size, "%s %u/%u/%u %s %s", vendor, fam, model, step, n ? clean : "-", kern_path_name());
+    snprintf(buf, size, "%s %u/%u/%u %s %s tiles-%d", vendor, fam, model, step, n ? clean : "-", kern_path_name(),
+             KERN_TILES_GEN);
 }

@@ -1,4 +1,4 @@
-/* kern_tune.h — which tile the one-token matmuls over packed weights use, chosen by measurement.
+/* kern_tune.h — which tile the matmuls of 1-3 tokens over packed weights use, chosen by measurement.
  *
  * A packed copy (kern_packed.h) is read by up to four tiles that give the same bits (the same
  * float operations lane for lane, exact integer dots): the 512-bit AVX-512 tile ("zmm"), the
@@ -7,9 +7,11 @@
  * copy fastest for one token depends on the core, not only on its flags (Zen 4 runs 512-bit
  * instructions as two halves; cores differ in load ports and prefetchers), so instead of a table
  * of CPU names the model room times the candidates on the model's own matrices at load
- * (model_tune.c) and records the fastest here, per weight format and row length k; the choice
- * is cached per CPU on disk so later loads skip the timing. Batches of 2 or more tokens keep the
- * path's own tile (measured per width in docs/results/kernels-2026-11.md).
+ * (model_tune.c) and records the fastest here, per weight format, row length k and call size
+ * (one token: decode; 2-3 tokens: speculative verification, prompt lookup, the server's small
+ * batched steps); the choice is cached per CPU on disk so later loads skip the timing. Calls of
+ * 4 tokens and more keep the path's own tile (on Zen 4 the 512-bit one was ahead from 4 tokens on
+ * for the K-quants and from 6 for every format: docs/results/decode-cpus-2026-12-06.md).
  *
  * TERN_DECODE_TILE=zmm|ymm-evex|ymm-vnni|ymm (or kern_tile_force) forces one tile everywhere it
  * can run; "auto" (the default) uses the recorded choices, and the path's default tile where
@@ -41,20 +43,34 @@ int kern_tile_default(void);
 /* The tiles that can read wtype's copies on this path, default first; returns the count. */
 int kern_tile_candidates(int wtype, int out[KERN_TILE_COUNT_]);
 
-/* Record the tile for one-token matmuls of (wtype, k); thread-safe, any number of models. */
-void kern_tile_set(int wtype, int64_t k, int tile);
-/* The tile a one-token matmul of (wtype, k) uses now: the forced one, else the recorded one,
- * else the default. */
-int kern_tile_for(int wtype, int64_t k);
+/* The calls whose tile is measured: class 0 is one token, class 1 two or three; -1 for more
+ * (the path's own tile). */
+enum { KERN_TILE_CLASSES = 2 };
+int kern_tile_class(int n_tok);
+/* "1" and "2-3": a class as the cache file and the reports name it; -1 for other names. */
+const char *kern_tile_class_name(int cls);
+int kern_tile_class_from_name(const char *name);
+
+/* Record the tile for matmuls of class cls over (wtype, k); thread-safe, any number of models. */
+void kern_tile_set(int wtype, int64_t k, int cls, int tile);
+/* The tile a matmul of n_tok tokens over (wtype, k) uses now: for 1-3 tokens the forced one,
+ * else the recorded one, else the default; for more, the default. */
+int kern_tile_for(int wtype, int64_t k, int n_tok);
 /* Force a tile (AUTO: back to the recorded choices); false, nothing changed, when the active
  * path cannot run it for any packed format. Overrides TERN_DECODE_TILE. */
 bool kern_tile_force(int tile);
 /* The forced tile (TERN_DECODE_TILE or kern_tile_force), or AUTO. */
 int kern_tile_forced(void);
 
-/* This CPU and path as a one-line key for cached choices: vendor, family/model/stepping, the
- * brand string and the kernel path ("GenuineIntel 6/143/8 Intel(R) Xeon(R) Processor avx512"). */
+/* This CPU, path and generation of the tiles as a one-line key for cached choices: vendor,
+ * family/model/stepping, the brand string, the kernel path and KERN_TILES_GEN
+ * ("GenuineIntel 6/143/8 Intel(R) Xeon(R) Processor avx512 tiles-2"). */
 void kern_cpu_key(char *buf, size_t size);
+/* Raised whenever a tile's speed changes enough to turn a choice, or what is chosen changes (a
+ * cache written by an older build then no longer matches, and the tiles are timed again): 2 = the
+ * AVX-512 tile's prefetch a sub-block's share at a time, and calls of 2-3 tokens measured too
+ * (Zen 4, 2026-12-07). */
+#define KERN_TILES_GEN 2
 
 /* One matmul of n_tok tokens over the packed copy P with the given tile (which must run:
  * kern_tile_runs); the timing loop of model_tune.c and the tests call it. */

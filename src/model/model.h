@@ -193,7 +193,7 @@ struct tern_model {
     void *owned;     /* weights converted in memory (model_copy.c), or NULL: freed with the model */
     void *packed_buf;/* the packed copies of model_repack.c, or NULL: freed with the model */
     bool mmap_only;  /* loaded without packed copies (no_repack, TERN_REPACK=0): its copies too */
-    char tile_report[512]; /* model_tune.c: the one-token tile per (format, k) and why */
+    char tile_report[1536]; /* model_tune.c: the tile per (format, k, call size) and why */
 };
 
 /* Copy the matrices the forward pass multiplies into the kernels' packed layout where the active

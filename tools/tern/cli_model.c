@@ -62,5 +62,5 @@ void cli_note_repack(const char *cmd, const char *model, const struct tern_model
             "of file rows released (--no-repack: mmap-only)\n", cmd, model,
             in->repacked_bytes / 1048576.0, tern_kernels_name(), in->released_bytes / 1048576.0);
     if (in->decode_tiles && *in->decode_tiles)
-        fprintf(stderr, "tern %s: one-token tiles %s\n", cmd, in->decode_tiles);
+        fprintf(stderr, "tern %s: tiles of 1 / 2-3 tokens %s\n", cmd, in->decode_tiles);
 }

@@ -122,7 +122,7 @@ static const struct cli_option bench_table[] = {
      .help = "keep the weights mmap-only (no copy repacked at load; the bytes repacked are printed to "
              "stderr otherwise)"},
     {NULL, "--decode-tile", CLI_STRING, "TILE", CLI_AT(B, decode_tile), .def = "auto",
-     .help = "the tile one-token matmuls over repacked weights use: auto (measured at load, cached "
+     .help = "the tile matmuls of 1-3 tokens over repacked weights use: auto (measured at load, cached "
              "per CPU; printed to stderr), zmm, ymm-evex, ymm-vnni or ymm (env TERN_DECODE_TILE)"},
     {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(B, lora),
      .notes = (const struct cli_note[]){{"--lora", NULL, "with one -m: time the model with this LoRA "

@@ -32,7 +32,7 @@ static const struct cli_option check_table[] = {
     {NULL, "--no-repack", CLI_FLAG, NULL, CLI_AT(K, no_repack),
      .help = "keep the weights mmap-only: no bytes repacked at load"},
     {NULL, "--decode-tile", CLI_STRING, "TILE", CLI_AT(K, decode_tile), .def = "auto",
-     .help = "the tile one-token matmuls over repacked weights use: auto (measured at load, cached "
+     .help = "the tile matmuls of 1-3 tokens over repacked weights use: auto (measured at load, cached "
              "per CPU), zmm, ymm-evex, ymm-vnni or ymm (env TERN_DECODE_TILE)"},
     {.kind = CLI_INCLUDE, .sub = cli_lora_table, CLI_AT(K, lora),
      .notes = (const struct cli_note[]){{"--lora", NULL, "load a LoRA adapter and check it against the "
@@ -292,7 +292,7 @@ int cmd_check(int argc, char **argv)
             printf("; the %llu bytes of file rows they replace are released",
                    (unsigned long long)in->released_bytes);
         printf("\n");
-        if (in->decode_tiles && *in->decode_tiles) printf("one-token tiles: %s\n", in->decode_tiles);
+        if (in->decode_tiles && *in->decode_tiles) printf("tiles of 1 / 2-3 tokens: %s\n", in->decode_tiles);
         printf("KV cache (F16 K+V):\n");
         for (int i = 0; i < 4; i++) {
             if (in->arch == TERN_ARCH_GEMMA4) /* layers differ: the sum of the layers that store KV */
