@@ -135,13 +135,17 @@ PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
     }
 }
 
-/* Sub-block s's share (of the chunk's ns) of the nl lines at next. A share per sub-block, not
- * per block: Q4_K and Q6_K have 8 and 16 sub-blocks a block, so a block's share was a burst of
- * 36 and 52 prefetches, more than the core keeps in flight, and the loads behind it waited
- * (kern_panel_avx2.h, p2_prefetch_share, measured it first on Zen 3). */
-PN_INLINE void pn_prefetch_share(const uint8_t *next, int nl, int ns, int s)
+/* Sub-block s's share (of the chunk's ns) of the nl lines at next, into L1 or (l2, a constant)
+ * into L2. A share per sub-block, not per block: Q4_K and Q6_K have 8 and 16 sub-blocks a block,
+ * so a block's share was a burst of 36 and 52 prefetches, more than the core keeps in flight, and
+ * the loads behind it waited (kern_panel_avx2.h, p2_prefetch_share, measured it first on Zen 3). */
+PN_INLINE void pn_prefetch_share(const uint8_t *next, int nl, int ns, int s, int l2)
 {
-    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
+    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++)
+        if (l2)
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T1);
+        else
+            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
 }
 
 /* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt, st and nt
@@ -166,14 +170,18 @@ PN_INLINE void pn_tile(int fmt, int st, const uint8_t *src, const float *xs, con
              * over the group pairs, as kern_panel_avx2.h's one-token Q8_0 tile does (Zen 4,
              * bench_smallm, 255 MB: 14.8-15.3 -> 11.4-13.3 ms) */
             const bool spread = nt == 1 && fmt == PN_Q8_0;
-            if (nl && !spread) pn_prefetch_share(next, nl, nbc * SPB, s);
+            /* 2 tokens and more prefetch into L2: their tile reads a line over more cycles, and
+             * lines fetched into L1 that far ahead held its fill buffers (Zen 4, bench_smallm,
+             * 255 MB: Q5_0 3 tokens 20.6-22.3 -> 11.3-11.9 ms, Q4_K 2 tokens 22.2-27.1 ->
+             * 12.8-15.0, Q4_0 8 tokens 29.0-35.5 -> 25.6-26.0); one token was a wash */
+            if (nl && !spread) pn_prefetch_share(next, nl, nbc * SPB, s, nt > 1);
             __m512i x[PN_NT];
             for (int j = 0; j < nt; j++) x[j] = _mm512_set1_epi32(S->init[j][s]);
             if (nt == 1) { /* two chains of vpdpbusd, not one, for latency (integer sums are exact):
                             * bench_smallm Q4_0, 1 token, 256 MB: 10.6-12.5 -> 9.6-11.6 ms */
                 __m512i x1 = _mm512_setzero_si512();
                 for (int g = 0; g < GS; g += 2) {
-                    if (nl && spread) pn_prefetch_share(next, nl, nbc * SPB * GS / 2, s * GS / 2 + g / 2);
+                    if (nl && spread) pn_prefetch_share(next, nl, nbc * SPB * GS / 2, s * GS / 2 + g / 2, 0);
                     const uint8_t *ap = a[0] + (size_t)b * PN_ABYTES(fmt) + 4 * (sb * GS + g);
                     x[0] = pn_dot_bcast(x[0], pn_w(fmt, st, src, s, g), ap);
                     x1 = pn_dot_bcast(x1, pn_w(fmt, st, src, s, g + 1), ap + 4);
@@ -228,8 +236,8 @@ PN_INLINE void pn_tile2(int fmt, int st, const uint8_t *src0, const uint8_t *src
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
             if (nl) {
-                pn_prefetch_share(next0, nl, nbc * SPB, s);
-                pn_prefetch_share(next1, nl, nbc * SPB, s);
+                pn_prefetch_share(next0, nl, nbc * SPB, s, 0);
+                pn_prefetch_share(next1, nl, nbc * SPB, s, 0);
             }
             __m512i x0[4], x1[4];
             for (int j = 0; j < nt; j++) x0[j] = x1[j] = _mm512_set1_epi32(S->init[j0 + j][s]);
