@@ -1,10 +1,10 @@
 /* kern_tune.c — the tile per (format, k, call size): candidates, the recorded choices, forcing.
  *
  * Read kern_tune.h first. The choices live in a small table of atomic words, one per (wtype, k,
- * class) recorded, so a model loading (and recording) while another model's threads decode needs no
- * lock on the hot path: a lookup is a scan of the few words in use (a model has 2-4 distinct
- * (format, k) pairs among its packed matrices, two classes each). A full table simply stops recording: the
- * default tile then runs, which is correct, only perhaps slower. */
+ * class) recorded, so a model loading (and recording) while another model's threads decode
+ * needs no lock on the hot path: a lookup is a scan of the few words in use (a model has 2-4
+ * distinct (format, k) pairs among its packed matrices, two classes each). A full table simply
+ * stops recording: the default tile then runs, which is correct, only perhaps slower. */
 #include "kernels/kern_tune.h"
 
 #include <stdatomic.h>
@@ -71,7 +71,10 @@ int kern_tile_class(int n_tok) { return n_tok == 1 ? 0 : n_tok == 2 || n_tok == 
 
 static const char *const class_names[KERN_TILE_CLASSES] = {"1", "2-3"};
 
-const char *kern_tile_class_name(int cls) { return cls >= 0 && cls < KERN_TILE_CLASSES ? class_names[cls] : "?"; }
+const char *kern_tile_class_name(int cls)
+{
+    return cls >= 0 && cls < KERN_TILE_CLASSES ? class_names[cls] : "?";
+}
 
 int kern_tile_class_from_name(const char *name)
 {

@@ -9,12 +9,13 @@
  * that shape in model order until 192 MB are read (all of them in a smaller model, repeated to
  * 16 MB at least for the timer's sake), so the weights stream from memory as in decode rather
  * than from cache where the model is large enough for that to matter (for 2-3 tokens each
- * matrix takes a call of 2 tokens and one of 3); each candidate runs the sweep three times, the order of candidates rotating, and its fastest sweep counts (thread CPU time,
- * so a descheduled moment on a busy machine is not counted). The default tile is kept unless
- * another is at least 3 % faster: noise does not flip the choice from one load to the next.
- * About 1.5 s for a 0.5B model, once per CPU: the choices go to TERN_CACHE_DIR (else
- * $XDG_CACHE_HOME/tern, else ~/.cache/tern) /decode-tiles.tsv, one line per CPU key, format, k
- * and call size ("1" or "2-3"), and later loads read them. TERN_TUNE=0 skips both (the default tiles run);
+ * matrix takes a call of 2 tokens and one of 3); each candidate runs the sweep three times, the
+ * order of candidates rotating, and its fastest sweep counts (thread CPU time, so a descheduled
+ * moment on a busy machine is not counted). The default tile is kept unless another is at least
+ * 3 % faster: noise does not flip the choice from one load to the next. About 0.8 s for a 0.5B
+ * model (Zen 4), once per CPU: the choices go to TERN_CACHE_DIR (else $XDG_CACHE_HOME/tern, else
+ * ~/.cache/tern) /decode-tiles.tsv, one line per CPU key, format, k and call size ("1" or
+ * "2-3"), and later loads read them. TERN_TUNE=0 skips both (the default tiles run);
  * TERN_DECODE_TILE forces a tile (nothing is timed). */
 #include "model/model.h"
 
