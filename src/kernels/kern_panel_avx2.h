@@ -219,18 +219,6 @@ PN_INLINE void p2_act_rows(int fmt, const uint8_t *A, size_t as, int64_t b0, int
     for (int j = 0; j < nt; j++) a[j] = A + (size_t)j * as + (size_t)b0 * PN_ABYTES(fmt) + PN_AHDR(fmt);
 }
 
-/* Sub-block s's share (of the chunk's ns) of the nl lines of the chunk next (kern_panel_avx512.h,
- * pn_tile says why the next chunk is prefetched). A share per sub-block, not per block: Q4_K and
- * Q6_K have 8 and 16 sub-blocks a block and 2 blocks a chunk, so a block's share was a burst of
- * 36 and 52 prefetches, more than the core keeps in flight; the burst stalled the loads behind it,
- * and the dots waited on memory instead of overlapping it (one token over 255 MB, Zen 3: Q4_K
- * 22.7 -> 16.5-17.5 ms, Q6_K 25.8 -> 15.1-15.6; Q8_0's and Q5_0's shares, a sub-block each,
- * were already 8-9 and 5-6 lines). */
-PN_INLINE void p2_prefetch_share(const uint8_t *next, int nl, int ns, int s)
-{
-    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++) _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
-}
-
 /* How many groups' vpmaddubsw int16 pair sums add up before they are widened: sums of unsigned
  * codes up to cmax with bytes of -127..127 are at most 2 x cmax x 127 a pair, so Q4 (15) lets a
  * sub-block's 8 groups add up (30480), Q5 (31) 4 groups (31496), Q6_K (63) 2 (32004). */
@@ -255,7 +243,7 @@ PN_INLINE void p2_tile16(int fmt, int st, const uint8_t *src, const float *xs, c
     for (int b = 0; b < nbc; b++) {
         for (int sb = 0; sb < SPB; sb++) {
             const int s = b * SPB + sb;
-            p2_prefetch_share(next, nl, nbc * SPB, s);
+            pn_prefetch_share(next, nl, nbc * SPB, s, 0);
             const size_t ao = (size_t)b * PN_ABYTES(fmt) + 4 * (size_t)(sb * GS);
             __m256i x[2][P2_NT16];
             for (int j = 0; j < nt; j++)
@@ -330,7 +318,7 @@ PN_INLINE void p2_tile1_sub(int fmt, const uint8_t *src, const float *xs, int nb
         y[h] = z[h] = _mm256_setzero_si256();
     }
     for (int g = 0; g < GS; g += 2) {
-        p2_prefetch_share(pf, npf, GS / 2, g / 2);
+        pn_prefetch_share(pf, npf, GS / 2, g / 2, 0);
         for (int h = 0; h < 2; h++) {
             const __m256i w0 = p2_w(fmt, src, h, s, g), w1 = p2_w(fmt, src, h, s, g + 1);
             if (P2_VNNI) {
@@ -384,12 +372,12 @@ PN_INLINE void p2_tile1(int fmt, const uint8_t *src, const float *xs, const uint
         } else if (fmt == PN_Q6_K) {
 #pragma GCC unroll 16
             for (int sb = 0; sb < SPB; sb++) {
-                p2_prefetch_share(next, nl, nbc * SPB, b * SPB + sb);
+                pn_prefetch_share(next, nl, nbc * SPB, b * SPB + sb, 0);
                 p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc, NULL, 0);
             }
         } else {
             for (int sb = 0; sb < SPB; sb++) {
-                p2_prefetch_share(next, nl, nbc * SPB, b * SPB + sb);
+                pn_prefetch_share(next, nl, nbc * SPB, b * SPB + sb, 0);
                 p2_tile1_sub(fmt, src, xs, nbc, ab + 4 * (size_t)(sb * GS), S, b * SPB + sb, acc, NULL, 0);
             }
         }

@@ -135,19 +135,6 @@ PN_INLINE void pn_st_scales(int fmt, const uint8_t *src, int nbc, float *xs)
     }
 }
 
-/* Sub-block s's share (of the chunk's ns) of the nl lines at next, into L1 or (l2, a constant)
- * into L2. A share per sub-block, not per block: Q4_K and Q6_K have 8 and 16 sub-blocks a block,
- * so a block's share was a burst of 36 and 52 prefetches, more than the core keeps in flight, and
- * the loads behind it waited (kern_panel_avx2.h, p2_prefetch_share, measured it first on Zen 3). */
-PN_INLINE void pn_prefetch_share(const uint8_t *next, int nl, int ns, int s, int l2)
-{
-    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++)
-        if (l2)
-            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T1);
-        else
-            _mm_prefetch((const char *)next + 64 * l, _MM_HINT_T0);
-}
-
 /* acc[j] (16 rows of token j) += the panel's dots over the chunk's nbc blocks; fmt, st and nt
  * are constants after inlining. next (stored layout only, else NULL): where the caller reads
  * after this chunk (the same chunk of a later panel, or with one segment the stream a fixed

@@ -155,7 +155,6 @@ PN_INLINE size_t pn_st_chunk_bytes(int fmt, int nbc)
     return ((size_t)nbc * (PN_ST_CODES(fmt) + PN_ST_SCALES(fmt)) + 63) & ~(size_t)63;
 }
 
-
 /* The stored formats: PN_* format of wtype, or -1. */
 PN_INLINE int pn_st_fmt(int wtype)
 {
@@ -168,6 +167,26 @@ PN_INLINE int pn_st_fmt(int wtype)
     case TERN_TYPE_Q6_K: return PN_Q6_K;
     default: return -1;
     }
+}
+
+/* Sub-block s's share (of the chunk's ns) of the nl lines of stored chunk next, prefetched into
+ * L1, or into L2 when l2 (a constant after inlining). Every tile that streams a stored copy
+ * (kern_panel_avx512.h's pn_tile, kern_panel_avx2.h's) fetches the chunk it reads after this one
+ * so: the hardware prefetchers stop at every 4 KB page and each chunk is a new stream. A share
+ * per sub-block, not per block: Q4_K and Q6_K have 8 and 16 sub-blocks a block and 2 blocks a
+ * chunk, so a block's share was a burst of 36 and 52 prefetches, more than the core keeps in
+ * flight; the burst stalled the loads behind it, and the dots waited on memory instead of
+ * overlapping it (one token over 255 MB, Zen 3: Q4_K 22.7 -> 16.5-17.5 ms, Q6_K 25.8 ->
+ * 15.1-15.6; Q8_0's and Q5_0's shares, a sub-block each, were already 8-9 and 5-6 lines).
+ * __builtin_prefetch with locality 3 / 2 is prefetcht0 / prefetcht1, in a header that has no
+ * ISA of its own. */
+PN_INLINE void pn_prefetch_share(const uint8_t *next, int nl, int ns, int s, int l2)
+{
+    for (int l = s * nl / ns; l < (s + 1) * nl / ns; l++)
+        if (l2)
+            __builtin_prefetch(next + 64 * l, 0, 2);
+        else
+            __builtin_prefetch(next + 64 * l, 0, 3);
 }
 
 /* Bytes of one stored panel (16 rows x k): its chunks, the last one possibly short. */
