@@ -5,7 +5,8 @@
  *   tern_model_params.decode_tile), for a Q8_0 and a Q4_K_M fixture: a 29-token prompt, 4 tokens
  *   decoded one at a time, then 2 and 3 at once (the matmuls of 1-3 tokens the tile runs);
  * - the first load measures and writes TERN_CACHE_DIR/decode-tiles.tsv, one line per (format, k,
- *   call size: "1" or "2-3") under this CPU's key; the second load reads it ("cached"), whatever order its lines are in;
+ *   call size: "1" or "2-3") under this CPU's key; the second load reads it ("cached"), whatever
+ *   order its lines are in;
  * - a cache file of garbage (binary bytes, a line without a newline, unknown tiles and formats)
  *   is survived: the load measures again and the file is rewritten with valid lines only;
  * - TERN_TUNE=0 measures nothing; a bad tile name or one the CPU cannot run is refused by name.

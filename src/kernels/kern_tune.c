@@ -28,12 +28,15 @@ const char *kern_tile_name(int tile)
     return tile >= 0 && tile < KERN_TILE_COUNT_ ? tile_names[tile] : "?";
 }
 
-int kern_tile_from_name(const char *name)
+/* The index of name in names[0..n), or -1 (also for NULL). */
+static int name_index(const char *const *names, int n, const char *name)
 {
-    for (int i = 0; name && i < KERN_TILE_COUNT_; i++)
-        if (!strcmp(name, tile_names[i])) return i;
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(name, names[i])) return i;
     return -1;
 }
+
+int kern_tile_from_name(const char *name) { return name_index(tile_names, KERN_TILE_COUNT_, name); }
 
 static bool path_is(const char *isa) { return !strcmp(kern_isa_name(), isa); }
 
@@ -76,12 +79,7 @@ const char *kern_tile_class_name(int cls)
     return cls >= 0 && cls < KERN_TILE_CLASSES ? class_names[cls] : "?";
 }
 
-int kern_tile_class_from_name(const char *name)
-{
-    for (int i = 0; name && i < KERN_TILE_CLASSES; i++)
-        if (!strcmp(name, class_names[i])) return i;
-    return -1;
-}
+int kern_tile_class_from_name(const char *name) { return name_index(class_names, KERN_TILE_CLASSES, name); }
 
 /* ---------------------------------------------------------------- the recorded choices
  * A word: bits 0-3 the tile (never 0 once recorded), 4-11 the format, 12-13 the class, 14-63 k. */
