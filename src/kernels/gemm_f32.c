@@ -147,6 +147,18 @@ static inline void copy_width(float *d, const float *s, int n)
     }
 }
 
+/* Rows of a source read row after row at a stride of whole rows (a few KiB: one row per 4 KiB
+ * page or close to it) defeat the hardware prefetchers, which stop at page boundaries: the
+ * packing loops spent most of their time waiting for each row from L3 (8 % of a training step
+ * on Zen 4, 6 % with this). They fetch the row PACK_AHEAD rows ahead: n floats from p, every line. */
+#define PACK_AHEAD 16
+static inline void prefetch_row(const float *p, int n)
+{
+    const char *b = (const char *)p, *e = (const char *)(p + n - 1);
+    for (; b <= e; b += 64) __builtin_prefetch(b, 0, 3);
+    __builtin_prefetch(e, 0, 3);
+}
+
 /* A rows [i0, i0+mc) x k [k0, k0+kc) into MR-tall panels: panel p holds, for each k, MR values
  * (rows p*MR .. p*MR+MR-1, zero past mc). */
 static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, int mr, float *dst)
@@ -159,6 +171,7 @@ static void pack_a(const struct kern_gemm *g, int i0, int mc, int k0, int kc, in
          * re-read every line from L2, the kc lines n_out*4 bytes apart not staying in L1) */
         for (int k = 0; k < kc; k++) {
             const float *s = g->A + (ptrdiff_t)(k0 + k) * g->acs + i0;
+            if (k + PACK_AHEAD < kc) prefetch_row(s + (ptrdiff_t)PACK_AHEAD * g->acs, mc);
             int p = 0;
             for (; p + mr <= mc; p += mr) copy_width(dst + (size_t)p * kc + (size_t)k * mr, s + p, mr);
             for (; p < mc; p += mr) {
@@ -208,7 +221,11 @@ static void pack_b(const struct kern_gemm *g, int k0, int kc, int j0, int nc, in
         const int cols = nc - p < nr ? nc - p : nr;
         float *d = dst + (size_t)p * kc;
         if (g->bcs == 1 && cols == nr) { /* a full panel */
-            for (int k = 0; k < kc; k++) copy_width(d + k * nr, g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p, nr);
+            for (int k = 0; k < kc; k++) {
+                const float *s = g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p;
+                if (k + PACK_AHEAD < kc) prefetch_row(s + (ptrdiff_t)PACK_AHEAD * g->brs, nr);
+                copy_width(d + k * nr, s, nr);
+            }
         } else if (g->bcs == 1) {
             for (int k = 0; k < kc; k++) {
                 const float *s = g->B + (ptrdiff_t)(k0 + k) * g->brs + j0 + p;
