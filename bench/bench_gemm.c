@@ -23,7 +23,7 @@
  * per core); override with --peak-f32 / --peak-bf16 on another machine.
  *
  * Usage: bench_gemm [-p PATH[,PATH]] [-t THREADS[,THREADS]] [-r REPS] [-s SECONDS] [-k NK]
- *                   [-m M] [-o SHAPE] (PATH: scalar avx2 avx512 bf16 bf16-scalar; default the
+ *                   [-m M] [-o SHAPE] [--peak-f32 G] [--peak-bf16 G] (PATH: scalar avx2 avx512 bf16 bf16-scalar; default the
  *                   best F32 path and bf16 when this CPU has it; SHAPE: a substring of the name) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +268,8 @@ int main(int argc, char **argv)
     free(A), free(B), free(C), free(ws);
     return 0;
 usage:
-    fprintf(stderr, "usage: bench_gemm [-p PATH[,PATH]] [-t N[,N]] [-r REPS<=64] [-s SECONDS] [-k NK] [-m M] [-o SHAPE]\n");
+    fprintf(stderr, "usage: bench_gemm [-p PATH[,PATH]] [-t N[,N]] [-r REPS<=64] [-s SECONDS] [-k NK] [-m M] [-o SHAPE]\n"
+                    "                  [--peak-f32 GFLOPS] [--peak-bf16 GFLOPS]   (per core; default Zen 5's 244 and 452:\n"
+                    "                  measure this machine's with ../shared/tools/roofline, e.g. Zen 4: 112 and 227)\n");
     return 2;
 }
