@@ -23,8 +23,9 @@
  * per core); override with --peak-f32 / --peak-bf16 on another machine.
  *
  * Usage: bench_gemm [-p PATH[,PATH]] [-t THREADS[,THREADS]] [-r REPS] [-s SECONDS] [-k NK]
- *                   [-m M] [-o SHAPE] [--peak-f32 G] [--peak-bf16 G] (PATH: scalar avx2 avx512 bf16 bf16-scalar; default the
- *                   best F32 path and bf16 when this CPU has it; SHAPE: a substring of the name) */
+ *                   [-m M] [-o SHAPE] [--peak-f32 G] [--peak-bf16 G] (PATH: scalar avx2 avx512
+ *                   bf16 bf16-scalar; default the best F32 path and bf16 when this CPU has it;
+ *                   SHAPE: a substring of the name) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
