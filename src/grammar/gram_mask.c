@@ -329,6 +329,7 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
     if (known != TCAP_UNKNOWN) return known;
     /* follow the chain n -> n1 -> ... (each the target of every slice character of the one
      * before) until a node whose capacity is decided */
+    const uint32_t far = g->vocab->slice_max ? g->vocab->slice_max : 1;
     uint32_t chain_cap = 64, len = 0;
     uint32_t *chain = malloc(chain_cap * sizeof *chain);
     if (!chain) return TCAP_NONE;
@@ -357,11 +358,13 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
         for (uint32_t i = 0; i < len && !seen; i++) seen = chain[i] == t;
         if (seen) { v = TCAP_NONE; break; }
         /* more capacity than any slice token has characters is as good as unbounded: once
-         * GRAM_SLICE_MAX_CHARS more chain steps are proven after a node, it is decided (the
-         * nodes nearer the cut stay undecided and are followed on their own later), so a
-         * 10000-character string does not walk its whole chain at once */
-        if (len > 2 * GRAM_SLICE_MAX_CHARS) { /* each walk decides about half of what it saw */
-            for (uint32_t i = 0; i + GRAM_SLICE_MAX_CHARS < len; i++)
+         * that many more chain steps are proven after a node, it is decided (the nodes nearer
+         * the cut stay undecided and are followed on their own later), so a 10000-character
+         * string does not walk its whole chain at once. The vocabulary's own longest slice
+         * token sets "that many" (SmolLM2's is far below GRAM_SLICE_MAX_CHARS): a string of
+         * maxLength 255 walks about twice that, not its 255 nodes, on its first position. */
+        if (len > 2 * far) { /* each walk decides about half of what it saw */
+            for (uint32_t i = 0; i + far < len; i++)
                 atomic_store_explicit(&g->cache->tcap[chain[i]], TCAP_INF, memory_order_relaxed);
             free(chain);
             return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
