@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "model/lora.h"
 #include "quant/quant.h"
 #include "util/error.h"
+#include "util/huge.h"
 
 const struct model_weight *lora_slot_weight(const struct tern_model *m, int s)
 {
@@ -184,21 +184,6 @@ static tern_status pair_up(const struct tern_model *m, const struct tern_gguf *g
     return TERN_OK;
 }
 
-/* Rows of a 2-D tensor into F32. */
-/* Memory the forward pass streams every token: aligned to a huge page and advised to use huge
- * pages. The adapter's tens of MB are read in short runs between the base's matrices, whose
- * repacked copy has huge pages; on 4 KiB pages every run paid its page walks (a 1-thread
- * token's adapter products took 15 % longer on an AMD Zen 4). Freed with free(). */
-static void *alloc_huge(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    const size_t size = (bytes + huge - 1) & ~(huge - 1);
-    void *p = NULL;
-    if (posix_memalign(&p, huge, size ? size : huge) != 0) return NULL;
-    (void)madvise(p, size ? size : huge, MADV_HUGEPAGE); /* a hint: fine if refused */
-    return p;
-}
-
 /* Where a half (0: A, 1: B^T) of target t goes in the F16 copy: in the order lora_apply.c reads
  * them, layer by layer and group by group (the slots that share an input: q, k, v; o; gate, up;
  * down), every A of a group before its B^Ts, so a group is one forward run through memory. */
@@ -222,18 +207,29 @@ static int cmp_half(const void *x, const void *y)
     return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
-/* Fill a->mem16 with the F16 halves of every F16 target (not the embeddings): A as stored, B
+/* The F16 copy decoding reads (same values as the F32 one, half the bytes), for every target
+ * whose A and B are both F16, the embeddings aside: a->mem16, on huge pages like the base's
+ * repacked copy (on 4 KiB pages, the adapter's short runs between the base's matrices paid page
+ * walks: a 1-thread token's adapter products 15 % longer on an AMD Zen 4); A as stored, B
  * transposed, in read_rank order. ta: the (A, B) tensors of each target. */
 static tern_status copy_halves(struct tern_lora *a, const struct tern_gguf_tensor *const *ta, const char *path)
 {
     const struct tern_model *m = a->model;
-    struct half_ref *ord = malloc((size_t)(2 * a->n_targets) * sizeof *ord);
+    struct half_ref *ord = malloc((size_t)(2 * (a->n_targets ? a->n_targets : 1)) * sizeof *ord);
     if (!ord) return tern_fail(TERN_ERR_NOMEM, "%s: out of memory (F16 copies of A and B)", path);
     int n = 0;
+    uint64_t halves = 0;
     for (int i = 0; i < a->n_targets; i++) {
         if (ta[2 * i]->type != TERN_TYPE_F16 || ta[2 * i + 1]->type != TERN_TYPE_F16 || a->t[i].slot == lora_slot_embd(m))
             continue;
-        for (int half = 0; half < 2; half++) ord[n++] = (struct half_ref){read_rank(m, &a->t[i], half), i, half};
+        for (int half = 0; half < 2; half++) {
+            ord[n++] = (struct half_ref){read_rank(m, &a->t[i], half), i, half};
+            halves += (uint64_t)(ta[2 * i + half]->ne[0] * ta[2 * i + half]->ne[1]);
+        }
+    }
+    if (halves && !(a->mem16 = util_alloc_huge((size_t)halves * sizeof *a->mem16))) {
+        free(ord);
+        return tern_fail(TERN_ERR_NOMEM, "%s: out of memory (F16 copies of A and B)", path);
     }
     qsort(ord, (size_t)n, sizeof *ord, cmp_half);
     uint16_t *h = a->mem16;
@@ -253,9 +249,11 @@ static tern_status copy_halves(struct tern_lora *a, const struct tern_gguf_tenso
         h += r * rows;
     }
     free(ord);
+    a->bytes += halves * sizeof(uint16_t);
     return TERN_OK;
 }
 
+/* Rows of a 2-D tensor into F32. */
 static void to_f32(const struct tern_gguf_tensor *t, float *dst)
 {
     const struct quant_traits *q = quant_traits_get(t->type);
@@ -327,7 +325,8 @@ tern_status tern_lora_load(const struct tern_model *m, const char *path, struct 
             goto done;
         }
     }
-    a->mem = alloc_huge((size_t)(floats ? floats : 1) * sizeof(float));
+    /* decoding reads these for an adapter that is not F16 (huge pages: copy_halves says why) */
+    a->mem = util_alloc_huge((size_t)(floats ? floats : 1) * sizeof(float));
     if (!a->mem) {
         st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory (%llu floats of A and B)", path,
                        (unsigned long long)floats);
@@ -355,16 +354,7 @@ tern_status tern_lora_load(const struct tern_model *m, const char *path, struct 
         tg->bt = p;
         p += r * rows;
     }
-    /* F16 adapters: the forward pass reads F16 copies (same values, half the bytes) */
-    uint64_t halves = 0;
-    for (int i = 0; i < a->n_targets; i++)
-        if (ta[2 * i]->type == TERN_TYPE_F16 && ta[2 * i + 1]->type == TERN_TYPE_F16 &&
-            a->t[i].slot != lora_slot_embd(m))
-            halves += (uint64_t)(ta[2 * i]->ne[0] * ta[2 * i]->ne[1] + ta[2 * i + 1]->ne[0] * ta[2 * i + 1]->ne[1]);
-    if (!st && halves && !(a->mem16 = alloc_huge((size_t)halves * sizeof *a->mem16)))
-        st = tern_fail(TERN_ERR_NOMEM, "%s: out of memory (F16 copies of A and B)", path);
-    if (!st && halves) st = copy_halves(a, ta, path);
-    a->bytes += halves * sizeof(uint16_t);
+    if (!st) st = copy_halves(a, ta, path); /* F16 adapters: the F16 copy decoding reads */
 done:
     free(ta);
     tern_gguf_close(g);

@@ -25,9 +25,9 @@
 
 #include "kernels/kern_packed.h"
 #include "util/error.h"
+#include "util/huge.h"
 #include "util/threadpool.h"
 
-#define REPACK_ALIGN ((size_t)2 << 20) /* one huge page */
 
 /* The matrices to consider, in a fixed order; returns the count (room for
  * MODEL_LAYER_MAX_MATRICES * (n_layer + 1) + 4). Absent ones (a shared-KV layer's k and v, the
@@ -115,13 +115,10 @@ tern_status model_repack(struct tern_model *m, bool file_mapped)
     }
     tern_status st = TERN_OK;
     if (n > 0) {
-        const size_t size = (total + REPACK_ALIGN - 1) & ~(REPACK_ALIGN - 1);
-        void *buf = NULL;
-        if (posix_memalign(&buf, REPACK_ALIGN, size) != 0) buf = NULL;
+        void *buf = util_alloc_huge(total);
         if (!buf) {
             /* not fatal: the model runs mmap-only, and repacked_bytes = 0 says so */
         } else {
-            madvise(buf, size, MADV_HUGEPAGE); /* a hint: fine if refused */
             for (int i = 0; i < n; i++) dst[i] = (char *)buf + (uintptr_t)dst[i];
             long cpus = sysconf(_SC_NPROCESSORS_ONLN);
             struct tp *pool = NULL;
