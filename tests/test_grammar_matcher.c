@@ -146,7 +146,8 @@ static struct tern_grammar_info brute_walk(struct tern_grammar *g, const char *d
  * what no caller takes next, and an unanchored search (`ne+dle`) that takes any character in
  * every state accepts every plain-text token without walking it. Masks must stay exact, near
  * the bounds too (a 63-character hostname label, a 40-character user name, a note of exactly
- * maxLength). */
+ * maxLength), and where a chain of text positions comes back on itself (`^(..)*$`: an even
+ * number of characters, not a capacity). */
 static const char *COUNTED =
     "{\"type\": \"object\", \"properties\": {"
     "\"host\": {\"type\": \"string\", \"format\": \"hostname\"},"
@@ -156,6 +157,7 @@ static const char *COUNTED =
     "\"title\": {\"type\": \"string\", \"minLength\": 1, \"maxLength\": 200},"
     "\"tag\": {\"type\": \"string\", \"pattern\": \"ne+dle\"},"
     "\"words\": {\"type\": \"string\", \"pattern\": \"^[^ ]+( [^ ]+)*$\"},"
+    "\"pairs\": {\"type\": \"string\", \"pattern\": \"^(..)*$\"},"
     "\"notes\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 30}, \"maxItems\": 40},"
     "\"fields\": {\"type\": \"array\", \"items\": {\"enum\": [\"name\", \"email\", \"phone\"]}, \"uniqueItems\": true}},"
     "\"additionalProperties\": false}";
@@ -185,7 +187,7 @@ static void test_mask_brute_force_counted(void **state)
         g, "{\"host\": \"a-very-long-label-with-many-characters-to-walk-near-its-bound-x.example.org\", "
            "\"email\": \"first.last+tag@mail.example-host.com\", \"user\": \"some_user-name_0123456789_abcdefghijklm\", "
            "\"phone\": \"+441234567890\", \"title\": \"A title: with words, \\\"quotes\\\" and \\u00e9 \u00fc\", \"tag\": \"hay, neat needles \\\"here\\\" \u00e9\", "
-           "\"words\": \"two w\u00f6rds, no double spaces\", "
+           "\"words\": \"two w\u00f6rds, no double spaces\", \"pairs\": \"ab\u00e9d, twelve!!\", "
            "\"notes\": [\"short\", \"a string of exactly thirty chr\", \"\", \"x\\\"y\"], \"fields\": [\"phone\", \"name\"]}");
     if (info.n_derived == 0) fail_msg("no position started from an alike one (%u classified)", info.n_classified);
     tern_grammar_free(g);

@@ -455,6 +455,7 @@ struct gram_cache {
     _Atomic(struct gram_bset *) *folb;   /* [n_rules] per rule: [GRAM_FOLLOW_BYTES] the bytes that
                                             can come k bytes after its end (gram_engine.c) */
     atomic_int *tcap;                    /* [n_nodes] text capacity memo (gram_mask.c) */
+    atomic_uint *sstep;                  /* [n_nodes] where slice characters lead (gram_mask.c) */
     /* [n_nodes] loop class memo (gram_mask.c, class_info): the ASCII bytes a node loops on, and
      * how many of them it can still take; kcls is written before kcap is published */
     _Atomic uint64_t (*kcls)[2];

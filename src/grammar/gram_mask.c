@@ -49,6 +49,11 @@
 #define TCAP_NONE (-1)
 #define TCAP_INF INT32_MAX
 #define KCAP_UNKNOWN (-1) /* loop class memo: not computed (else 0 .. GRAM_CLASS_INF) */
+/* slice step memo values (else the node every slice character leads to, + SSTEP_TO) */
+#define SSTEP_UNKNOWN 0u
+#define SSTEP_OTHER 1u /* not one plain step: a slice character goes elsewhere, or not text-like */
+#define SSTEP_NONE 2u  /* takes no slice character */
+#define SSTEP_TO 3u
 
 static tern_status gram_ccls_create(struct tern_grammar *g);
 
@@ -58,16 +63,18 @@ tern_status gram_cache_create(struct tern_grammar *g)
     if (!g->cache) return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     g->cache->slot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->slot);
     g->cache->tcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->tcap);
+    g->cache->sstep = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->sstep);
     g->cache->kcls = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcls);
     g->cache->kcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcap);
     g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
     g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
     g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->kcls || !g->cache->kcap || !g->cache->recent ||
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->sstep || !g->cache->kcls || !g->cache->kcap || !g->cache->recent ||
         !g->cache->recent_n || !g->cache->folb) {
         free(g->cache->folb);
         free(g->cache->slot);
         free(g->cache->tcap);
+        free(g->cache->sstep);
         free(g->cache->kcls);
         free(g->cache->kcap);
         free(g->cache->recent);
@@ -79,6 +86,7 @@ tern_status gram_cache_create(struct tern_grammar *g)
     for (uint32_t i = 0; i < g->n_nodes; i++) {
         atomic_init(&g->cache->slot[i], NULL);
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
+        atomic_init(&g->cache->sstep[i], SSTEP_UNKNOWN);
         atomic_init(&g->cache->kcap[i], KCAP_UNKNOWN);
         atomic_init(&g->cache->kcls[i][0], 0);
         atomic_init(&g->cache->kcls[i][1], 0);
@@ -141,6 +149,7 @@ void gram_cache_free(struct tern_grammar *g)
     free(g->cache->folb);
     free(g->cache->slot);
     free(g->cache->tcap);
+    free(g->cache->sstep);
     free(g->cache->kcls);
     free(g->cache->kcap);
     free(g->cache);
@@ -323,51 +332,73 @@ static bool slice_closed(const struct tern_grammar *g, uint32_t n)
     return true;
 }
 
+/* Where every slice character leads from n, decided once per node: slice_info looks at each
+ * UTF-8 lead and its continuation nodes (a few hundred nanoseconds), and a string under
+ * maxLength asks it of each of its positions, each position's capacity walking the chain of the
+ * ones after it. */
+static uint32_t slice_step(const struct tern_grammar *g, uint32_t n)
+{
+    uint32_t s = atomic_load_explicit(&g->cache->sstep[n], memory_order_relaxed);
+    if (s != SSTEP_UNKNOWN) return s;
+    uint32_t t = GRAM_NONE;
+    struct gram_bset exc;
+    if (!det_plain(g, n) || !slice_info(g, n, &t, &exc) || !gram_bset_empty(&exc)) s = SSTEP_OTHER;
+    else s = t == GRAM_NONE ? SSTEP_NONE : t + SSTEP_TO;
+    atomic_store_explicit(&g->cache->sstep[n], s, memory_order_relaxed);
+    return s;
+}
+
+/* A small set of node ids (open addressing, size a power of two at least twice the chain's
+ * bound): finds a chain that comes back on itself in one pass. Adds node; true if it was in. */
+#define CHAIN_SET_MAX 1024 /* > 2 (GRAM_SLICE_MAX_CHARS + 2) */
+static bool chain_seen_add(uint32_t *set, uint32_t mask, uint32_t node)
+{
+    for (uint32_t h = (node * 2654435761u) & mask;; h = (h + 1) & mask) {
+        if (set[h] == node + 1) return true;
+        if (!set[h]) {
+            set[h] = node + 1;
+            return false;
+        }
+    }
+}
+
 static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
 {
     int32_t known = atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
     if (known != TCAP_UNKNOWN) return known;
-    /* follow the chain n -> n1 -> ... (each the target of every slice character of the one
-     * before) until a node whose capacity is decided */
+    /* Follow the chain n -> n1 -> ... (each the target of every slice character of the one
+     * before) until a node whose capacity is decided. More capacity than any slice token has
+     * characters is as good as unbounded, and the vocabulary's own longest slice token sets "that
+     * many" (SmolLM2's 80 characters, far below GRAM_SLICE_MAX_CHARS): once slice_max + 1 steps
+     * are proven after n, n alone is decided, so a 10000-character string does not walk its
+     * whole chain at once. The next position follows the same steps again, memoized
+     * (slice_step): only its one new step costs a slice_info. */
     const uint32_t far = g->vocab->slice_max ? g->vocab->slice_max : 1;
-    uint32_t chain_cap = 64, len = 0;
-    uint32_t *chain = malloc(chain_cap * sizeof *chain);
-    if (!chain) return TCAP_NONE;
+    uint32_t chain[GRAM_SLICE_MAX_CHARS + 2], len = 0, seen[CHAIN_SET_MAX], set_size = 64;
+    TERN_ASSERT(far <= GRAM_SLICE_MAX_CHARS);
+    while (set_size < 2 * (far + 2)) set_size *= 2; /* the chain and one more node */
+    memset(seen, 0, set_size * sizeof *seen);
+    const uint32_t mask = set_size - 1;
     int32_t v; /* the value of chain[len - 1] */
     uint32_t cur = n;
     for (;;) {
         known = atomic_load_explicit(&g->cache->tcap[cur], memory_order_relaxed);
         if (known != TCAP_UNKNOWN) { v = cap_plus1(known); break; } /* cur != n: len >= 1 */
-        uint32_t t = GRAM_NONE;
-        struct gram_bset exc;
-        if (!det_plain(g, cur) || !slice_info(g, cur, &t, &exc) || !gram_bset_empty(&exc)) {
+        const uint32_t step = slice_step(g, cur);
+        if (step == SSTEP_OTHER) {
             v = slice_closed(g, cur) ? TCAP_INF : TCAP_NONE;
             atomic_store_explicit(&g->cache->tcap[cur], v, memory_order_relaxed);
             break;
         }
-        if (len == chain_cap) {
-            chain_cap *= 2;
-            uint32_t *nc = realloc(chain, chain_cap * sizeof *nc);
-            if (!nc) { free(chain); return TCAP_NONE; }
-            chain = nc;
-        }
         chain[len++] = cur;
-        if (t == GRAM_NONE) { v = 0; break; }          /* takes no slice character */
-        if (t == cur) { v = TCAP_INF; break; }         /* a loop */
-        bool seen = false; /* a cycle through other nodes is not a simple count */
-        for (uint32_t i = 0; i < len && !seen; i++) seen = chain[i] == t;
-        if (seen) { v = TCAP_NONE; break; }
-        /* more capacity than any slice token has characters is as good as unbounded: once
-         * that many more chain steps are proven after a node, it is decided (the nodes nearer
-         * the cut stay undecided and are followed on their own later), so a 10000-character
-         * string does not walk its whole chain at once. The vocabulary's own longest slice
-         * token sets "that many" (SmolLM2's is far below GRAM_SLICE_MAX_CHARS): a string of
-         * maxLength 255 walks about twice that, not its 255 nodes, on its first position. */
-        if (len > 2 * far) { /* each walk decides about half of what it saw */
-            for (uint32_t i = 0; i + far < len; i++)
-                atomic_store_explicit(&g->cache->tcap[chain[i]], TCAP_INF, memory_order_relaxed);
-            free(chain);
-            return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
+        chain_seen_add(seen, mask, cur);
+        if (step == SSTEP_NONE) { v = 0; break; }       /* takes no slice character */
+        const uint32_t t = step - SSTEP_TO;
+        if (t == cur) { v = TCAP_INF; break; }           /* a loop */
+        if (chain_seen_add(seen, mask, t)) { v = TCAP_NONE; break; } /* a cycle through other nodes is not a simple count */
+        if (len > far) {                                  /* n takes more than far characters */
+            atomic_store_explicit(&g->cache->tcap[n], TCAP_INF, memory_order_relaxed);
+            return TCAP_INF;
         }
         cur = t;
     }
@@ -375,7 +406,6 @@ static int32_t text_cap(const struct tern_grammar *g, uint32_t n)
         atomic_store_explicit(&g->cache->tcap[chain[i]], v, memory_order_relaxed);
         v = cap_plus1(v);
     }
-    free(chain);
     return atomic_load_explicit(&g->cache->tcap[n], memory_order_relaxed);
 }
 
@@ -826,16 +856,11 @@ static int32_t count_text_cap(const struct tern_grammar *g, uint32_t node, uint3
     const struct gram_node *ln = &g->nodes[L];
     const struct gram_rule *r = &g->rules[ln->rule];
     if (!ln->c_n || node != g->rules[g->calls[ln->c_off].rule].start) return TCAP_NONE;
-    uint32_t t;
-    struct gram_bset exc;
-    if (!det_plain(g, node) || !slice_info(g, node, &t, &exc) || !gram_bset_empty(&exc) || t == GRAM_NONE ||
-        !(g->nodes[t].flags & GN_POPONLY))
-        return TCAP_NONE;
+    const uint32_t step = slice_step(g, node);
+    if (step < SSTEP_TO || !(g->nodes[step - SSTEP_TO].flags & GN_POPONLY)) return TCAP_NONE;
     if (r->cmax == GRAM_INF) return TCAP_INF;
-    for (uint32_t i = 0; i < r->fol_n; i++) {
-        uint32_t f = g->follow[r->fol_off + i], t2;
-        if (!det_plain(g, f) || !slice_info(g, f, &t2, &exc) || t2 != GRAM_NONE || !gram_bset_empty(&exc)) return TCAP_NONE;
-    }
+    for (uint32_t i = 0; i < r->fol_n; i++)
+        if (slice_step(g, g->follow[r->fol_off + i]) != SSTEP_NONE) return TCAP_NONE;
     if (r->doc_end && g->lazy) return TCAP_NONE; /* free text may follow the end */
     uint64_t rem = (uint64_t)r->cmax - cnt + 1;
     return rem >= GRAM_SLICE_MAX_CHARS ? TCAP_INF : (int32_t)rem;
