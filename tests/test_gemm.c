@@ -205,12 +205,69 @@ static void test_threads_identical(void **state)
     ffree(ws);
 }
 
+/* Two products side by side (kern_gemm_f32_mt2: the trainer's dX and dW of a layer) equal each
+ * one run alone, bit for bit, on 1, 2 and 3 threads (3: one product over one thread, the other
+ * over two), a product with fewer rows than its share of threads included. */
+static void test_pair_identical(void **state)
+{
+    (void)state;
+    const enum kern_gemm_path paths[] = {KERN_GEMM_SCALAR, KERN_GEMM_AVX2, KERN_GEMM_AVX512,
+                                         KERN_GEMM_BF16_SCALAR, KERN_GEMM_BF16_AVX512};
+    /* (M, N, K) of the first product and its layout; the second is its dW-shaped partner */
+    const int shapes[][4] = {{300, 700, 333, 1}, {40, 130, 1100, 0}, {1024, 384, 1024, 1}};
+    struct tp *tp[3] = {NULL, NULL, NULL};
+    assert_tern_ok(tp_create(1, &tp[0]));
+    assert_tern_ok(tp_create(2, &tp[1]));
+    assert_tern_ok(tp_create(3, &tp[2]));
+    float *ws = falloc(kern_gemm_ws_floats() * 3);
+    int ran = 0;
+    for (int p = 0; p < 5; p++) {
+        if (!kern_gemm_path_ok(paths[p])) continue;
+        for (int s = 0; s < 3; s++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            float *A = falloc((size_t)M * K), *B = falloc((size_t)K * N), *A2 = falloc((size_t)K * N);
+            float *B2 = falloc((size_t)K * N), *R1 = falloc((size_t)M * N), *R2 = falloc((size_t)N * N);
+            float *C1 = falloc((size_t)M * N), *C2 = falloc((size_t)N * N);
+            for (int i = 0; i < M * K; i++) A[i] = urand();
+            for (int i = 0; i < K * N; i++) B[i] = urand(), A2[i] = urand(), B2[i] = urand();
+            for (int i = 0; i < M * N; i++) R1[i] = urand();
+            for (int i = 0; i < N * N; i++) R2[i] = urand();
+            /* the reference: each product alone, on one thread (R1, R2 become the results) */
+            struct kern_gemm g1 = layout_gemm(shapes[s][3], M, N, K, A, B, C1);
+            struct kern_gemm g2 = layout_gemm(2, N, N, K, A2, B2, C2);
+            memcpy(C1, R1, (size_t)M * N * sizeof *C1);
+            memcpy(C2, R2, (size_t)N * N * sizeof *C2);
+            kern_gemm_f32(&g1, paths[p], ws);
+            kern_gemm_f32(&g2, paths[p], ws);
+            for (int t = 0; t < 3; t++) {
+                float *D1 = falloc((size_t)M * N), *D2 = falloc((size_t)N * N);
+                memcpy(D1, R1, (size_t)M * N * sizeof *D1);
+                memcpy(D2, R2, (size_t)N * N * sizeof *D2);
+                struct kern_gemm a = g1, b = g2;
+                a.C = D1, b.C = D2;
+                kern_gemm_f32_mt2(&a, &b, paths[p], ws, tp[t]);
+                if (memcmp(C1, D1, (size_t)M * N * sizeof *C1) || memcmp(C2, D2, (size_t)N * N * sizeof *C2))
+                    fail_msg("%s M%d N%d K%d on %d threads: the pair differs from each product alone",
+                             kern_gemm_path_name(paths[p]), M, N, K, t + 1);
+                ffree(D1), ffree(D2);
+                ran++;
+            }
+            ffree(A), ffree(B), ffree(A2), ffree(B2), ffree(R1), ffree(R2), ffree(C1), ffree(C2);
+        }
+    }
+    print_message("pairs: %d (path, shape, threads) cases identical to the products alone\n", ran);
+    assert_true(ran > 0);
+    for (int t = 0; t < 3; t++) tp_free(tp[t]);
+    ffree(ws);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_accuracy),
         cmocka_unit_test(test_bf16_paths_agree),
         cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_pair_identical),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -417,6 +417,46 @@ void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float
     tp_run(tp, gemm_mt_chunk, &t, n_tiles);
 }
 
+/* Two independent products side by side: the pool's threads split in two groups, each product
+ * cut over its group alone (rows of C in near-equal parts), so with two threads each runs one
+ * product whole. A product cut over both threads packs its B once per thread and meets the
+ * other thread at its end; a linear layer's two backward products (dX = dY W and dW = dY^T X,
+ * the same FLOPs) run 0-12 % faster side by side at 1024 tokens on an AMD Zen 4, a whole
+ * training step (those and the forward's gate and up) about 2 %. Every sum is the same as in
+ * kern_gemm_f32 (the order depends on K only). */
+struct gemm_pair {
+    const struct kern_gemm *g[2];
+    enum kern_gemm_path path;
+    float *ws;
+    size_t ws_floats;
+    int parts[2];
+};
+
+static void gemm_pair_chunk(void *arg, int chunk, int n_chunks, int tid)
+{
+    (void)n_chunks;
+    const struct gemm_pair *t = arg;
+    const int which = chunk >= t->parts[0], part = which ? chunk - t->parts[0] : chunk;
+    const struct kern_gemm *g = t->g[which];
+    const int i0 = gemm_part(g->M, 48, t->parts[which], part), i1 = gemm_part(g->M, 48, t->parts[which], part + 1);
+    if (i0 < i1) gemm_tile(g, t->path, t->ws + (size_t)tid * t->ws_floats, i0, i1, 0, g->N);
+}
+
+void kern_gemm_f32_mt2(const struct kern_gemm *a, const struct kern_gemm *b, enum kern_gemm_path path,
+                       float *ws, struct tp *tp)
+{
+    if (path == KERN_GEMM_AUTO) path = kern_gemm_best();
+    const int nth = tp ? tp_n_threads(tp) : 1;
+    if (nth == 1 || a->M <= 0 || a->N <= 0 || b->M <= 0 || b->N <= 0) {
+        kern_gemm_f32_mt(a, path, ws, tp);
+        kern_gemm_f32_mt(b, path, ws, tp);
+        return;
+    }
+    TERN_ASSERT(ws && ((uintptr_t)ws & 63) == 0, "one 64-byte aligned workspace per thread");
+    struct gemm_pair t = {{a, b}, path, ws, kern_gemm_ws_floats(), {nth / 2, nth - nth / 2}};
+    tp_run(tp, gemm_pair_chunk, &t, nth);
+}
+
 void kern_gemm_f32_ref(const struct kern_gemm *g)
 {
     for (int i = 0; i < g->M; i++)

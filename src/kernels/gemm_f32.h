@@ -64,6 +64,10 @@ void kern_gemm_f32(const struct kern_gemm *g, enum kern_gemm_path path, float *w
  * thread (tid * kern_gemm_ws_floats()). Same result as the single-threaded call, bit for bit. */
 void kern_gemm_f32_mt(const struct kern_gemm *g, enum kern_gemm_path path, float *ws,
                       struct tp *tp);
+/* Products a and b (independent: neither reads what the other writes) side by side, each
+ * on its own share of the pool's threads; the same results as two kern_gemm_f32_mt calls. */
+void kern_gemm_f32_mt2(const struct kern_gemm *a, const struct kern_gemm *b, enum kern_gemm_path path,
+                       float *ws, struct tp *tp);
 /* Reference: C (+)= A . B with double accumulation, no blocking. */
 void kern_gemm_f32_ref(const struct kern_gemm *g);
 

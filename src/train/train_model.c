@@ -150,8 +150,14 @@ static void linear_fwd(struct tern_trainer *t, const float *X, int n, int in, co
 static void linear_bwd(struct tern_trainer *t, const float *X, const float *dY, int n, int in,
                        const float *W, float *dW, int out, float *dX, bool acc_dx)
 {
-    if (dX) gemm(t, n, in, out, dY, out, 1, W, in, 1, dX, in, acc_dx);
-    gemm(t, out, in, n, dY, 1, out, X, in, 1, dW, in, true);
+    const struct kern_gemm gw = {out, in, n, dY, 1, out, X, in, 1, dW, in, true};
+    if (!dX) {
+        kern_gemm_f32_mt(&gw, t->path, t->gws, t->pool);
+        return;
+    }
+    /* independent products of the same FLOPs: side by side, one per half of the threads */
+    const struct kern_gemm gx = {n, in, out, dY, out, 1, W, in, 1, dX, in, acc_dx};
+    kern_gemm_f32_mt2(&gx, &gw, t->path, t->gws, t->pool);
 }
 
 struct rows_job {
@@ -390,8 +396,14 @@ static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l
     memcpy(a->xmid, a->x, (size_t)N * D * sizeof(float));
     mat_fwd(t, l, TERN_LORA_O, y->wo, t->Dq, D, a->o, a->xmid, true);
     norm_fwd(t, a->xmid, vec(t, y->ffn_norm), a->xn2, a->rstd2);
-    mat_fwd(t, l, TERN_LORA_GATE, y->gate, D, t->F, a->xn2, a->gate, false);
-    mat_fwd(t, l, TERN_LORA_UP, y->up, D, t->F, a->xn2, a->up, false);
+    if (t->lora) {
+        mat_fwd(t, l, TERN_LORA_GATE, y->gate, D, t->F, a->xn2, a->gate, false);
+        mat_fwd(t, l, TERN_LORA_UP, y->up, D, t->F, a->xn2, a->up, false);
+    } else { /* two products of one input and one shape: side by side, as the backward's pairs */
+        const struct kern_gemm gg = {N, t->F, D, a->xn2, D, 1, t->wf + y->gate, 1, D, a->gate, t->F, false};
+        const struct kern_gemm gu = {N, t->F, D, a->xn2, D, 1, t->wf + y->up, 1, D, a->up, t->F, false};
+        kern_gemm_f32_mt2(&gg, &gu, t->path, t->gws, t->pool);
+    }
     struct rows_job j = {.kind = JOB_SWIGLU_FWD, .x = a->gate, .w = a->up, .y = a->h, .n = N,
                          .d = t->F};
     run_rows(t, &j);
