@@ -146,6 +146,15 @@ static void linear_fwd(struct tern_trainer *t, const float *X, int n, int in, co
     gemm(t, n, out, in, X, in, 1, W, 1, in, Y, out, acc);
 }
 
+/* Y1 = X . W1^T and Y2 = X . W2^T (one input, one shape: gate and up), side by side */
+static void linear_fwd_pair(struct tern_trainer *t, const float *X, int n, int in, const float *W1,
+                            const float *W2, int out, float *Y1, float *Y2)
+{
+    const struct kern_gemm g1 = {n, out, in, X, in, 1, W1, 1, in, Y1, out, false};
+    const struct kern_gemm g2 = {n, out, in, X, in, 1, W2, 1, in, Y2, out, false};
+    kern_gemm_f32_mt2(&g1, &g2, t->path, t->gws, t->pool);
+}
+
 /* dX (n, in) (+)= dY (n, out) . W ; dW (out, in) += dY^T . X */
 static void linear_bwd(struct tern_trainer *t, const float *X, const float *dY, int n, int in,
                        const float *W, float *dW, int out, float *dX, bool acc_dx)
@@ -399,10 +408,8 @@ static void layer_fwd(struct tern_trainer *t, const struct train_batch *b, int l
     if (t->lora) {
         mat_fwd(t, l, TERN_LORA_GATE, y->gate, D, t->F, a->xn2, a->gate, false);
         mat_fwd(t, l, TERN_LORA_UP, y->up, D, t->F, a->xn2, a->up, false);
-    } else { /* two products of one input and one shape: side by side, as the backward's pairs */
-        const struct kern_gemm gg = {N, t->F, D, a->xn2, D, 1, t->wf + y->gate, 1, D, a->gate, t->F, false};
-        const struct kern_gemm gu = {N, t->F, D, a->xn2, D, 1, t->wf + y->up, 1, D, a->up, t->F, false};
-        kern_gemm_f32_mt2(&gg, &gu, t->path, t->gws, t->pool);
+    } else {
+        linear_fwd_pair(t, a->xn2, N, D, t->wf + y->gate, t->wf + y->up, t->F, a->gate, a->up);
     }
     struct rows_job j = {.kind = JOB_SWIGLU_FWD, .x = a->gate, .w = a->up, .y = a->h, .n = N,
                          .d = t->F};
