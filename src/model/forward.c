@@ -306,6 +306,15 @@ static void matmul_residual_lora(struct tern_context *ctx, struct step *s, const
                  fwd_chunks_for(ctx, s->n, 4));
 }
 
+/* gate = act(gate) * up in columns [lo, hi) of n tokens' rows (n_ff wide): the activation is
+ * elementwise, so any split at multiples of 16 gives the bits of a whole row. */
+static void ffn_act_cols(struct tern_context *ctx, int n, int64_t n_ff, long long lo, long long hi)
+{
+    const vexp_silu_mul_fn act = ctx->model->info.ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
+    for (int t = 0; t < n; t++)
+        act(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo, (int)(hi - lo));
+}
+
 /* gate, up = W_gate . act, W_up . act; then gate = silu(gate) * up on the thread's own rows. */
 static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
 {
@@ -320,9 +329,7 @@ static void step_ffn_up(void *arg, int chunk, int n_chunks, int tid)
     matmul_slice(ctx, tid, &L->ffn_up, ctx->act, s->n, lo, hi, ctx->up);
     const bool timed = ctx->profile && tid == 0;
     const uint64_t t0 = timed ? prof_now_ns() : 0;
-    const vexp_silu_mul_fn act = ctx->model->info.ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
-    for (int t = 0; t < s->n; t++)
-        act(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo, (int)(hi - lo));
+    ffn_act_cols(ctx, s->n, n_ff, lo, hi);
     if (timed) {
         ctx->prof_ns[TERN_PROF_FFN_ACT] += prof_now_ns() - t0;
         ctx->prof_calls[TERN_PROF_FFN_ACT]++;
@@ -341,10 +348,7 @@ static void step_ffn_act(void *arg, int chunk, int n_chunks, int tid)
     const int64_t n_ff = ctx->model->layers[s->il].ffn_gate.rows;
     long long lo, hi;
     tp_split(n_ff, chunk, n_chunks, 16, &lo, &hi);
-    if (lo >= hi) return;
-    const vexp_silu_mul_fn act = ctx->model->info.ffn_gelu ? ctx->vexp_k.gelu_mul : ctx->vexp_k.silu_mul;
-    for (int t = 0; t < s->n; t++)
-        act(ctx->gate + (size_t)t * n_ff + lo, ctx->up + (size_t)t * n_ff + lo, (int)(hi - lo));
+    if (lo < hi) ffn_act_cols(ctx, s->n, n_ff, lo, hi);
 }
 
 /* Per token: the per-head q/k RMSNorm if the model has one (qwen3, gemma3), RoPE on q and k

@@ -28,7 +28,6 @@
 #include "util/huge.h"
 #include "util/threadpool.h"
 
-
 /* The matrices to consider, in a fixed order; returns the count (room for
  * MODEL_LAYER_MAX_MATRICES * (n_layer + 1) + 4). Absent ones (a shared-KV layer's k and v, the
  * attention of a DeltaNet layer) are left out, and so is a v that is k's matrix (it gets k's
