@@ -102,6 +102,47 @@ static void test_gemm_narrow_panels(void **state)
     }
 }
 
+/* A row-major with rows 2 KiB (or a multiple) apart is packed by the AVX-512 path (gemm_f32.c:
+ * those rows' lines share L1 sets); the packed panels must give exactly the sums of the same A
+ * read in place, with rows 520 floats apart: edge panels (M not a multiple of 12), K not a
+ * multiple of the transposes' 16, K cut into slices (K = 1000), and accumulating calls. Uses
+ * its own generator state, so it does not move the other tests' inputs. */
+static void test_gemm_aliasing_rows_packed(void **state)
+{
+    (void)state;
+    const enum kern_gemm_path paths[] = {KERN_GEMM_SCALAR, KERN_GEMM_AVX2, KERN_GEMM_AVX512};
+    const int shapes[][4] = {{13, 33, 40, 512}, {100, 70, 300, 512}, {97, 64, 512, 1024},
+                             {30, 40, 1000, 1024}, {12, 32, 7, 2048}};
+    const uint64_t saved = rng_state;
+    rng_state = 4242;
+    for (int p = 0; p < 3; p++) {
+        if (!kern_gemm_path_ok(paths[p])) continue;
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2], stride = shapes[s][3];
+            const int other = K + 8 > 520 ? K + 8 : 520;
+            float *A = malloc((size_t)M * stride * sizeof *A), *A2 = malloc((size_t)M * other * sizeof *A2);
+            float *B = malloc((size_t)K * N * sizeof *B), *C = malloc((size_t)M * N * sizeof *C);
+            float *C2 = malloc((size_t)M * N * sizeof *C2), *ws = ws_alloc(kern_gemm_ws_floats());
+            fill(A, (size_t)M * stride, 1.0f);
+            for (int i = 0; i < M; i++) memcpy(A2 + (size_t)i * other, A + (size_t)i * stride, (size_t)K * sizeof *A);
+            fill(B, (size_t)K * N, 1.0f);
+            for (int acc = 0; acc < 2; acc++) {
+                fill(C, (size_t)M * N, 1.0f);
+                memcpy(C2, C, (size_t)M * N * sizeof *C);
+                struct kern_gemm g = {M, N, K, A, stride, 1, B, 1, K, C, N, acc};
+                struct kern_gemm g2 = {M, N, K, A2, other, 1, B, 1, K, C2, N, acc};
+                kern_gemm_f32(&g, paths[p], ws);
+                kern_gemm_f32(&g2, paths[p], ws);
+                if (memcmp(C, C2, (size_t)M * N * sizeof *C))
+                    fail_msg("gemm %s M%d N%d K%d: rows %d floats apart differ from rows %d apart",
+                             kern_gemm_path_name(paths[p]), M, N, K, stride, other);
+            }
+            free(A), free(A2), free(B), free(C), free(C2), free(ws);
+        }
+    }
+    rng_state = saved;
+}
+
 static void test_gemm_threads_identical(void **state)
 {
     (void)state;
@@ -430,7 +471,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_grad),     cmocka_unit_test(test_rope_grad),
         cmocka_unit_test(test_swiglu_grad),      cmocka_unit_test(test_attention_grad),
         cmocka_unit_test(test_xent_grad),        cmocka_unit_test(test_model_grad),
-        cmocka_unit_test(test_gemm_narrow_panels),
+        cmocka_unit_test(test_gemm_narrow_panels), cmocka_unit_test(test_gemm_aliasing_rows_packed),
     };
     return test_exit_status(cmocka_run_group_tests(tests, NULL, NULL));
 }

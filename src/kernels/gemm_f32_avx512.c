@@ -67,3 +67,17 @@ void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *d
         }
     }
 }
+
+void gemm_pack_a12_avx512(const float *A, ptrdiff_t ars, int rows, int kc, float *dst)
+{
+    for (int kk = 0; kk < kc; kk += 16) {
+        const __mmask16 m = kc - kk >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (kc - kk)) - 1);
+        __m512i r[16];
+        for (int j = 0; j < 16; j++)
+            r[j] = j < rows ? _mm512_castps_si512(_mm512_maskz_loadu_ps(m, A + (ptrdiff_t)j * ars + kk))
+                            : _mm512_setzero_si512();
+        gemm_transpose16(r);
+        const int nk = kc - kk < 16 ? kc - kk : 16;
+        for (int i = 0; i < nk; i++) _mm512_mask_storeu_epi32(dst + (size_t)(kk + i) * 12, 0x0FFF, r[i]);
+    }
+}

@@ -23,6 +23,9 @@ void gemm_micro_avx512_r(int kc, const float *a, ptrdiff_t asr, const float *bp,
 /* B (k, j) = B[j*bcs + k] (unit row stride: W^T, K^T, V^T), k < kc, j < nc, into 32-wide panels
  * (zero past nc), as gemm_f32.c's pack_b lays them out; 16 x 16 transposes */
 void gemm_pack_bt_avx512(const float *B, ptrdiff_t bcs, int kc, int nc, float *dst);
+/* A (r, k) = A[r*ars + k] (row-major), r < rows <= 12, k < kc, into one 12-tall panel: for each
+ * k, 12 values side by side (zero past rows), as gemm_f32.c's pack_a lays them out */
+void gemm_pack_a12_avx512(const float *A, ptrdiff_t ars, int rows, int kc, float *dst);
 /* 6 x 16 */
 void gemm_micro_avx2_t(int kc, const float *a, ptrdiff_t ask, const float *bp, float *c, ptrdiff_t ldc, bool acc);
 void gemm_micro_avx2_r(int kc, const float *a, ptrdiff_t asr, const float *bp, float *c, ptrdiff_t ldc, bool acc);
