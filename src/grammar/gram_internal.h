@@ -337,6 +337,7 @@ struct tern_grammar_vocab {
     uint32_t n_slice, slice_max;
     uint32_t *slice_upto;   /* [GRAM_SLICE_SMALL][n_words]: slice tokens of at most c characters */
     uint32_t *short_bits;   /* [GRAM_NH][n_words]: text tokens of at most gram_horizon[k] bytes */
+    uint32_t *text_bits;    /* [n_words] every text token (those of the trie `all`) */
     uint32_t max_len;
     int32_t *eog;           /* end-of-generation ids */
     int n_eog;
@@ -613,6 +614,11 @@ struct gram_cls_scratch {
     uint32_t *dnode;                 /* [GRAM_DENSE_TABLES] nodes owning the tables */
     uint32_t n_dtab;
     uint32_t min_depth;              /* the walk records only tokens longer than this */
+    /* a walk of the trie `all` from scratch (gram_mask.c classify) records its accepted tokens
+     * by their depth-first position instead of as ids: whole subtrees are ranges of bits */
+    bool acc_dfs;
+    uint64_t *accd;                  /* [all tokens / 64 + 1], zero outside a walk */
+    uint32_t accd_lo, accd_hi;       /* the words a walk set: [lo, hi) */
     /* pairs of nodes compared for agreement (gram_mask.c, agree_depth; allocated on first use) */
     struct gram_stack *pcur, *pnext; /* [GRAM_MAX_PAIRS] this level's and the next's (x, y) */
     uint32_t n_pcur, n_pnext;

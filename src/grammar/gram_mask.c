@@ -421,7 +421,8 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
     s->dchunk[0] = malloc(sizeof *s->dchunk[0]);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
-    if (!s->at || !s->buf || !s->dslot || !s->dchunk[0] || !s->dnode) {
+    s->accd = calloc((g->vocab ? g->vocab->all.node[g->vocab->all.n].tok_first : 0) / 64 + 1, sizeof *s->accd);
+    if (!s->at || !s->buf || !s->dslot || !s->dchunk[0] || !s->dnode || !s->accd) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
     }
@@ -438,6 +439,7 @@ void gram_cls_scratch_free(struct gram_cls_scratch *s)
     free(s->dslot);
     for (size_t k = 0; k < sizeof s->dchunk / sizeof s->dchunk[0]; k++) free(s->dchunk[k]);
     free(s->dnode);
+    free(s->accd);
     free(s->pcur);
     free(s->pnext);
     free(s->pset);
@@ -611,6 +613,32 @@ static int class_info(const struct tern_grammar *g, uint32_t node, uint64_t k[2]
     return kmemo_get(g, node, k);
 }
 
+/* Accept the tokens at depth-first positions [lo, hi) of the trie `all` (s->acc_dfs): whole
+ * words of bits at a time. */
+static void accd_range(struct gram_cls_scratch *s, uint32_t lo, uint32_t hi)
+{
+    if (lo >= hi) return;
+    s->n_acc += hi - lo;
+    if (lo >> 6 < s->accd_lo) s->accd_lo = lo >> 6;
+    if (((hi - 1) >> 6) + 1 > s->accd_hi) s->accd_hi = ((hi - 1) >> 6) + 1;
+    while (lo < hi) {
+        const uint32_t w = lo >> 6, b = lo & 63, n = hi - lo < 64 - b ? hi - lo : 64 - b;
+        s->accd[w] |= (n == 64 ? ~0ull : ((1ull << n) - 1)) << b;
+        lo += n;
+    }
+}
+
+/* The accepted tokens of trie node tn (its own, not its subtree's). */
+static inline bool accept_tokens(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v,
+                                 const struct gram_trie_node *tn)
+{
+    if (s->acc_dfs) {
+        accd_range(s, tn[0].tok_first, tn[1].tok_first);
+        return true;
+    }
+    return push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc);
+}
+
 /* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
  * s->min_depth as uncertain (unc) or accepted: one copy when all are wanted. */
 static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
@@ -626,6 +654,10 @@ static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_v
     }
     const uint32_t lo = tr->node[a].tok_first, k = tr->node[b].tok_first - lo;
     if (k == 0) return true; /* a subtree of tokenless prefixes: nothing to copy, and *ids may be NULL */
+    if (!unc && s->acc_dfs) {
+        accd_range(s, lo, lo + k);
+        return true;
+    }
     if (*n + k > *cap) {
         uint32_t nc = *cap ? *cap : 1024;
         while (nc < *n + k) nc *= 2;
@@ -749,7 +781,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                     ca->ovf = ovf;
                     if (tok >= 0) {
                         bool ok = ca->virt ? push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc)
-                                           : push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc);
+                                           : accept_tokens(s, v, tn);
                         if (!ok) return false;
                     }
                     if (tn->end > i + 1 && !ovf) {
@@ -820,7 +852,7 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
         }
         if (tok >= 0) {
             if (live_real || popped) {
-                if (!push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc)) return false;
+                if (!accept_tokens(s, v, tn)) return false;
             } else if (live_virt || vpopped || ovf) {
                 if (!push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc)) return false;
             }
@@ -866,6 +898,55 @@ static int32_t count_text_cap(const struct tern_grammar *g, uint32_t node, uint3
     return rem >= GRAM_SLICE_MAX_CHARS ? TCAP_INF : (int32_t)rem;
 }
 
+/* Zero the words of s->accd a walk set, for the next. */
+static void accd_clear(struct gram_cls_scratch *s)
+{
+    if (s->accd_lo < s->accd_hi) memset(s->accd + s->accd_lo, 0, (size_t)(s->accd_hi - s->accd_lo) * sizeof *s->accd);
+    s->accd_lo = UINT32_MAX, s->accd_hi = 0;
+}
+
+/* The accepted tokens of a walk kept as depth-first positions (s->accd, s->n_acc of them) into
+ * c: few as ids, many as a bitset, and most as the text tokens less the positions not
+ * accepted, which costs a bit per token left out instead of per token accepted. */
+static bool accd_to_cls(const struct tern_grammar_vocab *v, const struct gram_cls_scratch *s, struct gram_cls *c)
+{
+    const int32_t *dfs = v->all.dfs_tok;
+    const uint32_t n_dfs = v->all.node[v->all.n].tok_first, n_acc = s->n_acc;
+    if (n_acc < v->n_words) { /* an id list is smaller than a bitset */
+        c->acc_ids = malloc(n_acc * sizeof *c->acc_ids);
+        if (!c->acc_ids) return false;
+        uint32_t k = 0;
+        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++)
+            for (uint64_t b = s->accd[w]; b; b &= b - 1) c->acc_ids[k++] = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
+        TERN_ASSERT(k == n_acc, "every accepted position is counted once");
+        c->bytes += (size_t)n_acc * 4;
+        return true;
+    }
+    const bool most = n_acc > n_dfs / 2;
+    c->acc_bits = most ? malloc((size_t)v->n_words * sizeof *c->acc_bits) : calloc(v->n_words, sizeof *c->acc_bits);
+    if (!c->acc_bits) return false;
+    if (most) {
+        memcpy(c->acc_bits, v->text_bits, (size_t)v->n_words * sizeof *c->acc_bits);
+        for (uint32_t w = 0; w <= n_dfs / 64; w++) {
+            /* the positions left out (none past the last) */
+            uint64_t b = ~s->accd[w];
+            if (w == n_dfs / 64) b &= (n_dfs & 63) ? (1ull << (n_dfs & 63)) - 1 : 0;
+            for (; b; b &= b - 1) {
+                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
+                c->acc_bits[id >> 5] &= ~(1u << (id & 31));
+            }
+        }
+    } else {
+        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++)
+            for (uint64_t b = s->accd[w]; b; b &= b - 1) {
+                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
+                c->acc_bits[id >> 5] |= 1u << (id & 31);
+            }
+    }
+    c->bytes += (size_t)v->n_words * 4;
+    return true;
+}
+
 static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, struct gram_cls_scratch *s,
                                  const struct gram_cls *base, int hk, uint32_t L, uint32_t cnt)
 {
@@ -908,10 +989,20 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
             ok = walk(g, s, node, frame0, &v->rest, &not_exc);
         }
     } else {
+        /* from scratch, the accepted tokens are kept as depth-first positions: a position inside
+         * an open class (`[^/]+`, a counted `[a-z0-9]`) accepts tens of thousands of tokens,
+         * mostly as whole subtrees, and one id at a time those cost a bit each to set */
+        s->acc_dfs = !base;
+        s->accd_lo = UINT32_MAX, s->accd_hi = 0;
         ok = walk(g, s, node, frame0, &v->all, NULL);
     }
     s->min_depth = 0;
-    if (!ok) return NULL;
+    const bool acc_dfs = s->acc_dfs;
+    s->acc_dfs = false;
+    if (!ok) {
+        if (acc_dfs) accd_clear(s);
+        return NULL;
+    }
     /* a walk records each token at most once, as accepted or as uncertain */
     TERN_ASSERT((uint64_t)s->n_acc + s->n_unc <= (uint64_t)v->n_vocab);
     /* the base's short tokens: uncertain ones always as ids, accepted ids too (a bitset is
@@ -958,6 +1049,10 @@ static struct gram_cls *classify(const struct tern_grammar *g, uint32_t node, st
         for (uint32_t w = 0; w < v->n_words; w++) cnt += (uint32_t)__builtin_popcount(c->acc_bits[w]);
         c->n_acc = cnt;
         c->bytes += (size_t)v->n_words * 4;
+    } else if (acc_dfs && n_acc) {
+        const bool done = accd_to_cls(v, s, c);
+        accd_clear(s);
+        if (!done) { free(c); return NULL; }
     } else if (n_acc >= v->n_words) { /* a bitset is smaller than the id list */
         c->acc_bits = calloc(v->n_words, sizeof *c->acc_bits);
         if (!c->acc_bits) { free(c); return NULL; }

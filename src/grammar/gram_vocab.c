@@ -59,6 +59,7 @@ void tern_grammar_vocab_free(struct tern_grammar_vocab *v)
     free(v->slice_sorted);
     free(v->slice_upto);
     free(v->short_bits);
+    free(v->text_bits);
     free(v->eog);
     free(v->ctl);
     free(v->ctl_off);
@@ -407,13 +408,17 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
             ents[n_text++] = (struct sort_ent){v->bytes + v->off[id], v->off[id + 1] - v->off[id], id};
     qsort(ents, n_text, sizeof *ents, cmp_ent);
     if (!build_trie(v, ents, n_text, &v->all)) goto oom;
+    v->text_bits = calloc(v->n_words, sizeof *v->text_bits);
+    if (!v->text_bits) goto oom;
+    for (uint32_t k = 0; k < v->all.node[v->all.n].tok_first; k++)
+        v->text_bits[v->all.dfs_tok[k] >> 5] |= 1u << (v->all.dfs_tok[k] & 31);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n_text; i++)
         if (!v->slice_chars[ents[i].id]) ents[m++] = ents[i];
     if (!build_trie(v, ents, m, &v->rest)) goto oom;
     free(ents);
     v->mem_bytes = sizeof *v + ((size_t)n + 1) * 4 + used + (size_t)n * (1 + 4 + 4 + 1 + 4) +
-                   (size_t)v->n_words * 4 * (1 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2) +
+                   (size_t)v->n_words * 4 * (2 + GRAM_SLICE_SMALL + GRAM_NH) + ((size_t)v->all.n + v->rest.n) * (sizeof(struct gram_trie_node) + 16 + 1 + 2) +
                    ((size_t)v->all.n_cidx + v->rest.n_cidx + 2) * sizeof(struct gram_cidx) + ((size_t)v->all.n_cpos + v->rest.n_cpos) * 4 +
                    ((size_t)v->all.n + v->rest.n) * 8 +
                    (size_t)v->n_ctl * 8 + ctext_cap;
