@@ -931,17 +931,30 @@ static bool accd_to_cls(const struct tern_grammar_vocab *v, const struct gram_cl
             /* the positions left out (none past the last) */
             uint64_t b = ~s->accd[w];
             if (w == n_dfs / 64) b &= (n_dfs & 63) ? (1ull << (n_dfs & 63)) - 1 : 0;
+            if (b == ~0ull) {
+                const int32_t *d = dfs + (size_t)w * 64;
+                for (int j = 0; j < 64; j++) c->acc_bits[d[j] >> 5] &= ~(1u << (d[j] & 31));
+                continue;
+            }
             for (; b; b &= b - 1) {
                 const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
                 c->acc_bits[id >> 5] &= ~(1u << (id & 31));
             }
         }
     } else {
-        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++)
-            for (uint64_t b = s->accd[w]; b; b &= b - 1) {
-                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
-                c->acc_bits[id >> 5] |= 1u << (id & 31);
+        uint32_t *bits = c->acc_bits;
+        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++) {
+            const uint64_t b = s->accd[w];
+            if (b == ~0ull) { /* whole subtrees make whole words: no bit scan */
+                const int32_t *d = dfs + (size_t)w * 64;
+                for (int j = 0; j < 64; j++) bits[d[j] >> 5] |= 1u << (d[j] & 31);
+                continue;
             }
+            for (uint64_t r = b; r; r &= r - 1) {
+                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(r)];
+                bits[id >> 5] |= 1u << (id & 31);
+            }
+        }
     }
     c->bytes += (size_t)v->n_words * 4;
     return true;
