@@ -200,6 +200,28 @@ static void test_mask_brute_force_counted(void **state)
     tern_grammar_free(g);
 }
 
+/* Strings under a counter (maxLength above the unrolled limit), entered again after an escape
+ * or a multi-byte character: the walk accepts the plain-ASCII subtrees there in one piece
+ * (gram_mask.c try_skip_counted), which must stay exact far from the bound and near it (the
+ * short string's last characters, escapes among them). */
+static void test_mask_brute_force_counter_escapes(void **state)
+{
+    (void)state;
+    NEED_VOCAB();
+    struct tern_grammar *g = schema("{\"type\": \"object\", \"properties\": {"
+                                    "\"code\": {\"type\": \"string\", \"maxLength\": 10000},"
+                                    "\"near\": {\"type\": \"string\", \"maxLength\": 300}},"
+                                    "\"additionalProperties\": false}");
+    char doc[1024];
+    char near[400];
+    /* 290 plain characters, then escapes and a two-byte character at the bound (300 in all) */
+    memset(near, 'a', 290);
+    strcpy(near + 290, "\\n\\\"xy\\tz\u00e9ab");
+    snprintf(doc, sizeof doc, "{\"code\": \"print(\\\"hi\\\")\\nfor i in range(3):\\n\\tprint(i) # \u00e9t\u00e9\", \"near\": \"%s\"}", near);
+    brute_walk(g, doc);
+    tern_grammar_free(g);
+}
+
 /* end of generation exactly when complete; control tokens never; messages name what failed */
 static void test_eog_control_messages(void **state)
 {
@@ -845,6 +867,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mask_brute_force),
         cmocka_unit_test(test_mask_brute_force_counted),
+        cmocka_unit_test(test_mask_brute_force_counter_escapes),
         cmocka_unit_test(test_eog_control_messages),
         cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_forced),

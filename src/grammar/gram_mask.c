@@ -689,6 +689,30 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
     return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
 }
 
+static int32_t count_text_cap(const struct tern_grammar *g, uint32_t node, uint32_t L, uint32_t cnt);
+
+/* Trie node i (depth d) left the walk's general step on one real stack at node, in the counter
+ * frame `frame` (a string under maxLength, entered again after an escape or a multi-byte
+ * character): if the counted body takes slice tokens there (count_text_cap) and every longer
+ * token below i goes on in plain ASCII slice characters (no '"', '\\', control or DEL byte),
+ * no more of them than the count leaves, accept them all and tell the caller to skip the
+ * subtree. Without it each of their bytes took the engine's general step: an escape's first
+ * mask in a code string walked for 240-370 us. */
+static inline int try_skip_counted(struct gram_cls_scratch *s, const struct tern_grammar *g, const struct gram_trie *tr,
+                                   uint32_t i, uint32_t d, uint32_t node, uint32_t frame)
+{
+    const struct gram_trie_node *tn = &tr->node[i];
+    const uint32_t cnt = s->eng.fr.cnt[frame];
+    if (!cnt || (tn->flags & GRAM_TRIE_OTHER)) return 0;
+    /* the ASCII slice in the trie's layout (bytes 0x20..0x7F as three words): not '"' 0x22,
+     * '\\' 0x5C or DEL 0x7F */
+    if ((tn->below[0] & (1u << 2)) | (tn->below[1] & (1u << 28)) | (tn->below[2] & (1u << 31))) return 0;
+    const int32_t cap = count_text_cap(g, node, s->eng.fr.node[frame], cnt);
+    if (cap == TCAP_NONE) return 0;
+    if (cap != TCAP_INF && gram_trie_below_depth(tn) - d > (uint32_t)cap) return 0;
+    return push_subtree(s, g->vocab, tr, i + 1, tn->end, false) ? 1 : -1;
+}
+
 /* The dense table of a simple depth state (looked up on first need: leaves never need it). */
 static inline const uint32_t *tab_of(struct gram_cls_scratch *s, const struct tern_grammar *g, struct gram_depth *a)
 {
@@ -862,6 +886,19 @@ static bool walk(const struct tern_grammar *g, struct gram_cls_scratch *s, uint3
                 return false;
             i = tn->end;
             continue;
+        }
+        if (tn->end > i + 1 && live_real && !ovf) {
+            /* the one real stack (the others wait in virtual callers, e.g. for the string's
+             * closing quote, and take no slice character) */
+            uint32_t r1 = GRAM_NONE;
+            for (uint32_t k = 0; k < n; k++) {
+                if (gram_is_marker(out[k].node) || level[out[k].frame] != 0) continue;
+                if (r1 != GRAM_NONE) { r1 = GRAM_NONE; break; }
+                r1 = k;
+            }
+            const int sk = r1 == GRAM_NONE ? 0 : try_skip_counted(s, g, tr, i, d, out[r1].node, out[r1].frame);
+            if (sk < 0) return false;
+            if (sk) { i = tn->end; continue; }
         }
         if (tn->end > i + 1)
             set_children(s, g, ca, (tn->flags & GRAM_TRIE_WIDE) ? gram_trie_cidx(tr, i) : NULL, tn->end, NULL);
