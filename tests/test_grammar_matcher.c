@@ -222,6 +222,24 @@ static void test_mask_brute_force_counter_escapes(void **state)
     tern_grammar_free(g);
 }
 
+/* Class chains whose tokens run longer than the chain (gram_mask.c chain_closed): refused at
+ * once where the chain's end takes no byte of the class (an exact count before the closing
+ * quote), walked on where it does (a run of the class goes on after the count) or where the
+ * string may end there. */
+static void test_mask_brute_force_class_chains(void **state)
+{
+    (void)state;
+    NEED_VOCAB();
+    struct tern_grammar *g = schema("{\"type\": \"object\", \"properties\": {"
+                                    "\"id\": {\"type\": \"string\", \"pattern\": \"^r_[a-z0-9]{8}$\"},"
+                                    "\"code\": {\"type\": \"string\", \"pattern\": \"^[a-z]{3}[a-z0-9]+$\"},"
+                                    "\"tag\": {\"type\": \"string\", \"pattern\": \"^[a-z]{2,4}$\"},"
+                                    "\"zip\": {\"type\": \"string\", \"pattern\": \"^[0-9]{5}$\"}},"
+                                    "\"additionalProperties\": false}");
+    brute_walk(g, "{\"id\": \"r_ab12cd34\", \"code\": \"abcdefgh123\", \"tag\": \"abc\", \"zip\": \"12345\"}");
+    tern_grammar_free(g);
+}
+
 /* end of generation exactly when complete; control tokens never; messages name what failed */
 static void test_eog_control_messages(void **state)
 {
@@ -868,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_mask_brute_force),
         cmocka_unit_test(test_mask_brute_force_counted),
         cmocka_unit_test(test_mask_brute_force_counter_escapes),
+        cmocka_unit_test(test_mask_brute_force_class_chains),
         cmocka_unit_test(test_eog_control_messages),
         cmocka_unit_test(test_rollback),
         cmocka_unit_test(test_forced),

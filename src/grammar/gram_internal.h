@@ -461,6 +461,8 @@ struct gram_cache {
      * how many of them it can still take; kcls is written before kcap is published */
     _Atomic uint64_t (*kcls)[2];
     atomic_int *kcap;
+    atomic_uchar *kend;                  /* [n_nodes] KEND_*: whether the node's class chain ends
+                                            where no class byte goes on (gram_mask.c) */
     /* classifications of positions directly under a counter frame, keyed by (node, saturated
      * count): a small hash map under a lock (gram_mask.c, gram_node_cls_count) */
     void *ccls;

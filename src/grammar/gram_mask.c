@@ -49,6 +49,9 @@
 #define TCAP_NONE (-1)
 #define TCAP_INF INT32_MAX
 #define KCAP_UNKNOWN (-1) /* loop class memo: not computed (else 0 .. GRAM_CLASS_INF) */
+#define KEND_UNKNOWN 0 /* class chain end memo */
+#define KEND_OPEN 1
+#define KEND_CLOSED 2
 /* slice step memo values (else the node every slice character leads to, + SSTEP_TO) */
 #define SSTEP_UNKNOWN 0u
 #define SSTEP_OTHER 1u /* not one plain step: a slice character goes elsewhere, or not text-like */
@@ -66,10 +69,11 @@ tern_status gram_cache_create(struct tern_grammar *g)
     g->cache->sstep = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->sstep);
     g->cache->kcls = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcls);
     g->cache->kcap = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kcap);
+    g->cache->kend = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *g->cache->kend);
     g->cache->recent = calloc((size_t)(g->n_rules ? g->n_rules : 1) * GRAM_RECENT, sizeof *g->cache->recent);
     g->cache->recent_n = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->recent_n);
     g->cache->folb = calloc(g->n_rules ? g->n_rules : 1, sizeof *g->cache->folb);
-    if (!g->cache->slot || !g->cache->tcap || !g->cache->sstep || !g->cache->kcls || !g->cache->kcap || !g->cache->recent ||
+    if (!g->cache->slot || !g->cache->tcap || !g->cache->sstep || !g->cache->kcls || !g->cache->kcap || !g->cache->kend || !g->cache->recent ||
         !g->cache->recent_n || !g->cache->folb) {
         free(g->cache->folb);
         free(g->cache->slot);
@@ -77,6 +81,7 @@ tern_status gram_cache_create(struct tern_grammar *g)
         free(g->cache->sstep);
         free(g->cache->kcls);
         free(g->cache->kcap);
+        free(g->cache->kend);
         free(g->cache->recent);
         free(g->cache->recent_n);
         free(g->cache);
@@ -88,6 +93,7 @@ tern_status gram_cache_create(struct tern_grammar *g)
         atomic_init(&g->cache->tcap[i], TCAP_UNKNOWN);
         atomic_init(&g->cache->sstep[i], SSTEP_UNKNOWN);
         atomic_init(&g->cache->kcap[i], KCAP_UNKNOWN);
+        atomic_init(&g->cache->kend[i], KEND_UNKNOWN);
         atomic_init(&g->cache->kcls[i][0], 0);
         atomic_init(&g->cache->kcls[i][1], 0);
     }
@@ -152,6 +158,7 @@ void gram_cache_free(struct tern_grammar *g)
     free(g->cache->sstep);
     free(g->cache->kcls);
     free(g->cache->kcap);
+    free(g->cache->kend);
     free(g->cache);
     g->cache = NULL;
 }
@@ -639,6 +646,62 @@ static inline bool accept_tokens(struct gram_cls_scratch *s, const struct tern_g
     return push_tokens(v, tn, &s->acc, &s->n_acc, &s->cap_acc);
 }
 
+/* Whether node's class chain (class_info: k, cap bytes) ends at a node that takes no byte of
+ * the class and cannot end its rule or call another (deterministic): then a token that stays in
+ * the class for more than cap bytes is refused in every context. Kept per node (the nodes of a
+ * chain share their end). */
+static bool chain_closed(const struct tern_grammar *g, uint32_t node, const uint64_t k[2], int cap)
+{
+    const unsigned known = atomic_load_explicit(&g->cache->kend[node], memory_order_relaxed);
+    if (known != KEND_UNKNOWN) return known == KEND_CLOSED;
+    uint32_t cur = node;
+    bool closed = true;
+    for (int i = 0; i < cap && closed; i++) {
+        uint64_t kk[2];
+        const uint32_t nx = loop_class(g, cur, kk);
+        if (nx == GRAM_NONE || kk[0] != k[0] || kk[1] != k[1]) closed = false;
+        else cur = nx;
+    }
+    const struct gram_node *nd = &g->nodes[cur];
+    if (closed && ((nd->flags & (GN_NONDET | GN_FINAL)) || nd->c_n)) closed = false;
+    if (closed) {
+        const struct gram_range *r = g->ranges + nd->r_off;
+        for (uint32_t j = 0; j < nd->r_n && closed; j++) {
+            uint64_t rk[2] = {0, 0};
+            if (r[j].lo > 0x7F) continue;
+            ascii_bits(r[j].lo, r[j].hi > 0x7F ? 0x7F : r[j].hi, rk);
+            if ((rk[0] & k[0]) | (rk[1] & k[1])) closed = false;
+        }
+    }
+    atomic_store_explicit(&g->cache->kend[node], closed ? KEND_CLOSED : KEND_OPEN, memory_order_relaxed);
+    return closed;
+}
+
+static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
+                         uint32_t a, uint32_t b, bool unc);
+
+/* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) no deeper than max_d
+ * (and deeper than s->min_depth) as uncertain (unc) or accepted. */
+static bool push_shallow(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
+                         uint32_t a, uint32_t b, uint32_t max_d, bool unc)
+{
+    for (uint32_t j = a; j < b;) {
+        const struct gram_trie_node *tn = &tr->node[j];
+        if (tn->depth > max_d) { j = tn->end; continue; }
+        if (gram_trie_below_depth(tn) <= max_d) { /* all of it: one copy (one range of bits) */
+            if (!push_subtree(s, v, tr, j, tn->end, unc)) return false;
+            j = tn->end;
+            continue;
+        }
+        if (tn->token >= 0 && tn->depth > s->min_depth) {
+            const bool ok = unc ? push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc) : accept_tokens(s, v, tn);
+            if (!ok) return false;
+        }
+        j++;
+    }
+    return true;
+}
+
 /* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
  * s->min_depth as uncertain (unc) or accepted: one copy when all are wanted. */
 static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
@@ -685,7 +748,12 @@ static inline int try_skip(struct gram_cls_scratch *s, const struct tern_grammar
     /* the class in the trie's layout: bytes 0x20..0x7F as three words */
     const uint32_t k0 = (uint32_t)(k[0] >> 32), k1 = (uint32_t)k[1], k2 = (uint32_t)(k[1] >> 32);
     if ((tn->below[0] & ~k0) | (tn->below[1] & ~k1) | (tn->below[2] & ~k2)) return 0;
-    if (cap != GRAM_CLASS_INF && gram_trie_below_depth(tn) - d > (uint32_t)cap) return 0;
+    if (cap != GRAM_CLASS_INF && gram_trie_below_depth(tn) - d > (uint32_t)cap) {
+        /* longer tokens below: where the chain ends closed (a counted class before its closing
+         * quote: `[a-z0-9]{8}"`), those are refused and the others accepted, without stepping */
+        if (!chain_closed(g, node, k, cap)) return 0;
+        return push_shallow(s, g->vocab, tr, i + 1, tn->end, d + (uint32_t)cap, virt) ? 1 : -1;
+    }
     return push_subtree(s, g->vocab, tr, i + 1, tn->end, virt) ? 1 : -1;
 }
 
