@@ -288,6 +288,8 @@ struct gram_trie {
      * one copy */
     int32_t *dfs_tok;
 };
+/* The tokens trie t holds (its depth-first positions run from 0 to this). */
+static inline uint32_t gram_trie_n_tok(const struct gram_trie *t) { return t->node[t->n].tok_first; }
 struct gram_cidx {
     uint64_t bits[4];        /* the children's bytes */
     uint32_t node;           /* the node (UINT32_MAX: the root) */

@@ -428,7 +428,7 @@ tern_status gram_cls_scratch_init(struct gram_cls_scratch *s, const struct tern_
     s->dslot = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *s->dslot);
     s->dchunk[0] = malloc(sizeof *s->dchunk[0]);
     s->dnode = malloc(GRAM_DENSE_TABLES * sizeof *s->dnode);
-    s->accd = calloc((g->vocab ? g->vocab->all.node[g->vocab->all.n].tok_first : 0) / 64 + 1, sizeof *s->accd);
+    s->accd = calloc((g->vocab ? gram_trie_n_tok(&g->vocab->all) : 0) / 64 + 1, sizeof *s->accd);
     if (!s->at || !s->buf || !s->dslot || !s->dchunk[0] || !s->dnode || !s->accd) {
         gram_cls_scratch_free(s);
         return tern_fail(TERN_ERR_NOMEM, "grammar: out of memory");
@@ -677,31 +677,6 @@ static bool chain_closed(const struct tern_grammar *g, uint32_t node, const uint
     return closed;
 }
 
-static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
-                         uint32_t a, uint32_t b, bool unc);
-
-/* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) no deeper than max_d
- * (and deeper than s->min_depth) as uncertain (unc) or accepted. */
-static bool push_shallow(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
-                         uint32_t a, uint32_t b, uint32_t max_d, bool unc)
-{
-    for (uint32_t j = a; j < b;) {
-        const struct gram_trie_node *tn = &tr->node[j];
-        if (tn->depth > max_d) { j = tn->end; continue; }
-        if (gram_trie_below_depth(tn) <= max_d) { /* all of it: one copy (one range of bits) */
-            if (!push_subtree(s, v, tr, j, tn->end, unc)) return false;
-            j = tn->end;
-            continue;
-        }
-        if (tn->token >= 0 && tn->depth > s->min_depth) {
-            const bool ok = unc ? push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc) : accept_tokens(s, v, tn);
-            if (!ok) return false;
-        }
-        j++;
-    }
-    return true;
-}
-
 /* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) deeper than
  * s->min_depth as uncertain (unc) or accepted: one copy when all are wanted. */
 static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
@@ -731,6 +706,28 @@ static bool push_subtree(struct gram_cls_scratch *s, const struct tern_grammar_v
     }
     memcpy(*ids + *n, tr->dfs_tok + lo, k * sizeof **ids);
     *n += k;
+    return true;
+}
+
+/* Record the tokens of trie nodes [a, b) (whole subtrees, depth-first) no deeper than max_d
+ * (and deeper than s->min_depth) as uncertain (unc) or accepted. */
+static bool push_shallow(struct gram_cls_scratch *s, const struct tern_grammar_vocab *v, const struct gram_trie *tr,
+                         uint32_t a, uint32_t b, uint32_t max_d, bool unc)
+{
+    for (uint32_t j = a; j < b;) {
+        const struct gram_trie_node *tn = &tr->node[j];
+        if (tn->depth > max_d) { j = tn->end; continue; }
+        if (gram_trie_below_depth(tn) <= max_d) { /* all of it: one copy (one range of bits) */
+            if (!push_subtree(s, v, tr, j, tn->end, unc)) return false;
+            j = tn->end;
+            continue;
+        }
+        if (tn->token >= 0 && tn->depth > s->min_depth) {
+            const bool ok = unc ? push_tokens(v, tn, &s->unc, &s->n_unc, &s->cap_unc) : accept_tokens(s, v, tn);
+            if (!ok) return false;
+        }
+        j++;
+    }
     return true;
 }
 
@@ -1010,13 +1007,31 @@ static void accd_clear(struct gram_cls_scratch *s)
     s->accd_lo = UINT32_MAX, s->accd_hi = 0;
 }
 
+/* Set (or clear) in bits the ids at the depth-first positions b marks among the 64 from d:
+ * a whole word (whole subtrees) without a bit scan. */
+static inline void mark_positions(uint32_t *bits, const int32_t *d, uint64_t b, bool set)
+{
+    if (b == ~0ull) {
+        if (set)
+            for (int j = 0; j < 64; j++) bits[d[j] >> 5] |= 1u << (d[j] & 31);
+        else
+            for (int j = 0; j < 64; j++) bits[d[j] >> 5] &= ~(1u << (d[j] & 31));
+        return;
+    }
+    for (; b; b &= b - 1) {
+        const int32_t id = d[__builtin_ctzll(b)];
+        if (set) bits[id >> 5] |= 1u << (id & 31);
+        else bits[id >> 5] &= ~(1u << (id & 31));
+    }
+}
+
 /* The accepted tokens of a walk kept as depth-first positions (s->accd, s->n_acc of them) into
  * c: few as ids, many as a bitset, and most as the text tokens less the positions not
  * accepted, which costs a bit per token left out instead of per token accepted. */
 static bool accd_to_cls(const struct tern_grammar_vocab *v, const struct gram_cls_scratch *s, struct gram_cls *c)
 {
     const int32_t *dfs = v->all.dfs_tok;
-    const uint32_t n_dfs = v->all.node[v->all.n].tok_first, n_acc = s->n_acc;
+    const uint32_t n_dfs = gram_trie_n_tok(&v->all), n_acc = s->n_acc;
     if (n_acc < v->n_words) { /* an id list is smaller than a bitset */
         c->acc_ids = malloc(n_acc * sizeof *c->acc_ids);
         if (!c->acc_ids) return false;
@@ -1036,30 +1051,10 @@ static bool accd_to_cls(const struct tern_grammar_vocab *v, const struct gram_cl
             /* the positions left out (none past the last) */
             uint64_t b = ~s->accd[w];
             if (w == n_dfs / 64) b &= (n_dfs & 63) ? (1ull << (n_dfs & 63)) - 1 : 0;
-            if (b == ~0ull) {
-                const int32_t *d = dfs + (size_t)w * 64;
-                for (int j = 0; j < 64; j++) c->acc_bits[d[j] >> 5] &= ~(1u << (d[j] & 31));
-                continue;
-            }
-            for (; b; b &= b - 1) {
-                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(b)];
-                c->acc_bits[id >> 5] &= ~(1u << (id & 31));
-            }
+            mark_positions(c->acc_bits, dfs + (size_t)w * 64, b, false);
         }
     } else {
-        uint32_t *bits = c->acc_bits;
-        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++) {
-            const uint64_t b = s->accd[w];
-            if (b == ~0ull) { /* whole subtrees make whole words: no bit scan */
-                const int32_t *d = dfs + (size_t)w * 64;
-                for (int j = 0; j < 64; j++) bits[d[j] >> 5] |= 1u << (d[j] & 31);
-                continue;
-            }
-            for (uint64_t r = b; r; r &= r - 1) {
-                const int32_t id = dfs[w * 64 + (uint32_t)__builtin_ctzll(r)];
-                bits[id >> 5] |= 1u << (id & 31);
-            }
-        }
+        for (uint32_t w = s->accd_lo; w < s->accd_hi; w++) mark_positions(c->acc_bits, dfs + (size_t)w * 64, s->accd[w], true);
     }
     c->bytes += (size_t)v->n_words * 4;
     return true;

@@ -410,7 +410,7 @@ tern_status tern_grammar_vocab_create(const struct tern_tokenizer *tok, struct t
     if (!build_trie(v, ents, n_text, &v->all)) goto oom;
     v->text_bits = calloc(v->n_words, sizeof *v->text_bits);
     if (!v->text_bits) goto oom;
-    for (uint32_t k = 0; k < v->all.node[v->all.n].tok_first; k++)
+    for (uint32_t k = 0; k < gram_trie_n_tok(&v->all); k++)
         v->text_bits[v->all.dfs_tok[k] >> 5] |= 1u << (v->all.dfs_tok[k] & 31);
     uint32_t m = 0;
     for (uint32_t i = 0; i < n_text; i++)
