@@ -648,19 +648,22 @@ static inline bool accept_tokens(struct gram_cls_scratch *s, const struct tern_g
 
 /* Whether node's class chain (class_info: k, cap bytes) ends at a node that takes no byte of
  * the class and cannot end its rule or call another (deterministic): then a token that stays in
- * the class for more than cap bytes is refused in every context. Kept per node (the nodes of a
- * chain share their end). */
+ * the class for more than cap bytes is refused in every context. Kept per node; the chain's
+ * later nodes whose own capacity leads to the same end get the answer too, so a chain is
+ * followed once, not once per node. */
 static bool chain_closed(const struct tern_grammar *g, uint32_t node, const uint64_t k[2], int cap)
 {
     const unsigned known = atomic_load_explicit(&g->cache->kend[node], memory_order_relaxed);
     if (known != KEND_UNKNOWN) return known == KEND_CLOSED;
-    uint32_t cur = node;
+    uint32_t cur = node, path[KCHAIN_MAX];
+    int n_path = 0;
     bool closed = true;
     for (int i = 0; i < cap && closed; i++) {
         uint64_t kk[2];
         const uint32_t nx = loop_class(g, cur, kk);
         if (nx == GRAM_NONE || kk[0] != k[0] || kk[1] != k[1]) closed = false;
         else cur = nx;
+        if (closed && i + 1 < cap && n_path < KCHAIN_MAX) path[n_path++] = cur; /* i + 1 bytes in */
     }
     const struct gram_node *nd = &g->nodes[cur];
     if (closed && ((nd->flags & (GN_NONDET | GN_FINAL)) || nd->c_n)) closed = false;
@@ -673,7 +676,13 @@ static bool chain_closed(const struct tern_grammar *g, uint32_t node, const uint
             if ((rk[0] & k[0]) | (rk[1] & k[1])) closed = false;
         }
     }
-    atomic_store_explicit(&g->cache->kend[node], closed ? KEND_CLOSED : KEND_OPEN, memory_order_relaxed);
+    const unsigned res = closed ? KEND_CLOSED : KEND_OPEN;
+    atomic_store_explicit(&g->cache->kend[node], res, memory_order_relaxed);
+    for (int i = 0; i < n_path; i++) {
+        uint64_t kk[2] = {0, 0};
+        if (kmemo_get(g, path[i], kk) == cap - (i + 1) && kk[0] == k[0] && kk[1] == k[1])
+            atomic_store_explicit(&g->cache->kend[path[i]], res, memory_order_relaxed);
+    }
     return closed;
 }
 
